@@ -1,0 +1,213 @@
+"""The build check stage (``kernel-check build``): compile every declared instantiation.
+
+Each ``BuildTarget`` is one module ``kernel_check.jit.build_jit`` compiles. A target that
+fails becomes a KC600 finding whose detail is the compiler's own message; the others
+still build (a thread pool: nvcc runs out of process). ptxas's per-kernel report turns
+into KC601 (more registers per thread than the budget) and KC602 (spills).
+No GPU is needed: ``TVM_FFI_CUDA_ARCH_LIST`` (default 9.0) names the target.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import jit
+from .finding import Finding, Location, Related
+from .registry import get_rule
+
+DEFAULT_REGISTER_BUDGET = 64
+DEFAULT_ARCH = "9.0"
+NVCC_MISSING = (
+    "kernel-check: nvcc not found; install the CUDA toolkit and set CUDA_HOME to it "
+    "(the folder holding bin/nvcc), or `pip install nvidia-cuda-nvcc`"
+)
+_COMPILER_ERROR = re.compile(r"^(?P<path>[^\s(][^(]*)\((?P<line>\d+)\): (?:catastrophic )?error", re.MULTILINE)
+_GCC_ERROR = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error", re.MULTILINE)
+_MANGLED_NAME_PART = re.compile(r"(\d+)")
+
+
+@dataclass(frozen=True)
+class BuildTarget:
+    """One module to compile: what ``build_jit`` needs plus where findings point."""
+
+    label: str  # "scale[float16-pdl]": how findings and the summary name it
+    marker: tuple[str, ...]
+    cuda_files: tuple[str, ...]
+    wrappers: tuple[tuple[str, str], ...]
+    csrc_root: str
+    source: str  # the kernel source findings point at
+    extra_cuda_cflags: tuple[str, ...] = ()
+    # per-kernel register budgets (kernel identifier -> registers); "default" for the rest
+    register_budget: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class BuildOutcome:
+    target: BuildTarget
+    result: jit.BuildResult | None = None
+    error: jit.BuildError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+def nvcc_available() -> bool:
+    return jit._find_nvcc() is not None
+
+
+def ensure_arch_for_compile_only() -> None:
+    """Without a GPU the target arch must be named; default to H200's sm_90."""
+    os.environ.setdefault("TVM_FFI_CUDA_ARCH_LIST", DEFAULT_ARCH)
+
+
+def build_one(target: BuildTarget, *, lineinfo: bool = False) -> BuildOutcome:
+    try:
+        result = jit.build_jit(
+            *target.marker,
+            cuda_files=list(target.cuda_files),
+            cuda_wrappers=list(target.wrappers),
+            csrc_root=target.csrc_root,
+            extra_cuda_cflags=list(target.extra_cuda_cflags),
+            lineinfo=lineinfo,
+            collect_resources=True,
+        )
+    except jit.BuildError as exc:
+        return BuildOutcome(target, error=exc)
+    return BuildOutcome(target, result=result)
+
+
+def build_all(targets: Iterable[BuildTarget], *, lineinfo: bool = False, jobs: int | None = None,
+              on_done: Callable[[BuildOutcome], None] | None = None) -> list[BuildOutcome]:
+    """Build every target (in parallel); the result list follows the input order."""
+    targets = list(targets)
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(targets) or 1))
+
+    def build(target: BuildTarget) -> BuildOutcome:
+        outcome = build_one(target, lineinfo=lineinfo)
+        if on_done is not None:
+            on_done(outcome)
+        return outcome
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(build, targets))
+
+
+# ----- findings -----
+
+
+def display_path(path: str | Path) -> str:
+    """A path relative to the working directory when under it (how reporters expect it)."""
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def _finding(code: str, message: str, location: Location, detail: str = "",
+             related: tuple[Related, ...] = ()) -> Finding:
+    rule = get_rule(code)
+    assert rule is not None, f"{code} is not declared in rules/"
+    return Finding(code, message, location, rule.meta.severity, related, None, detail)
+
+
+def _compiler_error_location(log: str, fallback: str) -> Location:
+    """The first ``file(line): error`` of nvcc (or ``file:line: error`` of the host compiler)."""
+    for pattern in (_COMPILER_ERROR, _GCC_ERROR):
+        match = pattern.search(log)
+        if match and Path(match["path"].strip()).exists():
+            return Location(display_path(match["path"].strip()), int(match["line"]))
+    return Location(display_path(fallback), 1)
+
+
+def compile_error_finding(outcome: BuildOutcome) -> Finding:
+    assert outcome.error is not None
+    log = outcome.error.log or str(outcome.error)
+    location = _compiler_error_location(log, outcome.target.source)
+    first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), str(outcome.error))
+    return _finding("KC600", f"{outcome.target.label} does not compile: {first[:300]}", location,
+                    detail=log.strip())
+
+
+def kernel_identifier(name: str) -> str:
+    """The kernel's own name: ``void sglang::scale_kernel<__half, 8>(...)`` -> ``scale_kernel``.
+
+    A mangled name (no demangler found) is read as Itanium length-prefixed parts, the last
+    before the template arguments or the end of the nested name.
+    """
+    if name.startswith("_Z"):
+        return _last_mangled_part(name)
+    words = re.findall(r"\w+", name.split("<", 1)[0].split("(", 1)[0])
+    return words[-1] if words else name
+
+
+def _last_mangled_part(mangled: str) -> str:
+    pos, last = 2 + (mangled[2:3] == "N"), mangled
+    while pos < len(mangled):
+        match = _MANGLED_NAME_PART.match(mangled, pos)
+        if not match:
+            break
+        start = match.end()
+        last = mangled[start:start + int(match.group(1))]
+        pos = start + int(match.group(1))
+    return last
+
+
+def kernel_definition_line(source: str, identifier: str) -> int:
+    """The line of ``__global__ ... identifier(`` in the kernel source (1 if not found)."""
+    try:
+        text = Path(source).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 1
+    match = re.search(rf"__global__[^;{{]*?\b{re.escape(identifier)}\s*\(", text)
+    return text.count("\n", 0, match.start()) + 1 if match else 1
+
+
+def budget_for(budget: Mapping[str, int], identifier: str) -> int:
+    return int(budget.get(identifier, budget.get("default", DEFAULT_REGISTER_BUDGET)))
+
+
+def resource_findings(outcome: BuildOutcome) -> list[Finding]:
+    """KC601 per kernel over its register budget, KC602 per kernel that spills."""
+    assert outcome.result is not None
+    findings = []
+    for kernel in outcome.result.resources:
+        identifier = kernel_identifier(kernel.name)
+        location = Location(display_path(outcome.target.source),
+                            kernel_definition_line(outcome.target.source, identifier))
+        budget = budget_for(outcome.target.register_budget, identifier)
+        where = f"{identifier} in {outcome.target.label}"
+        if kernel.registers > budget:
+            findings.append(_finding(
+                "KC601", f"{where} uses {kernel.registers} registers per thread (budget {budget})",
+                location, detail=kernel.name))
+        if kernel.spill_stores or kernel.spill_loads:
+            findings.append(_finding(
+                "KC602", f"{where} spills: {kernel.spill_stores} bytes stored, "
+                         f"{kernel.spill_loads} bytes loaded ({kernel.registers} registers)",
+                location, detail=kernel.name))
+    return findings
+
+
+def build_findings(outcomes: Iterable[BuildOutcome]) -> list[Finding]:
+    findings: list[Finding] = []
+    for outcome in outcomes:
+        findings.extend(resource_findings(outcome) if outcome.ok else [compile_error_finding(outcome)])
+    return findings
+
+
+def merge_budgets(config_default: int, per_kernel: Mapping[str, object],
+                  spec_budget: "int | Mapping[str, int] | None") -> dict[str, int]:
+    """Config budgets, overridden by the spec's (a number, or per kernel)."""
+    merged = {"default": int(config_default), **{k: int(v) for k, v in per_kernel.items()}}
+    if isinstance(spec_budget, int):
+        merged["default"] = spec_budget
+    elif spec_budget:
+        merged.update({k: int(v) for k, v in spec_budget.items()})
+    return merged

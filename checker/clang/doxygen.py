@@ -1,0 +1,123 @@
+"""Locate and read the Doxygen comment that precedes a declaration.
+
+libclang's `raw_comment` only attaches `///` and `/** */` comments, and loses positions,
+so we read the source text ourselves: the contiguous comment block directly above the
+declaration (blank lines break it; attributes/template headers are part of the decl).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model import DocComment, Span
+
+_PARAM_RE = re.compile(r"[\\@]param(?:\s*\[[^\]]*\])?\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_]\w*)*)")
+_TPARAM_RE = re.compile(r"[\\@]tparam\s+([A-Za-z_][A-Za-z0-9_]*)")
+_RETURN_RE = re.compile(r"[\\@](?:return|returns|retval)\b")
+_BRIEF_RE = re.compile(r"[\\@]brief\b")
+_COMMAND_RE = re.compile(r"^\s*[\\@][A-Za-z]+")
+
+
+def _line_starts(data: bytes) -> list[int]:
+    starts = [0]
+    for index, byte in enumerate(data):
+        if byte == 0x0A:
+            starts.append(index + 1)
+    return starts
+
+
+def preceding_comment(data: bytes, decl_start: int) -> DocComment | None:
+    """The comment block ending on the line(s) right above byte offset `decl_start`."""
+    starts = _line_starts(data)
+    line_index = _line_of(starts, decl_start)
+    lines: list[tuple[int, str]] = []
+    in_block = False
+    index = line_index - 1
+    while index >= 0:
+        raw = _line(data, starts, index)
+        stripped = raw.strip()
+        if in_block:
+            lines.append((index, raw))
+            if stripped.startswith("/*"):
+                in_block = False
+                if not _continues_upward(data, starts, index):
+                    break
+            index -= 1
+            continue
+        if stripped.startswith("//"):
+            lines.append((index, raw))
+        elif stripped.endswith("*/"):
+            lines.append((index, raw))
+            if not stripped.startswith("/*"):
+                in_block = True
+            elif not _continues_upward(data, starts, index):
+                break
+        else:
+            break
+        index -= 1
+    if not lines:
+        return None
+    lines.reverse()
+    first, last = lines[0][0], lines[-1][0]
+    text = "\n".join(raw for _, raw in lines)
+    span = Span(first + 1, 1, last + 1, len(lines[-1][1]) + 1, starts[first],
+                starts[last] + len(lines[-1][1].encode()))
+    return _read(text, span)
+
+
+def _continues_upward(data: bytes, starts: list[int], index: int) -> bool:
+    if index == 0:
+        return False
+    above = _line(data, starts, index - 1).strip()
+    return above.startswith("//") or above.endswith("*/")
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    low, high = 0, len(starts) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if starts[mid] <= offset:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _line(data: bytes, starts: list[int], index: int) -> str:
+    end = starts[index + 1] - 1 if index + 1 < len(starts) else len(data)
+    return data[starts[index]:end].decode("utf-8", errors="replace").rstrip("\r")
+
+
+def _read(text: str, span: Span) -> DocComment:
+    stripped = text.lstrip()
+    is_doxygen = stripped.startswith(("///", "//!", "/**", "/*!"))
+    params: list[str] = []
+    param_lines: list[tuple[str, int]] = []
+    for offset, line in enumerate(text.splitlines()):
+        for match in _PARAM_RE.finditer(line):
+            for name in re.split(r"\s*,\s*", match.group(1)):
+                params.append(name)
+                param_lines.append((name, span.line + offset))
+        for match in _TPARAM_RE.finditer(line):
+            param_lines.append((match.group(1), span.line + offset))
+    tparams = tuple(_TPARAM_RE.findall(text))
+    return DocComment(
+        text=text,
+        span=span,
+        is_doxygen=is_doxygen,
+        has_brief=bool(_BRIEF_RE.search(text)) or _has_leading_sentence(text),
+        params=tuple(params),
+        tparams=tparams,
+        has_return=bool(_RETURN_RE.search(text)),
+        param_spans=tuple(param_lines),
+    )
+
+
+def _has_leading_sentence(text: str) -> bool:
+    """Doxygen's autobrief: the first non-command line of prose counts as the brief."""
+    for line in text.splitlines():
+        body = re.sub(r"^\s*(///?<?|//!|/\*\*?!?|\*/|\*)", "", line).strip().rstrip("*/").strip()
+        if not body:
+            continue
+        return not _COMMAND_RE.match(body)
+    return False

@@ -1,0 +1,280 @@
+"""Model stage: one pass over a translation unit into a `SourceModel`.
+
+The walk visits the declarations of the checked file; each kind of fact has its own
+small extractor below so that rules never touch cursors.
+"""
+
+from __future__ import annotations
+
+import clang.cindex as ci
+
+from ..model import (
+    Field, Function, FunctionKind, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam,
+)
+from .cursors import (
+    FUNCTION_KINDS, K, RECORD_KINDS, TEMPLATE_PARAM_KINDS, children, has_child_kind, in_file,
+    is_exported, name_span, qualified_name, source_text, span_of, type_info, walk,
+)
+from .doxygen import preceding_comment
+from .parse import ParsedUnit
+
+LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
+_DEVICE_SPECIFIER_TOKENS = ("SGL_DEVICE", "SGL_DEVICE_HOST", "__device__", "__forceinline__",
+                            "__host__", "__inline__", "inline", "static", "constexpr")
+
+
+class _Extractor:
+    def __init__(self, unit: ParsedUnit, text: str, data: bytes) -> None:
+        self.unit = unit
+        self.path = unit.path
+        self.data = data
+        self.model = SourceModel(path=unit.path, text=text, data=data)
+
+    # -- traversal -----------------------------------------------------------------------
+    def run(self) -> SourceModel:
+        self._visit_scope(self.unit.tu.cursor)
+        self.model.error_spans = self._error_spans()
+        return self.model
+
+    def _visit_scope(self, scope: ci.Cursor) -> None:
+        for cursor in scope.get_children():
+            if not in_file(cursor, self.path):
+                continue
+            if cursor.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
+                self._visit_scope(cursor)
+            elif cursor.kind in FUNCTION_KINDS:
+                self._add_function(cursor)
+            elif cursor.kind in RECORD_KINDS:
+                self._add_struct(cursor)
+
+    # -- functions -----------------------------------------------------------------------
+    def _add_function(self, cursor: ci.Cursor) -> None:
+        body = next((c for c in cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
+        is_global = has_child_kind(cursor, K.CUDAGLOBAL_ATTR)
+        is_device = has_child_kind(cursor, K.CUDADEVICE_ATTR)
+        is_host = has_child_kind(cursor, K.CUDAHOST_ATTR)
+        kind = FunctionKind.KERNEL if is_global else FunctionKind.DEVICE if is_device else FunctionKind.HOST
+        spelling, specifier_span = self._specifiers(cursor)
+        function = Function(
+            name=cursor.spelling,
+            qualified_name=qualified_name(cursor),
+            kind=kind,
+            span=span_of(cursor.extent),
+            name_span=name_span(cursor),
+            params=[self._param(p) for p in cursor.get_children() if p.kind == K.PARM_DECL],
+            template_params=_template_params(cursor),
+            return_type=cursor.result_type.spelling,
+            doc=preceding_comment(self.data, cursor.extent.start.offset),
+            is_exported=is_exported(cursor),
+            is_definition=body is not None,
+            is_method=cursor.kind in (K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR),
+            body=span_of(body.extent) if body is not None else None,
+            is_host_device=is_device and is_host,
+            specifier_spelling=spelling,
+            specifier_span=specifier_span,
+            usr=cursor.get_usr(),
+        )
+        self.model.functions.append(function)
+        if body is not None:
+            self._collect_launches(body, function)
+
+    def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
+        """The leading specifier tokens (`SGL_DEVICE`, `__device__ __forceinline__`...)."""
+        tokens = list(cursor.get_tokens())
+        if tokens and tokens[0].spelling == "template":
+            depth, index = 0, 1
+            while index < len(tokens):
+                depth += {"<": 1, ">": -1, ">>": -2}.get(tokens[index].spelling, 0)
+                index += 1
+                if depth <= 0:
+                    break
+            tokens = tokens[index:]
+        leading = []
+        for token in tokens:
+            if token.spelling not in _DEVICE_SPECIFIER_TOKENS:
+                break
+            leading.append(token)
+        if not leading:
+            return "", None
+        span = Span(leading[0].extent.start.line, leading[0].extent.start.column,
+                    leading[-1].extent.end.line, leading[-1].extent.end.column,
+                    leading[0].extent.start.offset, leading[-1].extent.end.offset)
+        return " ".join(t.spelling for t in leading), span
+
+    def _param(self, cursor: ci.Cursor) -> Param:
+        return Param(
+            name=cursor.spelling,
+            type=type_info(cursor.type),
+            span=span_of(cursor.extent),
+            restrict_insert_offset=_restrict_insert_offset(cursor),
+            is_grid_constant=any(t.spelling == "__grid_constant__" for t in cursor.get_tokens()),
+        )
+
+    # -- structs ---------------------------------------------------------------------------
+    def _add_struct(self, cursor: ci.Cursor) -> None:
+        fields = [
+            Field(c.spelling, type_info(c.type), span_of(c.extent), _restrict_insert_offset(c))
+            for c in cursor.get_children()
+            if c.kind == K.FIELD_DECL
+        ]
+        self.model.structs.append(Struct(
+            name=cursor.spelling,
+            qualified_name=qualified_name(cursor),
+            span=span_of(cursor.extent),
+            name_span=name_span(cursor),
+            fields=fields,
+            template_params=_template_params(cursor),
+            doc=preceding_comment(self.data, cursor.extent.start.offset),
+            is_exported=is_exported(cursor),
+            is_class=cursor.kind != K.STRUCT_DECL,
+            is_definition=cursor.is_definition(),
+        ))
+        for member in cursor.get_children():
+            if member.kind in FUNCTION_KINDS and in_file(member, self.path):
+                self._add_function(member)
+            elif member.kind in RECORD_KINDS and in_file(member, self.path):
+                self._add_struct(member)
+
+    # -- launch sites ------------------------------------------------------------------------
+    def _collect_launches(self, body: ci.Cursor, launcher: Function) -> None:
+        for node in walk(body):
+            if node.kind != K.CALL_EXPR:
+                continue
+            site = self._launch_kernel_site(node, launcher) or self._chevron_site(node, launcher)
+            if site is not None:
+                self.model.launch_sites.append(site)
+
+    def _launch_kernel_site(self, call: ci.Cursor, launcher: Function) -> LaunchSite | None:
+        """`LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)`."""
+        parts = [c for c in children(call) if not _is_call_operator_ref(c)]
+        if len(parts) < 2 or parts[0].kind == K.MEMBER_REF_EXPR:
+            return None
+        if not _is_launch_kernel_object(parts[0]):
+            return None
+        kernel_ref, args = parts[1], parts[2:]
+        name, usr, template_args = self._resolve_kernel(kernel_ref)
+        return LaunchSite(
+            span=span_of(call.extent),
+            syntax="launch_kernel",
+            kernel_name=name,
+            kernel_usr=usr,
+            template_args=template_args,
+            enable_pdl=self._enable_pdl_argument(parts[0]),
+            launcher=launcher.qualified_name,
+            argument_texts=tuple(source_text(self.data, span_of(a.extent)) for a in args),
+        )
+
+    def _chevron_site(self, call: ci.Cursor, launcher: Function) -> LaunchSite | None:
+        """`kernel<<<grid, block>>>(args...)`: a call whose config child calls cudaConfigureCall."""
+        parts = children(call)
+        config = [c for c in parts if c.kind == K.CALL_EXPR and c.spelling in LAUNCH_CONFIG_FUNCTIONS]
+        if not config:
+            return None
+        callee = parts[0]
+        name, usr, template_args = self._resolve_kernel(callee)
+        args = [c for c in parts[1:] if c not in config]
+        return LaunchSite(
+            span=span_of(call.extent),
+            syntax="triple_chevron",
+            kernel_name=name,
+            kernel_usr=usr,
+            template_args=template_args,
+            enable_pdl=None,
+            launcher=launcher.qualified_name,
+            argument_texts=tuple(source_text(self.data, span_of(a.extent)) for a in args),
+        )
+
+    def _resolve_kernel(self, expr: ci.Cursor) -> tuple[str, str, str]:
+        """(name, usr, template-args text) of the function a launch expression names."""
+        for node in [expr, *walk(expr)]:
+            ref = node.referenced
+            if node.kind == K.OVERLOADED_DECL_REF:
+                return node.spelling, "", _template_args_text(expr)
+            if ref is None or node.kind not in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR):
+                continue
+            if ref.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+                target = ref.specialized_template or ref
+                return target.spelling, target.get_usr(), _template_args_text(expr)
+            if ref.kind == K.VAR_DECL:
+                initializer = next((c for c in ref.get_children() if c.kind != K.TYPE_REF), None)
+                if initializer is not None and initializer != expr:
+                    return self._resolve_kernel(initializer)
+        return "", "", ""
+
+    def _enable_pdl_argument(self, launch_object: ci.Cursor) -> str | None:
+        for node in [launch_object, *walk(launch_object)]:
+            if node.kind == K.CALL_EXPR and node.spelling == "enable_pdl":
+                args = [c for c in children(node) if c.kind != K.MEMBER_REF_EXPR]
+                if not args:
+                    return "true"  # enable_pdl() defaults to true
+                return source_text(self.data, span_of(args[0].extent))
+        return None
+
+    # -- parse errors ------------------------------------------------------------------------
+    def _error_spans(self) -> list[Span]:
+        """Top-level declaration extents containing an error; a file-wide span when an
+        error lies in an included header (every type may then be wrong)."""
+        errors = self.unit.errors
+        if not errors:
+            return []
+        if any(not e.in_main_file for e in errors):
+            size = len(self.data)
+            return [Span(1, 1, self.model.text.count("\n") + 2, 1, 0, size + 1)]
+        spans = []
+        declarations = [span_of(c.extent) for c in walk(self.unit.tu.cursor)
+                        if in_file(c, self.path) and (c.kind in FUNCTION_KINDS or c.kind in RECORD_KINDS)]
+        for error in errors:
+            containing = [s for s in declarations if s.start <= error.offset <= s.end]
+            if containing:
+                spans.append(max(containing, key=lambda s: s.end - s.start))
+            else:
+                spans.append(Span(error.line, 1, error.line + 1, 1, error.offset, error.offset + 1))
+        return spans
+
+
+def _template_params(cursor: ci.Cursor) -> list[TemplateParam]:
+    return [
+        TemplateParam(c.spelling, TEMPLATE_PARAM_KINDS[c.kind], c.type.spelling)
+        for c in cursor.get_children()
+        if c.kind in TEMPLATE_PARAM_KINDS
+    ]
+
+
+def _is_call_operator_ref(cursor: ci.Cursor) -> bool:
+    ref = cursor.referenced
+    return cursor.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and ref is not None and ref.spelling == "operator()"
+
+
+def _is_launch_kernel_object(cursor: ci.Cursor) -> bool:
+    spelling = cursor.type.get_canonical().spelling.replace("&", "").replace("const", "").strip()
+    return spelling.split("::")[-1] == "LaunchKernel"
+
+
+def _template_args_text(expr: ci.Cursor) -> str:
+    tokens = [t.spelling for t in expr.get_tokens()]
+    if "<" not in tokens:
+        return ""
+    start = tokens.index("<")
+    depth, end = 0, len(tokens)
+    for index in range(start, len(tokens)):
+        depth += {"<": 1, ">": -1, ">>": -2}.get(tokens[index], 0)
+        if depth <= 0:
+            end = index
+            break
+    return " ".join(tokens[start + 1:end]).replace(" , ", ", ")
+
+
+def _restrict_insert_offset(cursor: ci.Cursor) -> int | None:
+    """Just after the last `*` before the declared name, if the declarator spells one."""
+    offset = None
+    for token in cursor.get_tokens():
+        if token.spelling == cursor.spelling and token.kind == ci.TokenKind.IDENTIFIER:
+            break
+        if token.spelling == "*":
+            offset = token.extent.end.offset
+    return offset
+
+
+def extract(unit: ParsedUnit, text: str, data: bytes) -> SourceModel:
+    """Build the model of one parsed file."""
+    return _Extractor(unit, text, data).run()

@@ -1,0 +1,237 @@
+"""The `kernel-check` command line.
+
+    kernel-check [PATH ...] [options]      static check (default: the current directory)
+    kernel-check rule CODE                 print a rule's documentation
+    kernel-check rules                     list every code
+    kernel-check clean                     remove the cache directory
+    kernel-check build|test|sanitize ...   the build check and the dynamic harness
+
+Exit codes: 0 clean, 1 findings that fail the gate, 2 usage, configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import __version__
+from .clang.parse import ParseConfigError, resolve_settings
+from .config import Config, ConfigError, load_config
+from .discover import DiscoveryError, discover
+from .engine import FileResult, RunOptions
+from .finding import Finding, Severity
+from .registry import all_rules, get_rule
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+HARNESS_COMMANDS = ("build", "test", "sanitize")
+
+
+class UsageError(Exception):
+    """A bad command line; argparse-style one-line message and exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        raise UsageError(message)
+
+
+def _comma_list(value: str) -> list[str]:
+    return [item.strip().upper() for item in value.split(",") if item.strip()]
+
+
+def build_check_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kernel-check", description="Static checks for JIT-style CUDA kernels.")
+    parser.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
+    parser.add_argument("--version", action="version", version=f"kernel-check {__version__}")
+    output = parser.add_argument_group("output")
+    output.add_argument("--format", default="text", choices=("text", "json", "sarif", "github", "junit"))
+    output.add_argument("--output", "-o", type=Path, help="write the report to FILE")
+    output.add_argument("--statistics", action="store_true", help="counts per code instead of findings")
+    output.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    output.add_argument("--quiet", "-q", action="store_true", help="no summary line in text output")
+    rules = parser.add_argument_group("rule selection")
+    rules.add_argument("--select", type=_comma_list, default=[], help="codes or prefixes to enable")
+    rules.add_argument("--ignore", type=_comma_list, default=[], help="codes or prefixes to disable")
+    rules.add_argument("--strict", action="store_true", help="warnings fail the run")
+    rules.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    config = parser.add_argument_group("configuration")
+    config.add_argument("--config", type=Path, help="a pyproject.toml or kernel-check TOML file")
+    config.add_argument("--mode", choices=("auto", "system", "hermetic"), help="parse mode")
+    config.add_argument("-I", "--include-dir", action="append", default=[], dest="include_dirs")
+    config.add_argument("-D", "--define", action="append", default=[], dest="defines")
+    config.add_argument("--force-exclude", action="store_true",
+                        help="apply `exclude` to files passed explicitly too (what pre-commit needs)")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes, then report what remains")
+    return parser
+
+
+@dataclass
+class CheckRun:
+    """What one static run produced, before reporting."""
+
+    config: Config
+    results: list[FileResult]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for r in self.results for f in r.findings]
+
+    @property
+    def suppressed(self) -> int:
+        return sum(r.suppressed for r in self.results)
+
+
+def _load(args: argparse.Namespace) -> tuple[Config, list[Path]]:
+    paths = args.paths or [Path(".")]
+    config = load_config(paths[0] if paths[0].exists() else Path("."), args.config)
+    config = config.with_overrides(mode=args.mode, strict=True if args.strict else None)
+    return config, discover(paths, config, force_exclude=args.force_exclude)
+
+
+def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
+    include_dirs = tuple(str((config.root / d).resolve()) for d in config.get("include-dirs"))
+    include_dirs += tuple(str(Path(d).resolve()) for d in args.include_dirs)
+    defines = tuple(config.get("defines")) + tuple(args.defines)
+    settings = resolve_settings(config.get("mode"), include_dirs, defines, config.get("arch"))
+    return RunOptions(config, settings, tuple(args.select), tuple(args.ignore))
+
+
+def run_check(args: argparse.Namespace) -> CheckRun:
+    from .engine import run_static
+    from .registry import load_rules
+
+    load_rules()
+    config, files = _load(args)
+    options = _run_options(config, args)
+    results = run_static(files, options)
+    if args.fix:
+        from .fix import apply_fixes
+
+        fixed = apply_fixes([f for r in results for f in r.findings])
+        if fixed:
+            changed = [Path(p) for p in fixed]
+            rerun = {r.path: r for r in run_static(changed, options)}
+            results = [rerun.get(r.path, r) for r in results]
+    return CheckRun(config, results)
+
+
+def gate_fails(findings: list[Finding], strict: bool) -> bool:
+    """Errors always fail; warnings only when strict; info never."""
+    threshold = Severity.WARNING.rank if strict else Severity.ERROR.rank
+    return any(f.severity.rank >= threshold for f in findings)
+
+
+def _use_color(choice: str, output: Path | None) -> bool:
+    if choice != "auto":
+        return choice == "always"
+    return output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text + ("\n" if text else ""))
+    else:
+        output.write_text(text + "\n", encoding="utf-8")
+
+
+def command_check(argv: Sequence[str]) -> int:
+    from .report import Summary, render
+
+    args = build_check_parser().parse_args(list(argv))
+    run = run_check(args)
+    findings = run.findings
+    summary = Summary(files_checked=len(run.results), suppressed=run.suppressed)
+    report = render(findings, args.format, root=run.config.root, statistics=args.statistics,
+                    summary=summary, color=_use_color(args.color, args.output))
+    if args.quiet and args.format == "text":
+        report = "\n".join(line for line in report.splitlines() if not line.startswith(("Found ", "All checks")))
+    _emit(report, args.output)
+    if args.exit_zero:
+        return EXIT_CLEAN
+    return EXIT_FINDINGS if gate_fails(findings, bool(run.config.get("strict"))) else EXIT_CLEAN
+
+
+def command_rule(argv: Sequence[str]) -> int:
+    parser = _Parser(prog="kernel-check rule", description="Print a rule's documentation.")
+    parser.add_argument("code")
+    args = parser.parse_args(list(argv))
+    registered = get_rule(args.code)
+    if registered is None:
+        raise UsageError(f"unknown rule code '{args.code}' (see `kernel-check rules`)")
+    meta = registered.meta
+    fixable = " (fixable with --fix)" if meta.fixable else ""
+    print(f"# {meta.code} {meta.name}\n\nSeverity: {meta.severity.value}{fixable}. {meta.summary}.\n")
+    print(meta.doc)
+    return EXIT_CLEAN
+
+
+def command_rules(argv: Sequence[str]) -> int:
+    parser = _Parser(prog="kernel-check rules", description="List every rule code.")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    args = parser.parse_args(list(argv))
+    rules = [r.meta for r in all_rules()]
+    if args.format == "json":
+        import json
+
+        print(json.dumps([{"code": m.code, "name": m.name, "severity": m.severity.value,
+                           "stage": m.language.value, "fixable": m.fixable, "summary": m.summary}
+                          for m in rules], indent=2))
+        return EXIT_CLEAN
+    for meta in rules:
+        marker = "*" if meta.fixable else " "
+        print(f"{meta.code} {marker} {meta.severity.value:<7} {meta.language.value:<7} {meta.name}: {meta.summary}")
+    return EXIT_CLEAN
+
+
+def command_clean(argv: Sequence[str]) -> int:
+    from .cache import clean_cache
+
+    parser = _Parser(prog="kernel-check clean", description="Remove kernel-check's caches.")
+    parser.add_argument("--cache-dir", type=Path)
+    args = parser.parse_args(list(argv))
+    removed = clean_cache(args.cache_dir)
+    print(f"removed {removed}" if removed else "nothing to remove")
+    return EXIT_CLEAN
+
+
+def command_harness(argv: Sequence[str]) -> int:
+    from .harness.cli import main as harness_main
+
+    return harness_main(list(argv))
+
+
+SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "rule": command_rule,
+    "rules": command_rules,
+    "clean": command_clean,
+    "check": command_check,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in HARNESS_COMMANDS:
+            return command_harness(argv)
+        if argv and argv[0] in SUBCOMMANDS:
+            return SUBCOMMANDS[argv[0]](argv[1:])
+        return command_check(argv)
+    except (UsageError, ConfigError, DiscoveryError, ParseConfigError) as error:
+        print(f"kernel-check: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("kernel-check: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as error:  # never a traceback for users; KERNEL_CHECK_DEBUG=1 shows it
+        if os.environ.get("KERNEL_CHECK_DEBUG"):
+            raise
+        print(f"kernel-check: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Configure stage: `[tool.kernel-check]` in `pyproject.toml`, read as TOML data only.
+
+`OPTIONS` is the single description of every key: the loader validates against it and
+`docs/configuration.md` is generated from it (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from .finding import Severity
+
+
+class ConfigError(Exception):
+    """A configuration problem, reported as one line and exit code 2."""
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    kind: str  # "str", "int", "float", "bool", "list[str]", "table[str]", "table[list[str]]"
+    default: Any
+    help: str
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("mode", "str", "auto",
+           'Parse mode: "auto" (system headers when a CUDA install is found, else hermetic), '
+           '"system" or "hermetic".'),
+    Option("include-dirs", "list[str]", [],
+           "Extra include directories (relative to the project root), searched after the "
+           "discovered `include/` that holds `sgl_kernel/`."),
+    Option("defines", "list[str]", [], 'Preprocessor definitions, e.g. ["USE_FOO=1"].'),
+    Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
+    Option("select", "list[str]", [],
+           "Codes or prefixes to enable (empty: every rule). `KC1` selects KC1xx."),
+    Option("ignore", "list[str]", [], "Codes or prefixes to disable."),
+    Option("severity", "table[str]", {},
+           'Severity overrides per code: {KC301 = "error", KC202 = "info"}.'),
+    Option("per-file-ignores", "table[list[str]]", {},
+           'Codes ignored in files matching a glob: {"tests/**" = ["KC301"]}.'),
+    Option("exclude", "list[str]", [],
+           "Globs (relative to the project root) of files never checked when found in a "
+           "directory; with --force-exclude also when passed explicitly."),
+    Option("strict", "bool", False, "Warnings fail the run (same as --strict)."),
+    Option("baseline", "str", "", "Baseline file of accepted findings (see docs/adopting.md)."),
+    Option("register-budget", "int", 64, "KC601: registers per thread allowed for a kernel."),
+    Option("register-budget-per-kernel", "table[str]", {},
+           "KC601: per-kernel budgets, {kernel_name = 128}."),
+    Option("package-root", "str", "python/sglang/",
+           "KC504: the package source tree where registered tests must not live."),
+    Option("registered-tests-root", "str", "test/registered/",
+           "KC506: the tree whose test_*.py / bench_*.py must register with CI."),
+    Option("file-timeout", "float", 20.0,
+           "Seconds one file may take in the static pipeline before it becomes a KC000."),
+    Option("max-file-bytes", "int", 2_000_000,
+           "Files larger than this are not parsed; they get one KC000 finding."),
+)
+_BY_KEY = {option.key: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration: file values over defaults, then CLI flags over both."""
+
+    root: Path
+    source: Path | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key, _BY_KEY[key].default)
+
+    def with_overrides(self, **overrides: Any) -> "Config":
+        merged = dict(self.values)
+        merged.update({k.replace("_", "-"): v for k, v in overrides.items() if v is not None})
+        return replace(self, values=merged)
+
+    def severity_of(self, code: str, default: Severity) -> Severity:
+        override = self.get("severity").get(code)
+        return Severity(override) if override else default
+
+    def relative(self, path: Path) -> str:
+        """POSIX path relative to the project root (as given when outside it)."""
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+
+def find_project_root(start: Path) -> tuple[Path, Path | None]:
+    """The nearest ancestor with a `pyproject.toml` holding `[tool.kernel-check]`; else the
+    nearest with any `pyproject.toml` or `.git`; else `start` itself."""
+    start = start.resolve()
+    if start.is_file():
+        start = start.parent
+    fallback: Path | None = None
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                if "kernel-check" in candidate.read_text(encoding="utf-8", errors="replace"):
+                    return directory, candidate
+            except OSError:
+                pass
+            fallback = fallback or directory
+        elif (directory / ".git").exists():
+            fallback = fallback or directory
+    return (fallback or start), None
+
+
+def load_config(start: Path, explicit: Path | None = None) -> Config:
+    """Read the governing config; `explicit` (from --config) wins over discovery."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"{explicit}: config file not found")
+        return Config(explicit.resolve().parent, explicit, _read_table(explicit))
+    root, source = find_project_root(start)
+    values = _read_table(source) if source else {}
+    return Config(root, source, values)
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read config: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    table = document.get("tool", {}).get("kernel-check", {}) if path.name == "pyproject.toml" else document
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.kernel-check] must be a table")
+    return {key: _validate(path, key, value) for key, value in table.items()}
+
+
+def _validate(path: Path, key: str, value: Any) -> Any:
+    option = _BY_KEY.get(key)
+    if option is None:
+        known = ", ".join(sorted(_BY_KEY))
+        raise ConfigError(f"{path}: [tool.kernel-check] unknown key '{key}' (known: {known})")
+    if not _matches(option.kind, value):
+        raise ConfigError(f"{path}: [tool.kernel-check] '{key}' must be {option.kind}, got {value!r}")
+    if key == "severity":
+        for code, level in value.items():
+            if level not in ("error", "warning", "info"):
+                raise ConfigError(f"{path}: severity for {code} must be error, warning or info")
+    if key == "mode" and value not in ("auto", "system", "hermetic"):
+        raise ConfigError(f"{path}: mode must be auto, system or hermetic, got {value!r}")
+    return value
+
+
+def _matches(kind: str, value: Any) -> bool:
+    checks = {
+        "str": lambda v: isinstance(v, str),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "bool": lambda v: isinstance(v, bool),
+        "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "table[str]": lambda v: isinstance(v, dict) and all(isinstance(x, (str, int)) for x in v.values()),
+        "table[list[str]]": lambda v: isinstance(v, dict)
+        and all(isinstance(x, list) and all(isinstance(y, str) for y in x) for x in v.values()),
+    }
+    return checks[kind](value)

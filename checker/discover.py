@@ -1,0 +1,72 @@
+"""Discover stage: command-line paths -> the source files to check, in a stable order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .clang.parse import CPP_SUFFIXES
+from .config import Config
+from .globs import matches_any
+
+PYTHON_SUFFIXES = (".py",)
+SOURCE_SUFFIXES = CPP_SUFFIXES + PYTHON_SUFFIXES
+# Directories no source tree wants checked (virtualenvs, caches, build outputs, VCS).
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules",
+                          "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
+                          ".ruff_cache", ".kernel-check-cache", ".eggs"})
+
+
+class DiscoveryError(Exception):
+    """A path argument that cannot be checked (reported as one line, exit code 2)."""
+
+
+def is_source(path: Path) -> bool:
+    return path.suffix in SOURCE_SUFFIXES
+
+
+def is_python(path: Path) -> bool:
+    return path.suffix in PYTHON_SUFFIXES
+
+
+def discover(paths: list[Path], config: Config, *, force_exclude: bool = False) -> list[Path]:
+    """Expand directories, validate explicit files, apply `exclude` globs."""
+    excludes = config.get("exclude")
+    found: dict[Path, None] = {}
+    for path in paths:
+        if not path.exists():
+            raise DiscoveryError(f"{path}: no such file or directory")
+        if path.is_dir():
+            files = list(_walk(path, config, excludes))
+            if not files and not _any_excluded_source(path):
+                raise DiscoveryError(f"{path}: no C++/CUDA or Python sources found")
+            found.update(dict.fromkeys(files))
+        else:
+            if not is_source(path):
+                raise DiscoveryError(
+                    f"{path}: not a C++/CUDA or Python source (expected one of {', '.join(SOURCE_SUFFIXES)})")
+            if force_exclude and matches_any(config.relative(path), excludes):
+                continue
+            found[path] = None
+    return list(found)
+
+
+def _walk(directory: Path, config: Config, excludes: list[str]) -> list[Path]:
+    files = []
+    for current, dirnames, filenames in os.walk(directory):
+        base = Path(current)
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
+            and not matches_any(config.relative(base / d), excludes)
+        )
+        for name in sorted(filenames):
+            candidate = base / name
+            if is_source(candidate) and not matches_any(config.relative(candidate), excludes):
+                files.append(candidate)
+    return files
+
+
+def _any_excluded_source(directory: Path) -> bool:
+    """True when the directory has sources that config excluded (not an error then)."""
+    return any(is_source(Path(name)) for _, _, names in os.walk(directory) for name in names)

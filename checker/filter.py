@@ -1,0 +1,137 @@
+"""Filter stage: which findings survive a run.
+
+Order: drop findings inside declarations clang could not type, then rule selection
+(`select`/`ignore`/`per-file-ignores`), then inline suppressions, then severity overrides.
+Baselines and `--diff` apply afterwards, across files (see `baseline.py`, `diff.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+from .config import Config
+from .finding import Finding, Location, Severity
+from .globs import matches_any
+from .model import Span
+from .registry import get_rule
+
+UNUSED_SUPPRESSION = "KC001"
+PARSE_ERROR = "KC000"
+# `// kernel-check: ignore[KC101, KC130]` or `# kernel-check: ignore-file[KC301]`
+_SUPPRESSION_RE = re.compile(r"(?://|#|/\*)\s*kernel-check:\s*(ignore|ignore-file)\[([^\]]*)\]")
+_CODE_RE = re.compile(r"^K[CD]\d{3}$")
+
+
+@dataclass(frozen=True)
+class Suppression:
+    line: int
+    column: int
+    scope: str  # "ignore" (this line and the next) or "ignore-file"
+    codes: tuple[str, ...]
+
+    def covers(self, finding: Finding) -> bool:
+        if finding.code not in self.codes:
+            return False
+        return self.scope == "ignore-file" or finding.line in (self.line, self.line + 1)
+
+
+def parse_suppressions(text: str) -> list[Suppression]:
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        for match in _SUPPRESSION_RE.finditer(line):
+            codes = tuple(c.strip().upper() for c in match.group(2).split(",") if c.strip())
+            found.append(Suppression(number, match.start() + 1, match.group(1), codes))
+    return found
+
+
+class Selection:
+    """`select`/`ignore` prefixes plus `per-file-ignores`, resolved once per run."""
+
+    def __init__(self, config: Config, select: list[str] | None = None, ignore: list[str] | None = None) -> None:
+        self.select = [s.upper() for s in (select if select else config.get("select"))]
+        self.ignore = [s.upper() for s in (ignore or []) + list(config.get("ignore"))]
+        self.per_file = config.get("per-file-ignores")
+
+    def enabled(self, code: str, relative_path: str | None = None) -> bool:
+        if code in (PARSE_ERROR,):
+            return not any(code.startswith(i) for i in self.ignore if len(i) == 5)
+        if self.select and not any(code.startswith(s) for s in self.select):
+            return False
+        if any(code.startswith(i) for i in self.ignore):
+            return False
+        if relative_path is not None:
+            for pattern, codes in self.per_file.items():
+                if matches_any(relative_path, [pattern]) and any(code.startswith(c.upper()) for c in codes):
+                    return False
+        return True
+
+
+@dataclass
+class FilterOutcome:
+    findings: list[Finding]
+    suppressed: int
+
+
+def filter_file_findings(
+    findings: Iterable[Finding],
+    *,
+    path: str,
+    relative_path: str,
+    text: str,
+    error_spans: list[Span],
+    selection: Selection,
+    config: Config,
+    report_unused: bool = True,
+) -> FilterOutcome:
+    """Apply the per-file filters to the raw findings of one file."""
+    typed = [f for f in findings if f.code == PARSE_ERROR or not _inside(f.location, error_spans)]
+    selected = [f for f in typed if selection.enabled(f.code, relative_path)]
+    suppressions = parse_suppressions(text)
+    kept, used = _apply_suppressions(selected, suppressions)
+    suppressed = len(selected) - len(kept)
+    if report_unused:
+        kept.extend(_unused(suppressions, used, path, selection, relative_path))
+    return FilterOutcome([_with_severity(f, config) for f in kept], suppressed)
+
+
+def _inside(location: Location, spans: list[Span]) -> bool:
+    return any(s.line <= location.line <= s.end_line for s in spans)
+
+
+def _apply_suppressions(
+    findings: list[Finding], suppressions: list[Suppression]
+) -> tuple[list[Finding], set[tuple[Suppression, str]]]:
+    kept, used = [], set()
+    for finding in findings:
+        covering = [s for s in suppressions if s.covers(finding)]
+        for suppression in covering:
+            used.add((suppression, finding.code))
+        if not covering:
+            kept.append(finding)
+    return kept, used
+
+
+def _unused(suppressions: list[Suppression], used: set[tuple[Suppression, str]], path: str,
+            selection: Selection, relative_path: str) -> list[Finding]:
+    unused = []
+    for suppression in suppressions:
+        for code in suppression.codes:
+            if (suppression, code) in used:
+                continue
+            known = _CODE_RE.match(code) is not None and get_rule(code) is not None
+            if known and not selection.enabled(code, relative_path):
+                continue  # a deselected rule cannot use its suppression this run
+            message = (f"unused suppression for {code}" if known
+                       else f"suppression names an unknown code '{code}'")
+            if selection.enabled(UNUSED_SUPPRESSION, relative_path):
+                unused.append(Finding(UNUSED_SUPPRESSION, message,
+                                      Location(path, suppression.line, suppression.column),
+                                      Severity.WARNING))
+    return unused
+
+
+def _with_severity(finding: Finding, config: Config) -> Finding:
+    severity = config.severity_of(finding.code, finding.severity)
+    return finding if severity is finding.severity else replace(finding, severity=severity)

@@ -1,0 +1,302 @@
+"""Case planning: the list of cases a spec derives, as plain data (no torch, no GPU).
+
+The parent process and its child plan the same list from the same spec, so a case is
+named by its index; the child runs them in order and the parent resumes after the case
+that faulted. Cases that may poison the CUDA context (bad inputs) come last.
+
+Per instantiation, in order:
+- ``reference`` on every grid point: KD101 (values), KD102 (poisoned outputs, two
+  poisons), KD103 (bitwise repeat runs), KD104 (inputs unchanged);
+- ``strided``: the same checks with rows padded to an aligned stride, for tensors whose
+  launcher accepts a row stride;
+- ``graph`` (KD403), ``stream`` (KD402), ``pdl`` (KD401, PDL instantiations only);
+- ``bad-input`` (KD301): CPU tensor, wrong dtype, wrong rank, wrong shape, non-contiguous,
+  base pointer offset by one element, padded row stride that breaks the vector width.
+Bandwidth (KD501) and sanitizer cases are planned separately: they run in their own
+processes (alone on the GPU, or under compute-sanitizer).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Optional
+
+from .spec import Instantiation, KernelSpec, Sizes, Tensor, itemsize
+
+# Largest total element count (over all tensors) for sanitizer runs, and for racecheck.
+SANITIZE_MAX_ELEMENTS = 1 << 16
+RACECHECK_MAX_ELEMENTS = 1 << 13
+SANITIZE_MAX_POINTS = 6
+# Largest total element count for the single-shape cases (graph, stream, PDL).
+MEDIUM_MAX_ELEMENTS = 1 << 22
+
+# The dtype a wrong-dtype case passes instead of the expected one.
+WRONG_DTYPE = {
+    "float32": "float16",
+    "float16": "float32",
+    "bfloat16": "float32",
+    "float64": "float32",
+    "float8_e4m3fn": "float16",
+    "float8_e5m2": "float16",
+    "int64": "int32",
+    "int32": "int64",
+}
+
+
+class CaseKind(enum.Enum):
+    REFERENCE = "reference"
+    STRIDED = "strided"
+    GRAPH = "graph"
+    STREAM = "stream"
+    PDL = "pdl"
+    BAD_INPUT = "bad-input"
+    BANDWIDTH = "bandwidth"
+    SANITIZE = "sanitize"
+
+
+# The check a case kind stands for: what a fault or an exception in it is reported as.
+CHECK_CODE = {
+    CaseKind.REFERENCE: "KD101",
+    CaseKind.STRIDED: "KD101",
+    CaseKind.GRAPH: "KD403",
+    CaseKind.STREAM: "KD402",
+    CaseKind.PDL: "KD401",
+    CaseKind.BAD_INPUT: "KD301",
+    CaseKind.BANDWIDTH: "KD501",
+    CaseKind.SANITIZE: "KD201",
+}
+
+
+class BadKind(enum.Enum):
+    CPU = "cpu tensor"
+    DTYPE = "wrong dtype"
+    RANK = "wrong rank"
+    SHAPE = "wrong shape"
+    NON_CONTIGUOUS = "non-contiguous"
+    OFFSET = "base pointer offset by one element"
+    PADDED_STRIDE = "padded row stride"
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """One tensor made invalid in one way; the other arguments stay correct."""
+
+    tensor: str
+    kind: BadKind
+    dtype: str = ""  # WRONG_DTYPE's choice, for DTYPE
+    dim: int = 0  # the dimension that grows by one (SHAPE) or gets stride 2 (NON_CONTIGUOUS)
+    pad: int = 0  # elements of padding per row (PADDED_STRIDE)
+
+    @property
+    def label(self) -> str:
+        detail = {
+            BadKind.DTYPE: f" ({self.dtype})",
+            BadKind.SHAPE: f" (dim {self.dim} + 1)",
+            BadKind.NON_CONTIGUOUS: f" (dim {self.dim} stride 2)",
+            BadKind.PADDED_STRIDE: f" (+{self.pad} elements per row)",
+        }.get(self.kind, "")
+        return f"{self.tensor}: {self.kind.value}{detail}"
+
+
+@dataclass(frozen=True)
+class Case:
+    index: int
+    inst: str
+    kind: CaseKind
+    sizes: tuple[tuple[str, int], ...]
+    bad: Optional[BadInput] = None
+
+    @property
+    def size_map(self) -> dict[str, int]:
+        return dict(self.sizes)
+
+    @property
+    def label(self) -> str:
+        shape = " ".join(f"{k}={v}" for k, v in self.sizes)
+        suffix = f" [{self.bad.label}]" if self.bad else ""
+        return f"{self.kind.value} {shape}{suffix}"
+
+
+def shape_of(tensor: Tensor, sizes: Sizes) -> tuple[int, ...]:
+    return tuple(d if isinstance(d, int) else sizes[d] for d in tensor.shape)
+
+
+def numel(shape: Iterable[int]) -> int:
+    total = 1
+    for d in shape:
+        total *= d
+    return total
+
+
+def total_elements(spec: KernelSpec, sizes: Sizes) -> int:
+    return sum(numel(shape_of(t, sizes)) for t in spec.tensors)
+
+
+def _freeze(sizes: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sizes.items())
+
+
+def base_sizes(spec: KernelSpec) -> dict[str, int]:
+    """The smallest grid point with every axis above 1 (rows and columns both exist)."""
+    points = list(spec.grid_points())
+    roomy = [p for p in points if all(v > 1 for v in p.values())] or points
+    return min(roomy, key=lambda p: total_elements(spec, p))
+
+
+def medium_sizes(spec: KernelSpec) -> dict[str, int]:
+    """The largest grid point within MEDIUM_MAX_ELEMENTS (else the smallest point)."""
+    points = list(spec.grid_points())
+    fitting = [p for p in points if total_elements(spec, p) <= MEDIUM_MAX_ELEMENTS]
+    if not fitting:
+        return min(points, key=lambda p: total_elements(spec, p))
+    return max(fitting, key=lambda p: total_elements(spec, p))
+
+
+def sanitize_sizes(spec: KernelSpec, tool: str) -> list[dict[str, int]]:
+    """Small shapes for compute-sanitizer; racecheck (about 2000x slower) gets one."""
+    if spec.sanitize_sizes:
+        points = [dict(p) for p in spec.sanitize_sizes]
+    else:
+        all_points = list(spec.grid_points())
+        points = [p for p in all_points if total_elements(spec, p) <= SANITIZE_MAX_ELEMENTS]
+        points = points or [min(all_points, key=lambda p: total_elements(spec, p))]
+        if len(points) > SANITIZE_MAX_POINTS:
+            step = len(points) / SANITIZE_MAX_POINTS
+            points = [points[int(i * step)] for i in range(SANITIZE_MAX_POINTS)]
+    if tool != "racecheck":
+        return points
+    small = [p for p in points if total_elements(spec, p) <= RACECHECK_MAX_ELEMENTS]
+    return [max(small, key=lambda p: total_elements(spec, p))] if small else points[:1]
+
+
+def bandwidth_sizes(spec: KernelSpec) -> dict[str, int]:
+    if spec.bandwidth_sizes:
+        return dict(spec.bandwidth_sizes)
+    return max(spec.grid_points(), key=lambda p: total_elements(spec, p))
+
+
+# ----- bad inputs -----
+
+
+def _checked_dims(spec: KernelSpec, tensor: Tensor) -> list[int]:
+    """Dimensions whose size the launcher must check: fixed, or shared with another use."""
+    uses: dict[str, int] = {}
+    for t in spec.tensors:
+        for d in t.shape:
+            if isinstance(d, str):
+                uses[d] = uses.get(d, 0) + 1
+    return [i for i, d in enumerate(tensor.shape) if isinstance(d, int) or uses[d] > 1]
+
+
+def _row_pad(tensor: Tensor, dtype: str, row: int) -> int:
+    """Padding (elements) that makes the row stride a non-multiple of the vector width."""
+    size = itemsize(dtype)
+    for pad in range(1, tensor.vector_bytes // size + 1):
+        if ((row + pad) * size) % tensor.vector_bytes:
+            return pad
+    return 1
+
+
+def bad_inputs(spec: KernelSpec, inst: Instantiation, sizes: Sizes) -> list[BadInput]:
+    """Every bad variant of every tensor argument that a correct launcher must reject."""
+    variants: list[BadInput] = []
+    for tensor in spec.tensors:
+        dtype = spec.tensor_dtype(tensor, inst)
+        shape = shape_of(tensor, sizes)
+        variants.append(BadInput(tensor.name, BadKind.CPU))
+        variants.append(BadInput(tensor.name, BadKind.DTYPE, dtype=WRONG_DTYPE.get(dtype, "float32")))
+        variants.append(BadInput(tensor.name, BadKind.RANK))
+        checked = _checked_dims(spec, tensor)
+        if checked:
+            variants.append(BadInput(tensor.name, BadKind.SHAPE, dim=checked[-1]))
+        wide = [i for i, d in enumerate(shape) if d > 1]
+        if wide:
+            variants.append(BadInput(tensor.name, BadKind.NON_CONTIGUOUS, dim=wide[-1]))
+        vectorized = tensor.vector_bytes > itemsize(dtype)
+        if vectorized:
+            variants.append(BadInput(tensor.name, BadKind.OFFSET))
+        if vectorized and len(shape) >= 2 and shape[-2] > 1:
+            pad = _row_pad(tensor, dtype, shape[-1])
+            variants.append(BadInput(tensor.name, BadKind.PADDED_STRIDE, pad=pad))
+    return variants
+
+
+# ----- plans -----
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """Which optional case families to plan (all on by default)."""
+
+    bad_inputs: bool = True
+    graph: bool = True
+    stream: bool = True
+    pdl: bool = True
+
+
+# (kind, sizes, bad input) before numbering
+_Planned = tuple[CaseKind, Mapping[str, int], Optional[BadInput]]
+
+
+def _instantiation_cases(spec: KernelSpec, inst: Instantiation, options: PlanOptions) -> list[_Planned]:
+    cases: list[_Planned] = [(CaseKind.REFERENCE, p, None) for p in spec.grid_points()]
+    base = base_sizes(spec)
+    if any(t.strided_rows for t in spec.tensors):
+        cases.append((CaseKind.STRIDED, base, None))
+    medium = medium_sizes(spec)
+    if options.graph:
+        cases.append((CaseKind.GRAPH, medium, None))
+    if options.stream:
+        cases.append((CaseKind.STREAM, medium, None))
+    if options.pdl and inst.pdl:
+        cases.append((CaseKind.PDL, medium, None))
+    if options.bad_inputs:
+        cases.extend((CaseKind.BAD_INPUT, base, bad) for bad in bad_inputs(spec, inst, base))
+    return cases
+
+
+def _number(spec_cases: list[tuple[str, _Planned]]) -> list[Case]:
+    return [
+        Case(index=i, inst=inst_id, kind=kind, sizes=_freeze(sizes), bad=bad)
+        for i, (inst_id, (kind, sizes, bad)) in enumerate(spec_cases)
+    ]
+
+
+def plan_cases(spec: KernelSpec, options: PlanOptions = PlanOptions()) -> list[Case]:
+    """The checking cases, grouped by instantiation; bad inputs last within each group."""
+    return _number([(inst.id, c) for inst in spec.instantiations for c in _instantiation_cases(spec, inst, options)])
+
+
+def plan_sanitize(spec: KernelSpec, tool: str) -> list[Case]:
+    return _number([(inst.id, (CaseKind.SANITIZE, p, None)) for inst in spec.instantiations
+                    for p in sanitize_sizes(spec, tool)])
+
+
+def plan_bandwidth(spec: KernelSpec) -> list[Case]:
+    if not spec.memory_bound:
+        return []
+    sizes = bandwidth_sizes(spec)
+    return _number([(inst.id, (CaseKind.BANDWIDTH, sizes, None)) for inst in spec.instantiations])
+
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One check's verdict on one case; ``metric`` is its worst error (or measured ratio)."""
+
+    code: str
+    passed: bool
+    message: str = ""
+    metric: Optional[float] = None
+    detail: str = ""
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "passed": self.passed, "message": self.message,
+                "metric": self.metric, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "Outcome":
+        return cls(data["code"], bool(data["passed"]), data.get("message", ""),
+                   data.get("metric"), data.get("detail", ""))

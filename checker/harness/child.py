@@ -1,0 +1,118 @@
+"""The child process that runs one spec's cases: ``python -m kernel_check.harness.child JOB``.
+
+JOB is a JSON file written by ``run.py`` (see ``Job``). The child reports on stdout, one
+event per line after ``EVENT_PREFIX`` (other output, a kernel's printf or
+compute-sanitizer's report, passes through untouched):
+
+- ``{"event": "begin", "case": i}`` before case i;
+- ``{"event": "end", "case": i, "outcomes": [...]}`` after it;
+- ``{"event": "fatal", "case": i, "error": "..."}`` when the CUDA context is poisoned
+  (the child then exits with FATAL_EXIT and the parent resumes after case i);
+- ``{"event": "error", "error": "..."}`` when the harness itself cannot go on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+EVENT_PREFIX = "@@kernel-check "
+FATAL_EXIT = 3
+ERROR_EXIT = 4
+
+
+@dataclass
+class Job:
+    """What one child runs: which spec, which plan, from which case, with which builds."""
+
+    spec_path: str
+    spec_name: str
+    mode: str  # "cases" | "sanitize" | "bandwidth"
+    libraries: dict[str, str]  # instantiation id -> built library
+    probe: str = ""  # the harness's producer-kernel library ("" when not needed)
+    tool: str = ""  # the compute-sanitizer tool, in sanitize mode
+    start: int = 0
+    skip: list[int] = field(default_factory=list)
+    bandwidth_floor: float = 0.8
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def read(cls, path: Path) -> "Job":
+        return cls(**json.loads(path.read_text()))
+
+
+def emit(event: str, **data: object) -> None:
+    print(EVENT_PREFIX + json.dumps({"event": event, **data}), flush=True)
+
+
+def plan(job: Job, spec):
+    from .cases import plan_bandwidth, plan_cases, plan_sanitize
+
+    if job.mode == "sanitize":
+        return plan_sanitize(spec, job.tool)
+    if job.mode == "bandwidth":
+        return plan_bandwidth(spec)
+    return plan_cases(spec)
+
+
+def _context(job: Job, spec):
+    import tvm_ffi
+
+    from .execute import CaseContext
+
+    kernels = {inst: getattr(tvm_ffi.load_module(lib), spec.export) for inst, lib in job.libraries.items()}
+    probe = tvm_ffi.load_module(job.probe) if job.probe else None
+    return CaseContext(spec=spec, kernels=kernels, probe=probe, bandwidth_floor=job.bandwidth_floor)
+
+
+def raised_outcome(case, exc: Exception):
+    from .cases import CHECK_CODE, Outcome
+
+    text = str(exc).strip() or type(exc).__name__
+    return Outcome(CHECK_CODE[case.kind], False, f"the call raised: {text.splitlines()[0][:300]}",
+                   detail=traceback.format_exc())
+
+
+def run(job: Job) -> int:
+    from .discover import find_spec
+    from .execute import ContextPoisoned, run_case, synchronize
+
+    spec = find_spec(job.spec_path, job.spec_name)
+    ctx = _context(job, spec)
+    for case in plan(job, spec)[job.start:]:
+        if case.index in job.skip or case.inst not in ctx.kernels:
+            continue
+        emit("begin", case=case.index)
+        try:
+            try:
+                outcomes = run_case(ctx, case)
+            except ContextPoisoned:
+                raise
+            except Exception as exc:  # a valid call that raised, or a reference that did
+                synchronize()
+                outcomes = [raised_outcome(case, exc)]
+        except ContextPoisoned as exc:
+            emit("fatal", case=case.index, error=str(exc))
+            return FATAL_EXIT
+        emit("end", case=case.index, outcomes=[o.to_json() for o in outcomes])
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m kernel_check.harness.child JOB.json", file=sys.stderr)
+        return ERROR_EXIT
+    try:
+        return run(Job.read(Path(argv[0])))
+    except Exception:  # the parent turns this into a finding that names the spec
+        emit("error", error=traceback.format_exc())
+        return ERROR_EXIT
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,557 @@
+"""Running planned cases on the GPU (inside a child process): tensors, calls, verdicts.
+
+Each ``run_*`` function takes a ``CaseContext`` and one ``Case`` and returns its
+``Outcome`` list. A CUDA error that survives a case (a sticky fault) raises
+``ContextPoisoned``: the child reports it and exits, and the parent resumes after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .cases import BadInput, BadKind, Case, CaseKind, Outcome, numel, shape_of
+from .spec import KernelSpec, Role, Tensor, itemsize
+
+# Runs per reference case: poison A, poison B, poison A again (KD102 needs two poisons,
+# KD103 compares every run with the first).
+POISON_SEQUENCE = (0, 1, 0)
+# How long the producer kernel waits before it writes the real inputs: long enough that
+# a consumer which does not wait for it has certainly read the stale values.
+PDL_DELAY_NS = 2_000_000
+STREAM_DELAY_NS = 20_000_000
+BANDWIDTH_WARMUP, BANDWIDTH_ITERS = 3, 20
+COPY_BYTES = 1 << 30
+ARENA_ALIGN = 256
+CUDA_ERROR_TEXT = re.compile(
+    r"cudaError|CUDA error|illegal memory access|misaligned address|unspecified launch failure|"
+    r"illegal instruction|device-side assert", re.IGNORECASE)
+SENTINEL = {"float8_e4m3fn": -416.0, "float8_e5m2": -24576.0}
+FLOAT_SENTINEL = -31744.0  # exact in fp32, fp16 and bf16
+INT_POISON = {"int64": -0x5A5A5A5A5A5A5A5B, "int32": -0x5A5A5A5B, "int16": -0x5A5B, "int8": -0x5B,
+              "uint8": 0xA5, "bool": 1}
+
+
+class ContextPoisoned(RuntimeError):
+    """The CUDA context holds a sticky error; nothing more can run in this process."""
+
+
+@dataclass
+class CaseContext:
+    """What a case needs: the spec, the loaded kernel per instantiation, the probe module."""
+
+    spec: KernelSpec
+    kernels: Mapping[str, Callable[..., Any]]
+    probe: Any = None
+    bandwidth_floor: float = 0.8
+    device: torch.device = field(default_factory=lambda: torch.device("cuda"))
+    _copy_bandwidth: float | None = None
+
+    def instantiation(self, inst_id: str):
+        return next(i for i in self.spec.instantiations if i.id == inst_id)
+
+    def dtype_of(self, tensor: Tensor, inst_id: str) -> torch.dtype:
+        return getattr(torch, self.spec.tensor_dtype(tensor, self.instantiation(inst_id)))
+
+
+# ----- tensors -----
+
+
+def _generator(case: Case, salt: int = 0) -> torch.Generator:
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1000003 * (case.index + 1) + salt)
+    return gen
+
+
+def _fill(tensor: Tensor, dtype: torch.dtype, shape: tuple[int, ...], sizes: Mapping[str, int],
+          gen: torch.Generator) -> torch.Tensor:
+    """A contiguous tensor of initial values, as the tensor's ``init`` says."""
+    cuda = torch.device("cuda")
+    if callable(tensor.init):
+        return tensor.init(shape, dtype, cuda, gen, sizes).to(cuda).contiguous()
+    preset, _, dim = tensor.init.partition(":")
+    if preset == "perm":
+        count = numel(shape)
+        if count > sizes[dim]:
+            raise ValueError(f"{tensor.name}: perm:{dim} needs {count} distinct values below {sizes[dim]}")
+        return torch.randperm(sizes[dim], generator=gen, device=cuda)[:count].view(shape).to(dtype)
+    if preset == "randint":
+        return torch.randint(0, sizes[dim], shape, generator=gen, device=cuda).to(dtype)
+    if preset in ("zeros", "ones"):
+        return (torch.zeros if preset == "zeros" else torch.ones)(shape, dtype=dtype, device=cuda)
+    if not dtype.is_floating_point:
+        return torch.randint(-64, 64, shape, generator=gen, device=cuda).to(dtype)
+    values = torch.randn(shape, generator=gen, device=cuda)
+    if preset == "uniform":
+        values = torch.rand(shape, generator=gen, device=cuda) * 2 - 1
+    return values.to(dtype)
+
+
+def poison_value(dtype: torch.dtype, which: int) -> float | int:
+    name = str(dtype).rsplit(".", 1)[-1]
+    if dtype.is_floating_point:
+        return float("nan") if which == 0 else SENTINEL.get(name, FLOAT_SENTINEL)
+    value = INT_POISON.get(name, 0x5A)
+    return value if which == 0 else value // 3
+
+
+def _padded_rows(values: torch.Tensor, pad: int, fill: float | int = 0) -> torch.Tensor:
+    """``values`` viewed inside a buffer whose rows are ``pad`` elements longer."""
+    buffer = torch.full((*values.shape[:-1], values.shape[-1] + pad), fill, dtype=values.dtype,
+                        device=values.device)
+    view = buffer[..., : values.shape[-1]]
+    view.copy_(values)
+    return view
+
+
+def _aligned_pad(tensor: Tensor, dtype: str) -> int:
+    """Row padding that keeps every row start aligned to the vector width (or 16 bytes)."""
+    return max(tensor.vector_bytes, 16) // itemsize(dtype)
+
+
+def _apply_bad(values: torch.Tensor, bad: BadInput) -> torch.Tensor:
+    """The invalid view or copy of ``values`` that ``bad`` describes."""
+    if bad.kind is BadKind.CPU:
+        return values.cpu()
+    if bad.kind is BadKind.DTYPE:
+        return values.to(getattr(torch, bad.dtype))
+    if bad.kind is BadKind.RANK:
+        return values.unsqueeze(0)
+    if bad.kind is BadKind.SHAPE:
+        return torch.cat([values, values.narrow(bad.dim, 0, 1)], dim=bad.dim)
+    if bad.kind is BadKind.NON_CONTIGUOUS:
+        wide = list(values.shape)
+        wide[bad.dim] *= 2
+        buffer = torch.zeros(wide, dtype=values.dtype, device=values.device)
+        view = buffer[(slice(None),) * bad.dim + (slice(None, None, 2),)]
+        view.copy_(values)
+        return view
+    if bad.kind is BadKind.OFFSET:
+        flat = torch.zeros(values.numel() + 1, dtype=values.dtype, device=values.device)
+        view = flat[1:].view(values.shape)
+        view.copy_(values)
+        return view
+    return _padded_rows(values, bad.pad)
+
+
+@dataclass
+class Arguments:
+    """One call's arguments by name, plus the initial values of what the call reads."""
+
+    values: dict[str, Any]
+    initial: dict[str, torch.Tensor]
+
+    def ordered(self, spec: KernelSpec) -> list[Any]:
+        return [self.values[a.name] for a in spec.args]
+
+
+def _layout(ctx: CaseContext, tensor: Tensor, values: torch.Tensor, case: Case) -> torch.Tensor:
+    if case.kind is CaseKind.STRIDED and tensor.strided_rows:
+        dtype = ctx.spec.tensor_dtype(tensor, case.inst)
+        return _padded_rows(values, _aligned_pad(tensor, dtype))
+    return values
+
+
+def _outputs(ctx: CaseContext, case: Case, which_poison: int | None) -> dict[str, torch.Tensor]:
+    """Output tensors filled with poison ``which_poison`` (None: left uninitialized)."""
+    sizes = case.size_map
+    outs = {}
+    for tensor in ctx.spec.tensors:
+        if tensor.role is Role.OUT:
+            dtype = ctx.dtype_of(tensor, case.inst)
+            out = torch.empty(shape_of(tensor, sizes), dtype=dtype, device="cuda")
+            if which_poison is not None:
+                out.fill_(poison_value(dtype, which_poison))
+            outs[tensor.name] = _layout(ctx, tensor, out, case)
+    return outs
+
+
+def make_initial(ctx: CaseContext, case: Case, salt: int = 0) -> dict[str, torch.Tensor]:
+    """Contiguous initial values of every tensor the kernel reads (IN and INPLACE)."""
+    gen = _generator(case, salt)
+    sizes = case.size_map
+    return {t.name: _fill(t, ctx.dtype_of(t, case.inst), shape_of(t, sizes), sizes, gen)
+            for t in ctx.spec.tensors if t.read}
+
+
+def make_arguments(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor],
+                   which_poison: int | None = 0) -> Arguments:
+    """Arguments for one call: fresh in-place copies, fresh outputs (poisoned unless None)."""
+    values: dict[str, Any] = {s.name: s.resolve(case.size_map) for s in ctx.spec.scalars}
+    for tensor in ctx.spec.tensors:
+        if tensor.role is Role.IN:
+            values[tensor.name] = _layout(ctx, tensor, initial[tensor.name], case)
+        elif tensor.role is Role.INPLACE:
+            values[tensor.name] = _layout(ctx, tensor, initial[tensor.name].clone(), case)
+    values.update(_outputs(ctx, case, which_poison))
+    return Arguments(values, dict(initial))
+
+
+def expected_outputs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The reference's values for every written tensor, keyed by name."""
+    kwargs: dict[str, Any] = {name: t.clone() for name, t in initial.items()}
+    kwargs.update({s.name: s.resolve(case.size_map) for s in ctx.spec.scalars})
+    result = ctx.spec.reference(**kwargs)
+    written = [t.name for t in ctx.spec.tensors if t.written]
+    if isinstance(result, torch.Tensor):
+        if len(written) != 1:
+            raise ValueError(f"reference returned one tensor for {len(written)} outputs {written}")
+        result = {written[0]: result}
+    missing = set(written) - set(result)
+    if missing:
+        raise ValueError(f"reference returned no value for {sorted(missing)}")
+    return {name: result[name] for name in written}
+
+
+# ----- verdicts -----
+
+
+def synchronize() -> None:
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:  # torch raises RuntimeError (AcceleratorError) for sticky faults
+        raise ContextPoisoned(str(exc)) from exc
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    int_dtype = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.contiguous().view(int_dtype)
+
+
+def unwritten_mask(actual: torch.Tensor, expected: torch.Tensor, poison: float | int) -> torch.Tensor:
+    """Elements that still hold the poison where the reference holds something else."""
+    if actual.dtype.is_floating_point:
+        a, e = actual.float(), expected.to(actual.dtype).float()
+        if poison != poison:  # NaN
+            return torch.isnan(a) & ~torch.isnan(e)
+        return (a == poison) & (e != poison)
+    e = expected.to(actual.dtype)
+    return (actual == poison) & (e != poison)
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    count: int
+    total: int
+    max_abs: float
+    max_rel: float
+    first_index: tuple[int, ...]
+    actual: float
+    expected: float
+
+    def describe(self) -> str:
+        return (f"{self.count} of {self.total} elements differ; max abs err {self.max_abs:.3g}, "
+                f"max rel err {self.max_rel:.3g}; first at index {self.first_index}: "
+                f"got {self.actual:.6g}, expected {self.expected:.6g}")
+
+
+def compare(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float,
+            ignore: torch.Tensor | None = None) -> Mismatch | None:
+    """assert_close's rule (|a - e| <= atol + rtol * |e|, NaN equal to NaN) with a report."""
+    a = actual.float().double() if actual.dtype.is_floating_point else actual.double()
+    e = expected.to(actual.dtype)
+    e = e.float().double() if e.dtype.is_floating_point else e.double()
+    diff = (a - e).abs()
+    close = (diff <= atol + rtol * e.abs()) | (torch.isnan(a) & torch.isnan(e)) | (a == e)
+    if ignore is not None:
+        close |= ignore
+    bad = ~close
+    count = int(bad.sum())
+    if count == 0:
+        return None
+    diff = torch.where(bad, diff.nan_to_num(float("inf")), torch.zeros_like(diff))
+    rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    flat = int(bad.flatten().nonzero()[0])
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape))
+    return Mismatch(count, bad.numel(), float(diff.max()), float(rel.max()), index,
+                    float(a[index]), float(e[index]))
+
+
+def _tolerance(ctx: CaseContext, t: torch.Tensor) -> tuple[float, float]:
+    return ctx.spec.tolerance_for(str(t.dtype).rsplit(".", 1)[-1])
+
+
+def _check_values(ctx: CaseContext, code: str, actual: Mapping[str, torch.Tensor],
+                  expected: Mapping[str, torch.Tensor], what: str,
+                  ignore: Mapping[str, torch.Tensor] | None = None) -> Outcome:
+    problems, worst = [], 0.0
+    for name, value in actual.items():
+        rtol, atol = _tolerance(ctx, value)
+        mismatch = compare(value, expected[name], rtol, atol, (ignore or {}).get(name))
+        if mismatch:
+            problems.append(f"{name}: {mismatch.describe()} (rtol {rtol:g}, atol {atol:g})")
+            worst = max(worst, mismatch.max_abs)
+    if problems:
+        return Outcome(code, False, f"{what}: " + "; ".join(problems), worst)
+    return Outcome(code, True)
+
+
+def _written(ctx: CaseContext, args: Arguments) -> dict[str, torch.Tensor]:
+    return {t.name: args.values[t.name] for t in ctx.spec.tensors if t.written}
+
+
+def call(ctx: CaseContext, case: Case, args: Arguments) -> None:
+    ctx.kernels[case.inst](*args.ordered(ctx.spec))
+
+
+def run_reference(ctx: CaseContext, case: Case) -> list[Outcome]:
+    """KD101-KD104 on one grid point: three runs with two poisons, inputs snapshotted."""
+    initial = make_initial(ctx, case)
+    expected = expected_outputs(ctx, case, initial)
+    read_only = {t.name for t in ctx.spec.tensors if t.role is Role.IN}
+    snapshot = {name: _bits(t).clone() for name, t in initial.items() if name in read_only}
+    runs: list[tuple[int, dict[str, torch.Tensor]]] = []
+    for which in POISON_SEQUENCE:
+        args = make_arguments(ctx, case, initial, which)
+        call(ctx, case, args)
+        synchronize()
+        runs.append((which, _written(ctx, args)))
+    return [
+        *_poison_and_values(ctx, runs, expected),
+        _determinism(ctx, runs, expected),
+        _inputs_unchanged(initial, snapshot),
+    ]
+
+
+def _poison_and_values(ctx: CaseContext, runs, expected) -> list[Outcome]:
+    """KD102 from the first two runs (different poisons), KD101 from the first run."""
+    unwritten: dict[str, torch.Tensor] = {}
+    poisoned = {t.name for t in ctx.spec.tensors if t.role is Role.OUT}
+    for which, outs in runs[:2]:
+        for name, value in outs.items():
+            if name not in poisoned:
+                continue
+            mask = unwritten_mask(value, expected[name], poison_value(value.dtype, which))
+            unwritten[name] = unwritten[name] | mask if name in unwritten else mask
+    holes = {n: m for n, m in unwritten.items() if bool(m.any())}
+    poison = Outcome("KD102", True)
+    if holes:
+        parts = []
+        for name, mask in holes.items():
+            first = tuple(int(i) for i in mask.nonzero()[0])
+            parts.append(f"{name}: {int(mask.sum())} of {mask.numel()} elements never written "
+                         f"(first at index {first})")
+        poison = Outcome("KD102", False, "; ".join(parts), float(sum(int(m.sum()) for m in holes.values())))
+    values = _check_values(ctx, "KD101", runs[0][1], expected, "result differs from the reference",
+                           ignore=unwritten)
+    return [poison, values]
+
+
+def _determinism(ctx: CaseContext, runs, expected) -> Outcome:
+    if not ctx.spec.deterministic:
+        return Outcome("KD103", True, "declared nondeterministic")
+    first = runs[0][1]
+    for run_index, (which, outs) in enumerate(runs[1:], start=2):
+        for name, value in outs.items():
+            valid = ~unwritten_mask(value, expected[name], poison_value(value.dtype, which))
+            valid &= ~unwritten_mask(first[name], expected[name], poison_value(value.dtype, runs[0][0]))
+            differs = (_bits(value) != _bits(first[name])) & valid.contiguous()
+            count = int(differs.sum())
+            if count:
+                at = tuple(int(i) for i in differs.nonzero()[0])
+                return Outcome("KD103", False,
+                               f"{name}: run {run_index} differs bitwise from run 1 in {count} elements "
+                               f"(first at index {at}: {float(value[at]):.9g} vs {float(first[name][at]):.9g})",
+                               float(count))
+    return Outcome("KD103", True)
+
+
+def _inputs_unchanged(initial: Mapping[str, torch.Tensor], snapshot: Mapping[str, torch.Tensor]) -> Outcome:
+    changed = [name for name, bits in snapshot.items() if not torch.equal(_bits(initial[name]), bits)]
+    if changed:
+        return Outcome("KD104", False, f"read-only input(s) {', '.join(changed)} changed during the call")
+    return Outcome("KD104", True)
+
+
+def run_graph(ctx: CaseContext, case: Case) -> list[Outcome]:
+    """KD403: capture one call, replay it on new inputs, compare with an eager call."""
+    initial = make_initial(ctx, case)
+    args = make_arguments(ctx, case, initial)
+    call(ctx, case, args)  # eager warm-up: loads the module's kernels before capture
+    synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            call(ctx, case, args)
+    except Exception as exc:
+        synchronize()
+        return [Outcome("KD403", False, f"the call cannot be captured in a CUDA graph: {_first_line(exc)}",
+                        detail=str(exc))]
+    fresh = make_initial(ctx, case, salt=7)
+    for name, value in fresh.items():
+        args.values[name].copy_(value)
+    for name, out in _outputs(ctx, case, 1).items():
+        args.values[name].copy_(out)
+    graph.replay()
+    synchronize()
+    replayed = {n: t.clone() for n, t in _written(ctx, args).items()}
+    eager = make_arguments(ctx, case, fresh, 1)
+    call(ctx, case, eager)
+    synchronize()
+    return [_check_values(ctx, "KD403", replayed, _written(ctx, eager), "graph replay differs from eager")]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+# ----- ordering probes: a producer kernel that writes the inputs late -----
+
+
+@dataclass
+class Arena:
+    """Every read tensor as a view into one byte buffer, so one probe launch rewrites all."""
+
+    buffer: torch.Tensor
+    views: dict[str, torch.Tensor]
+
+
+def _arena(initial: Mapping[str, torch.Tensor]) -> Arena:
+    offsets, total = {}, 0
+    for name, t in initial.items():
+        offsets[name] = total
+        total += -(-t.numel() * t.element_size() // ARENA_ALIGN) * ARENA_ALIGN
+    buffer = torch.zeros(max(total, ARENA_ALIGN), dtype=torch.uint8, device="cuda")
+    views = {}
+    for name, t in initial.items():
+        nbytes = t.numel() * t.element_size()
+        views[name] = buffer[offsets[name]: offsets[name] + nbytes].view(t.dtype).view(t.shape)
+    return Arena(buffer, views)
+
+
+def _late_inputs(ctx: CaseContext, case: Case) -> tuple[Arena, torch.Tensor, dict[str, torch.Tensor]]:
+    """An arena holding stale values, the staging bytes of the real ones, and the real ones."""
+    real = make_initial(ctx, case)
+    arena = _arena(real)
+    for name, value in real.items():
+        arena.views[name].copy_(value)
+    staging = arena.buffer.clone()
+    for name, stale in make_initial(ctx, case, salt=13).items():
+        arena.views[name].copy_(stale)
+    return arena, staging, real
+
+
+def _ordered_call(ctx: CaseContext, case: Case, code: str, delay_ns: int, pdl: bool,
+                  stream: torch.cuda.Stream) -> Outcome:
+    arena, staging, real = _late_inputs(ctx, case)
+    expected = expected_outputs(ctx, case, real)
+    args = make_arguments(ctx, case, arena.views)
+    for name, view in arena.views.items():  # the kernel must see the arena itself, in place
+        args.values[name] = view
+    synchronize()
+    producer = ctx.probe.late_write_pdl if pdl else ctx.probe.late_write
+    with torch.cuda.stream(stream):
+        producer(arena.buffer, staging, delay_ns)
+        call(ctx, case, args)
+    synchronize()
+    what = ("with PDL, the result differs when the preceding kernel writes the inputs late"
+            if pdl else "on a non-default stream behind a delaying kernel, the result differs")
+    return _check_values(ctx, code, _written(ctx, args), expected, what)
+
+
+def run_stream(ctx: CaseContext, case: Case) -> list[Outcome]:
+    return [_ordered_call(ctx, case, "KD402", STREAM_DELAY_NS, False, torch.cuda.Stream())]
+
+
+def run_pdl(ctx: CaseContext, case: Case) -> list[Outcome]:
+    return [_ordered_call(ctx, case, "KD401", PDL_DELAY_NS, True, torch.cuda.current_stream())]
+
+
+# ----- bad inputs -----
+
+
+def run_bad_input(ctx: CaseContext, case: Case) -> list[Outcome]:
+    """KD301: the call must raise a host-side error and leave the context healthy."""
+    assert case.bad is not None
+    initial = make_initial(ctx, case)
+    args = make_arguments(ctx, case, initial)
+    args.values[case.bad.tensor] = _apply_bad(args.values[case.bad.tensor], case.bad)
+    error: Exception | None = None
+    try:
+        call(ctx, case, args)
+    except Exception as exc:  # the launcher's PanicError surfaces as a Python exception
+        error = exc
+    try:
+        synchronize()
+    except ContextPoisoned as fault:
+        raise ContextPoisoned(f"{case.bad.label} was not rejected and the kernel faulted: {fault}") from fault
+    if error is None:
+        return [Outcome("KD301", False, f"{case.bad.label} was accepted without an error")]
+    if CUDA_ERROR_TEXT.search(str(error)):
+        return [Outcome("KD301", False, f"{case.bad.label} was rejected only by a CUDA error: "
+                                        f"{_first_line(error)}")]
+    return [Outcome("KD301", True, _first_line(error))]
+
+
+# ----- bandwidth -----
+
+
+def _timed(fn: Callable[[], None], iters: int) -> float:
+    """Seconds per call, CUDA-event timed after warm-up."""
+    for _ in range(BANDWIDTH_WARMUP):
+        fn()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    stop.record()
+    synchronize()
+    return start.elapsed_time(stop) / 1e3 / iters
+
+
+def copy_bandwidth(ctx: CaseContext) -> float:
+    """Bytes per second (read + written) of a device-to-device copy of 1 GiB."""
+    if ctx._copy_bandwidth is None:
+        src = torch.empty(COPY_BYTES // 2, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        seconds = _timed(lambda: dst.copy_(src), 10)
+        ctx._copy_bandwidth = COPY_BYTES / seconds
+    return ctx._copy_bandwidth
+
+
+def run_bandwidth(ctx: CaseContext, case: Case) -> list[Outcome]:
+    """KD501 (advisory): bytes moved per second against the device's copy bandwidth."""
+    args = make_arguments(ctx, case, make_initial(ctx, case), None)
+    moved = sum(t.numel() * t.element_size() * (2 if spec_t.role is Role.INPLACE else 1)
+                for spec_t in ctx.spec.tensors for t in [args.values[spec_t.name]])
+    seconds = _timed(lambda: call(ctx, case, args), BANDWIDTH_ITERS)
+    achieved, peak = moved / seconds, copy_bandwidth(ctx)
+    fraction = achieved / peak
+    message = (f"{achieved / 1e9:.0f} GB/s = {fraction:.0%} of the device copy bandwidth "
+               f"{peak / 1e9:.0f} GB/s ({moved / 1e6:.1f} MB per call, {seconds * 1e6:.1f} us)")
+    return [Outcome("KD501", fraction >= ctx.bandwidth_floor, message, fraction)]
+
+
+# ----- sanitizer runs -----
+
+
+def run_sanitize(ctx: CaseContext, case: Case) -> list[Outcome]:
+    """One plain call on unpoisoned outputs: compute-sanitizer, outside, judges it."""
+    args = make_arguments(ctx, case, make_initial(ctx, case), None)
+    call(ctx, case, args)
+    synchronize()
+    return []
+
+
+RUNNERS: dict[CaseKind, Callable[[CaseContext, Case], list[Outcome]]] = {
+    CaseKind.REFERENCE: run_reference,
+    CaseKind.STRIDED: run_reference,
+    CaseKind.GRAPH: run_graph,
+    CaseKind.STREAM: run_stream,
+    CaseKind.PDL: run_pdl,
+    CaseKind.BAD_INPUT: run_bad_input,
+    CaseKind.BANDWIDTH: run_bandwidth,
+    CaseKind.SANITIZE: run_sanitize,
+}
+
+
+def run_case(ctx: CaseContext, case: Case) -> list[Outcome]:
+    outcomes = RUNNERS[case.kind](ctx, case)
+    synchronize()
+    return outcomes
+

@@ -1,0 +1,491 @@
+// Hermetic CUDA prelude for kernel-check's static analysis.
+//
+// Force-included (-include) when no CUDA installation is used. It declares, never
+// defines, the CUDA language built-ins, vector types, half/bfloat16/fp8 types and the
+// runtime API that JIT kernels touch, so that libclang can type a kernel source without
+// a CUDA toolkit. Nothing here is compiled or run: declarations only need to be precise
+// enough for overload resolution and type checks. The stub headers next to this file
+// (cuda_runtime.h, cuda_fp16.h, ...) are empty so `#include <cuda_fp16.h>` resolves.
+#pragma once
+#ifndef KERNEL_CHECK_CUDA_PRELUDE
+#define KERNEL_CHECK_CUDA_PRELUDE 1
+
+// clang's CUDA <new> wrapper uses ::malloc / ::free, which it expects a prelude to declare.
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define __host__ __attribute__((host))
+#define __device__ __attribute__((device))
+#define __global__ __attribute__((global))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __managed__ __attribute__((managed))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define __grid_constant__ __attribute__((grid_constant))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __align__(n) __attribute__((aligned(n)))
+#define __device_builtin__
+#define __builtin_align__(n) __attribute__((aligned(n)))
+#define CUDART_VERSION 13000
+#define __CUDACC_VER_MAJOR__ 13
+#define __CUDACC_VER_MINOR__ 0
+
+#include <__clang_cuda_builtin_vars.h>
+
+#define KC_HD __host__ __device__
+#define KC_D __device__
+
+// The built-in variables header only forward-declares uint3; dim3 converts to and from it.
+struct uint3 {
+  unsigned int x, y, z;
+};
+
+// ---- dim3 and vector types ------------------------------------------------------------
+struct dim3 {
+  unsigned int x, y, z;
+  constexpr KC_HD dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+  constexpr KC_HD dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  constexpr KC_HD operator uint3() const { return uint3{x, y, z}; }
+};
+
+#define KC_VEC1(T, N, A) struct __attribute__((aligned(A))) N##1 { T x; };
+#define KC_VEC2(T, N, A) struct __attribute__((aligned(A))) N##2 { T x, y; };
+#define KC_VEC3(T, N) struct N##3 { T x, y, z; };
+#define KC_VEC4(T, N, A) struct __attribute__((aligned(A))) N##4 { T x, y, z, w; };
+#define KC_VECS(T, N, S)                                           \
+  KC_VEC1(T, N, S) KC_VEC2(T, N, 2 * S) KC_VEC3(T, N) KC_VEC4(T, N, 4 * S) \
+  KC_HD N##1 make_##N##1(T);                                       \
+  KC_HD N##2 make_##N##2(T, T);                                    \
+  KC_HD N##3 make_##N##3(T, T, T);                                 \
+  KC_HD N##4 make_##N##4(T, T, T, T);
+
+KC_VECS(signed char, char, 1)
+KC_VECS(unsigned char, uchar, 1)
+KC_VECS(short, short, 2)
+KC_VECS(unsigned short, ushort, 2)
+KC_VECS(int, int, 4)
+KC_VECS(float, float, 4)
+KC_VECS(long long, longlong, 8)
+KC_VECS(unsigned long long, ulonglong, 8)
+KC_VECS(double, double, 8)
+KC_VEC1(unsigned int, uint, 4)
+KC_VEC2(unsigned int, uint, 8)
+KC_VEC4(unsigned int, uint, 16)
+KC_HD uint2 make_uint2(unsigned int, unsigned int);
+KC_HD uint4 make_uint4(unsigned int, unsigned int, unsigned int, unsigned int);
+KC_VEC1(long, long, 8)
+KC_VEC2(long, long, 16)
+KC_VEC1(unsigned long, ulong, 8)
+KC_VEC2(unsigned long, ulong, 16)
+
+// ---- runtime API types -------------------------------------------------------------------
+enum cudaError { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNotReady = 600 };
+typedef enum cudaError cudaError_t;
+typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* cudaEvent_t;
+typedef struct CUgraph_st* cudaGraph_t;
+typedef struct CUgraphExec_st* cudaGraphExec_t;
+typedef enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4
+} cudaMemcpyKind;
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1,
+  cudaDevAttrMaxSharedMemoryPerBlock = 8,
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9
+};
+struct cudaDeviceProp {
+  char name[256];
+  int major, minor, multiProcessorCount, maxThreadsPerBlock, warpSize;
+  size_t sharedMemPerBlock, sharedMemPerBlockOptin, totalGlobalMem;
+  int l2CacheSize;
+};
+struct cudaFuncAttributes {
+  size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
+  int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion, maxDynamicSharedSizeBytes;
+};
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeIgnore = 0,
+  cudaLaunchAttributeCooperative = 2,
+  cudaLaunchAttributeProgrammaticStreamSerialization = 5,
+  cudaLaunchAttributeProgrammaticEvent = 6
+};
+union cudaLaunchAttributeValue {
+  char pad[64];
+  int cooperative;
+  unsigned int programmaticStreamSerializationAllowed;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim, blockDim;
+  size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  cudaLaunchAttribute* attrs;
+  unsigned int numAttrs;
+};
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDisableTiming 0x02
+
+extern "C" {
+KC_HD cudaError_t cudaGetLastError(void);
+KC_HD cudaError_t cudaPeekAtLastError(void);
+KC_HD const char* cudaGetErrorString(cudaError_t);
+KC_HD const char* cudaGetErrorName(cudaError_t);
+KC_HD cudaError_t cudaGetDevice(int*);
+cudaError_t cudaSetDevice(int);
+cudaError_t cudaGetDeviceCount(int*);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp*, int);
+KC_HD cudaError_t cudaDeviceGetAttribute(int*, cudaDeviceAttr, int);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaMalloc(void**, size_t);
+cudaError_t cudaMallocAsync(void**, size_t, cudaStream_t);
+cudaError_t cudaFree(void*);
+cudaError_t cudaFreeAsync(void*, cudaStream_t);
+cudaError_t cudaMemcpy(void*, const void*, size_t, cudaMemcpyKind);
+KC_HD cudaError_t cudaMemcpyAsync(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t = 0);
+cudaError_t cudaMemset(void*, int, size_t);
+KC_HD cudaError_t cudaMemsetAsync(void*, int, size_t, cudaStream_t = 0);
+cudaError_t cudaStreamSynchronize(cudaStream_t);
+cudaError_t cudaStreamCreate(cudaStream_t*);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t*, unsigned int);
+cudaError_t cudaStreamDestroy(cudaStream_t);
+cudaError_t cudaEventCreate(cudaEvent_t*);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t*, unsigned int);
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = 0);
+cudaError_t cudaEventSynchronize(cudaEvent_t);
+cudaError_t cudaEventDestroy(cudaEvent_t);
+cudaError_t cudaEventElapsedTime(float*, cudaEvent_t, cudaEvent_t);
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int = 0);
+cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int);
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes*, const void*);
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int*, const void*, int, size_t);
+cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t);
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t*, const void*, void**);
+cudaError_t cudaLaunchCooperativeKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t);
+unsigned __cudaPushCallConfiguration(dim3, dim3, size_t = 0, void* = 0);
+int cudaConfigureCall(dim3, dim3, size_t = 0, cudaStream_t = 0);
+}
+
+template <typename... KernelArgs, typename... ActualArgs>
+cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t*, void (*)(KernelArgs...), ActualArgs&&...);
+template <typename T>
+cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int);
+template <typename T>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes*, T*);
+template <typename T>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int*, T, int, size_t);
+template <typename T>
+cudaError_t cudaMalloc(T**, size_t);
+
+// ---- half, bfloat16, fp8 -----------------------------------------------------------------
+struct __half_raw { unsigned short x; };
+struct __nv_bfloat16_raw { unsigned short x; };
+struct __align__(2) __half {
+  unsigned short __x;
+  __half() = default;
+  KC_HD __half(float);
+  KC_HD __half(double);
+  KC_HD __half(int);
+  KC_HD __half(unsigned int);
+  KC_HD __half(long long);
+  KC_HD __half(__half_raw);
+  KC_HD operator float() const;
+  KC_HD operator __half_raw() const;
+  KC_HD __half& operator=(float);
+};
+struct __align__(4) __half2 {
+  __half x, y;
+  __half2() = default;
+  KC_HD __half2(__half, __half);
+};
+struct __align__(2) __nv_bfloat16 {
+  unsigned short __x;
+  __nv_bfloat16() = default;
+  KC_HD __nv_bfloat16(float);
+  KC_HD __nv_bfloat16(double);
+  KC_HD __nv_bfloat16(int);
+  KC_HD __nv_bfloat16(unsigned int);
+  KC_HD __nv_bfloat16(long long);
+  KC_HD __nv_bfloat16(__nv_bfloat16_raw);
+  KC_HD operator float() const;
+  KC_HD operator __nv_bfloat16_raw() const;
+  KC_HD __nv_bfloat16& operator=(float);
+};
+struct __align__(4) __nv_bfloat162 {
+  __nv_bfloat16 x, y;
+  __nv_bfloat162() = default;
+  KC_HD __nv_bfloat162(__nv_bfloat16, __nv_bfloat16);
+};
+typedef __half half;
+typedef __half2 half2;
+typedef __nv_bfloat16 nv_bfloat16;
+typedef __nv_bfloat162 nv_bfloat162;
+
+#define KC_HALF_OPS(T)                                      \
+  KC_HD T operator+(const T&, const T&);                    \
+  KC_HD T operator-(const T&, const T&);                    \
+  KC_HD T operator*(const T&, const T&);                    \
+  KC_HD T operator/(const T&, const T&);                    \
+  KC_HD T operator-(const T&);                              \
+  KC_HD T& operator+=(T&, const T&);                        \
+  KC_HD T& operator-=(T&, const T&);                        \
+  KC_HD T& operator*=(T&, const T&);                        \
+  KC_HD T& operator/=(T&, const T&);                        \
+  KC_HD bool operator==(const T&, const T&);                \
+  KC_HD bool operator!=(const T&, const T&);                \
+  KC_HD bool operator<(const T&, const T&);                 \
+  KC_HD bool operator>(const T&, const T&);                 \
+  KC_HD bool operator<=(const T&, const T&);                \
+  KC_HD bool operator>=(const T&, const T&);
+KC_HALF_OPS(__half)
+KC_HALF_OPS(__nv_bfloat16)
+KC_HD __half2 operator+(const __half2&, const __half2&);
+KC_HD __half2 operator*(const __half2&, const __half2&);
+KC_HD __half2 operator-(const __half2&, const __half2&);
+KC_HD __nv_bfloat162 operator+(const __nv_bfloat162&, const __nv_bfloat162&);
+KC_HD __nv_bfloat162 operator*(const __nv_bfloat162&, const __nv_bfloat162&);
+KC_HD __nv_bfloat162 operator-(const __nv_bfloat162&, const __nv_bfloat162&);
+
+KC_HD __half __float2half(float);
+KC_HD __half __float2half_rn(float);
+KC_HD float __half2float(__half);
+KC_HD __half2 __float2half2_rn(float);
+KC_HD __half2 __floats2half2_rn(float, float);
+KC_HD __half2 __halves2half2(__half, __half);
+KC_HD float2 __half22float2(__half2);
+KC_HD __half2 __float22half2_rn(float2);
+KC_HD __half __low2half(__half2);
+KC_HD __half __high2half(__half2);
+KC_HD __nv_bfloat16 __float2bfloat16(float);
+KC_HD __nv_bfloat16 __float2bfloat16_rn(float);
+KC_HD float __bfloat162float(__nv_bfloat16);
+KC_HD __nv_bfloat162 __float2bfloat162_rn(float);
+KC_HD __nv_bfloat162 __floats2bfloat162_rn(float, float);
+KC_HD __nv_bfloat162 __halves2bfloat162(__nv_bfloat16, __nv_bfloat16);
+KC_HD float2 __bfloat1622float2(__nv_bfloat162);
+KC_HD __nv_bfloat162 __float22bfloat162_rn(float2);
+KC_HD __nv_bfloat16 __low2bfloat16(__nv_bfloat162);
+KC_HD __nv_bfloat16 __high2bfloat16(__nv_bfloat162);
+#define KC_HALF_MATH(T, T2)                 \
+  KC_D T __hadd(T, T);                      \
+  KC_D T __hsub(T, T);                      \
+  KC_D T __hmul(T, T);                      \
+  KC_D T __hdiv(T, T);                      \
+  KC_D T __hfma(T, T, T);                   \
+  KC_D T __hneg(T);                         \
+  KC_D T __habs(T);                         \
+  KC_D T __hmax(T, T);                      \
+  KC_D T __hmin(T, T);                      \
+  KC_D T hsqrt(T);                          \
+  KC_D T hrsqrt(T);                         \
+  KC_D T hexp(T);                           \
+  KC_D T2 __hadd2(T2, T2);                  \
+  KC_D T2 __hsub2(T2, T2);                  \
+  KC_D T2 __hmul2(T2, T2);                  \
+  KC_D T2 __hfma2(T2, T2, T2);              \
+  KC_D T2 __habs2(T2);                      \
+  KC_D T2 __hmax2(T2, T2);                  \
+  KC_D T2 __hmin2(T2, T2);                  \
+  KC_D T __shfl_xor_sync(unsigned, T, int, int = 32); \
+  KC_D T2 __shfl_xor_sync(unsigned, T2, int, int = 32);
+KC_HALF_MATH(__half, __half2)
+KC_HALF_MATH(__nv_bfloat16, __nv_bfloat162)
+
+typedef unsigned char __nv_fp8_storage_t;
+typedef unsigned short __nv_fp8x2_storage_t;
+typedef unsigned int __nv_fp8x4_storage_t;
+enum __nv_saturation_t { __NV_NOSAT, __NV_SATFINITE };
+enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 };
+#define KC_FP8(N)                             \
+  struct __align__(1) N {                     \
+    __nv_fp8_storage_t __x;                   \
+    N() = default;                            \
+    KC_HD explicit N(float);                  \
+    KC_HD explicit N(double);                 \
+    KC_HD explicit N(__half);                 \
+    KC_HD explicit N(__nv_bfloat16);          \
+    KC_HD explicit operator float() const;    \
+    KC_HD explicit operator __half() const;   \
+  };
+KC_FP8(__nv_fp8_e4m3)
+KC_FP8(__nv_fp8_e5m2)
+#define KC_FP8X(N, S, B, A)                   \
+  struct __align__(A) N {                     \
+    S __x;                                    \
+    N() = default;                            \
+    KC_HD explicit N(B);                      \
+    KC_HD explicit operator B() const;        \
+  };
+KC_FP8X(__nv_fp8x2_e4m3, __nv_fp8x2_storage_t, float2, 2)
+KC_FP8X(__nv_fp8x2_e5m2, __nv_fp8x2_storage_t, float2, 2)
+KC_FP8X(__nv_fp8x4_e4m3, __nv_fp8x4_storage_t, float4, 4)
+KC_FP8X(__nv_fp8x4_e5m2, __nv_fp8x4_storage_t, float4, 4)
+KC_HD __nv_fp8_storage_t __nv_cvt_float_to_fp8(float, __nv_saturation_t, __nv_fp8_interpretation_t);
+KC_HD __nv_fp8x2_storage_t __nv_cvt_float2_to_fp8x2(float2, __nv_saturation_t, __nv_fp8_interpretation_t);
+KC_HD __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t, __nv_fp8_interpretation_t);
+
+// ---- device intrinsics ------------------------------------------------------------------
+extern "C" {
+KC_D void __syncthreads(void);
+KC_D int __syncthreads_count(int);
+KC_D int __syncthreads_and(int);
+KC_D int __syncthreads_or(int);
+KC_D void __syncwarp(unsigned int = 0xffffffffu);
+KC_D void __threadfence(void);
+KC_D void __threadfence_block(void);
+KC_D void __threadfence_system(void);
+KC_D void __trap(void);
+KC_D void __nanosleep(unsigned int);
+KC_D unsigned int __activemask(void);
+KC_D int __ffs(int);
+KC_D int __ffsll(long long);
+KC_D int __popc(unsigned int);
+KC_D int __popcll(unsigned long long);
+KC_D int __clz(int);
+KC_D int __clzll(long long);
+KC_D unsigned int __brev(unsigned int);
+KC_D long long clock64(void);
+KC_D int clock(void);
+KC_D unsigned int __ballot_sync(unsigned int, int);
+KC_D int __all_sync(unsigned int, int);
+KC_D int __any_sync(unsigned int, int);
+KC_D float __int_as_float(int);
+KC_D int __float_as_int(float);
+KC_D float __uint_as_float(unsigned int);
+KC_D unsigned int __float_as_uint(float);
+KC_D double __longlong_as_double(long long);
+KC_D long long __double_as_longlong(double);
+KC_D float __fdividef(float, float);
+KC_D float __expf(float);
+KC_D float __logf(float);
+KC_D float __sinf(float);
+KC_D float __cosf(float);
+KC_D float __powf(float, float);
+KC_D float __frcp_rn(float);
+KC_D float __fsqrt_rn(float);
+KC_D float __saturatef(float);
+KC_D int __float2int_rn(float);
+KC_D unsigned int __float2uint_rn(float);
+KC_D float __int2float_rn(int);
+KC_D unsigned int __byte_perm(unsigned int, unsigned int, unsigned int);
+KC_D unsigned int __funnelshift_l(unsigned int, unsigned int, unsigned int);
+KC_D unsigned int __funnelshift_r(unsigned int, unsigned int, unsigned int);
+KC_D int __mul24(int, int);
+KC_D long long __mul64hi(long long, long long);
+KC_D unsigned int __umulhi(unsigned int, unsigned int);
+KC_D unsigned int __cvta_generic_to_shared(const void*);
+}
+
+#define KC_SHFL(T)                                             \
+  KC_D T __shfl_sync(unsigned int, T, int, int = 32);          \
+  KC_D T __shfl_up_sync(unsigned int, T, unsigned int, int = 32);   \
+  KC_D T __shfl_down_sync(unsigned int, T, unsigned int, int = 32); \
+  KC_D T __shfl_xor_sync(unsigned int, T, int, int = 32);
+KC_SHFL(int)
+KC_SHFL(unsigned int)
+KC_SHFL(long long)
+KC_SHFL(unsigned long long)
+KC_SHFL(float)
+KC_SHFL(double)
+
+#define KC_ATOMIC(T)                             \
+  KC_D T atomicAdd(T*, T);                       \
+  KC_D T atomicSub(T*, T);                       \
+  KC_D T atomicExch(T*, T);                      \
+  KC_D T atomicMax(T*, T);                       \
+  KC_D T atomicMin(T*, T);                       \
+  KC_D T atomicCAS(T*, T, T);                    \
+  KC_D T atomicAnd(T*, T);                       \
+  KC_D T atomicOr(T*, T);                        \
+  KC_D T atomicXor(T*, T);                       \
+  KC_D T atomicAdd_block(T*, T);                 \
+  KC_D T atomicAdd_system(T*, T);
+KC_ATOMIC(int)
+KC_ATOMIC(unsigned int)
+KC_ATOMIC(unsigned long long)
+KC_ATOMIC(long long)
+KC_D float atomicAdd(float*, float);
+KC_D double atomicAdd(double*, double);
+KC_D float atomicExch(float*, float);
+KC_D float atomicMax(float*, float);
+KC_D float atomicMin(float*, float);
+KC_D __half atomicAdd(__half*, __half);
+KC_D __half2 atomicAdd(__half2*, __half2);
+KC_D __nv_bfloat16 atomicAdd(__nv_bfloat16*, __nv_bfloat16);
+KC_D __nv_bfloat162 atomicAdd(__nv_bfloat162*, __nv_bfloat162);
+KC_D unsigned int atomicInc(unsigned int*, unsigned int);
+KC_D unsigned int atomicDec(unsigned int*, unsigned int);
+
+template <typename T>
+KC_D T __ldg(const T*);
+template <typename T>
+KC_D T __ldcg(const T*);
+template <typename T>
+KC_D T __ldca(const T*);
+template <typename T>
+KC_D T __ldcs(const T*);
+template <typename T>
+KC_D T __ldlu(const T*);
+template <typename T>
+KC_D T __ldcv(const T*);
+template <typename T>
+KC_D void __stcg(T*, T);
+template <typename T>
+KC_D void __stcs(T*, T);
+template <typename T>
+KC_D void __stwt(T*, T);
+template <typename T>
+KC_D void __stwb(T*, T);
+
+// Single-precision device math (the host versions come from <math.h>).
+#define KC_MATH1(F) KC_D float F(float);
+#define KC_MATH2(F) KC_D float F(float, float);
+KC_MATH1(sqrtf) KC_MATH1(rsqrtf) KC_MATH1(expf) KC_MATH1(exp2f) KC_MATH1(logf) KC_MATH1(log2f)
+KC_MATH1(sinf) KC_MATH1(cosf) KC_MATH1(tanhf) KC_MATH1(fabsf) KC_MATH1(erff) KC_MATH1(floorf)
+KC_MATH1(ceilf) KC_MATH1(roundf) KC_MATH1(truncf) KC_MATH1(rintf) KC_MATH1(log1pf) KC_MATH1(expm1f)
+KC_MATH1(tanf) KC_MATH1(atanf) KC_MATH1(sinhf) KC_MATH1(coshf) KC_MATH1(cbrtf) KC_MATH1(rcbrtf)
+KC_MATH1(__frsqrt_rn) KC_MATH1(normcdff) KC_MATH1(erfcf) KC_MATH1(exp10f) KC_MATH1(log10f)
+KC_MATH2(fmaxf) KC_MATH2(fminf) KC_MATH2(powf) KC_MATH2(fmodf) KC_MATH2(atan2f) KC_MATH2(copysignf)
+KC_MATH2(__fadd_rn) KC_MATH2(__fmul_rn) KC_MATH2(__fdiv_rn) KC_MATH2(__fsub_rn)
+KC_D float fmaf(float, float, float);
+KC_D float __fmaf_rn(float, float, float);
+KC_D void sincosf(float, float*, float*);
+KC_D void __sincosf(float, float*, float*);
+KC_D double sqrt(double);
+KC_D double rsqrt(double);
+KC_D double exp(double);
+KC_D double log(double);
+KC_D double fabs(double);
+KC_D double fmax(double, double);
+KC_D double fmin(double, double);
+KC_D double pow(double, double);
+KC_D float max(float, float);
+KC_D float min(float, float);
+KC_D int max(int, int);
+KC_D int min(int, int);
+KC_D unsigned int max(unsigned int, unsigned int);
+KC_D unsigned int min(unsigned int, unsigned int);
+KC_D long long max(long long, long long);
+KC_D long long min(long long, long long);
+KC_D unsigned long long max(unsigned long long, unsigned long long);
+KC_D unsigned long long min(unsigned long long, unsigned long long);
+KC_D int abs(int);
+
+#undef KC_HD
+#undef KC_D
+#endif  // KERNEL_CHECK_CUDA_PRELUDE

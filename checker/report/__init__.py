@@ -1,0 +1,50 @@
+"""The report stage: findings -> text, json, sarif, github or junit output.
+
+`render` sorts the findings (one order for every format), renders paths relative to `root` and
+returns the output without a trailing newline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..finding import Finding
+from . import github, json_format, junit, sarif, text
+from . import statistics as stats
+from .common import Context, Summary, sort_findings
+
+__all__ = ["FORMATS", "Summary", "render"]
+
+_RENDERERS: dict[str, Callable[[list[Finding], Context], str]] = {
+    "text": text.render,
+    "json": json_format.render,
+    "sarif": sarif.render,
+    "github": github.render,
+    "junit": junit.render,
+}
+
+FORMATS = tuple(_RENDERERS)
+
+
+def render(
+    findings: list[Finding],
+    fmt: str,
+    *,
+    root: Path,
+    statistics: bool = False,
+    summary: Summary | None = None,
+    color: bool = False,
+) -> str:
+    """Render `findings` in `fmt` (one of FORMATS).
+
+    `statistics` replaces the findings with counts per code: a JSON list for `json`, the
+    `ruff --statistics`-like table for every other format. `color` adds ANSI colors to text.
+    """
+    if fmt not in _RENDERERS:
+        raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    ctx = Context(root=Path(root), summary=summary or Summary(), color=color)
+    ordered = sort_findings(findings)
+    if statistics:
+        return stats.render(ordered, ctx, as_json=fmt == "json")
+    return _RENDERERS[fmt](ordered, ctx)

@@ -1,0 +1,43 @@
+"""The `json` format: a list of finding objects with a stable key order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..finding import Finding, Fix, Location
+from .common import Context, rule_meta
+
+
+def _location(location: Location, ctx: Context) -> dict[str, Any]:
+    return {
+        "path": ctx.path(location.path),
+        "line": location.line,
+        "column": location.column,
+        "end_line": location.end_line,
+        "end_column": location.end_column,
+    }
+
+
+def _fix(fix: Fix | None) -> dict[str, Any] | None:
+    if fix is None:
+        return None
+    edits = [{"start": e.start, "end": e.end, "replacement": e.replacement} for e in fix.edits]
+    return {"description": fix.description, "edits": edits}
+
+
+def _finding(finding: Finding, ctx: Context) -> dict[str, Any]:
+    return {
+        "code": finding.code,
+        "name": rule_meta(finding).name,
+        "severity": finding.severity.value,
+        "message": finding.message,
+        **_location(finding.location, ctx),
+        "related": [{**_location(r.location, ctx), "message": r.message} for r in finding.related],
+        "fix": _fix(finding.fix),
+        "detail": finding.detail,
+    }
+
+
+def render(findings: list[Finding], ctx: Context) -> str:
+    return json.dumps([_finding(f, ctx) for f in findings], indent=2, ensure_ascii=False)

@@ -1,0 +1,45 @@
+/// \file runtime.cuh
+/// \brief Occupancy and device-count queries (never the architecture: that is compile-time).
+#pragma once
+
+#include <sgl_kernel/utils.cuh>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace sglang::host::runtime {
+
+/// \brief Maximum resident blocks per SM for `kernel` at `block_dim` threads.
+/// \tparam KernelArgs Parameter types of the kernel.
+/// \param kernel The `__global__` function.
+/// \param block_dim Threads per block.
+/// \param smem Dynamic shared memory per block in bytes.
+/// \return The occupancy in blocks.
+template <typename... KernelArgs>
+inline uint32_t get_blocks_per_sm(void (*kernel)(KernelArgs...), uint32_t block_dim, size_t smem = 0) {
+  int32_t blocks = 0;
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, static_cast<int32_t>(block_dim), smem))
+      << "(block_dim " << block_dim << ", smem " << smem << ")";
+  return static_cast<uint32_t>(blocks);
+}
+
+/// \brief Number of SMs of device `device_id` (memoized per device ordinal).
+/// \param device_id CUDA device ordinal.
+/// \param use_cache Whether to reuse an earlier answer.
+/// \return The SM count.
+inline uint32_t get_sm_count(int32_t device_id, bool use_cache = true) {
+  static std::array<std::atomic<uint32_t>, 64> cache{};
+  const bool cacheable = device_id >= 0 && static_cast<size_t>(device_id) < cache.size();
+  if (use_cache && cacheable) {
+    const uint32_t hit = cache[static_cast<size_t>(device_id)].load(std::memory_order_relaxed);
+    if (hit != 0) return hit;
+  }
+  int32_t count = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device_id)) << "(device " << device_id << ")";
+  if (cacheable) cache[static_cast<size_t>(device_id)].store(static_cast<uint32_t>(count), std::memory_order_relaxed);
+  return static_cast<uint32_t>(count);
+}
+
+}  // namespace sglang::host::runtime

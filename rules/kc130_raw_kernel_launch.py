@@ -1,0 +1,38 @@
+"""## What it does
+Flags a kernel launched with the `<<<grid, block>>>` syntax.
+
+## Why is this bad?
+A raw launch runs on whatever stream is spelled (usually the legacy default stream, not
+the caller's PyTorch stream), checks no launch error, and cannot enable Programmatic
+Dependent Launch. `host::LaunchKernel` resolves the caller's stream through TVM-FFI,
+checks the launch with file and line, and supports `.enable_pdl(...)`.
+
+## Example
+```cpp
+scale_kernel<T><<<grid, 256>>>(dst, src, factor, n);
+```
+
+## Use instead
+```cpp
+host::LaunchKernel(grid, 256, device)(scale_kernel<T>, dst, src, factor, n);
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+
+@rule("KC130", "raw-kernel-launch", Severity.ERROR, Language.CPP,
+      summary="<<<...>>> launch instead of host::LaunchKernel")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    for site in model.launch_sites:
+        if site.syntax == "triple_chevron":
+            name = site.kernel_name or "kernel"
+            yield ctx.finding(location_of(model, site.span),
+                              f"raw `<<<...>>>` launch of '{name}'; use `host::LaunchKernel(grid, block, device)(...)`")

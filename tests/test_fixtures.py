@@ -1,0 +1,30 @@
+"""Every C++/CUDA fixture: the findings equal the `// expect:` markers, line for line.
+
+A line without a marker must not fire, so near misses in the fixtures are precision tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, describe_mismatch, expectations, run_one
+
+CPP_FIXTURES = sorted(p for p in (FIXTURES / "cpp").rglob("*") if p.suffix in (".cuh", ".cu", ".h"))
+
+
+@pytest.mark.parametrize("path", CPP_FIXTURES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
+def test_cpp_fixture(path: Path) -> None:
+    result = run_one(path)
+    expected = expectations(path)
+    actual = {(f.line, f.code) for f in result.findings}
+    assert actual == expected, describe_mismatch(path, expected, result.findings)
+
+
+def test_every_cpp_rule_has_a_firing_fixture() -> None:
+    from kernel_check.registry import Language, rules_for
+
+    fired = {code for path in CPP_FIXTURES for _, code in expectations(path)}
+    missing = sorted(r.meta.code for r in rules_for(Language.CPP) if r.meta.code not in fired)
+    assert not missing, f"rules without a fixture line that must fire: {missing}"
