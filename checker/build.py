@@ -182,7 +182,7 @@ def resource_findings(outcome: BuildOutcome) -> list[Finding]:
         location = Location(display_path(outcome.target.source),
                             kernel_definition_line(outcome.target.source, identifier))
         budget = budget_for(outcome.target.register_budget, identifier)
-        where = f"{identifier} in {outcome.target.label}"
+        where = f"{outcome.target.label}: {identifier}"
         if kernel.registers > budget:
             findings.append(_finding(
                 "KC601", f"{where} uses {kernel.registers} registers per thread (budget {budget})",
@@ -211,3 +211,53 @@ def merge_budgets(config_default: int, per_kernel: Mapping[str, object],
     elif spec_budget:
         merged.update({k: int(v) for k, v in spec_budget.items()})
     return merged
+
+
+# ----- wrapper manifests -----
+
+MANIFEST_FIELDS = ("CUDA_FILES", "INSTANTIATIONS")
+
+
+def read_manifest(path: Path) -> dict[str, object] | None:
+    """A csrc wrapper's module-level literals (CUDA_FILES, INSTANTIATIONS, EXTRA_CUDA_CFLAGS),
+    read with ``ast`` (the wrapper is never imported); None for other Python files."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    values: dict[str, object] = {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            node.target if isinstance(node, ast.AnnAssign) else None)
+        if isinstance(target, ast.Name) and node.value is not None:
+            try:
+                values[target.id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return values if all(f in values for f in MANIFEST_FIELDS) else None
+
+
+def _csrc_root(path: Path, first_file: str) -> Path:
+    """The ancestor of a wrapper that its CUDA_FILES are relative to."""
+    for directory in path.parents:
+        if (directory / first_file).is_file():
+            return directory
+    return path.parent
+
+
+def wrapper_targets(path: Path, budgets: Mapping[str, int]) -> list[BuildTarget]:
+    """One target per INSTANTIATIONS pair of a wrapper manifest."""
+    manifest = read_manifest(path)
+    if manifest is None:
+        return []
+    files = tuple(str(f) for f in manifest["CUDA_FILES"])  # type: ignore[union-attr]
+    root = _csrc_root(path, files[0])
+    flags = tuple(str(f) for f in manifest.get("EXTRA_CUDA_CFLAGS", ()))  # type: ignore[union-attr]
+    return [
+        BuildTarget(label=f"{path.stem}:{symbol}", marker=("wrapper", path.stem, str(i)), cuda_files=files,
+                    wrappers=((export, symbol),), csrc_root=str(root), source=str(root / files[0]),
+                    extra_cuda_cflags=flags, register_budget=budgets)
+        for i, (export, symbol) in enumerate(manifest["INSTANTIATIONS"])  # type: ignore[union-attr]
+    ]

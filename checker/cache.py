@@ -1,10 +1,28 @@
-"""Cache locations shared by the static result cache, the preamble cache and the JIT."""
+"""Cache locations and the small file primitives every on-disk cache here shares.
+
+Layout under the cache root (`--cache-dir`, else `KERNEL_CHECK_CACHE_DIR`, else
+`$XDG_CACHE_HOME/kernel-check`)::
+
+    static-v1/results/<ab>/<key>.json   one file's filtered findings (result_cache.py)
+    static-v1/depsets/<id>.json         a shared list of (header, content hash) pairs
+    static-v1/preamble/<recipe>/...     precompiled preambles (clang/preamble.py)
+    jit/...                             the JIT build cache (jit.py)
+
+Concurrency: every write goes to a temporary file in the same directory and is renamed
+over the target (atomic on POSIX), so a reader sees the old or the new file, never a torn
+one. Content-addressed files need no lock; the preamble build takes a `filelock`.
+Every reader treats a missing, truncated or foreign file as a miss.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import tempfile
 from pathlib import Path
+
+STATIC_LAYOUT = "static-v1"
 
 
 def cache_root(explicit: Path | None = None) -> Path:
@@ -17,9 +35,80 @@ def cache_root(explicit: Path | None = None) -> Path:
     return base / "kernel-check"
 
 
+def static_root(explicit: Path | None = None) -> Path:
+    """Where the static pipeline keeps its results and preambles."""
+    return cache_root(explicit) / STATIC_LAYOUT
+
+
 def clean_cache(explicit: Path | None = None) -> str:
     root = cache_root(explicit)
     if not root.exists():
         return ""
-    shutil.rmtree(root)
+    shutil.rmtree(root, ignore_errors=True)
     return str(root)
+
+
+def digest(*parts: bytes | str) -> str:
+    """A short, stable content hash of `parts` (each length-prefixed, so no two splits collide)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def file_digest(path: str | os.PathLike[str]) -> str | None:
+    """Content hash of a file, or None when it cannot be read (missing, a directory...)."""
+    try:
+        with open(path, "rb") as handle:
+            return digest(handle.read())
+    except OSError:
+        return None
+
+
+class FileHashes:
+    """Memoized `file_digest` for one run: a header shared by every file is read once."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str | None] = {}
+
+    def get(self, path: str) -> str | None:
+        try:
+            return self._known[path]
+        except KeyError:
+            value = self._known[path] = file_digest(path)
+            return value
+
+    def all_match(self, pairs: list[list[str]] | list[tuple[str, str]]) -> bool:
+        """Whether every (path, hash) pair still holds."""
+        get = self.get
+        return all(get(path) == expected for path, expected in pairs)
+
+
+def atomic_write(path: Path, data: bytes) -> bool:
+    """Write `data` to `path` through a temporary file and a rename; False on any OS error
+    (a full disk or a read-only cache must cost speed, never the run)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+
+
+def read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None

@@ -1,15 +1,31 @@
 """The static pipeline for one file and for a run: read -> parse -> model -> rules -> filter.
 
-`check_file` is self-contained and picklable-argument-only so a process pool (and the
-result cache) can run it; `run_static` orders results deterministically.
+`check_file` runs the whole pipeline on one file (a plain parse, no cache: what the tests
+and library callers get). `run_static` runs a set of files the way the command line does:
+
+1. the result cache (`result_cache.py`) answers every file whose bytes, headers, config
+   and rule set are unchanged -- in this process, without loading libclang;
+2. one or two remaining files are checked in this process (process start-up dominates a
+   pre-commit run); more go to a pool of worker processes (`jobs`), each importing
+   libclang once and parsing against precompiled preambles (`clang/preamble.py`);
+3. results come back in the order of `paths`, whatever order the workers finish in.
+
+Each file's parse runs under `watchdog.run_bounded` (`file-timeout`, a memory cap), also
+inside a worker; a worker that hangs past a backstop deadline, or dies, is replaced, that
+file gets a KC000 and the run continues.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+import tempfile
+import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .clang.parse import ParseSettings
 from .config import Config
@@ -20,6 +36,9 @@ from .model import Span
 from .registry import Language, RuleContext, rules_for
 
 MAX_QUOTED_ERRORS = 3
+IN_PROCESS_MAX = 2  # this many files or fewer to check: no pool
+TEMP_PREAMBLE_MIN = 3  # --no-cache: a throw-away preamble pays off from this many C++ files
+BUILD_TIMEOUT_MIN_S = 300.0
 
 
 @dataclass
@@ -31,13 +50,42 @@ class FileResult:
 
 
 @dataclass(frozen=True)
+class CacheOptions:
+    """Where the run may keep state. `root` None: nothing persists (`--no-cache`); a run of
+    several C++ files then still builds a preamble, in a temporary directory."""
+
+    root: Path | None = None  # the static cache root, `cache.static_root(...)`
+    results: bool = True
+    preamble: str = "union"  # "union", "exact" or "off" (see clang/preamble.py)
+
+
+@dataclass(frozen=True)
 class RunOptions:
-    """Everything a worker needs besides the path (kept small: it is pickled per task)."""
+    """Everything a worker needs besides the path (sent once per worker)."""
 
     config: Config
     settings: ParseSettings
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    cache: CacheOptions | None = None  # None: plain parses, no result cache (library default)
+    jobs: int = 1
+
+
+@dataclass
+class RunStats:
+    """What the last `run_static` did (the benchmark and `KERNEL_CHECK_STATS` read it)."""
+
+    files: int = 0
+    cached: int = 0
+    checked: int = 0
+    workers: int = 0
+    preambles_built: int = 0
+    preamble_parses: int = 0
+    plain_parses: int = 0
+    seconds: float = 0.0
+
+
+last_stats = RunStats()
 
 
 def _options_table(config: Config) -> dict[str, Any]:
@@ -46,24 +94,55 @@ def _options_table(config: Config) -> dict[str, Any]:
     return {option.key: config.get(option.key) for option in OPTIONS}
 
 
-def check_file(path: Path, options: RunOptions) -> FileResult:
+# -- one file ---------------------------------------------------------------------------------
+def check_file(path: Path, options: RunOptions, preamble: Any = None) -> FileResult:
     """Run the whole static pipeline on one file; never raises for a bad input file."""
+    return _check(path, options, preamble)[0]
+
+
+@dataclass
+class _Outcome:
+    """Extra facts about one check, for the result cache."""
+
+    data: bytes | None = None  # the bytes checked (None: unreadable, never cached)
+    deps: Any = None  # result_cache.Deps, None when the result must not be cached
+
+
+def _check(path: Path, options: RunOptions, preamble: Any = None,
+           data: bytes | None = None) -> tuple[FileResult, _Outcome]:
     config = options.config
     relative = config.relative(path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        return _single(path, f"cannot read file: {error.strerror or error}")
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            return _single(path, f"cannot read file: {error.strerror or error}"), _Outcome()
     problem = _unparsable_reason(data, config)
     if problem:
-        return _single(path, problem)
+        return _single(path, problem), _Outcome(data, _no_deps())
     text = data.decode("utf-8", errors="replace")
-    raw, error_spans = _raw_findings(path, relative, text, data, options)
+    from .watchdog import Stopped, run_bounded  # file-timeout and a memory cap (watchdog.py)
+
+    if not is_python(path):  # here, not in each bounded child: libclang, the extractors and the
+        from .clang.extract import extract  # noqa: F401  (shared) preamble, built or loaded once
+        from .clang.parse import _get_index
+
+        _get_index()
+        if preamble is not None:
+            preamble.prefetch(path, text, _compile_args(path, options.settings))
+    bounded = run_bounded(_raw_findings, (path, relative, text, data, options, preamble),
+                          float(config.get("file-timeout")))
+    if isinstance(bounded, Stopped):  # too slow, out of memory, crashed or raised: one KC000
+        return FileResult(str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)]), \
+            _Outcome(data, None)
+    raw, error_spans, deps = bounded
     selection = Selection(config, list(options.select), list(options.ignore))
     outcome = filter_file_findings(raw, path=str(path), relative_path=relative, text=text,
                                    error_spans=error_spans, selection=selection, config=config)
     findings = sorted(outcome.findings, key=Finding.sort_key)
-    return FileResult(str(path), findings, outcome.suppressed)
+    if any(f.code == PARSE_ERROR and f.message.startswith("internal error") for f in raw):
+        deps = None  # a crashing rule is worth a second look on the next run
+    return FileResult(str(path), findings, outcome.suppressed), _Outcome(data, deps)
 
 
 def _unparsable_reason(data: bytes, config: Config) -> str:
@@ -83,11 +162,17 @@ def parse_error(path: str, line: int, column: int, message: str, detail: str = "
     return Finding(PARSE_ERROR, message, Location(path, line, column), Severity.ERROR, detail=detail)
 
 
-def _raw_findings(path: Path, relative: str, text: str, data: bytes,
-                  options: RunOptions) -> tuple[list[Finding], list[Span]]:
+def _no_deps() -> Any:
+    from .result_cache import Deps
+
+    return Deps()
+
+
+def _raw_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
+                  preamble: Any) -> tuple[list[Finding], list[Span], Any]:
     if is_python(path):
-        return _python_findings(path, relative, text, options), []
-    return _cpp_findings(path, relative, text, data, options)
+        return _python_findings(path, relative, text, options), [], _no_deps()
+    return _cpp_findings(path, relative, text, data, options, preamble)
 
 
 def _python_findings(path: Path, relative: str, text: str, options: RunOptions) -> list[Finding]:
@@ -103,17 +188,37 @@ def _python_findings(path: Path, relative: str, text: str, options: RunOptions) 
     return _run_rules(Language.PYTHON, model, path, relative, options)
 
 
-def _cpp_findings(path: Path, relative: str, text: str, data: bytes,
-                  options: RunOptions) -> tuple[list[Finding], list[Span]]:
+def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
+                  preamble: Any) -> tuple[list[Finding], list[Span], Any]:
     from .clang.extract import extract
     from .clang.parse import parse_file
 
-    unit = parse_file(path, text, options.settings)
+    unit = parse_file(path, text, options.settings, preamble)
     model = extract(unit, text, data)
     findings = _run_rules(Language.CPP, model, path, relative, options)
     if unit.errors:
         findings.append(_clang_error_finding(str(path), unit.errors))
-    return findings, model.error_spans
+    return findings, model.error_spans, _unit_deps(unit, preamble)
+
+
+def _unit_deps(unit: Any, preamble: Any) -> Any:
+    from .result_cache import Deps
+
+    hashes = getattr(preamble, "hashes", None)
+    if hashes is None:
+        from .cache import FileHashes
+
+        hashes = FileHashes()
+    files = []
+    for header in unit.deps:
+        value = hashes.get(header)
+        if value is None:
+            return None  # a header that cannot be read back: do not cache
+        files.append([header, value])
+    groups = []
+    if unit.preamble is not None:
+        groups.append((unit.preamble.dep_group, unit.preamble.deps))
+    return Deps(groups, files)
 
 
 def _clang_error_finding(path: str, errors: list) -> Finding:
@@ -141,6 +246,337 @@ def _run_rules(language: Language, model: Any, path: Path, relative: str,
     return findings
 
 
+# -- a run's shared state -----------------------------------------------------------------------
+class _Session:
+    """One process's view of a run: the result cache and the preamble cache (lazily)."""
+
+    def __init__(self, options: RunOptions, results: Any) -> None:
+        self.options = options
+        self.results = results  # ResultCache or None
+        self._preamble: Any = None
+        self.preamble_parses = 0
+        self.plain_parses = 0
+
+    @property
+    def preamble(self) -> Any:
+        cache = self.options.cache
+        if self._preamble is None and cache is not None and cache.root is not None and cache.preamble != "off":
+            from .clang.preamble import PreambleCache
+
+            hashes = self.results.hashes if self.results is not None else None
+            limit = max(BUILD_TIMEOUT_MIN_S, 6 * float(self.options.config.get("file-timeout")))
+            self._preamble = PreambleCache(Path(cache.root) / "preamble", cache.preamble, hashes,
+                                           build_timeout=limit)
+        return self._preamble
+
+    def key(self, path: Path, data: bytes) -> str:
+        args = None if is_python(path) else _compile_args(path, self.options.settings)
+        return self.results.key(str(path), self.options.config.relative(path), data, args)
+
+    def lookup(self, path: Path) -> tuple[FileResult | None, bytes | None]:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None, None
+        if self.results is None:
+            return None, data
+        hit = self.results.load(self.key(path, data))
+        if hit is None:
+            return None, data
+        return FileResult(str(path), hit[0], hit[1], cached=True), data
+
+    def check(self, path: Path, data: bytes | None = None) -> FileResult:
+        """Check one file (with the preamble) and store its result."""
+        result, outcome = _check(path, self.options, self.preamble, data)
+        if outcome.deps is not None and not is_python(path):
+            if outcome.deps.groups:
+                self.preamble_parses += 1
+            else:
+                self.plain_parses += 1
+        if self.results is not None and outcome.data is not None and outcome.deps is not None:
+            self.results.store(self.key(path, outcome.data), result.findings, result.suppressed, outcome.deps)
+        return result
+
+    def counters(self) -> tuple[int, int, int]:
+        """(preambles built, files parsed against one, files parsed plainly) so far."""
+        built = self._preamble.stats.built if self._preamble is not None else 0
+        return built, self.preamble_parses, self.plain_parses
+
+
+def _compile_args(path: Path, settings: ParseSettings) -> list[str]:
+    from .clang.parse import compile_args
+
+    return compile_args(path, settings)
+
+
+def _result_cache(options: RunOptions) -> Any:
+    cache = options.cache
+    if cache is None or cache.root is None or not cache.results:
+        return None
+    from dataclasses import asdict
+
+    from .result_cache import ResultCache, run_fingerprint
+
+    config = options.config
+    fingerprint = run_fingerprint({
+        "config": _options_table(config),
+        "root": str(config.root.resolve()),
+        "select": list(options.select),
+        "ignore": list(options.ignore),
+        "settings": asdict(options.settings),
+        "preamble": cache.preamble,
+    })
+    return ResultCache(Path(cache.root), fingerprint)
+
+
+# -- a run ------------------------------------------------------------------------------------
 def run_static(paths: list[Path], options: RunOptions) -> list[FileResult]:
-    """Check files in order (the speed stage replaces this with cache + pool)."""
-    return [check_file(path, options) for path in paths]
+    """Check `paths`; results in the order of `paths` (see the module doc)."""
+    global last_stats
+    started = time.perf_counter()
+    stats = RunStats(files=len(paths))
+    session = _Session(options, _result_cache(options))
+    results: list[FileResult | None] = [None] * len(paths)
+    pending: list[tuple[int, bytes | None]] = []
+    for index, path in enumerate(paths):
+        hit, data = session.lookup(path) if session.results is not None else (None, None)
+        if hit is not None:
+            results[index] = hit
+        else:
+            pending.append((index, data))
+    stats.cached = len(paths) - len(pending)
+    stats.checked = len(pending)
+    temporary = None
+    try:
+        cache = options.cache
+        cpp = sum(1 for index, _ in pending if not is_python(paths[index]))
+        if (cache is not None and cache.root is None and cache.preamble != "off"
+                and cpp >= TEMP_PREAMBLE_MIN):
+            temporary = tempfile.mkdtemp(prefix="kernel-check-preamble-")
+            options = replace(options, cache=replace(cache, root=Path(temporary), results=False))
+            session = _Session(options, None)
+        jobs = max(1, min(options.jobs, len(pending)))
+        if jobs == 1 or len(pending) <= IN_PROCESS_MAX:
+            for index, data in pending:
+                results[index] = session.check(paths[index], data)
+            _collect(stats, session.counters())
+        else:
+            stats.workers = jobs
+            for index, result in _run_pool(paths, [i for i, _ in pending], session, jobs, stats):
+                results[index] = result
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        stats.seconds = time.perf_counter() - started
+        last_stats = stats
+        if os.environ.get("KERNEL_CHECK_STATS"):
+            print(f"kernel-check: stats: {stats}", file=sys.stderr)
+    return [r for r in results if r is not None]
+
+
+def _collect(stats: RunStats, counters: tuple[int, int, int]) -> None:
+    stats.preambles_built += counters[0]
+    stats.preamble_parses += counters[1]
+    stats.plain_parses += counters[2]
+
+
+# -- the pool ---------------------------------------------------------------------------------
+def _mp_context() -> Any:
+    import multiprocessing
+
+    # fork starts a worker in milliseconds and nothing here runs threads; elsewhere spawn.
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    return multiprocessing.get_context(method)
+
+
+def _worker_main(conn: Any, options: RunOptions, results: Any) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and ends us
+    session = _Session(options, results)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            break
+        kind, ident, payload = message
+        if kind == "build":
+            preamble = session.preamble
+            ok = preamble.prepare(payload) if preamble is not None else False
+            conn.send(("built", ident, ok))
+            continue
+        path = Path(payload)
+        try:
+            result = session.check(path)
+        except Exception as error:  # an internal error must cost one file, not the run
+            last = traceback.format_exception_only(type(error), error)[-1].strip()
+            result = FileResult(str(path), [parse_error(str(path), 1, 1, f"internal error: {last}",
+                                                        detail=traceback.format_exc(limit=6))])
+        conn.send(("file", ident, result))
+    try:
+        conn.send(("stats", 0, session.counters()))
+    except OSError:
+        pass
+
+
+class _Worker:
+    def __init__(self, ctx: Any, session: _Session) -> None:
+        parent, child = ctx.Pipe(duplex=True)
+        self.conn = parent
+        self.process = ctx.Process(target=_worker_main, args=(child, session.options, session.results),
+                                   daemon=True)
+        self.process.start()
+        child.close()
+        self.task: tuple[str, Any] | None = None  # ("file", index) or ("build", group)
+        self.deadline = 0.0
+
+    def send(self, kind: str, ident: Any, payload: Any, limit: float) -> None:
+        self.task = (kind, ident)
+        self.deadline = time.monotonic() + limit
+        self.conn.send((kind, ident, payload))
+
+    def kill(self) -> None:
+        try:
+            self.process.kill()
+        except (OSError, AttributeError):
+            pass
+        self.process.join(5)
+        self.conn.close()
+
+
+def _plan(paths: list[Path], pending: list[int], session: _Session) -> tuple[dict[str, Any], dict[int, str]]:
+    """(recipes to build, index -> the recipe group that index waits for)."""
+    planner = session.preamble
+    recipes: dict[str, Any] = {}
+    waits: dict[int, str] = {}
+    if planner is None:
+        return recipes, waits
+    for index in pending:
+        path = paths[index]
+        if is_python(path):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        candidates = planner.recipes(path, data, _compile_args(path, session.options.settings))
+        if candidates:
+            recipe = candidates[0]
+            recipes.setdefault(recipe.group, recipe)
+            waits[index] = recipe.group
+    return recipes, waits
+
+
+def _cost(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: int,
+              stats: RunStats) -> Iterator[tuple[int, FileResult]]:
+    from multiprocessing.connection import wait
+
+    from .watchdog import timed_out_message
+
+    options = session.options
+    # The watchdog bounds each file's parse inside the worker (watchdog.py); the pool's own
+    # deadline is a backstop for everything around it (a preamble build included).
+    file_limit = float(options.config.get("file-timeout"))
+    build_limit = max(BUILD_TIMEOUT_MIN_S, 6 * file_limit)
+    backstop = build_limit + 2 * file_limit
+    recipes, waits = _plan(paths, pending, session)
+    # Builds first (the most wanted first), then files: the largest first, so the last
+    # files to finish are short ones and both workers end together.
+    builds = sorted(recipes, key=lambda g: -sum(1 for v in waits.values() if v == g))
+    blocked: dict[str, list[int]] = {g: [] for g in recipes}
+    ready: list[int] = []
+    for index in sorted(pending, key=lambda i: -_cost(paths[i])):
+        (blocked[waits[index]] if index in waits else ready).append(index)
+    ctx = _mp_context()
+    workers = [_Worker(ctx, session) for _ in range(jobs)]
+    remaining = len(pending)
+
+    def release(group: str) -> None:
+        ready.extend(blocked.pop(group, []))
+        ready.sort(key=lambda i: -_cost(paths[i]))
+
+    try:
+        while remaining:
+            for worker in workers:
+                if worker.task is not None:
+                    continue
+                if builds:
+                    group = builds.pop(0)
+                    worker.send("build", group, recipes[group], build_limit)
+                elif ready:
+                    index = ready.pop(0)
+                    worker.send("file", index, str(paths[index]), backstop)
+            busy = [w for w in workers if w.task is not None]
+            if not busy:  # everything left waits on a build that no worker holds
+                for group in list(blocked):
+                    release(group)
+                continue
+            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            for conn in wait([w.conn for w in busy], timeout):
+                worker = next(w for w in busy if w.conn is conn)
+                try:
+                    kind, ident, payload = conn.recv()
+                except (EOFError, OSError):
+                    yield from _lost(worker, workers, paths, release, ctx, session,
+                                     "the worker process died while checking this file")
+                    remaining -= worker.task is not None and worker.task[0] == "file"
+                    worker.task = None
+                    continue
+                worker.task = None
+                if kind == "built":
+                    release(ident)
+                elif kind == "file":
+                    remaining -= 1
+                    yield ident, payload
+            now = time.monotonic()
+            for worker in [w for w in workers if w.task is not None and w.deadline <= now]:
+                kind, ident = worker.task
+                yield from _lost(worker, workers, paths, release, ctx, session,
+                                 timed_out_message(backstop if kind == "file" else build_limit))
+                remaining -= kind == "file"
+                worker.task = None
+    finally:
+        for worker in workers:
+            try:
+                worker.conn.send(None)
+            except OSError:
+                pass
+        for worker in workers:
+            _drain_stats(worker, stats)
+            worker.process.join(2)
+            if worker.process.is_alive():
+                worker.kill()
+
+
+def _lost(worker: _Worker, workers: list[_Worker], paths: list[Path], release: Any, ctx: Any,
+          session: _Session, message: str) -> Iterator[tuple[int, FileResult]]:
+    """A worker that timed out or died: its file gets a KC000, a fresh worker takes its place."""
+    kind, ident = worker.task or ("", None)
+    worker.kill()
+    workers[workers.index(worker)] = fresh = _Worker(ctx, session)
+    fresh.task = None
+    if kind == "build":
+        release(ident)  # the files parse plainly (or build it themselves) in the other workers
+    elif kind == "file":
+        path = str(paths[ident])
+        yield ident, FileResult(path, [parse_error(path, 1, 1, message)])
+
+
+def _drain_stats(worker: _Worker, stats: RunStats) -> None:
+    try:
+        while worker.conn.poll(2):
+            kind, _, payload = worker.conn.recv()
+            if kind == "stats" and payload is not None:
+                _collect(stats, payload)
+                return
+    except (EOFError, OSError):
+        return

@@ -46,6 +46,14 @@ def parse_suppressions(text: str) -> list[Suppression]:
     return found
 
 
+def unknown_selector(code: str) -> bool:
+    """Whether no registered code starts with `code`: a select/ignore entry that selects
+    nothing is a typo, reported as an error (as ruff does) rather than silently ignored."""
+    from .registry import all_rules
+
+    return not any(r.meta.code.startswith(code.upper()) for r in all_rules())
+
+
 class Selection:
     """`select`/`ignore` prefixes plus `per-file-ignores`, resolved once per run."""
 

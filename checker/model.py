@@ -9,7 +9,9 @@ are checked when they are themselves given to the checker.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class DocComment:
     tparams: tuple[str, ...]  # names given to \tparam / @tparam
     has_return: bool
     param_spans: tuple[tuple[str, int], ...] = ()  # (name, line) of each \param / \tparam
+    copies_doc: bool = False  # \copydoc, \copydetails, \overload or \inheritdoc: documented elsewhere
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class Struct:
     is_exported: bool
     is_class: bool
     is_definition: bool
+    access: str = ""  # "public"/"protected"/"private" for a nested record, "" at namespace scope
 
 
 @dataclass
@@ -116,6 +120,9 @@ class Function:
     specifier_spelling: str = ""
     specifier_span: Span | None = None
     usr: str = ""
+    access: str = ""  # "public"/"protected"/"private" for a method, "" otherwise
+    is_deleted: bool = False  # `= delete`
+    is_defaulted: bool = False  # `= default`
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,467 @@ class LaunchSite:
     enable_pdl: str | None  # source text of the `.enable_pdl(x)` argument, None when absent
     launcher: str  # qualified name of the enclosing function
     argument_texts: tuple[str, ...] = ()
+    kernel_span: Span | None = None  # the kernel expression (`kernel`, `kern<T, 8>`)
+    argument_spans: tuple[Span, ...] = ()  # one per kernel argument
+
+
+# ---- launcher facts (KC120, KC121, KC131, KC140, KC141, KC150, KC160) ----
+# Written by checker/clang/launcher_facts.py. Functions are named by their clang USR
+# (`Function.usr`); a lambda's facts belong to the function that contains it.
+
+
+@dataclass(frozen=True)
+class ConstExpr:
+    """A compile-time integer kept symbolic over template parameters, so that a rule can
+    evaluate it once per instantiation.
+
+    `op` is one of: "int" (`value`); "param" (`name`, a non-type template parameter, or
+    "arg:<name>" for a function parameter of an inlined constexpr helper);
+    "sizeof" (`name`, the size in bytes of a template type parameter); "unknown" (`text`);
+    a unary operator ("neg", "not", "bitnot") or a C++ binary operator spelling ("+", "<<",
+    "==", "&&", ...) over `args`; "?:" over (condition, then, else); or a constexpr helper
+    over `args`: "min", "max", "gcd", "vec_bytes" (`LoadStorePattern::get_vec_bytes<kBytes,
+    kPattern>()` of sgl_kernel/warp.cuh).
+    """
+
+    op: str
+    value: int = 0
+    name: str = ""
+    args: tuple["ConstExpr", ...] = ()
+    text: str = ""
+
+    def free_names(self) -> frozenset[str]:
+        """The template parameters the value depends on ("param" and "sizeof" names)."""
+        own = frozenset((self.name,)) if self.op in ("param", "sizeof") else frozenset()
+        return own.union(*(arg.free_names() for arg in self.args))
+
+    def substitute(self, mapping: "Mapping[str, ConstExpr]") -> "ConstExpr":
+        """This expression with parameters replaced (names missing from `mapping` stay)."""
+        if self.op in ("param", "sizeof"):
+            return mapping.get(self.name, self)
+        if not self.args:
+            return self
+        return ConstExpr(self.op, self.value, self.name, tuple(a.substitute(mapping) for a in self.args), self.text)
+
+    def evaluate(self, env: "Mapping[str, int]") -> int | None:
+        """The value with template parameters bound by `env`; None when unknown."""
+        if self.op == "int":
+            return self.value
+        if self.op in ("param", "sizeof"):
+            return env.get(self.name)
+        if self.op == "?:":
+            condition = self.args[0].evaluate(env)
+            return None if condition is None else self.args[1 if condition else 2].evaluate(env)
+        values = [arg.evaluate(env) for arg in self.args]
+        if not self.args or any(v is None for v in values):
+            return None
+        return _apply_const_op(self.op, values)
+
+
+def _apply_const_op(op: str, values: list[int]) -> int | None:
+    if op in _UNARY_CONST_OPS and len(values) == 1:
+        return _UNARY_CONST_OPS[op](values[0])
+    if op == "vec_bytes" and len(values) == 2:
+        return _vec_bytes(*values)
+    if op in ("min", "max", "gcd") and values:
+        return {"min": min, "max": max, "gcd": math.gcd}[op](*values)
+    if op in ("/", "%") and len(values) == 2 and values[1] == 0:
+        return None
+    if op in _BINARY_CONST_OPS and len(values) == 2:
+        return _BINARY_CONST_OPS[op](values[0], values[1])
+    return None
+
+
+def _vec_bytes(row_bytes: int, pattern: int) -> int | None:
+    """`LoadStorePattern::get_vec_bytes<row_bytes, pattern>()`, as sgl_kernel/warp.cuh defines it."""
+    cap = abs(pattern)
+    if row_bytes <= 0 or cap == 0 or cap > 32 or cap & (cap - 1):
+        return None
+    width = math.gcd(row_bytes, cap)
+    if pattern > 0:
+        return width
+    while width > 4 and row_bytes // width < 32:
+        width //= 2
+    return math.gcd(row_bytes, 4) if width < 4 else width
+
+
+_UNARY_CONST_OPS: dict[str, Callable[[int], int]] = {
+    "neg": lambda a: -a, "not": lambda a: int(not a), "bitnot": lambda a: ~a,
+}
+_BINARY_CONST_OPS: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: int(a / b), "%": lambda a, b: a - b * int(a / b),
+    "<<": lambda a, b: a << b if 0 <= b < 64 else 0, ">>": lambda a, b: a >> b if 0 <= b < 64 else 0,
+    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
+    "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b), "<=": lambda a, b: int(a <= b),
+    ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+    "&&": lambda a, b: int(bool(a and b)), "||": lambda a, b: int(bool(a or b)),
+}
+
+
+@dataclass(frozen=True)
+class MatcherDType:
+    """One type of `.with_dtype<...>()` (or of the `SymbolicDType` options it binds)."""
+
+    text: str  # as written: "fp16_t", "T"
+    size: ConstExpr  # bytes: "int" for a concrete type, "sizeof" for a template parameter
+
+
+@dataclass(frozen=True)
+class AlignmentRequest:
+    """An `.ensure_alignment(w)` call of a matcher chain."""
+
+    text: str  # the argument as written
+    span: Span  # the `ensure_alignment(...)` call
+    value: ConstExpr
+
+
+@dataclass(frozen=True)
+class VerifiedTensor:
+    """One `.verify(x)` of a chain: the tensor and the alignment the matcher then checks."""
+
+    name: str  # the TensorView (parameter or local) passed to verify
+    span: Span
+    alignment: AlignmentRequest | None  # the last ensure_alignment before this verify
+
+
+@dataclass(frozen=True)
+class MatcherChain:
+    """A `TensorMatcher({dims...}).with_...().verify(...)` chain (or a statement continuing
+    a `TensorMatcher` variable)."""
+
+    function: str
+    span: Span
+    dims: tuple[str, ...]
+    dtypes: tuple[MatcherDType, ...]
+    verified: tuple[VerifiedTensor, ...]
+    alignments: tuple[AlignmentRequest, ...]
+    matcher_variable: str = ""  # the TensorMatcher local it builds or continues, if any
+
+
+@dataclass(frozen=True)
+class TensorDataUse:
+    """`x.data_ptr()` of a TensorView `x`."""
+
+    function: str
+    tensor: str
+    span: Span
+    in_check: bool  # inside a check condition (e.g. a hand-written alignment check)
+
+
+@dataclass(frozen=True)
+class LaunchTensorArgument:
+    """A launch argument that carries a tensor's data pointer."""
+
+    argument: int  # the kernel parameter index
+    field: str  # the params-struct field it initializes; "" when the pointer is the argument
+    tensor: str
+    data_use: Span  # the data_ptr() call
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What a launch (joined to `LaunchSite` by `launch`) binds: the kernel's explicit
+    template arguments, evaluated in the launcher's scope, and its tensor arguments."""
+
+    launch: Span
+    function: str
+    template_args: tuple[ConstExpr, ...]  # type arguments as their size in bytes
+    tensor_arguments: tuple[LaunchTensorArgument, ...]
+    kernel_template_params: tuple[str, ...] = ()  # the kernel's template parameter names
+
+
+@dataclass(frozen=True)
+class TensorInspection:
+    """A TensorView query (`dtype()`, `shape()`, `ndim()`, `device()`, `strides()`,
+    `size(i)`, `stride(i)`, `is_contiguous()`) in host code."""
+
+    function: str
+    tensor: str
+    method: str
+    span: Span
+    # "check": the condition of CHECK_HOST / RuntimeCheck / assert / an `if` whose branch
+    # throws; "condition": another condition; "value": anything else.
+    context: str
+
+
+@dataclass(frozen=True)
+class TensorHandOff:
+    """A TensorView passed on as a whole (which may get it verified elsewhere): a call
+    argument, an element of a `{a, b}` list, or the initializer of a copy."""
+
+    function: str
+    tensor: str
+    callee: str  # the called function's name; "{...}" for a list; the variable for a copy
+    callee_usr: str  # "" when unresolved (dependent call)
+    span: Span
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """A call of a CUDA runtime/driver API, an arch query or a host check function."""
+
+    function: str
+    function_name: str  # the enclosing function's name
+    name: str  # the callee's name
+    qualified_name: str  # the callee's qualified name ("" when unresolved)
+    span: Span
+    returns_cuda_error: bool
+    result_use: str  # "discarded", "void_cast" (explicit `(void)`), "used"
+    argument_names: tuple[str, ...]  # each argument's referenced name, else its text
+
+
+@dataclass(frozen=True)
+class VectorAccess:
+    """A vectorized global access in a kernel or device function through a pointer that
+    came in as a parameter (or a pointer field of a by-value params struct)."""
+
+    function: str
+    param_index: int
+    field: str  # the params-struct field; "" for a pointer parameter
+    span: Span
+    # "aligned_vector", "tile_memory", "warp_bytes", "load_as", "store_as", "cast", or
+    # "vector_param" (a parameter declared as a pointer to a vector type; `span` is the parameter)
+    kind: str
+    width: ConstExpr  # bytes per access, over the function's template parameters
+    type_text: str  # the vector type as written
+    path: str = ""  # the header the function is defined in; "" for the checked file
+
+
+@dataclass(frozen=True)
+class PointerPass:
+    """A device call that receives a pointer derived from a parameter of the caller."""
+
+    function: str
+    callee_usr: str
+    callee_name: str
+    span: Span
+    argument: int  # the callee's parameter index
+    param_index: int  # the caller's parameter the pointer came from
+    field: str
+    template_args: tuple[ConstExpr, ...]  # explicit template arguments of the callee
+    callee_template_params: tuple[str, ...] = ()  # the callee's template parameter names
+
+
+@dataclass
+class LauncherFacts:
+    matcher_chains: list[MatcherChain] = field(default_factory=list)
+    tensor_data_uses: list[TensorDataUse] = field(default_factory=list)
+    launches: list[LaunchFacts] = field(default_factory=list)
+    tensor_inspections: list[TensorInspection] = field(default_factory=list)
+    tensor_handoffs: list[TensorHandOff] = field(default_factory=list)
+    api_calls: list[ApiCall] = field(default_factory=list)
+    vector_accesses: list[VectorAccess] = field(default_factory=list)
+    pointer_passes: list[PointerPass] = field(default_factory=list)
+    # USRs of kernels / device functions of included headers whose facts were collected
+    # because a launch or a pointer hand-off of this file reaches them.
+    foreign_functions: list[str] = field(default_factory=list)
+
+# ---- end of launcher facts ----
+
+# ---- integer and scope facts (KC110, KC111, KC112, KC151, KC320, KC321, KC330) ----
+# Written by checker/clang/integer_facts.py (one walk over the file) and
+# checker/clang/scope_facts.py. Functions are named by their clang USR (`Function.usr`);
+# a lambda's facts belong to the function that contains it.
+
+
+class IntegerDeclKind(enum.Enum):
+    PARAM = "param"  # a function or lambda parameter
+    FIELD = "field"  # a non-static data member
+    LOCAL = "local"  # a variable declared in a function (or lambda) body
+
+
+@dataclass(frozen=True)
+class IntegerDecl:
+    """A parameter, field or local variable whose type is written with the built-in integer
+    keywords (`int`, `unsigned`, `long long`...) instead of a fixed-width alias. Only the
+    spelling counts: `int32_t` is also `int` to clang, but is not recorded."""
+
+    name: str
+    keywords: str  # the integer keywords as written: "int", "unsigned int", "long long"
+    kind: IntegerDeclKind
+    owner: str  # qualified name of the declaring function (or struct, for a field)
+    owner_usr: str  # USR of the declaring function ("" for a field)
+    span: Span  # the integer keywords
+    name_span: Span
+    declarator: str = "value"  # "value", "pointer", "reference" or "array"
+    in_lambda: bool = False
+    is_constexpr: bool = False
+    has_constant_init: bool = False  # `const int k = 4 * kVec;`: a constant by another spelling
+    # For the counter of a `for` loop: whether its bound is a compile-time constant.
+    loop_bound_constant: bool | None = None
+    c_api: str = ""  # the C function whose `int*` out-parameter or `int` result it holds
+    shape_source: str = ""  # the shape/stride expression it is initialized from
+
+
+@dataclass(frozen=True)
+class SizeNarrowing:
+    """An implicit conversion of a 64-bit value derived from a tensor shape or stride
+    (`SymbolicSize::unwrap()`, `TensorView::size(i)`/`stride(i)`/`numel()`/`shape()[i]`) to
+    a narrower integer type. Explicit casts and `dim3` grid/block arguments are not recorded."""
+
+    span: Span  # the converted expression
+    source: str  # the shape/stride expression it derives from, e.g. "N.unwrap()"
+    source_type: str
+    target_type: str
+    context: str  # "initialization", "assignment", "compound assignment", "argument", "return", "expression"
+    function_usr: str
+    target: str = ""  # the variable initialized or assigned
+    target_offset: int | None = None  # byte offset of that variable's declared name
+
+
+@dataclass(frozen=True)
+class ShapeArgument:
+    """A 64-bit shape/stride-derived value passed unconverted to a forwarding call
+    (`LaunchKernel(...)(kernel, args...)` converts it only inside the launcher)."""
+
+    span: Span
+    text: str
+    type: str
+    source: str  # the shape/stride expression it derives from
+
+
+@dataclass(frozen=True)
+class IndexProduct:
+    """A multiplication computed in 32 bits with a `blockIdx` or `gridDim` factor (the maximal
+    such product: `blockIdx.x * blockDim.x * n` is one fact)."""
+
+    span: Span
+    text: str
+    function_usr: str
+    builtins: tuple[str, ...]  # built-in factors: "blockIdx.x", "blockDim.x", "gridDim.y"...
+    constant_factors: int  # factors that are compile-time constants
+    value_factors: tuple[str, ...]  # the other runtime factors, as written
+    result_type: str
+
+
+@dataclass(frozen=True)
+class LaneModulo:
+    """`threadIdx.x % W` / `threadIdx.x & (W - 1)` for a warp or warp-group width W, and the
+    first place the value (or a variable holding it) addresses memory."""
+
+    span: Span
+    text: str
+    width: int
+    function_usr: str
+    address_use: Span | None = None
+    address_kind: str = ""  # "subscript", "pointer arithmetic", "load/store offset"
+    via: str = ""  # the variable it flows through; "" when it indexes directly
+
+
+@dataclass
+class IntegerFacts:
+    integer_decls: list[IntegerDecl] = field(default_factory=list)
+    size_narrowings: list[SizeNarrowing] = field(default_factory=list)
+    shape_arguments: list[ShapeArgument] = field(default_factory=list)
+    index_products: list[IndexProduct] = field(default_factory=list)
+    lane_modulos: list[LaneModulo] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GlobalDeclaration:
+    """A declaration written directly at global namespace scope (inside `extern "C"` too)."""
+
+    kind: str  # "namespace", "function", "struct", "enum", "variable", "alias", "using", "static_assert", "other"
+    name: str
+    span: Span
+    name_span: Span
+    macro: str = ""  # the macro whose expansion produced it ("" when written out)
+    redeclares_external: bool = False  # reopens or redeclares an entity first declared in another file
+
+
+@dataclass(frozen=True)
+class DetailsReference:
+    """A `details::` qualifier (or `using namespace ...details`) written in this file."""
+
+    span: Span  # the `details` token
+    namespace: str  # qualified name of that `details` namespace
+    is_using_directive: bool = False
+    target: str = ""  # qualified name of the entity named through it ("" when unresolved)
+    target_path: str = ""  # the file declaring that entity
+    target_line: int = 0
+    namespace_opened_here: bool = False  # this file itself opens that `details` namespace
+
+
+@dataclass
+class ScopeFacts:
+    global_declarations: list[GlobalDeclaration] = field(default_factory=list)
+    details_references: list[DetailsReference] = field(default_factory=list)
+    included_files: tuple[str, ...] = ()  # every header the translation unit includes
+
+# ---- end of integer and scope facts ----
+
+# ---- dataflow facts (KC102, KC201, KC202, KC203, KC204, KC205) ----
+# Built by checker/clang/dataflow_facts.py: per kernel and device function, the PDL calls and
+# the accesses through the pointers it received, in execution order; plus every inline asm.
+
+
+class PdlCallKind(enum.Enum):
+    WAIT = "wait"  # PDLWaitPrimary, `griddepcontrol.wait`, cudaGridDependencySynchronize
+    TRIGGER = "trigger"  # PDLTriggerSecondary, `griddepcontrol.launch_dependents`, ...
+
+
+@dataclass(frozen=True)
+class PdlCall:
+    kind: PdlCallKind
+    span: Span  # the call, the asm statement, or the call of a device function that waits
+    # Position in the function's execution order (comparable with PointerAccess.order);
+    # None inside a lambda that is never called where the analysis can see it.
+    order: int | None
+    flag: str  # template-argument text of `PDLWaitPrimary<flag>()`; "" for asm, CUDA API, calls
+    via: str  # "PDLWaitPrimary", "asm", "cudaGridDependencySynchronize", or "helper()" that waits
+    leads_body: bool = False  # the first statement of the body (compile-time-only ones aside)
+
+
+class AccessKind(enum.Enum):
+    READ = "read"  # a load from the memory the pointer points to
+    WRITE = "write"  # a store (assignment, store helper, atomic)
+    ESCAPE = "escape"  # handed to code that may write through it (unknown callee, stored, asm)
+
+
+@dataclass(frozen=True)
+class PointerAccess:
+    """A load/store through a pointer the function received, or the pointer escaping."""
+
+    kind: AccessKind
+    span: Span  # the access expression, or the argument that hands the pointer to a callee
+    root: str  # the incoming pointer as spelled from the parameter: "src", "params.src"
+    param_index: int
+    fields: tuple[str, ...]  # field path inside a by-value params struct; () for a pointer param
+    how: str  # "subscript", "dereference", "->", "reference", "asm", or "callee()"
+    order: int | None  # see PdlCall.order
+
+
+@dataclass(frozen=True)
+class InlineAsm:
+    span: Span
+    template: str  # the assembler template as clang sees it (operands spelled `$0`)
+    clobbers: tuple[str, ...]
+    is_volatile: bool
+    function: str  # qualified name of the enclosing function
+
+
+@dataclass
+class FunctionDataflow:
+    """The events of one kernel or device function body (see dataflow_facts.py)."""
+
+    function_usr: str
+    qualified_name: str
+    body: Span
+    pdl_calls: list[PdlCall] = field(default_factory=list)
+    accesses: list[PointerAccess] = field(default_factory=list)
+    referenced_params: frozenset[str] = frozenset()  # parameters named anywhere in the body
+    # Preprocessor-inactive regions (`#if` branches not taken) inside the body: code the
+    # analysis cannot see, so rules stay silent about what those regions mention.
+    inactive_spans: tuple[Span, ...] = ()
+
+
+@dataclass
+class DataflowFacts:
+    functions: list[FunctionDataflow] = field(default_factory=list)
+    inline_asm: list[InlineAsm] = field(default_factory=list)
+
+# ---- end of dataflow facts ----
 
 
 @dataclass
@@ -144,6 +612,10 @@ class SourceModel:
     launch_sites: list[LaunchSite] = field(default_factory=list)
     # Spans of top-level declarations that contain a clang error: rules never report inside.
     error_spans: list[Span] = field(default_factory=list)
+    launcher_facts: LauncherFacts = field(default_factory=LauncherFacts)
+    integer_facts: IntegerFacts = field(default_factory=IntegerFacts)
+    scope_facts: ScopeFacts = field(default_factory=ScopeFacts)
+    dataflow_facts: DataflowFacts = field(default_factory=DataflowFacts)
 
     @property
     def kernels(self) -> list[Function]:

@@ -17,18 +17,12 @@ import ast
 import enum
 import re
 import warnings
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Iterable, Iterator, Mapping
 
 from .finding import Location
-
-# Defaults of the `[tool.kernel-check]` keys the Python rules read.
-PYTHON_OPTION_DEFAULTS: Mapping[str, str] = {
-    "package-root": "python/sglang/",
-    "registered-tests-root": "test/registered/",
-}
 
 # CI registration helpers: register_cuda_ci, register_amd_ci, register_cpu_ci...
 _CI_REGISTRATION = re.compile(r"register_[a-z0-9]+_ci")
@@ -44,6 +38,9 @@ _TENSOR_METADATA = frozenset(
 _TENSOR_PREDICATES = frozenset(
     {"is_cuda", "is_cpu", "is_meta", "is_contiguous", "is_floating_point", "is_complex", "is_sparse"}
 )
+
+# Nodes that carry a source position.
+_Located = ast.expr | ast.stmt | ast.keyword
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -157,7 +154,8 @@ class ResultAttributeCall:
     """`value.attr(...)` where `value` came from a call of `producer` in the same function.
 
     Covers `module = producer(...)` (also with a conditional expression of calls, or `:=`)
-    followed by `module.attr(...)`, and the chained `producer(...).attr(...)`.
+    followed by `module.attr(...)`, and the chained `producer(...).attr(...)`. The binding is
+    flow-insensitive: any assignment of `module` in the function counts, wherever it is.
     `producer` is resolved like `Call.callee`.
     """
 
@@ -202,11 +200,6 @@ def path_under(rel_path: str, root: str) -> bool:
     root_parts = PurePosixPath(root).parts
     path_parts = PurePosixPath(rel_path).parts
     return len(path_parts) > len(root_parts) and path_parts[: len(root_parts)] == root_parts
-
-
-def option(options: Mapping[str, object], key: str) -> str:
-    """A Python-rule option from the `[tool.kernel-check]` table, else its default."""
-    return str(options.get(key, PYTHON_OPTION_DEFAULTS[key]))
 
 
 def build_python_model(path: str, text: str) -> PyModel:
@@ -383,7 +376,7 @@ class _Positions:
     def __init__(self, text: str) -> None:
         self._lines = _LINE_BREAK.split(text)
 
-    def span(self, node: ast.AST) -> Span:
+    def span(self, node: _Located) -> Span:
         end_line = node.end_lineno or node.lineno
         end_offset = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         return Span(
@@ -527,11 +520,11 @@ class _Builder(ast.NodeVisitor):
 
     # ---- checks
 
-    def _add_check(self, kind: CheckKind, subject: str, node: ast.AST) -> None:
+    def _add_check(self, kind: CheckKind, subject: str, node: _Located) -> None:
         if self._function is not None:
             self._function.checks.append(Check(kind, subject, self._positions.span(node)))
 
-    def _add_tensor_test(self, subject: str | None, node: ast.AST) -> None:
+    def _add_tensor_test(self, subject: str | None, node: _Located) -> None:
         if subject is not None and self._guard_depth == 0:
             self._add_check(CheckKind.TENSOR_TEST, subject, node)
 

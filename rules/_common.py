@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 
 from kernel_check.finding import Location
-from kernel_check.model import SourceModel, Span, Struct, TypeInfo
+from kernel_check.model import (
+    Function, FunctionDataflow, FunctionKind, IntegerDecl, IntegerDeclKind, LaunchSite, PdlCall,
+    PdlCallKind, SourceModel, Span, Struct, TypeInfo,
+)
 
 _QUALIFIERS = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")
 
@@ -37,3 +40,94 @@ def struct_for_type(model: SourceModel, type_: TypeInfo) -> Struct | None:
     name = bare_type_name(type_.spelling)
     matches = [s for s in model.structs if s.name == name and s.is_definition]
     return matches[0] if matches else None
+
+
+# ---- dataflow and PDL helpers (KC102, KC201-KC204) ----
+
+def dataflow_of(model: SourceModel, function: Function) -> FunctionDataflow | None:
+    """The body facts of a kernel or device function definition (None for declarations)."""
+    if function.body is None:
+        return None
+    return next((flow for flow in model.dataflow_facts.functions
+                 if flow.function_usr == function.usr and flow.body == function.body), None)
+
+
+def pdl_waits(flow: FunctionDataflow) -> list[PdlCall]:
+    """The PDL waits of a body, earliest first (unplaceable ones last)."""
+    waits = [call for call in flow.pdl_calls if call.kind is PdlCallKind.WAIT]
+    return sorted(waits, key=lambda call: (call.order is None, call.order or 0))
+
+
+def launches_of(model: SourceModel, kernel: Function) -> list[LaunchSite]:
+    """The launch sites of this file that launch `kernel` (resolved by clang USR)."""
+    return [site for site in model.launch_sites if kernel.usr and site.kernel_usr == kernel.usr]
+
+
+def pdl_disabled(enable_pdl: str | None) -> bool:
+    """Whether a launch's `.enable_pdl(x)` argument leaves PDL off: absent or literally false."""
+    return enable_pdl is None or enable_pdl.strip().strip("()").strip() in ("false", "0")
+
+
+def inactive_text(model: SourceModel, flow: FunctionDataflow) -> str:
+    """The source of the preprocessor-inactive regions of a body (code no fact describes)."""
+    return "\n".join(model.data[span.start:span.end].decode("utf-8", errors="replace")
+                     for span in flow.inactive_spans)
+
+
+# ---- integer declarations (KC110, KC111) ----
+
+_PARAMS_STRUCT_SUFFIXES = ("Params", "Param")
+
+
+class IntegerRoles:
+    """What an `IntegerDecl` is in KC110's terms (kernel parameter, params-struct field...),
+    or None when bare `int` is fine there. One home for KC110's exemptions, so that KC111 can
+    leave to KC110 a declaration it already reports."""
+
+    def __init__(self, model: SourceModel) -> None:
+        self.functions = {f.usr: f for f in model.functions if f.usr}
+        self.launchers = {f.usr for f in model.launchers}
+        self.params_structs = params_struct_names(model)
+
+    def role(self, decl: IntegerDecl) -> str | None:
+        if decl.kind is IntegerDeclKind.FIELD:
+            return "params-struct field" if decl.owner in self.params_structs else None
+        function = self.functions.get(decl.owner_usr)
+        if function is None:
+            return None
+        if function.kind is FunctionKind.HOST and function.usr not in self.launchers:
+            return None  # plain host helpers are neither the kernel side nor the FFI boundary
+        if decl.kind is IntegerDeclKind.PARAM:
+            return "lambda parameter" if decl.in_lambda else _PARAM_ROLES[self._function_role(function)]
+        return self._local_role(decl)
+
+    def _function_role(self, function: Function) -> str:
+        if function.kind is FunctionKind.HOST:
+            return "launcher"
+        return function.kind.value
+
+    @staticmethod
+    def _local_role(decl: IntegerDecl) -> str | None:
+        if decl.declarator in ("pointer", "array") or decl.is_constexpr or decl.has_constant_init or decl.c_api:
+            return None
+        if decl.loop_bound_constant is True:
+            return None
+        if decl.loop_bound_constant is False:
+            return "loop counter (over a runtime bound)"
+        return "shape/stride value" if decl.shape_source else "index/size variable"
+
+
+_PARAM_ROLES = {"kernel": "kernel parameter", "launcher": "launcher parameter",
+                "device": "device-function parameter"}
+
+
+def params_struct_names(model: SourceModel) -> set[str]:
+    """Qualified names of the params structs: passed by value to a kernel of this file, or
+    named `...Params` by the convention."""
+    names = {s.qualified_name for s in model.structs if s.name.endswith(_PARAMS_STRUCT_SUFFIXES)}
+    for kernel in model.kernels:
+        for param in kernel.params:
+            struct = struct_for_type(model, param.type)
+            if struct is not None:
+                names.add(struct.qualified_name)
+    return names

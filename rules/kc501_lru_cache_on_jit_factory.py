@@ -36,7 +36,7 @@ def _jit_scale_module(dtype):
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related, Severity
 from kernel_check.pymodel import PyModel

@@ -54,7 +54,7 @@ def scale(src, factor, out=None):
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related, Severity
 from kernel_check.pymodel import CheckKind, Function, PyModel, ResultAttributeCall

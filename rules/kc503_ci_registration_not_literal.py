@@ -36,7 +36,7 @@ register_cuda_ci(est_time=30, stage="base-b-kernel-unit", runner_config="1-gpu-l
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Severity
 from kernel_check.pymodel import Argument, ArgumentKind, Call, PyModel

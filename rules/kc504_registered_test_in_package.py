@@ -34,10 +34,10 @@ register_cuda_ci(est_time=30, stage="base-b-kernel-unit", runner_config="1-gpu-l
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Severity
-from kernel_check.pymodel import PyModel, option, path_under
+from kernel_check.pymodel import PyModel, path_under
 from kernel_check.registry import Language, RuleContext, rule
 
 
@@ -49,9 +49,9 @@ from kernel_check.registry import Language, RuleContext, rule
     summary="`register_*_ci(...)` in a file under the package source root",
 )
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
-    if not path_under(ctx.rel_path, option(ctx.options, "package-root")):
+    if not path_under(ctx.rel_path, ctx.options["package-root"]):
         return
-    tests_root = option(ctx.options, "registered-tests-root")
+    tests_root = ctx.options["registered-tests-root"]
     for call in model.calls:
         if call.is_ci_registration:
             yield ctx.finding(

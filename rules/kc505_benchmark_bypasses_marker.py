@@ -36,9 +36,9 @@ def benchmark(size: int, impl: str):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
-from typing import Iterator
 
 from kernel_check.finding import Finding, Severity
 from kernel_check.pymodel import PyModel

@@ -56,12 +56,12 @@ if __name__ == "__main__":
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
-from typing import Iterator
 
 from kernel_check.finding import Finding, Location, Related, Severity
-from kernel_check.pymodel import Call, PyModel, option, path_under
+from kernel_check.pymodel import Call, PyModel, path_under
 from kernel_check.registry import Language, RuleContext, rule
 
 _HELPER = "register_cuda_ci"
@@ -84,7 +84,7 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     name = PurePosixPath(ctx.rel_path).name
     if not any(fnmatch(name, pattern) for pattern in _REGISTERED_FILES):
         return
-    if not path_under(ctx.rel_path, option(ctx.options, "registered-tests-root")):
+    if not path_under(ctx.rel_path, ctx.options["registered-tests-root"]):
         return
     registrations = [call for call in model.calls if call.name == _HELPER]
     if any(_collected(call) for call in registrations):

@@ -12,6 +12,9 @@ from kernel_check.config import load_config
 from kernel_check.engine import FileResult, RunOptions, check_file
 from kernel_check.registry import load_rules
 
+# Fixture trees are inputs to the checker (some hold real-looking test_*.py files), not tests.
+collect_ignore = ["fixtures"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 _EXPECT_RE = re.compile(r"(?://|#)\s*expect:\s*([A-Z0-9,\s]+?)\s*(?:\*/)?$")

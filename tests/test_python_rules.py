@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pytest
 
@@ -16,37 +15,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-FIXTURE_REPO = Path(__file__).resolve().parent / "fixtures" / "python" / "repo"
-PYTHON_CODES = {"KC501", "KC502", "KC503", "KC504", "KC505", "KC506"}
-REQUIRED_HEADINGS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead")
-EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]{2}\d{3}(?:\s*,\s*[A-Z]{2}\d{3})*)\s*$")
-
-
-def _ensure_kernel_check_importable() -> None:
-    """Map `kernel_check` onto checker/ and rules/ when the project is not installed.
-
-    An install does this through setuptools' `package-dir`; this keeps the test runnable
-    from a bare checkout.
-    """
-    if importlib.util.find_spec("kernel_check") is not None:
-        return
-    for name, directory in (("kernel_check", "checker"), ("kernel_check.rules", "rules")):
-        package_dir = PROJECT_ROOT / directory
-        spec = importlib.util.spec_from_file_location(
-            name, package_dir / "__init__.py", submodule_search_locations=[str(package_dir)]
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    sys.modules["kernel_check"].rules = sys.modules["kernel_check.rules"]  # type: ignore[attr-defined]
-
-
-_ensure_kernel_check_importable()
-
-from kernel_check.finding import Finding  # noqa: E402
-from kernel_check.pymodel import (  # noqa: E402
+from kernel_check.config import OPTIONS
+from kernel_check.finding import Finding
+from kernel_check.pymodel import (
     ArgumentKind,
     CheckKind,
     PyModel,
@@ -54,14 +25,25 @@ from kernel_check.pymodel import (  # noqa: E402
     build_python_model,
     path_under,
 )
-from kernel_check.registry import Language, RegisteredRule, RuleContext, get_rule, rules_for  # noqa: E402
+from kernel_check.registry import Language, RegisteredRule, RuleContext, get_rule, rules_for
+
+FIXTURE_REPO = Path(__file__).resolve().parent / "fixtures" / "python" / "repo"
+PYTHON_CODES = {"KC501", "KC502", "KC503", "KC504", "KC505", "KC506"}
+REQUIRED_HEADINGS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead")
+EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]{2}\d{3}(?:\s*,\s*[A-Z]{2}\d{3})*)\s*$")
+
 
 # --------------------------------------------------------------------------- helpers
 
 
+def options_table(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `[tool.kernel-check]` table as the engine passes it: every key, defaults filled in."""
+    return {option.key: option.default for option in OPTIONS} | (overrides or {})
+
+
 def fixture_options() -> dict[str, Any]:
     with open(FIXTURE_REPO / "pyproject.toml", "rb") as handle:
-        return tomllib.load(handle)["tool"]["kernel-check"]
+        return options_table(tomllib.load(handle)["tool"]["kernel-check"])
 
 
 def run_rules(
@@ -80,7 +62,7 @@ def check_source(source: str, rel_path: str, code: str, options: dict[str, Any] 
     registered = get_rule(code)
     assert registered is not None
     model = build_python_model(rel_path, textwrap.dedent(source))
-    return run_rules(model, rel_path, options or {}, [registered])
+    return run_rules(model, rel_path, options_table(options), [registered])
 
 
 def expected_markers(text: str) -> set[tuple[int, str]]:
@@ -96,7 +78,8 @@ def describe(pairs: set[tuple[int, str]], lines: list[str], findings: list[Findi
         return "  (none)"
     messages = {(f.line, f.code): f.message for f in findings}
     return "\n".join(
-        f"  {line:>4} {code}  {lines[line - 1].strip()!r}" + (f"  -- {messages[line, code]}" if (line, code) in messages else "")
+        f"  {line:>4} {code}  {lines[line - 1].strip()!r}"
+        + (f"  -- {messages[line, code]}" if (line, code) in messages else "")
         for line, code in sorted(pairs)
     )
 
@@ -113,7 +96,7 @@ def fixture_id(path: Path) -> str:
 
 def test_rules_are_registered_with_docs() -> None:
     python_rules = {r.meta.code: r for r in rules_for(Language.PYTHON)}
-    assert PYTHON_CODES <= python_rules.keys()
+    assert python_rules.keys() >= PYTHON_CODES
     for code in sorted(PYTHON_CODES):
         doc = python_rules[code].meta.doc
         positions = [doc.find(heading) for heading in REQUIRED_HEADINGS]
@@ -123,7 +106,7 @@ def test_rules_are_registered_with_docs() -> None:
 
 def test_every_code_has_a_firing_fixture() -> None:
     expected_codes = {code for path in FIXTURE_FILES for _, code in expected_markers(path.read_text())}
-    assert PYTHON_CODES <= expected_codes
+    assert expected_codes >= PYTHON_CODES
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=fixture_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from typing import Iterator
 
 import clang.cindex as ci
@@ -113,3 +114,50 @@ def is_exported(cursor: ci.Cursor) -> bool:
             return False
         node = node.semantic_parent
     return True
+
+
+class Positions:
+    """Byte offset -> `Span` for one file's bytes (clang columns are 1-based byte columns)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._line_starts = [0]
+        index = data.find(b"\n")
+        while index != -1:
+            self._line_starts.append(index + 1)
+            index = data.find(b"\n", index + 1)
+
+    def span(self, start: int, end: int) -> Span:
+        line, column = self._line_column(start)
+        end_line, end_column = self._line_column(end)
+        return Span(line, column, end_line, end_column, start, end)
+
+    def _line_column(self, offset: int) -> tuple[int, int]:
+        index = bisect.bisect_right(self._line_starts, offset) - 1
+        return index + 1, offset - self._line_starts[index] + 1
+
+
+class MacroRanges:
+    """The macro expansions written in a file, to tell macro-generated code from written code.
+
+    A declaration whose *name* lies in an expansion was produced by the macro; one that merely
+    starts with a macro (`__global__ void k()`, `SGL_DEVICE float f()`) was written out.
+    """
+
+    def __init__(self, top_level: list[ci.Cursor]) -> None:
+        ranges: list[tuple[int, int, str]] = []
+        for start, end, name in sorted((c.extent.start.offset, c.extent.end.offset, c.spelling)
+                                       for c in top_level if c.kind == K.MACRO_INSTANTIATION):
+            if ranges and start < ranges[-1][1]:  # an expansion inside another's arguments
+                continue
+            ranges.append((start, end, name))
+        self._starts = [start for start, _, _ in ranges]
+        self._ranges = ranges
+
+    def macro_at(self, offset: int) -> str:
+        """The name of the macro whose expansion covers `offset`, "" when none does."""
+        index = bisect.bisect_right(self._starts, offset) - 1
+        if index >= 0:
+            start, end, name = self._ranges[index]
+            if start <= offset < end:
+                return name
+        return ""

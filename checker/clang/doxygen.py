@@ -16,6 +16,7 @@ _TPARAM_RE = re.compile(r"[\\@]tparam\s+([A-Za-z_][A-Za-z0-9_]*)")
 _RETURN_RE = re.compile(r"[\\@](?:return|returns|retval)\b")
 _BRIEF_RE = re.compile(r"[\\@]brief\b")
 _COMMAND_RE = re.compile(r"^\s*[\\@][A-Za-z]+")
+_COPIES_DOC_RE = re.compile(r"[\\@](?:copydoc|copydetails|overload|inheritdoc)\b")
 
 
 def _line_starts(data: bytes) -> list[int]:
@@ -110,6 +111,7 @@ def _read(text: str, span: Span) -> DocComment:
         tparams=tparams,
         has_return=bool(_RETURN_RE.search(text)),
         param_spans=tuple(param_lines),
+        copies_doc=bool(_COPIES_DOC_RE.search(text)),
     )
 
 

@@ -6,6 +6,8 @@ small extractor below so that rules never touch cursors.
 
 from __future__ import annotations
 
+import re
+
 import clang.cindex as ci
 
 from ..model import (
@@ -15,7 +17,10 @@ from .cursors import (
     FUNCTION_KINDS, K, RECORD_KINDS, TEMPLATE_PARAM_KINDS, children, has_child_kind, in_file,
     is_exported, name_span, qualified_name, source_text, span_of, type_info, walk,
 )
+from .dataflow_facts import DataflowExtractor
 from .doxygen import preceding_comment
+from .integer_facts import extract_integer_and_scope_facts
+from .launcher_facts import collect_function_facts, overloaded_function_usr
 from .parse import ParsedUnit
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
@@ -29,10 +34,13 @@ class _Extractor:
         self.path = unit.path
         self.data = data
         self.model = SourceModel(path=unit.path, text=text, data=data)
+        self.top_level: list[ci.Cursor] = []  # the file's own translation-unit-level cursors
+        self.dataflow = DataflowExtractor(self.model.dataflow_facts, unit.path, data)
 
     # -- traversal -----------------------------------------------------------------------
     def run(self) -> SourceModel:
         self._visit_scope(self.unit.tu.cursor)
+        extract_integer_and_scope_facts(self.top_level, self.unit, self.data, self.model)
         self.model.error_spans = self._error_spans()
         return self.model
 
@@ -40,9 +48,11 @@ class _Extractor:
         for cursor in scope.get_children():
             if not in_file(cursor, self.path):
                 continue
+            if scope.kind == K.TRANSLATION_UNIT:
+                self.top_level.append(cursor)
             if cursor.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
                 self._visit_scope(cursor)
-            elif cursor.kind in FUNCTION_KINDS:
+            elif cursor.kind in FUNCTION_KINDS and not _is_implicit_instantiation(cursor):
                 self._add_function(cursor)
             elif cursor.kind in RECORD_KINDS:
                 self._add_struct(cursor)
@@ -73,33 +83,43 @@ class _Extractor:
             specifier_spelling=spelling,
             specifier_span=specifier_span,
             usr=cursor.get_usr(),
+            access=_access(cursor),
+            is_deleted=cursor.is_deleted_method(),
+            is_defaulted=cursor.is_default_method(),
         )
         self.model.functions.append(function)
         if body is not None:
             self._collect_launches(body, function)
+            collect_function_facts(self.model, function, cursor, body, self.data, self.path)
+            self.dataflow.add_function(cursor, body, function)
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
-        """The leading specifier tokens (`SGL_DEVICE`, `__device__ __forceinline__`...)."""
-        tokens = list(cursor.get_tokens())
-        if tokens and tokens[0].spelling == "template":
-            depth, index = 0, 1
-            while index < len(tokens):
-                depth += {"<": 1, ">": -1, ">>": -2}.get(tokens[index].spelling, 0)
-                index += 1
-                if depth <= 0:
-                    break
-            tokens = tokens[index:]
+        """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).
+
+        A declaration's extent starts after attribute-only macros such as SGL_DEVICE, so the
+        words are read from the source text just before the extent as well as inside it."""
+        start = cursor.extent.start.offset
+        if cursor.kind == K.FUNCTION_TEMPLATE or self.data[start:start + 8] == b"template":
+            start = _skip_template_header(self.data, start)
+        line_start = self.data.rfind(b"\n", 0, start) + 1
+        words = list(_WORD_RE.finditer(self.data, line_start))
         leading = []
-        for token in tokens:
-            if token.spelling not in _DEVICE_SPECIFIER_TOKENS:
-                break
-            leading.append(token)
+        for word in words:
+            if word.start() < line_start:
+                continue
+            if word.group().decode() not in _DEVICE_SPECIFIER_TOKENS:
+                if word.start() >= start:
+                    break
+                leading = []  # something else before the declaration on this line
+                continue
+            leading.append(word)
         if not leading:
             return "", None
-        span = Span(leading[0].extent.start.line, leading[0].extent.start.column,
-                    leading[-1].extent.end.line, leading[-1].extent.end.column,
-                    leading[0].extent.start.offset, leading[-1].extent.end.offset)
-        return " ".join(t.spelling for t in leading), span
+        first, last = leading[0], leading[-1]
+        line = self.data.count(b"\n", 0, first.start()) + 1  # after a template header: a later line
+        column = first.start() - (self.data.rfind(b"\n", 0, first.start()) + 1) + 1
+        span = Span(line, column, line, column + last.end() - first.start(), first.start(), last.end())
+        return " ".join(w.group().decode() for w in leading), span
 
     def _param(self, cursor: ci.Cursor) -> Param:
         return Param(
@@ -128,6 +148,7 @@ class _Extractor:
             is_exported=is_exported(cursor),
             is_class=cursor.kind != K.STRUCT_DECL,
             is_definition=cursor.is_definition(),
+            access=_access(cursor),
         ))
         for member in cursor.get_children():
             if member.kind in FUNCTION_KINDS and in_file(member, self.path):
@@ -147,7 +168,8 @@ class _Extractor:
     def _launch_kernel_site(self, call: ci.Cursor, launcher: Function) -> LaunchSite | None:
         """`LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)`."""
         parts = [c for c in children(call) if not _is_call_operator_ref(c)]
-        if len(parts) < 2 or parts[0].kind == K.MEMBER_REF_EXPR:
+        # A member call or the LaunchKernel constructor itself (its TYPE_REF names the class).
+        if len(parts) < 2 or parts[0].kind in (K.MEMBER_REF_EXPR, K.TYPE_REF):
             return None
         if not _is_launch_kernel_object(parts[0]):
             return None
@@ -162,6 +184,8 @@ class _Extractor:
             enable_pdl=self._enable_pdl_argument(parts[0]),
             launcher=launcher.qualified_name,
             argument_texts=tuple(source_text(self.data, span_of(a.extent)) for a in args),
+            kernel_span=span_of(kernel_ref.extent),
+            argument_spans=tuple(span_of(a.extent) for a in args),
         )
 
     def _chevron_site(self, call: ci.Cursor, launcher: Function) -> LaunchSite | None:
@@ -182,6 +206,8 @@ class _Extractor:
             enable_pdl=None,
             launcher=launcher.qualified_name,
             argument_texts=tuple(source_text(self.data, span_of(a.extent)) for a in args),
+            kernel_span=span_of(callee.extent),
+            argument_spans=tuple(span_of(a.extent) for a in args),
         )
 
     def _resolve_kernel(self, expr: ci.Cursor) -> tuple[str, str, str]:
@@ -189,7 +215,7 @@ class _Extractor:
         for node in [expr, *walk(expr)]:
             ref = node.referenced
             if node.kind == K.OVERLOADED_DECL_REF:
-                return node.spelling, "", _template_args_text(expr)
+                return node.spelling, overloaded_function_usr(node), _template_args_text(expr)
             if ref is None or node.kind not in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR):
                 continue
             if ref.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
@@ -205,9 +231,8 @@ class _Extractor:
         for node in [launch_object, *walk(launch_object)]:
             if node.kind == K.CALL_EXPR and node.spelling == "enable_pdl":
                 args = [c for c in children(node) if c.kind != K.MEMBER_REF_EXPR]
-                if not args:
-                    return "true"  # enable_pdl() defaults to true
-                return source_text(self.data, span_of(args[0].extent))
+                text = source_text(self.data, span_of(args[0].extent)).strip() if args else ""
+                return text or "true"  # `enable_pdl()` uses its default argument, true
         return None
 
     # -- parse errors ------------------------------------------------------------------------
@@ -230,6 +255,35 @@ class _Extractor:
             else:
                 spans.append(Span(error.line, 1, error.line + 1, 1, error.offset, error.offset + 1))
         return spans
+
+
+_WORD_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*|[^\sA-Za-z0-9_]")
+
+
+def _skip_template_header(data: bytes, start: int) -> int:
+    """Offset just past `template <...>` starting at `start` (angle brackets balanced)."""
+    depth = 0
+    for index in range(data.find(b"<", start), len(data)):
+        char = data[index:index + 1]
+        depth += 1 if char == b"<" else -1 if char == b">" else 0
+        if depth == 0:
+            return index + 1
+    return start
+
+
+def _is_implicit_instantiation(cursor: ci.Cursor) -> bool:
+    """libclang lists some implicit instantiations (`kernel<float, 4>` named by a
+    `static constexpr auto kernel = ...`) at translation-unit level, at the template's own
+    location; the template itself is already in the model."""
+    template = cursor.specialized_template
+    return template is not None and template.location.offset == cursor.location.offset
+
+
+def _access(cursor: ci.Cursor) -> str:
+    """"public"/"protected"/"private" for a class member, "" elsewhere."""
+    if cursor.semantic_parent is None or cursor.semantic_parent.kind not in RECORD_KINDS:
+        return ""
+    return cursor.access_specifier.name.lower().replace("invalid", "")
 
 
 def _template_params(cursor: ci.Cursor) -> list[TemplateParam]:

@@ -17,15 +17,30 @@ The wheel's libc++ is used only in hermetic mode on a machine without libstdc++.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-import clang.cindex as ci
+if TYPE_CHECKING:
+    import clang.cindex as ci
+else:
+    ci: Any = None  # clang.cindex, imported by `cindex()` on first use (keeps start-up light)
 
-# The bindings silently add the wheel's libc++ unless told otherwise; we choose ourselves.
-ci.Config.libcxx_dir = None
+
+def cindex() -> Any:
+    """The libclang bindings, imported once; a warm run that parses nothing never loads them."""
+    global ci
+    if ci is None:
+        import clang.cindex as module
+
+        # The bindings silently add the wheel's libc++ unless told otherwise; we choose ourselves.
+        module.Config.libcxx_dir = None
+        ci = module
+    return ci
+
 
 PRELUDE_DIR = Path(__file__).resolve().parent.parent / "prelude"
 PRELUDE_HEADER = PRELUDE_DIR / "kernel_check_cuda_prelude.h"
@@ -35,10 +50,11 @@ BUNDLED_INCLUDE_DIR = Path(__file__).resolve().parents[2] / "include"
 
 CPP_SUFFIXES = (".cuh", ".cu", ".h", ".hpp", ".cuhpp", ".cc", ".cpp", ".cxx", ".hh")
 
-PARSE_OPTIONS = (
-    ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
-    | ci.TranslationUnit.PARSE_INCLUDE_BRIEF_COMMENTS_IN_CODE_COMPLETION
-)
+# CXTranslationUnit_Flags (stable C ABI values, spelled here so no import of the bindings
+# is needed to name them): DetailedPreprocessingRecord | IncludeBriefCommentsInCodeCompletion.
+PARSE_OPTIONS = 0x01 | 0x80
+PARSE_INCOMPLETE = 0x02  # the TU is a prefix (a preamble to save), not a whole program
+PARSE_FOR_SERIALIZATION = 0x10  # the TU will be saved with clang_saveTranslationUnit
 
 _WARNINGS_OFF = (
     "-Wno-unknown-cuda-version",
@@ -75,10 +91,24 @@ class ClangError:
 
 @dataclass
 class ParsedUnit:
+    """A parsed file. `deps` are the headers clang entered for this file (as clang spells
+    them); when `preamble` is set the file was parsed against that precompiled preamble and
+    also depends on every header in `preamble.deps`. Declarations that come from the
+    preamble are not children of `tu.cursor`: reach header declarations through references
+    (`cursor.referenced`, types), never by scanning the translation unit."""
+
     path: str
     tu: ci.TranslationUnit
     args: list[str]
     errors: list[ClangError] = field(default_factory=list)
+    deps: tuple[str, ...] = ()
+    preamble: Any = None
+
+
+class PreambleSource(Protocol):
+    """What `parse_file` asks for a faster parse (see `clang/preamble.py`)."""
+
+    def parse(self, path: Path, text: str, args: list[str]) -> ParsedUnit | None: ...
 
 
 def find_cuda_home() -> str | None:
@@ -121,18 +151,31 @@ def has_libstdcxx() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def tvm_ffi_include_dirs() -> tuple[str, ...]:
-    """tvm-ffi and dlpack headers from the apache-tvm-ffi package (empty if missing)."""
+    """tvm-ffi and dlpack headers from the apache-tvm-ffi package (empty if missing).
+
+    Located the way `tvm_ffi.libinfo` does (the wheel's `include/`, else a development
+    checkout's `include/` and `3rdparty/dlpack/include`), without importing `tvm_ffi`:
+    its `__init__` imports torch, which costs seconds per process."""
     try:
-        from tvm_ffi import libinfo
-    except ImportError:
+        spec = importlib.util.find_spec("tvm_ffi")
+    except (ImportError, ValueError):
         return ()
-    dirs = []
-    for finder in ("find_include_path", "find_dlpack_include_path"):
-        try:
-            dirs.append(str(getattr(libinfo, finder)()))
-        except (AttributeError, RuntimeError, OSError):
-            continue
-    return tuple(dirs)
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    package = Path(next(iter(spec.submodule_search_locations)))
+    dev = package / ".." / ".."
+    found: list[str] = []
+    for candidates, probe in (
+        ((package / "include", dev / "include"), ""),
+        ((package / "include", dev / "3rdparty" / "dlpack" / "include"), "dlpack"),
+    ):
+        for candidate in candidates:
+            if (candidate / probe).is_dir():
+                resolved = str(candidate.resolve())
+                if resolved not in found:
+                    found.append(resolved)
+                break
+    return tuple(found)
 
 
 def find_sgl_include_dir(path: Path) -> Path | None:
@@ -184,7 +227,44 @@ def compile_args(path: Path, settings: ParseSettings) -> list[str]:
 
 
 def _bundled_libcxx_dir() -> Path:
-    return Path(ci.__file__).resolve().parent / "native" / "libcxx"
+    return _clang_package_dir() / "native" / "libcxx"
+
+
+@functools.lru_cache(maxsize=1)
+def _clang_package_dir() -> Path:
+    spec = importlib.util.find_spec("clang")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations))).resolve()
+    return Path(cindex().__file__).resolve().parent
+
+
+@functools.lru_cache(maxsize=1)
+def libclang_identity() -> str:
+    """Which libclang parses, without loading it: the bindings' and the library's path,
+    size and modification time (a cache key part; `libclang_version` adds the version)."""
+    package = _clang_package_dir()
+    parts = []
+    for candidate in (package / "cindex.py", *sorted((package / "native").glob("libclang*"))):
+        try:
+            st = candidate.stat()
+        except OSError:
+            continue
+        parts.append(f"{candidate}:{st.st_size}:{st.st_mtime_ns}")
+    return ";".join(parts) or str(package)
+
+
+@functools.lru_cache(maxsize=1)
+def libclang_version() -> str:
+    """`clang_getClangVersion()` of the loaded library, plus `libclang_identity()`."""
+    module = cindex()
+    try:
+        function = module.conf.lib.clang_getClangVersion
+        function.argtypes = []
+        function.restype = module._CXString
+        version = module._CXString.from_result(function())
+    except Exception:  # an odd bindings build: the identity alone still keys the cache
+        version = "unknown"
+    return f"{version} ({libclang_identity()})"
 
 
 def resolve_settings(mode: str, include_dirs: tuple[str, ...] = (), defines: tuple[str, ...] = (),
@@ -205,24 +285,46 @@ _index: ci.Index | None = None
 
 
 def _get_index() -> ci.Index:
+    """One index per process. `excludeDecls`: declarations loaded from a precompiled
+    preamble are not visited as children of the translation unit (they are not the
+    file's, and deserializing tens of thousands of them would cost more than the parse)."""
     global _index
     if _index is None:
-        _index = ci.Index.create()
+        _index = cindex().Index.create(excludeDecls=True)
     return _index
 
 
-def parse_file(path: Path, text: str, settings: ParseSettings) -> ParsedUnit:
-    """Parse `text` as the contents of `path` (unsaved, so the bytes checked are the bytes read)."""
+def parse_file(path: Path, text: str, settings: ParseSettings,
+               preamble: PreambleSource | None = None) -> ParsedUnit:
+    """Parse `text` as the contents of `path` (unsaved, so the bytes checked are the bytes read).
+
+    With `preamble`, the file is parsed against a precompiled preamble when one applies;
+    any doubt (no preamble, a stale or corrupt one, a fatal error) means a plain parse."""
     args = compile_args(path, settings)
-    name = str(path)
+    if preamble is not None:
+        unit = preamble.parse(path, text, args)
+        if unit is not None:
+            return unit
+    return parse_plain(str(path), text, args)
+
+
+def parse_plain(name: str, text: str, args: list[str]) -> ParsedUnit:
     tu = _get_index().parse(name, args=args, unsaved_files=[(name, text)], options=PARSE_OPTIONS)
-    return ParsedUnit(name, tu, args, _errors(tu, name))
+    return ParsedUnit(name, tu, args, _errors(tu, name), entered_files(tu))
+
+
+def entered_files(tu: ci.TranslationUnit) -> tuple[str, ...]:
+    """Every header clang read for `tu` (forced includes too), as clang spells the path."""
+    seen: dict[str, None] = {}
+    for inclusion in tu.get_includes():
+        seen.setdefault(inclusion.include.name, None)
+    return tuple(seen)
 
 
 def _errors(tu: ci.TranslationUnit, main_path: str) -> list[ClangError]:
     errors = []
     for diag in tu.diagnostics:
-        if diag.severity < ci.Diagnostic.Error:
+        if diag.severity < cindex().Diagnostic.Error:
             continue
         loc = diag.location
         file_name = loc.file.name if loc.file else main_path

@@ -23,13 +23,19 @@ def target_label(spec: KernelSpec, inst: Instantiation) -> str:
     return f"{spec.name}[{inst.id}]"
 
 
+def launcher_symbol(spec: KernelSpec, inst: Instantiation) -> str:
+    """``scale<fp16_t, true>``; a launcher without template arguments is named plainly."""
+    args = inst.cpp_args()
+    return f"{spec.symbol}<{args}>" if args else spec.symbol
+
+
 def spec_target(spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int]) -> BuildTarget:
     root = Path(spec.spec_path).parent
     return BuildTarget(
         label=target_label(spec, inst),
         marker=(spec.name, inst.id),
         cuda_files=(spec.source,),
-        wrappers=((spec.export, f"{spec.symbol}<{inst.cpp_args()}>"),),
+        wrappers=((spec.export, launcher_symbol(spec, inst)),),
         csrc_root=str(root),
         source=str(root / spec.source),
         extra_cuda_cflags=spec.extra_cuda_cflags,
@@ -43,7 +49,8 @@ def probe_target() -> BuildTarget:
         label=PROBE_LABEL,
         marker=("kernel_check_probe",),
         cuda_files=(PROBE_SOURCE.name,),
-        wrappers=(("late_write", "late_write<false>"), ("late_write_pdl", "late_write<true>")),
+        wrappers=(("late_write", "late_write<false>"), ("late_write_pdl", "late_write<true>"),
+                  ("pdl_canary", "pdl_canary")),
         csrc_root=str(PROBE_SOURCE.parent),
         source=str(PROBE_SOURCE),
     )
@@ -54,9 +61,13 @@ class SpecBuilds:
     """Libraries per spec name and instantiation id, and the findings of the build."""
 
     libraries: dict[str, dict[str, str]] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
+    by_spec: dict[str, list[Finding]] = field(default_factory=dict)
     probe: str = ""
     probe_error: str = ""
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for findings in self.by_spec.values() for f in findings]
 
     def library(self, spec: str, inst: str) -> str | None:
         return self.libraries.get(spec, {}).get(inst)
@@ -86,6 +97,7 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
     for (spec_name, inst_id), outcome in zip(keyed, outcomes):
         if outcome.ok:
             builds.libraries.setdefault(spec_name, {})[inst_id] = str(outcome.result.library)
-    # lineinfo builds repeat the plain ones: their findings would be duplicates
-    builds.findings = [] if lineinfo else build_findings(outcomes)
+        # lineinfo builds repeat the plain ones: their findings would be duplicates
+        if not lineinfo:
+            builds.by_spec.setdefault(spec_name, []).extend(build_findings([outcome]))
     return builds

@@ -138,28 +138,32 @@ def _freeze(sizes: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sizes.items())
 
 
-def base_sizes(spec: KernelSpec) -> dict[str, int]:
+def base_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> dict[str, int]:
     """The smallest grid point with every axis above 1 (rows and columns both exist)."""
-    points = list(spec.grid_points())
-    roomy = [p for p in points if all(v > 1 for v in p.values())] or points
+    points = list(spec.grid_points(inst))
+    fixed = set(inst.sizes) if inst is not None else set()
+    roomy = [p for p in points if all(v > 1 for k, v in p.items() if k not in fixed)] or points
     return min(roomy, key=lambda p: total_elements(spec, p))
 
 
-def medium_sizes(spec: KernelSpec) -> dict[str, int]:
+def medium_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> dict[str, int]:
     """The largest grid point within MEDIUM_MAX_ELEMENTS (else the smallest point)."""
-    points = list(spec.grid_points())
+    points = list(spec.grid_points(inst))
     fitting = [p for p in points if total_elements(spec, p) <= MEDIUM_MAX_ELEMENTS]
     if not fitting:
         return min(points, key=lambda p: total_elements(spec, p))
     return max(fitting, key=lambda p: total_elements(spec, p))
 
 
-def sanitize_sizes(spec: KernelSpec, tool: str) -> list[dict[str, int]]:
+def sanitize_sizes(spec: KernelSpec, tool: str, inst: Optional[Instantiation] = None) -> list[dict[str, int]]:
     """Small shapes for compute-sanitizer; racecheck (about 2000x slower) gets one."""
     if spec.sanitize_sizes:
-        points = [dict(p) for p in spec.sanitize_sizes]
+        fixed = dict(inst.sizes) if inst is not None else {}
+        points = [{**dict(p), **fixed} for p in spec.sanitize_sizes]
+        if spec.constraint is not None:
+            points = [p for p in points if spec.constraint(p)] or points
     else:
-        all_points = list(spec.grid_points())
+        all_points = list(spec.grid_points(inst))
         points = [p for p in all_points if total_elements(spec, p) <= SANITIZE_MAX_ELEMENTS]
         points = points or [min(all_points, key=lambda p: total_elements(spec, p))]
         if len(points) > SANITIZE_MAX_POINTS:
@@ -171,54 +175,63 @@ def sanitize_sizes(spec: KernelSpec, tool: str) -> list[dict[str, int]]:
     return [max(small, key=lambda p: total_elements(spec, p))] if small else points[:1]
 
 
-def bandwidth_sizes(spec: KernelSpec) -> dict[str, int]:
-    if spec.bandwidth_sizes:
-        return dict(spec.bandwidth_sizes)
-    return max(spec.grid_points(), key=lambda p: total_elements(spec, p))
+def bandwidth_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> Optional[dict[str, int]]:
+    """The KD501 shape (None: this instantiation is not measured)."""
+    inst = inst if inst is not None else spec.instantiations[0]
+    return spec.bandwidth_shape(inst)
 
 
 # ----- bad inputs -----
 
 
-def _checked_dims(spec: KernelSpec, tensor: Tensor) -> list[int]:
-    """Dimensions whose size the launcher must check: fixed, or shared with another use."""
+def _checked_dims(spec: KernelSpec, tensor: Tensor, inst: Optional[Instantiation] = None) -> list[int]:
+    """Dimensions whose size the launcher must check: fixed (in the spec, or by the
+    instantiation's template arguments), or shared with another use."""
     uses: dict[str, int] = {}
     for t in spec.tensors:
         for d in t.shape:
             if isinstance(d, str):
                 uses[d] = uses.get(d, 0) + 1
-    return [i for i, d in enumerate(tensor.shape) if isinstance(d, int) or uses[d] > 1]
+    fixed = set(inst.sizes) if inst is not None else set()
+    return [i for i, d in enumerate(tensor.shape) if isinstance(d, int) or d in fixed or uses[d] > 1]
 
 
-def _row_pad(tensor: Tensor, dtype: str, row: int) -> int:
+def _row_pad(width: int, dtype: str, row: int) -> int:
     """Padding (elements) that makes the row stride a non-multiple of the vector width."""
     size = itemsize(dtype)
-    for pad in range(1, tensor.vector_bytes // size + 1):
-        if ((row + pad) * size) % tensor.vector_bytes:
+    for pad in range(1, width // size + 1):
+        if ((row + pad) * size) % width:
             return pad
     return 1
 
 
 def bad_inputs(spec: KernelSpec, inst: Instantiation, sizes: Sizes) -> list[BadInput]:
-    """Every bad variant of every tensor argument that a correct launcher must reject."""
+    """Every bad variant of every tensor argument that a correct launcher must reject.
+
+    A tensor with ``strided_rows`` may have any stride on its outer dimensions, so only its
+    innermost dimension is made non-contiguous (and not at all when that dimension is 1).
+    """
     variants: list[BadInput] = []
     for tensor in spec.tensors:
         dtype = spec.tensor_dtype(tensor, inst)
         shape = shape_of(tensor, sizes)
+        width = spec.vector_bytes_of(tensor, inst)
         variants.append(BadInput(tensor.name, BadKind.CPU))
         variants.append(BadInput(tensor.name, BadKind.DTYPE, dtype=WRONG_DTYPE.get(dtype, "float32")))
         variants.append(BadInput(tensor.name, BadKind.RANK))
-        checked = _checked_dims(spec, tensor)
+        checked = _checked_dims(spec, tensor, inst)
         if checked:
             variants.append(BadInput(tensor.name, BadKind.SHAPE, dim=checked[-1]))
         wide = [i for i, d in enumerate(shape) if d > 1]
+        if tensor.strided_rows:
+            wide = [i for i in wide if i == len(shape) - 1]
         if wide:
             variants.append(BadInput(tensor.name, BadKind.NON_CONTIGUOUS, dim=wide[-1]))
-        vectorized = tensor.vector_bytes > itemsize(dtype)
+        vectorized = width > itemsize(dtype)
         if vectorized:
             variants.append(BadInput(tensor.name, BadKind.OFFSET))
         if vectorized and len(shape) >= 2 and shape[-2] > 1:
-            pad = _row_pad(tensor, dtype, shape[-1])
+            pad = _row_pad(width, dtype, shape[-1])
             variants.append(BadInput(tensor.name, BadKind.PADDED_STRIDE, pad=pad))
     return variants
 
@@ -241,11 +254,11 @@ _Planned = tuple[CaseKind, Mapping[str, int], Optional[BadInput]]
 
 
 def _instantiation_cases(spec: KernelSpec, inst: Instantiation, options: PlanOptions) -> list[_Planned]:
-    cases: list[_Planned] = [(CaseKind.REFERENCE, p, None) for p in spec.grid_points()]
-    base = base_sizes(spec)
+    cases: list[_Planned] = [(CaseKind.REFERENCE, p, None) for p in spec.grid_points(inst)]
+    base = base_sizes(spec, inst)
     if any(t.strided_rows for t in spec.tensors):
         cases.append((CaseKind.STRIDED, base, None))
-    medium = medium_sizes(spec)
+    medium = medium_sizes(spec, inst)
     if options.graph:
         cases.append((CaseKind.GRAPH, medium, None))
     if options.stream:
@@ -271,14 +284,14 @@ def plan_cases(spec: KernelSpec, options: PlanOptions = PlanOptions()) -> list[C
 
 def plan_sanitize(spec: KernelSpec, tool: str) -> list[Case]:
     return _number([(inst.id, (CaseKind.SANITIZE, p, None)) for inst in spec.instantiations
-                    for p in sanitize_sizes(spec, tool)])
+                    for p in sanitize_sizes(spec, tool, inst)])
 
 
 def plan_bandwidth(spec: KernelSpec) -> list[Case]:
     if not spec.memory_bound:
         return []
-    sizes = bandwidth_sizes(spec)
-    return _number([(inst.id, (CaseKind.BANDWIDTH, sizes, None)) for inst in spec.instantiations])
+    planned = [(inst.id, bandwidth_sizes(spec, inst)) for inst in spec.instantiations]
+    return _number([(inst_id, (CaseKind.BANDWIDTH, sizes, None)) for inst_id, sizes in planned if sizes])
 
 
 

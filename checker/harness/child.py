@@ -37,6 +37,8 @@ class Job:
     start: int = 0
     skip: list[int] = field(default_factory=list)
     bandwidth_floor: float = 0.8
+    # bandwidth mode only: several specs in one child, each {"spec_path", "spec_name", "libraries"}
+    batch: list[dict] = field(default_factory=list)
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -79,15 +81,43 @@ def raised_outcome(case, exc: Exception):
 
 
 def run(job: Job) -> int:
+    if job.batch:
+        return run_batch(job)
     from .discover import find_spec
-    from .execute import ContextPoisoned, run_case, synchronize
 
     spec = find_spec(job.spec_path, job.spec_name)
-    ctx = _context(job, spec)
+    return run_spec(job, spec, _context(job, spec))
+
+
+def run_batch(job: Job) -> int:
+    """Several specs' bandwidth cases, one after the other; events name their spec."""
+    from dataclasses import replace
+
+    from .discover import find_spec
+
+    copy_bandwidth = None
+    for item in job.batch:
+        one = replace(job, spec_path=item["spec_path"], spec_name=item["spec_name"],
+                      libraries=item["libraries"], batch=[])
+        spec = find_spec(one.spec_path, one.spec_name)
+        ctx = _context(one, spec)
+        ctx._copy_bandwidth = copy_bandwidth
+        status = run_spec(one, spec, ctx, tag=spec.name)
+        if status != 0:
+            return status
+        copy_bandwidth = ctx._copy_bandwidth
+        emit("spec-done", spec=spec.name)
+    return 0
+
+
+def run_spec(job: Job, spec, ctx, tag: str = "") -> int:
+    from .execute import ContextPoisoned, run_case, synchronize
+
+    extra = {"spec": tag} if tag else {}
     for case in plan(job, spec)[job.start:]:
         if case.index in job.skip or case.inst not in ctx.kernels:
             continue
-        emit("begin", case=case.index)
+        emit("begin", case=case.index, **extra)
         try:
             try:
                 outcomes = run_case(ctx, case)
@@ -97,9 +127,9 @@ def run(job: Job) -> int:
                 synchronize()
                 outcomes = [raised_outcome(case, exc)]
         except ContextPoisoned as exc:
-            emit("fatal", case=case.index, error=str(exc))
+            emit("fatal", case=case.index, error=str(exc), **extra)
             return FATAL_EXIT
-        emit("end", case=case.index, outcomes=[o.to_json() for o in outcomes])
+        emit("end", case=case.index, outcomes=[o.to_json() for o in outcomes], **extra)
     return 0
 
 

@@ -23,6 +23,10 @@ POISON_SEQUENCE = (0, 1, 0)
 # How long the producer kernel waits before it writes the real inputs: long enough that
 # a consumer which does not wait for it has certainly read the stale values.
 PDL_DELAY_NS = 2_000_000
+# The PDL case runs this many times (fresh stale values each time); one stale read fails it.
+PDL_REPEATS = 3
+# The canary's stale and late words (see probe.cuh's pdl_canary).
+CANARY_STALE, CANARY_LATE = 0, 0x5A5A5A5A
 STREAM_DELAY_NS = 20_000_000
 BANDWIDTH_WARMUP, BANDWIDTH_ITERS = 3, 20
 COPY_BYTES = 1 << 30
@@ -50,6 +54,7 @@ class CaseContext:
     bandwidth_floor: float = 0.8
     device: torch.device = field(default_factory=lambda: torch.device("cuda"))
     _copy_bandwidth: float | None = None
+    _pdl_overlap: tuple[bool, str] | None = None
 
     def instantiation(self, inst_id: str):
         return next(i for i in self.spec.instantiations if i.id == inst_id)
@@ -108,9 +113,9 @@ def _padded_rows(values: torch.Tensor, pad: int, fill: float | int = 0) -> torch
     return view
 
 
-def _aligned_pad(tensor: Tensor, dtype: str) -> int:
+def _aligned_pad(width: int, dtype: str) -> int:
     """Row padding that keeps every row start aligned to the vector width (or 16 bytes)."""
-    return max(tensor.vector_bytes, 16) // itemsize(dtype)
+    return max(width, 16) // itemsize(dtype)
 
 
 def _apply_bad(values: torch.Tensor, bad: BadInput) -> torch.Tensor:
@@ -151,8 +156,9 @@ class Arguments:
 
 def _layout(ctx: CaseContext, tensor: Tensor, values: torch.Tensor, case: Case) -> torch.Tensor:
     if case.kind is CaseKind.STRIDED and tensor.strided_rows:
-        dtype = ctx.spec.tensor_dtype(tensor, case.inst)
-        return _padded_rows(values, _aligned_pad(tensor, dtype))
+        inst = ctx.instantiation(case.inst)
+        dtype = ctx.spec.tensor_dtype(tensor, inst)
+        return _padded_rows(values, _aligned_pad(ctx.spec.vector_bytes_of(tensor, inst), dtype))
     return values
 
 
@@ -424,21 +430,21 @@ def _arena(initial: Mapping[str, torch.Tensor]) -> Arena:
     return Arena(buffer, views)
 
 
-def _late_inputs(ctx: CaseContext, case: Case) -> tuple[Arena, torch.Tensor, dict[str, torch.Tensor]]:
+def _late_inputs(ctx: CaseContext, case: Case, salt: int = 13) -> tuple[Arena, torch.Tensor, dict[str, torch.Tensor]]:
     """An arena holding stale values, the staging bytes of the real ones, and the real ones."""
     real = make_initial(ctx, case)
     arena = _arena(real)
     for name, value in real.items():
         arena.views[name].copy_(value)
     staging = arena.buffer.clone()
-    for name, stale in make_initial(ctx, case, salt=13).items():
+    for name, stale in make_initial(ctx, case, salt=salt).items():
         arena.views[name].copy_(stale)
     return arena, staging, real
 
 
 def _ordered_call(ctx: CaseContext, case: Case, code: str, delay_ns: int, pdl: bool,
-                  stream: torch.cuda.Stream) -> Outcome:
-    arena, staging, real = _late_inputs(ctx, case)
+                  stream: torch.cuda.Stream, salt: int = 13) -> Outcome:
+    arena, staging, real = _late_inputs(ctx, case, salt)
     expected = expected_outputs(ctx, case, real)
     args = make_arguments(ctx, case, arena.views)
     for name, view in arena.views.items():  # the kernel must see the arena itself, in place
@@ -458,8 +464,50 @@ def run_stream(ctx: CaseContext, case: Case) -> list[Outcome]:
     return [_ordered_call(ctx, case, "KD402", STREAM_DELAY_NS, False, torch.cuda.Stream())]
 
 
+def pdl_overlap(ctx: CaseContext, attempts: int = 3) -> tuple[bool, str]:
+    """Whether a PDL launch really starts before its predecessor ends, on this GPU and driver.
+
+    The canary reads a word before ``PDLWaitPrimary`` that the producer rewrites only after
+    its delay: the stale value proves the overlap the KD401 case relies on. Cached per process.
+    """
+    if ctx._pdl_overlap is None:
+        seen: list[int] = []
+        stream = torch.cuda.Stream()
+        for _ in range(attempts):
+            flag = torch.zeros(16, dtype=torch.uint8, device="cuda")
+            staging = torch.full((16,), CANARY_LATE & 0xFF, dtype=torch.uint8, device="cuda")
+            words = torch.full((2,), -1, dtype=torch.int32, device="cuda")
+            synchronize()
+            with torch.cuda.stream(stream):
+                ctx.probe.late_write_pdl(flag, staging, PDL_DELAY_NS)
+                ctx.probe.pdl_canary(flag, words)
+            synchronize()
+            seen = [int(w) & 0xFFFFFFFF for w in words.tolist()]
+            if seen[0] == CANARY_STALE:
+                break
+        overlap = seen[0] == CANARY_STALE
+        ctx._pdl_overlap = (overlap, f"PDL canary read {seen[0]:#x} before its wait and {seen[1]:#x} after "
+                                     f"(stale {CANARY_STALE:#x}, late {CANARY_LATE:#x})")
+    return ctx._pdl_overlap
+
+
 def run_pdl(ctx: CaseContext, case: Case) -> list[Outcome]:
-    return [_ordered_call(ctx, case, "KD401", PDL_DELAY_NS, True, torch.cuda.current_stream())]
+    """KD401: the producer-then-kernel sequence, PDL_REPEATS times; any stale read fails it.
+
+    A created stream: PDL does not overlap launches on the legacy default stream. When the
+    canary shows that PDL launches do not overlap here at all, a pass says nothing: it is
+    reported as inconclusive.
+    """
+    for repeat in range(PDL_REPEATS):
+        outcome = _ordered_call(ctx, case, "KD401", PDL_DELAY_NS, True, torch.cuda.Stream(), salt=13 + repeat)
+        if not outcome.passed:
+            message = outcome.message + (f" (run {repeat + 1} of {PDL_REPEATS})" if repeat else "")
+            return [Outcome(outcome.code, False, message, outcome.metric, outcome.detail)]
+    overlap, canary = pdl_overlap(ctx)
+    if not overlap:
+        return [Outcome("KD401", True, f"inconclusive: PDL launches did not overlap on this device ({canary})",
+                        detail=canary)]
+    return [Outcome("KD401", True, detail=canary)]
 
 
 # ----- bad inputs -----
@@ -517,8 +565,11 @@ def copy_bandwidth(ctx: CaseContext) -> float:
 def run_bandwidth(ctx: CaseContext, case: Case) -> list[Outcome]:
     """KD501 (advisory): bytes moved per second against the device's copy bandwidth."""
     args = make_arguments(ctx, case, make_initial(ctx, case), None)
-    moved = sum(t.numel() * t.element_size() * (2 if spec_t.role is Role.INPLACE else 1)
-                for spec_t in ctx.spec.tensors for t in [args.values[spec_t.name]])
+    if ctx.spec.bytes_moved is not None:
+        moved = int(ctx.spec.bytes_moved(args.values))
+    else:
+        moved = sum(t.numel() * t.element_size() * (2 if spec_t.role is Role.INPLACE else 1)
+                    for spec_t in ctx.spec.tensors for t in [args.values[spec_t.name]])
     seconds = _timed(lambda: call(ctx, case, args), BANDWIDTH_ITERS)
     achieved, peak = moved / seconds, copy_bandwidth(ctx)
     fraction = achieved / peak

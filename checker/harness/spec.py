@@ -29,6 +29,22 @@ The harness calls the exported function directly with the arguments in ``args`` 
 ``IN``/``INPLACE`` tensors (fresh clones) and the scalars as keyword arguments and returns
 one tensor (a kernel with one output) or a dict keyed by output name.
 
+A template argument that fixes a size (a hidden size, a head size) pins that grid axis per
+instantiation, and the access widths often follow from it::
+
+    Tensor("input", ("m", "h"), strided_rows=True),
+    ...
+    instantiations=(
+        Instantiation(("float16", 4096, True), dtypes={"T": "float16"}, pdl=True,
+                      sizes={"h": 4096}, vector_bytes={"input": 16, "out": 16}),
+        Instantiation(("bfloat16", 127, False), dtypes={"T": "bfloat16"},
+                      sizes={"h": 127}, vector_bytes={"input": 2, "out": 2}),
+    ),
+    grid={"m": TAILS + (1024,)},                         # "h" needs no grid values
+    bandwidth_sizes=lambda fixed: {"m": (1 << 25) // fixed["h"]},
+    bytes_moved=lambda args: 2 * args["input"].nbytes,   # KD501's byte count, when the default
+                                                         # (every tensor once) is wrong
+
 This module imports neither torch nor CUDA: specs load (and validate) on any machine.
 """
 
@@ -148,17 +164,26 @@ class Instantiation:
     ``template_args`` are spelled in C++ as ``make_cpp_args`` does: dtype names such as
     ``"float16"`` become ``fp16_t``, booleans ``true``/``false``, other strings pass through. ``dtypes`` binds the
     spec's type variables. ``pdl`` says the launcher enables PDL in this instantiation,
-    which turns on the PDL stress case (KD401).
+    which turns on the PDL stress case (KD401). ``sizes`` pins grid axes to the values a
+    template argument fixes (``sizes={"hidden": 4096}`` for ``rmsnorm<fp16_t, 4096>``), and
+    ``vector_bytes`` overrides a tensor's access width for this specialisation.
     """
 
     template_args: tuple[str | int | bool, ...]
     dtypes: Mapping[str, str] = field(default_factory=dict)
     pdl: bool = False
+    # grid axes this specialisation fixes (a template argument such as the hidden size):
+    # its cases use these values instead of the grid's
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    # per-tensor access width of this specialisation, where it differs from the tensor's
+    # ``vector_bytes`` (the width often follows from a size fixed here)
+    vector_bytes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
+        """``("float16", True)`` -> ``float16-true``; ``-pdl`` marks a PDL launch."""
         parts = [str(a).lower() if isinstance(a, bool) else str(a) for a in self.template_args]
-        return "-".join(p for p in parts if p not in ("true", "false")) + ("-pdl" if self.pdl else "")
+        return "-".join(parts or ["default"]) + ("-pdl" if self.pdl else "")
 
     def cpp_args(self) -> str:
         return ", ".join(_cpp_spelling(a) for a in self.template_args)
@@ -189,8 +214,12 @@ class KernelSpec:
     constraint: Callable[[Sizes], bool] | None = None
     deterministic: bool = True
     memory_bound: bool = False
-    # one large shape for the bandwidth figure (KD501); default: the largest grid point
-    bandwidth_sizes: Mapping[str, int] | None = None
+    # one large shape for the bandwidth figure (KD501); default: the largest grid point. A
+    # callable gets an instantiation's fixed ``sizes`` and returns the shape (None: skip it)
+    bandwidth_sizes: Mapping[str, int] | Callable[[Sizes], Mapping[str, int] | None] | None = None
+    # bytes one call moves (KD501), from the call's arguments by name; default: every tensor
+    # once, in-place ones twice
+    bytes_moved: Callable[[Mapping[str, Any]], int] | None = None
     # shapes for compute-sanitizer; default: small grid points (see cases.sanitize_sizes)
     sanitize_sizes: tuple[Mapping[str, int], ...] = ()
     # registers per thread allowed (KC601): one number, or per kernel name with "default"
@@ -214,16 +243,43 @@ class KernelSpec:
     def tensor_dtype(self, tensor: Tensor, inst: Instantiation) -> str:
         return inst.dtypes.get(tensor.dtype, tensor.dtype)
 
+    def vector_bytes_of(self, tensor: Tensor, inst: Instantiation | None) -> int:
+        """The tensor's access width in this instantiation (its own ``vector_bytes`` by default)."""
+        if inst is not None and tensor.name in inst.vector_bytes:
+            return inst.vector_bytes[tensor.name]
+        return tensor.vector_bytes
+
     def tolerance_for(self, dtype: str) -> tuple[float, float]:
         return self.tolerance.get(dtype, DEFAULT_TOLERANCE.get(dtype, (0.0, 0.0)))
 
-    def grid_points(self) -> Iterator[dict[str, int]]:
-        """Every combination of the grid's axes that passes ``constraint``, in order."""
-        names = list(self.grid)
-        for values in itertools.product(*(self.grid[n] for n in names)):
+    def axes(self, inst: Instantiation | None = None) -> dict[str, tuple[int, ...]]:
+        """The grid's axes, with the ones ``inst`` fixes reduced to its value."""
+        axes = {name: tuple(values) for name, values in self.grid.items()}
+        if inst is not None:
+            axes.update({name: (int(value),) for name, value in inst.sizes.items()})
+        return axes
+
+    def grid_points(self, inst: Instantiation | None = None) -> Iterator[dict[str, int]]:
+        """Every combination of the axes (``inst``'s fixed sizes applied) that passes
+        ``constraint``, in order."""
+        axes = self.axes(inst)
+        names = list(axes)
+        for values in itertools.product(*(axes[n] for n in names)):
             sizes = dict(zip(names, values))
             if self.constraint is None or self.constraint(sizes):
                 yield sizes
+
+    def bandwidth_shape(self, inst: Instantiation) -> dict[str, int] | None:
+        """The KD501 shape of one instantiation (None: not measured)."""
+        if not self.memory_bound:
+            return None
+        if self.bandwidth_sizes is None:
+            points = list(self.grid_points(inst))
+            return max(points, key=lambda p: sum(_numel(t.shape, p) for t in self.tensors)) if points else None
+        chosen = self.bandwidth_sizes(dict(inst.sizes)) if callable(self.bandwidth_sizes) else self.bandwidth_sizes
+        if chosen is None:
+            return None
+        return {**dict(chosen), **{k: int(v) for k, v in inst.sizes.items()}}
 
     def validate(self) -> None:
         """Raise SpecError on the first problem; a valid spec builds a case plan."""
@@ -234,9 +290,23 @@ def _fail(spec: KernelSpec, message: str) -> None:
     raise SpecError(f"spec {spec.name or '?'}: {message}")
 
 
+def _numel(shape: tuple[Dim, ...], sizes: Sizes) -> int:
+    total = 1
+    for d in shape:
+        total *= d if isinstance(d, int) else sizes[d]
+    return total
+
+
+def _known_axes(spec: KernelSpec) -> set[str]:
+    """Grid axes, and axes that every instantiation fixes."""
+    fixed = [set(i.sizes) for i in spec.instantiations]
+    return set(spec.grid) | (set.intersection(*fixed) if fixed else set())
+
+
 def _validate_tensor(spec: KernelSpec, tensor: Tensor) -> None:
+    known = _known_axes(spec)
     for dim in tensor.shape:
-        if isinstance(dim, str) and dim not in spec.grid:
+        if isinstance(dim, str) and dim not in known:
             _fail(spec, f"tensor {tensor.name}: dimension {dim!r} is not an axis of the grid")
         if isinstance(dim, int) and dim < 1:
             _fail(spec, f"tensor {tensor.name}: fixed dimension {dim} must be positive")
@@ -248,7 +318,7 @@ def _validate_tensor(spec: KernelSpec, tensor: Tensor) -> None:
         preset, _, dim = tensor.init.partition(":")
         if preset not in INIT_PRESETS:
             _fail(spec, f"tensor {tensor.name}: unknown init {tensor.init!r} (one of {INIT_PRESETS})")
-        if preset in ("perm", "randint") and dim not in spec.grid:
+        if preset in ("perm", "randint") and dim not in _known_axes(spec):
             _fail(spec, f"tensor {tensor.name}: init {tensor.init!r} names no grid axis")
     elif not callable(tensor.init):
         _fail(spec, f"tensor {tensor.name}: init must be a preset name or a callable")
@@ -260,9 +330,22 @@ def _validate_instantiation(spec: KernelSpec, inst: Instantiation) -> None:
         if dtype not in DTYPES:
             _fail(spec, f"instantiation {inst.id}: tensor {tensor.name} has dtype {dtype!r}, "
                         f"which is neither a dtype name nor bound by `dtypes`")
-        if tensor.vector_bytes and tensor.vector_bytes < itemsize(dtype):
-            _fail(spec, f"tensor {tensor.name}: vector_bytes {tensor.vector_bytes} is narrower "
+        width = spec.vector_bytes_of(tensor, inst)
+        if width < 0 or width & (width - 1):
+            _fail(spec, f"instantiation {inst.id}: tensor {tensor.name}: vector_bytes {width} is not a power of two")
+        if width and width < itemsize(dtype):
+            _fail(spec, f"tensor {tensor.name}: vector_bytes {width} is narrower "
                         f"than one {dtype} element")
+    names = {t.name for t in spec.tensors}
+    for name in inst.vector_bytes:
+        if name not in names:
+            _fail(spec, f"instantiation {inst.id}: vector_bytes names no tensor {name!r}")
+    axes = {d for t in spec.tensors for d in t.shape if isinstance(d, str)} | set(spec.grid)
+    for name, value in inst.sizes.items():
+        if name not in axes:
+            _fail(spec, f"instantiation {inst.id}: sizes names no axis {name!r}")
+        if int(value) < 1:
+            _fail(spec, f"instantiation {inst.id}: size {name}={value} must be positive")
 
 
 def validate_spec(spec: KernelSpec) -> None:
@@ -285,11 +368,17 @@ def validate_spec(spec: KernelSpec) -> None:
         _validate_tensor(spec, tensor)
     for inst in spec.instantiations:
         _validate_instantiation(spec, inst)
-    if not any(set(TAILS) <= set(values) for values in spec.grid.values()):
+    fixed_everywhere = set.intersection(*(set(i.sizes) for i in spec.instantiations))
+    if not any(set(TAILS) <= set(values) for name, values in spec.grid.items() if name not in fixed_everywhere):
         _fail(spec, f"no grid axis covers the tails {TAILS}")
-    if next(spec.grid_points(), None) is None:
-        _fail(spec, "the grid has no point that passes `constraint`")
-    for sizes in (*spec.sanitize_sizes, *([spec.bandwidth_sizes] if spec.bandwidth_sizes else [])):
-        missing = set(spec.grid) - set(sizes)
+    for inst in spec.instantiations:
+        if next(spec.grid_points(inst), None) is None:
+            _fail(spec, f"instantiation {inst.id}: the grid has no point that passes `constraint`")
+    fixed_somewhere = set().union(*(set(i.sizes) for i in spec.instantiations))
+    shapes = list(spec.sanitize_sizes)
+    if spec.bandwidth_sizes is not None and not callable(spec.bandwidth_sizes):
+        shapes.append(spec.bandwidth_sizes)
+    for sizes in shapes:
+        missing = set(spec.grid) - fixed_somewhere - set(sizes)
         if missing:
             _fail(spec, f"sizes {dict(sizes)} lack the axes {sorted(missing)}")

@@ -28,7 +28,12 @@
 #define __align__(n) __attribute__((aligned(n)))
 #define __device_builtin__
 #define __builtin_align__(n) __attribute__((aligned(n)))
+// nvcc and clang's own CUDA wrapper headers define this; sources gate device code on it.
+#ifndef __CUDACC__
+#define __CUDACC__ 1
+#endif
 #define CUDART_VERSION 13000
+#define CUDA_VERSION 13000
 #define __CUDACC_VER_MAJOR__ 13
 #define __CUDACC_VER_MINOR__ 0
 
@@ -138,6 +143,15 @@ struct cudaLaunchConfig_t {
   cudaLaunchAttribute* attrs;
   unsigned int numAttrs;
 };
+// Driver API types that tensor-map (TMA) code names.
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUmod_st* CUmodule;
+typedef struct CUfunc_st* CUfunction;
+typedef struct CUstream_st* CUstream;
+struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };
+#define CUDA_SUCCESS 0
 #define cudaStreamNonBlocking 0x01
 #define cudaEventDisableTiming 0x02
 
@@ -261,6 +275,10 @@ KC_HD __nv_bfloat162 operator+(const __nv_bfloat162&, const __nv_bfloat162&);
 KC_HD __nv_bfloat162 operator*(const __nv_bfloat162&, const __nv_bfloat162&);
 KC_HD __nv_bfloat162 operator-(const __nv_bfloat162&, const __nv_bfloat162&);
 
+KC_HD __half __ushort_as_half(unsigned short);
+KC_HD unsigned short __half_as_ushort(__half);
+KC_HD __nv_bfloat16 __ushort_as_bfloat16(unsigned short);
+KC_HD unsigned short __bfloat16_as_ushort(__nv_bfloat16);
 KC_HD __half __float2half(float);
 KC_HD __half __float2half_rn(float);
 KC_HD float __half2float(__half);

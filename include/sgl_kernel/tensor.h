@@ -93,6 +93,43 @@ inline std::string device_name(DLDevice device) {
   }
 }
 
+/// \brief A small fixed-capacity list of trivially copyable values (nvcc's front end cannot
+/// instantiate `std::vector` of the anonymous DLPack structs).
+/// \tparam T Element type.
+/// \tparam kCapacity Maximum number of elements.
+template <typename T, int kCapacity = 16>
+class SmallList {
+ public:
+  /// \brief An empty list.
+  SmallList() = default;
+  /// \brief A list of `values` (at most `kCapacity`).
+  /// \param values The elements.
+  SmallList(std::initializer_list<T> values) {
+    CHECK_HOST(values.size() <= static_cast<size_t>(kCapacity)) << "SmallList: too many options";
+    for (const T& v : values) items_[size_++] = v;
+  }
+  /// \brief Number of elements.
+  /// \return The size.
+  size_t size() const { return size_; }
+  /// \brief Whether the list is empty.
+  /// \return True when empty.
+  bool empty() const { return size_ == 0; }
+  /// \brief Element access.
+  /// \param i Index below `size()`.
+  /// \return The element.
+  const T& operator[](size_t i) const { return items_[i]; }
+  /// \brief Start of the elements.
+  /// \return A pointer to the first element.
+  const T* begin() const { return items_; }
+  /// \brief End of the elements.
+  /// \return A pointer past the last element.
+  const T* end() const { return items_ + size_; }
+
+ private:
+  T items_[kCapacity]{};
+  size_t size_ = 0;
+};
+
 /// \brief A named dimension: bound by the first tensor verified, then checked on the others.
 class SymbolicSize {
  public:
@@ -170,7 +207,7 @@ class SymbolicDType {
   }
   /// \brief The allowed options (empty: any).
   /// \return The options.
-  const std::vector<DLDataType>& options() const { return options_; }
+  const SmallList<DLDataType>& options() const { return options_; }
 
   /// \brief Bind or check `actual` against the options and the bound value.
   /// \param actual The observed dtype.
@@ -193,7 +230,7 @@ class SymbolicDType {
   /// \param set The options.
   /// \param d A dtype.
   /// \return True when `d` is in `set`.
-  static bool contains(const std::vector<DLDataType>& set, DLDataType d) {
+  static bool contains(const SmallList<DLDataType>& set, DLDataType d) {
     for (const DLDataType& x : set) {
       if (same(x, d)) return true;
     }
@@ -201,7 +238,7 @@ class SymbolicDType {
   }
 
  private:
-  std::vector<DLDataType> options_;
+  SmallList<DLDataType> options_;
   mutable std::optional<DLDataType> value_;
 };
 
@@ -227,7 +264,7 @@ class SymbolicDevice {
   }
   /// \brief The allowed device types (empty: any).
   /// \return The options.
-  const std::vector<DLDeviceType>& options() const { return options_; }
+  const SmallList<DLDeviceType>& options() const { return options_; }
 
   /// \brief Whether `actual` is one of the allowed types.
   /// \param actual The observed device.
@@ -252,7 +289,7 @@ class SymbolicDevice {
   }
 
  private:
-  std::vector<DLDeviceType> options_;
+  SmallList<DLDeviceType> options_;
   mutable std::optional<DLDevice> value_;
 };
 
@@ -293,6 +330,10 @@ class DimSpec {
 /// multiples of `w` bytes. `verify` is chainable: later tensors must agree with the symbols
 /// the earlier ones bound. A failure throws a `PanicError` naming the tensor, the dimension,
 /// and the expected and actual values.
+///
+/// Inside a template, `.with_dtype<T>()` with a dependent `T` makes the rest of the chain
+/// dependent, so call the other `<...>` members (`with_device<kDLCUDA>`) before it, or use
+/// the non-template `with_device(sym)`, or spell `.template with_device<...>`.
 class TensorMatcher {
  public:
   /// \brief Expect a tensor with these dimensions.
@@ -316,8 +357,9 @@ class TensorMatcher {
     dtype_ = &dtype;
     return *this;
   }
-  /// \brief Require one of the types `Ts` and bind `dtype` to it.
-  /// \tparam Ts Allowed element types.
+  /// \brief Require one of the types `T0, Ts...` and bind `dtype` to it.
+  /// \tparam T0 First allowed element type.
+  /// \tparam Ts Further allowed element types.
   /// \param dtype The symbolic dtype to bind or check.
   /// \return This matcher.
   template <typename T0, typename... Ts>
@@ -336,6 +378,16 @@ class TensorMatcher {
   TensorMatcher& with_device(const SymbolicDevice& device) {
     if constexpr (sizeof...(kTypes) > 0) own_device_.set_options<kTypes...>();
     device_types_ = sizeof...(kTypes) > 0 ? &own_device_ : nullptr;
+    device_ = &device;
+    return *this;
+  }
+  /// \brief Require the device to match `device` (its options, then its bound value).
+  ///
+  /// Needs no template arguments, so it may follow `.with_dtype<T>()` inside a template.
+  /// \param device The symbolic device to bind or check (must outlive the matcher).
+  /// \return This matcher.
+  TensorMatcher& with_device(const SymbolicDevice& device) {
+    device_types_ = nullptr;
     device_ = &device;
     return *this;
   }
@@ -411,7 +463,7 @@ class TensorMatcher {
     return os.str();
   }
 
-  static std::string options_text(const std::vector<DLDataType>& options) {
+  static std::string options_text(const SmallList<DLDataType>& options) {
     std::string s;
     for (size_t i = 0; i < options.size(); ++i) s += (i ? ", " : "") + dtype_name(options[i]);
     return s;
@@ -442,7 +494,7 @@ class TensorMatcher {
     }
     if (device_ != nullptr && !device_->match(actual)) {
       if (!device_->allows(actual)) {
-        fail(who, "must be on a CUDA device (allowed device types not matched), got " + device_name(actual));
+        fail(who, "device type not allowed by the symbolic device, got " + device_name(actual));
       }
       fail(who, "device mismatch: expected " + device_name(device_->unwrap()) + " (the device bound earlier), got " +
                     device_name(actual));

@@ -159,7 +159,12 @@ inline void RuntimeDeviceCheck(cudaError_t err) {
 }
 
 /// \brief Function-style check of the last CUDA error (`cudaGetLastError`).
-inline void RuntimeDeviceCheck() { RuntimeDeviceCheck(cudaGetLastError()); }
+inline void RuntimeDeviceCheck() {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    throw PanicError(std::string("CUDA error: ") + cudaGetErrorString(err));
+  }
+}
 
 /// \brief The caller's current stream for `device`, as TVM-FFI (and so PyTorch) sees it.
 /// \param device The device the kernel runs on.

@@ -31,7 +31,7 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) AlignedVector {
   static_assert(N > 0 && host::is_pow2(static_cast<uint64_t>(N)), "AlignedVector: N must be a power of two");
   static_assert(sizeof(T) * N <= 32, "AlignedVector: at most 32 bytes (256 bits)");
-  static constexpr int kSize = N;                              ///< Number of elements.
+  static constexpr int32_t kSize = N;                             ///< Number of elements.
   static constexpr uint32_t kBytes = sizeof(T) * N;            ///< Size in bytes.
   using element_t = T;                                         ///< Element type.
 

@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Benchmark of the static check: cold, warm, one changed file, against the parse floor.
+
+    python bench/bench_static.py                 # generate a 136-file tree, run everything
+    python bench/bench_static.py --tree DIR      # an existing tree (checks DIR/csrc or DIR)
+    python bench/bench_static.py --json out.json --compare-exact
+
+What one run reports (every figure from this run, on this machine):
+
+* cold full check: `kernel-check` on the tree with an empty cache directory (builds the
+  precompiled preamble, parses every file against it, fills the result cache);
+* warm full check: the same command again, nothing changed;
+* one changed file: a kernel file edited, then `kernel-check FILE` as pre-commit runs it
+  (a new process; start-up, imports, preamble load and parse included), median of 3;
+* floor: the same files parsed by a bare serial libclang loop with the same flags and no
+  preamble (what every file costs without this work);
+* preamble-only: the same files parsed, serially and with `--jobs` processes, against the
+  preamble the cold run built, with nothing else (no model, rules, cache or pool);
+* peak memory: the largest resident set of any process of the run (`getrusage` of the
+  children) and the largest sum over the run's live processes (sampled from /proc).
+
+The generated tree is `include/` (a copy of the repository's `include/sgl_kernel/`) and
+`csrc/`: variants of `csrc/**/*.cuh` and `tests/fixtures/cpp/**/*.cuh` with their kernels
+renamed, spread over subdirectories. No timing here is an assertion; see bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+KERNEL_RE = re.compile(r"\b(\w+_kernel)\b")
+
+
+# -- the tree ---------------------------------------------------------------------------------
+def sources() -> list[Path]:
+    found = sorted((REPO / "csrc").rglob("*.cuh")) + sorted((REPO / "tests" / "fixtures" / "cpp").rglob("*.cuh"))
+    return [p for p in found if p.is_file()]
+
+
+def generate_tree(root: Path, count: int, mode: str) -> Path:
+    """`count` kernel variants under root/csrc plus root/include; returns the directory to check."""
+    shutil.copytree(REPO / "include", root / "include")
+    (root / "pyproject.toml").write_text(f'[tool.kernel-check]\nmode = "{mode}"\n')
+    originals = sources()
+    if not originals:
+        raise SystemExit("no kernel sources found in csrc/ or tests/fixtures/cpp/")
+    groups = ("elementwise", "norm", "rope", "quant", "kvcache", "activation", "attention", "moe")
+    for index in range(count):
+        original = originals[index % len(originals)]
+        text = original.read_text(encoding="utf-8", errors="replace")
+        text = KERNEL_RE.sub(lambda m: f"{m.group(1)}_v{index}", text)
+        target = root / "csrc" / groups[index % len(groups)] / f"{original.stem}_v{index}.cuh"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return root / "csrc"
+
+
+def kernel_files(target: Path) -> list[Path]:
+    if target.is_file():
+        return [target]
+    return sorted(p for p in target.rglob("*") if p.suffix in (".cuh", ".cu", ".h", ".hpp", ".cuhpp"))
+
+
+# -- measuring a child process --------------------------------------------------------------------
+class TreeRss:
+    """Samples the summed RSS of a process and its descendants (Linux /proc)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_kb = max(self.peak_kb, _tree_rss_kb(self.pid))
+            self._stop.wait(0.02)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kb
+
+
+def _tree_rss_kb(root: int) -> int:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            continue
+        pid, ppid = int(entry), int(fields.get("PPid", "0").strip() or 0)
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0]) if "VmRSS" in fields else 0
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
+def run_timed(command: list[str], env: dict[str, str], cwd: Path) -> dict:
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = TreeRss(process.pid)
+    stdout, stderr = process.communicate()
+    wall = time.perf_counter() - started
+    tree_kb = sampler.stop()
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"command failed ({process.returncode}): {' '.join(command)}\n{stderr[-3000:]}")
+    stats = next((line for line in stderr.splitlines() if "stats:" in line), "")
+    return {"seconds": wall, "tree_rss_mb": tree_kb / 1024, "stats": stats, "stdout": stdout}
+
+
+def kernel_check_command(args: list[str]) -> list[str]:
+    executable = shutil.which("kernel-check")
+    real = Path(sys.executable).with_name("kernel-check")
+    if real.is_file():
+        executable = str(real)  # the console script itself, not a version-manager shim
+    return [executable or sys.executable, *args] if executable else [sys.executable, "-m", "kernel_check", *args]
+
+
+# -- the bare loops -------------------------------------------------------------------------------
+BARE_LOOP = r"""
+import json, sys, time
+from pathlib import Path
+from kernel_check.clang.parse import compile_args, resolve_settings, _get_index, PARSE_OPTIONS
+from kernel_check.config import load_config
+spec = json.loads(sys.argv[1])
+config = load_config(Path(spec["root"]))
+settings = resolve_settings(config.get("mode"), (), tuple(config.get("defines")), config.get("arch"))
+index = _get_index()
+preamble = None
+if spec["pch"]:
+    from kernel_check.clang.preamble import PreambleCache
+    preamble = PreambleCache(Path(spec["cache"]) / "static-v1" / "preamble")
+jobs = []
+for name in spec["files"]:
+    path = Path(name)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    args = compile_args(path, settings)
+    if preamble is not None:
+        chosen = None
+        for recipe in preamble.recipes(path, text, args):
+            found = preamble.get(recipe)
+            if found is not None:
+                chosen = found
+                break
+        if chosen is not None:
+            args = args + ["-include-pch", str(chosen.pch)]
+    jobs.append((name, text, args))
+started = time.perf_counter()
+for name, text, args in jobs:
+    tu = index.parse(name, args=args, unsaved_files=[(name, text)], options=PARSE_OPTIONS)
+    del tu
+print(json.dumps({"seconds": time.perf_counter() - started, "files": len(jobs)}))
+"""
+
+
+def bare_loop(files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, env: dict) -> dict:
+    """Parse `files` in `jobs` bare processes (split evenly); wall time of the slowest."""
+    chunks = [files[i::jobs] for i in range(jobs)]
+    started = time.perf_counter()
+    processes = []
+    for chunk in chunks:
+        spec = json.dumps({"root": str(root), "cache": str(cache), "pch": pch, "files": [str(p) for p in chunk]})
+        processes.append(subprocess.Popen([sys.executable, "-c", BARE_LOOP, spec], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    parse_seconds = []
+    for process in processes:
+        stdout, stderr = process.communicate()
+        if process.returncode != 0:
+            raise SystemExit(f"bare loop failed:\n{stderr[-3000:]}")
+        parse_seconds.append(json.loads(stdout.strip().splitlines()[-1])["seconds"])
+    return {"seconds": max(parse_seconds), "wall": time.perf_counter() - started}
+
+
+def import_time(env: dict) -> dict:
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import kernel_check.cli"],
+                         capture_output=True, text=True, env=env)
+    cumulative = 0
+    for line in out.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[2].strip() == "kernel_check.cli":
+            cumulative = int(parts[1])
+    started = time.perf_counter()
+    subprocess.run(kernel_check_command(["--version"]), capture_output=True, env=env)
+    return {"import_cli_ms": cumulative / 1000, "version_process_s": time.perf_counter() - started}
+
+
+# -- the benchmark --------------------------------------------------------------------------------
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", type=Path, help="an existing tree (default: generate one)")
+    parser.add_argument("--files", type=int, default=136, help="kernel files to generate (default 136)")
+    parser.add_argument("--mode", default="auto", choices=("auto", "system", "hermetic"))
+    parser.add_argument("--jobs", type=int, default=None, help="--jobs for kernel-check (default: its default)")
+    parser.add_argument("--floor-sample", type=int, default=0,
+                        help="parse only N evenly spaced files in the floor loop and scale up (0: all)")
+    parser.add_argument("--compare-exact", action="store_true",
+                        help="also run a cold check with one preamble per distinct include list")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the generated tree and caches")
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="kc-bench-"))
+    try:
+        if args.tree:
+            root = args.tree.resolve()
+            target = root / "csrc" if (root / "csrc").is_dir() else root
+        else:
+            root = workdir / "tree"
+            target = generate_tree(root, args.files, args.mode)
+        files = kernel_files(target)
+        jobs = args.jobs or len(os.sched_getaffinity(0))
+        figures = measure(root, target, files, workdir, jobs, args)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"kept {workdir}")
+    print_table(figures)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: int, args) -> dict:
+    cache = workdir / "cache"
+    env = {**os.environ, "KERNEL_CHECK_STATS": "1"}
+    env.pop("KERNEL_CHECK_CACHE_DIR", None)
+    common = ["-q", "--exit-zero", "--format", "json", "--cache-dir", str(cache), "--jobs", str(jobs)]
+    figures: dict = {"files": len(files), "jobs": jobs, "cpus": len(os.sched_getaffinity(0)),
+                     "mode": args.mode, "python": sys.version.split()[0]}
+    figures["import"] = import_time(env)
+
+    cold = run_timed(kernel_check_command([str(target), *common]), env, root)
+    warm = run_timed(kernel_check_command([str(target), *common]), env, root)
+    if json.loads(cold["stdout"] or "[]") != json.loads(warm["stdout"] or "[]"):
+        print("warning: the warm run reported different findings than the cold run", file=sys.stderr)
+    one = []
+    for n, path in enumerate(files[:: max(1, len(files) // 3)][:3]):
+        original = path.read_text(encoding="utf-8")
+        path.write_text(original + f"\n// edited {n}\n", encoding="utf-8")
+        one.append(run_timed(kernel_check_command([str(path), *common]), env, root))
+        path.write_text(original, encoding="utf-8")
+    figures["cold"] = _figure(cold)
+    figures["warm"] = _figure(warm)
+    figures["one_changed"] = {"seconds": statistics.median(r["seconds"] for r in one),
+                              "runs": [round(r["seconds"], 3) for r in one], "stats": one[0]["stats"]}
+
+    if args.compare_exact:
+        exact_env = {**env, "KERNEL_CHECK_PREAMBLE": "exact"}
+        exact = run_timed(kernel_check_command([str(target), *common[:-4], "--cache-dir",
+                                                str(workdir / "cache-exact"), "--jobs", str(jobs)]), exact_env, root)
+        figures["cold_exact"] = _figure(exact)
+        if json.loads(exact["stdout"] or "[]") != json.loads(cold["stdout"] or "[]"):
+            figures["cold_exact"]["findings_differ_from_union"] = True
+
+    sample = files
+    if args.floor_sample and args.floor_sample < len(files):
+        step = len(files) / args.floor_sample
+        sample = [files[int(i * step)] for i in range(args.floor_sample)]
+    floor = bare_loop(sample, root, cache, pch=False, jobs=1, env=env)
+    scale = len(files) / len(sample)
+    figures["floor_serial"] = {"seconds": floor["seconds"] * scale, "sampled_files": len(sample),
+                               "extrapolated": scale != 1}
+    figures["pch_only_serial"] = {"seconds": bare_loop(files, root, cache, pch=True, jobs=1, env=env)["seconds"]}
+    figures["pch_only_parallel"] = {"seconds": bare_loop(files, root, cache, pch=True, jobs=jobs, env=env)["seconds"],
+                                    "jobs": jobs}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    figures["peak_process_rss_mb"] = children
+    figures["peak_run_rss_mb"] = max(cold["tree_rss_mb"], warm["tree_rss_mb"])
+    figures["ratios"] = {
+        "floor_over_cold": figures["floor_serial"]["seconds"] / cold["seconds"],
+        "cold_over_pch_only_serial": cold["seconds"] / figures["pch_only_serial"]["seconds"],
+        "cold_over_pch_only_parallel": cold["seconds"] / figures["pch_only_parallel"]["seconds"],
+        "floor_over_warm": figures["floor_serial"]["seconds"] / warm["seconds"],
+    }
+    return figures
+
+
+def _figure(run: dict) -> dict:
+    return {"seconds": run["seconds"], "tree_rss_mb": run["tree_rss_mb"], "stats": run["stats"]}
+
+
+def print_table(f: dict) -> None:
+    r = f["ratios"]
+    rows = [
+        ("cold full check", f["cold"]["seconds"], f"{r['floor_over_cold']:.1f}x faster than the floor; "
+                                                  f"{r['cold_over_pch_only_serial']:.2f}x preamble-only serial, "
+                                                  f"{r['cold_over_pch_only_parallel']:.2f}x preamble-only parallel"),
+        ("warm full check (nothing changed)", f["warm"]["seconds"], f"{r['floor_over_warm']:.0f}x faster than the floor"),
+        ("one changed file, new process", f["one_changed"]["seconds"], "median of " + ", ".join(map(str, f["one_changed"]["runs"]))),
+        ("floor: bare serial libclang loop", f["floor_serial"]["seconds"],
+         f"{f['floor_serial']['sampled_files']} files parsed" + (", scaled" if f["floor_serial"]["extrapolated"] else "")),
+        ("preamble-only parse, serial", f["pch_only_serial"]["seconds"], ""),
+        (f"preamble-only parse, {f['pch_only_parallel']['jobs']} processes", f["pch_only_parallel"]["seconds"], ""),
+    ]
+    if "cold_exact" in f:
+        rows.insert(1, ("cold, one preamble per include list", f["cold_exact"]["seconds"],
+                        "findings differ" if f["cold_exact"].get("findings_differ_from_union") else "same findings"))
+    print(f"\nkernel-check static benchmark: {f['files']} files, --jobs {f['jobs']}, {f['cpus']} CPUs, "
+          f"mode {f['mode']}, Python {f['python']}")
+    print(f"{'measurement':40s} {'seconds':>9s}  notes")
+    for name, seconds, note in rows:
+        print(f"{name:40s} {seconds:9.2f}  {note}")
+    print(f"{'peak memory, largest process':40s} {f['peak_process_rss_mb']:8.0f}M")
+    print(f"{'peak memory, whole run (sum)':40s} {f['peak_run_rss_mb']:8.0f}M")
+    print(f"{'import kernel_check.cli':40s} {f['import']['import_cli_ms'] / 1000:9.3f}  "
+          f"`kernel-check --version` process: {f['import']['version_process_s']:.2f} s")
+    for name in ("cold", "warm"):
+        if f[name]["stats"]:
+            print(f"  {name}: {f[name]['stats'].split('stats: ', 1)[-1]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

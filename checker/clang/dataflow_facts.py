@@ -1,0 +1,1110 @@
+"""Data-flow facts of kernel and device-function bodies (KC102, KC201-KC205).
+
+For every kernel and device function of the checked file, one walk over its body records,
+in execution order:
+
+* the PDL calls: `PDLWaitPrimary<flag>()` / `PDLTriggerSecondary<flag>()`, raw
+  `griddepcontrol.wait` / `griddepcontrol.launch_dependents` asm and the CUDA API spellings;
+* the accesses through the pointers the function received: a pointer parameter, a pointer
+  field of a by-value params struct (also inside arrays and nested structs of it), or any
+  pointer derived from those by arithmetic, casts, `pointer::offset`, local copies and
+  references. An access is a load, a store, or the pointer escaping to code that may write
+  through it;
+* every inline asm statement (template and clobbers).
+
+Order is structural: a statement's events come after those of the statements before it, an
+argument's before the call's own, and a callee's events are replayed at the call from its
+summary (which pointer parameters it reads, writes or lets escape, and where it waits, computed
+once per definition from its body, recursion-safe). A lambda's events are replayed where it is
+called (by name, immediately, or when passed to a call); a lambda that is never called where
+we can see it contributes its events with no order.
+
+What is deliberately *not* an access: reading a scalar parameter or a non-pointer field of a
+params struct, computing an address (`&p[i]`, `p + i`), touching shared memory or locals, and
+loading through a pointer that was itself loaded from memory (it did not come in as a
+parameter; the load of that pointer is the recorded access).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+from ctypes import POINTER, Structure, byref, c_int, c_uint
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import clang.cindex as ci
+
+from ..model import (
+    AccessKind, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, PdlCall,
+    PdlCallKind, PointerAccess, Span,
+)
+from .cursors import FUNCTION_KINDS, K, RECORD_KINDS, span_of
+
+T = ci.TypeKind
+
+# -- libclang entry points the Python bindings do not wrap ------------------------------------
+
+class _SourceRangeList(Structure):
+    _fields_ = [("count", c_uint), ("ranges", POINTER(ci.SourceRange))]
+
+
+_UNARY_POST_INC, _UNARY_POST_DEC, _UNARY_PRE_INC, _UNARY_PRE_DEC = 1, 2, 3, 4
+_UNARY_ADDRESS_OF, _UNARY_DEREF = 5, 6
+
+
+@functools.cache
+def _lib():
+    """The libclang library with the prototypes of the functions used below declared."""
+    lib = ci.conf.lib
+    prototypes = {
+        "clang_getCursorUnaryOperatorKind": ([ci.Cursor], c_int),
+        "clang_getSkippedRanges": ([ci.TranslationUnit, ci.File], POINTER(_SourceRangeList)),
+        "clang_disposeSourceRangeList": ([POINTER(_SourceRangeList)], None),
+        "clang_Cursor_getGCCAssemblyTemplate": ([ci.Cursor], ci._CXString),
+        "clang_Cursor_isGCCAssemblyVolatile": ([ci.Cursor], c_uint),
+        "clang_Cursor_getGCCAssemblyNumClobbers": ([ci.Cursor], c_uint),
+        "clang_Cursor_getGCCAssemblyClobber": ([ci.Cursor, c_uint], ci._CXString),
+        "clang_Cursor_getGCCAssemblyNumOutputs": ([ci.Cursor], c_uint),
+        "clang_Cursor_getGCCAssemblyNumInputs": ([ci.Cursor], c_uint),
+        "clang_Cursor_getGCCAssemblyOutput": (
+            [ci.Cursor, c_uint, POINTER(ci._CXString), POINTER(ci.Cursor)], c_uint),
+        "clang_Cursor_getGCCAssemblyInput": (
+            [ci.Cursor, c_uint, POINTER(ci._CXString), POINTER(ci.Cursor)], c_uint),
+    }
+    for name, (argtypes, restype) in prototypes.items():
+        function = getattr(lib, name)
+        function.argtypes = argtypes
+        function.restype = restype
+    return lib
+
+
+def _unary_operator(node: ci.Cursor) -> int:
+    return _lib().clang_getCursorUnaryOperatorKind(node)
+
+
+def _overloaded_decls(node: ci.Cursor) -> list[ci.Cursor]:
+    """The candidate declarations behind an OVERLOADED_DECL_REF."""
+    lib = ci.conf.lib
+    count = lib.clang_getNumOverloadedDecls(node)
+    return [ci.Cursor.from_result(lib.clang_getOverloadedDecl(node, i), node) for i in range(count)]
+
+
+def _skipped_spans(tu: ci.TranslationUnit, path: str) -> list[Span]:
+    """The preprocessor-inactive regions (`#if` branches not taken) of the main file."""
+    lib = _lib()
+    ranges = lib.clang_getSkippedRanges(tu, tu.get_file(path))
+    try:
+        return [span_of(ranges.contents.ranges[i]) for i in range(ranges.contents.count)]
+    finally:
+        lib.clang_disposeSourceRangeList(ranges)
+
+
+@dataclass(frozen=True)
+class _AsmParts:
+    template: str
+    clobbers: tuple[str, ...]
+    is_volatile: bool
+    outputs: tuple[ci.Cursor, ...]
+    inputs: tuple[ci.Cursor, ...]
+
+
+def _asm_parts(node: ci.Cursor) -> _AsmParts:
+    lib = _lib()
+
+    def operands(count: int, getter: Callable) -> tuple[ci.Cursor, ...]:
+        found = []
+        for index in range(count):
+            constraint, expression = ci._CXString(), ci.Cursor()
+            if getter(node, index, byref(constraint), byref(expression)) and not expression.is_null():
+                expression._tu = node._tu
+                found.append(expression)
+        return tuple(found)
+
+    clobbers = tuple(ci._CXString.from_result(lib.clang_Cursor_getGCCAssemblyClobber(node, i))
+                     for i in range(lib.clang_Cursor_getGCCAssemblyNumClobbers(node)))
+    return _AsmParts(
+        template=ci._CXString.from_result(lib.clang_Cursor_getGCCAssemblyTemplate(node)),
+        clobbers=clobbers,
+        is_volatile=bool(lib.clang_Cursor_isGCCAssemblyVolatile(node)),
+        outputs=operands(lib.clang_Cursor_getGCCAssemblyNumOutputs(node), lib.clang_Cursor_getGCCAssemblyOutput),
+        inputs=operands(lib.clang_Cursor_getGCCAssemblyNumInputs(node), lib.clang_Cursor_getGCCAssemblyInput),
+    )
+
+
+# -- what is known about callees by name -------------------------------------------------------
+
+_WAIT_FUNCTIONS = {"PDLWaitPrimary": PdlCallKind.WAIT, "cudaGridDependencySynchronize": PdlCallKind.WAIT,
+                   "PDLTriggerSecondary": PdlCallKind.TRIGGER,
+                   "cudaTriggerProgrammaticLaunchCompletion": PdlCallKind.TRIGGER}
+_R, _W = (AccessKind.READ,), (AccessKind.WRITE,)
+_RW = (AccessKind.READ, AccessKind.WRITE)
+# Effects of well-known helpers on their pointer arguments, used when no body is visible (CUDA
+# built-ins, dependent member calls such as `vec.load(src, i)` in a template).
+_KNOWN_EFFECTS: dict[str, tuple[tuple[int, tuple[AccessKind, ...]], ...]] = {
+    **{name: ((0, _R),) for name in ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv",
+                                     "load", "load_as", "load_bytes")},
+    **{name: ((0, _W),) for name in ("__stcg", "__stcs", "__stwt", "__stwb", "store", "store_as",
+                                     "store_bytes", "memset", "__builtin_memset")},
+    "memcpy": ((0, _W), (1, _R)),
+    "__builtin_memcpy": ((0, _W), (1, _R)),
+}
+_ATOMIC_PREFIX = "atomic"  # atomicAdd, atomicCAS, atomicMax_block...: read-modify-write of arg 0
+_PASS_THROUGH = ("__builtin_assume_aligned",)  # return their first argument's pointer
+
+# Inline PTX: which instructions read or write the global memory their pointer operands name.
+_PTX_MNEMONIC = re.compile(r"(?<![\w.%$])(ldu|ld|st|red|atom|cp|prefetchu|prefetch)(?=[.\s])((?:\.[\w:]+)*)")
+_PTX_PRIVATE_SPACES = (".shared", ".local", ".param", ".const")
+
+_ASSIGNMENT_OPERATORS = {"operator=", "operator+=", "operator-=", "operator*=", "operator/=",
+                         "operator%=", "operator&=", "operator|=", "operator^=", "operator<<=",
+                         "operator>>="}
+_CAST_KINDS = (K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR,
+               K.CXX_CONST_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR, K.CXX_DYNAMIC_CAST_EXPR)
+_COMPILE_TIME_DECLS = (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL, K.USING_DECLARATION, K.USING_DIRECTIVE,
+                       K.STATIC_ASSERT, K.TYPE_ALIAS_TEMPLATE_DECL, K.NAMESPACE_ALIAS, *RECORD_KINDS,
+                       K.ENUM_DECL)
+_MEMBER_TAIL = re.compile(rb"(\.|->)\s*(?:template\s+)?(~?\w+)\s*$")
+_UNEVALUATED = (K.CXX_UNARY_EXPR, K.CXX_TYPEID_EXPR, K.SIZE_OF_PACK_EXPR)  # sizeof, alignof, typeid
+_MAX_CANDIDATES = 8
+
+
+# -- values the walk tracks ---------------------------------------------------------------------
+
+class _Shape(enum.Enum):
+    POINTER = "pointer"  # points into memory the function received
+    STRUCT = "struct"  # a params struct (by value or by reference): its pointer fields are roots
+    POINTER_ARRAY = "pointer array"  # an array of pointers inside a params struct
+    STRUCT_ARRAY = "struct array"
+    ELEMENT = "element"  # a reference bound to memory behind a pointer: using it is an access
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where a value came from: parameter `param` of callable `scope`, then `fields`."""
+
+    scope: int  # 0: the function walked; 1, 2...: its lambdas
+    param: int
+    fields: tuple[str, ...]
+    shape: _Shape
+    record: ci.Cursor | None = field(default=None, compare=False, hash=False)  # for STRUCT shapes
+
+    def reshaped(self, shape: _Shape, record: ci.Cursor | None = None) -> "_Origin":
+        return _Origin(self.scope, self.param, self.fields, shape, record)
+
+    def field(self, name: str, shape: _Shape, record: ci.Cursor | None) -> "_Origin":
+        return _Origin(self.scope, self.param, (*self.fields, name), shape, record)
+
+
+Values = tuple[_Origin, ...]  # () when the expression is not a tracked pointer or struct
+
+
+class _Use(enum.Enum):
+    """How the enclosing expression uses an lvalue: what an access through it amounts to."""
+
+    READ = (AccessKind.READ,)
+    WRITE = (AccessKind.WRITE,)
+    READ_WRITE = (AccessKind.READ, AccessKind.WRITE)
+    MAY_WRITE = (AccessKind.READ, AccessKind.ESCAPE)  # bound to a callee we cannot see
+    ADDRESS = ()  # `&lvalue`: computes an address, touches nothing
+
+
+@dataclass(frozen=True)
+class _Access:
+    kind: AccessKind
+    target: _Origin
+    span: Span
+    how: str
+
+
+@dataclass(frozen=True)
+class _Pdl:
+    kind: PdlCallKind
+    span: Span
+    flag: str
+    via: str
+    leads_body: bool
+
+
+_Event = _Access | _Pdl
+
+
+@dataclass
+class _Lambda:
+    scope: int
+    events: list[_Event]
+    invoked: bool = False
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What calling a function does to its parameters, in order (waits included)."""
+
+    events: tuple[_Event, ...]
+    returns: frozenset[tuple[int, tuple[str, ...]]]  # (param, fields) a returned pointer derives from
+    param_count: int
+
+
+@dataclass
+class _WalkResult:
+    events: list[tuple[int | None, _Event]]
+    returns: set[tuple[int, tuple[str, ...]]]
+    asm: list[InlineAsm]
+    referenced: set[int]
+    params: list[ci.Cursor]
+
+    def summary(self) -> _Summary:
+        events: list[_Event] = []
+        seen: set[tuple] = set()
+        for order, event in self.events:
+            if isinstance(event, _Pdl):
+                events.append(event)
+                seen.clear()  # accesses before and after a wait are different facts
+                continue
+            if event.target.scope != 0 or (order is None and event.kind is AccessKind.READ):
+                continue  # unplaceable reads cannot be ordered at a call site
+            key = (event.kind, event.target.param, event.target.fields)
+            if key not in seen:
+                seen.add(key)
+                events.append(event)
+        return _Summary(tuple(events), frozenset(self.returns), len(self.params))
+
+
+# -- type helpers ---------------------------------------------------------------------------------
+
+def _classify(type_: ci.Type) -> tuple[_Shape, ci.Cursor | None] | None:
+    """The shape of a parameter or field type, or None for scalars and unknown types."""
+    if type_.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
+        return _classify(type_.get_pointee())
+    canonical = type_.get_canonical()
+    if canonical.kind == T.POINTER:
+        pointee = canonical.get_pointee()
+        return None if pointee.kind in (T.FUNCTIONPROTO, T.FUNCTIONNOPROTO) else (_Shape.POINTER, None)
+    if canonical.kind in (T.CONSTANTARRAY, T.INCOMPLETEARRAY, T.DEPENDENTSIZEDARRAY, T.VARIABLEARRAY):
+        element = _classify(canonical.element_type)
+        if element is None:
+            return None
+        if element[0] is _Shape.POINTER:
+            return _Shape.POINTER_ARRAY, None
+        return (_Shape.STRUCT_ARRAY, element[1]) if element[0] is _Shape.STRUCT else None
+    declaration = type_.get_declaration()
+    if declaration.kind not in RECORD_KINDS:
+        declaration = canonical.get_declaration()
+    if declaration.kind in RECORD_KINDS:
+        return _Shape.STRUCT, declaration
+    return None
+
+
+def _field_shape(owner: ci.Cursor | None, name: str, member: ci.Cursor) -> tuple[_Shape, ci.Cursor | None] | None:
+    """The shape of field `name`: from the member expression, else from the struct declaration
+    (a member of a dependent `Params<T>` has no type until instantiation)."""
+    if member.type.kind not in (T.DEPENDENT, T.UNEXPOSED, T.INVALID):
+        return _classify(member.type)
+    if owner is None or not name:
+        return None
+    for child in owner.get_children():
+        if child.kind == K.FIELD_DECL and child.spelling == name:
+            return _classify(child.type)
+    return None
+
+
+def _unwrap(node: ci.Cursor) -> ci.Cursor:
+    """Strip implicit wrappers and parentheses."""
+    while node.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+        inner = list(node.get_children())
+        if len(inner) != 1:
+            break
+        node = inner[0]
+    return node
+
+
+def _callable_params(cursor: ci.Cursor) -> list[ci.Cursor]:
+    return [c for c in cursor.get_children() if c.kind == K.PARM_DECL]
+
+
+def _definition(candidate: ci.Cursor) -> ci.Cursor | None:
+    """The definition (with a body) of a called function or of the template it instantiates."""
+    if candidate.kind not in FUNCTION_KINDS:
+        return None
+    template = candidate.specialized_template
+    definition = (template or candidate).get_definition()
+    if definition is None or definition.location.is_in_system_header:
+        return None
+    has_body = any(c.kind == K.COMPOUND_STMT for c in definition.get_children())
+    return definition if has_body else None
+
+
+def _may_write_through(candidates: list[ci.Cursor], index: int, element: bool = False) -> bool:
+    """Whether a callee we cannot see into may write through its `index`-th argument: a
+    pointer argument, or with `element` an lvalue argument (`f(out[i])`), which only a
+    non-const reference parameter can write (a by-value `T x` never deduces a reference)."""
+    if not candidates:
+        return True
+    for candidate in candidates:
+        params = _callable_params(candidate) if candidate.kind in FUNCTION_KINDS else []
+        if index >= len(params):
+            return True  # variadic, or an unknown shape
+        type_ = params[index].type
+        if type_.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
+            if not type_.get_pointee().is_const_qualified():
+                return True
+            continue
+        if element:
+            continue
+        canonical = type_.get_canonical()
+        if canonical.kind == T.POINTER and not canonical.get_pointee().is_const_qualified():
+            return True
+        if canonical.kind in (T.UNEXPOSED, T.DEPENDENT, T.INVALID):
+            return True
+    return False
+
+
+def _ptx_effects(template: str) -> tuple[AccessKind, ...]:
+    """What the instructions of an asm template do to global memory named by pointer operands."""
+    effects: list[AccessKind] = []
+    for mnemonic, suffix in _PTX_MNEMONIC.findall(template):
+        if mnemonic in ("prefetch", "prefetchu"):
+            continue
+        if mnemonic == "cp":  # cp.async...dst.src: a read when the source is global
+            global_at, shared_at = suffix.find(".global"), suffix.find(".shared")
+            if global_at >= 0:
+                effects.append(AccessKind.READ if shared_at < 0 or shared_at < global_at else AccessKind.WRITE)
+            continue
+        if any(space in suffix for space in _PTX_PRIVATE_SPACES):
+            continue
+        effects.extend({"ld": _R, "ldu": _R, "st": _W}.get(mnemonic, _RW))
+    return tuple(dict.fromkeys(effects)) or (AccessKind.ESCAPE,)
+
+
+# -- the walk -------------------------------------------------------------------------------------
+
+class _SourceBytes:
+    """File contents by path: the checked file's (possibly unsaved) bytes, headers from disk."""
+
+    def __init__(self, main_path: str, main_data: bytes) -> None:
+        self._files = {main_path: main_data}
+
+    def of(self, extent: ci.SourceRange) -> bytes:
+        start, end = extent.start, extent.end
+        if start.file is None or end.file is None or start.file.name != end.file.name:
+            return b""
+        name = start.file.name
+        if name not in self._files:
+            try:
+                self._files[name] = Path(name).read_bytes()
+            except OSError:
+                self._files[name] = b""
+        return self._files[name][start.offset:end.offset]
+
+
+class _Walker:
+    """One pass over one function body; see the module docstring for what it records."""
+
+    def __init__(self, extractor: "DataflowExtractor", function: ci.Cursor, body: ci.Cursor) -> None:
+        self.extractor = extractor
+        self.source = extractor.source
+        self.function = function
+        self.params = _callable_params(function)
+        self.env: dict[ci.Cursor, Values] = {}
+        self.lambda_vars: dict[ci.Cursor, _Lambda] = {}
+        self.lambdas: dict[ci.Cursor, _Lambda] = {}
+        self.events: list[tuple[int | None, _Event]] = []
+        self.returns: set[tuple[int, tuple[str, ...]]] = set()
+        self.asm: list[InlineAsm] = []
+        self.referenced: set[int] = set()
+        self.order = 0
+        self.scopes = 0
+        self.scope_params: dict[ci.Cursor, int] = {p: i for i, p in enumerate(self.params)}
+        self.lead = _leading_statement(body, self.source)
+        self.body = body
+        for index, param in enumerate(self.params):
+            self._bind_param(param, 0, index)
+
+    def run(self) -> _WalkResult:
+        self.visit(self.body)
+        for lam in self.lambdas.values():
+            if not lam.invoked:  # its writes and escapes still count, its order is unknown
+                self.events.extend((None, event) for event in lam.events
+                                   if not (isinstance(event, _Access) and event.target.scope == lam.scope))
+        return _WalkResult(self.events, self.returns, self.asm, self.referenced, self.params)
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def _bind_param(self, param: ci.Cursor, scope: int, index: int) -> None:
+        shape = _classify(param.type)
+        if shape is not None and shape[0] in (_Shape.POINTER, _Shape.STRUCT):
+            self.env[param] = (_Origin(scope, index, (), shape[0], shape[1]),)
+
+    def _emit(self, event: _Event) -> None:
+        self.order += 1
+        self.events.append((self.order, event))
+
+    def _access(self, values: Values, use: _Use, span: Span, how: str) -> None:
+        for origin in values:
+            for kind in use.value:
+                self._emit(_Access(kind, origin.reshaped(_Shape.POINTER), span, how))
+
+    def _escape(self, values: Values, span: Span, how: str) -> None:
+        for origin in values:
+            if origin.shape in (_Shape.POINTER, _Shape.STRUCT, _Shape.POINTER_ARRAY):
+                self._emit(_Access(AccessKind.ESCAPE, origin, span, how))
+
+    def _children(self, node: ci.Cursor) -> list[ci.Cursor]:
+        return list(node.get_children())
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def visit(self, node: ci.Cursor, use: _Use = _Use.READ) -> Values:
+        kind = node.kind
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            return handler(self, node, use)
+        if kind in _CAST_KINDS or kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+            return self._visit_wrapper(node, use)
+        if kind == K.LAMBDA_EXPR:
+            self._lambda(node)
+            return ()
+        if kind in _UNEVALUATED or kind.is_declaration():
+            return ()  # sizeof operands, local types, aliases, static_asserts: nothing runs
+        for child in node.get_children():
+            self.visit(child)
+        return ()
+
+    def _visit_wrapper(self, node: ci.Cursor, use: _Use) -> Values:
+        children = self._children(node)
+        if node.kind == K.UNEXPOSED_EXPR and _is_unresolved_call(node, children, self):
+            return self._visit_call_parts(node, children[0], children[1:], use)
+        values: Values = ()
+        for child in children:
+            if child.kind in (K.TYPE_REF, K.TEMPLATE_REF, K.NAMESPACE_REF):
+                continue
+            values = self.visit(child, use)
+        return values
+
+    def _visit_decl_ref(self, node: ci.Cursor, use: _Use) -> Values:
+        declaration = node.referenced
+        if declaration is None:
+            return ()
+        if declaration.kind == K.PARM_DECL and declaration in self.scope_params:
+            self.referenced.add(self.scope_params[declaration])
+        values = self.env.get(declaration, ())
+        elements = tuple(o for o in values if o.shape is _Shape.ELEMENT)
+        if elements:
+            if use is _Use.ADDRESS:
+                return tuple(o.reshaped(_Shape.POINTER) for o in elements)
+            self._access(elements, use, span_of(node.extent), "reference")
+            return ()
+        if use is _Use.ADDRESS:  # `&p`: the pointer variable itself leaves our sight
+            self._escape(tuple(o for o in values if o.shape is _Shape.POINTER), span_of(node.extent), "&")
+            return tuple(o for o in values if o.shape is _Shape.STRUCT)
+        return values
+
+    def _visit_member(self, node: ci.Cursor, use: _Use) -> Values:
+        children = self._children(node)
+        if not children:
+            return ()  # an implicit `this->member`: not a received pointer
+        name, arrow = self._member_name(node, children[0])
+        if arrow:
+            bases = self.visit(children[0])
+            pointers = tuple(o for o in bases if o.shape is _Shape.POINTER)
+            if use is _Use.ADDRESS:
+                return pointers
+            self._access(pointers, use, span_of(node.extent), "->")
+            return ()
+        bases = self.visit(children[0], use)
+        result: list[_Origin] = []
+        for origin in bases:
+            if origin.shape is _Shape.STRUCT:
+                shape = _field_shape(origin.record, name, node)
+                if shape is not None:
+                    result.append(origin.field(name, *shape))
+            elif origin.shape is _Shape.POINTER and use is _Use.ADDRESS:
+                result.append(origin)  # `&p[i].x`: still an address inside the same buffer
+        return tuple(result)
+
+    def _member_name(self, node: ci.Cursor, base: ci.Cursor) -> tuple[str, bool]:
+        match = _MEMBER_TAIL.search(self.source.of(node.extent))
+        name = node.spelling or (match.group(2).decode() if match else "")
+        if match:
+            return name, match.group(1) == b"->"
+        return name, base.type.get_canonical().kind == T.POINTER
+
+    def _visit_subscript(self, node: ci.Cursor, use: _Use) -> Values:
+        children = self._children(node)
+        if len(children) != 2:
+            return ()
+        bases = self.visit(children[0])
+        self.visit(children[1])
+        return self._through(bases, use, span_of(node.extent), "subscript")
+
+    def _through(self, bases: Values, use: _Use, span: Span, how: str) -> Values:
+        """`*p` / `p[i]`: an access through pointers, or the element of an array of them."""
+        result: list[_Origin] = []
+        pointers = tuple(o for o in bases if o.shape is _Shape.POINTER)
+        if use is _Use.ADDRESS:
+            result.extend(pointers)
+        else:
+            self._access(pointers, use, span, how)
+        for origin in bases:
+            if origin.shape is _Shape.POINTER_ARRAY:
+                result.append(origin.reshaped(_Shape.POINTER))
+            elif origin.shape is _Shape.STRUCT_ARRAY:
+                result.append(origin.reshaped(_Shape.STRUCT, origin.record))
+        return tuple(result)
+
+    def _visit_unary(self, node: ci.Cursor, use: _Use) -> Values:
+        children = self._children(node)
+        if len(children) != 1:
+            return ()
+        operator = _unary_operator(node)
+        if operator == _UNARY_DEREF:
+            return self._through(self.visit(children[0]), use, span_of(node.extent), "dereference")
+        if operator == _UNARY_ADDRESS_OF:
+            return self.visit(children[0], _Use.ADDRESS)
+        if operator in (_UNARY_PRE_INC, _UNARY_PRE_DEC, _UNARY_POST_INC, _UNARY_POST_DEC):
+            return self.visit(children[0], _Use.READ_WRITE)
+        self.visit(children[0])
+        return ()
+
+    def _visit_binary(self, node: ci.Cursor, use: _Use) -> Values:
+        children = self._children(node)
+        if len(children) != 2:
+            return ()
+        operator = node.binary_operator
+        if operator == ci.BinaryOperator.Assign:
+            return self._assign(children[0], children[1])
+        left, right = self.visit(children[0]), self.visit(children[1])
+        if operator == ci.BinaryOperator.Comma:
+            return right
+        if operator in (ci.BinaryOperator.Add, ci.BinaryOperator.Sub):
+            return _pointer_operand(left, right)
+        return ()
+
+    def _visit_compound_assignment(self, node: ci.Cursor, use: _Use) -> Values:
+        children = self._children(node)
+        if len(children) != 2:
+            return ()
+        target = self.visit(children[0], _Use.READ_WRITE)
+        self.visit(children[1])
+        return target
+
+    def _assign(self, target: ci.Cursor, value_node: ci.Cursor) -> Values:
+        value = self.visit(value_node)
+        lhs = _unwrap(target)
+        declaration = lhs.referenced if lhs.kind == K.DECL_REF_EXPR else None
+        binds_element = declaration is not None and any(
+            o.shape is _Shape.ELEMENT for o in self.env.get(declaration, ()))
+        if declaration is not None and self._is_local(declaration) and not binds_element:
+            self.env[declaration] = _union(self.env.get(declaration, ()), value)
+            return self.env[declaration]
+        self.visit(target, _Use.WRITE)
+        self._escape(value, span_of(value_node.extent), "stored")  # into memory we do not track
+        return ()
+
+    def _is_local(self, declaration: ci.Cursor) -> bool:
+        """A parameter or variable of the walked body (a global pointer is memory we do not track)."""
+        if declaration.kind not in (K.VAR_DECL, K.PARM_DECL):
+            return False
+        if declaration.kind == K.PARM_DECL and declaration in self.scope_params:
+            return True
+        location, body = declaration.location, self.body.extent
+        return location.file is not None and body.start.file is not None \
+            and location.file.name == body.start.file.name \
+            and body.start.offset <= location.offset <= body.end.offset
+
+    def _visit_conditional(self, node: ci.Cursor, use: _Use) -> Values:
+        children = self._children(node)
+        if len(children) != 3:
+            return ()
+        self.visit(children[0])
+        return _union(self.visit(children[1], use), self.visit(children[2], use))
+
+    def _visit_var(self, node: ci.Cursor, use: _Use) -> Values:
+        expressions = [c for c in node.get_children() if c.kind.is_expression()]
+        if not expressions or not _has_initializer(node, self.source):
+            for expression in expressions:  # array bounds
+                self.visit(expression)
+            return ()
+        for expression in expressions[:-1]:
+            self.visit(expression)
+        initializer = expressions[-1]
+        lam = self._lambda_at(initializer, create=True)
+        if lam is not None:
+            self.lambda_vars[node] = lam
+            return ()
+        inner = _unwrap(initializer)
+        is_reference = node.type.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE)
+        if is_reference and _is_memory_access(inner, self):
+            values = tuple(o.reshaped(_Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS)
+                           if o.shape is _Shape.POINTER)
+        else:
+            values = self.visit(initializer)
+            if not is_reference and node.type.get_canonical().kind in (T.RECORD,) and values:
+                values = tuple(o for o in values if o.shape is _Shape.STRUCT)  # a struct copy
+        if values:
+            self.env[node] = _union(self.env.get(node, ()), values)
+        return ()
+
+    def _visit_return(self, node: ci.Cursor, use: _Use) -> Values:
+        for child in node.get_children():
+            for origin in self.visit(child):
+                if origin.scope == 0 and origin.shape is _Shape.POINTER:
+                    self.returns.add((origin.param, origin.fields))
+        return ()
+
+    def _visit_init_list(self, node: ci.Cursor, use: _Use) -> Values:
+        for child in node.get_children():
+            self._escape(self.visit(child), span_of(child.extent), "stored")
+        return ()
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _visit_call(self, node: ci.Cursor, use: _Use) -> Values:
+        children = self._children(node)
+        operator_at = next((i for i, c in enumerate(children) if _operator_name(c)), None)
+        if operator_at is not None:
+            name = _operator_name(children[operator_at])
+            return self._operator_call(node, name, [c for i, c in enumerate(children) if i != operator_at], use)
+        referenced = node.referenced
+        if referenced is not None and referenced.kind == K.CONSTRUCTOR:
+            return self._construct(node, children, use)
+        if not children:
+            return ()
+        return self._visit_call_parts(node, children[0], children[1:], use)
+
+    def _construct(self, node: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Values:
+        """A copy of a params struct flows through; a pointer handed to an object's
+        constructor leaves our sight (the object may write through it later)."""
+        copies: list[_Origin] = []
+        for arg in args:
+            values = self.visit(arg, use if len(args) == 1 else _Use.READ)
+            copies.extend(o for o in values if o.shape is _Shape.STRUCT and len(args) == 1)
+            self._escape(tuple(o for o in values if o.shape is not _Shape.STRUCT or len(args) > 1),
+                         span_of(arg.extent), f"{node.spelling}()")
+        return tuple(copies)
+
+    def _operator_call(self, node: ci.Cursor, name: str, operands: list[ci.Cursor], use: _Use) -> Values:
+        if name == "operator()" and operands:
+            lam = self._lambda_at(operands[0], create=True)
+            if lam is not None:
+                arg_values = [self.visit(arg) for arg in operands[1:]]
+                self._invoke(lam, operands[1:], arg_values)
+                return ()
+        if name in _ASSIGNMENT_OPERATORS and len(operands) == 2:
+            if name == "operator=":
+                return self._assign(operands[0], operands[1])
+            target = self.visit(operands[0], _Use.READ_WRITE)
+            self.visit(operands[1])
+            return target
+        if name in ("operator++", "operator--") and operands:
+            return self.visit(operands[0], _Use.READ_WRITE)
+        values = [self.visit(operand) for operand in operands]
+        if name in ("operator+", "operator-") and len(values) == 2:
+            return _pointer_operand(*values)
+        if name == "operator*" and len(values) == 1:  # `*p` in a template: a dereference
+            return self._through(values[0], use, span_of(node.extent), "dereference")
+        return ()
+
+    def _visit_call_parts(self, node: ci.Cursor, callee: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Values:
+        lam = self._lambda_at(callee, create=False)
+        if lam is not None:
+            self._invoke(lam, args, [self.visit(arg) for arg in args])
+            return ()
+        name, candidates = self._callee(callee)
+        pdl_kind = _WAIT_FUNCTIONS.get(name)
+        if pdl_kind is not None:
+            for arg in args:
+                self.visit(arg)
+            self._pdl(pdl_kind, node, _template_argument_text(self.source.of(callee.extent)), name)
+            return ()
+        arg_values = [self.visit(arg, self._argument_use(arg, candidates, index))
+                      for index, arg in enumerate(args)]
+        result = self._apply_callee(node, name, candidates, args, arg_values)
+        for arg in args:  # a lambda handed to a callee runs during the call
+            passed = self._lambda_at(arg, create=False)
+            if passed is not None:
+                self._invoke(passed, [], [])
+        return result
+
+    def _argument_use(self, arg: ci.Cursor, candidates: list[ci.Cursor] | None, index: int) -> _Use:
+        """An lvalue argument (`f(out[i])`) may be bound to a reference the callee writes."""
+        if not _is_memory_access(_unwrap(arg), self):
+            return _Use.READ
+        if candidates is None or _may_write_through(candidates, index, element=True):
+            return _Use.MAY_WRITE
+        return _Use.READ
+
+    def _callee(self, callee: ci.Cursor) -> tuple[str, list[ci.Cursor] | None]:
+        """The callee's name and candidate declarations (None when they cannot be known)."""
+        inner = _unwrap(callee)
+        if inner.kind == K.MEMBER_REF_EXPR:
+            children = self._children(inner)
+            name, _ = self._member_name(inner, children[0]) if children else (inner.spelling, False)
+            if children:
+                self.visit(children[0])
+            referenced = inner.referenced
+            if referenced is not None and referenced.kind in FUNCTION_KINDS:
+                return name, [referenced]
+            owner = children[0].type.get_declaration() if children else None
+            if owner is not None and owner.kind in RECORD_KINDS:
+                methods = [c for c in owner.get_children() if c.kind in FUNCTION_KINDS and c.spelling == name]
+                return name, methods or None
+            return name, None
+        decls = self._callee_decls(inner)
+        if decls is None:
+            self.visit(callee)
+            return "", None
+        name = decls[0].spelling if decls else _overloaded_name(inner)
+        return name, [d for d in decls if d.kind in FUNCTION_KINDS]
+
+    def _callee_decls(self, callee: ci.Cursor) -> list[ci.Cursor] | None:
+        inner = _unwrap(callee)
+        if inner.kind != K.DECL_REF_EXPR:
+            return None
+        overloaded = next((c for c in inner.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+        if overloaded is not None:
+            return _overloaded_decls(overloaded)[:_MAX_CANDIDATES] or []
+        referenced = inner.referenced
+        if referenced is None:
+            return None
+        if referenced.kind == K.OVERLOADED_DECL_REF:
+            return _overloaded_decls(referenced)[:_MAX_CANDIDATES]
+        return [referenced] if referenced.kind in FUNCTION_KINDS else None
+
+    def _apply_callee(self, node: ci.Cursor, name: str, candidates: list[ci.Cursor] | None,
+                      args: list[ci.Cursor], arg_values: list[Values]) -> Values:
+        if name == "offset" and candidates and all(c.semantic_parent.spelling == "pointer" for c in candidates) \
+                or name in _PASS_THROUGH:
+            return arg_values[0] if arg_values else ()
+        summaries = self._summaries(candidates or [], args)
+        if summaries:
+            result: Values = ()
+            for summary in summaries:
+                result = _union(result, self._replay(summary, node, name, args, arg_values))
+            return result
+        effects = _KNOWN_EFFECTS.get(name)
+        if effects is None and name.startswith(_ATOMIC_PREFIX):
+            effects = ((0, _RW),)
+        if effects is not None:
+            for index, kinds in effects:
+                if index < len(args):
+                    self._emit_kinds(arg_values[index], kinds, span_of(args[index].extent), f"{name}()")
+            return ()
+        for index, (arg, values) in enumerate(zip(args, arg_values)):
+            if values and (candidates is None or _may_write_through(candidates, index)):
+                self._escape(values, span_of(arg.extent), f"{name or 'call'}()")
+        return ()
+
+    def _emit_kinds(self, values: Values, kinds: Iterable[AccessKind], span: Span, how: str) -> None:
+        for origin in values:
+            if origin.shape is _Shape.POINTER:
+                for kind in kinds:
+                    self._emit(_Access(kind, origin, span, how))
+
+    def _summaries(self, candidates: list[ci.Cursor], args: list[ci.Cursor]) -> list[_Summary]:
+        """Summaries of the candidates whose bodies are visible (outside system headers)."""
+        summaries = []
+        for candidate in candidates:
+            definition = _definition(candidate)
+            if definition is None:
+                continue
+            params = _callable_params(definition)
+            if len(params) < len(args) and not any("..." in p.type.spelling for p in params):
+                continue
+            summary = self.extractor.summary(definition)
+            if summary is None:
+                return []  # recursion: treat the callee as unknown
+            summaries.append(summary)
+        return summaries
+
+    def _replay(self, summary: _Summary, node: ci.Cursor, name: str, args: list[ci.Cursor],
+                arg_values: list[Values]) -> Values:
+        call_span = span_of(node.extent)
+        how = f"{name}()"
+        for event in summary.events:
+            if isinstance(event, _Pdl):
+                leads = event.leads_body and self._is_lead(node)
+                self._emit(_Pdl(event.kind, call_span, "", how, leads))
+                continue
+            index = event.target.param
+            if index >= len(args):
+                continue
+            for origin in arg_values[index]:
+                mapped = _extend(origin, event.target.fields)
+                if mapped is not None:
+                    self._emit(_Access(event.kind, mapped, span_of(args[index].extent), how))
+        result: list[_Origin] = []
+        for index, fields in summary.returns:
+            for origin in arg_values[index] if index < len(arg_values) else ():
+                mapped = _extend(origin, fields)
+                if mapped is not None:
+                    result.append(mapped)
+        return tuple(result)
+
+    def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str) -> None:
+        self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node)))
+
+    def _is_lead(self, node: ci.Cursor) -> bool:
+        return self.lead is not None and self.lead.extent.start.offset == node.extent.start.offset \
+            and self.lead.extent.start.file is not None and node.extent.start.file is not None \
+            and self.lead.extent.start.file.name == node.extent.start.file.name
+
+    # -- lambdas -------------------------------------------------------------------------------
+    def _lambda(self, node: ci.Cursor) -> _Lambda:
+        if node in self.lambdas:
+            return self.lambdas[node]
+        self.scopes += 1
+        scope = self.scopes
+        for index, param in enumerate(_callable_params(node)):
+            self._bind_param(param, scope, index)
+        saved_events, saved_returns, saved_order = self.events, self.returns, self.order
+        self.events, self.returns = [], set()
+        for child in node.get_children():
+            if child.kind == K.COMPOUND_STMT:
+                self.visit(child)
+        lam = _Lambda(scope, [event for _, event in self.events])
+        self.events, self.returns, self.order = saved_events, saved_returns, saved_order
+        self.lambdas[node] = lam
+        return lam
+
+    def _lambda_at(self, node: ci.Cursor, create: bool) -> _Lambda | None:
+        """The lambda an expression evaluates to: a lambda expression or a variable bound to one."""
+        inner = _unwrap(node)
+        while inner.kind == K.CALL_EXPR and inner.referenced is not None \
+                and inner.referenced.kind == K.CONSTRUCTOR and len(self._children(inner)) == 1:
+            inner = _unwrap(self._children(inner)[0])  # the closure's copy/move
+        if inner.kind == K.LAMBDA_EXPR:
+            return self._lambda(inner) if create or inner in self.lambdas else None
+        if inner.kind == K.DECL_REF_EXPR and inner.referenced is not None:
+            return self.lambda_vars.get(inner.referenced)
+        return None
+
+    def _invoke(self, lam: _Lambda, args: list[ci.Cursor], arg_values: list[Values]) -> None:
+        lam.invoked = True
+        for event in lam.events:
+            if isinstance(event, _Access) and event.target.scope == lam.scope:
+                index = event.target.param
+                if index < len(args):
+                    for origin in arg_values[index]:
+                        mapped = _extend(origin, event.target.fields)
+                        if mapped is not None:
+                            self._emit(_Access(event.kind, mapped, span_of(args[index].extent), event.how))
+                continue
+            self._emit(event)
+
+    # -- inline asm ----------------------------------------------------------------------------
+    def _visit_asm(self, node: ci.Cursor, use: _Use) -> Values:
+        parts = _asm_parts(node)
+        span = span_of(node.extent)
+        self.asm.append(InlineAsm(span, parts.template, parts.clobbers, parts.is_volatile,
+                                  _qualified(self.function)))
+        for output in parts.outputs:
+            self.visit(output, _Use.WRITE)
+        effects = _ptx_effects(parts.template)
+        for operand in parts.inputs:
+            self._emit_kinds(self.visit(operand), effects, span_of(operand.extent), "asm")
+        if "griddepcontrol.wait" in parts.template:
+            self._pdl(PdlCallKind.WAIT, node, "", "asm")
+        if "griddepcontrol.launch_dependents" in parts.template:
+            self._pdl(PdlCallKind.TRIGGER, node, "", "asm")
+        return ()
+
+
+
+_HANDLERS: dict[ci.CursorKind, Callable[[_Walker, ci.Cursor, _Use], Values]] = {
+    K.DECL_REF_EXPR: _Walker._visit_decl_ref,
+    K.MEMBER_REF_EXPR: _Walker._visit_member,
+    K.ARRAY_SUBSCRIPT_EXPR: _Walker._visit_subscript,
+    K.UNARY_OPERATOR: _Walker._visit_unary,
+    K.BINARY_OPERATOR: _Walker._visit_binary,
+    K.COMPOUND_ASSIGNMENT_OPERATOR: _Walker._visit_compound_assignment,
+    K.CONDITIONAL_OPERATOR: _Walker._visit_conditional,
+    K.VAR_DECL: _Walker._visit_var,
+    K.RETURN_STMT: _Walker._visit_return,
+    K.INIT_LIST_EXPR: _Walker._visit_init_list,
+    K.CALL_EXPR: _Walker._visit_call,
+    K.ASM_STMT: _Walker._visit_asm,
+}
+
+
+def _union(first: Values, second: Values) -> Values:
+    return tuple(dict.fromkeys((*first, *second)))
+
+
+def _pointer_operand(left: Values, right: Values) -> Values:
+    """`p + n` / `n + p` / `p - n`: the pointer side (`p - q` is a distance, not a pointer)."""
+    left_pointers = tuple(o for o in left if o.shape is _Shape.POINTER)
+    right_pointers = tuple(o for o in right if o.shape is _Shape.POINTER)
+    if left_pointers and right_pointers:
+        return ()
+    return left_pointers or right_pointers
+
+
+def _extend(origin: _Origin, fields: tuple[str, ...]) -> _Origin | None:
+    """A callee's access to `param.fields` seen from the caller whose argument is `origin`."""
+    if not fields:
+        return origin.reshaped(_Shape.POINTER) if origin.shape is _Shape.POINTER else None
+    if origin.shape is not _Shape.STRUCT:
+        return None
+    return _Origin(origin.scope, origin.param, (*origin.fields, *fields), _Shape.POINTER)
+
+
+def _is_memory_access(node: ci.Cursor, walker: _Walker) -> bool:
+    """Whether an expression names memory behind a pointer (`p[i]`, `*p`, `p->x`, `p[i].x`)."""
+    if node.kind == K.ARRAY_SUBSCRIPT_EXPR:
+        return True
+    if node.kind == K.UNARY_OPERATOR:
+        return _unary_operator(node) == _UNARY_DEREF
+    if node.kind == K.MEMBER_REF_EXPR:
+        children = list(node.get_children())
+        if not children:
+            return False
+        _, arrow = walker._member_name(node, children[0])
+        return arrow or _is_memory_access(_unwrap(children[0]), walker)
+    return False
+
+
+def _is_unresolved_call(node: ci.Cursor, children: list[ci.Cursor], walker: _Walker) -> bool:
+    """A call clang could not resolve shows as an expression over the callee and the arguments."""
+    if not children or walker._callee_decls(children[0]) is None:
+        return False
+    return len(children) > 1 or node.extent.end.offset > children[0].extent.end.offset
+
+
+def _operator_name(node: ci.Cursor) -> str:
+    """`operator=` when `node` is the operator reference inside an overloaded-operator call."""
+    inner = _unwrap(node)
+    if inner.kind != K.DECL_REF_EXPR:
+        return ""
+    referenced = inner.referenced
+    name = referenced.spelling if referenced is not None else ""
+    if not name:
+        name = _overloaded_name(inner)
+    return name if re.match(r"operator\W", name) else ""
+
+
+def _overloaded_name(node: ci.Cursor) -> str:
+    overloaded = next((c for c in node.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+    return overloaded.spelling if overloaded is not None else ""
+
+
+def _template_argument_text(callee_text: bytes) -> str:
+    """`kUsePDL` from `device::PDLWaitPrimary<kUsePDL>`."""
+    text = callee_text.decode("utf-8", errors="replace")
+    start, end = text.find("<"), text.rfind(">")
+    return " ".join(text[start + 1:end].split()) if 0 <= start < end else ""
+
+
+def _qualified(cursor: ci.Cursor) -> str:
+    parts = []
+    node = cursor
+    while node is not None and node.kind != K.TRANSLATION_UNIT:
+        if node.spelling:
+            parts.append(node.spelling)
+        node = node.semantic_parent
+    return "::".join(reversed(parts))
+
+
+def _has_initializer(var: ci.Cursor, source: _SourceBytes) -> bool:
+    """`T x = ...`, `T x{...}`, `T x(...)`; not `T x[N]` (whose bound is an expression child)."""
+    text = source.of(var.extent)
+    name_at = var.location.offset - var.extent.start.offset
+    tail = re.sub(rb"\[[^\]]*\]", b"", text[max(name_at, 0):])
+    return any(token in tail for token in (b"=", b"{", b"("))
+
+
+def _is_compile_time_only(statement: ci.Cursor, source: _SourceBytes) -> bool:
+    """Statements that run no code: aliases, static_assert, constexpr or uninitialized locals."""
+    if statement.kind in (K.NULL_STMT, K.STATIC_ASSERT):
+        return True
+    if statement.kind != K.DECL_STMT:
+        return False
+    for declaration in statement.get_children():
+        if declaration.kind in _COMPILE_TIME_DECLS:
+            continue
+        if declaration.kind != K.VAR_DECL:
+            return False
+        name_at = max(declaration.location.offset - declaration.extent.start.offset, 0)
+        if b"constexpr" not in source.of(declaration.extent)[:name_at] and _has_initializer(declaration, source):
+            return False
+    return True
+
+
+def _leading_statement(body: ci.Cursor, source: _SourceBytes) -> ci.Cursor | None:
+    """The first statement that does work, looking into blocks and `if constexpr` branches."""
+    scope = body
+    while True:
+        statement = next((s for s in scope.get_children() if not _is_compile_time_only(s, source)), None)
+        if statement is None:
+            return None
+        if statement.kind == K.COMPOUND_STMT:
+            scope = statement
+            continue
+        if statement.kind == K.IF_STMT and re.match(rb"if\s+constexpr\b", source.of(statement.extent)):
+            branches = list(statement.get_children())
+            if len(branches) < 2:
+                return statement
+            if branches[1].kind == K.COMPOUND_STMT:
+                scope = branches[1]
+                continue
+            return branches[1]
+        return statement
+
+
+# -- the extractor ----------------------------------------------------------------------------------
+
+class DataflowExtractor:
+    """Per translation unit: walks each file function once and memoizes callee summaries."""
+
+    def __init__(self, facts: DataflowFacts, path: str, data: bytes) -> None:
+        self.facts = facts
+        self.path = path
+        self.source = _SourceBytes(path, data)
+        self._walks: dict[ci.Cursor, _WalkResult | None] = {}  # None while in progress
+        self._skipped: list[Span] | None = None
+
+    def add_function(self, cursor: ci.Cursor, body: ci.Cursor | None, function: Function) -> None:
+        """Record the facts of a kernel or device function definition of the checked file."""
+        if body is None or function.kind is FunctionKind.HOST:
+            return
+        result = self._walk(cursor, body)
+        if result is None:
+            return
+        names = [p.spelling for p in result.params]
+        body_span = span_of(body.extent)
+        self.facts.functions.append(FunctionDataflow(
+            function_usr=function.usr,
+            qualified_name=function.qualified_name,
+            body=body_span,
+            pdl_calls=[PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body)
+                       for order, e in result.events if isinstance(e, _Pdl)],
+            accesses=[_model_access(e, order, names) for order, e in result.events
+                      if isinstance(e, _Access) and e.target.scope == 0 and e.target.param < len(names)],
+            referenced_params=frozenset(names[i] for i in result.referenced if i < len(names)),
+            inactive_spans=tuple(s for s in self._skipped_in(cursor) if body_span.contains(s)),
+        ))
+        self.facts.inline_asm.extend(result.asm)
+
+    def _skipped_in(self, cursor: ci.Cursor) -> list[Span]:
+        if self._skipped is None:
+            self._skipped = _skipped_spans(cursor.translation_unit, self.path)
+        return self._skipped
+
+    def summary(self, definition: ci.Cursor) -> _Summary | None:
+        """What calling `definition` does to its parameters; None while it is being walked."""
+        body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
+        result = self._walk(definition, body) if body is not None else None
+        return result.summary() if result is not None else None
+
+    def _walk(self, cursor: ci.Cursor, body: ci.Cursor) -> _WalkResult | None:
+        if cursor in self._walks:
+            return self._walks[cursor]
+        self._walks[cursor] = None
+        result = _Walker(self, cursor, body).run()
+        self._walks[cursor] = result
+        return result
+
+
+def _model_access(event: _Access, order: int | None, names: list[str]) -> PointerAccess:
+    target = event.target
+    root = ".".join((names[target.param], *target.fields))
+    return PointerAccess(event.kind, event.span, root, target.param, target.fields, event.how, order)

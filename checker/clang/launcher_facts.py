@@ -1,0 +1,1309 @@
+"""Launcher and kernel-interface facts, one walk per function body.
+
+Host functions: `TensorMatcher` chains, `data_ptr()` uses and the launch arguments they
+feed (directly, through local pointers, or through params-struct fields), the kernels'
+explicit template arguments at each launch, TensorView inspections and the context they
+sit in, TensorViews handed to other functions, and calls of CUDA APIs / arch queries /
+host check functions with how their result is used.
+
+Kernels and device functions: vectorized global accesses through pointers that came in
+as parameters (or pointer fields of a by-value params struct), followed through local
+copies, casts, arithmetic and `pointer::offset`, plus the pointers passed on to other
+device functions.
+
+Compile-time values stay symbolic over template parameters (`ConstExpr`) so that a rule
+can evaluate them per instantiation; anything clang can fold on its own (literals,
+constexpr variables, enumerators, `sizeof` of complete types) is folded by clang.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import clang.cindex as ci
+
+from ..model import (
+    AlignmentRequest, ApiCall, ConstExpr, Function, FunctionKind, LaunchFacts, LaunchSite,
+    LaunchTensorArgument, MatcherChain, MatcherDType, PointerPass, SourceModel, Span,
+    TensorDataUse, TensorHandOff, TensorInspection, VectorAccess, VerifiedTensor,
+)
+from .cursors import K, children, source_text, span_of, walk
+
+# ---- clang's own constant folding -------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _evaluation_api() -> ctypes.CDLL:
+    lib = ci.conf.lib
+    lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+    lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
+    lib.clang_EvalResult_getKind.restype = ctypes.c_int
+    lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_isUnsignedInt.restype = ctypes.c_uint
+    lib.clang_EvalResult_isUnsignedInt.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
+    lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsUnsigned.restype = ctypes.c_ulonglong
+    lib.clang_EvalResult_getAsUnsigned.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+_EVAL_INT = 1  # CXEval_Int
+
+
+def folded_int(cursor: ci.Cursor) -> int | None:
+    """The integer value clang computes for a non-dependent constant expression."""
+    if not cursor.kind.is_expression():
+        return None
+    lib = _evaluation_api()
+    result = lib.clang_Cursor_Evaluate(cursor)
+    if not result:
+        return None
+    try:
+        if lib.clang_EvalResult_getKind(result) != _EVAL_INT:
+            return None
+        if lib.clang_EvalResult_isUnsignedInt(result):
+            return int(lib.clang_EvalResult_getAsUnsigned(result))
+        return int(lib.clang_EvalResult_getAsLongLong(result))
+    finally:
+        lib.clang_EvalResult_dispose(result)
+
+
+# ---- small cursor helpers ------------------------------------------------------------------
+
+_WRAPPERS = (K.UNEXPOSED_EXPR, K.PAREN_EXPR)
+_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CSTYLE_CAST_EXPR,
+          K.CXX_CONST_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR)
+_VECTOR_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CSTYLE_CAST_EXPR)
+_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _offsets(cursor: ci.Cursor) -> tuple[int, int]:
+    return cursor.extent.start.offset, cursor.extent.end.offset
+
+
+def _expression_children(cursor: ci.Cursor) -> list[ci.Cursor]:
+    return [c for c in cursor.get_children() if c.kind.is_expression()]
+
+
+def _strip(cursor: ci.Cursor) -> ci.Cursor:
+    """Look through parentheses, implicit conversions and casts to the operand."""
+    while cursor.kind in _WRAPPERS or cursor.kind in _CASTS:
+        operands = _expression_children(cursor)
+        if len(operands) != 1:
+            break
+        cursor = operands[0]
+    return cursor
+
+
+def _strip_wrappers(cursor: ci.Cursor) -> ci.Cursor:
+    while cursor.kind in _WRAPPERS:
+        operands = _expression_children(cursor)
+        if len(operands) != 1:
+            break
+        cursor = operands[0]
+    return cursor
+
+
+def _initializer(decl: ci.Cursor) -> ci.Cursor | None:
+    """The initializer expression of a variable declaration."""
+    for child in decl.get_children():
+        if child.kind.is_expression():
+            return child
+    return None
+
+
+def _canonical_name(type_: ci.Type) -> str:
+    return type_.get_canonical().spelling.replace("const ", "").replace("volatile ", "").strip()
+
+
+def _is_tensor_type(type_: ci.Type) -> bool:
+    name = _canonical_name(type_).rstrip("&").strip()
+    return name in ("tvm::ffi::TensorView", "tvm::ffi::Tensor")
+
+
+def _bare_record_name(spelling: str) -> str:
+    return spelling.split("<", 1)[0].replace("const ", "").strip().split("::")[-1]
+
+
+def _is_named_record(type_: ci.Type, name: str) -> bool:
+    return _bare_record_name(_canonical_name(type_)) == name or _bare_record_name(type_.spelling) == name
+
+
+def _referenced(cursor: ci.Cursor) -> ci.Cursor | None:
+    try:
+        return cursor.referenced
+    except ValueError:  # a cursor kind these bindings do not know
+        return None
+
+
+def _overloaded_declarations(reference: ci.Cursor) -> list[ci.Cursor]:
+    """The declarations an OVERLOADED_DECL_REF (a dependent `kern<T>`) may name."""
+    lib = ci.conf.lib
+    return [ci.Cursor.from_result(lib.clang_getOverloadedDecl(reference, i), reference)
+            for i in range(lib.clang_getNumOverloadedDecls(reference))]
+
+
+def overloaded_function_usr(reference: ci.Cursor) -> str:
+    """The USR of the one function template an OVERLOADED_DECL_REF can name, or "" when
+    it names several."""
+    usrs = {d.get_usr() for d in _overloaded_declarations(reference)}
+    return usrs.pop() if len(usrs) == 1 else ""
+
+
+def _function_declaration(decl: ci.Cursor | None) -> ci.Cursor | None:
+    """The function (template) a callee reference names, when it names exactly one."""
+    if decl is not None and decl.kind == K.OVERLOADED_DECL_REF:
+        candidates = _overloaded_declarations(decl)
+        decl = candidates[0] if len({c.get_usr() for c in candidates}) == 1 else None
+    if decl is None or decl.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
+        return None
+    return decl.specialized_template or decl
+
+
+def _function_usr(decl: ci.Cursor | None) -> str:
+    declaration = _function_declaration(decl)
+    return declaration.get_usr() if declaration is not None else ""
+
+
+def _template_param_names(declaration: ci.Cursor) -> tuple[str, ...]:
+    return tuple(c.spelling for c in declaration.get_children()
+                 if c.kind in (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER))
+
+
+_SCALAR_TYPE_KINDS = frozenset({
+    ci.TypeKind.BOOL, ci.TypeKind.CHAR_U, ci.TypeKind.UCHAR, ci.TypeKind.USHORT, ci.TypeKind.UINT,
+    ci.TypeKind.ULONG, ci.TypeKind.ULONGLONG, ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR, ci.TypeKind.SHORT,
+    ci.TypeKind.INT, ci.TypeKind.LONG, ci.TypeKind.LONGLONG, ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE,
+    ci.TypeKind.ENUM,
+})
+
+
+def _may_carry_pointer(argument: ci.Cursor) -> bool:
+    """False for arguments of a known arithmetic type (a size, a scale)."""
+    return argument.type.get_canonical().kind not in _SCALAR_TYPE_KINDS
+
+
+# ---- symbolic constants ----------------------------------------------------------------------
+
+_BINARY_OPERATORS = {
+    "Mul": "*", "Div": "/", "Rem": "%", "Add": "+", "Sub": "-", "Shl": "<<", "Shr": ">>",
+    "LT": "<", "GT": ">", "LE": "<=", "GE": ">=", "EQ": "==", "NE": "!=", "And": "&",
+    "Xor": "^", "Or": "|", "LAnd": "&&", "LOr": "||",
+}
+_BINARY_SPELLINGS = frozenset(_BINARY_OPERATORS.values())
+_UNARY_TOKENS = {"-": "neg", "!": "not", "~": "bitnot", "+": ""}
+_CONSTEXPR_HELPERS = {"min": "min", "max": "max", "gcd": "gcd"}
+_WARP_UNIFORM_16B = -16  # the default kPattern of warp::load_bytes / store_bytes
+_MAX_FOLD_DEPTH = 12  # variable initializers / helper calls followed in a row
+_ARGUMENT_PREFIX = "arg:"
+
+
+@dataclass(frozen=True)
+class _VectorType:
+    width: ConstExpr
+    text: str
+
+
+_VECTOR_TEMPLATES = frozenset({"AlignedVector", "AlignedStorage"})  # <T, N>: N elements of T
+_CUDA_VECTOR_NAME = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[234]")
+_PACKED_NAMES = frozenset({"__half2", "half2", "__nv_bfloat162", "nv_bfloat162", "__nv_fp8x2_e4m3",
+                           "__nv_fp8x2_e5m2", "__nv_fp8x4_e4m3", "__nv_fp8x4_e5m2"})
+
+
+def _is_vector_record(name: str) -> bool:
+    """A type that packs several elements into one access (AlignedVector, int4, half2...)."""
+    bare = _bare_record_name(name)
+    return bare in _VECTOR_TEMPLATES or bare in _PACKED_NAMES or bool(_CUDA_VECTOR_NAME.fullmatch(bare))
+
+
+class _Constants:
+    """Turns expressions and types of one translation unit into `ConstExpr`s."""
+
+    def __init__(self, data: bytes, path: str) -> None:
+        self.data = data
+        self.path = path
+
+    def text(self, cursor: ci.Cursor) -> str:
+        location = cursor.extent.start
+        if location.file is None or location.file.name != self.path:
+            return cursor.spelling
+        return source_text(self.data, span_of(cursor.extent))
+
+    def unknown(self, cursor: ci.Cursor) -> ConstExpr:
+        return ConstExpr("unknown", text=self.text(cursor))
+
+    # -- values --------------------------------------------------------------------------
+    def value(self, cursor: ci.Cursor, depth: int = 0) -> ConstExpr:
+        folded = folded_int(cursor)
+        if folded is not None:
+            return ConstExpr("int", folded)
+        if depth > _MAX_FOLD_DEPTH:
+            return self.unknown(cursor)
+        kind = cursor.kind
+        if kind in _WRAPPERS or kind in _CASTS:
+            operands = _expression_children(cursor)
+            return self.value(operands[-1], depth) if operands else self.unknown(cursor)
+        if kind == K.BINARY_OPERATOR:
+            return self._binary(cursor, depth)
+        if kind == K.UNARY_OPERATOR:
+            return self._unary(cursor, depth)
+        if kind == K.CONDITIONAL_OPERATOR:
+            parts = _expression_children(cursor)
+            if len(parts) == 3:
+                return ConstExpr("?:", args=tuple(self.value(p, depth) for p in parts))
+        if kind == K.CXX_UNARY_EXPR:
+            return self._sizeof(cursor)
+        if kind == K.DECL_REF_EXPR:
+            return self._reference(cursor, depth)
+        if kind == K.CALL_EXPR:
+            return self._call(cursor, depth)
+        return self.unknown(cursor)
+
+    def _binary(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
+        operands = _expression_children(cursor)
+        try:
+            op = _BINARY_OPERATORS.get(cursor.binary_operator.name)
+        except ValueError:
+            op = None
+        if op is None or len(operands) != 2:
+            return self.unknown(cursor)
+        return ConstExpr(op, args=(self.value(operands[0], depth), self.value(operands[1], depth)))
+
+    def _unary(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
+        operands = _expression_children(cursor)
+        first = next(cursor.get_tokens(), None)
+        op = _UNARY_TOKENS.get(first.spelling) if first is not None else None
+        if op is None or len(operands) != 1:
+            return self.unknown(cursor)
+        inner = self.value(operands[0], depth)
+        return ConstExpr(op, args=(inner,)) if op else inner
+
+    def _sizeof(self, cursor: ci.Cursor) -> ConstExpr:
+        first = next(cursor.get_tokens(), None)
+        type_refs = [c for c in cursor.get_children() if c.kind == K.TYPE_REF]
+        if first is None or first.spelling != "sizeof" or len(type_refs) != 1:
+            return self.unknown(cursor)
+        return self.type_size(type_refs[0])
+
+    def _reference(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
+        ref = _referenced(cursor)
+        if ref is None:
+            return self._dependent_member(cursor)
+        if ref.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+            return ConstExpr("param", name=ref.spelling)
+        if ref.kind == K.PARM_DECL:  # bound when the enclosing constexpr helper is inlined
+            return ConstExpr("param", name=_ARGUMENT_PREFIX + ref.spelling)
+        if ref.kind == K.ENUM_CONSTANT_DECL:
+            return ConstExpr("int", ref.enum_value)
+        if ref.kind == K.VAR_DECL:
+            initializer = _initializer(ref)
+            if initializer is not None:
+                return self.value(initializer, depth + 1)
+        return self.unknown(cursor)
+
+    def _dependent_member(self, cursor: ci.Cursor) -> ConstExpr:
+        """`vec_t::kBytes` / `vec_t::kSize` of a dependent AlignedVector alias."""
+        type_refs = [c for c in cursor.get_children() if c.kind == K.TYPE_REF]
+        member = _trailing_name(self.data, cursor) if cursor.location.file and \
+            cursor.location.file.name == self.path else ""
+        if len(type_refs) == 1 and member in ("kBytes", "kSize"):
+            vector = self._aligned_vector_parts(type_refs[0].type)
+            if vector is not None:
+                return vector[0] if member == "kBytes" else vector[1]
+        return self.unknown(cursor)
+
+    def _call(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
+        parts = children(cursor)
+        if not parts:
+            return self.unknown(cursor)
+        callee = _strip_wrappers(parts[0])
+        name = callee_name(cursor)
+        if name in ("get_vec_bytes",):
+            args = self.template_args(callee)
+            if args is not None and len(args) == 2:
+                return ConstExpr("vec_bytes", args=args)
+        if name in _CONSTEXPR_HELPERS and len(parts) >= 3:
+            return ConstExpr(_CONSTEXPR_HELPERS[name], args=tuple(self.value(p, depth) for p in parts[1:]))
+        operator = name[len("operator"):] if name.startswith("operator") else ""
+        if operator in _BINARY_SPELLINGS and len(parts) == 3:  # a dependent `a * b`
+            return ConstExpr(operator, args=(self.value(parts[0], depth), self.value(parts[2], depth)))
+        inlined = self._inline(cursor, callee, parts[1:], depth)
+        return inlined if inlined is not None else self.unknown(cursor)
+
+    def _inline(self, call: ci.Cursor, callee: ci.Cursor, arguments: list[ci.Cursor],
+                depth: int) -> ConstExpr | None:
+        """A call of a helper whose body only returns (through local constexprs and `if
+        constexpr`), with its template and function parameters bound. Such a body has no
+        side effects, so its value is the call's also when it is not constexpr."""
+        declaration = _function_declaration(_referenced(callee))
+        if declaration is None:
+            named = [c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF]
+            declaration = _function_declaration(named[0]) if named else None
+        definition = declaration.get_definition() if declaration is not None else None
+        if definition is None:
+            return None
+        body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
+        returned = self._returned(children(body), depth + 1) if body is not None else None
+        if returned is None:
+            return None
+        template_args = self.template_args(callee) or ()
+        mapping = dict(zip(_template_param_names(definition), template_args))
+        params = [c.spelling for c in definition.get_children() if c.kind == K.PARM_DECL]
+        mapping.update((_ARGUMENT_PREFIX + name, self.value(arg, depth)) for name, arg in zip(params, arguments))
+        return returned.substitute(mapping)
+
+    def _returned(self, statements: list[ci.Cursor], depth: int) -> ConstExpr | None:
+        """The value a run of statements returns, or None beyond returns and branches."""
+        for index, statement in enumerate(statements):
+            if statement.kind in (K.DECL_STMT, K.STATIC_ASSERT, K.NULL_STMT):
+                continue  # local constexprs are inlined where they are used
+            if statement.kind == K.RETURN_STMT:
+                values = _expression_children(statement)
+                return self.value(values[0], depth) if values else None
+            if statement.kind == K.COMPOUND_STMT:
+                return self._returned(children(statement) + statements[index + 1:], depth)
+            if statement.kind != K.IF_STMT:
+                return None
+            parts = children(statement)
+            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
+                return None
+            taken = self._returned([parts[1]], depth)
+            rest = [parts[2]] if len(parts) == 3 else statements[index + 1:]
+            otherwise = self._returned(rest, depth)
+            if taken is None or otherwise is None:
+                return None
+            return ConstExpr("?:", args=(self.value(parts[0], depth), taken, otherwise))
+        return None
+
+    def template_args(self, reference: ci.Cursor) -> tuple[ConstExpr, ...] | None:
+        """The explicit template arguments of a DECL_REF_EXPR (types as their size), or
+        None when their positions cannot be told apart (a nested template-id)."""
+        args = []
+        for child in reference.get_children():
+            if child.kind == K.TEMPLATE_REF:
+                return None
+            if child.kind == K.TYPE_REF:
+                args.append(self.type_size(child))
+            elif child.kind.is_expression():
+                args.append(self.value(child))
+        return tuple(args)
+
+    # -- types ---------------------------------------------------------------------------
+    def type_size(self, type_ref: ci.Cursor) -> ConstExpr:
+        """The size in bytes of the type a TYPE_REF names."""
+        size = type_ref.type.get_canonical().get_size()
+        if size > 0:
+            return ConstExpr("int", size)
+        decl = _referenced(type_ref)
+        if decl is not None and decl.kind == K.TEMPLATE_TYPE_PARAMETER:
+            return ConstExpr("sizeof", name=decl.spelling)
+        vector = self.vector_type(type_ref.type)
+        return vector.width if vector is not None else self.unknown(type_ref)
+
+    def vector_type(self, type_: ci.Type, written: ci.Cursor | None = None) -> _VectorType | None:
+        """The access width of a multi-element type, or None for a scalar / unknown type.
+        `written` is a declaration whose children spell the type (for dependent types)."""
+        size = type_.get_canonical().get_size()
+        if size > 0:
+            name = _canonical_name(type_)
+            return _VectorType(ConstExpr("int", size), type_.spelling) if _is_vector_record(name) else None
+        decl = type_.get_declaration()
+        spelling_source = None
+        if decl.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+            spelling_source = decl
+        elif written is not None:
+            spelling_source = written
+        if spelling_source is None:
+            return None
+        return self._vector_from_spelling(spelling_source, type_.spelling)
+
+    def _vector_from_spelling(self, declaration: ci.Cursor, text: str) -> _VectorType | None:
+        template, args = template_spelling(declaration)
+        if template in _VECTOR_TEMPLATES and len(args) == 2 and args[0].kind == K.TYPE_REF:
+            width = ConstExpr("*", args=(self.type_size(args[0]), self.value(args[1])))
+            return _VectorType(width, text)
+        if template in _VECTOR_TEMPLATES and len(args) == 1 and args[0].kind.is_expression():
+            element = _builtin_element_size(declaration)  # `AlignedVector<float, N>`: no TYPE_REF
+            if element is not None:
+                return _VectorType(ConstExpr("*", args=(ConstExpr("int", element), self.value(args[0]))), text)
+        if template in _VECTOR_TEMPLATES:
+            return _VectorType(ConstExpr("unknown", text=text), text)
+        if template == "packed_t" and len(args) == 1 and args[0].kind == K.TYPE_REF:
+            return _VectorType(ConstExpr("*", args=(ConstExpr("int", 2), self.type_size(args[0]))), text)
+        if len(args) == 1 and args[0].kind == K.TYPE_REF and template is None:
+            return self.vector_type(args[0].type)  # an alias of another alias
+        return None
+
+    def _aligned_vector_parts(self, type_: ci.Type) -> tuple[ConstExpr, ConstExpr] | None:
+        decl = type_.get_declaration()
+        if decl.kind not in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+            return None
+        template, args = template_spelling(decl)
+        if template not in _VECTOR_TEMPLATES or len(args) != 2 or args[0].kind != K.TYPE_REF:
+            return None
+        count = self.value(args[1])
+        return ConstExpr("*", args=(self.type_size(args[0]), count)), count
+
+
+def _builtin_element_size(declaration: ci.Cursor) -> int | None:
+    """The size of the first template argument of the type a declaration spells, when
+    that argument is a builtin type (libclang gives builtin types no TYPE_REF cursor)."""
+    if declaration.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+        spelled = declaration.underlying_typedef_type
+    else:
+        spelled = declaration.type
+    if spelled.get_num_template_arguments() < 1:
+        return None
+    size = spelled.get_template_argument_type(0).get_canonical().get_size()
+    return size if size > 0 else None
+
+
+def template_spelling(declaration: ci.Cursor) -> tuple[str | None, list[ci.Cursor]]:
+    """(template name, argument cursors) of a type spelled `ns::Template<args...>` in a
+    declaration's children; (None, [type refs]) when no template is named."""
+    template = None
+    args: list[ci.Cursor] = []
+    for child in declaration.get_children():
+        if child.kind == K.TEMPLATE_REF:
+            if template is not None:
+                return template, []  # nested template-id: argument positions are unclear
+            ref = _referenced(child)
+            template = ref.spelling if ref is not None else child.spelling
+        elif child.kind == K.TYPE_REF or (template is not None and child.kind.is_expression()):
+            args.append(child)
+    return template, args
+
+
+def _trailing_name(data: bytes, cursor: ci.Cursor) -> str:
+    """The identifier that ends a reference's extent, skipping `<...>` template arguments
+    (libclang leaves dependent member references unnamed)."""
+    end = cursor.extent.end.offset
+    start = cursor.extent.start.offset
+    position = end
+    if position > start and data[position - 1:position] == b">":
+        depth = 0
+        while position > start:
+            position -= 1
+            char = data[position:position + 1]
+            depth += {b">": 1, b"<": -1}.get(char, 0)
+            if depth == 0:
+                break
+    while position > start and data[position - 1:position] in (b" ", b"\t", b"\n", b"\r"):
+        position -= 1
+    name_end = position
+    while position > start and data[position - 1] in _NAME_CHARS:
+        position -= 1
+    return data[position:name_end].decode("ascii", errors="replace")
+
+
+def callee_name(call: ci.Cursor, data: bytes | None = None, path: str = "") -> str:
+    """The called function's (or method's) name, also for dependent calls."""
+    if call.spelling:
+        return call.spelling
+    parts = children(call)
+    if not parts:
+        return ""
+    operator = _operator_part(parts)
+    if operator is not None:
+        return operator
+    callee = _strip_wrappers(parts[0])
+    for node in [callee, *callee.get_children()]:
+        if node.kind == K.OVERLOADED_DECL_REF:
+            return node.spelling
+    if callee.kind == K.MEMBER_REF_EXPR:
+        if callee.spelling:
+            return callee.spelling
+        if data is not None and callee.location.file and callee.location.file.name == path:
+            return _trailing_name(data, callee)
+    ref = _referenced(callee)
+    return ref.spelling if ref is not None else ""
+
+
+def _operator_part(parts: list[ci.Cursor]) -> str | None:
+    """The operator of a dependent `a + b` / `&a`, which libclang lists in source order
+    (operand, operator, operand) instead of callee first."""
+    if len(parts) not in (2, 3):
+        return None
+    ref = _referenced(_strip_wrappers(parts[len(parts) - 2]))
+    if ref is not None and ref.spelling.startswith("operator") and ref.spelling != "operator()":
+        return ref.spelling
+    return None
+
+
+def _member_call_object(call: ci.Cursor) -> ci.Cursor | None:
+    """`obj` of `obj.method(...)`."""
+    parts = children(call)
+    if not parts:
+        return None
+    callee = _strip_wrappers(parts[0])
+    if callee.kind != K.MEMBER_REF_EXPR:
+        return None
+    objects = children(callee)
+    return objects[0] if objects else None
+
+
+def _call_arguments(call: ci.Cursor) -> list[ci.Cursor]:
+    if _is_constructor_call(call):  # no callee child: `T(args...)`, `T{args...}`, copies
+        return _expression_children(call)
+    parts = children(call)
+    return parts[1:] if parts else []
+
+
+def _is_constructor_call(call: ci.Cursor) -> bool:
+    ref = _referenced(call)
+    return ref is not None and ref.kind == K.CONSTRUCTOR
+
+
+# ---- statement context -------------------------------------------------------------------
+
+_FAILURE_CALLS = frozenset({"Panic", "PanicThrower", "ErrorBuilder", "__assert_fail", "__assert_rtn",
+                            "_wassert", "abort"})
+_LOOPS = (K.WHILE_STMT, K.FOR_STMT, K.DO_STMT, K.SWITCH_STMT)
+_STATEMENT_BOUNDARIES = (K.COMPOUND_STMT, K.DECL_STMT, K.RETURN_STMT, K.LAMBDA_EXPR)
+_CHECK_FUNCTIONS = frozenset({"RuntimeCheck"})
+
+
+def _fails(statement: ci.Cursor) -> bool:
+    """Whether a branch throws or aborts (`throw`, `Panic`, a CHECK macro's failure path)."""
+    for node in [statement, *walk(statement)]:
+        if node.kind == K.CXX_THROW_EXPR or (node.kind == K.CALL_EXPR and node.spelling in _FAILURE_CALLS):
+            return True
+    return False
+
+
+def _condition_index(statement: ci.Cursor, parts: list[ci.Cursor]) -> int | None:
+    """Which child of an if/loop statement is its condition (None for a do-loop body...)."""
+    if statement.kind == K.DO_STMT:
+        return len(parts) - 1 if len(parts) == 2 else None
+    if statement.kind == K.FOR_STMT:
+        return None  # for-loop parts are not told apart reliably
+    for index, part in enumerate(parts):
+        if part.kind.is_expression() or part.kind == K.VAR_DECL:
+            return index
+    return None
+
+
+def condition_context(node: ci.Cursor, ancestors: list[ci.Cursor]) -> str:
+    """"check", "condition" or "value": where an expression sits (see TensorInspection)."""
+    child = node
+    for parent in reversed(ancestors):
+        kind = parent.kind
+        if kind == K.CONDITIONAL_OPERATOR:
+            parts = children(parent)
+            if parts and parts[0] == child:
+                return "check" if any(_fails(p) for p in parts[1:]) else "condition"
+        elif kind == K.IF_STMT or kind in _LOOPS:
+            parts = children(parent)
+            index = _condition_index(parent, parts)
+            if index is not None and parts[index] == child:
+                then = parts[index + 1] if kind == K.IF_STMT and index + 1 < len(parts) else None
+                return "check" if then is not None and _fails(then) else "condition"
+            return "value"
+        elif kind == K.CALL_EXPR and parent.spelling in _CHECK_FUNCTIONS:
+            arguments = _call_arguments(parent)
+            if arguments and arguments[0] == child:
+                return "check"
+        elif kind in _STATEMENT_BOUNDARIES:
+            return "value"
+        child = parent
+    return "value"
+
+
+def result_use(node: ci.Cursor, ancestors: list[ci.Cursor]) -> str:
+    """"discarded", "void_cast" or "used": what happens to a call's value."""
+    child = node
+    for parent in reversed(ancestors):
+        kind = parent.kind
+        if kind in _WRAPPERS:
+            child = parent
+            continue
+        if kind in _CASTS:
+            return "void_cast" if parent.type.kind == ci.TypeKind.VOID else "used"
+        if kind == K.COMPOUND_STMT:
+            return "discarded"
+        if kind in (K.IF_STMT, *_LOOPS):
+            parts = children(parent)
+            index = _condition_index(parent, parts)
+            is_condition = index is not None and parts[index] == child
+            is_for_header = kind == K.FOR_STMT and parts and parts[-1] != child
+            return "used" if is_condition or is_for_header else "discarded"
+        if kind in (K.CASE_STMT, K.DEFAULT_STMT, K.LABEL_STMT):
+            return "discarded" if children(parent)[-1] == child else "used"
+        if kind == K.BINARY_OPERATOR:
+            try:
+                is_comma = parent.binary_operator.name == "Comma"
+            except ValueError:
+                is_comma = False
+            if is_comma and children(parent)[0] == child:
+                return "discarded"
+        return "used"
+    return "used"
+
+
+# ---- API calls ----------------------------------------------------------------------------
+
+_CUDA_API = re.compile(r"(?:cuda|cu)[A-Z]\w*")
+_ARCH_QUERIES = frozenset({"get_cc_major", "get_cc_minor", "get_sm_version"})
+_HOST_CHECKS = frozenset({"RuntimeCheck", "RuntimeDeviceCheck"})
+
+
+def _is_api_name(name: str) -> bool:
+    return name in _ARCH_QUERIES or name in _HOST_CHECKS or bool(_CUDA_API.fullmatch(name))
+
+
+def _returns_cuda_error(call: ci.Cursor) -> bool:
+    return _canonical_name(call.type) in ("cudaError", "enum cudaError", "cudaError_t", "CUresult",
+                                          "enum cudaError_enum", "cudaError_enum")
+
+
+# ---- pointer origins in device code --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Origin:
+    param_index: int
+    field: str = ""
+
+    def through(self, field_name: str) -> "_Origin":
+        return self if self.field else _Origin(self.param_index, field_name)
+
+
+_Origins = tuple[_Origin, ...]
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """The function a body belongs to: one of the checked file's, or a device function of
+    an included header that the file's kernels hand pointers to."""
+
+    usr: str
+    name: str
+    is_device: bool
+    launch_sites: tuple[LaunchSite, ...] = ()
+    path: str = ""  # "" for the checked file
+
+
+@dataclass
+class _TensorSource:
+    field: str
+    tensor: str
+    data_use: Span
+
+
+@dataclass
+class _BodyState:
+    """Per-body dataflow: what local variables hold."""
+
+    origins: dict[int, _Origins] = field(default_factory=dict)  # device: local -> parameters
+    tensor_sources: dict[int, list[_TensorSource]] = field(default_factory=dict)  # host
+    matcher_alignment: dict[int, AlignmentRequest | None] = field(default_factory=dict)
+    matcher_dtypes: dict[int, tuple[MatcherDType, ...]] = field(default_factory=dict)
+    dtype_options: dict[int, tuple[MatcherDType, ...]] = field(default_factory=dict)
+    chain_calls: set[tuple[int, int]] = field(default_factory=set)
+
+
+_INSPECTIONS = frozenset({"dtype", "shape", "sizes", "ndim", "dim", "numel", "device", "strides", "size",
+                          "stride", "is_contiguous", "IsContiguous"})
+_VECTOR_MEMBER_CALLS = frozenset({"load", "store"})
+_WARP_ROW_CALLS = frozenset({"load_bytes", "store_bytes"})
+_TYPED_CALLS = frozenset({"load_as", "store_as"})
+
+
+class _BodyFacts:
+    """Collects the facts of one function body in a single pre-order walk."""
+
+    def __init__(self, model: SourceModel, subject: _Subject, cursor: ci.Cursor,
+                 data: bytes, path: str) -> None:
+        self.model = model
+        self.facts = model.launcher_facts
+        self.function = subject
+        self.data = data
+        self.path = path
+        self.consts = _Constants(data, path)
+        self.state = _BodyState()
+        self.device = subject.is_device
+        self.params = {p.hash: index for index, p in enumerate(
+            c for c in cursor.get_children() if c.kind == K.PARM_DECL)}
+        self.launches = {(s.span.start, s.span.end): s for s in subject.launch_sites}
+
+    def run(self, cursor: ci.Cursor, body: ci.Cursor) -> None:
+        if self.device:
+            self._vector_parameters(cursor)
+        self._visit(body, [])
+
+    def _vector_parameters(self, cursor: ci.Cursor) -> None:
+        """A parameter declared as a pointer to a vector type (`const float4*`): every
+        access through it is vectorized."""
+        for index, param in enumerate(c for c in cursor.get_children() if c.kind == K.PARM_DECL):
+            type_ = param.type.get_canonical()
+            if type_.kind != ci.TypeKind.POINTER:
+                continue
+            vector = self.consts.vector_type(type_.get_pointee())
+            if vector is not None:
+                self.facts.vector_accesses.append(VectorAccess(
+                    self.function.usr, index, "", self._span(param), "vector_param", vector.width,
+                    param.type.get_pointee().spelling, self.function.path))
+
+    def _visit(self, node: ci.Cursor, ancestors: list[ci.Cursor]) -> None:
+        kind = node.kind
+        if kind == K.CALL_EXPR:
+            self._on_call(node, ancestors)
+        elif kind == K.VAR_DECL:
+            self._on_variable(node)
+        elif kind == K.BINARY_OPERATOR:
+            self._on_assignment(node)
+        elif self.device and kind in _VECTOR_CASTS:
+            self._on_cast(node)
+        elif kind == K.INIT_LIST_EXPR and not self.device:
+            self._add_handoffs(node, "{...}", children(node))
+        ancestors.append(node)
+        for child in node.get_children():
+            self._visit(child, ancestors)
+        ancestors.pop()
+
+    def _span(self, cursor: ci.Cursor) -> Span:
+        return span_of(cursor.extent)
+
+    def _member_name(self, member: ci.Cursor) -> str:
+        """`x.name`'s name, also when `x` has a dependent type (libclang leaves it unnamed)."""
+        if member.spelling:
+            return member.spelling
+        location = member.extent.end
+        return _trailing_name(self.data, member) if location.file and location.file.name == self.path else ""
+
+    # -- dispatch --------------------------------------------------------------------------
+    def _on_call(self, call: ci.Cursor, ancestors: list[ci.Cursor]) -> None:
+        name = callee_name(call, self.data, self.path)
+        if _is_api_name(name):
+            self._add_api_call(call, name, ancestors)
+        if self.device:
+            self._device_call(call, name)
+            return
+        site = self.launches.get(_offsets(call))
+        if site is not None:
+            self._add_launch(call, site)
+        self._add_handoffs(call, name, _call_arguments(call))
+        obj = _member_call_object(call)
+        tensor = self._tensor_name(obj) if obj is not None else None
+        if tensor is not None and name == "data_ptr":
+            in_check = condition_context(call, ancestors) == "check"
+            self.facts.tensor_data_uses.append(TensorDataUse(self.function.usr, tensor, self._span(call), in_check))
+        elif tensor is not None and name in _INSPECTIONS:
+            self.facts.tensor_inspections.append(TensorInspection(
+                self.function.usr, tensor, name, self._span(call), condition_context(call, ancestors)))
+        elif name == "set_options" and _is_named_record(obj.type, "SymbolicDType"):
+            self._add_dtype_options(call, obj)
+        elif _offsets(call) not in self.state.chain_calls:
+            self._add_matcher_chain(call, "")
+
+    # -- API calls -------------------------------------------------------------------------
+    def _add_api_call(self, call: ci.Cursor, name: str, ancestors: list[ci.Cursor]) -> None:
+        parts = children(call)
+        decl = _referenced(call)
+        qualified = _qualified(decl) if decl is not None and decl.kind != K.OVERLOADED_DECL_REF else ""
+        self.facts.api_calls.append(ApiCall(
+            function=self.function.usr,
+            function_name=self.function.name,
+            name=name,
+            qualified_name=qualified,
+            span=self._span(call),
+            returns_cuda_error=_returns_cuda_error(call),
+            result_use=result_use(call, ancestors),
+            argument_names=tuple(self._argument_name(a) for a in parts[1:]),
+        ))
+
+    def _argument_name(self, argument: ci.Cursor) -> str:
+        inner = _strip(argument)
+        ref = _referenced(inner) if inner.kind == K.DECL_REF_EXPR else None
+        return ref.spelling if ref is not None else self.consts.text(argument)
+
+    # -- host: tensors ---------------------------------------------------------------------
+    def _tensor_name(self, expression: ci.Cursor) -> str | None:
+        inner = _strip(expression)
+        if inner.kind == K.CALL_EXPR and _is_constructor_call(inner):  # a by-value copy
+            operands = _expression_children(inner)
+            inner = _strip(operands[0]) if len(operands) == 1 else inner
+        if inner.kind != K.DECL_REF_EXPR:
+            return None
+        decl = _referenced(inner)
+        if decl is None or decl.kind not in (K.PARM_DECL, K.VAR_DECL) or not _is_tensor_type(decl.type):
+            return None
+        return decl.spelling
+
+    def _add_handoffs(self, at: ci.Cursor, callee: str, values: list[ci.Cursor]) -> None:
+        """Tensors passed on as a whole: call arguments, `{a, b}` lists, copies."""
+        parts = children(at) if at.kind == K.CALL_EXPR else []
+        callee_usr = _function_usr(_referenced(_strip_wrappers(parts[0]))) if parts else ""
+        for value in values:
+            tensor = self._tensor_name(value)
+            if tensor is not None:
+                self.facts.tensor_handoffs.append(
+                    TensorHandOff(self.function.usr, tensor, callee, callee_usr, self._span(at)))
+
+    def _on_variable(self, decl: ci.Cursor) -> None:
+        initializer = _initializer(decl)
+        if initializer is None:
+            return
+        if self.device:
+            origins = self._origins(initializer)
+            if origins:
+                self.state.origins[decl.hash] = origins
+            return
+        if _is_named_record(decl.type, "TensorMatcher"):
+            self._add_matcher_chain(initializer, decl.spelling, variable=decl)
+            return
+        self._add_handoffs(decl, decl.spelling, [initializer])
+        sources = list(self._tensor_sources(initializer, "", decl.type))
+        if sources:
+            self.state.tensor_sources[decl.hash] = sources
+
+    def _on_assignment(self, node: ci.Cursor) -> None:
+        try:
+            if node.binary_operator.name != "Assign":
+                return
+        except ValueError:
+            return
+        parts = children(node)
+        if len(parts) != 2:
+            return
+        target, value = _strip_wrappers(parts[0]), parts[1]
+        if self.device:
+            origins = self._origins(value)
+            decl = _referenced(target) if target.kind == K.DECL_REF_EXPR else None
+            if origins and decl is not None and decl.kind == K.VAR_DECL:
+                self.state.origins[decl.hash] = origins
+            return
+        field_name = ""
+        if target.kind == K.MEMBER_REF_EXPR:  # params.src = x.data_ptr();
+            field_name = self._member_name(target)
+            bases = children(target)
+            target = _strip(bases[0]) if bases else target
+        decl = _referenced(target) if target.kind == K.DECL_REF_EXPR else None
+        if decl is None or decl.kind != K.VAR_DECL:
+            return
+        sources = list(self._tensor_sources(value, field_name))
+        if sources:
+            self.state.tensor_sources.setdefault(decl.hash, []).extend(sources)
+
+    def _tensor_sources(self, expression: ci.Cursor, field_name: str,
+                        record: ci.Type | None = None) -> Iterator[_TensorSource]:
+        """The tensors whose data an expression carries, with the struct field each fills.
+        `record` is the struct type an initializer list below initializes (a dependent
+        `Params<T>{...}` list has no type of its own)."""
+        node = _strip_wrappers(expression)
+        if node.kind == K.CALL_EXPR and callee_name(node) == "data_ptr":
+            obj = _member_call_object(node)
+            tensor = self._tensor_name(obj) if obj is not None else None
+            if tensor is not None:
+                yield _TensorSource(field_name, tensor, self._span(node))
+                return
+        if node.kind == K.DECL_REF_EXPR:
+            decl = _referenced(node)
+            for source in self.state.tensor_sources.get(decl.hash if decl is not None else 0, []):
+                yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
+            return
+        if node.kind == K.INIT_LIST_EXPR:
+            fields = _record_fields(node.type) or (_record_fields(record) if record is not None else [])
+            yield from self._initializer_list_sources(node, field_name, fields)
+            return
+        own_record = node.type if _record_fields(node.type) else record
+        for child in node.get_children():
+            yield from self._tensor_sources(child, field_name, own_record)
+
+    def _initializer_list_sources(self, init_list: ci.Cursor, field_name: str,
+                                  fields: list[str]) -> Iterator[_TensorSource]:
+        for index, element in enumerate(children(init_list)):
+            parts = children(element)
+            designator = next((c for c in parts if c.kind == K.MEMBER_REF), None)
+            if designator is not None:
+                name = designator.spelling
+            else:
+                name = fields[index] if index < len(fields) else ""
+            yield from self._tensor_sources(element, field_name or name)
+
+    # -- host: launches ----------------------------------------------------------------------
+    def _add_launch(self, call: ci.Cursor, site: LaunchSite) -> None:
+        by_extent = {_offsets(c): c for c in call.get_children()}
+        kernel_ref = by_extent.get((site.kernel_span.start, site.kernel_span.end)) if site.kernel_span else None
+        template_args = self._kernel_template_args(kernel_ref) if kernel_ref is not None else ()
+        tensor_arguments = []
+        for index, span in enumerate(site.argument_spans):
+            argument = by_extent.get((span.start, span.end))
+            if argument is None:
+                continue
+            for source in self._tensor_sources(argument, ""):
+                tensor_arguments.append(LaunchTensorArgument(index, source.field, source.tensor, source.data_use))
+        declaration = self._kernel_declaration(kernel_ref) if kernel_ref is not None else None
+        kernel_params = _template_param_names(declaration) if declaration is not None else ()
+        if declaration is not None:
+            analyze_elsewhere(self.model, declaration, self.path)
+        self.facts.launches.append(LaunchFacts(site.span, self.function.usr, template_args,
+                                               tuple(tensor_arguments), kernel_params))
+
+    def _kernel_template_args(self, kernel_ref: ci.Cursor) -> tuple[ConstExpr, ...]:
+        reference = _kernel_reference(kernel_ref)
+        return (self.consts.template_args(reference) or ()) if reference is not None else ()
+
+    def _kernel_declaration(self, kernel_ref: ci.Cursor) -> ci.Cursor | None:
+        reference = _kernel_reference(kernel_ref)
+        if reference is None:
+            return None
+        named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
+        return _function_declaration(named[0] if named else _referenced(reference))
+
+    # -- host: matcher chains ----------------------------------------------------------------
+    def _add_dtype_options(self, call: ci.Cursor, obj: ci.Cursor) -> None:
+        decl = _referenced(_strip(obj))
+        callee = _strip_wrappers(children(call)[0])
+        options = self._dtype_list(children(callee)[1:])
+        if decl is not None and options:
+            self.state.dtype_options[decl.hash] = options
+
+    def _dtype_list(self, template_args: list[ci.Cursor]) -> tuple[MatcherDType, ...]:
+        return tuple(MatcherDType(self.consts.text(c), self.consts.type_size(c))
+                     for c in template_args if c.kind == K.TYPE_REF)
+
+    def _add_matcher_chain(self, expression: ci.Cursor, variable_name: str,
+                           variable: ci.Cursor | None = None) -> None:
+        links, root = self._chain_links(expression)
+        root_variable = _referenced(root) if root.kind == K.DECL_REF_EXPR else None
+        if root_variable is not None and _is_named_record(root_variable.type, "TensorMatcher"):
+            key = root_variable.hash
+            variable_name = root_variable.spelling
+            alignment = self.state.matcher_alignment.get(key)
+            dtypes = self.state.matcher_dtypes.get(key, ())
+            dims: tuple[str, ...] = ()
+        elif _constructs_matcher(root):
+            key = variable.hash if variable is not None else None
+            alignment, dtypes = None, ()
+            dims = self._matcher_dims(root)
+        else:
+            return
+        if not links and variable is None:
+            return
+        verified, alignments = [], []
+        for name, call, template_args, arguments in links:
+            self.state.chain_calls.add(_offsets(call))
+            if name == "with_dtype":
+                dtypes += self._dtype_list(template_args) + self._bound_dtypes(arguments)
+            elif name == "ensure_alignment" and arguments:
+                alignment = AlignmentRequest(self.consts.text(arguments[0]), self._link_span(call, name),
+                                             self.consts.value(arguments[0]))
+                alignments.append(alignment)
+            elif name == "verify" and arguments:
+                tensor = self._tensor_name(arguments[0])
+                if tensor is not None:
+                    verified.append(VerifiedTensor(tensor, self._link_span(call, name), alignment))
+        if key is not None:
+            self.state.matcher_alignment[key] = alignment
+            self.state.matcher_dtypes[key] = dtypes
+        self.facts.matcher_chains.append(MatcherChain(
+            self.function.usr, self._span(expression), dims, dtypes, tuple(verified), tuple(alignments),
+            variable_name))
+
+    def _chain_links(self, expression: ci.Cursor) -> tuple[list, ci.Cursor]:
+        """The `.name<targs>(args)` links of a method chain in source order, and its root."""
+        links = []
+        node = _strip_wrappers(expression)
+        while node.kind == K.CALL_EXPR:
+            parts = children(node)
+            callee = _strip_wrappers(parts[0]) if parts else None
+            if callee is None or callee.kind != K.MEMBER_REF_EXPR:
+                break
+            member_parts = children(callee)
+            if not member_parts:
+                break
+            links.append((self._member_name(callee), node, member_parts[1:], parts[1:]))
+            node = _strip_wrappers(member_parts[0])
+        links.reverse()
+        return links, node
+
+    def _bound_dtypes(self, arguments: list[ci.Cursor]) -> tuple[MatcherDType, ...]:
+        if not arguments:
+            return ()
+        decl = _referenced(_strip(arguments[0]))
+        return self.state.dtype_options.get(decl.hash, ()) if decl is not None else ()
+
+    def _matcher_dims(self, root: ci.Cursor) -> tuple[str, ...]:
+        for node in walk(root):
+            if node.kind == K.INIT_LIST_EXPR:
+                return tuple(self.consts.text(c) for c in children(node))
+        return ()
+
+    def _link_span(self, call: ci.Cursor, name: str) -> Span:
+        """From the method name to the end of the call (`ensure_alignment(16)`)."""
+        whole = self._span(call)
+        callee = _strip_wrappers(children(call)[0])
+        end = callee.extent.end
+        width = len(name.encode())
+        if end.line != whole.end_line and end.offset - width < whole.start:
+            return whole
+        return Span(end.line, max(1, end.column - width), whole.end_line, whole.end_column,
+                    max(whole.start, end.offset - width), whole.end)
+
+    # -- device: vector accesses ---------------------------------------------------------------
+    def _origins(self, expression: ci.Cursor, depth: int = 0) -> _Origins:
+        """The parameters (and params-struct fields) a pointer expression may derive from."""
+        node = _strip(expression)
+        if depth > _MAX_FOLD_DEPTH:
+            return ()
+        kind = node.kind
+        if kind == K.DECL_REF_EXPR:
+            decl = _referenced(node)
+            if decl is None:
+                return ()
+            if decl.hash in self.params:
+                return (_Origin(self.params[decl.hash]),)
+            return self.state.origins.get(decl.hash, ())
+        if kind == K.MEMBER_REF_EXPR:
+            bases = children(node)
+            name = self._member_name(node)
+            base = self._origins(bases[0], depth + 1) if bases and name else ()
+            return tuple(origin.through(name) for origin in base)
+        if kind == K.UNARY_OPERATOR:  # `&p[i]`; a dereference yields an element, not a pointer
+            operands = _expression_children(node)
+            return self._subscript_base(operands[0], depth) if len(operands) == 1 else ()
+        if kind == K.BINARY_OPERATOR:
+            try:
+                arithmetic = node.binary_operator.name in ("Add", "Sub")
+            except ValueError:
+                arithmetic = False
+            return self._union(_expression_children(node), depth) if arithmetic else ()
+        if kind == K.CONDITIONAL_OPERATOR:  # either branch, never the condition
+            return self._union(_expression_children(node)[1:], depth)
+        if kind == K.CALL_EXPR:
+            return self._call_origins(node, depth)
+        return ()
+
+    def _union(self, operands: list[ci.Cursor], depth: int) -> _Origins:
+        return tuple(dict.fromkeys(o for operand in operands for o in self._origins(operand, depth + 1)))
+
+    def _subscript_base(self, operand: ci.Cursor, depth: int) -> _Origins:
+        subscript = _strip(operand)
+        if subscript.kind != K.ARRAY_SUBSCRIPT_EXPR:
+            return ()
+        return self._origins(children(subscript)[0], depth + 1)
+
+    def _call_origins(self, call: ci.Cursor, depth: int) -> _Origins:
+        name = callee_name(call)
+        parts = children(call)
+        if name == "offset" and len(parts) >= 2:  # pointer::offset(ptr, ...)
+            return self._origins(parts[1], depth + 1)
+        if name in ("operator+", "operator-") and len(parts) == 3:  # dependent pointer arithmetic
+            return self._union([parts[0], parts[2]], depth)
+        if name == "operator&" and len(parts) == 2:
+            return self._subscript_base(parts[1], depth)
+        return ()
+
+    def _device_call(self, call: ci.Cursor, name: str) -> None:
+        obj = _member_call_object(call)
+        arguments = _call_arguments(call)
+        if obj is not None and name in _VECTOR_MEMBER_CALLS and arguments:
+            accessor = self._accessor(obj)
+            if accessor is not None:
+                self._add_access(arguments[0], call, *accessor)
+            return
+        if obj is not None:
+            return
+        callee = _strip_wrappers(children(call)[0]) if children(call) else None
+        if callee is None:
+            return
+        if name in _WARP_ROW_CALLS and arguments:
+            template_args = self.consts.template_args(callee) or ()
+            if template_args:
+                pattern = template_args[1] if len(template_args) > 1 else ConstExpr("int", _WARP_UNIFORM_16B)
+                width = ConstExpr("vec_bytes", args=(template_args[0], pattern))
+                self._add_access(arguments[0], call, "warp_bytes", _VectorType(width, name))
+            return
+        if name in _TYPED_CALLS and arguments:
+            type_refs = [c for c in callee.get_children() if c.kind == K.TYPE_REF]
+            vector = self.consts.vector_type(type_refs[0].type) if len(type_refs) == 1 else None
+            if vector is not None:
+                self._add_access(arguments[0], call, name, vector)
+            return
+        self._add_pointer_passes(call, callee, name, arguments)
+
+    def _accessor(self, obj: ci.Cursor) -> tuple[str, _VectorType] | None:
+        """("aligned_vector" | "tile_memory", vector type) for the object of `.load`/`.store`."""
+        node = _strip(obj)
+        decl = _referenced(node) if node.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) else None
+        if decl is not None and decl.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL):
+            return self._accessor_of_declaration(decl)
+        if node.kind == K.CALL_EXPR:  # a temporary: tile::Memory<vec_t>::cta().load(...)
+            return self._memory_accessor(_strip_wrappers(children(node)[0])) if children(node) else None
+        return None
+
+    def _accessor_of_declaration(self, decl: ci.Cursor) -> tuple[str, _VectorType] | None:
+        type_ = decl.type
+        if type_.get_canonical().get_size() > 0:
+            if _is_named_record(type_, "Memory") and type_.get_num_template_arguments() == 1:
+                element = self.consts.vector_type(type_.get_template_argument_type(0))
+                return ("tile_memory", element) if element is not None else None
+            vector = self.consts.vector_type(type_)
+            is_aligned_vector = _bare_record_name(_canonical_name(type_)) in _VECTOR_TEMPLATES
+            return ("aligned_vector", vector) if vector is not None and is_aligned_vector else None
+        vector = self.consts.vector_type(type_, written=decl)
+        if vector is not None:
+            return "aligned_vector", vector
+        initializer = _initializer(decl)
+        if initializer is not None and _strip(initializer).kind == K.CALL_EXPR:
+            call = _strip(initializer)
+            return self._memory_accessor(_strip_wrappers(children(call)[0])) if children(call) else None
+        return self._memory_accessor(decl)
+
+    def _memory_accessor(self, spelled: ci.Cursor) -> tuple[str, _VectorType] | None:
+        template, args = template_spelling(spelled)
+        if template != "Memory" or len(args) != 1 or args[0].kind != K.TYPE_REF:
+            return None
+        element = self.consts.vector_type(args[0].type)
+        return ("tile_memory", element) if element is not None else None
+
+    def _on_cast(self, cast: ci.Cursor) -> None:
+        target = cast.type
+        if target.kind != ci.TypeKind.POINTER and target.get_canonical().kind != ci.TypeKind.POINTER:
+            return
+        type_refs = [c for c in cast.get_children() if c.kind == K.TYPE_REF]
+        vector = self.consts.vector_type(target.get_pointee())
+        if vector is None and len(type_refs) == 1:
+            vector = self.consts.vector_type(type_refs[0].type)
+        operands = _expression_children(cast)
+        if vector is not None and operands:
+            self._add_access(operands[-1], cast, "cast", vector)
+
+    def _add_access(self, pointer: ci.Cursor, at: ci.Cursor, kind: str, vector: _VectorType) -> None:
+        for origin in self._origins(pointer):
+            self.facts.vector_accesses.append(VectorAccess(
+                self.function.usr, origin.param_index, origin.field, self._span(at), kind, vector.width,
+                vector.text, self.function.path))
+
+    def _add_pointer_passes(self, call: ci.Cursor, callee: ci.Cursor, name: str,
+                            arguments: list[ci.Cursor]) -> None:
+        if name.startswith("operator"):
+            return
+        passed = [(index, self._origins(a)) for index, a in enumerate(arguments) if _may_carry_pointer(a)]
+        passed = [(index, origins) for index, origins in passed if origins]
+        if not passed:
+            return
+        declaration = _function_declaration(_referenced(callee))
+        callee_usr = declaration.get_usr() if declaration is not None else ""
+        template_params = _template_param_names(declaration) if declaration is not None else ()
+        if declaration is not None:
+            analyze_elsewhere(self.model, declaration, self.path)
+        template_args = self.consts.template_args(callee) or ()
+        for index, origins in passed:
+            for origin in origins:
+                self.facts.pointer_passes.append(PointerPass(
+                    self.function.usr, callee_usr, name, self._span(call), index, origin.param_index,
+                    origin.field, template_args, template_params))
+
+
+def _kernel_reference(kernel_ref: ci.Cursor) -> ci.Cursor | None:
+    """The `kern<args...>` reference a launch's kernel expression comes down to, through
+    `&kern<...>`, a ternary (first branch) and `constexpr auto kernel = ...` variables."""
+    node = _strip(kernel_ref)
+    for _ in range(_MAX_FOLD_DEPTH):
+        if node.kind == K.UNARY_OPERATOR or node.kind == K.CONDITIONAL_OPERATOR:
+            operands = _expression_children(node)
+            if not operands:
+                return None
+            node = _strip(operands[-1 if node.kind == K.UNARY_OPERATOR else 1])
+            continue
+        if node.kind != K.DECL_REF_EXPR:
+            return None
+        decl = _referenced(node)
+        initializer = _initializer(decl) if decl is not None and decl.kind == K.VAR_DECL else None
+        if initializer is None:
+            return node
+        node = _strip(initializer)
+    return None
+
+
+def _record_fields(type_: ci.Type) -> list[str]:
+    """Field names of a struct type in declaration order (of the class template for a
+    dependent specialization)."""
+    for candidate in (type_, type_.get_canonical()):
+        declaration = candidate.get_declaration()
+        fields = [c.spelling for c in declaration.get_children() if c.kind == K.FIELD_DECL]
+        if fields:
+            return fields
+    return []
+
+
+def _constructs_matcher(root: ci.Cursor) -> bool:
+    node = root
+    for _ in range(4):
+        if node.kind == K.CALL_EXPR and node.spelling == "TensorMatcher":
+            return True
+        if node.kind not in (K.CXX_FUNCTIONAL_CAST_EXPR, *_WRAPPERS):
+            return False
+        if any(c.kind == K.TYPE_REF and _bare_record_name(c.spelling) == "TensorMatcher"
+               for c in node.get_children()):
+            return True
+        operands = _expression_children(node)
+        if not operands:
+            return False
+        node = operands[0]
+    return False
+
+
+def _qualified(decl: ci.Cursor) -> str:
+    parts = []
+    node: ci.Cursor | None = decl
+    while node is not None and node.kind != K.TRANSLATION_UNIT:
+        if node.spelling:
+            parts.append(node.spelling)
+        node = node.semantic_parent
+    return "::".join(reversed(parts))
+
+
+def collect_function_facts(model: SourceModel, function: Function, cursor: ci.Cursor,
+                           body: ci.Cursor, data: bytes, path: str) -> None:
+    """Add the launcher / kernel-interface facts of one function body to `model`."""
+    if _is_implicit_instantiation(cursor):
+        return  # the template's own body already gave (more general) facts
+    sites = tuple(s for s in model.launch_sites if s.launcher == function.qualified_name
+                  and function.body is not None and function.body.contains(s.span))
+    is_device = function.kind in (FunctionKind.KERNEL, FunctionKind.DEVICE)
+    subject = _Subject(function.usr, function.name, is_device, sites)
+    _BodyFacts(model, subject, cursor, data, path).run(cursor, body)
+
+
+def analyze_elsewhere(model: SourceModel, declaration: ci.Cursor, checked_path: str) -> None:
+    """Collect the kernel-side facts of a kernel / device function defined in an included
+    header (once per translation unit), so a launch or pointer hand-off can be followed
+    into it. Its facts carry the header's path."""
+    definition = declaration.get_definition() or declaration
+    location = definition.location
+    if location.file is None or location.file.name == checked_path:
+        return  # the checked file's own functions are visited by the extractor
+    usr = definition.get_usr()
+    if not usr or usr in model.launcher_facts.foreign_functions:
+        return
+    model.launcher_facts.foreign_functions.append(usr)
+    is_device = any(c.kind in (K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR) for c in definition.get_children())
+    body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
+    data = _file_bytes(location.file.name)
+    if not is_device or body is None or data is None:
+        return
+    subject = _Subject(usr, definition.spelling, True, path=location.file.name)
+    _BodyFacts(model, subject, definition, data, location.file.name).run(definition, body)
+
+
+def _file_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _is_implicit_instantiation(cursor: ci.Cursor) -> bool:
+    template = cursor.specialized_template
+    return template is not None and cursor.kind == K.FUNCTION_DECL and \
+        template.location.offset == cursor.location.offset

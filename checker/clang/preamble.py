@@ -1,0 +1,701 @@
+"""Precompiled preambles: parse the shared headers once, parse every file against them.
+
+A kernel file is a few hundred lines on top of ~400 headers (the CUDA runtime wrapper or
+the hermetic prelude, libstdc++, tvm-ffi, `sgl_kernel/`): the headers are almost all of a
+parse. A preamble is those headers parsed once into a precompiled header (PCH) that each
+file's parse loads with `-include-pch`.
+
+Which headers (a `Recipe`; `strategy` "union", the default):
+
+* ``project``: every header under the `sgl_kernel/` of the first `-I` directory that
+  holds one, in path order (a union: a file sees the whole header library, not only what
+  it includes; see "Semantics" below).
+* ``external``: what those headers include from outside `sgl_kernel/` (tvm-ffi, dlpack,
+  the standard library, CUDA). Used for the files that are themselves inside the project
+  preamble -- the `sgl_kernel/` headers -- which a PCH containing them would hide.
+* ``base``: no header at all: only what the flags force-include (the hermetic prelude or
+  clang's CUDA runtime wrapper), for files inside the external preamble.
+
+`strategy` "exact" keys the preamble by the file's own `#include <...>` list instead (one
+PCH per distinct list: exact semantics, one build per list); "off" disables preambles.
+
+Correctness:
+
+* The PCH is built from the file's own argument list (`compile_args`), plus the
+  build-only `-fpch-instantiate-templates`; the argument list is part of the key.
+* Key: recipe (tier, arguments, header list) + libclang version; a manifest next to the
+  PCH lists every file it depends on (`get_includes()` of the build) with its content
+  hash, and an entry is used only when all of them still hash the same. clang itself also
+  rejects a PCH whose inputs changed size or time, which ends in a plain parse and a
+  rebuild. Builds run under a file lock; the PCH is written to a temporary file and
+  renamed, under a fresh name, so a concurrent reader keeps the old one.
+* A preamble whose build has errors is never used as is: the top-level headers whose
+  include closure holds an error are left out and it is rebuilt once; still failing, the
+  recipe is recorded as failed (for those header contents) and the next tier is tried.
+* After a parse against a preamble, each `#include` the file (or a header it entered)
+  spells must resolve to a header the PCH holds or that the parse entered itself;
+  anything else (a different header whose include guard the PCH had defined) means the
+  union changed what the file sees, and the file is parsed plainly. A file that `#define`s
+  or `#undef`s a macro before its last `#include` is parsed plainly (the PCH was built
+  without that macro). A fatal error, a load failure or a corrupt PCH: plain parse.
+
+Semantics of the union (accepted, and the reason "exact" exists): a header in the
+preamble that the file does not include still declares its names, so a file that forgot
+an `#include` parses where a compiler would stop (the build check, KC6xx, reports that),
+and an unqualified call may see an overload from a header the file does not include.
+Order within the file's own text is otherwise kept: its non-preamble headers are entered
+where it includes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..cache import FileHashes, atomic_write, digest, read_bytes
+from .parse import (
+    PARSE_FOR_SERIALIZATION, PARSE_INCOMPLETE, PARSE_OPTIONS, ParsedUnit, _errors, _get_index,
+    cindex, entered_files, libclang_version,
+)
+
+STRATEGIES = ("union", "exact", "off")
+HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".cuhpp", ".hh", ".inl")
+BUILD_ONLY_ARGS = ("-fpch-instantiate-templates",)
+MANIFEST_ENTRIES = 3
+LOCK_TIMEOUT_S = 900.0
+BUILD_TIMEOUT_S = 300.0  # one preamble build, in a bounded child (watchdog.py)
+_LAYOUT = "pch-v1"
+
+_ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
+_ANY_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|include_next|import)\b", re.M)
+_MACRO_CHANGE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What one preamble holds: exactly the file's arguments plus an ordered header list."""
+
+    tier: str  # "project", "external", "base" or "exact"
+    args: tuple[str, ...]
+    headers: tuple[str, ...]  # `<...>` spellings, included in this order
+
+    @property
+    def group(self) -> str:
+        """Identity for scheduling (no libclang needed); files with one group share a PCH."""
+        return digest(_LAYOUT, self.tier, "\0".join(self.args), "\0".join(self.headers))
+
+    def text(self) -> str:
+        lines = ["// kernel-check precompiled preamble (generated; safe to delete)\n"]
+        lines += [f"#include <{header}>\n" for header in self.headers]
+        return "".join(lines)
+
+
+@dataclass
+class Preamble:
+    """A usable PCH and what it depends on."""
+
+    pch: Path
+    recipe: Recipe
+    headers: tuple[str, ...]  # after leaving out headers that did not build
+    deps: list[list[str]]  # [path as clang spells it, content hash]
+    dep_group: str = ""
+    size: int = 0  # of the PCH file, to notice it was replaced or removed
+    _realpaths: frozenset[str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.dep_group:
+            self.dep_group = digest(json.dumps(self.deps))
+
+    _graph: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def realpaths(self) -> frozenset[str]:
+        if self._realpaths is None:
+            self._realpaths = frozenset(os.path.realpath(path) for path, _ in self.deps)
+        return self._realpaths
+
+    @property
+    def graph(self) -> dict[str, Any] | None:
+        """The build's `#include` graph: {"forced": [names], "edges": {source: [targets]}}."""
+        if self._graph is None:
+            data = read_bytes(self.pch.with_suffix(".graph.json"))
+            try:
+                graph = json.loads(data) if data else None
+                if not isinstance(graph, dict) or not isinstance(graph.get("edges"), dict):
+                    return None
+                self._graph = graph
+            except ValueError:
+                return None
+        return self._graph
+
+
+@dataclass
+class _ProjectHeaders:
+    include_dir: str
+    project: tuple[str, ...]  # spellings "sgl_kernel/..."
+    external: tuple[str, ...]  # spellings included by them from elsewhere
+    realpaths: frozenset[str]
+
+
+@dataclass
+class PreambleStats:
+    built: int = 0
+    build_failed: int = 0
+    parsed: int = 0  # files parsed against a preamble
+    plain: int = 0  # files that fell back to a plain parse
+    rejected: int = 0  # PCH files clang refused (stale or corrupt)
+    build_seconds: float = 0.0
+
+
+class PreambleCache:
+    """Plans, finds, builds and uses preambles for one process.
+
+    `root` is a directory (`<cache>/static-v1/preamble` or a run's temporary directory).
+    Planning (`recipes`) is plain Python; only `get`/`parse` load libclang.
+    """
+
+    def __init__(self, root: Path, strategy: str = "union", hashes: FileHashes | None = None,
+                 check_lookup: bool = True, build_timeout: float = BUILD_TIMEOUT_S) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown preamble strategy {strategy!r}")
+        self.root = Path(root)
+        self.strategy = strategy
+        self.check_lookup = check_lookup and strategy == "union"
+        self.build_timeout = build_timeout
+        self.hashes = hashes or FileHashes()
+        self.stats = PreambleStats()
+        self._projects: dict[str, _ProjectHeaders | None] = {}
+        self._loaded: dict[str, Preamble | None] = {}
+        self._rebuilt: set[str] = set()
+        self._realpath_memo: dict[str, str] = {}
+
+    # -- planning -----------------------------------------------------------------------
+    def recipes(self, path: Path, text: str | bytes, args: list[str]) -> list[Recipe]:
+        """Preambles `path` could use, best first (empty: parse it plainly)."""
+        if self.strategy == "off":
+            return []
+        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+        if _changes_macros_before_includes(data):
+            return []
+        arguments = tuple(args)
+        main = self._real(str(path))
+        if self.strategy == "exact":
+            own = tuple(dict.fromkeys(m.decode("utf-8", "replace").strip()
+                                      for m in _ANGLE_INCLUDE_RE.findall(data)))
+            found = [Recipe("exact", arguments, own)] if own else []
+            return found + [Recipe("base", arguments, ())]
+        own = [m.decode("utf-8", "replace").strip() for m in _ANGLE_INCLUDE_RE.findall(data)]
+        found = []
+        project = self._project(arguments)
+        if project is not None and own:
+            # A file that includes no `sgl_kernel/` header gets no `sgl_kernel/` declarations.
+            wants_project = any(h.startswith("sgl_kernel/") for h in own)
+            if wants_project and project.project and main not in project.realpaths:
+                found.append(Recipe("project", arguments, project.project))
+            if project.external:
+                found.append(Recipe("external", arguments, project.external))
+        found.append(Recipe("base", arguments, ()))
+        return found
+
+    def _project(self, args: tuple[str, ...]) -> _ProjectHeaders | None:
+        include_dir = _first_sgl_include_dir(args)
+        if include_dir is None:
+            return None
+        if include_dir not in self._projects:
+            self._projects[include_dir] = _scan_project(include_dir)
+        return self._projects[include_dir]
+
+    # -- lookup and build ----------------------------------------------------------------
+    def get(self, recipe: Recipe) -> Preamble | None:
+        """The current preamble for `recipe`, building it (under a lock) when there is none."""
+        key = recipe.group
+        if key in self._loaded:
+            return self._loaded[key]
+        preamble = self._find_or_build(recipe)
+        self._loaded[key] = preamble
+        return preamble
+
+    def prepare(self, recipe: Recipe) -> bool:
+        """Make sure `recipe`'s preamble exists (a pool worker's build task)."""
+        return self.get(recipe) is not None
+
+    def prefetch(self, path: Path, text: str, args: list[str]) -> None:
+        """Resolve here -- building if need be -- the preamble `parse` would use, so that a
+        parse in a forked child (watchdog.py) finds it in memory instead of looking it up
+        (or building it) again, inside the file's time bound, in every child."""
+        main = self._real(str(path))
+        for recipe in self.recipes(path, text, args):
+            known = self._loaded.get(recipe.group)
+            if known is not None and not _unchanged(known):
+                del self._loaded[recipe.group]  # replaced or removed by another run
+            preamble = self.get(recipe)
+            if preamble is not None and main not in preamble.realpaths:
+                preamble.graph  # noqa: B018 - load it once, here
+                return
+
+    def _dir(self, recipe: Recipe) -> Path:
+        return self.root / digest(recipe.group, libclang_version())[:24]
+
+    def _find_or_build(self, recipe: Recipe) -> Preamble | None:
+        directory = self._dir(recipe)
+        found = self._lookup(directory, recipe)
+        if found is not False:
+            return found  # a valid entry (or a recorded failure: None)
+        from filelock import FileLock, Timeout
+
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(directory / "lock"), timeout=LOCK_TIMEOUT_S)
+            with lock:
+                found = self._lookup(directory, recipe)  # another process may have built it
+                if found is not False:
+                    return found
+                return self._build_bounded(directory, recipe)
+        except (Timeout, OSError):
+            return None
+
+    def _build_bounded(self, directory: Path, recipe: Recipe) -> Preamble | None:
+        """Build in a killable child (a header may hang or exhaust clang as well as a file),
+        then load what it recorded."""
+        from ..watchdog import Stopped, run_bounded
+
+        started = time.perf_counter()
+        outcome = run_bounded(_build_in_child, (self, directory, recipe), self.build_timeout)
+        self.stats.build_seconds += time.perf_counter() - started
+        if isinstance(outcome, Stopped) or not outcome:
+            self.stats.build_failed += 1
+            return None
+        self.stats.built += 1
+        found = self._lookup(directory, recipe)
+        return found if isinstance(found, Preamble) else None
+
+    def _lookup(self, directory: Path, recipe: Recipe) -> Preamble | None | bool:
+        """A valid manifest entry as a Preamble, None for a recorded failure, False: none."""
+        for entry in _read_manifest(directory):
+            try:
+                deps = entry["deps"]
+                if not self.hashes.all_match(deps):
+                    continue
+                if entry.get("failed"):
+                    return None
+                pch = directory / entry["pch"]
+                if pch.stat().st_size != entry["size"] or not pch.with_suffix(".graph.json").is_file():
+                    continue
+                return Preamble(pch, recipe, tuple(entry["headers"]), deps, entry.get("group", ""),
+                                entry["size"])
+            except (KeyError, TypeError, ValueError, OSError):
+                continue
+        return False
+
+    def _build(self, directory: Path, recipe: Recipe) -> Preamble | None:
+        headers = list(recipe.headers)
+        excluded: list[str] = []
+        index = _get_index()
+        for attempt in range(2):
+            text = Recipe(recipe.tier, recipe.args, tuple(headers)).text()
+            main = directory / f"preamble-{digest(text)[:16]}.cuh"
+            if read_bytes(main) != text.encode() and not atomic_write(main, text.encode()):
+                return None
+            try:
+                tu = index.parse(str(main), args=[*recipe.args, *BUILD_ONLY_ARGS],
+                                 options=PARSE_OPTIONS | PARSE_INCOMPLETE | PARSE_FOR_SERIALIZATION)
+            except cindex().TranslationUnitLoadError:
+                tu = None
+            errors = _errors(tu, str(main)) if tu is not None else ["load"]
+            if not errors:
+                break
+            culprits = _culprits(tu, headers, errors) if tu is not None and attempt == 0 else set()
+            if not culprits:
+                self._record(directory, recipe, None, headers, excluded, tu)
+                return None
+            excluded += [h for h in headers if h in culprits]
+            headers = [h for h in headers if h not in culprits]
+        assert tu is not None
+        pch_name = f"{uuid.uuid4().hex[:16]}.pch"
+        tmp = directory / f".{pch_name}.tmp"
+        try:
+            tu.save(str(tmp))
+            os.replace(tmp, directory / pch_name)
+        except Exception:  # TranslationUnitSaveError, a full disk, a removed cache dir
+            _unlink(tmp)
+            return None
+        if not atomic_write((directory / pch_name).with_suffix(".graph.json"),
+                            json.dumps(_inclusion_graph(tu)).encode()):
+            _unlink(directory / pch_name)
+            return None
+        return self._record(directory, recipe, pch_name, headers, excluded, tu)
+
+    def _record(self, directory: Path, recipe: Recipe, pch_name: str | None, headers: list[str],
+                excluded: list[str], tu: Any) -> Preamble | None:
+        deps = [] if tu is None else [[p, self._fresh_hash(p)] for p in entered_files(tu)]
+        deps = [pair for pair in deps if pair[1] is not None]
+        entry: dict[str, Any] = {"headers": headers, "excluded": excluded, "deps": deps,
+                                 "created": time.time(), "libclang": libclang_version()}
+        preamble = None
+        if pch_name is None:
+            entry["failed"] = True
+        else:
+            pch = directory / pch_name
+            preamble = Preamble(pch, recipe, tuple(headers), deps, size=pch.stat().st_size)
+            entry.update(pch=pch_name, size=preamble.size, group=preamble.dep_group)
+        entries = [entry, *_read_manifest(directory)][:MANIFEST_ENTRIES]
+        atomic_write(directory / "manifest.json", json.dumps({"entries": entries}).encode())
+        _prune(directory, {e.get("pch") for e in entries})
+        return preamble
+
+    def _fresh_hash(self, path: str) -> str | None:
+        from ..cache import file_digest
+
+        value = file_digest(path)
+        self.hashes._known[path] = value
+        return value
+
+    def reject(self, preamble: Preamble) -> None:
+        """clang refused `preamble` (inputs touched, file corrupt): forget it; rebuild once."""
+        self.stats.rejected += 1
+        key = preamble.recipe.group
+        directory = preamble.pch.parent
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(str(directory / "lock"), timeout=LOCK_TIMEOUT_S):
+                entries = [e for e in _read_manifest(directory) if e.get("pch") != preamble.pch.name]
+                atomic_write(directory / "manifest.json", json.dumps({"entries": entries}).encode())
+                _unlink(preamble.pch)
+        except (Timeout, OSError):
+            pass
+        if key in self._rebuilt:
+            self._loaded[key] = None  # refused twice in this process: stop trying
+        else:
+            self._rebuilt.add(key)
+            self._loaded.pop(key, None)
+
+    # -- parsing -------------------------------------------------------------------------
+    def parse(self, path: Path, text: str, args: list[str]) -> ParsedUnit | None:
+        """Parse against the best preamble that applies; None means: parse plainly."""
+        name = str(path)
+        main = self._real(name)
+        for recipe in self.recipes(path, text, args):
+            for _attempt in range(2):
+                preamble = self.get(recipe)
+                if preamble is None or main in preamble.realpaths:
+                    outcome = "next"
+                    break
+                unit, outcome = self._parse_with(preamble, name, text, args)
+                if unit is not None:
+                    self.stats.parsed += 1
+                    return unit
+                if outcome != "rejected":
+                    break
+            if outcome in ("fatal", "deviates"):
+                break  # the file itself decides: a lower tier would not change that
+        self.stats.plain += 1
+        return None
+
+    def _parse_with(self, preamble: Preamble, name: str, text: str,
+                    args: list[str]) -> tuple[ParsedUnit | None, str]:
+        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "fatal", "deviates"."""
+        ci = cindex()
+        used = [*args, "-include-pch", str(preamble.pch)]
+        try:
+            tu = _get_index().parse(name, args=used, unsaved_files=[(name, text)], options=PARSE_OPTIONS)
+        except ci.TranslationUnitLoadError:
+            self.reject(preamble)
+            return None, "rejected"
+        fatal = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Fatal]
+        if fatal:
+            if any(_is_pch_problem(d) for d in fatal):
+                self.reject(preamble)
+                return None, "rejected"
+            return None, "fatal"
+        entered = entered_files(tu)
+        graph = preamble.graph
+        if graph is None:
+            self.reject(preamble)
+            return None, "rejected"
+        directives = _directives(tu)
+        if not self._includes_agree(directives, preamble, entered):
+            return None, "deviates"
+        included = _closure(graph, directives, name)
+        if self.check_lookup:
+            seen = {self._real(p) for p in included}
+            seen.add(self._real(name))
+            outside = preamble.realpaths - seen
+            if outside and _sees_outside(tu, name, outside, self._real):
+                return None, "deviates"
+        _report_includes_as_plain(tu, name, included)
+        unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble)
+        return unit, "ok"
+
+    def _includes_agree(self, directives: list[tuple[str, str | None]], preamble: Preamble,
+                        entered: Iterable[str]) -> bool:
+        """Every `#include` this parse saw resolved to a header it entered or the PCH holds."""
+        known = set(preamble.realpaths)
+        known.update(self._real(p) for p in entered)
+        return all(target is not None and self._real(target) in known for _, target in directives)
+
+    def _real(self, path: str) -> str:
+        try:
+            return self._realpath_memo[path]
+        except KeyError:
+            value = self._realpath_memo[path] = os.path.realpath(path)
+            return value
+
+
+def _build_in_child(cache: PreambleCache, directory: Path, recipe: Recipe) -> bool:
+    return cache._build(directory, recipe) is not None
+
+
+def _unchanged(preamble: Preamble) -> bool:
+    try:
+        return preamble.pch.stat().st_size == preamble.size
+    except OSError:
+        return False
+
+
+def _directives(tu: Any) -> list[tuple[str, str | None]]:
+    """(file, included file) of each `#include` this parse recorded (the PCH's are not)."""
+    kind = cindex().CursorKind.INCLUSION_DIRECTIVE
+    found = []
+    for cursor in tu.cursor.get_children():
+        if cursor.kind == kind:
+            location = cursor.location.file
+            included = cursor.get_included_file()
+            found.append((location.name if location else "", included.name if included else None))
+    return found
+
+
+def _inclusion_graph(tu: Any) -> dict[str, Any]:
+    """The build's `#include` edges (every directive, also those an include guard skipped)
+    and the forced includes, so a file's own include closure can be told from the union."""
+    main = tu.spelling
+    forced = [inc.include.name for inc in tu.get_includes() if inc.depth == 1 and inc.source is None]
+    edges: dict[str, list[str]] = {}
+    for source, target in _directives(tu):
+        if target is not None:
+            edges.setdefault(source or main, []).append(target)
+    return {"main": main, "forced": forced, "edges": edges}
+
+
+def _closure(graph: dict[str, Any], directives: list[tuple[str, str | None]], main: str) -> list[str]:
+    """The headers a plain parse of `main` would enter, in first-entry order: the forced
+    includes, then depth first along the file's own directives and the PCH's graph."""
+    edges: dict[str, list[str]] = {k: list(v) for k, v in graph["edges"].items() if k != graph.get("main")}
+    for source, target in directives:
+        if target is not None:
+            edges.setdefault(source or main, []).append(target)
+    order: dict[str, None] = {}
+
+    def visit(name: str) -> None:
+        stack = [name]
+        while stack:
+            current = stack.pop()
+            if current in order or current == main:
+                continue
+            order[current] = None
+            stack.extend(reversed(edges.get(current, ())))
+
+    for name in [*graph.get("forced", ()), *edges.get(main, ())]:
+        visit(name)
+    return list(order)
+
+
+class _NamedFile:
+    """Stands in for `cindex.File` in a synthesized `FileInclusion` (only `name` is real)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<File: {self.name}>"
+
+
+def _report_includes_as_plain(tu: Any, main: str, included: list[str]) -> None:
+    """Make `tu.get_includes()` list what a plain parse would: clang's own answer stops at
+    the PCH, and an extractor asking "is sgl_kernel/utils.h included?" must not care."""
+    FileInclusion = cindex().FileInclusion
+    source = _NamedFile(main)
+    entries = [FileInclusion(source, _NamedFile(name), None, 1) for name in included]
+    tu.get_includes = lambda: iter(entries)
+
+
+_REFERENCE_KINDS: frozenset[Any] | None = None
+
+
+def _reference_kinds() -> frozenset[Any]:
+    global _REFERENCE_KINDS
+    if _REFERENCE_KINDS is None:
+        K = cindex().CursorKind
+        _REFERENCE_KINDS = frozenset((
+            K.TYPE_REF, K.TEMPLATE_REF, K.MEMBER_REF, K.VARIABLE_REF,
+            K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.CALL_EXPR, K.MACRO_INSTANTIATION,
+            K.OVERLOADED_DECL_REF, K.CXX_BASE_SPECIFIER,
+        ))
+    return _REFERENCE_KINDS
+
+
+def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: Any) -> bool:
+    """Whether the file, parsed against the union, uses a declaration or macro of a header
+    its own includes do not reach (then a plain parse could differ: a missing include, an
+    extra overload candidate, a namespace only the union declares)."""
+    ci = cindex()
+    K = ci.CursorKind
+    lib = ci.conf.lib
+    kinds = _reference_kinds()
+    # Namespaces are left out on purpose: every `sgl_kernel/` header reopens `sglang`, so a
+    # namespace reference names whichever header declared it last, which says nothing about
+    # what the file can see; the members it finds there are checked one by one.
+    scopes = (K.FUNCTION_DECL, K.CLASS_DECL, K.STRUCT_DECL, K.FUNCTION_TEMPLATE,
+              K.CLASS_TEMPLATE, K.VAR_DECL, K.CXX_METHOD)
+    outside_names: dict[str, bool] = {}
+
+    def is_outside(cursor: Any) -> bool:
+        if cursor is None:
+            return False
+        location = cursor.location.file
+        if location is None:
+            return False
+        name = location.name
+        known = outside_names.get(name)
+        if known is None:
+            known = outside_names[name] = real(name) in outside
+        return known
+
+    stack = list(tu.cursor.get_children())  # the file's and its non-preamble headers' own
+    for cursor in stack:
+        if cursor.kind in scopes and is_outside(cursor.canonical):
+            return True  # reopens or redeclares what only the union declares
+    while stack:
+        cursor = stack.pop()
+        kind = cursor.kind
+        if kind in kinds:
+            if kind == K.OVERLOADED_DECL_REF:
+                for index in range(lib.clang_getNumOverloadedDecls(cursor)):
+                    if is_outside(lib.clang_getOverloadedDecl(cursor, index)):
+                        return True
+            elif is_outside(cursor.referenced):
+                return True
+        stack.extend(cursor.get_children())
+    return False
+
+
+def _changes_macros_before_includes(data: bytes) -> bool:
+    last_include = None
+    for match in _ANY_INCLUDE_RE.finditer(data):
+        last_include = match.start()
+    if last_include is None:
+        return False
+    first_change = _MACRO_CHANGE_RE.search(data, 0, last_include)
+    return first_change is not None
+
+
+def _first_sgl_include_dir(args: tuple[str, ...]) -> str | None:
+    for flag, value in zip(args, args[1:]):
+        if flag == "-I" and os.path.isdir(os.path.join(value, "sgl_kernel")):
+            return value
+    return None
+
+
+def _scan_project(include_dir: str) -> _ProjectHeaders:
+    """The headers under `<include_dir>/sgl_kernel/` and what they include from elsewhere."""
+    base = Path(include_dir)
+    files = sorted(p for p in (base / "sgl_kernel").rglob("*")
+                   if p.suffix in HEADER_SUFFIXES and p.is_file())
+    project = tuple(p.relative_to(base).as_posix() for p in files)
+    own = set(project)
+    external: dict[str, None] = {}
+    for path in files:
+        data = read_bytes(path) or b""
+        for match in _ANGLE_INCLUDE_RE.findall(data):
+            spelling = match.decode("utf-8", "replace").strip()
+            if spelling not in own and not spelling.startswith("sgl_kernel/"):
+                external.setdefault(spelling, None)
+    realpaths = frozenset(os.path.realpath(p) for p in files)
+    return _ProjectHeaders(include_dir, project, tuple(external), realpaths)
+
+
+def _culprits(tu: Any, headers: list[str], errors: list) -> set[str]:
+    """Top-level headers whose include closure holds a file with an error."""
+    ci = cindex()
+    graph: dict[str, set[str]] = {}
+    top: dict[str, str] = {}  # realpath of a top-level header -> its spelling
+    main = os.path.realpath(tu.spelling)
+    spelled = {h: None for h in headers}
+    for cursor in tu.cursor.get_children():
+        if cursor.kind != ci.CursorKind.INCLUSION_DIRECTIVE or cursor.location.file is None:
+            continue
+        included = cursor.get_included_file()
+        if included is None:
+            continue
+        source = os.path.realpath(cursor.location.file.name)
+        target = os.path.realpath(included.name)
+        graph.setdefault(source, set()).add(target)
+        if source == main and cursor.spelling in spelled:
+            top[target] = cursor.spelling
+    bad = {os.path.realpath(e.path) for e in errors}
+    if main in bad:
+        return set()  # an error in the generated preamble itself: nothing to leave out
+    culprits = set()
+    for root, spelling in top.items():
+        seen, stack = {root}, [root]
+        while stack:
+            for nxt in graph.get(stack.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        if seen & bad:
+            culprits.add(spelling)
+    return culprits
+
+
+def _is_pch_problem(diagnostic: Any) -> bool:
+    text = diagnostic.spelling.lower()
+    return diagnostic.location.file is None or any(
+        word in text for word in ("precompiled", "pch", "ast file", "module file"))
+
+
+def _read_manifest(directory: Path) -> list[dict[str, Any]]:
+    data = read_bytes(directory / "manifest.json")
+    if not data:
+        return []
+    try:
+        entries = json.loads(data)["entries"]
+    except (ValueError, KeyError, TypeError):
+        return []
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _prune(directory: Path, keep: set[Any]) -> None:
+    """Delete PCH files no manifest entry names, and temporary files an hour old."""
+    now = time.time()
+    try:
+        children = list(directory.iterdir())
+    except OSError:
+        return
+    for child in children:
+        name = child.name
+        try:
+            if name.endswith(".pch") and name not in keep:
+                child.unlink()
+            elif name.endswith(".graph.json") and name[:-len(".graph.json")] + ".pch" not in keep:
+                child.unlink()
+            elif name.endswith(".tmp") and now - child.stat().st_mtime > 3600:
+                child.unlink()
+        except OSError:
+            continue
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

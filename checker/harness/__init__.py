@@ -1,0 +1,1 @@
+"""The dynamic harness: spec -> build -> cases -> run -> sanitize -> report (see cli.py)."""

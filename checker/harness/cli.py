@@ -1,0 +1,243 @@
+"""``kernel-check test|build|sanitize``: the harness's command line.
+
+``checker/cli.py`` dispatches these subcommands to ``main(argv)`` (argv[0] is the
+subcommand). Exit status: 0 clean, 1 findings (errors; warnings too with ``--strict``),
+2 usage or internal error (no nvcc, no GPU, a broken spec).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fnmatch
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..build import (
+    NVCC_MISSING,
+    BuildTarget,
+    build_all,
+    build_findings,
+    ensure_arch_for_compile_only,
+    merge_budgets,
+    nvcc_available,
+    wrapper_targets,
+)
+from ..config import Config, ConfigError, load_config
+from ..finding import Finding, Severity
+from .build import build_specs
+from .discover import discover
+from .report import Progress, render_table
+from .run import RunOptions, run_specs, visible_gpus
+from .sanitize import TOOLS, find_sanitizer, sanitize_command
+from .spec import KernelSpec
+
+FORMATS = ("text", "json", "sarif", "github", "junit")
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A problem with the command line or the environment: one line, exit 2."""
+
+
+def _tools(value: str) -> tuple[str, ...]:
+    tools = tuple(t.strip() for t in value.split(",") if t.strip())
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown tool(s) {', '.join(unknown)}; choose from {', '.join(TOOLS)}")
+    return tools
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="text", help="findings format (default text)")
+    parser.add_argument("--output", type=Path, help="write the findings to this file instead of stdout")
+    parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernel-check")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    test = sub.add_parser("test", help="build and run kernel specs (*_spec.py) on the GPU")
+    test.add_argument("paths", nargs="+", type=Path)
+    test.add_argument("--compile-only", action="store_true", help="build every instantiation, run nothing")
+    test.add_argument("--timeout", type=float, default=60.0, help="seconds one case may run (default 60)")
+    sanitizers = test.add_mutually_exclusive_group()
+    sanitizers.add_argument("--sanitize", type=_tools, default=TOOLS,
+                            help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
+    sanitizers.add_argument("--no-sanitize", dest="sanitize", action="store_const", const=())
+    test.add_argument("--sanitize-timeout", type=float, default=600.0,
+                      help="seconds one tool's run of one spec may take (default 600)")
+    test.add_argument("-k", dest="filter", default="", help="only specs whose name contains (or matches) this")
+    test.add_argument("--jobs", type=int, default=0, help="child processes at a time (default two per GPU)")
+    test.add_argument("--sanitizer-log", type=Path, help="keep compute-sanitizer's raw output in this folder")
+    test.add_argument("--no-bandwidth", dest="bandwidth", action="store_false", help="skip KD501")
+    test.add_argument("--bandwidth-floor", type=float, default=0.8,
+                      help="KD501: fraction of the copy bandwidth a memory-bound kernel should reach")
+    _output_options(test)
+
+    build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
+    build.add_argument("paths", nargs="+", type=Path)
+    build.add_argument("-k", dest="filter", default="")
+    _output_options(build)
+
+    sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
+    sanitize.add_argument("--tools", type=_tools, default=TOOLS)
+    sanitize.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool (default 3600)")
+    sanitize.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
+    _output_options(sanitize)
+    return parser
+
+
+# ----- shared steps -----
+
+
+def _select(specs: list[KernelSpec], pattern: str) -> list[KernelSpec]:
+    if not pattern:
+        return specs
+    return [s for s in specs if pattern in s.name or fnmatch.fnmatch(s.name, pattern)]
+
+
+def _load_specs(paths: Sequence[Path], pattern: str) -> list[KernelSpec]:
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise UsageError(f"no such file or directory: {', '.join(missing)}")
+    found = discover(paths)
+    if found.errors:
+        raise UsageError("cannot load specs:\n  " + "\n  ".join(found.errors))
+    specs = _select(found.specs, pattern)
+    if not specs:
+        raise UsageError(f"no kernel specs (*_spec.py) under {', '.join(map(str, paths))}"
+                         + (f" matching -k {pattern!r}" if pattern else ""))
+    return specs
+
+
+def _require_nvcc() -> None:
+    if not nvcc_available():
+        raise UsageError(NVCC_MISSING)
+
+
+def _config() -> Config:
+    try:
+        return load_config(Path.cwd())
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _remap(findings: list[Finding], config: Config) -> list[Finding]:
+    """Apply the config's per-code severity overrides."""
+    return [dataclasses.replace(f, severity=config.severity_of(f.code, f.severity)) for f in findings]
+
+
+def _emit(findings: list[Finding], args: argparse.Namespace, config: Config) -> int:
+    from ..report import render
+
+    text = render(findings, args.format, root=config.root)
+    if args.output:
+        args.output.write_text(text + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
+    strict = args.strict or bool(config.get("strict"))
+    failing = {Severity.ERROR} | ({Severity.WARNING} if strict else set())
+    return EXIT_FINDINGS if any(f.severity in failing for f in findings) else EXIT_CLEAN
+
+
+def _budgets(config: Config) -> dict:
+    return dict(register_budget=int(config.get("register-budget")),
+                per_kernel_budget=dict(config.get("register-budget-per-kernel")))
+
+
+# ----- subcommands -----
+
+
+def _wrapper_targets(paths: Sequence[Path], specs: list[KernelSpec], config: Config) -> list[BuildTarget]:
+    """Instantiations the csrc wrappers' manifests declare that no spec already builds."""
+    from .build import spec_target
+
+    budgets = merge_budgets(int(config.get("register-budget")), config.get("register-budget-per-kernel"), None)
+    built = {_target_key(spec_target(s, i, budgets)) for s in specs for i in s.instantiations}
+    files = sorted({p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py"))})
+    targets = [t for f in files for t in wrapper_targets(f, budgets)]
+    return [t for t in targets if _target_key(t) not in built]
+
+
+def _target_key(target: BuildTarget) -> tuple[str, str]:
+    source = str((Path(target.csrc_root) / target.cuda_files[0]).resolve())
+    return source, target.wrappers[0][1].replace(" ", "")
+
+
+def _build(args: argparse.Namespace, config: Config) -> int:
+    _require_nvcc()
+    ensure_arch_for_compile_only()
+    found = discover(args.paths)
+    if found.errors:
+        raise UsageError("cannot load specs:\n  " + "\n  ".join(found.errors))
+    specs = _select(found.specs, args.filter)
+    wrappers = [] if args.filter else _wrapper_targets(args.paths, specs, config)
+    if not specs and not wrappers:
+        raise UsageError(f"nothing to build under {', '.join(map(str, args.paths))} "
+                         "(no *_spec.py, no wrapper with CUDA_FILES and INSTANTIATIONS)")
+    progress = Progress()
+    progress.add(sum(len(s.instantiations) for s in specs) + len(wrappers))
+    on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731
+    findings = build_specs(specs, on_done=on_done, **_budgets(config)).findings
+    findings += build_findings(build_all(wrappers, on_done=on_done))
+    return _emit(_remap(findings, config), args, config)
+
+
+def _test(args: argparse.Namespace, config: Config) -> int:
+    if args.compile_only:
+        return _build(args, config)
+    _require_nvcc()
+    specs = _load_specs(args.paths, args.filter)
+    if not visible_gpus():
+        raise UsageError("no CUDA GPU visible; `kernel-check test --compile-only` builds without one")
+    if args.sanitize and find_sanitizer() is None:
+        raise UsageError("compute-sanitizer not found (it ships with the CUDA toolkit); "
+                         "pass --no-sanitize to run without it")
+    options = RunOptions(timeout=args.timeout, sanitize=args.sanitize, sanitize_timeout=args.sanitize_timeout,
+                         bandwidth=args.bandwidth, bandwidth_floor=args.bandwidth_floor, jobs=args.jobs,
+                         sanitizer_log_dir=args.sanitizer_log,
+                         **_budgets(config))
+    result = run_specs(specs, options, Progress())
+    print(render_table(result.rows), file=sys.stderr)
+    return _emit(_remap(result.findings, config), args, config)
+
+
+def _sanitize(args: argparse.Namespace, config: Config) -> int:
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not command:
+        raise UsageError("usage: kernel-check sanitize [--tools ...] -- COMMAND [ARGS...]")
+    if find_sanitizer() is None:
+        raise UsageError("compute-sanitizer not found (it ships with the CUDA toolkit; set CUDA_HOME)")
+    findings, runs = sanitize_command(command, args.tools, timeout=args.timeout, root=config.root)
+    for run in runs:
+        state = "timed out" if run.timed_out else f"exit {run.returncode}"
+        if run.command_failed:
+            print(run.output[-4000:], file=sys.stderr)
+        print(f"kernel-check sanitize: {run.tool}: {len(run.reports)} report(s), command {state}", file=sys.stderr)
+    status = _emit(_remap(findings, config), args, config)
+    if status == EXIT_CLEAN and any(run.command_failed for run in runs):
+        print("kernel-check sanitize: the command itself failed (see its output above)", file=sys.stderr)
+        return EXIT_USAGE
+    return status
+
+
+COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize}
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse's --help (0) or usage error (2)
+        return EXIT_CLEAN if exit_.code == 0 else EXIT_USAGE
+    try:
+        return COMMANDS[args.command](args, _config())
+    except UsageError as exc:
+        print(f"kernel-check: {exc}" if not str(exc).startswith("kernel-check") else str(exc), file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

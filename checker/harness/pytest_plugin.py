@@ -1,0 +1,111 @@
+"""pytest plugin: ``pytest --kernel-check csrc/`` collects kernel specs as test items.
+
+Each ``*_spec.py`` under the collected paths becomes one item per spec; the item runs the
+whole harness for that spec (build, cases, sanitizers, bandwidth) and fails with the
+findings that would fail ``kernel-check test``. Without a GPU the items skip, with the
+reason; ``--kernel-check-compile-only`` builds them instead.
+
+Several GPUs: with pytest-xdist installed and no ``-n`` given, one worker per visible GPU
+is started, and each worker sees only its own GPU (``CUDA_VISIBLE_DEVICES``), which its
+harness children inherit.
+
+Registered through the ``pytest11`` entry point; inert unless ``--kernel-check`` is given.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ..finding import Severity
+from .discover import SPEC_GLOB, load_module, specs_in_module
+from .spec import KernelSpec
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kernel-check")
+    group.addoption("--kernel-check", action="store_true", help="collect kernel specs (*_spec.py) as tests")
+    group.addoption("--kernel-check-compile-only", action="store_true", help="only build the specs")
+    group.addoption("--kernel-check-timeout", type=float, default=60.0, help="seconds one case may run")
+    group.addoption("--kernel-check-sanitize", default="memcheck,racecheck,initcheck,synccheck",
+                    help="compute-sanitizer tools, comma-separated ('' for none)")
+
+
+def _enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("kernel_check", default=False))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """One xdist worker per GPU, when xdist is there and the user chose no worker count."""
+    from .run import visible_gpus
+
+    if not _enabled(config) or not config.pluginmanager.hasplugin("xdist"):
+        return
+    if getattr(config.option, "numprocesses", None) is None and len(visible_gpus()) > 1:
+        config.option.numprocesses = len(visible_gpus())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Pin an xdist worker (gwN) to the N-th visible GPU before anything touches CUDA."""
+    from .run import visible_gpus
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not _enabled(config) or not worker.startswith("gw"):
+        return
+    gpus = visible_gpus()
+    if gpus:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[int(worker[2:]) % len(gpus)]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if _enabled(parent.config) and file_path.match(SPEC_GLOB):
+        return SpecFile.from_parent(parent, path=file_path)
+    return None
+
+
+class SpecFile(pytest.File):
+    def collect(self):
+        for spec in specs_in_module(load_module(self.path), self.path):
+            spec.validate()
+            yield SpecItem.from_parent(self, name=spec.name, spec=spec)
+
+
+class KernelCheckFailure(Exception):
+    """The findings that fail a spec item (rendered as the item's failure)."""
+
+
+class SpecItem(pytest.Item):
+    def __init__(self, *, spec: KernelSpec, **kwargs):
+        super().__init__(**kwargs)
+        self.spec = spec
+
+    def runtest(self) -> None:
+        from ..build import ensure_arch_for_compile_only
+        from .build import build_specs
+        from .report import Progress
+        from .run import RunOptions, run_specs, visible_gpus
+
+        config = self.config
+        if config.getoption("kernel_check_compile_only"):
+            ensure_arch_for_compile_only()
+            findings = build_specs([self.spec]).findings
+        else:
+            if not visible_gpus():
+                pytest.skip("no CUDA GPU visible (use --kernel-check-compile-only to build only)")
+            tools = tuple(t for t in config.getoption("kernel_check_sanitize").split(",") if t)
+            options = RunOptions(timeout=config.getoption("kernel_check_timeout"), sanitize=tools)
+            findings = run_specs([self.spec], options, Progress(enabled=False)).findings
+        failing = [f for f in findings if f.severity is Severity.ERROR]
+        if failing:
+            raise KernelCheckFailure("\n".join(f"{f.path}:{f.line}: {f.code} {f.message}" for f in failing))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, KernelCheckFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, 0, f"kernel spec {self.spec.name}"

@@ -1,0 +1,120 @@
+"""Harness output besides the findings: the kernel x check summary table and progress.
+
+Findings go through the shared reporters (``kernel_check.report.render``); this module
+adds the table a person reads at the end of a run, and a progress display: one line
+rewritten in place on a terminal, plain lines otherwise (CI logs).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+# (column title, the code or tool it summarizes)
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("build", "build"),
+    ("ref", "KD101"),
+    ("poison", "KD102"),
+    ("determ", "KD103"),
+    ("inputs", "KD104"),
+    ("bad-in", "KD301"),
+    ("pdl", "KD401"),
+    ("stream", "KD402"),
+    ("graph", "KD403"),
+    ("memchk", "memcheck"),
+    ("race", "racecheck"),
+    ("init", "initcheck"),
+    ("sync", "synccheck"),
+    ("bw", "KD501"),
+)
+NOT_RUN = "-"
+
+
+@dataclass
+class Cell:
+    """Pass/fail of one check for one kernel, with its worst error when it failed."""
+
+    passed: bool = True
+    worst: float | None = None
+    note: str = ""  # replaces the verdict: "crash", "hang", "skip", a percentage
+
+    def merge(self, passed: bool, metric: float | None) -> None:
+        if not passed:
+            self.passed = False
+            if metric is not None:
+                self.worst = metric if self.worst is None else max(self.worst, metric)
+
+    def text(self) -> str:
+        if self.note:
+            return self.note
+        if self.passed:
+            return "ok"
+        return "FAIL" if self.worst is None else f"FAIL {self.worst:.2g}"
+
+
+@dataclass
+class SummaryRow:
+    kernel: str
+    cells: dict[str, Cell] = field(default_factory=dict)
+
+    def cell(self, column: str) -> Cell:
+        return self.cells.setdefault(column, Cell())
+
+
+def render_table(rows: list[SummaryRow]) -> str:
+    """A fixed-width table; ``-`` where a check did not apply or did not run."""
+    header = ["kernel"] + [title for title, _ in COLUMNS]
+    body = [[row.kernel] + [row.cells[key].text() if key in row.cells else NOT_RUN for _, key in COLUMNS]
+            for row in rows]
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(r) for r in body)])
+
+
+class Progress:
+    """Thread-safe progress: a status line on a terminal, one line per event otherwise."""
+
+    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None, enabled: bool = True):
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.enabled = enabled
+        self.total = 0
+        self.done = 0
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._width = 0
+
+    def add(self, units: int) -> None:
+        with self._lock:
+            self.total += units
+
+    def _write(self, text: str, *, final: bool) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.started
+        line = f"[{self.done}/{self.total} {elapsed:5.0f}s] {text}"
+        if self.live:
+            pad = max(0, self._width - len(line))
+            self.stream.write("\r" + line + " " * pad + ("\n" if final else ""))
+            self._width = 0 if final else len(line)
+        elif final:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def status(self, text: str) -> None:
+        """What is running now (shown live only)."""
+        with self._lock:
+            self._write(text, final=False)
+
+    def finished(self, text: str) -> None:
+        """One unit of work done (a build, a spec's cases, a sanitizer run)."""
+        with self._lock:
+            self.done += 1
+            self._write(text, final=True)

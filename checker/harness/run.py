@@ -1,0 +1,462 @@
+"""The dynamic pipeline: build, run each spec's cases in child processes, sanitize, report.
+
+Isolation: a spec's cases run in a child process (``child.py``) with a per-case timeout.
+A fault poisons the child's CUDA context: the child reports it (or dies), and a new child
+resumes after the faulting case. A hang is killed; the rest of that instantiation is
+skipped. Either way the run goes on with the other kernels, and the fault or hang is a
+finding (KD001 / KD002; a bad input that faults is KD301).
+
+Scheduling: a spec's cases are one unit of work; as soon as they end, each of its
+compute-sanitizer tools becomes a unit of its own, so the tools of one spec run side by side
+(a single spec, as a pytest item runs it, is not four tools in a row).
+
+Several GPUs: work units take a GPU slot (``CUDA_VISIBLE_DEVICES`` for the child);
+bandwidth runs (KD501) come last, one child per GPU measuring its share of the specs in turn,
+so nothing else shares the GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..build import display_path
+from ..finding import Finding, Location, Related
+from ..registry import get_rule
+from .build import SpecBuilds, build_specs, target_label
+from .cases import CHECK_CODE, Case, CaseKind, Outcome, plan_bandwidth, plan_cases, plan_sanitize
+from .child import Job
+from .process import ChildExit, run_child
+from .report import Cell, Progress, SummaryRow
+from .sanitize import report_findings, run_tool
+from .spec import KernelSpec
+
+STARTUP_TIMEOUT = 180.0
+DEFAULT_PER_GPU = 8
+
+
+@dataclass
+class RunOptions:
+    timeout: float = 60.0  # seconds one case may run
+    sanitize: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
+    sanitize_timeout: float = 600.0  # seconds one tool's run of one spec may take
+    bandwidth: bool = True
+    bandwidth_floor: float = 0.8
+    register_budget: int = 64
+    per_kernel_budget: dict[str, object] = field(default_factory=dict)
+    jobs: int = 0  # parallel children; 0: DEFAULT_PER_GPU per GPU (fewer on small machines)
+    gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () : detect
+    sanitizer_log_dir: Path | None = None  # keep each tool's raw output here
+
+
+@dataclass
+class SpecRun:
+    """Everything one spec produced."""
+
+    spec: KernelSpec
+    results: list[tuple[Case, Outcome]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # faults, hangs, sanitizer reports
+    notes: dict[tuple[str, str], str] = field(default_factory=dict)  # (inst, column) -> "crash"...
+    sanitizer: dict[str, int] = field(default_factory=dict)  # tool -> findings (or -1: did not run)
+    hung: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # sanitizer tools run side by side
+
+
+@dataclass
+class HarnessResult:
+    findings: list[Finding]
+    rows: list[SummaryRow]
+    by_spec: dict[str, list[Finding]] = field(default_factory=dict)
+
+
+# ----- GPUs -----
+
+
+def visible_gpus() -> tuple[str, ...]:
+    """The GPUs a child may use, as CUDA_VISIBLE_DEVICES values (never initializes CUDA here)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return tuple(d.strip() for d in env.split(",") if d.strip())
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(str(i) for i, line in enumerate(listing.splitlines()) if line.startswith("GPU "))
+
+
+class GpuSlots:
+    """A pool of (GPU, slot) tokens: at most ``per_gpu`` children on each GPU."""
+
+    def __init__(self, gpus: tuple[str, ...], per_gpu: int):
+        self._free: "queue.Queue[str]" = queue.Queue()
+        for _ in range(per_gpu):
+            for gpu in gpus:
+                self._free.put(gpu)
+
+    @contextmanager
+    def take(self) -> Iterator[str]:
+        gpu = self._free.get()
+        try:
+            yield gpu
+        finally:
+            self._free.put(gpu)
+
+
+# ----- findings -----
+
+
+def launcher_location(spec: KernelSpec) -> Location:
+    """The kernel source at the launcher's definition (``void symbol(``), else line 1."""
+    source = Path(spec.spec_path).parent / spec.source
+    line = 1
+    try:
+        text = source.read_text(encoding="utf-8", errors="replace")
+        marker = text.find(f" {spec.symbol}(")
+        if marker >= 0:
+            line = text.count("\n", 0, marker) + 1
+    except OSError:
+        pass
+    return Location(display_path(source), line)
+
+
+def spec_related(spec: KernelSpec) -> tuple[Related, ...]:
+    path = Path(spec.spec_path)
+    line = 1
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        marker = text.find(f'"{spec.name}"')
+        if marker >= 0:
+            line = text.count("\n", 0, marker) + 1
+    except OSError:
+        pass
+    return (Related(Location(display_path(path), line), "the kernel's spec"),)
+
+
+def make_finding(spec: KernelSpec, code: str, message: str, detail: str = "") -> Finding:
+    rule = get_rule(code)
+    assert rule is not None, f"{code} is not declared in rules/"
+    return Finding(code, message, launcher_location(spec), rule.meta.severity, spec_related(spec), None, detail)
+
+
+def case_findings(spec: KernelSpec, results: list[tuple[Case, Outcome]]) -> list[Finding]:
+    """One finding per (instantiation, code) that failed, naming its worst case."""
+    failed: dict[tuple[str, str], list[tuple[Case, Outcome]]] = {}
+    for case, outcome in results:
+        if not outcome.passed:
+            failed.setdefault((case.inst, outcome.code), []).append((case, outcome))
+    findings = []
+    for (inst, code), items in failed.items():
+        worst_case, worst = max(items, key=lambda item: item[1].metric or 0.0)
+        more = f" (and {len(items) - 1} more cases)" if len(items) > 1 else ""
+        message = f"{spec.name}[{inst}] {worst_case.label}: {worst.message}{more}"
+        detail = "\n".join(f"{c.label}: {o.message}" + (f"\n{o.detail}" if o.detail else "") for c, o in items)
+        findings.append(make_finding(spec, code, message, detail))
+    return findings
+
+
+# ----- one spec's cases -----
+
+
+def _child_command(job: Job, directory: Path, name: str) -> list[str]:
+    path = directory / f"{name}.json"
+    job.write(path)
+    return [sys.executable, "-m", "kernel_check.harness.child", str(path)]
+
+
+def _child_env(gpu: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["CUDA_VISIBLE_DEVICES"] = gpu
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _collect(exit_: ChildExit, by_index: dict[int, Case], run: SpecRun) -> None:
+    for event in exit_.events:
+        if event["event"] == "end":
+            case = by_index[event["case"]]
+            run.results.extend((case, Outcome.from_json(o)) for o in event["outcomes"])
+
+
+def _fault_message(exit_: ChildExit) -> str:
+    fatal = next((e for e in exit_.events if e["event"] == "fatal"), None)
+    if fatal is not None:
+        return fatal["error"].strip().splitlines()[0][:300]
+    lines = [ln for ln in exit_.output if ln.strip()]
+    return f"the process died (exit status {exit_.returncode})" + (f": {lines[-1][:300]}" if lines else "")
+
+
+def _record_stop(run: SpecRun, case: Case, exit_: ChildExit, plan: list[Case], skip: set[int],
+                 timeout: float) -> None:
+    """Turn a hang or a fault at ``case`` into results/findings; mark what to skip after it."""
+    spec = run.spec
+    if exit_.timed_out:
+        run.hung.add(case.inst)
+        run.notes[(case.inst, CHECK_CODE[case.kind])] = "hang"
+        run.findings.append(make_finding(
+            spec, "KD002", f"{spec.name}[{case.inst}] {case.label}: no progress for {timeout:g} s; "
+                           f"killed, the rest of this instantiation skipped", exit_.output_tail))
+        skip.update(c.index for c in plan if c.inst == case.inst)
+        return
+    message = _fault_message(exit_)
+    if case.kind is CaseKind.BAD_INPUT:
+        run.results.append((case, Outcome("KD301", False, message, detail=exit_.output_tail)))
+        return
+    run.notes[(case.inst, CHECK_CODE[case.kind])] = "crash"
+    run.findings.append(make_finding(
+        spec, "KD001", f"{spec.name}[{case.inst}] {case.label}: the kernel faulted: {message}",
+        exit_.output_tail))
+    # the kernel faults on valid input: only the bad-input checks still say something
+    skip.update(c.index for c in plan if c.inst == case.inst and c.kind is not CaseKind.BAD_INPUT)
+
+
+def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, workdir: Path,
+              progress: Progress) -> None:
+    spec = run.spec
+    plan = plan_cases(spec)
+    by_index = {c.index: c for c in plan}
+    libraries = builds.libraries.get(spec.name, {})
+    skip: set[int] = {c.index for c in plan if c.inst not in libraries}
+    start, attempt = 0, 0
+    while start < len(plan):
+        job = Job(spec.spec_path, spec.name, "cases", libraries, probe=builds.probe, start=start,
+                  skip=sorted(skip), bandwidth_floor=options.bandwidth_floor)
+        command = _child_command(job, workdir, f"{spec.name}-cases-{attempt}")
+        exit_ = run_child(command, _child_env(gpu), startup_timeout=STARTUP_TIMEOUT,
+                          case_timeout=options.timeout,
+                          on_event=lambda e: e["event"] == "begin" and progress.status(
+                              f"{spec.name}: {by_index[e['case']].label}"))
+        _collect(exit_, by_index, run)
+        attempt += 1
+        if exit_.returncode == 0 and not exit_.timed_out:
+            return
+        if exit_.running_case is None:  # the harness itself failed (spec, import, tvm-ffi)
+            error = next((e["error"] for e in exit_.events if e["event"] == "error"), exit_.output_tail)
+            run.findings.append(make_finding(spec, "KD001", f"{spec.name}: the harness child failed "
+                                             f"before its cases ran (exit {exit_.returncode})", error))
+            return
+        _record_stop(run, by_index[exit_.running_case], exit_, plan, skip, options.timeout)
+        start = exit_.running_case + 1
+
+
+# ----- sanitizers and bandwidth -----
+
+
+def global_kernel_names(spec: KernelSpec) -> list[str]:
+    """``__global__`` functions defined in the spec's source (the sanitizer's filter)."""
+    source = Path(spec.spec_path).parent / spec.source
+    try:
+        text = source.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    pattern = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:[\w:<>]+\s+)*?(\w+)\s*\(")
+    return sorted(set(pattern.findall(text)))
+
+
+def source_dirs(spec: KernelSpec) -> list[Path]:
+    """Where a sanitizer report's bare file name may live: the kernel's folder, the headers."""
+    from ..jit import default_include_dir
+
+    source = Path(spec.spec_path).parent / spec.source
+    return [source.parent, Path(spec.spec_path).parent, default_include_dir() / "sgl_kernel"]
+
+
+def sanitizer_tools(run: SpecRun, libraries: dict[str, str], options: RunOptions) -> list[str]:
+    """The tools that have something to run for this spec (none for a hung instantiation)."""
+    live = {i for i in libraries if i not in run.hung}
+    return [t for t in options.sanitize if live and plan_sanitize(run.spec, t)]
+
+
+def run_sanitizer(run: SpecRun, tool: str, libraries: dict[str, str], options: RunOptions, gpu: str,
+                  workdir: Path, progress: Progress) -> None:
+    """One compute-sanitizer tool over one spec's small cases, in its own child process."""
+    spec = run.spec
+    kernels = global_kernel_names(spec)
+    live = {i: lib for i, lib in libraries.items() if i not in run.hung}
+    if not live or not plan_sanitize(spec, tool):
+        return
+    # racecheck (~2000x slower) instruments only this spec's kernels; initcheck must see
+    # every kernel, or the writes of torch's fill kernels go unseen and inputs look uninitialized
+    filters = kernels if tool == "racecheck" else []
+    job = Job(spec.spec_path, spec.name, "sanitize", live, tool=tool)
+    command = _child_command(job, workdir, f"{spec.name}-{tool}")
+    progress.status(f"{spec.name}: {tool}")
+    tool_run = run_tool(tool, command, timeout=options.sanitize_timeout, kernels=filters,
+                        api_errors=False, env=_child_env(gpu))
+    if options.sanitizer_log_dir is not None:
+        options.sanitizer_log_dir.mkdir(parents=True, exist_ok=True)
+        (options.sanitizer_log_dir / f"{spec.name}-{tool}.txt").write_text(tool_run.output)
+    found = report_findings(tool_run.reports, fallback=launcher_location(spec), context=spec.name,
+                            kernels=kernels, search=source_dirs(spec))
+    if tool_run.timed_out:
+        found.append(make_finding(spec, "KD002", f"{spec.name}: {tool} run did not finish within "
+                                  f"{options.sanitize_timeout:g} s", tool_run.output[-4000:]))
+    elif tool_run.command_failed and not found:
+        error = next((ln for ln in reversed(tool_run.output.splitlines()) if ln.strip()), "")
+        found.append(make_finding(spec, "KD001", f"{spec.name}: the {tool} run failed (exit "
+                                  f"{tool_run.returncode}) without a report: {error[:300]}",
+                                  tool_run.output[-4000:]))
+    with run.lock:
+        run.findings.extend(found)
+        run.sanitizer[tool] = len(found)
+    progress.finished(f"{spec.name}: {tool} " + (f"{len(found)} finding(s)" if found else "clean"))
+
+
+def run_bandwidth(run: SpecRun, libraries: dict[str, str], options: RunOptions, gpu: str,
+                  workdir: Path) -> None:
+    spec = run.spec
+    plan = plan_bandwidth(spec)
+    live = {i: lib for i, lib in libraries.items() if i not in run.hung}
+    if not plan or not live:
+        return
+    job = Job(spec.spec_path, spec.name, "bandwidth", live, bandwidth_floor=options.bandwidth_floor)
+    exit_ = run_child(_child_command(job, workdir, f"{spec.name}-bandwidth"), _child_env(gpu),
+                      startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout)
+    _collect(exit_, {c.index: c for c in plan}, run)
+
+
+def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOptions, gpu: str,
+                        workdir: Path) -> None:
+    """KD501 for several specs in one child (one start-up, one copy-bandwidth measurement);
+    the specs that child did not finish are measured again one by one."""
+    batch = []
+    for run in runs:
+        live = {i: lib for i, lib in builds.libraries.get(run.spec.name, {}).items() if i not in run.hung}
+        if plan_bandwidth(run.spec) and live:
+            batch.append((run, live))
+    if not batch:
+        return
+    job = Job(batch[0][0].spec.spec_path, batch[0][0].spec.name, "bandwidth", batch[0][1],
+              bandwidth_floor=options.bandwidth_floor,
+              batch=[{"spec_path": r.spec.spec_path, "spec_name": r.spec.name, "libraries": live}
+                     for r, live in batch])
+    exit_ = run_child(_child_command(job, workdir, "bandwidth-batch"), _child_env(gpu),
+                      startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout)
+    by_name = {r.spec.name: r for r, _ in batch}
+    done: set[str] = set()
+    for event in exit_.events:
+        run = by_name.get(event.get("spec", ""))
+        if event["event"] == "end" and run is not None:
+            case = {c.index: c for c in plan_bandwidth(run.spec)}[event["case"]]
+            run.results.extend((case, Outcome.from_json(o)) for o in event["outcomes"])
+        elif event["event"] == "spec-done" and run is not None:
+            done.add(run.spec.name)
+    for run, _ in batch:
+        if run.spec.name not in done:
+            run.results[:] = [(c, o) for c, o in run.results if c.kind is not CaseKind.BANDWIDTH]
+            run_bandwidth(run, builds.libraries.get(run.spec.name, {}), options, gpu, workdir)
+
+
+# ----- the whole run -----
+
+
+def summary_rows(runs: list[SpecRun], builds: SpecBuilds, tools: tuple[str, ...]) -> list[SummaryRow]:
+    rows = []
+    for run in runs:
+        for inst in run.spec.instantiations:
+            row = SummaryRow(target_label(run.spec, inst))
+            built = builds.library(run.spec.name, inst.id) is not None
+            row.cell("build").merge(built, None)
+            for case, outcome in run.results:
+                if case.inst == inst.id:
+                    row.cell(outcome.code).merge(outcome.passed, outcome.metric)
+                    if outcome.code == "KD501" and outcome.metric is not None:
+                        row.cell("KD501").note = f"{outcome.metric:.0%}" + ("" if outcome.passed else " low")
+                    elif outcome.code == "KD401" and outcome.passed and outcome.message.startswith("inconclusive"):
+                        row.cell("KD401").note = "n/a"
+            for (note_inst, column), note in run.notes.items():
+                if note_inst == inst.id:
+                    row.cell(column).note = note
+            for tool in tools:
+                if built and tool in run.sanitizer:
+                    row.cells[tool] = Cell(passed=run.sanitizer[tool] == 0,
+                                           note="" if run.sanitizer[tool] == 0 else f"FAIL {run.sanitizer[tool]}")
+            rows.append(row)
+    return rows
+
+
+def _cases_task(run: SpecRun, builds: SpecBuilds, options: RunOptions, slots: GpuSlots, workdir: Path,
+                progress: Progress) -> None:
+    with slots.take() as gpu:
+        run_cases(run, builds, options, gpu, workdir, progress)
+    failed = sum(1 for _, o in run.results if not o.passed) + len(run.findings)
+    progress.finished(f"{run.spec.name}: cases " + (f"{failed} failure(s)" if failed else "passed"))
+
+
+def _sanitizer_task(run: SpecRun, tool: str, libraries: dict[str, str], options: RunOptions, slots: GpuSlots,
+                    workdir: Path, progress: Progress) -> None:
+    with slots.take() as gpu:
+        run_sanitizer(run, tool, libraries, options, gpu, workdir, progress)
+
+
+def _run_all(runs: list[SpecRun], builds: SpecBuilds, lineinfo: SpecBuilds | None, options: RunOptions,
+             slots: GpuSlots, workers: int, workdir: Path, progress: Progress) -> None:
+    """Each spec's cases, then (as soon as they end) each of its sanitizer tools, all as
+    separate units on the GPU slots: a spec's tools run side by side, next to other specs."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: dict[Future, tuple[SpecRun, bool]] = {
+            pool.submit(_cases_task, run, builds, options, slots, workdir, progress): (run, True) for run in runs}
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                run, was_cases = pending.pop(future)
+                future.result()
+                if not was_cases or lineinfo is None:
+                    continue
+                libraries = lineinfo.libraries.get(run.spec.name, {})
+                tools = sanitizer_tools(run, libraries, options)
+                for tool in options.sanitize:
+                    if tool not in tools:
+                        progress.finished(f"{run.spec.name}: {tool} skipped")
+                for tool in tools:
+                    task = pool.submit(_sanitizer_task, run, tool, libraries, options, slots, workdir, progress)
+                    pending[task] = (run, False)
+
+
+def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
+              on_builds: Callable[[SpecBuilds], None] | None = None) -> HarnessResult:
+    """Build, run, sanitize and measure every spec; the findings of all of it."""
+    build_progress = lambda outcome: progress.finished(  # noqa: E731
+        f"built {outcome.target.label}" + ("" if outcome.ok else " FAILED"))
+    progress.add(sum(len(s.instantiations) for s in specs) + 1)
+    budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget)
+    builds = build_specs(specs, with_probe=True, on_done=build_progress, **budgets)
+    if on_builds is not None:
+        on_builds(builds)
+    lineinfo = None
+    if options.sanitize:
+        progress.add(sum(len(s.instantiations) for s in specs))
+        lineinfo = build_specs(specs, lineinfo=True, on_done=build_progress, **budgets)
+    gpus = options.gpus or visible_gpus() or ("0",)
+    default_jobs = len(gpus) * min(DEFAULT_PER_GPU, max(2, (os.cpu_count() or 2) // 2))
+    per_gpu = max(1, (options.jobs or default_jobs) // len(gpus))
+    slots = GpuSlots(gpus, per_gpu)
+    runs = [SpecRun(spec) for spec in specs]
+    progress.add(len(specs) * (1 + len(options.sanitize)))
+    with tempfile.TemporaryDirectory(prefix="kernel-check-") as tmp:
+        workdir = Path(tmp)
+        _run_all(runs, builds, lineinfo, options, slots, per_gpu * len(gpus), workdir, progress)
+        if options.bandwidth:
+            measured = [r for r in runs if r.spec.memory_bound]
+            # one child per GPU measures its share of the specs, alone on that GPU
+            shares = [measured[i::len(gpus)] for i in range(len(gpus))]
+
+            def measure(gpu: str, share: list[SpecRun]) -> None:
+                run_bandwidth_batch(share, builds, options, gpu, workdir)
+
+            with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+                list(pool.map(measure, gpus, shares))
+    by_spec = {run.spec.name: builds.by_spec.get(run.spec.name, []) + case_findings(run.spec, run.results)
+               + run.findings for run in runs}
+    findings = sorted((f for fs in by_spec.values() for f in fs), key=Finding.sort_key)
+    return HarnessResult(findings, summary_rows(runs, builds, options.sanitize), by_spec)
+

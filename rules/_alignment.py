@@ -1,0 +1,154 @@
+"""Shared analysis of KC120 and KC121 (one home for both rules).
+
+`vector_feeds` answers: which tensors of a launcher carry their data into a kernel
+parameter that the kernel (or a device function it passes the pointer to) accesses with
+vectorized loads/stores, and at which width. Widths are rewritten from the kernel's
+template parameters into the launcher's scope by substituting the launch's explicit
+template arguments, so they can be compared with the `ensure_alignment` argument under
+the same instantiation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from kernel_check.finding import Location
+from kernel_check.model import ConstExpr, Function, LaunchSite, SourceModel, VectorAccess
+from kernel_check.rules._common import location_of
+
+# Values tried for a template parameter the launcher leaves open: element sizes for a type
+# (fp8, fp16 / bf16, fp32, fp64 / int64), and common sizes, head dims and splits for an
+# integer. A verdict over open parameters must hold for every value tried.
+DEFAULT_ELEMENT_SIZES = (1, 2, 4, 8)
+INTEGER_SAMPLES = (1, 2, 3, 4, 8, 16, 32, 64, 96, 128, 256, 512, 576, 1024, 4096)
+BOOL_SAMPLES = (0, 1)
+MAX_INSTANTIATIONS = 4096
+_MAX_CALL_DEPTH = 4
+_UNKNOWN = ConstExpr("unknown")
+
+
+@dataclass(frozen=True)
+class VectorFeed:
+    """Tensor `tensor` feeds `access` of the kernel launched at `launch`."""
+
+    tensor: str
+    launch: LaunchSite
+    access: VectorAccess
+    width: ConstExpr  # bytes per access, over the launcher's template parameters
+
+
+@dataclass(frozen=True)
+class _Use:
+    access: VectorAccess
+    width: ConstExpr  # over the template parameters of the function that owns the use
+
+
+def _bind(params: tuple[str, ...], args: tuple[ConstExpr, ...]) -> dict[str, ConstExpr]:
+    """Each template parameter to its explicit argument, the rest unknown."""
+    return {name: args[index] if index < len(args) else _UNKNOWN for index, name in enumerate(params)}
+
+
+class _Accesses:
+    """The vectorized parameters of kernels and device functions (by USR), following
+    pointers handed to other device functions."""
+
+    def __init__(self, model: SourceModel) -> None:
+        self.facts = model.launcher_facts
+        self.memo: dict[str, dict[tuple[int, str], list[_Use]]] = {}
+
+    def uses(self, usr: str, depth: int = 0) -> dict[tuple[int, str], list[_Use]]:
+        if usr in self.memo:
+            return self.memo[usr]
+        self.memo[usr] = {}  # cuts recursion
+        uses: dict[tuple[int, str], list[_Use]] = {}
+        for access in self.facts.vector_accesses:
+            if access.function == usr:
+                uses.setdefault((access.param_index, access.field), []).append(_Use(access, access.width))
+        for handoff in self.facts.pointer_passes:
+            if handoff.function != usr or not handoff.callee_usr or depth >= _MAX_CALL_DEPTH:
+                continue
+            mapping = _bind(handoff.callee_template_params, handoff.template_args)
+            for (param, field), callee_uses in self.uses(handoff.callee_usr, depth + 1).items():
+                if param == handoff.argument:
+                    uses.setdefault((handoff.param_index, handoff.field or field), []).extend(
+                        _Use(u.access, u.width.substitute(mapping)) for u in callee_uses)
+        self.memo[usr] = uses
+        return uses
+
+
+def vector_feeds(model: SourceModel, launcher: Function) -> list[VectorFeed]:
+    """Every (tensor, vectorized kernel access) pair that a launcher's launches create."""
+    accesses = _Accesses(model)
+    sites = {site.span.start: site for site in model.launch_sites}
+    feeds = []
+    for launch in model.launcher_facts.launches:
+        site = sites.get(launch.launch.start)
+        if launch.function != launcher.usr or site is None or not site.kernel_usr:
+            continue
+        mapping = _bind(launch.kernel_template_params, launch.template_args)
+        uses = accesses.uses(site.kernel_usr)
+        for argument in launch.tensor_arguments:
+            for use in uses.get((argument.argument, argument.field), []):
+                feeds.append(VectorFeed(argument.tensor, site, use.access, use.width.substitute(mapping)))
+    return feeds
+
+
+def access_location(model: SourceModel, access: VectorAccess) -> Location:
+    """Where a vector access is: in the checked file or in an included header."""
+    if not access.path:
+        return location_of(model, access.span)
+    span = access.span
+    return Location(access.path, span.line, span.column, span.end_line, span.end_column)
+
+
+@dataclass(frozen=True)
+class LauncherScope:
+    """The template parameters in scope of a launcher (its own and those of the class
+    templates it is a member of) and the values tried for each when it is left open."""
+
+    samples: dict[str, tuple[int, ...]]
+
+    def with_element_sizes(self, sizes: tuple[int, ...], type_params: frozenset[str]) -> "LauncherScope":
+        return LauncherScope({**self.samples, **{name: sizes for name in type_params}})
+
+
+def launcher_scope(model: SourceModel, launcher: Function) -> tuple[LauncherScope, frozenset[str]]:
+    """The launcher's scope and the names of its template type parameters."""
+    params = list(launcher.template_params)
+    for struct in model.structs:
+        if launcher.qualified_name.startswith(struct.qualified_name + "::"):
+            params.extend(struct.template_params)
+    samples: dict[str, tuple[int, ...]] = {}
+    for param in params:
+        if param.kind == "type":
+            samples[param.name] = DEFAULT_ELEMENT_SIZES
+        elif param.kind == "non_type":
+            samples[param.name] = BOOL_SAMPLES if param.type_spelling == "bool" else INTEGER_SAMPLES
+    types = frozenset(p.name for p in params if p.kind == "type")
+    return LauncherScope(samples), types
+
+
+def instantiations(exprs: list[ConstExpr], scope: LauncherScope) -> list[dict[str, int]] | None:
+    """The bindings to evaluate `exprs` under: combinations of the sample values of the
+    template parameters they depend on (thinned out evenly beyond MAX_INSTANTIATIONS);
+    None when a name is not a template parameter in scope."""
+    free = sorted(set().union(*(e.free_names() for e in exprs)))
+    if any(name not in scope.samples for name in free):
+        return None
+    choices = [scope.samples[name] for name in free]
+    total = math.prod(len(c) for c in choices)
+    step = max(1, math.ceil(total / MAX_INSTANTIATIONS))
+    return [dict(zip(free, values)) for values in itertools.islice(itertools.product(*choices), 0, None, step)]
+
+
+def fixed_value(expr: ConstExpr, scope: LauncherScope) -> int | None:
+    """The value of `expr` if it is the same for every instantiation tried, else None."""
+    bindings = instantiations([expr], scope)
+    values = {expr.evaluate(env) for env in bindings} if bindings else {None}
+    return values.pop() if len(values) == 1 else None
+
+
+def is_power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0

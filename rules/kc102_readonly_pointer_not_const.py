@@ -1,0 +1,77 @@
+"""## What it does
+Flags a kernel pointer parameter that is not pointer-to-const although the kernel never
+writes through it: no store, assignment, atomic or store helper through it or through any
+pointer derived from it, and it is never handed to code that may write (a callee whose
+parameter is not pointer-to-const and whose body is not visible, a store into memory, inline
+asm). Writes through device functions of the translation unit are followed.
+
+Not reported: parameters the body never names, pointers to pointers, function pointers, and
+parameters that a preprocessor-inactive region (an `#if` branch not taken) of the body
+mentions, since that code may write through them. A `void*` is treated like any other
+pointer: casts are followed, so `static_cast<float*>(p)[i] = x` is a write.
+
+## Why is this bad?
+A read-only buffer spelled `T*` hides the kernel's contract from readers and from the
+compiler: only `const T* __restrict__` lets it use the non-coherent read-only load path, and
+only a `const` pointee makes an accidental write a compile error.
+
+## Example
+```cpp
+template <typename T>
+__global__ void scale_kernel(T* __restrict__ dst, T* __restrict__ src, float factor, uint32_t n) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = static_cast<T>(static_cast<float>(src[i]) * factor);
+}
+```
+
+## Use instead
+```cpp
+template <typename T>
+__global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, float factor, uint32_t n) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = static_cast<T>(static_cast<float>(src[i]) * factor);
+}
+```
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import AccessKind, FunctionDataflow, Param, SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import dataflow_of, inactive_text, location_of
+
+
+def _candidate(param: Param) -> bool:
+    """A named, single-level, non-function pointer to non-const data."""
+    canonical = param.type.canonical
+    return (bool(param.name) and param.type.is_pointer and not param.type.pointee_const
+            and canonical.count("*") == 1 and "(*)" not in canonical)
+
+
+def _may_be_written(flow: FunctionDataflow, index: int) -> bool:
+    return any(access.param_index == index and not access.fields
+               and access.kind in (AccessKind.WRITE, AccessKind.ESCAPE) for access in flow.accesses)
+
+
+@rule("KC102", "readonly-pointer-not-const", Severity.WARNING, Language.CPP,
+      summary="kernel pointer parameter is never written but is not pointer-to-const")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    for kernel in model.kernels:
+        flow = dataflow_of(model, kernel)
+        if flow is None:
+            continue
+        hidden = inactive_text(model, flow)
+        for index, param in enumerate(kernel.params):
+            if not _candidate(param) or param.name not in flow.referenced_params:
+                continue
+            if _may_be_written(flow, index) or re.search(rf"\b{re.escape(param.name)}\b", hidden):
+                continue
+            yield ctx.finding(
+                location_of(model, param.span),
+                f"kernel '{kernel.name}' never writes through pointer parameter '{param.name}': "
+                "declare it pointer-to-const (`const T* __restrict__`)",
+            )

@@ -1,0 +1,61 @@
+"""## What it does
+Flags `int`, `long`, `long long`, `unsigned` and `unsigned long` (in any spelling, such as
+`unsigned int` or `long int`) written as the type of a kernel, launcher or device-function
+parameter, a params-struct field, or a local index, size or shape/stride variable in kernel,
+device or launcher code. Only the written spelling counts: `int32_t` is the same type as `int`
+to the compiler and is the recommended way to say it.
+
+Exempt: a `for` counter whose bound is a compile-time constant (`i < kVecN`), template
+non-type parameters, `constexpr` (or `const` with a constant initializer) locals, an `int`
+that a C API dictates (`int device; cudaGetDevice(&device);`, `int rc = c_function();`),
+pointers and arrays declared locally (storage, not an index), and `main`. A params struct is
+one passed by value to a kernel of the file, or one named `...Params`.
+
+## Why is this bad?
+The width of `int`/`long` is an ABI choice, not a contract: `long` is 64 bits on Linux and
+32 on Windows, and a bare `int` index silently caps a kernel at 2^31 elements. Fixed-width
+types make an index the same width on both sides of the TVM-FFI boundary and make every
+narrowing visible.
+
+## Example
+```cpp
+template <typename T>
+__global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+```
+
+## Use instead
+```cpp
+template <typename T>
+__global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, uint32_t n) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import IntegerRoles, location_of
+
+@rule("KC110", "fixed-width-integer", Severity.WARNING, Language.CPP,
+      summary="`int`/`long`/`unsigned` where a fixed-width integer type belongs")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    roles = IntegerRoles(model)
+    for decl in model.integer_facts.integer_decls:
+        role = roles.role(decl)
+        if role is None:
+            continue
+        narrowed = f", narrowing the 64-bit `{decl.shape_source}`" if decl.shape_source else ""
+        yield ctx.finding(
+            location_of(model, decl.span),
+            f"{role} '{decl.name}' is typed `{decl.keywords}`{narrowed}; use a fixed-width type "
+            "(`int32_t`, `uint32_t`, `int64_t`, `size_t`)",
+        )

@@ -1,0 +1,97 @@
+"""## What it does
+Flags a 64-bit tensor shape or stride value -- `SymbolicSize::unwrap()`, `TensorView::size(i)`,
+`stride(i)`, `numel()`, `shape()[i]`, a 64-bit size/stride parameter or params field of a
+kernel, or arithmetic on those -- that is converted implicitly to a narrower integer type:
+in an initialization, an assignment (compound ones included), a call argument or a return.
+It also flags such a value passed to `LaunchKernel(...)(kernel, ...)` for a 32-bit kernel
+parameter, which the launcher narrows silently. Grid and block sizes (`dim3`) are exempt, and
+so is an initialization of a variable declared `int`/`unsigned`, which KC110 already reports.
+
+## Why is this bad?
+Shapes cross the TVM-FFI boundary as `int64_t`. Narrowing one to `uint32_t` for in-kernel
+indexing is fine only where the range is known, and then it should be a visible, deliberate
+`static_cast` -- an implicit conversion truncates a large tensor's size without a trace.
+
+## Example
+```cpp
+const uint32_t n = N.unwrap();
+host::LaunchKernel(grid, kBlock, device)(scale_kernel<T>, dst, src, num_tokens.unwrap());
+```
+
+## Use instead
+```cpp
+const uint32_t n = static_cast<uint32_t>(N.unwrap());  // checked < 2^32 above
+host::LaunchKernel(grid, kBlock, device)(scale_kernel<T>, dst, src,
+                                         static_cast<uint32_t>(num_tokens.unwrap()));
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Related, Severity
+from kernel_check.model import Function, LaunchSite, Param, ShapeArgument, SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import IntegerRoles, location_of
+
+_NARROW_CANONICAL = frozenset({"int", "unsigned int", "short", "unsigned short", "char",
+                               "signed char", "unsigned char"})
+
+
+@rule("KC111", "implicit-narrowing-of-size", Severity.WARNING, Language.CPP,
+      summary="64-bit shape/stride implicitly narrowed to a 32-bit type")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    roles = IntegerRoles(model)
+    left_to_kc110 = {d.name_span.start for d in model.integer_facts.integer_decls if roles.role(d) is not None}
+    for narrowing in model.integer_facts.size_narrowings:
+        if narrowing.target_offset is not None and narrowing.target_offset in left_to_kc110:
+            continue
+        into = f" of '{narrowing.target}'" if narrowing.target else ""
+        value = _describe(model.data[narrowing.span.start:narrowing.span.end].decode("utf-8", "replace"),
+                          narrowing.source)
+        yield ctx.finding(
+            location_of(model, narrowing.span),
+            f"{value} is narrowed implicitly to `{narrowing.target_type}` ({narrowing.context}{into}); "
+            "write the `static_cast` where the range is known, or keep `int64_t`",
+        )
+    yield from _launch_arguments(model, ctx, roles.functions)
+
+
+def _launch_arguments(model: SourceModel, ctx: RuleContext, functions: dict[str, Function]) -> Iterator[Finding]:
+    for site in model.launch_sites:
+        kernel = functions.get(site.kernel_usr)
+        if site.syntax != "launch_kernel" or kernel is None:
+            continue
+        for argument in model.integer_facts.shape_arguments:
+            param = _bound_parameter(site, kernel, argument)
+            if param is None or not _is_narrow(param):
+                continue
+            yield ctx.finding(
+                location_of(model, argument.span),
+                f"{_describe(argument.text, argument.source)} is passed to the `{param.type.spelling}` parameter "
+                f"'{param.name}' of kernel '{kernel.name}'; LaunchKernel narrows it silently -- "
+                "write the `static_cast`",
+                related=[Related(location_of(model, param.span), "the 32-bit kernel parameter")],
+            )
+
+
+def _describe(text: str, source: str) -> str:
+    text = " ".join(text.split())
+    origin = f" (from `{source}`)" if source != text else ""
+    return f"64-bit shape/stride value `{text}`{origin}"
+
+
+def _bound_parameter(site: LaunchSite, kernel: Function, argument: ShapeArgument) -> Param | None:
+    if not site.span.contains(argument.span):
+        return None
+    texts = [text.strip() for text in site.argument_texts]
+    if argument.text.strip() not in texts:
+        return None
+    index = texts.index(argument.text.strip())
+    return kernel.params[index] if index < len(kernel.params) else None
+
+
+def _is_narrow(param: Param) -> bool:
+    canonical = param.type.canonical.replace("&", " ").split()
+    return " ".join(w for w in canonical if w not in ("const", "volatile")) in _NARROW_CANONICAL

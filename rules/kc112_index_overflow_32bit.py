@@ -1,0 +1,87 @@
+"""## What it does
+Flags a flat global index (or grid stride) computed as a 32-bit product of the grid
+built-ins -- `blockIdx.x * blockDim.x`, `blockIdx.x * kBlockSize`, `gridDim.x * blockDim.x`,
+`blockIdx.y * num_heads * head_dim` -- with no operand widened to 64 bits before the
+multiplication, inside a kernel whose sizes or strides are 64-bit (a parameter, or a field of
+a by-value params struct, of type `int64_t`, `uint64_t`, `size_t`...). A product of the y/z
+grid dimensions with only built-ins or constants is not flagged: those are capped at 65535,
+so such a product cannot overflow. Only the kernel's own body (and its lambdas) is checked.
+
+## Why is this bad?
+The product is evaluated in 32 bits and wraps at 2^32 (or overflows `int` at 2^31) before it
+is added to anything 64-bit, so widening the result (`int64_t idx = blockIdx.x * blockDim.x`)
+is too late. A kernel that takes 64-bit sizes promises to handle tensors that large.
+
+## Example
+```cpp
+__global__ void copy_kernel(float* __restrict__ dst, const float* __restrict__ src, int64_t n) {
+  const int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+```
+
+## Use instead
+```cpp
+__global__ void copy_kernel(float* __restrict__ dst, const float* __restrict__ src, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Related, Severity
+from kernel_check.model import Function, IndexProduct, SourceModel, Span, TypeInfo
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of, struct_for_type
+
+_WIDE_CANONICAL = frozenset({"long", "unsigned long", "long long", "unsigned long long"})
+_LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
+
+
+@rule("KC112", "index-overflow-32bit", Severity.WARNING, Language.CPP,
+      summary="flat global index multiplied in 32 bits in a kernel with 64-bit sizes")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    wide_kernels = {k.usr: evidence for k in model.kernels if (evidence := _wide_size(model, k)) is not None}
+    for product in model.integer_facts.index_products:
+        evidence = wide_kernels.get(product.function_usr)
+        if evidence is None or not _can_overflow(product):
+            continue
+        name, span = evidence
+        yield ctx.finding(
+            location_of(model, product.span),
+            f"`{product.text}` is computed in 32 bits (`{product.result_type}`) although the kernel's sizes "
+            f"are 64-bit; widen a factor first: `static_cast<int64_t>({product.builtins[0]}) * ...`",
+            related=[Related(location_of(model, span), f"'{name}' is 64-bit")],
+        )
+
+
+def _can_overflow(product: IndexProduct) -> bool:
+    """`blockIdx.x`/`gridDim.x` (up to 2^31 - 1) times anything; the y and z grid dimensions
+    (at most 65535) only times a runtime count."""
+    if _LARGE_BUILTINS.intersection(product.builtins):
+        return len(product.builtins) + product.constant_factors + len(product.value_factors) >= 2
+    return bool(product.value_factors)
+
+
+def _wide_size(model: SourceModel, kernel: Function) -> tuple[str, Span] | None:
+    """A 64-bit size/stride the kernel receives: (its name, where it is declared)."""
+    for param in kernel.params:
+        if _is_wide(param.type):
+            return param.name, param.span
+        struct = struct_for_type(model, param.type)
+        if struct is not None:
+            field = next((f for f in struct.fields if _is_wide(f.type)), None)
+            if field is not None:
+                return f"{param.name}.{field.name}", field.span
+    return None
+
+
+def _is_wide(type_: TypeInfo) -> bool:
+    if type_.is_pointer:
+        return False
+    words = type_.canonical.replace("&", " ").split()
+    return " ".join(w for w in words if w not in ("const", "volatile")) in _WIDE_CANONICAL

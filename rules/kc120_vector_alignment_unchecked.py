@@ -1,0 +1,101 @@
+"""## What it does
+Flags a `TensorMatcher` chain in a launcher that verifies a tensor without
+`.ensure_alignment(w)` when the tensor's data pointer reaches a kernel parameter that the
+kernel accesses with vectorized loads or stores: `AlignedVector::load/store`,
+`tile::Memory` of a vector type, `warp::load_bytes/store_bytes`, `load_as/store_as` of a
+multi-element type, or a cast to `int4`/`float4`/`uint2`/`half2`... The pointer is
+followed through local copies, params-struct fields and device functions of the same file.
+
+## Why is this bad?
+A vector access of `w` bytes needs an address that is a multiple of `w`. `TensorMatcher`
+accepts any data pointer and, with `with_strides`, any row stride, so a sliced or padded
+tensor reaches the kernel and fails with `misaligned address` (or silently reads the wrong
+bytes through a wider type). `.ensure_alignment(w)` turns that into a clear host-side error.
+
+## Example
+```cpp
+template <typename T>
+__global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, uint32_t n) {
+  using vec_t = device::AlignedVector<T, 16 / sizeof(T)>;
+  vec_t v;
+  v.load(src, blockIdx.x * blockDim.x + threadIdx.x);
+  v.store(dst, blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+template <typename T>
+void scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
+  auto n = host::SymbolicSize{"n"};
+  host::TensorMatcher({n}).with_dtype<T>().verify(dst).verify(src);
+  host::LaunchKernel(grid, 256, dst.device())(scale_kernel<T>, static_cast<T*>(dst.data_ptr()),
+                                               static_cast<const T*>(src.data_ptr()), n32);
+}
+```
+
+## Use instead
+```cpp
+  host::TensorMatcher({n}).with_dtype<T>().ensure_alignment(16).verify(dst).verify(src);
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Related, Severity
+from kernel_check.model import FunctionKind, MatcherChain, SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._alignment import (
+    LauncherScope, VectorFeed, access_location, fixed_value, launcher_scope, vector_feeds,
+)
+from kernel_check.rules._common import location_of
+
+
+@rule("KC120", "vector-alignment-unchecked", Severity.ERROR, Language.CPP,
+      summary="tensor feeding a vectorized kernel access is verified without ensure_alignment")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    facts = model.launcher_facts
+    for launcher in model.functions:
+        if launcher.kind is not FunctionKind.HOST or not launcher.usr:
+            continue
+        chains = [c for c in facts.matcher_chains if c.function == launcher.usr]
+        if not chains:
+            continue
+        feeds = vector_feeds(model, launcher)
+        if not feeds:
+            continue
+        aligned = {v.name for c in chains for v in c.verified if v.alignment is not None}
+        checked_by_hand = {u.tensor for u in facts.tensor_data_uses if u.function == launcher.usr and u.in_check}
+        for chain in chains:
+            unaligned = _unaligned_feeds(chain, feeds, aligned | checked_by_hand)
+            if unaligned:
+                scope, _ = launcher_scope(model, launcher)
+                yield _finding(model, ctx, chain, unaligned, scope)
+
+
+def _unaligned_feeds(chain: MatcherChain, feeds: list[VectorFeed], aligned: set[str]) -> list[VectorFeed]:
+    reported = []
+    for verified in chain.verified:
+        if verified.alignment is not None or verified.name in aligned:
+            continue
+        reported.extend(f for f in feeds if f.tensor == verified.name)
+    return reported
+
+
+def _finding(model: SourceModel, ctx: RuleContext, chain: MatcherChain, feeds: list[VectorFeed],
+             scope: LauncherScope) -> Finding:
+    tensors = sorted({f.tensor for f in feeds})
+    first = feeds[0]
+    names = ", ".join(f"'{t}'" for t in tensors)
+    widths = {w for w in (fixed_value(f.width, scope) for f in feeds) if w is not None}
+    width = f" {max(widths)}-byte" if widths else ""
+    suggestion = f".ensure_alignment({max(widths)})" if widths else ".ensure_alignment(w)"
+    related = [Related(access_location(model, first.access),
+                       f"vectorized{width} access ({first.access.type_text}) in '{first.launch.kernel_name}'"),
+               Related(location_of(model, first.launch.span), "the launch")]
+    return ctx.finding(
+        location_of(model, chain.span),
+        f"tensor{'s' if len(tensors) > 1 else ''} {names} feed{'' if len(tensors) > 1 else 's'} "
+        f"{width.strip() + ' ' if width else ''}vectorized accesses in kernel '{first.launch.kernel_name}' "
+        f"but this TensorMatcher does not check alignment: add `{suggestion}` before `.verify`",
+        related=related,
+    )

@@ -1,0 +1,48 @@
+"""## What it does
+Flags a call of a `cuda*` runtime API function whose `cudaError_t` result is thrown away:
+the call is a statement of its own instead of being wrapped in `CHECK_CUDA(...)` (or
+`host::RuntimeDeviceCheck(...)`), assigned, returned or compared. An explicit `(void)`
+cast is taken as a deliberate discard and not reported.
+
+## Why is this bad?
+CUDA reports failures only through these return values (and the sticky error state). A
+failed `cudaMemsetAsync`, `cudaFuncSetAttribute` or `cudaStreamWaitEvent` that nobody
+checks shows up much later as a wrong result or as an unrelated error in another kernel,
+far from its cause.
+
+## Example
+```cpp
+inline void zero(tvm::ffi::TensorView out) {
+  cudaMemsetAsync(out.data_ptr(), 0, nbytes, host::get_stream(out.device()));
+}
+```
+
+## Use instead
+```cpp
+inline void zero(tvm::ffi::TensorView out) {
+  CHECK_CUDA(cudaMemsetAsync(out.data_ptr(), 0, nbytes, host::get_stream(out.device())))
+      << "while zeroing the output";
+}
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+
+@rule("KC131", "unchecked-cuda-call", Severity.WARNING, Language.CPP,
+      summary="cudaError_t result of a CUDA runtime call is discarded")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    for call in model.launcher_facts.api_calls:
+        if call.name.startswith("cuda") and call.returns_cuda_error and call.result_use == "discarded":
+            yield ctx.finding(
+                location_of(model, call.span),
+                f"the cudaError_t returned by `{call.name}` is discarded; wrap the call in "
+                "`CHECK_CUDA(...)` so a failure surfaces here",
+            )

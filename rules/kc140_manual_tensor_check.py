@@ -1,0 +1,57 @@
+"""## What it does
+Flags a launcher that validates a `TensorView` by hand: `dtype()`, `shape()`, `ndim()`,
+`dim()`, `device()`, `strides()`, `size(i)`, `stride(i)`, `numel()` or `is_contiguous()`
+inside the condition of `CHECK_HOST`, `RuntimeCheck`, `assert`, `TVM_FFI_ICHECK`, or an
+`if` whose branch throws. Using those values for computation, or branching on them
+without failing, is not reported.
+
+## Why is this bad?
+`TensorMatcher` is the one place tensor preconditions live: it checks rank, every
+dimension, dtype, device and strides together, binds symbolic sizes that later tensors
+must agree with, and fails with a message naming the tensor, the dimension and both
+values. Hand-written checks drift from the matcher, miss cases (a stride, a device
+ordinal) and produce ad-hoc messages.
+
+## Example
+```cpp
+void launch(tvm::ffi::TensorView x) {
+  CHECK_HOST(x.ndim() == 2 && x.size(1) == 128) << "x must be [N, 128]";
+  CHECK_HOST(x.dtype().code == kDLFloat && x.dtype().bits == 16) << "x must be fp16";
+}
+```
+
+## Use instead
+```cpp
+void launch(tvm::ffi::TensorView x) {
+  auto n = host::SymbolicSize{"n"};
+  host::TensorMatcher({n, 128}).with_dtype<fp16_t>().with_device<kDLCUDA>().verify(x, "x");
+}
+```
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+
+@rule("KC140", "manual-tensor-check", Severity.WARNING, Language.CPP,
+      summary="launcher checks a TensorView by hand instead of through TensorMatcher")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    facts = model.launcher_facts
+    launchers = {launch.function for launch in facts.launches}
+    checks = [i for i in facts.tensor_inspections if i.function in launchers and i.context == "check"]
+    checks.sort(key=lambda i: (i.span.line, i.span.start))
+    for _, on_line in groupby(checks, key=lambda i: i.span.line):
+        inspections = list(on_line)
+        shown = ", ".join(dict.fromkeys(f"`{i.tensor}.{i.method}()`" for i in inspections))
+        yield ctx.finding(
+            location_of(model, inspections[0].span),
+            f"hand-written tensor check on {shown}; state it in the TensorMatcher (dims, "
+            "SymbolicSize, with_dtype, with_device, with_strides) and check the bound symbols instead",
+        )

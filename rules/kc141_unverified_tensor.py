@@ -1,0 +1,73 @@
+"""## What it does
+Flags a launcher whose `tvm::ffi::TensorView` parameter has its `data_ptr()` used before
+the tensor reaches any `TensorMatcher(...).verify(...)`. A tensor handed to another
+function first (which may verify it) counts as reached, and so does every parameter of a
+launcher that another function of the same file calls with tensors (the caller checks).
+
+## Why is this bad?
+An unverified tensor can have any rank, shape, dtype, device or layout. The kernel then
+reads a CPU pointer, the wrong element type or past the end of the buffer: a crash or a
+silently wrong result instead of a clear error naming the tensor.
+
+## Example
+```cpp
+void scale(tvm::ffi::TensorView out, tvm::ffi::TensorView in) {
+  auto n = host::SymbolicSize{"n"};
+  host::TensorMatcher({n}).with_dtype<fp32_t>().with_device<kDLCUDA>().verify(out);
+  host::LaunchKernel(1, 256, out.device())(scale_kernel, static_cast<float*>(out.data_ptr()),
+                                            static_cast<const float*>(in.data_ptr()));
+}
+```
+
+## Use instead
+```cpp
+  host::TensorMatcher({n}).with_dtype<fp32_t>().with_device<kDLCUDA>().verify(out).verify(in);
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Related, Severity
+from kernel_check.model import Function, SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+
+def _tensor_params(function: Function) -> list[str]:
+    return [p.name for p in function.params
+            if p.name and p.type.canonical.replace("const ", "").rstrip(" &") == "tvm::ffi::TensorView"]
+
+
+def _called_with_tensors(model: SourceModel, function: Function) -> bool:
+    return any(h.callee_usr == function.usr or (not h.callee_usr and h.callee == function.name)
+               for h in model.launcher_facts.tensor_handoffs if h.function != function.usr)
+
+
+@rule("KC141", "unverified-tensor", Severity.ERROR, Language.CPP,
+      summary="TensorView parameter's data_ptr() used before any TensorMatcher verify")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    facts = model.launcher_facts
+    launchers = {launch.function for launch in facts.launches}
+    for function in model.functions:
+        if function.usr not in launchers or _called_with_tensors(model, function):
+            continue
+        reached = [(v.name, v.span.start) for c in facts.matcher_chains if c.function == function.usr
+                   for v in c.verified]
+        reached += [(h.tensor, h.span.start) for h in facts.tensor_handoffs if h.function == function.usr]
+        for name in _tensor_params(function):
+            uses = sorted((u for u in facts.tensor_data_uses if u.function == function.usr and u.tensor == name),
+                          key=lambda u: u.span.start)
+            if not uses:
+                continue
+            first = uses[0]
+            if any(tensor == name and start <= first.span.start for tensor, start in reached):
+                continue
+            param = next(p for p in function.params if p.name == name)
+            yield ctx.finding(
+                location_of(model, first.span),
+                f"`{name}.data_ptr()` is used but '{name}' was not verified by a TensorMatcher "
+                f"before; add it to a `.verify({name})` chain of launcher '{function.name}'",
+                related=[Related(location_of(model, param.span), f"'{name}' comes in here")],
+            )

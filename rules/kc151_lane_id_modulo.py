@@ -1,0 +1,53 @@
+"""## What it does
+Flags `threadIdx.x % 32` (also `% kWarpThreads`, `% kWarpSize`, `% warpSize`, `& 31`, and
+the warp-group widths `% 64`, `% 128`, `& 63`, `& 127`) whose value feeds an address: a
+subscript, pointer arithmetic, or the offset of a `load`/`store`/`load_as`/`store_as`/
+`pointer::offset` call -- directly or through the local variables it is stored in. A lane
+index used only in a comparison or a shuffle is not flagged.
+
+## Why is this bad?
+On CUDA the lane register is a single read that folds into the address computation, while a
+modulo of `threadIdx.x` is a derived value the compiler re-materializes at every address
+scale (8 extra instructions and 2 registers on a two-tile warp copy). `device::get_lane_id<N>()`
+picks the cheaper form per platform.
+
+## Example
+```cpp
+const uint32_t lane = threadIdx.x % device::kWarpThreads;
+vec.load(src, lane);
+```
+
+## Use instead
+```cpp
+const uint32_t lane = device::get_lane_id();
+vec.load(src, lane);
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Related, Severity
+from kernel_check.model import SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+
+_USES = {"subscript": "used as a subscript here", "pointer arithmetic": "used in pointer arithmetic here",
+         "load/store offset": "used as a load/store offset here"}
+
+
+@rule("KC151", "lane-id-modulo", Severity.WARNING, Language.CPP,
+      summary="`threadIdx.x % 32` feeding an address instead of get_lane_id()")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    for lane in model.integer_facts.lane_modulos:
+        if lane.address_use is None:
+            continue
+        through = f" through '{lane.via}'" if lane.via else ""
+        replacement = "device::get_lane_id()" if lane.width == 32 else f"device::get_lane_id<{lane.width}>()"
+        yield ctx.finding(
+            location_of(model, lane.span),
+            f"`{lane.text}` feeds an address{through}; use `{replacement}`",
+            related=[Related(location_of(model, lane.address_use), _USES.get(lane.address_kind, "used here"))],
+        )

@@ -1,0 +1,56 @@
+"""## What it does
+Flags `host::RuntimeCheck(cond, args...)` used as a statement, where
+`CHECK_HOST(cond) << args...` fits, and `host::RuntimeDeviceCheck(expr)` where
+`CHECK_CUDA(expr)` fits.
+
+## Why is this bad?
+`RuntimeCheck` is an ordinary function, so its message arguments are evaluated (strings
+built, numbers formatted) on every call, also when the check passes. `CHECK_HOST` only
+builds the message on the failure path and records the file and line of the check.
+`RuntimeDeviceCheck` takes no context at all, while `CHECK_CUDA(expr) << "..."` reports
+the failed expression, its location and whatever context is streamed into it.
+
+## Example
+```cpp
+host::RuntimeCheck(n % 8 == 0, "hidden size must be a multiple of 8, got ", n);
+host::RuntimeDeviceCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+```
+
+## Use instead
+```cpp
+CHECK_HOST(n % 8 == 0) << "hidden size must be a multiple of 8, got " << n;
+CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem))
+    << "dynamic shared memory " << smem;
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import ApiCall, SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+_REPLACEMENTS = {"RuntimeCheck": "CHECK_HOST(cond) << ...", "RuntimeDeviceCheck": "CHECK_CUDA(expr) << ..."}
+
+
+def _is_library_check(call: ApiCall) -> bool:
+    """The sgl_kernel function (a dependent call has no qualified name yet)."""
+    if call.name not in _REPLACEMENTS or call.function_name in _REPLACEMENTS:
+        return False  # not a check, or inside the check functions' own definitions
+    return not call.qualified_name or call.qualified_name.endswith(f"host::{call.name}")
+
+
+@rule("KC160", "prefer-stream-check", Severity.INFO, Language.CPP,
+      summary="RuntimeCheck/RuntimeDeviceCheck where CHECK_HOST/CHECK_CUDA fits")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    for call in model.launcher_facts.api_calls:
+        if _is_library_check(call) and call.result_use == "discarded":
+            hint = "its message arguments are evaluated even when the check passes" \
+                if call.name == "RuntimeCheck" else "it cannot carry context for the error message"
+            yield ctx.finding(
+                location_of(model, call.span),
+                f"prefer `{_REPLACEMENTS[call.name]}` over `{call.name}(...)`: {hint}",
+            )

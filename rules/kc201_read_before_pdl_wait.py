@@ -1,0 +1,77 @@
+"""## What it does
+Flags a load through a kernel's incoming pointers (a pointer parameter, a pointer field of a
+by-value params struct, or any pointer derived from them) that can execute before the
+kernel's `PDLWaitPrimary()`. Loads through `AlignedVector::load`, `tile::Memory::load`,
+`warp::load_bytes`, `load_as`, `__ldg`, subscripts, dereferences and device functions that
+read through a pointer argument all count; a lambda counts where it is called.
+
+## Why is this bad?
+With Programmatic Dependent Launch the kernel may start while the preceding kernel is still
+running. `PDLWaitPrimary()` is the only point after which that kernel's writes are
+guaranteed complete and visible, so a load before it can read stale or half-written
+inputs -- silently, and only under PDL, only sometimes. Loading scalar parameters, computing
+indices and addresses before the wait is fine and is exactly what PDL overlaps.
+
+## Example
+```cpp
+template <typename T, bool kUsePDL>
+__global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, float factor, uint32_t n) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const T x = src[i];  // may read the producer's output before it is written
+  device::PDLWaitPrimary<kUsePDL>();
+  dst[i] = static_cast<T>(static_cast<float>(x) * factor);
+}
+```
+
+## Use instead
+```cpp
+template <typename T, bool kUsePDL>
+__global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, float factor, uint32_t n) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;  // index math overlaps the primary
+  device::PDLWaitPrimary<kUsePDL>();
+  const T x = src[i];
+  dst[i] = static_cast<T>(static_cast<float>(x) * factor);
+}
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Related, Severity
+from kernel_check.model import AccessKind, SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
+
+_HOW = {"subscript": "a subscript", "dereference": "a dereference", "->": "a member access",
+        "reference": "a reference to it", "asm": "inline asm"}
+
+
+def describe_access(how: str) -> str:
+    """`subscript` -> `a subscript`, `load()` -> `` `load()` ``."""
+    return _HOW.get(how, f"`{how}`")
+
+
+@rule("KC201", "read-before-pdl-wait", Severity.ERROR, Language.CPP,
+      summary="upstream read can execute before PDLWaitPrimary")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    for kernel in model.kernels:
+        flow = dataflow_of(model, kernel)
+        waits = [wait for wait in pdl_waits(flow) if wait.order is not None] if flow else []
+        if not waits:
+            continue
+        first = waits[0]
+        reported: set[int] = set()
+        for access in flow.accesses:
+            if access.kind is not AccessKind.READ or access.order is None or access.order > first.order:
+                continue
+            if access.span.start in reported:
+                continue
+            reported.add(access.span.start)
+            yield ctx.finding(
+                location_of(model, access.span),
+                f"kernel '{kernel.name}' reads '{access.root}' through {describe_access(access.how)} "
+                "before the PDL wait: it may see data the preceding kernel has not finished writing",
+                related=[Related(location_of(model, first.span), "the PDL wait is here")],
+            )

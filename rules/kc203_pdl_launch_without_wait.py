@@ -1,0 +1,124 @@
+"""## What it does
+Flags a launch that enables Programmatic Dependent Launch (`.enable_pdl(x)` with `x` not
+literally `false`) of a kernel that never waits for the primary (`PDLWaitPrimary`, the raw
+`griddepcontrol.wait`, or a device function that does either), and a launch whose kernel
+waits on a different flag than the one the launch enables PDL with: the wait's template
+argument, mapped through the launch's template arguments, is `false` or names another flag.
+
+## Why is this bad?
+A PDL launch lets the kernel start before the preceding kernel has finished. Without a wait
+nothing orders the kernel's reads after the producer's writes, so it reads stale inputs. A
+wait instantiated with another flag is the same bug in disguise: the launch turns PDL on
+while the wait is compiled out (or keyed to something unrelated).
+
+## Example
+```cpp
+template <typename T, bool kUsePDL>
+__global__ void copy_kernel(T* __restrict__ dst, const T* __restrict__ src, uint32_t n) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];  // no PDLWaitPrimary anywhere
+}
+
+template <typename T, bool kUsePDL>
+void copy(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
+  // ... verify ...
+  host::LaunchKernel(grid, block, device).enable_pdl(kUsePDL)(copy_kernel<T, kUsePDL>, d, s, n);
+}
+```
+
+## Use instead
+```cpp
+template <typename T, bool kUsePDL>
+__global__ void copy_kernel(T* __restrict__ dst, const T* __restrict__ src, uint32_t n) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  device::PDLWaitPrimary<kUsePDL>();
+  if (i < n) dst[i] = src[i];
+}
+```
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from kernel_check.finding import Finding, Related, Severity
+from kernel_check.model import Function, LaunchSite, PdlCall, SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import dataflow_of, inactive_text, location_of, pdl_disabled, pdl_waits
+
+_NAME = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
+_WAIT_SPELLINGS = re.compile(r"PDLWaitPrimary|griddepcontrol\.wait|cudaGridDependencySynchronize")
+_FALSE, _TRUE = ("false", "0"), ("true", "1")
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def split_template_arguments(text: str) -> list[str]:
+    """`T, Cfg<A, B>, (x > 1)` -> [`T`, `Cfg<A, B>`, `(x > 1)`]: top-level commas only."""
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char in "([{<":
+            depth += 1
+        elif char in _CLOSERS and depth > 0:
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(char)
+    tail = "".join(current).strip()
+    return [*parts, tail] if tail or parts else []
+
+
+def instantiated_flag(wait: PdlCall, kernel: Function, site: LaunchSite) -> str | None:
+    """The wait's flag as this launch instantiates it; None when it cannot be told."""
+    names = [param.name for param in kernel.template_params]
+    if wait.flag not in names:
+        return wait.flag
+    arguments = split_template_arguments(site.template_args)
+    index = names.index(wait.flag)
+    return " ".join(arguments[index].split()) if index < len(arguments) else None
+
+
+def flag_mismatch(instantiated: str | None, enable_pdl: str) -> str | None:
+    """Why a wait instantiated with `instantiated` does not match `.enable_pdl(enable_pdl)`."""
+    enabled = " ".join(enable_pdl.split())
+    if instantiated is None or instantiated in _TRUE or instantiated == enabled:
+        return None
+    if instantiated in _FALSE:
+        return "is instantiated with `false` here, so it is compiled out"
+    if enabled in _TRUE or not _NAME.fullmatch(instantiated) or not _NAME.fullmatch(enabled):
+        return None  # one side is an expression or a literal: its value is not known here
+    return f"is instantiated with `{instantiated}` while the launch enables PDL with `{enabled}`"
+
+
+@rule("KC203", "pdl-launch-without-wait", Severity.ERROR, Language.CPP,
+      summary="PDL launch of a kernel that never waits (or waits on another flag)")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    kernels = {kernel.usr: kernel for kernel in model.kernels if kernel.body is not None and kernel.usr}
+    for site in model.launch_sites:
+        kernel = kernels.get(site.kernel_usr)
+        flow = dataflow_of(model, kernel) if kernel is not None else None
+        if flow is None or pdl_disabled(site.enable_pdl):
+            continue
+        kernel_here = Related(location_of(model, kernel.name_span), f"kernel '{kernel.name}' is defined here")
+        waits = pdl_waits(flow)
+        if not waits:
+            if not _WAIT_SPELLINGS.search(inactive_text(model, flow)):
+                yield ctx.finding(
+                    location_of(model, site.span),
+                    f"launch enables PDL for kernel '{kernel.name}', which never calls PDLWaitPrimary: "
+                    "it may read the preceding kernel's outputs before they are written",
+                    related=[kernel_here],
+                )
+            continue
+        for wait in waits:
+            reason = flag_mismatch(instantiated_flag(wait, kernel, site), site.enable_pdl)
+            if reason is not None:
+                yield ctx.finding(
+                    location_of(model, site.span),
+                    f"launch enables PDL for kernel '{kernel.name}', but its wait "
+                    f"`PDLWaitPrimary<{wait.flag}>` {reason}",
+                    related=[Related(location_of(model, wait.span), "the wait is here"), kernel_here],
+                )
+                break

@@ -1,0 +1,57 @@
+"""## What it does
+Reports a kernel that waits for a PDL primary (`PDLWaitPrimary<flag>()` with a flag that is
+not literally `false`, or the raw `griddepcontrol.wait`) when the file launches it, and no
+launch enables PDL (`.enable_pdl(x)` missing or literally `false`). Kernels the file does
+not launch are not reported: their launcher lives elsewhere.
+
+## Why is this bad?
+The wait only pays off under a PDL launch. Without one the kernel starts after the
+preceding kernel has finished anyway, so the wait and the work arranged around it are
+dead weight -- or, more often, the launcher forgot `.enable_pdl(kUsePDL)` and the overlap
+the kernel was written for never happens.
+
+## Example
+```cpp
+template <bool kUsePDL>
+__global__ void norm_kernel(float* __restrict__ out, const float* __restrict__ in, uint32_t n);
+
+template <bool kUsePDL>
+void norm(tvm::ffi::TensorView out, tvm::ffi::TensorView in) {
+  host::LaunchKernel(grid, block, device)(norm_kernel<kUsePDL>, o, i, n);
+}
+```
+
+## Use instead
+```cpp
+template <bool kUsePDL>
+void norm(tvm::ffi::TensorView out, tvm::ffi::TensorView in) {
+  host::LaunchKernel(grid, block, device).enable_pdl(kUsePDL)(norm_kernel<kUsePDL>, o, i, n);
+}
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Related, Severity
+from kernel_check.model import SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import dataflow_of, launches_of, location_of, pdl_disabled, pdl_waits
+
+
+@rule("KC204", "pdl-wait-without-launch", Severity.INFO, Language.CPP,
+      summary="kernel waits for a PDL primary but no launcher enables PDL")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    for kernel in model.kernels:
+        flow = dataflow_of(model, kernel)
+        waits = [wait for wait in pdl_waits(flow) if wait.flag.strip() not in ("false", "0")] if flow else []
+        sites = launches_of(model, kernel)
+        if not waits or not sites or not all(pdl_disabled(site.enable_pdl) for site in sites):
+            continue
+        yield ctx.finding(
+            location_of(model, waits[0].span),
+            f"kernel '{kernel.name}' waits for a PDL primary, but none of its launches in this "
+            "file enables PDL (`.enable_pdl(...)`): the wait never overlaps anything",
+            related=[Related(location_of(model, site.span), "launched without PDL here") for site in sites],
+        )

@@ -1,0 +1,100 @@
+"""## What it does
+Flags an exported kernel, launcher, device function, struct or class (template) that has no
+`///` or `/** ... */` comment with a `\\brief` (or a leading brief sentence, which Doxygen
+takes as the brief). *Exported* means declared at namespace scope outside `namespace details`
+and anonymous namespaces, or a public member of such a class; local lambdas and classes are
+not exported. A `\\copydoc`/`\\overload` comment counts as documentation.
+
+A function may be documented on any of its declarations in the file (a forward declaration
+or the definition); it is reported once, at its definition. Forward declarations of classes,
+deleted and defaulted members, private and protected members, `main`, and host functions
+that launch no kernel are out of scope.
+
+## Why is this bad?
+`include/sgl_kernel/` documents every exported entity this way, and the JIT tooling
+configures clangd to render these comments on hover. An undocumented kernel or helper leaves
+its contract (layouts, preconditions, units) to be reverse-engineered from the body.
+
+## Example
+```cpp
+// scales a tensor
+template <typename T>
+__global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, float factor, uint32_t n);
+```
+
+## Use instead
+```cpp
+/// \\brief Element-wise `dst = src * factor`.
+/// \\tparam T Element type.
+/// \\param dst Output, `n` elements.
+/// \\param src Input, `n` elements.
+/// \\param factor Scale factor.
+/// \\param n Number of elements.
+template <typename T>
+__global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, float factor, uint32_t n);
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import DocComment, Function, FunctionKind, SourceModel, Struct
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+_HIDDEN_ACCESS = ("private", "protected")
+
+
+@rule("KC301", "doxygen-missing", Severity.WARNING, Language.CPP,
+      summary="exported kernel/launcher/device function/struct without a Doxygen \\brief")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    launchers = {f.usr for f in model.launchers}
+    for declarations in _functions_by_entity(model).values():
+        subject = _function_subject(declarations[0], launchers)
+        if subject is None or any(_documents(f.doc) for f in declarations):
+            continue
+        reported = next((f for f in declarations if f.is_definition), declarations[0])
+        yield ctx.finding(location_of(model, reported.name_span),
+                          f"{subject} '{reported.name}' {_problem(reported.doc)}")
+    for struct in model.structs:
+        if _struct_in_scope(struct) and not _documents(struct.doc):
+            what = "class template" if struct.template_params else "class" if struct.is_class else "struct"
+            yield ctx.finding(location_of(model, struct.name_span), f"{what} '{struct.name}' {_problem(struct.doc)}")
+
+
+def _functions_by_entity(model: SourceModel) -> dict[str, list[Function]]:
+    groups: dict[str, list[Function]] = {}
+    for function in model.functions:
+        groups.setdefault(function.usr or f"{function.qualified_name}@{function.span.start}", []).append(function)
+    return groups
+
+
+def _function_subject(function: Function, launchers: set[str]) -> str | None:
+    """What the function is in this rule's scope, or None when it is out of scope."""
+    if not function.is_exported or function.is_deleted or function.is_defaulted:
+        return None
+    if function.access in _HIDDEN_ACCESS or function.name == "main":
+        return None
+    if function.kind is FunctionKind.KERNEL:
+        return "kernel"
+    if function.kind is FunctionKind.DEVICE:
+        return "device function"
+    return "launcher" if function.usr in launchers else None
+
+
+def _struct_in_scope(struct: Struct) -> bool:
+    return bool(struct.name) and struct.is_exported and struct.is_definition and struct.access not in _HIDDEN_ACCESS
+
+
+def _documents(doc: DocComment | None) -> bool:
+    return doc is not None and doc.is_doxygen and (doc.has_brief or doc.copies_doc)
+
+
+def _problem(doc: DocComment | None) -> str:
+    if doc is None:
+        return "has no Doxygen comment; add a `///` block with `\\brief`"
+    if not doc.is_doxygen:
+        return "has a plain comment, which Doxygen ignores; write it as `///` with `\\brief`"
+    return "has a Doxygen comment without `\\brief` or a leading brief sentence"

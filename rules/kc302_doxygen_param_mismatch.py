@@ -1,0 +1,114 @@
+"""## What it does
+Checks a Doxygen block (`///` or `/** ... */`) against the declaration it documents:
+
+- a `\\param` or `\\tparam` naming a parameter that does not exist (reported at that line);
+- a named parameter or template parameter the block leaves undocumented (reported at the
+  declaration's name, all of them in one finding);
+- a function returning non-`void` whose block has no `\\return` (or `\\returns`, `\\retval`).
+
+For a class, only `\\tparam` is checked. A block with `\\copydoc`, `\\copydetails`,
+`\\overload` or `\\inheritdoc` takes its documentation from elsewhere and is skipped; plain `//`
+comments are not Doxygen blocks and are left alone (KC301 covers missing documentation).
+
+## Why is this bad?
+A stale `\\param` after a rename or a reordered signature misleads every reader and every
+clangd hover; an undocumented parameter is where the contract (layout, units, range) goes
+unstated.
+
+## Example
+```cpp
+/// \\brief Rows of `src` gathered into `dst`.
+/// \\param dst Output rows.
+/// \\param source Input rows.
+template <typename T>
+__global__ void gather_kernel(T* __restrict__ dst, const T* __restrict__ src, const int32_t* __restrict__ idx);
+```
+
+## Use instead
+```cpp
+/// \\brief Rows of `src` gathered into `dst`.
+/// \\tparam T Element type.
+/// \\param dst Output rows.
+/// \\param src Input rows.
+/// \\param idx Source row of each output row.
+template <typename T>
+__global__ void gather_kernel(T* __restrict__ dst, const T* __restrict__ src, const int32_t* __restrict__ idx);
+```
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from kernel_check.finding import Finding, Location, Severity
+from kernel_check.model import DocComment, Function, SourceModel, Span
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+
+@rule("KC302", "doxygen-param-mismatch", Severity.WARNING, Language.CPP,
+      summary="Doxygen \\param/\\tparam/\\return out of step with the declaration")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    for function in model.functions:
+        doc = function.doc
+        if _checked(doc):
+            params = [p.name for p in function.params if p.name]
+            tparams = [t.name for t in function.template_params if t.name]
+            yield from _stale_names(model, ctx, doc, "param", doc.params, params)
+            yield from _stale_names(model, ctx, doc, "tparam", doc.tparams, tparams)
+            yield from _undocumented(model, ctx, function.name_span, function.name,
+                                     [p for p in params if p not in doc.params],
+                                     [t for t in tparams if t not in doc.tparams])
+            if not doc.has_return and _returns_value(function):
+                yield ctx.finding(location_of(model, function.name_span),
+                                  f"'{function.name}' returns `{function.return_type}` but its Doxygen block "
+                                  "has no `\\return`")
+    for struct in model.structs:
+        doc = struct.doc
+        if _checked(doc):
+            tparams = [t.name for t in struct.template_params if t.name]
+            yield from _stale_names(model, ctx, doc, "tparam", doc.tparams, tparams)
+            yield from _undocumented(model, ctx, struct.name_span, struct.name, [],
+                                     [t for t in tparams if t not in doc.tparams])
+
+
+def _checked(doc: DocComment | None) -> bool:
+    return doc is not None and doc.is_doxygen and not doc.copies_doc
+
+
+def _returns_value(function: Function) -> bool:
+    return function.return_type.strip() not in ("void", "") and not function.is_deleted
+
+
+def _stale_names(model: SourceModel, ctx: RuleContext, doc: DocComment, command: str,
+                 documented: tuple[str, ...], existing: list[str]) -> Iterator[Finding]:
+    for name in dict.fromkeys(documented):
+        if name not in existing:
+            yield ctx.finding(_command_location(model, doc, command, name),
+                              f"`\\{command} {name}` documents a {_noun(command)} that does not exist"
+                              + (f" (the {_noun(command)}s are: {', '.join(existing)})" if existing else ""))
+
+
+def _undocumented(model: SourceModel, ctx: RuleContext, span: Span, name: str,
+                  params: list[str], tparams: list[str]) -> Iterator[Finding]:
+    missing = [f"`\\param {p}`" for p in params] + [f"`\\tparam {t}`" for t in tparams]
+    if missing:
+        yield ctx.finding(location_of(model, span),
+                          f"the Doxygen block of '{name}' lacks {', '.join(missing)}")
+
+
+def _noun(command: str) -> str:
+    return "template parameter" if command == "tparam" else "parameter"
+
+
+def _command_location(model: SourceModel, doc: DocComment, command: str, name: str) -> Location:
+    """The `\\param name` text inside the block (param_spans give its line)."""
+    pattern = re.compile(rf"[\\@]{command}(?:\s*\[[^\]]*\])?\s+(?:\w+\s*,\s*)*{re.escape(name)}\b")
+    for documented, line in doc.param_spans:
+        if documented != name:
+            continue
+        match = pattern.search(model.line_text(line))
+        if match:
+            return Location(model.path, line, match.start() + 1, line, match.end() + 1)
+    return location_of(model, doc.span)

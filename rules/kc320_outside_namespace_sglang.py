@@ -1,0 +1,81 @@
+"""## What it does
+Flags a declaration written at global namespace scope -- a function, kernel, struct, variable,
+alias, `using`, or a namespace other than `sglang` (an anonymous one included) -- in a kernel
+source or header. The headers of `include/sgl_kernel/` follow the same rule: everything but
+their macros lives in `namespace sglang`.
+
+Not flagged: includes and macros (a declaration a macro expansion produces, such as the
+`TVM_FFI_DLL_EXPORT_TYPED_FUNC` wrapper), `static_assert`, `main`, the out-of-line
+definition of something already inside a namespace (`void sglang::f() {}`), the reopening of
+a namespace or redeclaration of an entity first declared in another file (specializing
+`std::hash`, extending `namespace tvm`), and `using` declarations in a file that exports
+through a global-scope TVM-FFI macro (they name what the wrapper exports).
+
+## Why is this bad?
+JIT kernels are compiled together with the shared `host::`/`device::` helpers, which live in
+`namespace sglang` and resolve unqualified only from inside it; `load_jit` also emits the
+export wrapper inside `namespace sglang`. A global declaration can collide with another
+kernel's, or with a CUDA or PyTorch symbol, and a global `using` leaks into every includer.
+
+## Example
+```cpp
+#include <sgl_kernel/utils.cuh>
+
+__global__ void scale_kernel(float* __restrict__ dst, const float* __restrict__ src, uint32_t n);
+```
+
+## Use instead
+```cpp
+#include <sgl_kernel/utils.cuh>
+
+namespace sglang {
+
+__global__ void scale_kernel(float* __restrict__ dst, const float* __restrict__ src, uint32_t n);
+
+}  // namespace sglang
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import GlobalDeclaration, SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.rules._common import location_of
+
+_HOME = "sglang"
+_EXPORT_MACRO_PREFIX = "TVM_FFI_"
+
+
+@rule("KC320", "outside-namespace-sglang", Severity.WARNING, Language.CPP,
+      summary="declaration at global namespace scope instead of inside namespace sglang")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    declarations = model.scope_facts.global_declarations
+    exports = any(d.macro.startswith(_EXPORT_MACRO_PREFIX) for d in declarations)
+    for declaration in declarations:
+        if _exempt(declaration, exports):
+            continue
+        yield ctx.finding(location_of(model, declaration.name_span),
+                          f"{_describe(declaration)} is declared at global namespace scope; "
+                          "put it inside `namespace sglang`")
+
+
+def _exempt(declaration: GlobalDeclaration, file_exports: bool) -> bool:
+    if declaration.macro or declaration.redeclares_external:
+        return True
+    if declaration.kind == "static_assert":
+        return True
+    if declaration.kind == "namespace" and declaration.name == _HOME:
+        return True
+    if declaration.kind == "function" and declaration.name == "main":
+        return True
+    return declaration.kind == "using" and file_exports
+
+
+def _describe(declaration: GlobalDeclaration) -> str:
+    if not declaration.name:
+        return {"namespace": "an anonymous namespace", "using": "a using-directive"}.get(
+            declaration.kind, f"a {declaration.kind} declaration")
+    return f"{declaration.kind} '{declaration.name}'"

@@ -1,0 +1,24 @@
+"""## What it does
+Reports every kernel for which ptxas reports spill stores or spill loads: values that did
+not fit in registers and go through local memory.
+
+## Why is this bad?
+Local memory is off-chip: every spill is a global-memory round trip on the kernel's hot
+path, usually far slower than recomputing the value.
+
+## Example
+```text
+ptxas info : 128 bytes stack frame, 96 bytes spill stores, 96 bytes spill loads
+```
+
+## Use instead
+Reduce live state (smaller per-thread arrays, fewer unrolled iterations, recompute
+instead of caching), or give the kernel more registers with `__launch_bounds__`.
+"""
+
+from kernel_check.finding import Severity
+from kernel_check.registry import Language, declare
+
+declare("KC602", "register-spill", Severity.WARNING, Language.BUILD,
+        summary="ptxas reports spill stores or loads for a kernel",
+        module=__name__)

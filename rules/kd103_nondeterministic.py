@@ -1,0 +1,24 @@
+"""## What it does
+Runs each case three times on identical inputs and compares the outputs bitwise, unless
+the spec declares `deterministic=False`.
+
+## Why is this bad?
+Run-to-run differences (the order of floating-point atomics, a race) make results
+irreproducible, break bitwise regression tests and hide real races.
+
+## Example
+```cpp
+atomicAdd(&out[0], partial);  // the order of additions depends on scheduling
+```
+
+## Use instead
+Reduce in a fixed order (per-block partial sums, then one ordered final pass), or declare
+the kernel nondeterministic in its spec when that is intended.
+"""
+
+from kernel_check.finding import Severity
+from kernel_check.registry import Language, declare
+
+declare("KD103", "nondeterministic", Severity.ERROR, Language.DYNAMIC,
+        summary="two runs on identical inputs differ bitwise",
+        module=__name__)

@@ -1,0 +1,26 @@
+"""## What it does
+Captures one call in a CUDA graph, replays it on new input values and compares the
+output with an eager call on the same values.
+
+## Why is this bad?
+Serving stacks capture decode steps in CUDA graphs. A launcher that uses another stream,
+synchronizes, allocates with `cudaMalloc` or bakes host-side values into the launch
+breaks capture or replays stale values.
+
+## Example
+```cpp
+CHECK_CUDA(cudaStreamSynchronize(stream));  // not allowed while capturing
+```
+
+## Use instead
+Keep launchers capture-safe: the caller's stream only, no synchronization, scratch
+memory from `alloc_workspace_tensor`, every per-call value passed as a kernel argument
+read at run time.
+"""
+
+from kernel_check.finding import Severity
+from kernel_check.registry import Language, declare
+
+declare("KD403", "cuda-graph", Severity.ERROR, Language.DYNAMIC,
+        summary="the call cannot be captured in a CUDA graph, or a replay differs from eager",
+        module=__name__)

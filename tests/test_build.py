@@ -1,0 +1,90 @@
+"""The build check stage (kernel-check build): KC600 with the compiler's message while the
+other kernels still build, KC601/KC602 from ptxas's report, wrapper manifests. The nvcc
+test compiles for sm_90 without a GPU and skips cleanly where nvcc is missing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernel_check import jit
+from kernel_check.build import (
+    BuildOutcome,
+    BuildTarget,
+    kernel_identifier,
+    merge_budgets,
+    read_manifest,
+    resource_findings,
+    wrapper_targets,
+)
+from kernel_check.harness import cli
+
+FIXTURES = Path(__file__).parent / "fixtures" / "harness"
+REPO = Path(__file__).parent.parent
+
+BROKEN_SPEC = '''
+from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Tensor
+
+SPEC = KernelSpec(name="broken", source="broken.cuh", export="broken", symbol="broken",
+                  args=(Tensor("dst", ("n",), "float32", Role.OUT),), reference=lambda: None,
+                  instantiations=(Instantiation(()),), grid={"n": TAILS})
+'''
+BROKEN_SOURCE = "namespace sglang {\nvoid broken(int x) { undefined_identifier(x); }\n}\n"
+
+
+def _target(budget: dict[str, int]) -> BuildTarget:
+    return BuildTarget("k[x]", ("k",), ("k.cuh",), (("k", "k"),), str(FIXTURES), str(FIXTURES / "tail_overrun.cuh"),
+                       register_budget=budget)
+
+
+def test_register_budget_and_spills():
+    result = jit.BuildResult("k", "key", Path("k.so"), "", [
+        jit.KernelResources("void sglang::tail_overrun_kernel<(bool)1>(float *, const float *, float, long)",
+                            96, 0, 0, 0, 0),
+        jit.KernelResources("_ZN6sglang5otherEv", 40, 8, 8, 0, 8),
+    ])
+    findings = resource_findings(BuildOutcome(_target({"default": 64}), result=result))
+    assert sorted(f.code for f in findings) == ["KC601", "KC602"]
+    over = next(f for f in findings if f.code == "KC601")
+    assert "96 registers" in over.message and over.location.line > 1  # at the kernel's definition
+    assert not [f for f in resource_findings(BuildOutcome(_target({"default": 64, "tail_overrun_kernel": 128}),
+                                                          result=result)) if f.code == "KC601"]
+
+
+def test_budget_merging_and_identifiers():
+    assert merge_budgets(64, {"a": "96"}, None) == {"default": 64, "a": 96}
+    assert merge_budgets(64, {}, 80)["default"] == 80
+    assert merge_budgets(64, {}, {"b": 128}) == {"default": 64, "b": 128}
+    assert kernel_identifier("_ZN6sglang12scale_kernelIfLi4ELb1EEEvPT_PKS1_fj") == "scale_kernel"
+
+
+def test_wrapper_manifest_targets():
+    wrapper = REPO / "csrc" / "add_constant.py"
+    if not wrapper.exists():
+        pytest.skip("csrc/add_constant.py is not in this checkout")
+    assert read_manifest(wrapper)["CUDA_FILES"] == ["add_constant.cuh"]
+    targets = wrapper_targets(wrapper, {"default": 64})
+    assert targets and all(Path(t.csrc_root) == REPO / "csrc" for t in targets)
+    assert read_manifest(REPO / "checker" / "build.py") is None
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_build_compiles_what_it_can_and_reports_the_rest(tmp_path, monkeypatch, capsys):
+    # The JIT cache is the user's (KERNEL_CHECK_JIT_CACHE or the default): the good kernels'
+    # key covers their contents, not their folder, so a tree copied here reuses the builds of
+    # tests/fixtures/harness (kernel-check build, earlier runs) and only the broken one compiles.
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
+    tree = tmp_path / "kernels"
+    tree.mkdir()
+    for name in ("tail_overrun.cuh", "tail_overrun_spec.py"):
+        shutil.copy(FIXTURES / name, tree / name)
+    (tree / "broken.cuh").write_text(BROKEN_SOURCE)
+    (tree / "broken_spec.py").write_text(BROKEN_SPEC)
+    status = cli.main(["build", str(tree), "--format", "json"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert '"KC600"' in out and "undefined_identifier" in out and "broken.cuh" in out
+    assert out.count('"KC600"') == 1  # both tail_overrun instantiations built

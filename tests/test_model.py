@@ -1,0 +1,132 @@
+"""What the core extraction pass records, pinned on small real sources parsed by libclang."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel_check.clang.extract import extract
+from kernel_check.clang.parse import parse_file, resolve_settings
+from kernel_check.model import FunctionKind, SourceModel
+
+SOURCE = """\
+#include <sgl_kernel/utils.cuh>
+#include <cstdint>
+
+namespace sglang {
+
+/// \\brief Params by value.
+struct Params {
+  const float* __restrict__ src;
+  float* dst;
+  int64_t n;
+};
+
+/**
+ * \\brief Scale kernel.
+ * \\tparam T element type
+ * \\tparam kUsePDL PDL flag
+ * \\param dst output
+ * \\param src input
+ */
+template <typename T, bool kUsePDL>
+__global__ void scale_kernel(T* __restrict__ dst, const T* src) { dst[0] = src[0]; }
+
+__global__ void params_kernel(const __grid_constant__ Params params) { params.dst[0] = params.src[0]; }
+
+SGL_DEVICE float twice(float x) { return 2.0f * x; }
+
+__device__ __forceinline__ float thrice(float x) { return 3.0f * x; }
+
+namespace details {
+inline void hidden() {}
+}  // namespace details
+
+template <typename T, bool kUsePDL>
+struct ScaleLauncher {
+  static constexpr auto kernel = scale_kernel<T, kUsePDL>;
+  static void run(T* dst, const T* src, DLDevice device) {
+    host::LaunchKernel(1, 32, device).enable_pdl(kUsePDL)(kernel, dst, src);
+  }
+};
+
+template <typename T>
+void launch_direct(T* dst, const T* src, DLDevice device) {
+  host::LaunchKernel(1, 32, device)(scale_kernel<T, false>, dst, src);
+  host::LaunchKernel(1, 32, device).enable_pdl()(scale_kernel<T, true>, dst, src);
+}
+
+inline void launch_params(Params params, cudaStream_t stream) {
+  params_kernel<<<1, 32, 0, stream>>>(params);
+}
+
+}  // namespace sglang
+"""
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> SourceModel:
+    path = tmp_path_factory.mktemp("model") / "sample.cuh"
+    path.write_text(SOURCE)
+    unit = parse_file(path, SOURCE, resolve_settings("hermetic"))
+    assert unit.errors == []
+    return extract(unit, SOURCE, SOURCE.encode())
+
+
+def _function(model: SourceModel, name: str):
+    return next(f for f in model.functions if f.name == name)
+
+
+def test_function_kinds(model: SourceModel) -> None:
+    assert {f.name for f in model.kernels} == {"scale_kernel", "params_kernel"}
+    assert {f.name for f in model.device_functions} == {"twice", "thrice"}
+    assert _function(model, "launch_params").kind is FunctionKind.HOST
+
+
+def test_params_record_const_and_restrict(model: SourceModel) -> None:
+    dst, src = _function(model, "scale_kernel").params
+    assert (dst.type.is_pointer, dst.type.pointee_const, dst.type.is_restrict) == (True, False, True)
+    assert (src.type.is_pointer, src.type.pointee_const, src.type.is_restrict) == (True, True, False)
+    assert SOURCE.encode()[src.restrict_insert_offset - 1:src.restrict_insert_offset] == b"*"
+    assert _function(model, "params_kernel").params[0].is_grid_constant
+
+
+def test_struct_fields(model: SourceModel) -> None:
+    params = next(s for s in model.structs if s.name == "Params")
+    assert [(f.name, f.type.pointee_const, f.type.is_restrict) for f in params.fields] == [
+        ("src", True, True), ("dst", False, False), ("n", False, False)]
+
+
+def test_doc_comments(model: SourceModel) -> None:
+    doc = _function(model, "scale_kernel").doc
+    assert doc is not None and doc.is_doxygen and doc.has_brief
+    assert doc.params == ("dst", "src") and doc.tparams == ("T", "kUsePDL")
+    assert _function(model, "params_kernel").doc is None
+
+
+def test_exported_and_specifiers(model: SourceModel) -> None:
+    assert not _function(model, "hidden").is_exported
+    assert _function(model, "twice").is_exported
+    assert _function(model, "twice").specifier_spelling == "SGL_DEVICE"
+    assert _function(model, "thrice").specifier_spelling == "__device__ __forceinline__"
+
+
+def test_launch_sites(model: SourceModel) -> None:
+    sites = [(s.launcher.split("::")[-1], s.syntax, s.kernel_name, s.template_args, s.enable_pdl)
+             for s in model.launch_sites]
+    assert sites == [
+        ("run", "launch_kernel", "scale_kernel", "T, kUsePDL", "kUsePDL"),
+        ("launch_direct", "launch_kernel", "scale_kernel", "T, false", None),
+        ("launch_direct", "launch_kernel", "scale_kernel", "T, true", "true"),
+        ("launch_params", "triple_chevron", "params_kernel", "", None),
+    ]
+    assert model.launch_sites[0].argument_texts == ("dst", "src")
+
+
+def test_error_spans_cover_broken_declarations(tmp_path: Path) -> None:
+    source = "namespace sglang {\n__global__ void k(const float* p) { undeclared(p); }\n}\n"
+    path = tmp_path / "broken.cuh"
+    unit = parse_file(path, source, resolve_settings("hermetic"))
+    model = extract(unit, source, source.encode())
+    assert unit.errors and model.error_spans and model.error_spans[0].line == 2

@@ -1,0 +1,224 @@
+"""What checker/clang/dataflow_facts.py extracts from small real sources (hermetic parse)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel_check.clang.extract import extract
+from kernel_check.clang.parse import parse_file, resolve_settings
+from kernel_check.model import AccessKind, FunctionDataflow, PdlCallKind, SourceModel
+
+PRELUDE = """
+#include <sgl_kernel/atomic.cuh>
+#include <sgl_kernel/tile.cuh>
+#include <sgl_kernel/utils.cuh>
+#include <sgl_kernel/vec.cuh>
+#include <sgl_kernel/warp.cuh>
+#include <cstdint>
+namespace sglang {
+"""
+
+
+def build(tmp_path: Path, body: str, *, prelude: bool = True) -> SourceModel:
+    text = (PRELUDE + body + "\n}  // namespace sglang\n") if prelude else body
+    path = tmp_path / "subject.cuh"
+    path.write_text(text)
+    return extract(parse_file(path, text, resolve_settings("hermetic")), text, text.encode())
+
+
+def flow(model: SourceModel, name: str) -> FunctionDataflow:
+    return next(f for f in model.dataflow_facts.functions if f.qualified_name.split("::")[-1] == name)
+
+
+def events(model: SourceModel, name: str) -> list[tuple]:
+    """(kind, root-or-via, source line offset from the function's first line) in order."""
+    facts = flow(model, name)
+    first = facts.body.line
+    items = [(c.order, c.kind.value, c.via, c.span.line - first) for c in facts.pdl_calls]
+    items += [(a.order, a.kind.value, a.root, a.span.line - first) for a in facts.accesses]
+    placed = sorted((i for i in items if i[0] is not None), key=lambda i: i[0])
+    return [i[1:] for i in placed] + [i[1:] for i in items if i[0] is None]
+
+
+def test_reads_through_every_loader_are_ordered_against_the_wait(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+template <typename T, int kN, bool kUsePDL>
+__global__ void k(T* __restrict__ dst, const T* __restrict__ src, uint32_t n) {
+  device::AlignedVector<T, kN> v;
+  v.load(src, 1);
+  const T a = __ldg(src) + *device::pointer::offset(src, n);
+  const auto row = device::warp::load_bytes<64>(src);
+  device::PDLWaitPrimary<kUsePDL>();
+  dst[0] = a + src[2];
+}
+""")
+    assert events(model, "k") == [
+        ("read", "src", 2), ("read", "src", 3), ("read", "src", 3), ("read", "src", 4),
+        ("wait", "PDLWaitPrimary", 5), ("write", "dst", 6), ("read", "src", 6),
+    ]
+    wait = flow(model, "k").pdl_calls[0]
+    assert (wait.flag, wait.leads_body) == ("kUsePDL", False)
+
+
+def test_params_struct_fields_scalars_and_pointer_arrays(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+template <typename T> struct Params { const T* src; T* dst; const T* parts[2]; uint32_t n; float eps; };
+template <typename T>
+__global__ void k(const __grid_constant__ Params<T> p) {
+  const uint32_t n = p.n;
+  const float e = p.eps;
+  const T* part = p.parts[1];
+  const T* q = p.src + n;
+  const auto& alias = p;
+  p.dst[0] = part[0] + q[0] + alias.src[1] + static_cast<T>(e);
+}
+""")
+    assert events(model, "k") == [
+        ("write", "p.dst", 7), ("read", "p.parts", 7), ("read", "p.src", 7), ("read", "p.src", 7),
+    ]
+
+
+def test_shared_memory_locals_and_addresses_are_not_reads(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+__global__ void k(float* __restrict__ out, const float* __restrict__ in, float s) {
+  __shared__ float smem[32];
+  float local[2] = {s, s};
+  smem[threadIdx.x] = local[1];
+  const float* address = &in[threadIdx.x];
+  const size_t bytes = sizeof(in[0]);
+  out[0] = smem[0] + static_cast<float>(bytes) + (address != nullptr);
+}
+""")
+    assert events(model, "k") == [("write", "out", 7)]
+    assert flow(model, "k").referenced_params == frozenset({"out", "in", "s"})
+
+
+def test_device_function_summaries_map_reads_writes_and_returns(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+SGL_DEVICE float sum2(const float* p) { return p[0] + p[1]; }
+SGL_DEVICE void put(float* q, float v) { *q = v; }
+SGL_DEVICE const float* row(const float* base, uint32_t i) { return base + i; }
+SGL_DEVICE float recurse(const float* p, uint32_t n) { return n == 0 ? p[0] : recurse(p, n - 1); }
+__global__ void k(float* out, const float* in) {
+  const float* r = row(in, 3);
+  put(out, sum2(r));
+  out[1] = recurse(in, 4);
+}
+""")
+    assert events(model, "sum2") == [("read", "p", 0), ("read", "p", 0)]
+    assert events(model, "put") == [("write", "q", 0)]
+    assert events(model, "k") == [
+        ("read", "in", 2), ("write", "out", 2), ("write", "out", 3), ("read", "in", 3),
+    ]
+    how = {a.how for a in flow(model, "k").accesses}
+    assert {"sum2()", "put()"} <= how
+
+
+def test_lambdas_are_placed_where_they_run(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+template <bool kUsePDL>
+__global__ void k(float* __restrict__ out, const float* __restrict__ in) {
+  auto later = [&](uint32_t i) { return in[i]; };
+  auto now = [in](uint32_t i) { return in[i]; };
+  auto stored = [&] { out[3] = in[3]; };
+  const float a = now(0);
+  device::PDLWaitPrimary<kUsePDL>();
+  out[0] = later(1) + a;
+  [&] { out[2] = in[2]; }();
+  (void)stored;
+}
+""")
+    assert events(model, "k") == [
+        ("read", "in", 2), ("wait", "PDLWaitPrimary", 5), ("write", "out", 6), ("read", "in", 1),
+        ("write", "out", 7), ("read", "in", 7), ("write", "out", 3), ("read", "in", 3),
+    ]
+    unplaced = [a for a in flow(model, "k").accesses if a.order is None]
+    assert {a.kind for a in unplaced} == {AccessKind.WRITE, AccessKind.READ}
+
+
+def test_pdl_spellings_helpers_and_leading_wait(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+template <bool kOn> SGL_DEVICE void wait_first() { device::PDLWaitPrimary<kOn>(); }
+template <bool kUsePDL>
+__global__ void k(float* __restrict__ out) {
+  using T = float;
+  static_assert(sizeof(T) == 4, "");
+  constexpr uint32_t kN = 4;
+  wait_first<kUsePDL>();
+  asm volatile("griddepcontrol.launch_dependents;");
+  out[0] = kN;
+}
+__global__ void raw(float* out) {
+  out[0] = 1.0f;
+  asm volatile("griddepcontrol.wait;");
+}
+""")
+    calls = flow(model, "k").pdl_calls
+    assert [(c.kind, c.via, c.leads_body) for c in calls] == [
+        (PdlCallKind.WAIT, "wait_first()", True), (PdlCallKind.TRIGGER, "asm", False)]
+    raw = flow(model, "raw").pdl_calls
+    assert [(c.kind, c.via, c.flag, c.leads_body) for c in raw] == [(PdlCallKind.WAIT, "asm", "", False)]
+    asm = [(a.template, a.clobbers, a.function.split("::")[-1]) for a in model.dataflow_facts.inline_asm]
+    assert ("griddepcontrol.wait;", (), "raw") in asm
+
+
+def test_writes_escapes_and_element_references(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+SGL_DEVICE void opaque(float* p);
+__global__ void k(float* a, float* b, float* c, float* d, void* e, float* f, float* g) {
+  a[0] += 1.0f;
+  atomicAdd(b, 1.0f);
+  opaque(c);
+  float& ref = d[2];
+  ref = 3.0f;
+  static_cast<float*>(e)[0] = 4.0f;
+  device::atomic::max(f, 5.0f);
+  float* copies[1] = {g};
+  copies[0][0] = 6.0f;
+}
+""")
+    kinds = {(a.root, a.kind) for a in flow(model, "k").accesses}
+    assert {("a", AccessKind.READ), ("a", AccessKind.WRITE), ("b", AccessKind.WRITE),
+            ("c", AccessKind.ESCAPE), ("d", AccessKind.WRITE), ("e", AccessKind.WRITE),
+            ("f", AccessKind.WRITE), ("g", AccessKind.ESCAPE)} <= kinds
+    assert ("d", AccessKind.READ) not in kinds  # binding the reference touches nothing
+
+
+def test_inline_asm_operands_and_clobbers(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+__global__ void k(float* out, const float* in) {
+  float x;
+  asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(x) : "l"(in));
+  asm volatile("st.global.f32 [%0], %1;" :: "l"(out), "f"(x) : "memory");
+}
+""")
+    assert [(a.root, a.kind.value, a.how) for a in flow(model, "k").accesses] == [
+        ("in", "read", "asm"), ("out", "write", "asm")]
+    assert [a.clobbers for a in model.dataflow_facts.inline_asm] == [(), ("memory",)]
+
+
+def test_inactive_preprocessor_regions_are_recorded(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+__global__ void k(float* out, float* dbg) {
+#ifdef KC_NOT_DEFINED
+  dbg[0] = 1.0f;
+#endif
+  out[0] = 2.0f;
+}
+""")
+    facts = flow(model, "k")
+    assert len(facts.inactive_spans) == 1
+    assert b"dbg[0]" in model.data[facts.inactive_spans[0].start:facts.inactive_spans[0].end]
+    assert "dbg" not in facts.referenced_params
+
+
+@pytest.mark.parametrize("source", [
+    "__global__ void k(float* out) { out[0] = undefined_thing(out); missing->x = 1; }\n",
+    "template <typename T> __global__ void k(T* out) { out->template f<int>(); (*out)(1); }\n",
+    "__global__ void k(float* out) { auto f = [&](auto self, int n) -> float { return n ? self(self, n - 1) : out[0]; }; out[1] = f(f, 3); }\n",
+])
+def test_odd_and_broken_sources_do_not_crash(tmp_path: Path, source: str) -> None:
+    model = build(tmp_path, source, prelude=False)
+    assert flow(model, "k").function_usr
