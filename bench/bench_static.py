@@ -16,8 +16,9 @@ What one run reports (every figure from this run, on this machine):
   preamble (what every file costs without this work);
 * preamble-only: the same files parsed, serially and with `--jobs` processes, against the
   preamble the cold run built, with nothing else (no model, rules, cache or pool);
-* peak memory: the largest resident set of any process of the run (`getrusage` of the
-  children) and the largest sum over the run's live processes (sampled from /proc).
+* peak memory: the largest resident set of any one process (`getrusage` of the
+  children) and the largest sum over the run's live processes (proportional set size,
+  sampled from /proc every 20 ms, so pages that forked workers share count once).
 
 The generated tree is `include/` (a copy of the repository's `include/sgl_kernel/`) and
 `csrc/`: variants of `csrc/**/*.cuh` and `tests/fixtures/cpp/**/*.cuh` with their kernels
@@ -30,7 +31,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -41,7 +41,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-KERNEL_RE = re.compile(r"\b(\w+_kernel)\b")
+GLOBAL_RE = re.compile(r"__global__\s+(?:[\w:<>,*&\s]+?\s)?(\w+)\s*\(")
+QUOTED_INCLUDE_RE = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"', re.M)
 
 
 # -- the tree ---------------------------------------------------------------------------------
@@ -58,14 +59,30 @@ def generate_tree(root: Path, count: int, mode: str) -> Path:
     if not originals:
         raise SystemExit("no kernel sources found in csrc/ or tests/fixtures/cpp/")
     groups = ("elementwise", "norm", "rope", "quant", "kvcache", "activation", "attention", "moe")
+    shared = root / "include" / "kc_bench_local"
     for index in range(count):
         original = originals[index % len(originals)]
         text = original.read_text(encoding="utf-8", errors="replace")
-        text = KERNEL_RE.sub(lambda m: f"{m.group(1)}_v{index}", text)
+        for name in sorted(set(GLOBAL_RE.findall(text)), key=len, reverse=True):
+            text = re.sub(rf"\b{re.escape(name)}\b", f"{name}_v{index}", text)
+        text = QUOTED_INCLUDE_RE.sub(lambda m: _local_include(m, original, shared), text)
         target = root / "csrc" / groups[index % len(groups)] / f"{original.stem}_v{index}.cuh"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     return root / "csrc"
+
+
+def _local_include(match: re.Match, original: Path, shared: Path) -> str:
+    """A variant keeps its original's `#include "sibling.cuh"`: the sibling is copied (once,
+    outside the checked directory) and included by absolute path."""
+    source = (original.parent / match.group(2)).resolve()
+    if not source.is_file():
+        return match.group(0)
+    copy = shared / source.relative_to(REPO)
+    if not copy.exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, copy)
+    return f'{match.group(1)}"{copy}"'
 
 
 def kernel_files(target: Path) -> list[Path]:
@@ -97,8 +114,10 @@ class TreeRss:
 
 
 def _tree_rss_kb(root: int) -> int:
+    """Proportional set size (shared pages split among their sharers, so forked children
+    are not counted twice) summed over `root` and its descendants; RSS where PSS is not
+    available."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -107,32 +126,54 @@ def _tree_rss_kb(root: int) -> int:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/status") as handle:
-                fields = dict(line.split(":", 1) for line in handle if ":" in line)
-        except OSError:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
-        pid, ppid = int(entry), int(fields.get("PPid", "0").strip() or 0)
-        children.setdefault(ppid, []).append(pid)
-        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0]) if "VmRSS" in fields else 0
+        children.setdefault(ppid, []).append(int(entry))
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        total += _pss_kb(pid)
         stack.extend(children.get(pid, ()))
     return total
 
 
+def _pss_kb(pid: int) -> int:
+    for name, key in (("smaps_rollup", "Pss:"), ("status", "VmRSS:")):
+        try:
+            with open(f"/proc/{pid}/{name}") as handle:
+                for line in handle:
+                    if line.startswith(key):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
 def run_timed(command: list[str], env: dict[str, str], cwd: Path) -> dict:
+    """Wall time (process start included), the largest process's peak RSS (`wait4`: the
+    child and the descendants it waited for) and the sampled peak of the whole tree."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     sampler = TreeRss(process.pid)
-    stdout, stderr = process.communicate()
+    out: dict[str, bytes] = {}
+    readers = [threading.Thread(target=lambda n=n, s=s: out.__setitem__(n, s.read()))
+               for n, s in (("stdout", process.stdout), ("stderr", process.stderr))]
+    for reader in readers:
+        reader.start()
+    _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
+    for reader in readers:
+        reader.join()
+    process.returncode = os.waitstatus_to_exitcode(status)
     tree_kb = sampler.stop()
+    stdout, stderr = out["stdout"].decode(errors="replace"), out["stderr"].decode(errors="replace")
     if process.returncode not in (0, 1):
         raise SystemExit(f"command failed ({process.returncode}): {' '.join(command)}\n{stderr[-3000:]}")
     stats = next((line for line in stderr.splitlines() if "stats:" in line), "")
-    return {"seconds": wall, "tree_rss_mb": tree_kb / 1024, "stats": stats, "stdout": stdout}
+    return {"seconds": wall, "cpu": usage.ru_utime + usage.ru_stime, "tree_rss_mb": tree_kb / 1024,
+            "process_rss_mb": usage.ru_maxrss / 1024, "stats": stats, "stdout": stdout}
 
 
 def kernel_check_command(args: list[str]) -> list[str]:
@@ -172,12 +213,14 @@ for name in spec["files"]:
         if chosen is not None:
             args = args + ["-include-pch", str(chosen.pch)]
     jobs.append((name, text, args))
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 for name, text, args in jobs:
     tu = index.parse(name, args=args, unsaved_files=[(name, text)], options=PARSE_OPTIONS)
     del tu
-print(json.dumps({"seconds": time.perf_counter() - started, "files": len(jobs)}))
+print(json.dumps({"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu,
+                  "files": len(jobs)}))
 """
+
 
 
 def bare_loop(files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, env: dict) -> dict:
@@ -194,8 +237,11 @@ def bare_loop(files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, 
         stdout, stderr = process.communicate()
         if process.returncode != 0:
             raise SystemExit(f"bare loop failed:\n{stderr[-3000:]}")
-        parse_seconds.append(json.loads(stdout.strip().splitlines()[-1])["seconds"])
-    return {"seconds": max(parse_seconds), "wall": time.perf_counter() - started}
+        reported = json.loads(stdout.strip().splitlines()[-1])
+        parse_seconds.append(reported["seconds"])
+        process.bare_cpu = reported["cpu"]  # type: ignore[attr-defined]
+    return {"seconds": max(parse_seconds), "wall": time.perf_counter() - started,
+            "cpu": sum(p.bare_cpu for p in processes)}  # type: ignore[attr-defined]
 
 
 def import_time(env: dict) -> dict:
@@ -224,6 +270,8 @@ def main() -> int:
                         help="also run a cold check with one preamble per distinct include list")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the generated tree and caches")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="keep PYTHONDONTWRITEBYTECODE as set (default: compile .pyc files once, as pip does)")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="kc-bench-"))
@@ -248,13 +296,30 @@ def main() -> int:
     return 0
 
 
+def _compile_bytecode(env: dict) -> None:
+    """Write the package's .pyc files once, as `pip install` does: with
+    PYTHONDONTWRITEBYTECODE set, every start would compile every module from source."""
+    import kernel_check
+
+    package = Path(kernel_check.__file__).resolve().parent
+    import kernel_check.rules as rules
+
+    for directory in {package, *(Path(p).resolve() for p in rules.__path__)}:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(directory)], env=env,
+                       stdout=subprocess.DEVNULL, check=False)
+
+
 def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: int, args) -> dict:
     cache = workdir / "cache"
     env = {**os.environ, "KERNEL_CHECK_STATS": "1"}
     env.pop("KERNEL_CHECK_CACHE_DIR", None)
+    if not args.no_bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        _compile_bytecode(env)
     common = ["-q", "--exit-zero", "--format", "json", "--cache-dir", str(cache), "--jobs", str(jobs)]
     figures: dict = {"files": len(files), "jobs": jobs, "cpus": len(os.sched_getaffinity(0)),
-                     "mode": args.mode, "python": sys.version.split()[0]}
+                     "mode": args.mode, "python": sys.version.split()[0],
+                     "bytecode": not args.no_bytecode, "load_before": os.getloadavg()[0]}
     figures["import"] = import_time(env)
 
     cold = run_timed(kernel_check_command([str(target), *common]), env, root)
@@ -286,14 +351,21 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
         sample = [files[int(i * step)] for i in range(args.floor_sample)]
     floor = bare_loop(sample, root, cache, pch=False, jobs=1, env=env)
     scale = len(files) / len(sample)
-    figures["floor_serial"] = {"seconds": floor["seconds"] * scale, "sampled_files": len(sample),
-                               "extrapolated": scale != 1}
-    figures["pch_only_serial"] = {"seconds": bare_loop(files, root, cache, pch=True, jobs=1, env=env)["seconds"]}
-    figures["pch_only_parallel"] = {"seconds": bare_loop(files, root, cache, pch=True, jobs=jobs, env=env)["seconds"],
-                                    "jobs": jobs}
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    figures["peak_process_rss_mb"] = children
-    figures["peak_run_rss_mb"] = max(cold["tree_rss_mb"], warm["tree_rss_mb"])
+    figures["floor_serial"] = {"seconds": floor["seconds"] * scale, "cpu": floor["cpu"] * scale,
+                               "sampled_files": len(sample), "extrapolated": scale != 1}
+    serial = bare_loop(files, root, cache, pch=True, jobs=1, env=env)
+    parallel = bare_loop(files, root, cache, pch=True, jobs=jobs, env=env)
+    figures["pch_only_serial"] = {"seconds": serial["seconds"], "cpu": serial["cpu"]}
+    figures["pch_only_parallel"] = {"seconds": parallel["seconds"], "cpu": parallel["cpu"], "jobs": jobs}
+    runs = [cold, warm, *one]
+    figures["peak_process_rss_mb"] = max(r["process_rss_mb"] for r in runs)
+    figures["peak_run_rss_mb"] = max(r["tree_rss_mb"] for r in runs)
+    # CPU seconds do not move with what else the machine runs: the same ratios from them
+    # (cold spread over `jobs` CPUs) say what a quiet machine of this speed would show.
+    figures["cpu_ratios"] = {
+        "floor_over_cold_per_cpu": figures["floor_serial"]["cpu"] / (cold["cpu"] / jobs),
+        "cold_over_pch_only": cold["cpu"] / figures["pch_only_serial"]["cpu"],
+    }
     figures["ratios"] = {
         "floor_over_cold": figures["floor_serial"]["seconds"] / cold["seconds"],
         "cold_over_pch_only_serial": cold["seconds"] / figures["pch_only_serial"]["seconds"],
@@ -304,7 +376,8 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
 
 
 def _figure(run: dict) -> dict:
-    return {"seconds": run["seconds"], "tree_rss_mb": run["tree_rss_mb"], "stats": run["stats"]}
+    return {"seconds": run["seconds"], "cpu": run["cpu"], "tree_rss_mb": run["tree_rss_mb"],
+            "process_rss_mb": run["process_rss_mb"], "stats": run["stats"]}
 
 
 def print_table(f: dict) -> None:
@@ -324,10 +397,17 @@ def print_table(f: dict) -> None:
         rows.insert(1, ("cold, one preamble per include list", f["cold_exact"]["seconds"],
                         "findings differ" if f["cold_exact"].get("findings_differ_from_union") else "same findings"))
     print(f"\nkernel-check static benchmark: {f['files']} files, --jobs {f['jobs']}, {f['cpus']} CPUs, "
-          f"mode {f['mode']}, Python {f['python']}")
-    print(f"{'measurement':40s} {'seconds':>9s}  notes")
+          f"mode {f['mode']}, Python {f['python']}, load average {f['load_before']:.1f} at start")
+    cpu = {"cold full check": f["cold"]["cpu"], "warm full check (nothing changed)": f["warm"]["cpu"],
+           "floor: bare serial libclang loop": f["floor_serial"]["cpu"],
+           "preamble-only parse, serial": f["pch_only_serial"]["cpu"]}
+    print(f"{'measurement':40s} {'seconds':>9s} {'CPU s':>8s}  notes")
     for name, seconds, note in rows:
-        print(f"{name:40s} {seconds:9.2f}  {note}")
+        used = f"{cpu[name]:8.2f}" if name in cpu else " " * 8
+        print(f"{name:40s} {seconds:9.2f} {used}  {note}")
+    c = f["cpu_ratios"]
+    print(f"{'from CPU seconds':40s}  floor / (cold / {f['jobs']} CPUs) = {c['floor_over_cold_per_cpu']:.1f}x; "
+          f"cold / preamble-only = {c['cold_over_pch_only']:.2f}x")
     print(f"{'peak memory, largest process':40s} {f['peak_process_rss_mb']:8.0f}M")
     print(f"{'peak memory, whole run (sum)':40s} {f['peak_run_rss_mb']:8.0f}M")
     print(f"{'import kernel_check.cli':40s} {f['import']['import_cli_ms'] / 1000:9.3f}  "

@@ -42,6 +42,8 @@ def discover(paths: list[Path], config: Config, *, force_exclude: bool = False) 
                 raise DiscoveryError(f"{path}: no C++/CUDA or Python sources found")
             found.update(dict.fromkeys(files))
         else:
+            if not path.is_file():  # a FIFO or device would block the read forever
+                raise DiscoveryError(f"{path}: not a regular file")
             if not is_source(path):
                 raise DiscoveryError(
                     f"{path}: not a C++/CUDA or Python source (expected one of {', '.join(SOURCE_SUFFIXES)})")
@@ -62,9 +64,16 @@ def _walk(directory: Path, config: Config, excludes: list[str]) -> list[Path]:
         )
         for name in sorted(filenames):
             candidate = base / name
-            if is_source(candidate) and not matches_any(config.relative(candidate), excludes):
+            if _is_checkable(candidate) and not matches_any(config.relative(candidate), excludes):
                 files.append(candidate)
     return files
+
+
+def _is_checkable(candidate: Path) -> bool:
+    """A source by name that is a regular file; broken symlinks stay (reported unreadable)."""
+    if not is_source(candidate):
+        return False
+    return candidate.is_file() or not candidate.exists()
 
 
 def _any_excluded_source(directory: Path) -> bool:

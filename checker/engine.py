@@ -114,9 +114,11 @@ def _check(path: Path, options: RunOptions, preamble: Any = None,
     relative = config.relative(path)
     if data is None:
         try:
-            data = path.read_bytes()
+            data = read_limited(path, config.get("max-file-bytes"))
         except OSError as error:
             return _single(path, f"cannot read file: {error.strerror or error}"), _Outcome()
+    if len(data) > config.get("max-file-bytes"):  # not read to the end: not cached either
+        return _single(path, _unparsable_reason(data, config, path)), _Outcome()
     problem = _unparsable_reason(data, config)
     if problem:
         return _single(path, problem), _Outcome(data, _no_deps())
@@ -145,10 +147,23 @@ def _check(path: Path, options: RunOptions, preamble: Any = None,
     return FileResult(str(path), findings, outcome.suppressed), _Outcome(data, deps)
 
 
-def _unparsable_reason(data: bytes, config: Config) -> str:
+def read_limited(path: Path, limit: int) -> bytes:
+    """The file's bytes, but never more than `limit` + 1 of them (a huge generated file is
+    not read into memory only to be refused); `os.stat` gives the size for the message."""
+    with open(path, "rb") as handle:
+        return handle.read(limit + 1)
+
+
+def _unparsable_reason(data: bytes, config: Config, path: Path | None = None) -> str:
     limit = config.get("max-file-bytes")
     if len(data) > limit:
-        return f"file is {len(data)} bytes, over the max-file-bytes limit of {limit}; not parsed"
+        size = len(data)
+        if path is not None:
+            try:
+                size = max(size, os.stat(path).st_size)
+            except OSError:
+                pass
+        return f"file is {size} bytes, over the max-file-bytes limit of {limit}; not parsed"
     if b"\x00" in data:
         return "binary file (contains NUL bytes); not parsed"
     return ""
@@ -275,9 +290,11 @@ class _Session:
 
     def lookup(self, path: Path) -> tuple[FileResult | None, bytes | None]:
         try:
-            data = path.read_bytes()
+            data = read_limited(path, self.options.config.get("max-file-bytes"))
         except OSError:
             return None, None
+        if len(data) > self.options.config.get("max-file-bytes"):
+            return None, data  # refused unparsed by _check; nothing to look up
         if self.results is None:
             return None, data
         hit = self.results.load(self.key(path, data))
@@ -364,6 +381,8 @@ def run_static(paths: list[Path], options: RunOptions) -> list[FileResult]:
             stats.workers = jobs
             for index, result in _run_pool(paths, [i for i, _ in pending], session, jobs, stats):
                 results[index] = result
+        if session.results is not None and pending:
+            session.results.prune()  # at most once a day: entries unused for a month go
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -458,7 +477,7 @@ def _plan(paths: list[Path], pending: list[int], session: _Session) -> tuple[dic
         if is_python(path):
             continue
         try:
-            data = path.read_bytes()
+            data = read_limited(path, session.options.config.get("max-file-bytes"))
         except OSError:
             continue
         candidates = planner.recipes(path, data, _compile_args(path, session.options.settings))

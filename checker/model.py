@@ -296,15 +296,27 @@ class LaunchTensorArgument:
 
 
 @dataclass(frozen=True)
+class BoundKernel:
+    """One kernel a launch's kernel expression can name: `kern<T, 8>`, a `constexpr auto
+    kernel = ...` variable, either branch of a ternary, a return of an immediately invoked
+    lambda (`[] { if constexpr (c) return a<T>; else return b<T>; }()`)."""
+
+    usr: str
+    name: str
+    template_args: tuple[ConstExpr, ...]  # in the launcher's scope; type arguments as sizes
+    template_params: tuple[str, ...]  # the kernel's template parameter names
+    guard: ConstExpr | None = None  # when this one is launched (None: always)
+
+
+@dataclass(frozen=True)
 class LaunchFacts:
-    """What a launch (joined to `LaunchSite` by `launch`) binds: the kernel's explicit
-    template arguments, evaluated in the launcher's scope, and its tensor arguments."""
+    """What a launch (joined to `LaunchSite` by `launch`) binds: the kernels it may launch
+    and the tensors whose data its arguments carry."""
 
     launch: Span
     function: str
-    template_args: tuple[ConstExpr, ...]  # type arguments as their size in bytes
+    kernels: tuple[BoundKernel, ...]
     tensor_arguments: tuple[LaunchTensorArgument, ...]
-    kernel_template_params: tuple[str, ...] = ()  # the kernel's template parameter names
 
 
 @dataclass(frozen=True)
@@ -592,10 +604,27 @@ class FunctionDataflow:
     inactive_spans: tuple[Span, ...] = ()
 
 
+@dataclass(frozen=True)
+class LaunchedKernel:
+    name: str
+    usr: str  # of the function template (or function), as in Function.usr
+    template_args: str  # source text of the template arguments the launch gives it
+
+
+@dataclass(frozen=True)
+class LaunchCandidates:
+    """Every kernel a launch can launch (joined to `LaunchSite` by `launch`): the one it names,
+    or each one a selection picks from (`cond ? k1<T> : k2<T>`, a lambda returning either)."""
+
+    launch: Span
+    kernels: tuple[LaunchedKernel, ...]
+
+
 @dataclass
 class DataflowFacts:
     functions: list[FunctionDataflow] = field(default_factory=list)
     inline_asm: list[InlineAsm] = field(default_factory=list)
+    launch_kernels: list[LaunchCandidates] = field(default_factory=list)
 
 # ---- end of dataflow facts ----
 

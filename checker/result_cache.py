@@ -36,6 +36,7 @@ from . import __version__
 from .cache import FileHashes, atomic_write, digest, read_bytes
 
 ENTRY_FORMAT = 1
+PRUNE_AFTER_DAYS = 30.0
 # Directories of the package whose sources do not change a file's findings.
 _NOT_PIPELINE = {"harness", "report", "__pycache__"}
 
@@ -124,6 +125,37 @@ class ResultCache:
         return atomic_write(self._entry_path(key), json.dumps(entry, separators=(",", ":")).encode())
 
 
+    # -- housekeeping ------------------------------------------------------------------
+    def prune(self, max_age_days: float = PRUNE_AFTER_DAYS) -> int:
+        """Delete entries and dependency sets not written for `max_age_days` (at most once a
+        day per cache: a marker file remembers when). Returns how many files went."""
+        import time
+
+        marker = self.root / "results" / ".pruned"
+        now = time.time()
+        try:
+            if now - marker.stat().st_mtime < 86400:
+                return 0
+        except OSError:
+            pass
+        if not atomic_write(marker, b""):
+            return 0
+        removed = 0
+        for directory in (self.root / "results", self.root / "depsets"):
+            for dirpath, _dirs, names in os.walk(directory):
+                for name in names:
+                    if not name.endswith(".json"):
+                        continue
+                    path = os.path.join(dirpath, name)
+                    try:
+                        if now - os.stat(path).st_mtime > max_age_days * 86400:
+                            os.unlink(path)
+                            removed += 1
+                    except OSError:
+                        continue
+        return removed
+
+
 # -- the run fingerprint ------------------------------------------------------------------
 def run_fingerprint(parts: dict[str, Any]) -> str:
     """Everything a run shares that can change a file's findings (see the module doc)."""
@@ -133,32 +165,27 @@ def run_fingerprint(parts: dict[str, Any]) -> str:
     return digest(json.dumps({**base, **parts}, sort_keys=True, default=str))
 
 
-_pipeline: str | None = None
-
-
 def pipeline_digest() -> str:
     """Hash of the static pipeline's sources: the package (less harness and reporters),
-    the rule pack and the hermetic prelude."""
-    global _pipeline
-    if _pipeline is None:
-        import importlib.util
+    the rule pack and the hermetic prelude. Read again for every run (a few milliseconds):
+    a long-lived process must not keep a rule set that was edited since."""
+    import importlib.util
 
-        package = Path(__file__).resolve().parent
-        roots = [package]
-        spec = importlib.util.find_spec("kernel_check.rules")
-        if spec is not None and spec.submodule_search_locations:
-            roots += [Path(p) for p in spec.submodule_search_locations]
-        parts: list[str | bytes] = []
-        for root in roots:
-            for directory, dirs, files in os.walk(root):
-                dirs[:] = sorted(d for d in dirs if d not in _NOT_PIPELINE)
-                for name in sorted(files):
-                    if name.endswith((".pyc", ".pyo")):
-                        continue
-                    full = Path(directory) / name
-                    parts += [full.relative_to(root).as_posix(), read_bytes(full) or b""]
-        _pipeline = digest(*parts)
-    return _pipeline
+    package = Path(__file__).resolve().parent
+    roots = [package]
+    spec = importlib.util.find_spec("kernel_check.rules")
+    if spec is not None and spec.submodule_search_locations:
+        roots += [Path(p) for p in spec.submodule_search_locations]
+    parts: list[str | bytes] = []
+    for root in roots:
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in _NOT_PIPELINE)
+            for name in sorted(files):
+                if name.endswith((".pyc", ".pyo")) or name.startswith("."):
+                    continue
+                full = Path(directory) / name
+                parts += [full.relative_to(root).as_posix(), read_bytes(full) or b""]
+    return digest(*parts)
 
 
 # -- findings <-> JSON --------------------------------------------------------------------

@@ -24,9 +24,10 @@ The child is set up so that one bad source cannot hurt the run or the machine:
 * it ignores SIGINT (the parent handles ^C and kills it) and leaves with `os._exit`
   (no atexit handler, no second flush of the parent's buffered output).
 
-What the child changes in memory (caches, counters) is lost with it; what it writes to
-disk (a precompiled preamble, a cache entry) stays. `fn`, `args` and the result never
-cross a process boundary except the result, which is pickled back.
+`fn` and `args` reach the child through the fork (nothing is pickled); only the result
+comes back, pickled. What the child changes in memory (caches, counters) is lost with
+it, what it writes to disk (a precompiled preamble, a cache entry) stays: load shared
+state before calling (the engine loads libclang and the file's preamble first).
 
 `timeout` None or <= 0, or a platform without `os.fork`: `fn` runs in this process,
 unbounded (an exception still becomes `Failed`). A `KeyboardInterrupt` or `SystemExit`
@@ -41,8 +42,9 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 DEFAULT_MEMORY_HEADROOM = 4 << 30  # bytes a bounded call may add to the parent's size
 _CAN_FORK = hasattr(os, "fork") and sys.platform != "win32"
@@ -132,7 +134,7 @@ class _Memory:
     base: int = 0
 
     @classmethod
-    def now(cls, headroom: int | None) -> "_Memory":
+    def now(cls, headroom: int | None) -> _Memory:
         if headroom is None:
             return cls(None)
         size = _virtual_size()

@@ -15,7 +15,13 @@ import math
 from dataclasses import dataclass
 
 from kernel_check.finding import Location
-from kernel_check.model import ConstExpr, Function, LaunchSite, SourceModel, VectorAccess
+from kernel_check.model import (
+    ConstExpr,
+    Function,
+    LaunchSite,
+    SourceModel,
+    VectorAccess,
+)
 from kernel_check.rules._common import location_of
 
 # Values tried for a template parameter the launcher leaves open: element sizes for a type
@@ -35,8 +41,10 @@ class VectorFeed:
 
     tensor: str
     launch: LaunchSite
+    kernel: str  # the kernel's name
     access: VectorAccess
     width: ConstExpr  # bytes per access, over the launcher's template parameters
+    guard: ConstExpr | None  # when this kernel is the one launched (None: always)
 
 
 @dataclass(frozen=True)
@@ -85,13 +93,15 @@ def vector_feeds(model: SourceModel, launcher: Function) -> list[VectorFeed]:
     feeds = []
     for launch in model.launcher_facts.launches:
         site = sites.get(launch.launch.start)
-        if launch.function != launcher.usr or site is None or not site.kernel_usr:
+        if launch.function != launcher.usr or site is None:
             continue
-        mapping = _bind(launch.kernel_template_params, launch.template_args)
-        uses = accesses.uses(site.kernel_usr)
-        for argument in launch.tensor_arguments:
-            for use in uses.get((argument.argument, argument.field), []):
-                feeds.append(VectorFeed(argument.tensor, site, use.access, use.width.substitute(mapping)))
+        for kernel in launch.kernels:
+            mapping = _bind(kernel.template_params, kernel.template_args)
+            uses = accesses.uses(kernel.usr)
+            for argument in launch.tensor_arguments:
+                for use in uses.get((argument.argument, argument.field), []):
+                    feeds.append(VectorFeed(argument.tensor, site, kernel.name, use.access,
+                                            use.width.substitute(mapping), kernel.guard))
     return feeds
 
 
@@ -110,7 +120,7 @@ class LauncherScope:
 
     samples: dict[str, tuple[int, ...]]
 
-    def with_element_sizes(self, sizes: tuple[int, ...], type_params: frozenset[str]) -> "LauncherScope":
+    def with_element_sizes(self, sizes: tuple[int, ...], type_params: frozenset[str]) -> LauncherScope:
         return LauncherScope({**self.samples, **{name: sizes for name in type_params}})
 
 

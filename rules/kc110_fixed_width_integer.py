@@ -45,6 +45,9 @@ from kernel_check.model import SourceModel
 from kernel_check.registry import Language, RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
 
+_TYPED = {"pointer": "points to", "reference": "refers to", "array": "is an array of"}
+
+
 @rule("KC110", "fixed-width-integer", Severity.WARNING, Language.CPP,
       summary="`int`/`long`/`unsigned` where a fixed-width integer type belongs")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -56,6 +59,6 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         narrowed = f", narrowing the 64-bit `{decl.shape_source}`" if decl.shape_source else ""
         yield ctx.finding(
             location_of(model, decl.span),
-            f"{role} '{decl.name}' is typed `{decl.keywords}`{narrowed}; use a fixed-width type "
-            "(`int32_t`, `uint32_t`, `int64_t`, `size_t`)",
+            f"{role} '{decl.name}' {_TYPED.get(decl.declarator, 'is typed')} `{decl.keywords}`{narrowed}; "
+            "use a fixed-width type (`int32_t`, `uint32_t`, `int64_t`, `size_t`)",
         )

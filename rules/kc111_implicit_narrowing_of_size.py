@@ -63,9 +63,8 @@ def _launch_arguments(model: SourceModel, ctx: RuleContext, functions: dict[str,
         kernel = functions.get(site.kernel_usr)
         if site.syntax != "launch_kernel" or kernel is None:
             continue
-        for argument in model.integer_facts.shape_arguments:
-            param = _bound_parameter(site, kernel, argument)
-            if param is None or not _is_narrow(param):
+        for argument, param in _bound_parameters(site, kernel, model.integer_facts.shape_arguments):
+            if not _is_narrow(param):
                 continue
             yield ctx.finding(
                 location_of(model, argument.span),
@@ -82,14 +81,21 @@ def _describe(text: str, source: str) -> str:
     return f"64-bit shape/stride value `{text}`{origin}"
 
 
-def _bound_parameter(site: LaunchSite, kernel: Function, argument: ShapeArgument) -> Param | None:
-    if not site.span.contains(argument.span):
-        return None
+def _bound_parameters(site: LaunchSite, kernel: Function,
+                      arguments: list[ShapeArgument]) -> Iterator[tuple[ShapeArgument, Param]]:
+    """The kernel parameter each shape argument of the launch binds to, matched by text in
+    order (`n, n` binds the first `n` to the first parameter and the second to the second)."""
     texts = [text.strip() for text in site.argument_texts]
-    if argument.text.strip() not in texts:
-        return None
-    index = texts.index(argument.text.strip())
-    return kernel.params[index] if index < len(kernel.params) else None
+    taken: set[int] = set()
+    for argument in arguments:
+        if not site.span.contains(argument.span):
+            continue
+        text = argument.text.strip()
+        index = next((i for i, t in enumerate(texts) if t == text and i not in taken), None)
+        if index is None or index >= len(kernel.params):
+            continue
+        taken.add(index)
+        yield argument, kernel.params[index]
 
 
 def _is_narrow(param: Param) -> bool:

@@ -39,13 +39,18 @@ void scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related, Severity
 from kernel_check.model import FunctionKind, MatcherChain, SourceModel
 from kernel_check.registry import Language, RuleContext, rule
 from kernel_check.rules._alignment import (
-    LauncherScope, VectorFeed, access_location, fixed_value, launcher_scope, vector_feeds,
+    LauncherScope,
+    VectorFeed,
+    access_location,
+    fixed_value,
+    launcher_scope,
+    vector_feeds,
 )
 from kernel_check.rules._common import location_of
 
@@ -90,12 +95,12 @@ def _finding(model: SourceModel, ctx: RuleContext, chain: MatcherChain, feeds: l
     width = f" {max(widths)}-byte" if widths else ""
     suggestion = f".ensure_alignment({max(widths)})" if widths else ".ensure_alignment(w)"
     related = [Related(access_location(model, first.access),
-                       f"vectorized{width} access ({first.access.type_text}) in '{first.launch.kernel_name}'"),
+                       f"vectorized{width} access ({first.access.type_text}) in '{first.kernel}'"),
                Related(location_of(model, first.launch.span), "the launch")]
     return ctx.finding(
         location_of(model, chain.span),
         f"tensor{'s' if len(tensors) > 1 else ''} {names} feed{'' if len(tensors) > 1 else 's'} "
-        f"{width.strip() + ' ' if width else ''}vectorized accesses in kernel '{first.launch.kernel_name}' "
+        f"{width.strip() + ' ' if width else ''}vectorized accesses in kernel '{first.kernel}' "
         f"but this TensorMatcher does not check alignment: add `{suggestion}` before `.verify`",
         related=related,
     )

@@ -38,14 +38,26 @@ void copy(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related, Severity
-from kernel_check.model import AlignmentRequest, FunctionKind, MatcherChain, SourceModel
+from kernel_check.model import (
+    AlignmentRequest,
+    ConstExpr,
+    FunctionKind,
+    MatcherChain,
+    SourceModel,
+)
 from kernel_check.registry import Language, RuleContext, rule
 from kernel_check.rules._alignment import (
-    DEFAULT_ELEMENT_SIZES, LauncherScope, VectorFeed, access_location, instantiations, is_power_of_two,
-    launcher_scope, vector_feeds,
+    DEFAULT_ELEMENT_SIZES,
+    LauncherScope,
+    VectorFeed,
+    access_location,
+    instantiations,
+    is_power_of_two,
+    launcher_scope,
+    vector_feeds,
 )
 from kernel_check.rules._common import location_of
 
@@ -86,8 +98,9 @@ def _element_sizes(chain: MatcherChain) -> tuple[int, ...]:
 def _not_power_of_two(model: SourceModel, ctx: RuleContext, request: AlignmentRequest,
                       scope: LauncherScope) -> Finding | None:
     bindings = instantiations([request.value], scope)
-    values = [request.value.evaluate(env) for env in bindings or []]
-    if not values or any(v is None or is_power_of_two(v) for v in values):
+    evaluated = (request.value.evaluate(env) for env in bindings or [])
+    values = [v for v in evaluated if v is not None]  # None: an instantiation that cannot compile
+    if not values or any(is_power_of_two(v) for v in values):
         return None
     shown = ", ".join(str(v) for v in sorted(set(values))[:4])
     return ctx.finding(location_of(model, request.span),
@@ -107,7 +120,7 @@ def _below_width(model: SourceModel, ctx: RuleContext, chain: MatcherChain, requ
             return ctx.finding(
                 location_of(model, request.span),
                 f"ensure_alignment({request.text}) checks {alignment}-byte alignment but kernel "
-                f"'{feed.launch.kernel_name}' accesses '{feed.tensor}' {width} bytes at a time "
+                f"'{feed.kernel}' accesses '{feed.tensor}' {width} bytes at a time "
                 f"({feed.access.type_text}); the argument must be at least the vector width",
                 related=[Related(access_location(model, feed.access), f"the {width}-byte access"),
                          Related(location_of(model, feed.launch.span), "the launch")],
@@ -119,14 +132,17 @@ def _mismatch(request: AlignmentRequest, feed: VectorFeed, scope: LauncherScope)
     """(alignment, width) of an instantiation where the width exceeds the alignment. With
     no open template parameter that one instantiation decides; otherwise every evaluable
     instantiation must mismatch, since the launcher may never be built for the others."""
-    bindings = instantiations([request.value, feed.width], scope)
+    guard = feed.guard or ConstExpr("int", 1)
+    bindings = instantiations([request.value, feed.width, guard], scope)
     if bindings is None:
         return None
     outcomes = []
     for env in bindings:
+        if guard.evaluate(env) == 0:
+            continue  # this instantiation launches another kernel
         alignment, width = request.value.evaluate(env), feed.width.evaluate(env)
-        if alignment is not None and width is not None:
-            outcomes.append((alignment, width))
+        if alignment is not None and width is not None and is_power_of_two(width):
+            outcomes.append((alignment, width))  # other widths: an instantiation that cannot compile
     if not outcomes or any(alignment >= width for alignment, width in outcomes):
         return None
     return min(outcomes)

@@ -28,7 +28,7 @@ inline void zero(tvm::ffi::TensorView out) {
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Severity
 from kernel_check.model import SourceModel

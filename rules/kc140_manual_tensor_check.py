@@ -1,5 +1,6 @@
 """## What it does
-Flags a launcher that validates a `TensorView` by hand: `dtype()`, `shape()`, `ndim()`,
+Flags a launcher (or a host function with a `TensorMatcher`, or an entry point handing
+tensors to one) that validates a `TensorView` by hand: `dtype()`, `shape()`, `ndim()`,
 `dim()`, `device()`, `strides()`, `size(i)`, `stride(i)`, `numel()` or `is_contiguous()`
 inside the condition of `CHECK_HOST`, `RuntimeCheck`, `assert`, `TVM_FFI_ICHECK`, or an
 `if` whose branch throws. Using those values for computation, or branching on them
@@ -31,8 +32,8 @@ void launch(tvm::ffi::TensorView x) {
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import groupby
-from typing import Iterator
 
 from kernel_check.finding import Finding, Severity
 from kernel_check.model import SourceModel
@@ -40,12 +41,23 @@ from kernel_check.registry import Language, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
+def _validating_functions(model: SourceModel) -> set[str]:
+    """Launchers, functions with a TensorMatcher, and the entry points that hand tensors to
+    them: the places whose tensor checks belong in a matcher."""
+    facts = model.launcher_facts
+    functions = {launch.function for launch in facts.launches}
+    functions |= {chain.function for chain in facts.matcher_chains}
+    names = {f.name for f in model.functions if f.usr in functions}
+    functions |= {h.function for h in facts.tensor_handoffs if h.callee_usr in functions or h.callee in names}
+    return functions
+
+
 @rule("KC140", "manual-tensor-check", Severity.WARNING, Language.CPP,
       summary="launcher checks a TensorView by hand instead of through TensorMatcher")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
-    launchers = {launch.function for launch in facts.launches}
-    checks = [i for i in facts.tensor_inspections if i.function in launchers and i.context == "check"]
+    checks = [i for i in facts.tensor_inspections if i.function in _validating_functions(model)
+              and i.context == "check"]
     checks.sort(key=lambda i: (i.span.line, i.span.start))
     for _, on_line in groupby(checks, key=lambda i: i.span.line):
         inspections = list(on_line)

@@ -2,7 +2,8 @@
 Flags a launcher whose `tvm::ffi::TensorView` parameter has its `data_ptr()` used before
 the tensor reaches any `TensorMatcher(...).verify(...)`. A tensor handed to another
 function first (which may verify it) counts as reached, and so does every parameter of a
-launcher that another function of the same file calls with tensors (the caller checks).
+launcher that a function of the same file calls with tensors after verifying tensors of
+its own (that caller checks; a caller that only forwards does not count).
 
 ## Why is this bad?
 An unverified tensor can have any rank, shape, dtype, device or layout. The kernel then
@@ -27,7 +28,7 @@ void scale(tvm::ffi::TensorView out, tvm::ffi::TensorView in) {
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related, Severity
 from kernel_check.model import Function, SourceModel
@@ -40,9 +41,20 @@ def _tensor_params(function: Function) -> list[str]:
             if p.name and p.type.canonical.replace("const ", "").rstrip(" &") == "tvm::ffi::TensorView"]
 
 
-def _called_with_tensors(model: SourceModel, function: Function) -> bool:
-    return any(h.callee_usr == function.usr or (not h.callee_usr and h.callee == function.name)
-               for h in model.launcher_facts.tensor_handoffs if h.function != function.usr)
+def _verified_by_callers(model: SourceModel, function: Function, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a caller in this file that receives or verifies tensors takes on the checks:
+    one with a TensorMatcher of its own, or one whose callers do (a pure forwarder does not)."""
+    facts = model.launcher_facts
+    callers = {h.function for h in facts.tensor_handoffs if h.function != function.usr and
+               (h.callee_usr == function.usr or (not h.callee_usr and h.callee == function.name))}
+    by_usr = {f.usr: f for f in model.functions}
+    for usr in callers - seen:
+        if any(c.function == usr and c.verified for c in facts.matcher_chains):
+            return True
+        caller = by_usr.get(usr)
+        if caller is not None and _verified_by_callers(model, caller, seen | {function.usr}):
+            return True
+    return False
 
 
 @rule("KC141", "unverified-tensor", Severity.ERROR, Language.CPP,
@@ -51,7 +63,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
     launchers = {launch.function for launch in facts.launches}
     for function in model.functions:
-        if function.usr not in launchers or _called_with_tensors(model, function):
+        if function.usr not in launchers or _verified_by_callers(model, function):
             continue
         reached = [(v.name, v.span.start) for c in facts.matcher_chains if c.function == function.usr
                    for v in c.verified]

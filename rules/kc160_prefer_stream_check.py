@@ -26,7 +26,7 @@ CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemoryS
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Severity
 from kernel_check.model import ApiCall, SourceModel

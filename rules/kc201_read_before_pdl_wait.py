@@ -48,7 +48,7 @@ _HOW = {"subscript": "a subscript", "dereference": "a dereference", "->": "a mem
         "reference": "a reference to it", "asm": "inline asm"}
 
 
-def describe_access(how: str) -> str:
+def _describe(how: str) -> str:
     """`subscript` -> `a subscript`, `load()` -> `` `load()` ``."""
     return _HOW.get(how, f"`{how}`")
 
@@ -71,7 +71,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             reported.add(access.span.start)
             yield ctx.finding(
                 location_of(model, access.span),
-                f"kernel '{kernel.name}' reads '{access.root}' through {describe_access(access.how)} "
+                f"kernel '{kernel.name}' reads '{access.root}' through {_describe(access.how)} "
                 "before the PDL wait: it may see data the preceding kernel has not finished writing",
                 related=[Related(location_of(model, first.span), "the PDL wait is here")],
             )

@@ -43,14 +43,16 @@ import re
 from typing import Iterator
 
 from kernel_check.finding import Finding, Related, Severity
-from kernel_check.model import Function, LaunchSite, PdlCall, SourceModel
+from kernel_check.model import Function, LaunchedKernel, LaunchSite, PdlCall, SourceModel
 from kernel_check.registry import Language, RuleContext, rule
-from kernel_check.rules._common import dataflow_of, inactive_text, location_of, pdl_disabled, pdl_waits
+from kernel_check.rules._common import (
+    dataflow_of, inactive_text, is_literal_false, launched_kernels, location_of, pdl_disabled, pdl_waits,
+)
 
 _NAME = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
-_WAIT_SPELLINGS = re.compile(r"PDLWaitPrimary|griddepcontrol\.wait|cudaGridDependencySynchronize")
-_FALSE, _TRUE = ("false", "0"), ("true", "1")
-_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+_WAIT_SPELLINGS = re.compile(
+    r"PDLWaitPrimary|griddepcontrol\.wait|cudaGridDependencySynchronize|wait_on_dependent_grids")
+_TRUE = ("true", "1")
 
 
 def split_template_arguments(text: str) -> list[str]:
@@ -59,7 +61,7 @@ def split_template_arguments(text: str) -> list[str]:
     for char in text:
         if char in "([{<":
             depth += 1
-        elif char in _CLOSERS and depth > 0:
+        elif char in ")]}>" and depth > 0:
             depth -= 1
         elif char == "," and depth == 0:
             parts.append("".join(current).strip())
@@ -70,12 +72,12 @@ def split_template_arguments(text: str) -> list[str]:
     return [*parts, tail] if tail or parts else []
 
 
-def instantiated_flag(wait: PdlCall, kernel: Function, site: LaunchSite) -> str | None:
+def instantiated_flag(wait: PdlCall, kernel: Function, launched: LaunchedKernel) -> str | None:
     """The wait's flag as this launch instantiates it; None when it cannot be told."""
     names = [param.name for param in kernel.template_params]
     if wait.flag not in names:
         return wait.flag
-    arguments = split_template_arguments(site.template_args)
+    arguments = split_template_arguments(launched.template_args)
     index = names.index(wait.flag)
     return " ".join(arguments[index].split()) if index < len(arguments) else None
 
@@ -85,7 +87,7 @@ def flag_mismatch(instantiated: str | None, enable_pdl: str) -> str | None:
     enabled = " ".join(enable_pdl.split())
     if instantiated is None or instantiated in _TRUE or instantiated == enabled:
         return None
-    if instantiated in _FALSE:
+    if is_literal_false(instantiated):
         return "is instantiated with `false` here, so it is compiled out"
     if enabled in _TRUE or not _NAME.fullmatch(instantiated) or not _NAME.fullmatch(enabled):
         return None  # one side is an expression or a literal: its value is not known here
@@ -97,28 +99,37 @@ def flag_mismatch(instantiated: str | None, enable_pdl: str) -> str | None:
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     kernels = {kernel.usr: kernel for kernel in model.kernels if kernel.body is not None and kernel.usr}
     for site in model.launch_sites:
-        kernel = kernels.get(site.kernel_usr)
-        flow = dataflow_of(model, kernel) if kernel is not None else None
-        if flow is None or pdl_disabled(site.enable_pdl):
+        if pdl_disabled(site.enable_pdl):
             continue
-        kernel_here = Related(location_of(model, kernel.name_span), f"kernel '{kernel.name}' is defined here")
-        waits = pdl_waits(flow)
-        if not waits:
-            if not _WAIT_SPELLINGS.search(inactive_text(model, flow)):
-                yield ctx.finding(
-                    location_of(model, site.span),
-                    f"launch enables PDL for kernel '{kernel.name}', which never calls PDLWaitPrimary: "
-                    "it may read the preceding kernel's outputs before they are written",
-                    related=[kernel_here],
-                )
-            continue
-        for wait in waits:
-            reason = flag_mismatch(instantiated_flag(wait, kernel, site), site.enable_pdl)
-            if reason is not None:
-                yield ctx.finding(
-                    location_of(model, site.span),
-                    f"launch enables PDL for kernel '{kernel.name}', but its wait "
-                    f"`PDLWaitPrimary<{wait.flag}>` {reason}",
-                    related=[Related(location_of(model, wait.span), "the wait is here"), kernel_here],
-                )
-                break
+        for launched in launched_kernels(model, site):
+            kernel = kernels.get(launched.usr)
+            if kernel is not None:
+                yield from _check_launch(model, ctx, site, launched, kernel)
+
+
+def _check_launch(model: SourceModel, ctx: RuleContext, site: LaunchSite, launched: LaunchedKernel,
+                  kernel: Function) -> Iterator[Finding]:
+    flow = dataflow_of(model, kernel)
+    if flow is None:
+        return
+    kernel_here = Related(location_of(model, kernel.name_span), f"kernel '{kernel.name}' is defined here")
+    waits = pdl_waits(flow)
+    if not waits:
+        if not _WAIT_SPELLINGS.search(inactive_text(model, flow)):
+            yield ctx.finding(
+                location_of(model, site.span),
+                f"launch enables PDL for kernel '{kernel.name}', which never calls PDLWaitPrimary: "
+                "it may read the preceding kernel's outputs before they are written",
+                related=[kernel_here],
+            )
+        return
+    for wait in waits:
+        reason = flag_mismatch(instantiated_flag(wait, kernel, launched), site.enable_pdl or "")
+        if reason is not None:
+            yield ctx.finding(
+                location_of(model, site.span),
+                f"launch enables PDL for kernel '{kernel.name}', but its wait "
+                f"`PDLWaitPrimary<{wait.flag}>` {reason}",
+                related=[Related(location_of(model, wait.span), "the wait is here"), kernel_here],
+            )
+            return

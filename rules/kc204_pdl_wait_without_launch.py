@@ -37,7 +37,9 @@ from typing import Iterator
 from kernel_check.finding import Finding, Related, Severity
 from kernel_check.model import SourceModel
 from kernel_check.registry import Language, RuleContext, rule
-from kernel_check.rules._common import dataflow_of, launches_of, location_of, pdl_disabled, pdl_waits
+from kernel_check.rules._common import (
+    dataflow_of, is_literal_false, launches_of, location_of, pdl_disabled, pdl_waits,
+)
 
 
 @rule("KC204", "pdl-wait-without-launch", Severity.INFO, Language.CPP,
@@ -45,8 +47,8 @@ from kernel_check.rules._common import dataflow_of, launches_of, location_of, pd
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)
-        waits = [wait for wait in pdl_waits(flow) if wait.flag.strip() not in ("false", "0")] if flow else []
-        sites = launches_of(model, kernel)
+        waits = [wait for wait in pdl_waits(flow) if not is_literal_false(wait.flag)] if flow else []
+        sites = [site for site, _ in launches_of(model, kernel)]
         if not waits or not sites or not all(pdl_disabled(site.enable_pdl) for site in sites):
             continue
         yield ctx.finding(

@@ -3,10 +3,19 @@ For instantiations launched with PDL, runs a producer kernel right before the ke
 the same stream: it lets its dependents start at once, waits, and only then writes the
 real inputs. A kernel that reads them before `PDLWaitPrimary` sees stale values.
 
+The producer runs few blocks (so the kernel finds free SMs), spins on the GPU clock, and the
+case repeats; a canary kernel first checks that PDL launches really overlap on the device,
+and where they do not, a pass is reported as inconclusive.
+
 ## Why is this bad?
 With PDL the kernel starts while its predecessor is still running: any read of the
 predecessor's output before the wait is a race that ordinary tests (where the
 predecessor finished long ago) never show.
+
+The race can also hide from this check: a load through a `const T* __restrict__` becomes
+`ld.global.nc`, and ptxas may then move `griddepcontrol.wait` above it (seen on sm_90: the
+wait came first in the SASS). The binary is then accidentally correct, and a later compiler
+or a small edit brings the race back. Keep the wait first in the source whatever the SASS shows.
 
 ## Example
 ```cpp

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fuzz.cases import PROFILES  # noqa: E402
-from fuzz.runner import run  # noqa: E402
+from fuzz.cases import PROFILES
+from fuzz.runner import run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-dir", type=Path, help="where failing cases are kept (default: a temp dir)")
     parser.add_argument("--json", type=Path, help="also write the summary as JSON here")
     parser.add_argument("--every", type=int, default=250, help="progress line every N cases")
+    parser.add_argument("--replay", type=Path, metavar="SUMMARY_JSON",
+                        help="run only the failing cases of an earlier --json summary (same profile and seed)")
     args = parser.parse_args(argv)
 
     profile = PROFILES[args.profile]
@@ -54,18 +56,26 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(report.failures)} failing, {len(report.timeouts)} timed out, slowest "
                   f"{report.slowest.seconds:.1f} s", flush=True)
 
-    print(f"fuzz: profile {profile.name}, seed {profile.seed}, cases {args.start}..{args.start + args.cases - 1}, "
+    indices: list[int] = list(range(args.start, args.start + args.cases))
+    if args.replay is not None:
+        earlier = json.loads(args.replay.read_text())
+        indices = sorted(int(label.split()[0].lstrip("#")) for label in earlier["failing_cases"])
+        args.cases = len(indices)
+        print(f"fuzz: replaying the {len(indices)} failing cases of {args.replay}", flush=True)
+    print(f"fuzz: profile {profile.name}, seed {profile.seed}, {len(indices)} cases "
+          f"({indices[0] if indices else '-'}..{indices[-1] if indices else '-'}), "
           f"{args.jobs} jobs, crashes kept in {crash_dir}", flush=True)
-    report = run(profile, range(args.start, args.start + args.cases), jobs=args.jobs, crash_dir=crash_dir,
-                 progress=progress)
+    report = run(profile, indices, jobs=args.jobs, crash_dir=crash_dir, progress=progress)
     print(report.summary(), flush=True)
     if args.json is not None:
         slowest = report.slowest
         args.json.write_text(json.dumps({
             "profile": profile.name, "seed": profile.seed, "start": args.start, "cases": report.cases,
             "seconds": round(report.seconds, 1), "cpu_seconds": round(report.cpu, 1),
-            "failures": len(report.failures), "timeouts": len(report.timeouts),
-            "failure_kinds": dict(report.signatures.most_common()),
+            "failures": len(report.failures), "new_failures": len(report.new_failures),
+            "timeouts": len(report.timeouts),
+            "failure_kinds": {sig: {"count": n, "known": report.known_of[sig].where if report.known_of[sig] else None,
+                                    "first": report.first_of[sig]} for sig, n in report.signatures.most_common()},
             "failing_cases": [o.label for o in report.failures],
             "slowest": {"case": slowest.label, "seconds": round(slowest.seconds, 2)} if slowest else None,
             "codes": dict(report.codes), "kinds": dict(report.kinds), "crash_dir": str(crash_dir),

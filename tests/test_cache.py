@@ -216,6 +216,15 @@ def test_macro_defined_before_an_include_parses_plainly(tree) -> None:
     assert unit.preamble is None
 
 
+def test_include_guard_does_not_count_as_a_macro_change(tree) -> None:
+    root, files, cache = tree
+    path = root / "csrc" / "guarded.cuh"
+    path.write_text("#ifndef GUARDED_CUH\n#define GUARDED_CUH\n" + KERNEL + "#endif\n")
+    unit = parse_file(path, path.read_text(), resolve_settings("hermetic"),
+                      PreambleCache(static_root(cache) / "preamble"))
+    assert unit.preamble is not None
+
+
 def test_preamble_parse_reports_the_files_own_includes(tree) -> None:
     root, files, cache = tree
     settings = resolve_settings("hermetic")
@@ -267,3 +276,48 @@ def test_cli_import_does_not_load_libclang_or_tvm_ffi() -> None:
     code = "import sys, kernel_check.cli; print('clang.cindex' in sys.modules, 'tvm_ffi' in sys.modules)"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.split() == ["False", "False"]
+
+
+def test_bindings_speed_ups_agree_with_the_bindings(tree) -> None:
+    root, files, cache = tree
+    unit = parse_file(files[0], files[0].read_text(), resolve_settings("hermetic"))
+    import clang.cindex as ci
+
+    originals = getattr(ci.Cursor, "_kernel_check_originals", None)
+    if originals is None:
+        pytest.skip("this bindings build keeps its own is_null/kind")
+    is_null, kind = originals
+    checked = 0
+    for cursor in unit.tu.cursor.walk_preorder():
+        for other in (cursor, cursor.semantic_parent, cursor.referenced, cursor.canonical):
+            if other is None:
+                continue
+            assert other.is_null() == is_null(other)
+            assert other.kind == kind.fget(other)
+            checked += 1
+    assert ci.conf.null_cursor.is_null() and is_null(ci.conf.null_cursor)
+    with pytest.raises(Exception):
+        ci.conf.null_cursor.kind  # noqa: B018
+    assert checked > 100
+
+
+def test_old_entries_and_unused_preambles_are_pruned(tree) -> None:
+    from kernel_check.clang.preamble import _prune_recipes
+    from kernel_check.result_cache import ResultCache
+
+    root, files, cache = tree
+    run_static(files, options(root, cache))
+    entries = sorted((static_root(cache) / "results").rglob("*.json"))
+    month_ago = __import__("time").time() - 40 * 86400
+    os.utime(entries[0], (month_ago, month_ago))
+    store = ResultCache(static_root(cache), "x")
+    (static_root(cache) / "results" / ".pruned").unlink()  # the run itself pruned already today
+    assert store.prune() >= 1 and not entries[0].exists() and entries[1].exists()
+    assert store.prune() == 0  # once a day
+    recipes = [d for d in (static_root(cache) / "preamble").iterdir() if d.is_dir()]
+    old = recipes[0]
+    os.utime(old / "manifest.json", (month_ago, month_ago))
+    _prune_recipes(static_root(cache) / "preamble", keep=static_root(cache) / "preamble" / "none")
+    assert not old.exists()
+    results = run_static(files, options(root, cache))  # whatever went is rebuilt
+    assert [r.findings for r in results] == plain(files, root)

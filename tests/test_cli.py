@@ -250,18 +250,12 @@ def test_chmod_000_file_is_one_kc000(project, capsys):
         path.chmod(0o644)
 
 
-_FIFO_BUG = ("reading a FIFO blocks until a writer appears: discover must reject explicit "
-             "non-regular files and skip them in directories")
-
-
-@pytest.mark.xfail(strict=True, raises=Hang, reason=_FIFO_BUG)
 def test_fifo_passed_explicitly_is_one_line_exit_2(project, capsys, fifo):
     fifo(project / "pipe.cuh")
     line = one_line_error(capsys, main(["pipe.cuh"]))
     assert "pipe.cuh" in line and "not a regular file" in line
 
 
-@pytest.mark.xfail(strict=True, raises=Hang, reason=_FIFO_BUG)
 def test_fifo_inside_a_directory_does_not_block(project, capsys, fifo):
     write(project / "src" / "ok.py", CLEAN_PY)
     fifo(project / "src" / "pipe.py")

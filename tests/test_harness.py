@@ -290,6 +290,44 @@ def test_bandwidth_batch_collects_per_spec_and_retries_the_unfinished(monkeypatc
     assert retried == ["second"] and runs[1].results == []  # its partial result is measured again
 
 
+def test_sanitizer_tools_run_side_by_side_after_each_specs_cases(monkeypatch, tmp_path):
+    import threading
+    import time
+
+    from kernel_check.harness import run as run_mod
+    from kernel_check.harness.build import SpecBuilds
+    from kernel_check.harness.report import Progress
+
+    specs = [make_spec(name=n, spec_path=str(tmp_path / f"{n}_spec.py")) for n in ("a", "b")]
+    libraries = {s.name: {i.id: "x.so" for i in s.instantiations} for s in specs}
+    log, active, peak = [], [0], [0]
+    lock = threading.Lock()
+
+    def fake_cases(run, *args):
+        log.append(("cases", run.spec.name))
+
+    def fake_tool(run, tool, *args):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+            assert ("cases", run.spec.name) in log  # never before the spec's own cases
+            log.append((tool, run.spec.name))
+
+    monkeypatch.setattr(run_mod, "run_cases", fake_cases)
+    monkeypatch.setattr(run_mod, "run_sanitizer", fake_tool)
+    monkeypatch.setattr(run_mod, "plan_sanitize", lambda spec, tool: [1])
+    runs = [run_mod.SpecRun(s) for s in specs]
+    options = run_mod.RunOptions()
+    run_mod._run_all(runs, SpecBuilds(libraries=libraries), SpecBuilds(libraries=libraries), options,
+                     run_mod.GpuSlots(("0",), 8), 8, tmp_path, Progress(enabled=False))
+    assert sorted(log) == sorted([("cases", "a"), ("cases", "b")] +
+                                 [(t, n) for t in options.sanitize for n in ("a", "b")])
+    assert peak[0] > 1
+
+
 # ----- sanitizer output (captured on an H200 with compute-sanitizer 2025.3.1) -----
 
 

@@ -51,7 +51,7 @@ def kfile(project: Path) -> str:
     return str(project / "csrc" / "k.cuh")
 
 
-def finding(path: str, code: str = "KC101", line: int = 2, column: int = 8, **kw) -> Finding:
+def finding(path: str, code: str = "KC901", line: int = 2, column: int = 8, **kw) -> Finding:
     severity = kw.pop("severity", Severity.ERROR)
     location = Location(path, line, column, kw.pop("end_line", None), kw.pop("end_column", None))
     return Finding(
@@ -91,9 +91,9 @@ def test_display_path(project: Path, tmp_path_factory, monkeypatch) -> None:
 
 def test_every_format_sorts_findings(project: Path) -> None:
     path = kfile(project)
-    findings = [finding(path, "KC320", 3, 1), finding(path, "KC101", 1), finding(path, "KC100", 1)]
+    findings = [finding(path, "KC920", 3, 1), finding(path, "KC901", 1), finding(path, "KC100", 1)]
     rows = json.loads(render(findings, "json", root=project))
-    assert [(r["code"], r["line"]) for r in rows] == [("KC100", 1), ("KC101", 1), ("KC320", 3)]
+    assert [(r["code"], r["line"]) for r in rows] == [("KC100", 1), ("KC901", 1), ("KC920", 3)]
     for fmt in FORMATS:
         assert render(findings, fmt, root=project) == render(findings[::-1], fmt, root=project)
 
@@ -104,7 +104,7 @@ def test_every_format_sorts_findings(project: Path) -> None:
 def test_text_finding_block(project: Path) -> None:
     out = render([full_finding(project)], "text", root=project)
     assert out.splitlines() == [
-        "csrc/k.cuh:2:8: KC101 [error] read-only pointer lacks __restrict__",
+        "csrc/k.cuh:2:8: KC901 [error] read-only pointer lacks __restrict__",
         "  2 | \tconst float* src = in;",
         "    | \t      ^^^^^",  # the tab is kept so the carets line up under "float"
         "  note: csrc/k.cuh:3:1: launched here",
@@ -128,7 +128,7 @@ def test_text_caret_spans(project: Path) -> None:
 
 def test_text_source_line_fallbacks(tmp_path: Path) -> None:
     missing = str(tmp_path / "gone.cuh")
-    given = Finding("KC101", "m", Location(missing, 7, 3), Severity.WARNING, source_line="  abc")
+    given = Finding("KC901", "m", Location(missing, 7, 3), Severity.WARNING, source_line="  abc")
     lines = render([given], "text", root=tmp_path).splitlines()
     assert lines[1:3] == ["  7 |   abc", "    |   ^"]
     assert render([finding(missing, line=7)], "text", root=tmp_path).splitlines()[1] == ""
@@ -141,10 +141,10 @@ def test_text_source_line_fallbacks(tmp_path: Path) -> None:
 def test_text_summary_line(project: Path) -> None:
     path = kfile(project)
     findings = [
-        finding(path, "KC101", 1, severity=Severity.ERROR),
-        finding(path, "KC320", 2, severity=Severity.WARNING),
+        finding(path, "KC901", 1, severity=Severity.ERROR),
+        finding(path, "KC920", 2, severity=Severity.WARNING),
         finding(path, "KC321", 3, severity=Severity.WARNING),
-        finding(path, "KC330", 3, severity=Severity.INFO),
+        finding(path, "KC930", 3, severity=Severity.INFO),
     ]
     summary = Summary(files_checked=4, suppressed=2, baseline_hidden=3, baseline_fixed=1)
     last = render(findings, "text", root=project, summary=summary).splitlines()[-1]
@@ -159,7 +159,7 @@ def test_text_summary_line(project: Path) -> None:
 
 def test_text_color(project: Path) -> None:
     out = render([full_finding(project)], "text", root=project, color=True)
-    assert "\x1b[1;31mKC101\x1b[0m" in out
+    assert "\x1b[1;31mKC901\x1b[0m" in out
     assert "\x1b[31m[error]\x1b[0m" in out
 
 
@@ -222,7 +222,7 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
         "fix": None,
         "detail": "",
     }
-    assert rows[1]["name"] == "KC101"
+    assert rows[1]["name"] == "KC901"
     assert rows[1]["related"] == [
         {
             "path": "csrc/k.cuh",
@@ -256,9 +256,9 @@ def test_sarif_validates_with_every_feature(project, registered, tmp_path_factor
     findings = [
         full_finding(project),
         finding(kfile(project), "KC999", 1, 1, severity=Severity.INFO),
-        finding(str(latin1), "KC102", 1, fix=Fix("rename", (TextEdit(4, 9, "cafe"),))),
-        finding(str(outside), "KD201", 0, 0, detail="kernel faulted"),
-        finding(kfile(project), "KC320", 3, 5, end_line=2, end_column=1),  # end before start
+        finding(str(latin1), "KC902", 1, fix=Fix("rename", (TextEdit(4, 9, "cafe"),))),
+        finding(str(outside), "KD901", 0, 0, detail="kernel faulted"),
+        finding(kfile(project), "KC920", 3, 5, end_line=2, end_column=1),  # end before start
     ]
     run = sarif(findings, project)["runs"][0]
     assert sarif([], project)["runs"][0]["results"] == []
@@ -266,20 +266,20 @@ def test_sarif_validates_with_every_feature(project, registered, tmp_path_factor
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.as_uri() + "/"
     assert run["columnKind"] == "unicodeCodePoints"
     rules = run["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == ["KC101", "KC102", "KC320", "KC999", "KD201"]
+    assert [r["id"] for r in rules] == ["KC901", "KC902", "KC920", "KC999", "KD901"]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
     by_code = {r["ruleId"]: r for r in run["results"]}
     assert by_code["KC999"]["level"] == "note"
-    assert by_code["KD201"]["locations"][0]["physicalLocation"] == {
+    assert by_code["KD901"]["locations"][0]["physicalLocation"] == {
         "artifactLocation": {"uri": outside.as_uri()},
     }
-    assert by_code["KD201"]["properties"] == {"detail": "kernel faulted"}
-    assert by_code["KC320"]["locations"][0]["physicalLocation"]["region"] == {
+    assert by_code["KD901"]["properties"] == {"detail": "kernel faulted"}
+    assert by_code["KC920"]["locations"][0]["physicalLocation"]["region"] == {
         "startLine": 3,
         "startColumn": 5,
     }
-    [binary] = by_code["KC102"]["fixes"][0]["artifactChanges"][0]["replacements"]
+    [binary] = by_code["KC902"]["fixes"][0]["artifactChanges"][0]["replacements"]
     assert binary["deletedRegion"] == {"byteOffset": 4, "byteLength": 5}
 
 
@@ -404,15 +404,15 @@ def test_github_commands(project: Path, registered: registry.RuleMeta) -> None:
     findings = [
         full_finding(project),
         finding(path, "KC999", 3, 1, severity=Severity.WARNING),
-        finding(path, "KC330", 3, 2, end_line=4, end_column=2, severity=Severity.INFO),
+        finding(path, "KC930", 3, 2, end_line=4, end_column=2, severity=Severity.INFO),
     ]
     assert render(findings, "github", root=project).splitlines() == [
-        "::error file=csrc/k.cuh,line=2,col=8,endLine=2,endColumn=13,title=KC101::"
+        "::error file=csrc/k.cuh,line=2,col=8,endLine=2,endColumn=13,title=KC901::"
         "read-only pointer lacks __restrict__%0Anote: csrc/k.cuh:3:1: launched here"
         "%0Aclang: error: boom%0A  at here",
         "::warning file=csrc/k.cuh,line=3,col=1,title=KC999 throwaway-rule::"
         "read-only pointer lacks __restrict__",
-        "::notice file=csrc/k.cuh,line=3,col=2,endLine=4,title=KC330::"
+        "::notice file=csrc/k.cuh,line=3,col=2,endLine=4,title=KC930::"
         "read-only pointer lacks __restrict__",
     ]
 
@@ -423,7 +423,7 @@ def test_github_escaping(tmp_path: Path) -> None:
     message = "100% wrong: a, b\r\nnext line"
     out = render([finding(str(odd), line=1, column=1, message=message)], "github", root=tmp_path)
     assert out == (
-        "::error file=a%2Cb%3Ac%25.cuh,line=1,col=1,title=KC101::100%25 wrong: a, b%0D%0Anext line"
+        "::error file=a%2Cb%3Ac%25.cuh,line=1,col=1,title=KC901::100%25 wrong: a, b%0D%0Anext line"
     )
 
 
@@ -437,7 +437,7 @@ def test_junit_counts_and_cases(project: Path, registered: registry.RuleMeta) ->
     findings = [
         full_finding(project),
         finding(path, "KC999", 3, 1, message='bad <tag> & "quote"'),
-        finding(str(other), "KC320", 1, 1, detail="\x1b[31mred\x1b[0m compiler output\x00"),
+        finding(str(other), "KC920", 1, 1, detail="\x1b[31mred\x1b[0m compiler output\x00"),
     ]
     suites = ET.fromstring(render(findings, "junit", root=project))
     assert suites.tag == "testsuites"
@@ -447,8 +447,8 @@ def test_junit_counts_and_cases(project: Path, registered: registry.RuleMeta) ->
     assert (suite.get("tests"), suite.get("failures")) == ("3", "3")
     cases = suite.findall("testcase")
     assert [(c.get("classname"), c.get("name")) for c in cases] == [
-        ("csrc/b.cuh", "KC320 at csrc/b.cuh:1:1"),
-        ("csrc/k.cuh", "KC101 at csrc/k.cuh:2:8"),
+        ("csrc/b.cuh", "KC920 at csrc/b.cuh:1:1"),
+        ("csrc/k.cuh", "KC901 at csrc/k.cuh:2:8"),
         ("csrc/k.cuh", "KC999 throwaway-rule at csrc/k.cuh:3:1"),
     ]
     failures = [c.find("failure") for c in cases]
@@ -456,7 +456,7 @@ def test_junit_counts_and_cases(project: Path, registered: registry.RuleMeta) ->
     assert failures[2].get("type") == "KC999"
     assert "\\x1b[31mred\\x1b[0m compiler output\\x00" in failures[0].text
     assert failures[1].text.splitlines() == [
-        "csrc/k.cuh:2:8: KC101 [error] read-only pointer lacks __restrict__",
+        "csrc/k.cuh:2:8: KC901 [error] read-only pointer lacks __restrict__",
         "  note: csrc/k.cuh:3:1: launched here",
         "clang: error: boom",
         "  at here",

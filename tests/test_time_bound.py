@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from kernel_check import watchdog
 from kernel_check.clang.parse import resolve_settings
 from kernel_check.config import load_config
@@ -141,9 +140,6 @@ def test_max_file_bytes_is_one_kc000_naming_the_limit(tmp_path: Path) -> None:
     assert "max-file-bytes limit of 1000" in result.findings[0].message
 
 
-@pytest.mark.xfail(strict=True, reason="engine.py reads the whole file before the max-file-bytes check "
-                                       "(_check and _Session.lookup): a huge generated file is read "
-                                       "into memory first. Owner: the speed engineer.")
 def test_an_oversized_file_is_not_read_into_memory(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
     huge = tmp_path / "huge_generated.cuh"

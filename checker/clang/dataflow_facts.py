@@ -3,26 +3,31 @@
 For every kernel and device function of the checked file, one walk over its body records,
 in execution order:
 
-* the PDL calls: `PDLWaitPrimary<flag>()` / `PDLTriggerSecondary<flag>()`, raw
-  `griddepcontrol.wait` / `griddepcontrol.launch_dependents` asm and the CUDA API spellings;
+* the PDL calls: `PDLWaitPrimary<flag>()` / `PDLTriggerSecondary<flag>()` (with the
+  template-argument text), raw `griddepcontrol.wait` / `.launch_dependents` asm, the CUDA API
+  spellings, and calls of device functions that do any of these;
 * the accesses through the pointers the function received: a pointer parameter, a pointer
-  field of a by-value params struct (also inside arrays and nested structs of it), or any
-  pointer derived from those by arithmetic, casts, `pointer::offset`, local copies and
-  references. An access is a load, a store, or the pointer escaping to code that may write
-  through it;
-* every inline asm statement (template and clobbers).
+  field of a by-value params struct (also in arrays and nested structs of it), or a pointer
+  derived from those by arithmetic, casts, `pointer::offset`, local copies and references. An
+  access is a load, a store, or the pointer escaping to code that may write through it (a
+  callee whose body is not visible and whose parameter is not pointer-to-const, a store into
+  memory or a global, an object's constructor, an asm operand of unknown effect);
+* every inline asm statement (template and clobbers), and the preprocessor-inactive regions.
 
 Order is structural: a statement's events come after those of the statements before it, an
-argument's before the call's own, and a callee's events are replayed at the call from its
-summary (which pointer parameters it reads, writes or lets escape, and where it waits, computed
-once per definition from its body, recursion-safe). A lambda's events are replayed where it is
-called (by name, immediately, or when passed to a call); a lambda that is never called where
-we can see it contributes its events with no order.
+argument's before its call's, and the right-hand side of an assignment before the store. A
+callee whose definition is visible (the checked file and project headers; system headers
+never) is replayed at the call from its summary: which parameters it reads, writes or lets
+escape, where it waits, what pointer it returns. Summaries are computed once per definition,
+recursion-safe. Without a body, well-known helpers are known by name (`__ldg`, `load`,
+`store`, `load_as`, atomics, `memcpy`, async copies...). A lambda is replayed where it is
+called (by name, immediately, or when handed to a call); one that never visibly runs keeps
+its events with no order, so they count for writes but cannot be ordered against a wait.
 
-What is deliberately *not* an access: reading a scalar parameter or a non-pointer field of a
-params struct, computing an address (`&p[i]`, `p + i`), touching shared memory or locals, and
-loading through a pointer that was itself loaded from memory (it did not come in as a
-parameter; the load of that pointer is the recorded access).
+Not accesses, by design: reading a scalar parameter or a non-pointer field of a params struct,
+computing an address (`&p[i]`, `p + i`), shared memory and locals, unevaluated operands
+(`sizeof`), and loads through a pointer that was itself loaded from memory (that load of the
+pointer is the recorded access).
 """
 
 from __future__ import annotations
@@ -38,10 +43,10 @@ from typing import Callable, Iterable
 import clang.cindex as ci
 
 from ..model import (
-    AccessKind, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, PdlCall,
-    PdlCallKind, PointerAccess, Span,
+    AccessKind, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, LaunchCandidates,
+    LaunchedKernel, PdlCall, PdlCallKind, PointerAccess, Span,
 )
-from .cursors import FUNCTION_KINDS, K, RECORD_KINDS, span_of
+from .cursors import FUNCTION_KINDS, K, RECORD_KINDS, has_child_kind, qualified_name, span_of, walk
 
 T = ci.TypeKind
 
@@ -136,21 +141,28 @@ def _asm_parts(node: ci.Cursor) -> _AsmParts:
 
 # -- what is known about callees by name -------------------------------------------------------
 
-_WAIT_FUNCTIONS = {"PDLWaitPrimary": PdlCallKind.WAIT, "cudaGridDependencySynchronize": PdlCallKind.WAIT,
-                   "PDLTriggerSecondary": PdlCallKind.TRIGGER,
-                   "cudaTriggerProgrammaticLaunchCompletion": PdlCallKind.TRIGGER}
+# The PDL pair as spelled by the library, the CUDA runtime and CUTLASS (`cutlass::arch::`).
+_PDL_FUNCTIONS = {
+    "PDLWaitPrimary": PdlCallKind.WAIT, "cudaGridDependencySynchronize": PdlCallKind.WAIT,
+    "wait_on_dependent_grids": PdlCallKind.WAIT,
+    "PDLTriggerSecondary": PdlCallKind.TRIGGER, "cudaTriggerProgrammaticLaunchCompletion": PdlCallKind.TRIGGER,
+    "launch_dependent_grids": PdlCallKind.TRIGGER,
+}
 _R, _W = (AccessKind.READ,), (AccessKind.WRITE,)
 _RW = (AccessKind.READ, AccessKind.WRITE)
 # Effects of well-known helpers on their pointer arguments, used when no body is visible (CUDA
 # built-ins, dependent member calls such as `vec.load(src, i)` in a template).
 _KNOWN_EFFECTS: dict[str, tuple[tuple[int, tuple[AccessKind, ...]], ...]] = {
     **{name: ((0, _R),) for name in ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv",
-                                     "load", "load_as", "load_bytes")},
+                                     "load", "load_as", "load_bytes", "Load")},
     **{name: ((0, _W),) for name in ("__stcg", "__stcs", "__stwt", "__stwb", "store", "store_as",
-                                     "store_bytes", "memset", "__builtin_memset")},
+                                     "store_bytes", "Store", "memset", "__builtin_memset")},
     "memcpy": ((0, _W), (1, _R)),
     "__builtin_memcpy": ((0, _W), (1, _R)),
 }
+# Asynchronous copies (`cg::memcpy_async(group, dst, src, n)`, `cuda::memcpy_async(dst, src, ...)`,
+# `__pipeline_memcpy_async(dst, src, n)`): the first pointer argument is written, later ones read.
+_ASYNC_COPIES = ("memcpy_async", "__pipeline_memcpy_async")
 _ATOMIC_PREFIX = "atomic"  # atomicAdd, atomicCAS, atomicMax_block...: read-modify-write of arg 0
 _PASS_THROUGH = ("__builtin_assume_aligned",)  # return their first argument's pointer
 
@@ -255,6 +267,7 @@ class _WalkResult:
     referenced: set[int]
     params: list[ci.Cursor]
 
+    @functools.cached_property
     def summary(self) -> _Summary:
         events: list[_Event] = []
         seen: set[tuple] = set()
@@ -308,6 +321,12 @@ def _field_shape(owner: ci.Cursor | None, name: str, member: ci.Cursor) -> tuple
         if child.kind == K.FIELD_DECL and child.spelling == name:
             return _classify(child.type)
     return None
+
+
+def _is_pointer_like(type_: ci.Type) -> bool:
+    """A pointer, or an array (which decays to one when passed)."""
+    return type_.get_canonical().kind in (T.POINTER, T.CONSTANTARRAY, T.INCOMPLETEARRAY,
+                                          T.DEPENDENTSIZEDARRAY, T.VARIABLEARRAY)
 
 
 def _unwrap(node: ci.Cursor) -> ci.Cursor:
@@ -472,7 +491,7 @@ class _Walker:
 
     def _visit_wrapper(self, node: ci.Cursor, use: _Use) -> Values:
         children = self._children(node)
-        if node.kind == K.UNEXPOSED_EXPR and _is_unresolved_call(node, children, self):
+        if node.kind == K.UNEXPOSED_EXPR and _is_unresolved_call(node, children):
             return self._visit_call_parts(node, children[0], children[1:], use)
         values: Values = ()
         for child in children:
@@ -503,7 +522,7 @@ class _Walker:
         children = self._children(node)
         if not children:
             return ()  # an implicit `this->member`: not a received pointer
-        name, arrow = self._member_name(node, children[0])
+        name, arrow = _member_name(node, children[0], self.source)
         if arrow:
             bases = self.visit(children[0])
             pointers = tuple(o for o in bases if o.shape is _Shape.POINTER)
@@ -521,13 +540,6 @@ class _Walker:
             elif origin.shape is _Shape.POINTER and use is _Use.ADDRESS:
                 result.append(origin)  # `&p[i].x`: still an address inside the same buffer
         return tuple(result)
-
-    def _member_name(self, node: ci.Cursor, base: ci.Cursor) -> tuple[str, bool]:
-        match = _MEMBER_TAIL.search(self.source.of(node.extent))
-        name = node.spelling or (match.group(2).decode() if match else "")
-        if match:
-            return name, match.group(1) == b"->"
-        return name, base.type.get_canonical().kind == T.POINTER
 
     def _visit_subscript(self, node: ci.Cursor, use: _Use) -> Values:
         children = self._children(node)
@@ -634,13 +646,16 @@ class _Walker:
             return ()
         inner = _unwrap(initializer)
         is_reference = node.type.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE)
-        if is_reference and _is_memory_access(inner, self):
+        if is_reference and _is_memory_access(inner, self.source):
             values = tuple(o.reshaped(_Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS)
                            if o.shape is _Shape.POINTER)
         else:
             values = self.visit(initializer)
-            if not is_reference and node.type.get_canonical().kind in (T.RECORD,) and values:
-                values = tuple(o for o in values if o.shape is _Shape.STRUCT)  # a struct copy
+            if not is_reference and node.type.get_canonical().kind == T.RECORD:
+                # An object built from a pointer may write through it later; a struct copy stays.
+                self._escape(tuple(o for o in values if o.shape is not _Shape.STRUCT),
+                             span_of(initializer.extent), "stored")
+                values = tuple(o for o in values if o.shape is _Shape.STRUCT)
         if values:
             self.env[node] = _union(self.env.get(node, ()), values)
         return ()
@@ -705,12 +720,12 @@ class _Walker:
         return ()
 
     def _visit_call_parts(self, node: ci.Cursor, callee: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Values:
-        lam = self._lambda_at(callee, create=False)
+        lam = self._lambda_at(callee, create=True)  # `[&] {...}()` or a variable bound to one
         if lam is not None:
             self._invoke(lam, args, [self.visit(arg) for arg in args])
             return ()
         name, candidates = self._callee(callee)
-        pdl_kind = _WAIT_FUNCTIONS.get(name)
+        pdl_kind = _PDL_FUNCTIONS.get(name)
         if pdl_kind is not None:
             for arg in args:
                 self.visit(arg)
@@ -727,7 +742,7 @@ class _Walker:
 
     def _argument_use(self, arg: ci.Cursor, candidates: list[ci.Cursor] | None, index: int) -> _Use:
         """An lvalue argument (`f(out[i])`) may be bound to a reference the callee writes."""
-        if not _is_memory_access(_unwrap(arg), self):
+        if not _is_memory_access(_unwrap(arg), self.source):
             return _Use.READ
         if candidates is None or _may_write_through(candidates, index, element=True):
             return _Use.MAY_WRITE
@@ -738,7 +753,7 @@ class _Walker:
         inner = _unwrap(callee)
         if inner.kind == K.MEMBER_REF_EXPR:
             children = self._children(inner)
-            name, _ = self._member_name(inner, children[0]) if children else (inner.spelling, False)
+            name, _ = _member_name(inner, children[0], self.source) if children else (inner.spelling, False)
             if children:
                 self.visit(children[0])
             referenced = inner.referenced
@@ -749,31 +764,18 @@ class _Walker:
                 methods = [c for c in owner.get_children() if c.kind in FUNCTION_KINDS and c.spelling == name]
                 return name, methods or None
             return name, None
-        decls = self._callee_decls(inner)
+        decls = _callee_decls(inner)
         if decls is None:
             self.visit(callee)
             return "", None
         name = decls[0].spelling if decls else _overloaded_name(inner)
         return name, [d for d in decls if d.kind in FUNCTION_KINDS]
 
-    def _callee_decls(self, callee: ci.Cursor) -> list[ci.Cursor] | None:
-        inner = _unwrap(callee)
-        if inner.kind != K.DECL_REF_EXPR:
-            return None
-        overloaded = next((c for c in inner.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-        if overloaded is not None:
-            return _overloaded_decls(overloaded)[:_MAX_CANDIDATES] or []
-        referenced = inner.referenced
-        if referenced is None:
-            return None
-        if referenced.kind == K.OVERLOADED_DECL_REF:
-            return _overloaded_decls(referenced)[:_MAX_CANDIDATES]
-        return [referenced] if referenced.kind in FUNCTION_KINDS else None
-
     def _apply_callee(self, node: ci.Cursor, name: str, candidates: list[ci.Cursor] | None,
                       args: list[ci.Cursor], arg_values: list[Values]) -> Values:
-        if name == "offset" and candidates and all(c.semantic_parent.spelling == "pointer" for c in candidates) \
-                or name in _PASS_THROUGH:
+        is_pointer_offset = name == "offset" and bool(candidates) and all(
+            c.semantic_parent.spelling == "pointer" for c in candidates)
+        if is_pointer_offset or name in _PASS_THROUGH:  # `pointer::offset(p, ...)` is still `p`
             return arg_values[0] if arg_values else ()
         summaries = self._summaries(candidates or [], args)
         if summaries:
@@ -784,12 +786,15 @@ class _Walker:
         effects = _KNOWN_EFFECTS.get(name)
         if effects is None and name.startswith(_ATOMIC_PREFIX):
             effects = ((0, _RW),)
+        if effects is None and name in _ASYNC_COPIES:
+            pointers = [i for i, arg in enumerate(args) if _is_pointer_like(arg.type)]
+            effects = tuple((i, _W if i == pointers[0] else _R) for i in pointers)
         if effects is not None:
             for index, kinds in effects:
                 if index < len(args):
                     self._emit_kinds(arg_values[index], kinds, span_of(args[index].extent), f"{name}()")
             return ()
-        for index, (arg, values) in enumerate(zip(args, arg_values)):
+        for index, (arg, values) in enumerate(zip(args, arg_values, strict=True)):
             if values and (candidates is None or _may_write_through(candidates, index)):
                 self._escape(values, span_of(arg.extent), f"{name or 'call'}()")
         return ()
@@ -844,9 +849,12 @@ class _Walker:
         self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node)))
 
     def _is_lead(self, node: ci.Cursor) -> bool:
-        return self.lead is not None and self.lead.extent.start.offset == node.extent.start.offset \
-            and self.lead.extent.start.file is not None and node.extent.start.file is not None \
-            and self.lead.extent.start.file.name == node.extent.start.file.name
+        """Whether `node` is (or starts) the body's leading statement."""
+        if self.lead is None:
+            return False
+        lead, here = self.lead.extent.start, node.extent.start
+        return lead.offset == here.offset and lead.file is not None and here.file is not None \
+            and lead.file.name == here.file.name
 
     # -- lambdas -------------------------------------------------------------------------------
     def _lambda(self, node: ci.Cursor) -> _Lambda:
@@ -896,7 +904,7 @@ class _Walker:
         parts = _asm_parts(node)
         span = span_of(node.extent)
         self.asm.append(InlineAsm(span, parts.template, parts.clobbers, parts.is_volatile,
-                                  _qualified(self.function)))
+                                  qualified_name(self.function)))
         for output in parts.outputs:
             self.visit(output, _Use.WRITE)
         effects = _ptx_effects(parts.template)
@@ -926,6 +934,16 @@ _HANDLERS: dict[ci.CursorKind, Callable[[_Walker, ci.Cursor, _Use], Values]] = {
 }
 
 
+def _member_name(node: ci.Cursor, base: ci.Cursor, source: _SourceBytes) -> tuple[str, bool]:
+    """The member's name and whether it is reached with `->`. A member of a dependent type has
+    no spelling or declaration yet, so both come from the source text when they can."""
+    match = _MEMBER_TAIL.search(source.of(node.extent))
+    name = node.spelling or (match.group(2).decode() if match else "")
+    if match:
+        return name, match.group(1) == b"->"
+    return name, base.type.get_canonical().kind == T.POINTER
+
+
 def _union(first: Values, second: Values) -> Values:
     return tuple(dict.fromkeys((*first, *second)))
 
@@ -948,7 +966,7 @@ def _extend(origin: _Origin, fields: tuple[str, ...]) -> _Origin | None:
     return _Origin(origin.scope, origin.param, (*origin.fields, *fields), _Shape.POINTER)
 
 
-def _is_memory_access(node: ci.Cursor, walker: _Walker) -> bool:
+def _is_memory_access(node: ci.Cursor, source: _SourceBytes) -> bool:
     """Whether an expression names memory behind a pointer (`p[i]`, `*p`, `p->x`, `p[i].x`)."""
     if node.kind == K.ARRAY_SUBSCRIPT_EXPR:
         return True
@@ -958,14 +976,30 @@ def _is_memory_access(node: ci.Cursor, walker: _Walker) -> bool:
         children = list(node.get_children())
         if not children:
             return False
-        _, arrow = walker._member_name(node, children[0])
-        return arrow or _is_memory_access(_unwrap(children[0]), walker)
+        _, arrow = _member_name(node, children[0], source)
+        return arrow or _is_memory_access(_unwrap(children[0]), source)
     return False
 
 
-def _is_unresolved_call(node: ci.Cursor, children: list[ci.Cursor], walker: _Walker) -> bool:
+def _callee_decls(callee: ci.Cursor) -> list[ci.Cursor] | None:
+    """The declarations a callee expression names; None when it names no function."""
+    inner = _unwrap(callee)
+    if inner.kind != K.DECL_REF_EXPR:
+        return None
+    overloaded = next((c for c in inner.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+    if overloaded is not None:
+        return _overloaded_decls(overloaded)[:_MAX_CANDIDATES]
+    referenced = inner.referenced
+    if referenced is None:
+        return None
+    if referenced.kind == K.OVERLOADED_DECL_REF:
+        return _overloaded_decls(referenced)[:_MAX_CANDIDATES]
+    return [referenced] if referenced.kind in FUNCTION_KINDS else None
+
+
+def _is_unresolved_call(node: ci.Cursor, children: list[ci.Cursor]) -> bool:
     """A call clang could not resolve shows as an expression over the callee and the arguments."""
-    if not children or walker._callee_decls(children[0]) is None:
+    if not children or _callee_decls(children[0]) is None:
         return False
     return len(children) > 1 or node.extent.end.offset > children[0].extent.end.offset
 
@@ -992,16 +1026,6 @@ def _template_argument_text(callee_text: bytes) -> str:
     text = callee_text.decode("utf-8", errors="replace")
     start, end = text.find("<"), text.rfind(">")
     return " ".join(text[start + 1:end].split()) if 0 <= start < end else ""
-
-
-def _qualified(cursor: ci.Cursor) -> str:
-    parts = []
-    node = cursor
-    while node is not None and node.kind != K.TRANSLATION_UNIT:
-        if node.spelling:
-            parts.append(node.spelling)
-        node = node.semantic_parent
-    return "::".join(reversed(parts))
 
 
 def _has_initializer(var: ci.Cursor, source: _SourceBytes) -> bool:
@@ -1084,6 +1108,10 @@ class DataflowExtractor:
         ))
         self.facts.inline_asm.extend(result.asm)
 
+    def add_launch(self, launch: Span, kernel_expression: ci.Cursor) -> None:
+        """Record every kernel a launch's kernel expression can name."""
+        self.facts.launch_kernels.append(LaunchCandidates(launch, _launched_kernels(kernel_expression, self.source)))
+
     def _skipped_in(self, cursor: ci.Cursor) -> list[Span]:
         if self._skipped is None:
             self._skipped = _skipped_spans(cursor.translation_unit, self.path)
@@ -1093,15 +1121,41 @@ class DataflowExtractor:
         """What calling `definition` does to its parameters; None while it is being walked."""
         body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
         result = self._walk(definition, body) if body is not None else None
-        return result.summary() if result is not None else None
+        return result.summary if result is not None else None
 
     def _walk(self, cursor: ci.Cursor, body: ci.Cursor) -> _WalkResult | None:
         if cursor in self._walks:
             return self._walks[cursor]
-        self._walks[cursor] = None
-        result = _Walker(self, cursor, body).run()
+        self._walks[cursor] = None  # in progress: a recursive call sees an unknown callee
+        try:
+            result = _Walker(self, cursor, body).run()
+        except RecursionError:
+            return None  # absurdly deep nesting: no facts (rules stay silent), callers see unknown
         self._walks[cursor] = result
         return result
+
+
+def _launched_kernels(expression: ci.Cursor, source: _SourceBytes) -> tuple[LaunchedKernel, ...]:
+    """The kernels named in a launch expression, following variables to their initializers
+    (`static constexpr auto kernel = k<T>;`, `const auto kernel = [] { ... }();`)."""
+    found: dict[tuple[str, str], LaunchedKernel] = {}
+    pending, followed = [expression], set()
+    while pending:
+        node = pending.pop()
+        for reference in (n for n in (node, *walk(node)) if n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)):
+            overloaded = next((c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+            targets = _overloaded_decls(overloaded) if overloaded is not None else [reference.referenced]
+            for target in (t for t in targets if t is not None):
+                if target.kind == K.VAR_DECL and target not in followed:
+                    followed.add(target)
+                    pending.extend(c for c in target.get_children() if c.kind.is_expression())
+                elif target.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+                    kernel = target.specialized_template or target
+                    if has_child_kind(kernel, K.CUDAGLOBAL_ATTR):
+                        arguments = _template_argument_text(source.of(reference.extent))
+                        found.setdefault((kernel.get_usr(), arguments),
+                                         LaunchedKernel(kernel.spelling, kernel.get_usr(), arguments))
+    return tuple(found.values())
 
 
 def _model_access(event: _Access, order: int | None, names: list[str]) -> PointerAccess:

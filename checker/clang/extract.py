@@ -20,7 +20,7 @@ from .cursors import (
 from .dataflow_facts import DataflowExtractor
 from .doxygen import preceding_comment
 from .integer_facts import extract_integer_and_scope_facts
-from .launcher_facts import collect_function_facts, overloaded_function_usr
+from .launcher_facts import collect_function_facts, function_usr
 from .parse import ParsedUnit
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
@@ -107,7 +107,7 @@ class _Extractor:
         for word in words:
             if word.start() < line_start:
                 continue
-            if word.group().decode() not in _DEVICE_SPECIFIER_TOKENS:
+            if word.group().decode(errors="replace") not in _DEVICE_SPECIFIER_TOKENS:
                 if word.start() >= start:
                     break
                 leading = []  # something else before the declaration on this line
@@ -119,7 +119,7 @@ class _Extractor:
         line = self.data.count(b"\n", 0, first.start()) + 1  # after a template header: a later line
         column = first.start() - (self.data.rfind(b"\n", 0, first.start()) + 1) + 1
         span = Span(line, column, line, column + last.end() - first.start(), first.start(), last.end())
-        return " ".join(w.group().decode() for w in leading), span
+        return " ".join(w.group().decode(errors="replace") for w in leading), span
 
     def _param(self, cursor: ci.Cursor) -> Param:
         return Param(
@@ -175,6 +175,7 @@ class _Extractor:
             return None
         kernel_ref, args = parts[1], parts[2:]
         name, usr, template_args = self._resolve_kernel(kernel_ref)
+        self.dataflow.add_launch(span_of(call.extent), kernel_ref)
         return LaunchSite(
             span=span_of(call.extent),
             syntax="launch_kernel",
@@ -197,6 +198,7 @@ class _Extractor:
         callee = parts[0]
         name, usr, template_args = self._resolve_kernel(callee)
         args = [c for c in parts[1:] if c not in config]
+        self.dataflow.add_launch(span_of(call.extent), callee)
         return LaunchSite(
             span=span_of(call.extent),
             syntax="triple_chevron",
@@ -215,7 +217,7 @@ class _Extractor:
         for node in [expr, *walk(expr)]:
             ref = node.referenced
             if node.kind == K.OVERLOADED_DECL_REF:
-                return node.spelling, overloaded_function_usr(node), _template_args_text(expr)
+                return node.spelling, function_usr(node), _template_args_text(expr)
             if ref is None or node.kind not in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR):
                 continue
             if ref.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
@@ -238,16 +240,16 @@ class _Extractor:
     # -- parse errors ------------------------------------------------------------------------
     def _error_spans(self) -> list[Span]:
         """Top-level declaration extents containing an error; a file-wide span when an
-        error lies in an included header (every type may then be wrong)."""
+        error lies in an included header (every type may then be wrong) or is fatal (clang
+        stops reporting, yet still builds the invalid declarations that follow)."""
         errors = self.unit.errors
         if not errors:
             return []
-        if any(not e.in_main_file for e in errors):
+        if any(not e.in_main_file or e.fatal for e in errors):
             size = len(self.data)
             return [Span(1, 1, self.model.text.count("\n") + 2, 1, 0, size + 1)]
         spans = []
-        declarations = [span_of(c.extent) for c in walk(self.unit.tu.cursor)
-                        if in_file(c, self.path) and (c.kind in FUNCTION_KINDS or c.kind in RECORD_KINDS)]
+        declarations = [span_of(c.extent) for c in _main_file_declarations(self.unit.tu.cursor, self.path)]
         for error in errors:
             containing = [s for s in declarations if s.start <= error.offset <= s.end]
             if containing:
@@ -284,6 +286,20 @@ def _access(cursor: ci.Cursor) -> str:
     if cursor.semantic_parent is None or cursor.semantic_parent.kind not in RECORD_KINDS:
         return ""
     return cursor.access_specifier.name.lower().replace("invalid", "")
+
+
+def _main_file_declarations(scope: ci.Cursor, path: str) -> list[ci.Cursor]:
+    """Functions and records of the checked file, descending only through its own scopes
+    (never into the thousands of header declarations)."""
+    found = []
+    for cursor in scope.get_children():
+        if not in_file(cursor, path):
+            continue
+        if cursor.kind in FUNCTION_KINDS or cursor.kind in RECORD_KINDS:
+            found.append(cursor)
+        if cursor.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL) or cursor.kind in RECORD_KINDS:
+            found.extend(_main_file_declarations(cursor, path))
+    return found
 
 
 def _template_params(cursor: ci.Cursor) -> list[TemplateParam]:

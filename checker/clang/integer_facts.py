@@ -49,6 +49,7 @@ _SHAPE_METHODS = {
 _DLTENSOR_SHAPE_FIELDS = frozenset({"shape", "strides"})
 _EXPLICIT_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CSTYLE_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR)
 _TRANSPARENT = (K.UNEXPOSED_EXPR, K.PAREN_EXPR)
+_ARRAY_KINDS = (TK.CONSTANTARRAY, TK.INCOMPLETEARRAY, TK.VARIABLEARRAY, TK.DEPENDENTSIZEDARRAY)
 _LITERALS = (K.INTEGER_LITERAL, K.CHARACTER_LITERAL, K.CXX_BOOL_LITERAL_EXPR)
 _OPAQUE = frozenset({
     K.MACRO_INSTANTIATION, K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE, K.TYPE_REF, K.TEMPLATE_REF,
@@ -76,7 +77,7 @@ _SPECIFIER_WORDS = frozenset({
 _INTEGER_KEYWORDS = frozenset({"int", "unsigned", "signed", "long", "short", "char"})
 _NOT_INDEX_KEYWORDS = frozenset({"short", "char"})  # narrow storage types, not KC110's concern
 _WORD_RE = re.compile(rb"[A-Za-z_]\w*|\S")
-_COMMENT_RE = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+_COMMENT_RE = re.compile(rb"/\*.*?\*/|//[^\n]*", re.DOTALL)
 _LITERAL_SUFFIX_RE = re.compile(r"[uUlLzZ]+$")
 # Deeper subtrees (a generated 500-term sum) are not summarized: the walk is recursive, and
 # Python's stack is not the place to learn that a file is pathological.
@@ -778,11 +779,10 @@ def _width(type_: ci.Type) -> int | None:
 def _base_width(type_: ci.Type) -> int | None:
     """Width of the integer a declaration holds, points to, refers to or stores an array of."""
     canonical = type_.get_canonical()
-    if canonical.kind == TK.POINTER:
+    declarator = _declarator(type_)
+    if declarator in ("pointer", "reference"):
         canonical = canonical.get_pointee()
-    elif canonical.kind in (TK.LVALUEREFERENCE, TK.RVALUEREFERENCE):
-        canonical = canonical.get_pointee()
-    elif canonical.kind in (TK.CONSTANTARRAY, TK.INCOMPLETEARRAY, TK.VARIABLEARRAY, TK.DEPENDENTSIZEDARRAY):
+    elif declarator == "array":
         canonical = canonical.get_array_element_type()
     return _INTEGER_WIDTHS.get(canonical.get_canonical().kind)
 
@@ -793,7 +793,7 @@ def _declarator(type_: ci.Type) -> str:
         return "pointer"
     if kind in (TK.LVALUEREFERENCE, TK.RVALUEREFERENCE):
         return "reference"
-    if kind in (TK.CONSTANTARRAY, TK.INCOMPLETEARRAY, TK.VARIABLEARRAY, TK.DEPENDENTSIZEDARRAY):
+    if kind in _ARRAY_KINDS:
         return "array"
     return "value"
 

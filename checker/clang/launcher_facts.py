@@ -21,15 +21,31 @@ from __future__ import annotations
 import ctypes
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import clang.cindex as ci
 
 from ..model import (
-    AlignmentRequest, ApiCall, ConstExpr, Function, FunctionKind, LaunchFacts, LaunchSite,
-    LaunchTensorArgument, MatcherChain, MatcherDType, PointerPass, SourceModel, Span,
-    TensorDataUse, TensorHandOff, TensorInspection, VectorAccess, VerifiedTensor,
+    AlignmentRequest,
+    ApiCall,
+    BoundKernel,
+    ConstExpr,
+    Function,
+    FunctionKind,
+    LaunchFacts,
+    LaunchSite,
+    LaunchTensorArgument,
+    MatcherChain,
+    MatcherDType,
+    PointerPass,
+    SourceModel,
+    Span,
+    TensorDataUse,
+    TensorHandOff,
+    TensorInspection,
+    VectorAccess,
+    VerifiedTensor,
 )
 from .cursors import K, children, source_text, span_of, walk
 
@@ -149,13 +165,6 @@ def _overloaded_declarations(reference: ci.Cursor) -> list[ci.Cursor]:
             for i in range(lib.clang_getNumOverloadedDecls(reference))]
 
 
-def overloaded_function_usr(reference: ci.Cursor) -> str:
-    """The USR of the one function template an OVERLOADED_DECL_REF can name, or "" when
-    it names several."""
-    usrs = {d.get_usr() for d in _overloaded_declarations(reference)}
-    return usrs.pop() if len(usrs) == 1 else ""
-
-
 def _function_declaration(decl: ci.Cursor | None) -> ci.Cursor | None:
     """The function (template) a callee reference names, when it names exactly one."""
     if decl is not None and decl.kind == K.OVERLOADED_DECL_REF:
@@ -166,7 +175,8 @@ def _function_declaration(decl: ci.Cursor | None) -> ci.Cursor | None:
     return decl.specialized_template or decl
 
 
-def _function_usr(decl: ci.Cursor | None) -> str:
+def function_usr(decl: ci.Cursor | None) -> str:
+    """The USR of the function (template) a reference names; "" when none or several."""
     declaration = _function_declaration(decl)
     return declaration.get_usr() if declaration is not None else ""
 
@@ -301,7 +311,7 @@ class _Constants:
             return ConstExpr("param", name=_ARGUMENT_PREFIX + ref.spelling)
         if ref.kind == K.ENUM_CONSTANT_DECL:
             return ConstExpr("int", ref.enum_value)
-        if ref.kind == K.VAR_DECL:
+        if ref.kind == K.VAR_DECL and ref.type.is_const_qualified():  # constexpr implies const
             initializer = _initializer(ref)
             if initializer is not None:
                 return self.value(initializer, depth + 1)
@@ -385,7 +395,11 @@ class _Constants:
         """The explicit template arguments of a DECL_REF_EXPR (types as their size), or
         None when their positions cannot be told apart (a nested template-id)."""
         args = []
+        named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
+        name_offset = (named[0] if named else reference).location.offset
         for child in reference.get_children():
+            if child.extent.start.offset <= name_offset:
+                continue  # a qualifier (`ns::`, `Class::`) before the name, not an argument
             if child.kind == K.TEMPLATE_REF:
                 return None
             if child.kind == K.TYPE_REF:
@@ -572,8 +586,11 @@ _CHECK_FUNCTIONS = frozenset({"RuntimeCheck"})
 def _fails(statement: ci.Cursor) -> bool:
     """Whether a branch throws or aborts (`throw`, `Panic`, a CHECK macro's failure path)."""
     for node in [statement, *walk(statement)]:
-        if node.kind == K.CXX_THROW_EXPR or (node.kind == K.CALL_EXPR and node.spelling in _FAILURE_CALLS):
+        if node.kind == K.CXX_THROW_EXPR:
             return True
+        if node.kind == K.CALL_EXPR and (callee_name(node) in _FAILURE_CALLS or
+                                         _bare_record_name(node.type.spelling) in _FAILURE_CALLS):
+            return True  # `Panic(...)`, `__assert_fail`, a PanicThrower / tvm ErrorBuilder object
     return False
 
 
@@ -657,9 +674,21 @@ def _is_api_name(name: str) -> bool:
     return name in _ARCH_QUERIES or name in _HOST_CHECKS or bool(_CUDA_API.fullmatch(name))
 
 
+_CUDA_ERROR_TYPES = frozenset({"cudaError", "enum cudaError", "cudaError_t", "CUresult", "enum cudaError_enum",
+                               "cudaError_enum"})
+
+
 def _returns_cuda_error(call: ci.Cursor) -> bool:
-    return _canonical_name(call.type) in ("cudaError", "enum cudaError", "cudaError_t", "CUresult",
-                                          "enum cudaError_enum", "cudaError_enum")
+    if _canonical_name(call.type) in _CUDA_ERROR_TYPES:
+        return True
+    if call.type.kind not in (ci.TypeKind.DEPENDENT, ci.TypeKind.UNEXPOSED):
+        return False
+    # A call with dependent arguments has no type yet: ask the functions it may call.
+    parts = children(call)
+    callee = _strip_wrappers(parts[0]) if parts else None
+    named = [c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF] if callee is not None else []
+    candidates = _overloaded_declarations(named[0]) if named else []
+    return bool(candidates) and all(_canonical_name(d.result_type) in _CUDA_ERROR_TYPES for d in candidates)
 
 
 # ---- pointer origins in device code --------------------------------------------------------
@@ -670,7 +699,7 @@ class _Origin:
     param_index: int
     field: str = ""
 
-    def through(self, field_name: str) -> "_Origin":
+    def through(self, field_name: str) -> _Origin:
         return self if self.field else _Origin(self.param_index, field_name)
 
 
@@ -839,7 +868,7 @@ class _BodyFacts:
     def _add_handoffs(self, at: ci.Cursor, callee: str, values: list[ci.Cursor]) -> None:
         """Tensors passed on as a whole: call arguments, `{a, b}` lists, copies."""
         parts = children(at) if at.kind == K.CALL_EXPR else []
-        callee_usr = _function_usr(_referenced(_strip_wrappers(parts[0]))) if parts else ""
+        callee_usr = function_usr(_referenced(_strip_wrappers(parts[0]))) if parts else ""
         for value in values:
             tensor = self._tensor_name(value)
             if tensor is not None:
@@ -931,7 +960,6 @@ class _BodyFacts:
     def _add_launch(self, call: ci.Cursor, site: LaunchSite) -> None:
         by_extent = {_offsets(c): c for c in call.get_children()}
         kernel_ref = by_extent.get((site.kernel_span.start, site.kernel_span.end)) if site.kernel_span else None
-        template_args = self._kernel_template_args(kernel_ref) if kernel_ref is not None else ()
         tensor_arguments = []
         for index, span in enumerate(site.argument_spans):
             argument = by_extent.get((span.start, span.end))
@@ -939,23 +967,21 @@ class _BodyFacts:
                 continue
             for source in self._tensor_sources(argument, ""):
                 tensor_arguments.append(LaunchTensorArgument(index, source.field, source.tensor, source.data_use))
-        declaration = self._kernel_declaration(kernel_ref) if kernel_ref is not None else None
-        kernel_params = _template_param_names(declaration) if declaration is not None else ()
-        if declaration is not None:
+        kernels = self._launched_kernels(kernel_ref) if kernel_ref is not None else ()
+        self.facts.launches.append(LaunchFacts(site.span, self.function.usr, kernels, tuple(tensor_arguments)))
+
+    def _launched_kernels(self, kernel_ref: ci.Cursor) -> tuple[BoundKernel, ...]:
+        kernels = []
+        for reference, guard in _kernel_references(kernel_ref, None, self.consts):
+            named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
+            declaration = _function_declaration(named[0] if named else _referenced(reference))
+            if declaration is None:
+                continue
             analyze_elsewhere(self.model, declaration, self.path)
-        self.facts.launches.append(LaunchFacts(site.span, self.function.usr, template_args,
-                                               tuple(tensor_arguments), kernel_params))
-
-    def _kernel_template_args(self, kernel_ref: ci.Cursor) -> tuple[ConstExpr, ...]:
-        reference = _kernel_reference(kernel_ref)
-        return (self.consts.template_args(reference) or ()) if reference is not None else ()
-
-    def _kernel_declaration(self, kernel_ref: ci.Cursor) -> ci.Cursor | None:
-        reference = _kernel_reference(kernel_ref)
-        if reference is None:
-            return None
-        named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-        return _function_declaration(named[0] if named else _referenced(reference))
+            kernels.append(BoundKernel(declaration.get_usr(), declaration.spelling,
+                                          self.consts.template_args(reference) or (),
+                                          _template_param_names(declaration), guard))
+        return tuple(kernels)
 
     # -- host: matcher chains ----------------------------------------------------------------
     def _add_dtype_options(self, call: ci.Cursor, obj: ci.Cursor) -> None:
@@ -1203,25 +1229,60 @@ class _BodyFacts:
                     origin.field, template_args, template_params))
 
 
-def _kernel_reference(kernel_ref: ci.Cursor) -> ci.Cursor | None:
-    """The `kern<args...>` reference a launch's kernel expression comes down to, through
-    `&kern<...>`, a ternary (first branch) and `constexpr auto kernel = ...` variables."""
-    node = _strip(kernel_ref)
-    for _ in range(_MAX_FOLD_DEPTH):
-        if node.kind == K.UNARY_OPERATOR or node.kind == K.CONDITIONAL_OPERATOR:
-            operands = _expression_children(node)
-            if not operands:
-                return None
-            node = _strip(operands[-1 if node.kind == K.UNARY_OPERATOR else 1])
-            continue
-        if node.kind != K.DECL_REF_EXPR:
-            return None
+def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, consts: _Constants,
+                       depth: int = 0) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
+    """The `kern<args...>` references a launch's kernel expression may come down to, each
+    with the condition under which it is the one: through `&kern<...>`, ternaries,
+    `constexpr auto kernel = ...` variables and immediately invoked lambdas."""
+    node = _strip(expression)
+    if depth > _MAX_FOLD_DEPTH:
+        return
+    operands = _expression_children(node)
+    if node.kind == K.UNARY_OPERATOR and operands:
+        yield from _kernel_references(operands[-1], guard, consts, depth + 1)
+    elif node.kind == K.CONDITIONAL_OPERATOR and len(operands) == 3:
+        condition = consts.value(operands[0])
+        yield from _kernel_references(operands[1], _both(guard, condition), consts, depth + 1)
+        yield from _kernel_references(operands[2], _both(guard, ConstExpr("not", args=(condition,))), consts,
+                                      depth + 1)
+    elif node.kind == K.DECL_REF_EXPR:
         decl = _referenced(node)
         initializer = _initializer(decl) if decl is not None and decl.kind == K.VAR_DECL else None
         if initializer is None:
-            return node
-        node = _strip(initializer)
-    return None
+            yield node, guard
+        else:
+            yield from _kernel_references(initializer, guard, consts, depth + 1)
+    elif node.kind == K.CALL_EXPR and operands and _strip(operands[0]).kind == K.LAMBDA_EXPR:
+        body = next((c for c in _strip(operands[0]).get_children() if c.kind == K.COMPOUND_STMT), None)
+        for returned, condition in _returns(children(body) if body is not None else [], guard, consts):
+            yield from _kernel_references(returned, condition, consts, depth + 1)
+
+
+def _returns(statements: list[ci.Cursor], guard: ConstExpr | None,
+             consts: _Constants) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
+    """The expressions a lambda body returns, with the `if` conditions leading to each."""
+    for index, statement in enumerate(statements):
+        if statement.kind == K.RETURN_STMT:
+            values = _expression_children(statement)
+            if values:
+                yield values[0], guard
+            return
+        if statement.kind == K.COMPOUND_STMT:
+            yield from _returns(children(statement) + statements[index + 1:], guard, consts)
+            return
+        if statement.kind == K.IF_STMT:
+            parts = children(statement)
+            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
+                return
+            condition = consts.value(parts[0])
+            yield from _returns([parts[1]], _both(guard, condition), consts)
+            otherwise = [parts[2]] if len(parts) == 3 else statements[index + 1:]
+            yield from _returns(otherwise, _both(guard, ConstExpr("not", args=(condition,))), consts)
+            return
+
+
+def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
+    return condition if guard is None else ConstExpr("&&", args=(guard, condition))
 
 
 def _record_fields(type_: ci.Type) -> list[str]:

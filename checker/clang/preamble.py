@@ -68,6 +68,7 @@ STRATEGIES = ("union", "exact", "off")
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".cuhpp", ".hh", ".inl")
 BUILD_ONLY_ARGS = ("-fpch-instantiate-templates",)
 MANIFEST_ENTRIES = 3
+RECIPE_UNUSED_DAYS = 14.0
 LOCK_TIMEOUT_S = 900.0
 BUILD_TIMEOUT_S = 300.0  # one preamble build, in a bounded child (watchdog.py)
 _LAYOUT = "pch-v1"
@@ -75,6 +76,8 @@ _LAYOUT = "pch-v1"
 _ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
 _ANY_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|include_next|import)\b", re.M)
 _MACRO_CHANGE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
+_GUARD_RE = re.compile(rb"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n(?:[ \t]*(?://[^\n]*)?\r?\n)*"
+                       rb"(^[ \t]*#[ \t]*define[ \t]+\1\b)", re.M)
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,7 @@ class PreambleCache:
                 found = self._lookup(directory, recipe)  # another process may have built it
                 if found is not False:
                     return found
+                _prune_recipes(self.root, keep=directory)
                 return self._build_bounded(directory, recipe)
         except (Timeout, OSError):
             return None
@@ -287,6 +291,7 @@ class PreambleCache:
                 pch = directory / entry["pch"]
                 if pch.stat().st_size != entry["size"] or not pch.with_suffix(".graph.json").is_file():
                     continue
+                _touch(directory / "manifest.json")  # in use: keeps `_prune_recipes` away
                 return Preamble(pch, recipe, tuple(entry["headers"]), deps, entry.get("group", ""),
                                 entry["size"])
             except (KeyError, TypeError, ValueError, OSError):
@@ -422,7 +427,7 @@ class PreambleCache:
         directives = _directives(tu)
         if not self._includes_agree(directives, preamble, entered):
             return None, "deviates"
-        included = _closure(graph, directives, name)
+        included = _closure(graph, directives, name, self._real)
         if self.check_lookup:
             seen = {self._real(p) for p in included}
             seen.add(self._real(name))
@@ -483,7 +488,8 @@ def _inclusion_graph(tu: Any) -> dict[str, Any]:
     return {"main": main, "forced": forced, "edges": edges}
 
 
-def _closure(graph: dict[str, Any], directives: list[tuple[str, str | None]], main: str) -> list[str]:
+def _closure(graph: dict[str, Any], directives: list[tuple[str, str | None]], main: str,
+             real: Any = os.path.realpath) -> list[str]:
     """The headers a plain parse of `main` would enter, in first-entry order: the forced
     includes, then depth first along the file's own directives and the PCH's graph."""
     edges: dict[str, list[str]] = {k: list(v) for k, v in graph["edges"].items() if k != graph.get("main")}
@@ -491,13 +497,16 @@ def _closure(graph: dict[str, Any], directives: list[tuple[str, str | None]], ma
         if target is not None:
             edges.setdefault(source or main, []).append(target)
     order: dict[str, None] = {}
+    seen = {real(main)}  # one entry per file, however a directive spells it
 
     def visit(name: str) -> None:
         stack = [name]
         while stack:
             current = stack.pop()
-            if current in order or current == main:
+            resolved = real(current)
+            if resolved in seen:
                 continue
+            seen.add(resolved)
             order[current] = None
             stack.extend(reversed(edges.get(current, ())))
 
@@ -589,13 +598,18 @@ def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: 
 
 
 def _changes_macros_before_includes(data: bytes) -> bool:
+    """A `#define`/`#undef` before the file's last `#include` (an include guard's own
+    `#ifndef X` / `#define X` pair excepted): the PCH was built without that macro."""
     last_include = None
     for match in _ANY_INCLUDE_RE.finditer(data):
         last_include = match.start()
     if last_include is None:
         return False
-    first_change = _MACRO_CHANGE_RE.search(data, 0, last_include)
-    return first_change is not None
+    guards = {m.start(2) for m in _GUARD_RE.finditer(data, 0, last_include)}
+    for change in _MACRO_CHANGE_RE.finditer(data, 0, last_include):
+        if change.start() not in guards:
+            return True
+    return False
 
 
 def _first_sgl_include_dir(args: tuple[str, ...]) -> str | None:
@@ -692,6 +706,32 @@ def _prune(directory: Path, keep: set[Any]) -> None:
                 child.unlink()
         except OSError:
             continue
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _prune_recipes(root: Path, keep: Path, max_age_days: float = RECIPE_UNUSED_DAYS) -> None:
+    """Remove preamble directories nobody used for `max_age_days` (old header lists,
+    flags or libclang versions): each holds up to `MANIFEST_ENTRIES` PCH files of ~30 MB."""
+    import shutil
+
+    now = time.time()
+    try:
+        directories = [d for d in root.iterdir() if d.is_dir() and d != keep]
+    except OSError:
+        return
+    for directory in directories:
+        try:
+            used = (directory / "manifest.json").stat().st_mtime
+        except OSError:
+            used = directory.stat().st_mtime if directory.exists() else now
+        if now - used > max_age_days * 86400:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def _unlink(path: Path) -> None:

@@ -52,11 +52,15 @@ def load_module(path: Path) -> ModuleType:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(loader_spec)
     sys.modules[name] = module
+    # Importing a spec must not leave a __pycache__ in the user's tree.
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         loader_spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[name]
         raise
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
     return module
 
 

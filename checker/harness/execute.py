@@ -104,10 +104,24 @@ def poison_value(dtype: torch.dtype, which: int) -> float | int:
     return value if which == 0 else value // 3
 
 
-def _padded_rows(values: torch.Tensor, pad: int, fill: float | int = 0) -> torch.Tensor:
-    """``values`` viewed inside a buffer whose rows are ``pad`` elements longer."""
-    buffer = torch.full((*values.shape[:-1], values.shape[-1] + pad), fill, dtype=values.dtype,
-                        device=values.device)
+def _zeros(shape, dtype: torch.dtype, device) -> torch.Tensor:
+    """Zero-filled, made through bytes: fill kernels do not cover every dtype (fp8)."""
+    size = torch.empty((), dtype=dtype).element_size()
+    raw = torch.zeros((*shape[:-1], shape[-1] * size) if shape else (size,), dtype=torch.uint8, device=device)
+    return raw.view(dtype).view(shape) if shape else raw.view(dtype).reshape(())
+
+
+def fill_poison(out: torch.Tensor, value: float | int) -> None:
+    """``out.fill_(value)``, through fp32 where the dtype has no fill kernel (fp8)."""
+    try:
+        out.fill_(value)
+    except (RuntimeError, NotImplementedError):
+        out.copy_(torch.full(out.shape, value, dtype=torch.float32, device=out.device))
+
+
+def _padded_rows(values: torch.Tensor, pad: int) -> torch.Tensor:
+    """``values`` viewed inside a zeroed buffer whose rows are ``pad`` elements longer."""
+    buffer = _zeros((*values.shape[:-1], values.shape[-1] + pad), values.dtype, values.device)
     view = buffer[..., : values.shape[-1]]
     view.copy_(values)
     return view
@@ -127,16 +141,21 @@ def _apply_bad(values: torch.Tensor, bad: BadInput) -> torch.Tensor:
     if bad.kind is BadKind.RANK:
         return values.unsqueeze(0)
     if bad.kind is BadKind.SHAPE:
-        return torch.cat([values, values.narrow(bad.dim, 0, 1)], dim=bad.dim)
+        wider = list(values.shape)
+        wider[bad.dim] += 1
+        grown = _zeros(tuple(wider), values.dtype, values.device)
+        grown.narrow(bad.dim, 0, values.shape[bad.dim]).copy_(values)
+        grown.narrow(bad.dim, values.shape[bad.dim], 1).copy_(values.narrow(bad.dim, 0, 1))
+        return grown
     if bad.kind is BadKind.NON_CONTIGUOUS:
         wide = list(values.shape)
         wide[bad.dim] *= 2
-        buffer = torch.zeros(wide, dtype=values.dtype, device=values.device)
+        buffer = _zeros(tuple(wide), values.dtype, values.device)
         view = buffer[(slice(None),) * bad.dim + (slice(None, None, 2),)]
         view.copy_(values)
         return view
     if bad.kind is BadKind.OFFSET:
-        flat = torch.zeros(values.numel() + 1, dtype=values.dtype, device=values.device)
+        flat = _zeros((values.numel() + 1,), values.dtype, values.device)
         view = flat[1:].view(values.shape)
         view.copy_(values)
         return view
@@ -171,7 +190,7 @@ def _outputs(ctx: CaseContext, case: Case, which_poison: int | None) -> dict[str
             dtype = ctx.dtype_of(tensor, case.inst)
             out = torch.empty(shape_of(tensor, sizes), dtype=dtype, device="cuda")
             if which_poison is not None:
-                out.fill_(poison_value(dtype, which_poison))
+                fill_poison(out, poison_value(dtype, which_poison))
             outs[tensor.name] = _layout(ctx, tensor, out, case)
     return outs
 

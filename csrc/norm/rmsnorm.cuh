@@ -6,6 +6,7 @@
 #include <sgl_kernel/bits.h>
 #include <sgl_kernel/cta.cuh>
 #include <sgl_kernel/math.cuh>
+#include <sgl_kernel/runtime.cuh>
 #include <sgl_kernel/tensor.h>
 #include <sgl_kernel/type.cuh>
 #include <sgl_kernel/utils.cuh>
@@ -197,7 +198,7 @@ struct FusedAddRMSNormParams {
 };
 
 /**
- * \brief Warp variant of RMSNorm: each warp normalizes one row.
+ * \brief Warp variant of RMSNorm: warps stride over the rows (persistent grid), one row at a time.
  *
  * \tparam T           Element type
  * \tparam kHiddenSize Row length in elements
@@ -207,18 +208,18 @@ struct FusedAddRMSNormParams {
 template <typename T, uint32_t kHiddenSize, bool kUsePDL>
 __global__ void rmsnorm_warp_kernel(const RMSNormParams<T> params) {
   const int64_t warps_per_block = blockDim.x / device::kWarpThreads;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * warps_per_block + threadIdx.x / device::kWarpThreads;
-  if (row < params.num_rows) {
-    T* dst = params.out + row * params.out_stride;
-    const T* src = params.input + row * params.input_stride;
-    device::PDLWaitPrimary<kUsePDL>();
-    warp_rmsnorm_row<T, kHiddenSize>(dst, src, params.weight, params.eps);
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * warps_per_block + threadIdx.x / device::kWarpThreads;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * warps_per_block;
+  device::PDLWaitPrimary<kUsePDL>();
+  for (int64_t row = first; row < params.num_rows; row += stride) {
+    warp_rmsnorm_row<T, kHiddenSize>(params.out + row * params.out_stride, params.input + row * params.input_stride,
+                                     params.weight, params.eps);
   }
   device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /**
- * \brief Warp variant of fused add + RMSNorm: each warp handles one row.
+ * \brief Warp variant of fused add + RMSNorm: warps stride over the rows (persistent grid).
  *
  * \tparam T           Element type
  * \tparam kHiddenSize Row length in elements
@@ -228,12 +229,13 @@ __global__ void rmsnorm_warp_kernel(const RMSNormParams<T> params) {
 template <typename T, uint32_t kHiddenSize, bool kUsePDL>
 __global__ void fused_add_rmsnorm_warp_kernel(const FusedAddRMSNormParams<T> params) {
   const int64_t warps_per_block = blockDim.x / device::kWarpThreads;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * warps_per_block + threadIdx.x / device::kWarpThreads;
-  if (row < params.num_rows) {
-    T* input = params.input + row * params.input_stride;
-    T* residual = params.residual + row * params.residual_stride;
-    device::PDLWaitPrimary<kUsePDL>();
-    warp_fused_add_rmsnorm_row<T, kHiddenSize>(input, residual, params.weight, params.eps);
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * warps_per_block + threadIdx.x / device::kWarpThreads;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * warps_per_block;
+  device::PDLWaitPrimary<kUsePDL>();
+  for (int64_t row = first; row < params.num_rows; row += stride) {
+    warp_fused_add_rmsnorm_row<T, kHiddenSize>(params.input + row * params.input_stride,
+                                               params.residual + row * params.residual_stride, params.weight,
+                                               params.eps);
   }
   device::PDLTriggerSecondary<kUsePDL>();
 }
@@ -357,23 +359,32 @@ __global__ void fused_add_rmsnorm_cta_kernel(const FusedAddRMSNormParams<T> para
   device::PDLTriggerSecondary<kUsePDL>();
 }
 
+/// \brief Warps per block of the warp variants.
+inline constexpr uint32_t kRMSNormWarpsPerBlock = 8;
+
 /**
- * \brief Grid and block of the RMSNorm launches.
+ * \brief Grid and block of the RMSNorm launches: one block per row (CTA variant), or a grid of
+ * `kRMSNormWarpsPerBlock`-warp blocks capped at what stays resident (warp variant, persistent).
  *
  * \tparam T           Element type
  * \tparam kHiddenSize Row length in elements
  * \tparam kUseCTA     CTA variant (else warp variant)
  * \param num_rows     Number of rows
+ * \param occupancy    Resident blocks per SM of the warp kernel (unused by the CTA variant)
+ * \param device       Device of the launch (for the SM count)
  * \return {grid, block}
  */
 template <typename T, uint32_t kHiddenSize, bool kUseCTA>
-inline std::pair<uint32_t, uint32_t> rmsnorm_launch_shape(int64_t num_rows) {
+inline std::pair<uint32_t, uint32_t> rmsnorm_launch_shape(int64_t num_rows, uint32_t occupancy, DLDevice device) {
   CHECK_HOST(num_rows < (int64_t{1} << 31)) << "rmsnorm: too many rows (" << num_rows << ")";
   if constexpr (kUseCTA) {
     return {static_cast<uint32_t>(num_rows), rmsnorm_cta_threads<T, kHiddenSize>()};
   } else {
-    constexpr uint32_t kWarpsPerBlock = 4;
-    return {static_cast<uint32_t>(host::div_ceil(num_rows, int64_t{kWarpsPerBlock})), kWarpsPerBlock * device::kWarpThreads};
+    constexpr uint32_t kBlock = kRMSNormWarpsPerBlock * device::kWarpThreads;
+    const int64_t resident = static_cast<int64_t>(host::runtime::get_sm_count(device.device_id)) *
+                             static_cast<int64_t>(occupancy > 0 ? occupancy : 1);
+    const int64_t needed = host::div_ceil(num_rows, int64_t{kRMSNormWarpsPerBlock});
+    return {static_cast<uint32_t>(needed < resident ? needed : resident), kBlock};
   }
 }
 
@@ -426,12 +437,17 @@ void rmsnorm(tvm::ffi::TensorView out, tvm::ffi::TensorView input, tvm::ffi::Ten
       M.unwrap(),
       eps,
   };
-  const auto [grid, block] = rmsnorm_launch_shape<T, kHiddenSize, kUseCTA>(params.num_rows);
-  if constexpr (kUseCTA) {
-    LaunchKernel(grid, block, device.unwrap()).enable_pdl(kUsePDL)(rmsnorm_cta_kernel<T, kHiddenSize, kUsePDL>, params);
-  } else {
-    LaunchKernel(grid, block, device.unwrap()).enable_pdl(kUsePDL)(rmsnorm_warp_kernel<T, kHiddenSize, kUsePDL>, params);
-  }
+  const auto kernel = [] {
+    if constexpr (kUseCTA) {
+      return rmsnorm_cta_kernel<T, kHiddenSize, kUsePDL>;
+    } else {
+      return rmsnorm_warp_kernel<T, kHiddenSize, kUsePDL>;
+    }
+  }();
+  static const uint32_t occupancy =
+      kUseCTA ? 0 : runtime::get_blocks_per_sm(kernel, kRMSNormWarpsPerBlock * device::kWarpThreads);
+  const auto [grid, block] = rmsnorm_launch_shape<T, kHiddenSize, kUseCTA>(params.num_rows, occupancy, device.unwrap());
+  LaunchKernel(grid, block, device.unwrap()).enable_pdl(kUsePDL)(kernel, params);
 }
 
 /**
@@ -484,14 +500,17 @@ void fused_add_rmsnorm(tvm::ffi::TensorView input, tvm::ffi::TensorView residual
       M.unwrap(),
       eps,
   };
-  const auto [grid, block] = rmsnorm_launch_shape<T, kHiddenSize, kUseCTA>(params.num_rows);
-  if constexpr (kUseCTA) {
-    LaunchKernel(grid, block, device.unwrap())
-        .enable_pdl(kUsePDL)(fused_add_rmsnorm_cta_kernel<T, kHiddenSize, kUsePDL>, params);
-  } else {
-    LaunchKernel(grid, block, device.unwrap())
-        .enable_pdl(kUsePDL)(fused_add_rmsnorm_warp_kernel<T, kHiddenSize, kUsePDL>, params);
-  }
+  const auto kernel = [] {
+    if constexpr (kUseCTA) {
+      return fused_add_rmsnorm_cta_kernel<T, kHiddenSize, kUsePDL>;
+    } else {
+      return fused_add_rmsnorm_warp_kernel<T, kHiddenSize, kUsePDL>;
+    }
+  }();
+  static const uint32_t occupancy =
+      kUseCTA ? 0 : runtime::get_blocks_per_sm(kernel, kRMSNormWarpsPerBlock * device::kWarpThreads);
+  const auto [grid, block] = rmsnorm_launch_shape<T, kHiddenSize, kUseCTA>(params.num_rows, occupancy, device.unwrap());
+  LaunchKernel(grid, block, device.unwrap()).enable_pdl(kUsePDL)(kernel, params);
 }
 
 }  // namespace sglang

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sgl_kernel/atomic.cuh>
+#include <sgl_kernel/bits.h>
 #include <sgl_kernel/cta.cuh>
 #include <sgl_kernel/math.cuh>
 #include <sgl_kernel/tensor.h>
@@ -105,18 +106,24 @@ __global__ void fp8_quant_kernel(fp8_e4m3_t* out, const T* __restrict__ input, c
 /**
  * \brief Validates the tensors and launches the absmax pass (dynamic) and the quantization pass.
  *
+ * The kernels walk the contiguous tensor as one flat array; the vector width is chosen by the
+ * Python wrapper so that it divides a row (then every row start is aligned too).
+ *
  * \tparam T         Input element type: fp16_t | bf16_t | fp32_t
+ * \tparam kVecBytes Input access width in bytes: 16, 8, 4 or 2, dividing `cols * sizeof(T)`
  * \tparam kIsStatic Use the given `scale` (else compute it; `scale` must then hold 0)
  * \tparam kUsePDL   Whether to launch with PDL
  * \param out        Output `[rows, cols]` fp8 e4m3, contiguous
  * \param input      Input `[rows, cols]`, contiguous
  * \param scale      Scale `[1]` fp32: read (static) or written (dynamic)
  */
-template <typename T, bool kIsStatic, bool kUsePDL>
+template <typename T, int64_t kVecBytes, bool kIsStatic, bool kUsePDL>
 void per_tensor_quant_fp8(tvm::ffi::TensorView out, tvm::ffi::TensorView input, tvm::ffi::TensorView scale) {
   using namespace host;
-  constexpr int32_t kVecN = 16 / static_cast<int32_t>(sizeof(T));
-  constexpr int64_t kInBytes = 16;
+  static_assert(kVecBytes >= static_cast<int64_t>(sizeof(T)) && kVecBytes <= 16 && is_pow2(kVecBytes),
+                "per_tensor_quant_fp8: bad vector width");
+  constexpr int32_t kVecN = static_cast<int32_t>(kVecBytes / static_cast<int64_t>(sizeof(T)));
+  constexpr int64_t kInBytes = kVecBytes;
   constexpr int64_t kOutBytes = kVecN;
   SymbolicSize M{"num_rows"};
   SymbolicSize K{"num_cols"};
@@ -138,6 +145,9 @@ void per_tensor_quant_fp8(tvm::ffi::TensorView out, tvm::ffi::TensorView input, 
       .ensure_alignment(static_cast<int64_t>(sizeof(float)))
       .verify(scale, "scale");
 
+  CHECK_HOST((K.unwrap() * static_cast<int64_t>(sizeof(T))) % kVecBytes == 0)
+      << "per_tensor_quant_fp8: a row of " << K.unwrap() << " elements is not a multiple of the " << kVecBytes
+      << "-byte vector width";
   const int64_t n = M.unwrap() * K.unwrap();
   const int64_t blocks = div_ceil(div_ceil(n, int64_t{kVecN}), int64_t{kQuantBlockSize});
   const uint32_t grid = static_cast<uint32_t>(blocks < kQuantMaxBlocks ? blocks : kQuantMaxBlocks);

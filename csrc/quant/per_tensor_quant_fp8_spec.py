@@ -3,8 +3,8 @@
 Static: ``out = saturate(x * (1 / scale))`` with a given scale (only read). Dynamic: first
 ``scale = max(scale, absmax(x) / 448)`` (scale holds 0 before the call), then the same.
 The arithmetic is exact fp32 (IEEE division, round to nearest even into fp8), so the
-reference must match bit for bit. The input is a contiguous ``[rows, cols]`` tensor of any
-shape: the kernels walk it flat.
+reference must match bit for bit. The input is a contiguous ``[rows, cols]`` tensor; the
+access width is a template argument that must divide a row (the wrapper picks it per shape).
 
 Note the reference divides tensor by tensor: ``tensor / 448.0`` (a Python scalar) is
 computed by PyTorch as ``tensor * (1 / 448)``, which can be one ulp off the division.
@@ -52,10 +52,18 @@ def dynamic_reference(input, scale):
     return {"out": _quantize(input, new_scale), "scale": new_scale}
 
 
-def instantiation(dtype: str, is_static: bool, pdl: bool) -> Instantiation:
-    count = 16 // ITEMSIZE[dtype]  # elements per 16-byte input vector; as many fp8 bytes out
-    return Instantiation((dtype, is_static, pdl), dtypes={"T": dtype}, pdl=pdl,
-                         vector_bytes={"input": 16, "out": count})
+def instantiation(dtype: str, width: int, is_static: bool, pdl: bool, k: int | None = None) -> Instantiation:
+    """``width``: input access bytes, the wrapper's pick (the widest of 16/8/4/2 dividing a
+    row); a narrow one is pinned to a row length ``k`` for which the wrapper picks it."""
+    count = width // ITEMSIZE[dtype]  # elements per input vector; as many fp8 bytes out
+    return Instantiation((dtype, width, is_static, pdl), dtypes={"T": dtype}, pdl=pdl,
+                         sizes={} if k is None else {"k": k},
+                         vector_bytes={"input": width, "out": count})
+
+
+def bandwidth_rows(fixed):
+    """About 128M elements, on the instantiation's row length (8192 where it has none)."""
+    return {"m": (1 << 27) // fixed.get("k", 8192), "k": fixed.get("k", 8192)}
 
 
 STATIC = KernelSpec(
@@ -69,12 +77,15 @@ STATIC = KernelSpec(
         Tensor("scale", (1,), "float32", init=static_scale),
     ),
     reference=static_reference,
-    # (dtype, static, PDL): the wrapper's INSTANTIATIONS
-    instantiations=tuple(instantiation(dtype, True, False) for dtype in FLOATS),
-    grid={"m": TAILS, "k": (1, 64, 127, 8192)},
+    # (dtype, vector width, static, PDL): the wrapper's INSTANTIATIONS
+    instantiations=(
+        instantiation("float16", 2, True, False, k=127),  # 254-byte rows
+        instantiation("bfloat16", 8, True, False, k=132),  # 264-byte rows
+    ),
+    grid={"m": TAILS, "k": (64, 8192)},
     tolerance={"float8_e4m3fn": (0.0, 0.0), "float32": (0.0, 0.0)},
     memory_bound=True,
-    bandwidth_sizes={"m": 16384, "k": 8192},
+    bandwidth_sizes=bandwidth_rows,
     bytes_moved=lambda args: args["input"].nbytes + args["out"].nbytes,
 )
 
@@ -87,7 +98,10 @@ DYNAMIC = dataclasses.replace(
         Tensor("scale", (1,), "float32", Role.INPLACE, init="zeros"),
     ),
     reference=dynamic_reference,
-    instantiations=tuple(instantiation(dtype, False, True) for dtype in FLOATS),
+    instantiations=(
+        *(instantiation(dtype, 16, False, True) for dtype in FLOATS),
+        instantiation("float32", 4, False, False, k=127),  # 508-byte rows
+    ),
     # two passes: the input is read twice
     bytes_moved=lambda args: 2 * args["input"].nbytes + args["out"].nbytes,
 )

@@ -65,6 +65,7 @@ class Profile:
     system_share: float = 0.0  # of the C++ cases: parse in system mode (real CUDA headers)
     config_variants: bool = True
     heavy_operators: tuple[str, ...] | None = None  # None: every operator
+    base_config: str = ""  # [tool.kernel-check] lines every case of the profile gets
 
 
 # The quick profile keeps most C++ cases on small header-free seeds (one cheap plain parse)
@@ -73,9 +74,12 @@ QUICK = Profile("quick", seed=20240611, size=0.04, max_mutations=2, python_share
                 heavy_share=0.04, body_only_heavy=True, cli_every=75,
                 heavy_operators=("delete-tokens", "duplicate-tokens", "swap-tokens", "truncate", "random-bytes",
                                  "flip-bits", "non-utf8", "huge-line", "deep-nesting", "suppression-soup",
-                                 "unterminated", "comment-out", "template-soup"))
-LONG = Profile("long", seed=7, size=1.0, max_mutations=4, python_share=0.35, heavy_share=0.5,
-               body_only_heavy=False, cli_every=60, system_share=0.05)
+                                 "unterminated", "comment-out", "template-soup"),
+                # A generous bound: on a loaded CI machine a 20 s wall-clock limit can fire on a
+                # slow-but-fine case; tests/test_time_bound.py covers the bound itself.
+                base_config="file-timeout = 60\n")
+LONG = Profile("long", seed=7, size=1.0, max_mutations=4, python_share=0.4, heavy_share=0.25,
+               body_only_heavy=False, cli_every=60, system_share=0.03)
 PROFILES = {p.name: p for p in (QUICK, LONG)}
 
 _CONFIGS = (
@@ -130,7 +134,7 @@ def _mutated(seed: corpus.Seed, rng: random.Random, profile: Profile, count: int
 
 def make_case(profile: Profile, index: int) -> Case:
     rng = random.Random(f"{profile.name}:{profile.seed}:{index}")
-    config = rng.choice(_CONFIGS) if profile.config_variants and rng.random() < 0.3 else ""
+    config = profile.base_config + (rng.choice(_CONFIGS) if profile.config_variants and rng.random() < 0.3 else "")
     if profile.cli_every and index % profile.cli_every == profile.cli_every - 1:
         return _cli_case(profile, index, rng, config)
     if rng.random() < profile.python_share:
@@ -183,6 +187,13 @@ class Outcome:
     def signatures(self) -> list[str]:
         """Each problem's first line with paths and numbers blurred, to group alike failures."""
         return sorted({_signature(p) for p in self.problems})
+
+    @property
+    def new_problems(self) -> list[str]:
+        """The problems no known open bug explains (see known.py)."""
+        from .known import unexplained
+
+        return unexplained(self.problems)
 
 
 def _signature(problem: str) -> str:
@@ -373,8 +384,8 @@ def judge_file(case: Case, path: Path, config: Any, result: Any, env: Environmen
             problems.append(f"{f.code} with an empty message")
     kc000 = [f for f in findings if f.code == "KC000"]
     for f in kc000:
-        if f.message.startswith("internal error") or "internal error" in f.message:
-            problems.append(f"internal error: {f.message}\n{f.detail[-1500:]}")
+        if "internal error" in f.message:
+            problems.append(f"{f.message}\n{f.detail[-1500:]}")
         elif "crashed" in f.message:
             problems.append(f"parser crash: {f.message}\n{f.detail[-1500:]}")
         elif "ran out of memory" in f.message:
@@ -389,9 +400,10 @@ def judge_file(case: Case, path: Path, config: Any, result: Any, env: Environmen
             problems.append(f"oversized file's KC000 does not name the limit: {kc000[0].message}")
         return
     rule_findings = [f for f in findings if f.code not in ("KC000", "KC001")]
+    kc000_suppressed = b"KC000" in case.data.upper() or "KC000" in case.config  # an inline ignore[KC000]
     if case.kind == "python":
         if _python_unparsable(case.data):
-            if not kc000:
+            if not kc000 and not kc000_suppressed:
                 problems.append("python that ast cannot parse has no KC000")
             if rule_findings:
                 problems.append(f"rules fired on unparsable python: {[f.code for f in rule_findings]}")
@@ -468,8 +480,9 @@ def _check_erroneous_declarations(path: Path, case: Case, env: Environment, rule
 
 # -- the command line ---------------------------------------------------------------------------
 def _run_cli(case: Case, root: Path, env: Environment, outcome: Outcome) -> None:
-    argv = [sys.executable, "-m", "kernel_check", str(root), "--mode", "hermetic",
-            "--cache-dir", str(env.cache_dir), *case.cli_args]
+    script = Path(sys.executable).with_name("kernel-check")  # as pre-commit runs it (not `-m`, which
+    command = [str(script)] if script.is_file() else [sys.executable, "-P", "-m", "kernel_check"]  # puts cwd on sys.path)
+    argv = [*command, str(root), "--mode", "hermetic", "--cache-dir", str(env.cache_dir), *case.cli_args]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
     proc = subprocess.run(argv, capture_output=True, timeout=600, cwd=root, env=environ,
                           stdin=subprocess.DEVNULL)

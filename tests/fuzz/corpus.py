@@ -176,7 +176,7 @@ def _relpath_for(path: Path) -> str:
     """Python fixtures keep their path inside the fixture repo (KC504/KC506 read it)."""
     rel = path.relative_to(REPO).as_posix()
     marker = "tests/fixtures/python/repo/"
-    return rel[len(marker):] if rel.startswith(marker) else rel
+    return rel.removeprefix(marker)
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 _TOKEN_RE = re.compile(
     rb"/\*.*?(?:\*/|\Z)|//[^\n]*|#[^\n]*|\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?"
     rb"|[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\s+|.",
-    re.S,
+    re.DOTALL,
 )
-_INCLUDE_LINE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|import)\b[^\n]*\n?", re.M)
+_INCLUDE_LINE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|import)\b[^\n]*\n?", re.MULTILINE)
 
 
 @dataclass
@@ -126,7 +126,7 @@ def truncate(data: bytes, rng: random.Random, ctx: Context) -> bytes:
 def random_bytes(data: bytes, rng: random.Random, ctx: Context) -> bytes:
     head, body = _split(data, ctx)
     count = rng.choice((1, 4, 16, 64, 256))
-    alphabet = range(0, 256) if rng.random() < 0.1 else range(1, 256)
+    alphabet = range(256) if rng.random() < 0.1 else range(1, 256)
     blob = bytes(rng.choice(alphabet) for _ in range(count))
     at = rng.randint(0, len(body))
     return head + body[:at] + blob + body[at:]

@@ -15,15 +15,24 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .cases import Environment, Outcome, Profile, make_case, materialize, run_case
 
 FILE_CASE_LIMIT_S = 180.0  # file-timeout (20 s) plus the invariant's own second parse, generously
 CLI_CASE_LIMIT_S = 900.0
+WORKER_MEMORY_LIMIT = 3 << 30  # RLIMIT_AS of a worker (and so of the checker's children and CLI runs)
+# A worker imports the whole pipeline when it starts and is replaced after this many cases: in a
+# tree others are editing, a long-lived worker would otherwise mix module versions for hours.
+RECYCLE_EVERY = 150
+_PIPELINE_MODULES = ("kernel_check.engine", "kernel_check.clang.extract", "kernel_check.clang.launcher_facts",
+                     "kernel_check.clang.dataflow_facts", "kernel_check.clang.integer_facts",
+                     "kernel_check.clang.scope_facts", "kernel_check.clang.preamble", "kernel_check.pymodel",
+                     "kernel_check.filter", "kernel_check.watchdog")
 
 
 @dataclass
@@ -31,12 +40,14 @@ class Report:
     profile: str
     cases: int = 0
     seconds: float = 0.0
-    failures: list[Outcome] = field(default_factory=list)
+    failures: list[Outcome] = field(default_factory=list)  # every case with a problem
+    new_failures: list[Outcome] = field(default_factory=list)  # ... not explained by a known open bug
     timeouts: list[Outcome] = field(default_factory=list)
     slowest: Outcome | None = None
     cpu: float = 0.0
     signatures: collections.Counter = field(default_factory=collections.Counter)
     first_of: dict = field(default_factory=dict)  # signature -> the first case that showed it
+    known_of: dict = field(default_factory=dict)  # signature -> the known open bug it is, or None
     kinds: collections.Counter = field(default_factory=collections.Counter)
     codes: collections.Counter = field(default_factory=collections.Counter)
     notes: collections.Counter = field(default_factory=collections.Counter)
@@ -50,10 +61,18 @@ class Report:
             self.notes[outcome.note] += 1
         self.cpu += outcome.cpu
         if outcome.problems:
+            from .cases import _signature
+            from .known import explain
+
             self.failures.append(outcome)
-            for signature in outcome.signatures:
+            explained = [explain(problem) for problem in outcome.problems]
+            if any(known is None for known in explained):
+                self.new_failures.append(outcome)
+            for problem, known in zip(outcome.problems, explained):
+                signature = _signature(problem)
                 self.signatures[signature] += 1
                 self.first_of.setdefault(signature, outcome.label)
+                self.known_of.setdefault(signature, known)
         if outcome.timed_out:
             self.timeouts.append(outcome)
         if self.slowest is None or outcome.seconds > self.slowest.seconds:
@@ -63,7 +82,8 @@ class Report:
         lines = [f"fuzz profile {self.profile}: {self.cases} cases in {self.seconds:.1f} s "
                  f"({', '.join(f'{k} {v}' for k, v in sorted(self.kinds.items()))})",
                  f"CPU {self.cpu:.1f} s (workers and their children)",
-                 f"crashes/invariant failures: {len(self.failures)}",
+                 f"crashes/invariant failures: {len(self.failures)} "
+                 f"({len(self.new_failures)} not explained by a known open bug, see known.py)",
                  f"timed out (KC000 naming file-timeout): {len(self.timeouts)}"]
         if self.slowest is not None:
             lines.append(f"slowest case: {self.slowest.label} {self.slowest.seconds:.2f} s "
@@ -73,13 +93,16 @@ class Report:
         lines.append("codes seen: " + ", ".join(f"{k} {v}" for k, v in sorted(self.codes.items())))
         if self.signatures:
             lines.append("failure kinds:")
-            lines.extend(f"  {count:5d} x {signature}   (first: {self.first_of[signature]})"
-                         for signature, count in self.signatures.most_common())
-        for outcome in self.failures[:20]:
+            for signature, count in self.signatures.most_common():
+                known = self.known_of.get(signature)
+                tag = f"known: {known.where}" if known else "NEW"
+                lines.append(f"  {count:5d} x {signature}   [{tag}] (first: {self.first_of[signature]})")
+        shown = self.new_failures or self.failures
+        for outcome in shown[:20]:
             lines.append(f"FAIL {outcome.label} ({outcome.seconds:.2f} s)")
             lines.extend("    " + line for problem in outcome.problems for line in problem.splitlines()[:12])
-        if len(self.failures) > 20:
-            lines.append(f"... and {len(self.failures) - 20} more")
+        if len(shown) > 20:
+            lines.append(f"... and {len(shown) - 20} more")
         if self.failures and self.crash_dir is not None:
             lines.append(f"reproducers: {self.crash_dir}")
         return "\n".join(lines)
@@ -89,6 +112,19 @@ def _worker_main(conn: Any, profile: Profile, workdir: str, cache_dir: str) -> N
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # a case may legitimately exhaust memory (an include of /dev/zero): never the machine's
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    except (ImportError, ValueError, OSError):
+        pass
+    import importlib
+
+    for module in _PIPELINE_MODULES:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - a module that does not import shows up in the cases
+            pass
     env = Environment(Path(workdir), Path(cache_dir))
     while True:
         try:
@@ -112,9 +148,11 @@ class _Worker:
         self.index: int | None = None
         self.deadline = 0.0
         self.started = 0.0
+        self.done = 0
 
     def send(self, index: int, limit: float) -> None:
         self.index = index
+        self.done += 1
         self.started = time.monotonic()
         self.deadline = self.started + limit
         self.conn.send(index)
@@ -182,6 +220,11 @@ def run(profile: Profile, indices: Iterable[int], jobs: int = 2, *, workdir: Pat
                     continue
                 worker.index = None
                 finish(outcome)
+                if worker.done >= RECYCLE_EVERY:
+                    worker.conn.send(None)
+                    worker.process.join(30)
+                    worker.kill()
+                    workers[workers.index(worker)] = _Worker(ctx, profile, workdir, cache_dir, next(numbers))
             now = time.monotonic()
             for worker in [w for w in workers if w.index is not None and w.deadline <= now]:
                 replace(worker, f"hang: no result after {now - worker.started:.0f} s (case hard limit)")

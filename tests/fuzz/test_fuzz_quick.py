@@ -8,6 +8,9 @@
 * two hypothesis tests drive the same operators in this process (derandomized), so a
   failure shrinks to the fewest mutations that still break the pipeline.
 
+A failure that `known.py` explains (an open bug with a strict-xfail reproducer in
+`test_regressions.py`) is reported, not failed on; everything else fails the test.
+
 The long profile (>= 10,000 cases) is `python3 scripts/fuzz_long.py` (see its --help).
 """
 
@@ -33,7 +36,7 @@ def test_quick_profile(tmp_path: Path) -> None:
                  crash_dir=tmp_path / "crashes")
     print(report.summary())
     assert report.cases == QUICK_CASES
-    assert not report.failures, report.summary()
+    assert not report.new_failures, report.summary()  # known open bugs: known.py, test_regressions.py
     assert not report.timeouts, report.summary()
 
 
@@ -61,7 +64,7 @@ def _case(seed: corpus.Seed, operators: list[str], rng_seed: int, kind: str) -> 
        rng_seed=st.integers(0, 2**32 - 1))
 def test_mutated_python_wrappers(environment: Environment, seed, operators, rng_seed) -> None:
     outcome = run_case(_case(seed, operators, rng_seed, "python"), environment)
-    assert not outcome.problems, "\n".join(outcome.problems)
+    assert not outcome.new_problems, "\n".join(outcome.new_problems)
 
 
 @_HYPOTHESIS
@@ -70,4 +73,4 @@ def test_mutated_python_wrappers(environment: Environment, seed, operators, rng_
        rng_seed=st.integers(0, 2**32 - 1))
 def test_mutated_small_kernels(environment: Environment, seed, operators, rng_seed) -> None:
     outcome = run_case(_case(seed, operators, rng_seed, "cpp"), environment)
-    assert not outcome.problems, "\n".join(outcome.problems)
+    assert not outcome.new_problems, "\n".join(outcome.new_problems)

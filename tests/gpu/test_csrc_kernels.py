@@ -98,7 +98,8 @@ def build_jobs():
     jobs += [(qknorm_w._jit_qknorm_module, (dt, d)) for dt, d in QKNORM_CASES]
     jobs += [(rope_w._jit_rope_module, case) for case in ROPE_CASES]
     jobs += [(store_w._jit_store_cache_module, case) for case in STORE_CASES]
-    jobs += [(quant_w._jit_quant_module, (dt, static)) for dt in FLOATS for static in (False, True)]
+    jobs += [(quant_w._jit_quant_module, (dt, static, shape[-1]))
+             for dt in FLOATS for static in (False, True) for shape in QUANT_SHAPES + [(1 << 14, 1 << 14), (4, 64)]]
     jobs.append((rmsnorm_w._jit_rmsnorm_module, ("rmsnorm", torch.bfloat16, 128)))  # bandwidth run
     return jobs
 
@@ -354,8 +355,10 @@ def _quant_ref(x, scale):
 def test_per_tensor_quant_fp8_dynamic(dtype, shape):
     x = (torch.randn(shape, device=DEV) * 7).to(dtype)
     out, scale = quant_w.per_tensor_quant_fp8(x)
+    # torch divides by a Python scalar through a reciprocal multiply: allow 2 ulp on the scale;
+    # the quantized values are then compared exactly against the kernel's own scale.
     ref_scale = x.float().abs().max() / 448.0
-    torch.testing.assert_close(scale, ref_scale.reshape(1), rtol=0, atol=0)
+    torch.testing.assert_close(scale, ref_scale.reshape(1), rtol=2.5e-7, atol=0)
     torch.testing.assert_close(out.float(), _quant_ref(x, scale).float(), rtol=0, atol=0)
 
 

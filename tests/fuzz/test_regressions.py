@@ -1,0 +1,194 @@
+"""Minimal reproducers of what the fuzz suite found, as plain tests.
+
+Each bug that lives in a module another engineer owns is an `xfail(strict=True)` naming
+the module and the fix: when it is fixed the test passes, strict xfail turns that into a
+failure, and whoever fixed it deletes the marker. Bugs in the fuzz suite's own modules
+(the watchdog) are fixed and tested in tests/test_time_bound.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from kernel_check.clang.parse import resolve_settings
+from kernel_check.config import load_config
+from kernel_check.engine import RunOptions, check_file
+from kernel_check.registry import load_rules
+
+
+def _check(path: Path, preamble=None):
+    load_rules()
+    return check_file(path, RunOptions(load_config(path), resolve_settings("hermetic")), preamble)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    return tmp_path
+
+
+def _rule_codes(result) -> set[str]:
+    return {f.code for f in result.findings} - {"KC000", "KC001"}
+
+
+def test_kc000_has_a_real_position_when_clang_hits_its_error_limit(project: Path) -> None:
+    (project / "broken.h").write_text("".join(f"int v{i} = undeclared_{i};\n" for i in range(60)))
+    main = project / "kernel.cuh"
+    main.write_text('#include "broken.h"\nnamespace sglang { int ok; }\n')
+    result = _check(main)
+    assert [f.code for f in result.findings if f.code == "KC000"] == ["KC000"]
+    assert all(f.line >= 1 and f.location.column >= 1 for f in result.findings), \
+        [(f.code, f.line, f.location.column) for f in result.findings]
+
+
+@pytest.mark.parametrize("source, invalid_line", [
+    # The header is missing, so `unknown_type_t` is unknown and `outside` is invalid (line 5).
+    ('#include "kc_header_that_does_not_exist.cuh"\nnamespace sglang {\nunknown_type_t* lookup();\n}\n'
+     "void outside(unknown_type_t x) {}\n", 5),
+    # It includes itself ~200 deep without a guard: the redefinitions of `Early` and `early` use up
+    # the 50 errors, so the invalid redefinitions of `late` (line 4) are never reported.
+    ('struct Early {};\nvoid early() {}\n#include "kernel.cuh"\nvoid late() {}\n', 4),
+], ids=["after-a-fatal-missing-include", "past-the-error-limit"])
+def test_no_rule_fires_inside_a_declaration_clang_marked_invalid(project: Path, source: str,
+                                                                 invalid_line: int) -> None:
+    main = project / "kernel.cuh"
+    main.write_text(source)
+    result = _check(main)
+    assert "KC000" in {f.code for f in result.findings}
+    fired = [(f.code, f.line, f.message) for f in result.findings if f.code not in ("KC000", "KC001")]
+    assert not [f for f in fired if f[1] == invalid_line], fired
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "clang/extract.py `_error_spans` (C++ model): when a header has an error the whole file is "
+    "meant to be erroneous, but the file-wide span ends at `text.count('\\n') + 2`; with CR-only "
+    "line endings (clang counts a lone CR as a line break) that is line 2, and rules fire on every "
+    "later line. Fix: end the span past any line (or count lines as clang does: \\r\\n, \\r, \\n)."))
+def test_a_header_error_silences_rules_in_a_file_with_cr_line_endings(project: Path) -> None:
+    (project / "broken.h").write_text("int broken = undeclared_name;\n")
+    main = project / "kernel.cuh"
+    main.write_bytes(b'#include "broken.h"\r\r\r\rvoid outside_namespace() {}\r')
+    result = _check(main)
+    assert "KC000" in {f.code for f in result.findings}
+    assert _rule_codes(result) == set(), [(f.code, f.line, f.message) for f in result.findings]
+
+
+def test_a_non_utf8_byte_in_a_template_header_is_not_an_internal_error(project: Path) -> None:
+    main = project / "kernel.cuh"
+    main.write_bytes(b"namespace sglang {\n/* \x9c */ __global__ void k(float* p) {}\n}\n")
+    result = _check(main)
+    assert not [f.message for f in result.findings if "internal error" in f.message]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "clang/cursors.py `walk` and clang/launcher_facts.py `_visit` (C++ model) recurse once per AST "
+    "level: an expression of a few thousand terms (generated code) hits Python's recursion limit "
+    "inside libclang's visitor callback, where ctypes prints 'Exception ignored ... RecursionError' "
+    "tracebacks to stderr and drops the children silently (a partial model); dataflow_facts.py's "
+    "recursive `visit` raises it outright ('KC000 internal error'). Fix: iterative walks "
+    "(an explicit stack), or a depth limit that turns into a KC000 'nested too deeply to analyze'."))
+def test_a_deep_expression_prints_no_traceback(project: Path, capfd: pytest.CaptureFixture) -> None:
+    main = project / "kernel.cuh"
+    terms = "+".join(["1"] * 3000)
+    main.write_text("namespace sglang {\n/// \\brief k.\n/// \\param out Output.\n"
+                    f"__global__ void k(int* out) {{ int total = {terms}; out[0] = total; }}\n}}\n")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)  # Python's default (hypothesis, in the same session, raises it)
+    try:
+        result = _check(main)
+    finally:
+        sys.setrecursionlimit(limit)
+    err = capfd.readouterr().err
+    assert "RecursionError" not in err and "Traceback" not in err, err[:2000]
+    assert not [f.message for f in result.findings if "internal error" in f.message]
+
+
+def test_an_error_does_not_make_extraction_visit_the_whole_translation_unit(project: Path,
+                                                                            monkeypatch) -> None:
+    from kernel_check.clang import extract
+
+    calls = {"n": 0}
+    original = extract.in_file
+
+    def counting(cursor, path):
+        calls["n"] += 1
+        return original(cursor, path)
+
+    monkeypatch.setattr(extract, "in_file", counting)
+    clean, broken = project / "clean.cuh", project / "broken.cuh"
+    clean.write_text("namespace sglang { inline int f() { return 1; } }\n")
+    broken.write_text("namespace sglang { inline int f() { return undeclared; } }\n")
+    counts = []
+    for path in (clean, broken):
+        calls["n"] = 0
+        from kernel_check.clang.parse import parse_file
+
+        unit = parse_file(path, path.read_text(), resolve_settings("hermetic"))
+        extract.extract(unit, path.read_text(), path.read_bytes())
+        counts.append(calls["n"])
+    assert counts[1] <= 2 * counts[0] + 100, f"in_file calls: clean {counts[0]}, with one error {counts[1]}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "clang/preamble.py `_is_pch_problem` (speed engineer) treats every location-less fatal "
+    "diagnostic as a PCH problem; 'too many errors emitted, stopping now' has no location, so any "
+    "file with more than 50 errors makes `reject()` delete the shared PCH and rebuild it (seconds, "
+    "for every such file, under the lock, in every process). Fix: only a diagnostic whose text "
+    "names the PCH/AST file is a PCH problem."))
+def test_a_file_past_the_error_limit_keeps_the_preamble(project: Path, tmp_path: Path) -> None:
+    from kernel_check.clang.preamble import PreambleCache
+
+    cache = PreambleCache(tmp_path / "preamble")
+    good = project / "good.cuh"
+    good.write_text("#include <sgl_kernel/utils.cuh>\nnamespace sglang { int fine; }\n")
+    _check(good, cache)
+    assert cache.stats.parsed == 1
+    broken = project / "broken.cuh"
+    broken.write_text("#include <sgl_kernel/utils.cuh>\nnamespace sglang {\n"
+                      + "".join(f"int v{i} = undeclared_{i};\n" for i in range(60)) + "}\n")
+    _check(broken, cache)
+    assert cache.stats.rejected == 0 and cache.stats.built == 1, cache.stats
+
+
+def test_a_libclang_segfault_is_one_kc000_and_the_run_goes_on(project: Path) -> None:
+    """libclang overflows its stack on ~3000 nested parentheses (SIGSEGV; the bracket-depth limit
+    of 256 does not stop it). Before the watchdog this killed `kernel-check` (exit -11, no report
+    at all) in the serial path; now the file is one KC000 and the other files are checked."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (project / "deep.cuh").write_text("int nest_v = " + "(" * 3000 + "1" + ")" * 3000 + ";\n")
+    (project / "fine.cuh").write_text("void outside_namespace() {}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
+    proc = subprocess.run([sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache",
+                           "--jobs", "1"], cwd=project, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    findings = json.loads(proc.stdout)
+    deep = [f for f in findings if f["path"].endswith("deep.cuh")]
+    assert [(f["code"], "crashed" in f["message"]) for f in deep] == [("KC000", True)], deep
+    assert "KC320" in {f["code"] for f in findings if f["path"].endswith("fine.cuh")}
+
+
+def test_an_include_of_itself_with_a_guard_is_fine(project: Path) -> None:
+    """(`#pragma once` does not apply to the main file: clang then nests 200 deep, a KC000.)"""
+    main = project / "kernel.cuh"
+    main.write_text('#ifndef KERNEL_CUH\n#define KERNEL_CUH\n#include "kernel.cuh"\n'
+                    "namespace sglang { int fine; }\n#endif\n")
+    assert [f.code for f in _check(main).findings] == []
+
+
+def test_an_include_cycle_of_headers_is_a_kc000_not_a_crash(project: Path) -> None:
+    (project / "a.h").write_text('#include "b.h"\nstruct A {};\n')
+    (project / "b.h").write_text('#include "a.h"\n#include "kernel.cuh"\nstruct B {};\n')
+    main = project / "kernel.cuh"
+    main.write_text('#include "a.h"\nnamespace sglang { int fine; }\n')
+    with contextlib.redirect_stderr(io.StringIO()):
+        result = _check(main)
+    assert "KC000" in {f.code for f in result.findings}
+    assert not [f.message for f in result.findings if "internal error" in f.message or "crashed" in f.message]
