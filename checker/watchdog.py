@@ -352,6 +352,10 @@ def _child_setup(parent: int, errors_fd: int, limit_bytes: int | None) -> None:
     os.close(null)
     os.dup2(errors_fd, 2)  # libclang's crash reports and Python's warnings go to the parent
     os.close(errors_fd)
+    import faulthandler
+
+    if faulthandler.is_enabled():  # its dump belongs in the captured stderr too, not on a terminal
+        faulthandler.enable(file=2, all_threads=True)
     if limit_bytes is not None:
         try:
             import resource

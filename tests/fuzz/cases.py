@@ -355,6 +355,43 @@ def _run_file(case: Case, root: Path, env: Environment, outcome: Outcome) -> Non
             break
     judge_file(case, path, config, result, env, outcome, preamble)
     env.spy.take(path)
+    if result.findings and not any(f.code == "KC000" for f in result.findings) \
+            and any(f.fix is not None for f in result.findings):
+        _check_fixes(case, root, env, outcome, options, preamble)
+
+
+def _check_fixes(case: Case, root: Path, env: Environment, outcome: Outcome, options: Any,
+                 preamble: Any) -> None:
+    """`--fix` on a copy of the tree: a file clang parsed cleanly must still parse cleanly
+    after its safe fixes, and the fixed findings must be gone (a misplaced edit shows here)."""
+    from kernel_check.engine import check_file
+    from kernel_check.fix import apply_fixes
+
+    copy = env.workdir / f"fix-{os.getpid()}"
+    materialize(case, copy)
+    path = copy / case.relpath
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        before = check_file(path, options, preamble).findings
+        if any(f.code == "KC000" for f in before):
+            return  # the copy parses differently (a path-dependent include): nothing to judge
+        applied = apply_fixes(before)
+        after = check_file(path, options, preamble).findings
+    if not applied:
+        return
+    try:
+        case.data.decode("utf-8")
+        encoding = ""
+    except UnicodeDecodeError:
+        encoding = " (file is not valid UTF-8)"
+    if any(f.code == "KC000" for f in after):
+        broken = next(f for f in after if f.code == "KC000")
+        outcome.problems.append(f"--fix broke a file that parsed cleanly: {broken.message} "
+                                f"(line {broken.line}; {sum(applied.values())} fixes applied){encoding}")
+    fixable = lambda findings: sum(1 for f in findings if f.fix is not None)  # noqa: E731
+    if fixable(after) >= fixable(before):
+        outcome.problems.append(f"--fix applied {sum(applied.values())} fixes but {fixable(after)} of "
+                                f"{fixable(before)} fixable findings remain{encoding}")
 
 
 def judge_file(case: Case, path: Path, config: Any, result: Any, env: Environment, outcome: Outcome,
