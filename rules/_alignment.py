@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kernel_check.finding import Location
 from kernel_check.model import (
     ConstExpr,
     Function,
+    FunctionKind,
     LaunchSite,
+    MatcherChain,
     SourceModel,
     VectorAccess,
 )
@@ -84,6 +87,20 @@ class _Accesses:
                         _Use(u.access, u.width.substitute(mapping)) for u in callee_uses)
         self.memo[usr] = uses
         return uses
+
+
+def launchers_with_chains(
+    model: SourceModel, *, aligned_only: bool = False
+) -> Iterator[tuple[Function, list[MatcherChain]]]:
+    """Each host function of the file with its TensorMatcher chains (those with an
+    `ensure_alignment` only, when `aligned_only`); launchers without chains are skipped."""
+    for launcher in model.functions:
+        if launcher.kind is not FunctionKind.HOST or not launcher.usr:
+            continue
+        chains = [c for c in model.launcher_facts.matcher_chains
+                  if c.function == launcher.usr and (c.alignments or not aligned_only)]
+        if chains:
+            yield launcher, chains
 
 
 def vector_feeds(model: SourceModel, launcher: Function) -> list[VectorFeed]:

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related, Severity
-from kernel_check.model import FunctionKind, MatcherChain, SourceModel
+from kernel_check.model import MatcherChain, SourceModel
 from kernel_check.registry import Language, RuleContext, rule
 from kernel_check.rules._alignment import (
     LauncherScope,
@@ -50,6 +50,7 @@ from kernel_check.rules._alignment import (
     access_location,
     fixed_value,
     launcher_scope,
+    launchers_with_chains,
     vector_feeds,
 )
 from kernel_check.rules._common import location_of
@@ -58,18 +59,13 @@ from kernel_check.rules._common import location_of
 @rule("KC120", "vector-alignment-unchecked", Severity.ERROR, Language.CPP,
       summary="tensor feeding a vectorized kernel access is verified without ensure_alignment")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    facts = model.launcher_facts
-    for launcher in model.functions:
-        if launcher.kind is not FunctionKind.HOST or not launcher.usr:
-            continue
-        chains = [c for c in facts.matcher_chains if c.function == launcher.usr]
-        if not chains:
-            continue
+    for launcher, chains in launchers_with_chains(model):
         feeds = vector_feeds(model, launcher)
         if not feeds:
             continue
         aligned = {v.name for c in chains for v in c.verified if v.alignment is not None}
-        checked_by_hand = {u.tensor for u in facts.tensor_data_uses if u.function == launcher.usr and u.in_check}
+        checked_by_hand = {u.tensor for u in model.launcher_facts.tensor_data_uses
+                           if u.function == launcher.usr and u.in_check}
         for chain in chains:
             unaligned = _unaligned_feeds(chain, feeds, aligned | checked_by_hand)
             if unaligned:

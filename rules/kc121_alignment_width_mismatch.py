@@ -44,7 +44,6 @@ from kernel_check.finding import Finding, Related, Severity
 from kernel_check.model import (
     AlignmentRequest,
     ConstExpr,
-    FunctionKind,
     MatcherChain,
     SourceModel,
 )
@@ -57,6 +56,7 @@ from kernel_check.rules._alignment import (
     instantiations,
     is_power_of_two,
     launcher_scope,
+    launchers_with_chains,
     vector_feeds,
 )
 from kernel_check.rules._common import location_of
@@ -65,13 +65,7 @@ from kernel_check.rules._common import location_of
 @rule("KC121", "alignment-width-mismatch", Severity.ERROR, Language.CPP,
       summary="ensure_alignment(w) is not a power of two or is below the kernel's vector width")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    facts = model.launcher_facts
-    for launcher in model.functions:
-        if launcher.kind is not FunctionKind.HOST or not launcher.usr:
-            continue
-        chains = [c for c in facts.matcher_chains if c.function == launcher.usr and c.alignments]
-        if not chains:
-            continue
+    for launcher, chains in launchers_with_chains(model, aligned_only=True):
         launcher_wide, type_params = launcher_scope(model, launcher)
         feeds = vector_feeds(model, launcher)
         reported: set[int] = set()
