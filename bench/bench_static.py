@@ -15,7 +15,9 @@ What one run reports (every figure from this run, on this machine):
 * floor: the same files parsed by a bare serial libclang loop with the same flags and no
   preamble (what every file costs without this work);
 * preamble-only: the same files parsed, serially and with `--jobs` processes, against the
-  preamble the cold run built, with nothing else (no model, rules, cache or pool);
+  preamble the cold run built, with nothing else (no model, rules, cache or pool); and the
+  same including the build of those preambles (into an empty cache, one process per
+  preamble, `--jobs` at a time), which a bare loop has to pay as the cold run does;
 * peak memory: the largest resident set of any one process (`getrusage` of the
   children) and the largest sum over the run's live processes (proportional set size,
   sampled from /proc every 20 ms, so pages that forked workers share count once).
@@ -186,7 +188,7 @@ def kernel_check_command(args: list[str]) -> list[str]:
 
 # -- the bare loops -------------------------------------------------------------------------------
 BARE_LOOP = r"""
-import json, sys, time
+import json, resource, sys, time
 from pathlib import Path
 from kernel_check.clang.parse import compile_args, resolve_settings, _get_index, PARSE_OPTIONS
 from kernel_check.config import load_config
@@ -198,7 +200,11 @@ preamble = None
 if spec["pch"]:
     from kernel_check.clang.preamble import PreambleCache
     preamble = PreambleCache(Path(spec["cache"]) / "static-v1" / "preamble")
+def cpu_with_children():  # a preamble is built in a child process (watchdog.run_bounded)
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 jobs = []
+started, cpu = time.perf_counter(), cpu_with_children()
 for name in spec["files"]:
     path = Path(name)
     text = path.read_text(encoding="utf-8", errors="replace")
@@ -213,6 +219,10 @@ for name in spec["files"]:
         if chosen is not None:
             args = args + ["-include-pch", str(chosen.pch)]
     jobs.append((name, text, args))
+if spec.get("build"):  # the preambles were not there: this loop built them
+    print(json.dumps({"seconds": time.perf_counter() - started, "cpu": cpu_with_children() - cpu,
+                      "files": len(jobs)}))
+    sys.exit(0)
 started, cpu = time.perf_counter(), time.process_time()
 for name, text, args in jobs:
     tu = index.parse(name, args=args, unsaved_files=[(name, text)], options=PARSE_OPTIONS)
@@ -223,13 +233,16 @@ print(json.dumps({"seconds": time.perf_counter() - started, "cpu": time.process_
 
 
 
-def bare_loop(files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, env: dict) -> dict:
-    """Parse `files` in `jobs` bare processes (split evenly); wall time of the slowest."""
+def bare_loop(files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, env: dict,
+              build: bool = False) -> dict:
+    """Parse `files` in `jobs` bare processes (split evenly); wall time of the slowest.
+    `build`: only find their preambles in `cache`, building the missing ones (timed)."""
     chunks = [files[i::jobs] for i in range(jobs)]
     started = time.perf_counter()
     processes = []
     for chunk in chunks:
-        spec = json.dumps({"root": str(root), "cache": str(cache), "pch": pch, "files": [str(p) for p in chunk]})
+        spec = json.dumps({"root": str(root), "cache": str(cache), "pch": pch, "build": build,
+                           "files": [str(p) for p in chunk]})
         processes.append(subprocess.Popen([sys.executable, "-c", BARE_LOOP, spec], env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     parse_seconds = []
@@ -242,6 +255,33 @@ def bare_loop(files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, 
         process.bare_cpu = reported["cpu"]  # type: ignore[attr-defined]
     return {"seconds": max(parse_seconds), "wall": time.perf_counter() - started,
             "cpu": sum(p.bare_cpu for p in processes)}  # type: ignore[attr-defined]
+
+
+def build_preambles(files: list[Path], root: Path, cache: Path, jobs: int, env: dict) -> dict:
+    """What a bare loop parsing against preambles pays first: building them, into the empty
+    `cache`, one process per preamble (`jobs` of them at a time, as kernel-check's pool does).
+    Wall seconds of all builds, CPU seconds of each process (its build child included)."""
+    representatives = list(_one_file_per_preamble(files, root, cache).values())
+    return bare_loop(representatives, root, cache, pch=True, jobs=min(jobs, len(representatives)) or 1,
+                     env=env, build=True)
+
+
+def _one_file_per_preamble(files: list[Path], root: Path, cache: Path) -> dict[str, Path]:
+    """recipe group -> the first file that uses it (planned as the engine's pool plans;
+    planning writes nothing to `cache`)."""
+    from kernel_check.clang.parse import compile_args, resolve_settings
+    from kernel_check.clang.preamble import PreambleCache
+    from kernel_check.config import load_config
+
+    config = load_config(root)
+    settings = resolve_settings(config.get("mode"), (), tuple(config.get("defines")), config.get("arch"))
+    planner = PreambleCache(cache / "static-v1" / "preamble")
+    found: dict[str, Path] = {}
+    for path in files:
+        recipes = planner.recipes(path, path.read_bytes(), compile_args(path, settings))
+        if recipes:
+            found.setdefault(recipes[0].group, path)
+    return found
 
 
 def import_time(env: dict) -> dict:
@@ -357,6 +397,12 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
     parallel = bare_loop(files, root, cache, pch=True, jobs=jobs, env=env)
     figures["pch_only_serial"] = {"seconds": serial["seconds"], "cpu": serial["cpu"]}
     figures["pch_only_parallel"] = {"seconds": parallel["seconds"], "cpu": parallel["cpu"], "jobs": jobs}
+    builds = build_preambles(files, root, workdir / "cache-bare-build", jobs, env)
+    figures["pch_builds"] = {"seconds": builds["seconds"], "cpu": builds["cpu"], "jobs": jobs}
+    figures["pch_only_with_builds_serial"] = {"seconds": serial["seconds"] + builds["seconds"],
+                                              "cpu": serial["cpu"] + builds["cpu"]}
+    figures["pch_only_with_builds_parallel"] = {"seconds": parallel["seconds"] + builds["seconds"],
+                                                "cpu": parallel["cpu"] + builds["cpu"], "jobs": jobs}
     runs = [cold, warm, *one]
     figures["peak_process_rss_mb"] = max(r["process_rss_mb"] for r in runs)
     figures["peak_run_rss_mb"] = max(r["tree_rss_mb"] for r in runs)
@@ -365,11 +411,15 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
     figures["cpu_ratios"] = {
         "floor_over_cold_per_cpu": figures["floor_serial"]["cpu"] / (cold["cpu"] / jobs),
         "cold_over_pch_only": cold["cpu"] / figures["pch_only_serial"]["cpu"],
+        "cold_over_pch_only_with_builds": cold["cpu"] / figures["pch_only_with_builds_serial"]["cpu"],
     }
     figures["ratios"] = {
         "floor_over_cold": figures["floor_serial"]["seconds"] / cold["seconds"],
         "cold_over_pch_only_serial": cold["seconds"] / figures["pch_only_serial"]["seconds"],
         "cold_over_pch_only_parallel": cold["seconds"] / figures["pch_only_parallel"]["seconds"],
+        "cold_over_pch_only_with_builds_serial": cold["seconds"] / figures["pch_only_with_builds_serial"]["seconds"],
+        "cold_over_pch_only_with_builds_parallel":
+            cold["seconds"] / figures["pch_only_with_builds_parallel"]["seconds"],
         "floor_over_warm": figures["floor_serial"]["seconds"] / warm["seconds"],
     }
     return figures
@@ -385,13 +435,20 @@ def print_table(f: dict) -> None:
     rows = [
         ("cold full check", f["cold"]["seconds"], f"{r['floor_over_cold']:.1f}x faster than the floor; "
                                                   f"{r['cold_over_pch_only_serial']:.2f}x preamble-only serial, "
-                                                  f"{r['cold_over_pch_only_parallel']:.2f}x preamble-only parallel"),
+                                                  f"{r['cold_over_pch_only_parallel']:.2f}x preamble-only parallel; "
+                                                  f"with the builds: {r['cold_over_pch_only_with_builds_serial']:.2f}x "
+                                                  f"serial, {r['cold_over_pch_only_with_builds_parallel']:.2f}x parallel"),
         ("warm full check (nothing changed)", f["warm"]["seconds"], f"{r['floor_over_warm']:.0f}x faster than the floor"),
         ("one changed file, new process", f["one_changed"]["seconds"], "median of " + ", ".join(map(str, f["one_changed"]["runs"]))),
         ("floor: bare serial libclang loop", f["floor_serial"]["seconds"],
          f"{f['floor_serial']['sampled_files']} files parsed" + (", scaled" if f["floor_serial"]["extrapolated"] else "")),
         ("preamble-only parse, serial", f["pch_only_serial"]["seconds"], ""),
         (f"preamble-only parse, {f['pch_only_parallel']['jobs']} processes", f["pch_only_parallel"]["seconds"], ""),
+        (f"building the preambles, {f['pch_builds']['jobs']} processes", f["pch_builds"]["seconds"],
+         "what a bare loop pays before it can parse against them"),
+        ("preamble-only incl. builds, serial", f["pch_only_with_builds_serial"]["seconds"], "builds + serial parse"),
+        (f"preamble-only incl. builds, {f['pch_only_with_builds_parallel']['jobs']} processes",
+         f["pch_only_with_builds_parallel"]["seconds"], "builds + parallel parse"),
     ]
     if "cold_exact" in f:
         rows.insert(1, ("cold, one preamble per include list", f["cold_exact"]["seconds"],
@@ -400,14 +457,17 @@ def print_table(f: dict) -> None:
           f"mode {f['mode']}, Python {f['python']}, load average {f['load_before']:.1f} at start")
     cpu = {"cold full check": f["cold"]["cpu"], "warm full check (nothing changed)": f["warm"]["cpu"],
            "floor: bare serial libclang loop": f["floor_serial"]["cpu"],
-           "preamble-only parse, serial": f["pch_only_serial"]["cpu"]}
+           "preamble-only parse, serial": f["pch_only_serial"]["cpu"],
+           f"building the preambles, {f['pch_builds']['jobs']} processes": f["pch_builds"]["cpu"],
+           "preamble-only incl. builds, serial": f["pch_only_with_builds_serial"]["cpu"]}
     print(f"{'measurement':40s} {'seconds':>9s} {'CPU s':>8s}  notes")
     for name, seconds, note in rows:
         used = f"{cpu[name]:8.2f}" if name in cpu else " " * 8
         print(f"{name:40s} {seconds:9.2f} {used}  {note}")
     c = f["cpu_ratios"]
     print(f"{'from CPU seconds':40s}  floor / (cold / {f['jobs']} CPUs) = {c['floor_over_cold_per_cpu']:.1f}x; "
-          f"cold / preamble-only = {c['cold_over_pch_only']:.2f}x")
+          f"cold / preamble-only = {c['cold_over_pch_only']:.2f}x, "
+          f"incl. builds = {c['cold_over_pch_only_with_builds']:.2f}x")
     print(f"{'peak memory, largest process':40s} {f['peak_process_rss_mb']:8.0f}M")
     print(f"{'peak memory, whole run (sum)':40s} {f['peak_run_rss_mb']:8.0f}M")
     print(f"{'import kernel_check.cli':40s} {f['import']['import_cli_ms'] / 1000:9.3f}  "

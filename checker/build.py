@@ -42,6 +42,8 @@ class BuildTarget:
     csrc_root: str
     source: str  # the kernel source findings point at
     extra_cuda_cflags: tuple[str, ...] = ()
+    # searched before the bundled include/ (a kernel tree with its own sgl_kernel/ headers)
+    include_dirs: tuple[str, ...] = ()
     # per-kernel register budgets (kernel identifier -> registers); "default" for the rest
     register_budget: Mapping[str, int] = field(default_factory=dict)
 
@@ -74,6 +76,7 @@ def build_one(target: BuildTarget, *, lineinfo: bool = False) -> BuildOutcome:
             cuda_wrappers=list(target.wrappers),
             csrc_root=target.csrc_root,
             extra_cuda_cflags=list(target.extra_cuda_cflags),
+            extra_include_paths=list(target.include_dirs),
             lineinfo=lineinfo,
             collect_resources=True,
         )

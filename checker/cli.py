@@ -16,17 +16,19 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import __version__
 from .clang.parse import ParseConfigError, resolve_settings
 from .config import Config, ConfigError, load_config
 from .discover import DiscoveryError, discover
-from .baseline import Baseline, BaselineError
-from .diff import DiffError, DiffScope
-from .engine import CacheOptions, FileResult, RunOptions
 from .finding import Finding, Severity
 from .registry import all_rules, get_rule
+
+if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` need none
+    from .baseline import Baseline
+    from .diff import DiffScope
+    from .engine import FileResult, RunOptions
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 HARNESS_COMMANDS = ("build", "test", "sanitize")
@@ -114,6 +116,8 @@ def _load(args: argparse.Namespace) -> tuple[Config, list[Path]]:
 
 
 def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
+    from .engine import RunOptions
+
     include_dirs = tuple(str((config.root / d).resolve()) for d in config.get("include-dirs"))
     include_dirs += tuple(str(Path(d).resolve()) for d in args.include_dirs)
     defines = tuple(config.get("defines")) + tuple(args.defines)
@@ -124,6 +128,7 @@ def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
 
 def _cache_options(args: argparse.Namespace) -> CacheOptions:
     from .cache import static_root
+    from .engine import CacheOptions
 
     preamble = os.environ.get("KERNEL_CHECK_PREAMBLE", "union")
     if preamble not in ("union", "exact", "off"):
@@ -336,6 +341,15 @@ SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
 }
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors that are the user's to fix: one line and exit 2, no traceback. (Imported
+    here, on the error path: the `--diff` and baseline modules load where they are used.)"""
+    from .baseline import BaselineError
+    from .diff import DiffError
+
+    return UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -344,13 +358,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             return SUBCOMMANDS[argv[0]](argv[1:])
         return command_check(argv)
-    except (UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError) as error:
-        print(f"kernel-check: error: {error}", file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print("kernel-check: interrupted", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        # the reader went away (`kernel-check rules | head`): stop quietly, and point stdout at
+        # /dev/null so the interpreter's final flush does not raise the same error again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
     except Exception as error:  # never a traceback for users; KERNEL_CHECK_DEBUG=1 shows it
+        if isinstance(error, _user_errors()):
+            print(f"kernel-check: error: {error}", file=sys.stderr)
+            return EXIT_ERROR
         if os.environ.get("KERNEL_CHECK_DEBUG"):
             raise
         print(f"kernel-check: internal error: {type(error).__name__}: {error}", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Iterable
 from .config import Config
 from .finding import Finding, Location, Severity
 from .globs import matches_any
-from .model import Span
+from .model import Span, split_lines
 from .registry import get_rule
 
 UNUSED_SUPPRESSION = "KC001"
@@ -39,7 +39,7 @@ class Suppression:
 
 def parse_suppressions(text: str) -> list[Suppression]:
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         for match in _SUPPRESSION_RE.finditer(line):
             codes = tuple(c.strip().upper() for c in match.group(2).split(",") if c.strip())
             found.append(Suppression(number, match.start() + 1, match.group(1), codes))

@@ -10,8 +10,26 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
+
+# Where a line ends, as clang (and every editor) numbers lines: `\r\n`, a lone `\r` or `\n`.
+# Not `str.splitlines()`, which also breaks at \f, \v, \x1c-\x1e, \x85, U+2028 and U+2029 and
+# would put a line number on a line clang does not have.
+_LINE_BREAK = r"\r\n|\r|\n"
+_LINE_BREAK_RE = re.compile(_LINE_BREAK)
+_LINE_BREAK_BYTES_RE = re.compile(_LINE_BREAK.encode())
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` as clang numbers them: line N is item N - 1."""
+    return _LINE_BREAK_RE.split(text)
+
+
+def line_starts(data: bytes) -> list[int]:
+    """The byte offset each line of `data` starts at, as clang numbers lines: line N at N - 1."""
+    return [0, *(match.end() for match in _LINE_BREAK_BYTES_RE.finditer(data))]
 
 
 @dataclass(frozen=True)

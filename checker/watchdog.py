@@ -32,6 +32,9 @@ state before calling (the engine loads libclang and the file's preamble first).
 `timeout` None or <= 0, or a platform without `os.fork`: `fn` runs in this process,
 unbounded (an exception still becomes `Failed`). A `KeyboardInterrupt` or `SystemExit`
 in this process is never swallowed: the child is killed and the exception goes on.
+
+`BoundHere` gives the same outcomes without the fork, for a process that its parent
+watches and kills (a pool worker); `lost` and `killed` are the parent's side of it.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +130,75 @@ def run_bounded(fn: Callable[..., Any], args: tuple[Any, ...] = (), timeout: flo
     return outcome
 
 
+class BoundHere:
+    """`run_bounded`'s contract for calls in *this* process, which its parent watches: a pool
+    worker (`engine._run_pool`) checks file after file without a fork per file (a fork of
+    a process that has libclang and a preamble loaded costs ~45 ms of CPU, a third of a
+    file's check). What the child of `run_bounded` guarantees holds here as follows:
+
+    * time: `on_start(time.monotonic())` tells the parent when a call begins (the clock is
+      system-wide); the parent kills this process at the limit, and a call that returns
+      late still comes back as `TimedOut`, so the outcome never depends on who noticed;
+    * memory: the address space is limited during each call (`RLIMIT_AS`, the same limit
+      as `run_bounded`'s child); a call that ran out of it is `OutOfMemory`, and the process
+      then asks to be replaced (`retire`) rather than keep a heap grown to the limit;
+    * crashes: a segfault ends this process; the parent reports it (`lost`);
+    * stderr: fd 2 points into `errors_fd` (a file the parent can read, `lost` does) during
+      a call; it is replayed after a result and kept in `detail` when there is none;
+    * stdin is /dev/null and this process dies with its parent (set up here, once).
+
+    `retire` also turns true after a call that grew the process by a quarter of the
+    headroom: `OutOfMemory` is told from other failures by the peak size, which for a
+    long-lived process is the peak of every call so far."""
+
+    def __init__(self, errors_fd: int, on_start: Callable[[float], None], *,
+                 memory_headroom: int | None = DEFAULT_MEMORY_HEADROOM) -> None:
+        self.errors_fd = errors_fd
+        self.on_start = on_start
+        self.memory_headroom = memory_headroom
+        self.retire = False
+        _die_with_parent()
+        _null_stdin()
+        _faults_to_fd2()
+
+    def __call__(self, fn: Callable[..., Any], args: tuple[Any, ...] = (), timeout: float | None = None) -> Any:
+        if timeout is None or timeout <= 0:
+            return _run_inline(fn, args)
+        memory = _Memory.now(self.memory_headroom)
+        os.ftruncate(self.errors_fd, 0)  # what `lost` reads is this call's stderr alone
+        os.lseek(self.errors_fd, 0, os.SEEK_SET)
+        with _stderr_into(self.errors_fd), _address_space(memory.limit):
+            started = time.monotonic()
+            self.on_start(started)
+            try:
+                kind, value = "ok", fn(*args)
+            except Exception as error:  # noqa: BLE001 - becomes Failed / OutOfMemory, as in a child
+                kind, value = _raised(error)
+            elapsed = time.monotonic() - started
+        errors = os.pread(self.errors_fd, _STDERR_KEEP, 0)
+        if elapsed > timeout:
+            return TimedOut(timed_out_message(float(timeout)), _tail(errors), limit=float(timeout))
+        outcome = _outcome(kind, value, memory, _tail(errors))
+        self.retire = isinstance(outcome, OutOfMemory) or _grew(memory, self.memory_headroom)
+        if errors and not isinstance(outcome, Stopped):
+            _replay(errors)
+        return outcome
+
+
+def lost(exit_code: int | None, errors_fd: int) -> Crashed:
+    """Why a `BoundHere` process ended during a call: `exit_code` as `multiprocessing`
+    gives it (negative: the signal), with the call's stderr from `errors_fd`."""
+    errors = _tail(os.pread(errors_fd, _STDERR_KEEP, 0))
+    if exit_code is not None and exit_code < 0:
+        return _ended(-exit_code, None, "it died while checking this file", errors)
+    return _ended(None, exit_code, "it died while checking this file", errors)
+
+
+def killed(limit: float, errors_fd: int) -> TimedOut:
+    """A `BoundHere` process killed at the time limit: the call's stderr kept as detail."""
+    return TimedOut(timed_out_message(limit), _tail(os.pread(errors_fd, _STDERR_KEEP, 0)), limit=limit)
+
+
 @dataclass(frozen=True)
 class _Memory:
     """The child's RLIMIT_AS (None: no limit) and this process's size when it was set."""
@@ -166,6 +239,46 @@ def _run_inline(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         return fn(*args)
     except Exception as error:
         return _failed(error, traceback.format_exc())
+
+
+@contextmanager
+def _stderr_into(fd: int) -> Iterator[None]:
+    """File descriptor 2 (libclang's reports, Python's warnings) into `fd` for a while."""
+    _flush(sys.stderr)
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    try:
+        yield
+    finally:
+        _flush(sys.stderr)
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+@contextmanager
+def _address_space(limit: int | None) -> Iterator[None]:
+    """`RLIMIT_AS` at most `limit` bytes for a while (None: unchanged), then as it was."""
+    import resource
+
+    if limit is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    except (OSError, ValueError):  # as in the child: no limit rather than no check
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _grew(memory: _Memory, headroom: int | None) -> bool:
+    peak = _peak_virtual_size()
+    return headroom is not None and memory.limit is not None and peak is not None \
+        and peak - memory.base >= headroom // 4
 
 
 def _flush(stream: Any) -> None:
@@ -255,6 +368,11 @@ def _decode(payload: bytes, status: int | None, memory: _Memory, errors: str) ->
         kind, value = pickle.loads(payload)
     except Exception as error:  # a torn message: the child died while writing it
         return _crashed(status, f"its result could not be read back ({type(error).__name__})", errors)
+    return _outcome(kind, value, memory, errors)
+
+
+def _outcome(kind: str, value: Any, memory: _Memory, errors: str) -> Any:
+    """What a call's ("ok", result) or ("raised", (type, text, trace, peak)) comes to."""
     if kind == "ok":
         return value
     error_type, text, trace, peak = value
@@ -269,13 +387,19 @@ def _decode(payload: bytes, status: int | None, memory: _Memory, errors: str) ->
 
 def _crashed(status: int | None, why: str, errors: str) -> Crashed:
     if status is not None and os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
+        return _ended(os.WTERMSIG(status), None, why, errors)
+    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+    return _ended(None, code, why, errors)
+
+
+def _ended(number: int | None, code: int | None, why: str, errors: str) -> Crashed:
+    """A process ended by signal `number`, else with exit status `code` (None: unknown)."""
+    if number is not None:
         name = _signal_name(number)
         hint = " (perhaps out of memory)" if number == signal.SIGKILL else ""
         detail = "\n".join(part for part in (f"the checking process was ended by {name}; {why}", errors) if part)
         return Crashed(f"not checked: the static pipeline crashed on this file ({name}){hint}",
                        detail, signal=number)
-    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
     detail = "\n".join(part for part in (f"the checking process ended with status {code}; {why}", errors) if part)
     return Crashed(f"not checked: the static pipeline crashed on this file (exit status {code})",
                    detail, exit_code=code)
@@ -313,6 +437,12 @@ def _peak_virtual_size() -> int | None:
     return None
 
 
+def _raised(error: BaseException) -> tuple[str, tuple[str, str, str, int | None]]:
+    """The message for a call that raised `error` (called in its `except` block)."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return "raised", (type(error).__name__, text, traceback.format_exc(), _peak_virtual_size())
+
+
 # -- the child -----------------------------------------------------------------------------
 def _child(fn: Callable[..., Any], args: tuple[Any, ...], result_fd: int, errors_fd: int,
            parent: int, limit_bytes: int | None) -> None:
@@ -322,9 +452,7 @@ def _child(fn: Callable[..., Any], args: tuple[Any, ...], result_fd: int, errors
         try:
             message = ("ok", fn(*args))
         except BaseException as error:  # noqa: BLE001 - everything goes back to the parent
-            text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            message = ("raised", (type(error).__name__, text, traceback.format_exc(),
-                                  _peak_virtual_size()))
+            message = _raised(error)
         try:
             data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException as error:  # noqa: BLE001 - an unpicklable result
@@ -347,15 +475,10 @@ def _child_setup(parent: int, errors_fd: int, limit_bytes: int | None) -> None:
     _die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(71)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+    _null_stdin()
     os.dup2(errors_fd, 2)  # libclang's crash reports and Python's warnings go to the parent
     os.close(errors_fd)
-    import faulthandler
-
-    if faulthandler.is_enabled():  # its dump belongs in the captured stderr too, not on a terminal
-        faulthandler.enable(file=2, all_threads=True)
+    _faults_to_fd2()
     if limit_bytes is not None:
         try:
             import resource
@@ -366,6 +489,21 @@ def _child_setup(parent: int, errors_fd: int, limit_bytes: int | None) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, hard))
         except (ImportError, OSError, ValueError):
             pass
+
+
+def _faults_to_fd2() -> None:
+    """A fault handler's dump belongs in the captured stderr too, not on a terminal (pytest
+    points it at a copy of the original stderr)."""
+    import faulthandler
+
+    if faulthandler.is_enabled():
+        faulthandler.enable(file=2, all_threads=True)
+
+
+def _null_stdin() -> None:
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def _die_with_parent() -> None:

@@ -2,7 +2,9 @@
 Advisory. For specs marked `memory_bound`, times the kernel at a large shape with CUDA
 events (alone on the GPU) and compares the bytes it moves per second with a
 device-to-device copy measured on the same GPU. Reports when it reaches less than the
-floor (`--bandwidth-floor`, default 0.8).
+floor (`--bandwidth-floor`, default 0.8). A shape whose call moves less than 64 MiB
+(about a GPU's L2) is not judged: its figure would be the cache's or the launch latency's;
+the summary shows `n/a` there.
 
 ## Why is this bad?
 A memory-bound kernel far below the copy bandwidth leaves performance on the table:

@@ -424,3 +424,17 @@ def test_force_exclude_applies_config_excludes_to_explicit_files(project, capsys
     # only excluded files: nothing to check is a clean run, not an error
     assert main(["--force-exclude", "vendored/lib/a.py", "pkg/gen_ops.py"]) == 0
     assert capsys.readouterr().out.startswith("All checks passed.")
+
+
+@pytest.mark.parametrize("argv", [["rules"], ["rule", "KC101"]])
+def test_a_closed_output_pipe_ends_quietly(argv):
+    """`kernel-check rules | head -1`: the reader leaves early; no traceback, no internal error."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "kernel_check", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # before the child has written anything: every write hits a closed pipe
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) in (0, 2)
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr

@@ -3,13 +3,16 @@ overlap, and a file that takes too long costs that file only."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import multiprocessing
+import os
 from pathlib import Path
 
 import pytest
 
-from kernel_check import engine
+from kernel_check import engine, watchdog
 from kernel_check.cache import static_root
 from kernel_check.engine import run_static
 from test_cache import KERNEL, PYTHON, make_tree, options, plain
@@ -101,3 +104,64 @@ def test_concurrent_runs_share_the_cache_safely(tree, tmp_path: Path) -> None:
     manifests = list((static_root(cache) / "preamble").glob("*/manifest.json"))
     for manifest in manifests:
         assert len(json.loads(manifest.read_text())["entries"]) == 1  # built once, not per run
+
+
+# -- a pool worker is its files' bounded unit (watchdog.BoundHere) ---------------------------
+def _misbehaving(victim: str, how: str):
+    """`engine._raw_findings`, except on `victim`: the forked workers inherit the patch."""
+    real = engine._raw_findings
+
+    def raw_findings(path, *args):
+        if str(path) == victim:
+            os.write(2, b"a last word from the worker\n")
+            if how == "segfault":
+                ctypes.string_at(0)
+            blocks = []
+            while True:  # to the worker's address-space limit
+                blocks.append(bytearray(64 << 20))
+        return real(path, *args)
+
+    return raw_findings
+
+
+@pytest.mark.parametrize("how", ["segfault", "memory"])
+def test_a_crash_or_memory_hog_in_a_worker_costs_one_file(tree, monkeypatch, how: str) -> None:
+    root, files, cache = tree
+    victim = files[1]
+    monkeypatch.setattr(engine, "_raw_findings", _misbehaving(str(victim), how))
+    if how == "memory":  # a smaller headroom than the default 4 GiB: the test stays quick
+        monkeypatch.setattr(watchdog.BoundHere, "__init__",
+                            functools.partialmethod(watchdog.BoundHere.__init__, memory_headroom=512 << 20))
+    results = run_static(files, options(root, cache, jobs=2))
+    assert [r.path for r in results] == [str(p) for p in files]
+    expected = plain(files, root)
+    for index, (result, wanted) in enumerate(zip(results, expected)):
+        if index != files.index(victim):
+            assert result.findings == wanted
+    (finding,) = results[files.index(victim)].findings
+    assert finding.code == "KC000"
+    if how == "segfault":
+        assert "crashed on this file (SIGSEGV)" in finding.message
+        assert "a last word from the worker" in finding.detail  # the worker's stderr, kept
+    else:
+        assert "out of memory" in finding.message
+    again = run_static(files, options(root, cache, jobs=2))  # never cached
+    assert not again[files.index(victim)].cached
+
+
+def test_pool_workers_do_not_fork_per_file(tree, monkeypatch) -> None:
+    root, files, cache = tree
+    forks = multiprocessing.get_context("fork").Value("i", 0)
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            with forks.get_lock():
+                forks.value += 1
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    run_static(files, options(root, cache, jobs=2, strategy="off"))
+    assert engine.last_stats.workers == 2
+    assert forks.value == 2  # the two workers; no child per file inside them

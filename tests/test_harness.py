@@ -328,6 +328,44 @@ def test_sanitizer_tools_run_side_by_side_after_each_specs_cases(monkeypatch, tm
     assert peak[0] > 1
 
 
+@pytest.fixture
+def stop_after_test():
+    from kernel_check.harness import process
+
+    yield process
+    process.reset_stop()
+
+
+def test_stop_all_kills_a_running_child_and_refuses_new_ones(stop_after_test):
+    import sys
+    import threading
+    import time
+
+    process = stop_after_test
+    threading.Timer(0.5, process.stop_all).start()
+    started = time.monotonic()
+    exit_ = process.run_child([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+                              {}, startup_timeout=60, case_timeout=60)
+    assert exit_.stopped and not exit_.timed_out and exit_.output == ["up"]
+    assert time.monotonic() - started < 10  # killed, not waited for
+    assert process.run_child([sys.executable, "-c", "pass"], {}, startup_timeout=60, case_timeout=60).stopped
+
+
+def test_a_stopped_spec_is_incomplete_not_hung(stop_after_test, tmp_path):
+    from kernel_check.harness import run as run_mod
+    from kernel_check.harness.build import SpecBuilds
+    from kernel_check.harness.report import Progress
+
+    spec = make_spec(name="cut", spec_path=str(tmp_path / "cut_spec.py"))
+    builds = SpecBuilds(libraries={spec.name: {i.id: "cut.so" for i in spec.instantiations}})
+    run = run_mod.SpecRun(spec)
+    stop_after_test.stop_all()
+    run_mod.run_cases(run, builds, run_mod.RunOptions(), "0", tmp_path, Progress(enabled=False))
+    assert not run.complete and run.findings == [] and run.hung == set()
+    rows = run_mod.summary_rows([run], builds, ())
+    assert all(row.kernel.endswith(" (stopped)") for row in rows)
+
+
 # ----- sanitizer output (captured on an H200 with compute-sanitizer 2025.3.1) -----
 
 
@@ -422,3 +460,13 @@ def test_cli_without_nvcc_says_how_to_install(monkeypatch, tmp_path, capsys):
     assert cli.main(["build", str(FIXTURES)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "nvidia-cuda-nvcc" in err and "CUDA_HOME" in err
+
+
+def test_a_specs_include_dirs_come_before_the_bundled_headers(tmp_path):
+    from kernel_check.harness.build import spec_target
+    from kernel_check.harness.run import source_dirs
+
+    spec = make_spec(spec_path=str(tmp_path / "k_spec.py"), include_dirs=("vendor/include",))
+    target = spec_target(spec, spec.instantiations[0], {})
+    assert target.include_dirs == (str(tmp_path / "vendor/include"),)
+    assert tmp_path / "vendor/include/sgl_kernel" in source_dirs(spec)  # sanitizer file names resolve there

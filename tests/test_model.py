@@ -130,3 +130,44 @@ def test_error_spans_cover_broken_declarations(tmp_path: Path) -> None:
     unit = parse_file(path, source, resolve_settings("hermetic"))
     model = extract(unit, source, source.encode())
     assert unit.errors and model.error_spans and model.error_spans[0].line == 2
+
+
+def test_shared_reads_answer_what_the_bindings_answer(tmp_path: Path) -> None:
+    """`clang/tree.py` (installed by `extract`) keeps libclang's answers on the cursor objects;
+    every kept answer must be the one the bindings give for that cursor."""
+    import clang.cindex as ci
+
+    from kernel_check.clang import tree
+
+    path = tmp_path / "sample.cuh"
+    unit = parse_file(path, SOURCE, resolve_settings("hermetic"))
+    extract(unit, SOURCE, SOURCE.encode())  # installs the shared reads
+    original = tree.ORIGINALS
+    checked = 0
+    pending = list(unit.tu.cursor.get_children())
+    while pending:
+        cursor = pending.pop()
+        for _ in range(2):  # the first read keeps an answer, the second returns it
+            children = list(cursor.get_children())
+            assert children == list(original[ci.Cursor, "get_children"](cursor))
+            for name in tree.KEPT_CURSOR_PROPERTIES:  # some assert a cursor kind (enum_type)
+                if name == "mangled_name" and cursor.kind != ci.CursorKind.FUNCTION_DECL:
+                    continue  # libclang crashes on some other kinds (the extraction never asks)
+                assert _answer(lambda c: getattr(c, name), cursor) == \
+                    _answer(original[ci.Cursor, name].fget, cursor), name
+            extent = cursor.extent
+            for end in ("start", "end"):
+                assert getattr(extent, end) == original[ci.SourceRange, end].fget(extent)
+            file = cursor.location.file
+            if file is not None:
+                assert file.name == original[ci.File, "name"].fget(file)
+        checked += 1
+        pending.extend(children)
+    assert checked > 100
+
+
+def _answer(read, cursor) -> tuple:
+    try:
+        return "ok", read(cursor)
+    except Exception as error:  # noqa: BLE001 - the same error either way
+        return "raised", type(error)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import bisect
-from typing import Iterator
+import ctypes
+import functools
+from typing import Any, Iterator
 
 import clang.cindex as ci
 
-from ..model import Span, TypeInfo
+from ..model import Span, TypeInfo, line_starts
 
 K = ci.CursorKind
 
@@ -18,6 +20,27 @@ TEMPLATE_PARAM_KINDS = {
     K.TEMPLATE_NON_TYPE_PARAMETER: "non_type",
     K.TEMPLATE_TEMPLATE_PARAMETER: "template",
 }
+
+
+# How many AST levels a recursive pass (the data-flow walk) descends. Far deeper than written
+# code nests, and low enough that the walk's frames (up to 4 per level, for nested calls)
+# stay well within Python's default recursion limit of 1000: past it, the error surfaces
+# inside libclang's visitor callback, as a ctypes error or printed with the children dropped.
+MAX_NESTING = 150
+
+
+class NestedTooDeeply(Exception):
+    """A pass reached `MAX_NESTING` (generated code: a sum of thousands of terms). The file
+    is then one KC000 that names the limit: a model cut off at some depth could make rules
+    report what the cut-off code would have disproved."""
+
+    def __init__(self, cursor: ci.Cursor, path: str) -> None:
+        start = cursor.extent.start
+        here = start.file is not None and start.file.name == path
+        self.line: int = start.line if here else 1  # a header's position is not the file's
+        self.column: int = start.column if here else 1
+        super().__init__(f"code nested more than {MAX_NESTING} levels deep (a generated expression?); "
+                         "too deep to analyze, no rule checked this file")
 
 
 def file_name(cursor: ci.Cursor) -> str | None:
@@ -46,10 +69,31 @@ def children(cursor: ci.Cursor) -> list[ci.Cursor]:
 
 
 def walk(cursor: ci.Cursor) -> Iterator[ci.Cursor]:
-    """Pre-order walk below `cursor` (not including it)."""
-    for child in cursor.get_children():
+    """Pre-order walk below `cursor` (not including it). An explicit stack of child iterators,
+    not recursion: generated code nests expressions thousands of levels deep, and a recursion
+    error inside libclang's child-visitor callback is only printed, its children dropped."""
+    pending = [iter(cursor.get_children())]
+    while pending:
+        child = next(pending[-1], None)
+        if child is None:
+            pending.pop()
+            continue
         yield child
-        yield from walk(child)
+        pending.append(iter(child.get_children()))
+
+
+def is_invalid_declaration(cursor: ci.Cursor) -> bool:
+    """Whether clang marked the declaration invalid (its type or a redeclaration was wrong),
+    which the bindings have no method for."""
+    return bool(_is_invalid_declaration_fn()(cursor))
+
+
+@functools.lru_cache(maxsize=1)
+def _is_invalid_declaration_fn() -> Any:
+    function = ci.conf.lib.clang_isInvalidDeclaration
+    function.argtypes = [ci.Cursor]
+    function.restype = ctypes.c_uint
+    return function
 
 
 def has_child_kind(cursor: ci.Cursor, kind: ci.CursorKind) -> bool:
@@ -120,11 +164,7 @@ class Positions:
     """Byte offset -> `Span` for one file's bytes (clang columns are 1-based byte columns)."""
 
     def __init__(self, data: bytes) -> None:
-        self._line_starts = [0]
-        index = data.find(b"\n")
-        while index != -1:
-            self._line_starts.append(index + 1)
-            index = data.find(b"\n", index + 1)
+        self._line_starts = line_starts(data)  # a lone \r ends a line for clang too
 
     def span(self, start: int, end: int) -> Span:
         line, column = self._line_column(start)

@@ -46,7 +46,10 @@ from ..model import (
     AccessKind, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, LaunchCandidates,
     LaunchedKernel, PdlCall, PdlCallKind, PointerAccess, Span,
 )
-from .cursors import FUNCTION_KINDS, K, RECORD_KINDS, has_child_kind, qualified_name, span_of, walk
+from .cursors import (
+    FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, K, NestedTooDeeply, has_child_kind, qualified_name,
+    span_of, walk,
+)
 
 T = ci.TypeKind
 
@@ -474,20 +477,29 @@ class _Walker:
 
     # -- dispatch ------------------------------------------------------------------------------
     def visit(self, node: ci.Cursor, use: _Use = _Use.READ) -> Values:
-        kind = node.kind
-        handler = _HANDLERS.get(kind)
-        if handler is not None:
-            return handler(self, node, use)
-        if kind in _CAST_KINDS or kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
-            return self._visit_wrapper(node, use)
-        if kind == K.LAMBDA_EXPR:
-            self._lambda(node)
+        # Recursive, one level per AST level; the depth counts across the walks of callee
+        # summaries too, since those nest inside a call's visit on the same stack.
+        extractor = self.extractor
+        if extractor.nesting >= MAX_NESTING:
+            raise NestedTooDeeply(node, extractor.path)
+        extractor.nesting += 1
+        try:
+            kind = node.kind
+            handler = _HANDLERS.get(kind)
+            if handler is not None:
+                return handler(self, node, use)
+            if kind in _CAST_KINDS or kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+                return self._visit_wrapper(node, use)
+            if kind == K.LAMBDA_EXPR:
+                self._lambda(node)
+                return ()
+            if kind in _UNEVALUATED or kind.is_declaration():
+                return ()  # sizeof operands, local types, aliases, static_asserts: nothing runs
+            for child in node.get_children():
+                self.visit(child)
             return ()
-        if kind in _UNEVALUATED or kind.is_declaration():
-            return ()  # sizeof operands, local types, aliases, static_asserts: nothing runs
-        for child in node.get_children():
-            self.visit(child)
-        return ()
+        finally:
+            extractor.nesting -= 1
 
     def _visit_wrapper(self, node: ci.Cursor, use: _Use) -> Values:
         children = self._children(node)
@@ -1085,6 +1097,7 @@ class DataflowExtractor:
         self.source = _SourceBytes(path, data)
         self._walks: dict[ci.Cursor, _WalkResult | None] = {}  # None while in progress
         self._skipped: list[Span] | None = None
+        self.nesting = 0  # `_Walker.visit` levels open now, in all walks (see MAX_NESTING)
 
     def add_function(self, cursor: ci.Cursor, body: ci.Cursor | None, function: Function) -> None:
         """Record the facts of a kernel or device function definition of the checked file."""

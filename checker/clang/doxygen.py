@@ -21,15 +21,27 @@ _COPIES_DOC_RE = re.compile(r"[\\@](?:copydoc|copydetails|overload|inheritdoc)\b
 
 def _line_starts(data: bytes) -> list[int]:
     starts = [0]
-    for index, byte in enumerate(data):
-        if byte == 0x0A:
-            starts.append(index + 1)
+    index = data.find(b"\n")
+    while index != -1:
+        starts.append(index + 1)
+        index = data.find(b"\n", index + 1)
     return starts
 
 
-def preceding_comment(data: bytes, decl_start: int) -> DocComment | None:
-    """The comment block ending on the line(s) right above byte offset `decl_start`."""
-    starts = _line_starts(data)
+class Comments:
+    """The comments of one file's bytes, read on demand; the line starts are found once
+    per file, not once per declaration (a Python pass over every byte)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.starts = _line_starts(data)
+
+    def preceding(self, decl_start: int) -> DocComment | None:
+        """The comment block ending on the line(s) right above byte offset `decl_start`."""
+        return _preceding_comment(self.data, self.starts, decl_start)
+
+
+def _preceding_comment(data: bytes, starts: list[int], decl_start: int) -> DocComment | None:
     line_index = _line_of(starts, decl_start)
     lines: list[tuple[int, str]] = []
     in_block = False

@@ -11,17 +11,18 @@ import re
 import clang.cindex as ci
 
 from ..model import (
-    Field, Function, FunctionKind, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam,
+    Field, Function, FunctionKind, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam, line_starts,
 )
 from .cursors import (
     FUNCTION_KINDS, K, RECORD_KINDS, TEMPLATE_PARAM_KINDS, children, has_child_kind, in_file,
-    is_exported, name_span, qualified_name, source_text, span_of, type_info, walk,
+    is_exported, is_invalid_declaration, name_span, qualified_name, source_text, span_of, type_info, walk,
 )
 from .dataflow_facts import DataflowExtractor
-from .doxygen import preceding_comment
+from .doxygen import Comments
 from .integer_facts import extract_integer_and_scope_facts
 from .launcher_facts import collect_function_facts, function_usr
 from .parse import ParsedUnit
+from .tree import share_reads
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _DEVICE_SPECIFIER_TOKENS = ("SGL_DEVICE", "SGL_DEVICE_HOST", "__device__", "__forceinline__",
@@ -36,6 +37,7 @@ class _Extractor:
         self.model = SourceModel(path=unit.path, text=text, data=data)
         self.top_level: list[ci.Cursor] = []  # the file's own translation-unit-level cursors
         self.dataflow = DataflowExtractor(self.model.dataflow_facts, unit.path, data)
+        self.comments = Comments(data)
 
     # -- traversal -----------------------------------------------------------------------
     def run(self) -> SourceModel:
@@ -44,14 +46,21 @@ class _Extractor:
         self.model.error_spans = self._error_spans()
         return self.model
 
-    def _visit_scope(self, scope: ci.Cursor) -> None:
-        for cursor in scope.get_children():
+    def _visit_scope(self, root: ci.Cursor) -> None:
+        """Functions and structs in ``root`` and its nested namespaces, in source order.
+        Iterative: generated code can nest namespaces deeper than Python's recursion limit."""
+        pending = [iter(root.get_children())]
+        while pending:
+            cursor = next(pending[-1], None)
+            if cursor is None:
+                pending.pop()
+                continue
             if not in_file(cursor, self.path):
                 continue
-            if scope.kind == K.TRANSLATION_UNIT:
+            if len(pending) == 1:
                 self.top_level.append(cursor)
             if cursor.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
-                self._visit_scope(cursor)
+                pending.append(iter(cursor.get_children()))
             elif cursor.kind in FUNCTION_KINDS and not _is_implicit_instantiation(cursor):
                 self._add_function(cursor)
             elif cursor.kind in RECORD_KINDS:
@@ -74,7 +83,7 @@ class _Extractor:
             params=[self._param(p) for p in cursor.get_children() if p.kind == K.PARM_DECL],
             template_params=_template_params(cursor),
             return_type=cursor.result_type.spelling,
-            doc=preceding_comment(self.data, cursor.extent.start.offset),
+            doc=self.comments.preceding(cursor.extent.start.offset),
             is_exported=is_exported(cursor),
             is_definition=body is not None,
             is_method=cursor.kind in (K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR),
@@ -102,11 +111,8 @@ class _Extractor:
         if cursor.kind == K.FUNCTION_TEMPLATE or self.data[start:start + 8] == b"template":
             start = _skip_template_header(self.data, start)
         line_start = self.data.rfind(b"\n", 0, start) + 1
-        words = list(_WORD_RE.finditer(self.data, line_start))
         leading = []
-        for word in words:
-            if word.start() < line_start:
-                continue
+        for word in _WORD_RE.finditer(self.data, line_start):  # lazily: the loop stops early
             if word.group().decode(errors="replace") not in _DEVICE_SPECIFIER_TOKENS:
                 if word.start() >= start:
                     break
@@ -122,18 +128,19 @@ class _Extractor:
         return " ".join(w.group().decode(errors="replace") for w in leading), span
 
     def _param(self, cursor: ci.Cursor) -> Param:
+        restrict_insert_offset, is_grid_constant = _declarator_tokens(cursor)
         return Param(
             name=cursor.spelling,
             type=type_info(cursor.type),
             span=span_of(cursor.extent),
-            restrict_insert_offset=_restrict_insert_offset(cursor),
-            is_grid_constant=any(t.spelling == "__grid_constant__" for t in cursor.get_tokens()),
+            restrict_insert_offset=restrict_insert_offset,
+            is_grid_constant=is_grid_constant,
         )
 
     # -- structs ---------------------------------------------------------------------------
     def _add_struct(self, cursor: ci.Cursor) -> None:
         fields = [
-            Field(c.spelling, type_info(c.type), span_of(c.extent), _restrict_insert_offset(c))
+            Field(c.spelling, type_info(c.type), span_of(c.extent), _declarator_tokens(c)[0])
             for c in cursor.get_children()
             if c.kind == K.FIELD_DECL
         ]
@@ -144,7 +151,7 @@ class _Extractor:
             name_span=name_span(cursor),
             fields=fields,
             template_params=_template_params(cursor),
-            doc=preceding_comment(self.data, cursor.extent.start.offset),
+            doc=self.comments.preceding(cursor.extent.start.offset),
             is_exported=is_exported(cursor),
             is_class=cursor.kind != K.STRUCT_DECL,
             is_definition=cursor.is_definition(),
@@ -239,17 +246,21 @@ class _Extractor:
 
     # -- parse errors ------------------------------------------------------------------------
     def _error_spans(self) -> list[Span]:
-        """Top-level declaration extents containing an error; a file-wide span when an
-        error lies in an included header (every type may then be wrong) or is fatal (clang
-        stops reporting, yet still builds the invalid declarations that follow)."""
+        """Top-level declaration extents containing an error, and those of declarations
+        clang marked invalid; a file-wide span when an error lies in an included header
+        (every type may then be wrong) or is fatal (clang stops reporting, yet still builds
+        the invalid declarations that follow)."""
         errors = self.unit.errors
         if not errors:
             return []
         if any(not e.in_main_file or e.fatal for e in errors):
-            size = len(self.data)
-            return [Span(1, 1, self.model.text.count("\n") + 2, 1, 0, size + 1)]
-        spans = []
-        declarations = [span_of(c.extent) for c in _main_file_declarations(self.unit.tu.cursor, self.path)]
+            lines = len(line_starts(self.data))  # as clang counts them: a lone \r ends a line too
+            return [Span(1, 1, lines + 1, 1, 0, len(self.data) + 1)]
+        found = _main_file_declarations(self.unit.tu.cursor, self.path)
+        declarations = [span_of(c.extent) for c in found if c.kind in FUNCTION_KINDS or c.kind in RECORD_KINDS]
+        # clang reports an error once: a declaration it made invalid because of another's (a
+        # third definition after the reported redefinition) has no diagnostic of its own
+        spans = [span_of(c.extent) for c in found if is_invalid_declaration(c)]
         for error in errors:
             containing = [s for s in declarations if s.start <= error.offset <= s.end]
             if containing:
@@ -289,16 +300,23 @@ def _access(cursor: ci.Cursor) -> str:
 
 
 def _main_file_declarations(scope: ci.Cursor, path: str) -> list[ci.Cursor]:
-    """Functions and records of the checked file, descending only through its own scopes
-    (never into the thousands of header declarations)."""
+    """Declarations of the checked file outside function bodies (functions, records, their
+    members, variables...), descending only through its own scopes (never into the
+    thousands of header declarations)."""
     found = []
-    for cursor in scope.get_children():
-        if not in_file(cursor, path):
+    pending = [iter(scope.get_children())]  # iterative: nesting may exceed the recursion limit
+    while pending:
+        cursor = next(pending[-1], None)
+        if cursor is None:
+            pending.pop()
+        elif not in_file(cursor, path):
             continue
-        if cursor.kind in FUNCTION_KINDS or cursor.kind in RECORD_KINDS:
+        elif cursor.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
+            pending.append(iter(cursor.get_children()))
+        elif cursor.kind.is_declaration():
             found.append(cursor)
-        if cursor.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL) or cursor.kind in RECORD_KINDS:
-            found.extend(_main_file_declarations(cursor, path))
+            if cursor.kind in RECORD_KINDS:
+                pending.append(iter(cursor.get_children()))
     return found
 
 
@@ -311,8 +329,10 @@ def _template_params(cursor: ci.Cursor) -> list[TemplateParam]:
 
 
 def _is_call_operator_ref(cursor: ci.Cursor) -> bool:
+    if cursor.kind not in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR):
+        return False  # before `referenced`: a C call, asked of every call's every child
     ref = cursor.referenced
-    return cursor.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR) and ref is not None and ref.spelling == "operator()"
+    return ref is not None and ref.spelling == "operator()"
 
 
 def _is_launch_kernel_object(cursor: ci.Cursor) -> bool:
@@ -334,17 +354,24 @@ def _template_args_text(expr: ci.Cursor) -> str:
     return " ".join(tokens[start + 1:end]).replace(" , ", ", ")
 
 
-def _restrict_insert_offset(cursor: ci.Cursor) -> int | None:
-    """Just after the last `*` before the declared name, if the declarator spells one."""
-    offset = None
+def _declarator_tokens(cursor: ci.Cursor) -> tuple[int | None, bool]:
+    """From one pass over a declaration's tokens (each spelling is a libclang call): where
+    `__restrict__` would go -- just after the last `*` before the declared name, if the
+    declarator spells one -- and whether `__grid_constant__` is written."""
+    offset, named, grid_constant = None, False, False
     for token in cursor.get_tokens():
-        if token.spelling == cursor.spelling and token.kind == ci.TokenKind.IDENTIFIER:
-            break
-        if token.spelling == "*":
+        spelling = token.spelling
+        grid_constant = grid_constant or spelling == "__grid_constant__"
+        if named:
+            continue
+        if spelling == cursor.spelling and token.kind == ci.TokenKind.IDENTIFIER:
+            named = True
+        elif spelling == "*":
             offset = token.extent.end.offset
-    return offset
+    return offset, grid_constant
 
 
 def extract(unit: ParsedUnit, text: str, data: bytes) -> SourceModel:
     """Build the model of one parsed file."""
+    share_reads(ci)  # every pass below reads the same cursor objects, each once (tree.py)
     return _Extractor(unit, text, data).run()

@@ -779,22 +779,29 @@ class _BodyFacts:
                     self.function.usr, index, "", self._span(param), "vector_param", vector.width,
                     param.type.get_pointee().spelling, self.function.path))
 
-    def _visit(self, node: ci.Cursor, ancestors: list[ci.Cursor]) -> None:
-        kind = node.kind
-        if kind == K.CALL_EXPR:
-            self._on_call(node, ancestors)
-        elif kind == K.VAR_DECL:
-            self._on_variable(node)
-        elif kind == K.BINARY_OPERATOR:
-            self._on_assignment(node)
-        elif self.device and kind in _VECTOR_CASTS:
-            self._on_cast(node)
-        elif kind == K.INIT_LIST_EXPR and not self.device:
-            self._add_handoffs(node, "{...}", children(node))
-        ancestors.append(node)
-        for child in node.get_children():
-            self._visit(child, ancestors)
-        ancestors.pop()
+    def _visit(self, root: ci.Cursor, ancestors: list[ci.Cursor]) -> None:
+        """Pre-order over `root`'s subtree, each node seen with its ancestors (outermost
+        first). An explicit stack, not recursion: generated code nests expressions thousands
+        of levels deep, past Python's recursion limit."""
+        base = len(ancestors)
+        pending = [(root, base)]  # (node, its depth = how many ancestors it has)
+        while pending:
+            node, depth = pending.pop()
+            del ancestors[depth:]
+            kind = node.kind
+            if kind == K.CALL_EXPR:
+                self._on_call(node, ancestors)
+            elif kind == K.VAR_DECL:
+                self._on_variable(node)
+            elif kind == K.BINARY_OPERATOR:
+                self._on_assignment(node)
+            elif self.device and kind in _VECTOR_CASTS:
+                self._on_cast(node)
+            elif kind == K.INIT_LIST_EXPR and not self.device:
+                self._add_handoffs(node, "{...}", children(node))
+            ancestors.append(node)
+            pending.extend((child, depth + 1) for child in reversed(children(node)))
+        del ancestors[base:]
 
     def _span(self, cursor: ci.Cursor) -> Span:
         return span_of(cursor.extent)
@@ -924,37 +931,30 @@ class _BodyFacts:
                         record: ci.Type | None = None) -> Iterator[_TensorSource]:
         """The tensors whose data an expression carries, with the struct field each fills.
         `record` is the struct type an initializer list below initializes (a dependent
-        `Params<T>{...}` list has no type of its own)."""
-        node = _strip_wrappers(expression)
-        if node.kind == K.CALL_EXPR and callee_name(node) == "data_ptr":
-            obj = _member_call_object(node)
-            tensor = self._tensor_name(obj) if obj is not None else None
-            if tensor is not None:
-                yield _TensorSource(field_name, tensor, self._span(node))
-                return
-        if node.kind == K.DECL_REF_EXPR:
-            decl = _referenced(node)
-            for source in self.state.tensor_sources.get(decl.hash if decl is not None else 0, []):
-                yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
-            return
-        if node.kind == K.INIT_LIST_EXPR:
-            fields = _record_fields(node.type) or (_record_fields(record) if record is not None else [])
-            yield from self._initializer_list_sources(node, field_name, fields)
-            return
-        own_record = node.type if _record_fields(node.type) else record
-        for child in node.get_children():
-            yield from self._tensor_sources(child, field_name, own_record)
-
-    def _initializer_list_sources(self, init_list: ci.Cursor, field_name: str,
-                                  fields: list[str]) -> Iterator[_TensorSource]:
-        for index, element in enumerate(children(init_list)):
-            parts = children(element)
-            designator = next((c for c in parts if c.kind == K.MEMBER_REF), None)
-            if designator is not None:
-                name = designator.spelling
-            else:
-                name = fields[index] if index < len(fields) else ""
-            yield from self._tensor_sources(element, field_name or name)
+        `Params<T>{...}` list has no type of its own). Pre-order with an explicit stack, not
+        recursion: generated code nests expressions thousands of levels deep."""
+        pending: list[tuple[ci.Cursor, str, ci.Type | None]] = [(expression, field_name, record)]
+        while pending:
+            expression, field_name, record = pending.pop()
+            node = _strip_wrappers(expression)
+            if node.kind == K.CALL_EXPR and callee_name(node) == "data_ptr":
+                obj = _member_call_object(node)
+                tensor = self._tensor_name(obj) if obj is not None else None
+                if tensor is not None:
+                    yield _TensorSource(field_name, tensor, self._span(node))
+                    continue
+            if node.kind == K.DECL_REF_EXPR:
+                decl = _referenced(node)
+                for source in self.state.tensor_sources.get(decl.hash if decl is not None else 0, []):
+                    yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
+                continue
+            if node.kind == K.INIT_LIST_EXPR:
+                fields = _record_fields(node.type) or (_record_fields(record) if record is not None else [])
+                elements = _initializer_list_fields(node, field_name, fields)
+                pending.extend((element, name, None) for element, name in reversed(elements))
+                continue
+            own_record = node.type if _record_fields(node.type) else record
+            pending.extend((child, field_name, own_record) for child in reversed(children(node)))
 
     # -- host: launches ----------------------------------------------------------------------
     def _add_launch(self, call: ci.Cursor, site: LaunchSite) -> None:
@@ -1294,6 +1294,21 @@ def _record_fields(type_: ci.Type) -> list[str]:
         if fields:
             return fields
     return []
+
+
+def _initializer_list_fields(init_list: ci.Cursor, field_name: str,
+                             fields: list[str]) -> list[tuple[ci.Cursor, str]]:
+    """Each element of an initializer list with the field it fills: its designator's, else
+    the field at its position (an enclosing list's field name, when given, wins)."""
+    elements = []
+    for index, element in enumerate(children(init_list)):
+        designator = next((c for c in children(element) if c.kind == K.MEMBER_REF), None)
+        if designator is not None:
+            name = designator.spelling
+        else:
+            name = fields[index] if index < len(fields) else ""
+        elements.append((element, field_name or name))
+    return elements
 
 
 def _constructs_matcher(root: ci.Cursor) -> bool:

@@ -23,6 +23,7 @@ imports torch).
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
 import os
@@ -46,8 +47,24 @@ def cindex() -> Any:
         # The bindings silently add the wheel's libc++ unless told otherwise; we choose ourselves.
         module.Config.libcxx_dir = None
         _speed_up_bindings(module)
+        _decode_strings_leniently(module)
         ci = module
     return ci
+
+
+def _decode_strings_leniently(module: Any) -> None:
+    """Decode every string libclang returns with U+FFFD for bytes that are not UTF-8.
+
+    clang parses a file's raw bytes (`parse_file`), so a token, a name or a diagnostic that
+    quotes the source can hold any byte; the bindings decode strictly and would raise
+    `UnicodeDecodeError` from `spelling`. All their strings pass through this one property."""
+    import ctypes
+
+    def value(self: Any) -> str | None:
+        raw = super(ctypes.c_char_p, self).value
+        return None if raw is None else raw.decode("utf-8", errors="replace")
+
+    module.c_interop_string.value = property(value)
 
 
 _NULL_CURSOR_KIND = 70  # CXCursor_InvalidFile, the kind of clang_getNullCursor()
@@ -168,7 +185,7 @@ class ParsedUnit:
 class PreambleSource(Protocol):
     """What `parse_file` asks for a faster parse (see `clang/preamble.py`)."""
 
-    def parse(self, path: Path, text: str, args: list[str]) -> ParsedUnit | None: ...
+    def parse(self, path: Path, source: str | bytes, args: list[str]) -> ParsedUnit | None: ...
 
 
 def find_cuda_home() -> str | None:
@@ -351,25 +368,36 @@ def _get_index() -> ci.Index:
     global _index
     if _index is None:
         _index = cindex().Index.create(excludeDecls=True)
+        atexit.register(_release_index)
     return _index
 
 
-def parse_file(path: Path, text: str, settings: ParseSettings,
-               preamble: PreambleSource | None = None) -> ParsedUnit:
-    """Parse `text` as the contents of `path` (unsaved, so the bytes checked are the bytes read).
+def _release_index() -> None:
+    """Free the index while the bindings still work: freed during interpreter shutdown, after
+    their module was torn down, its `__del__` printed a traceback on the way out."""
+    global _index
+    _index = None
 
+
+def parse_file(path: Path, source: str | bytes, settings: ParseSettings,
+               preamble: PreambleSource | None = None) -> ParsedUnit:
+    """Parse `source` as the contents of `path` (unsaved, so the bytes checked are the bytes read).
+
+    Give the file's bytes as read: clang's offsets and columns are byte positions in what it
+    parsed, so they index the file only when clang parsed exactly its bytes (a `str` is
+    encoded as UTF-8; decoding a non-UTF-8 file first would shift every later offset).
     With `preamble`, the file is parsed against a precompiled preamble when one applies;
     any doubt (no preamble, a stale or corrupt one, a fatal error) means a plain parse."""
     args = compile_args(path, settings)
     if preamble is not None:
-        unit = preamble.parse(path, text, args)
+        unit = preamble.parse(path, source, args)
         if unit is not None:
             return unit
-    return parse_plain(str(path), text, args)
+    return parse_plain(str(path), source, args)
 
 
-def parse_plain(name: str, text: str, args: list[str]) -> ParsedUnit:
-    tu = _get_index().parse(name, args=args, unsaved_files=[(name, text)], options=PARSE_OPTIONS)
+def parse_plain(name: str, source: str | bytes, args: list[str]) -> ParsedUnit:
+    tu = _get_index().parse(name, args=args, unsaved_files=[(name, source)], options=PARSE_OPTIONS)
     return ParsedUnit(name, tu, args, _errors(tu, name), entered_files(tu))
 
 

@@ -228,12 +228,12 @@ class PreambleCache:
         """Make sure `recipe`'s preamble exists (a pool worker's build task)."""
         return self.get(recipe) is not None
 
-    def prefetch(self, path: Path, text: str, args: list[str]) -> None:
+    def prefetch(self, path: Path, source: str | bytes, args: list[str]) -> None:
         """Resolve here -- building if need be -- the preamble `parse` would use, so that a
         parse in a forked child (watchdog.py) finds it in memory instead of looking it up
         (or building it) again, inside the file's time bound, in every child."""
         main = self._real(str(path))
-        for recipe in self.recipes(path, text, args):
+        for recipe in self.recipes(path, source, args):
             known = self._loaded.get(recipe.group)
             if known is not None and not _unchanged(known):
                 del self._loaded[recipe.group]  # replaced or removed by another run
@@ -382,17 +382,18 @@ class PreambleCache:
             self._loaded.pop(key, None)
 
     # -- parsing -------------------------------------------------------------------------
-    def parse(self, path: Path, text: str, args: list[str]) -> ParsedUnit | None:
-        """Parse against the best preamble that applies; None means: parse plainly."""
+    def parse(self, path: Path, source: str | bytes, args: list[str]) -> ParsedUnit | None:
+        """Parse against the best preamble that applies; None means: parse plainly.
+        `source` as for `parse_file`: the file's bytes, so clang's offsets index them."""
         name = str(path)
         main = self._real(name)
-        for recipe in self.recipes(path, text, args):
+        for recipe in self.recipes(path, source, args):
             for _attempt in range(2):
                 preamble = self.get(recipe)
                 if preamble is None or main in preamble.realpaths:
                     outcome = "next"
                     break
-                unit, outcome = self._parse_with(preamble, name, text, args)
+                unit, outcome = self._parse_with(preamble, name, source, args)
                 if unit is not None:
                     self.stats.parsed += 1
                     return unit
@@ -403,19 +404,19 @@ class PreambleCache:
         self.stats.plain += 1
         return None
 
-    def _parse_with(self, preamble: Preamble, name: str, text: str,
+    def _parse_with(self, preamble: Preamble, name: str, source: str | bytes,
                     args: list[str]) -> tuple[ParsedUnit | None, str]:
         """(unit, "ok") or (None, why): "rejected" (PCH unusable), "fatal", "deviates"."""
         ci = cindex()
         used = [*args, "-include-pch", str(preamble.pch)]
         try:
-            tu = _get_index().parse(name, args=used, unsaved_files=[(name, text)], options=PARSE_OPTIONS)
+            tu = _get_index().parse(name, args=used, unsaved_files=[(name, source)], options=PARSE_OPTIONS)
         except ci.TranslationUnitLoadError:
             self.reject(preamble)
             return None, "rejected"
         fatal = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Fatal]
         if fatal:
-            if any(_is_pch_problem(d) for d in fatal):
+            if any(_is_pch_problem(d, preamble.pch) for d in fatal):
                 self.reject(preamble)
                 return None, "rejected"
             return None, "fatal"
@@ -671,10 +672,18 @@ def _culprits(tu: Any, headers: list[str], errors: list) -> set[str]:
     return culprits
 
 
-def _is_pch_problem(diagnostic: Any) -> bool:
-    text = diagnostic.spelling.lower()
-    return diagnostic.location.file is None or any(
-        word in text for word in ("precompiled", "pch", "ast file", "module file"))
+_QUOTED_RE = re.compile(r"'[^']*'")
+_PCH_WORDS_RE = re.compile(r"\b(?:pch|precompiled|ast file|module file)\b", re.IGNORECASE)
+
+
+def _is_pch_problem(diagnostic: Any, pch: Path) -> bool:
+    """Whether a fatal error is about the PCH itself (stale, corrupt, built differently): its
+    text names the PCH file or speaks of a precompiled one. Having no location is no sign:
+    clang's "too many errors emitted" has none, and rejecting for it rebuilt the shared PCH
+    for every file with over 50 errors. Quoted names are left out of the words
+    (`'my_pch_file.h' file not found` is the file's own missing include)."""
+    text = diagnostic.spelling
+    return str(pch) in text or _PCH_WORDS_RE.search(_QUOTED_RE.sub("", text)) is not None
 
 
 def _read_manifest(directory: Path) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ def spec_target(spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int
         csrc_root=str(root),
         source=str(root / spec.source),
         extra_cuda_cflags=spec.extra_cuda_cflags,
+        include_dirs=tuple(str(root / d) for d in spec.include_dirs),
         register_budget=budgets,
     )
 

@@ -2,16 +2,19 @@
 
 ``checker/cli.py`` dispatches these subcommands to ``main(argv)`` (argv[0] is the
 subcommand). Exit status: 0 clean, 1 findings (errors; warnings too with ``--strict``),
-2 usage or internal error (no nvcc, no GPU, a broken spec).
+2 usage or internal error (no nvcc, no GPU, a broken spec), or a ``test`` run stopped by
+SIGINT/SIGTERM or ``--max-time`` before it finished (what finished is still reported).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import fnmatch
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..build import (
@@ -28,8 +31,9 @@ from ..config import Config, ConfigError, load_config
 from ..finding import Finding, Severity
 from .build import build_specs
 from .discover import discover
+from .process import stop_all
 from .report import Progress, render_table
-from .run import RunOptions, run_specs, visible_gpus
+from .run import HarnessResult, RunOptions, run_specs, visible_gpus
 from .sanitize import TOOLS, find_sanitizer, sanitize_command
 from .spec import KernelSpec
 
@@ -71,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="seconds one tool's run of one spec may take (default 600)")
     test.add_argument("-k", dest="filter", default="", help="only specs whose name contains (or matches) this")
     test.add_argument("--jobs", type=int, default=0, help="child processes at a time (default two per GPU)")
+    test.add_argument("--max-time", type=float, metavar="SECONDS",
+                      help="stop after this long and report what finished (exit 2 if anything was cut off)")
     test.add_argument("--sanitizer-log", type=Path, help="keep compute-sanitizer's raw output in this folder")
     test.add_argument("--no-bandwidth", dest="bandwidth", action="store_false", help="skip KD501")
     test.add_argument("--bandwidth-floor", type=float, default=0.8,
@@ -198,11 +204,35 @@ def _test(args: argparse.Namespace, config: Config) -> int:
                          "pass --no-sanitize to run without it")
     options = RunOptions(timeout=args.timeout, sanitize=args.sanitize, sanitize_timeout=args.sanitize_timeout,
                          bandwidth=args.bandwidth, bandwidth_floor=args.bandwidth_floor, jobs=args.jobs,
-                         sanitizer_log_dir=args.sanitizer_log,
+                         sanitizer_log_dir=args.sanitizer_log, max_time=args.max_time,
                          **_budgets(config))
-    result = run_specs(specs, options, Progress())
+    with _stop_on_signals():
+        result = run_specs(specs, options, Progress())
     print(render_table(result.rows), file=sys.stderr)
-    return _emit(_remap(result.findings, config), args, config)
+    status = _emit(_remap(result.findings, config), args, config)
+    return _report_stop(result, len(specs)) or status
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGINT/SIGTERM (Ctrl-C, a CI job's timeout) stop the run instead of killing it, so
+    the table and the findings of everything that finished are still written."""
+    handler = lambda signum, frame: stop_all()  # noqa: E731
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _report_stop(result: HarnessResult, total: int) -> int:
+    """Say which specs a stop cut off; EXIT_USAGE then, as the run is not a verdict."""
+    if not result.stopped:
+        return EXIT_CLEAN
+    print(f"kernel-check: stopped before {len(result.stopped)} of {total} specs finished "
+          f"({', '.join(result.stopped)}); the findings above cover what finished", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _sanitize(args: argparse.Namespace, config: Config) -> int:

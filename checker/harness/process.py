@@ -2,6 +2,10 @@
 
 The child is the leader of a new process group, so a hang is ended by killing that
 group (the child and anything it started, compute-sanitizer's target included).
+
+``stop_all()`` ends every running child and refuses new ones: a run interrupted by a
+signal or its overall time limit still reports what finished (``ChildExit.stopped``
+tells the caller that an ending was not the kernel's doing).
 """
 
 from __future__ import annotations
@@ -19,6 +23,23 @@ from dataclasses import dataclass, field
 from .child import EVENT_PREFIX
 
 OUTPUT_TAIL_LINES = 200
+POLL_SECONDS = 0.5  # how soon a running child notices stop_all()
+
+_stopping = threading.Event()
+
+
+def stop_all() -> None:
+    """Kill the running children and start no more (safe from a signal handler)."""
+    _stopping.set()
+
+
+def stopping() -> bool:
+    return _stopping.is_set()
+
+
+def reset_stop() -> None:
+    """Allow children again (a new run in the same process, e.g. the next pytest item)."""
+    _stopping.clear()
 
 
 @dataclass
@@ -29,6 +50,7 @@ class ChildExit:
     events: list[dict] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
     timed_out: bool = False
+    stopped: bool = False  # ended by stop_all(), not by itself or a timeout
     running_case: int | None = None  # the case that had begun and not ended
 
     @property
@@ -53,6 +75,8 @@ def run_child(command: Sequence[str], env: Mapping[str, str], *, startup_timeout
               case_timeout: float, on_event: Callable[[dict], None] | None = None,
               keep_output: bool = False) -> ChildExit:
     """Run ``command``; a timeout starts at launch and again at every ``begin`` event."""
+    if stopping():
+        return ChildExit(returncode=None, stopped=True)
     proc = subprocess.Popen(list(command), env=dict(env), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                             errors="replace", start_new_session=True)
@@ -61,8 +85,12 @@ def run_child(command: Sequence[str], env: Mapping[str, str], *, startup_timeout
     result = ChildExit(returncode=None)
     deadline = time.monotonic() + startup_timeout
     while True:
+        if stopping():
+            result.stopped = True
+            _kill_group(proc)
+            break
         try:
-            line = lines.get(timeout=max(0.05, deadline - time.monotonic()))
+            line = lines.get(timeout=min(POLL_SECONDS, max(0.05, deadline - time.monotonic())))
         except queue.Empty:
             if time.monotonic() < deadline:
                 continue

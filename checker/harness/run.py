@@ -10,6 +10,10 @@ Scheduling: a spec's cases are one unit of work; as soon as they end, each of it
 compute-sanitizer tools becomes a unit of its own, so the tools of one spec run side by side
 (a single spec, as a pytest item runs it, is not four tools in a row).
 
+Stopping: a signal or ``RunOptions.max_time`` calls ``process.stop_all()``; running
+children are killed, nothing new starts, and the result holds what finished, with the
+unfinished specs named in ``HarnessResult.stopped`` (a stop is never a hang or a fault).
+
 Several GPUs: work units take a GPU slot (``CUDA_VISIBLE_DEVICES`` for the child);
 bandwidth runs (KD501) come last, one child per GPU measuring its share of the specs in turn,
 so nothing else shares the GPU.
@@ -34,9 +38,17 @@ from ..build import display_path
 from ..finding import Finding, Location, Related
 from ..registry import get_rule
 from .build import SpecBuilds, build_specs, target_label
-from .cases import CHECK_CODE, Case, CaseKind, Outcome, plan_bandwidth, plan_cases, plan_sanitize
+from .cases import (
+    CHECK_CODE,
+    Case,
+    CaseKind,
+    Outcome,
+    plan_bandwidth,
+    plan_cases,
+    plan_sanitize,
+)
 from .child import Job
-from .process import ChildExit, run_child
+from .process import ChildExit, run_child, stop_all, stopping
 from .report import Cell, Progress, SummaryRow
 from .sanitize import report_findings, run_tool
 from .spec import KernelSpec
@@ -57,6 +69,7 @@ class RunOptions:
     jobs: int = 0  # parallel children; 0: DEFAULT_PER_GPU per GPU (fewer on small machines)
     gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () : detect
     sanitizer_log_dir: Path | None = None  # keep each tool's raw output here
+    max_time: float | None = None  # seconds for the whole run; then stop and report what finished
 
 
 @dataclass
@@ -69,6 +82,7 @@ class SpecRun:
     notes: dict[tuple[str, str], str] = field(default_factory=dict)  # (inst, column) -> "crash"...
     sanitizer: dict[str, int] = field(default_factory=dict)  # tool -> findings (or -1: did not run)
     hung: set[str] = field(default_factory=set)
+    complete: bool = True  # False: stopped before its cases or a sanitizer run ended
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # sanitizer tools run side by side
 
 
@@ -77,6 +91,7 @@ class HarnessResult:
     findings: list[Finding]
     rows: list[SummaryRow]
     by_spec: dict[str, list[Finding]] = field(default_factory=dict)
+    stopped: list[str] = field(default_factory=list)  # specs the run was stopped before finishing
 
 
 # ----- GPUs -----
@@ -237,6 +252,9 @@ def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, w
                               f"{spec.name}: {by_index[e['case']].label}"))
         _collect(exit_, by_index, run)
         attempt += 1
+        if exit_.stopped:
+            run.complete = False
+            return
         if exit_.returncode == 0 and not exit_.timed_out:
             return
         if exit_.running_case is None:  # the harness itself failed (spec, import, tvm-ffi)
@@ -266,8 +284,10 @@ def source_dirs(spec: KernelSpec) -> list[Path]:
     """Where a sanitizer report's bare file name may live: the kernel's folder, the headers."""
     from ..jit import default_include_dir
 
-    source = Path(spec.spec_path).parent / spec.source
-    return [source.parent, Path(spec.spec_path).parent, default_include_dir() / "sgl_kernel"]
+    root = Path(spec.spec_path).parent
+    source = root / spec.source
+    own = [root / d / "sgl_kernel" for d in spec.include_dirs]
+    return [source.parent, root, *own, default_include_dir() / "sgl_kernel"]
 
 
 def sanitizer_tools(run: SpecRun, libraries: dict[str, str], options: RunOptions) -> list[str]:
@@ -292,6 +312,9 @@ def run_sanitizer(run: SpecRun, tool: str, libraries: dict[str, str], options: R
     progress.status(f"{spec.name}: {tool}")
     tool_run = run_tool(tool, command, timeout=options.sanitize_timeout, kernels=filters,
                         api_errors=False, env=_child_env(gpu))
+    if tool_run.stopped:
+        run.complete = False
+        return
     if options.sanitizer_log_dir is not None:
         options.sanitizer_log_dir.mkdir(parents=True, exist_ok=True)
         (options.sanitizer_log_dir / f"{spec.name}-{tool}.txt").write_text(tool_run.output)
@@ -343,6 +366,9 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
                       startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout)
     by_name = {r.spec.name: r for r, _ in batch}
     done: set[str] = set()
+    if exit_.stopped:
+        for run, _ in batch:
+            run.complete = False
     for event in exit_.events:
         run = by_name.get(event.get("spec", ""))
         if event["event"] == "end" and run is not None:
@@ -351,7 +377,7 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
         elif event["event"] == "spec-done" and run is not None:
             done.add(run.spec.name)
     for run, _ in batch:
-        if run.spec.name not in done:
+        if run.spec.name not in done and not exit_.stopped:
             run.results[:] = [(c, o) for c, o in run.results if c.kind is not CaseKind.BANDWIDTH]
             run_bandwidth(run, builds.libraries.get(run.spec.name, {}), options, gpu, workdir)
 
@@ -363,16 +389,16 @@ def summary_rows(runs: list[SpecRun], builds: SpecBuilds, tools: tuple[str, ...]
     rows = []
     for run in runs:
         for inst in run.spec.instantiations:
-            row = SummaryRow(target_label(run.spec, inst))
+            row = SummaryRow(target_label(run.spec, inst) + ("" if run.complete else " (stopped)"))
             built = builds.library(run.spec.name, inst.id) is not None
             row.cell("build").merge(built, None)
             for case, outcome in run.results:
                 if case.inst == inst.id:
                     row.cell(outcome.code).merge(outcome.passed, outcome.metric)
-                    if outcome.code == "KD501" and outcome.metric is not None:
+                    if outcome.passed and outcome.message.startswith("inconclusive"):
+                        row.cell(outcome.code).note = "n/a"
+                    elif outcome.code == "KD501" and outcome.metric is not None:
                         row.cell("KD501").note = f"{outcome.metric:.0%}" + ("" if outcome.passed else " low")
-                    elif outcome.code == "KD401" and outcome.passed and outcome.message.startswith("inconclusive"):
-                        row.cell("KD401").note = "n/a"
             for (note_inst, column), note in run.notes.items():
                 if note_inst == inst.id:
                     row.cell(column).note = note
@@ -389,7 +415,8 @@ def _cases_task(run: SpecRun, builds: SpecBuilds, options: RunOptions, slots: Gp
     with slots.take() as gpu:
         run_cases(run, builds, options, gpu, workdir, progress)
     failed = sum(1 for _, o in run.results if not o.passed) + len(run.findings)
-    progress.finished(f"{run.spec.name}: cases " + (f"{failed} failure(s)" if failed else "passed"))
+    verdict = f"{failed} failure(s)" if failed else "passed"
+    progress.finished(f"{run.spec.name}: cases " + (verdict if run.complete else f"stopped ({verdict} so far)"))
 
 
 def _sanitizer_task(run: SpecRun, tool: str, libraries: dict[str, str], options: RunOptions, slots: GpuSlots,
@@ -414,6 +441,9 @@ def _run_all(runs: list[SpecRun], builds: SpecBuilds, lineinfo: SpecBuilds | Non
                     continue
                 libraries = lineinfo.libraries.get(run.spec.name, {})
                 tools = sanitizer_tools(run, libraries, options)
+                if tools and stopping():
+                    run.complete = False
+                    continue
                 for tool in options.sanitize:
                     if tool not in tools:
                         progress.finished(f"{run.spec.name}: {tool} skipped")
@@ -442,10 +472,10 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
     slots = GpuSlots(gpus, per_gpu)
     runs = [SpecRun(spec) for spec in specs]
     progress.add(len(specs) * (1 + len(options.sanitize)))
-    with tempfile.TemporaryDirectory(prefix="kernel-check-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kernel-check-") as tmp, _time_limit(options.max_time):
         workdir = Path(tmp)
         _run_all(runs, builds, lineinfo, options, slots, per_gpu * len(gpus), workdir, progress)
-        if options.bandwidth:
+        if options.bandwidth and not stopping():
             measured = [r for r in runs if r.spec.memory_bound]
             # one child per GPU measures its share of the specs, alone on that GPU
             shares = [measured[i::len(gpus)] for i in range(len(gpus))]
@@ -458,5 +488,21 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
     by_spec = {run.spec.name: builds.by_spec.get(run.spec.name, []) + case_findings(run.spec, run.results)
                + run.findings for run in runs}
     findings = sorted((f for fs in by_spec.values() for f in fs), key=Finding.sort_key)
-    return HarnessResult(findings, summary_rows(runs, builds, options.sanitize), by_spec)
+    stopped = [run.spec.name for run in runs if not run.complete]
+    return HarnessResult(findings, summary_rows(runs, builds, options.sanitize), by_spec, stopped)
+
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Stop the run (as a signal would) once ``seconds`` have passed."""
+    if seconds is None:
+        yield
+        return
+    timer = threading.Timer(seconds, stop_all)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 

@@ -228,6 +228,7 @@ class ToolRun:
     timed_out: bool
     reports: list[SanitizerReport] = field(default_factory=list)
     output: str = ""
+    stopped: bool = False  # the run was stopped (signal, overall time limit) before the tool ended
 
     @property
     def command_failed(self) -> bool:
@@ -245,7 +246,7 @@ def run_tool(tool: str, command: Sequence[str], *, timeout: float, kernels: Sequ
     exit_ = run_child(sanitizer_command(sanitizer, tool, command, kernels=kernels, api_errors=api_errors),
                       sanitizer_env(env), startup_timeout=timeout, case_timeout=timeout, keep_output=True)
     output = "\n".join(exit_.output)
-    return ToolRun(tool, exit_.returncode, exit_.timed_out, parse_output(tool, output), output)
+    return ToolRun(tool, exit_.returncode, exit_.timed_out, parse_output(tool, output), output, exit_.stopped)
 
 
 def sanitize_command(command: Sequence[str], tools: Sequence[str], *, timeout: float,

@@ -225,6 +225,9 @@ class KernelSpec:
     # registers per thread allowed (KC601): one number, or per kernel name with "default"
     register_budget: int | Mapping[str, int] | None = None
     extra_cuda_cflags: tuple[str, ...] = ()
+    # include directories, relative to the spec file, searched before the bundled include/:
+    # a kernel tree that ships its own sgl_kernel/ headers builds against those
+    include_dirs: tuple[str, ...] = ()
     # codes a planted-bug fixture must produce; an empty tuple means "must pass clean"
     expect: tuple[str, ...] = ()
     # filled in by discovery: the spec file that defined this spec

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..finding import Finding, Location
+from ..model import split_lines
 from ..registry import Language, RuleMeta, get_rule
 
 PROJECT_URL = "https://github.com/kernel-check/kernel-check"
@@ -90,11 +91,11 @@ class Sources:
         return self._data[path]
 
     def line(self, path: str, number: int) -> str:
-        """Line `number` (1-based, split on newlines only) decoded leniently; "" when unknown."""
+        """Line `number` (1-based, numbered as clang does) decoded leniently; "" when unknown."""
         if path not in self._lines:
             data = self.data(path) or b""
             text = data.removeprefix(_BOM).decode("utf-8", errors="replace")
-            self._lines[path] = [line.removesuffix("\r") for line in text.split("\n")]
+            self._lines[path] = split_lines(text)
         lines = self._lines[path]
         return lines[number - 1] if 1 <= number <= len(lines) else ""
 

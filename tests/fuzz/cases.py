@@ -227,8 +227,8 @@ class ParseSpy:
         if getattr(original, "fuzz_spy", None) is not None:
             original = original.fuzz_spy
 
-        def parse_file(path, text, settings, preamble=None):
-            unit = original(path, text, settings, preamble)
+        def parse_file(path, source, settings, preamble=None):
+            unit = original(path, source, settings, preamble)
             self._record(path, unit)
             return unit
 
@@ -493,9 +493,8 @@ def _check_erroneous_declarations(path: Path, case: Case, env: Environment, rule
     if record is None:  # the engine parsed without `parse_file` (or not at all): parse again
         from kernel_check.clang.parse import parse_file
 
-        unit = parse_file.fuzz_spy(path, case.data.decode("utf-8", errors="replace"),  # type: ignore
-                                   env.settings[case.mode], preamble) if hasattr(parse_file, "fuzz_spy") \
-            else parse_file(path, case.data.decode("utf-8", errors="replace"), env.settings[case.mode], preamble)
+        parse = getattr(parse_file, "fuzz_spy", parse_file)
+        unit = parse(path, case.data, env.settings[case.mode], preamble)  # the bytes, as the engine does
         record = {"errors": len(unit.errors), "header_error": any(not e.in_main_file for e in unit.errors),
                   "invalid": invalid_declaration_lines(unit)}
     if "spy_error" in record:

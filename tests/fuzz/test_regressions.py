@@ -63,50 +63,55 @@ def test_no_rule_fires_inside_a_declaration_clang_marked_invalid(project: Path, 
     assert not [f for f in fired if f[1] == invalid_line], fired
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "clang/extract.py `_error_spans` (C++ model): clang reports 'redefinition of' once; a third "
-    "definition is invalid too (clang_isInvalidDeclaration) but carries no diagnostic of its own, "
-    "so rules fire on it (found by the fuzz suite's duplicate-tokens operator). Fix: also treat "
-    "every declaration clang marks invalid as erroneous, not only those holding a reported error."))
 def test_no_rule_fires_on_a_repeated_redefinition(project: Path) -> None:
+    """clang reports 'redefinition of' once; the third definition is invalid too
+    (clang_isInvalidDeclaration) without a diagnostic of its own."""
     main = project / "kernel.cuh"
     main.write_text("void twice(int n) {}\nvoid twice(int n) {}\nvoid twice(int n) {}\n")
     fired = [(f.code, f.line) for f in _check(main).findings if f.code not in ("KC000", "KC001")]
     assert not [f for f in fired if f[1] == 3], fired  # line 3 is invalid; line 1 is the valid one
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine.py `_check` / clang/parse.py `parse_plain` and preamble `_parse_with` (speed engineer): "
-    "clang is given `data.decode('utf-8', errors='replace')`, so every invalid byte becomes U+FFFD "
-    "(3 bytes) in what clang parses, while the model, the rules and fix.py use offsets into the raw "
-    "bytes: after a non-UTF-8 byte every offset is shifted. `--fix` then inserts `__restrict__` in "
-    "the wrong place and corrupts the file (and launcher_facts `_trailing_name` indexes past the "
-    "end: 'KC000 internal error: IndexError'). Fix: give clang the raw bytes as the unsaved "
-    "contents (the bindings accept bytes); defensively, fix.py could skip files that are not UTF-8."))
 def test_a_fix_in_a_file_with_non_utf8_bytes_lands_where_clang_saw_it(project: Path) -> None:
+    """clang parses the raw bytes: given U+FFFD-replaced text (3 bytes per bad byte), every
+    offset after it was shifted and `--fix` corrupted the file."""
     main = project / "kernel.cuh"
     data = (b"// caf\xe9 \xe9\xe9\xe9\xe9\nnamespace sglang {\n/// \\brief Copy.\n/// \\param dst Output.\n"
             b"/// \\param src Input.\n__global__ void copy_kernel(float* __restrict__ dst, const float* src) {\n"
             b"  dst[threadIdx.x] = src[threadIdx.x];\n}\n}  // namespace sglang\n")
     main.write_bytes(data)
-    fixes = [f.fix for f in _check(main).findings if f.code == "KC101" and f.fix is not None]
-    assert fixes, "KC101 should offer its __restrict__ fix"
+    findings = [f for f in _check(main).findings if f.code == "KC101" and f.fix is not None]
+    assert findings, "KC101 should offer its __restrict__ fix"
     expected = data.index(b"const float*") + len(b"const float*")
-    assert [edit.start for edit in fixes[0].edits] == [expected]
+    assert [edit.start for edit in findings[0].fix.edits] == [expected]
+    from kernel_check.fix import apply_fixes
+
+    assert apply_fixes(findings) == {str(main): 1}
+    assert main.read_bytes() == data.replace(b"const float* src", b"const float* __restrict__ src")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "clang/extract.py `_error_spans` (C++ model): when a header has an error the whole file is "
-    "meant to be erroneous, but the file-wide span ends at `text.count('\\n') + 2`; with CR-only "
-    "line endings (clang counts a lone CR as a line break) that is line 2, and rules fire on every "
-    "later line. Fix: end the span past any line (or count lines as clang does: \\r\\n, \\r, \\n)."))
 def test_a_header_error_silences_rules_in_a_file_with_cr_line_endings(project: Path) -> None:
+    """The file-wide erroneous span counts lines as clang does: a lone CR ends a line."""
     (project / "broken.h").write_text("int broken = undeclared_name;\n")
     main = project / "kernel.cuh"
     main.write_bytes(b'#include "broken.h"\r\r\r\rvoid outside_namespace() {}\r')
     result = _check(main)
     assert "KC000" in {f.code for f in result.findings}
     assert _rule_codes(result) == set(), [(f.code, f.line, f.message) for f in result.findings]
+
+
+def test_findings_in_a_file_with_cr_line_endings_sit_where_clang_puts_them(project: Path) -> None:
+    """Positions computed from byte offsets (cursors.Positions) count a lone CR as a line end,
+    as clang does: they sat on line 1, at columns past its end."""
+    source = (b"namespace sglang {\n__global__ void k(int* out, int n) {\n  int idx = threadIdx.x;\n"
+              b"  out[idx] = n;\n}\n}\n")
+    positions = {}
+    for name, data in (("lf", source), ("cr", source.replace(b"\n", b"\r"))):
+        main = project / f"{name}.cuh"
+        main.write_bytes(data)
+        positions[name] = sorted((f.line, f.location.column) for f in _check(main).findings if f.code == "KC110")
+    assert positions["lf"] == [(2, 19), (2, 29), (3, 3)]
+    assert positions["cr"] == positions["lf"]
 
 
 def test_a_non_utf8_byte_in_a_template_header_is_not_an_internal_error(project: Path) -> None:
@@ -116,18 +121,16 @@ def test_a_non_utf8_byte_in_a_template_header_is_not_an_internal_error(project: 
     assert not [f.message for f in result.findings if "internal error" in f.message]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "clang/cursors.py `walk` and clang/launcher_facts.py `_visit` (C++ model) recurse once per AST "
-    "level: an expression of a few thousand terms (generated code) hits Python's recursion limit "
-    "inside libclang's visitor callback, where ctypes prints 'Exception ignored ... RecursionError' "
-    "tracebacks to stderr and drops the children silently (a partial model); dataflow_facts.py's "
-    "recursive `visit` raises it outright ('KC000 internal error'). Fix: iterative walks "
-    "(an explicit stack), or a depth limit that turns into a KC000 'nested too deeply to analyze'."))
-def test_a_deep_expression_prints_no_traceback(project: Path, capfd: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize("qualifier, too_deep", [("__global__ ", True), ("", False)], ids=["kernel", "host"])
+def test_a_deep_expression_prints_no_traceback(project: Path, capfd: pytest.CaptureFixture, qualifier: str,
+                                               too_deep: bool) -> None:
+    """A recursion error inside libclang's visitor callback is printed by ctypes (or turned
+    into a ctypes error). The walks are iterative; the data-flow walk of kernels and device
+    functions recurses, bounded: past the bound the file is one KC000 that names it."""
     main = project / "kernel.cuh"
     terms = "+".join(["1"] * 3000)
     main.write_text("namespace sglang {\n/// \\brief k.\n/// \\param out Output.\n"
-                    f"__global__ void k(int* out) {{ int total = {terms}; out[0] = total; }}\n}}\n")
+                    f"{qualifier}void k(int* out) {{ int total = {terms}; out[0] = total; }}\n}}\n")
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)  # Python's default (hypothesis, in the same session, raises it)
     try:
@@ -137,6 +140,13 @@ def test_a_deep_expression_prints_no_traceback(project: Path, capfd: pytest.Capt
     err = capfd.readouterr().err
     assert "RecursionError" not in err and "Traceback" not in err, err[:2000]
     assert not [f.message for f in result.findings if "internal error" in f.message]
+    kc000 = [(f.line, f.message) for f in result.findings if f.code == "KC000"]
+    if too_deep:
+        from kernel_check.clang.cursors import MAX_NESTING
+
+        assert [line for line, _ in kc000] == [4] and f"nested more than {MAX_NESTING} levels" in kc000[0][1], kc000
+    else:
+        assert kc000 == [], kc000
 
 
 def test_an_error_does_not_make_extraction_visit_the_whole_translation_unit(project: Path,
@@ -165,15 +175,14 @@ def test_an_error_does_not_make_extraction_visit_the_whole_translation_unit(proj
     assert counts[1] <= 2 * counts[0] + 100, f"in_file calls: clean {counts[0]}, with one error {counts[1]}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "clang/preamble.py `_is_pch_problem` (speed engineer) treats every location-less fatal "
-    "diagnostic as a PCH problem; 'too many errors emitted, stopping now' has no location, so any "
-    "file with more than 50 errors makes `reject()` delete the shared PCH and rebuild it (seconds, "
-    "for every such file, under the lock, in every process). Fix: only a diagnostic whose text "
-    "names the PCH/AST file is a PCH problem."))
 def test_a_file_past_the_error_limit_keeps_the_preamble(project: Path, tmp_path: Path) -> None:
+    """clang's location-less "too many errors emitted" fatal is no PCH problem: rejecting
+    the PCH for it rebuilt the shared preamble for every file with over 50 errors."""
     from kernel_check.clang.preamble import PreambleCache
 
+    # no file-timeout: the parse runs in this process, not a forked child, so the cache's
+    # counters see what it did
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\nfile-timeout = 0\n")
     cache = PreambleCache(tmp_path / "preamble")
     good = project / "good.cuh"
     good.write_text("#include <sgl_kernel/utils.cuh>\nnamespace sglang { int fine; }\n")
@@ -186,13 +195,9 @@ def test_a_file_past_the_error_limit_keeps_the_preamble(project: Path, tmp_path:
     assert cache.stats.rejected == 0 and cache.stats.built == 1, cache.stats
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "filter.py `parse_suppressions` (static pipeline foundation): `text.splitlines()` also breaks "
-    "lines at \\f, \\v, \\x1c-\\x1e, \\x85, U+2028 and U+2029, clang (and every editor) only at "
-    "\\n, \\r\\n and \\r; after a form feed every suppression sits one line lower than clang's "
-    "findings: it does not cover the line it names, and KC001 points past the end of the file. "
-    "Fix: split with re.split(r'\\r\\n|\\r|\\n', text)."))
 def test_a_suppression_after_a_form_feed_covers_its_line(project: Path) -> None:
+    """Suppression lines are numbered as clang numbers them (`str.splitlines()` also breaks at
+    \\f, \\v, \\x1c-\\x1e, \\x85, U+2028, U+2029)."""
     main = project / "kernel.cuh"
     main.write_bytes(b"// page\x0cbreak\nvoid outside_namespace() {}  // kernel-check: ignore[KC320]\n")
     codes = [(f.code, f.line) for f in _check(main).findings]

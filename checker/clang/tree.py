@@ -1,0 +1,85 @@
+"""The checked file's cursors, read from libclang once and shared by every extraction pass.
+
+The passes (declarations, launch sites, launcher, data-flow and integer facts) each walk
+the same function bodies. Through the bindings, every `get_children()` is a C visit with a
+Python callback and a new `Cursor` object per child, so five walks over fresh objects cost
+five times the C calls of one; and every read of a cursor property (`spelling`, `extent`,
+`referenced`...) passes the bindings' null-cursor guard before it looks at the answer they
+keep on the object, which costs more than the lookup itself.
+
+`share_reads` changes that, keeping every answer the bindings give:
+
+* `Cursor.get_children` keeps its answer on the cursor object: a subtree is read from
+  libclang once, and every later walk, in any pass, gets the same objects back, with what
+  was already read of them;
+* the properties the bindings cache per object return the kept answer without the guard
+  (a kept answer exists only for a cursor the guard let through before);
+* `SourceRange.start` / `.end` and `File.name` keep theirs too (each read is a C call
+  and a new object or string otherwise).
+
+A translation unit's AST never changes, so a kept answer is always the current one; it
+lives as long as the object that keeps it (the passes' cursors live for one extraction).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+# Cursor properties whose getter caches its answer on the object (an AST node's spelling,
+# extent, type... never change): answered from the object after the first read.
+KEPT_CURSOR_PROPERTIES = (
+    "spelling", "displayname", "mangled_name", "location", "extent", "type", "canonical",
+    "result_type", "underlying_typedef_type", "enum_type", "hash", "semantic_parent",
+    "lexical_parent", "referenced",
+)
+_INSTALLED = "_kernel_check_shares_reads"
+_UNREAD = object()
+ORIGINALS: dict[tuple[type, str], Any] = {}  # (class, name) -> the bindings' own (the tests compare)
+
+
+def share_reads(module: Any) -> None:
+    """Install the shared reads (see the module doc) on the bindings `module`. Idempotent."""
+    if getattr(module.Cursor, _INSTALLED, False):
+        return
+    _keep_children(module.Cursor)
+    for name in KEPT_CURSOR_PROPERTIES:
+        _keep_property(module.Cursor, name)
+    for name in ("start", "end"):
+        _keep_property(module.SourceRange, name)
+    _keep_property(module.File, "name")
+    setattr(module.Cursor, _INSTALLED, True)
+
+
+def _keep_property(cls: type, name: str) -> None:
+    """`cls.name` answered once per object: the first read goes to the bindings' getter
+    (null guard included), later reads return what it answered."""
+    original = getattr(cls, name, None)
+    if not isinstance(original, property) or original.fget is None:
+        return  # an unexpected bindings build: leave it as it is
+    ORIGINALS[cls, name] = original
+    read = original.fget
+    kept = f"_kernel_check_{name}"
+
+    def get(self: Any) -> Any:
+        known = self.__dict__  # not getattr: a first read would raise (and catch) an error
+        value = known.get(kept, _UNREAD)
+        if value is _UNREAD:
+            value = known[kept] = read(self)
+        return value
+
+    setattr(cls, name, property(get, doc=original.__doc__))
+
+
+def _keep_children(cls: type) -> None:
+    """`cls.get_children()` read once per object; each call iterates over the kept list."""
+    original = ORIGINALS[cls, "get_children"] = cls.get_children
+
+    def get_children(self: Any) -> Iterator[Any]:
+        known = self.__dict__
+        kept = known.get("_kernel_check_children")
+        if kept is None:
+            kept = known["_kernel_check_children"] = list(original(self))
+        return iter(kept)
+
+    get_children.__doc__ = original.__doc__
+    cls.get_children = get_children
