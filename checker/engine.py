@@ -230,6 +230,14 @@ def _python_findings(path: Path, relative: str, text: str, options: RunOptions) 
 
 def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
                   preamble: Any) -> tuple[list[Finding], list[Span], Any]:
+    from .clang.deep_stack import on_deep_stack
+
+    # deeply nested sources make clang recurse past a default stack (deep_stack.py)
+    return on_deep_stack(_cpp_findings_here, path, relative, text, data, options, preamble)
+
+
+def _cpp_findings_here(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
+                       preamble: Any) -> tuple[list[Finding], list[Span], Any]:
     from .clang.cursors import NestedTooDeeply
     from .clang.extract import extract
     from .clang.parse import parse_file

@@ -9,6 +9,7 @@ are checked when they are themselves given to the checker.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -681,5 +682,13 @@ class SourceModel:
         return self.line_bytes(line).decode("utf-8", errors="replace")
 
     def line_bytes(self, line: int) -> bytes:
-        lines = self.data.split(b"\n")
-        return lines[line - 1].rstrip(b"\r") if 0 < line <= len(lines) else b""
+        """Line `line` as clang numbers lines (1-based), without its line break."""
+        starts = self._line_starts
+        if not 0 < line <= len(starts):
+            return b""
+        end = starts[line] if line < len(starts) else len(self.data)
+        return self.data[starts[line - 1]:end].rstrip(b"\r\n")
+
+    @functools.cached_property
+    def _line_starts(self) -> list[int]:
+        return line_starts(self.data)

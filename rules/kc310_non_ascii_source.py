@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from kernel_check.finding import Finding, Fix, Location, Severity, TextEdit
-from kernel_check.model import SourceModel
+from kernel_check.model import SourceModel, line_starts
 from kernel_check.registry import Language, RuleContext, rule
 
 ASCII_REPLACEMENTS = {
@@ -42,12 +42,13 @@ ASCII_REPLACEMENTS = {
 @rule("KC310", "non-ascii-source", Severity.ERROR, Language.CPP,
       summary="non-ASCII byte in a C++/CUDA source", fixable=True)
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    offset = 0
-    for number, raw in enumerate(model.data.split(b"\n"), start=1):
+    data = model.data
+    starts = line_starts(data)  # lines as clang numbers them (a lone \r ends one too)
+    for number, (start, end) in enumerate(zip(starts, [*starts[1:], len(data)]), start=1):
+        raw = data[start:end]  # with its line break, which is ASCII
         first = next((i for i, byte in enumerate(raw) if byte > 0x7F), None)
         if first is not None:
-            yield _line_finding(ctx, model.path, number, raw, offset, first)
-        offset += len(raw) + 1
+            yield _line_finding(ctx, model.path, number, raw, start, first)
 
 
 def _line_finding(ctx: RuleContext, path: str, number: int, raw: bytes, line_start: int,

@@ -171,6 +171,10 @@ class Positions:
         end_line, end_column = self._line_column(end)
         return Span(line, column, end_line, end_column, start, end)
 
+    def line_start(self, offset: int) -> int:
+        """The byte offset of the start of the line holding `offset`."""
+        return self._line_starts[bisect.bisect_right(self._line_starts, offset) - 1]
+
     def _line_column(self, offset: int) -> tuple[int, int]:
         index = bisect.bisect_right(self._line_starts, offset) - 1
         return index + 1, offset - self._line_starts[index] + 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import DocComment, Span
+from ..model import DocComment, Span, line_starts
 
 _PARAM_RE = re.compile(r"[\\@]param(?:\s*\[[^\]]*\])?\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_]\w*)*)")
 _TPARAM_RE = re.compile(r"[\\@]tparam\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -19,22 +19,13 @@ _COMMAND_RE = re.compile(r"^\s*[\\@][A-Za-z]+")
 _COPIES_DOC_RE = re.compile(r"[\\@](?:copydoc|copydetails|overload|inheritdoc)\b")
 
 
-def _line_starts(data: bytes) -> list[int]:
-    starts = [0]
-    index = data.find(b"\n")
-    while index != -1:
-        starts.append(index + 1)
-        index = data.find(b"\n", index + 1)
-    return starts
-
-
 class Comments:
     """The comments of one file's bytes, read on demand; the line starts are found once
     per file, not once per declaration (a Python pass over every byte)."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.starts = _line_starts(data)
+        self.starts = line_starts(data)  # as clang numbers lines: a lone \r ends one too
 
     def preceding(self, decl_start: int) -> DocComment | None:
         """The comment block ending on the line(s) right above byte offset `decl_start`."""
@@ -97,8 +88,8 @@ def _line_of(starts: list[int], offset: int) -> int:
 
 
 def _line(data: bytes, starts: list[int], index: int) -> str:
-    end = starts[index + 1] - 1 if index + 1 < len(starts) else len(data)
-    return data[starts[index]:end].decode("utf-8", errors="replace").rstrip("\r")
+    end = starts[index + 1] if index + 1 < len(starts) else len(data)
+    return data[starts[index]:end].decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _read(text: str, span: Span) -> DocComment:
@@ -106,7 +97,7 @@ def _read(text: str, span: Span) -> DocComment:
     is_doxygen = stripped.startswith(("///", "//!", "/**", "/*!"))
     params: list[str] = []
     param_lines: list[tuple[str, int]] = []
-    for offset, line in enumerate(text.splitlines()):
+    for offset, line in enumerate(text.split("\n")):  # as joined (splitlines also breaks at \f)
         for match in _PARAM_RE.finditer(line):
             for name in re.split(r"\s*,\s*", match.group(1)):
                 params.append(name)

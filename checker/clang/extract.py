@@ -14,7 +14,7 @@ from ..model import (
     Field, Function, FunctionKind, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam, line_starts,
 )
 from .cursors import (
-    FUNCTION_KINDS, K, RECORD_KINDS, TEMPLATE_PARAM_KINDS, children, has_child_kind, in_file,
+    FUNCTION_KINDS, K, RECORD_KINDS, TEMPLATE_PARAM_KINDS, Positions, children, has_child_kind, in_file,
     is_exported, is_invalid_declaration, name_span, qualified_name, source_text, span_of, type_info, walk,
 )
 from .dataflow_facts import DataflowExtractor
@@ -38,6 +38,7 @@ class _Extractor:
         self.top_level: list[ci.Cursor] = []  # the file's own translation-unit-level cursors
         self.dataflow = DataflowExtractor(self.model.dataflow_facts, unit.path, data)
         self.comments = Comments(data)
+        self.positions = Positions(data)
 
     # -- traversal -----------------------------------------------------------------------
     def run(self) -> SourceModel:
@@ -110,7 +111,7 @@ class _Extractor:
         start = cursor.extent.start.offset
         if cursor.kind == K.FUNCTION_TEMPLATE or self.data[start:start + 8] == b"template":
             start = _skip_template_header(self.data, start)
-        line_start = self.data.rfind(b"\n", 0, start) + 1
+        line_start = self.positions.line_start(start)
         leading = []
         for word in _WORD_RE.finditer(self.data, line_start):  # lazily: the loop stops early
             if word.group().decode(errors="replace") not in _DEVICE_SPECIFIER_TOKENS:
@@ -122,9 +123,7 @@ class _Extractor:
         if not leading:
             return "", None
         first, last = leading[0], leading[-1]
-        line = self.data.count(b"\n", 0, first.start()) + 1  # after a template header: a later line
-        column = first.start() - (self.data.rfind(b"\n", 0, first.start()) + 1) + 1
-        span = Span(line, column, line, column + last.end() - first.start(), first.start(), last.end())
+        span = self.positions.span(first.start(), last.end())  # after a template header: a later line
         return " ".join(w.group().decode(errors="replace") for w in leading), span
 
     def _param(self, cursor: ci.Cursor) -> Param:

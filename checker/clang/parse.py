@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .deep_stack import use_calling_thread
+
 if TYPE_CHECKING:
     import clang.cindex as ci
 else:
@@ -367,6 +369,7 @@ def _get_index() -> ci.Index:
     file's, and deserializing tens of thousands of them would cost more than the parse)."""
     global _index
     if _index is None:
+        use_calling_thread()  # parses run on engine's deep-stack thread (deep_stack.py)
         _index = cindex().Index.create(excludeDecls=True)
         atexit.register(_release_index)
     return _index

@@ -114,6 +114,24 @@ def test_findings_in_a_file_with_cr_line_endings_sit_where_clang_puts_them(proje
     assert positions["cr"] == positions["lf"]
 
 
+def test_every_rule_numbers_cr_only_lines_as_clang_does(project: Path) -> None:
+    """The non-ASCII rule (KC310) split lines at \\n only: in a file with lone-CR line ends its
+    finding sat on another line than clang's, outside the invalid declaration the filter drops
+    (fuzz #629, #5887). Doxygen comments were read the same way (a false KC301). Every rule's
+    findings must not move when LF endings become CR."""
+    source = (b"namespace sglang {\n/// \\brief Doubles a value \xe2\x80\x94 in place.\n"
+              b"/// \\param out The value.\n__global__ void k(int* out) {\n  out[0] *= 2;\n}\n"
+              b"// caf\xc3\xa9\nvoid launch() {}\n}\n")
+    found = {}
+    for name, data in (("lf", source), ("cr", source.replace(b"\n", b"\r"))):
+        main = project / f"{name}.cuh"
+        main.write_bytes(data)
+        found[name] = sorted((f.code, f.line, f.location.column) for f in _check(main).findings)
+    assert [(code, line) for code, line, _ in found["lf"] if code in ("KC310", "KC301")] == \
+        [("KC310", 2), ("KC310", 7)], found["lf"]
+    assert found["cr"] == found["lf"]
+
+
 def test_a_non_utf8_byte_in_a_template_header_is_not_an_internal_error(project: Path) -> None:
     main = project / "kernel.cuh"
     main.write_bytes(b"namespace sglang {\n/* \x9c */ __global__ void k(float* p) {}\n}\n")
@@ -204,24 +222,25 @@ def test_a_suppression_after_a_form_feed_covers_its_line(project: Path) -> None:
     assert codes == [], codes
 
 
-def test_a_libclang_segfault_is_one_kc000_and_the_run_goes_on(project: Path) -> None:
-    """libclang overflows its stack on ~3000 nested parentheses (SIGSEGV; the bracket-depth limit
-    of 256 does not stop it). Before the watchdog this killed `kernel-check` (exit -11, no report
-    at all) in the serial path; now the file is one KC000 and the other files are checked."""
+def test_deep_nesting_is_checked_not_crashed(project: Path) -> None:
+    """2000 nested parentheses (under clang's bracket-depth limit of 2048) overflowed the 8 MiB
+    stack libclang parses on by default: SIGSEGV, one KC000 per file (93 of the 10,000 long-profile
+    cases). Parsed on the deep-stack thread (clang/deep_stack.py) the file is checked like any
+    other, in the serial path too. (A crash that still happens is contained: test_time_bound.py.)"""
     import json
     import os
     import subprocess
     import sys
 
-    (project / "deep.cuh").write_text("int nest_v = " + "(" * 3000 + "1" + ")" * 3000 + ";\n")
+    (project / "deep.cuh").write_text("int nest_v = " + "(" * 2000 + "1" + ")" * 2000 + ";\n")
     (project / "fine.cuh").write_text("void outside_namespace() {}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
     proc = subprocess.run([sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache",
                            "--jobs", "1"], cwd=project, capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stderr[-2000:]  # warnings only
     findings = json.loads(proc.stdout)
-    deep = [f for f in findings if f["path"].endswith("deep.cuh")]
-    assert [(f["code"], "crashed" in f["message"]) for f in deep] == [("KC000", True)], deep
+    deep = [(f["code"], f["line"]) for f in findings if f["path"].endswith("deep.cuh")]
+    assert deep == [("KC320", 1)], deep  # the variable outside namespace sglang: the rules ran
     assert "KC320" in {f["code"] for f in findings if f["path"].endswith("fine.cuh")}
 
 
