@@ -16,11 +16,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from kernel_check import watchdog
+from kernel_check.clang.deep_stack import on_deep_stack
 from kernel_check.clang.parse import resolve_settings
 from kernel_check.config import load_config
 from kernel_check.engine import RunOptions, check_file
@@ -206,6 +208,21 @@ def _unpicklable():
 
 def _nested() -> object:
     return watchdog.run_bounded(_spin, (), 0.5)
+
+
+def _thread_of_a_deep_stack_call() -> str:
+    return on_deep_stack(lambda: threading.current_thread().name)
+
+
+@pytest.mark.parametrize(("headroom", "threads"), [
+    (4 << 30, {"kernel-check-deep-stack"}),  # the full stack fits
+    (300 << 20, {"kernel-check-deep-stack"}),  # a smaller one does (CI failed here once)
+    # none should fit, but glibc may hand the child a cached stack of an earlier thread:
+    # either way the call runs, and is not an internal error
+    (2 << 20, {"kernel-check-deep-stack", "MainThread"}),
+])
+def test_the_deep_stack_fits_under_the_memory_bound(headroom: int, threads: set[str]) -> None:
+    assert watchdog.run_bounded(_thread_of_a_deep_stack_call, (), 30, memory_headroom=headroom) in threads
 
 
 def test_a_result_comes_back() -> None:

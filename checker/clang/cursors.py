@@ -5,7 +5,8 @@ from __future__ import annotations
 import bisect
 import ctypes
 import functools
-from typing import Any, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import clang.cindex as ci
 
@@ -14,6 +15,8 @@ from ..model import Span, TypeInfo, line_starts
 K = ci.CursorKind
 
 FUNCTION_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR)
+# Declarations that only group others: a walk of a file's declarations descends through them
+SCOPE_KINDS = (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL)
 RECORD_KINDS = (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE, K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
 TEMPLATE_PARAM_KINDS = {
     K.TEMPLATE_TYPE_PARAMETER: "type",
@@ -68,8 +71,15 @@ def children(cursor: ci.Cursor) -> list[ci.Cursor]:
     return list(cursor.get_children())
 
 
-def walk(cursor: ci.Cursor) -> Iterator[ci.Cursor]:
-    """Pre-order walk below `cursor` (not including it). An explicit stack of child iterators,
+def walk(cursor: ci.Cursor, descend: Callable[[ci.Cursor], bool] | None = None) -> Iterator[ci.Cursor]:
+    """Pre-order walk below `cursor` (not including it); see `walk_with_depth`."""
+    return (child for _depth, child in walk_with_depth(cursor, descend))
+
+
+def walk_with_depth(cursor: ci.Cursor, descend: Callable[[ci.Cursor], bool] | None = None
+                    ) -> Iterator[tuple[int, ci.Cursor]]:
+    """Pre-order `(depth, cursor)` below `cursor`, its children at depth 1; `descend` says
+    whose children are visited (default: everyone's). An explicit stack of child iterators,
     not recursion: generated code nests expressions thousands of levels deep, and a recursion
     error inside libclang's child-visitor callback is only printed, its children dropped."""
     pending = [iter(cursor.get_children())]
@@ -78,8 +88,9 @@ def walk(cursor: ci.Cursor) -> Iterator[ci.Cursor]:
         if child is None:
             pending.pop()
             continue
-        yield child
-        pending.append(iter(child.get_children()))
+        yield len(pending), child
+        if descend is None or descend(child):
+            pending.append(iter(child.get_children()))
 
 
 def is_invalid_declaration(cursor: ci.Cursor) -> bool:

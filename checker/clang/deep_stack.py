@@ -7,6 +7,8 @@ dies with SIGSEGV (measured: 2,000 nested parentheses in one initializer are eno
 `LIBCLANG_NOTHREADS` set libclang parses on the calling thread instead, and `on_deep_stack`
 gives that thread `DEEP_STACK_BYTES`. The stack is reserved address space: only the pages a
 file's nesting actually reaches are ever touched, so an ordinary file costs nothing extra.
+Reserved address space still counts against `RLIMIT_AS` (the watchdog's memory bound): where
+the limit leaves no room for the full stack, a smaller one is taken, down to libclang's own.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 DEEP_STACK_BYTES = 512 << 20  # ~60x libclang's own; enough for the fuzz suite's deepest sources
+SMALLEST_STACK_BYTES = 8 << 20  # libclang's own safety thread: below it nothing is gained
 
 _T = TypeVar("_T")
 
@@ -30,7 +33,9 @@ def on_deep_stack(fn: Callable[..., _T], *args: Any) -> _T:
     """`fn(*args)` on a new thread with a `DEEP_STACK_BYTES` stack; its result or exception.
 
     The thread is a daemon: an interrupt in the caller ends the process without waiting for
-    a parse that cannot be stopped (the caller's watchdog owns the time bound)."""
+    a parse that cannot be stopped (the caller's watchdog owns the time bound). Where no
+    thread fits under the address-space limit at all, `fn` runs here: its own allocations
+    then meet the same limit and fail as the watchdog expects of a file that needs too much."""
     outcome: dict[str, Any] = {}
 
     def run() -> None:
@@ -39,13 +44,27 @@ def on_deep_stack(fn: Callable[..., _T], *args: Any) -> _T:
         except BaseException as error:  # noqa: BLE001 - handed to the caller as is
             outcome["error"] = error
 
-    previous = threading.stack_size(DEEP_STACK_BYTES)
-    try:
-        worker = threading.Thread(target=run, name="kernel-check-deep-stack", daemon=True)
-        worker.start()
-    finally:
-        threading.stack_size(previous)
+    worker = _started(run)
+    if worker is None:
+        return fn(*args)
     worker.join()
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def _started(run: Callable[[], None]) -> threading.Thread | None:
+    """A daemon thread running `run`, started with the deepest stack the address-space
+    limit leaves room for; None where not even `SMALLEST_STACK_BYTES` fits."""
+    size = DEEP_STACK_BYTES
+    while size >= SMALLEST_STACK_BYTES:
+        previous = threading.stack_size(size)
+        try:
+            worker = threading.Thread(target=run, name="kernel-check-deep-stack", daemon=True)
+            worker.start()
+            return worker
+        except RuntimeError:  # "can't start new thread": the stack did not fit under RLIMIT_AS
+            size //= 2
+        finally:
+            threading.stack_size(previous)
+    return None

@@ -14,8 +14,9 @@ from ..model import (
     Field, Function, FunctionKind, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam, line_starts,
 )
 from .cursors import (
-    FUNCTION_KINDS, K, RECORD_KINDS, TEMPLATE_PARAM_KINDS, Positions, children, has_child_kind, in_file,
-    is_exported, is_invalid_declaration, name_span, qualified_name, source_text, span_of, type_info, walk,
+    FUNCTION_KINDS, K, RECORD_KINDS, SCOPE_KINDS, TEMPLATE_PARAM_KINDS, Positions, children, has_child_kind,
+    in_file, is_exported, is_invalid_declaration, name_span, qualified_name, source_text, span_of, type_info,
+    walk, walk_with_depth,
 )
 from .dataflow_facts import DataflowExtractor
 from .doxygen import Comments
@@ -48,21 +49,13 @@ class _Extractor:
         return self.model
 
     def _visit_scope(self, root: ci.Cursor) -> None:
-        """Functions and structs in ``root`` and its nested namespaces, in source order.
-        Iterative: generated code can nest namespaces deeper than Python's recursion limit."""
-        pending = [iter(root.get_children())]
-        while pending:
-            cursor = next(pending[-1], None)
-            if cursor is None:
-                pending.pop()
-                continue
+        """Functions and structs in ``root`` and its nested namespaces, in source order."""
+        for depth, cursor in walk_with_depth(root, descend=lambda c: c.kind in SCOPE_KINDS and in_file(c, self.path)):
             if not in_file(cursor, self.path):
                 continue
-            if len(pending) == 1:
+            if depth == 1:
                 self.top_level.append(cursor)
-            if cursor.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
-                pending.append(iter(cursor.get_children()))
-            elif cursor.kind in FUNCTION_KINDS and not _is_implicit_instantiation(cursor):
+            if cursor.kind in FUNCTION_KINDS and not _is_implicit_instantiation(cursor):
                 self._add_function(cursor)
             elif cursor.kind in RECORD_KINDS:
                 self._add_struct(cursor)
@@ -302,21 +295,11 @@ def _main_file_declarations(scope: ci.Cursor, path: str) -> list[ci.Cursor]:
     """Declarations of the checked file outside function bodies (functions, records, their
     members, variables...), descending only through its own scopes (never into the
     thousands of header declarations)."""
-    found = []
-    pending = [iter(scope.get_children())]  # iterative: nesting may exceed the recursion limit
-    while pending:
-        cursor = next(pending[-1], None)
-        if cursor is None:
-            pending.pop()
-        elif not in_file(cursor, path):
-            continue
-        elif cursor.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
-            pending.append(iter(cursor.get_children()))
-        elif cursor.kind.is_declaration():
-            found.append(cursor)
-            if cursor.kind in RECORD_KINDS:
-                pending.append(iter(cursor.get_children()))
-    return found
+    def descend(cursor: ci.Cursor) -> bool:
+        return (cursor.kind in SCOPE_KINDS or cursor.kind in RECORD_KINDS) and in_file(cursor, path)
+
+    return [c for c in walk(scope, descend)
+            if c.kind.is_declaration() and c.kind not in SCOPE_KINDS and in_file(c, path)]
 
 
 def _template_params(cursor: ci.Cursor) -> list[TemplateParam]:

@@ -133,28 +133,21 @@ class GpuSlots:
 def launcher_location(spec: KernelSpec) -> Location:
     """The kernel source at the launcher's definition (``void symbol(``), else line 1."""
     source = Path(spec.spec_path).parent / spec.source
-    line = 1
-    try:
-        text = source.read_text(encoding="utf-8", errors="replace")
-        marker = text.find(f" {spec.symbol}(")
-        if marker >= 0:
-            line = text.count("\n", 0, marker) + 1
-    except OSError:
-        pass
-    return Location(display_path(source), line)
+    return Location(display_path(source), _line_of(source, f" {spec.symbol}("))
 
 
 def spec_related(spec: KernelSpec) -> tuple[Related, ...]:
     path = Path(spec.spec_path)
-    line = 1
+    return (Related(Location(display_path(path), _line_of(path, f'"{spec.name}"')), "the kernel's spec"),)
+
+
+def _line_of(path: Path, marker: str) -> int:
+    """The line where `marker` first appears in `path`; 1 where it does not (or no file)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
-        marker = text.find(f'"{spec.name}"')
-        if marker >= 0:
-            line = text.count("\n", 0, marker) + 1
     except OSError:
-        pass
-    return (Related(Location(display_path(path), line), "the kernel's spec"),)
+        return 1
+    return text.count("\n", 0, max(text.find(marker), 0)) + 1
 
 
 def make_finding(spec: KernelSpec, code: str, message: str, detail: str = "") -> Finding:
