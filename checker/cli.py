@@ -4,7 +4,7 @@
     kernel-check rule CODE                 print a rule's documentation
     kernel-check rules                     list every code
     kernel-check clean                     remove the cache directory
-    kernel-check build|test|sanitize ...   the build check and the dynamic harness
+    kernel-check build|test|sanitize|spec ...   the build check and the dynamic harness
 
 Exit codes: 0 clean, 1 findings that fail the gate, 2 usage, configuration or internal error.
 """
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` n
     from .engine import FileResult, RunOptions
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-HARNESS_COMMANDS = ("build", "test", "sanitize")
+HARNESS_COMMANDS = ("build", "test", "sanitize", "spec")
 
 
 class UsageError(Exception):

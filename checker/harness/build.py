@@ -24,8 +24,12 @@ def target_label(spec: KernelSpec, inst: Instantiation) -> str:
 
 
 def launcher_symbol(spec: KernelSpec, inst: Instantiation) -> str:
-    """``scale<fp16_t, true>``; a launcher without template arguments is named plainly."""
+    """``scale<fp16_t, true>``; a launcher without template arguments is named plainly; a
+    static member of a class template is spelled with the arguments in place:
+    ``Kernel<{args}>::run`` -> ``Kernel<fp16_t, true>::run``."""
     args = inst.cpp_args()
+    if "{args}" in spec.symbol:
+        return spec.symbol.replace("{args}", args)
     return f"{spec.symbol}<{args}>" if args else spec.symbol
 
 

@@ -81,7 +81,17 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument("--no-bandwidth", dest="bandwidth", action="store_false", help="skip KD501")
     test.add_argument("--bandwidth-floor", type=float, default=0.8,
                       help="KD501: fraction of the copy bandwidth a memory-bound kernel should reach")
+    test.add_argument("--against", metavar="REV",
+                      help="use the kernels as built at git revision REV as the reference (KD101)")
     _output_options(test)
+
+    spec = sub.add_parser("spec", help="draft a kernel spec from the code: spec new FILE.cuh")
+    spec_sub = spec.add_subparsers(dest="spec_command", required=True)
+    new = spec_sub.add_parser("new", help="write a *_spec.py drafted from a kernel's launcher")
+    new.add_argument("source", type=Path, help="the kernel's .cuh")
+    new.add_argument("--launcher", help="draft only this launcher (name or Class::method)")
+    new.add_argument("--wrapper", type=Path, help="the Python wrapper that loads it (default: NAME.py beside it)")
+    new.add_argument("-o", "--output", type=Path, help="the spec file (default NAME_spec.py beside it; - for stdout)")
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
     build.add_argument("paths", nargs="+", type=Path)
@@ -206,11 +216,61 @@ def _test(args: argparse.Namespace, config: Config) -> int:
                          bandwidth=args.bandwidth, bandwidth_floor=args.bandwidth_floor, jobs=args.jobs,
                          sanitizer_log_dir=args.sanitizer_log, max_time=args.max_time,
                          **_budgets(config))
+    if args.against:
+        return _test_against(specs, options, args, config)
     with _stop_on_signals():
         result = run_specs(specs, options, Progress())
     print(render_table(result.rows), file=sys.stderr)
     status = _emit(_remap(result.findings, config), args, config)
     return _report_stop(result, len(specs)) or status
+
+
+def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.Namespace, config: Config) -> int:
+    """``--against REV``: REV's build of each kernel is the reference (differential.py)."""
+    import tempfile
+
+    from . import differential
+
+    with tempfile.TemporaryDirectory(prefix="kernel-check-against-") as scratch:
+        try:
+            plan = differential.prepare(specs, args.against, Path(scratch), **_budgets(config))
+        except differential.AgainstError as exc:
+            raise UsageError(str(exc)) from exc
+        for reason in plan.skipped:
+            print(f"kernel-check: --against {args.against}: not compared: {reason}", file=sys.stderr)
+        if not plan.specs:
+            raise UsageError(f"--against {args.against}: no spec could be compared")
+        with _stop_on_signals():
+            result = run_specs(plan.specs, options, Progress())
+        print(render_table(result.rows), file=sys.stderr)
+        findings = differential.restore_paths(result.findings, plan.originals, plan.generated, args.against)
+        status = _emit(_remap(findings, config), args, config)
+        return _report_stop(result, len(plan.specs)) or status
+
+
+def _spec(args: argparse.Namespace, config: Config) -> int:
+    """``spec new FILE.cuh``: write a drafted spec (draft.py); never overwrites a file."""
+    from .draft import DraftError, default_spec_path, draft_text
+
+    if not args.source.is_file():
+        raise UsageError(f"{args.source}: no such file")
+    if args.wrapper is not None and not args.wrapper.is_file():
+        raise UsageError(f"{args.wrapper}: no such file")
+    to_stdout = str(args.output) == "-"
+    target = default_spec_path(args.source) if args.output is None else args.output
+    if not to_stdout and target.exists():
+        raise UsageError(f"{target}: already exists; pass -o NEW_FILE (or -o - for stdout)")
+    try:
+        text = draft_text(args.source, Path.cwd() / "stdout_spec.py" if to_stdout else target,
+                          args.launcher, args.wrapper)
+    except DraftError as exc:
+        raise UsageError(f"{args.source}: {exc}") from exc
+    if to_stdout:
+        sys.stdout.write(text)
+    else:
+        target.write_text(text, encoding="utf-8")
+        print(f"kernel-check: wrote {target}; fill in each TODO(kernel-check), the reference first", file=sys.stderr)
+    return EXIT_CLEAN
 
 
 @contextlib.contextmanager
@@ -254,7 +314,7 @@ def _sanitize(args: argparse.Namespace, config: Config) -> int:
     return status
 
 
-COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize}
+COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize, "spec": _spec}
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,759 @@
+"""Drafted specs: ``kernel-check spec new FILE.cuh`` writes a ``*_spec.py`` from the static model.
+
+What the draft takes from the code (``checker/model.py``, filled by
+``checker/clang/launcher_facts.py`` and ``dataflow_facts.py``):
+
+- the launcher: a host function (or a static member function of a class template, the
+  sglang export style ``Kernel<...>::run``) that launches a kernel or runs a ``TensorMatcher``;
+- each ``TensorView`` argument's symbolic shape, dtype set, alignment (``ensure_alignment``),
+  stride pattern (``with_strides``) and device from the ``TensorMatcher`` chain that verifies it;
+- roles: a tensor whose data the launched kernel (or a device function it hands the pointer
+  to) writes is ``OUT`` (``INPLACE`` when it also reads it), else ``IN``; where the accesses
+  are not visible, the constness of the kernel's pointer decides;
+- scalar arguments, with a placeholder value;
+- template parameters and the instantiations to build: the ``INSTANTIATIONS`` manifest of a
+  wrapper beside the ``.cuh``, else the ``load_jit``/``make_cpp_args`` call of one (which
+  argument is PDL), else the matcher's dtypes (a type parameter gets the usual three float
+  types) and both values of every ``bool`` parameter;
+- a grid whose innermost free axis holds the tails (``TAILS`` plus a multiple of every
+  vector width).
+
+The reference is left to the user (``reference=None`` with a ``TODO(kernel-check)`` marker):
+a draft without one loads, runs the checks that need no reference and, with
+``kernel-check test --against REV``, compares against the kernel at another revision.
+Everything the drafter guessed is listed in the draft's docstring as a ``TODO(kernel-check)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..model import AccessKind, ConstExpr, Function, FunctionKind, MatcherChain, SourceModel
+from .spec import DTYPES, TAILS, Role
+
+TODO = "TODO(kernel-check)"
+# C++ spellings of element types -> the harness's dtype names (the project's aliases come
+# from DTYPES; the rest are the CUDA and standard spellings kernels use directly)
+CPP_DTYPES: dict[str, str] = {
+    **{alias: name for name, (_, alias) in DTYPES.items()},
+    "float": "float32", "double": "float64", "half": "float16", "__half": "float16",
+    "nv_bfloat16": "bfloat16", "__nv_bfloat16": "bfloat16", "__nv_fp8_e4m3": "float8_e4m3fn",
+    "fp8_e4m3fn_t": "float8_e4m3fn", "int": "int32", "int32_t": "int32", "int64_t": "int64",
+    "uint8_t": "uint8", "int8_t": "int8", "int16_t": "int16", "bool": "bool",
+}
+# A template type parameter nobody lists the values of: the float types kernels usually take.
+DEFAULT_FLOAT_TYPES = ("float16", "bfloat16", "float32")
+# Values tried for an integer template parameter that sizes a dimension.
+DEFAULT_FIXED_SIZES = (128, 4096)
+# Axes other than the tail axis: one, a small odd count, a few warps' worth.
+OTHER_AXIS = (1, 3, 32)
+# The tail axis: the tails and a multiple of every vector width.
+TAIL_AXIS = TAILS + (4096,)
+MAX_INSTANTIATIONS = 12
+REFERENCE_MARKER = f"  # {TODO}: write the PyTorch reference"
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_SYMBOLIC_SIZE = re.compile(r"(?:SymbolicSize\s+(\w+)\s*[{(;]|(\w+)\s*=\s*SymbolicSize\b)")
+
+
+class DraftError(Exception):
+    """The file cannot be drafted from (no launcher, an unknown --launcher): one line."""
+
+
+@dataclass
+class DraftTensor:
+    name: str
+    shape: tuple[str | int, ...]
+    dtype: str  # a DTYPES name or a type variable
+    role: Role
+    strided_rows: bool = False
+    alignment: ConstExpr | None = None
+    init: str = ""  # "" : the default (randn)
+
+
+@dataclass
+class DraftScalar:
+    name: str
+    value: object
+    comment: str = ""
+
+
+@dataclass
+class DraftInstantiation:
+    template_args: tuple[str | int | bool, ...]
+    dtypes: dict[str, str]
+    pdl: bool
+    sizes: dict[str, int]
+    vector_bytes: dict[str, int]
+
+
+@dataclass
+class Draft:
+    """One drafted ``KernelSpec`` and the guesses a user has to check."""
+
+    name: str
+    source: str
+    export: str
+    symbol: str
+    args: list[DraftTensor | DraftScalar]
+    instantiations: list[DraftInstantiation]
+    grid: dict[str, tuple[int, ...]]
+    include_dirs: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    constraint: str = ""  # the body of `lambda sizes: ...`
+
+
+@dataclass(frozen=True)
+class WrapperCall:
+    """What a wrapper says about one launcher: its export name, the symbol's shape with
+    ``{args}`` where ``make_cpp_args`` goes, and each template argument's source (or, from a
+    manifest, the complete argument lists)."""
+
+    export: str
+    symbol: str
+    argument_sources: tuple[str, ...] = ()  # "pdl", "dtype", or a literal's repr
+    manifest: tuple[tuple[str, ...], ...] = ()
+
+
+# ----- the launcher -----
+
+
+def launchers(model: SourceModel) -> list[Function]:
+    """Host functions with a TensorView parameter that launch a kernel or verify a tensor."""
+    busy = {site.launcher for site in model.launch_sites}
+    verifying = {chain.function for chain in model.launcher_facts.matcher_chains}
+    return [f for f in model.functions
+            if f.kind is FunctionKind.HOST and f.is_definition and any(_is_tensor(p.type.spelling) for p in f.params)
+            and (f.qualified_name in busy or f.usr in verifying)]
+
+
+def pick_launchers(model: SourceModel, wanted: str | None) -> list[Function]:
+    found = launchers(model)
+    if not found:
+        raise DraftError("no launcher found (a host function taking TensorView arguments that "
+                         "launches a kernel or runs a TensorMatcher)")
+    if wanted is None:
+        return found
+    chosen = [f for f in found if wanted in (f.name, f.qualified_name, _short_name(f.qualified_name))]
+    if not chosen:
+        names = ", ".join(_short_name(f.qualified_name) for f in found)
+        raise DraftError(f"no launcher named {wanted!r} (launchers: {names})")
+    return chosen
+
+
+def _is_tensor(spelling: str) -> bool:
+    return "TensorView" in spelling and "Optional" not in spelling
+
+
+def _short_name(qualified: str) -> str:
+    """``sglang::(anonymous namespace)::Kernel::run`` -> ``Kernel::run``: what the generated
+    export (inside ``namespace sglang``) can name."""
+    parts = [p for p in qualified.split("::") if p and p != "sglang" and not p.startswith("(")]
+    return "::".join(parts)
+
+
+def _owner(model: SourceModel, launcher: Function):
+    """The class template a static member launcher belongs to (None for a free function)."""
+    if not launcher.is_method:
+        return None
+    owner = launcher.qualified_name.rsplit("::", 1)[0]
+    return next((s for s in model.structs if s.qualified_name == owner), None)
+
+
+def template_params(model: SourceModel, launcher: Function):
+    owner = _owner(model, launcher)
+    return list(owner.template_params) if owner is not None else list(launcher.template_params)
+
+
+def symbol_of(model: SourceModel, launcher: Function) -> str:
+    """The launcher as the harness spells it: ``scale`` (gets ``<args>``) or, for a member
+    of a class template, ``Kernel<{args}>::run``."""
+    short = _short_name(launcher.qualified_name)
+    owner = _owner(model, launcher)
+    if owner is None:
+        return short
+    klass, method = short.rsplit("::", 1)
+    return f"{klass}<{{args}}>::{method}" if owner.template_params else short
+
+
+# ----- tensors -----
+
+
+def _chain_of(model: SourceModel, launcher: Function, tensor: str) -> MatcherChain | None:
+    for chain in model.launcher_facts.matcher_chains:
+        if chain.function == launcher.usr and any(v.name == tensor for v in chain.verified):
+            return chain
+    return None
+
+
+def _chain_text(model: SourceModel, chain: MatcherChain) -> str:
+    return model.data[chain.span.start:chain.span.end].decode("utf-8", errors="replace")
+
+
+def dim_aliases(model: SourceModel, launcher: Function, params: set[str]) -> dict[str, str]:
+    """Locals of the launcher that stand for a template parameter (``const int64_t hidden =
+    kHiddenSize;``, ``D.set_value(kHeadDim)``): a dimension named by one is pinned by it."""
+    if launcher.body is None:
+        return {}
+    body = model.data[launcher.body.start:launcher.body.end].decode("utf-8", errors="replace")
+    aliases = {}
+    for local, value in re.findall(r"(\w+)\s*=\s*(?:static_cast<[^>]*>\()?\s*(\w+)\s*\)?\s*;", body):
+        if value in params:
+            aliases[local] = value
+    for local, value in re.findall(r"(\w+)\.set_value\(\s*(\w+)\s*\)", body):
+        if value in params:
+            aliases[local] = value
+    return aliases
+
+
+def _dim(text: str, tensor: str, index: int, params: set[str], aliases: dict[str, str]) -> str | int:
+    text = aliases.get(text.strip(), text.strip())
+    if re.fullmatch(r"\d+", text) and int(text) > 0:
+        return int(text)
+    if text in params:
+        return text
+    if _IDENTIFIER.fullmatch(text):
+        return text.lower() if text.lower() not in params else text
+    return f"{tensor}_{index}"  # a wildcard (-1) or an expression: a free axis of its own
+
+
+def _dtype(chain: MatcherChain | None, type_params: set[str], notes: list[str], tensor: str) -> str:
+    if chain is None or not chain.dtypes:
+        notes.append(f"{TODO}: tensor {tensor}: no dtype in its TensorMatcher; float32 assumed")
+        return "float32"
+    texts = [d.text for d in chain.dtypes]
+    for text in texts:
+        if text in type_params:
+            return text
+    known = [CPP_DTYPES[t] for t in texts if t in CPP_DTYPES]
+    if not known:
+        notes.append(f"{TODO}: tensor {tensor}: dtype {texts[0]} has no torch name; float32 assumed")
+        return "float32"
+    if len(set(known)) > 1:
+        notes.append(f"{TODO}: tensor {tensor}: the matcher allows {', '.join(dict.fromkeys(known))} at run "
+                     f"time; the draft tests {known[0]} only")
+    return known[0]
+
+
+def _tensor(model: SourceModel, launcher: Function, name: str, type_params: set[str],
+            roles: dict[str, Role], notes: list[str]) -> DraftTensor:
+    chain = _chain_of(model, launcher, name)
+    params = {p.name for p in template_params(model, launcher)}
+    if chain is None:
+        notes.append(f"{TODO}: tensor {name} is not verified by a TensorMatcher here; shape 1-D assumed")
+        return DraftTensor(name, (f"{name}_0",), "float32", roles.get(name, Role.IN))
+    text = _chain_text(model, chain)
+    aliases = dim_aliases(model, launcher, params)
+    shape = tuple(_dim(d, name, i, params, aliases) for i, d in enumerate(chain.dims))
+    if "with_device<kDLCPU>" in text.replace(" ", ""):
+        notes.append(f"{TODO}: tensor {name} is a CPU tensor; the harness allocates on CUDA")
+    strided = ".with_strides" in text and len(shape) >= 2
+    if ".with_strides" in text and len(shape) >= 2 and not strided:
+        notes.append(f"{TODO}: tensor {name}: strides {text}")
+    alignment = next((v.alignment.value for v in chain.verified if v.name == name and v.alignment), None)
+    return DraftTensor(name, shape, _dtype(chain, type_params, notes, name), roles.get(name, Role.IN),
+                       strided, alignment)
+
+
+def tensor_roles(model: SourceModel, launcher: Function) -> dict[str, Role]:
+    """Each tensor's role from what the launched kernels do with its data pointer."""
+    roles: dict[str, Role] = {}
+    for launch in model.launcher_facts.launches:
+        if launch.function != launcher.usr:
+            continue
+        for arg in launch.tensor_arguments:
+            kinds: set[AccessKind] = set()
+            consts: list[bool] = []
+            for kernel in launch.kernels:
+                kinds |= _accesses(model, kernel.usr, arg.argument, (arg.field,) if arg.field else (), set())
+                consts += _pointee_const(model, kernel.usr, arg.argument, arg.field)
+            role = _role(kinds, consts)
+            if role is not None:
+                roles[arg.tensor] = _stronger(roles.get(arg.tensor), role)
+    return roles
+
+
+def _role(kinds: set[AccessKind], consts: list[bool]) -> Role | None:
+    if AccessKind.WRITE in kinds:
+        return Role.INPLACE if AccessKind.READ in kinds else Role.OUT
+    if AccessKind.READ in kinds and AccessKind.ESCAPE not in kinds:
+        return Role.IN
+    if consts:
+        return Role.IN if all(consts) else Role.INPLACE
+    return None
+
+
+def _stronger(old: Role | None, new: Role) -> Role:
+    order = {Role.IN: 0, Role.OUT: 1, Role.INPLACE: 2}
+    return new if old is None or order[new] > order[old] else old
+
+
+def _accesses(model: SourceModel, usr: str, param: int, fields: tuple[str, ...],
+              seen: set[tuple[str, int]]) -> set[AccessKind]:
+    """How a function (and the device functions it passes the pointer to) uses one parameter."""
+    if (usr, param) in seen:
+        return set()
+    seen.add((usr, param))
+    kinds = {a.kind for f in model.dataflow_facts.functions if f.function_usr == usr
+             for a in f.accesses if a.param_index == param and (not fields or a.fields[:1] == fields)}
+    for passed in model.launcher_facts.pointer_passes:
+        if passed.function == usr and passed.param_index == param and (not fields or passed.field == fields[0]):
+            inner = _accesses(model, passed.callee_usr, passed.argument, (), seen)
+            kinds = (kinds - {AccessKind.ESCAPE}) | inner if inner else kinds
+    return kinds
+
+
+def _pointee_const(model: SourceModel, usr: str, param: int, field_name: str) -> list[bool]:
+    kernel = next((f for f in model.functions if f.usr == usr), None)
+    if kernel is None or param >= len(kernel.params):
+        return []
+    ptype = kernel.params[param].type
+    if not field_name:
+        return [ptype.pointee_const] if ptype.is_pointer else []
+    record = ptype.spelling.replace("const ", "").strip().split("<")[0].split("::")[-1]
+    for struct in model.structs:
+        if struct.name == record:
+            return [f.type.pointee_const for f in struct.fields if f.name == field_name and f.type.is_pointer]
+    return []
+
+
+# ----- scalars -----
+
+
+def _scalar(name: str, spelling: str) -> DraftScalar:
+    bare = spelling.replace("const", "").replace("&", "").strip()
+    if "Optional" in bare:
+        return DraftScalar(name, None, f"{TODO}: {bare}: None passes nothing")
+    if bare == "bool":
+        return DraftScalar(name, False, f"{TODO}: pick a value")
+    if bare in ("float", "double"):
+        return DraftScalar(name, 1e-6 if "eps" in name.lower() else 1.0, f"{TODO}: pick a value")
+    if re.fullmatch(r"(u?int\d+_t|int|unsigned|long|long long|size_t|unsigned int)", bare):
+        return DraftScalar(name, 1, f"{TODO}: pick a value (a size? a function of the case's sizes?)")
+    return DraftScalar(name, None, f"{TODO}: {bare} cannot be drafted; pass a value of that type")
+
+
+# ----- wrappers -----
+
+
+def read_wrapper(path: Path, cuda_file: str) -> list[WrapperCall]:
+    """The launchers a wrapper module exports for ``cuda_file``, read with ``ast``: its
+    ``INSTANTIATIONS`` manifest, else its ``load_jit(..., cuda_wrappers=[...])`` calls."""
+    from ..build import read_manifest
+
+    manifest = read_manifest(path)
+    if manifest is not None:
+        if not any(str(f).endswith(cuda_file) for f in manifest["CUDA_FILES"]):  # type: ignore[union-attr]
+            return []
+        grouped: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+        for export, symbol in manifest["INSTANTIATIONS"]:  # type: ignore[union-attr]
+            base, _, rest = str(symbol).partition("<")
+            args = tuple(a.strip() for a in _split_args(rest.rsplit(">", 1)[0])) if rest else ()
+            grouped.setdefault((str(export), base.strip()), []).append(args)
+        return [WrapperCall(export, symbol, manifest=tuple(args)) for (export, symbol), args in grouped.items()]
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    return [call for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+            for call in _load_jit_calls(node, cuda_file)]
+
+
+def _split_args(text: str) -> list[str]:
+    """Top-level commas of a template argument list."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "<(" and 1 or (-1 if char in ">)" else 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [p for p in (*parts, current) if p.strip()]
+
+
+def _call_name(node: ast.AST) -> str:
+    func = node.func if isinstance(node, ast.Call) else None
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _load_jit_calls(function: ast.FunctionDef, cuda_file: str) -> list[WrapperCall]:
+    cpp_args: dict[str, tuple[str, ...]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _call_name(node.value) == "make_cpp_args":
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    cpp_args[target.id] = tuple(_argument_source(a) for a in node.value.args)
+    calls = []
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Call) and _call_name(node) == "load_jit"):
+            continue
+        keywords = {k.arg: k.value for k in node.keywords}
+        files = keywords.get("cuda_files")
+        if not (isinstance(files, ast.List) and any(isinstance(f, ast.Constant) and str(f.value).endswith(cuda_file)
+                                                   for f in files.elts)):
+            continue
+        wrappers = keywords.get("cuda_wrappers")
+        for item in wrappers.elts if isinstance(wrappers, ast.List) else ():
+            if isinstance(item, ast.Tuple) and len(item.elts) == 2 and isinstance(item.elts[0], ast.Constant):
+                symbol, used = _symbol_shape(item.elts[1])
+                calls.append(WrapperCall(str(item.elts[0].value), symbol, cpp_args.get(used, ())))
+    return calls
+
+
+def _argument_source(arg: ast.expr) -> str:
+    if isinstance(arg, ast.Call) and "pdl" in _call_name(arg).lower():
+        return "pdl"
+    if isinstance(arg, ast.Constant):
+        return repr(arg.value)
+    return "dtype" if "dtype" in ast.unparse(arg).lower() else ast.unparse(arg)
+
+
+def _symbol_shape(node: ast.expr) -> tuple[str, str]:
+    """``f"Kernel<{args}>::run"`` -> (``Kernel<{args}>::run``, ``args``)."""
+    if isinstance(node, ast.Constant):
+        return str(node.value), ""
+    if not isinstance(node, ast.JoinedStr):
+        return ast.unparse(node), ""
+    text, used = "", ""
+    for part in node.values:
+        if isinstance(part, ast.FormattedValue):
+            used = ast.unparse(part.value)
+            text += "{args}"
+        else:
+            text += str(part.value)  # type: ignore[attr-defined]
+    return text, used
+
+
+def find_wrapper(cuh: Path) -> Path | None:
+    """A wrapper beside the kernel: ``name.py`` next to ``name.cuh``."""
+    candidate = cuh.with_suffix(".py")
+    return candidate if candidate.is_file() else None
+
+
+def _matching_call(calls: Sequence[WrapperCall], symbol: str) -> WrapperCall | None:
+    base = symbol.split("<", 1)[0]
+    for call in calls:
+        if call.symbol.split("<", 1)[0].split("::")[-1] == base.split("::")[-1] or call.symbol == symbol:
+            return call
+    return None
+
+
+# ----- instantiations -----
+
+
+def _cpp_value(text: str) -> str | int | bool:
+    text = text.strip()
+    if text in ("true", "false"):
+        return text == "true"
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    return CPP_DTYPES.get(text, text)
+
+
+def _candidates(param, pdl_param: str, type_params_used: set[str], source: str, dim_params: set[str],
+                notes: list[str]) -> tuple:
+    if source and source not in ("pdl", "dtype") and not source.isidentifier():
+        return (ast.literal_eval(source),)
+    if param.kind == "type":
+        if param.name not in type_params_used:
+            notes.append(f"{TODO}: type parameter {param.name} is no tensor's dtype; float32 assumed")
+            return ("float32",)
+        notes.append(f"{TODO}: type parameter {param.name}: {', '.join(DEFAULT_FLOAT_TYPES)} assumed")
+        return DEFAULT_FLOAT_TYPES
+    if param.name == pdl_param or source == "pdl" or param.type_spelling == "bool":
+        return (True, False) if param.name == pdl_param or source == "pdl" else (False, True)
+    if param.name in dim_params:
+        notes.append(f"{TODO}: {param.name} sizes a dimension: {DEFAULT_FIXED_SIZES} assumed")
+        return DEFAULT_FIXED_SIZES
+    notes.append(f"{TODO}: template parameter {param.name}: no candidate value known; 1 assumed")
+    return (1,)
+
+
+def _pdl_param(model: SourceModel, launcher: Function) -> str:
+    for site in model.launch_sites:
+        if site.launcher == launcher.qualified_name and site.enable_pdl and _IDENTIFIER.fullmatch(site.enable_pdl):
+            return site.enable_pdl
+    return ""
+
+
+def _value_tuples(model: SourceModel, launcher: Function, wrapper: WrapperCall | None, tensors: list[DraftTensor],
+                  notes: list[str]) -> list[tuple]:
+    params = template_params(model, launcher)
+    if wrapper is not None and wrapper.manifest:
+        return [tuple(_cpp_value(a) for a in args) for args in wrapper.manifest]
+    pdl = _pdl_param(model, launcher)
+    used = {t.dtype for t in tensors}
+    dims = {d for t in tensors for d in t.shape if isinstance(d, str)}
+    sources = list(wrapper.argument_sources) if wrapper else []
+    sources += [""] * (len(params) - len(sources))
+    if wrapper is not None and pdl == "" and "pdl" in sources:
+        pdl = params[sources.index("pdl")].name
+    per_param = [_candidates(p, pdl, used, s, dims, notes) for p, s in zip(params, sources)]
+    tuples = list(itertools.product(*per_param))
+    if len(tuples) > MAX_INSTANTIATIONS:
+        notes.append(f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} kept")
+        tuples = tuples[:MAX_INSTANTIATIONS]
+    return tuples
+
+
+def _width(tensor: DraftTensor, env: dict[str, int]) -> int | None:
+    if tensor.alignment is None:
+        return 0
+    return tensor.alignment.evaluate(env)
+
+
+def instantiations(model: SourceModel, launcher: Function, values: list[tuple], tensors: list[DraftTensor],
+                   notes: list[str]) -> list[DraftInstantiation]:
+    params = template_params(model, launcher)
+    pdl = _pdl_param(model, launcher)
+    result = []
+    for args in values:
+        named = dict(zip((p.name for p in params), args))
+        env = {name: DTYPES[v][0] if isinstance(v, str) and v in DTYPES else v
+               for name, v in named.items() if not isinstance(v, str) or v in DTYPES}
+        dtypes = {n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES}
+        sizes = {n: int(v) for n, v in named.items()
+                 if isinstance(v, int) and not isinstance(v, bool) and any(n in t.shape for t in tensors)}
+        widths = {}
+        for tensor in tensors:
+            width = _width(tensor, env)
+            if width is None:
+                notes.append(f"{TODO}: tensor {tensor.name}: ensure_alignment not evaluated; 0 assumed")
+                width = 0
+            element = DTYPES[dtypes.get(tensor.dtype, tensor.dtype)][0] if dtypes.get(tensor.dtype, tensor.dtype) in DTYPES else 1
+            widths[tensor.name] = width if width >= element and width & (width - 1) == 0 else 0
+        result.append(DraftInstantiation(tuple(args), dtypes, bool(named.get(pdl, False)), sizes, widths))
+    return _dedupe(result)
+
+
+def _dedupe(found: list[DraftInstantiation]) -> list[DraftInstantiation]:
+    seen, unique = set(), []
+    for inst in found:
+        key = (inst.template_args, inst.pdl)
+        if key not in seen:
+            seen.add(key)
+            unique.append(inst)
+    return unique
+
+
+# ----- the grid -----
+
+
+def grid_for(tensors: list[DraftTensor], pinned: set[str], notes: list[str]) -> dict[str, tuple[int, ...]]:
+    """Free axes in order of appearance; the last dimension of the first written tensor (the
+    vectorized one, usually) gets the tails."""
+    free = list(dict.fromkeys(d for t in tensors for d in t.shape if isinstance(d, str) and d not in pinned))
+    if not free:
+        notes.append(f"{TODO}: every dimension is fixed; a dummy axis holds the tails")
+        return {"tail": TAIL_AXIS}
+    written = [t for t in tensors if t.role is not Role.IN] + tensors
+    tail = next((d for t in written for d in reversed(t.shape) if d in free), free[-1])
+    return {axis: TAIL_AXIS if axis == tail else OTHER_AXIS for axis in free}
+
+
+# ----- the whole draft -----
+
+
+def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: Path,
+                   wrapper_calls: Sequence[WrapperCall]) -> Draft:
+    notes: list[str] = []
+    symbol = symbol_of(model, launcher)
+    wrapper = _matching_call(wrapper_calls, symbol)
+    if wrapper is not None and "{args}" in wrapper.symbol:
+        symbol = wrapper.symbol
+    params = template_params(model, launcher)
+    type_params = {p.name for p in params if p.kind == "type"}
+    roles = tensor_roles(model, launcher)
+    args: list[DraftTensor | DraftScalar] = [
+        _tensor(model, launcher, p.name, type_params, roles, notes) if _is_tensor(p.type.spelling)
+        else _scalar(p.name, p.type.spelling) for p in launcher.params]
+    tensors = [a for a in args if isinstance(a, DraftTensor)]
+    _ensure_written(tensors, roles, notes)
+    insts = instantiations(model, launcher, _value_tuples(model, launcher, wrapper, tensors, notes), tensors, notes)
+    constraint = _index_inits(tensors, insts, notes)
+    pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
+    name = _spec_name(launcher, symbol)
+    export = wrapper.export if wrapper else launcher.name
+    return Draft(name=name, source=_relative(cuh, spec_dir), export=export,
+                 symbol=symbol.split("<", 1)[0] if wrapper and wrapper.manifest else symbol, args=args,
+                 instantiations=insts, grid=grid_for(tensors, pinned, notes),
+                 include_dirs=_include_dirs(cuh, spec_dir), notes=list(dict.fromkeys(notes)), constraint=constraint)
+
+
+def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation], notes: list[str]) -> str:
+    """Integer inputs are usually row ids into a written tensor: distinct ids below its row
+    count (random ones would be negative or out of range). Returns the grid constraint."""
+    constraints = []
+    for tensor in tensors:
+        dtypes = {i.dtypes.get(tensor.dtype, tensor.dtype) for i in insts}
+        if tensor.role is not Role.IN or not dtypes or not all(d.startswith(("int", "uint")) for d in dtypes):
+            continue
+        rows = next((t.shape[0] for t in tensors if t.role is not Role.IN and t.shape
+                     and isinstance(t.shape[0], str) and t.shape[0] not in tensor.shape), None)
+        if rows is None or len(tensor.shape) != 1 or not isinstance(tensor.shape[0], str):
+            continue
+        tensor.init = f"perm:{rows}"
+        constraints.append(f"sizes[{rows!r}] >= sizes[{tensor.shape[0]!r}]")
+        notes.append(f"{TODO}: {tensor.name} assumed to hold distinct row ids of dimension {rows}")
+    return " and ".join(constraints)
+
+
+def _ensure_written(tensors: list[DraftTensor], roles: dict[str, Role], notes: list[str]) -> None:
+    """A spec needs a written tensor; where no access says which, guess the last one."""
+    if any(t.role is not Role.IN for t in tensors) or not tensors:
+        return
+    tensors[-1].role = Role.INPLACE
+    notes.append(f"{TODO}: no tensor is seen written; {tensors[-1].name} assumed INPLACE")
+
+
+def _spec_name(launcher: Function, symbol: str) -> str:
+    base = symbol.split("<", 1)[0].split("::")[-1]
+    if launcher.is_method:
+        base = symbol.split("<", 1)[0].split("::")[0]
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", base).lower()
+
+
+def _relative(path: Path, start: Path) -> str:
+    import os
+
+    return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
+
+
+def _include_dirs(cuh: Path, spec_dir: Path) -> tuple[str, ...]:
+    """A kernel tree with its own ``sgl_kernel/`` headers builds against those."""
+    from ..clang.parse import find_sgl_include_dir
+    from ..jit import default_include_dir
+
+    own = find_sgl_include_dir(cuh)
+    if own is None or own.resolve() == default_include_dir().resolve():
+        return ()
+    return (_relative(own, spec_dir),)
+
+
+def parse_model(cuh: Path) -> SourceModel:
+    """The static model of one file, parsed as ``kernel-check`` parses it."""
+    from ..clang.deep_stack import on_deep_stack
+    from ..clang.extract import extract
+    from ..clang.parse import ParseSettings, parse_file
+
+    def parse() -> SourceModel:
+        data = cuh.read_bytes()
+        unit = parse_file(cuh, data, ParseSettings())
+        return extract(unit, data.decode("utf-8", errors="replace"), data)
+
+    return on_deep_stack(parse)
+
+
+def draft_file(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None) -> list[Draft]:
+    """Drafts for every launcher of ``cuh`` (or the one named), for a spec at ``spec_path``."""
+    model = parse_model(cuh)
+    chosen = pick_launchers(model, launcher)
+    wrapper = wrapper or find_wrapper(cuh)
+    calls = read_wrapper(wrapper, cuh.name) if wrapper else []
+    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls) for f in chosen]
+    names = [d.name for d in drafts]
+    for draft in drafts:
+        if names.count(draft.name) > 1:
+            draft.name = f"{draft.name}_{draft.export}"
+    return drafts
+
+
+# ----- rendering -----
+
+
+def render(drafts: Sequence[Draft], cuh: Path) -> str:
+    """The spec file's text: valid Python that loads as it is."""
+    notes = [n for d in drafts for n in d.notes]
+    lines = [f'"""Drafted harness spec for {cuh.name} (kernel-check spec new): check every guess.', ""]
+    lines += [f"- {note}" for note in dict.fromkeys(notes)]
+    lines += [f"- {TODO}: write the PyTorch reference (until then: checks without one, or --against REV)",
+              '"""', "", "from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor",
+              ""]
+    names = []
+    for draft in drafts:
+        names.append(draft.name.upper())
+        lines += [f"{draft.name.upper()} = {_render_spec(draft)}", ""]
+    if len(drafts) == 1:
+        lines.append(f"SPEC = {names[0]}")
+    else:
+        lines.append(f"SPECS = [{', '.join(names)}]")
+    return "\n".join(lines) + "\n"
+
+
+def _render_spec(draft: Draft) -> str:
+    fields = [
+        ("name", repr(draft.name)), ("source", repr(draft.source)), ("export", repr(draft.export)),
+        ("symbol", repr(draft.symbol)),
+        ("args", "(\n" + "".join(f"        {_render_arg(a, draft)},{_comment(a)}\n" for a in draft.args) + "    )"),
+        ("reference", "None"),
+        ("instantiations", "(\n" + "".join(f"        {_render_inst(i, draft)},\n" for i in draft.instantiations) + "    )"),
+        ("grid", "{" + ", ".join(f"{k!r}: {_render_axis(v)}" for k, v in draft.grid.items()) + "}"),
+    ]
+    if draft.constraint:
+        fields.append(("constraint", f"lambda sizes: {draft.constraint}"))
+    if draft.include_dirs:
+        fields.append(("include_dirs", repr(draft.include_dirs)))
+    body = "".join(f"    {key}={value},{REFERENCE_MARKER if key == 'reference' else ''}\n" for key, value in fields)
+    return f"KernelSpec(\n{body})"
+
+
+def _render_axis(values: tuple[int, ...]) -> str:
+    if values[:len(TAILS)] == TAILS:
+        rest = values[len(TAILS):]
+        return "TAILS" + (f" + {rest!r}" if rest else "")
+    return repr(values)
+
+
+def _uniform_width(tensor: DraftTensor, draft: Draft) -> int | None:
+    widths = {i.vector_bytes.get(tensor.name, 0) for i in draft.instantiations}
+    return widths.pop() if len(widths) == 1 else None
+
+
+def _render_arg(arg: DraftTensor | DraftScalar, draft: Draft) -> str:
+    if isinstance(arg, DraftScalar):
+        return f"Scalar({arg.name!r}, {arg.value!r})"
+    parts = [repr(arg.name), repr(arg.shape)]
+    if arg.dtype != "T":
+        parts.append(f"dtype={arg.dtype!r}")
+    if arg.role is not Role.IN:
+        parts.append(f"role=Role.{arg.role.name}")
+    width = _uniform_width(arg, draft)
+    if width:
+        parts.append(f"vector_bytes={width}")
+    if arg.strided_rows:
+        parts.append("strided_rows=True")
+    if arg.init:
+        parts.append(f"init={arg.init!r}")
+    return f"Tensor({', '.join(parts)})"
+
+
+def _comment(arg: DraftTensor | DraftScalar) -> str:
+    return f"  # {arg.comment}" if isinstance(arg, DraftScalar) and arg.comment else ""
+
+
+def _render_inst(inst: DraftInstantiation, draft: Draft) -> str:
+    parts = [repr(inst.template_args)]
+    if inst.dtypes:
+        parts.append(f"dtypes={inst.dtypes!r}")
+    if inst.pdl:
+        parts.append("pdl=True")
+    if inst.sizes:
+        parts.append(f"sizes={inst.sizes!r}")
+    varying = {name: width for name, width in inst.vector_bytes.items()
+               if _uniform_width(next(a for a in draft.args if a.name == name), draft) is None}
+    if varying:
+        parts.append(f"vector_bytes={varying!r}")
+    return f"Instantiation({', '.join(parts)})"
+
+
+def draft_text(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None) -> str:
+    return render(draft_file(cuh, spec_path, launcher, wrapper), cuh)
+
+
+def default_spec_path(cuh: Path) -> Path:
+    return cuh.with_name(f"{cuh.stem}_spec.py")
