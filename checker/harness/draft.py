@@ -587,7 +587,8 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
 
 def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation], notes: list[str]) -> str:
     """Integer inputs are usually row ids into a written tensor: distinct ids below its row
-    count (random ones would be negative or out of range). Returns the grid constraint."""
+    count (random ones would be negative or out of range), and the tensor they index is
+    scattered into (INPLACE). Returns the grid constraint."""
     constraints = []
     for tensor in tensors:
         dtypes = {i.dtypes.get(tensor.dtype, tensor.dtype) for i in insts}
@@ -598,6 +599,9 @@ def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation], no
         if rows is None or len(tensor.shape) != 1 or not isinstance(tensor.shape[0], str):
             continue
         tensor.init = f"perm:{rows}"
+        for target in tensors:  # a scatter: the rows no id names keep their values
+            if target.role is Role.OUT and target.shape and target.shape[0] == rows:
+                target.role = Role.INPLACE
         constraints.append(f"sizes[{rows!r}] >= sizes[{tensor.shape[0]!r}]")
         notes.append(f"{TODO}: {tensor.name} assumed to hold distinct row ids of dimension {rows}")
     return " and ".join(constraints)

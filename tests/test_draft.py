@@ -1,0 +1,123 @@
+"""`kernel-check spec new`: drafts from real libclang parses of csrc/ and of a small kernel in
+the sglang export style; every draft must load as a valid spec."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_check.harness.discover import discover
+from kernel_check.harness.draft import TODO, draft_text
+from kernel_check.harness.spec import Role
+
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+SGL_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "sgl" / "row_scale.cuh"
+# Hand-written specs whose export no launcher of the file defines: the wrapper exports
+# forwarding templates (silu_and_mul<...> calls act_and_mul<...>), which launch nothing.
+FORWARDED = {"silu_and_mul", "gelu_and_mul"}
+# Roles a template argument decides: one launcher reads `scale` (static) or writes it
+# (dynamic); the draft, one spec for both, takes the union (INPLACE).
+ROLE_BY_TEMPLATE = {("per_tensor_quant_fp8_static", "scale")}
+
+
+def _draft(cuh: Path, tmp_path: Path) -> list:
+    out = tmp_path / f"{cuh.stem}_spec.py"
+    out.write_text(draft_text(cuh, out))
+    found = discover([out])
+    assert not found.errors, found.errors
+    return found.specs
+
+
+@pytest.fixture(scope="module")
+def csrc_drafts(tmp_path_factory) -> dict[tuple[str, str], object]:
+    tmp = tmp_path_factory.mktemp("drafts")
+    drafts = {}
+    for cuh in sorted(CSRC.rglob("*.cuh")):
+        for spec in _draft(cuh, tmp):
+            drafts[(cuh.name, spec.export)] = spec
+    return drafts
+
+
+@pytest.mark.skipif(not CSRC.is_dir(), reason="csrc/ is not in this checkout")
+def test_every_csrc_kernel_gets_a_loadable_draft(csrc_drafts):
+    assert {source for source, _ in csrc_drafts} == {p.name for p in CSRC.rglob("*.cuh")}
+    for spec in csrc_drafts.values():
+        assert spec.reference is None and spec.instantiations
+
+
+@pytest.mark.skipif(not CSRC.is_dir(), reason="csrc/ is not in this checkout")
+def test_drafts_match_the_hand_written_specs(csrc_drafts):
+    compared = 0
+    for hand in discover([CSRC]).specs:
+        if hand.name in FORWARDED:
+            continue
+        draft = csrc_drafts[(Path(hand.source).name, hand.export)]
+        def role(spec, t):
+            return Role.INPLACE if (hand.name, t.name) in ROLE_BY_TEMPLATE else t.role
+
+        assert [(t.name, role(draft, t), len(t.shape)) for t in draft.tensors] == \
+               [(t.name, role(hand, t), len(t.shape)) for t in hand.tensors], hand.name
+        assert [s.name for s in draft.scalars] == [s.name for s in hand.scalars], hand.name
+        drafted = {i.id: i for i in draft.instantiations}
+        for inst in hand.instantiations:  # specs split by mode take a part of the wrapper's list
+            assert inst.id in drafted, (hand.name, inst.id)
+            mine = drafted[inst.id]
+            assert mine.template_args == inst.template_args and mine.pdl == inst.pdl
+            assert {t.name: draft.tensor_dtype(t, mine) for t in draft.tensors} == \
+                   {t.name: hand.tensor_dtype(t, inst) for t in hand.tensors}, (hand.name, inst.id)
+        compared += 1
+    assert compared == 11
+
+
+@pytest.mark.skipif(not CSRC.is_dir(), reason="csrc/ is not in this checkout")
+def test_widths_and_fixed_sizes_follow_the_template_arguments(csrc_drafts):
+    rmsnorm = csrc_drafts[("rmsnorm.cuh", "rmsnorm")]
+    inst = next(i for i in rmsnorm.instantiations if i.template_args == ("float16", 4096, True, True))
+    assert set(inst.sizes.values()) == {4096}  # the hidden size pins its axis
+    assert inst.vector_bytes["input"] == 16  # ensure_alignment(kVecBytes) evaluated for it
+    scale = csrc_drafts[("scale.cuh", "scale")]
+    assert {t.name: t.vector_bytes for t in scale.tensors} == {"dst": 16, "src": 16}
+    store = csrc_drafts[("store_cache.cuh", "store_cache")]
+    indices = next(t for t in store.tensors if t.name == "indices")
+    assert indices.init == "perm:s" and store.constraint({"s": 3, "n": 32}) is False
+
+
+def test_sglang_style_launcher_static_member_of_a_class_template(tmp_path):
+    (spec,) = _draft(SGL_FIXTURE, tmp_path)
+    assert spec.symbol == "RowScale<{args}>::run" and spec.export == "run"  # from the wrapper's load_jit
+    assert [(t.name, t.shape, t.role) for t in spec.tensors] == [
+        ("out", ("r", "c"), Role.OUT), ("in", ("r", "c"), Role.IN), ("scale", ("r",), Role.IN)]
+    assert [t.dtype for t in spec.tensors] == ["T", "T", "float32"]
+    assert {(i.template_args, i.pdl) for i in spec.instantiations} == {
+        ((dtype, pdl), pdl) for dtype in ("float16", "bfloat16", "float32") for pdl in (True, False)}
+    assert any(set((1, 127, 4097)) <= set(values) for values in spec.grid.values())
+    from kernel_check.harness.build import launcher_symbol
+
+    assert launcher_symbol(spec, spec.instantiations[0]) == "RowScale<fp16_t, true>::run"
+
+
+def test_cli_writes_marks_and_never_overwrites(tmp_path):
+    cuh = tmp_path / "row_scale.cuh"
+    cuh.write_bytes(SGL_FIXTURE.read_bytes())
+    command = [sys.executable, "-m", "kernel_check", "spec", "new", str(cuh)]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    text = (tmp_path / "row_scale_spec.py").read_text()
+    assert f"reference=None,  # {TODO}: write the PyTorch reference" in text
+    again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 2 and "already exists" in again.stderr and "Traceback" not in again.stderr
+    assert (tmp_path / "row_scale_spec.py").read_text() == text
+    missing = subprocess.run([*command[:-1], str(tmp_path / "nope.cuh")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_a_file_without_a_launcher_is_one_line(tmp_path):
+    cuh = tmp_path / "plain.cuh"
+    cuh.write_text("#pragma once\nnamespace sglang {\ninline int twice(int x) { return 2 * x; }\n}\n")
+    done = subprocess.run([sys.executable, "-m", "kernel_check", "spec", "new", str(cuh), "-o", "-"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "no launcher found" in done.stderr and len(done.stderr.splitlines()) == 1
