@@ -1,0 +1,151 @@
+"""`kernel-check test --against REV`: REV's tree from a real git repository, spec pairing, the
+REV reference on CPU tensors, the comparison; the end-to-end run needs a GPU and skips without."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernel_check.harness.differential import (
+    AgainstError,
+    RevisionReference,
+    against_revision,
+    materialize,
+    pair_specs,
+    repository_root,
+)
+from kernel_check.harness.execute import compare
+from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor
+
+KERNEL = """\
+#pragma once
+#include <sgl_kernel/tensor.h>
+#include <sgl_kernel/utils.cuh>
+#include <sgl_kernel/utils.h>
+#include <tvm/ffi/container/tensor.h>
+#include <cstdint>
+namespace sglang {
+template <typename T>
+__global__ void twice_kernel(T* __restrict__ dst, const T* __restrict__ src, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i] * static_cast<T>(FACTOR);
+}
+template <typename T>
+void twice(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
+  using namespace host;
+  SymbolicSize N{"n"};
+  SymbolicDevice device;
+  device.set_options<kDLCUDA>();
+  TensorMatcher({N}).with_device<kDLCUDA>(device).with_dtype<T>().verify(dst).verify(src);
+  const int64_t n = N.unwrap();
+  if (n == 0) return;
+  LaunchKernel(static_cast<uint32_t>((n + 255) / 256), 256u, device.unwrap())(
+      twice_kernel<T>, static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), n);
+}
+}  // namespace sglang
+"""
+SPEC = """\
+from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Tensor
+
+SPEC = KernelSpec(name="twice", source="twice.cuh", export="twice", symbol="twice",
+                  args=(Tensor("dst", ("n",), role=Role.OUT), Tensor("src", ("n",))),
+                  reference=None,
+                  instantiations=(Instantiation(("float32",), dtypes={"T": "float32"}),),
+                  grid={"n": TAILS + (4096,)})
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(repo), "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+def make_repo(tmp_path: Path, factors: tuple[str, ...]) -> Path:
+    """A repository with one commit per factor; the working tree holds the last."""
+    repo = tmp_path / "repo"
+    (repo / "kernels").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    for factor in factors:
+        (repo / "kernels" / "twice.cuh").write_text(KERNEL.replace("FACTOR", factor))
+        (repo / "kernels" / "twice_spec.py").write_text(SPEC)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", f"factor {factor}")
+    return repo
+
+
+def test_rev_tree_is_materialized_without_touching_the_checkout(tmp_path):
+    repo = make_repo(tmp_path, ("2", "3"))
+    (repo / "kernels" / "twice.cuh").write_text("// uncommitted edit\n")
+    tree = materialize(repository_root(repo / "kernels"), "HEAD~1", tmp_path / "scratch")
+    assert "static_cast<T>(2)" in (tree / "kernels" / "twice.cuh").read_text()
+    assert (repo / "kernels" / "twice.cuh").read_text() == "// uncommitted edit\n"
+    assert "factor 3" in _git(repo, "log", "-1", "--format=%s")
+    with pytest.raises(AgainstError, match="cannot read revision"):
+        materialize(repo, "no-such-rev", tmp_path / "other")
+    with pytest.raises(AgainstError, match="not inside a git checkout"):
+        repository_root(tmp_path / "scratch")
+
+
+def _spec(name: str, args, insts=(Instantiation(("float32",), dtypes={"T": "float32"}),)) -> KernelSpec:
+    return KernelSpec(name=name, source="k.cuh", export=name, symbol=name, args=args, reference=None,
+                      instantiations=insts, grid={"n": TAILS}, spec_path="/x/k_spec.py")
+
+
+def test_specs_pair_by_name_and_signature():
+    io = (Tensor("dst", ("n",), role=Role.OUT), Tensor("src", ("n",)))
+    new = [_spec("same", io), _spec("fresh", io), _spec("changed", io + (Scalar("f", 1.0),)),
+           _spec("other_inst", io, (Instantiation(("float16",), dtypes={"T": "float16"}),))]
+    old = [_spec("same", io), _spec("changed", io), _spec("other_inst", io)]
+    pairing = pair_specs(new, old, "HEAD~1")
+    assert [(a.name, b.name) for a, b in pairing.pairs] == [("same", "same")]
+    assert [s.split(":")[0] for s in pairing.skipped] == ["fresh", "changed", "other_inst"]
+
+
+def test_rev_reference_allocates_outputs_picks_the_build_and_compares():
+    spec = _spec("scale2", (Tensor("dst", ("m", "n"), role=Role.OUT), Tensor("src", ("m", "n")),
+                            Tensor("acc", ("m",), role=Role.INPLACE), Scalar("factor", 2.0)),
+                 (Instantiation(("float16",), dtypes={"T": "float16"}),
+                  Instantiation(("float32",), dtypes={"T": "float32"})))
+    calls = []
+
+    def loader(library: str, export: str):
+        def old_kernel(dst, src, acc, factor):  # what REV's build does, on the CPU
+            calls.append((library, export, tuple(dst.shape)))
+            dst.copy_(src * factor)
+            acc.add_(1)
+        return old_kernel
+
+    reference = RevisionReference(spec, {"float16": "old16.so", "float32": "old32.so"}, "scale2", "HEAD~1", loader)
+    src = torch.arange(6, dtype=torch.float32).view(2, 3)
+    out = reference(src=src, acc=torch.zeros(2), factor=2.0)
+    assert calls == [("old32.so", "scale2", (2, 3))]
+    assert torch.equal(out["dst"], src * 2) and torch.equal(out["acc"], torch.ones(2))
+    assert compare(out["dst"], src * 2, 1.3e-6, 1e-5) is None
+    changed = compare(src * 2 + 0.5, out["dst"], 1.3e-6, 1e-5)
+    assert changed is not None and changed.count == 6
+    with pytest.raises(ValueError, match="no build at HEAD~1"):
+        reference(src=src.double(), acc=torch.zeros(2), factor=2.0)
+    one = against_revision(spec, {"float32": "old32.so"}, "scale2", "HEAD~1", loader)
+    assert [i.id for i in one.instantiations] == ["float32"] and Path(one.source).is_absolute()
+
+
+HAS_GPU = torch.cuda.is_available()
+HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
+
+
+@pytest.mark.skipif(not (HAS_GPU and HAS_NVCC), reason="needs a CUDA GPU and nvcc")
+@pytest.mark.parametrize("factors, expected", [(("2", "3"), 1), (("2", "2.0f"), 0)])
+def test_against_flags_a_changed_result_and_passes_an_unchanged_one(tmp_path, factors, expected):
+    repo = make_repo(tmp_path, factors)
+    done = subprocess.run([sys.executable, "-m", "kernel_check", "test", "kernels", "--against", "HEAD~1",
+                           "--no-sanitize", "--no-bandwidth"], capture_output=True, text=True, cwd=repo)
+    assert done.returncode == expected, done.stdout + done.stderr
+    assert ("KD101" in done.stdout) == bool(expected)
+    if expected:
+        assert "differs from the build at HEAD~1" in done.stdout
