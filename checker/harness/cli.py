@@ -243,7 +243,8 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
         with _stop_on_signals():
             result = run_specs(plan.specs, options, Progress())
         print(render_table(result.rows), file=sys.stderr)
-        findings = differential.restore_paths(result.findings, plan.originals, plan.generated, args.against)
+        findings = plan.build_findings + differential.restore_paths(result.findings, plan.originals,
+                                                                    plan.generated, args.against)
         status = _emit(_remap(findings, config), args, config)
         return _report_stop(result, len(plan.specs)) or status
 

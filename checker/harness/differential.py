@@ -292,7 +292,9 @@ def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budge
         common = {i.id for i in spec.instantiations}
         libraries = {k: v for k, v in builds.libraries.get(before.name, {}).items() if k in common}
         if not libraries:
-            pairing.skipped.append(f"{spec.name}: nothing of it builds at {rev}")
+            errors = [f.message for f in builds.by_spec.get(before.name, [])]
+            pairing.skipped.append(f"{spec.name}: nothing of it builds at {rev}"
+                                   + (f" ({errors[0].splitlines()[0]})" if errors else ""))
             continue
         items.append({"spec_path": spec.spec_path, "name": spec.name, "libraries": libraries, "export": before.export})
     generated = write_generated(dest, rev, items)
