@@ -121,3 +121,22 @@ def test_a_file_without_a_launcher_is_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "kernel_check", "spec", "new", str(cuh), "-o", "-"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "no launcher found" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.skipif(not CSRC.is_dir(), reason="csrc/ is not in this checkout")
+def test_a_drafted_spec_with_its_reference_plans_the_hand_written_checks(csrc_drafts):
+    """Filled in, a draft runs the same kinds of cases on the same instantiations, and
+    attacks the same tensors with the same bad inputs, as the hand-written spec."""
+    import dataclasses
+
+    from kernel_check.harness.cases import plan_cases
+
+    def kinds(spec):
+        return {(c.kind, c.inst, c.bad.tensor if c.bad else "", c.bad.kind if c.bad else None)
+                for c in plan_cases(spec)}
+
+    for name, export, source in (("scale", "scale", "scale.cuh"), ("rmsnorm", "rmsnorm", "rmsnorm.cuh"),
+                                 ("qknorm", "qknorm", "qknorm.cuh")):
+        hand = next(s for s in discover([CSRC]).specs if s.name == name)
+        draft = dataclasses.replace(csrc_drafts[(source, export)], reference=hand.reference)
+        assert kinds(draft) == kinds(hand), name
