@@ -92,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("--launcher", help="draft only this launcher (name or Class::method)")
     new.add_argument("--wrapper", type=Path, help="the Python wrapper that loads it (default: NAME.py beside it)")
     new.add_argument("-o", "--output", type=Path, help="the spec file (default NAME_spec.py beside it; - for stdout)")
+    new.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                     help="a macro the wrapper defines for the build (repeatable)")
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
     build.add_argument("paths", nargs="+", type=Path)
@@ -263,7 +265,7 @@ def _spec(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"{target}: already exists; pass -o NEW_FILE (or -o - for stdout)")
     try:
         text = draft_text(args.source, Path.cwd() / "stdout_spec.py" if to_stdout else target,
-                          args.launcher, args.wrapper)
+                          args.launcher, args.wrapper, tuple(args.defines))
     except DraftError as exc:
         raise UsageError(f"{args.source}: {exc}") from exc
     if to_stdout:

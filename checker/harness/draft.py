@@ -105,6 +105,7 @@ class Draft:
     include_dirs: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
     constraint: str = ""  # the body of `lambda sizes: ...`
+    extra_cuda_cflags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ def pick_launchers(model: SourceModel, wanted: str | None) -> list[Function]:
 
 
 def _is_tensor(spelling: str) -> bool:
-    return "TensorView" in spelling and "Optional" not in spelling
+    """``tvm::ffi::TensorView`` or ``tvm::ffi::Tensor`` (not an ``Optional`` of one)."""
+    return re.search(r"\bTensor(View)?\b", spelling) is not None and "Optional" not in spelling
 
 
 def _short_name(qualified: str) -> str:
@@ -577,7 +579,7 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
     insts = instantiations(model, launcher, _value_tuples(model, launcher, wrapper, tensors, notes), tensors, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
-    name = _spec_name(launcher, symbol)
+    name = _spec_name(launcher)
     export = wrapper.export if wrapper else launcher.name
     return Draft(name=name, source=_relative(cuh, spec_dir), export=export,
                  symbol=symbol.split("<", 1)[0] if wrapper and wrapper.manifest else symbol, args=args,
@@ -615,10 +617,10 @@ def _ensure_written(tensors: list[DraftTensor], roles: dict[str, Role], notes: l
     notes.append(f"{TODO}: no tensor is seen written; {tensors[-1].name} assumed INPLACE")
 
 
-def _spec_name(launcher: Function, symbol: str) -> str:
-    base = symbol.split("<", 1)[0].split("::")[-1]
-    if launcher.is_method:
-        base = symbol.split("<", 1)[0].split("::")[0]
+def _spec_name(launcher: Function) -> str:
+    """The function's name; a static member launcher's class name (``RowScale`` -> ``row_scale``)."""
+    parts = launcher.qualified_name.split("::")
+    base = parts[-2] if launcher.is_method and len(parts) > 1 else parts[-1]
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", base).lower()
 
 
@@ -639,27 +641,32 @@ def _include_dirs(cuh: Path, spec_dir: Path) -> tuple[str, ...]:
     return (_relative(own, spec_dir),)
 
 
-def parse_model(cuh: Path) -> SourceModel:
-    """The static model of one file, parsed as ``kernel-check`` parses it."""
+def parse_model(cuh: Path, defines: tuple[str, ...] = ()) -> SourceModel:
+    """The static model of one file, parsed as ``kernel-check`` parses it (the real CUDA
+    headers when installed: a parse error hides the declaration it is in from the model)."""
     from ..clang.deep_stack import on_deep_stack
     from ..clang.extract import extract
-    from ..clang.parse import ParseSettings, parse_file
+    from ..clang.parse import parse_file, resolve_settings
 
     def parse() -> SourceModel:
         data = cuh.read_bytes()
-        unit = parse_file(cuh, data, ParseSettings())
+        unit = parse_file(cuh, data, resolve_settings("auto", defines=defines))
         return extract(unit, data.decode("utf-8", errors="replace"), data)
 
     return on_deep_stack(parse)
 
 
-def draft_file(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None) -> list[Draft]:
-    """Drafts for every launcher of ``cuh`` (or the one named), for a spec at ``spec_path``."""
-    model = parse_model(cuh)
+def draft_file(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None,
+               defines: tuple[str, ...] = ()) -> list[Draft]:
+    """Drafts for every launcher of ``cuh`` (or the one named), for a spec at ``spec_path``;
+    ``defines`` (``NAME=VALUE``) are macros the wrapper passes to the build."""
+    model = parse_model(cuh, defines)
     chosen = pick_launchers(model, launcher)
     wrapper = wrapper or find_wrapper(cuh)
     calls = read_wrapper(wrapper, cuh.name) if wrapper else []
     drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls) for f in chosen]
+    for draft in drafts:
+        draft.extra_cuda_cflags = tuple(f"-D{d}" for d in defines)
     names = [d.name for d in drafts]
     for draft in drafts:
         if names.count(draft.name) > 1:
@@ -700,6 +707,8 @@ def _render_spec(draft: Draft) -> str:
     ]
     if draft.constraint:
         fields.append(("constraint", f"lambda sizes: {draft.constraint}"))
+    if draft.extra_cuda_cflags:
+        fields.append(("extra_cuda_cflags", repr(draft.extra_cuda_cflags)))
     if draft.include_dirs:
         fields.append(("include_dirs", repr(draft.include_dirs)))
     body = "".join(f"    {key}={value},{REFERENCE_MARKER if key == 'reference' else ''}\n" for key, value in fields)
@@ -755,8 +764,9 @@ def _render_inst(inst: DraftInstantiation, draft: Draft) -> str:
     return f"Instantiation({', '.join(parts)})"
 
 
-def draft_text(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None) -> str:
-    return render(draft_file(cuh, spec_path, launcher, wrapper), cuh)
+def draft_text(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None,
+               defines: tuple[str, ...] = ()) -> str:
+    return render(draft_file(cuh, spec_path, launcher, wrapper, defines), cuh)
 
 
 def default_spec_path(cuh: Path) -> Path:
