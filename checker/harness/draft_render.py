@@ -1,0 +1,102 @@
+"""Drafted specs, second stage: a ``Draft`` (``draft.py``) written out as a spec file.
+
+The text is plain Python that loads as it is: one ``KernelSpec`` per launcher, the guesses
+listed in the module docstring, ``reference=None`` behind a ``TODO(kernel-check)`` marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .draft import TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
+from .spec import TAILS, Role
+
+REFERENCE_MARKER = f"  # {TODO}: write the PyTorch reference"
+
+
+def render(drafts: Sequence[Draft], cuh: Path) -> str:
+    """The spec file's text: valid Python that loads as it is."""
+    notes = [n for d in drafts for n in d.notes]
+    lines = [f'"""Drafted harness spec for {cuh.name} (kernel-check spec new): check every guess.', ""]
+    lines += [f"- {note}" for note in dict.fromkeys(notes)]
+    lines += [f"- {TODO}: write the PyTorch reference (until then: checks without one, or --against REV)",
+              '"""', "", "from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor",
+              ""]
+    names = []
+    for draft in drafts:
+        names.append(draft.name.upper())
+        lines += [f"{draft.name.upper()} = {_render_spec(draft)}", ""]
+    if len(drafts) == 1:
+        lines.append(f"SPEC = {names[0]}")
+    else:
+        lines.append(f"SPECS = [{', '.join(names)}]")
+    return "\n".join(lines) + "\n"
+
+
+def _render_spec(draft: Draft) -> str:
+    fields = [
+        ("name", repr(draft.name)), ("source", repr(draft.source)), ("export", repr(draft.export)),
+        ("symbol", repr(draft.symbol)),
+        ("args", "(\n" + "".join(f"        {_render_arg(a, draft)},{_comment(a)}\n" for a in draft.args) + "    )"),
+        ("reference", "None"),
+        ("instantiations", "(\n" + "".join(f"        {_render_inst(i, draft)},\n" for i in draft.instantiations) + "    )"),
+        ("grid", "{" + ", ".join(f"{k!r}: {_render_axis(v)}" for k, v in draft.grid.items()) + "}"),
+    ]
+    if draft.constraint:
+        fields.append(("constraint", f"lambda sizes: {draft.constraint}"))
+    if draft.extra_cuda_cflags:
+        fields.append(("extra_cuda_cflags", repr(draft.extra_cuda_cflags)))
+    if draft.include_dirs:
+        fields.append(("include_dirs", repr(draft.include_dirs)))
+    body = "".join(f"    {key}={value},{REFERENCE_MARKER if key == 'reference' else ''}\n" for key, value in fields)
+    return f"KernelSpec(\n{body})"
+
+
+def _render_axis(values: tuple[int, ...]) -> str:
+    if values[:len(TAILS)] == TAILS:
+        rest = values[len(TAILS):]
+        return "TAILS" + (f" + {rest!r}" if rest else "")
+    return repr(values)
+
+
+def _uniform_width(tensor: DraftTensor, draft: Draft) -> int | None:
+    widths = {i.vector_bytes.get(tensor.name, 0) for i in draft.instantiations}
+    return widths.pop() if len(widths) == 1 else None
+
+
+def _render_arg(arg: DraftTensor | DraftScalar, draft: Draft) -> str:
+    if isinstance(arg, DraftScalar):
+        return f"Scalar({arg.name!r}, {arg.value!r})"
+    parts = [repr(arg.name), repr(arg.shape)]
+    if arg.dtype != "T":
+        parts.append(f"dtype={arg.dtype!r}")
+    if arg.role is not Role.IN:
+        parts.append(f"role=Role.{arg.role.name}")
+    width = _uniform_width(arg, draft)
+    if width:
+        parts.append(f"vector_bytes={width}")
+    if arg.strided_rows:
+        parts.append("strided_rows=True")
+    if arg.init:
+        parts.append(f"init={arg.init!r}")
+    return f"Tensor({', '.join(parts)})"
+
+
+def _comment(arg: DraftTensor | DraftScalar) -> str:
+    return f"  # {arg.comment}" if isinstance(arg, DraftScalar) and arg.comment else ""
+
+
+def _render_inst(inst: DraftInstantiation, draft: Draft) -> str:
+    parts = [repr(inst.template_args)]
+    if inst.dtypes:
+        parts.append(f"dtypes={inst.dtypes!r}")
+    if inst.pdl:
+        parts.append("pdl=True")
+    if inst.sizes:
+        parts.append(f"sizes={inst.sizes!r}")
+    varying = {name: width for name, width in inst.vector_bytes.items()
+               if _uniform_width(next(a for a in draft.args if a.name == name), draft) is None}
+    if varying:
+        parts.append(f"vector_bytes={varying!r}")
+    return f"Instantiation({', '.join(parts)})"
