@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import keyword
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -123,12 +124,32 @@ class WrapperCall:
 
 
 def launchers(model: SourceModel) -> list[Function]:
-    """Host functions with a TensorView parameter that launch a kernel or verify a tensor."""
+    """Host functions with a TensorView parameter that launch a kernel or verify a tensor,
+    and those that forward their tensors to one (``silu_and_mul`` -> ``act_and_mul<...>``)."""
     busy = {site.launcher for site in model.launch_sites}
     verifying = {chain.function for chain in model.launcher_facts.matcher_chains}
-    return [f for f in model.functions
-            if f.kind is FunctionKind.HOST and f.is_definition and any(_is_tensor(p.type.spelling) for p in f.params)
-            and (f.qualified_name in busy or f.usr in verifying)]
+    taking = [f for f in model.functions
+              if f.kind is FunctionKind.HOST and f.is_definition and any(_is_tensor(p.type.spelling) for p in f.params)]
+    direct = [f for f in taking if f.qualified_name in busy or f.usr in verifying]
+    return direct + [f for f in taking if f not in direct and forward_target(model, f, direct) is not None]
+
+
+def forward_target(model: SourceModel, function: Function, direct: Sequence[Function]) -> Function | None:
+    """The launcher a function hands all its tensors to, when it does nothing else with them."""
+    names = {f.name: f for f in direct}
+    callees = {h.callee for h in model.launcher_facts.tensor_handoffs if h.function == function.usr}
+    targets = [names[c] for c in callees if c in names]
+    return targets[0] if len(targets) == 1 and len(callees) == 1 else None
+
+
+def facts_function(model: SourceModel, launcher: Function) -> Function:
+    """Where the tensors are verified and the kernel launched: the launcher, or the one it forwards to."""
+    busy = {site.launcher for site in model.launch_sites}
+    verifying = {chain.function for chain in model.launcher_facts.matcher_chains}
+    if launcher.qualified_name in busy or launcher.usr in verifying:
+        return launcher
+    direct = [f for f in model.functions if f.qualified_name in busy or f.usr in verifying]
+    return forward_target(model, launcher, direct) or launcher
 
 
 def pick_launchers(model: SourceModel, wanted: str | None) -> list[Function]:
@@ -242,6 +263,7 @@ def _dtype(chain: MatcherChain | None, type_params: set[str], notes: list[str], 
 
 def _tensor(model: SourceModel, launcher: Function, name: str, type_params: set[str],
             roles: dict[str, Role], notes: list[str]) -> DraftTensor:
+    """One tensor argument; ``launcher`` is where its matcher runs (``facts_function``)."""
     chain = _chain_of(model, launcher, name)
     params = {p.name for p in template_params(model, launcher)}
     if chain is None:
@@ -482,12 +504,11 @@ def _pdl_param(model: SourceModel, launcher: Function) -> str:
     return ""
 
 
-def _value_tuples(model: SourceModel, launcher: Function, wrapper: WrapperCall | None, tensors: list[DraftTensor],
-                  notes: list[str]) -> list[tuple]:
+def _value_tuples(model: SourceModel, launcher: Function, pdl: str, wrapper: WrapperCall | None,
+                  tensors: list[DraftTensor], notes: list[str]) -> list[tuple]:
     params = template_params(model, launcher)
     if wrapper is not None and wrapper.manifest:
         return [tuple(_cpp_value(a) for a in args) for args in wrapper.manifest]
-    pdl = _pdl_param(model, launcher)
     used = {t.dtype for t in tensors}
     dims = {d for t in tensors for d in t.shape if isinstance(d, str)}
     sources = list(wrapper.argument_sources) if wrapper else []
@@ -508,10 +529,9 @@ def _width(tensor: DraftTensor, env: dict[str, int]) -> int | None:
     return tensor.alignment.evaluate(env)
 
 
-def instantiations(model: SourceModel, launcher: Function, values: list[tuple], tensors: list[DraftTensor],
-                   notes: list[str]) -> list[DraftInstantiation]:
+def instantiations(model: SourceModel, launcher: Function, pdl: str, values: list[tuple],
+                   tensors: list[DraftTensor], notes: list[str]) -> list[DraftInstantiation]:
     params = template_params(model, launcher)
-    pdl = _pdl_param(model, launcher)
     result = []
     for args in values:
         named = dict(zip((p.name for p in params), args))
@@ -568,14 +588,22 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
     if wrapper is not None and "{args}" in wrapper.symbol:
         symbol = wrapper.symbol
     params = template_params(model, launcher)
+    facts = facts_function(model, launcher)
+    if facts is not launcher:
+        notes.append(f"{TODO}: {launcher.name} forwards to {facts.name}: its tensors are read from there, "
+                     f"by parameter name")
     type_params = {p.name for p in params if p.kind == "type"}
-    roles = tensor_roles(model, launcher)
+    roles = tensor_roles(model, facts)
     args: list[DraftTensor | DraftScalar] = [
-        _tensor(model, launcher, p.name, type_params, roles, notes) if _is_tensor(p.type.spelling)
+        _tensor(model, facts, p.name, type_params, roles, notes) if _is_tensor(p.type.spelling)
         else _scalar(p.name, p.type.spelling) for p in launcher.params]
+    for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
+        arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
     tensors = [a for a in args if isinstance(a, DraftTensor)]
     _ensure_written(tensors, roles, notes)
-    insts = instantiations(model, launcher, _value_tuples(model, launcher, wrapper, tensors, notes), tensors, notes)
+    pdl = _pdl_param(model, facts)
+    insts = instantiations(model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes),
+                           tensors, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
     name = _spec_name(launcher)
@@ -663,6 +691,8 @@ def draft_file(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper:
     chosen = pick_launchers(model, launcher)
     wrapper = wrapper or find_wrapper(cuh)
     calls = read_wrapper(wrapper, cuh.name) if wrapper else []
+    exported = [f for f in chosen if _matching_call(calls, symbol_of(model, f))]
+    chosen = exported or chosen  # a wrapper names what is exported: the rest are internal
     drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls) for f in chosen]
     for draft in drafts:
         draft.extra_cuda_cflags = tuple(f"-D{d}" for d in defines)
