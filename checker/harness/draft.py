@@ -131,7 +131,13 @@ def launchers(model: SourceModel) -> list[Function]:
     taking = [f for f in model.functions
               if f.kind is FunctionKind.HOST and f.is_definition and any(_is_tensor(p.type.spelling) for p in f.params)]
     direct = [f for f in taking if f.qualified_name in busy or f.usr in verifying]
-    return direct + [f for f in taking if f not in direct and forward_target(model, f, direct) is not None]
+    found = direct + [f for f in taking if f not in direct and forward_target(model, f, direct) is not None]
+    if found:
+        return found
+    # Nothing launches where the model sees it (a launch behind a raw-pointer helper, a
+    # parse error): the entry points, the tensor-taking functions no other one calls.
+    called = {h.callee for h in model.launcher_facts.tensor_handoffs}
+    return [f for f in taking if f.name not in called]
 
 
 def forward_target(model: SourceModel, function: Function, direct: Sequence[Function]) -> Function | None:
