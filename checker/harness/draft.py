@@ -104,7 +104,8 @@ class Draft:
     grid: dict[str, tuple[int, ...]]
     include_dirs: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
-    constraint: str = ""  # the body of `lambda sizes: ...`
+    # (rows, ids) axis pairs: a grid point needs sizes[rows] >= sizes[ids] (distinct ids)
+    constraint: list[tuple[str, str]] = field(default_factory=list)
     extra_cuda_cflags: tuple[str, ...] = ()
 
 
@@ -612,18 +613,22 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
                            tensors, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
+    grid = grid_for(tensors, pinned, notes)
+    if constraint and not _every_instantiation_runs(grid, insts, constraint):
+        constraint = _fewer_ids(tensors, notes)
     name = _spec_name(launcher)
     export = wrapper.export if wrapper else launcher.name
     return Draft(name=name, source=_relative(cuh, spec_dir), export=export,
                  symbol=symbol.split("<", 1)[0] if wrapper and wrapper.manifest else symbol, args=args,
-                 instantiations=insts, grid=grid_for(tensors, pinned, notes),
+                 instantiations=insts, grid=grid,
                  include_dirs=_include_dirs(cuh, spec_dir), notes=list(dict.fromkeys(notes)), constraint=constraint)
 
 
-def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation], notes: list[str]) -> str:
+def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation],
+                 notes: list[str]) -> list[tuple[str, str]]:
     """Integer inputs are usually row ids into a written tensor: distinct ids below its row
     count (random ones would be negative or out of range), and the tensor they index is
-    scattered into (INPLACE). Returns the grid constraint."""
+    scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
     constraints = []
     for tensor in tensors:
         dtypes = {i.dtypes.get(tensor.dtype, tensor.dtype) for i in insts}
@@ -637,9 +642,30 @@ def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation], no
         for target in tensors:  # a scatter: the rows no id names keep their values
             if target.role is Role.OUT and target.shape and target.shape[0] == rows:
                 target.role = Role.INPLACE
-        constraints.append(f"sizes[{rows!r}] >= sizes[{tensor.shape[0]!r}]")
+        constraints.append((rows, tensor.shape[0]))
         notes.append(f"{TODO}: {tensor.name} assumed to hold distinct row ids of dimension {rows}")
-    return " and ".join(constraints)
+    return constraints
+
+
+def _every_instantiation_runs(grid: dict[str, tuple[int, ...]], insts: list[DraftInstantiation],
+                              constraint: list[tuple[str, str]]) -> bool:
+    """Whether each instantiation keeps a grid point under the drafted constraint."""
+    for inst in insts:
+        axes = {**grid, **{k: (v,) for k, v in inst.sizes.items()}}
+        points = (dict(zip(axes, values)) for values in itertools.product(*axes.values()))
+        if not any(all(p[rows] >= p[ids] for rows, ids in constraint) for p in points):
+            return False
+    return True
+
+
+def _fewer_ids(tensors: list[DraftTensor], notes: list[str]) -> list[tuple[str, str]]:
+    """Fixed sizes leave no room for distinct ids: ids in range, repeats allowed, no constraint."""
+    for tensor in tensors:
+        if tensor.init.startswith("perm:"):
+            tensor.init = "randint:" + tensor.init.split(":", 1)[1]
+            notes[:] = [n for n in notes if not n.startswith(f"{TODO}: {tensor.name} assumed to hold distinct")]
+            notes.append(f"{TODO}: {tensor.name}: the fixed sizes allow no distinct ids; repeated ids may race")
+    return []
 
 
 def _ensure_written(tensors: list[DraftTensor], roles: dict[str, Role], notes: list[str]) -> None:

@@ -44,7 +44,8 @@ def _render_spec(draft: Draft) -> str:
         ("grid", "{" + ", ".join(f"{k!r}: {_render_axis(v)}" for k, v in draft.grid.items()) + "}"),
     ]
     if draft.constraint:
-        fields.append(("constraint", f"lambda sizes: {draft.constraint}"))
+        test = " and ".join(f"sizes[{rows!r}] >= sizes[{ids!r}]" for rows, ids in draft.constraint)
+        fields.append(("constraint", f"lambda sizes: {test}"))
     if draft.extra_cuda_cflags:
         fields.append(("extra_cuda_cflags", repr(draft.extra_cuda_cflags)))
     if draft.include_dirs:
