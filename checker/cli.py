@@ -127,7 +127,7 @@ def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
 
 
 def _cache_options(args: argparse.Namespace) -> CacheOptions:
-    from .cache import static_root
+    from .cache import cache_root, mark_cache_root, static_root
     from .engine import CacheOptions
 
     preamble = os.environ.get("KERNEL_CHECK_PREAMBLE", "union")
@@ -135,6 +135,7 @@ def _cache_options(args: argparse.Namespace) -> CacheOptions:
         raise UsageError(f"KERNEL_CHECK_PREAMBLE must be union, exact or off, got {preamble!r}")
     if args.no_cache:
         return CacheOptions(None, results=False, preamble=preamble)
+    mark_cache_root(cache_root(args.cache_dir))
     return CacheOptions(static_root(args.cache_dir), preamble=preamble)
 
 
@@ -319,8 +320,10 @@ def command_rules(argv: Sequence[str]) -> int:
 def command_clean(argv: Sequence[str]) -> int:
     from .cache import clean_cache
 
-    parser = _Parser(prog="kernel-check clean", description="Remove kernel-check's caches.")
-    parser.add_argument("--cache-dir", type=Path)
+    parser = _Parser(prog="kernel-check clean",
+                     description="Remove kernel-check's cache directory (only one that kernel-check created).")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="the cache to remove (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)")
     args = parser.parse_args(list(argv))
     removed = clean_cache(args.cache_dir)
     print(f"removed {removed}" if removed else "nothing to remove")
@@ -345,9 +348,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """The errors that are the user's to fix: one line and exit 2, no traceback. (Imported
     here, on the error path: the `--diff` and baseline modules load where they are used.)"""
     from .baseline import BaselineError
+    from .cache import NotACache
     from .diff import DiffError
 
-    return UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError
+    return UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache
 
 
 def main(argv: Sequence[str] | None = None) -> int:

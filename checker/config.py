@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -90,9 +91,16 @@ class Config:
     def relative(self, path: Path) -> str:
         """POSIX path relative to the project root (as given when outside it)."""
         try:
-            return path.resolve().relative_to(self.root.resolve()).as_posix()
+            return real_path(path).relative_to(real_path(self.root)).as_posix()
         except ValueError:
             return path.as_posix()
+
+
+def real_path(path: Path) -> Path:
+    """`path` with symlinks resolved as far as they go: unlike `Path.resolve` before Python
+    3.13, a symlink loop is no error (the loop stays in the path; reading it then fails
+    with an OSError, which the pipeline reports as a finding for that file)."""
+    return Path(os.path.realpath(path))
 
 
 def find_project_root(start: Path) -> tuple[Path, Path | None]:

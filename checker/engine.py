@@ -34,16 +34,21 @@ from typing import Any, Iterator
 from .clang.parse import ParseSettings
 from .config import Config
 from .discover import is_python
-from .filter import PARSE_ERROR, Selection, filter_file_findings
+from .filter import PARSE_ERROR, Selection, filter_file_findings, typed_findings
 from .finding import Finding, Location, Severity
 from .model import Span
+from .progress import Progress
 from .registry import Language, RuleContext, rules_for
 from .watchdog import timed_out_message
 
 MAX_QUOTED_ERRORS = 3
 IN_PROCESS_MAX = 2  # this many files or fewer to check: no pool
+PROGRESS_TICK_S = 0.5  # how often a live progress line redraws while workers are busy
 TEMP_PREAMBLE_MIN = 3  # --no-cache: a throw-away preamble pays off from this many C++ files
 BUILD_TIMEOUT_MIN_S = 300.0
+# Keys that act after the cache (the filter stage, discovery, the gate): a change of one
+# re-uses every cached result (result_cache.py).
+FILTER_KEYS = frozenset({"select", "ignore", "per-file-ignores", "severity", "exclude", "strict", "baseline"})
 
 
 @dataclass
@@ -111,6 +116,7 @@ class _Outcome:
 
     data: bytes | None = None  # the bytes checked (None: unreadable, never cached)
     deps: Any = None  # result_cache.Deps, None when the result must not be cached
+    typed: list[Finding] = field(default_factory=list)  # before selection and suppressions
 
 
 def _check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | None = None,
@@ -127,8 +133,8 @@ def _check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | 
     if len(data) > config.get("max-file-bytes"):  # not read to the end: not cached either
         return _single(path, _unparsable_reason(data, config, path)), _Outcome()
     problem = _unparsable_reason(data, config)
-    if problem:
-        return _single(path, problem), _Outcome(data, _no_deps())
+    if problem:  # found again from the bytes at once: not worth a cache entry
+        return _single(path, problem), _Outcome(data)
     text = data.decode("utf-8", errors="replace")
     from .watchdog import Stopped, run_bounded  # file-timeout and a memory cap (watchdog.py)
 
@@ -145,13 +151,20 @@ def _check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | 
         return FileResult(str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)]), \
             _Outcome(data, None)
     raw, error_spans, deps = bounded
-    selection = Selection(config, list(options.select), list(options.ignore))
-    outcome = filter_file_findings(raw, path=str(path), relative_path=relative, text=text,
-                                   error_spans=error_spans, selection=selection, config=config)
-    findings = sorted(outcome.findings, key=Finding.sort_key)
+    typed = typed_findings(raw, error_spans)
     if any(f.code == PARSE_ERROR and f.message.startswith("internal error") for f in raw):
         deps = None  # a crashing rule is worth a second look on the next run
-    return FileResult(str(path), findings, outcome.suppressed), _Outcome(data, deps)
+    return _selected(path, typed, text, options), _Outcome(data, deps, typed)
+
+
+def _selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -> FileResult:
+    """The filter stage on a file's typed findings: selection, suppressions, severities (run
+    on every result, fresh or cached, so that the cache holds findings before it)."""
+    config = options.config
+    selection = Selection(config, list(options.select), list(options.ignore))
+    outcome = filter_file_findings(typed, path=str(path), relative_path=config.relative(path), text=text,
+                                   error_spans=[], selection=selection, config=config)
+    return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed)
 
 
 def read_limited(path: Path, limit: int) -> bytes:
@@ -328,19 +341,23 @@ class _Session:
         args = None if is_python(path) else _compile_args(path, self.options.settings)
         return self.results.key(str(path), self.options.config.relative(path), data, args)
 
-    def lookup(self, path: Path) -> tuple[FileResult | None, bytes | None]:
+    def lookup(self, path: Path, data: bytes | None = None) -> tuple[FileResult | None, bytes | None]:
+        """A cached result for `path` (its bytes `data`, read here unless given), filtered
+        for this run's selection."""
         try:
-            data = read_limited(path, self.options.config.get("max-file-bytes"))
+            if data is None:
+                data = read_limited(path, self.options.config.get("max-file-bytes"))
         except OSError:
             return None, None
         if len(data) > self.options.config.get("max-file-bytes"):
             return None, data  # refused unparsed by _check; nothing to look up
         if self.results is None:
             return None, data
-        hit = self.results.load(self.key(path, data))
-        if hit is None:
+        typed = self.results.load(self.key(path, data))
+        if typed is None:
             return None, data
-        return FileResult(str(path), hit[0], hit[1], cached=True), data
+        result = _selected(path, typed, data.decode("utf-8", errors="replace"), self.options)
+        return replace(result, cached=True), data
 
     def check(self, path: Path, data: bytes | None = None) -> FileResult:
         """Check one file (with the preamble) and store its result."""
@@ -351,7 +368,7 @@ class _Session:
             else:
                 self.plain_parses += 1
         if self.results is not None and outcome.data is not None and outcome.deps is not None:
-            self.results.store(self.key(path, outcome.data), result.findings, result.suppressed, outcome.deps)
+            self.results.store(self.key(path, outcome.data), outcome.typed, outcome.deps)
         return result
 
     def counters(self) -> tuple[int, int, int]:
@@ -376,10 +393,8 @@ def _result_cache(options: RunOptions) -> Any:
 
     config = options.config
     fingerprint = run_fingerprint({
-        "config": _options_table(config),
+        "config": {key: value for key, value in _options_table(config).items() if key not in FILTER_KEYS},
         "root": str(config.root.resolve()),
-        "select": list(options.select),
-        "ignore": list(options.ignore),
         "settings": asdict(options.settings),
         "preamble": cache.preamble,
     })
@@ -387,18 +402,26 @@ def _result_cache(options: RunOptions) -> Any:
 
 
 # -- a run ------------------------------------------------------------------------------------
-def run_static(paths: list[Path], options: RunOptions) -> list[FileResult]:
-    """Check `paths`; results in the order of `paths` (see the module doc)."""
+def run_static(paths: list[Path], options: RunOptions, progress: Progress | None = None,
+               buffers: dict[Path, bytes] | None = None) -> list[FileResult]:
+    """Check `paths`; results in the order of `paths` (see the module doc). `progress` hears
+    of each file started and finished; `buffers` holds the contents of paths that are to be
+    checked as these bytes rather than as read from disk (`--stdin-filename`)."""
     global last_stats
     started = time.perf_counter()
     stats = RunStats(files=len(paths))
+    progress = progress or Progress(enabled=False)
+    progress.add(len(paths))
+    buffers = buffers or {}
     session = _Session(options, _result_cache(options))
     results: list[FileResult | None] = [None] * len(paths)
     pending: list[tuple[int, bytes | None]] = []
     for index, path in enumerate(paths):
-        hit, data = session.lookup(path) if session.results is not None else (None, None)
+        given = buffers.get(path)
+        hit, data = session.lookup(path, given) if session.results is not None else (None, given)
         if hit is not None:
             results[index] = hit
+            progress.finished(options.config.relative(path))
         else:
             pending.append((index, data))
     stats.cached = len(paths) - len(pending)
@@ -413,14 +436,17 @@ def run_static(paths: list[Path], options: RunOptions) -> list[FileResult]:
             options = replace(options, cache=replace(cache, root=Path(temporary), results=False))
             session = _Session(options, None)
         jobs = max(1, min(options.jobs, len(pending)))
-        if jobs == 1 or len(pending) <= IN_PROCESS_MAX:
+        if jobs == 1 or len(pending) <= IN_PROCESS_MAX or buffers:
             for index, data in pending:
+                progress.status(options.config.relative(paths[index]))
                 results[index] = session.check(paths[index], data)
+                progress.finished()
             _collect(stats, session.counters())
         else:
             stats.workers = jobs
-            for index, result in _run_pool(paths, [i for i, _ in pending], session, jobs, stats):
+            for index, result in _run_pool(paths, [i for i, _ in pending], session, jobs, stats, progress):
                 results[index] = result
+                progress.finished()
         if session.results is not None and pending:
             session.results.prune()  # at most once a day: entries unused for a month go
     finally:
@@ -580,7 +606,7 @@ def _cost(path: Path) -> int:
 
 
 def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: int,
-              stats: RunStats) -> Iterator[tuple[int, FileResult]]:
+              stats: RunStats, progress: Progress) -> Iterator[tuple[int, FileResult]]:
     from multiprocessing.connection import wait
 
     options = session.options
@@ -617,12 +643,15 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
                 elif ready:
                     index = ready.pop(0)
                     worker.send("file", index, str(paths[index]), backstop)
+                    progress.status(options.config.relative(paths[index]))
             busy = [w for w in workers if w.task is not None]
             if not busy:  # everything left waits on a build that no worker holds
                 for group in list(blocked):
                     release(group)
                 continue
             timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            if progress.live:
+                timeout = min(timeout, PROGRESS_TICK_S)
             for conn in wait([w.conn for w in busy], timeout):
                 worker = next(w for w in busy if w.conn is conn)
                 try:
@@ -642,6 +671,7 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
                     yield ident, payload
                 if retiring:
                     _retire(worker, workers, ctx, session, stats)
+            progress.tick()
             now = time.monotonic()
             for worker in [w for w in workers if w.task is not None and w.deadline <= now]:
                 kind = worker.task[0]

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import real_path
 from ..finding import Finding, Location
 from ..model import split_lines
 from ..registry import Language, RuleMeta, get_rule
@@ -38,7 +39,7 @@ def root_relative(path: str, root: Path) -> str | None:
     """`path` relative to `root` in POSIX form, or None when the file is not under `root`."""
     candidates = (
         (Path(os.path.abspath(path)), Path(os.path.abspath(root))),
-        (Path(path).resolve(), Path(root).resolve()),
+        (real_path(Path(path)), real_path(Path(root))),
     )
     for file, base in candidates:
         if file.is_relative_to(base):
