@@ -1,4 +1,5 @@
-"""Configure stage: `[tool.kernel-check]` in `pyproject.toml`, read as TOML data only.
+"""Configure stage: `kernel-check.toml` (keys at the top level) or `[tool.kernel-check]` in
+`pyproject.toml`, read as TOML data only.
 
 `OPTIONS` is the single description of every key: the loader validates against it and
 `docs/configuration.md` is generated from it (a test keeps the two in step).
@@ -7,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -75,6 +77,7 @@ class Config:
     root: Path
     source: Path | None = None
     values: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # one line each: a table kernel-check does not read, and why
 
     def get(self, key: str) -> Any:
         return self.values.get(key, _BY_KEY[key].default)
@@ -103,14 +106,23 @@ def real_path(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+CONFIG_FILES = ("kernel-check.toml", ".kernel-check.toml")  # keys at the top level
+TABLE = "kernel-check"  # the pyproject.toml table: [tool.kernel-check]
+
+
 def find_project_root(start: Path) -> tuple[Path, Path | None]:
-    """The nearest ancestor with a `pyproject.toml` holding `[tool.kernel-check]`; else the
-    nearest with any `pyproject.toml` or `.git`; else `start` itself."""
-    start = start.resolve()
+    """The nearest ancestor with a `kernel-check.toml` (or `.kernel-check.toml`), or a
+    `pyproject.toml` holding `[tool.kernel-check]` (in one directory the first wins, as
+    `ruff.toml` does over `pyproject.toml`); else the nearest with any `pyproject.toml` or
+    `.git`; else `start` itself."""
+    start = real_path(start)
     if start.is_file():
         start = start.parent
     fallback: Path | None = None
     for directory in (start, *start.parents):
+        own = next((directory / name for name in CONFIG_FILES if (directory / name).is_file()), None)
+        if own is not None:
+            return directory, own
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
@@ -132,20 +144,57 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
         return Config(explicit.resolve().parent, explicit, _read_table(explicit))
     root, source = find_project_root(start)
     values = _read_table(source) if source else {}
-    return Config(root, source, values)
+    unread = root / "pyproject.toml"  # a pyproject.toml that may hold a misspelled table
+    warnings = _near_misses(unread) if unread.is_file() and unread != source else ()
+    if source is not None and source.name == "pyproject.toml":
+        warnings = _near_misses(source)
+    return Config(root, source, values, warnings)
 
 
-def _read_table(path: Path) -> dict[str, Any]:
+def print_warnings(config: Config) -> None:
+    """The configuration's warnings on stderr, one line each."""
+    for warning in config.warnings:
+        print(f"kernel-check: warning: {warning}", file=sys.stderr)
+
+
+def _read_document(path: Path) -> dict[str, Any]:
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: cannot read config: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = document.get("tool", {}).get("kernel-check", {}) if path.name == "pyproject.toml" else document
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    document = _read_document(path)
+    if path.name != "pyproject.toml" and "tool" in document:
+        raise ConfigError(f"{path}: a {path.name} holds the keys at its top level, not under [tool.{TABLE}]")
+    table = document.get("tool", {}).get(TABLE, {}) if path.name == "pyproject.toml" else document
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.kernel-check] must be a table")
     return {key: _validate(path, key, value) for key, value in table.items()}
+
+
+def _near_misses(path: Path) -> tuple[str, ...]:
+    """A warning for each `[tool.X]` table of `path` that looks meant for kernel-check but
+    is not `[tool.kernel-check]` (`kernel_check`, `kernelcheck`, `kernel-checks`...): without
+    it the file's settings are silently ignored."""
+    try:
+        tool = _read_document(path).get("tool", {})
+    except ConfigError:
+        return ()  # a pyproject.toml kernel-check does not read may be invalid: not ours to judge
+    if not isinstance(tool, dict):
+        return ()
+    return tuple(f"{path}: [tool.{name}] is not read by kernel-check; did you mean [tool.{TABLE}]?"
+                 for name in tool if name != TABLE and _looks_like_ours(name))
+
+
+def _looks_like_ours(name: str) -> bool:
+    import difflib
+
+    squeezed = re.sub(r"[-_. ]", "", name.lower())
+    return squeezed.startswith("kernelcheck") or difflib.SequenceMatcher(None, name.lower(), TABLE).ratio() >= 0.8
 
 
 def _validate(path: Path, key: str, value: Any) -> Any:

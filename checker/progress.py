@@ -92,7 +92,7 @@ def _is_terminal(stream: TextIO) -> bool:
 def _fit(line: str, stream: TextIO) -> str:
     """`line` cut to the terminal's width: a wrapped line could not be rewritten in place."""
     try:
-        width = os.get_terminal_size(stream.fileno()).columns
+        width = os.get_terminal_size(stream.fileno()).columns or 80  # 0: a terminal with no size set
     except (AttributeError, OSError, ValueError):
         width = 80
     return line if len(line) < width else line[: max(1, width - 2)] + "~"

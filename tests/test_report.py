@@ -75,7 +75,7 @@ def full_finding(project: Path) -> Finding:
 
 
 def test_formats_and_unknown_format(project: Path) -> None:
-    assert FORMATS == ("text", "json", "sarif", "github", "junit")
+    assert FORMATS == ("text", "concise", "json", "sarif", "github", "junit")
     with pytest.raises(ValueError, match="unknown output format"):
         render([], "xml", root=project)
 
@@ -154,7 +154,7 @@ def test_text_summary_line(project: Path) -> None:
     )
     assert render([], "text", root=project) == "All checks passed."
     clean = render([], "text", root=project, summary=Summary(files_checked=1, cached=1, fixed=2))
-    assert clean == "All checks passed. 1 file checked, 1 cached, 2 fixed."
+    assert clean == "Found 2 findings (2 fixed, 0 remaining). 1 file checked, 1 cached."
 
 
 def test_text_color(project: Path) -> None:

@@ -27,7 +27,7 @@ from ..build import (
     nvcc_available,
     wrapper_targets,
 )
-from ..config import Config, ConfigError, load_config
+from ..config import Config, ConfigError, load_config, print_warnings
 from ..finding import Finding, Severity
 from .build import build_specs
 from .discover import discover
@@ -37,7 +37,6 @@ from .run import HarnessResult, RunOptions, run_specs, visible_gpus
 from .sanitize import TOOLS, find_sanitizer, sanitize_command
 from .spec import KernelSpec
 
-FORMATS = ("text", "json", "sarif", "github", "junit")
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
@@ -54,26 +53,36 @@ def _tools(value: str) -> tuple[str, ...]:
 
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default="text", help="findings format (default text)")
-    parser.add_argument("--output", type=Path, help="write the findings to this file instead of stdout")
+    """The report and gate flags, as the static command spells them (`kernel_check.cli`)."""
+    from ..cli import add_selection_options
+    from ..report import FORMATS
+
+    parser.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
+                        help="findings format (default text)")
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE", help="write the findings to FILE instead of stdout")
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    add_selection_options(parser)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernel-check")
+    from ..cli import OneLineParser  # a usage error is one line and exit 2, as for the static check
+
+    parser = OneLineParser(prog="kernel-check")
     sub = parser.add_subparsers(dest="command", required=True)
 
     test = sub.add_parser("test", help="build and run kernel specs (*_spec.py) on the GPU")
-    test.add_argument("paths", nargs="+", type=Path)
+    test.add_argument("paths", nargs="+", type=Path, help="kernel specs (*_spec.py) or directories holding them")
     test.add_argument("--compile-only", action="store_true", help="build every instantiation, run nothing")
     test.add_argument("--timeout", type=float, default=60.0, help="seconds one case may run (default 60)")
     sanitizers = test.add_mutually_exclusive_group()
     sanitizers.add_argument("--sanitize", type=_tools, default=TOOLS,
                             help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
-    sanitizers.add_argument("--no-sanitize", dest="sanitize", action="store_const", const=())
+    sanitizers.add_argument("--no-sanitize", dest="sanitize", action="store_const", const=(),
+                            help="run no compute-sanitizer tool")
     test.add_argument("--sanitize-timeout", type=float, default=600.0,
                       help="seconds one tool's run of one spec may take (default 600)")
-    test.add_argument("-k", dest="filter", default="", help="only specs whose name contains (or matches) this")
+    test.add_argument("-k", dest="filter", default="", metavar="PATTERN",
+                      help="only specs whose name contains (or matches) this")
     test.add_argument("--jobs", type=int, default=0, help="child processes at a time (default two per GPU)")
     test.add_argument("--max-time", type=float, metavar="SECONDS",
                       help="stop after this long and report what finished (exit 2 if anything was cut off)")
@@ -84,16 +93,25 @@ def _parser() -> argparse.ArgumentParser:
     _output_options(test)
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
-    build.add_argument("paths", nargs="+", type=Path)
-    build.add_argument("-k", dest="filter", default="")
+    build.add_argument("paths", nargs="+", type=Path,
+                       help="kernel specs, wrappers with CUDA_FILES and INSTANTIATIONS, or directories")
+    build.add_argument("-k", dest="filter", default="", metavar="PATTERN",
+                       help="only specs whose name contains (or matches) this")
     _output_options(build)
 
     sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
-    sanitize.add_argument("--tools", type=_tools, default=TOOLS)
+    sanitize.add_argument("--tools", type=_tools, default=TOOLS,
+                          help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
     sanitize.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool (default 3600)")
     sanitize.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     _output_options(sanitize)
     return parser
+
+
+def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
+    """`build`, `test` and `sanitize`'s own parsers, by command."""
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
 
 
 # ----- shared steps -----
@@ -124,11 +142,18 @@ def _require_nvcc() -> None:
         raise UsageError(NVCC_MISSING)
 
 
-def _config() -> Config:
+def _config(args: argparse.Namespace) -> Config:
+    from ..cli import validate_selection
+    from ..registry import load_rules
+
     try:
-        return load_config(Path.cwd())
+        config = load_config(Path.cwd())
+        print_warnings(config)
+        load_rules()
+        validate_selection(args, config)  # before the (slow) build: a typo costs nothing
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc
+    return config
 
 
 def _remap(findings: list[Finding], config: Config) -> list[Finding]:
@@ -137,13 +162,15 @@ def _remap(findings: list[Finding], config: Config) -> list[Finding]:
 
 
 def _emit(findings: list[Finding], args: argparse.Namespace, config: Config) -> int:
+    from ..cli import emit, use_color
+    from ..filter import Selection
     from ..report import render
 
-    text = render(findings, args.format, root=config.root)
-    if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
-    else:
-        sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
+    selection = Selection(config, list(args.select), list(args.ignore))
+    findings = [f for f in findings if selection.enabled(f.code, config.relative(Path(f.path)))]
+    emit(render(findings, args.format, root=config.root, color=use_color("auto", args.output)), args.output)
+    if args.exit_zero:
+        return EXIT_CLEAN
     strict = args.strict or bool(config.get("strict"))
     failing = {Severity.ERROR} | ({Severity.WARNING} if strict else set())
     return EXIT_FINDINGS if any(f.severity in failing for f in findings) else EXIT_CLEAN
@@ -258,12 +285,16 @@ COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize}
 
 
 def main(argv: list[str]) -> int:
+    from ..cli import UsageError as CommandLineError  # what the one-line parser raises
+
     try:
         args = _parser().parse_args(argv)
-    except SystemExit as exit_:  # argparse's --help (0) or usage error (2)
+        return COMMANDS[args.command](args, _config(args))
+    except SystemExit as exit_:  # argparse's --help (0)
         return EXIT_CLEAN if exit_.code == 0 else EXIT_USAGE
-    try:
-        return COMMANDS[args.command](args, _config())
+    except CommandLineError as exc:
+        print(f"kernel-check: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except UsageError as exc:
         print(f"kernel-check: {exc}" if not str(exc).startswith("kernel-check") else str(exc), file=sys.stderr)
         return EXIT_USAGE

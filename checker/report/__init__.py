@@ -1,4 +1,4 @@
-"""The report stage: findings -> text, json, sarif, github or junit output.
+"""The report stage: findings -> text, concise, json, sarif, github or junit output.
 
 `render` sorts the findings (one order for every format), renders paths relative to `root` and
 returns the output without a trailing newline.
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..finding import Finding
-from . import github, json_format, junit, sarif, text
+from . import concise, github, json_format, junit, sarif, text
 from . import statistics as stats
 from .common import Context, Summary, sort_findings
 
@@ -18,6 +18,7 @@ __all__ = ["FORMATS", "Summary", "render"]
 
 _RENDERERS: dict[str, Callable[[list[Finding], Context], str]] = {
     "text": text.render,
+    "concise": concise.render,
     "json": json_format.render,
     "sarif": sarif.render,
     "github": github.render,

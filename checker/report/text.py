@@ -95,7 +95,6 @@ def _summary_counts(summary: Summary) -> list[str]:
     counts = (
         (s.files_checked, f"{s.files_checked} {plural(s.files_checked, 'file')} checked"),
         (s.cached, f"{s.cached} cached"),
-        (s.fixed, f"{s.fixed} fixed"),
         (s.suppressed, f"{s.suppressed} suppressed"),
         (s.baseline_hidden, f"{s.baseline_hidden} hidden by the baseline"),
         (s.baseline_fixed, f"{s.baseline_fixed} baseline {entries} fixed"),
@@ -104,8 +103,12 @@ def _summary_counts(summary: Summary) -> list[str]:
 
 
 def summary_text(findings: list[Finding], summary: Summary) -> str:
-    """`Found N findings (E errors, W warnings, I info).` or `All checks passed.`, plus counts."""
-    if findings:
+    """`Found N findings (E errors, W warnings, I info).` or `All checks passed.`, plus counts;
+    after `--fix`, `Found N findings (M fixed, K remaining).` as ruff says it."""
+    if summary.fixed:
+        total = len(findings) + summary.fixed
+        head = f"Found {total} {plural(total, 'finding')} ({summary.fixed} fixed, {len(findings)} remaining)."
+    elif findings:
         by = Counter(f.severity for f in findings)
         errors, warnings, infos = by[Severity.ERROR], by[Severity.WARNING], by[Severity.INFO]
         head = (
