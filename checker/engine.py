@@ -10,10 +10,10 @@ and library callers get). `run_static` runs a set of files the way the command l
    libclang once and parsing against precompiled preambles (`clang/preamble.py`);
 3. results come back in the order of `paths`, whatever order the workers finish in.
 
-Each file's pipeline runs under `file-timeout` and a memory cap: in this process under
-`watchdog.run_bounded` (a child per file); in a pool worker the worker itself is the
-bounded unit (`watchdog.BoundHere`, no fork per file) and this process kills it at the
-file's deadline. A worker that runs past its deadline (or a backstop one, outside a file's
+Each file's pipeline runs under `file-timeout` (CPU time, with a wall-clock backstop:
+`watchdog.Clock`) and a memory cap: in this process under `watchdog.run_bounded` (a child
+per file); in a pool worker the worker itself is the bounded unit (`watchdog.BoundHere`, no
+fork per file) and this process kills it when the file's clock runs out. A worker that runs past its deadline (or a backstop one, outside a file's
 pipeline), or dies, is replaced, that file gets a KC000 and the run continues.
 """
 
@@ -39,7 +39,7 @@ from .finding import Finding, Location, Severity
 from .model import Span
 from .progress import Progress
 from .registry import Language, RuleContext, rules_for
-from .watchdog import timed_out_message
+from .watchdog import Clock, TimedOut, timed_out_message
 
 MAX_QUOTED_ERRORS = 3
 IN_PROCESS_MAX = 2  # this many files or fewer to check: no pool
@@ -479,8 +479,8 @@ def _worker_main(conn: Any, options: RunOptions, results: Any, errors_fd: int | 
     (kind, ident, payload, retiring) messages until it reads None (or retires).
 
     With `errors_fd` the worker itself is each file's bounded unit (`watchdog.BoundHere`:
-    no fork per file); it sends ("begin", 0, start time, False) when a file's pipeline
-    starts, so that the parent can kill it at the file's time limit. Without, every file
+    no fork per file); it sends ("begin", 0, the file's `watchdog.Clock`, False) when a
+    file's pipeline starts, so that the parent can kill it at the file's time bounds. Without, every file
     runs in a child of the worker (`watchdog.run_bounded`)."""
     import signal
 
@@ -489,7 +489,7 @@ def _worker_main(conn: Any, options: RunOptions, results: Any, errors_fd: int | 
     if errors_fd is not None:
         from .watchdog import BoundHere
 
-        bound = BoundHere(errors_fd, lambda started: conn.send(("begin", 0, started, False)))
+        bound = BoundHere(errors_fd, lambda clock: conn.send(("begin", 0, clock, False)))
     session = _Session(options, results, bound)
     while True:
         try:
@@ -536,31 +536,42 @@ class _Worker:
         child.close()
         self.task: tuple[str, Any] | None = None  # ("file", index) or ("build", group)
         self.deadline = 0.0
-        self.started: float | None = None  # when the task's file pipeline began ("begin")
+        self.limit = 0.0  # the backstop for the task, until its file's clock starts
+        self.clock: Clock | None = None  # the task's file pipeline began ("begin")
 
     def send(self, kind: str, ident: Any, payload: Any, limit: float) -> None:
         self.task = (kind, ident)
         self.deadline = time.monotonic() + limit
-        self.started = None
+        self.limit = limit
+        self.clock = None
         self.conn.send((kind, ident, payload))
 
-    def begin(self, started: float, file_limit: float) -> None:
-        """The file's bounded pipeline began: from now on its own time limit applies."""
-        self.started = started
-        self.deadline = started + file_limit
+    def begin(self, clock: Clock) -> None:
+        """The file's bounded pipeline began: from now on its own clock applies."""
+        self.clock = clock
+        self.deadline = clock.deadline
 
-    def end(self, limit: float | None) -> tuple[str, str]:
-        """Stop the worker; (message, detail) for its task: killed after `limit` seconds,
+    def over_time(self, now: float) -> TimedOut | None:
+        """Why the task must stop now (its file's clock, else the backstop), or None."""
+        if self.clock is not None:
+            return self.clock.exceeded(self.process.pid)
+        return TimedOut(timed_out_message(self.limit), limit=self.limit, bound="wall") if self.deadline <= now else None
+
+    def wait_time(self, now: float) -> float:
+        return self.clock.next_check() if self.clock is not None else max(0.0, self.deadline - now)
+
+    def end(self, stopped: TimedOut | None) -> tuple[str, str]:
+        """Stop the worker; (message, detail) for its task: past a time bound (`stopped`),
         or (None) it died by itself."""
         self.kill()
-        if self.errors is None or self.started is None:  # not inside a file's pipeline
-            return (timed_out_message(limit) if limit is not None
+        if self.errors is None or self.clock is None:  # not inside a file's pipeline
+            return (stopped.message if stopped is not None
                     else "the worker process died while checking this file"), ""
         from .watchdog import killed, lost
 
         fd = self.errors.fileno()
-        stopped = killed(limit, fd) if limit is not None else lost(self.process.exitcode, fd)
-        return stopped.message, stopped.detail
+        outcome = killed(stopped, fd) if stopped is not None else lost(self.process.exitcode, fd)
+        return outcome.message, outcome.detail
 
     def kill(self) -> None:
         try:
@@ -610,9 +621,9 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
     from multiprocessing.connection import wait
 
     options = session.options
-    # A file's pipeline is bounded by its worker's deadline from the worker's "begin" on
-    # (or, in a spawned worker, by a child of the worker: watchdog.py); until then, and for
-    # a preamble build, the pool's deadline is a backstop.
+    # A file's pipeline is bounded by its worker's clock from the worker's "begin" on (or,
+    # in a spawned worker, by a child of the worker: watchdog.py); until then, and for a
+    # preamble build, the pool's deadline is a backstop.
     file_limit = float(options.config.get("file-timeout"))
     build_limit = max(BUILD_TIMEOUT_MIN_S, 6 * file_limit)
     backstop = build_limit + 2 * file_limit
@@ -649,7 +660,8 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
                 for group in list(blocked):
                     release(group)
                 continue
-            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            now = time.monotonic()
+            timeout = min(w.wait_time(now) for w in busy)
             if progress.live:
                 timeout = min(timeout, PROGRESS_TICK_S)
             for conn in wait([w.conn for w in busy], timeout):
@@ -661,7 +673,7 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
                     yield from _lost(worker, workers, paths, release, ctx, session, None)
                     continue
                 if kind == "begin":
-                    worker.begin(payload, file_limit)
+                    worker.begin(payload)
                     continue
                 worker.task = None
                 if kind == "built":
@@ -673,11 +685,11 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
                     _retire(worker, workers, ctx, session, stats)
             progress.tick()
             now = time.monotonic()
-            for worker in [w for w in workers if w.task is not None and w.deadline <= now]:
-                kind = worker.task[0]
-                limit = file_limit if worker.started is not None else backstop if kind == "file" else build_limit
-                remaining -= kind == "file"
-                yield from _lost(worker, workers, paths, release, ctx, session, limit)
+            for worker in [w for w in workers if w.task is not None]:
+                stopped = worker.over_time(now)
+                if stopped is not None:
+                    remaining -= worker.task[0] == "file"
+                    yield from _lost(worker, workers, paths, release, ctx, session, stopped)
     finally:
         for worker in workers:
             try:
@@ -693,11 +705,11 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
 
 
 def _lost(worker: _Worker, workers: list[_Worker], paths: list[Path], release: Any, ctx: Any,
-          session: _Session, limit: float | None) -> Iterator[tuple[int, FileResult]]:
-    """A worker that ran past `limit` seconds, or died (None): its file gets a KC000, a
+          session: _Session, stopped: TimedOut | None) -> Iterator[tuple[int, FileResult]]:
+    """A worker past a time bound (`stopped`), or dead (None): its file gets a KC000, a
     fresh worker takes its place."""
     kind, ident = worker.task or ("", None)
-    message, detail = worker.end(limit)
+    message, detail = worker.end(stopped)
     worker.close()
     workers[workers.index(worker)] = _Worker(ctx, session)
     if kind == "build":
