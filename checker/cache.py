@@ -5,7 +5,7 @@ Layout under the cache root (`--cache-dir`, else `KERNEL_CHECK_CACHE_DIR`, else
 
     CACHEDIR.TAG                        written when the root is created: `clean` deletes
                                         only a directory that carries it
-    static-v1/results/<ab>/<key>.json   one file's filtered findings (result_cache.py)
+    static-v1/results/<ab>/<key>.json   one file's findings before selection (result_cache.py)
     static-v1/depsets/<id>.json         a shared list of (header, content hash) pairs
     static-v1/preamble/<recipe>/...     precompiled preambles (clang/preamble.py)
     jit/...                             the JIT build cache (jit.py)

@@ -63,7 +63,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("registered-tests-root", "str", "test/registered/",
            "KC506: the tree whose test_*.py / bench_*.py must register with CI."),
     Option("file-timeout", "float", 20.0,
-           "Seconds one file may take in the static pipeline before it becomes a KC000."),
+           "Seconds of CPU time one file may use in the static pipeline before it becomes a KC000 "
+           "(a busy machine slows a parse down but does not make it use more CPU). A file that "
+           "waits instead (a blocking read) is stopped at 3x this in wall-clock time, more on a "
+           "loaded machine (times the load average per CPU). The KC000 says which bound it hit."),
     Option("max-file-bytes", "int", 2_000_000,
            "Files larger than this are not parsed; they get one KC000 finding."),
 )

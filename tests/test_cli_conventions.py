@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check.cli import all_parsers, main
+from kernel_check import cli as kernel_check_cli
+from kernel_check.cli import main
 
 KERNEL = """\
 #include <cstdint>
@@ -217,7 +218,7 @@ def test_help_lists_the_subcommands_and_every_argument_is_described(tmp_path: Pa
     assert top.returncode == 0
     for command in ("rules", "rule CODE", "clean", "build", "test", "sanitize"):
         assert f"kernel-check {command}" in top.stdout.decode()
-    parsers = all_parsers()
+    parsers = kernel_check_cli.all_parsers()
     assert set(parsers) == {"check", "rule", "rules", "clean", "build", "test", "sanitize"}
     for name, parser in parsers.items():
         undescribed = [a.option_strings or a.dest for a in parser._actions if not a.help]
@@ -228,7 +229,7 @@ def test_help_lists_the_subcommands_and_every_argument_is_described(tmp_path: Pa
 @pytest.mark.parametrize("command", ["build", "test"])
 def test_build_and_test_take_the_static_commands_flags(command: str, tmp_path: Path) -> None:
     for flag in ("-o", "--output-format", "--exit-zero", "--select", "--ignore"):
-        assert any(flag in a.option_strings for a in all_parsers()[command]._actions), (command, flag)
+        assert any(flag in a.option_strings for a in kernel_check_cli.all_parsers()[command]._actions), (command, flag)
     assert "unrecognized arguments: --bogus" in one_line_error(cli(command, ".", "--bogus", cwd=tmp_path))
     assert "required: paths" in one_line_error(cli(command, cwd=tmp_path))
     assert "unknown rule code or prefix 'KX9'" in one_line_error(cli(command, ".", "--select", "KX9", cwd=tmp_path))
