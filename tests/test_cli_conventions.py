@@ -25,6 +25,7 @@ import pytest
 
 from kernel_check import cli as kernel_check_cli
 from kernel_check.cli import main
+from test_cli import project, write  # noqa: F401  (`project`: a hermetic project, the working directory)
 
 KERNEL = """\
 #include <cstdint>
@@ -47,21 +48,11 @@ CLEAN_PY = "def add(a, b):\n    return a + b\n"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "pyproject.toml").write_text('[tool.kernel-check]\nmode = "hermetic"\n', encoding="utf-8")
-    monkeypatch.chdir(root)
+@pytest.fixture(autouse=True)
+def color_unset(monkeypatch):
+    """The runner's own NO_COLOR/FORCE_COLOR must not decide what these tests see."""
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
-    return root
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode() if isinstance(text, str) else text)
-    return path
 
 
 def kernel_tree(root: Path) -> Path:
