@@ -70,7 +70,7 @@ def build_check_parser() -> argparse.ArgumentParser:
     from .report import FORMATS
 
     parser = OneLineParser(prog="kernel-check", description="Static checks for JIT-style CUDA kernels.",
-                     epilog=SUBCOMMANDS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                           epilog=SUBCOMMANDS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
     parser.add_argument("--version", action="version", version=f"kernel-check {__version__}")
     output = parser.add_argument_group("output")

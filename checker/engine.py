@@ -13,8 +13,9 @@ and library callers get). `run_static` runs a set of files the way the command l
 Each file's pipeline runs under `file-timeout` (CPU time, with a wall-clock backstop:
 `watchdog.Clock`) and a memory cap: in this process under `watchdog.run_bounded` (a child
 per file); in a pool worker the worker itself is the bounded unit (`watchdog.BoundHere`, no
-fork per file) and this process kills it when the file's clock runs out. A worker that runs past its deadline (or a backstop one, outside a file's
-pipeline), or dies, is replaced, that file gets a KC000 and the run continues.
+fork per file) and this process kills it when the file's clock runs out. A worker past
+a time bound (or a backstop one, outside a file's pipeline), or dead, is replaced, that
+file gets a KC000 and the run continues.
 """
 
 from __future__ import annotations
@@ -480,8 +481,8 @@ def _worker_main(conn: Any, options: RunOptions, results: Any, errors_fd: int | 
 
     With `errors_fd` the worker itself is each file's bounded unit (`watchdog.BoundHere`:
     no fork per file); it sends ("begin", 0, the file's `watchdog.Clock`, False) when a
-    file's pipeline starts, so that the parent can kill it at the file's time bounds. Without, every file
-    runs in a child of the worker (`watchdog.run_bounded`)."""
+    file's pipeline starts, so that the parent can kill it at the file's time bounds.
+    Without, every file runs in a child of the worker (`watchdog.run_bounded`)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and ends us

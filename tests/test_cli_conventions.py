@@ -43,7 +43,16 @@ __global__ void scale_kernel(float* __restrict__ dst, const float* src, uint32_t
 
 }  // namespace sglang
 """
-LOCAL_H = "#pragma once\n\nnamespace sglang {\n\n/// \\brief The scale factor.\nconstexpr float kScale = 2.0f;\n\n}  // namespace sglang\n"
+LOCAL_H = """\
+#pragma once
+
+namespace sglang {
+
+/// \\brief The scale factor.
+constexpr float kScale = 2.0f;
+
+}  // namespace sglang
+"""
 CLEAN_PY = "def add(a, b):\n    return a + b\n"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -185,7 +194,8 @@ def test_concise_is_one_line_per_finding(project: Path, capsys) -> None:
     kernel_tree(project)
     assert main(["csrc", "--output-format", "concise", "--no-cache"]) == 1
     lines = capsys.readouterr().out.splitlines()
-    findings = [line for line in lines if re.match(r"^csrc/scale\.cuh:\d+:\d+: KC\d{3} \[(error|warning|info)\] ", line)]
+    headline = re.compile(r"^csrc/scale\.cuh:\d+:\d+: KC\d{3} \[(error|warning|info)\] ")
+    findings = [line for line in lines if headline.match(line)]
     assert findings and lines[:len(findings)] == findings
     assert lines[len(findings):] == ["Found 1 finding (1 error, 0 warnings, 0 info). 2 files checked.",
                                      "[*] 1 fixable with --fix."]

@@ -59,7 +59,8 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
                         help="findings format (default text)")
-    parser.add_argument("--output", "-o", type=Path, metavar="FILE", help="write the findings to FILE instead of stdout")
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE",
+                        help="write the findings to FILE instead of stdout")
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
     add_selection_options(parser)
 
