@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import __version__
 from .clang.parse import ParseConfigError, resolve_settings
-from .config import Config, ConfigError, load_config, print_warnings
+from .config import Config, ConfigError, load_config, print_warnings, real_path
 from .discover import DiscoveryError, discover
 from .finding import Finding, Severity
 from .registry import all_rules, get_rule
@@ -176,8 +176,8 @@ def _stdin_buffer(args: argparse.Namespace, config: Config) -> tuple[list[Path],
 def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
     from .engine import RunOptions
 
-    include_dirs = tuple(str((config.root / d).resolve()) for d in config.get("include-dirs"))
-    include_dirs += tuple(str(Path(d).resolve()) for d in args.include_dirs)
+    include_dirs = tuple(str(real_path(config.root / d)) for d in config.get("include-dirs"))
+    include_dirs += tuple(str(real_path(Path(d))) for d in args.include_dirs)
     defines = tuple(config.get("defines")) + tuple(args.defines)
     settings = resolve_settings(config.get("mode"), include_dirs, defines, config.get("arch"))
     return RunOptions(config, settings, tuple(args.select), tuple(args.ignore),

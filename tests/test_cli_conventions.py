@@ -116,7 +116,8 @@ def test_a_symlink_loop_is_one_finding_and_the_run_goes_on(project: Path, capsys
     (project / "pkg" / "a.cuh").symlink_to("b.cuh")
     (project / "pkg" / "b.cuh").symlink_to("a.cuh")
     (project / "pkg" / "up").symlink_to("..")  # a directory loop: not followed
-    for argv in (["pkg"], ["pkg/ok.py", "pkg/a.cuh"]):
+    (project / "loopdir").symlink_to("loopdir")  # an include directory that leads nowhere
+    for argv in (["pkg"], ["pkg/ok.py", "pkg/a.cuh"], ["pkg", "-I", "loopdir"]):
         code = main([*argv, "--output-format", "json", "--no-cache"])
         out, err = capsys.readouterr()
         assert code == 1 and "Traceback" not in err and "internal error" not in err, err
