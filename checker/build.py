@@ -42,7 +42,8 @@ class BuildTarget:
     csrc_root: str
     source: str  # the kernel source findings point at
     extra_cuda_cflags: tuple[str, ...] = ()
-    # searched before the bundled include/ (a kernel tree with its own sgl_kernel/ headers)
+    # configured include directories (includes.sgl_include_dirs puts them after the
+    # repository's own include/ and before the bundled one)
     include_dirs: tuple[str, ...] = ()
     # per-kernel register budgets (kernel identifier -> registers); "default" for the rest
     register_budget: Mapping[str, int] = field(default_factory=dict)
@@ -242,25 +243,18 @@ def read_manifest(path: Path) -> dict[str, object] | None:
     return values if all(f in values for f in MANIFEST_FIELDS) else None
 
 
-def _csrc_root(path: Path, first_file: str) -> Path:
-    """The ancestor of a wrapper that its CUDA_FILES are relative to."""
-    for directory in path.parents:
-        if (directory / first_file).is_file():
-            return directory
-    return path.parent
-
-
-def wrapper_targets(path: Path, budgets: Mapping[str, int]) -> list[BuildTarget]:
-    """One target per INSTANTIATIONS pair of a wrapper manifest."""
+def wrapper_targets(path: Path, budgets: Mapping[str, int],
+                    include_dirs: tuple[str, ...] = ()) -> list[BuildTarget]:
+    """One target per INSTANTIATIONS pair of a wrapper manifest (`include_dirs`: configured)."""
     manifest = read_manifest(path)
     if manifest is None:
         return []
     files = tuple(str(f) for f in manifest["CUDA_FILES"])  # type: ignore[union-attr]
-    root = _csrc_root(path, files[0])
+    root = jit.find_csrc_root(path.parent, files[0]) or path.parent
     flags = tuple(str(f) for f in manifest.get("EXTRA_CUDA_CFLAGS", ()))  # type: ignore[union-attr]
     return [
         BuildTarget(label=f"{path.stem}:{symbol}", marker=("wrapper", path.stem, str(i)), cuda_files=files,
                     wrappers=((export, symbol),), csrc_root=str(root), source=str(root / files[0]),
-                    extra_cuda_cflags=flags, register_budget=budgets)
+                    extra_cuda_cflags=flags, include_dirs=include_dirs, register_budget=budgets)
         for i, (export, symbol) in enumerate(manifest["INSTANTIATIONS"])  # type: ignore[union-attr]
     ]

@@ -118,8 +118,7 @@ def _load(args: argparse.Namespace) -> tuple[Config, list[Path]]:
 def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
     from .engine import RunOptions
 
-    include_dirs = tuple(str((config.root / d).resolve()) for d in config.get("include-dirs"))
-    include_dirs += tuple(str(Path(d).resolve()) for d in args.include_dirs)
+    include_dirs = config.include_dirs() + tuple(str(Path(d).resolve()) for d in args.include_dirs)
     defines = tuple(config.get("defines")) + tuple(args.defines)
     settings = resolve_settings(config.get("mode"), include_dirs, defines, config.get("arch"))
     return RunOptions(config, settings, tuple(args.select), tuple(args.ignore),

@@ -87,6 +87,10 @@ class Config:
         override = self.get("severity").get(code)
         return Severity(override) if override else default
 
+    def include_dirs(self) -> tuple[str, ...]:
+        """`include-dirs`, resolved against the project root."""
+        return tuple(str((self.root / d).resolve()) for d in self.get("include-dirs"))
+
     def relative(self, path: Path) -> str:
         """POSIX path relative to the project root (as given when outside it)."""
         try:

@@ -29,7 +29,9 @@ def launcher_symbol(spec: KernelSpec, inst: Instantiation) -> str:
     return f"{spec.symbol}<{args}>" if args else spec.symbol
 
 
-def spec_target(spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int]) -> BuildTarget:
+def spec_target(spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int],
+                include_dirs: tuple[str, ...] = ()) -> BuildTarget:
+    """`include_dirs`: the configured ones, after the spec's own."""
     root = Path(spec.spec_path).parent
     return BuildTarget(
         label=target_label(spec, inst),
@@ -39,7 +41,7 @@ def spec_target(spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int
         csrc_root=str(root),
         source=str(root / spec.source),
         extra_cuda_cflags=spec.extra_cuda_cflags,
-        include_dirs=tuple(str(root / d) for d in spec.include_dirs),
+        include_dirs=tuple(str(root / d) for d in spec.include_dirs) + include_dirs,
         register_budget=budgets,
     )
 
@@ -76,7 +78,7 @@ class SpecBuilds:
 
 def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: bool = False,
                 register_budget: int = 64, per_kernel_budget: Mapping[str, object] | None = None,
-                jobs: int | None = None, on_done=None) -> SpecBuilds:
+                include_dirs: tuple[str, ...] = (), jobs: int | None = None, on_done=None) -> SpecBuilds:
     """Build every instantiation of every spec (and the probe); failures become findings."""
     keyed: list[tuple[str, str]] = []
     targets: list[BuildTarget] = []
@@ -84,7 +86,7 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
         budgets = merge_budgets(register_budget, per_kernel_budget or {}, spec.register_budget)
         for inst in spec.instantiations:
             keyed.append((spec.name, inst.id))
-            targets.append(spec_target(spec, inst, budgets))
+            targets.append(spec_target(spec, inst, budgets, include_dirs))
     if with_probe:
         targets.append(probe_target())
     outcomes = build_all(targets, lineinfo=lineinfo, jobs=jobs, on_done=on_done)

@@ -66,6 +66,7 @@ class RunOptions:
     bandwidth_floor: float = 0.8
     register_budget: int = 64
     per_kernel_budget: dict[str, object] = field(default_factory=dict)
+    include_dirs: tuple[str, ...] = ()  # configured include directories (`include-dirs`)
     jobs: int = 0  # parallel children; 0: DEFAULT_PER_GPU per GPU (fewer on small machines)
     gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () : detect
     sanitizer_log_dir: Path | None = None  # keep each tool's raw output here
@@ -275,12 +276,12 @@ def global_kernel_names(spec: KernelSpec) -> list[str]:
 
 def source_dirs(spec: KernelSpec) -> list[Path]:
     """Where a sanitizer report's bare file name may live: the kernel's folder, the headers."""
-    from ..jit import default_include_dir
+    from ..includes import LIBRARY, sgl_include_dirs
 
     root = Path(spec.spec_path).parent
     source = root / spec.source
-    own = [root / d / "sgl_kernel" for d in spec.include_dirs]
-    return [source.parent, root, *own, default_include_dir() / "sgl_kernel"]
+    headers = sgl_include_dirs(source, [root / d for d in spec.include_dirs])
+    return [source.parent, root, *(d / LIBRARY for d in headers)]
 
 
 def sanitizer_tools(run: SpecRun, libraries: dict[str, str], options: RunOptions) -> list[str]:
@@ -451,7 +452,8 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
     build_progress = lambda outcome: progress.finished(  # noqa: E731
         f"built {outcome.target.label}" + ("" if outcome.ok else " FAILED"))
     progress.add(sum(len(s.instantiations) for s in specs) + 1)
-    budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget)
+    budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget,
+                   include_dirs=options.include_dirs)
     builds = build_specs(specs, with_probe=True, on_done=build_progress, **budgets)
     if on_builds is not None:
         on_builds(builds)
