@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, pre_commit_env, user_repo
+from test_workflows import template_workflows
 
 from kernel_check import jit
 
@@ -125,6 +127,12 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bin_dir
 
 
+@pytest.fixture(scope="module")
+def jit_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One JIT cache for this module: the CI recipe's build step reuses the build test's."""
+    return tmp_path_factory.mktemp("jit")
+
+
 def _user_repo(tmp_path: Path, hook_repo: Path) -> Path:
     repo = user_repo(tmp_path / "user", hook_repo)
     (repo / "csrc").mkdir()
@@ -144,9 +152,10 @@ def test_static_check_finds_the_headers_and_the_planted_finding(venv: Path, tmp_
 
 @pytest.mark.nvcc
 @pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
-def test_build_compiles_against_the_installed_headers(venv: Path, tmp_path: Path, hook_repo: Path) -> None:
+def test_build_compiles_against_the_installed_headers(venv: Path, tmp_path: Path, hook_repo: Path,
+                                                     jit_cache: Path) -> None:
     repo = _user_repo(tmp_path, hook_repo)
-    env = {**os.environ, "KERNEL_CHECK_JIT_CACHE": str(tmp_path / "jit"), "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
+    env = {**os.environ, "KERNEL_CHECK_JIT_CACHE": str(jit_cache), "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
     done = _run([venv / "kernel-check", "build", "csrc", "--format", "json"], cwd=repo, env=env, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout) == []
@@ -172,3 +181,68 @@ def test_pre_commit_blocks_the_commit_until_the_finding_is_fixed(tmp_path: Path,
     passed = _run(commit, cwd=repo, env=env, check=False)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert _run(["git", "log", "--format=%s"], cwd=repo).stdout.split("\n")[0] == "negate kernel"
+
+
+# ----- docs/ci.md, run as written -----
+
+GITHUB_CONTEXT = {"github.base_ref": "main"}  # a pull request into main
+
+
+def _recipe_steps(job: str) -> list[dict]:
+    """The `run:` steps of one job of the docs/ci.md workflow that install or run kernel-check
+    or fetch the base branch (the container's apt-get set-up is the CI image's business)."""
+    ((_, workflow),) = template_workflows()
+    steps = [s for s in workflow["jobs"][job]["steps"] if "run" in s]
+    return [s for s in steps if "kernel-check" in s["run"] or "git fetch" in s["run"]]
+
+
+def _run_step(step: dict, job_env: dict, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """One step the way a runner runs it: `bash -e`, the job's and the step's `env:` with their
+    `${{ github.* }}` expressions filled in (the scripts themselves must not hold any)."""
+    assert "${{" not in step["run"], f"expression inside a script: {step['run']}"
+    expression = re.compile(r"\$\{\{\s*([\w.]+)\s*\}\}")
+    for key, value in {**job_env, **step.get("env", {})}.items():
+        env[key] = expression.sub(lambda m: GITHUB_CONTEXT[m.group(1)], str(value))
+    return subprocess.run(["bash", "-e", "-c", step["run"]], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def _pull_request_checkout(tmp_path: Path) -> Path:
+    """`origin` with a clean kernel on main, and the checkout of a branch that adds KC101."""
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "-b", "main")
+    (origin / "csrc").mkdir()
+    (origin / "csrc" / "negate.cuh").write_text(FIXED_KERNEL)
+    (origin / "csrc" / "negate.py").write_text(WRAPPER)
+    git(origin, "add", "-A")
+    git(origin, "commit", "-qm", "base")
+    checkout = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", origin.as_uri(), str(checkout))
+    git(checkout, "checkout", "-q", "-b", "feature")
+    (checkout / "csrc" / "negate.cuh").write_text(KERNEL)
+    git(checkout, "commit", "-qam", "a kernel parameter without __restrict__")
+    return checkout
+
+
+def test_ci_recipe_runs_as_written(venv: Path, wheel: Path, tmp_path: Path, jit_cache: Path) -> None:
+    checkout = _pull_request_checkout(tmp_path)
+    # `pip install kernel-check==X` resolves to the local wheel; `python` is the runner's (the venv)
+    env = {**os.environ, "PATH": f"{venv}{os.pathsep}{os.environ['PATH']}", "PIP_FIND_LINKS": str(wheel.parent),
+           "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "KERNEL_CHECK_JIT_CACHE": str(jit_cache)}
+    ((_, workflow),) = template_workflows()
+    jobs = ["static"] + (["build"] if jit._find_nvcc() is not None else [])
+    ran = [(step["run"], _run_step(step, workflow["jobs"][job].get("env", {}), checkout, env))
+           for job in jobs for step in _recipe_steps(job)]
+    assert len(ran) >= 4, [script for script, _ in ran]
+
+    for script, done in ran:  # only the gate fails: the pull request adds a finding
+        expected = 1 if "--diff" in script else 0
+        assert done.returncode == expected, f"{script}\n{done.stdout}\n{done.stderr}"
+    (gate,) = [done for script, done in ran if "--diff" in script]
+    assert gate.stdout.startswith(f"::error file=csrc/negate.cuh,line={PLANTED_LINE},"), gate.stdout
+    sarif = json.loads((checkout / "kernel-check.sarif").read_text())
+    (result,) = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "csrc/negate.cuh"
+    builds = [done for script, done in ran if "kernel-check build" in script]
+    assert all("built negate:negate<fp32_t>" in done.stderr for done in builds)
