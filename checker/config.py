@@ -37,7 +37,8 @@ OPTIONS: tuple[Option, ...] = (
            '"system" or "hermetic".'),
     Option("include-dirs", "list[str]", [],
            "Extra include directories (relative to the project root), searched after the "
-           "discovered `include/` that holds `sgl_kernel/`."),
+           "discovered `include/` that holds `sgl_kernel/` and before the bundled header library "
+           "(the static check, `build` and `test` alike)."),
     Option("defines", "list[str]", [], 'Preprocessor definitions, e.g. ["USE_FOO=1"].'),
     Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
     Option("select", "list[str]", [],

@@ -119,3 +119,29 @@ def test_build_output_has_only_our_messages(tmp_path):
     assert len(re.findall(r"\s-std=", nvcc_line)) == 1, nvcc_line
     assert "incompatible redefinition" not in run.stdout + run.stderr
     assert "NumPy" not in run.stderr, run.stderr
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_build_finds_the_repositorys_headers_and_the_configured_ones(tmp_path, monkeypatch, capsys):
+    """`kernel-check build` searches what the static check searches: the repository's own
+    `include/sgl_kernel/` (found walking up from the kernel) and `[tool.kernel-check] include-dirs`."""
+    repo = tmp_path / "repo"
+    (repo / "include" / "sgl_kernel").mkdir(parents=True)
+    (repo / "include" / "sgl_kernel" / "own.h").write_text("#pragma once\nconstexpr int kOwnHeader = 1;\n")
+    (repo / "vendor").mkdir()
+    (repo / "vendor" / "vendor_extra.h").write_text("#pragma once\nconstexpr int kVendorHeader = 2;\n")
+    (repo / "pyproject.toml").write_text('[tool.kernel-check]\ninclude-dirs = ["vendor"]\n')
+    (repo / "csrc").mkdir()
+    (repo / "csrc" / "k.cuh").write_text(
+        "#include <sgl_kernel/own.h>\n#include <vendor_extra.h>\n#include <tvm/ffi/container/tensor.h>\n"
+        "namespace sglang {\n"
+        "inline void probe(tvm::ffi::TensorView x) { static_assert(kOwnHeader + kVendorHeader == 3); (void)x; }\n"
+        "}  // namespace sglang\n")
+    (repo / "csrc" / "k.py").write_text('CUDA_FILES = ["k.cuh"]\nINSTANTIATIONS = [("probe", "probe")]\n')
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("KERNEL_CHECK_JIT_CACHE", str(tmp_path / "jit"))
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
+    status = cli.main(["build", "csrc", "--format", "json"])
+    out = capsys.readouterr().out
+    assert (status, json.loads(out)) == (0, []), out

@@ -1,7 +1,8 @@
 """Parse stage: turn a CUDA/C++ source into a libclang translation unit.
 
-Everything that knows about compiler flags, include discovery and the hermetic prelude
-lives here. Two modes:
+Everything that knows about compiler flags, include discovery (where `sgl_kernel/` comes
+from: `includes.py`, shared with the build and the harness) and the hermetic prelude lives
+here. Two modes:
 
 * ``system``: the real CUDA headers of an installation (``CUDA_HOME``, ``nvcc`` on PATH,
   ``/usr/local/cuda`` or pip's ``nvidia-cuda-*`` packages).
