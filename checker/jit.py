@@ -102,6 +102,13 @@ def _caller_dir() -> Path:
     return caller.resolve().parent if caller is not None and caller.is_file() else Path.cwd()
 
 
+def _calling_csrc_root(cuda_files: Sequence[str | os.PathLike]) -> Path:
+    """Where relative ``cuda_files`` live when no ``csrc_root`` is given: next to the calling
+    wrapper or in its nearest ancestor holding the first file."""
+    caller = _caller_dir()
+    return (find_csrc_root(caller, str(cuda_files[0])) if cuda_files else None) or caller
+
+
 # ---------------------------------------------------------------------------
 # cache_once
 # ---------------------------------------------------------------------------
@@ -559,12 +566,7 @@ def _plan(
         raise BuildError(_NVCC_MISSING, name=name)
     if isinstance(cuda_files, (str, os.PathLike)):
         cuda_files = [cuda_files]
-    if csrc_root is not None:
-        root = Path(csrc_root)
-    else:
-        caller = _caller_dir()
-        root = find_csrc_root(caller, str(cuda_files[0])) if cuda_files else None
-        root = root or caller
+    root = Path(csrc_root) if csrc_root is not None else _calling_csrc_root(cuda_files)
     cuda_paths: list[Path] = []
     for f in cuda_files:
         p = Path(f)
