@@ -360,7 +360,7 @@ def synchronize() -> None:
         raise ContextPoisoned(str(exc)) from exc
 
 
-_INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_INT_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
