@@ -133,9 +133,15 @@ def compile_error_finding(outcome: BuildOutcome) -> Finding:
     assert outcome.error is not None
     log = outcome.error.log or str(outcome.error)
     location = _compiler_error_location(log, outcome.target.source)
-    first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), str(outcome.error))
-    return _finding("KC600", f"{outcome.target.label} does not compile: {first[:300]}", location,
-                    detail=log.strip())
+    return _finding("KC600", f"{outcome.target.label} does not compile: {first_error_line(outcome)[:300]}",
+                    location, detail=log.strip())
+
+
+def first_error_line(outcome: BuildOutcome) -> str:
+    """The compiler's first line that mentions an error (the exception's text without one)."""
+    assert outcome.error is not None
+    log = outcome.error.log or str(outcome.error)
+    return next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), str(outcome.error))
 
 
 def kernel_identifier(name: str) -> str:

@@ -43,6 +43,7 @@ SPECS = {s.name: s for s in discover([FIXTURES]).specs}
 
 @pytest.mark.parametrize("name, identifier", [
     ("void (anonymous namespace)::anon_shift_kernel<(bool)1>(float *, const float *, long)", "anon_shift_kernel"),
+    ("void <unnamed>::macro_shift_kernel<(bool)1>(float *, const float *, long)", "macro_shift_kernel"),
     ("void ns::(anonymous namespace)::fused<(bool)1, std::pair<int, int>>(int)", "fused"),
     ("void sglang::scale_kernel<__half, 8>(__half *, int)", "scale_kernel"),
     ("void take(float (*)[4], int)", "take"),
@@ -60,18 +61,19 @@ def test_source_scan_finds_macro_declared_kernels():
     assert global_kernel_names(SPECS["fixture_anon_shift"]) == ["anon_shift_kernel", "macro_shift_kernel"]
 
 
-@pytest.mark.parametrize("sample, kernel", [
-    ("harness-anon_shift-memcheck.txt", "anon_shift_kernel"),
-    ("harness-macro_shift-memcheck.txt", "macro_shift_kernel"),
+@pytest.mark.parametrize("sample, kernel, case", [
+    ("harness-anon_shift-memcheck.txt", "anon_shift_kernel", "true-false sanitize n=1"),
+    ("harness-macro_shift-memcheck.txt", "macro_shift_kernel", "true-true sanitize n=1"),
 ])
-def test_real_sanitizer_output_of_anonymous_and_macro_kernels_is_attributed(sample, kernel):
-    """Captured on the H200 (compute-sanitizer 2025.x, CUDA 13): the reports name the
-    kernel ``(anonymous namespace)::...<...>``; every one is kept for the spec."""
+def test_real_sanitizer_output_of_anonymous_and_macro_kernels_is_attributed(sample, kernel, case):
+    """Captured on the H200 (compute-sanitizer 2025.3.1, CUDA 13): the reports name the
+    kernel ``void <unnamed>::anon_shift_kernel<(bool)1>(...)`` (the former name extraction
+    read ``void``); every one is kept for the spec, with the case that ran."""
     reports = parse_output("memcheck", (SAMPLES / sample).read_text())
     reads = [r for r in reports if r.kind.startswith("Invalid __global__ read")]
     assert reads and {r.kernel for r in reads} == {kernel}
-    assert all("(anonymous namespace)" in r.function for r in reads)
-    assert {r.path for r in reads} == {"anon_macro.cuh"}
+    assert all(r.function.startswith("void <unnamed>::") for r in reads)
+    assert {r.path for r in reads} == {"anon_macro.cuh"} and {r.case for r in reads} == {case}
     findings = report_findings(reports, fallback=Location("x", 1), kernels=[kernel], search=[FIXTURES])
     assert {f.code for f in findings} == {"KD201"} and all(kernel in f.message for f in findings)
     assert all(f.location.path.endswith("anon_macro.cuh") for f in findings)
@@ -140,6 +142,17 @@ def test_a_kernel_fault_is_not_retried(tmp_path):
     exit_, failure = run_mod.run_child_retrying([sys.executable, "-c", script], {}, startup_timeout=30,
                                                 case_timeout=30)
     assert failure is None and exit_.returncode == 3
+
+
+def test_a_lineinfo_build_that_alone_failed_is_said_out_loud():
+    from kernel_check.harness.build import SpecBuilds
+    from kernel_check.harness.run import lineinfo_gaps
+
+    plain = SpecBuilds(failures={"s": ["a: error: x"]})
+    lineinfo = SpecBuilds(failures={"s": ["a: error: x", "b: error: y"]})
+    (gap,) = lineinfo_gaps("s", plain, lineinfo)
+    assert "b: error: y" in gap and "-lineinfo" in gap
+    assert lineinfo_gaps("t", plain, lineinfo) == []
 
 
 def test_cli_reports_environment_errors_with_exit_2(capsys):

@@ -406,6 +406,15 @@ def _sanitizer_failure(tool_run: ToolRun, kernels: list[str]) -> str | None:
     return environment_failure(tool_run.output)
 
 
+def lineinfo_gaps(spec_name: str, builds: SpecBuilds, lineinfo: SpecBuilds) -> list[str]:
+    """Instantiations whose plain build succeeded but whose ``-lineinfo`` build (the
+    sanitizers') did not: said out loud, as the sanitizers then cannot run on them."""
+    plain_failed = {line.split(":", 1)[0] for line in builds.failures.get(spec_name, [])}
+    return [f"{spec_name}: the -lineinfo build for the sanitizers failed although the plain build "
+            f"succeeded ({line})" for line in lineinfo.failures.get(spec_name, [])
+            if line.split(":", 1)[0] not in plain_failed]
+
+
 def run_bandwidth(run: SpecRun, libraries: dict[str, str], options: RunOptions, gpu: str,
                   workdir: Path) -> None:
     spec = run.spec
@@ -545,6 +554,9 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
     per_gpu = max(1, min((options.jobs or default_jobs) // len(gpus), children_fitting(gpus)))
     slots = GpuSlots(gpus, per_gpu)
     runs = [SpecRun(spec) for spec in specs]
+    if lineinfo is not None:
+        for run in runs:
+            run.environment.extend(lineinfo_gaps(run.spec.name, builds, lineinfo))
     progress.add(len(specs) * (1 + len(options.sanitize)))
     with tempfile.TemporaryDirectory(prefix="kernel-check-") as tmp, _time_limit(options.max_time):
         workdir = Path(tmp)
