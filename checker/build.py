@@ -133,22 +133,17 @@ def compile_error_finding(outcome: BuildOutcome) -> Finding:
     assert outcome.error is not None
     log = outcome.error.log or str(outcome.error)
     location = _compiler_error_location(log, outcome.target.source)
-    return _finding("KC600", f"{outcome.target.label} does not compile: {first_error_line(outcome)[:300]}",
-                    location, detail=log.strip())
-
-
-def first_error_line(outcome: BuildOutcome) -> str:
-    """The compiler's first line that mentions an error (the exception's text without one)."""
-    assert outcome.error is not None
-    log = outcome.error.log or str(outcome.error)
-    return next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), str(outcome.error))
+    first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), str(outcome.error))
+    return _finding("KC600", f"{outcome.target.label} does not compile: {first[:300]}", location,
+                    detail=log.strip())
 
 
 def kernel_identifier(name: str) -> str:
     """The kernel's own name: ``void sglang::scale_kernel<__half, 8>(...)`` -> ``scale_kernel``.
 
     Template argument lists and the parameter list are dropped first (they hold parentheses
-    and names of their own), and ``(anonymous namespace)`` with them, so a kernel in an
+    and names of their own), and ``(anonymous namespace)`` with them (compute-sanitizer
+    spells it ``<unnamed>``, which goes with the template brackets), so a kernel in an
     anonymous namespace keeps its name. A mangled name (no demangler found) is read as
     Itanium length-prefixed parts, the last before the template arguments or the end of
     the nested name.

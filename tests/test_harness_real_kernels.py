@@ -144,15 +144,22 @@ def test_a_kernel_fault_is_not_retried(tmp_path):
     assert failure is None and exit_.returncode == 3
 
 
-def test_a_lineinfo_build_that_alone_failed_is_said_out_loud():
+def test_one_build_serves_cases_and_sanitizers(monkeypatch, tmp_path):
+    """A cold run built every instantiation twice (plain, then -lineinfo): now once."""
+    from kernel_check.harness import run as run_mod
     from kernel_check.harness.build import SpecBuilds
-    from kernel_check.harness.run import lineinfo_gaps
+    from kernel_check.harness.report import Progress
 
-    plain = SpecBuilds(failures={"s": ["a: error: x"]})
-    lineinfo = SpecBuilds(failures={"s": ["a: error: x", "b: error: y"]})
-    (gap,) = lineinfo_gaps("s", plain, lineinfo)
-    assert "b: error: y" in gap and "-lineinfo" in gap
-    assert lineinfo_gaps("t", plain, lineinfo) == []
+    calls, seen = [], {}
+    monkeypatch.setattr(run_mod, "build_specs", lambda specs, **kw: calls.append(kw) or SpecBuilds())
+    monkeypatch.setattr(run_mod, "_run_all", lambda runs, builds, lineinfo, *a: seen.update(same=builds is lineinfo))
+    monkeypatch.setattr(run_mod, "children_fitting", lambda gpus: 8)
+    spec = SPECS["fixture_tail_overrun"]
+    run_mod.run_specs([spec], run_mod.RunOptions(bandwidth=False, gpus=("0",)), Progress(enabled=False))
+    assert len(calls) == 1 and calls[0]["lineinfo"] and calls[0]["with_probe"] and seen["same"]
+    calls.clear()
+    run_mod.run_specs([spec], run_mod.RunOptions(bandwidth=False, sanitize=(), gpus=("0",)), Progress(enabled=False))
+    assert len(calls) == 1 and not calls[0]["lineinfo"]
 
 
 def test_cli_reports_environment_errors_with_exit_2(capsys):

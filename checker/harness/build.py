@@ -11,15 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build import (
-    BuildOutcome,
-    BuildTarget,
-    build_all,
-    build_findings,
-    first_error_line,
-    kernel_identifier,
-    merge_budgets,
-)
+from ..build import BuildOutcome, BuildTarget, build_all, build_findings, kernel_identifier, merge_budgets
 from ..finding import Finding
 from .spec import Instantiation, KernelSpec
 
@@ -70,8 +62,6 @@ class SpecBuilds:
     # spec name -> the kernels (identifiers) its libraries hold, from ptxas's report: the
     # names sanitizer reports are attributed by (anonymous namespaces, macros and all)
     kernels: dict[str, set[str]] = field(default_factory=dict)
-    # spec name -> "INST: first error line" of each instantiation that did not build
-    failures: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def findings(self) -> list[Finding]:
@@ -108,9 +98,5 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
                 builds.libraries.setdefault(spec_name, {})[variant.id] = str(outcome.result.library)
             builds.kernels.setdefault(spec_name, set()).update(
                 kernel_identifier(k.name) for k in outcome.result.resources)
-        else:
-            builds.failures.setdefault(spec_name, []).append(f"{inst.id}: {first_error_line(outcome)[:200]}")
-        # lineinfo builds repeat the plain ones: their findings would be duplicates
-        if not lineinfo:
-            builds.by_spec.setdefault(spec_name, []).extend(build_findings([outcome]))
+        builds.by_spec.setdefault(spec_name, []).extend(build_findings([outcome]))
     return builds

@@ -406,15 +406,6 @@ def _sanitizer_failure(tool_run: ToolRun, kernels: list[str]) -> str | None:
     return environment_failure(tool_run.output)
 
 
-def lineinfo_gaps(spec_name: str, builds: SpecBuilds, lineinfo: SpecBuilds) -> list[str]:
-    """Instantiations whose plain build succeeded but whose ``-lineinfo`` build (the
-    sanitizers') did not: said out loud, as the sanitizers then cannot run on them."""
-    plain_failed = {line.split(":", 1)[0] for line in builds.failures.get(spec_name, [])}
-    return [f"{spec_name}: the -lineinfo build for the sanitizers failed although the plain build "
-            f"succeeded ({line})" for line in lineinfo.failures.get(spec_name, [])
-            if line.split(":", 1)[0] not in plain_failed]
-
-
 def run_bandwidth(run: SpecRun, libraries: dict[str, str], options: RunOptions, gpu: str,
                   workdir: Path) -> None:
     spec = run.spec
@@ -542,21 +533,18 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
         f"built {outcome.target.label}" + ("" if outcome.ok else " FAILED"))
     progress.add(sum(len(s.instantiations) for s in specs) + 1)
     budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget)
-    builds = build_specs(specs, with_probe=True, on_done=build_progress, **budgets)
+    # one build serves the cases and the sanitizers: -lineinfo adds line tables, not code
+    # (the same SASS, the same registers), and building twice was half of a cold run
+    builds = build_specs(specs, lineinfo=bool(options.sanitize), with_probe=True, on_done=build_progress,
+                         **budgets)
     if on_builds is not None:
         on_builds(builds)
-    lineinfo = None
-    if options.sanitize:
-        progress.add(sum(len(s.instantiations) for s in specs))
-        lineinfo = build_specs(specs, lineinfo=True, on_done=build_progress, **budgets)
+    lineinfo = builds if options.sanitize else None
     gpus = options.gpus or visible_gpus() or ("0",)
     default_jobs = len(gpus) * min(DEFAULT_PER_GPU, max(2, (os.cpu_count() or 2) // 2))
     per_gpu = max(1, min((options.jobs or default_jobs) // len(gpus), children_fitting(gpus)))
     slots = GpuSlots(gpus, per_gpu)
     runs = [SpecRun(spec) for spec in specs]
-    if lineinfo is not None:
-        for run in runs:
-            run.environment.extend(lineinfo_gaps(run.spec.name, builds, lineinfo))
     progress.add(len(specs) * (1 + len(options.sanitize)))
     with tempfile.TemporaryDirectory(prefix="kernel-check-") as tmp, _time_limit(options.max_time):
         workdir = Path(tmp)
