@@ -92,7 +92,8 @@ def test_reports_carry_the_case_that_was_running():
         "=========     by thread (1,0,0) in block (0,0,0)",
     ])
     first, second = parse_output("memcheck", text)
-    assert (first.case, second.case) == ("false-int32 sanitize m=1 n=5", "false-int32 sanitize m=127 n=5 [ids=oob (safe)]")
+    assert first.case == "false-int32 sanitize m=1 n=5"
+    assert second.case == "false-int32 sanitize m=127 n=5 [ids=oob (safe)]"
     (_, finding) = report_findings([first, second], fallback=Location("x", 1), kernels=["gather"], context="spec")
     assert "[spec; false-int32 sanitize m=127 n=5 [ids=oob (safe)]]" in finding.message
 
