@@ -142,13 +142,43 @@ def compile_error_finding(outcome: BuildOutcome) -> Finding:
 def kernel_identifier(name: str) -> str:
     """The kernel's own name: ``void sglang::scale_kernel<__half, 8>(...)`` -> ``scale_kernel``.
 
-    A mangled name (no demangler found) is read as Itanium length-prefixed parts, the last
-    before the template arguments or the end of the nested name.
+    Template argument lists and the parameter list are dropped first (they hold parentheses
+    and names of their own), and ``(anonymous namespace)`` with them (compute-sanitizer
+    spells it ``<unnamed>``, which goes with the template brackets), so a kernel in an
+    anonymous namespace keeps its name. A mangled name (no demangler found) is read as
+    Itanium length-prefixed parts, the last before the template arguments or the end of
+    the nested name.
     """
     if name.startswith("_Z"):
         return _last_mangled_part(name)
-    words = re.findall(r"\w+", name.split("<", 1)[0].split("(", 1)[0])
+    bare = _strip_bracketed(name, "<", ">").replace("(anonymous namespace)", "")
+    words = re.findall(r"\w+", _without_parameters(bare.strip()))
     return words[-1] if words else name
+
+
+def _without_parameters(signature: str) -> str:
+    """``void f(float (*)[4])`` -> ``void f``: the trailing balanced parenthesis group removed."""
+    if not signature.endswith(")"):
+        return signature
+    depth = 0
+    for pos in range(len(signature) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(signature[pos], 0)
+        if depth == 0:
+            return signature[:pos]
+    return signature
+
+
+def _strip_bracketed(text: str, opening: str, closing: str) -> str:
+    """``text`` without its (nested) ``opening ... closing`` groups."""
+    kept, depth = [], 0
+    for char in text:
+        if char == opening:
+            depth += 1
+        elif char == closing and depth:
+            depth -= 1
+        elif not depth:
+            kept.append(char)
+    return "".join(kept)
 
 
 def _last_mangled_part(mangled: str) -> str:

@@ -32,7 +32,7 @@ from ..finding import Finding, Severity
 from .build import build_specs
 from .discover import discover
 from .process import stop_all
-from .report import Progress, render_table
+from .report import Progress, reference_note, render_table
 from .run import HarnessResult, RunOptions, run_specs, visible_gpus
 from .sanitize import TOOLS, find_sanitizer, sanitize_command
 from .spec import KernelSpec
@@ -211,8 +211,18 @@ def _test(args: argparse.Namespace, config: Config) -> int:
     with _stop_on_signals():
         result = run_specs(specs, options, Progress())
     print(render_table(result.rows), file=sys.stderr)
+    note = reference_note([s.name for s in specs if s.reference is None])
+    if note:
+        print(note, file=sys.stderr)
     status = _emit(_remap(result.findings, config), args, config)
-    return _report_stop(result, len(specs)) or status
+    return _report_environment(result) or _report_stop(result, len(specs)) or status
+
+
+def _report_environment(result: HarnessResult) -> int:
+    """One line per environment failure (no verdict on those kernels); EXIT_USAGE then."""
+    for line in result.environment:
+        print(f"kernel-check: environment error, not a kernel finding: {line}", file=sys.stderr)
+    return EXIT_USAGE if result.environment else EXIT_CLEAN
 
 
 @contextlib.contextmanager
