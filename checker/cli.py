@@ -176,8 +176,7 @@ def _stdin_buffer(args: argparse.Namespace, config: Config) -> tuple[list[Path],
 def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
     from .engine import RunOptions
 
-    include_dirs = tuple(str(real_path(config.root / d)) for d in config.get("include-dirs"))
-    include_dirs += tuple(str(real_path(Path(d))) for d in args.include_dirs)
+    include_dirs = config.include_dirs() + tuple(str(real_path(Path(d))) for d in args.include_dirs)
     defines = tuple(config.get("defines")) + tuple(args.defines)
     settings = resolve_settings(config.get("mode"), include_dirs, defines, config.get("arch"))
     return RunOptions(config, settings, tuple(args.select), tuple(args.ignore),

@@ -40,7 +40,8 @@ OPTIONS: tuple[Option, ...] = (
            '"system" or "hermetic".'),
     Option("include-dirs", "list[str]", [],
            "Extra include directories (relative to the project root), searched after the "
-           "discovered `include/` that holds `sgl_kernel/`."),
+           "discovered `include/` that holds `sgl_kernel/` and before the bundled header library "
+           "(the static check, `build` and `test` alike)."),
     Option("defines", "list[str]", [], 'Preprocessor definitions, e.g. ["USE_FOO=1"].'),
     Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
     Option("select", "list[str]", [],
@@ -93,6 +94,10 @@ class Config:
     def severity_of(self, code: str, default: Severity) -> Severity:
         override = self.get("severity").get(code)
         return Severity(override) if override else default
+
+    def include_dirs(self) -> tuple[str, ...]:
+        """`include-dirs`, resolved against the project root."""
+        return tuple(str(real_path(self.root / d)) for d in self.get("include-dirs"))
 
     def relative(self, path: Path) -> str:
         """POSIX path relative to the project root (as given when outside it)."""

@@ -32,7 +32,7 @@ from ..finding import Finding, Severity
 from .build import build_specs
 from .discover import discover
 from .process import stop_all
-from .report import Progress, render_table
+from .report import Progress, reference_note, render_table
 from .run import HarnessResult, RunOptions, run_specs, visible_gpus
 from .sanitize import TOOLS, find_sanitizer, sanitize_command
 from .spec import KernelSpec
@@ -177,9 +177,11 @@ def _emit(findings: list[Finding], args: argparse.Namespace, config: Config) -> 
     return EXIT_FINDINGS if any(f.severity in failing for f in findings) else EXIT_CLEAN
 
 
-def _budgets(config: Config) -> dict:
+def _build_options(config: Config) -> dict:
+    """What every build takes from the configuration: register budgets, include directories."""
     return dict(register_budget=int(config.get("register-budget")),
-                per_kernel_budget=dict(config.get("register-budget-per-kernel")))
+                per_kernel_budget=dict(config.get("register-budget-per-kernel")),
+                include_dirs=config.include_dirs())
 
 
 # ----- subcommands -----
@@ -192,7 +194,7 @@ def _wrapper_targets(paths: Sequence[Path], specs: list[KernelSpec], config: Con
     budgets = merge_budgets(int(config.get("register-budget")), config.get("register-budget-per-kernel"), None)
     built = {_target_key(spec_target(s, i, budgets)) for s in specs for i in s.instantiations}
     files = sorted({p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py"))})
-    targets = [t for f in files for t in wrapper_targets(f, budgets)]
+    targets = [t for f in files for t in wrapper_targets(f, budgets, config.include_dirs())]
     return [t for t in targets if _target_key(t) not in built]
 
 
@@ -215,7 +217,7 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     progress = Progress()
     progress.add(sum(len(s.instantiations) for s in specs) + len(wrappers))
     on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731
-    findings = build_specs(specs, on_done=on_done, **_budgets(config)).findings
+    findings = build_specs(specs, on_done=on_done, **_build_options(config)).findings
     findings += build_findings(build_all(wrappers, on_done=on_done))
     return _emit(_remap(findings, config), args, config)
 
@@ -233,12 +235,22 @@ def _test(args: argparse.Namespace, config: Config) -> int:
     options = RunOptions(timeout=args.timeout, sanitize=args.sanitize, sanitize_timeout=args.sanitize_timeout,
                          bandwidth=args.bandwidth, bandwidth_floor=args.bandwidth_floor, jobs=args.jobs,
                          sanitizer_log_dir=args.sanitizer_log, max_time=args.max_time,
-                         **_budgets(config))
+                         **_build_options(config))
     with _stop_on_signals():
         result = run_specs(specs, options, Progress())
     print(render_table(result.rows), file=sys.stderr)
+    note = reference_note([s.name for s in specs if s.reference is None])
+    if note:
+        print(note, file=sys.stderr)
     status = _emit(_remap(result.findings, config), args, config)
-    return _report_stop(result, len(specs)) or status
+    return _report_environment(result) or _report_stop(result, len(specs)) or status
+
+
+def _report_environment(result: HarnessResult) -> int:
+    """One line per environment failure (no verdict on those kernels); EXIT_USAGE then."""
+    for line in result.environment:
+        print(f"kernel-check: environment error, not a kernel finding: {line}", file=sys.stderr)
+    return EXIT_USAGE if result.environment else EXIT_CLEAN
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..progress import Progress
 
-__all__ = ["Cell", "Progress", "SummaryRow", "render_table"]
+__all__ = ["Cell", "Progress", "SummaryRow", "reference_note", "render_table"]
 
 # (column title, the code or tool it summarizes)
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -31,6 +31,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("bw", "KD501"),
 )
 NOT_RUN = "-"
+# the KD101 cell of a spec without a reference: the only check that needs one
+NO_REFERENCE = "no-ref"
 
 
 @dataclass
@@ -76,3 +78,14 @@ def render_table(rows: list[SummaryRow]) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), rule, *(line(r) for r in body)])
+
+
+def reference_note(without_reference: list[str]) -> str:
+    """The line under the table naming the specs that have no reference ("" when none)."""
+    if not without_reference:
+        return ""
+    return (f"{len(without_reference)} spec(s) without a reference ({', '.join(without_reference)}): "
+            f"ran poison, determinism, inputs, bad-input, pdl/stream/graph (against the plain launch), "
+            f"the sanitizers and the value profiles' safe contracts; needs a reference: ref (KD101) and "
+            f"the value profiles' match contracts")
+

@@ -47,6 +47,17 @@ def root_relative(path: str, root: Path) -> str | None:
     return None
 
 
+def repository_root(start: Path) -> Path:
+    """The git work tree holding `start` (its nearest ancestor with a `.git` folder or file),
+    else `start`. GitHub resolves annotation and SARIF paths against the repository root,
+    which is not the project root when `pyproject.toml` sits in a subfolder (a monorepo)."""
+    start = Path(os.path.abspath(start))
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return start
+
+
 def display_path(path: str, root: Path) -> str:
     """How reports name a file: relative to `root` when under it, else as given."""
     relative = root_relative(path, root)
