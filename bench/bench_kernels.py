@@ -7,7 +7,6 @@ positions outside the cache, whose heads must stay as they were).
 
     python bench/bench_kernels.py                          # the kernels in csrc/
     python bench/bench_kernels.py --baseline OLD_CSRC      # and an earlier csrc/ tree beside them
-    python bench/bench_kernels.py --lane-bytes 32,64       # and the kernels' kLaneBytes knob at 32 and 64
     python bench/bench_kernels.py --json figures.json      # also write every figure as JSON
     python bench/bench_kernels.py --build-only             # compile every module (no GPU needed)
 
@@ -51,11 +50,10 @@ ROPE_CASES = [(dtype, 128, 128, neox) for neox in (True, False)
 
 @dataclass(frozen=True)
 class Variant:
-    """One build of the kernels: a csrc tree and an optional kLaneBytes template argument."""
+    """One build of the kernels: a csrc tree."""
 
     label: str
     csrc_root: Path
-    lane_bytes: int | None = None  # None: the launcher's default (or a tree without the knob)
 
 
 @dataclass(frozen=True)
@@ -76,20 +74,18 @@ class Kernel:
         layout = "neox" if self.neox else "interleaved"
         return f"rope {layout} {dt} d={self.head_dim} r={self.rotary_dim}"
 
-    def template_args(self, lane_bytes: int | None) -> str:
+    def template_args(self) -> str:
         if self.name == "qknorm":
-            args = make_cpp_args(self.dtype, self.head_dim, True)
-        else:
-            args = make_cpp_args(self.dtype, self.head_dim, self.rotary_dim, self.neox, True)
-        return f"{args}" + ("" if lane_bytes is None else f", {lane_bytes}")
+            return str(make_cpp_args(self.dtype, self.head_dim, True))
+        return str(make_cpp_args(self.dtype, self.head_dim, self.rotary_dim, self.neox, True))
 
     def build_kwargs(self, variant: Variant) -> dict:
         source = "norm/qknorm.cuh" if self.name == "qknorm" else "rope/rotary_embedding.cuh"
-        symbol = f"{self.name}<{self.template_args(variant.lane_bytes)}>"
+        symbol = f"{self.name}<{self.template_args()}>"
         return dict(cuda_files=[source], cuda_wrappers=[(self.name, symbol)], csrc_root=str(variant.csrc_root))
 
     def marker(self, variant: Variant) -> tuple:
-        return ("bench", self.name, variant.label, self.template_args(variant.lane_bytes).replace(", ", "_"))
+        return ("bench", self.name, variant.label, self.template_args().replace(", ", "_"))
 
 
 def kernels() -> list[Kernel]:
@@ -263,12 +259,10 @@ def measure(variants: list[Variant]) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="an earlier csrc/ tree to time beside this one")
-    parser.add_argument("--lane-bytes", default="", help="comma-separated kLaneBytes values to time as well")
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--build-only", action="store_true", help="compile every module, run nothing")
     args = parser.parse_args(argv)
     variants = [Variant("current", REPO / "csrc")]
-    variants += [Variant(f"lane{n}", REPO / "csrc", int(n)) for n in args.lane_bytes.split(",") if n.strip()]
     if args.baseline is not None:
         root = args.baseline / "csrc" if (args.baseline / "csrc").is_dir() else args.baseline
         variants.insert(0, Variant("baseline", root.resolve()))

@@ -1,17 +1,18 @@
 /// \file qknorm.cuh
-/// \brief Per-head RMSNorm of q and k in place (heads may be strided views of a fused qkv),
-/// one warp per head row, several rows in flight per warp, persistent grid sized from
-/// occupancy and the SM count.
+/// \brief Per-head RMSNorm of q and k in place (heads may be strided views of a fused qkv):
+/// a group of lanes per head row with 16-byte accesses where the row allows, several rows per
+/// warp, persistent grid sized from occupancy and the SM count.
 #pragma once
 
-#include "rmsnorm.cuh"
-
+#include <sgl_kernel/bits.h>
+#include <sgl_kernel/math.cuh>
 #include <sgl_kernel/qk_heads.cuh>
 #include <sgl_kernel/runtime.cuh>
 #include <sgl_kernel/tensor.h>
 #include <sgl_kernel/type.cuh>
 #include <sgl_kernel/utils.cuh>
 #include <sgl_kernel/utils.h>
+#include <sgl_kernel/vec.cuh>
 #include <sgl_kernel/warp.cuh>
 
 #include <dlpack/dlpack.h>
@@ -33,69 +34,97 @@ struct QKNormParams {
 
 /// \brief Threads per block of `qknorm_kernel`.
 inline constexpr uint32_t kQKNormBlockSize = 256;
-/// \brief Bytes of q/k each lane of `qknorm_kernel` loads per step before it uses any of them.
-inline constexpr uint32_t kQKNormLaneBytes = 32;
 
 /**
- * \brief Heads one warp of `qknorm_kernel` normalizes per step: enough that each lane has about
- * `kLaneBytes` of q/k loads in flight, between 1 and 8.
+ * \brief How `qknorm_kernel` splits a warp: a group of lanes per head row, each lane `kIters`
+ * vectors of `kVecBytes` (16 where the row allows), `kRowsPerWarp` rows per warp at once.
  *
- * \tparam T          Element type
- * \tparam kHeadDim   Head size in elements
- * \tparam kLaneBytes Bytes each lane should have in flight
- * \return Heads per warp per step
+ * \tparam T        Element type
+ * \tparam kHeadDim Head size in elements
  */
-template <typename T, uint32_t kHeadDim, uint32_t kLaneBytes>
-SGL_DEVICE_HOST constexpr uint32_t qknorm_rows_per_step() {
-  using Frag = RMSNormWarpRow<T, kHeadDim>;
-  constexpr uint32_t kRows = kLaneBytes / (Frag::kIters * Frag::kVecBytes);
-  return kRows < 1 ? 1 : (kRows > 8 ? 8 : kRows);
-}
+template <typename T, uint32_t kHeadDim>
+struct QKNormWarpLayout {
+  /// Access width in bytes; launchers pass it to `ensure_alignment`.
+  static constexpr uint32_t kVecBytes =
+      static_cast<uint32_t>(host::gcd(kHeadDim * static_cast<uint32_t>(sizeof(T)), device::RAW_16B));
+  /// Elements per access.
+  static constexpr uint32_t kVecN = kVecBytes / static_cast<uint32_t>(sizeof(T));
+  /// Accesses per row.
+  static constexpr uint32_t kNumVecs = kHeadDim / kVecN;
+  /// Lanes that share one row: a power of two, at most a warp.
+  static constexpr uint32_t kLanesPerRow =
+      kNumVecs >= device::kWarpThreads ? device::kWarpThreads : static_cast<uint32_t>(host::round_up_pow2(kNumVecs));
+  /// Accesses of one row each lane makes.
+  static constexpr uint32_t kIters = (kNumVecs + kLanesPerRow - 1) / kLanesPerRow;
+  /// Rows one warp normalizes at once.
+  static constexpr uint32_t kRowsPerWarp = device::kWarpThreads / kLanesPerRow;
+};
 
 /**
- * \brief Persistent kernel: each warp takes `qknorm_rows_per_step` consecutive (token, head)
- * rows of q then k at a time, loads them all, then normalizes and stores them, and strides on.
+ * \brief Persistent kernel over the (token, head) rows of q then k: each group of
+ * `kLanesPerRow` lanes loads one row and its weight row, reduces the mean square within the
+ * group, and writes the row back normalized; the warp then strides on.
  *
- * \tparam T          Element type: fp16_t | bf16_t | fp32_t
- * \tparam kHeadDim   Head size in elements
- * \tparam kUsePDL    Whether the kernel is launched with PDL
- * \tparam kLaneBytes Bytes of q/k each lane loads per step (sets the rows per step)
- * \param params      Pointers, strides, sizes and epsilon
+ * \tparam T        Element type: fp16_t | bf16_t | fp32_t
+ * \tparam kHeadDim Head size in elements
+ * \tparam kUsePDL  Whether the kernel is launched with PDL
+ * \param params    Pointers, strides, sizes and epsilon
  */
-template <typename T, uint32_t kHeadDim, bool kUsePDL, uint32_t kLaneBytes>
+template <typename T, uint32_t kHeadDim, bool kUsePDL>
 __global__ void qknorm_kernel(const QKNormParams<T> params) {
-  using Frag = RMSNormWarpRow<T, kHeadDim>;
-  constexpr uint32_t kBytes = kHeadDim * static_cast<uint32_t>(sizeof(T));
-  constexpr int64_t kRows = qknorm_rows_per_step<T, kHeadDim, kLaneBytes>();
+  using Layout = QKNormWarpLayout<T, kHeadDim>;
+  using vec_t = device::AlignedVector<T, static_cast<int>(Layout::kVecN)>;
+  constexpr int32_t kIters = static_cast<int32_t>(Layout::kIters);
   constexpr int64_t kWarpsPerBlock = kQKNormBlockSize / device::kWarpThreads;
+  constexpr int64_t kRowsPerWarp = Layout::kRowsPerWarp;
   const int64_t total = params.heads.num_rows();
+  const uint32_t sub = device::get_lane_id<Layout::kLanesPerRow>();
+  const int64_t group = device::get_lane_id<device::kWarpThreads>() / Layout::kLanesPerRow;
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / device::kWarpThreads;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock * kRows;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock * kRowsPerWarp;
 
   device::PDLWaitPrimary<kUsePDL>();
 
-  for (int64_t first = warp * kRows; first < total; first += step) {
-    device::QKHeadCursor at(first, params.heads.heads_per_token());
-    T* rows[kRows];
-    Frag x[kRows];
-    Frag w[kRows];  // the weight rows stay in L1: reloading beats selecting between two held in registers
+  // warp-uniform loop: every lane takes part in the group reduction; a group past the end
+  // re-reads the warp's first row and stores nothing
+  for (int64_t base = warp * kRowsPerWarp; base < total; base += step) {
+    const bool valid = base + group < total;
+    const device::QKHeadCursor at(valid ? base + group : base, params.heads.heads_per_token());
+    T* row = params.heads.row(at.token, at.head);
+    const T* weight = params.heads.is_q(at.head) ? params.q_weight : params.k_weight;
+    vec_t x[kIters];
+    vec_t w[kIters];
 #pragma unroll
-    for (int r = 0; r < static_cast<int>(kRows); ++r) {
-      rows[r] = params.heads.row(at.token, at.head);
-      if (first + r < total) {
-        x[r] = device::warp::load_bytes<kBytes, kRMSNormWarpPattern>(rows[r]);
-        w[r] = device::warp::load_bytes<kBytes, kRMSNormWarpPattern>(params.heads.is_q(at.head) ? params.q_weight
-                                                                                                : params.k_weight);
+    for (int i = 0; i < kIters; ++i) {
+      const uint32_t idx = sub + static_cast<uint32_t>(i) * Layout::kLanesPerRow;
+      if (idx < Layout::kNumVecs) {
+        x[i].load(row, idx);
+        w[i].load(weight, idx);
       }
-      at.advance(1);
     }
+    float sum = 0.0f;
 #pragma unroll
-    for (int r = 0; r < static_cast<int>(kRows); ++r) {
-      if (first + r < total) warp_rmsnorm_fragment<T, kHeadDim>(x[r], w[r], params.eps);
+    for (int i = 0; i < kIters; ++i) {
+      if (sub + static_cast<uint32_t>(i) * Layout::kLanesPerRow < Layout::kNumVecs) {
+#pragma unroll
+        for (int j = 0; j < static_cast<int>(Layout::kVecN); ++j) {
+          const float v = device::cast<fp32_t>(x[i][j]);
+          sum += v * v;
+        }
+      }
     }
+    sum = device::warp::reduce_sum<Layout::kLanesPerRow, 1>(sum);
+    const float rstd = device::math::rsqrt(sum / static_cast<float>(kHeadDim) + params.eps);
 #pragma unroll
-    for (int r = 0; r < static_cast<int>(kRows); ++r) {
-      if (first + r < total) device::warp::store_bytes<kBytes, kRMSNormWarpPattern>(rows[r], x[r]);
+    for (int i = 0; i < kIters; ++i) {
+      const uint32_t idx = sub + static_cast<uint32_t>(i) * Layout::kLanesPerRow;
+      if (valid && idx < Layout::kNumVecs) {
+#pragma unroll
+        for (int j = 0; j < static_cast<int>(Layout::kVecN); ++j) {
+          x[i][j] = device::cast<T>(device::cast<fp32_t>(x[i][j]) * rstd * device::cast<fp32_t>(w[i][j]));
+        }
+        x[i].store(row, idx);
+      }
     }
   }
 
@@ -108,18 +137,17 @@ __global__ void qknorm_kernel(const QKNormParams<T> params) {
  * \tparam T          Element type: fp16_t | bf16_t | fp32_t
  * \tparam kHeadDim   Head size in elements
  * \tparam kUsePDL    Whether to launch with PDL
- * \tparam kLaneBytes Bytes of q/k each lane loads per step (a tuning knob; the default suits H100/H200)
  * \param q           Query `[tokens, q_heads, head_dim]`, unit inner stride, any token/head strides
  * \param k           Key `[tokens, k_heads, head_dim]`, unit inner stride, any token/head strides
  * \param q_weight    Query weight `[head_dim]`
  * \param k_weight    Key weight `[head_dim]`
  * \param eps         Epsilon
  */
-template <typename T, uint32_t kHeadDim, bool kUsePDL, uint32_t kLaneBytes = kQKNormLaneBytes>
+template <typename T, uint32_t kHeadDim, bool kUsePDL>
 void qknorm(tvm::ffi::TensorView q, tvm::ffi::TensorView k, tvm::ffi::TensorView q_weight,
             tvm::ffi::TensorView k_weight, float eps) {
   using namespace host;
-  constexpr int64_t kVecBytes = rmsnorm_vec_bytes<T, kHeadDim, false>();
+  constexpr int64_t kVecBytes = QKNormWarpLayout<T, kHeadDim>::kVecBytes;
   SymbolicSize N{"num_tokens"};
   SymbolicSize Hq{"num_q_heads"};
   SymbolicSize Hk{"num_k_heads"};
@@ -156,11 +184,10 @@ void qknorm(tvm::ffi::TensorView q, tvm::ffi::TensorView k, tvm::ffi::TensorView
       static_cast<const T*>(k_weight.data_ptr()),
       eps,
   };
-  const auto kernel = qknorm_kernel<T, kHeadDim, kUsePDL, kLaneBytes>;
+  const auto kernel = qknorm_kernel<T, kHeadDim, kUsePDL>;
   static const uint32_t occupancy = runtime::get_blocks_per_sm(kernel, kQKNormBlockSize);
   const DLDevice dev = device.unwrap();
-  constexpr int64_t kRowsPerBlock =
-      kQKNormBlockSize / device::kWarpThreads * qknorm_rows_per_step<T, kHeadDim, kLaneBytes>();
+  constexpr int64_t kRowsPerBlock = kQKNormBlockSize / device::kWarpThreads * QKNormWarpLayout<T, kHeadDim>::kRowsPerWarp;
   const uint32_t grid = runtime::get_persistent_grid(params.heads.num_rows(), kRowsPerBlock, occupancy, dev.device_id);
   LaunchKernel(grid, kQKNormBlockSize, dev).enable_pdl(kUsePDL)(kernel, params);
 }

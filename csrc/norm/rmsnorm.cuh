@@ -73,31 +73,28 @@ SGL_DEVICE const T* elements_of(const Vec& v) {
 
 }  // namespace details
 
-/// \brief One lane's share of a `kHiddenSize`-element row of `T` in the warp variant's layout
-/// (what `warp::load_bytes` returns for such a row under `kRMSNormWarpPattern`).
-/// \tparam T           Element type
-/// \tparam kHiddenSize Row length in elements
-template <typename T, uint32_t kHiddenSize>
-using RMSNormWarpRow = device::warp::RowFragment<kHiddenSize * static_cast<uint32_t>(sizeof(T)), kRMSNormWarpPattern>;
-
 /**
- * \brief One warp normalizes a row already in registers: `x = x * rsqrt(mean(x^2) + eps) * w`.
+ * \brief One warp normalizes one row held in registers: `dst = x * rsqrt(mean(x^2) + eps) * weight`.
  *
- * Every lane of the warp must call it. It touches no memory, so a caller can load several
- * rows first and normalize them afterwards (their reductions then overlap).
+ * Every lane of the warp must call it. The whole row is read before any of it is written, so
+ * `dst` may equal `src` (the pointers are not `__restrict__` here).
  * \tparam T           Element type: fp16_t | bf16_t | fp32_t
  * \tparam kHiddenSize Row length in elements
- * \param x            This lane's share of the row; receives the normalized values
- * \param w            This lane's share of the weight row, same layout
+ * \param dst          Output row, aligned to `rmsnorm_vec_bytes<T, kHiddenSize, false>()`
+ * \param src          Input row, same alignment
+ * \param weight       Weight row, same alignment
  * \param eps          Epsilon added to the mean square
  */
 template <typename T, uint32_t kHiddenSize>
-SGL_DEVICE void warp_rmsnorm_fragment(RMSNormWarpRow<T, kHiddenSize>& x, const RMSNormWarpRow<T, kHiddenSize>& w,
-                                      float eps) {
-  using Frag = RMSNormWarpRow<T, kHiddenSize>;
+SGL_DEVICE void warp_rmsnorm_row(T* dst, const T* src, const T* weight, float eps) {
+  constexpr uint32_t kBytes = kHiddenSize * static_cast<uint32_t>(sizeof(T));
+  using Frag = device::warp::RowFragment<kBytes, kRMSNormWarpPattern>;
   constexpr uint32_t kElems = Frag::kVecBytes / static_cast<uint32_t>(sizeof(T));
-  static_assert(Frag::kVecBytes % sizeof(T) == 0, "warp_rmsnorm_fragment: vector narrower than an element");
+  static_assert(Frag::kVecBytes % sizeof(T) == 0, "warp_rmsnorm_row: vector narrower than an element");
   const uint32_t lane = device::get_lane_id<device::kWarpThreads>();
+
+  auto x = device::warp::load_bytes<kBytes, kRMSNormWarpPattern>(src);
+  const auto w = device::warp::load_bytes<kBytes, kRMSNormWarpPattern>(weight);
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < static_cast<int>(Frag::kIters); ++i) {
@@ -121,26 +118,6 @@ SGL_DEVICE void warp_rmsnorm_fragment(RMSNormWarpRow<T, kHiddenSize>& x, const R
       e[j] = device::cast<T>(device::cast<fp32_t>(e[j]) * rstd * device::cast<fp32_t>(we[j]));
     }
   }
-}
-
-/**
- * \brief One warp normalizes one row held in registers: `dst = x * rsqrt(mean(x^2) + eps) * weight`.
- *
- * Every lane of the warp must call it. The whole row is read before any of it is written, so
- * `dst` may equal `src` (the pointers are not `__restrict__` here).
- * \tparam T           Element type: fp16_t | bf16_t | fp32_t
- * \tparam kHiddenSize Row length in elements
- * \param dst          Output row, aligned to `rmsnorm_vec_bytes<T, kHiddenSize, false>()`
- * \param src          Input row, same alignment
- * \param weight       Weight row, same alignment
- * \param eps          Epsilon added to the mean square
- */
-template <typename T, uint32_t kHiddenSize>
-SGL_DEVICE void warp_rmsnorm_row(T* dst, const T* src, const T* weight, float eps) {
-  constexpr uint32_t kBytes = kHiddenSize * static_cast<uint32_t>(sizeof(T));
-  auto x = device::warp::load_bytes<kBytes, kRMSNormWarpPattern>(src);
-  const auto w = device::warp::load_bytes<kBytes, kRMSNormWarpPattern>(weight);
-  warp_rmsnorm_fragment<T, kHiddenSize>(x, w, eps);
   device::warp::store_bytes<kBytes, kRMSNormWarpPattern>(dst, x);
 }
 

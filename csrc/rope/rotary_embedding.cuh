@@ -61,7 +61,7 @@ struct RotaryParams {
 /// \brief Threads per block of `rotary_embedding_kernel`.
 inline constexpr uint32_t kRopeBlockSize = 256;
 /// \brief Bytes of q/k each lane of `rotary_embedding_kernel` loads per step before it uses any of them.
-inline constexpr uint32_t kRopeLaneBytes = 32;
+inline constexpr uint32_t kRopeLaneBytes = 16;
 
 /**
  * \brief How `rotary_embedding_kernel` splits a warp: a group of lanes per head (each lane one
@@ -70,9 +70,8 @@ inline constexpr uint32_t kRopeLaneBytes = 32;
  * \tparam T          Element type of q and k
  * \tparam kRotaryDim Rotated dims per head
  * \tparam kIsNeox    Neox layout (else interleaved)
- * \tparam kLaneBytes Bytes of q/k each lane should have in flight per step
  */
-template <typename T, uint32_t kRotaryDim, bool kIsNeox, uint32_t kLaneBytes>
+template <typename T, uint32_t kRotaryDim, bool kIsNeox>
 struct RopeWarpLayout {
   /// Rotation pairs per vector access.
   static constexpr uint32_t kPairs = rope_pairs_per_vec<T, kRotaryDim, kIsNeox>();
@@ -87,9 +86,10 @@ struct RopeWarpLayout {
   static constexpr uint32_t kHeadsPerWarp = device::kWarpThreads / kLanesPerHead;
   /// Bytes of q/k one lane moves for one head.
   static constexpr uint32_t kHeadLaneBytes = kChunkIters * kPairs * 2 * static_cast<uint32_t>(sizeof(T));
-  /// Heads each lane group loads per step, 1 to 4.
-  static constexpr uint32_t kHeadsPerStep =
-      kLaneBytes / kHeadLaneBytes < 1 ? 1 : (kLaneBytes / kHeadLaneBytes > 4 ? 4 : kLaneBytes / kHeadLaneBytes);
+  /// Heads each lane group loads per step, 1 to 4: about `kRopeLaneBytes` of q/k per lane.
+  static constexpr uint32_t kHeadsPerStep = kRopeLaneBytes / kHeadLaneBytes < 1 ? 1
+                                            : kRopeLaneBytes / kHeadLaneBytes > 4 ? 4
+                                                                                   : kRopeLaneBytes / kHeadLaneBytes;
 };
 
 /**
@@ -101,12 +101,11 @@ struct RopeWarpLayout {
  * \tparam kRotaryDim Rotated dims per head (even, <= head size)
  * \tparam kIsNeox    Neox layout (pairs `i, i + R/2`) or interleaved (pairs `2i, 2i + 1`)
  * \tparam kUsePDL    Whether the kernel is launched with PDL
- * \tparam kLaneBytes Bytes of q/k each lane loads per step (sets the heads per step)
  * \param params      Pointers, strides and sizes
  */
-template <typename T, uint32_t kRotaryDim, bool kIsNeox, bool kUsePDL, uint32_t kLaneBytes>
+template <typename T, uint32_t kRotaryDim, bool kIsNeox, bool kUsePDL>
 __global__ void rotary_embedding_kernel(const RotaryParams<T> params) {
-  using Layout = RopeWarpLayout<T, kRotaryDim, kIsNeox, kLaneBytes>;
+  using Layout = RopeWarpLayout<T, kRotaryDim, kIsNeox>;
   constexpr uint32_t kHalf = kRotaryDim / 2;
   constexpr uint32_t kPairs = Layout::kPairs;
   constexpr int32_t kIters = static_cast<int32_t>(Layout::kChunkIters);
@@ -199,14 +198,12 @@ __global__ void rotary_embedding_kernel(const RotaryParams<T> params) {
  * \tparam kRotaryDim Rotated dims per head (even, <= kHeadDim)
  * \tparam kIsNeox    Neox layout (else interleaved)
  * \tparam kUsePDL    Whether to launch with PDL
- * \tparam kLaneBytes Bytes of q/k each lane loads per step (a tuning knob; the default suits H100/H200)
  * \param positions     Token positions `[tokens]`, int64
  * \param q             Query `[tokens, q_heads, head_dim]`, unit inner stride, any other strides
  * \param k             Key `[tokens, k_heads, head_dim]`, unit inner stride, any other strides
  * \param cos_sin_cache `[max_position, rotary_dim]` fp32, contiguous: cos in the first half, sin in the second
  */
-template <typename T, uint32_t kHeadDim, uint32_t kRotaryDim, bool kIsNeox, bool kUsePDL,
-          uint32_t kLaneBytes = kRopeLaneBytes>
+template <typename T, uint32_t kHeadDim, uint32_t kRotaryDim, bool kIsNeox, bool kUsePDL>
 void rotary_embedding(tvm::ffi::TensorView positions, tvm::ffi::TensorView q, tvm::ffi::TensorView k,
                       tvm::ffi::TensorView cos_sin_cache) {
   using namespace host;
@@ -256,8 +253,8 @@ void rotary_embedding(tvm::ffi::TensorView positions, tvm::ffi::TensorView q, tv
       static_cast<const float*>(cos_sin_cache.data_ptr()),
       P.unwrap(),
   };
-  using Layout = RopeWarpLayout<T, kRotaryDim, kIsNeox, kLaneBytes>;
-  const auto kernel = rotary_embedding_kernel<T, kRotaryDim, kIsNeox, kUsePDL, kLaneBytes>;
+  using Layout = RopeWarpLayout<T, kRotaryDim, kIsNeox>;
+  const auto kernel = rotary_embedding_kernel<T, kRotaryDim, kIsNeox, kUsePDL>;
   static const uint32_t occupancy = runtime::get_blocks_per_sm(kernel, kRopeBlockSize);
   const DLDevice dev = device.unwrap();
   constexpr int64_t kHeadsPerBlock =
