@@ -60,12 +60,14 @@ struct RotaryParams {
 
 /// \brief Threads per block of `rotary_embedding_kernel`.
 inline constexpr uint32_t kRopeBlockSize = 256;
-/// \brief Bytes of q/k each lane of `rotary_embedding_kernel` loads per step before it uses any of them.
+/// \brief Bytes of q/k each lane of `rotary_embedding_kernel` loads per step before it uses any of them
+/// (on the H200, 32 or 64 ran slower than 16: fewer resident warps; see bench/README.md).
 inline constexpr uint32_t kRopeLaneBytes = 16;
 
 /**
  * \brief How `rotary_embedding_kernel` splits a warp: a group of lanes per head (each lane one
- * or more vector chunks of it), several heads per warp, several heads per group in flight.
+ * or more vector chunks of it), several heads per warp, and several heads per group per step
+ * only where one head gives a lane less than `kRopeLaneBytes`.
  *
  * \tparam T          Element type of q and k
  * \tparam kRotaryDim Rotated dims per head
