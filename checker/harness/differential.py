@@ -178,7 +178,8 @@ class RevisionReference:
         return sizes
 
     def instantiation_for(self, inputs: Mapping[str, Any], sizes: Mapping[str, int]) -> Instantiation:
-        for inst in self.spec.instantiations:
+        """The first of REV's builds (a run-time dtype choice each) that takes these inputs."""
+        for inst in (v for i in self.spec.instantiations for v in i.variants()):
             if inst.id not in self.libraries:
                 continue
             dtypes_fit = all(str(inputs[t.name].dtype).rsplit(".", 1)[-1] == self.spec.tensor_dtype(t, inst)
@@ -206,7 +207,7 @@ def against_revision(spec: KernelSpec, libraries: Mapping[str, str], export: str
         spec,
         source=str((here / spec.source).resolve()),
         include_dirs=tuple(str((here / d).resolve()) for d in spec.include_dirs),
-        instantiations=tuple(i for i in spec.instantiations if i.id in libraries),
+        instantiations=tuple(i for i in spec.instantiations if any(v.id in libraries for v in i.variants())),
         reference=RevisionReference(spec, dict(libraries), export, rev, loader),
     )
 
@@ -268,7 +269,8 @@ class AgainstPlan:
 
 
 def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budget: int = 64,
-            per_kernel_budget: Mapping[str, object] | None = None, on_done=None) -> AgainstPlan:
+            per_kernel_budget: Mapping[str, object] | None = None, include_dirs: tuple[str, ...] = (),
+            on_done=None) -> AgainstPlan:
     """Materialize REV, pair its specs with ``specs``, build REV's instantiations, and load
     the generated spec file that runs the working tree's kernels against them."""
     from ..build import display_path
@@ -286,10 +288,11 @@ def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budge
     pairing = pair_specs(specs, found.specs, rev)
     pairing.skipped += [f"at {rev}: {error}" for error in found.errors]
     old = [with_rev_headers(before, root, tree, default_include_dir()) for _, before in pairing.pairs]
-    builds = build_specs(old, register_budget=register_budget, per_kernel_budget=per_kernel_budget, on_done=on_done)
+    builds = build_specs(old, register_budget=register_budget, per_kernel_budget=per_kernel_budget,
+                         include_dirs=include_dirs, on_done=on_done)
     items = []
     for (spec, before) in pairing.pairs:
-        common = {i.id for i in spec.instantiations}
+        common = {v.id for i in spec.instantiations for v in i.variants()}
         libraries = {k: v for k, v in builds.libraries.get(before.name, {}).items() if k in common}
         if not libraries:
             errors = [f.message for f in builds.by_spec.get(before.name, [])]

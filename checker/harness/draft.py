@@ -112,7 +112,7 @@ class Draft:
 @dataclass(frozen=True)
 class WrapperCall:
     """What a wrapper says about one launcher: its export name, the symbol's shape with
-    ``{args}`` where ``make_cpp_args`` goes, and each template argument's source (or, from a
+    ``<>`` where ``make_cpp_args`` goes, and each template argument's source (or, from a
     manifest, the complete argument lists)."""
 
     export: str
@@ -200,13 +200,13 @@ def template_params(model: SourceModel, launcher: Function):
 
 def symbol_of(model: SourceModel, launcher: Function) -> str:
     """The launcher as the harness spells it: ``scale`` (gets ``<args>``) or, for a member
-    of a class template, ``Kernel<{args}>::run``."""
+    of a class template, ``Kernel<>::run`` (the harness puts the arguments in the ``<>``)."""
     short = _short_name(launcher.qualified_name)
     owner = _owner(model, launcher)
     if owner is None:
         return short
     klass, method = short.rsplit("::", 1)
-    return f"{klass}<{{args}}>::{method}" if owner.template_params else short
+    return f"{klass}<>::{method}" if owner.template_params else short
 
 
 # ----- tensors -----
@@ -444,18 +444,14 @@ def _argument_source(arg: ast.expr) -> str:
 
 
 def _symbol_shape(node: ast.expr) -> tuple[str, str]:
-    """``f"Kernel<{args}>::run"`` -> (``Kernel<{args}>::run``, ``args``)."""
+    """``f"Kernel<{args}>::run"`` -> (``Kernel<>::run``, ``args``)."""
     if isinstance(node, ast.Constant):
         return str(node.value), ""
     if not isinstance(node, ast.JoinedStr):
         return ast.unparse(node), ""
-    text, used = "", ""
-    for part in node.values:
-        if isinstance(part, ast.FormattedValue):
-            used = ast.unparse(part.value)
-            text += "{args}"
-        else:
-            text += str(part.value)  # type: ignore[attr-defined]
+    # the harness's pattern keeps the brackets empty: the arguments go between them
+    text = "".join(str(p.value) for p in node.values if not isinstance(p, ast.FormattedValue))
+    used = next((ast.unparse(p.value) for p in node.values if isinstance(p, ast.FormattedValue)), "")
     return text, used
 
 
@@ -592,7 +588,7 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
     notes: list[str] = []
     symbol = symbol_of(model, launcher)
     wrapper = _matching_call(wrapper_calls, symbol)
-    if wrapper is not None and "{args}" in wrapper.symbol:
+    if wrapper is not None and "<>" in wrapper.symbol:
         symbol = wrapper.symbol
     params = template_params(model, launcher)
     facts = facts_function(model, launcher)
