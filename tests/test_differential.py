@@ -49,17 +49,14 @@ void twice(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
 }
 }  // namespace sglang
 """
-# The tree builds against this project's headers (an installed kernel_check has no include/).
-PROJECT_INCLUDE = Path(__file__).resolve().parent.parent / "include"
-SPEC = f"""\
+SPEC = """\
 from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Tensor
 
 SPEC = KernelSpec(name="twice", source="twice.cuh", export="twice", symbol="twice",
                   args=(Tensor("dst", ("n",), role=Role.OUT), Tensor("src", ("n",))),
                   reference=None,
-                  instantiations=(Instantiation(("float32",), dtypes={{"T": "float32"}}),),
-                  grid={{"n": TAILS + (4096,)}},
-                  include_dirs=({str(PROJECT_INCLUDE)!r},))
+                  instantiations=(Instantiation(("float32",), dtypes={"T": "float32"}),),
+                  grid={"n": TAILS + (4096,)})
 """
 
 

@@ -94,9 +94,7 @@ def test_sglang_style_launcher_static_member_of_a_class_template(tmp_path):
     assert {(i.template_args, i.pdl) for i in spec.instantiations} == {
         ((dtype, pdl), pdl) for dtype in ("float16", "bfloat16", "float32") for pdl in (True, False)}
     assert any(set((1, 127, 4097)) <= set(values) for values in spec.grid.values())
-    from kernel_check.harness.build import launcher_symbol
-
-    assert launcher_symbol(spec, spec.instantiations[0]) == "RowScale<fp16_t, true>::run"
+    assert spec.launcher(spec.instantiations[0]) == "RowScale<fp16_t, true>::run"
 
 
 def test_cli_writes_marks_and_never_overwrites(tmp_path):
@@ -134,8 +132,17 @@ def test_a_drafted_spec_with_its_reference_plans_the_hand_written_checks(csrc_dr
         return {(c.kind, c.inst, c.bad.tensor if c.bad else "", c.bad.kind if c.bad else None)
                 for c in plan_cases(spec)}
 
+    # (qknorm is left out: its ensure_alignment width is a layout struct's static member,
+    # which the model does not evaluate; the draft says so, see below)
     for name, export, source in (("scale", "scale", "scale.cuh"), ("rmsnorm", "rmsnorm", "rmsnorm.cuh"),
-                                 ("qknorm", "qknorm", "qknorm.cuh")):
+                                 ("store_cache", "store_cache", "store_cache.cuh")):
         hand = next(s for s in discover([CSRC]).specs if s.name == name)
         draft = dataclasses.replace(csrc_drafts[(source, export)], reference=hand.reference)
         assert kinds(draft) == kinds(hand), name
+
+
+def test_an_alignment_the_model_cannot_evaluate_is_a_todo(tmp_path):
+    cuh = CSRC / "norm" / "qknorm.cuh"
+    out = tmp_path / "qknorm_spec.py"
+    text = draft_text(cuh, out)
+    assert f"{TODO}: tensor q: ensure_alignment not evaluated; 0 assumed" in text

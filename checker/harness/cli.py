@@ -104,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("-o", "--output", type=Path, help="the spec file (default NAME_spec.py beside it; - for stdout)")
     new.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                      help="a macro the wrapper defines for the build (repeatable)")
+    new.set_defaults(select=(), ignore=())  # no findings to select: the shared setup still asks
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
     build.add_argument("paths", nargs="+", type=Path,

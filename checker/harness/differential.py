@@ -3,8 +3,8 @@
 The kernel as it was at git revision REV becomes the reference: REV's tree is written to a
 temporary directory (``git archive``, so nothing in the user's checkout changes), every
 spec of the working tree is paired with the spec of the same name in REV's tree, REV's
-instantiations are built against REV's own headers (the spec's ``include_dirs`` and, when
-the bundled ``include/`` lies inside the repository, REV's copy of it), and each working-tree
+instantiations are built against REV's own headers (the ``include/`` found walking up from
+REV's sources, as for any build, and the spec's ``include_dirs`` at REV), and each working-tree
 spec is run with a reference that calls REV's build on the same inputs. KD101 then means
 "the result changed since REV", within the spec's tolerance; no hand-written reference is
 needed. Every other check runs as usual.
@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
 import subprocess
 import tarfile
 from collections.abc import Callable, Mapping, Sequence
@@ -108,19 +107,6 @@ def pair_specs(new: Sequence[KernelSpec], old: Sequence[KernelSpec], rev: str) -
         else:
             result.pairs.append((spec, before))
     return result
-
-
-def with_rev_headers(old: KernelSpec, root: Path, tree: Path, bundled: Path) -> KernelSpec:
-    """REV's spec, built against REV's copy of the bundled headers when they are part of the
-    repository (a change to a shared header is part of the difference)."""
-    try:
-        inside = counterpart(bundled, root, tree)
-    except ValueError:
-        return old
-    if not inside.is_dir():
-        return old
-    spec_dir = Path(old.spec_path).parent
-    return dataclasses.replace(old, include_dirs=(*old.include_dirs, os.path.relpath(inside, spec_dir)))
 
 
 # ----- the reference: REV's build -----
@@ -274,7 +260,6 @@ def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budge
     """Materialize REV, pair its specs with ``specs``, build REV's instantiations, and load
     the generated spec file that runs the working tree's kernels against them."""
     from ..build import display_path
-    from ..jit import default_include_dir
     from .build import build_specs
     from .discover import discover
 
@@ -287,7 +272,7 @@ def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budge
     found = discover([f for f in old_files if Path(f).is_file()])
     pairing = pair_specs(specs, found.specs, rev)
     pairing.skipped += [f"at {rev}: {error}" for error in found.errors]
-    old = [with_rev_headers(before, root, tree, default_include_dir()) for _, before in pairing.pairs]
+    old = [before for _, before in pairing.pairs]  # REV's headers: found walking up from REV's sources
     builds = build_specs(old, register_budget=register_budget, per_kernel_budget=per_kernel_budget,
                          include_dirs=include_dirs, on_done=on_done)
     items = []

@@ -102,7 +102,6 @@ class Draft:
     args: list[DraftTensor | DraftScalar]
     instantiations: list[DraftInstantiation]
     grid: dict[str, tuple[int, ...]]
-    include_dirs: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
     # (rows, ids) axis pairs: a grid point needs sizes[rows] >= sizes[ids] (distinct ids)
     constraint: list[tuple[str, str]] = field(default_factory=list)
@@ -289,8 +288,9 @@ def _tensor(model: SourceModel, launcher: Function, name: str, type_params: set[
                        strided, alignment)
 
 
-def tensor_roles(model: SourceModel, launcher: Function) -> dict[str, Role]:
-    """Each tensor's role from what the launched kernels do with its data pointer."""
+def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> dict[str, Role]:
+    """Each tensor's role from what the launched kernels do with its data pointer; the
+    tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
     for launch in model.launcher_facts.launches:
         if launch.function != launcher.usr:
@@ -301,9 +301,12 @@ def tensor_roles(model: SourceModel, launcher: Function) -> dict[str, Role]:
             for kernel in launch.kernels:
                 kinds |= _accesses(model, kernel.usr, arg.argument, (arg.field,) if arg.field else (), set())
                 consts += _pointee_const(model, kernel.usr, arg.argument, arg.field)
-            role = _role(kinds, consts)
-            if role is not None:
-                roles[arg.tensor] = _stronger(roles.get(arg.tensor), role)
+            # None: the pointer goes where the model cannot follow it (a struct of a header):
+            # it may be written, so it is compared but never poisoned
+            role = _role(kinds, consts) or Role.INPLACE
+            roles[arg.tensor] = _stronger(roles.get(arg.tensor), role)
+            if not kinds and not consts:
+                unseen.add(arg.tensor)
     return roles
 
 
@@ -596,7 +599,9 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
         notes.append(f"{TODO}: {launcher.name} forwards to {facts.name}: its tensors are read from there, "
                      f"by parameter name")
     type_params = {p.name for p in params if p.kind == "type"}
-    roles = tensor_roles(model, facts)
+    unseen: set[str] = set()
+    roles = tensor_roles(model, facts, unseen)
+    notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
     args: list[DraftTensor | DraftScalar] = [
         _tensor(model, facts, p.name, type_params, roles, notes) if _is_tensor(p.type.spelling)
         else _scalar(p.name, p.type.spelling) for p in launcher.params]
@@ -617,7 +622,7 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
     return Draft(name=name, source=_relative(cuh, spec_dir), export=export,
                  symbol=symbol.split("<", 1)[0] if wrapper and wrapper.manifest else symbol, args=args,
                  instantiations=insts, grid=grid,
-                 include_dirs=_include_dirs(cuh, spec_dir), notes=list(dict.fromkeys(notes)), constraint=constraint)
+notes=list(dict.fromkeys(notes)), constraint=constraint)
 
 
 def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation],
@@ -683,17 +688,6 @@ def _relative(path: Path, start: Path) -> str:
     import os
 
     return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
-
-
-def _include_dirs(cuh: Path, spec_dir: Path) -> tuple[str, ...]:
-    """A kernel tree with its own ``sgl_kernel/`` headers builds against those."""
-    from ..clang.parse import find_sgl_include_dir
-    from ..jit import default_include_dir
-
-    own = find_sgl_include_dir(cuh)
-    if own is None or own.resolve() == default_include_dir().resolve():
-        return ()
-    return (_relative(own, spec_dir),)
 
 
 def parse_model(cuh: Path, defines: tuple[str, ...] = ()) -> SourceModel:

@@ -48,8 +48,6 @@ def _render_spec(draft: Draft) -> str:
         fields.append(("constraint", f"lambda sizes: {test}"))
     if draft.extra_cuda_cflags:
         fields.append(("extra_cuda_cflags", repr(draft.extra_cuda_cflags)))
-    if draft.include_dirs:
-        fields.append(("include_dirs", repr(draft.include_dirs)))
     body = "".join(f"    {key}={value},{REFERENCE_MARKER if key == 'reference' else ''}\n" for key, value in fields)
     return f"KernelSpec(\n{body})"
 
