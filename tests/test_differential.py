@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import git
 
 from kernel_check.harness.differential import (
     AgainstError,
@@ -60,22 +61,16 @@ SPEC = KernelSpec(name="twice", source="twice.cuh", export="twice", symbol="twic
 """
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(repo), "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
-
-
 def make_repo(tmp_path: Path, factors: tuple[str, ...]) -> Path:
     """A repository with one commit per factor; the working tree holds the last."""
     repo = tmp_path / "repo"
     (repo / "kernels").mkdir(parents=True)
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     for factor in factors:
         (repo / "kernels" / "twice.cuh").write_text(KERNEL.replace("FACTOR", factor))
         (repo / "kernels" / "twice_spec.py").write_text(SPEC)
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-qm", f"factor {factor}")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", f"factor {factor}")
     return repo
 
 
@@ -85,7 +80,8 @@ def test_rev_tree_is_materialized_without_touching_the_checkout(tmp_path):
     tree = materialize(repository_root(repo / "kernels"), "HEAD~1", tmp_path / "scratch")
     assert "static_cast<T>(2)" in (tree / "kernels" / "twice.cuh").read_text()
     assert (repo / "kernels" / "twice.cuh").read_text() == "// uncommitted edit\n"
-    assert "factor 3" in _git(repo, "log", "-1", "--format=%s")
+    head = subprocess.run(["git", "log", "-1", "--format=%s"], cwd=repo, capture_output=True, text=True).stdout
+    assert "factor 3" in head
     with pytest.raises(AgainstError, match="cannot read revision"):
         materialize(repo, "no-such-rev", tmp_path / "other")
     with pytest.raises(AgainstError, match="not inside a git checkout"):
