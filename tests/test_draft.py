@@ -146,3 +146,20 @@ def test_an_alignment_the_model_cannot_evaluate_is_a_todo(tmp_path):
     out = tmp_path / "qknorm_spec.py"
     text = draft_text(cuh, out)
     assert f"{TODO}: tensor q: ensure_alignment not evaluated; 0 assumed" in text
+
+
+def test_a_symbolic_dtype_with_options_is_one_build_of_several_runtime_dtypes(tmp_path):
+    """`SymbolicDType` options become a dtype tuple: one build, every case once per choice."""
+    source = SGL_FIXTURE.read_text()
+    source = source.replace("dtype.set_options<T>();", "dtype.set_options<fp16_t, bf16_t>();")
+    source = source.replace("auto device = SymbolicDevice{};",
+                            "auto ids = SymbolicDType{};\n    ids.set_options<int32_t, int64_t>();\n"
+                            "    auto device = SymbolicDevice{};")
+    source = source.replace("with_dtype<fp32_t>()", "with_dtype(ids)")
+    cuh = tmp_path / "runtime.cuh"
+    cuh.write_text(source)
+    (spec,) = _draft(cuh, tmp_path)
+    assert [t.dtype for t in spec.tensors] == ["out_dtype", "out_dtype", "scale_dtype"]
+    inst = spec.instantiations[0]
+    assert inst.dtypes["out_dtype"] == ("float16", "bfloat16") and inst.dtypes["scale_dtype"] == ("int32", "int64")
+    assert len(inst.variants()) == 4

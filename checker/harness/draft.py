@@ -73,6 +73,7 @@ class DraftTensor:
     strided_rows: bool = False
     alignment: ConstExpr | None = None
     init: str = ""  # "" : the default (randn)
+    runtime: tuple[str, ...] = ()  # the dtypes one build takes at run time (``dtype`` is then a variable)
 
 
 @dataclass
@@ -85,7 +86,7 @@ class DraftScalar:
 @dataclass
 class DraftInstantiation:
     template_args: tuple[str | int | bool, ...]
-    dtypes: dict[str, str]
+    dtypes: dict[str, str | tuple[str, ...]]
     pdl: bool
     sizes: dict[str, int]
     vector_bytes: dict[str, int]
@@ -261,10 +262,13 @@ def _dtype(chain: MatcherChain | None, type_params: set[str], notes: list[str], 
     if not known:
         notes.append(f"{TODO}: tensor {tensor}: dtype {texts[0]} has no torch name; float32 assumed")
         return "float32"
-    if len(set(known)) > 1:
-        notes.append(f"{TODO}: tensor {tensor}: the matcher allows {', '.join(dict.fromkeys(known))} at run "
-                     f"time; the draft tests {known[0]} only")
     return known[0]
+
+
+def runtime_dtypes(chain: MatcherChain | None) -> tuple[str, ...]:
+    """The dtypes a matcher allows at run time (a ``SymbolicDType`` with several options)."""
+    known = tuple(dict.fromkeys(CPP_DTYPES[d.text] for d in chain.dtypes if d.text in CPP_DTYPES)) if chain else ()
+    return known if len(known) > 1 else ()
 
 
 def _tensor(model: SourceModel, launcher: Function, name: str, type_params: set[str],
@@ -284,8 +288,10 @@ def _tensor(model: SourceModel, launcher: Function, name: str, type_params: set[
     if ".with_strides" in text and len(shape) >= 2 and not strided:
         notes.append(f"{TODO}: tensor {name}: strides {text}")
     alignment = next((v.alignment.value for v in chain.verified if v.name == name and v.alignment), None)
-    return DraftTensor(name, shape, _dtype(chain, type_params, notes, name), roles.get(name, Role.IN),
-                       strided, alignment)
+    runtime = runtime_dtypes(chain)
+    # tensors of one matcher share its dtype: one variable per chain
+    dtype = f"{chain.verified[0].name}_dtype" if runtime else _dtype(chain, type_params, notes, name)
+    return DraftTensor(name, shape, dtype, roles.get(name, Role.IN), strided, alignment, runtime=runtime)
 
 
 def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> dict[str, Role]:
@@ -543,7 +549,8 @@ def instantiations(model: SourceModel, launcher: Function, pdl: str, values: lis
         named = dict(zip((p.name for p in params), args))
         env = {name: DTYPES[v][0] if isinstance(v, str) and v in DTYPES else v
                for name, v in named.items() if not isinstance(v, str) or v in DTYPES}
-        dtypes = {n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES}
+        dtypes: dict[str, str | tuple[str, ...]] = {n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES}
+        dtypes.update({t.dtype: t.runtime for t in tensors if t.runtime})
         sizes = {n: int(v) for n, v in named.items()
                  if isinstance(v, int) and not isinstance(v, bool) and any(n in t.shape for t in tensors)}
         widths = {}
@@ -552,10 +559,16 @@ def instantiations(model: SourceModel, launcher: Function, pdl: str, values: lis
             if width is None:
                 notes.append(f"{TODO}: tensor {tensor.name}: ensure_alignment not evaluated; 0 assumed")
                 width = 0
-            element = DTYPES[dtypes.get(tensor.dtype, tensor.dtype)][0] if dtypes.get(tensor.dtype, tensor.dtype) in DTYPES else 1
+            element = max((DTYPES[d][0] for d in _bound(dtypes, tensor.dtype) if d in DTYPES), default=1)
             widths[tensor.name] = width if width >= element and width & (width - 1) == 0 else 0
         result.append(DraftInstantiation(tuple(args), dtypes, bool(named.get(pdl, False)), sizes, widths))
     return _dedupe(result)
+
+
+def _bound(dtypes: dict, variable: str) -> tuple[str, ...]:
+    """The dtype names a variable (or a plain dtype name) stands for in one instantiation."""
+    value = dtypes.get(variable, variable)
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _dedupe(found: list[DraftInstantiation]) -> list[DraftInstantiation]:
@@ -632,7 +645,7 @@ def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation],
     scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
     constraints = []
     for tensor in tensors:
-        dtypes = {i.dtypes.get(tensor.dtype, tensor.dtype) for i in insts}
+        dtypes = {d for i in insts for d in _bound(i.dtypes, tensor.dtype)}
         if tensor.role is not Role.IN or not dtypes or not all(d.startswith(("int", "uint")) for d in dtypes):
             continue
         rows = next((t.shape[0] for t in tensors if t.role is not Role.IN and t.shape
