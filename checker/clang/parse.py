@@ -27,6 +27,7 @@ import atexit
 import functools
 import importlib.util
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,6 +168,15 @@ class ClangError:
     in_main_file: bool
     fatal: bool = False  # clang stops reporting after a fatal error (missing #include, error limit)
 
+    @property
+    def missing_header(self) -> str | None:
+        """The header an `#include` names that no include directory holds, for that error."""
+        match = _MISSING_HEADER_RE.match(self.message) if self.fatal else None
+        return match.group(1) if match else None
+
+
+_MISSING_HEADER_RE = re.compile(r"^'(.+)' file not found$")
+
 
 @dataclass
 class ParsedUnit:
@@ -291,7 +301,7 @@ def compile_args(path: Path, settings: ParseSettings) -> list[str]:
     args = ["-x", "cuda", f"-std={settings.std}", "--cuda-host-only", "-nocudalib",
             f"--cuda-gpu-arch=sm_{settings.arch}", "-ferror-limit=50", *_WARNINGS_OFF]
     if settings.mode == "system" and settings.cuda_home:
-        args += [f"--cuda-path={settings.cuda_home}", "-idirafter", str(SYSTEM_SHIMS_DIR)]
+        args += system_cuda_args(Path(settings.cuda_home))
     else:
         args += ["-nocudainc", "--cuda-path=/kernel-check-hermetic-no-cuda",
                  "-include", str(PRELUDE_HEADER), "-isystem", str(CUDA_STUBS_DIR)]
@@ -303,6 +313,59 @@ def compile_args(path: Path, settings: ParseSettings) -> list[str]:
     args += [f"-D{d}" for d in settings.defines]
     args += list(settings.extra_args)
     return args
+
+
+def system_cuda_args(root: Path) -> list[str]:
+    """Flags that make clang use the CUDA headers under `root` (system mode).
+
+    A toolkit (`root/bin` exists) goes to clang's driver as `--cuda-path`. Pip's header-only
+    layout (`nvidia/cu13`, `nvidia/cuda_runtime`) has no `bin/`, which the driver does not
+    accept as an installation: the same setup is then spelled out (clang's CUDA wrapper
+    headers, the CUDA include directory, the force-included runtime wrapper)."""
+    if (root / "bin").is_dir():
+        args = [f"--cuda-path={root}"]
+    else:
+        args = ["-nocudainc", f"--cuda-path={root}", "-isystem", str(_clang_resource_include() / "cuda_wrappers"),
+                "-isystem", str(root / "include"), "-include", "__clang_cuda_runtime_wrapper.h"]
+        version = cuda_header_version(root)
+        if version:  # what the driver tells clang for an installation: `<<<>>>` lowers by version
+            args += ["-Xclang", f"-target-sdk-version={version}"]
+    # cooperative groups declare `this_cluster()` only for nvcc or a compiler that has the
+    # cluster intrinsics, which clang has (sm_90+); the host-only pass would otherwise miss it
+    args += ["-idirafter", str(SYSTEM_SHIMS_DIR), "-D_CG_CLUSTER_INTRINSICS_AVAILABLE"]
+    for directory in cuda_companion_include_dirs(root):
+        args += ["-isystem", directory]
+    return args
+
+
+def cuda_companion_include_dirs(root: Path) -> list[str]:
+    """Header directories that belong to the CUDA install at `root` but that clang does not
+    search by itself: CCCL (`cuda/std/...`, `cub/`, `thrust/`), which CUDA 13 moved to
+    `include/cccl` and which its own headers (cooperative groups) include; and, for pip's
+    split packages, the other `nvidia/*/include` directories (`cuda_cccl`, `cuda_nvcc`'s
+    `crt/`, ...) next to `root`."""
+    includes = [root / "include"]
+    if root.parent.name == "nvidia":
+        includes += sorted(p / "include" for p in root.parent.iterdir() if p != root and (p / "include").is_dir())
+    found = []
+    for include in includes:
+        for candidate in (include / "cccl", include):
+            if candidate.is_dir() and candidate != root / "include":
+                found.append(str(candidate))
+    return found
+
+
+def cuda_header_version(root: Path) -> str | None:
+    """`major.minor` from `CUDA_VERSION` in `root/include/cuda.h`, or None."""
+    try:
+        match = re.search(r"^#define\s+CUDA_VERSION\s+(\d+)", (root / "include" / "cuda.h").read_text(errors="replace"), re.M)
+    except OSError:
+        return None
+    return f"{int(match.group(1)) // 1000}.{int(match.group(1)) % 1000 // 10}" if match else None
+
+
+def _clang_resource_include() -> Path:
+    return _clang_package_dir() / "native" / "resource" / "include"
 
 
 def _bundled_libcxx_dir() -> Path:
