@@ -134,10 +134,49 @@ __global__ void intrinsics(float* out, const __half* h, const double* d, unsigne
 """
 
 
-@pytest.mark.parametrize("source", [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS],
-                         ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics"])
+# What nvcc accepts and clang does not by itself: host code calling a `constexpr __device__`
+# helper (`--expt-relaxed-constexpr`) and host-side min/max, mixed signedness included.
+NVCC_HOST_CODE = r"""
+namespace device {
+template <typename T, typename U>
+__forceinline__ __device__ constexpr auto div_ceil(T a, U b) { return (a + b - 1) / b; }
+}  // namespace device
+using namespace device;
+
+template <int kGroup>
+inline int plan_groups(int tile_k) {
+  constexpr int kPerGroup = div_ceil(kGroup, 32);
+  return div_ceil(tile_k, 32) * kPerGroup;
+}
+
+inline unsigned int clamp_tiles(unsigned int start_tile, int num_tiles, long long budget) {
+  int groups = plan_groups<64>(num_tiles);
+  return min(start_tile + 4u, num_tiles) + max(groups, 1) + static_cast<unsigned int>(min(budget, 8ll));
+}
+"""
+
+# Not relaxed: a non-constexpr device function called from the host stays an error.
+WRONG_SIDE_CALL = r"""
+__device__ int lane_count(int warps) { return warps * 32; }
+inline int host_plan(int warps) { return lane_count(warps); }
+"""
+
+
+@pytest.mark.parametrize("source", [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE],
+                         ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code"])
 def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: str) -> None:
     assert errors_of(tmp_path, source, resolve_settings("hermetic")) == []
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_only_constexpr_device_functions_are_relaxed(tmp_path: Path, mode: str) -> None:
+    assert errors_of(tmp_path, WRONG_SIDE_CALL, resolve_settings(mode)) == [
+        "kernel.cuh:3: no matching function for call to 'lane_count'"]
+
+
+@needs_cuda
+def test_system_mode_accepts_nvcc_host_code(tmp_path: Path) -> None:
+    assert errors_of(tmp_path, NVCC_HOST_CODE, resolve_settings("system")) == []
 
 
 @needs_cuda
