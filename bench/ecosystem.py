@@ -167,8 +167,8 @@ def render_markdown(report: dict) -> str:
     lines = [f"Tree: `{report['tree']['kernels']}` (commit {report['tree']['commit'] or 'unknown: not a git checkout'}"
              f"; pinned {PINNED_COMMIT[:12]}), {report['files']['cpp']} C++/CUDA files, "
              f"{report['files']['kernels']} of them `.cuh`/`.cu`. kernel-check {report['tool']}.", "",
-             "| mode | KC000 files | KC000 `.cuh`/`.cu` | needs a third-party header | KC000 rate (resolvable `.cuh`/`.cu`)"
-             " | cold wall s | cold CPU s | warm wall s | peak RSS MB |",
+             "| mode | KC000 files | KC000 `.cuh`/`.cu` | needs a third-party header"
+             " | KC000 rate (resolvable `.cuh`/`.cu`) | cold wall s | cold CPU s | warm wall s | peak RSS MB |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for mode, data in modes.items():
         cold, warm = data["cold"], data["warm"]

@@ -360,10 +360,14 @@ def cuda_companion_include_dirs(root: Path) -> list[str]:
 def cuda_header_version(root: Path) -> str | None:
     """`major.minor` from `CUDA_VERSION` in `root/include/cuda.h`, or None."""
     try:
-        match = re.search(r"^#define\s+CUDA_VERSION\s+(\d+)", (root / "include" / "cuda.h").read_text(errors="replace"), re.M)
+        header = (root / "include" / "cuda.h").read_text(errors="replace")
     except OSError:
         return None
-    return f"{int(match.group(1)) // 1000}.{int(match.group(1)) % 1000 // 10}" if match else None
+    match = re.search(r"^#define\s+CUDA_VERSION\s+(\d+)", header, re.M)
+    if match is None:
+        return None
+    version = int(match.group(1))
+    return f"{version // 1000}.{version % 1000 // 10}"
 
 
 def _clang_resource_include() -> Path:

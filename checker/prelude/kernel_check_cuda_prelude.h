@@ -701,27 +701,12 @@ KC_D double fabs(double);
 KC_D double fmax(double, double);
 KC_D double fmin(double, double);
 KC_D double pow(double, double);
-// min/max: host and device in CUDA's math headers, with the mixed-sign and mixed-precision
-// overloads (a signed and an unsigned operand give the unsigned type).
+// min/max: host and device in CUDA's math headers.
 #define KC_MINMAX(R, A, B) \
   KC_HD R max(A, B);       \
   KC_HD R min(A, B);
-KC_MINMAX(float, float, float)
-KC_MINMAX(double, double, double)
-KC_MINMAX(double, float, double)
-KC_MINMAX(double, double, float)
-KC_MINMAX(int, int, int)
-KC_MINMAX(unsigned int, unsigned int, unsigned int)
-KC_MINMAX(unsigned int, int, unsigned int)
-KC_MINMAX(unsigned int, unsigned int, int)
-KC_MINMAX(long, long, long)
-KC_MINMAX(unsigned long, unsigned long, unsigned long)
-KC_MINMAX(unsigned long, long, unsigned long)
-KC_MINMAX(unsigned long, unsigned long, long)
-KC_MINMAX(long long, long long, long long)
-KC_MINMAX(unsigned long long, unsigned long long, unsigned long long)
-KC_MINMAX(unsigned long long, long long, unsigned long long)
-KC_MINMAX(unsigned long long, unsigned long long, long long)
+#include "kernel_check_minmax.h"
+#undef KC_MINMAX
 KC_D int abs(int);
 
 #undef KC_HD

@@ -5,30 +5,18 @@
 namespace cooperative_groups {
 
 /// The reduction operators `reduce` takes.
-template <typename T>
-struct plus {
-  __device__ T operator()(T a, T b) const;
-};
-template <typename T>
-struct less {
-  __device__ T operator()(T a, T b) const;
-};
-template <typename T>
-struct greater {
-  __device__ T operator()(T a, T b) const;
-};
-template <typename T>
-struct bit_and {
-  __device__ T operator()(T a, T b) const;
-};
-template <typename T>
-struct bit_or {
-  __device__ T operator()(T a, T b) const;
-};
-template <typename T>
-struct bit_xor {
-  __device__ T operator()(T a, T b) const;
-};
+#define KC_CG_OPERATOR(NAME)                          \
+  template <typename T>                               \
+  struct NAME {                                       \
+    __device__ T operator()(T a, T b) const;          \
+  };
+KC_CG_OPERATOR(plus)
+KC_CG_OPERATOR(less)
+KC_CG_OPERATOR(greater)
+KC_CG_OPERATOR(bit_and)
+KC_CG_OPERATOR(bit_or)
+KC_CG_OPERATOR(bit_xor)
+#undef KC_CG_OPERATOR
 
 /// The value combined over the group with `op` (returned to every thread).
 template <typename GroupT, typename T, typename OpT>
