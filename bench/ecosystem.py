@@ -39,6 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_static import kernel_check_command, run_timed  # noqa: E402  (one home for the timing)
 
+from kernel_check.baseline import NOT_CHECKED_PREFIX  # noqa: E402  (a KC000 for a file not checked)
+
 PINNED_COMMIT = "382343f860c7df8dc43ecefd7902c940d81c99a9"
 KERNELS_SUBDIR = Path("python/sglang/kernels/jit")
 MODES = ("hermetic", "system")
@@ -67,12 +69,10 @@ def tree_commit(tree: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def check_once(kernels: Path, mode: str, cache: Path, output: Path, jobs: int | None) -> dict:
+def check_once(kernels: Path, mode: str, cache: Path, output: Path, extra: list[str]) -> dict:
     """One `kernel-check` process: its figures and the findings it reported."""
     args = [str(kernels), "--mode", mode, "--format", "json", "--output", str(output),
-            "--cache-dir", str(cache), "--exit-zero", "--quiet"]
-    if jobs:
-        args += ["--jobs", str(jobs)]
+            "--cache-dir", str(cache), "--exit-zero", "--quiet", *extra]
     run = run_timed(kernel_check_command(args), env=None, cwd=kernels)
     figures = {"wall_s": round(run["seconds"], 2), "cpu_s": round(run["cpu"], 2),
                "peak_rss_mb": round(run["process_rss_mb"], 1), "tree_pss_mb": round(run["tree_rss_mb"], 1)}
@@ -105,19 +105,25 @@ def is_third_party(header: str | None) -> bool:
 
 
 def mode_report(findings: list[dict], kernels: Path, files: list[str]) -> dict:
-    """Counts for one mode: KC000 per cause, findings per code, every finding by file."""
+    """Counts for one mode: KC000 per cause, findings per code, every finding by file.
+
+    A file the run did not check (it ran past `file-timeout`, crashed) is counted apart: its
+    KC000 says nothing about whether it parses."""
     relative = [dict(f, path=_relative(f["path"], kernels)) for f in findings]
-    parse_errors = [f for f in relative if f["code"] == "KC000"]
+    not_checked = sorted({f["path"] for f in relative if f["code"] == "KC000"
+                          and f["message"].startswith(NOT_CHECKED_PREFIX)})
+    parse_errors = [f for f in relative if f["code"] == "KC000" and f["path"] not in not_checked]
     causes: dict[str, list[str]] = {}
     for finding in parse_errors:
         causes.setdefault(first_error(finding), []).append(finding["path"])
     kernel_files = [f for f in files if f.endswith(KERNEL_SUFFIXES)]
     unresolvable = sorted({f["path"] for f in parse_errors if is_third_party(missing_header(f))})
     failing_kernels = sorted({f["path"] for f in parse_errors if f["path"].endswith(KERNEL_SUFFIXES)})
-    resolvable = [f for f in kernel_files if f not in unresolvable]
+    resolvable = [f for f in kernel_files if f not in unresolvable and f not in not_checked]
     failing_resolvable = [f for f in failing_kernels if f not in unresolvable]
     return {
         "kc000_files": len({f["path"] for f in parse_errors}),
+        "not_checked_files": not_checked,
         "kc000_kernel_files": len(failing_kernels),
         "unresolvable_kernel_files": len([f for f in unresolvable if f.endswith(KERNEL_SUFFIXES)]),
         "resolvable_kernel_files": len(resolvable),
@@ -186,6 +192,8 @@ def render_markdown(report: dict) -> str:
         lines += ["", f"KC000 in {mode} mode, by first error:", ""]
         lines += [f"- {len(paths)}: {cause} ({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''})"
                   for cause, paths in data["kc000_causes"].items()] or ["- none"]
+        if data["not_checked_files"]:
+            lines.append(f"- not checked (past `file-timeout`, not counted above): {len(data['not_checked_files'])}")
     if "compare" in report:
         lines += ["", f"Compared with `{report['compare']['against']}`:"]
         for mode, change in report["compare"]["modes"].items():
@@ -199,7 +207,7 @@ def render_markdown(report: dict) -> str:
 
 
 # -- main ------------------------------------------------------------------------------------------
-def build_report(tree: Path, modes: list[str], jobs: int | None, workdir: Path) -> dict:
+def build_report(tree: Path, modes: list[str], extra: list[str], workdir: Path) -> dict:
     kernels = kernels_dir(tree)
     files = source_files(kernels)
     version = subprocess.run(kernel_check_command(["--version"]), capture_output=True, text=True).stdout.strip()
@@ -208,8 +216,8 @@ def build_report(tree: Path, modes: list[str], jobs: int | None, workdir: Path) 
                     "modes": {}}
     for mode in modes:
         cache = workdir / f"cache-{mode}"  # fresh: the first run is cold, the second warm
-        cold = check_once(kernels, mode, cache, workdir / f"{mode}-cold.json", jobs)
-        warm = check_once(kernels, mode, cache, workdir / f"{mode}-warm.json", jobs)
+        cold = check_once(kernels, mode, cache, workdir / f"{mode}-cold.json", extra)
+        warm = check_once(kernels, mode, cache, workdir / f"{mode}-warm.json", extra)
         data = mode_report(cold["findings"], kernels, files)
         data["cold"], data["warm"] = cold["figures"], warm["figures"]
         data["warm_same_findings"] = mode_report(warm["findings"], kernels, files)["findings"] == data["findings"]
@@ -227,13 +235,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="where ecosystem.json and ecosystem.md go")
     parser.add_argument("--compare", type=Path, metavar="OLD.json", help="an earlier report to diff against")
     parser.add_argument("--jobs", type=int, help="--jobs for kernel-check (default: its default)")
+    parser.add_argument("--file-timeout", type=float, metavar="SECONDS",
+                        help="kernel-check's per-file bound (default: its default; raise it on a loaded machine)")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     if not modes or any(m not in MODES for m in modes):
         parser.error(f"--modes takes {', '.join(MODES)}")
     old = json.loads(args.compare.read_text()) if args.compare else None
     with tempfile.TemporaryDirectory(prefix="kc-ecosystem-") as workdir:
-        report = build_report(args.tree.resolve(), modes, args.jobs, Path(workdir))
+        extra = ["--jobs", str(args.jobs)] if args.jobs else []
+        if args.file_timeout:
+            config = Path(workdir) / "kernel-check.toml"
+            config.write_text(f"file-timeout = {args.file_timeout}\n")
+            extra += ["--config", str(config)]
+        report = build_report(args.tree.resolve(), modes, extra, Path(workdir))
     if old is not None:
         report["compare"] = {"against": str(args.compare), "modes": compare(old, report)}
     args.output_dir.mkdir(parents=True, exist_ok=True)
