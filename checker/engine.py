@@ -289,15 +289,25 @@ def _clang_error_finding(path: str, errors: list) -> Finding:
                            detail="\n".join(quoted))
     line, column = (first_main.line, first_main.column) if first_main.in_main_file else (1, 1)
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    # a name the file uses without declaring it: usually an include it relies on others to make
-    hint = SELF_CONTAINED_HINT if first_main.in_main_file and _UNDECLARED_RE.match(first_main.message) else ""
+    hint = _undeclared_hint(first_main) if first_main.in_main_file else ""
     return parse_error(path, line, column, f"clang could not parse this file: {first_main.message}{more}{hint}",
                        detail="\n".join(quoted))
 
 
 SELF_CONTAINED_HINT = "; each file is checked on its own, so it must include what it uses"
-_UNDECLARED_RE = re.compile(r"use of undeclared identifier|unknown type name|no template named|"
-                            r"no (?:type|member) named '[^']+' in namespace|undeclared identifier")
+MACRO_HINT = "; if the build defines it, add it to `defines` (or pass -D NAME=VALUE)"
+_UNDECLARED_RE = re.compile(r"(?:use of undeclared identifier|unknown type name|no template named) '([^']+)'|"
+                            r"no (?:type|member) named '([^']+)' in namespace")
+
+
+def _undeclared_hint(error: Any) -> str:
+    """Why a name the file uses could be undeclared: a macro its build passes with -D
+    (an upper-case name), else an include it relies on others to make."""
+    match = _UNDECLARED_RE.match(error.message)
+    if match is None:
+        return ""
+    name = match.group(1) or match.group(2)
+    return MACRO_HINT if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) else SELF_CONTAINED_HINT
 
 
 def _run_rules(language: Language, model: Any, path: Path, relative: str,

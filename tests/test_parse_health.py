@@ -23,6 +23,7 @@ needs_cuda = pytest.mark.skipif(
 
 
 def errors_of(tmp_path: Path, source: str, settings: ParseSettings, name: str = "kernel.cuh") -> list[str]:
+    (tmp_path / "device_helpers.cuh").write_text(DEVICE_HELPERS)
     path = tmp_path / name
     path.write_text(source)
     unit = parse_file(path, path.read_bytes(), settings)
@@ -135,13 +136,26 @@ __global__ void intrinsics(float* out, const __half* h, const double* d, unsigne
 
 
 # What nvcc accepts and clang does not by itself: host code calling a `constexpr __device__`
-# helper (`--expt-relaxed-constexpr`) and host-side min/max, mixed signedness included.
-NVCC_HOST_CODE = r"""
+# helper (`--expt-relaxed-constexpr`) declared through a macro in a header, and host-side
+# min/max, mixed signedness included.
+DEVICE_HELPERS = r"""
+#pragma once
+#define TILE_DEVICE __forceinline__ __device__
 namespace device {
 template <typename T, typename U>
-__forceinline__ __device__ constexpr auto div_ceil(T a, U b) { return (a + b - 1) / b; }
+TILE_DEVICE constexpr auto div_ceil(T a, U b) {
+  return (a + b - 1) / b;
+}
 }  // namespace device
+"""
+NVCC_HOST_CODE = r"""
+#include "device_helpers.cuh"
+#include <cstdio>
 using namespace device;
+
+__global__ void report(int value) {
+  if (threadIdx.x == 0) printf("value=%d\n", value);
+}
 
 template <int kGroup>
 inline int plan_groups(int tile_k) {
@@ -222,6 +236,14 @@ def test_missing_third_party_header_is_one_clear_finding(tmp_path: Path) -> None
     assert [(f.code, f.line) for f in findings] == [("KC000", 1)]
     assert "header 'cute/tensor.hpp' not found" in findings[0].message
     assert "`include-dirs`" in findings[0].message
+
+
+def test_undeclared_macro_points_at_defines(tmp_path: Path) -> None:
+    """A macro the JIT build passes with -D: the KC000 names the `defines` setting."""
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (tmp_path / "rope.cuh").write_text("constexpr int kHeadDim = JIT_HEAD_DIM;\n")
+    findings = [f for f in run_one(tmp_path / "rope.cuh").findings if f.code == "KC000"]
+    assert len(findings) == 1 and "`defines`" in findings[0].message
 
 
 def test_header_that_is_not_self_contained_says_so(tmp_path: Path) -> None:

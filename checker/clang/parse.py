@@ -513,11 +513,17 @@ def _relaxed_constexpr_call(tu: ci.TranslationUnit, diag: Any) -> bool:
 
 
 def _declared_constexpr(tu: ci.TranslationUnit, location: Any) -> bool:
-    """Whether the function declared at `location` says `constexpr` before its name."""
+    """Whether the function declared at `location` (its name) says `constexpr` before it.
+
+    Read from the file's text: the declaration often starts with a macro (`SGL_DEVICE`),
+    whose range libclang does not tokenize."""
     declaration = cindex().Cursor.from_location(tu, location)
-    for token in declaration.get_tokens():
-        if token.spelling == declaration.spelling:
-            return False
-        if token.spelling == "constexpr":
-            return True
-    return False
+    start = declaration.extent.start
+    if start.file is None or start.file.name != location.file.name or start.offset > location.offset:
+        return False
+    try:
+        with open(location.file.name, "rb") as handle:
+            text = handle.read(location.offset)[start.offset:]
+    except OSError:
+        return False
+    return re.search(rb"\bconstexpr\b", text) is not None

@@ -532,6 +532,8 @@ KC_HD __half2_raw __nv_cvt_fp4x2_to_halfraw2(__nv_fp4x2_storage_t, __nv_fp4_inte
 extern "C" {
 // `assert` in device code expands to glibc's __assert_fail, which CUDA also declares for the device.
 KC_D void __assert_fail(const char*, const char*, unsigned int, const char*);
+// Device-side printf (the host one comes from <stdio.h>).
+KC_D int printf(const char*, ...);
 KC_D void __syncthreads(void);
 KC_D int __syncthreads_count(int);
 KC_D int __syncthreads_and(int);
