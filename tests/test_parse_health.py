@@ -157,6 +157,9 @@ __global__ void report(int value) {
   if (threadIdx.x == 0) printf("value=%d\n", value);
 }
 
+// A cache-hinted store: CUDA declares it for the device pass only.
+__global__ void store_streaming(float4* out, float4 value) { __stcg(out, value); }
+
 template <int kGroup>
 inline int plan_groups(int tile_k) {
   constexpr int kPerGroup = div_ceil(kGroup, 32);

@@ -14,4 +14,15 @@
 #include "kernel_check_minmax.h"
 #undef KC_MINMAX
 
+// The cache-hinted stores (`__stcg`, ...) are declared by CUDA for the device pass only and
+// clang's CUDA intrinsics do not provide them, so the host-only pass would not see them.
+template <typename T>
+__attribute__((device)) void __stcg(T*, T);
+template <typename T>
+__attribute__((device)) void __stcs(T*, T);
+template <typename T>
+__attribute__((device)) void __stwt(T*, T);
+template <typename T>
+__attribute__((device)) void __stwb(T*, T);
+
 #endif  // KERNEL_CHECK_SYSTEM_PRELUDE
