@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -292,10 +293,35 @@ def _unit_deps(unit: Any, preamble: Any) -> Any:
 def _clang_error_finding(path: str, errors: list) -> Finding:
     first_main = next((e for e in errors if e.in_main_file), errors[0])
     quoted = [f"{e.path}:{e.line}:{e.column}: error: {e.message}" for e in errors[:MAX_QUOTED_ERRORS]]
+    missing = next((e for e in errors if e.missing_header), None)
+    if missing is not None:  # a dependency nobody provided: say which, and which setting provides it
+        line, column = (missing.line, missing.column) if missing.in_main_file else (1, 1)
+        where = "" if missing.in_main_file else f" (included from {Path(missing.path).name}:{missing.line})"
+        return parse_error(path, line, column,
+                           f"clang could not parse this file: header '{missing.missing_header}' not found{where}; "
+                           "add the directory that holds it to `include-dirs` (or pass -I DIR)",
+                           detail="\n".join(quoted))
     line, column = (first_main.line, first_main.column) if first_main.in_main_file else (1, 1)
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return parse_error(path, line, column, f"clang could not parse this file: {first_main.message}{more}",
+    hint = _undeclared_hint(first_main) if first_main.in_main_file else ""
+    return parse_error(path, line, column, f"clang could not parse this file: {first_main.message}{more}{hint}",
                        detail="\n".join(quoted))
+
+
+SELF_CONTAINED_HINT = "; each file is checked on its own, so it must include what it uses"
+MACRO_HINT = "; if the build defines it, add it to `defines` (or pass -D NAME=VALUE)"
+_UNDECLARED_RE = re.compile(r"(?:use of undeclared identifier|unknown type name|no template named) '([^']+)'|"
+                            r"no (?:type|member) named '([^']+)' in namespace")
+
+
+def _undeclared_hint(error: Any) -> str:
+    """Why a name the file uses could be undeclared: a macro its build passes with -D
+    (an upper-case name), else an include it relies on others to make."""
+    match = _UNDECLARED_RE.match(error.message)
+    if match is None:
+        return ""
+    name = match.group(1) or match.group(2)
+    return MACRO_HINT if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) else SELF_CONTAINED_HINT
 
 
 def _run_rules(language: Language, model: Any, path: Path, relative: str,

@@ -28,6 +28,7 @@ import atexit
 import functools
 import importlib.util
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,7 @@ def _speed_up_bindings(module: Any) -> None:
 
 PRELUDE_DIR = Path(__file__).resolve().parent.parent / "prelude"
 PRELUDE_HEADER = PRELUDE_DIR / "kernel_check_cuda_prelude.h"
+SYSTEM_PRELUDE_HEADER = PRELUDE_DIR / "kernel_check_system_prelude.h"  # nvcc's host min/max
 CUDA_STUBS_DIR = PRELUDE_DIR / "cuda_stubs"
 SYSTEM_SHIMS_DIR = PRELUDE_DIR / "system_shims"
 
@@ -167,6 +169,15 @@ class ClangError:
     message: str
     in_main_file: bool
     fatal: bool = False  # clang stops reporting after a fatal error (missing #include, error limit)
+
+    @property
+    def missing_header(self) -> str | None:
+        """The header an `#include` names that no include directory holds, for that error."""
+        match = _MISSING_HEADER_RE.match(self.message) if self.fatal else None
+        return match.group(1) if match else None
+
+
+_MISSING_HEADER_RE = re.compile(r"^'(.+)' file not found$")
 
 
 @dataclass
@@ -273,7 +284,7 @@ def compile_args(path: Path, settings: ParseSettings) -> list[str]:
     args = ["-x", "cuda", f"-std={settings.std}", "--cuda-host-only", "-nocudalib",
             f"--cuda-gpu-arch=sm_{settings.arch}", "-ferror-limit=50", *_WARNINGS_OFF]
     if settings.mode == "system" and settings.cuda_home:
-        args += [f"--cuda-path={settings.cuda_home}", "-idirafter", str(SYSTEM_SHIMS_DIR)]
+        args += system_cuda_args(Path(settings.cuda_home))
     else:
         args += ["-nocudainc", "--cuda-path=/kernel-check-hermetic-no-cuda",
                  "-include", str(PRELUDE_HEADER), "-isystem", str(CUDA_STUBS_DIR)]
@@ -285,6 +296,64 @@ def compile_args(path: Path, settings: ParseSettings) -> list[str]:
     args += [f"-D{d}" for d in settings.defines]
     args += list(settings.extra_args)
     return args
+
+
+def system_cuda_args(root: Path) -> list[str]:
+    """Flags that make clang use the CUDA headers under `root` (system mode).
+
+    A toolkit (`root/bin` exists) goes to clang's driver as `--cuda-path`. Pip's header-only
+    layout (`nvidia/cu13`, `nvidia/cuda_runtime`) has no `bin/`, which the driver does not
+    accept as an installation: the same setup is then spelled out (clang's CUDA wrapper
+    headers, the CUDA include directory, the force-included runtime wrapper)."""
+    if (root / "bin").is_dir():
+        args = [f"--cuda-path={root}"]
+    else:
+        args = ["-nocudainc", f"--cuda-path={root}", "-isystem", str(_clang_resource_include() / "cuda_wrappers"),
+                "-isystem", str(root / "include"), "-include", "__clang_cuda_runtime_wrapper.h"]
+        version = cuda_header_version(root)
+        if version:  # what the driver tells clang for an installation: `<<<>>>` lowers by version
+            args += ["-Xclang", f"-target-sdk-version={version}"]
+    # cooperative groups declare `this_cluster()` only for nvcc or a compiler that has the
+    # cluster intrinsics, which clang has (sm_90+); the host-only pass would otherwise miss it
+    args += ["-idirafter", str(SYSTEM_SHIMS_DIR), "-D_CG_CLUSTER_INTRINSICS_AVAILABLE",
+             "-include", str(SYSTEM_PRELUDE_HEADER)]
+    for directory in cuda_companion_include_dirs(root):
+        args += ["-isystem", directory]
+    return args
+
+
+def cuda_companion_include_dirs(root: Path) -> list[str]:
+    """Header directories that belong to the CUDA install at `root` but that clang does not
+    search by itself: CCCL (`cuda/std/...`, `cub/`, `thrust/`), which CUDA 13 moved to
+    `include/cccl` and which its own headers (cooperative groups) include; and, for pip's
+    split packages, the other `nvidia/*/include` directories (`cuda_cccl`, `cuda_nvcc`'s
+    `crt/`, ...) next to `root`."""
+    includes = [root / "include"]
+    if root.parent.name == "nvidia":
+        includes += sorted(p / "include" for p in root.parent.iterdir() if p != root and (p / "include").is_dir())
+    found = []
+    for include in includes:
+        for candidate in (include / "cccl", include):
+            if candidate.is_dir() and candidate != root / "include":
+                found.append(str(candidate))
+    return found
+
+
+def cuda_header_version(root: Path) -> str | None:
+    """`major.minor` from `CUDA_VERSION` in `root/include/cuda.h`, or None."""
+    try:
+        header = (root / "include" / "cuda.h").read_text(errors="replace")
+    except OSError:
+        return None
+    match = re.search(r"^#define\s+CUDA_VERSION\s+(\d+)", header, re.M)
+    if match is None:
+        return None
+    version = int(match.group(1))
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def _clang_resource_include() -> Path:
+    return _clang_package_dir() / "native" / "resource" / "include"
 
 
 def _bundled_libcxx_dir() -> Path:
@@ -397,7 +466,7 @@ def entered_files(tu: ci.TranslationUnit) -> tuple[str, ...]:
 def _errors(tu: ci.TranslationUnit, main_path: str) -> list[ClangError]:
     errors = []
     for diag in tu.diagnostics:
-        if diag.severity < cindex().Diagnostic.Error:
+        if diag.severity < cindex().Diagnostic.Error or _relaxed_constexpr_call(tu, diag):
             continue
         loc = diag.location
         file_name = loc.file.name if loc.file else main_path
@@ -407,3 +476,36 @@ def _errors(tu: ci.TranslationUnit, main_path: str) -> list[ClangError]:
                                  bool(loc.file) and file_name == main_path,
                                  diag.severity >= cindex().Diagnostic.Fatal))
     return errors
+
+
+_WRONG_SIDE_NOTE = "call to __device__ function from __host__ function"
+
+
+def _relaxed_constexpr_call(tu: ci.TranslationUnit, diag: Any) -> bool:
+    """A host call whose only candidates are `constexpr __device__` functions.
+
+    nvcc with `--expt-relaxed-constexpr` (which JIT kernel builds pass) accepts it; clang has
+    no such flag and finds no viable function. The error is not reported (the call stays
+    untyped in the AST, like any call clang could not resolve)."""
+    if not diag.spelling.startswith("no matching function for call to"):
+        return False
+    notes = [note for note in diag.children if "not viable" in note.spelling]
+    return bool(notes) and all(_WRONG_SIDE_NOTE in note.spelling and _declared_constexpr(tu, note.location)
+                               for note in notes)
+
+
+def _declared_constexpr(tu: ci.TranslationUnit, location: Any) -> bool:
+    """Whether the function declared at `location` (its name) says `constexpr` before it.
+
+    Read from the file's text: the declaration often starts with a macro (`SGL_DEVICE`),
+    whose range libclang does not tokenize."""
+    declaration = cindex().Cursor.from_location(tu, location)
+    start = declaration.extent.start
+    if start.file is None or start.file.name != location.file.name or start.offset > location.offset:
+        return False
+    try:
+        with open(location.file.name, "rb") as handle:
+            text = handle.read(location.offset)[start.offset:]
+    except OSError:
+        return False
+    return re.search(rb"\bconstexpr\b", text) is not None

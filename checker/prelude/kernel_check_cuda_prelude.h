@@ -14,6 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+// The real cuda_runtime.h reaches <math.h>, <string.h> and <assert.h>, so kernels use
+// INFINITY, memcpy and assert without including them.
+#include <assert.h>
+#include <math.h>
+#include <string.h>
 
 #define __host__ __attribute__((host))
 #define __device__ __attribute__((device))
@@ -23,6 +28,7 @@
 #define __managed__ __attribute__((managed))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define __grid_constant__ __attribute__((grid_constant))
+#define __cluster_dims__(...) __attribute__((cluster_dims(__VA_ARGS__)))
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __align__(n) __attribute__((aligned(n)))
@@ -86,12 +92,47 @@ KC_VEC1(unsigned long, ulong, 8)
 KC_VEC2(unsigned long, ulong, 16)
 
 // ---- runtime API types -------------------------------------------------------------------
-enum cudaError { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNotReady = 600 };
+enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorCallRequiresNewerDriver = 36,
+  cudaErrorNotReady = 600,
+  cudaErrorIllegalInstruction = 715,
+  cudaErrorNotSupported = 801
+};
 typedef enum cudaError cudaError_t;
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 typedef struct CUgraph_st* cudaGraph_t;
 typedef struct CUgraphExec_st* cudaGraphExec_t;
+// The per-thread default stream handle (a constant the runtime recognises).
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+enum cudaRoundMode { cudaRoundNearest, cudaRoundZero, cudaRoundPosInf, cudaRoundMinInf };
+// Inter-process memory handles (opaque 64-byte records).
+#define CUDA_IPC_HANDLE_SIZE 64
+struct cudaIpcMemHandle_t { char reserved[CUDA_IPC_HANDLE_SIZE]; };
+struct cudaIpcEventHandle_t { char reserved[CUDA_IPC_HANDLE_SIZE]; };
+#define cudaIpcMemLazyEnablePeerAccess 0x01
+// Batched copies (CUDA 12.8+).
+enum cudaMemLocationType {
+  cudaMemLocationTypeInvalid = 0,
+  cudaMemLocationTypeDevice = 1,
+  cudaMemLocationTypeHost = 2
+};
+struct cudaMemLocation { cudaMemLocationType type; int id; };
+enum cudaMemcpySrcAccessOrder {
+  cudaMemcpySrcAccessOrderInvalid = 0,
+  cudaMemcpySrcAccessOrderStream = 1,
+  cudaMemcpySrcAccessOrderDuringApiCall = 2,
+  cudaMemcpySrcAccessOrderAny = 3
+};
+struct cudaMemcpyAttributes {
+  cudaMemcpySrcAccessOrder srcAccessOrder;
+  cudaMemLocation srcLocHint, dstLocHint;
+  unsigned int flags;
+};
 typedef enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
   cudaMemcpyHostToDevice = 1,
@@ -124,13 +165,25 @@ struct cudaFuncAttributes {
 enum cudaLaunchAttributeID {
   cudaLaunchAttributeIgnore = 0,
   cudaLaunchAttributeCooperative = 2,
-  cudaLaunchAttributeProgrammaticStreamSerialization = 5,
-  cudaLaunchAttributeProgrammaticEvent = 6
+  cudaLaunchAttributeClusterDimension = 4,
+  cudaLaunchAttributeClusterSchedulingPolicyPreference = 5,
+  cudaLaunchAttributeProgrammaticStreamSerialization = 6,
+  cudaLaunchAttributeProgrammaticEvent = 7
+};
+enum cudaClusterSchedulingPolicy {
+  cudaClusterSchedulingPolicyDefault = 0,
+  cudaClusterSchedulingPolicySpread = 1,
+  cudaClusterSchedulingPolicyLoadBalancing = 2
 };
 union cudaLaunchAttributeValue {
   char pad[64];
   int cooperative;
   unsigned int programmaticStreamSerializationAllowed;
+  // Cluster launches (sm_90+) name the cluster shape through this member.
+  struct {
+    unsigned int x, y, z;
+  } clusterDim;
+  cudaClusterSchedulingPolicy clusterSchedulingPolicyPreference;
 };
 struct cudaLaunchAttribute {
   cudaLaunchAttributeID id;
@@ -145,6 +198,7 @@ struct cudaLaunchConfig_t {
 };
 // Driver API types that tensor-map (TMA) code names.
 typedef int CUresult;
+typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st* CUcontext;
 typedef struct CUmod_st* CUmodule;
@@ -152,10 +206,73 @@ typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };
 #define CUDA_SUCCESS 0
+// Tensor-map (TMA) descriptor encoding, driver API.
+enum CUtensorMapDataType {
+  CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+  CU_TENSOR_MAP_DATA_TYPE_UINT16,
+  CU_TENSOR_MAP_DATA_TYPE_UINT32,
+  CU_TENSOR_MAP_DATA_TYPE_INT32,
+  CU_TENSOR_MAP_DATA_TYPE_UINT64,
+  CU_TENSOR_MAP_DATA_TYPE_INT64,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+};
+enum CUtensorMapInterleave { CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_INTERLEAVE_16B, CU_TENSOR_MAP_INTERLEAVE_32B };
+enum CUtensorMapSwizzle {
+  CU_TENSOR_MAP_SWIZZLE_NONE = 0,
+  CU_TENSOR_MAP_SWIZZLE_32B,
+  CU_TENSOR_MAP_SWIZZLE_64B,
+  CU_TENSOR_MAP_SWIZZLE_128B
+};
+enum CUtensorMapL2promotion {
+  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+};
+enum CUtensorMapFloatOOBfill { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA };
+typedef unsigned long long cuuint64_t;
+typedef unsigned int cuuint32_t;
+extern "C" {
+CUresult cuGetErrorName(CUresult, const char**);
+CUresult cuGetErrorString(CUresult, const char**);
+CUresult cuMemGetAddressRange(CUdeviceptr*, size_t*, CUdeviceptr);
+CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+}
 #define cudaStreamNonBlocking 0x01
 #define cudaEventDisableTiming 0x02
 
 extern "C" {
+KC_HD cudaError_t cudaRuntimeGetVersion(int*);
+KC_HD cudaError_t cudaDriverGetVersion(int*);
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t*, void*);
+cudaError_t cudaIpcOpenMemHandle(void**, cudaIpcMemHandle_t, unsigned int);
+cudaError_t cudaIpcCloseMemHandle(void*);
+cudaError_t cudaMemcpyBatchAsync(void**, void**, size_t*, size_t, cudaMemcpyAttributes*, size_t*, size_t,
+                                 size_t*, cudaStream_t);
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t*, const void*, int, int);
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes*, const void*);
+cudaError_t cudaMemGetInfo(size_t*, size_t*);
+cudaError_t cudaHostAlloc(void**, size_t, unsigned int);
+cudaError_t cudaFreeHost(void*);
+cudaError_t cudaMallocHost(void**, size_t);
+cudaError_t cudaHostRegister(void*, size_t, unsigned int);
+cudaError_t cudaHostUnregister(void*);
+cudaError_t cudaHostGetDevicePointer(void**, void*, unsigned int);
+cudaError_t cudaDeviceCanAccessPeer(int*, int, int);
+cudaError_t cudaDeviceEnablePeerAccess(int, unsigned int);
+cudaError_t cudaMemcpy2DAsync(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind, cudaStream_t = 0);
+cudaError_t cudaMemcpyPeerAsync(void*, int, const void*, int, size_t, cudaStream_t = 0);
+cudaError_t cudaStreamGetPriority(cudaStream_t, int*);
+cudaError_t cudaStreamQuery(cudaStream_t);
+cudaError_t cudaEventQuery(cudaEvent_t);
+// Programmatic dependent launch from device code (sm_90+).
+KC_D void cudaGridDependencySynchronize(void);
+KC_D void cudaTriggerProgrammaticLaunchCompletion(void);
 KC_HD cudaError_t cudaGetLastError(void);
 KC_HD cudaError_t cudaPeekAtLastError(void);
 KC_HD const char* cudaGetErrorString(cudaError_t);
@@ -209,6 +326,8 @@ cudaError_t cudaMalloc(T**, size_t);
 // ---- half, bfloat16, fp8 -----------------------------------------------------------------
 struct __half_raw { unsigned short x; };
 struct __nv_bfloat16_raw { unsigned short x; };
+struct __half2_raw { unsigned short x, y; };
+struct __nv_bfloat162_raw { unsigned short x, y; };
 struct __align__(2) __half {
   unsigned short __x;
   __half() = default;
@@ -288,6 +407,14 @@ KC_HD __half2 __halves2half2(__half, __half);
 KC_HD float2 __half22float2(__half2);
 KC_HD __half2 __float22half2_rn(float2);
 KC_HD __half __low2half(__half2);
+KC_HD __half2 __half2half2(__half);
+KC_HD __half2 __low2half2(__half2);
+KC_HD __half2 __high2half2(__half2);
+KC_HD __half2 __lowhigh2highlow(__half2);
+KC_HD float __low2float(__half2);
+KC_HD float __high2float(__half2);
+KC_HD __half __int2half_rn(int);
+KC_HD int __half2int_rn(__half);
 KC_HD __half __high2half(__half2);
 KC_HD __nv_bfloat16 __float2bfloat16(float);
 KC_HD __nv_bfloat16 __float2bfloat16_rn(float);
@@ -298,6 +425,14 @@ KC_HD __nv_bfloat162 __halves2bfloat162(__nv_bfloat16, __nv_bfloat16);
 KC_HD float2 __bfloat1622float2(__nv_bfloat162);
 KC_HD __nv_bfloat162 __float22bfloat162_rn(float2);
 KC_HD __nv_bfloat16 __low2bfloat16(__nv_bfloat162);
+KC_HD __nv_bfloat162 __bfloat162bfloat162(__nv_bfloat16);
+KC_HD __nv_bfloat162 __low2bfloat162(__nv_bfloat162);
+KC_HD __nv_bfloat162 __high2bfloat162(__nv_bfloat162);
+KC_HD __nv_bfloat162 __lowhigh2highlow(__nv_bfloat162);
+KC_HD float __low2float(__nv_bfloat162);
+KC_HD float __high2float(__nv_bfloat162);
+KC_HD __nv_bfloat16 __int2bfloat16_rn(int);
+KC_HD int __bfloat162int_rn(__nv_bfloat16);
 KC_HD __nv_bfloat16 __high2bfloat16(__nv_bfloat162);
 #define KC_HALF_MATH(T, T2)                 \
   KC_D T __hadd(T, T);                      \
@@ -317,6 +452,16 @@ KC_HD __nv_bfloat16 __high2bfloat16(__nv_bfloat162);
   KC_D T2 __hmul2(T2, T2);                  \
   KC_D T2 __hfma2(T2, T2, T2);              \
   KC_D T2 __habs2(T2);                      \
+  KC_D T2 __hneg2(T2);                      \
+  KC_D T2 __h2div(T2, T2);                  \
+  KC_D T2 h2exp(T2);                        \
+  KC_D T2 h2sqrt(T2);                       \
+  KC_D T2 h2rsqrt(T2);                      \
+  KC_D T hlog(T);                           \
+  KC_D T __shfl_sync(unsigned, T, int, int = 32); \
+  KC_D T2 __shfl_sync(unsigned, T2, int, int = 32); \
+  KC_D T __shfl_down_sync(unsigned, T, unsigned, int = 32); \
+  KC_D T2 __shfl_down_sync(unsigned, T2, unsigned, int = 32); \
   KC_D T2 __hmax2(T2, T2);                  \
   KC_D T2 __hmin2(T2, T2);                  \
   KC_D T __shfl_xor_sync(unsigned, T, int, int = 32); \
@@ -356,9 +501,39 @@ KC_FP8X(__nv_fp8x4_e5m2, __nv_fp8x4_storage_t, float4, 4)
 KC_HD __nv_fp8_storage_t __nv_cvt_float_to_fp8(float, __nv_saturation_t, __nv_fp8_interpretation_t);
 KC_HD __nv_fp8x2_storage_t __nv_cvt_float2_to_fp8x2(float2, __nv_saturation_t, __nv_fp8_interpretation_t);
 KC_HD __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t, __nv_fp8_interpretation_t);
+KC_HD __nv_fp8x2_storage_t __nv_cvt_halfraw2_to_fp8x2(__half2_raw, __nv_saturation_t, __nv_fp8_interpretation_t);
+KC_HD __nv_fp8x2_storage_t __nv_cvt_bfloat16raw2_to_fp8x2(__nv_bfloat162_raw, __nv_saturation_t,
+                                                          __nv_fp8_interpretation_t);
+KC_HD __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t, __nv_fp8_interpretation_t);
+// E8M0 block-scale exponents (MX formats, CUDA 12.8+).
+KC_FP8(__nv_fp8_e8m0)
+KC_HD __nv_fp8_storage_t __nv_cvt_float_to_e8m0(float, __nv_saturation_t, enum cudaRoundMode);
+KC_HD __nv_fp8_storage_t __nv_cvt_bfloat16raw_to_e8m0(__nv_bfloat16_raw, __nv_saturation_t, enum cudaRoundMode);
+KC_HD __nv_bfloat16_raw __nv_cvt_e8m0_to_bf16raw(__nv_fp8_storage_t);
+// FP4 (E2M1) storage and types (CUDA 12.8+, cuda_fp4.h).
+typedef unsigned char __nv_fp4_storage_t;
+typedef unsigned char __nv_fp4x2_storage_t;
+typedef unsigned short __nv_fp4x4_storage_t;
+enum __nv_fp4_interpretation_t { __NV_E2M1 };
+struct __align__(1) __nv_fp4_e2m1 {
+  __nv_fp4_storage_t __x;
+  __nv_fp4_e2m1() = default;
+  KC_HD explicit __nv_fp4_e2m1(float);
+  KC_HD explicit operator float() const;
+};
+KC_FP8X(__nv_fp4x2_e2m1, __nv_fp4x2_storage_t, float2, 1)
+KC_FP8X(__nv_fp4x4_e2m1, __nv_fp4x4_storage_t, float4, 2)
+KC_HD __nv_fp4_storage_t __nv_cvt_float_to_fp4(float, __nv_fp4_interpretation_t, enum cudaRoundMode);
+KC_HD __nv_fp4x2_storage_t __nv_cvt_float2_to_fp4x2(float2, __nv_fp4_interpretation_t, enum cudaRoundMode);
+KC_HD __half_raw __nv_cvt_fp4_to_halfraw(__nv_fp4_storage_t, __nv_fp4_interpretation_t);
+KC_HD __half2_raw __nv_cvt_fp4x2_to_halfraw2(__nv_fp4x2_storage_t, __nv_fp4_interpretation_t);
 
 // ---- device intrinsics ------------------------------------------------------------------
 extern "C" {
+// `assert` in device code expands to glibc's __assert_fail, which CUDA also declares for the device.
+KC_D void __assert_fail(const char*, const char*, unsigned int, const char*);
+// Device-side printf (the host one comes from <stdio.h>).
+KC_D int printf(const char*, ...);
 KC_D void __syncthreads(void);
 KC_D int __syncthreads_count(int);
 KC_D int __syncthreads_and(int);
@@ -406,8 +581,44 @@ KC_D unsigned int __funnelshift_r(unsigned int, unsigned int, unsigned int);
 KC_D int __mul24(int, int);
 KC_D long long __mul64hi(long long, long long);
 KC_D unsigned int __umulhi(unsigned int, unsigned int);
-KC_D unsigned int __cvta_generic_to_shared(const void*);
+KC_D size_t __cvta_generic_to_shared(const void*);
+KC_D size_t __cvta_generic_to_global(const void*);
+KC_D void* __cvta_shared_to_generic(size_t);
+KC_D void* __cvta_global_to_generic(size_t);
+KC_D unsigned int __isShared(const void*);
+KC_D unsigned int __isGlobal(const void*);
+KC_D double __dadd_rn(double, double);
+KC_D double __dsub_rn(double, double);
+KC_D double __dmul_rn(double, double);
+KC_D double __ddiv_rn(double, double);
+KC_D double __fma_rn(double, double, double);
+KC_D float __tanhf(float);
+KC_D float __exp2f(float);
+KC_D float __log2f(float);
+KC_D float __frcp_rz(float);
+KC_D int __float2int_rz(float);
+KC_D int __float2int_rd(float);
+KC_D int __float2int_ru(float);
+KC_D float __uint2float_rn(unsigned int);
+KC_D unsigned int __vabsdiffu4(unsigned int, unsigned int);
+KC_D unsigned int __reduce_add_sync(unsigned int, unsigned int);
+KC_D unsigned int __reduce_min_sync(unsigned int, unsigned int);
+KC_D unsigned int __reduce_max_sync(unsigned int, unsigned int);
+KC_D unsigned int __reduce_and_sync(unsigned int, unsigned int);
+KC_D unsigned int __reduce_or_sync(unsigned int, unsigned int);
+KC_D unsigned int __reduce_xor_sync(unsigned int, unsigned int);
+KC_D unsigned int __match_any_sync(unsigned int, unsigned int);
+KC_D unsigned int __lanemask_lt(void);
+KC_D unsigned long long __globaltimer(void);
 }
+// Signed overloads of the warp reductions (sm_80+).
+KC_D int __reduce_add_sync(unsigned int, int);
+KC_D int __reduce_min_sync(unsigned int, int);
+KC_D int __reduce_max_sync(unsigned int, int);
+// Paired single-precision arithmetic (sm_100+).
+KC_D float2 __fadd2_rn(float2, float2);
+KC_D float2 __fmul2_rn(float2, float2);
+KC_D float2 __ffma2_rn(float2, float2, float2);
 
 #define KC_SHFL(T)                                             \
   KC_D T __shfl_sync(unsigned int, T, int, int = 32);          \
@@ -492,16 +703,12 @@ KC_D double fabs(double);
 KC_D double fmax(double, double);
 KC_D double fmin(double, double);
 KC_D double pow(double, double);
-KC_D float max(float, float);
-KC_D float min(float, float);
-KC_D int max(int, int);
-KC_D int min(int, int);
-KC_D unsigned int max(unsigned int, unsigned int);
-KC_D unsigned int min(unsigned int, unsigned int);
-KC_D long long max(long long, long long);
-KC_D long long min(long long, long long);
-KC_D unsigned long long max(unsigned long long, unsigned long long);
-KC_D unsigned long long min(unsigned long long, unsigned long long);
+// min/max: host and device in CUDA's math headers.
+#define KC_MINMAX(R, A, B) \
+  KC_HD R max(A, B);       \
+  KC_HD R min(A, B);
+#include "kernel_check_minmax.h"
+#undef KC_MINMAX
 KC_D int abs(int);
 
 #undef KC_HD

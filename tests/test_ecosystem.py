@@ -1,0 +1,83 @@
+"""bench/ecosystem.py on a tiny tree: the report it writes and the difference it computes.
+
+The script runs the installed `kernel-check` (cold, then warm) in hermetic mode over three
+files written here: a clean header, a params struct with findings, and a kernel that needs a
+third-party header nobody provided."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def _load_ecosystem():
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("ecosystem", BENCH / "ecosystem.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ecosystem = _load_ecosystem()
+
+SCALE = """#include <cstdint>
+
+/// \\brief Params of the scale kernel.
+struct ScaleParams {
+  const float* __restrict__ src;  ///< Input.
+  float* __restrict__ dst;        ///< Output.
+  unsigned count;                 ///< Elements.
+};
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict:
+    tree = tmp_path_factory.mktemp("tree")
+    (tree / "include" / "sgl_kernel").mkdir(parents=True)
+    (tree / "include" / "sgl_kernel" / "marker.h").write_text("#pragma once\n")
+    (tree / "csrc").mkdir()
+    (tree / "csrc" / "scale.cuh").write_text(SCALE)
+    (tree / "csrc" / "gemm.cuh").write_text("#include <cute/tensor.hpp>\n")
+    out = tmp_path_factory.mktemp("out")
+    assert ecosystem.main([str(tree), "--modes", "hermetic", "--output-dir", str(out), "--jobs", "1"]) == 0
+    written = json.loads((out / "ecosystem.json").read_text())
+    written["markdown"] = (out / "ecosystem.md").read_text()
+    return written
+
+
+def test_report_counts_files_parse_errors_and_codes(report: dict) -> None:
+    assert report["files"] == {"cpp": 3, "kernels": 2}
+    hermetic = report["modes"]["hermetic"]
+    assert hermetic["per_code"] == {"KC000": 1, "KC110": 1, "KC320": 1}
+    [(cause, paths)] = hermetic["kc000_causes"].items()
+    assert "header 'cute/tensor.hpp' not found" in cause and paths == ["csrc/gemm.cuh"]
+    # the file that needs cute does not count against parse health; the other one parses
+    assert (hermetic["unresolvable_kernel_files"], hermetic["resolvable_kernel_files"]) == (1, 1)
+    assert hermetic["kc000_rate_resolvable"] == 0.0 and hermetic["not_checked_files"] == []
+    assert hermetic["warm_same_findings"]
+    assert hermetic["cold"]["wall_s"] > 0 and hermetic["cold"]["peak_rss_mb"] > 0
+    assert "| hermetic | 1 | 1 | 1 | 0 of 1 = 0.0% |" in report["markdown"]
+
+
+def test_compare_lists_new_and_gone_findings_by_code_and_file(report: dict) -> None:
+    later = copy.deepcopy(report)
+    findings = later["modes"]["hermetic"]["findings"]
+    renamed = next(f for f in findings if f["code"] == "KC110")
+    renamed["message"] = renamed["message"].replace("'count'", "'total'")
+    renamed["line"] += 3  # moved lines alone are no change
+    findings.remove(next(f for f in findings if f["code"] == "KC320"))
+    change = ecosystem.compare(report, later)["hermetic"]
+    assert list(change["new"]) == ["KC110"] and list(change["new"]["KC110"]) == ["csrc/scale.cuh"]
+    assert "'total'" in change["new"]["KC110"]["csrc/scale.cuh"][0]
+    assert sorted(change["gone"]) == ["KC110", "KC320"]
+    assert ecosystem.compare(report, report)["hermetic"] == {"new": {}, "gone": {}}
+    later["compare"] = {"against": "old.json", "modes": ecosystem.compare(report, later)}
+    assert "- hermetic, gone KC320: csrc/scale.cuh (1)" in ecosystem.render_markdown(later)

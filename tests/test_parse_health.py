@@ -1,0 +1,258 @@
+"""Parse health: sources shaped like what real JIT kernel trees include parse cleanly.
+
+Each source is written here after a failure seen on a real kernel tree (sglang's JIT
+kernels, `bench/ecosystem.py`): hermetic stubs for what those kernels include, CUDA 13's
+CCCL directory and pip's header-only CUDA layout in system mode, and one clear KC000 for a
+header nobody provided. Every test is a real libclang parse.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
+
+from conftest import run_one
+
+CUDA_HOME = find_cuda_home()
+needs_cuda = pytest.mark.skipif(
+    CUDA_HOME is None or not (Path(CUDA_HOME) / "include" / "cccl").is_dir(),
+    reason="needs a CUDA 13 install (CUDA_HOME, nvcc on PATH or /usr/local/cuda) with include/cccl")
+
+
+def errors_of(tmp_path: Path, source: str, settings: ParseSettings, name: str = "kernel.cuh") -> list[str]:
+    (tmp_path / "device_helpers.cuh").write_text(DEVICE_HELPERS)
+    path = tmp_path / name
+    path.write_text(source)
+    unit = parse_file(path, path.read_bytes(), settings)
+    return [f"{Path(e.path).name}:{e.line}: {e.message}" for e in unit.errors]
+
+
+# A launcher shaped like a JIT tree's own launch helper: cluster dimensions set through a
+# launch attribute, the runtime version queried on the host.
+CLUSTER_LAUNCH = r"""
+#include <cuda_runtime.h>
+
+__global__ void cluster_kernel(float* out) { out[blockIdx.x] = 0.0f; }
+
+inline void launch_with_cluster(float* out, cudaStream_t stream, unsigned int cluster_x) {
+  cudaLaunchAttribute attrs[2];
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = cluster_x;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = 1;
+  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(8);
+  config.blockDim = dim3(128);
+  config.stream = stream;
+  config.attrs = attrs;
+  config.numAttrs = 2;
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  cudaLaunchKernelEx(&config, cluster_kernel, out);
+}
+"""
+
+# Warp and cluster collectives through cooperative groups, as RMSNorm-style kernels use them.
+COOPERATIVE_GROUPS = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+
+namespace cg = cooperative_groups;
+
+__global__ void __cluster_dims__(2, 1, 1) row_norm(const float* in, float* out) {
+  __shared__ float partial[32];
+  auto block = cg::this_thread_block();
+  auto warp = cg::tiled_partition<32>(block);
+  float sum = cg::reduce(warp, in[threadIdx.x], cg::plus<float>());
+  if (warp.thread_rank() == 0) partial[warp.meta_group_rank()] = sum;
+  block.sync();
+  auto cluster = cg::this_cluster();
+  float* peer = cluster.map_shared_rank(partial, (cluster.block_rank() + 1) % cluster.num_blocks());
+  cluster.sync();
+  out[blockIdx.x] = peer[0] + sum;
+}
+"""
+
+# CUB block primitives and the CUDA 12.9+ functors, as top-k and scan kernels use them.
+CUB_PRIMITIVES = r"""
+#include <cub/cub.cuh>
+#include <cub/util_type.cuh>
+#include <cuda/functional>
+
+template <int kThreads>
+__global__ void topk_and_scan(const float* scores, int* offsets, float* best) {
+  using Pair = cub::KeyValuePair<int, float>;
+  using Reduce = cub::BlockReduce<Pair, kThreads>;
+  using MaxReduce = cub::BlockReduce<float, kThreads>;
+  using Scan = cub::BlockScan<int, kThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+  using Load = cub::BlockLoad<float, kThreads, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  __shared__ typename MaxReduce::TempStorage max_storage;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ typename Load::TempStorage load_storage;
+  float items[4];
+  Load(load_storage).Load(scores, items, 100, 0.0f);
+  Pair mine(threadIdx.x, items[0]);
+  Pair top = Reduce(reduce_storage).Reduce(mine, cub::ArgMax());
+  float largest = MaxReduce(max_storage).Reduce(items[1], cuda::maximum<>());
+  int offset = 0, total = 0;
+  Scan(scan_storage).ExclusiveSum(1, offset, total);
+  offsets[threadIdx.x] = offset + total;
+  best[0] = top.value + largest + MaxReduce(max_storage).Sum(items[2]);
+}
+template __global__ void topk_and_scan<128>(const float*, int*, float*);
+"""
+
+# Intrinsics, constants and C library names that real CUDA headers bring in.
+INTRINSICS = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda/ptx>
+#include <math_constants.h>
+
+__global__ void intrinsics(float* out, const __half* h, const double* d, unsigned int* counts, void* dst) {
+  __shared__ alignas(16) float staged[64];
+  assert(out != nullptr);
+  float x = out[0] < 0.0f ? -INFINITY : out[0] * CUDART_LN2_F + CUDART_L2E_F;
+  __half2 pair = __half2half2(h[0]);
+  __nv_bfloat162 bpair = __bfloat162bfloat162(__float2bfloat16(x));
+  unsigned int total = __reduce_add_sync(0xffffffffu, counts[threadIdx.x]);
+  unsigned int top = __reduce_max_sync(0xffffffffu, counts[threadIdx.x]);
+  size_t global_address = __cvta_generic_to_global(out);
+  double product = __dmul_rn(d[0], d[1]);
+  out[1] = __low2float(pair) + __high2float(bpair) + float(product) + float(total + top + global_address);
+  cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, dst, staged, 256u);
+  cuda::ptx::cp_async_bulk_commit_group();
+  cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+}
+"""
+
+
+# What nvcc accepts and clang does not by itself: host code calling a `constexpr __device__`
+# helper (`--expt-relaxed-constexpr`) declared through a macro in a header, and host-side
+# min/max, mixed signedness included.
+DEVICE_HELPERS = r"""
+#pragma once
+#define TILE_DEVICE __forceinline__ __device__
+namespace device {
+template <typename T, typename U>
+TILE_DEVICE constexpr auto div_ceil(T a, U b) {
+  return (a + b - 1) / b;
+}
+}  // namespace device
+"""
+NVCC_HOST_CODE = r"""
+#include "device_helpers.cuh"
+#include <cstdio>
+using namespace device;
+
+__global__ void report(int value) {
+  if (threadIdx.x == 0) printf("value=%d\n", value);
+}
+
+// A cache-hinted store: CUDA declares it for the device pass only.
+__global__ void store_streaming(float4* out, float4 value) { __stcg(out, value); }
+
+template <int kGroup>
+inline int plan_groups(int tile_k) {
+  constexpr int kPerGroup = div_ceil(kGroup, 32);
+  return div_ceil(tile_k, 32) * kPerGroup;
+}
+
+inline unsigned int clamp_tiles(unsigned int start_tile, int num_tiles, long long budget) {
+  int groups = plan_groups<64>(num_tiles);
+  return min(start_tile + 4u, num_tiles) + max(groups, 1) + static_cast<unsigned int>(min(budget, 8ll));
+}
+"""
+
+# Not relaxed: a non-constexpr device function called from the host stays an error.
+WRONG_SIDE_CALL = r"""
+__device__ int lane_count(int warps) { return warps * 32; }
+inline int host_plan(int warps) { return lane_count(warps); }
+"""
+
+
+@pytest.mark.parametrize("source", [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE],
+                         ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code"])
+def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: str) -> None:
+    assert errors_of(tmp_path, source, resolve_settings("hermetic")) == []
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_only_constexpr_device_functions_are_relaxed(tmp_path: Path, mode: str) -> None:
+    assert errors_of(tmp_path, WRONG_SIDE_CALL, resolve_settings(mode)) == [
+        "kernel.cuh:3: no matching function for call to 'lane_count'"]
+
+
+@needs_cuda
+def test_system_mode_accepts_nvcc_host_code(tmp_path: Path) -> None:
+    assert errors_of(tmp_path, NVCC_HOST_CODE, resolve_settings("system")) == []
+
+
+@needs_cuda
+def test_system_mode_finds_cuda13_cccl(tmp_path: Path) -> None:
+    """CUDA 13's cooperative groups include `cuda/std/...`, which lives in include/cccl."""
+    assert errors_of(tmp_path, COOPERATIVE_GROUPS + CUB_PRIMITIVES, resolve_settings("system")) == []
+
+
+def _pip_layout(root: Path, split: bool) -> Path:
+    """Pip's header-only CUDA packages, made of links to the real install's headers:
+    CUDA 13 puts everything in `nvidia/cu13/include` (CCCL in its `cccl/`); CUDA 12 splits
+    it into `nvidia/cuda_runtime/include`, `nvidia/cuda_cccl/include`, ... No `bin/`."""
+    real = Path(CUDA_HOME) / "include"
+    if not split:
+        home = root / "nvidia" / "cu13"
+        home.mkdir(parents=True)
+        (home / "include").symlink_to(real)
+        return home
+    home = root / "nvidia" / "cuda_runtime"
+    (home / "include").mkdir(parents=True)
+    for entry in real.iterdir():
+        if entry.name != "cccl":
+            (home / "include" / entry.name).symlink_to(entry)
+    (root / "nvidia" / "cuda_cccl").mkdir()
+    (root / "nvidia" / "cuda_cccl" / "include").symlink_to(real / "cccl")
+    return home
+
+
+@needs_cuda
+@pytest.mark.parametrize("split", [False, True], ids=["cu13", "cu12-split"])
+def test_system_mode_with_pip_cuda_headers(tmp_path: Path, split: bool) -> None:
+    home = _pip_layout(tmp_path / "site", split)
+    settings = ParseSettings("system", str(home))
+    assert errors_of(tmp_path, COOPERATIVE_GROUPS + CUB_PRIMITIVES, settings) == []
+
+
+def test_missing_third_party_header_is_one_clear_finding(tmp_path: Path) -> None:
+    """A header only `include-dirs` could provide: one KC000 that names it and the key."""
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (tmp_path / "gemm.cuh").write_text('#include <cute/tensor.hpp>\n#include <cuda_runtime.h>\n'
+                                       "__global__ void gemm(float* out) { out[0] = 1.0f; }\n")
+    findings = run_one(tmp_path / "gemm.cuh").findings
+    assert [(f.code, f.line) for f in findings] == [("KC000", 1)]
+    assert "header 'cute/tensor.hpp' not found" in findings[0].message
+    assert "`include-dirs`" in findings[0].message
+
+
+def test_undeclared_macro_points_at_defines(tmp_path: Path) -> None:
+    """A macro the JIT build passes with -D: the KC000 names the `defines` setting."""
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (tmp_path / "rope.cuh").write_text("constexpr int kHeadDim = JIT_HEAD_DIM;\n")
+    findings = [f for f in run_one(tmp_path / "rope.cuh").findings if f.code == "KC000"]
+    assert len(findings) == 1 and "`defines`" in findings[0].message
+
+
+def test_header_that_is_not_self_contained_says_so(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (tmp_path / "helpers.cuh").write_text("inline int twice(int x) { return scale_by(x, 2); }\n")
+    findings = [f for f in run_one(tmp_path / "helpers.cuh").findings if f.code == "KC000"]
+    assert len(findings) == 1
+    assert "use of undeclared identifier 'scale_by'" in findings[0].message
+    assert "must include what it uses" in findings[0].message
