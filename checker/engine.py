@@ -81,6 +81,7 @@ class RunStats:
     """What the last `run_static` did (the benchmark and `KERNEL_CHECK_STATS` read it)."""
 
     files: int = 0
+    skipped: int = 0  # no selected rule reads the file's language
     cached: int = 0
     checked: int = 0
     workers: int = 0
@@ -395,13 +396,18 @@ def run_static(paths: list[Path], options: RunOptions) -> list[FileResult]:
     session = _Session(options, _result_cache(options))
     results: list[FileResult | None] = [None] * len(paths)
     pending: list[tuple[int, bytes | None]] = []
+    wanted = _languages_wanted(options)
     for index, path in enumerate(paths):
+        if _language(path) not in wanted(options.config.relative(path)):
+            results[index] = FileResult(str(path))  # no selected rule reads this language
+            stats.skipped += 1
+            continue
         hit, data = session.lookup(path) if session.results is not None else (None, None)
         if hit is not None:
             results[index] = hit
         else:
             pending.append((index, data))
-    stats.cached = len(paths) - len(pending)
+    stats.cached = len(paths) - len(pending) - stats.skipped
     stats.checked = len(pending)
     temporary = None
     try:
@@ -431,6 +437,25 @@ def run_static(paths: list[Path], options: RunOptions) -> list[FileResult]:
         if os.environ.get("KERNEL_CHECK_STATS"):
             print(f"kernel-check: stats: {stats}", file=sys.stderr)
     return [r for r in results if r is not None]
+
+
+def _language(path: Path) -> Language:
+    return Language.PYTHON if is_python(path) else Language.CPP
+
+
+def _languages_wanted(options: RunOptions) -> Any:
+    """relative path -> the languages a check of that file must read. A language none of
+    whose rules the selection (`select`, `ignore`, `per-file-ignores`) leaves enabled is
+    not parsed at all: `--select KC5` reads Python files only. Selecting `KC000` (or a
+    prefix of it) or `KC001` keeps every language: both come from the parse itself."""
+    from .filter import UNUSED_SUPPRESSION
+
+    selection = Selection(options.config, list(options.select), list(options.ignore))
+    codes = {language: [r.meta.code for r in rules_for(language)] for language in Language}
+    if not selection.select or any(PARSE_ERROR.startswith(s) for s in selection.select):
+        return lambda relative: tuple(Language)
+    return lambda relative: tuple(language for language in Language if any(
+        selection.enabled(code, relative) for code in [*codes[language], UNUSED_SUPPRESSION]))
 
 
 def _collect(stats: RunStats, counters: tuple[int, int, int]) -> None:

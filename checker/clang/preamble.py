@@ -71,11 +71,13 @@ MANIFEST_ENTRIES = 3
 RECIPE_UNUSED_DAYS = 14.0
 LOCK_TIMEOUT_S = 900.0
 BUILD_TIMEOUT_S = 300.0  # one preamble build, in a bounded child (watchdog.py)
-_LAYOUT = "pch-v1"
+BUILD_ATTEMPTS = 3  # a build with errors leaves their headers out and tries again
+_LAYOUT = "pch-v2"  # v2: `__has_include` guards, macro uses across headers in the graph
 
 _ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
 _ANY_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|include_next|import)\b", re.M)
 _MACRO_CHANGE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
+_CONDITION_OPEN_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
 _GUARD_RE = re.compile(rb"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n(?:[ \t]*(?://[^\n]*)?\r?\n)*"
                        rb"(^[ \t]*#[ \t]*define[ \t]+\1\b)", re.M)
 
@@ -94,8 +96,12 @@ class Recipe:
         return digest(_LAYOUT, self.tier, "\0".join(self.args), "\0".join(self.headers))
 
     def text(self) -> str:
+        """The generated header. Each include is guarded by `__has_include`, so a header
+        that does not exist here (a ROCm-only one, a library nobody installed) is left out
+        instead of stopping the build with a fatal error; a file that includes it gets that
+        error from its own parse."""
         lines = ["// kernel-check precompiled preamble (generated; safe to delete)\n"]
-        lines += [f"#include <{header}>\n" for header in self.headers]
+        lines += [f"#if __has_include(<{header}>)\n#include <{header}>\n#endif\n" for header in self.headers]
         return "".join(lines)
 
 
@@ -125,17 +131,31 @@ class Preamble:
 
     @property
     def graph(self) -> dict[str, Any] | None:
-        """The build's `#include` graph: {"forced": [names], "edges": {source: [targets]}}."""
+        """The build's `#include` graph: {"forced": [names], "edges": {source: [targets]},
+        "files": [names], "macro_uses": {file index: [indexes of the files whose macros it expands]}}."""
         if self._graph is None:
             data = read_bytes(self.pch.with_suffix(".graph.json"))
             try:
                 graph = json.loads(data) if data else None
-                if not isinstance(graph, dict) or not isinstance(graph.get("edges"), dict):
+                if not isinstance(graph, dict) or not isinstance(graph.get("edges"), dict) \
+                        or not isinstance(graph.get("macro_uses"), dict) or not isinstance(graph.get("files"), list):
                     return None
                 self._graph = graph
             except ValueError:
                 return None
         return self._graph
+
+    _macro_uses: dict[str, frozenset[str]] | None = field(default=None, repr=False)
+
+    def macro_uses(self, real: Any) -> dict[str, frozenset[str]]:
+        """Real path of a PCH header -> the real paths of the other headers whose macros it
+        expanded or tested (`#ifdef`, `defined()`) while the preamble was built."""
+        if self._macro_uses is None:
+            graph = self.graph or {"files": [], "macro_uses": {}}
+            files = [real(name) for name in graph["files"]]
+            self._macro_uses = {files[int(user)]: frozenset(files[i] for i in used)
+                                for user, used in graph["macro_uses"].items()}
+        return self._macro_uses
 
 
 @dataclass
@@ -302,7 +322,7 @@ class PreambleCache:
         headers = list(recipe.headers)
         excluded: list[str] = []
         index = _get_index()
-        for attempt in range(2):
+        for attempt in range(BUILD_ATTEMPTS):
             text = Recipe(recipe.tier, recipe.args, tuple(headers)).text()
             main = directory / f"preamble-{digest(text)[:16]}.cuh"
             if read_bytes(main) != text.encode() and not atomic_write(main, text.encode()):
@@ -315,7 +335,8 @@ class PreambleCache:
             errors = _errors(tu, str(main)) if tu is not None else ["load"]
             if not errors:
                 break
-            culprits = _culprits(tu, headers, errors) if tu is not None and attempt == 0 else set()
+            last = attempt == BUILD_ATTEMPTS - 1
+            culprits = _culprits(tu, headers, errors) if tu is not None and not last else set()
             if not culprits:
                 self._record(directory, recipe, None, headers, excluded, tu)
                 return None
@@ -429,15 +450,35 @@ class PreambleCache:
         if not self._includes_agree(directives, preamble, entered):
             return None, "deviates"
         included = _closure(graph, directives, name, self._real)
-        if self.check_lookup:
-            seen = {self._real(p) for p in included}
-            seen.add(self._real(name))
-            outside = preamble.realpaths - seen
-            if outside and _sees_outside(tu, name, outside, self._real):
-                return None, "deviates"
+        if self.check_lookup and self._deviates(tu, name, preamble, included, entered):
+            return None, "deviates"
         _report_includes_as_plain(tu, name, included)
         unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble)
         return unit, "ok"
+
+    def _deviates(self, tu: Any, name: str, preamble: Preamble, included: list[str],
+                  entered: Iterable[str]) -> bool:
+        """Whether the union may have changed what the file sees (then it is parsed plainly):
+        it uses a declaration or macro of a PCH header its own includes do not reach (an
+        `#ifdef` or `defined()` of a defined macro counts: clang records it as a use); a
+        header it does include was preprocessed with a macro of such a header (the union
+        put that header first: a macro-sensitive include); or an error involves such a
+        header (a redefinition, an ambiguous call) or a PCH header the file entered again
+        (one without an include guard)."""
+        seen = {self._real(p) for p in included}
+        seen.add(self._real(name))
+        outside = preamble.realpaths - seen
+        entered_again = preamble.realpaths.intersection(self._real(p) for p in entered)
+        if entered_again and _errors_in(tu, entered_again, self._real):
+            return True
+        if not outside:
+            return False
+        if _errors_in(tu, outside, self._real):
+            return True
+        uses = preamble.macro_uses(self._real)
+        if any(not uses[header] <= seen for header in seen if header in uses):
+            return True
+        return _sees_outside(tu, name, outside, self._real)
 
     def _includes_agree(self, directives: list[tuple[str, str | None]], preamble: Preamble,
                         entered: Iterable[str]) -> bool:
@@ -472,21 +513,49 @@ def _directives(tu: Any) -> list[tuple[str, str | None]]:
     for cursor in tu.cursor.get_children():
         if cursor.kind == kind:
             location = cursor.location.file
-            included = cursor.get_included_file()
+            included = _included_file(cursor)
             found.append((location.name if location else "", included.name if included else None))
     return found
 
 
+def _included_file(cursor: Any) -> Any:
+    """The file an inclusion directive entered; None when clang did not find it (the
+    bindings' `get_included_file` asserts on a null file instead)."""
+    try:
+        return cursor.get_included_file()
+    except AssertionError:
+        return None
+
+
 def _inclusion_graph(tu: Any) -> dict[str, Any]:
     """The build's `#include` edges (every directive, also those an include guard skipped)
-    and the forced includes, so a file's own include closure can be told from the union."""
+    and the forced includes, so a file's own include closure can be told from the union;
+    and which headers used which other headers' macros, so a header that was preprocessed
+    differently because the union put another header first can be noticed."""
+    ci = cindex()
+    inclusion, expansion = ci.CursorKind.INCLUSION_DIRECTIVE, ci.CursorKind.MACRO_INSTANTIATION
     main = tu.spelling
     forced = [inc.include.name for inc in tu.get_includes() if inc.depth == 1 and inc.source is None]
     edges: dict[str, list[str]] = {}
-    for source, target in _directives(tu):
-        if target is not None:
-            edges.setdefault(source or main, []).append(target)
-    return {"main": main, "forced": forced, "edges": edges}
+    files: dict[str, int] = {}
+    uses: dict[int, set[int]] = {}
+    for cursor in tu.cursor.get_children():
+        kind = cursor.kind
+        if kind != inclusion and kind != expansion:
+            continue
+        location = cursor.location.file
+        source = location.name if location else ""
+        if kind == inclusion:
+            target = _included_file(cursor)
+            if target is not None:
+                edges.setdefault(source or main, []).append(target.name)
+            continue
+        definition = cursor.referenced
+        home = definition.location.file if definition is not None else None
+        if source and home is not None and home.name != source:
+            uses.setdefault(files.setdefault(source, len(files)), set()).add(files.setdefault(home.name, len(files)))
+    return {"main": main, "forced": forced, "edges": edges, "files": list(files),
+            "macro_uses": {str(user): sorted(used) for user, used in uses.items()}}
 
 
 def _closure(graph: dict[str, Any], directives: list[tuple[str, str | None]], main: str,
@@ -598,6 +667,43 @@ def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: 
     return False
 
 
+def _errors_in(tu: Any, files: frozenset[str] | set[str], real: Any) -> bool:
+    """Whether an error diagnostic, or a note attached to one, lies in one of `files`."""
+    error = cindex().Diagnostic.Error
+    for diagnostic in tu.diagnostics:
+        if diagnostic.severity < error:
+            continue
+        for part in (diagnostic, *diagnostic.children):
+            location = part.location.file
+            if location is not None and real(location.name) in files:
+                return True
+    return False
+
+
+def _unconditional_includes(data: bytes) -> list[str]:
+    """The `#include <...>` spellings of `data` outside any `#if` block (a whole-file
+    include guard excepted): a header included only under a condition (`#ifdef USE_ROCM`)
+    does not belong in a preamble every file loads."""
+    events = sorted([(m.start(), m.group(1), b"") for m in _CONDITION_OPEN_RE.finditer(data)]
+                    + [(m.start(), b"include", m.group(1)) for m in _ANGLE_INCLUDE_RE.finditer(data)])
+    guard = next(iter(_GUARD_RE.finditer(data)), None)
+    depth, found = 0, []
+    guard_open = False
+    for position, word, spelling in events:
+        if word == b"include":
+            if depth == int(guard_open):
+                found.append(spelling.decode("utf-8", "replace").strip())
+        elif word == b"endif":
+            depth = max(0, depth - 1)
+            guard_open = guard_open and depth > 0
+        else:
+            # the include guard's `#ifndef` is the file's first directive: its body is top level
+            if guard is not None and position == guard.start() and not found and depth == 0:
+                guard_open = True
+            depth += 1
+    return found
+
+
 def _changes_macros_before_includes(data: bytes) -> bool:
     """A `#define`/`#undef` before the file's last `#include` (an include guard's own
     `#ifndef X` / `#define X` pair excepted): the PCH was built without that macro."""
@@ -629,9 +735,7 @@ def _scan_project(include_dir: str) -> _ProjectHeaders:
     own = set(project)
     external: dict[str, None] = {}
     for path in files:
-        data = read_bytes(path) or b""
-        for match in _ANGLE_INCLUDE_RE.findall(data):
-            spelling = match.decode("utf-8", "replace").strip()
+        for spelling in _unconditional_includes(read_bytes(path) or b""):
             if spelling not in own and not spelling.startswith("sgl_kernel/"):
                 external.setdefault(spelling, None)
     realpaths = frozenset(os.path.realpath(p) for p in files)
@@ -648,7 +752,7 @@ def _culprits(tu: Any, headers: list[str], errors: list) -> set[str]:
     for cursor in tu.cursor.get_children():
         if cursor.kind != ci.CursorKind.INCLUSION_DIRECTIVE or cursor.location.file is None:
             continue
-        included = cursor.get_included_file()
+        included = _included_file(cursor)
         if included is None:
             continue
         source = os.path.realpath(cursor.location.file.name)
