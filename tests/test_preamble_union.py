@@ -149,3 +149,15 @@ def test_selected_rules_that_read_no_cpp_skip_cpp_files(tmp_path: Path) -> None:
     checked = run_static(files, replace(opts, select=("KC1",)))
     assert engine.last_stats.skipped == 1  # now the Python file
     assert any(f.code == "KC000" for f in checked[0].findings)  # a parse error is still reported
+
+
+def test_a_missing_header_is_reported_from_the_preamble_parse(tmp_path: Path) -> None:
+    """A file that includes a header nobody installed fails the same way with and without
+    the preamble, so it is not parsed a second time (plainly) to find that out."""
+    root, cache = new_tree(tmp_path)
+    path = kernel(root, "needs_cutlass", "#include <sgl_kernel/alpha.h>\n#include <kc_not_installed/lib.h>")
+    results = run_static([path], options(root, cache))
+    expected = plain([path], root)
+    assert findings(results) == expected
+    assert "kc_not_installed/lib.h" in next(f.message for f in expected[0] if f.code == "KC000")
+    assert preamble_parse(root, cache, path).preamble is not None

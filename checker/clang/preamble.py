@@ -10,9 +10,17 @@ Which headers (a `Recipe`; `strategy` "union", the default):
 * ``project``: every header under the `sgl_kernel/` of the first `-I` directory that
   holds one, in path order (a union: a file sees the whole header library, not only what
   it includes; see "Semantics" below).
-* ``external``: what those headers include from outside `sgl_kernel/` (tvm-ffi, dlpack,
-  the standard library, CUDA). Used for the files that are themselves inside the project
-  preamble -- the `sgl_kernel/` headers -- which a PCH containing them would hide.
+* ``external``: what those headers include unconditionally (outside any `#if` block, so a
+  ROCm-only header is not) from outside `sgl_kernel/` (tvm-ffi, dlpack, the standard
+  library, CUDA). Used for the files that are themselves inside the project preamble --
+  the `sgl_kernel/` headers -- which a PCH containing them would hide, and for files that
+  include no `sgl_kernel/` header.
+
+These tiers do not depend on which files a run checks, so a one-file run (pre-commit)
+finds the preamble a full run built. Every file of a tree parses against the same
+project preamble whatever subset of the headers it includes; each include of the
+generated header is guarded by `__has_include`, so a header missing on this machine is
+left out instead of failing the build.
 * ``base``: no header at all: only what the flags force-include (the hermetic prelude or
   clang's CUDA runtime wrapper), for files inside the external preamble.
 
@@ -30,14 +38,24 @@ Correctness:
   rebuild. Builds run under a file lock; the PCH is written to a temporary file and
   renamed, under a fresh name, so a concurrent reader keeps the old one.
 * A preamble whose build has errors is never used as is: the top-level headers whose
-  include closure holds an error are left out and it is rebuilt once; still failing, the
-  recipe is recorded as failed (for those header contents) and the next tier is tried.
+  include closure holds an error are left out and it is rebuilt (`BUILD_ATTEMPTS` in all:
+  a fatal error hides the errors after it); still failing, the recipe is recorded as
+  failed (for those header contents) and the next tier is tried.
 * After a parse against a preamble, each `#include` the file (or a header it entered)
   spells must resolve to a header the PCH holds or that the parse entered itself;
   anything else (a different header whose include guard the PCH had defined) means the
   union changed what the file sees, and the file is parsed plainly. A file that `#define`s
   or `#undef`s a macro before its last `#include` is parsed plainly (the PCH was built
-  without that macro). A fatal error, a load failure or a corrupt PCH: plain parse.
+  without that macro). A load failure, a corrupt or stale PCH (a fatal error about it): plain
+  parse; a fatal error of the file's own (a missing header) is checked like any error.
+* Then (`_deviates`), with the file's include closure (forced includes, its own
+  directives, the PCH's include graph) against the rest of the PCH: the file is parsed
+  plainly when it uses a declaration or macro only the rest declares (`#ifdef`/`defined()`
+  of such a macro count as uses); when a header of its closure was preprocessed in the
+  build with a macro of the rest (a macro-sensitive include: the union put that header
+  first); when an error, or a note attached to one, lies in the rest (an ambiguous call,
+  a redefinition); or when an error lies in a PCH header the file entered again (one
+  without an include guard, defined twice).
 
 Semantics of the union (accepted, and the reason "exact" exists): a header in the
 preamble that the file does not include still declares its names, so a file that forgot
@@ -420,14 +438,18 @@ class PreambleCache:
                     return unit
                 if outcome != "rejected":
                     break
-            if outcome in ("fatal", "deviates"):
+            if outcome == "deviates":
                 break  # the file itself decides: a lower tier would not change that
         self.stats.plain += 1
         return None
 
     def _parse_with(self, preamble: Preamble, name: str, source: str | bytes,
                     args: list[str]) -> tuple[ParsedUnit | None, str]:
-        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "fatal", "deviates"."""
+        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates".
+
+        A fatal error of the file's own (a header it includes is missing: cutlass nobody
+        installed) is no reason for a plain parse, which would stop at the same place
+        after parsing every header again; it goes through the same checks as any error."""
         ci = cindex()
         used = [*args, "-include-pch", str(preamble.pch)]
         try:
@@ -436,11 +458,9 @@ class PreambleCache:
             self.reject(preamble)
             return None, "rejected"
         fatal = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Fatal]
-        if fatal:
-            if any(_is_pch_problem(d, preamble.pch) for d in fatal):
-                self.reject(preamble)
-                return None, "rejected"
-            return None, "fatal"
+        if any(_is_pch_problem(d, preamble.pch) for d in fatal):
+            self.reject(preamble)
+            return None, "rejected"
         entered = entered_files(tu)
         graph = preamble.graph
         if graph is None:
@@ -482,10 +502,12 @@ class PreambleCache:
 
     def _includes_agree(self, directives: list[tuple[str, str | None]], preamble: Preamble,
                         entered: Iterable[str]) -> bool:
-        """Every `#include` this parse saw resolved to a header it entered or the PCH holds."""
+        """Every `#include` this parse saw resolved to a header it entered or the PCH holds
+        (or to nothing: a missing header is missing from a plain parse too, since these
+        directives are the file's and its own headers', searched from the same places)."""
         known = set(preamble.realpaths)
         known.update(self._real(p) for p in entered)
-        return all(target is not None and self._real(target) in known for _, target in directives)
+        return all(target is None or self._real(target) in known for _, target in directives)
 
     def _real(self, path: str) -> str:
         try:
