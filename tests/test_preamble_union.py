@@ -41,9 +41,11 @@ def kernel(root: Path, name: str, head: str, body: str = "") -> Path:
     return path
 
 
-def preamble_parse(root: Path, cache: Path, path: Path):
-    return parse_file(path, path.read_bytes(), resolve_settings("hermetic"),
+def tier(root: Path, cache: Path, path: Path) -> str:
+    """Which preamble the file's parse used ("project", "external", "base"), or "plain"."""
+    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"),
                       PreambleCache(static_root(cache) / "preamble"))
+    return unit.preamble.recipe.tier if unit.preamble is not None else "plain"
 
 
 def test_files_with_different_include_sets_share_one_preamble(tmp_path: Path) -> None:
@@ -81,8 +83,8 @@ def test_a_header_preprocessed_with_a_macro_of_a_header_the_file_does_not_includ
     assert findings(results) == expected
     assert sum(f.code == "KC101" for f in expected[0]) == 1  # copy_only_zeta only
     assert sum(f.code == "KC101" for f in expected[1]) == 2  # and zeta_copy
-    assert preamble_parse(root, cache, only_zeta).preamble is None
-    assert preamble_parse(root, cache, with_beta).preamble is not None
+    assert tier(root, cache, only_zeta) == "external"  # not the union that holds beta.h
+    assert tier(root, cache, with_beta) == "project"
 
 
 def test_an_error_that_involves_a_header_the_file_does_not_include_parses_plainly(tmp_path: Path) -> None:
@@ -96,7 +98,7 @@ def test_an_error_that_involves_a_header_the_file_does_not_include_parses_plainl
     expected = plain([path], root)
     assert findings(results) == expected
     assert not any(f.code == "KC000" for f in expected[0])
-    assert preamble_parse(root, cache, path).preamble is None
+    assert tier(root, cache, path) == "external"
 
 
 def test_a_header_without_include_guard_is_parsed_plainly_when_entered_again(tmp_path: Path) -> None:
@@ -109,8 +111,8 @@ def test_a_header_without_include_guard_is_parsed_plainly_when_entered_again(tmp
     expected = plain([user, other], root)
     assert findings(results) == expected
     assert not any(f.code == "KC000" for r in expected for f in r)
-    assert preamble_parse(root, cache, user).preamble is None  # raw.h would be defined twice
-    assert preamble_parse(root, cache, other).preamble is not None
+    assert tier(root, cache, user) == "external"  # in the union raw.h would be defined twice
+    assert tier(root, cache, other) == "project"
 
 
 def test_conditional_and_missing_includes_stay_out_of_the_way(tmp_path: Path) -> None:
@@ -160,4 +162,4 @@ def test_a_missing_header_is_reported_from_the_preamble_parse(tmp_path: Path) ->
     expected = plain([path], root)
     assert findings(results) == expected
     assert "kc_not_installed/lib.h" in next(f.message for f in expected[0] if f.code == "KC000")
-    assert preamble_parse(root, cache, path).preamble is not None
+    assert tier(root, cache, path) == "project"

@@ -93,6 +93,7 @@ BUILD_ATTEMPTS = 3  # a build with errors leaves their headers out and tries aga
 _LAYOUT = "pch-v2"  # v2: `__has_include` guards, macro uses across headers in the graph
 
 _ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
+_QUOTED_INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"', re.M)
 _ANY_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|include_next|import)\b", re.M)
 _MACRO_CHANGE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
 _CONDITION_OPEN_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
@@ -234,9 +235,10 @@ class PreambleCache:
         own = [m.decode("utf-8", "replace").strip() for m in _ANGLE_INCLUDE_RE.findall(data)]
         found = []
         project = self._project(arguments)
-        if project is not None and own:
-            # A file that includes no `sgl_kernel/` header gets no `sgl_kernel/` declarations.
-            wants_project = any(h.startswith("sgl_kernel/") for h in own)
+        if project is not None and _ANY_INCLUDE_RE.search(data):
+            # A file that includes no `sgl_kernel/` header, itself or through a header of
+            # its own (`"..."`), gets no `sgl_kernel/` declarations.
+            wants_project = any(h.startswith("sgl_kernel/") for h in own) or _QUOTED_INCLUDE_RE.search(data)
             if wants_project and project.project and main not in project.realpaths:
                 found.append(Recipe("project", arguments, project.project))
             if project.external:
@@ -437,9 +439,7 @@ class PreambleCache:
                     self.stats.parsed += 1
                     return unit
                 if outcome != "rejected":
-                    break
-            if outcome == "deviates":
-                break  # the file itself decides: a lower tier would not change that
+                    break  # "deviates": a smaller preamble (the next tier) may not
         self.stats.plain += 1
         return None
 
@@ -561,6 +561,7 @@ def _inclusion_graph(tu: Any) -> dict[str, Any]:
     edges: dict[str, list[str]] = {}
     files: dict[str, int] = {}
     uses: dict[int, set[int]] = {}
+    guarded: dict[str, bool] = {}
     for cursor in tu.cursor.get_children():
         kind = cursor.kind
         if kind != inclusion and kind != expansion:
@@ -572,12 +573,24 @@ def _inclusion_graph(tu: Any) -> dict[str, Any]:
             if target is not None:
                 edges.setdefault(source or main, []).append(target.name)
             continue
+        if not source or not _guarded(tu, location, guarded):
+            continue  # a header without a guard (`stddef.h` and its `__need_size_t`) is read
+            # again by every includer, which sets it up: its parse is the includer's business
         definition = cursor.referenced
         home = definition.location.file if definition is not None else None
-        if source and home is not None and home.name != source:
+        if home is not None and home.name != source:
             uses.setdefault(files.setdefault(source, len(files)), set()).add(files.setdefault(home.name, len(files)))
     return {"main": main, "forced": forced, "edges": edges, "files": list(files),
             "macro_uses": {str(user): sorted(used) for user, used in uses.items()}}
+
+
+def _guarded(tu: Any, file: Any, memo: dict[str, bool]) -> bool:
+    """Whether clang read `file` once and skips it from then on (an include guard or
+    `#pragma once`)."""
+    known = memo.get(file.name)
+    if known is None:
+        known = memo[file.name] = bool(cindex().conf.lib.clang_isFileMultipleIncludeGuarded(tu, file))
+    return known
 
 
 def _closure(graph: dict[str, Any], directives: list[tuple[str, str | None]], main: str,
@@ -669,7 +682,7 @@ def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: 
         known = outside_names.get(name)
         if known is None:
             known = outside_names[name] = real(name) in outside
-        return known
+        return known and not (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor))
 
     stack = list(tu.cursor.get_children())  # the file's and its non-preamble headers' own
     for cursor in stack:
@@ -724,6 +737,15 @@ def _unconditional_includes(data: bytes) -> list[str]:
                 guard_open = True
             depth += 1
     return found
+
+
+def _is_implicit_builtin(declaration: Any) -> bool:
+    """clang declares a builtin function (`__syncthreads`, `__shfl_xor_sync`) where it is
+    first used, so its declaration's extent is that use's name alone; every parse has it,
+    whichever header happened to use it first in the union."""
+    extent = declaration.extent
+    start, end = extent.start, extent.end
+    return start.line == end.line and end.column - start.column == len(declaration.spelling)
 
 
 def _changes_macros_before_includes(data: bytes) -> bool:
