@@ -318,6 +318,8 @@ def main() -> int:
     parser.add_argument("--compare-exact", action="store_true",
                         help="also run a cold check with one preamble per distinct include list")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
+    parser.add_argument("--report", type=Path,
+                        help="also write the cold run's findings (`--format json`) to this file, to compare runs")
     parser.add_argument("--keep", action="store_true", help="keep the generated tree and caches")
     parser.add_argument("--no-bytecode", action="store_true",
                         help="keep PYTHONDONTWRITEBYTECODE as set (default: compile .pyc files once, as pip does)")
@@ -384,6 +386,8 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
         path.write_text(original, encoding="utf-8")
     figures["cold"] = _figure(cold)
     figures["warm"] = _figure(warm)
+    if args.report:
+        args.report.write_text(cold["stdout"])
     figures["cold"]["kc000_files"] = _kc000_files(cold["stdout"])
     figures["cold"]["timed_out_files"] = _kc000_files(cold["stdout"], "took longer than file-timeout")
     figures["one_changed"] = {"seconds": statistics.median(r["seconds"] for r in one),
