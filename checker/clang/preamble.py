@@ -50,7 +50,8 @@ Correctness:
   parse; a fatal error of the file's own (a missing header) is checked like any error.
 * Then (`_deviates`), with the file's include closure (forced includes, its own
   directives, the PCH's include graph) against the rest of the PCH: the file is parsed
-  plainly when it uses a declaration or macro only the rest declares (`#ifdef`/`defined()`
+  against the next smaller preamble (the last, `base`, holds only forced includes), else
+  plainly, when it uses a declaration or macro only the rest declares (`#ifdef`/`defined()`
   of such a macro count as uses); when a header of its closure was preprocessed in the
   build with a macro of the rest (a macro-sensitive include: the union put that header
   first); when an error, or a note attached to one, lies in the rest (an ambiguous call,
@@ -478,7 +479,7 @@ class PreambleCache:
 
     def _deviates(self, tu: Any, name: str, preamble: Preamble, included: list[str],
                   entered: Iterable[str]) -> bool:
-        """Whether the union may have changed what the file sees (then it is parsed plainly):
+        """Whether the union may have changed what the file sees (then the next tier is tried):
         it uses a declaration or macro of a PCH header its own includes do not reach (an
         `#ifdef` or `defined()` of a defined macro counts: clang records it as a use); a
         header it does include was preprocessed with a macro of such a header (the union
