@@ -42,7 +42,8 @@ class BuildTarget:
     csrc_root: str
     source: str  # the kernel source findings point at
     extra_cuda_cflags: tuple[str, ...] = ()
-    # searched before the bundled include/ (a kernel tree with its own sgl_kernel/ headers)
+    # configured include directories (includes.sgl_include_dirs puts them after the
+    # repository's own include/ and before the bundled one)
     include_dirs: tuple[str, ...] = ()
     # per-kernel register budgets (kernel identifier -> registers); "default" for the rest
     register_budget: Mapping[str, int] = field(default_factory=dict)
@@ -141,13 +142,43 @@ def compile_error_finding(outcome: BuildOutcome) -> Finding:
 def kernel_identifier(name: str) -> str:
     """The kernel's own name: ``void sglang::scale_kernel<__half, 8>(...)`` -> ``scale_kernel``.
 
-    A mangled name (no demangler found) is read as Itanium length-prefixed parts, the last
-    before the template arguments or the end of the nested name.
+    Template argument lists and the parameter list are dropped first (they hold parentheses
+    and names of their own), and ``(anonymous namespace)`` with them (compute-sanitizer
+    spells it ``<unnamed>``, which goes with the template brackets), so a kernel in an
+    anonymous namespace keeps its name. A mangled name (no demangler found) is read as
+    Itanium length-prefixed parts, the last before the template arguments or the end of
+    the nested name.
     """
     if name.startswith("_Z"):
         return _last_mangled_part(name)
-    words = re.findall(r"\w+", name.split("<", 1)[0].split("(", 1)[0])
+    bare = _strip_bracketed(name, "<", ">").replace("(anonymous namespace)", "")
+    words = re.findall(r"\w+", _without_parameters(bare.strip()))
     return words[-1] if words else name
+
+
+def _without_parameters(signature: str) -> str:
+    """``void f(float (*)[4])`` -> ``void f``: the trailing balanced parenthesis group removed."""
+    if not signature.endswith(")"):
+        return signature
+    depth = 0
+    for pos in range(len(signature) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(signature[pos], 0)
+        if depth == 0:
+            return signature[:pos]
+    return signature
+
+
+def _strip_bracketed(text: str, opening: str, closing: str) -> str:
+    """``text`` without its (nested) ``opening ... closing`` groups."""
+    kept, depth = [], 0
+    for char in text:
+        if char == opening:
+            depth += 1
+        elif char == closing and depth:
+            depth -= 1
+        elif not depth:
+            kept.append(char)
+    return "".join(kept)
 
 
 def _last_mangled_part(mangled: str) -> str:
@@ -242,25 +273,18 @@ def read_manifest(path: Path) -> dict[str, object] | None:
     return values if all(f in values for f in MANIFEST_FIELDS) else None
 
 
-def _csrc_root(path: Path, first_file: str) -> Path:
-    """The ancestor of a wrapper that its CUDA_FILES are relative to."""
-    for directory in path.parents:
-        if (directory / first_file).is_file():
-            return directory
-    return path.parent
-
-
-def wrapper_targets(path: Path, budgets: Mapping[str, int]) -> list[BuildTarget]:
-    """One target per INSTANTIATIONS pair of a wrapper manifest."""
+def wrapper_targets(path: Path, budgets: Mapping[str, int],
+                    include_dirs: tuple[str, ...] = ()) -> list[BuildTarget]:
+    """One target per INSTANTIATIONS pair of a wrapper manifest (`include_dirs`: configured)."""
     manifest = read_manifest(path)
     if manifest is None:
         return []
     files = tuple(str(f) for f in manifest["CUDA_FILES"])  # type: ignore[union-attr]
-    root = _csrc_root(path, files[0])
+    root = jit.find_csrc_root(path.parent, files[0]) or path.parent
     flags = tuple(str(f) for f in manifest.get("EXTRA_CUDA_CFLAGS", ()))  # type: ignore[union-attr]
     return [
         BuildTarget(label=f"{path.stem}:{symbol}", marker=("wrapper", path.stem, str(i)), cuda_files=files,
                     wrappers=((export, symbol),), csrc_root=str(root), source=str(root / files[0]),
-                    extra_cuda_cflags=flags, register_budget=budgets)
+                    extra_cuda_cflags=flags, include_dirs=include_dirs, register_budget=budgets)
         for i, (export, symbol) in enumerate(manifest["INSTANTIATIONS"])  # type: ignore[union-attr]
     ]

@@ -3,7 +3,9 @@
 Layout under the cache root (`--cache-dir`, else `KERNEL_CHECK_CACHE_DIR`, else
 `$XDG_CACHE_HOME/kernel-check`)::
 
-    static-v1/results/<ab>/<key>.json   one file's filtered findings (result_cache.py)
+    CACHEDIR.TAG                        written when the root is created: `clean` deletes
+                                        only a directory that carries it
+    static-v1/results/<ab>/<key>.json   one file's findings before selection (result_cache.py)
     static-v1/depsets/<id>.json         a shared list of (header, content hash) pairs
     static-v1/preamble/<recipe>/...     precompiled preambles (clang/preamble.py)
     jit/...                             the JIT build cache (jit.py)
@@ -23,6 +25,10 @@ import tempfile
 from pathlib import Path
 
 STATIC_LAYOUT = "static-v1"
+CACHE_TAG = "CACHEDIR.TAG"
+_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"  # the Cache Directory Tagging spec
+             "# This directory is a cache created by kernel-check; `kernel-check clean` removes it.\n")
+_LAYOUT = frozenset({STATIC_LAYOUT, "jit", CACHE_TAG})  # what kernel-check itself puts in a cache root
 
 
 def cache_root(explicit: Path | None = None) -> Path:
@@ -40,10 +46,41 @@ def static_root(explicit: Path | None = None) -> Path:
     return cache_root(explicit) / STATIC_LAYOUT
 
 
+class NotACache(Exception):
+    """`clean` was pointed at a directory that kernel-check did not create (one line, exit 2)."""
+
+
+def mark_cache_root(root: Path) -> None:
+    """Tag `root` as a kernel-check cache (`CACHEDIR.TAG`, which backup tools also honour) when
+    this run creates it, or finds it empty or holding only kernel-check's own layout (a cache
+    of an older version). A directory with anything else in it is used but never tagged, so
+    `clean` cannot be talked into deleting it. Best effort: a read-only place costs nothing."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if (root / CACHE_TAG).exists() or any(entry.name not in _LAYOUT for entry in root.iterdir()):
+            return
+    except OSError:
+        return
+    atomic_write(root / CACHE_TAG, _TAG_TEXT.encode())
+
+
+def is_marked_cache(root: Path) -> bool:
+    """Whether `root` holds the tag `mark_cache_root` writes."""
+    data = read_bytes(root / CACHE_TAG)
+    return data is not None and data.startswith(_TAG_TEXT.splitlines()[0].encode()) and b"kernel-check" in data
+
+
 def clean_cache(explicit: Path | None = None) -> str:
+    """Remove the cache root; "" when there is none. Raises `NotACache` for a directory that
+    does not carry kernel-check's tag (or is a symbolic link): nothing is deleted then."""
     root = cache_root(explicit)
+    if root.is_symlink():
+        raise NotACache(f"{root}: is a symbolic link, not a kernel-check cache directory; nothing removed")
     if not root.exists():
         return ""
+    if not root.is_dir() or not is_marked_cache(root):
+        raise NotACache(f"{root}: not a kernel-check cache (no {CACHE_TAG} written by kernel-check); "
+                        "nothing removed")
     shutil.rmtree(root, ignore_errors=True)
     return str(root)
 

@@ -1,10 +1,4 @@
-"""The `kernel-check` command line.
-
-    kernel-check [PATH ...] [options]      static check (default: the current directory)
-    kernel-check rule CODE                 print a rule's documentation
-    kernel-check rules                     list every code
-    kernel-check clean                     remove the cache directory
-    kernel-check build|test|sanitize ...   the build check and the dynamic harness
+"""The `kernel-check` command line (`SUBCOMMANDS_HELP` below is what `--help` lists).
 
 Exit codes: 0 clean, 1 findings that fail the gate, 2 usage, configuration or internal error.
 """
@@ -20,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import __version__
 from .clang.parse import ParseConfigError, resolve_settings
-from .config import Config, ConfigError, load_config
+from .config import Config, ConfigError, load_config, print_warnings, real_path
 from .discover import DiscoveryError, discover
 from .finding import Finding, Severity
 from .registry import all_rules, get_rule
@@ -29,16 +23,31 @@ if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` n
     from .baseline import Baseline
     from .diff import DiffScope
     from .engine import FileResult, RunOptions
+    from .fix import FileFix
+    from .progress import Progress
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 HARNESS_COMMANDS = ("build", "test", "sanitize")
+SUBCOMMANDS_HELP = """\
+commands:
+  kernel-check [PATH ...]        static check (default: the current directory)
+  kernel-check rules             list every rule code
+  kernel-check rule CODE         print a rule's documentation
+  kernel-check clean             remove the cache directory kernel-check created
+  kernel-check build PATH ...    compile every declared instantiation with nvcc (KC600-KC602)
+  kernel-check test PATH ...     the dynamic harness on a GPU (docs/harness.md)
+  kernel-check sanitize -- CMD   run a command under compute-sanitizer
+
+`kernel-check COMMAND --help` describes a command's options."""
+HUMAN_FORMATS = ("text", "concise")  # what a person reads: colors, a progress display
+PROGRESS_DELAY_S = 2.0  # a run shorter than this shows no progress line
 
 
 class UsageError(Exception):
     """A bad command line; argparse-style one-line message and exit code 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
         raise UsageError(message)
 
@@ -47,21 +56,38 @@ def _comma_list(value: str) -> list[str]:
     return [item.strip().upper() for item in value.split(",") if item.strip()]
 
 
+def add_selection_options(group: argparse._ActionsContainer) -> None:
+    """`--select`/`--ignore` (repeated flags accumulate) and `--exit-zero`: the same for the
+    static check, `build` and `test`."""
+    group.add_argument("--select", type=_comma_list, action="extend", default=[], metavar="CODES",
+                       help="codes or prefixes to enable, comma-separated (repeatable; replaces config `select`)")
+    group.add_argument("--ignore", type=_comma_list, action="extend", default=[], metavar="CODES",
+                       help="codes or prefixes to disable, comma-separated (repeatable; adds to config `ignore`)")
+    group.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+
+
 def build_check_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kernel-check", description="Static checks for JIT-style CUDA kernels.")
+    from .report import FORMATS
+
+    parser = OneLineParser(prog="kernel-check", description="Static checks for JIT-style CUDA kernels.",
+                           epilog=SUBCOMMANDS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
     parser.add_argument("--version", action="version", version=f"kernel-check {__version__}")
     output = parser.add_argument_group("output")
-    output.add_argument("--format", default="text", choices=("text", "json", "sarif", "github", "junit"))
-    output.add_argument("--output", "-o", type=Path, help="write the report to FILE")
+    output.add_argument("--output-format", "--format", dest="format", default="text", choices=FORMATS,
+                        help="report format; `concise` is one line per finding")
+    output.add_argument("--output", "-o", type=Path, metavar="FILE", help="write the report to FILE")
     output.add_argument("--statistics", action="store_true", help="counts per code instead of findings")
-    output.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    output.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="ANSI colors in text output; `auto`: on a terminal, or when FORCE_COLOR is set, "
+                             "never when NO_COLOR is set")
     output.add_argument("--quiet", "-q", action="store_true", help="no summary line in text output")
+    output.add_argument("--stdin-filename", type=Path, metavar="PATH",
+                        help="check standard input as the contents of PATH (config, includes and "
+                             "per-file-ignores as for PATH; the file itself is not read or written)")
     rules = parser.add_argument_group("rule selection")
-    rules.add_argument("--select", type=_comma_list, default=[], help="codes or prefixes to enable")
-    rules.add_argument("--ignore", type=_comma_list, default=[], help="codes or prefixes to disable")
+    add_selection_options(rules)
     rules.add_argument("--strict", action="store_true", help="warnings fail the run")
-    rules.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     config = parser.add_argument_group("configuration")
     config.add_argument("--config", type=Path, help="a pyproject.toml or kernel-check TOML file")
     config.add_argument("--mode", choices=("auto", "system", "hermetic"), help="parse mode")
@@ -86,7 +112,11 @@ def build_check_parser() -> argparse.ArgumentParser:
                           help="hide the findings recorded in FILE (default: config `baseline`)")
     adoption.add_argument("--write-baseline", type=Path, metavar="FILE",
                           help="record the current findings in FILE, then exit 0")
-    parser.add_argument("--fix", action="store_true", help="apply safe fixes, then report what remains")
+    fixes = parser.add_mutually_exclusive_group()
+    fixes.add_argument("--fix", action="store_true", help="apply safe fixes, then report what remains")
+    fixes.add_argument("--fix-diff", action="store_true",
+                       help="print the safe fixes as a unified diff and write nothing (exit 1 when there "
+                            "is one); not `--diff`, which limits the report to changed lines")
     return parser
 
 
@@ -98,6 +128,8 @@ class CheckRun:
     results: list[FileResult]
     diff: DiffScope | None = None
     baseline: Baseline | None = None
+    fixed: int = 0  # fixes `--fix` applied
+    planned: dict[str, FileFix] | None = None  # what `--fix-diff` would change
 
     @property
     def findings(self) -> list[Finding]:
@@ -108,18 +140,43 @@ class CheckRun:
         return sum(r.suppressed for r in self.results)
 
 
-def _load(args: argparse.Namespace) -> tuple[Config, list[Path]]:
-    paths = args.paths or [Path(".")]
-    config = load_config(paths[0] if paths[0].exists() else Path("."), args.config)
+def _load(args: argparse.Namespace) -> tuple[Config, list[Path], dict[Path, bytes]]:
+    """The configuration, the files to check, and the buffers that stand for files (stdin)."""
+    paths = [args.stdin_filename] if args.stdin_filename is not None else args.paths or [Path(".")]
+    start = next((p for p in (paths[0], paths[0].parent) if p.exists()), Path("."))
+    config = load_config(start, args.config)
+    print_warnings(config)
     config = config.with_overrides(mode=args.mode, strict=True if args.strict else None)
-    return config, discover(paths, config, force_exclude=args.force_exclude)
+    if args.stdin_filename is None:
+        return config, discover(paths, config, force_exclude=args.force_exclude), {}
+    return config, *_stdin_buffer(args, config)
+
+
+def _stdin_buffer(args: argparse.Namespace, config: Config) -> tuple[list[Path], dict[Path, bytes]]:
+    """`--stdin-filename PATH`: standard input checked as PATH's contents (an editor's buffer)."""
+    from .discover import SOURCE_SUFFIXES, is_source
+    from .globs import matches_any
+
+    path = args.stdin_filename
+    if args.paths and args.paths != [Path("-")]:
+        raise UsageError("--stdin-filename checks standard input: give no PATH with it (or `-`)")
+    for flag, given in (("--fix", args.fix), ("--diff", args.diff), ("--write-baseline", args.write_baseline)):
+        if given:
+            hint = "; --fix-diff shows the fixes" if flag == "--fix" else ""
+            raise UsageError(f"{flag} cannot be combined with --stdin-filename{hint}")
+    if not is_source(path):
+        raise UsageError(f"--stdin-filename {path}: not a C++/CUDA or Python source "
+                         f"(expected one of {', '.join(SOURCE_SUFFIXES)})")
+    data = sys.stdin.buffer.read()
+    if args.force_exclude and matches_any(config.relative(path), config.get("exclude")):
+        return [], {}
+    return [path], {path: data}
 
 
 def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
     from .engine import RunOptions
 
-    include_dirs = tuple(str((config.root / d).resolve()) for d in config.get("include-dirs"))
-    include_dirs += tuple(str(Path(d).resolve()) for d in args.include_dirs)
+    include_dirs = config.include_dirs() + tuple(str(real_path(Path(d))) for d in args.include_dirs)
     defines = tuple(config.get("defines")) + tuple(args.defines)
     settings = resolve_settings(config.get("mode"), include_dirs, defines, config.get("arch"))
     return RunOptions(config, settings, tuple(args.select), tuple(args.ignore),
@@ -127,7 +184,7 @@ def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
 
 
 def _cache_options(args: argparse.Namespace) -> CacheOptions:
-    from .cache import static_root
+    from .cache import cache_root, mark_cache_root, static_root
     from .engine import CacheOptions
 
     preamble = os.environ.get("KERNEL_CHECK_PREAMBLE", "union")
@@ -135,6 +192,7 @@ def _cache_options(args: argparse.Namespace) -> CacheOptions:
         raise UsageError(f"KERNEL_CHECK_PREAMBLE must be union, exact or off, got {preamble!r}")
     if args.no_cache:
         return CacheOptions(None, results=False, preamble=preamble)
+    mark_cache_root(cache_root(args.cache_dir))
     return CacheOptions(static_root(args.cache_dir), preamble=preamble)
 
 
@@ -160,30 +218,85 @@ def run_check(args: argparse.Namespace) -> CheckRun:
     from .registry import load_rules
 
     load_rules()
-    config, files = _load(args)
+    config, files, buffers = _load(args)
     diff, baseline = _adoption_inputs(args, config)
     if diff is not None:
         files = [f for f in files if diff.touches(f)]  # findings elsewhere are outside the diff
     options = _run_options(config, args)
-    results = run_static(files, options)
-    if args.fix:
-        from .fix import apply_fixes
+    progress = _progress(args)
+    try:
+        results = _with_buffer_lines(run_static(files, options, progress, buffers), buffers)
+    finally:
+        progress.close()
+    run = CheckRun(config, results, diff, baseline)
+    if not (args.fix or args.fix_diff):
+        return run
+    from .fix import apply_fixes, plan_fixes
 
-        # fix what the run reports: not findings the baseline hides or outside --diff (KC000s
-        # stay in, so that apply_fixes keeps away from files that did not fully parse)
-        reported = set(_adopt(CheckRun(config, results, diff, baseline), args)[0])
-        fixed = apply_fixes([f for r in results for f in r.findings if f in reported or f.code == "KC000"])
-        if fixed:
-            changed = [Path(p) for p in fixed]
-            rerun = {r.path: r for r in run_static(changed, options)}
-            results = [rerun.get(r.path, r) for r in results]
-    return CheckRun(config, results, diff, baseline)
+    # fix what the run reports: not findings the baseline hides or outside --diff (KC000s
+    # stay in, so that the fixer keeps away from files that did not fully parse)
+    reported = set(_adopt(run, args)[0])
+    fixable = [f for r in results for f in r.findings if f in reported or f.code == "KC000"]
+    if args.fix_diff:
+        run.planned = plan_fixes(fixable, {str(path): data for path, data in buffers.items()})
+        return run
+    fixed = apply_fixes(fixable)
+    if fixed:
+        rerun = {r.path: r for r in run_static([Path(p) for p in fixed], options)}
+        run.results = [rerun.get(r.path, r) for r in results]
+        run.fixed = sum(fixed.values())
+    return run
+
+
+def _progress(args: argparse.Namespace) -> Progress:
+    """A live line on stderr for a long run: only when a person watches (stderr and the
+    report's destination are terminals) and the report is for a person."""
+    from .progress import Progress
+
+    watched = (args.format in HUMAN_FORMATS and args.stdin_filename is None and _is_terminal(sys.stderr)
+               and (args.output is not None or _is_terminal(sys.stdout)))
+    return Progress(sys.stderr, live=watched, log=False, delay=PROGRESS_DELAY_S)
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+
+
+def _with_buffer_lines(results: list[FileResult], buffers: dict[Path, bytes]) -> list[FileResult]:
+    """Findings in a buffer (stdin) carry their source line: the report cannot read it from disk."""
+    if not buffers:
+        return results
+    from dataclasses import replace
+
+    from .model import split_lines
+
+    for result in results:
+        data = buffers.get(Path(result.path))
+        if data is not None:
+            lines = split_lines(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace"))
+            result.findings = [replace(f, source_line=lines[f.line - 1]) if 1 <= f.line <= len(lines) else f
+                               for f in result.findings]
+    return results
 
 
 def _adoption_inputs(args: argparse.Namespace, config: Config) -> tuple[DiffScope | None, Baseline | None]:
     """Validate codes, then load `--diff` and the baseline before the (slow) run."""
     from .baseline import configured_path, load_baseline
     from .diff import load_diff
+
+    validate_selection(args, config)
+    if getattr(args, "write_baseline", None) is not None and getattr(args, "diff", None):
+        raise UsageError("--write-baseline records every finding; it cannot be combined with --diff")
+    diff = load_diff(args.diff, (args.paths or [Path(".")])[0]) if getattr(args, "diff", None) else None
+    path = None if getattr(args, "write_baseline", None) else configured_path(getattr(args, "baseline", None), config)
+    return diff, (load_baseline(path) if path is not None else None)
+
+
+def validate_selection(args: argparse.Namespace, config: Config) -> None:
+    """`--select`/`--ignore` and the configured codes name rules (a typo is an error, as in ruff)."""
     from .filter import unknown_selector
 
     for origin, codes in (("--select", args.select), ("--ignore", args.ignore)):
@@ -196,11 +309,6 @@ def _adoption_inputs(args: argparse.Namespace, config: Config) -> tuple[DiffScop
         if bad := next((c for c in codes if (get_rule(c) is None if exact else unknown_selector(c))), None):
             raise ConfigError(f"{config.source or config.root}: [tool.kernel-check] {key}: "
                               f"unknown rule code {'' if exact else 'or prefix '}'{bad}' (see `kernel-check rules`)")
-    if getattr(args, "write_baseline", None) is not None and getattr(args, "diff", None):
-        raise UsageError("--write-baseline records every finding; it cannot be combined with --diff")
-    diff = load_diff(args.diff, (args.paths or [Path(".")])[0]) if getattr(args, "diff", None) else None
-    path = None if getattr(args, "write_baseline", None) else configured_path(getattr(args, "baseline", None), config)
-    return diff, (load_baseline(path) if path is not None else None)
 
 
 def _coverage(run: CheckRun, args: argparse.Namespace):
@@ -248,13 +356,18 @@ def gate_fails(findings: list[Finding], strict: bool) -> bool:
     return any(f.severity.rank >= threshold for f in findings)
 
 
-def _use_color(choice: str, output: Path | None) -> bool:
+def use_color(choice: str, output: Path | None) -> bool:
+    """`--color`; `auto`: never into a file, never with NO_COLOR set, always with FORCE_COLOR
+    set (a CI log that renders colors), else when stdout is a terminal."""
     if choice != "auto":
         return choice == "always"
-    return output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    if output is not None or os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or _is_terminal(sys.stdout)
 
 
-def _emit(text: str, output: Path | None) -> None:
+def emit(text: str, output: Path | None) -> None:
+    """The report on stdout, or into `output` (a file that cannot be written is a usage error)."""
     if output is None:
         sys.stdout.write(text + ("\n" if text else ""))
     else:
@@ -271,23 +384,65 @@ def command_check(argv: Sequence[str]) -> int:
     run = run_check(args)
     if getattr(args, "write_baseline", None) is not None:
         return _write_baseline(run, args)
+    if run.planned is not None:
+        return _fix_diff(run, args)
     findings, hidden, fixed = _adopt(run, args)
     summary = Summary(files_checked=len(run.results), suppressed=run.suppressed,
-                      baseline_hidden=hidden, baseline_fixed=fixed)
+                      baseline_hidden=hidden, baseline_fixed=fixed, fixed=run.fixed)
     report = render(findings, args.format, root=run.config.root, statistics=args.statistics,
-                    summary=summary, color=_use_color(args.color, args.output))
-    if args.quiet and args.format == "text":
+                    summary=summary, color=use_color(args.color, args.output))
+    if args.quiet and args.format in HUMAN_FORMATS:
         report = "\n".join(line for line in report.splitlines() if not line.startswith(("Found ", "All checks")))
-    _emit(report, args.output)
+    emit(report, args.output)
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if gate_fails(findings, bool(run.config.get("strict"))) else EXIT_CLEAN
 
 
+def _fix_diff(run: CheckRun, args: argparse.Namespace) -> int:
+    """`--fix-diff`: the diff on stdout (or `-o`), a count on stderr; 1 when there is a fix."""
+    from .fix import unified_diff
+    from .report.common import display_path
+
+    planned = run.planned or {}
+    emit(unified_diff(planned, lambda path: display_path(path, run.config.root)).rstrip("\n"), args.output)
+    count = sum(fix.count for fix in planned.values())
+    print(f"Would fix {count} {'finding' if count == 1 else 'findings'} in {len(planned)} "
+          f"{'file' if len(planned) == 1 else 'files'}." if count else "No fixes available.", file=sys.stderr)
+    return EXIT_FINDINGS if count and not args.exit_zero else EXIT_CLEAN
+
+
+def _rule_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="kernel-check rule", description="Print a rule's documentation.")
+    parser.add_argument("code", help="a rule code, e.g. KC101 (`kernel-check rules` lists them)")
+    return parser
+
+
+def _rules_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="kernel-check rules", description="List every rule code.")
+    parser.add_argument("--output-format", "--format", dest="format", choices=("text", "json"), default="text",
+                        help="a table for people, or JSON for tools (default text)")
+    return parser
+
+
+def _clean_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="kernel-check clean",
+                           description="Remove kernel-check's cache directory (only one that kernel-check created).")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="the cache to remove (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)")
+    return parser
+
+
+def all_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser, by command (`check` is the static check): what --help shows."""
+    from .harness.cli import subcommand_parsers
+
+    return {"check": build_check_parser(), "rule": _rule_parser(), "rules": _rules_parser(),
+            "clean": _clean_parser(), **subcommand_parsers()}
+
+
 def command_rule(argv: Sequence[str]) -> int:
-    parser = _Parser(prog="kernel-check rule", description="Print a rule's documentation.")
-    parser.add_argument("code")
-    args = parser.parse_args(list(argv))
+    args = _rule_parser().parse_args(list(argv))
     registered = get_rule(args.code)
     if registered is None:
         raise UsageError(f"unknown rule code '{args.code}' (see `kernel-check rules`)")
@@ -299,9 +454,7 @@ def command_rule(argv: Sequence[str]) -> int:
 
 
 def command_rules(argv: Sequence[str]) -> int:
-    parser = _Parser(prog="kernel-check rules", description="List every rule code.")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
-    args = parser.parse_args(list(argv))
+    args = _rules_parser().parse_args(list(argv))
     rules = [r.meta for r in all_rules()]
     if args.format == "json":
         import json
@@ -319,9 +472,7 @@ def command_rules(argv: Sequence[str]) -> int:
 def command_clean(argv: Sequence[str]) -> int:
     from .cache import clean_cache
 
-    parser = _Parser(prog="kernel-check clean", description="Remove kernel-check's caches.")
-    parser.add_argument("--cache-dir", type=Path)
-    args = parser.parse_args(list(argv))
+    args = _clean_parser().parse_args(list(argv))
     removed = clean_cache(args.cache_dir)
     print(f"removed {removed}" if removed else "nothing to remove")
     return EXIT_CLEAN
@@ -345,9 +496,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """The errors that are the user's to fix: one line and exit 2, no traceback. (Imported
     here, on the error path: the `--diff` and baseline modules load where they are used.)"""
     from .baseline import BaselineError
+    from .cache import NotACache
     from .diff import DiffError
 
-    return UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError
+    return UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache
 
 
 def main(argv: Sequence[str] | None = None) -> int:

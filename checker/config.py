@@ -1,4 +1,5 @@
-"""Configure stage: `[tool.kernel-check]` in `pyproject.toml`, read as TOML data only.
+"""Configure stage: `kernel-check.toml` (keys at the top level) or `[tool.kernel-check]` in
+`pyproject.toml`, read as TOML data only.
 
 `OPTIONS` is the single description of every key: the loader validates against it and
 `docs/configuration.md` is generated from it (a test keeps the two in step).
@@ -6,6 +7,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,7 +40,8 @@ OPTIONS: tuple[Option, ...] = (
            '"system" or "hermetic".'),
     Option("include-dirs", "list[str]", [],
            "Extra include directories (relative to the project root), searched after the "
-           "discovered `include/` that holds `sgl_kernel/`."),
+           "discovered `include/` that holds `sgl_kernel/` and before the bundled header library "
+           "(the static check, `build` and `test` alike)."),
     Option("defines", "list[str]", [], 'Preprocessor definitions, e.g. ["USE_FOO=1"].'),
     Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
     Option("select", "list[str]", [],
@@ -60,7 +64,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("registered-tests-root", "str", "test/registered/",
            "KC506: the tree whose test_*.py / bench_*.py must register with CI."),
     Option("file-timeout", "float", 20.0,
-           "Seconds one file may take in the static pipeline before it becomes a KC000."),
+           "Seconds of CPU time one file may use in the static pipeline before it becomes a KC000 "
+           "(a busy machine slows a parse down but does not make it use more CPU). A file that "
+           "waits instead (a blocking read) is stopped at 3x this in wall-clock time, more on a "
+           "loaded machine (times the load average per CPU). The KC000 says which bound it hit."),
     Option("max-file-bytes", "int", 2_000_000,
            "Files larger than this are not parsed; they get one KC000 finding."),
 )
@@ -74,6 +81,7 @@ class Config:
     root: Path
     source: Path | None = None
     values: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # one line each: a table kernel-check does not read, and why
 
     def get(self, key: str) -> Any:
         return self.values.get(key, _BY_KEY[key].default)
@@ -87,22 +95,42 @@ class Config:
         override = self.get("severity").get(code)
         return Severity(override) if override else default
 
+    def include_dirs(self) -> tuple[str, ...]:
+        """`include-dirs`, resolved against the project root."""
+        return tuple(str(real_path(self.root / d)) for d in self.get("include-dirs"))
+
     def relative(self, path: Path) -> str:
         """POSIX path relative to the project root (as given when outside it)."""
         try:
-            return path.resolve().relative_to(self.root.resolve()).as_posix()
+            return real_path(path).relative_to(real_path(self.root)).as_posix()
         except ValueError:
             return path.as_posix()
 
 
+def real_path(path: Path) -> Path:
+    """`path` with symlinks resolved as far as they go: unlike `Path.resolve` before Python
+    3.13, a symlink loop is no error (the loop stays in the path; reading it then fails
+    with an OSError, which the pipeline reports as a finding for that file)."""
+    return Path(os.path.realpath(path))
+
+
+CONFIG_FILES = ("kernel-check.toml", ".kernel-check.toml")  # keys at the top level
+TABLE = "kernel-check"  # the pyproject.toml table: [tool.kernel-check]
+
+
 def find_project_root(start: Path) -> tuple[Path, Path | None]:
-    """The nearest ancestor with a `pyproject.toml` holding `[tool.kernel-check]`; else the
-    nearest with any `pyproject.toml` or `.git`; else `start` itself."""
-    start = start.resolve()
+    """The nearest ancestor with a `kernel-check.toml` (or `.kernel-check.toml`), or a
+    `pyproject.toml` holding `[tool.kernel-check]` (in one directory the first wins, as
+    `ruff.toml` does over `pyproject.toml`); else the nearest with any `pyproject.toml` or
+    `.git`; else `start` itself."""
+    start = real_path(start)
     if start.is_file():
         start = start.parent
     fallback: Path | None = None
     for directory in (start, *start.parents):
+        own = next((directory / name for name in CONFIG_FILES if (directory / name).is_file()), None)
+        if own is not None:
+            return directory, own
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
@@ -124,20 +152,57 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
         return Config(explicit.resolve().parent, explicit, _read_table(explicit))
     root, source = find_project_root(start)
     values = _read_table(source) if source else {}
-    return Config(root, source, values)
+    unread = root / "pyproject.toml"  # a pyproject.toml that may hold a misspelled table
+    warnings = _near_misses(unread) if unread.is_file() and unread != source else ()
+    if source is not None and source.name == "pyproject.toml":
+        warnings = _near_misses(source)
+    return Config(root, source, values, warnings)
 
 
-def _read_table(path: Path) -> dict[str, Any]:
+def print_warnings(config: Config) -> None:
+    """The configuration's warnings on stderr, one line each."""
+    for warning in config.warnings:
+        print(f"kernel-check: warning: {warning}", file=sys.stderr)
+
+
+def _read_document(path: Path) -> dict[str, Any]:
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: cannot read config: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = document.get("tool", {}).get("kernel-check", {}) if path.name == "pyproject.toml" else document
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    document = _read_document(path)
+    if path.name != "pyproject.toml" and "tool" in document:
+        raise ConfigError(f"{path}: a {path.name} holds the keys at its top level, not under [tool.{TABLE}]")
+    table = document.get("tool", {}).get(TABLE, {}) if path.name == "pyproject.toml" else document
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.kernel-check] must be a table")
     return {key: _validate(path, key, value) for key, value in table.items()}
+
+
+def _near_misses(path: Path) -> tuple[str, ...]:
+    """A warning for each `[tool.X]` table of `path` that looks meant for kernel-check but
+    is not `[tool.kernel-check]` (`kernel_check`, `kernelcheck`, `kernel-checks`...): without
+    it the file's settings are silently ignored."""
+    try:
+        tool = _read_document(path).get("tool", {})
+    except ConfigError:
+        return ()  # a pyproject.toml kernel-check does not read may be invalid: not ours to judge
+    if not isinstance(tool, dict):
+        return ()
+    return tuple(f"{path}: [tool.{name}] is not read by kernel-check; did you mean [tool.{TABLE}]?"
+                 for name in tool if name != TABLE and _looks_like_ours(name))
+
+
+def _looks_like_ours(name: str) -> bool:
+    import difflib
+
+    squeezed = re.sub(r"[-_. ]", "", name.lower())
+    return squeezed.startswith("kernelcheck") or difflib.SequenceMatcher(None, name.lower(), TABLE).ratio() >= 0.8
 
 
 def _validate(path: Path, key: str, value: Any) -> Any:

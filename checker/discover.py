@@ -35,6 +35,9 @@ def discover(paths: list[Path], config: Config, *, force_exclude: bool = False) 
     found: dict[Path, None] = {}
     for path in paths:
         if not path.exists():
+            if path.is_symlink() and is_source(path):  # broken or a loop: a KC000 for it,
+                found[path] = None  # not an error that loses the other files' report
+                continue
             raise DiscoveryError(f"{path}: no such file or directory")
         if path.is_dir():
             files = list(_walk(path, config, excludes))

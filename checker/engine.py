@@ -10,11 +10,12 @@ and library callers get). `run_static` runs a set of files the way the command l
    libclang once and parsing against precompiled preambles (`clang/preamble.py`);
 3. results come back in the order of `paths`, whatever order the workers finish in.
 
-Each file's pipeline runs under `file-timeout` and a memory cap: in this process under
-`watchdog.run_bounded` (a child per file); in a pool worker the worker itself is the
-bounded unit (`watchdog.BoundHere`, no fork per file) and this process kills it at the
-file's deadline. A worker that runs past its deadline (or a backstop one, outside a file's
-pipeline), or dies, is replaced, that file gets a KC000 and the run continues.
+Each file's pipeline runs under `file-timeout` (CPU time, with a wall-clock backstop:
+`watchdog.Clock`) and a memory cap: in this process under `watchdog.run_bounded` (a child
+per file); in a pool worker the worker itself is the bounded unit (`watchdog.BoundHere`, no
+fork per file) and this process kills it when the file's clock runs out. A worker past
+a time bound (or a backstop one, outside a file's pipeline), or dead, is replaced, that
+file gets a KC000 and the run continues.
 """
 
 from __future__ import annotations
@@ -34,16 +35,21 @@ from typing import Any, Iterator
 from .clang.parse import ParseSettings
 from .config import Config
 from .discover import is_python
-from .filter import PARSE_ERROR, Selection, filter_file_findings
+from .filter import PARSE_ERROR, Selection, filter_file_findings, typed_findings
 from .finding import Finding, Location, Severity
 from .model import Span
+from .progress import Progress
 from .registry import Language, RuleContext, rules_for
-from .watchdog import timed_out_message
+from .watchdog import Clock, TimedOut, timed_out_message
 
 MAX_QUOTED_ERRORS = 3
 IN_PROCESS_MAX = 2  # this many files or fewer to check: no pool
+PROGRESS_TICK_S = 0.5  # how often a live progress line redraws while workers are busy
 TEMP_PREAMBLE_MIN = 3  # --no-cache: a throw-away preamble pays off from this many C++ files
 BUILD_TIMEOUT_MIN_S = 300.0
+# Keys that act after the cache (the filter stage, discovery, the gate): a change of one
+# re-uses every cached result (result_cache.py).
+FILTER_KEYS = frozenset({"select", "ignore", "per-file-ignores", "severity", "exclude", "strict", "baseline"})
 
 
 @dataclass
@@ -112,6 +118,7 @@ class _Outcome:
 
     data: bytes | None = None  # the bytes checked (None: unreadable, never cached)
     deps: Any = None  # result_cache.Deps, None when the result must not be cached
+    typed: list[Finding] = field(default_factory=list)  # before selection and suppressions
 
 
 def _check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | None = None,
@@ -128,8 +135,8 @@ def _check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | 
     if len(data) > config.get("max-file-bytes"):  # not read to the end: not cached either
         return _single(path, _unparsable_reason(data, config, path)), _Outcome()
     problem = _unparsable_reason(data, config)
-    if problem:
-        return _single(path, problem), _Outcome(data, _no_deps())
+    if problem:  # found again from the bytes at once: not worth a cache entry
+        return _single(path, problem), _Outcome(data)
     text = data.decode("utf-8", errors="replace")
     from .watchdog import Stopped, run_bounded  # file-timeout and a memory cap (watchdog.py)
 
@@ -146,13 +153,20 @@ def _check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | 
         return FileResult(str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)]), \
             _Outcome(data, None)
     raw, error_spans, deps = bounded
-    selection = Selection(config, list(options.select), list(options.ignore))
-    outcome = filter_file_findings(raw, path=str(path), relative_path=relative, text=text,
-                                   error_spans=error_spans, selection=selection, config=config)
-    findings = sorted(outcome.findings, key=Finding.sort_key)
+    typed = typed_findings(raw, error_spans)
     if any(f.code == PARSE_ERROR and f.message.startswith("internal error") for f in raw):
         deps = None  # a crashing rule is worth a second look on the next run
-    return FileResult(str(path), findings, outcome.suppressed), _Outcome(data, deps)
+    return _selected(path, typed, text, options), _Outcome(data, deps, typed)
+
+
+def _selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -> FileResult:
+    """The filter stage on a file's typed findings: selection, suppressions, severities (run
+    on every result, fresh or cached, so that the cache holds findings before it)."""
+    config = options.config
+    selection = Selection(config, list(options.select), list(options.ignore))
+    outcome = filter_file_findings(typed, path=str(path), relative_path=config.relative(path), text=text,
+                                   error_spans=[], selection=selection, config=config)
+    return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed)
 
 
 def read_limited(path: Path, limit: int) -> bytes:
@@ -329,19 +343,23 @@ class _Session:
         args = None if is_python(path) else _compile_args(path, self.options.settings)
         return self.results.key(str(path), self.options.config.relative(path), data, args)
 
-    def lookup(self, path: Path) -> tuple[FileResult | None, bytes | None]:
+    def lookup(self, path: Path, data: bytes | None = None) -> tuple[FileResult | None, bytes | None]:
+        """A cached result for `path` (its bytes `data`, read here unless given), filtered
+        for this run's selection."""
         try:
-            data = read_limited(path, self.options.config.get("max-file-bytes"))
+            if data is None:
+                data = read_limited(path, self.options.config.get("max-file-bytes"))
         except OSError:
             return None, None
         if len(data) > self.options.config.get("max-file-bytes"):
             return None, data  # refused unparsed by _check; nothing to look up
         if self.results is None:
             return None, data
-        hit = self.results.load(self.key(path, data))
-        if hit is None:
+        typed = self.results.load(self.key(path, data))
+        if typed is None:
             return None, data
-        return FileResult(str(path), hit[0], hit[1], cached=True), data
+        result = _selected(path, typed, data.decode("utf-8", errors="replace"), self.options)
+        return replace(result, cached=True), data
 
     def check(self, path: Path, data: bytes | None = None) -> FileResult:
         """Check one file (with the preamble) and store its result."""
@@ -352,7 +370,7 @@ class _Session:
             else:
                 self.plain_parses += 1
         if self.results is not None and outcome.data is not None and outcome.deps is not None:
-            self.results.store(self.key(path, outcome.data), result.findings, result.suppressed, outcome.deps)
+            self.results.store(self.key(path, outcome.data), outcome.typed, outcome.deps)
         return result
 
     def counters(self) -> tuple[int, int, int]:
@@ -377,10 +395,8 @@ def _result_cache(options: RunOptions) -> Any:
 
     config = options.config
     fingerprint = run_fingerprint({
-        "config": _options_table(config),
+        "config": {key: value for key, value in _options_table(config).items() if key not in FILTER_KEYS},
         "root": str(config.root.resolve()),
-        "select": list(options.select),
-        "ignore": list(options.ignore),
         "settings": asdict(options.settings),
         "preamble": cache.preamble,
     })
@@ -388,23 +404,33 @@ def _result_cache(options: RunOptions) -> Any:
 
 
 # -- a run ------------------------------------------------------------------------------------
-def run_static(paths: list[Path], options: RunOptions) -> list[FileResult]:
-    """Check `paths`; results in the order of `paths` (see the module doc)."""
+def run_static(paths: list[Path], options: RunOptions, progress: Progress | None = None,
+               buffers: dict[Path, bytes] | None = None) -> list[FileResult]:
+    """Check `paths`; results in the order of `paths` (see the module doc). `progress` hears
+    of each file started and finished; `buffers` holds the contents of paths that are to be
+    checked as these bytes rather than as read from disk (`--stdin-filename`)."""
     global last_stats
     started = time.perf_counter()
     stats = RunStats(files=len(paths))
+    progress = progress or Progress(enabled=False)
+    progress.add(len(paths))
+    buffers = buffers or {}
     session = _Session(options, _result_cache(options))
     results: list[FileResult | None] = [None] * len(paths)
     pending: list[tuple[int, bytes | None]] = []
     wanted = _languages_wanted(options)
     for index, path in enumerate(paths):
-        if _language(path) not in wanted(options.config.relative(path)):
+        relative = options.config.relative(path)
+        if _language(path) not in wanted(relative):
             results[index] = FileResult(str(path))  # no selected rule reads this language
             stats.skipped += 1
+            progress.finished(relative)
             continue
-        hit, data = session.lookup(path) if session.results is not None else (None, None)
+        given = buffers.get(path)
+        hit, data = session.lookup(path, given) if session.results is not None else (None, given)
         if hit is not None:
             results[index] = hit
+            progress.finished(options.config.relative(path))
         else:
             pending.append((index, data))
     stats.cached = len(paths) - len(pending) - stats.skipped
@@ -419,14 +445,17 @@ def run_static(paths: list[Path], options: RunOptions) -> list[FileResult]:
             options = replace(options, cache=replace(cache, root=Path(temporary), results=False))
             session = _Session(options, None)
         jobs = max(1, min(options.jobs, len(pending)))
-        if jobs == 1 or len(pending) <= IN_PROCESS_MAX:
+        if jobs == 1 or len(pending) <= IN_PROCESS_MAX or buffers:
             for index, data in pending:
+                progress.status(options.config.relative(paths[index]))
                 results[index] = session.check(paths[index], data)
+                progress.finished()
             _collect(stats, session.counters())
         else:
             stats.workers = jobs
-            for index, result in _run_pool(paths, [i for i, _ in pending], session, jobs, stats):
+            for index, result in _run_pool(paths, [i for i, _ in pending], session, jobs, stats, progress):
                 results[index] = result
+                progress.finished()
         if session.results is not None and pending:
             session.results.prune()  # at most once a day: entries unused for a month go
     finally:
@@ -478,9 +507,9 @@ def _worker_main(conn: Any, options: RunOptions, results: Any, errors_fd: int | 
     (kind, ident, payload, retiring) messages until it reads None (or retires).
 
     With `errors_fd` the worker itself is each file's bounded unit (`watchdog.BoundHere`:
-    no fork per file); it sends ("begin", 0, start time, False) when a file's pipeline
-    starts, so that the parent can kill it at the file's time limit. Without, every file
-    runs in a child of the worker (`watchdog.run_bounded`)."""
+    no fork per file); it sends ("begin", 0, the file's `watchdog.Clock`, False) when a
+    file's pipeline starts, so that the parent can kill it at the file's time bounds.
+    Without, every file runs in a child of the worker (`watchdog.run_bounded`)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and ends us
@@ -488,7 +517,7 @@ def _worker_main(conn: Any, options: RunOptions, results: Any, errors_fd: int | 
     if errors_fd is not None:
         from .watchdog import BoundHere
 
-        bound = BoundHere(errors_fd, lambda started: conn.send(("begin", 0, started, False)))
+        bound = BoundHere(errors_fd, lambda clock: conn.send(("begin", 0, clock, False)))
     session = _Session(options, results, bound)
     while True:
         try:
@@ -535,31 +564,42 @@ class _Worker:
         child.close()
         self.task: tuple[str, Any] | None = None  # ("file", index) or ("build", group)
         self.deadline = 0.0
-        self.started: float | None = None  # when the task's file pipeline began ("begin")
+        self.limit = 0.0  # the backstop for the task, until its file's clock starts
+        self.clock: Clock | None = None  # the task's file pipeline began ("begin")
 
     def send(self, kind: str, ident: Any, payload: Any, limit: float) -> None:
         self.task = (kind, ident)
         self.deadline = time.monotonic() + limit
-        self.started = None
+        self.limit = limit
+        self.clock = None
         self.conn.send((kind, ident, payload))
 
-    def begin(self, started: float, file_limit: float) -> None:
-        """The file's bounded pipeline began: from now on its own time limit applies."""
-        self.started = started
-        self.deadline = started + file_limit
+    def begin(self, clock: Clock) -> None:
+        """The file's bounded pipeline began: from now on its own clock applies."""
+        self.clock = clock
+        self.deadline = clock.deadline
 
-    def end(self, limit: float | None) -> tuple[str, str]:
-        """Stop the worker; (message, detail) for its task: killed after `limit` seconds,
+    def over_time(self, now: float) -> TimedOut | None:
+        """Why the task must stop now (its file's clock, else the backstop), or None."""
+        if self.clock is not None:
+            return self.clock.exceeded(self.process.pid)
+        return TimedOut(timed_out_message(self.limit), limit=self.limit, bound="wall") if self.deadline <= now else None
+
+    def wait_time(self, now: float) -> float:
+        return self.clock.next_check() if self.clock is not None else max(0.0, self.deadline - now)
+
+    def end(self, stopped: TimedOut | None) -> tuple[str, str]:
+        """Stop the worker; (message, detail) for its task: past a time bound (`stopped`),
         or (None) it died by itself."""
         self.kill()
-        if self.errors is None or self.started is None:  # not inside a file's pipeline
-            return (timed_out_message(limit) if limit is not None
+        if self.errors is None or self.clock is None:  # not inside a file's pipeline
+            return (stopped.message if stopped is not None
                     else "the worker process died while checking this file"), ""
         from .watchdog import killed, lost
 
         fd = self.errors.fileno()
-        stopped = killed(limit, fd) if limit is not None else lost(self.process.exitcode, fd)
-        return stopped.message, stopped.detail
+        outcome = killed(stopped, fd) if stopped is not None else lost(self.process.exitcode, fd)
+        return outcome.message, outcome.detail
 
     def kill(self) -> None:
         try:
@@ -605,13 +645,13 @@ def _cost(path: Path) -> int:
 
 
 def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: int,
-              stats: RunStats) -> Iterator[tuple[int, FileResult]]:
+              stats: RunStats, progress: Progress) -> Iterator[tuple[int, FileResult]]:
     from multiprocessing.connection import wait
 
     options = session.options
-    # A file's pipeline is bounded by its worker's deadline from the worker's "begin" on
-    # (or, in a spawned worker, by a child of the worker: watchdog.py); until then, and for
-    # a preamble build, the pool's deadline is a backstop.
+    # A file's pipeline is bounded by its worker's clock from the worker's "begin" on (or,
+    # in a spawned worker, by a child of the worker: watchdog.py); until then, and for a
+    # preamble build, the pool's deadline is a backstop.
     file_limit = float(options.config.get("file-timeout"))
     build_limit = max(BUILD_TIMEOUT_MIN_S, 6 * file_limit)
     backstop = build_limit + 2 * file_limit
@@ -642,12 +682,16 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
                 elif ready:
                     index = ready.pop(0)
                     worker.send("file", index, str(paths[index]), backstop)
+                    progress.status(options.config.relative(paths[index]))
             busy = [w for w in workers if w.task is not None]
             if not busy:  # everything left waits on a build that no worker holds
                 for group in list(blocked):
                     release(group)
                 continue
-            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            now = time.monotonic()
+            timeout = min(w.wait_time(now) for w in busy)
+            if progress.live:
+                timeout = min(timeout, PROGRESS_TICK_S)
             for conn in wait([w.conn for w in busy], timeout):
                 worker = next(w for w in busy if w.conn is conn)
                 try:
@@ -657,7 +701,7 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
                     yield from _lost(worker, workers, paths, release, ctx, session, None)
                     continue
                 if kind == "begin":
-                    worker.begin(payload, file_limit)
+                    worker.begin(payload)
                     continue
                 worker.task = None
                 if kind == "built":
@@ -667,12 +711,13 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
                     yield ident, payload
                 if retiring:
                     _retire(worker, workers, ctx, session, stats)
+            progress.tick()
             now = time.monotonic()
-            for worker in [w for w in workers if w.task is not None and w.deadline <= now]:
-                kind = worker.task[0]
-                limit = file_limit if worker.started is not None else backstop if kind == "file" else build_limit
-                remaining -= kind == "file"
-                yield from _lost(worker, workers, paths, release, ctx, session, limit)
+            for worker in [w for w in workers if w.task is not None]:
+                stopped = worker.over_time(now)
+                if stopped is not None:
+                    remaining -= worker.task[0] == "file"
+                    yield from _lost(worker, workers, paths, release, ctx, session, stopped)
     finally:
         for worker in workers:
             try:
@@ -688,11 +733,11 @@ def _run_pool(paths: list[Path], pending: list[int], session: _Session, jobs: in
 
 
 def _lost(worker: _Worker, workers: list[_Worker], paths: list[Path], release: Any, ctx: Any,
-          session: _Session, limit: float | None) -> Iterator[tuple[int, FileResult]]:
-    """A worker that ran past `limit` seconds, or died (None): its file gets a KC000, a
+          session: _Session, stopped: TimedOut | None) -> Iterator[tuple[int, FileResult]]:
+    """A worker past a time bound (`stopped`), or dead (None): its file gets a KC000, a
     fresh worker takes its place."""
     kind, ident = worker.task or ("", None)
-    message, detail = worker.end(limit)
+    message, detail = worker.end(stopped)
     worker.close()
     workers[workers.index(worker)] = _Worker(ctx, session)
     if kind == "build":

@@ -94,14 +94,20 @@ def filter_file_findings(
     report_unused: bool = True,
 ) -> FilterOutcome:
     """Apply the per-file filters to the raw findings of one file."""
-    typed = [f for f in findings if f.code == PARSE_ERROR or not _inside(f.location, error_spans)]
-    selected = [f for f in typed if selection.enabled(f.code, relative_path)]
+    selected = [f for f in typed_findings(findings, error_spans) if selection.enabled(f.code, relative_path)]
     suppressions = parse_suppressions(text)
     kept, used = _apply_suppressions(selected, suppressions)
     suppressed = len(selected) - len(kept)
     if report_unused:
         kept.extend(_unused(suppressions, used, path, selection, relative_path))
     return FilterOutcome([_with_severity(f, config) for f in kept], suppressed)
+
+
+def typed_findings(findings: Iterable[Finding], error_spans: list[Span]) -> list[Finding]:
+    """The findings outside the declarations clang could not type: the first filter, the
+    one that depends on the parse alone (what the result cache keeps, so that a change of
+    `select`/`ignore`/suppressions re-uses it)."""
+    return [f for f in findings if f.code == PARSE_ERROR or not _inside(f.location, error_spans)]
 
 
 def _inside(location: Location, spans: list[Span]) -> bool:

@@ -10,13 +10,16 @@ Public API (import name ``kernel_check.jit``)::
     load_jit(*marker, **same_kwargs) -> tvm_ffi.Module                   build + load
 
 A build generates one translation unit that includes every file of ``cuda_files``
-(relative to ``csrc_root``, default ``<repo>/csrc``) and exports each
+(relative to ``csrc_root``; by default relative to the calling module's folder or its
+nearest ancestor holding the first file, never to kernel-check's own files) and exports each
 ``(export_name, "cpp_symbol<args>")`` pair of ``cuda_wrappers`` with
 ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` inside ``namespace sglang``. It is compiled
 through ``tvm_ffi.cpp.build`` into our own cache directory, keyed by a sha256
 over the generated source, the contents of every file it includes (followed
 recursively through our include directories), the flags, the arch, the nvcc
-version and the tvm-ffi version.
+version and the tvm-ffi version. ``#include <sgl_kernel/...>`` resolves through
+``kernel_check.includes.sgl_include_dirs`` (the kernel's repository's ``include/``, then
+``extra_include_paths``, then the bundled header library), as in the static check.
 
 Environment:
 
@@ -44,10 +47,13 @@ import subprocess
 import sys
 import threading
 import uuid
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .includes import bundled_include_dir, sgl_include_dirs
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +67,7 @@ __all__ = [
     "compute_key",
     "default_arch",
     "default_include_dir",
-    "default_csrc_root",
+    "find_csrc_root",
     "is_arch_support_pdl",
     "load_jit",
     "make_cpp_args",
@@ -69,18 +75,38 @@ __all__ = [
 ]
 
 _KEY_VERSION = "kernel-check-jit-1"
-_REPO_ROOT = Path(__file__).resolve().parent.parent
 _DEFAULT_ARCH = "9.0"
 
 
 def default_include_dir() -> Path:
     """The bundled header library root (the folder holding ``sgl_kernel/``)."""
-    return _REPO_ROOT / "include"
+    return bundled_include_dir()
 
 
-def default_csrc_root() -> Path:
-    """The bundled reference kernels' root (``<repo>/csrc``)."""
-    return _REPO_ROOT / "csrc"
+def find_csrc_root(start: Path, first_file: str) -> Path | None:
+    """``start`` or its nearest ancestor holding ``first_file``: the folder a wrapper's relative
+    ``cuda_files`` are relative to (``kernel-check build`` reads manifests the same way)."""
+    for directory in (start, *start.parents):
+        if (directory / first_file).is_file():
+            return directory
+    return None
+
+
+def _caller_dir() -> Path:
+    """The folder of the first module outside this one on the call stack (the wrapper that
+    called ``load_jit``); the working directory when that is not a file (a REPL)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    caller = Path(frame.f_code.co_filename) if frame is not None else None
+    return caller.resolve().parent if caller is not None and caller.is_file() else Path.cwd()
+
+
+def _calling_csrc_root(cuda_files: Sequence[str | os.PathLike]) -> Path:
+    """Where relative ``cuda_files`` live when no ``csrc_root`` is given: next to the calling
+    wrapper or in its nearest ancestor holding the first file."""
+    caller = _caller_dir()
+    return (find_csrc_root(caller, str(cuda_files[0])) if cuda_files else None) or caller
 
 
 # ---------------------------------------------------------------------------
@@ -538,9 +564,9 @@ def _plan(
     nvcc = _find_nvcc()
     if nvcc is None:
         raise BuildError(_NVCC_MISSING, name=name)
-    root = Path(csrc_root) if csrc_root is not None else default_csrc_root()
     if isinstance(cuda_files, (str, os.PathLike)):
         cuda_files = [cuda_files]
+    root = Path(csrc_root) if csrc_root is not None else _calling_csrc_root(cuda_files)
     cuda_paths: list[Path] = []
     for f in cuda_files:
         p = Path(f)
@@ -555,7 +581,9 @@ def _plan(
     arch_num = _arch_number(arch)
     if lineinfo is None:
         lineinfo = _env_flag("KERNEL_CHECK_LINEINFO")
-    include_dirs = [Path(p).resolve() for p in extra_include_paths] + [default_include_dir().resolve()]
+    if not cuda_paths:
+        raise BuildError("cuda_files is empty: nothing to compile", name=name)
+    include_dirs = [d.resolve() for d in sgl_include_dirs(cuda_paths[0], extra_include_paths)]
     if root.is_dir():
         include_dirs.append(root.resolve())
     flags = [
@@ -569,9 +597,7 @@ def _plan(
         flags.append("-lineinfo")
     flags += [str(f) for f in extra_cuda_cflags]
     source = _generate_source(cuda_paths, wrappers, name)
-
-    import tvm_ffi  # noqa: PLC0415
-
+    tvm_ffi = _import_tvm_ffi()
     h = hashlib.sha256()
 
     def feed(obj: Any) -> None:
@@ -601,6 +627,35 @@ def compute_key(*marker: Any, cuda_files, cuda_wrappers, csrc_root=None, extra_c
     return _plan(marker, cuda_files=cuda_files, cuda_wrappers=cuda_wrappers, csrc_root=csrc_root,
                  extra_cuda_cflags=extra_cuda_cflags, extra_include_paths=extra_include_paths,
                  lineinfo=lineinfo, arch=arch).key
+
+
+_import_lock = threading.Lock()
+
+
+def _import_tvm_ffi() -> Any:
+    """``tvm_ffi`` with ``tvm_ffi.cpp`` loaded. tvm-ffi imports torch first when it is
+    installed, and torch without NumPy warns "Failed to initialize NumPy" on import: not the
+    build's business, so that one warning is dropped (only while importing)."""
+    with _import_lock, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+        import tvm_ffi.cpp  # noqa: PLC0415
+    return tvm_ffi
+
+
+def _one_std_flag(build_file: Path) -> None:
+    """Keep only the last ``-std=`` of the CUDA flags in tvm-ffi's ``build.ninja``.
+
+    tvm-ffi puts its own ``-std=c++17`` before the caller's flags, and nvcc answers two with
+    "incompatible redefinition for option 'std'". The last one is ours (``_plan``'s flags),
+    the one nvcc would use anyway."""
+    lines = build_file.read_text().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith("cuda_cflags = "):
+            tokens = line.rstrip("\n").split(" ")
+            stds = [j for j, token in enumerate(tokens) if token.startswith("-std=")]
+            kept = [t for j, t in enumerate(tokens) if j not in stds[:-1]]
+            lines[i] = " ".join(kept) + "\n"
+    build_file.write_text("".join(lines))
 
 
 # tvm-ffi's build reads the target arch from TVM_FFI_CUDA_ARCH_LIST and captures the
@@ -638,6 +693,7 @@ def _install_ninja_hook() -> None:
             if not getattr(_tls, "capturing", False):
                 return original(build_dir)
             _release_env()
+            _one_std_flag(Path(build_dir) / "build.ninja")
             cmd = [_find_ninja(), "-v"]
             jobs = os.environ.get("MAX_JOBS")
             if jobs:
@@ -656,8 +712,7 @@ def _install_ninja_hook() -> None:
 
 def _tvm_build(plan: _Plan, build_dir: Path) -> str:
     """Run tvm_ffi.cpp.build in ``build_dir``; returns the compiler output."""
-    import tvm_ffi.cpp  # noqa: PLC0415
-
+    tvm_ffi = _import_tvm_ffi()
     _install_ninja_hook()
     src = build_dir / f"{plan.name}.cu"
     src.write_text(plan.source)
@@ -751,7 +806,8 @@ def build_jit(
     """Compile a JIT module (no GPU needed) and return where it is and what ptxas reported.
 
     ``marker`` names the module (joined with ``_``). ``cuda_files`` are included
-    in order, relative to ``csrc_root`` (default ``<repo>/csrc``) unless absolute.
+    in order, relative to ``csrc_root`` unless absolute (default: the calling module's folder,
+    or its nearest ancestor that holds the first file).
     ``cuda_wrappers`` is a list of ``(export_name, "cpp_symbol<args>")``.
     Raises ``BuildError`` (with the compiler output in ``.log``) on failure.
     """
@@ -806,8 +862,7 @@ _load_lock = threading.Lock()
 
 def load_jit(*marker: Any, **kwargs: Any):
     """``build_jit`` then ``tvm_ffi.load_module``; same arguments as ``build_jit``."""
-    import tvm_ffi  # noqa: PLC0415
-
+    tvm_ffi = _import_tvm_ffi()
     result = build_jit(*marker, **kwargs)
     path = str(result.library)
     with _load_lock:

@@ -1,13 +1,16 @@
 """The result cache: an unchanged file with unchanged headers is not parsed again.
 
-An entry holds one file's *filtered* findings (what `check_file` returns). Its key is the
-hash of:
+An entry holds one file's findings *before* the filter stage's selection, suppressions
+and severities (after the parse-dependent step that drops findings in declarations clang
+could not type): every run filters them again, so a change of `--select`, `--ignore`,
+`--statistics` or the filter-stage keys (`engine.FILTER_KEYS`) re-uses the entry. Its key is
+the hash of:
 
 * the file's bytes, its path as given and its path relative to the project root;
 * the run fingerprint: kernel-check's version, the sources of the static pipeline and
   every rule module (any edit to a rule, the extractor or the filter is a new rule set),
-  libclang's identity, every configuration value (defaults filled in), `--select` and
-  `--ignore`, the parse settings and the preamble strategy;
+  libclang's identity, every configuration value but the filter-stage keys (defaults
+  filled in), the parse settings and the preamble strategy;
 * for C/C++/CUDA files, the file's full libclang argument list (include paths, defines,
   mode, the discovered `include/`).
 
@@ -35,7 +38,7 @@ from typing import Any
 from . import __version__
 from .cache import FileHashes, atomic_write, digest, read_bytes
 
-ENTRY_FORMAT = 1
+ENTRY_FORMAT = 2
 PRUNE_AFTER_DAYS = 30.0
 # Directories of the package whose sources do not change a file's findings.
 _NOT_PIPELINE = {"harness", "report", "__pycache__"}
@@ -77,8 +80,8 @@ class ResultCache:
         return self.root / "depsets" / f"{group}.json"
 
     # -- lookup ------------------------------------------------------------------------
-    def load(self, key: str) -> tuple[list[Any], int] | None:
-        """(findings, suppressed) of a valid entry, else None."""
+    def load(self, key: str) -> list[Any] | None:
+        """The (unfiltered) findings of a valid entry, else None."""
         data = read_bytes(self._entry_path(key))
         if data is None:
             self.misses += 1
@@ -92,12 +95,11 @@ class ResultCache:
                 self.misses += 1
                 return None
             findings = [decode(f) for f in entry["findings"]]
-            suppressed = int(entry["suppressed"])
         except (ValueError, KeyError, TypeError, AttributeError):
             self.misses += 1
             return None
         self.hits += 1
-        return findings, suppressed
+        return findings
 
     def _group_valid(self, group: str) -> bool:
         if group not in self._groups:
@@ -111,7 +113,7 @@ class ResultCache:
         return self._groups[group]
 
     # -- store -------------------------------------------------------------------------
-    def store(self, key: str, findings: list[Any], suppressed: int, deps: Deps) -> bool:
+    def store(self, key: str, findings: list[Any], deps: Deps) -> bool:
         try:
             encoded = [encode(f) for f in findings]
         except TypeError:
@@ -121,7 +123,7 @@ class ResultCache:
             if not target.exists():
                 atomic_write(target, json.dumps(pairs).encode())
         entry = {"format": ENTRY_FORMAT, "key": key, "groups": [g for g, _ in deps.groups],
-                 "files": deps.files, "suppressed": suppressed, "findings": encoded}
+                 "files": deps.files, "findings": encoded}
         return atomic_write(self._entry_path(key), json.dumps(entry, separators=(",", ":")).encode())
 
 

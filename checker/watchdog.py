@@ -5,7 +5,8 @@ cannot be stopped, so the only bound that always holds is a process. `run_bounde
 a child, runs `fn(*args)` there and returns what `fn` returned -- or a `Stopped` that says
 why there is no result:
 
-* `TimedOut`: the child ran past `timeout` seconds and was killed (SIGKILL);
+* `TimedOut`: the child used more than `timeout` seconds of CPU time, or waited past the
+  wall-clock backstop (see `Clock`), and was killed (SIGKILL); `bound` says which;
 * `OutOfMemory`: `fn` failed at the child's address-space limit (see below);
 * `Crashed`: the child died (a signal, e.g. a segfault inside libclang) or exited
   without a result;
@@ -47,7 +48,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 DEFAULT_MEMORY_HEADROOM = 4 << 30  # bytes a bounded call may add to the parent's size
@@ -55,6 +56,8 @@ _CAN_FORK = hasattr(os, "fork") and sys.platform != "win32"
 _READ_CHUNK = 1 << 16
 _REAP_GRACE_S = 2.0  # after the result arrived, how long the child may take to exit
 _STDERR_KEEP = 1 << 14  # bytes of the child's stderr kept (the rest is read and dropped)
+WALL_FACTOR = 3.0  # the wall-clock backstop: this many times the CPU limit, times the load per CPU
+CPU_POLL_S = 0.1  # how often a watcher reads a bounded process's CPU time
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Stopped:
 @dataclass(frozen=True)
 class TimedOut(Stopped):
     limit: float = 0.0
+    bound: str = "cpu"  # "cpu": the CPU-time limit; "wall": the wall-clock backstop
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,81 @@ class Failed(Stopped):
 
 
 def timed_out_message(limit: float) -> str:
+    """A unit of work that no `Clock` watched (a preamble build, a worker's backstop) ran past
+    `limit` seconds of wall-clock time."""
     return f"not checked: the static pipeline took longer than file-timeout ({limit:g} s)"
+
+
+@dataclass(frozen=True)
+class Clock:
+    """A call's time bound. The limit is CPU time: on a loaded machine a parse gets a smaller
+    share of a core and takes longer, but not more CPU, so the machine's load does not turn
+    files into "not checked". A call that waits (a blocking read, a stopped process) uses no
+    CPU, so a wall-clock backstop stays: `WALL_FACTOR` times the limit, scaled up by the load
+    average per CPU when the call starts. Where a process's CPU time cannot be read (no
+    /proc), the limit is wall-clock time, as before.
+
+    Picklable: a pool worker starts the clock and sends it to the parent, which watches."""
+
+    limit: float  # seconds of CPU time
+    wall: float  # seconds of wall-clock time
+    started: float  # time.monotonic() at the start (a system-wide clock)
+    cpu_start: float | None  # the process's CPU seconds at the start; None: wall-clock only
+
+    @classmethod
+    def start(cls, limit: float, pid: int | str = "self") -> Clock:
+        cpu = cpu_seconds(pid)
+        if cpu is not None and pid != "self":
+            cpu = 0.0  # a child forked for the call: its CPU time started at zero
+        wall = limit * WALL_FACTOR * _load_per_cpu() if cpu is not None else limit
+        return cls(limit, wall, time.monotonic(), cpu)
+
+    @property
+    def deadline(self) -> float:
+        return self.started + self.wall
+
+    def exceeded(self, pid: int | str = "self", errors: str = "") -> TimedOut | None:
+        """Which bound process `pid` has passed since the start (None: neither)."""
+        used = cpu_seconds(pid) if self.cpu_start is not None else None
+        if used is not None and used - self.cpu_start > self.limit:
+            return TimedOut(f"not checked: the static pipeline used more than file-timeout ({self.limit:g} s) "
+                            "of CPU time on this file", errors, limit=self.limit, bound="cpu")
+        if time.monotonic() - self.started <= self.wall:
+            return None
+        if self.cpu_start is None:
+            return TimedOut(timed_out_message(self.limit), errors, limit=self.limit, bound="wall")
+        return TimedOut(f"not checked: the static pipeline waited longer than {self.wall:.0f} s of wall-clock "
+                        f"time on this file (file-timeout ({self.limit:g} s) is CPU time; the wall-clock bound "
+                        f"is {WALL_FACTOR:g}x that, scaled by the machine's load)", errors,
+                        limit=self.limit, bound="wall")
+
+    def next_check(self) -> float:
+        """Seconds until this clock is worth reading again."""
+        left = self.deadline - time.monotonic()
+        return max(0.0, min(left, CPU_POLL_S) if self.cpu_start is not None else left)
+
+
+def cpu_seconds(pid: int | str = "self") -> float | None:
+    """User + system CPU time of process `pid` (every thread), None where unknown (no /proc,
+    a process that is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            fields = stream.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _load_per_cpu() -> float:
+    """The 1-minute load average per CPU this process may use, at least 1."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        return max(1.0, os.getloadavg()[0] / max(1, cpus))
+    except OSError:
+        return 1.0
 
 
 def run_bounded(fn: Callable[..., Any], args: tuple[Any, ...] = (), timeout: float | None = None, *,
@@ -100,7 +178,6 @@ def run_bounded(fn: Callable[..., Any], args: tuple[Any, ...] = (), timeout: flo
     if timeout is None or timeout <= 0 or not _CAN_FORK:
         return _run_inline(fn, args)
     memory = _Memory.now(memory_headroom)
-    deadline = time.monotonic() + float(timeout)
     for stream in (sys.stdout, sys.stderr):
         _flush(stream)  # else the child's exit could repeat what the parent had buffered
     result_r, result_w = os.pipe()
@@ -113,17 +190,18 @@ def run_bounded(fn: Callable[..., Any], args: tuple[Any, ...] = (), timeout: flo
         _child(fn, args, result_w, errors_w, parent, memory.limit)
     os.close(result_w)
     os.close(errors_w)
+    clock = Clock.start(float(timeout), pid)
     try:
-        payload, errors, complete = _read_all(result_r, errors_r, deadline)
+        payload, errors, stopped = _read_all(result_r, errors_r, clock, pid)
     except BaseException:
         _kill(pid)
         raise
     finally:
         os.close(result_r)
         os.close(errors_r)
-    if not complete:
+    if stopped is not None:
         _kill(pid)
-        return TimedOut(timed_out_message(float(timeout)), _tail(errors), limit=float(timeout))
+        return replace(stopped, detail=_tail(errors))
     outcome = _decode(payload, _reap(pid), memory, _tail(errors))
     if errors and not isinstance(outcome, Stopped):
         _replay(errors)
@@ -136,9 +214,9 @@ class BoundHere:
     a process that has libclang and a preamble loaded costs ~45 ms of CPU, a third of a
     file's check). What the child of `run_bounded` guarantees holds here as follows:
 
-    * time: `on_start(time.monotonic())` tells the parent when a call begins (the clock is
-      system-wide); the parent kills this process at the limit, and a call that returns
-      late still comes back as `TimedOut`, so the outcome never depends on who noticed;
+    * time: `on_start(clock)` hands the parent the call's `Clock` as it begins; the parent
+      kills this process at either bound, and a call that returns past one still comes
+      back as `TimedOut`, so the outcome never depends on who noticed;
     * memory: the address space is limited during each call (`RLIMIT_AS`, the same limit
       as `run_bounded`'s child); a call that ran out of it is `OutOfMemory`, and the process
       then asks to be replaced (`retire`) rather than keep a heap grown to the limit;
@@ -151,7 +229,7 @@ class BoundHere:
     headroom: `OutOfMemory` is told from other failures by the peak size, which for a
     long-lived process is the peak of every call so far."""
 
-    def __init__(self, errors_fd: int, on_start: Callable[[float], None], *,
+    def __init__(self, errors_fd: int, on_start: Callable[[Clock], None], *,
                  memory_headroom: int | None = DEFAULT_MEMORY_HEADROOM) -> None:
         self.errors_fd = errors_fd
         self.on_start = on_start
@@ -168,16 +246,16 @@ class BoundHere:
         os.ftruncate(self.errors_fd, 0)  # what `lost` reads is this call's stderr alone
         os.lseek(self.errors_fd, 0, os.SEEK_SET)
         with _stderr_into(self.errors_fd), _address_space(memory.limit):
-            started = time.monotonic()
-            self.on_start(started)
+            clock = Clock.start(float(timeout))
+            self.on_start(clock)
             try:
                 kind, value = "ok", fn(*args)
             except Exception as error:  # noqa: BLE001 - becomes Failed / OutOfMemory, as in a child
                 kind, value = _raised(error)
-            elapsed = time.monotonic() - started
         errors = os.pread(self.errors_fd, _STDERR_KEEP, 0)
-        if elapsed > timeout:
-            return TimedOut(timed_out_message(float(timeout)), _tail(errors), limit=float(timeout))
+        late = clock.exceeded("self", _tail(errors))
+        if late is not None:
+            return late
         outcome = _outcome(kind, value, memory, _tail(errors))
         self.retire = isinstance(outcome, OutOfMemory) or _grew(memory, self.memory_headroom)
         if errors and not isinstance(outcome, Stopped):
@@ -194,9 +272,9 @@ def lost(exit_code: int | None, errors_fd: int) -> Crashed:
     return _ended(None, exit_code, "it died while checking this file", errors)
 
 
-def killed(limit: float, errors_fd: int) -> TimedOut:
-    """A `BoundHere` process killed at the time limit: the call's stderr kept as detail."""
-    return TimedOut(timed_out_message(limit), _tail(os.pread(errors_fd, _STDERR_KEEP, 0)), limit=limit)
+def killed(stopped: TimedOut, errors_fd: int) -> TimedOut:
+    """A `BoundHere` process killed at a time bound: the call's stderr kept as detail."""
+    return replace(stopped, detail=_tail(os.pread(errors_fd, _STDERR_KEEP, 0)))
 
 
 @dataclass(frozen=True)
@@ -288,22 +366,31 @@ def _flush(stream: Any) -> None:
         pass
 
 
-def _read_all(result_fd: int, errors_fd: int, deadline: float) -> tuple[bytes, bytes, bool]:
-    """What the child writes to both pipes, until the result pipe's end of file (True) or
-    the deadline (False). Both are drained together: a full stderr pipe would block it."""
+def _read_all(result_fd: int, errors_fd: int, clock: Clock, pid: int) -> tuple[bytes, bytes, TimedOut | None]:
+    """What child `pid` writes to both pipes, until the result pipe's end of file (None) or
+    a bound of `clock` (which one). Both are drained together: a full stderr pipe would
+    block the child."""
     import selectors
 
     chunks: dict[int, list[bytes]] = {result_fd: [], errors_fd: []}
     kept = {result_fd: 0, errors_fd: 0}
+    stopped: TimedOut | None = None
     with selectors.DefaultSelector() as selector:
         selector.register(result_fd, selectors.EVENT_READ)
         selector.register(errors_fd, selectors.EVENT_READ)
         open_fds = {result_fd, errors_fd}
         complete = False
+        grace_end = 0.0
         while open_fds:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
+            if complete:  # the result is in; stderr closes when the child exits
+                remaining = grace_end - time.monotonic()
+                if remaining <= 0:
+                    break
+            else:
+                stopped = clock.exceeded(pid)
+                if stopped is not None:
+                    break
+                remaining = clock.next_check()
             for key, _ in selector.select(remaining):
                 chunk = os.read(key.fd, _READ_CHUNK)
                 if not chunk:
@@ -317,9 +404,9 @@ def _read_all(result_fd: int, errors_fd: int, deadline: float) -> tuple[bytes, b
                 kept[key.fd] += len(chunk)
             if complete and errors_fd not in open_fds:
                 break
-            if complete:  # the result is in; stderr closes when the child exits
-                deadline = min(deadline, time.monotonic() + _REAP_GRACE_S)
-    return b"".join(chunks[result_fd]), b"".join(chunks[errors_fd]), complete
+            if complete and not grace_end:
+                grace_end = time.monotonic() + _REAP_GRACE_S
+    return b"".join(chunks[result_fd]), b"".join(chunks[errors_fd]), stopped
 
 
 def _tail(errors: bytes) -> str:

@@ -96,11 +96,19 @@ def table_cell(text: str) -> str:
 CONFIG_INTRO = """\
 # Configuration reference
 
-kernel-check reads the `[tool.kernel-check]` table of the nearest `pyproject.toml` above the
-first path it checks (one that names `kernel-check`; else the nearest `pyproject.toml` or
-`.git` marks the project root, with every key at its default). `--config FILE` names the file
-instead; a file other than `pyproject.toml` holds the keys at its top level. The file is read
-as TOML data: no project code runs.
+kernel-check reads the nearest configuration above the first path it checks: a
+`kernel-check.toml` (or `.kernel-check.toml`), which holds the keys at its top level, or the
+`[tool.kernel-check]` table of a `pyproject.toml` (one that names `kernel-check`). In one
+directory `kernel-check.toml` wins over `pyproject.toml`, as `ruff.toml` does for ruff; the
+directory of the file found is the project root. With neither, the nearest `pyproject.toml`
+or `.git` marks the project root, with every key at its default. `--config FILE` names the
+file instead; a file other than `pyproject.toml` holds the keys at its top level (a
+`[tool.kernel-check]` table in `kernel-check.toml` is an error). The file is read as TOML
+data: no project code runs.
+
+A `pyproject.toml` table that looks meant for kernel-check but is spelled otherwise
+(`[tool.kernel_check]`, `[tool.kernelcheck]`, ...) is not read; kernel-check says so in one
+warning line on stderr.
 
 Relative paths in the table (`include-dirs`, `exclude`, `per-file-ignores`, `baseline`,
 `package-root`, `registered-tests-root`) are relative to the project root, the directory of
@@ -180,8 +188,11 @@ def render_flags(parser: argparse.ArgumentParser) -> str:
             lines.append(f"| {_flag_spelling(action)} | {table_cell(meaning)} |")
         lines.append("")
     lines.append("Subcommands: `kernel-check rules` lists every code, `kernel-check rule CODE` prints one "
-                 "rule's page, `kernel-check clean` removes the caches, and `kernel-check build|test|sanitize` "
-                 "run the build check and the dynamic harness.\n")
+                 "rule's page, `kernel-check clean` removes the cache directory (only one that kernel-check "
+                 "created: it carries a `CACHEDIR.TAG`), and `kernel-check build|test|sanitize` run the build "
+                 "check and the dynamic harness (`build` and `test` take `-o`, `--output-format`, `--select`, "
+                 "`--ignore`, `--exit-zero` and `--strict` as above). `kernel-check --help` lists them; "
+                 "`kernel-check COMMAND --help` describes each.\n")
     return "\n".join(lines)
 
 

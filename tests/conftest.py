@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from kernel_check import __version__
 from kernel_check.clang.parse import resolve_settings
 from kernel_check.config import load_config
 from kernel_check.engine import FileResult, RunOptions, check_file
@@ -17,6 +21,7 @@ collect_ignore = ["fixtures"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RELEASE_TAG = f"v{__version__}"  # the tag a user's pre-commit `rev:` names
 _EXPECT_RE = re.compile(r"(?://|#)\s*expect:\s*([A-Z0-9,\s]+?)\s*(?:\*/)?$")
 
 
@@ -51,3 +56,46 @@ def describe_mismatch(path: Path, expected: set, actual_findings) -> str:
 @pytest.fixture
 def check_path():
     return run_one
+
+
+# ----- pre-commit from a tagged commit of this checkout (test_precommit, test_wheel) -----
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository of this checkout's files with the release tag on its one commit: what
+    a user's `repo:` + `rev:` entry names (pre-commit installs hooks from a git revision)."""
+    snapshot = tmp_path_factory.mktemp("hook-repo")
+    ignore = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache", "build", "dist", ".whl",
+                                    ".venv", ".kernel-check-cache", ".wt-*")
+    shutil.copytree(REPO_ROOT, snapshot, ignore=ignore, dirs_exist_ok=True)
+    git(snapshot, "init", "-q")
+    git(snapshot, "add", "-A")
+    git(snapshot, "commit", "-qm", "snapshot")
+    git(snapshot, "tag", RELEASE_TAG)
+    return snapshot
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One pre-commit cache for the session: the hook environment is installed once."""
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def user_repo(path: Path, hook_repo: Path) -> Path:
+    """A fresh git repository whose `.pre-commit-config.yaml` is the README's entry."""
+    path.mkdir()
+    git(path, "init", "-q")
+    (path / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hook_repo}\n    rev: {RELEASE_TAG}\n    hooks:\n      - id: kernel-check\n")
+    return path
+
+
+def pre_commit_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "PRE_COMMIT_HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PRE_COMMIT_COLOR": "never"}

@@ -286,8 +286,8 @@ def test_files_the_run_could_not_check_keep_their_entries(project, capsys, monke
     capsys.readouterr()
     real_run_static = engine.run_static
 
-    def timing_out(files, options):
-        results = real_run_static(files, options)
+    def timing_out(files, options, *more):
+        results = real_run_static(files, options, *more)
         for result in results:
             if result.path.endswith("more.py"):
                 message = "not checked: the static pipeline took longer than file-timeout (20 s)"

@@ -4,7 +4,12 @@ test compiles for sm_90 without a GPU and skips cleanly where nvcc is missing.""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,3 +93,55 @@ def test_build_compiles_what_it_can_and_reports_the_rest(tmp_path, monkeypatch, 
     assert status == 1
     assert '"KC600"' in out and "undefined_identifier" in out and "broken.cuh" in out
     assert out.count('"KC600"') == 1  # both tail_overrun instantiations built
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_build_output_has_only_our_messages(tmp_path):
+    """Real `kernel-check build` on a machine without NumPy: torch (imported by tvm-ffi) would
+    warn "Failed to initialize NumPy", and tvm-ffi's own `-std=c++17` next to ours made nvcc
+    warn "incompatible redefinition for option 'std'" in every compiler log (KC600's detail)."""
+    hidden = tmp_path / "no-numpy" / "numpy"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ModuleNotFoundError("No module named \'numpy\'", name="numpy")\n')
+    tree = tmp_path / "kernels"
+    tree.mkdir()
+    (tree / "broken.cuh").write_text("#include <sgl_kernel/tensor.h>\n" + BROKEN_SOURCE)
+    (tree / "broken.py").write_text('CUDA_FILES = ["broken.cuh"]\nINSTANTIATIONS = [("broken", "broken")]\n')
+    env = {**os.environ, "PYTHONPATH": str(hidden.parent), "KERNEL_CHECK_JIT_CACHE": str(tmp_path / "jit"),
+           "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
+    run = subprocess.run([sys.executable, "-m", "kernel_check", "build", str(tree), "--format", "json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    (finding,) = json.loads(run.stdout)
+    assert finding["code"] == "KC600" and "undefined_identifier" in finding["detail"]
+    nvcc_line = next(line for line in finding["detail"].splitlines() if "nvcc" in line and " -c " in line)
+    assert len(re.findall(r"\s-std=", nvcc_line)) == 1, nvcc_line
+    assert "incompatible redefinition" not in run.stdout + run.stderr
+    assert "NumPy" not in run.stderr, run.stderr
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_build_finds_the_repositorys_headers_and_the_configured_ones(tmp_path, monkeypatch, capsys):
+    """`kernel-check build` searches what the static check searches: the repository's own
+    `include/sgl_kernel/` (found walking up from the kernel) and `[tool.kernel-check] include-dirs`."""
+    repo = tmp_path / "repo"
+    (repo / "include" / "sgl_kernel").mkdir(parents=True)
+    (repo / "include" / "sgl_kernel" / "own.h").write_text("#pragma once\nconstexpr int kOwnHeader = 1;\n")
+    (repo / "vendor").mkdir()
+    (repo / "vendor" / "vendor_extra.h").write_text("#pragma once\nconstexpr int kVendorHeader = 2;\n")
+    (repo / "pyproject.toml").write_text('[tool.kernel-check]\ninclude-dirs = ["vendor"]\n')
+    (repo / "csrc").mkdir()
+    (repo / "csrc" / "k.cuh").write_text(
+        "#include <sgl_kernel/own.h>\n#include <vendor_extra.h>\n#include <tvm/ffi/container/tensor.h>\n"
+        "namespace sglang {\n"
+        "inline void probe(tvm::ffi::TensorView x) { static_assert(kOwnHeader + kVendorHeader == 3); (void)x; }\n"
+        "}  // namespace sglang\n")
+    (repo / "csrc" / "k.py").write_text('CUDA_FILES = ["k.cuh"]\nINSTANTIATIONS = [("probe", "probe")]\n')
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("KERNEL_CHECK_JIT_CACHE", str(tmp_path / "jit"))
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
+    status = cli.main(["build", "csrc", "--format", "json"])
+    out = capsys.readouterr().out
+    assert (status, json.loads(out)) == (0, []), out

@@ -113,7 +113,6 @@ def json_findings(capsys, *argv: str) -> tuple[int, list[dict]]:
     (["nodir/"], "kernel-check: error: nodir: no such file or directory"),
     (["empty"], "kernel-check: error: empty: no C++/CUDA or Python sources found"),
     (["notes.txt"], "kernel-check: error: notes.txt: not a C++/CUDA or Python source"),
-    (["dangling.cuh"], "kernel-check: error: dangling.cuh: no such file or directory"),
 ])
 def test_bad_paths(project, capsys, argv, message):
     write(project / "empty" / "README.md", "no sources here\n")
@@ -158,7 +157,7 @@ def test_explicit_config_file_not_found(project, capsys):
     (["--select", "KC999", "ok.py"], "--select: unknown rule code or prefix 'KC999' (see `kernel-check rules`)"),
     (["--select", "KC101,kc9", "ok.py"], "--select: unknown rule code or prefix 'KC9'"),
     (["--ignore", "XY", "ok.py"], "--ignore: unknown rule code or prefix 'XY'"),
-    (["--format", "xml", "ok.py"], "argument --format: invalid choice: 'xml'"),
+    (["--format", "xml", "ok.py"], "argument --output-format/--format: invalid choice: 'xml'"),
     (["--bogus", "ok.py"], "unrecognized arguments: --bogus"),
     (["--output", "no/such/dir/report.txt", "ok.py"], "no/such/dir/report.txt: cannot write the report"),
 ])

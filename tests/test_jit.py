@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from pathlib import Path
 
@@ -234,3 +235,37 @@ ptxas info    : Used 8 registers, used 0 barriers, 356 bytes cmem[0]
     assert [(r.name, r.registers, r.spill_stores, r.spill_loads, r.shared_bytes, r.stack_bytes)
             for r in res] == [("_Z3fooPf", 72, 8, 4, 1024, 16), ("_Z3barv", 8, 0, 0, 0, 0)]
     assert res[0].arch == "sm_90"
+
+
+WRAPPER = '''
+from kernel_check import jit
+
+def key(cuda_file):
+    return jit.compute_key("kc_twice", cuda_files=[cuda_file], cuda_wrappers=[("kc_twice", "kc_twice<float>")])
+'''
+
+
+def _load_wrapper(path: Path):
+    """Import a wrapper module from its file, as a user's package would be imported."""
+    spec = importlib.util.spec_from_file_location(f"kc_wrapper_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_nvcc
+def test_relative_cuda_files_resolve_against_the_calling_wrapper(tree, tmp_path, jit_env):
+    """`cuda_files` without `csrc_root` are relative to the wrapper's folder or the nearest
+    ancestor holding the first file (as `kernel-check build` reads manifests), never to
+    kernel-check's own csrc/ (which an installed wheel does not even have)."""
+    kernels = tmp_path / "kernels"
+    (kernels / "elementwise").mkdir(parents=True)
+    for name in ("kc_test_factor.h", "kc_twice.cuh"):
+        (kernels / "elementwise" / name).write_text((tree / name).read_text())
+    (kernels / "elementwise" / "twice.py").write_text(WRAPPER)
+    wrapper = _load_wrapper(kernels / "elementwise" / "twice.py")
+    expected = jit.compute_key("kc_twice", **_kwargs(kernels / "elementwise"))
+    assert wrapper.key("elementwise/kc_twice.cuh") == expected  # found from the parent folder
+    assert wrapper.key("kc_twice.cuh") == expected  # found in the wrapper's own folder
+    with pytest.raises(jit.BuildError, match=r"cuda file not found: .*kernels/elementwise/add_constant\.cuh"):
+        wrapper.key("add_constant.cuh")  # a name this repository's csrc/ has

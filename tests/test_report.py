@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
 import pytest
 from kernel_check import __version__, registry
+from kernel_check.cli import main
 from kernel_check.finding import Finding, Fix, Location, Related, Severity, TextEdit
 from kernel_check.registry import Language
 from kernel_check.report import FORMATS, Summary, render
@@ -75,7 +77,7 @@ def full_finding(project: Path) -> Finding:
 
 
 def test_formats_and_unknown_format(project: Path) -> None:
-    assert FORMATS == ("text", "json", "sarif", "github", "junit")
+    assert FORMATS == ("text", "concise", "json", "sarif", "github", "junit")
     with pytest.raises(ValueError, match="unknown output format"):
         render([], "xml", root=project)
 
@@ -154,7 +156,7 @@ def test_text_summary_line(project: Path) -> None:
     )
     assert render([], "text", root=project) == "All checks passed."
     clean = render([], "text", root=project, summary=Summary(files_checked=1, cached=1, fixed=2))
-    assert clean == "All checks passed. 1 file checked, 1 cached, 2 fixed."
+    assert clean == "Found 2 findings (2 fixed, 0 remaining). 1 file checked, 1 cached."
 
 
 def test_text_color(project: Path) -> None:
@@ -468,3 +470,26 @@ def test_junit_clean_run_has_one_passing_case(project: Path) -> None:
     assert (suites.get("tests"), suites.get("failures")) == ("1", "0")
     [case] = suites.iter("testcase")
     assert case.find("failure") is None
+
+
+def test_sarif_and_github_paths_are_relative_to_the_git_repository(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A monorepo: the project (pyproject.toml) is `python/`, the git repository one level up.
+    GitHub resolves annotation files and SARIF URIs against the repository root."""
+    repo = tmp_path / "mono"
+    wrappers = repo / "python" / "kernels"
+    wrappers.mkdir(parents=True)
+    (repo / "python" / "pyproject.toml").write_text("[tool.kernel-check]\nselect = ['KC501']\n")
+    (wrappers / "bad.py").write_text('import functools\n\n\n@functools.lru_cache(maxsize=None)\n'
+                                     'def _jit_scale_module(dtype):\n    return load_jit("scale", dtype)\n')
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo)
+
+    assert main(["python/kernels", "--format", "github", "--no-cache"]) == 1
+    assert capsys.readouterr().out.startswith("::error file=python/kernels/bad.py,line=4,")
+    assert main(["python/kernels", "--format", "sarif", "--no-cache"]) == 1
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == repo.as_uri() + "/"
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "python/kernels/bad.py", "uriBaseId": "%SRCROOT%"}
+    assert main(["python/kernels", "--format", "json", "--no-cache"]) == 1  # the others stay project-relative
+    assert json.loads(capsys.readouterr().out)[0]["path"] == "kernels/bad.py"

@@ -101,7 +101,8 @@ def test_the_run_continues_after_a_timed_out_file(tmp_path: Path, jobs: str) -> 
     by_file: dict[str, list[dict]] = {}
     for finding in findings:
         by_file.setdefault(Path(finding["path"]).name, []).append(finding)
-    assert [(f["code"], "file-timeout (3 s)" in f["message"]) for f in by_file["bomb.cuh"]] == [("KC000", True)]
+    assert [(f["code"], "file-timeout (3 s) of CPU time" in f["message"]) for f in by_file["bomb.cuh"]] == \
+        [("KC000", True)]
     assert "KC130" in {f["code"] for f in by_file["raw_launch.cuh"]}
     assert "wrapper.py" not in by_file
     assert elapsed < 120, f"{elapsed:.0f} s"
@@ -241,7 +242,65 @@ def test_a_busy_child_is_killed_at_the_limit() -> None:
     outcome = watchdog.run_bounded(_spin, (), 0.5)
     assert isinstance(outcome, watchdog.TimedOut)
     assert outcome.limit == 0.5 and "file-timeout (0.5 s)" in outcome.message
+    assert outcome.bound == "cpu" and "of CPU time" in outcome.message
     assert time.monotonic() - started < 5
+
+
+# -- a loaded machine ------------------------------------------------------------------------
+HOGS = 3  # busy processes sharing the bounded call's CPU: it gets at most a quarter of it
+
+
+@pytest.fixture
+def crowded_cpu():
+    """One CPU shared with `HOGS` busy processes: the CPU a loaded machine's parse gets."""
+    cpu = min(os.sched_getaffinity(0))
+    code = f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(HOGS)]
+    try:
+        yield cpu
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def _work_on(cpu: int, cpu_seconds: float) -> float:
+    """Spin on `cpu` until this process used `cpu_seconds` of CPU time; the wall time it took."""
+    os.sched_setaffinity(0, {cpu})
+    started = time.monotonic()
+    while time.process_time() < cpu_seconds:
+        pass
+    return time.monotonic() - started
+
+
+def test_a_loaded_machine_does_not_stop_a_file(crowded_cpu: int) -> None:
+    """0.5 s of work that takes seconds on a crowded CPU stays inside a 1 s limit: the bound
+    is CPU time, not wall-clock time."""
+    outcome = watchdog.run_bounded(_work_on, (crowded_cpu, 0.5), 1.0)
+    assert not isinstance(outcome, watchdog.Stopped), outcome
+    assert outcome > 1.0, f"the CPU was not crowded ({outcome:.2f} s): the test proves nothing"
+
+
+def test_a_loaded_pool_worker_is_not_stopped(crowded_cpu: int) -> None:
+    """The same in a pool worker's own bound (`BoundHere`, run here in a child)."""
+    outcome = watchdog.run_bounded(_bound_here, (_work_on, (crowded_cpu, 0.5), 1.0), 60)
+    assert not isinstance(outcome, watchdog.Stopped), outcome
+    assert outcome > 1.0, f"the CPU was not crowded ({outcome:.2f} s): the test proves nothing"
+
+
+def _bound_here(fn, args, timeout):
+    import tempfile
+
+    with tempfile.TemporaryFile() as errors:
+        return watchdog.BoundHere(errors.fileno(), lambda clock: None)(fn, args, timeout)
+
+
+def test_a_call_that_waits_hits_the_wall_clock_bound_and_says_so() -> None:
+    started = time.monotonic()
+    outcome = watchdog.run_bounded(time.sleep, (600,), 0.2)
+    assert isinstance(outcome, watchdog.TimedOut), outcome
+    assert outcome.bound == "wall" and "wall-clock" in outcome.message and "file-timeout (0.2 s)" in outcome.message
+    assert time.monotonic() - started < 0.2 * watchdog.WALL_FACTOR * max(1.0, os.getloadavg()[0]) + 10
 
 
 def test_a_segfault_is_contained() -> None:

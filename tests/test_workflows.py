@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import RELEASE_TAG
+
 from kernel_check import cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -241,11 +243,14 @@ def test_precommit_snippet_names_real_hooks():
     if not hooks_file.exists():
         pytest.skip(".pre-commit-hooks.yaml not written yet")
     hooks = {hook["id"]: hook for hook in yaml.safe_load(hooks_file.read_text(encoding="utf-8"))}
-    text = (DOCS / "ci.md").read_text(encoding="utf-8") + (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    pages = (DOCS / "ci.md", DOCS / "getting-started.md", DOCS / "adopting.md", REPO / "README.md")
+    text = "".join(page.read_text(encoding="utf-8") for page in pages)
     configs = [yaml.safe_load(b) for b in fenced_blocks(text, ("yaml", "yml")) if "repos:" in b]
     assert configs, "no .pre-commit-config.yaml snippet in the docs"
     for config in configs:
         for repo in config["repos"]:
+            # the release tag, the same `rev:` the hook tests (test_precommit, test_wheel) install from
+            assert repo["repo"] == "local" or repo["rev"] == RELEASE_TAG, repo
             for hook in repo["hooks"]:
                 if repo["repo"] != "local":
                     assert hook["id"] in hooks, f"docs name an unknown hook {hook['id']}"

@@ -1,7 +1,8 @@
 """Parse stage: turn a CUDA/C++ source into a libclang translation unit.
 
-Everything that knows about compiler flags, include discovery and the hermetic prelude
-lives here. Two modes:
+Everything that knows about compiler flags, include discovery (where `sgl_kernel/` comes
+from: `includes.py`, shared with the build and the harness) and the hermetic prelude lives
+here. Two modes:
 
 * ``system``: the real CUDA headers of an installation (``CUDA_HOME``, ``nvcc`` on PATH,
   ``/usr/local/cuda`` or pip's ``nvidia-cuda-*`` packages).
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..includes import sgl_include_dirs
 from .deep_stack import use_calling_thread
 
 if TYPE_CHECKING:
@@ -124,7 +126,6 @@ PRELUDE_DIR = Path(__file__).resolve().parent.parent / "prelude"
 PRELUDE_HEADER = PRELUDE_DIR / "kernel_check_cuda_prelude.h"
 CUDA_STUBS_DIR = PRELUDE_DIR / "cuda_stubs"
 SYSTEM_SHIMS_DIR = PRELUDE_DIR / "system_shims"
-BUNDLED_INCLUDE_DIR = Path(__file__).resolve().parents[2] / "include"
 
 CPP_SUFFIXES = (".cuh", ".cu", ".h", ".hpp", ".cuhpp", ".cc", ".cpp", ".cxx", ".hh")
 
@@ -257,28 +258,9 @@ def tvm_ffi_include_dirs() -> tuple[str, ...]:
     return tuple(found)
 
 
-def find_sgl_include_dir(path: Path) -> Path | None:
-    """The nearest ancestor `include/` directory that holds `sgl_kernel/`, walking up."""
-    for ancestor in path.resolve().parents:
-        candidate = ancestor / "include"
-        if (candidate / "sgl_kernel").is_dir():
-            return candidate
-        if ancestor.name == "sgl_kernel" and ancestor.parent.name == "include":
-            return ancestor.parent
-    return None
-
-
 def include_dirs_for(path: Path, settings: ParseSettings) -> list[str]:
-    """Search path for one file: discovered sgl_kernel dir, configured dirs, bundled copy."""
-    dirs: list[str] = []
-    discovered = find_sgl_include_dir(path)
-    if discovered is not None:
-        dirs.append(str(discovered))
-    dirs.extend(settings.include_dirs)
-    if discovered is None and not settings.include_dirs and BUNDLED_INCLUDE_DIR.is_dir():
-        dirs.append(str(BUNDLED_INCLUDE_DIR))
-    dirs.extend(tvm_ffi_include_dirs())
-    return dirs
+    """Search path for one file: the sgl_kernel directories (`includes.py`), then tvm-ffi's."""
+    return [*(str(d) for d in sgl_include_dirs(path, settings.include_dirs)), *tvm_ffi_include_dirs()]
 
 
 def _arch_defines(arch: str) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build import BuildOutcome, BuildTarget, build_all, build_findings, merge_budgets
+from ..build import BuildOutcome, BuildTarget, build_all, build_findings, kernel_identifier, merge_budgets
 from ..finding import Finding
 from .spec import Instantiation, KernelSpec
 
@@ -23,23 +23,19 @@ def target_label(spec: KernelSpec, inst: Instantiation) -> str:
     return f"{spec.name}[{inst.id}]"
 
 
-def launcher_symbol(spec: KernelSpec, inst: Instantiation) -> str:
-    """``scale<fp16_t, true>``; a launcher without template arguments is named plainly."""
-    args = inst.cpp_args()
-    return f"{spec.symbol}<{args}>" if args else spec.symbol
-
-
-def spec_target(spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int]) -> BuildTarget:
+def spec_target(spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int],
+                include_dirs: tuple[str, ...] = ()) -> BuildTarget:
+    """`include_dirs`: the configured ones, after the spec's own."""
     root = Path(spec.spec_path).parent
     return BuildTarget(
         label=target_label(spec, inst),
         marker=(spec.name, inst.id),
         cuda_files=(spec.source,),
-        wrappers=((spec.export, launcher_symbol(spec, inst)),),
+        wrappers=((spec.export, spec.launcher(inst)),),
         csrc_root=str(root),
         source=str(root / spec.source),
         extra_cuda_cflags=spec.extra_cuda_cflags,
-        include_dirs=tuple(str(root / d) for d in spec.include_dirs),
+        include_dirs=tuple(str(root / d) for d in spec.include_dirs) + include_dirs,
         register_budget=budgets,
     )
 
@@ -65,6 +61,9 @@ class SpecBuilds:
     by_spec: dict[str, list[Finding]] = field(default_factory=dict)
     probe: str = ""
     probe_error: str = ""
+    # spec name -> the kernels (identifiers) its libraries hold, from ptxas's report: the
+    # names sanitizer reports are attributed by (anonymous namespaces, macros and all)
+    kernels: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def findings(self) -> list[Finding]:
@@ -76,15 +75,15 @@ class SpecBuilds:
 
 def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: bool = False,
                 register_budget: int = 64, per_kernel_budget: Mapping[str, object] | None = None,
-                jobs: int | None = None, on_done=None) -> SpecBuilds:
+                include_dirs: tuple[str, ...] = (), jobs: int | None = None, on_done=None) -> SpecBuilds:
     """Build every instantiation of every spec (and the probe); failures become findings."""
-    keyed: list[tuple[str, str]] = []
+    keyed: list[tuple[str, Instantiation]] = []
     targets: list[BuildTarget] = []
     for spec in specs:
         budgets = merge_budgets(register_budget, per_kernel_budget or {}, spec.register_budget)
         for inst in spec.instantiations:
-            keyed.append((spec.name, inst.id))
-            targets.append(spec_target(spec, inst, budgets))
+            keyed.append((spec.name, inst))
+            targets.append(spec_target(spec, inst, budgets, include_dirs))
     if with_probe:
         targets.append(probe_target())
     outcomes = build_all(targets, lineinfo=lineinfo, jobs=jobs, on_done=on_done)
@@ -95,10 +94,11 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
             builds.probe = str(probe.result.library)
         else:
             builds.probe_error = probe.error.log or str(probe.error)
-    for (spec_name, inst_id), outcome in zip(keyed, outcomes):
-        if outcome.ok:
-            builds.libraries.setdefault(spec_name, {})[inst_id] = str(outcome.result.library)
-        # lineinfo builds repeat the plain ones: their findings would be duplicates
-        if not lineinfo:
-            builds.by_spec.setdefault(spec_name, []).extend(build_findings([outcome]))
+    for (spec_name, inst), outcome in zip(keyed, outcomes):
+        if outcome.ok:  # one build serves every run-time dtype choice of its instantiation
+            for variant in inst.variants():
+                builds.libraries.setdefault(spec_name, {})[variant.id] = str(outcome.result.library)
+            builds.kernels.setdefault(spec_name, set()).update(
+                kernel_identifier(k.name) for k in outcome.result.resources)
+        builds.by_spec.setdefault(spec_name, []).extend(build_findings([outcome]))
     return builds

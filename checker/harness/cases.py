@@ -10,8 +10,12 @@ Per instantiation, in order:
 - ``strided``: the same checks with rows padded to an aligned stride, for tensors whose
   launcher accepts a row stride;
 - ``graph`` (KD403), ``stream`` (KD402), ``pdl`` (KD401, PDL instantiations only);
+- ``values``: one adversarial value profile of one input tensor (``profiles.py``), judged
+  by its contract (KD101-KD104, or KD301 for ``reject``);
 - ``bad-input`` (KD301): CPU tensor, wrong dtype, wrong rank, wrong shape, non-contiguous,
   base pointer offset by one element, padded row stride that breaks the vector width.
+An instantiation whose ``dtypes`` lists several run-time dtypes plans all of this once
+per choice (``KernelSpec.variants``); the build is shared.
 Bandwidth (KD501) and sanitizer cases are planned separately: they run in their own
 processes (alone on the GPU, or under compute-sanitizer).
 """
@@ -23,7 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Optional
 
-from .spec import Instantiation, KernelSpec, Sizes, Tensor, itemsize
+from .profiles import SANITIZER_TOOLS, ValueProfile, applicable, contract_of, sanitized
+from .spec import Instantiation, KernelSpec, Sizes, Tensor, dim_axes, dim_size, itemsize
 
 # Largest total element count (over all tensors) for sanitizer runs, and for racecheck.
 SANITIZE_MAX_ELEMENTS = 1 << 16
@@ -32,22 +37,25 @@ SANITIZE_MAX_POINTS = 6
 # Largest total element count for the single-shape cases (graph, stream, PDL).
 MEDIUM_MAX_ELEMENTS = 1 << 22
 
-# The dtype a wrong-dtype case passes instead of the expected one.
+# The dtypes a wrong-dtype case tries, in order, instead of the expected one: the first
+# that the launcher does not accept (its own dtype set, ``Tensor.accepts``) is passed.
 WRONG_DTYPE = {
-    "float32": "float16",
-    "float16": "float32",
-    "bfloat16": "float32",
-    "float64": "float32",
-    "float8_e4m3fn": "float16",
-    "float8_e5m2": "float16",
-    "int64": "int32",
-    "int32": "int64",
+    "float32": ("float16", "bfloat16", "float64"),
+    "float16": ("float32", "bfloat16", "float64"),
+    "bfloat16": ("float32", "float16", "float64"),
+    "float64": ("float32", "float16"),
+    "float8_e4m3fn": ("float16", "float8_e5m2", "float32"),
+    "float8_e5m2": ("float16", "float8_e4m3fn", "float32"),
+    "int64": ("int32", "float32", "int16"),
+    "int32": ("int64", "float32", "int16"),
 }
+FALLBACK_WRONG_DTYPES = ("float32", "int64", "float16", "int8")
 
 
 class CaseKind(enum.Enum):
     REFERENCE = "reference"
     STRIDED = "strided"
+    PROFILE = "values"
     GRAPH = "graph"
     STREAM = "stream"
     PDL = "pdl"
@@ -60,6 +68,7 @@ class CaseKind(enum.Enum):
 CHECK_CODE = {
     CaseKind.REFERENCE: "KD101",
     CaseKind.STRIDED: "KD101",
+    CaseKind.PROFILE: "KD101",
     CaseKind.GRAPH: "KD403",
     CaseKind.STREAM: "KD402",
     CaseKind.PDL: "KD401",
@@ -107,6 +116,7 @@ class Case:
     kind: CaseKind
     sizes: tuple[tuple[str, int], ...]
     bad: Optional[BadInput] = None
+    profile: Optional[ValueProfile] = None
 
     @property
     def size_map(self) -> dict[str, int]:
@@ -116,11 +126,12 @@ class Case:
     def label(self) -> str:
         shape = " ".join(f"{k}={v}" for k, v in self.sizes)
         suffix = f" [{self.bad.label}]" if self.bad else ""
+        suffix += f" [{self.profile.label}]" if self.profile else ""
         return f"{self.kind.value} {shape}{suffix}"
 
 
 def shape_of(tensor: Tensor, sizes: Sizes) -> tuple[int, ...]:
-    return tuple(d if isinstance(d, int) else sizes[d] for d in tensor.shape)
+    return tuple(dim_size(d, sizes) for d in tensor.shape)
 
 
 def numel(shape: Iterable[int]) -> int:
@@ -186,14 +197,15 @@ def bandwidth_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> O
 
 def _checked_dims(spec: KernelSpec, tensor: Tensor, inst: Optional[Instantiation] = None) -> list[int]:
     """Dimensions whose size the launcher must check: fixed (in the spec, or by the
-    instantiation's template arguments), or shared with another use."""
+    instantiation's template arguments), derived from other axes, or shared with another use."""
     uses: dict[str, int] = {}
     for t in spec.tensors:
         for d in t.shape:
-            if isinstance(d, str):
-                uses[d] = uses.get(d, 0) + 1
+            for axis in dim_axes(d):
+                uses[axis] = uses.get(axis, 0) + 1
     fixed = set(inst.sizes) if inst is not None else set()
-    return [i for i, d in enumerate(tensor.shape) if isinstance(d, int) or d in fixed or uses[d] > 1]
+    return [i for i, d in enumerate(tensor.shape)
+            if isinstance(d, int) or d in fixed or d not in uses or uses[d] > 1]
 
 
 def _row_pad(width: int, dtype: str, row: int) -> int:
@@ -205,11 +217,21 @@ def _row_pad(width: int, dtype: str, row: int) -> int:
     return 1
 
 
+def wrong_dtype(spec: KernelSpec, tensor: Tensor, inst: Instantiation) -> str:
+    """A dtype the launcher does not accept for this tensor (none of the accepted ones)."""
+    dtype = spec.tensor_dtype(tensor, inst)
+    accepted = spec.accepted_dtypes(tensor, inst)
+    candidates = (*WRONG_DTYPE.get(dtype, ()), *FALLBACK_WRONG_DTYPES)
+    return next((d for d in candidates if d not in accepted), "")
+
+
 def bad_inputs(spec: KernelSpec, inst: Instantiation, sizes: Sizes) -> list[BadInput]:
     """Every bad variant of every tensor argument that a correct launcher must reject.
 
-    A tensor with ``strided_rows`` may have any stride on its outer dimensions, so only its
-    innermost dimension is made non-contiguous (and not at all when that dimension is 1).
+    What the launcher allows is left out: a dtype it accepts (its build's run-time dtypes,
+    ``Tensor.accepts``), a stride on a dimension it leaves free (``strided_rows``,
+    ``strided_dims``): only the innermost dimension that must be contiguous is made
+    non-contiguous, and none when every wide dimension is free.
     """
     variants: list[BadInput] = []
     for tensor in spec.tensors:
@@ -217,14 +239,15 @@ def bad_inputs(spec: KernelSpec, inst: Instantiation, sizes: Sizes) -> list[BadI
         shape = shape_of(tensor, sizes)
         width = spec.vector_bytes_of(tensor, inst)
         variants.append(BadInput(tensor.name, BadKind.CPU))
-        variants.append(BadInput(tensor.name, BadKind.DTYPE, dtype=WRONG_DTYPE.get(dtype, "float32")))
+        other = wrong_dtype(spec, tensor, inst)
+        if other:
+            variants.append(BadInput(tensor.name, BadKind.DTYPE, dtype=other))
         variants.append(BadInput(tensor.name, BadKind.RANK))
         checked = _checked_dims(spec, tensor, inst)
         if checked:
             variants.append(BadInput(tensor.name, BadKind.SHAPE, dim=checked[-1]))
-        wide = [i for i, d in enumerate(shape) if d > 1]
-        if tensor.strided_rows:
-            wide = [i for i in wide if i == len(shape) - 1]
+        free = tensor.free_strides()
+        wide = [i for i, d in enumerate(shape) if d > 1 and i not in free]
         if wide:
             variants.append(BadInput(tensor.name, BadKind.NON_CONTIGUOUS, dim=wide[-1]))
         vectorized = width > itemsize(dtype)
@@ -234,6 +257,19 @@ def bad_inputs(spec: KernelSpec, inst: Instantiation, sizes: Sizes) -> list[BadI
             pad = _row_pad(width, dtype, shape[-1])
             variants.append(BadInput(tensor.name, BadKind.PADDED_STRIDE, pad=pad))
     return variants
+
+
+def value_profiles(spec: KernelSpec, inst: Instantiation) -> list[ValueProfile]:
+    """Every adversarial profile of every input tensor, with its contract (``off`` left out)."""
+    found = []
+    for tensor in spec.tensors:
+        if not tensor.read:
+            continue
+        for name in applicable(tensor.init, spec.tensor_dtype(tensor, inst)):
+            contract = contract_of(tensor.profiles, name, tensor.init, spec.reference is not None)
+            if contract != "off":
+                found.append(ValueProfile(tensor.name, name, contract))
+    return found
 
 
 # ----- plans -----
@@ -247,51 +283,65 @@ class PlanOptions:
     graph: bool = True
     stream: bool = True
     pdl: bool = True
+    profiles: bool = True
 
 
-# (kind, sizes, bad input) before numbering
-_Planned = tuple[CaseKind, Mapping[str, int], Optional[BadInput]]
+# (kind, sizes, bad input, value profile) before numbering
+_Planned = tuple[CaseKind, Mapping[str, int], Optional[BadInput], Optional[ValueProfile]]
 
 
 def _instantiation_cases(spec: KernelSpec, inst: Instantiation, options: PlanOptions) -> list[_Planned]:
-    cases: list[_Planned] = [(CaseKind.REFERENCE, p, None) for p in spec.grid_points(inst)]
+    cases: list[_Planned] = [(CaseKind.REFERENCE, p, None, None) for p in spec.grid_points(inst)]
     base = base_sizes(spec, inst)
-    if any(t.strided_rows for t in spec.tensors):
-        cases.append((CaseKind.STRIDED, base, None))
+    if any(t.free_strides() for t in spec.tensors):
+        cases.append((CaseKind.STRIDED, base, None, None))
     medium = medium_sizes(spec, inst)
     if options.graph:
-        cases.append((CaseKind.GRAPH, medium, None))
+        cases.append((CaseKind.GRAPH, medium, None, None))
     if options.stream:
-        cases.append((CaseKind.STREAM, medium, None))
+        cases.append((CaseKind.STREAM, medium, None, None))
     if options.pdl and inst.pdl:
-        cases.append((CaseKind.PDL, medium, None))
+        cases.append((CaseKind.PDL, medium, None, None))
+    if options.profiles:
+        cases.extend((CaseKind.PROFILE, base, None, p) for p in value_profiles(spec, inst))
     if options.bad_inputs:
-        cases.extend((CaseKind.BAD_INPUT, base, bad) for bad in bad_inputs(spec, inst, base))
+        cases.extend((CaseKind.BAD_INPUT, base, bad, None) for bad in bad_inputs(spec, inst, base))
     return cases
 
 
 def _number(spec_cases: list[tuple[str, _Planned]]) -> list[Case]:
     return [
-        Case(index=i, inst=inst_id, kind=kind, sizes=_freeze(sizes), bad=bad)
-        for i, (inst_id, (kind, sizes, bad)) in enumerate(spec_cases)
+        Case(index=i, inst=inst_id, kind=kind, sizes=_freeze(sizes), bad=bad, profile=profile)
+        for i, (inst_id, (kind, sizes, bad, profile)) in enumerate(spec_cases)
     ]
 
 
 def plan_cases(spec: KernelSpec, options: PlanOptions = PlanOptions()) -> list[Case]:
     """The checking cases, grouped by instantiation; bad inputs last within each group."""
-    return _number([(inst.id, c) for inst in spec.instantiations for c in _instantiation_cases(spec, inst, options)])
+    return _number([(inst.id, c) for inst in spec.variants for c in _instantiation_cases(spec, inst, options)])
 
 
 def plan_sanitize(spec: KernelSpec, tool: str) -> list[Case]:
-    return _number([(inst.id, (CaseKind.SANITIZE, p, None)) for inst in spec.instantiations
-                    for p in sanitize_sizes(spec, tool, inst)])
+    """Small shapes per instantiation; memcheck and initcheck also get the value profiles
+    that steer addresses (``profiles.sanitized``) at the base shape, or the smallest."""
+    planned: list[tuple[str, _Planned]] = []
+    for inst in spec.variants:
+        points = sanitize_sizes(spec, tool, inst)
+        planned += [(inst.id, (CaseKind.SANITIZE, p, None, None)) for p in points]
+        if tool in SANITIZER_TOOLS:
+            base = base_sizes(spec, inst)
+            if total_elements(spec, base) > SANITIZE_MAX_ELEMENTS:
+                base = min(points, key=lambda p: total_elements(spec, p))
+            planned += [(inst.id, (CaseKind.SANITIZE, base, None, profile))
+                        for profile in value_profiles(spec, inst) if sanitized(profile)]
+    return _number(planned)
 
 
 def plan_bandwidth(spec: KernelSpec) -> list[Case]:
     if not spec.memory_bound:
         return []
-    planned = [(inst.id, bandwidth_sizes(spec, inst)) for inst in spec.instantiations]
-    return _number([(inst_id, (CaseKind.BANDWIDTH, sizes, None)) for inst_id, sizes in planned if sizes])
+    planned = [(inst.id, bandwidth_sizes(spec, inst)) for inst in spec.variants]
+    return _number([(inst_id, (CaseKind.BANDWIDTH, sizes, None, None)) for inst_id, sizes in planned if sizes])
 
 
 

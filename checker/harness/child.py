@@ -20,6 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 EVENT_PREFIX = "@@kernel-check "
+# printed (as plain output) before each case of a sanitizer run: compute-sanitizer's reports
+# that follow it belong to that case, so a finding names the shape and value profile
+CASE_MARKER = "kernel-check case: "
 FATAL_EXIT = 3
 ERROR_EXIT = 4
 
@@ -118,6 +121,8 @@ def run_spec(job: Job, spec, ctx, tag: str = "") -> int:
         if case.index in job.skip or case.inst not in ctx.kernels:
             continue
         emit("begin", case=case.index, **extra)
+        if job.mode == "sanitize":
+            print(CASE_MARKER + f"{case.inst} {case.label}", flush=True)
         try:
             try:
                 outcomes = run_case(ctx, case)

@@ -27,17 +27,16 @@ from ..build import (
     nvcc_available,
     wrapper_targets,
 )
-from ..config import Config, ConfigError, load_config
+from ..config import Config, ConfigError, load_config, print_warnings
 from ..finding import Finding, Severity
 from .build import build_specs
 from .discover import discover
 from .process import stop_all
-from .report import Progress, render_table
+from .report import Progress, reference_note, render_table
 from .run import HarnessResult, RunOptions, run_specs, visible_gpus
 from .sanitize import TOOLS, find_sanitizer, sanitize_command
 from .spec import KernelSpec
 
-FORMATS = ("text", "json", "sarif", "github", "junit")
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
@@ -54,26 +53,37 @@ def _tools(value: str) -> tuple[str, ...]:
 
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default="text", help="findings format (default text)")
-    parser.add_argument("--output", type=Path, help="write the findings to this file instead of stdout")
+    """The report and gate flags, as the static command spells them (`kernel_check.cli`)."""
+    from ..cli import add_selection_options
+    from ..report import FORMATS
+
+    parser.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
+                        help="findings format (default text)")
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE",
+                        help="write the findings to FILE instead of stdout")
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    add_selection_options(parser)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernel-check")
+    from ..cli import OneLineParser  # a usage error is one line and exit 2, as for the static check
+
+    parser = OneLineParser(prog="kernel-check")
     sub = parser.add_subparsers(dest="command", required=True)
 
     test = sub.add_parser("test", help="build and run kernel specs (*_spec.py) on the GPU")
-    test.add_argument("paths", nargs="+", type=Path)
+    test.add_argument("paths", nargs="+", type=Path, help="kernel specs (*_spec.py) or directories holding them")
     test.add_argument("--compile-only", action="store_true", help="build every instantiation, run nothing")
     test.add_argument("--timeout", type=float, default=60.0, help="seconds one case may run (default 60)")
     sanitizers = test.add_mutually_exclusive_group()
     sanitizers.add_argument("--sanitize", type=_tools, default=TOOLS,
                             help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
-    sanitizers.add_argument("--no-sanitize", dest="sanitize", action="store_const", const=())
+    sanitizers.add_argument("--no-sanitize", dest="sanitize", action="store_const", const=(),
+                            help="run no compute-sanitizer tool")
     test.add_argument("--sanitize-timeout", type=float, default=600.0,
                       help="seconds one tool's run of one spec may take (default 600)")
-    test.add_argument("-k", dest="filter", default="", help="only specs whose name contains (or matches) this")
+    test.add_argument("-k", dest="filter", default="", metavar="PATTERN",
+                      help="only specs whose name contains (or matches) this")
     test.add_argument("--jobs", type=int, default=0, help="child processes at a time (default two per GPU)")
     test.add_argument("--max-time", type=float, metavar="SECONDS",
                       help="stop after this long and report what finished (exit 2 if anything was cut off)")
@@ -84,16 +94,25 @@ def _parser() -> argparse.ArgumentParser:
     _output_options(test)
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
-    build.add_argument("paths", nargs="+", type=Path)
-    build.add_argument("-k", dest="filter", default="")
+    build.add_argument("paths", nargs="+", type=Path,
+                       help="kernel specs, wrappers with CUDA_FILES and INSTANTIATIONS, or directories")
+    build.add_argument("-k", dest="filter", default="", metavar="PATTERN",
+                       help="only specs whose name contains (or matches) this")
     _output_options(build)
 
     sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
-    sanitize.add_argument("--tools", type=_tools, default=TOOLS)
+    sanitize.add_argument("--tools", type=_tools, default=TOOLS,
+                          help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
     sanitize.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool (default 3600)")
     sanitize.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     _output_options(sanitize)
     return parser
+
+
+def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
+    """`build`, `test` and `sanitize`'s own parsers, by command."""
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
 
 
 # ----- shared steps -----
@@ -124,11 +143,18 @@ def _require_nvcc() -> None:
         raise UsageError(NVCC_MISSING)
 
 
-def _config() -> Config:
+def _config(args: argparse.Namespace) -> Config:
+    from ..cli import validate_selection
+    from ..registry import load_rules
+
     try:
-        return load_config(Path.cwd())
+        config = load_config(Path.cwd())
+        print_warnings(config)
+        load_rules()
+        validate_selection(args, config)  # before the (slow) build: a typo costs nothing
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc
+    return config
 
 
 def _remap(findings: list[Finding], config: Config) -> list[Finding]:
@@ -137,21 +163,25 @@ def _remap(findings: list[Finding], config: Config) -> list[Finding]:
 
 
 def _emit(findings: list[Finding], args: argparse.Namespace, config: Config) -> int:
+    from ..cli import emit, use_color
+    from ..filter import Selection
     from ..report import render
 
-    text = render(findings, args.format, root=config.root)
-    if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
-    else:
-        sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
+    selection = Selection(config, list(args.select), list(args.ignore))
+    findings = [f for f in findings if selection.enabled(f.code, config.relative(Path(f.path)))]
+    emit(render(findings, args.format, root=config.root, color=use_color("auto", args.output)), args.output)
+    if args.exit_zero:
+        return EXIT_CLEAN
     strict = args.strict or bool(config.get("strict"))
     failing = {Severity.ERROR} | ({Severity.WARNING} if strict else set())
     return EXIT_FINDINGS if any(f.severity in failing for f in findings) else EXIT_CLEAN
 
 
-def _budgets(config: Config) -> dict:
+def _build_options(config: Config) -> dict:
+    """What every build takes from the configuration: register budgets, include directories."""
     return dict(register_budget=int(config.get("register-budget")),
-                per_kernel_budget=dict(config.get("register-budget-per-kernel")))
+                per_kernel_budget=dict(config.get("register-budget-per-kernel")),
+                include_dirs=config.include_dirs())
 
 
 # ----- subcommands -----
@@ -164,7 +194,7 @@ def _wrapper_targets(paths: Sequence[Path], specs: list[KernelSpec], config: Con
     budgets = merge_budgets(int(config.get("register-budget")), config.get("register-budget-per-kernel"), None)
     built = {_target_key(spec_target(s, i, budgets)) for s in specs for i in s.instantiations}
     files = sorted({p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py"))})
-    targets = [t for f in files for t in wrapper_targets(f, budgets)]
+    targets = [t for f in files for t in wrapper_targets(f, budgets, config.include_dirs())]
     return [t for t in targets if _target_key(t) not in built]
 
 
@@ -187,7 +217,7 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     progress = Progress()
     progress.add(sum(len(s.instantiations) for s in specs) + len(wrappers))
     on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731
-    findings = build_specs(specs, on_done=on_done, **_budgets(config)).findings
+    findings = build_specs(specs, on_done=on_done, **_build_options(config)).findings
     findings += build_findings(build_all(wrappers, on_done=on_done))
     return _emit(_remap(findings, config), args, config)
 
@@ -205,12 +235,22 @@ def _test(args: argparse.Namespace, config: Config) -> int:
     options = RunOptions(timeout=args.timeout, sanitize=args.sanitize, sanitize_timeout=args.sanitize_timeout,
                          bandwidth=args.bandwidth, bandwidth_floor=args.bandwidth_floor, jobs=args.jobs,
                          sanitizer_log_dir=args.sanitizer_log, max_time=args.max_time,
-                         **_budgets(config))
+                         **_build_options(config))
     with _stop_on_signals():
         result = run_specs(specs, options, Progress())
     print(render_table(result.rows), file=sys.stderr)
+    note = reference_note([s.name for s in specs if s.reference is None])
+    if note:
+        print(note, file=sys.stderr)
     status = _emit(_remap(result.findings, config), args, config)
-    return _report_stop(result, len(specs)) or status
+    return _report_environment(result) or _report_stop(result, len(specs)) or status
+
+
+def _report_environment(result: HarnessResult) -> int:
+    """One line per environment failure (no verdict on those kernels); EXIT_USAGE then."""
+    for line in result.environment:
+        print(f"kernel-check: environment error, not a kernel finding: {line}", file=sys.stderr)
+    return EXIT_USAGE if result.environment else EXIT_CLEAN
 
 
 @contextlib.contextmanager
@@ -258,12 +298,16 @@ COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize}
 
 
 def main(argv: list[str]) -> int:
+    from ..cli import UsageError as CommandLineError  # what the one-line parser raises
+
     try:
         args = _parser().parse_args(argv)
-    except SystemExit as exit_:  # argparse's --help (0) or usage error (2)
+        return COMMANDS[args.command](args, _config(args))
+    except SystemExit as exit_:  # argparse's --help (0)
         return EXIT_CLEAN if exit_.code == 0 else EXIT_USAGE
-    try:
-        return COMMANDS[args.command](args, _config())
+    except CommandLineError as exc:
+        print(f"kernel-check: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except UsageError as exc:
         print(f"kernel-check: {exc}" if not str(exc).startswith("kernel-check") else str(exc), file=sys.stderr)
         return EXIT_USAGE

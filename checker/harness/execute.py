@@ -15,7 +15,8 @@ from typing import Any
 import torch
 
 from .cases import BadInput, BadKind, Case, CaseKind, Outcome, numel, shape_of
-from .spec import KernelSpec, Role, Tensor, itemsize
+from .profiles import index_bound
+from .spec import KernelSpec, Role, Tensor, dim_size, itemsize
 
 # Runs per reference case: poison A, poison B, poison A again (KD102 needs two poisons,
 # KD103 compares every run with the first).
@@ -37,11 +38,24 @@ ARENA_ALIGN = 256
 CUDA_ERROR_TEXT = re.compile(
     r"cudaError|CUDA error|illegal memory access|misaligned address|unspecified launch failure|"
     r"illegal instruction|device-side assert", re.IGNORECASE)
-SENTINEL = {"float8_e4m3fn": -416.0, "float8_e5m2": -24576.0}
-FLOAT_SENTINEL = -31744.0  # exact in fp32, fp16 and bf16
-INT_POISON = {"int64": -0x5A5A5A5A5A5A5A5B, "int32": -0x5A5A5A5B, "int16": -0x5A5B, "int8": -0x5B,
-              "uint8": 0xA5, "bool": 1}
-
+# Two poison bit patterns per dtype (run A, run B). An element is never written when it
+# holds A after run A and B after run B: no reference needed, and no value a correct
+# kernel produces can fake it (it would have to produce A, then B, from the same inputs).
+# Floats get NaNs with payloads no arithmetic produces; bool gets bytes that are no bool.
+POISON_BITS: dict[str, tuple[int, int]] = {
+    "float64": (0xFFF5A5A5A5A5A5A5, 0x7FF5A5A5A5A5A5A5),
+    "float32": (0xFFA5A5A5, 0x7FD5A5A5),
+    "float16": (0xFDA5, 0x7EA5),
+    "bfloat16": (0xFFA5, 0x7FD5),
+    "float8_e4m3fn": (0xFF, 0x7F),  # e4m3fn's only NaN encodings
+    "float8_e5m2": (0xFE, 0x7D),
+    "int64": (0xA5A5A5A5A5A5A5A5, 0x5A5A5A5A5A5A5A5B),
+    "int32": (0xA5A5A5A5, 0x5A5A5A5B),
+    "int16": (0xA5A5, 0x5A5B),
+    "int8": (0xA5, 0x5B),
+    "uint8": (0xA5, 0x5A),
+    "bool": (0xA5, 0x5A),
+}
 
 class ContextPoisoned(RuntimeError):
     """The CUDA context holds a sticky error; nothing more can run in this process."""
@@ -60,7 +74,7 @@ class CaseContext:
     _pdl_overlap: tuple[bool, str] | None = None
 
     def instantiation(self, inst_id: str):
-        return next(i for i in self.spec.instantiations if i.id == inst_id)
+        return self.spec.variant(inst_id)
 
     def dtype_of(self, tensor: Tensor, inst_id: str) -> torch.dtype:
         return getattr(torch, self.spec.tensor_dtype(tensor, self.instantiation(inst_id)))
@@ -83,12 +97,12 @@ def _fill(tensor: Tensor, dtype: torch.dtype, shape: tuple[int, ...], sizes: Map
         return tensor.init(shape, dtype, cuda, gen, sizes).to(cuda).contiguous()
     preset, _, dim = tensor.init.partition(":")
     if preset == "perm":
-        count = numel(shape)
-        if count > sizes[dim]:
-            raise ValueError(f"{tensor.name}: perm:{dim} needs {count} distinct values below {sizes[dim]}")
-        return torch.randperm(sizes[dim], generator=gen, device=cuda)[:count].view(shape).to(dtype)
+        count, bound = numel(shape), dim_size(dim, sizes)
+        if count > bound:
+            raise ValueError(f"{tensor.name}: perm:{dim} needs {count} distinct values below {bound}")
+        return torch.randperm(bound, generator=gen, device=cuda)[:count].view(shape).to(dtype)
     if preset == "randint":
-        return torch.randint(0, sizes[dim], shape, generator=gen, device=cuda).to(dtype)
+        return torch.randint(0, dim_size(dim, sizes), shape, generator=gen, device=cuda).to(dtype)
     if preset in ("zeros", "ones"):
         return (torch.zeros if preset == "zeros" else torch.ones)(shape, dtype=dtype, device=cuda)
     if not dtype.is_floating_point:
@@ -99,12 +113,24 @@ def _fill(tensor: Tensor, dtype: torch.dtype, shape: tuple[int, ...], sizes: Map
     return values.to(dtype)
 
 
-def poison_value(dtype: torch.dtype, which: int) -> float | int:
-    name = str(dtype).rsplit(".", 1)[-1]
-    if dtype.is_floating_point:
-        return float("nan") if which == 0 else SENTINEL.get(name, FLOAT_SENTINEL)
-    value = INT_POISON.get(name, 0x5A)
-    return value if which == 0 else value // 3
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def poison_bits(dtype: torch.dtype, which: int) -> int:
+    """Poison ``which`` (0: run A, 1: run B) as a signed integer of the dtype's width."""
+    bits = POISON_BITS[_dtype_name(dtype)][which]
+    width = 8 * torch.empty((), dtype=dtype).element_size()
+    return bits - (1 << width) if bits >> (width - 1) else bits
+
+
+def fill_poison(out: torch.Tensor, which: int) -> None:
+    """Every element of ``out`` set to poison ``which``, bit for bit (any dtype, any layout)."""
+    out.view(_INT_OF_SIZE[out.element_size()]).fill_(poison_bits(out.dtype, which))
+
+
+def holds_poison(t: torch.Tensor, which: int) -> torch.Tensor:
+    return _bits(t) == poison_bits(t.dtype, which)
 
 
 def _zeros(shape, dtype: torch.dtype, device) -> torch.Tensor:
@@ -112,14 +138,6 @@ def _zeros(shape, dtype: torch.dtype, device) -> torch.Tensor:
     size = torch.empty((), dtype=dtype).element_size()
     raw = torch.zeros((*shape[:-1], shape[-1] * size) if shape else (size,), dtype=torch.uint8, device=device)
     return raw.view(dtype).view(shape) if shape else raw.view(dtype).reshape(())
-
-
-def fill_poison(out: torch.Tensor, value: float | int) -> None:
-    """``out.fill_(value)``, through fp32 where the dtype has no fill kernel (fp8)."""
-    try:
-        out.fill_(value)
-    except (RuntimeError, NotImplementedError):
-        out.copy_(torch.full(out.shape, value, dtype=torch.float32, device=out.device))
 
 
 def _padded_rows(values: torch.Tensor, pad: int) -> torch.Tensor:
@@ -176,11 +194,32 @@ class Arguments:
         return [self.values[a.name] for a in spec.args]
 
 
+def padded_strides(shape: tuple[int, ...], free: tuple[int, ...], pad: int) -> tuple[int, ...]:
+    """Strides of ``shape`` where each free dimension's stride grows by ``pad`` elements
+    (and the dimensions outside it follow), any rank: ``(2, 3, 4)``, free ``(0, 1)``, pad 8
+    -> ``(3 * 12 + 8, 12, 1)``."""
+    strides = [1] * len(shape)
+    for dim in range(len(shape) - 2, -1, -1):
+        strides[dim] = shape[dim + 1] * strides[dim + 1] + (pad if dim in free else 0)
+    if len(shape) and len(shape) - 1 in free:
+        strides = [s * 2 for s in strides]  # a free innermost stride: every other element
+    return tuple(strides)
+
+
+def _strided_copy(values: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
+    span = 1 + sum((n - 1) * st for n, st in zip(values.shape, strides)) if values.numel() else 1
+    buffer = _zeros((span,), values.dtype, values.device)
+    view = buffer.as_strided(values.shape, strides)
+    view.copy_(values)
+    return view
+
+
 def _layout(ctx: CaseContext, tensor: Tensor, values: torch.Tensor, case: Case) -> torch.Tensor:
-    if case.kind is CaseKind.STRIDED and tensor.strided_rows:
+    """``values`` in the case's layout: padded strides on every free dimension (STRIDED)."""
+    if case.kind is CaseKind.STRIDED and tensor.free_strides():
         inst = ctx.instantiation(case.inst)
-        dtype = ctx.spec.tensor_dtype(tensor, inst)
-        return _padded_rows(values, _aligned_pad(ctx.spec.vector_bytes_of(tensor, inst), dtype))
+        pad = _aligned_pad(ctx.spec.vector_bytes_of(tensor, inst), ctx.spec.tensor_dtype(tensor, inst))
+        return _strided_copy(values, padded_strides(tuple(values.shape), tensor.free_strides(), pad))
     return values
 
 
@@ -193,17 +232,65 @@ def _outputs(ctx: CaseContext, case: Case, which_poison: int | None) -> dict[str
             dtype = ctx.dtype_of(tensor, case.inst)
             out = torch.empty(shape_of(tensor, sizes), dtype=dtype, device="cuda")
             if which_poison is not None:
-                fill_poison(out, poison_value(dtype, which_poison))
+                fill_poison(out, which_poison)
             outs[tensor.name] = _layout(ctx, tensor, out, case)
     return outs
 
 
 def make_initial(ctx: CaseContext, case: Case, salt: int = 0) -> dict[str, torch.Tensor]:
-    """Contiguous initial values of every tensor the kernel reads (IN and INPLACE)."""
+    """Contiguous initial values of every tensor the kernel reads (IN and INPLACE), one of
+    them replaced by the case's value profile."""
     gen = _generator(case, salt)
     sizes = case.size_map
-    return {t.name: _fill(t, ctx.dtype_of(t, case.inst), shape_of(t, sizes), sizes, gen)
-            for t in ctx.spec.tensors if t.read}
+    initial = {t.name: _fill(t, ctx.dtype_of(t, case.inst), shape_of(t, sizes), sizes, gen)
+               for t in ctx.spec.tensors if t.read}
+    if case.profile is not None:
+        tensor = next(t for t in ctx.spec.tensors if t.name == case.profile.tensor)
+        bound = index_bound(tensor.init)
+        initial[tensor.name] = profile_values(initial[tensor.name], case.profile.name,
+                                              dim_size(bound, sizes) if bound else 0, gen)
+    return initial
+
+
+def _sprinkled(values: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """A mask of a few positions (one in 64, at least one)."""
+    count = max(1, values.numel() // 64)
+    picked = torch.randperm(values.numel(), generator=gen, device=values.device)[:count]
+    mask = torch.zeros(values.numel(), dtype=torch.bool, device=values.device)
+    mask[picked] = True
+    return mask.view(values.shape)
+
+
+def profile_values(values: torch.Tensor, profile: str, bound: int, gen: torch.Generator) -> torch.Tensor:
+    """``values`` (contiguous) turned into one adversarial profile (see ``profiles.py``);
+    ``bound`` is an index tensor's valid range [0, bound)."""
+    if profile in ("dup", "edge", "oob"):
+        ids = values.clone()
+        flat = ids.view(-1)
+        if profile == "dup":
+            flat.fill_(int(torch.randint(0, bound, (1,), generator=gen, device=values.device)))
+        elif profile == "edge":  # 0 first, bound - 1 last, swapped in so distinct ids stay distinct
+            for position, edge in ((0, 0), (flat.numel() - 1, bound - 1)):
+                holder = (flat == edge).nonzero()
+                if holder.numel():
+                    flat[int(holder[0])] = flat[position].clone()
+                flat[position] = edge
+        else:  # every other id out of range: -1 and bound in turn, the rest valid
+            flat[0::4], flat[2::4] = -1, bound
+        return ids
+    wide = values.float()
+    finfo = torch.finfo(values.dtype)
+    if profile == "zeros":
+        wide = torch.zeros_like(wide)
+    elif profile == "equal":
+        wide = torch.full_like(wide, 0.75)
+    elif profile == "subnormal":
+        wide = (torch.rand(wide.shape, generator=gen, device=wide.device) * 2 - 1) * finfo.tiny
+    else:
+        sign = torch.where(torch.rand(wide.shape, generator=gen, device=wide.device) < 0.5, -1.0, 1.0)
+        special = {"huge": finfo.max / 2, "inf": float("inf"), "nan": float("nan")}[profile]
+        wide = torch.where(_sprinkled(wide, gen), sign * special, wide)
+    return wide.to(values.dtype)
 
 
 def make_arguments(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor],
@@ -235,6 +322,34 @@ def expected_outputs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.T
     return {name: result[name] for name in written}
 
 
+def plain_outputs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """What one plain launch (default stream, no graph) writes: the yardstick of the
+    stream, graph and PDL cases when the spec has no reference."""
+    args = make_arguments(ctx, case, initial)
+    call(ctx, case, args)
+    synchronize()
+    return {name: t.clone() for name, t in _written(ctx, args).items()}
+
+
+def expected_or_plain(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    if ctx.spec.reference is None:
+        return plain_outputs(ctx, case, initial)
+    return expected_outputs(ctx, case, initial)
+
+
+def canonical(spec: KernelSpec, outputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Outputs in the canonical form the spec's ``canonicalize`` names (order removed)."""
+    if callable(spec.canonicalize):
+        return dict(spec.canonicalize({name: t.clone() for name, t in outputs.items()}))
+    result = dict(outputs)
+    for name, how in spec.canonicalize.items():
+        if name in result and how in ("sort", "set"):
+            value = result[name]
+            wide = value.float() if value.dtype.is_floating_point else value
+            result[name] = torch.sort(wide, dim=-1).values.to(value.dtype)
+    return result
+
+
 # ----- verdicts -----
 
 
@@ -245,20 +360,16 @@ def synchronize() -> None:
         raise ContextPoisoned(str(exc)) from exc
 
 
+_INT_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
 def _bits(t: torch.Tensor) -> torch.Tensor:
-    int_dtype = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
-    return t.contiguous().view(int_dtype)
+    return t.contiguous().view(_INT_OF_SIZE[t.element_size()])
 
 
-def unwritten_mask(actual: torch.Tensor, expected: torch.Tensor, poison: float | int) -> torch.Tensor:
-    """Elements that still hold the poison where the reference holds something else."""
-    if actual.dtype.is_floating_point:
-        a, e = actual.float(), expected.to(actual.dtype).float()
-        if poison != poison:  # NaN
-            return torch.isnan(a) & ~torch.isnan(e)
-        return (a == poison) & (e != poison)
-    e = expected.to(actual.dtype)
-    return (actual == poison) & (e != poison)
+def unwritten_mask(run_a: torch.Tensor, run_b: torch.Tensor) -> torch.Tensor:
+    """Elements that held poison A after run A and poison B after run B: never written."""
+    return holds_poison(run_a, 0) & holds_poison(run_b, 1)
 
 
 @dataclass(frozen=True)
@@ -307,6 +418,8 @@ def _check_values(ctx: CaseContext, code: str, actual: Mapping[str, torch.Tensor
                   expected: Mapping[str, torch.Tensor], what: str,
                   ignore: Mapping[str, torch.Tensor] | None = None) -> Outcome:
     problems, worst = [], 0.0
+    if ctx.spec.canonicalize is not None:  # unspecified order: positions say nothing
+        actual, expected, ignore = canonical(ctx.spec, actual), canonical(ctx.spec, expected), None
     for name, value in actual.items():
         rtol, atol = _tolerance(ctx, value)
         mismatch = compare(value, expected[name], rtol, atol, (ignore or {}).get(name))
@@ -327,57 +440,59 @@ def call(ctx: CaseContext, case: Case, args: Arguments) -> None:
 
 
 def run_reference(ctx: CaseContext, case: Case) -> list[Outcome]:
-    """KD101-KD104 on one grid point: three runs with two poisons, inputs snapshotted."""
+    """KD101-KD104 on one grid point: three runs with two poisons, inputs snapshotted.
+
+    Without a reference (or where a value profile's contract compares nothing), KD101 is
+    left out and the rest, which needs none, still runs.
+    """
     initial = make_initial(ctx, case)
-    expected = expected_outputs(ctx, case, initial)
+    return check_runs(ctx, case, initial, compare_values=ctx.spec.reference is not None)
+
+
+def check_runs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor],
+               compare_values: bool) -> list[Outcome]:
+    expected = expected_outputs(ctx, case, initial) if compare_values else None
     read_only = {t.name for t in ctx.spec.tensors if t.role is Role.IN}
     snapshot = {name: _bits(t).clone() for name, t in initial.items() if name in read_only}
-    runs: list[tuple[int, dict[str, torch.Tensor]]] = []
+    runs: list[dict[str, torch.Tensor]] = []
     for which in POISON_SEQUENCE:
         args = make_arguments(ctx, case, initial, which)
         call(ctx, case, args)
         synchronize()
-        runs.append((which, _written(ctx, args)))
-    return [
-        *_poison_and_values(ctx, runs, expected),
-        _determinism(ctx, runs, expected),
-        _inputs_unchanged(initial, snapshot),
-    ]
-
-
-def _poison_and_values(ctx: CaseContext, runs, expected) -> list[Outcome]:
-    """KD102 from the first two runs (different poisons), KD101 from the first run."""
-    unwritten: dict[str, torch.Tensor] = {}
+        runs.append(_written(ctx, args))
     poisoned = {t.name for t in ctx.spec.tensors if t.role is Role.OUT}
-    for which, outs in runs[:2]:
-        for name, value in outs.items():
-            if name not in poisoned:
-                continue
-            mask = unwritten_mask(value, expected[name], poison_value(value.dtype, which))
-            unwritten[name] = unwritten[name] | mask if name in unwritten else mask
+    unwritten = {name: unwritten_mask(runs[0][name], runs[1][name]) for name in poisoned}
+    outcomes = [_poison(unwritten)]
+    if expected is not None:
+        outcomes.append(_check_values(ctx, "KD101", runs[0], expected, "result differs from the reference",
+                                      ignore=unwritten))
+    return [*outcomes, _determinism(ctx, runs, unwritten), _inputs_unchanged(initial, snapshot)]
+
+
+def _poison(unwritten: Mapping[str, torch.Tensor]) -> Outcome:
+    """KD102: elements that held both poisons in turn."""
     holes = {n: m for n, m in unwritten.items() if bool(m.any())}
-    poison = Outcome("KD102", True)
-    if holes:
-        parts = []
-        for name, mask in holes.items():
-            first = tuple(int(i) for i in mask.nonzero()[0])
-            parts.append(f"{name}: {int(mask.sum())} of {mask.numel()} elements never written "
-                         f"(first at index {first})")
-        poison = Outcome("KD102", False, "; ".join(parts), float(sum(int(m.sum()) for m in holes.values())))
-    values = _check_values(ctx, "KD101", runs[0][1], expected, "result differs from the reference",
-                           ignore=unwritten)
-    return [poison, values]
+    if not holes:
+        return Outcome("KD102", True)
+    parts = []
+    for name, mask in holes.items():
+        first = tuple(int(i) for i in mask.nonzero()[0])
+        parts.append(f"{name}: {int(mask.sum())} of {mask.numel()} elements never written "
+                     f"(first at index {first})")
+    return Outcome("KD102", False, "; ".join(parts), float(sum(int(m.sum()) for m in holes.values())))
 
 
-def _determinism(ctx: CaseContext, runs, expected) -> Outcome:
+def _determinism(ctx: CaseContext, runs: list[dict[str, torch.Tensor]],
+                 unwritten: Mapping[str, torch.Tensor]) -> Outcome:
+    """KD103: every run bitwise equal to the first, never-written elements aside."""
     if not ctx.spec.deterministic:
         return Outcome("KD103", True, "declared nondeterministic")
-    first = runs[0][1]
-    for run_index, (which, outs) in enumerate(runs[1:], start=2):
+    first = runs[0]
+    for run_index, outs in enumerate(runs[1:], start=2):
         for name, value in outs.items():
-            valid = ~unwritten_mask(value, expected[name], poison_value(value.dtype, which))
-            valid &= ~unwritten_mask(first[name], expected[name], poison_value(value.dtype, runs[0][0]))
-            differs = (_bits(value) != _bits(first[name])) & valid.contiguous()
+            differs = _bits(value) != _bits(first[name])
+            if name in unwritten:
+                differs &= ~unwritten[name].contiguous()
             count = int(differs.sum())
             if count:
                 at = tuple(int(i) for i in differs.nonzero()[0])
@@ -467,7 +582,7 @@ def _late_inputs(ctx: CaseContext, case: Case, salt: int = 13) -> tuple[Arena, t
 def _ordered_call(ctx: CaseContext, case: Case, code: str, delay_ns: int, pdl: bool,
                   stream: torch.cuda.Stream, salt: int = 13) -> Outcome:
     arena, staging, real = _late_inputs(ctx, case, salt)
-    expected = expected_outputs(ctx, case, real)
+    expected = expected_or_plain(ctx, case, real)
     args = make_arguments(ctx, case, arena.views)
     for name, view in arena.views.items():  # the kernel must see the arena itself, in place
         args.values[name] = view
@@ -541,6 +656,10 @@ def run_bad_input(ctx: CaseContext, case: Case) -> list[Outcome]:
     initial = make_initial(ctx, case)
     args = make_arguments(ctx, case, initial)
     args.values[case.bad.tensor] = _apply_bad(args.values[case.bad.tensor], case.bad)
+    return [_expect_rejection(ctx, case, args, case.bad.label)]
+
+
+def _expect_rejection(ctx: CaseContext, case: Case, args: Arguments, what: str) -> Outcome:
     error: Exception | None = None
     try:
         call(ctx, case, args)
@@ -549,13 +668,31 @@ def run_bad_input(ctx: CaseContext, case: Case) -> list[Outcome]:
     try:
         synchronize()
     except ContextPoisoned as fault:
-        raise ContextPoisoned(f"{case.bad.label} was not rejected and the kernel faulted: {fault}") from fault
+        raise ContextPoisoned(f"{what} was not rejected and the kernel faulted: {fault}") from fault
     if error is None:
-        return [Outcome("KD301", False, f"{case.bad.label} was accepted without an error")]
+        return Outcome("KD301", False, f"{what} was accepted without an error")
     if CUDA_ERROR_TEXT.search(str(error)):
-        return [Outcome("KD301", False, f"{case.bad.label} was rejected only by a CUDA error: "
-                                        f"{_first_line(error)}")]
-    return [Outcome("KD301", True, _first_line(error))]
+        return Outcome("KD301", False, f"{what} was rejected only by a CUDA error: {_first_line(error)}")
+    return Outcome("KD301", True, _first_line(error))
+
+
+def run_profile(ctx: CaseContext, case: Case) -> list[Outcome]:
+    """One value profile of one input, judged by its contract (see ``profiles.py``)."""
+    assert case.profile is not None
+    initial = make_initial(ctx, case)
+    if case.profile.contract == "reject":
+        return [_expect_rejection(ctx, case, make_arguments(ctx, case, initial), case.profile.label)]
+    if case.profile.contract == "match":
+        return check_runs(ctx, case, initial, compare_values=True)
+    try:
+        return check_runs(ctx, case, initial, compare_values=False)
+    except ContextPoisoned:
+        raise
+    except Exception as exc:  # "safe": a host-side refusal is an acceptable answer
+        synchronize()
+        if CUDA_ERROR_TEXT.search(str(exc)):
+            raise
+        return [Outcome("KD101", True, f"rejected on the host: {_first_line(exc)}")]
 
 
 # ----- bandwidth -----
@@ -617,6 +754,7 @@ def run_sanitize(ctx: CaseContext, case: Case) -> list[Outcome]:
 RUNNERS: dict[CaseKind, Callable[[CaseContext, Case], list[Outcome]]] = {
     CaseKind.REFERENCE: run_reference,
     CaseKind.STRIDED: run_reference,
+    CaseKind.PROFILE: run_profile,
     CaseKind.GRAPH: run_graph,
     CaseKind.STREAM: run_stream,
     CaseKind.PDL: run_pdl,

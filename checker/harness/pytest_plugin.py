@@ -97,7 +97,10 @@ class SpecItem(pytest.Item):
                 pytest.skip("no CUDA GPU visible (use --kernel-check-compile-only to build only)")
             tools = tuple(t for t in config.getoption("kernel_check_sanitize").split(",") if t)
             options = RunOptions(timeout=config.getoption("kernel_check_timeout"), sanitize=tools)
-            findings = run_specs([self.spec], options, Progress(enabled=False)).findings
+            result = run_specs([self.spec], options, Progress(enabled=False))
+            if result.environment:  # the machine failed, not the kernel: no verdict
+                pytest.skip("environment error: " + "; ".join(result.environment))
+            findings = result.findings
         failing = [f for f in findings if f.severity is Severity.ERROR]
         if failing:
             raise KernelCheckFailure("\n".join(f"{f.path}:{f.line}: {f.code} {f.message}" for f in failing))

@@ -1,17 +1,17 @@
 """Harness output besides the findings: the kernel x check summary table and progress.
 
 Findings go through the shared reporters (``kernel_check.report.render``); this module
-adds the table a person reads at the end of a run, and a progress display: one line
-rewritten in place on a terminal, plain lines otherwise (CI logs).
+adds the table a person reads at the end of a run; the progress display is the one every
+command shares (``kernel_check.progress``).
 """
 
 from __future__ import annotations
 
-import sys
-import threading
-import time
 from dataclasses import dataclass, field
-from typing import TextIO
+
+from ..progress import Progress
+
+__all__ = ["Cell", "Progress", "SummaryRow", "reference_note", "render_table"]
 
 # (column title, the code or tool it summarizes)
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -31,6 +31,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("bw", "KD501"),
 )
 NOT_RUN = "-"
+# the KD101 cell of a spec without a reference: the only check that needs one
+NO_REFERENCE = "no-ref"
 
 
 @dataclass
@@ -78,43 +80,12 @@ def render_table(rows: list[SummaryRow]) -> str:
     return "\n".join([line(header), rule, *(line(r) for r in body)])
 
 
-class Progress:
-    """Thread-safe progress: a status line on a terminal, one line per event otherwise."""
+def reference_note(without_reference: list[str]) -> str:
+    """The line under the table naming the specs that have no reference ("" when none)."""
+    if not without_reference:
+        return ""
+    return (f"{len(without_reference)} spec(s) without a reference ({', '.join(without_reference)}): "
+            f"ran poison, determinism, inputs, bad-input, pdl/stream/graph (against the plain launch), "
+            f"the sanitizers and the value profiles' safe contracts; needs a reference: ref (KD101) and "
+            f"the value profiles' match contracts")
 
-    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None, enabled: bool = True):
-        self.stream = stream or sys.stderr
-        self.live = self.stream.isatty() if live is None else live
-        self.enabled = enabled
-        self.total = 0
-        self.done = 0
-        self.started = time.monotonic()
-        self._lock = threading.Lock()
-        self._width = 0
-
-    def add(self, units: int) -> None:
-        with self._lock:
-            self.total += units
-
-    def _write(self, text: str, *, final: bool) -> None:
-        if not self.enabled:
-            return
-        elapsed = time.monotonic() - self.started
-        line = f"[{self.done}/{self.total} {elapsed:5.0f}s] {text}"
-        if self.live:
-            pad = max(0, self._width - len(line))
-            self.stream.write("\r" + line + " " * pad + ("\n" if final else ""))
-            self._width = 0 if final else len(line)
-        elif final:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def status(self, text: str) -> None:
-        """What is running now (shown live only)."""
-        with self._lock:
-            self._write(text, final=False)
-
-    def finished(self, text: str) -> None:
-        """One unit of work done (a build, a spec's cases, a sanitizer run)."""
-        with self._lock:
-            self.done += 1
-            self._write(text, final=True)

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -48,13 +49,19 @@ from .cases import (
     plan_sanitize,
 )
 from .child import Job
+from .environment import environment_failure
 from .process import ChildExit, run_child, stop_all, stopping
-from .report import Cell, Progress, SummaryRow
-from .sanitize import report_findings, run_tool
+from .report import NO_REFERENCE, Cell, Progress, SummaryRow
+from .sanitize import ToolRun, report_findings, run_tool
 from .spec import KernelSpec
 
 STARTUP_TIMEOUT = 180.0
 DEFAULT_PER_GPU = 8
+# GPU memory one child may need (a CUDA context, torch, compute-sanitizer's shadow memory):
+# no more children share a GPU than its free memory holds
+CHILD_MEMORY_MIB = 6144
+# a child that failed for an environment reason runs again this much later, once
+ENVIRONMENT_RETRY_DELAY = 5.0
 
 
 @dataclass
@@ -66,6 +73,7 @@ class RunOptions:
     bandwidth_floor: float = 0.8
     register_budget: int = 64
     per_kernel_budget: dict[str, object] = field(default_factory=dict)
+    include_dirs: tuple[str, ...] = ()  # configured include directories (`include-dirs`)
     jobs: int = 0  # parallel children; 0: DEFAULT_PER_GPU per GPU (fewer on small machines)
     gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () : detect
     sanitizer_log_dir: Path | None = None  # keep each tool's raw output here
@@ -82,6 +90,7 @@ class SpecRun:
     notes: dict[tuple[str, str], str] = field(default_factory=dict)  # (inst, column) -> "crash"...
     sanitizer: dict[str, int] = field(default_factory=dict)  # tool -> findings (or -1: did not run)
     hung: set[str] = field(default_factory=set)
+    environment: list[str] = field(default_factory=list)  # what failed around the kernel (exit 2)
     complete: bool = True  # False: stopped before its cases or a sanitizer run ended
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # sanitizer tools run side by side
 
@@ -92,6 +101,7 @@ class HarnessResult:
     rows: list[SummaryRow]
     by_spec: dict[str, list[Finding]] = field(default_factory=dict)
     stopped: list[str] = field(default_factory=list)  # specs the run was stopped before finishing
+    environment: list[str] = field(default_factory=list)  # "spec: what failed" (no verdict; exit 2)
 
 
 # ----- GPUs -----
@@ -107,6 +117,23 @@ def visible_gpus() -> tuple[str, ...]:
     except (OSError, subprocess.SubprocessError):
         return ()
     return tuple(str(i) for i, line in enumerate(listing.splitlines()) if line.startswith("GPU "))
+
+
+def children_fitting(gpus: tuple[str, ...]) -> int:
+    """How many children the emptiest of ``gpus`` holds (CHILD_MEMORY_MIB each); a large
+    number when nvidia-smi cannot say."""
+    try:
+        listing = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.free", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 1 << 10
+    free = {}
+    for line in listing.splitlines():
+        index, _, mib = line.partition(",")
+        if mib.strip().isdigit():
+            free[index.strip()] = int(mib)
+    known = [free[g] for g in gpus if g in free]
+    return max(1, min(known) // CHILD_MEMORY_MIB) if known else 1 << 10
 
 
 class GpuSlots:
@@ -133,7 +160,7 @@ class GpuSlots:
 def launcher_location(spec: KernelSpec) -> Location:
     """The kernel source at the launcher's definition (``void symbol(``), else line 1."""
     source = Path(spec.spec_path).parent / spec.source
-    return Location(display_path(source), _line_of(source, f" {spec.symbol}("))
+    return Location(display_path(source), _line_of(source, f" {spec.launcher_name}("))
 
 
 def spec_related(spec: KernelSpec) -> tuple[Related, ...]:
@@ -227,6 +254,25 @@ def _record_stop(run: SpecRun, case: Case, exit_: ChildExit, plan: list[Case], s
     skip.update(c.index for c in plan if c.inst == case.inst and c.kind is not CaseKind.BAD_INPUT)
 
 
+def _child_failure(exit_: ChildExit) -> str | None:
+    """What failed in the environment when a child ended badly (None: the kernel's doing)."""
+    if exit_.stopped or exit_.timed_out or (exit_.returncode == 0 and exit_.running_case is None):
+        return None
+    errors = "\n".join(e.get("error", "") for e in exit_.events if e["event"] in ("error", "fatal"))
+    return environment_failure(errors + "\n" + exit_.output_tail)
+
+
+def run_child_retrying(command: list[str], env: dict[str, str], **kwargs) -> tuple[ChildExit, str | None]:
+    """``run_child``, once more after a pause when the environment failed (a GPU busy with
+    other children); the exit and what still failed in the environment (None: nothing)."""
+    exit_ = run_child(command, env, **kwargs)
+    if _child_failure(exit_) is None or stopping():
+        return exit_, None
+    time.sleep(ENVIRONMENT_RETRY_DELAY)
+    exit_ = run_child(command, env, **kwargs)
+    return exit_, _child_failure(exit_)
+
+
 def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, workdir: Path,
               progress: Progress) -> None:
     spec = run.spec
@@ -239,10 +285,13 @@ def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, w
         job = Job(spec.spec_path, spec.name, "cases", libraries, probe=builds.probe, start=start,
                   skip=sorted(skip), bandwidth_floor=options.bandwidth_floor)
         command = _child_command(job, workdir, f"{spec.name}-cases-{attempt}")
-        exit_ = run_child(command, _child_env(gpu), startup_timeout=STARTUP_TIMEOUT,
-                          case_timeout=options.timeout,
-                          on_event=lambda e: e["event"] == "begin" and progress.status(
-                              f"{spec.name}: {by_index[e['case']].label}"))
+        exit_, failure = run_child_retrying(
+            command, _child_env(gpu), startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout,
+            on_event=lambda e: e["event"] == "begin" and progress.status(f"{spec.name}: {by_index[e['case']].label}"))
+        if failure is not None:
+            run.environment.append(f"{spec.name}: cases: {failure}")
+            run.complete = False
+            return
         _collect(exit_, by_index, run)
         attempt += 1
         if exit_.stopped:
@@ -263,24 +312,35 @@ def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, w
 
 
 def global_kernel_names(spec: KernelSpec) -> list[str]:
-    """``__global__`` functions defined in the spec's source (the sanitizer's filter)."""
+    """``__global__`` functions defined in the spec's source, also through a macro that
+    expands to ``__global__`` (``#define KERNEL __global__ __launch_bounds__(256)``)."""
     source = Path(spec.spec_path).parent / spec.source
     try:
         text = source.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    pattern = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:[\w:<>]+\s+)*?(\w+)\s*\(")
-    return sorted(set(pattern.findall(text)))
+    macros = re.findall(r"^\s*#\s*define\s+(\w+)\b[^\n]*\b__global__\b", text, re.MULTILINE)
+    qualifier = "|".join(["__global__", *map(re.escape, macros)])
+    pattern = re.compile(rf"\b(?:{qualifier})\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:[\w:<>]+\s+)*?(\w+)\s*\(")
+    code = re.sub(r"^\s*#\s*define\b[^\n]*$", "", text, flags=re.MULTILINE)  # the macros' own lines
+    return sorted(set(pattern.findall(code)))
+
+
+def spec_kernel_names(spec: KernelSpec, builds: SpecBuilds | None) -> list[str]:
+    """The kernels a sanitizer report may belong to: what the spec's builds hold (ptxas
+    names every entry), plus what its source declares (a build from an older cache)."""
+    built = builds.kernels.get(spec.name, set()) if builds is not None else set()
+    return sorted(built | set(global_kernel_names(spec)))
 
 
 def source_dirs(spec: KernelSpec) -> list[Path]:
     """Where a sanitizer report's bare file name may live: the kernel's folder, the headers."""
-    from ..jit import default_include_dir
+    from ..includes import LIBRARY, sgl_include_dirs
 
     root = Path(spec.spec_path).parent
     source = root / spec.source
-    own = [root / d / "sgl_kernel" for d in spec.include_dirs]
-    return [source.parent, root, *own, default_include_dir() / "sgl_kernel"]
+    headers = sgl_include_dirs(source, [root / d for d in spec.include_dirs])
+    return [source.parent, root, *(d / LIBRARY for d in headers)]
 
 
 def sanitizer_tools(run: SpecRun, libraries: dict[str, str], options: RunOptions) -> list[str]:
@@ -289,11 +349,12 @@ def sanitizer_tools(run: SpecRun, libraries: dict[str, str], options: RunOptions
     return [t for t in options.sanitize if live and plan_sanitize(run.spec, t)]
 
 
-def run_sanitizer(run: SpecRun, tool: str, libraries: dict[str, str], options: RunOptions, gpu: str,
+def run_sanitizer(run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOptions, gpu: str,
                   workdir: Path, progress: Progress) -> None:
     """One compute-sanitizer tool over one spec's small cases, in its own child process."""
     spec = run.spec
-    kernels = global_kernel_names(spec)
+    kernels = spec_kernel_names(spec, lineinfo)
+    libraries = lineinfo.libraries.get(spec.name, {})
     live = {i: lib for i, lib in libraries.items() if i not in run.hung}
     if not live or not plan_sanitize(spec, tool):
         return
@@ -303,10 +364,20 @@ def run_sanitizer(run: SpecRun, tool: str, libraries: dict[str, str], options: R
     job = Job(spec.spec_path, spec.name, "sanitize", live, tool=tool)
     command = _child_command(job, workdir, f"{spec.name}-{tool}")
     progress.status(f"{spec.name}: {tool}")
-    tool_run = run_tool(tool, command, timeout=options.sanitize_timeout, kernels=filters,
-                        api_errors=False, env=_child_env(gpu))
-    if tool_run.stopped:
+    failure = None
+    for attempt in range(2):  # once more when the environment failed (a busy GPU)
+        if attempt:
+            time.sleep(ENVIRONMENT_RETRY_DELAY)
+        tool_run = run_tool(tool, command, timeout=options.sanitize_timeout, kernels=filters,
+                            api_errors=False, env=_child_env(gpu))
+        failure = _sanitizer_failure(tool_run, kernels)
+        if failure is None or tool_run.stopped:
+            break
+    if tool_run.stopped or failure is not None:
         run.complete = False
+        if failure is not None:
+            with run.lock:
+                run.environment.append(f"{spec.name}: {tool}: {failure}")
         return
     if options.sanitizer_log_dir is not None:
         options.sanitizer_log_dir.mkdir(parents=True, exist_ok=True)
@@ -325,6 +396,15 @@ def run_sanitizer(run: SpecRun, tool: str, libraries: dict[str, str], options: R
         run.findings.extend(found)
         run.sanitizer[tool] = len(found)
     progress.finished(f"{spec.name}: {tool} " + (f"{len(found)} finding(s)" if found else "clean"))
+
+
+def _sanitizer_failure(tool_run: ToolRun, kernels: list[str]) -> str | None:
+    """What failed in the environment when a tool's run failed without a report on the kernels."""
+    if tool_run.timed_out or tool_run.stopped or not tool_run.command_failed:
+        return None
+    if any(report.kernel in kernels for report in tool_run.reports):
+        return None
+    return environment_failure(tool_run.output)
 
 
 def run_bandwidth(run: SpecRun, libraries: dict[str, str], options: RunOptions, gpu: str,
@@ -381,8 +461,10 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
 def summary_rows(runs: list[SpecRun], builds: SpecBuilds, tools: tuple[str, ...]) -> list[SummaryRow]:
     rows = []
     for run in runs:
-        for inst in run.spec.instantiations:
+        for inst in run.spec.variants:
             row = SummaryRow(target_label(run.spec, inst) + ("" if run.complete else " (stopped)"))
+            if run.spec.reference is None:
+                row.cell("KD101").note = NO_REFERENCE
             built = builds.library(run.spec.name, inst.id) is not None
             row.cell("build").merge(built, None)
             for case, outcome in run.results:
@@ -412,10 +494,10 @@ def _cases_task(run: SpecRun, builds: SpecBuilds, options: RunOptions, slots: Gp
     progress.finished(f"{run.spec.name}: cases " + (verdict if run.complete else f"stopped ({verdict} so far)"))
 
 
-def _sanitizer_task(run: SpecRun, tool: str, libraries: dict[str, str], options: RunOptions, slots: GpuSlots,
+def _sanitizer_task(run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOptions, slots: GpuSlots,
                     workdir: Path, progress: Progress) -> None:
     with slots.take() as gpu:
-        run_sanitizer(run, tool, libraries, options, gpu, workdir, progress)
+        run_sanitizer(run, tool, lineinfo, options, gpu, workdir, progress)
 
 
 def _run_all(runs: list[SpecRun], builds: SpecBuilds, lineinfo: SpecBuilds | None, options: RunOptions,
@@ -441,7 +523,7 @@ def _run_all(runs: list[SpecRun], builds: SpecBuilds, lineinfo: SpecBuilds | Non
                     if tool not in tools:
                         progress.finished(f"{run.spec.name}: {tool} skipped")
                 for tool in tools:
-                    task = pool.submit(_sanitizer_task, run, tool, libraries, options, slots, workdir, progress)
+                    task = pool.submit(_sanitizer_task, run, tool, lineinfo, options, slots, workdir, progress)
                     pending[task] = (run, False)
 
 
@@ -451,17 +533,18 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
     build_progress = lambda outcome: progress.finished(  # noqa: E731
         f"built {outcome.target.label}" + ("" if outcome.ok else " FAILED"))
     progress.add(sum(len(s.instantiations) for s in specs) + 1)
-    budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget)
-    builds = build_specs(specs, with_probe=True, on_done=build_progress, **budgets)
+    budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget,
+                   include_dirs=options.include_dirs)
+    # one build serves the cases and the sanitizers: -lineinfo adds line tables, not code
+    # (the same SASS, the same registers), and building twice was half of a cold run
+    builds = build_specs(specs, lineinfo=bool(options.sanitize), with_probe=True, on_done=build_progress,
+                         **budgets)
     if on_builds is not None:
         on_builds(builds)
-    lineinfo = None
-    if options.sanitize:
-        progress.add(sum(len(s.instantiations) for s in specs))
-        lineinfo = build_specs(specs, lineinfo=True, on_done=build_progress, **budgets)
+    lineinfo = builds if options.sanitize else None
     gpus = options.gpus or visible_gpus() or ("0",)
     default_jobs = len(gpus) * min(DEFAULT_PER_GPU, max(2, (os.cpu_count() or 2) // 2))
-    per_gpu = max(1, (options.jobs or default_jobs) // len(gpus))
+    per_gpu = max(1, min((options.jobs or default_jobs) // len(gpus), children_fitting(gpus)))
     slots = GpuSlots(gpus, per_gpu)
     runs = [SpecRun(spec) for spec in specs]
     progress.add(len(specs) * (1 + len(options.sanitize)))
@@ -481,8 +564,9 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
     by_spec = {run.spec.name: builds.by_spec.get(run.spec.name, []) + case_findings(run.spec, run.results)
                + run.findings for run in runs}
     findings = sorted((f for fs in by_spec.values() for f in fs), key=Finding.sort_key)
-    stopped = [run.spec.name for run in runs if not run.complete]
-    return HarnessResult(findings, summary_rows(runs, builds, options.sanitize), by_spec, stopped)
+    environment = [line for run in runs for line in run.environment]
+    stopped = [run.spec.name for run in runs if not run.complete and not run.environment]
+    return HarnessResult(findings, summary_rows(runs, builds, options.sanitize), by_spec, stopped, environment)
 
 
 @contextmanager

@@ -24,6 +24,7 @@ from .. import jit
 from ..build import display_path, kernel_identifier
 from ..finding import Finding, Location
 from ..registry import get_rule
+from .child import CASE_MARKER
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 TOOL_CODE = {"memcheck": "KD201", "racecheck": "KD202", "initcheck": "KD203", "synccheck": "KD204"}
@@ -56,6 +57,7 @@ class SanitizerReport:
     block: str = ""
     hazards: int = 1
     text: str = ""
+    case: str = ""  # the harness case running when it was reported (its CASE_MARKER line)
 
     @property
     def kernel(self) -> str:
@@ -65,29 +67,34 @@ class SanitizerReport:
         return (self.tool, self.kind, self.kernel, self.path, self.line)
 
 
-def _blocks(output: str) -> Iterable[list[str]]:
-    """Header-plus-detail groups of the ``=========``-prefixed lines."""
+def _blocks(output: str) -> Iterable[tuple[str, list[str]]]:
+    """Header-plus-detail groups of the ``=========``-prefixed lines, each with the case
+    (the last CASE_MARKER line before it) that was running."""
     block: list[str] = []
+    case = current = ""
     for raw in output.splitlines():
+        if raw.startswith(CASE_MARKER):
+            current = raw[len(CASE_MARKER):].strip()
+            continue
         match = _LINE.match(raw)
         if not match:
             continue
         text = match["text"].rstrip()
         if not text:
             if block:
-                yield block
+                yield case, block
             block = []
         elif not match["indent"].startswith(" " * 2) or not block:
             if block:
-                yield block
-            block = [text]
+                yield case, block
+            block, case = [text], current
         else:
             block.append(text.strip())
     if block:
-        yield block
+        yield case, block
 
 
-def _report(tool: str, block: list[str]) -> SanitizerReport | None:
+def _report(tool: str, block: list[str], case: str = "") -> SanitizerReport | None:
     header = block[0].removeprefix("Error: ").removeprefix("Warning: ")
     if _NOT_A_REPORT.match(block[0]) or _NOT_A_REPORT.match(header):
         return None
@@ -113,12 +120,13 @@ def _report(tool: str, block: list[str]) -> SanitizerReport | None:
         block=thread["block"].replace(" ", "") if thread else "",
         hazards=hazards,
         text="\n".join(block),
+        case=case,
     )
 
 
 def parse_output(tool: str, output: str) -> list[SanitizerReport]:
     """Every report block of ``output`` (compute-sanitizer's text) for ``tool``."""
-    reports = (_report(tool, block) for block in _blocks(output))
+    reports = (_report(tool, block, case) for case, block in _blocks(output))
     return [r for r in reports if r is not None]
 
 
@@ -171,8 +179,9 @@ def report_findings(reports: Iterable[SanitizerReport], *, fallback: Location, c
         repeats = f" ({group.count} reports)" if group.count > 1 else ""
         hazards = f", {group.hazards} hazards" if report.tool == "racecheck" else ""
         message = f"{report.tool}: {report.kind}{where}{repeats}{hazards}{thread}"
-        if context:
-            message += f" [{context}]"
+        scope = "; ".join(part for part in (context, report.case) if part)
+        if scope:
+            message += f" [{scope}]"
         findings.append(Finding(rule.meta.code, message, location, rule.meta.severity, (), None, report.text))
     return findings
 

@@ -50,11 +50,15 @@ This module imports neither torch nor CUDA: specs load (and validate) on any mac
 
 from __future__ import annotations
 
+import ast
 import enum
 import itertools
+import operator
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
+
+from .profiles import check_profile
 
 # The tails every spec's grid must cover on some axis: a single element, one short of a
 # power of two, one past one (both non-multiples of any vector width).
@@ -91,6 +95,7 @@ DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
     "float8_e5m2": (0.25, 1e-3),
 }
 
+# a dimension: a fixed size, a grid axis ("n"), or an expression over axes ("h*d", "B+1")
 Dim = Union[str, int]
 ScalarValue = Union[bool, int, float]
 Sizes = Mapping[str, int]
@@ -98,6 +103,7 @@ Sizes = Mapping[str, int]
 InitFn = Callable[[tuple[int, ...], Any, Any, Any, Sizes], Any]
 
 INIT_PRESETS = ("randn", "uniform", "zeros", "ones", "perm", "randint")
+CANONICAL_FORMS = ("sort", "set")
 
 
 class SpecError(ValueError):
@@ -121,9 +127,16 @@ class Tensor:
     (``"T"``). ``vector_bytes`` is the widest vectorized access the kernel makes on it
     (0 for scalar accesses): it decides which misaligned views must be rejected (KD301).
     ``strided_rows`` says the launcher accepts a row stride other than the row length;
-    otherwise the tensor must be contiguous. ``init`` fills inputs: ``randn``, ``uniform``
-    (in [-1, 1)), ``zeros``, ``ones``, ``perm:<dim>`` (distinct indices below that
-    dimension's size), ``randint:<dim>`` (indices below it), or a callable ``InitFn``.
+    ``strided_dims`` names, for any rank, every dimension whose stride the launcher leaves
+    free (``(0, 1)`` for a ``[B, H, D]`` cache with strides ``{SB, SH, 1}``; negative counts
+    from the end; ``strided_rows`` is ``(-2,)``); the other dimensions must be contiguous.
+    ``init`` fills inputs: ``randn``, ``uniform`` (in [-1, 1)), ``zeros``, ``ones``,
+    ``perm:<dim>`` (distinct indices below that dimension's size), ``randint:<dim>``
+    (indices below it), or a callable ``InitFn``.
+    ``accepts`` lists further dtypes the launcher's matcher allows for this tensor (the
+    wrong-dtype case of KD301 picks one outside them). ``profiles`` maps a value profile
+    (``profiles.PROFILES``: ``nan``, ``oob``, ...) to its contract (``match``, ``safe``,
+    ``reject``, ``off``); unnamed profiles get ``profiles.default_contract``.
     """
 
     name: str
@@ -133,6 +146,15 @@ class Tensor:
     vector_bytes: int = 0
     strided_rows: bool = False
     init: str | InitFn = "randn"
+    strided_dims: tuple[int, ...] = ()
+    accepts: tuple[str, ...] = ()
+    profiles: Mapping[str, str] = field(default_factory=dict)
+
+    def free_strides(self) -> tuple[int, ...]:
+        """The dimensions (0-based, ascending) whose stride the launcher leaves free."""
+        rank = len(self.shape)
+        dims = set(self.strided_dims) | ({-2} if self.strided_rows else set())
+        return tuple(sorted({d % rank for d in dims if -rank <= d < rank}))
 
     @property
     def written(self) -> bool:
@@ -170,7 +192,9 @@ class Instantiation:
     """
 
     template_args: tuple[str | int | bool, ...]
-    dtypes: Mapping[str, str] = field(default_factory=dict)
+    # type variable -> dtype; a tuple of dtypes: this one build serves each of them at run
+    # time (``{"I": ("int32", "int64")}``), and every case runs once per choice
+    dtypes: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     pdl: bool = False
     # grid axes this specialisation fixes (a template argument such as the hidden size):
     # its cases use these values instead of the grid's
@@ -178,12 +202,35 @@ class Instantiation:
     # per-tensor access width of this specialisation, where it differs from the tensor's
     # ``vector_bytes`` (the width often follows from a size fixed here)
     vector_bytes: Mapping[str, int] = field(default_factory=dict)
+    # set by ``variants()``, not by hand: the run-time dtype choices of this variant
+    runtime: tuple[tuple[str, str], ...] = ()
 
     @property
-    def id(self) -> str:
+    def build_id(self) -> str:
         """``("float16", True)`` -> ``float16-true``; ``-pdl`` marks a PDL launch."""
         parts = [str(a).lower() if isinstance(a, bool) else str(a) for a in self.template_args]
         return "-".join(parts or ["default"]) + ("-pdl" if self.pdl else "")
+
+    @property
+    def id(self) -> str:
+        """The build's id, plus the run-time dtype choices (``float16-pdl-int64``)."""
+        return "-".join([self.build_id, *(dtype for _, dtype in self.runtime)])
+
+    def variants(self) -> list["Instantiation"]:
+        """One instantiation per choice of the run-time dtypes (itself when there are none)."""
+        choices = {var: d for var, d in self.dtypes.items() if not isinstance(d, str)}
+        if not choices:
+            return [self]
+        result = []
+        for picked in itertools.product(*choices.values()):
+            runtime = tuple(zip(choices, picked))
+            result.append(replace(self, dtypes={**self.dtypes, **dict(runtime)}, runtime=runtime))
+        return result
+
+    def allowed(self, var: str) -> tuple[str, ...]:
+        """Every dtype this build accepts for a type variable at run time."""
+        bound = self.dtypes.get(var, var)
+        return (bound,) if isinstance(bound, str) else tuple(bound)
 
     def cpp_args(self) -> str:
         return ", ".join(_cpp_spelling(a) for a in self.template_args)
@@ -204,9 +251,12 @@ class KernelSpec:
     name: str
     source: str
     export: str
+    # the C++ launcher: ``scale`` (called as ``scale<args>``), or a pattern whose ``<>``
+    # receives the arguments: ``QKNormKernel<>::run`` (a static member of a class template)
     symbol: str
     args: tuple[Arg, ...]
-    reference: Callable[..., Any]
+    # None: no reference; every check that needs none still runs (see ``REFERENCE_FREE``)
+    reference: Callable[..., Any] | None
     instantiations: tuple[Instantiation, ...]
     grid: Mapping[str, tuple[int, ...]]
     tolerance: Mapping[str, tuple[float, float]] = field(default_factory=dict)
@@ -230,10 +280,34 @@ class KernelSpec:
     include_dirs: tuple[str, ...] = ()
     # codes a planted-bug fixture must produce; an empty tuple means "must pass clean"
     expect: tuple[str, ...] = ()
+    # outputs whose order is unspecified: ``{"ids": "sort"}`` compares each one sorted along
+    # its last dimension ("set" says the same), or a function over the dict of outputs
+    # returning them in a canonical form; applied to results and reference alike
+    canonicalize: Mapping[str, str] | Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
     # filled in by discovery: the spec file that defined this spec
     spec_path: str = ""
 
     # ----- derived views -----
+
+    @property
+    def variants(self) -> tuple[Instantiation, ...]:
+        """Every instantiation with its run-time dtypes chosen: what cases run on."""
+        return tuple(v for inst in self.instantiations for v in inst.variants())
+
+    def variant(self, variant_id: str) -> Instantiation:
+        return next(v for v in self.variants if v.id == variant_id)
+
+    def launcher(self, inst: Instantiation) -> str:
+        """The C++ expression the build exports: ``scale<fp16_t, true>``, ``K<fp16_t>::run``."""
+        args = inst.cpp_args()
+        if "<>" in self.symbol:
+            return self.symbol.replace("<>", f"<{args}>", 1)
+        return f"{self.symbol}<{args}>" if args else self.symbol
+
+    @property
+    def launcher_name(self) -> str:
+        """The launcher's own name, as its definition spells it (``run`` in ``K<>::run``)."""
+        return self.symbol.replace("<>", "").rsplit("::", 1)[-1]
 
     @property
     def tensors(self) -> tuple[Tensor, ...]:
@@ -244,7 +318,13 @@ class KernelSpec:
         return tuple(a for a in self.args if isinstance(a, Scalar))
 
     def tensor_dtype(self, tensor: Tensor, inst: Instantiation) -> str:
-        return inst.dtypes.get(tensor.dtype, tensor.dtype)
+        """The tensor's dtype in a variant (a build with several run-time dtypes: its first)."""
+        return inst.allowed(tensor.dtype)[0]
+
+    def accepted_dtypes(self, tensor: Tensor, inst: Instantiation) -> set[str]:
+        """Every dtype the launcher takes for this tensor in this build (KD301 avoids them)."""
+        base = next((i for i in self.instantiations if i.build_id == inst.build_id), inst)
+        return {*base.allowed(tensor.dtype), *inst.allowed(tensor.dtype), *tensor.accepts}
 
     def vector_bytes_of(self, tensor: Tensor, inst: Instantiation | None) -> int:
         """The tensor's access width in this instantiation (its own ``vector_bytes`` by default)."""
@@ -296,8 +376,52 @@ def _fail(spec: KernelSpec, message: str) -> None:
 def _numel(shape: tuple[Dim, ...], sizes: Sizes) -> int:
     total = 1
     for d in shape:
-        total *= d if isinstance(d, int) else sizes[d]
+        total *= dim_size(d, sizes)
     return total
+
+
+_DIM_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                  ast.FloorDiv: operator.floordiv}
+
+
+def _dim_tree(dim: str) -> ast.expr:
+    try:
+        tree = ast.parse(dim, mode="eval").body
+    except SyntaxError as exc:
+        raise SpecError(f"dimension {dim!r} is not an axis name nor an expression (+ - * // over axes)") from exc
+    for node in ast.walk(tree):
+        allowed = (isinstance(node, (ast.Name, ast.Load, *_DIM_OPERATORS))
+                   or isinstance(node, ast.Constant) and isinstance(node.value, int)
+                   or isinstance(node, ast.BinOp) and type(node.op) in _DIM_OPERATORS)
+        if not allowed:
+            raise SpecError(f"dimension {dim!r}: only integers, axis names and + - * // are allowed")
+    return tree
+
+
+def dim_axes(dim: Dim) -> set[str]:
+    """The grid axes a dimension names (an expression may name several)."""
+    if isinstance(dim, int):
+        return set()
+    return {node.id for node in ast.walk(_dim_tree(dim)) if isinstance(node, ast.Name)}
+
+
+def dim_size(dim: Dim, sizes: Sizes) -> int:
+    """A dimension's size at one grid point: ``"h*d"`` with h=4, d=8 -> 32."""
+    if isinstance(dim, int):
+        return dim
+    if dim in sizes:
+        return int(sizes[dim])
+    return _evaluate(_dim_tree(dim), sizes)
+
+
+def _evaluate(node: ast.expr, sizes: Sizes) -> int:
+    """A tree ``_dim_tree`` accepted: integers, axis names, + - * //."""
+    if isinstance(node, ast.Name):
+        return int(sizes[node.id])
+    if isinstance(node, ast.BinOp):
+        return _DIM_OPERATORS[type(node.op)](_evaluate(node.left, sizes), _evaluate(node.right, sizes))
+    assert isinstance(node, ast.Constant)
+    return int(node.value)
 
 
 def _known_axes(spec: KernelSpec) -> set[str]:
@@ -309,14 +433,29 @@ def _known_axes(spec: KernelSpec) -> set[str]:
 def _validate_tensor(spec: KernelSpec, tensor: Tensor) -> None:
     known = _known_axes(spec)
     for dim in tensor.shape:
-        if isinstance(dim, str) and dim not in known:
-            _fail(spec, f"tensor {tensor.name}: dimension {dim!r} is not an axis of the grid")
+        try:
+            unknown = sorted(dim_axes(dim) - known)
+        except SpecError as exc:
+            _fail(spec, f"tensor {tensor.name}: {exc}")
+        if unknown:
+            _fail(spec, f"tensor {tensor.name}: dimension {dim!r} names {unknown}, which is not an axis of the grid")
         if isinstance(dim, int) and dim < 1:
             _fail(spec, f"tensor {tensor.name}: fixed dimension {dim} must be positive")
     if tensor.vector_bytes < 0 or tensor.vector_bytes & (tensor.vector_bytes - 1):
         _fail(spec, f"tensor {tensor.name}: vector_bytes {tensor.vector_bytes} is not a power of two")
     if tensor.strided_rows and len(tensor.shape) < 2:
         _fail(spec, f"tensor {tensor.name}: strided_rows needs a tensor of rank 2 or more")
+    rank = len(tensor.shape)
+    for dim in tensor.strided_dims:
+        if not -rank <= dim < rank:
+            _fail(spec, f"tensor {tensor.name}: strided_dims names dimension {dim} of a rank-{rank} tensor")
+    for dtype in tensor.accepts:
+        if dtype not in DTYPES:
+            _fail(spec, f"tensor {tensor.name}: accepts names an unknown dtype {dtype!r}")
+    for profile, contract in tensor.profiles.items():
+        problem = check_profile(profile, contract)
+        if problem:
+            _fail(spec, f"tensor {tensor.name}: {problem}")
     if isinstance(tensor.init, str):
         preset, _, dim = tensor.init.partition(":")
         if preset not in INIT_PRESETS:
@@ -343,7 +482,7 @@ def _validate_instantiation(spec: KernelSpec, inst: Instantiation) -> None:
     for name in inst.vector_bytes:
         if name not in names:
             _fail(spec, f"instantiation {inst.id}: vector_bytes names no tensor {name!r}")
-    axes = {d for t in spec.tensors for d in t.shape if isinstance(d, str)} | set(spec.grid)
+    axes = {a for t in spec.tensors for d in t.shape for a in dim_axes(d)} | set(spec.grid)
     for name, value in inst.sizes.items():
         if name not in axes:
             _fail(spec, f"instantiation {inst.id}: sizes names no axis {name!r}")
@@ -351,13 +490,29 @@ def _validate_instantiation(spec: KernelSpec, inst: Instantiation) -> None:
             _fail(spec, f"instantiation {inst.id}: size {name}={value} must be positive")
 
 
+def _validate_canonicalize(spec: KernelSpec) -> None:
+    if spec.canonicalize is None or callable(spec.canonicalize):
+        return
+    if not isinstance(spec.canonicalize, Mapping):
+        _fail(spec, "`canonicalize` must be a mapping {output: 'sort'|'set'} or a function")
+    written = {t.name for t in spec.tensors if t.written}
+    for name, how in spec.canonicalize.items():
+        if name not in written:
+            _fail(spec, f"canonicalize names {name!r}, which is no OUT or INPLACE tensor")
+        if how not in CANONICAL_FORMS:
+            _fail(spec, f"canonicalize[{name!r}] is {how!r}; one of {CANONICAL_FORMS}")
+
+
 def validate_spec(spec: KernelSpec) -> None:
     """Check a spec's internal consistency (no GPU, no torch)."""
     for attr in ("name", "source", "export", "symbol"):
         if not getattr(spec, attr):
             _fail(spec, f"`{attr}` is empty")
-    if not callable(spec.reference):
-        _fail(spec, "`reference` is not callable")
+    if spec.reference is not None and not callable(spec.reference):
+        _fail(spec, "`reference` is neither callable nor None")
+    if spec.symbol.count("<>") > 1:
+        _fail(spec, f"`symbol` {spec.symbol!r} has more than one `<>` for the template arguments")
+    _validate_canonicalize(spec)
     names = [a.name for a in spec.args]
     if len(set(names)) != len(names):
         _fail(spec, f"argument names repeat: {names}")
@@ -365,11 +520,15 @@ def validate_spec(spec: KernelSpec) -> None:
         _fail(spec, "no OUT or INPLACE tensor: nothing to compare")
     if not spec.instantiations:
         _fail(spec, "no instantiations")
-    if len({i.id for i in spec.instantiations}) != len(spec.instantiations):
+    if len({i.id for i in spec.variants}) != len(spec.variants):
         _fail(spec, "two instantiations have the same id")
     for tensor in spec.tensors:
         _validate_tensor(spec, tensor)
     for inst in spec.instantiations:
+        for var, bound in inst.dtypes.items():
+            if not isinstance(bound, str) and not (isinstance(bound, tuple) and bound):
+                _fail(spec, f"instantiation {inst.id}: dtypes[{var!r}] must be a dtype name or a non-empty tuple")
+    for inst in spec.variants:
         _validate_instantiation(spec, inst)
     fixed_everywhere = set.intersection(*(set(i.sizes) for i in spec.instantiations))
     if not any(set(TAILS) <= set(values) for name, values in spec.grid.items() if name not in fixed_everywhere):

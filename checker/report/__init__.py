@@ -1,6 +1,7 @@
-"""The report stage: findings -> text, json, sarif, github or junit output.
+"""The report stage: findings -> text, concise, json, sarif, github or junit output.
 
-`render` sorts the findings (one order for every format), renders paths relative to `root` and
+`render` sorts the findings (one order for every format), renders paths relative to `root` (for
+`sarif` and `github`, which GitHub reads, relative to the git repository holding `root`) and
 returns the output without a trailing newline.
 """
 
@@ -10,14 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..finding import Finding
-from . import github, json_format, junit, sarif, text
+from . import concise, github, json_format, junit, sarif, text
 from . import statistics as stats
-from .common import Context, Summary, sort_findings
+from .common import Context, Summary, repository_root, sort_findings
 
 __all__ = ["FORMATS", "Summary", "render"]
 
 _RENDERERS: dict[str, Callable[[list[Finding], Context], str]] = {
     "text": text.render,
+    "concise": concise.render,
     "json": json_format.render,
     "sarif": sarif.render,
     "github": github.render,
@@ -25,6 +27,7 @@ _RENDERERS: dict[str, Callable[[list[Finding], Context], str]] = {
 }
 
 FORMATS = tuple(_RENDERERS)
+REPOSITORY_RELATIVE = ("sarif", "github")
 
 
 def render(
@@ -43,7 +46,8 @@ def render(
     """
     if fmt not in _RENDERERS:
         raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
-    ctx = Context(root=Path(root), summary=summary or Summary(), color=color)
+    base = repository_root(Path(root)) if fmt in REPOSITORY_RELATIVE else Path(root)
+    ctx = Context(root=base, summary=summary or Summary(), color=color)
     ordered = sort_findings(findings)
     if statistics:
         return stats.render(ordered, ctx, as_json=fmt == "json")

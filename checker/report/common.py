@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import real_path
 from ..finding import Finding, Location
 from ..model import split_lines
 from ..registry import Language, RuleMeta, get_rule
@@ -38,12 +39,23 @@ def root_relative(path: str, root: Path) -> str | None:
     """`path` relative to `root` in POSIX form, or None when the file is not under `root`."""
     candidates = (
         (Path(os.path.abspath(path)), Path(os.path.abspath(root))),
-        (Path(path).resolve(), Path(root).resolve()),
+        (real_path(Path(path)), real_path(Path(root))),
     )
     for file, base in candidates:
         if file.is_relative_to(base):
             return file.relative_to(base).as_posix()
     return None
+
+
+def repository_root(start: Path) -> Path:
+    """The git work tree holding `start` (its nearest ancestor with a `.git` folder or file),
+    else `start`. GitHub resolves annotation and SARIF paths against the repository root,
+    which is not the project root when `pyproject.toml` sits in a subfolder (a monorepo)."""
+    start = Path(os.path.abspath(start))
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return start
 
 
 def display_path(path: str, root: Path) -> str:

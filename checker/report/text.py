@@ -15,6 +15,18 @@ _GUTTER_COLOR = "34"
 _FIX_COLOR = "32"
 
 
+# C0 controls but the tab, DEL, and C1 controls: a terminal acts on them (an ESC starts a
+# control sequence, a CR rewrites the line), so text from a checked file never reaches one raw.
+_CONTROLS = {code: 0x2400 + code for code in range(0x20) if code != 0x09}  # U+2400.. Control Pictures
+_CONTROLS.update({0x7F: 0x2421, **{code: 0xFFFD for code in range(0x80, 0xA0)}})
+
+
+def printable(text: str) -> str:
+    """`text` with every control character shown as one visible character (a binary file's
+    excerpt, a quoted identifier); one character for one keeps the carets under their span."""
+    return text.translate(_CONTROLS)
+
+
 def _paint(text: str, color: bool, *codes: str) -> str:
     return f"\x1b[{';'.join(codes)}m{text}{_RESET}" if color else text
 
@@ -25,13 +37,13 @@ def headline(finding: Finding, path: str, color: bool = False) -> str:
     where = _paint(position(path, finding.location), color, _BOLD)
     code = _paint(finding.code, color, _BOLD, tint)
     severity = _paint(f"[{finding.severity.value}]", color, tint)
-    return f"{where}: {code} {severity} {finding.message}"
+    return f"{where}: {code} {severity} {printable(finding.message)}"
 
 
 def note_line(related: Related, path: str, color: bool = False) -> str:
     """`  note: path:line:col: message` for a related location."""
     note = _paint("note", color, _BOLD, _NOTE_COLOR)
-    return f"  {note}: {position(path, related.location)}: {related.message}"
+    return f"  {note}: {position(path, related.location)}: {printable(related.message)}"
 
 
 def _span_width(location: Location, line_length: int) -> int:
@@ -49,6 +61,7 @@ def _excerpt(finding: Finding, source: str, color: bool) -> list[str]:
     """The source line under a numbered gutter, with carets under the finding's span."""
     if not source.strip():
         return []
+    source = printable(source)
     gutter = str(finding.line)
     bar = _paint(" " * len(gutter) + " |", color, _GUTTER_COLOR)
     # keep tabs so the carets line up with the source as the terminal renders it
@@ -71,7 +84,7 @@ def _block(finding: Finding, ctx: Context) -> str:
     lines = [headline(finding, ctx.path(finding.path), ctx.color)]
     lines += _excerpt(finding, ctx.sources.line_of(finding), ctx.color)
     lines += [note_line(r, ctx.path(r.location.path), ctx.color) for r in finding.related]
-    lines += ["    " + line for line in finding.detail.rstrip().splitlines()]
+    lines += ["    " + printable(line) for line in finding.detail.rstrip().splitlines()]
     lines += _fix_line(finding, ctx.color)
     return "\n".join(lines)
 
@@ -82,7 +95,6 @@ def _summary_counts(summary: Summary) -> list[str]:
     counts = (
         (s.files_checked, f"{s.files_checked} {plural(s.files_checked, 'file')} checked"),
         (s.cached, f"{s.cached} cached"),
-        (s.fixed, f"{s.fixed} fixed"),
         (s.suppressed, f"{s.suppressed} suppressed"),
         (s.baseline_hidden, f"{s.baseline_hidden} hidden by the baseline"),
         (s.baseline_fixed, f"{s.baseline_fixed} baseline {entries} fixed"),
@@ -91,8 +103,12 @@ def _summary_counts(summary: Summary) -> list[str]:
 
 
 def summary_text(findings: list[Finding], summary: Summary) -> str:
-    """`Found N findings (E errors, W warnings, I info).` or `All checks passed.`, plus counts."""
-    if findings:
+    """`Found N findings (E errors, W warnings, I info).` or `All checks passed.`, plus counts;
+    after `--fix`, `Found N findings (M fixed, K remaining).` as ruff says it."""
+    if summary.fixed:
+        total = len(findings) + summary.fixed
+        head = f"Found {total} {plural(total, 'finding')} ({summary.fixed} fixed, {len(findings)} remaining)."
+    elif findings:
         by = Counter(f.severity for f in findings)
         errors, warnings, infos = by[Severity.ERROR], by[Severity.WARNING], by[Severity.INFO]
         head = (

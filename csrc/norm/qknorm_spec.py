@@ -13,12 +13,9 @@ ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 TOLERANCE = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2), "float32": (1e-5, 1e-5)}
 
 
-def warp_vec_bytes(row_bytes: int, cap: int = 16) -> int:
-    """``LoadStorePattern::get_vec_bytes<row_bytes, WARP_UNIFORM_16B>()`` (one warp per head)."""
-    width = gcd(row_bytes, cap)
-    while width > 4 and row_bytes // width < 32:
-        width //= 2
-    return gcd(row_bytes, 4) if width < 4 else width
+def vec_bytes(row_bytes: int) -> int:
+    """``QKNormWarpLayout::kVecBytes``: 16-byte accesses where the head row allows."""
+    return gcd(row_bytes, 16)
 
 
 def _normalize(x, weight, eps: float):
@@ -32,7 +29,7 @@ def qknorm_reference(q, k, q_weight, k_weight, eps):
 
 
 def instantiation(dtype: str, head_dim: int, pdl: bool) -> Instantiation:
-    width = warp_vec_bytes(head_dim * ITEMSIZE[dtype])
+    width = vec_bytes(head_dim * ITEMSIZE[dtype])
     return Instantiation((dtype, head_dim, pdl), dtypes={"T": dtype}, pdl=pdl, sizes={"d": head_dim},
                          vector_bytes={name: width for name in ("q", "k", "q_weight", "k_weight")})
 

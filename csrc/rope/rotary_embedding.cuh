@@ -4,6 +4,8 @@
 #pragma once
 
 #include <sgl_kernel/bits.h>
+#include <sgl_kernel/qk_heads.cuh>
+#include <sgl_kernel/runtime.cuh>
 #include <sgl_kernel/tensor.h>
 #include <sgl_kernel/type.cuh>
 #include <sgl_kernel/utils.cuh>
@@ -50,25 +52,52 @@ SGL_DEVICE_HOST constexpr int64_t rope_qk_vec_bytes() {
 /// \tparam T Element type of q and k.
 template <typename T>
 struct RotaryParams {
-  T* q;                                 ///< Query heads, rotated in place
-  T* k;                                 ///< Key heads, rotated in place
-  const int64_t* __restrict__ positions;  ///< Position of each token
+  device::QKHeads<T> heads;                 ///< Query and key heads, rotated in place
+  const int64_t* __restrict__ positions;    ///< Position of each token
   const float* __restrict__ cos_sin_cache;  ///< `[max_position, rotary_dim]`: cos then sin halves
-  int64_t q_token_stride;               ///< Elements between tokens of `q`
-  int64_t q_head_stride;                ///< Elements between heads of `q`
-  int64_t k_token_stride;               ///< Elements between tokens of `k`
-  int64_t k_head_stride;                ///< Elements between heads of `k`
-  int64_t num_tokens;                   ///< Number of tokens
-  int64_t num_q_heads;                  ///< Query heads per token
-  int64_t num_k_heads;                  ///< Key heads per token
-  int64_t max_position;                 ///< Rows of the cache; other positions are left unrotated
+  int64_t max_position;                     ///< Rows of the cache; other positions are left unrotated
 };
 
 /// \brief Threads per block of `rotary_embedding_kernel`.
 inline constexpr uint32_t kRopeBlockSize = 256;
+/// \brief Bytes of q/k each lane of `rotary_embedding_kernel` loads per step before it uses any of them
+/// (on the H200, 32 or 64 ran slower than 16: fewer resident warps; see bench/README.md).
+inline constexpr uint32_t kRopeLaneBytes = 16;
 
 /**
- * \brief One warp per (token, head): rotates the first `kRotaryDim` dims of the head.
+ * \brief How `rotary_embedding_kernel` splits a warp: a group of lanes per head (each lane one
+ * or more vector chunks of it), several heads per warp, and several heads per group per step
+ * only where one head gives a lane less than `kRopeLaneBytes`.
+ *
+ * \tparam T          Element type of q and k
+ * \tparam kRotaryDim Rotated dims per head
+ * \tparam kIsNeox    Neox layout (else interleaved)
+ */
+template <typename T, uint32_t kRotaryDim, bool kIsNeox>
+struct RopeWarpLayout {
+  /// Rotation pairs per vector access.
+  static constexpr uint32_t kPairs = rope_pairs_per_vec<T, kRotaryDim, kIsNeox>();
+  /// Chunks of `kPairs` pairs per head.
+  static constexpr uint32_t kChunks = kRotaryDim / 2 / kPairs;
+  /// Lanes that share one head: a power of two, at most a warp.
+  static constexpr uint32_t kLanesPerHead =
+      kChunks >= device::kWarpThreads ? device::kWarpThreads : static_cast<uint32_t>(host::round_up_pow2(kChunks));
+  /// Chunks of one head each lane handles.
+  static constexpr uint32_t kChunkIters = (kChunks + kLanesPerHead - 1) / kLanesPerHead;
+  /// Heads one warp covers at once.
+  static constexpr uint32_t kHeadsPerWarp = device::kWarpThreads / kLanesPerHead;
+  /// Bytes of q/k one lane moves for one head.
+  static constexpr uint32_t kHeadLaneBytes = kChunkIters * kPairs * 2 * static_cast<uint32_t>(sizeof(T));
+  /// Heads each lane group loads per step, 1 to 4: about `kRopeLaneBytes` of q/k per lane.
+  static constexpr uint32_t kHeadsPerStep = kRopeLaneBytes / kHeadLaneBytes < 1 ? 1
+                                            : kRopeLaneBytes / kHeadLaneBytes > 4 ? 4
+                                                                                   : kRopeLaneBytes / kHeadLaneBytes;
+};
+
+/**
+ * \brief Persistent kernel over the (token, head) items of q then k: each group of lanes loads
+ * `kHeadsPerStep` heads and their positions, then the cos/sin rows, then rotates and stores
+ * the first `kRotaryDim` dims of each head, and strides on.
  *
  * \tparam T          Element type: fp16_t | bf16_t | fp32_t
  * \tparam kRotaryDim Rotated dims per head (even, <= head size)
@@ -78,62 +107,84 @@ inline constexpr uint32_t kRopeBlockSize = 256;
  */
 template <typename T, uint32_t kRotaryDim, bool kIsNeox, bool kUsePDL>
 __global__ void rotary_embedding_kernel(const RotaryParams<T> params) {
+  using Layout = RopeWarpLayout<T, kRotaryDim, kIsNeox>;
   constexpr uint32_t kHalf = kRotaryDim / 2;
-  constexpr uint32_t kPairs = rope_pairs_per_vec<T, kRotaryDim, kIsNeox>();
-  constexpr uint32_t kChunks = kHalf / kPairs;
+  constexpr uint32_t kPairs = Layout::kPairs;
+  constexpr int32_t kIters = static_cast<int32_t>(Layout::kChunkIters);
+  constexpr int32_t kItems = static_cast<int32_t>(Layout::kHeadsPerStep);
+  constexpr int32_t kParts = kIsNeox ? 2 : 1;  // vectors per chunk: both halves (neox) or one run of pairs
   constexpr int64_t kWarpsPerBlock = kRopeBlockSize / device::kWarpThreads;
+  constexpr int64_t kHeadsPerWarp = Layout::kHeadsPerWarp;
   using fvec_t = device::AlignedVector<float, static_cast<int>(kPairs)>;
+  using vec_t = device::AlignedVector<T, static_cast<int>(kPairs * (kIsNeox ? 1 : 2))>;
 
-  const int64_t heads = params.num_q_heads + params.num_k_heads;
-  const int64_t total = params.num_tokens * heads;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / device::kWarpThreads;
-  const uint32_t lane = device::get_lane_id<device::kWarpThreads>();
+  const int64_t total = params.heads.num_rows();
+  const uint32_t sub = device::get_lane_id<Layout::kLanesPerHead>();
+  const int64_t group = device::get_lane_id<device::kWarpThreads>() / Layout::kLanesPerHead;
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / device::kWarpThreads;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock * kHeadsPerWarp * kItems;
 
   device::PDLWaitPrimary<kUsePDL>();
 
-  for (int64_t item = first; item < total; item += stride) {
-    const int64_t token = item / heads;
-    const int64_t head = item - token * heads;
-    const int64_t pos = params.positions[token];
-    if (pos < 0 || pos >= params.max_position) continue;
-    T* row = head < params.num_q_heads
-                 ? params.q + token * params.q_token_stride + head * params.q_head_stride
-                 : params.k + token * params.k_token_stride + (head - params.num_q_heads) * params.k_head_stride;
-    const float* cos_row = params.cos_sin_cache + pos * kRotaryDim;
-    const float* sin_row = cos_row + kHalf;
-    for (uint32_t c = lane; c < kChunks; c += device::kWarpThreads) {
-      fvec_t cv;
-      fvec_t sv;
-      cv.load(cos_row, c);
-      sv.load(sin_row, c);
-      if constexpr (kIsNeox) {
-        using vec_t = device::AlignedVector<T, static_cast<int>(kPairs)>;
-        vec_t x1;
-        vec_t x2;
-        x1.load(row, c);
-        x2.load(row + kHalf, c);
+  for (int64_t first = warp * kHeadsPerWarp * kItems + group; first < total; first += step) {
+    device::QKHeadCursor at(first, params.heads.heads_per_token());
+    T* rows[kItems];
+    bool valid[kItems];
+    int64_t pos[kItems];
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      rows[it] = params.heads.row(at.token, at.head);
+      valid[it] = first + it * kHeadsPerWarp < total;
+      pos[it] = valid[it] ? params.positions[at.token] : -1;
+      at.advance(kHeadsPerWarp);
+    }
+    vec_t x[kItems][kIters][kParts];
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+#pragma unroll
+      for (int j = 0; j < kIters; ++j) {
+        const uint32_t c = sub + static_cast<uint32_t>(j) * Layout::kLanesPerHead;
+        if (valid[it] && c < Layout::kChunks) {  // independent of the position load above
+#pragma unroll
+          for (int h = 0; h < kParts; ++h) x[it][j][h].load(rows[it] + h * kHalf, c);
+        }
+      }
+    }
+    fvec_t cos_v[kItems][kIters];
+    fvec_t sin_v[kItems][kIters];
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      if (pos[it] >= params.max_position) pos[it] = -1;
+      const float* cos_row = params.cos_sin_cache + pos[it] * kRotaryDim;
+#pragma unroll
+      for (int j = 0; j < kIters; ++j) {
+        const uint32_t c = sub + static_cast<uint32_t>(j) * Layout::kLanesPerHead;
+        if (pos[it] >= 0 && c < Layout::kChunks) {
+          cos_v[it][j].load(cos_row, c);
+          sin_v[it][j].load(cos_row + kHalf, c);
+        }
+      }
+    }
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+#pragma unroll
+      for (int j = 0; j < kIters; ++j) {
+        const uint32_t c = sub + static_cast<uint32_t>(j) * Layout::kLanesPerHead;
+        if (pos[it] < 0 || c >= Layout::kChunks) continue;
+        vec_t& lo = x[it][j][0];
+        vec_t& hi = x[it][j][kParts - 1];
 #pragma unroll
         for (int i = 0; i < static_cast<int>(kPairs); ++i) {
-          const float a = device::cast<fp32_t>(x1[i]);
-          const float b = device::cast<fp32_t>(x2[i]);
-          x1[i] = device::cast<T>(a * cv[i] - b * sv[i]);
-          x2[i] = device::cast<T>(b * cv[i] + a * sv[i]);
+          // neox: pair i is (lo[i], hi[i]); interleaved: (lo[2i], lo[2i + 1]) of the one vector
+          const int32_t ia = kIsNeox ? i : 2 * i;
+          const int32_t ib = kIsNeox ? i : 2 * i + 1;
+          const float a = device::cast<fp32_t>(lo[ia]);
+          const float b = device::cast<fp32_t>(hi[ib]);
+          lo[ia] = device::cast<T>(a * cos_v[it][j][i] - b * sin_v[it][j][i]);
+          hi[ib] = device::cast<T>(b * cos_v[it][j][i] + a * sin_v[it][j][i]);
         }
-        x1.store(row, c);
-        x2.store(row + kHalf, c);
-      } else {
-        using vec_t = device::AlignedVector<T, static_cast<int>(2 * kPairs)>;
-        vec_t x;
-        x.load(row, c);
 #pragma unroll
-        for (int i = 0; i < static_cast<int>(kPairs); ++i) {
-          const float a = device::cast<fp32_t>(x[2 * i]);
-          const float b = device::cast<fp32_t>(x[2 * i + 1]);
-          x[2 * i] = device::cast<T>(a * cv[i] - b * sv[i]);
-          x[2 * i + 1] = device::cast<T>(b * cv[i] + a * sv[i]);
-        }
-        x.store(row, c);
+        for (int h = 0; h < kParts; ++h) x[it][j][h].store(rows[it] + h * kHalf, c);
       }
     }
   }
@@ -198,24 +249,20 @@ void rotary_embedding(tvm::ffi::TensorView positions, tvm::ffi::TensorView q, tv
       .verify(cos_sin_cache, "cos_sin_cache");
 
   const RotaryParams<T> params{
-      static_cast<T*>(q.data_ptr()),
-      static_cast<T*>(k.data_ptr()),
+      {static_cast<T*>(q.data_ptr()), static_cast<T*>(k.data_ptr()), Sq_t.unwrap(), Sq_h.unwrap(), Sk_t.unwrap(),
+       Sk_h.unwrap(), N.unwrap(), Hq.unwrap(), Hk.unwrap()},
       static_cast<const int64_t*>(positions.data_ptr()),
       static_cast<const float*>(cos_sin_cache.data_ptr()),
-      Sq_t.unwrap(),
-      Sq_h.unwrap(),
-      Sk_t.unwrap(),
-      Sk_h.unwrap(),
-      N.unwrap(),
-      Hq.unwrap(),
-      Hk.unwrap(),
       P.unwrap(),
   };
-  constexpr int64_t kWarpsPerBlock = kRopeBlockSize / device::kWarpThreads;
-  const int64_t blocks = div_ceil(params.num_tokens * (params.num_q_heads + params.num_k_heads), kWarpsPerBlock);
-  const uint32_t grid = static_cast<uint32_t>(blocks < 65536 ? blocks : 65536);
-  LaunchKernel(grid, kRopeBlockSize, device.unwrap())
-      .enable_pdl(kUsePDL)(rotary_embedding_kernel<T, kRotaryDim, kIsNeox, kUsePDL>, params);
+  using Layout = RopeWarpLayout<T, kRotaryDim, kIsNeox>;
+  const auto kernel = rotary_embedding_kernel<T, kRotaryDim, kIsNeox, kUsePDL>;
+  static const uint32_t occupancy = runtime::get_blocks_per_sm(kernel, kRopeBlockSize);
+  const DLDevice dev = device.unwrap();
+  constexpr int64_t kHeadsPerBlock =
+      kRopeBlockSize / device::kWarpThreads * Layout::kHeadsPerWarp * Layout::kHeadsPerStep;
+  const uint32_t grid = runtime::get_persistent_grid(params.heads.num_rows(), kHeadsPerBlock, occupancy, dev.device_id);
+  LaunchKernel(grid, kRopeBlockSize, dev).enable_pdl(kUsePDL)(kernel, params);
 }
 
 }  // namespace sglang

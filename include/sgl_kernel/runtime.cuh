@@ -42,4 +42,20 @@ inline uint32_t get_sm_count(int32_t device_id, bool use_cache = true) {
   return static_cast<uint32_t>(count);
 }
 
+/// \brief Blocks of a persistent grid: enough for `num_items` work items at `items_per_block`
+/// per block and pass, but no more than stay resident on every SM at once (the kernel strides
+/// over the rest).
+/// \param num_items Work items in all.
+/// \param items_per_block Items one block handles per pass.
+/// \param blocks_per_sm Resident blocks per SM (from `get_blocks_per_sm`; 0 counts as 1).
+/// \param device_id CUDA device ordinal.
+/// \return The grid size.
+inline uint32_t get_persistent_grid(int64_t num_items, int64_t items_per_block, uint32_t blocks_per_sm,
+                                    int32_t device_id) {
+  const int64_t needed = (num_items + items_per_block - 1) / items_per_block;
+  const int64_t resident =
+      static_cast<int64_t>(get_sm_count(device_id)) * static_cast<int64_t>(blocks_per_sm > 0 ? blocks_per_sm : 1);
+  return static_cast<uint32_t>(needed < resident ? needed : resident);
+}
+
 }  // namespace sglang::host::runtime

@@ -50,3 +50,36 @@ def test_fixture(harness, spec):
         assert not missing, f"{spec.name}: expected {sorted(missing)}, got {sorted(failing)}"
     else:
         assert not failing, "\n".join(f"{f.code} {f.message}" for f in findings)
+
+
+# ----- real-kernel shapes, reference-free specs, value profiles, the environment -----
+
+
+@pytest.mark.parametrize("name, kernel", [("fixture_anon_shift", "anon_shift_kernel"),
+                                          ("fixture_macro_shift", "macro_shift_kernel")])
+def test_sanitizer_reports_of_anonymous_namespace_and_macro_kernels_are_kept(harness, name, kernel):
+    """The kernels live in an anonymous namespace (one declared through a macro) and the
+    launcher is ``ShiftAdd<...>::run``: the memcheck report names the kernel."""
+    reads = [f for f in harness.by_spec[name] if f.code == "KD201"]
+    assert reads and any(kernel in f.message for f in reads), [f.message for f in harness.by_spec[name]]
+
+
+def test_the_gather_bug_is_reported_with_the_profile_that_exposed_it(harness):
+    findings = harness.by_spec["fixture_gather_unchecked"]
+    assert any(f.code == "KD201" and "ids=oob" in f.message for f in findings), [f.message for f in findings]
+    # random in-range ids never show it: nothing but the oob profile fails
+    assert all("ids=oob" in f.message for f in findings if f.code in ("KD101", "KD201", "KD001")), \
+        [f.message for f in findings]
+
+
+def test_specs_without_a_reference_say_so_in_the_summary(harness):
+    rows = [r for r in harness.rows if "_noref" in r.kernel]
+    assert rows and all(r.cells["KD101"].text() == "no-ref" for r in rows)
+
+
+def test_an_unusable_gpu_is_an_environment_error_not_a_finding():
+    spec = next(s for s in SPECS if s.name == "fixture_tail_overrun_ok")
+    options = RunOptions(timeout=20.0, sanitize=(), bandwidth=False, gpus=("99",))  # no such GPU
+    result = run_specs([spec], options, Progress(sys.stderr))
+    assert result.environment and "cases" in result.environment[0], result.environment
+    assert not [f for f in result.findings if f.code.startswith("KD")]

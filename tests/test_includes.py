@@ -1,0 +1,48 @@
+"""One include search path (kernel_check.includes) for the static check, build and harness:
+the repository's own `include/` holding `sgl_kernel/`, the configured directories, then the
+bundled header library only when neither holds `sgl_kernel/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernel_check.clang.parse import ParseSettings, compile_args
+from kernel_check.includes import bundled_include_dir, find_repo_include_dir, sgl_include_dirs
+
+
+def _tree(tmp_path: Path, own_headers: bool) -> Path:
+    kernel = tmp_path / "repo" / "csrc" / "norm" / "k.cuh"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("// kernel\n")
+    if own_headers:
+        (tmp_path / "repo" / "include" / "sgl_kernel").mkdir(parents=True)
+    return kernel
+
+
+def test_the_bundled_library_is_there() -> None:
+    assert (bundled_include_dir() / "sgl_kernel" / "tensor.h").is_file()
+
+
+def test_repository_headers_come_first_and_replace_the_bundled_ones(tmp_path: Path) -> None:
+    kernel = _tree(tmp_path, own_headers=True)
+    vendor = tmp_path / "vendor"
+    assert sgl_include_dirs(kernel, [vendor]) == [tmp_path / "repo" / "include", vendor]
+    header = tmp_path / "repo" / "include" / "sgl_kernel" / "tensor.h"
+    assert find_repo_include_dir(header) == tmp_path / "repo" / "include"  # a header of the library itself
+
+
+def test_configured_directories_then_the_bundled_copy(tmp_path: Path) -> None:
+    kernel = _tree(tmp_path, own_headers=False)
+    cutlass = tmp_path / "third_party" / "cutlass" / "include"  # holds no sgl_kernel/
+    assert sgl_include_dirs(kernel, [cutlass]) == [cutlass, bundled_include_dir()]
+    own_elsewhere = tmp_path / "headers"
+    (own_elsewhere / "sgl_kernel").mkdir(parents=True)
+    assert sgl_include_dirs(kernel, [own_elsewhere]) == [own_elsewhere]
+
+
+def test_the_static_check_uses_the_same_path(tmp_path: Path) -> None:
+    kernel = _tree(tmp_path, own_headers=False)
+    cutlass = str(tmp_path / "cutlass")
+    args = compile_args(kernel, ParseSettings(include_dirs=(cutlass,)))
+    included = [args[i + 1] for i, arg in enumerate(args) if arg == "-I"]
+    assert included[:2] == [cutlass, str(bundled_include_dir())]
