@@ -88,6 +88,7 @@ class RunStats:
     """What the last `run_static` did (the benchmark and `KERNEL_CHECK_STATS` read it)."""
 
     files: int = 0
+    skipped: int = 0  # no selected rule reads the file's language
     cached: int = 0
     checked: int = 0
     workers: int = 0
@@ -443,7 +444,14 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
     session = _Session(options, _result_cache(options))
     results: list[FileResult | None] = [None] * len(paths)
     pending: list[tuple[int, bytes | None]] = []
+    wanted = _languages_wanted(options)
     for index, path in enumerate(paths):
+        relative = options.config.relative(path)
+        if _language(path) not in wanted(relative):
+            results[index] = FileResult(str(path))  # no selected rule reads this language
+            stats.skipped += 1
+            progress.finished(relative)
+            continue
         given = buffers.get(path)
         hit, data = session.lookup(path, given) if session.results is not None else (None, given)
         if hit is not None:
@@ -451,7 +459,7 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
             progress.finished(options.config.relative(path))
         else:
             pending.append((index, data))
-    stats.cached = len(paths) - len(pending)
+    stats.cached = len(paths) - len(pending) - stats.skipped
     stats.checked = len(pending)
     temporary = None
     try:
@@ -484,6 +492,25 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
         if os.environ.get("KERNEL_CHECK_STATS"):
             print(f"kernel-check: stats: {stats}", file=sys.stderr)
     return [r for r in results if r is not None]
+
+
+def _language(path: Path) -> Language:
+    return Language.PYTHON if is_python(path) else Language.CPP
+
+
+def _languages_wanted(options: RunOptions) -> Any:
+    """relative path -> the languages a check of that file must read. A language none of
+    whose rules the selection (`select`, `ignore`, `per-file-ignores`) leaves enabled is
+    not parsed at all: `--select KC5` reads Python files only. Selecting `KC000` (or a
+    prefix of it) or `KC001` keeps every language: both come from the parse itself."""
+    from .filter import UNUSED_SUPPRESSION
+
+    selection = Selection(options.config, list(options.select), list(options.ignore))
+    codes = {language: [r.meta.code for r in rules_for(language)] for language in Language}
+    if not selection.select or any(PARSE_ERROR.startswith(s) for s in selection.select):
+        return lambda relative: tuple(Language)
+    return lambda relative: tuple(language for language in Language if any(
+        selection.enabled(code, relative) for code in [*codes[language], UNUSED_SUPPRESSION]))
 
 
 def _collect(stats: RunStats, counters: tuple[int, int, int]) -> None:

@@ -10,9 +10,17 @@ Which headers (a `Recipe`; `strategy` "union", the default):
 * ``project``: every header under the `sgl_kernel/` of the first `-I` directory that
   holds one, in path order (a union: a file sees the whole header library, not only what
   it includes; see "Semantics" below).
-* ``external``: what those headers include from outside `sgl_kernel/` (tvm-ffi, dlpack,
-  the standard library, CUDA). Used for the files that are themselves inside the project
-  preamble -- the `sgl_kernel/` headers -- which a PCH containing them would hide.
+* ``external``: what those headers include unconditionally (outside any `#if` block, so a
+  ROCm-only header is not) from outside `sgl_kernel/` (tvm-ffi, dlpack, the standard
+  library, CUDA). Used for the files that are themselves inside the project preamble --
+  the `sgl_kernel/` headers -- which a PCH containing them would hide, and for files that
+  include no `sgl_kernel/` header.
+
+These tiers do not depend on which files a run checks, so a one-file run (pre-commit)
+finds the preamble a full run built. Every file of a tree parses against the same
+project preamble whatever subset of the headers it includes; each include of the
+generated header is guarded by `__has_include`, so a header missing on this machine is
+left out instead of failing the build.
 * ``base``: no header at all: only what the flags force-include (the hermetic prelude or
   clang's CUDA runtime wrapper), for files inside the external preamble.
 
@@ -30,14 +38,25 @@ Correctness:
   rebuild. Builds run under a file lock; the PCH is written to a temporary file and
   renamed, under a fresh name, so a concurrent reader keeps the old one.
 * A preamble whose build has errors is never used as is: the top-level headers whose
-  include closure holds an error are left out and it is rebuilt once; still failing, the
-  recipe is recorded as failed (for those header contents) and the next tier is tried.
+  include closure holds an error are left out and it is rebuilt (`BUILD_ATTEMPTS` in all:
+  a fatal error hides the errors after it); still failing, the recipe is recorded as
+  failed (for those header contents) and the next tier is tried.
 * After a parse against a preamble, each `#include` the file (or a header it entered)
   spells must resolve to a header the PCH holds or that the parse entered itself;
   anything else (a different header whose include guard the PCH had defined) means the
   union changed what the file sees, and the file is parsed plainly. A file that `#define`s
   or `#undef`s a macro before its last `#include` is parsed plainly (the PCH was built
-  without that macro). A fatal error, a load failure or a corrupt PCH: plain parse.
+  without that macro). A load failure, a corrupt or stale PCH (a fatal error about it): plain
+  parse; a fatal error of the file's own (a missing header) is checked like any error.
+* Then (`_deviates`), with the file's include closure (forced includes, its own
+  directives, the PCH's include graph) against the rest of the PCH: the file is parsed
+  against the next smaller preamble (the last, `base`, holds only forced includes), else
+  plainly, when it uses a declaration or macro only the rest declares (`#ifdef`/`defined()`
+  of such a macro count as uses); when a header of its closure was preprocessed in the
+  build with a macro of the rest (a macro-sensitive include: the union put that header
+  first); when an error, or a note attached to one, lies in the rest (an ambiguous call,
+  a redefinition); or when an error lies in a PCH header the file entered again (one
+  without an include guard, defined twice).
 
 Semantics of the union (accepted, and the reason "exact" exists): a header in the
 preamble that the file does not include still declares its names, so a file that forgot
@@ -71,11 +90,14 @@ MANIFEST_ENTRIES = 3
 RECIPE_UNUSED_DAYS = 14.0
 LOCK_TIMEOUT_S = 900.0
 BUILD_TIMEOUT_S = 300.0  # one preamble build, in a bounded child (watchdog.py)
-_LAYOUT = "pch-v1"
+BUILD_ATTEMPTS = 3  # a build with errors leaves their headers out and tries again
+_LAYOUT = "pch-v2"  # v2: `__has_include` guards, macro uses across headers in the graph
 
 _ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
+_QUOTED_INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"', re.M)
 _ANY_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|include_next|import)\b", re.M)
 _MACRO_CHANGE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
+_CONDITION_OPEN_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
 _GUARD_RE = re.compile(rb"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n(?:[ \t]*(?://[^\n]*)?\r?\n)*"
                        rb"(^[ \t]*#[ \t]*define[ \t]+\1\b)", re.M)
 
@@ -94,8 +116,12 @@ class Recipe:
         return digest(_LAYOUT, self.tier, "\0".join(self.args), "\0".join(self.headers))
 
     def text(self) -> str:
+        """The generated header. Each include is guarded by `__has_include`, so a header
+        that does not exist here (a ROCm-only one, a library nobody installed) is left out
+        instead of stopping the build with a fatal error; a file that includes it gets that
+        error from its own parse."""
         lines = ["// kernel-check precompiled preamble (generated; safe to delete)\n"]
-        lines += [f"#include <{header}>\n" for header in self.headers]
+        lines += [f"#if __has_include(<{header}>)\n#include <{header}>\n#endif\n" for header in self.headers]
         return "".join(lines)
 
 
@@ -125,17 +151,31 @@ class Preamble:
 
     @property
     def graph(self) -> dict[str, Any] | None:
-        """The build's `#include` graph: {"forced": [names], "edges": {source: [targets]}}."""
+        """The build's `#include` graph: {"forced": [names], "edges": {source: [targets]},
+        "files": [names], "macro_uses": {file index: [indexes of the files whose macros it expands]}}."""
         if self._graph is None:
             data = read_bytes(self.pch.with_suffix(".graph.json"))
             try:
                 graph = json.loads(data) if data else None
-                if not isinstance(graph, dict) or not isinstance(graph.get("edges"), dict):
+                if not isinstance(graph, dict) or not isinstance(graph.get("edges"), dict) \
+                        or not isinstance(graph.get("macro_uses"), dict) or not isinstance(graph.get("files"), list):
                     return None
                 self._graph = graph
             except ValueError:
                 return None
         return self._graph
+
+    _macro_uses: dict[str, frozenset[str]] | None = field(default=None, repr=False)
+
+    def macro_uses(self, real: Any) -> dict[str, frozenset[str]]:
+        """Real path of a PCH header -> the real paths of the other headers whose macros it
+        expanded or tested (`#ifdef`, `defined()`) while the preamble was built."""
+        if self._macro_uses is None:
+            graph = self.graph or {"files": [], "macro_uses": {}}
+            files = [real(name) for name in graph["files"]]
+            self._macro_uses = {files[int(user)]: frozenset(files[i] for i in used)
+                                for user, used in graph["macro_uses"].items()}
+        return self._macro_uses
 
 
 @dataclass
@@ -196,9 +236,10 @@ class PreambleCache:
         own = [m.decode("utf-8", "replace").strip() for m in _ANGLE_INCLUDE_RE.findall(data)]
         found = []
         project = self._project(arguments)
-        if project is not None and own:
-            # A file that includes no `sgl_kernel/` header gets no `sgl_kernel/` declarations.
-            wants_project = any(h.startswith("sgl_kernel/") for h in own)
+        if project is not None and _ANY_INCLUDE_RE.search(data):
+            # A file that includes no `sgl_kernel/` header, itself or through a header of
+            # its own (`"..."`), gets no `sgl_kernel/` declarations.
+            wants_project = any(h.startswith("sgl_kernel/") for h in own) or _QUOTED_INCLUDE_RE.search(data)
             if wants_project and project.project and main not in project.realpaths:
                 found.append(Recipe("project", arguments, project.project))
             if project.external:
@@ -302,7 +343,7 @@ class PreambleCache:
         headers = list(recipe.headers)
         excluded: list[str] = []
         index = _get_index()
-        for attempt in range(2):
+        for attempt in range(BUILD_ATTEMPTS):
             text = Recipe(recipe.tier, recipe.args, tuple(headers)).text()
             main = directory / f"preamble-{digest(text)[:16]}.cuh"
             if read_bytes(main) != text.encode() and not atomic_write(main, text.encode()):
@@ -315,7 +356,8 @@ class PreambleCache:
             errors = _errors(tu, str(main)) if tu is not None else ["load"]
             if not errors:
                 break
-            culprits = _culprits(tu, headers, errors) if tu is not None and attempt == 0 else set()
+            last = attempt == BUILD_ATTEMPTS - 1
+            culprits = _culprits(tu, headers, errors) if tu is not None and not last else set()
             if not culprits:
                 self._record(directory, recipe, None, headers, excluded, tu)
                 return None
@@ -398,15 +440,17 @@ class PreambleCache:
                     self.stats.parsed += 1
                     return unit
                 if outcome != "rejected":
-                    break
-            if outcome in ("fatal", "deviates"):
-                break  # the file itself decides: a lower tier would not change that
+                    break  # "deviates": a smaller preamble (the next tier) may not
         self.stats.plain += 1
         return None
 
     def _parse_with(self, preamble: Preamble, name: str, source: str | bytes,
                     args: list[str]) -> tuple[ParsedUnit | None, str]:
-        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "fatal", "deviates"."""
+        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates".
+
+        A fatal error of the file's own (a header it includes is missing: cutlass nobody
+        installed) is no reason for a plain parse, which would stop at the same place
+        after parsing every header again; it goes through the same checks as any error."""
         ci = cindex()
         used = [*args, "-include-pch", str(preamble.pch)]
         try:
@@ -415,11 +459,9 @@ class PreambleCache:
             self.reject(preamble)
             return None, "rejected"
         fatal = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Fatal]
-        if fatal:
-            if any(_is_pch_problem(d, preamble.pch) for d in fatal):
-                self.reject(preamble)
-                return None, "rejected"
-            return None, "fatal"
+        if any(_is_pch_problem(d, preamble.pch) for d in fatal):
+            self.reject(preamble)
+            return None, "rejected"
         entered = entered_files(tu)
         graph = preamble.graph
         if graph is None:
@@ -429,22 +471,44 @@ class PreambleCache:
         if not self._includes_agree(directives, preamble, entered):
             return None, "deviates"
         included = _closure(graph, directives, name, self._real)
-        if self.check_lookup:
-            seen = {self._real(p) for p in included}
-            seen.add(self._real(name))
-            outside = preamble.realpaths - seen
-            if outside and _sees_outside(tu, name, outside, self._real):
-                return None, "deviates"
+        if self.check_lookup and self._deviates(tu, name, preamble, included, entered):
+            return None, "deviates"
         _report_includes_as_plain(tu, name, included)
         unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble)
         return unit, "ok"
 
+    def _deviates(self, tu: Any, name: str, preamble: Preamble, included: list[str],
+                  entered: Iterable[str]) -> bool:
+        """Whether the union may have changed what the file sees (then the next tier is tried):
+        it uses a declaration or macro of a PCH header its own includes do not reach (an
+        `#ifdef` or `defined()` of a defined macro counts: clang records it as a use); a
+        header it does include was preprocessed with a macro of such a header (the union
+        put that header first: a macro-sensitive include); or an error involves such a
+        header (a redefinition, an ambiguous call) or a PCH header the file entered again
+        (one without an include guard)."""
+        seen = {self._real(p) for p in included}
+        seen.add(self._real(name))
+        outside = preamble.realpaths - seen
+        entered_again = preamble.realpaths.intersection(self._real(p) for p in entered)
+        if entered_again and _errors_in(tu, entered_again, self._real):
+            return True
+        if not outside:
+            return False
+        if _errors_in(tu, outside, self._real):
+            return True
+        uses = preamble.macro_uses(self._real)
+        if any(not uses[header] <= seen for header in seen if header in uses):
+            return True
+        return _sees_outside(tu, name, outside, self._real)
+
     def _includes_agree(self, directives: list[tuple[str, str | None]], preamble: Preamble,
                         entered: Iterable[str]) -> bool:
-        """Every `#include` this parse saw resolved to a header it entered or the PCH holds."""
+        """Every `#include` this parse saw resolved to a header it entered or the PCH holds
+        (or to nothing: a missing header is missing from a plain parse too, since these
+        directives are the file's and its own headers', searched from the same places)."""
         known = set(preamble.realpaths)
         known.update(self._real(p) for p in entered)
-        return all(target is not None and self._real(target) in known for _, target in directives)
+        return all(target is None or self._real(target) in known for _, target in directives)
 
     def _real(self, path: str) -> str:
         try:
@@ -472,21 +536,62 @@ def _directives(tu: Any) -> list[tuple[str, str | None]]:
     for cursor in tu.cursor.get_children():
         if cursor.kind == kind:
             location = cursor.location.file
-            included = cursor.get_included_file()
+            included = _included_file(cursor)
             found.append((location.name if location else "", included.name if included else None))
     return found
 
 
+def _included_file(cursor: Any) -> Any:
+    """The file an inclusion directive entered; None when clang did not find it (the
+    bindings' `get_included_file` asserts on a null file instead)."""
+    try:
+        return cursor.get_included_file()
+    except AssertionError:
+        return None
+
+
 def _inclusion_graph(tu: Any) -> dict[str, Any]:
     """The build's `#include` edges (every directive, also those an include guard skipped)
-    and the forced includes, so a file's own include closure can be told from the union."""
+    and the forced includes, so a file's own include closure can be told from the union;
+    and which headers used which other headers' macros, so a header that was preprocessed
+    differently because the union put another header first can be noticed."""
+    ci = cindex()
+    inclusion, expansion = ci.CursorKind.INCLUSION_DIRECTIVE, ci.CursorKind.MACRO_INSTANTIATION
     main = tu.spelling
     forced = [inc.include.name for inc in tu.get_includes() if inc.depth == 1 and inc.source is None]
     edges: dict[str, list[str]] = {}
-    for source, target in _directives(tu):
-        if target is not None:
-            edges.setdefault(source or main, []).append(target)
-    return {"main": main, "forced": forced, "edges": edges}
+    files: dict[str, int] = {}
+    uses: dict[int, set[int]] = {}
+    guarded: dict[str, bool] = {}
+    for cursor in tu.cursor.get_children():
+        kind = cursor.kind
+        if kind != inclusion and kind != expansion:
+            continue
+        location = cursor.location.file
+        source = location.name if location else ""
+        if kind == inclusion:
+            target = _included_file(cursor)
+            if target is not None:
+                edges.setdefault(source or main, []).append(target.name)
+            continue
+        if not source or not _guarded(tu, location, guarded):
+            continue  # a header without a guard (`stddef.h` and its `__need_size_t`) is read
+            # again by every includer, which sets it up: its parse is the includer's business
+        definition = cursor.referenced
+        home = definition.location.file if definition is not None else None
+        if home is not None and home.name != source:
+            uses.setdefault(files.setdefault(source, len(files)), set()).add(files.setdefault(home.name, len(files)))
+    return {"main": main, "forced": forced, "edges": edges, "files": list(files),
+            "macro_uses": {str(user): sorted(used) for user, used in uses.items()}}
+
+
+def _guarded(tu: Any, file: Any, memo: dict[str, bool]) -> bool:
+    """Whether clang read `file` once and skips it from then on (an include guard or
+    `#pragma once`)."""
+    known = memo.get(file.name)
+    if known is None:
+        known = memo[file.name] = bool(cindex().conf.lib.clang_isFileMultipleIncludeGuarded(tu, file))
+    return known
 
 
 def _closure(graph: dict[str, Any], directives: list[tuple[str, str | None]], main: str,
@@ -578,7 +683,7 @@ def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: 
         known = outside_names.get(name)
         if known is None:
             known = outside_names[name] = real(name) in outside
-        return known
+        return known and not (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor))
 
     stack = list(tu.cursor.get_children())  # the file's and its non-preamble headers' own
     for cursor in stack:
@@ -596,6 +701,52 @@ def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: 
                 return True
         stack.extend(cursor.get_children())
     return False
+
+
+def _errors_in(tu: Any, files: frozenset[str] | set[str], real: Any) -> bool:
+    """Whether an error diagnostic, or a note attached to one, lies in one of `files`."""
+    error = cindex().Diagnostic.Error
+    for diagnostic in tu.diagnostics:
+        if diagnostic.severity < error:
+            continue
+        for part in (diagnostic, *diagnostic.children):
+            location = part.location.file
+            if location is not None and real(location.name) in files:
+                return True
+    return False
+
+
+def _unconditional_includes(data: bytes) -> list[str]:
+    """The `#include <...>` spellings of `data` outside any `#if` block (a whole-file
+    include guard excepted): a header included only under a condition (`#ifdef USE_ROCM`)
+    does not belong in a preamble every file loads."""
+    events = sorted([(m.start(), m.group(1), b"") for m in _CONDITION_OPEN_RE.finditer(data)]
+                    + [(m.start(), b"include", m.group(1)) for m in _ANGLE_INCLUDE_RE.finditer(data)])
+    guard = next(iter(_GUARD_RE.finditer(data)), None)
+    depth, found = 0, []
+    guard_open = False
+    for position, word, spelling in events:
+        if word == b"include":
+            if depth == int(guard_open):
+                found.append(spelling.decode("utf-8", "replace").strip())
+        elif word == b"endif":
+            depth = max(0, depth - 1)
+            guard_open = guard_open and depth > 0
+        else:
+            # the include guard's `#ifndef` is the file's first directive: its body is top level
+            if guard is not None and position == guard.start() and not found and depth == 0:
+                guard_open = True
+            depth += 1
+    return found
+
+
+def _is_implicit_builtin(declaration: Any) -> bool:
+    """clang declares a builtin function (`__syncthreads`, `__shfl_xor_sync`) where it is
+    first used, so its declaration's extent is that use's name alone; every parse has it,
+    whichever header happened to use it first in the union."""
+    extent = declaration.extent
+    start, end = extent.start, extent.end
+    return start.line == end.line and end.column - start.column == len(declaration.spelling)
 
 
 def _changes_macros_before_includes(data: bytes) -> bool:
@@ -629,9 +780,7 @@ def _scan_project(include_dir: str) -> _ProjectHeaders:
     own = set(project)
     external: dict[str, None] = {}
     for path in files:
-        data = read_bytes(path) or b""
-        for match in _ANGLE_INCLUDE_RE.findall(data):
-            spelling = match.decode("utf-8", "replace").strip()
+        for spelling in _unconditional_includes(read_bytes(path) or b""):
             if spelling not in own and not spelling.startswith("sgl_kernel/"):
                 external.setdefault(spelling, None)
     realpaths = frozenset(os.path.realpath(p) for p in files)
@@ -648,7 +797,7 @@ def _culprits(tu: Any, headers: list[str], errors: list) -> set[str]:
     for cursor in tu.cursor.get_children():
         if cursor.kind != ci.CursorKind.INCLUSION_DIRECTIVE or cursor.location.file is None:
             continue
-        included = cursor.get_included_file()
+        included = _included_file(cursor)
         if included is None:
             continue
         source = os.path.realpath(cursor.location.file.name)

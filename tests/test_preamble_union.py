@@ -1,0 +1,165 @@
+"""The shared (union) preamble on trees whose files include different headers.
+
+Real libclang, hermetic mode, small trees written here: every file's findings through the
+preamble must equal a plain parse's (`check_file`, no cache), and the cases where the
+union could change what a file sees (a macro only the union defines, an error that
+involves a header the file does not include, a header without an include guard) must be
+noticed and parsed plainly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from test_cache import ALPHA, BETA, findings, make_tree, options, plain
+
+from kernel_check import engine
+from kernel_check.cache import static_root
+from kernel_check.clang.parse import parse_file, resolve_settings
+from kernel_check.clang.preamble import PreambleCache, _scan_project, _unconditional_includes
+from kernel_check.engine import run_static
+
+KERNEL_HEAD = """namespace sglang {{
+/// \\brief Copies.
+__global__ void copy_{name}(float* __restrict__ dst, const float* src) {{ dst[0] = src[0]; }}
+}}  // namespace sglang
+"""
+
+
+def new_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A project with `sgl_kernel/alpha.h` and `beta.h` and no kernels yet; (root, cache)."""
+    root = tmp_path / "tree"
+    (root / "csrc").mkdir(parents=True)
+    make_tree(root, kernels=0)
+    return root, tmp_path / "cache"
+
+
+def kernel(root: Path, name: str, head: str, body: str = "") -> Path:
+    path = root / "csrc" / f"{name}.cuh"
+    path.write_text(head + "\n" + KERNEL_HEAD.format(name=name) + body)
+    return path
+
+
+def tier(root: Path, cache: Path, path: Path) -> str:
+    """Which preamble the file's parse used ("project", "external", "base"), or "plain"."""
+    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"),
+                      PreambleCache(static_root(cache) / "preamble"))
+    return unit.preamble.recipe.tier if unit.preamble is not None else "plain"
+
+
+def test_files_with_different_include_sets_share_one_preamble(tmp_path: Path) -> None:
+    root, cache = new_tree(tmp_path)
+    files = [
+        kernel(root, "only_alpha", "#include <sgl_kernel/alpha.h>"),
+        kernel(root, "only_beta", "#include <sgl_kernel/beta.h>\n#include <cstddef>"),
+        kernel(root, "both", "#include <cstdint>\n#include <sgl_kernel/beta.h>\n#include <sgl_kernel/alpha.h>"),
+        kernel(root, "no_project", "#include <cstddef>\n#include <type_traits>"),
+        root / "include" / "sgl_kernel" / "alpha.h",  # inside the project preamble itself
+    ]
+    results = run_static(files, options(root, cache))
+    assert findings(results) == plain(files, root)
+    assert engine.last_stats.preamble_parses == len(files)
+    assert engine.last_stats.preambles_built == 2  # the project union, and one without it
+    assert all(any(f.code == "KC101" for f in r.findings) for r in results[:4])
+
+
+def test_a_header_preprocessed_with_a_macro_of_a_header_the_file_does_not_include(tmp_path: Path) -> None:
+    """The union includes beta.h before zeta.h, and zeta.h tests a macro of beta.h: in the
+    preamble `src` loses its `__restrict__`, in a plain parse of a file that includes only
+    zeta.h it keeps it (a macro-sensitive include)."""
+    root, cache = new_tree(tmp_path)
+    headers = root / "include" / "sgl_kernel"
+    (headers / "beta.h").write_text(BETA + "#define SGL_BETA_FEATURE 1\n")
+    (headers / "zeta.h").write_text("#pragma once\n#ifdef SGL_BETA_FEATURE\n#define ZETA_RESTRICT\n#else\n"
+                                    "#define ZETA_RESTRICT __restrict__\n#endif\n")
+    body = ("namespace sglang {\n/// \\brief Reads through ZETA_RESTRICT.\n"
+            "__global__ void zeta_copy(float* __restrict__ dst, const float* ZETA_RESTRICT src) { dst[0] = src[0]; }\n"
+            "}  // namespace sglang\n")
+    only_zeta = kernel(root, "only_zeta", "#include <sgl_kernel/zeta.h>", body)
+    with_beta = kernel(root, "with_beta", "#include <sgl_kernel/beta.h>\n#include <sgl_kernel/zeta.h>", body)
+    results = run_static([only_zeta, with_beta], options(root, cache))
+    expected = plain([only_zeta, with_beta], root)
+    assert findings(results) == expected
+    assert sum(f.code == "KC101" for f in expected[0]) == 1  # copy_only_zeta only
+    assert sum(f.code == "KC101" for f in expected[1]) == 2  # and zeta_copy
+    assert tier(root, cache, only_zeta) == "external"  # not the union that holds beta.h
+    assert tier(root, cache, with_beta) == "project"
+
+
+def test_an_error_that_involves_a_header_the_file_does_not_include_parses_plainly(tmp_path: Path) -> None:
+    """beta.h declares sglang::twice(float); a file without beta.h declares its own overload:
+    against the union the call is ambiguous, in a plain parse it is not."""
+    root, cache = new_tree(tmp_path)
+    own = ("namespace sglang {\ninline float twice(float x, int scale = 2) { return scale * x; }\n"
+           "inline float four() { return twice(2.0f); }\n}  // namespace sglang\n")
+    path = kernel(root, "own_twice", "#include <sgl_kernel/alpha.h>", own)
+    results = run_static([path], options(root, cache))
+    expected = plain([path], root)
+    assert findings(results) == expected
+    assert not any(f.code == "KC000" for f in expected[0])
+    assert tier(root, cache, path) == "external"
+
+
+def test_a_header_without_include_guard_is_parsed_plainly_when_entered_again(tmp_path: Path) -> None:
+    root, cache = new_tree(tmp_path)
+    (root / "include" / "sgl_kernel" / "raw.h").write_text(
+        "namespace sglang {\n/// \\brief No include guard.\nstruct RawThing {\n  int v;\n};\n}  // namespace sglang\n")
+    user = kernel(root, "uses_raw", "#include <sgl_kernel/raw.h>\n#include <sgl_kernel/alpha.h>")
+    other = kernel(root, "no_raw", "#include <sgl_kernel/alpha.h>")
+    results = run_static([user, other], options(root, cache))
+    expected = plain([user, other], root)
+    assert findings(results) == expected
+    assert not any(f.code == "KC000" for r in expected for f in r)
+    assert tier(root, cache, user) == "external"  # in the union raw.h would be defined twice
+    assert tier(root, cache, other) == "project"
+
+
+def test_conditional_and_missing_includes_stay_out_of_the_way(tmp_path: Path) -> None:
+    """A header included only under `#ifdef` is not part of the preamble, and one that does
+    not exist on this machine does not stop the preamble build."""
+    root, cache = new_tree(tmp_path)
+    alpha = root / "include" / "sgl_kernel" / "alpha.h"
+    alpha.write_text(ALPHA.replace("#include <cstdint>",
+                                   "#include <cstdint>\n#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif"))
+    project = _scan_project(str(root / "include"))
+    assert "hip/hip_runtime.h" not in project.external and "cstdint" in project.external
+    (root / "include" / "sgl_kernel" / "missing.h").write_text("#pragma once\n#include <kc_not_installed/lib.h>\n")
+    files = [kernel(root, "k", "#include <sgl_kernel/alpha.h>"), alpha]
+    results = run_static(files, options(root, cache))
+    assert findings(results) == plain(files, root)
+    assert engine.last_stats.preamble_parses == 2
+
+
+def test_unconditional_includes() -> None:
+    assert _unconditional_includes(b"#pragma once\n#include <a>\n#if X\n#include <b>\n#else\n#include <c>\n"
+                                   b"#endif\n#include <d>\n") == ["a", "d"]
+    guarded = b"#ifndef G_H\n#define G_H\n#include <a>\n#ifndef W\n#define W 32\n#endif\n#include <d>\n#endif\n"
+    assert _unconditional_includes(guarded) == ["a", "d"]
+    assert _unconditional_includes(b"#include <a>\n#ifndef W\n#define W 1\n#include <x>\n#endif\n") == ["a"]
+
+
+def test_selected_rules_that_read_no_cpp_skip_cpp_files(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    files = make_tree(root, kernels=1)
+    files[0].write_text("this is not C++ {{{\n")
+    opts = options(root, None)
+    skipped = run_static(files, replace(opts, select=("KC5",)))
+    assert engine.last_stats.skipped == 1 and engine.last_stats.checked == 1
+    assert findings(skipped) == [[], []]
+    checked = run_static(files, replace(opts, select=("KC1",)))
+    assert engine.last_stats.skipped == 1  # now the Python file
+    assert any(f.code == "KC000" for f in checked[0].findings)  # a parse error is still reported
+
+
+def test_a_missing_header_is_reported_from_the_preamble_parse(tmp_path: Path) -> None:
+    """A file that includes a header nobody installed fails the same way with and without
+    the preamble, so it is not parsed a second time (plainly) to find that out."""
+    root, cache = new_tree(tmp_path)
+    path = kernel(root, "needs_cutlass", "#include <sgl_kernel/alpha.h>\n#include <kc_not_installed/lib.h>")
+    results = run_static([path], options(root, cache))
+    expected = plain([path], root)
+    assert findings(results) == expected
+    assert "kc_not_installed/lib.h" in next(f.message for f in expected[0] if f.code == "KC000")
+    assert tier(root, cache, path) == "project"
