@@ -221,7 +221,7 @@ def test_help_lists_the_subcommands_and_every_argument_is_described(tmp_path: Pa
     for command in ("rules", "rule CODE", "clean", "build", "test", "sanitize"):
         assert f"kernel-check {command}" in top.stdout.decode()
     parsers = kernel_check_cli.all_parsers()
-    assert set(parsers) == {"check", "rule", "rules", "clean", "build", "test", "sanitize"}
+    assert set(parsers) == {"check", "rule", "rules", "clean", "build", "test", "sanitize", "spec"}
     for name, parser in parsers.items():
         undescribed = [a.option_strings or a.dest for a in parser._actions if not a.help]
         assert undescribed == [], name

@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     _output_options(test)
 
     spec = sub.add_parser("spec", help="draft a kernel spec from the code: spec new FILE.cuh")
-    spec_sub = spec.add_subparsers(dest="spec_command", required=True)
+    spec_sub = spec.add_subparsers(dest="spec_command", required=True, help="what to do: new")
     new = spec_sub.add_parser("new", help="write a *_spec.py drafted from a kernel's launcher")
     new.add_argument("source", type=Path, help="the kernel's .cuh")
     new.add_argument("--launcher", help="draft only this launcher (name or Class::method)")
