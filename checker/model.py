@@ -658,6 +658,9 @@ class DivergentBarrier:
     barrier: str  # "__syncthreads" or the helper called, e.g. "reduce_sum"
     condition: Span  # the `if` condition
     source: str  # what makes it thread-dependent: "threadIdx", or the local variable that holds it
+    # The branch returns after N plain barriers and the code after the `if` issues N as well:
+    # a deliberate split of the block whose barriers pair up by count.
+    matched_by_rest: bool = False
 
 
 @dataclass

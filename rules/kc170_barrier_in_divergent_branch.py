@@ -8,6 +8,11 @@ Conditions over `blockIdx`, kernel parameters or template constants are the same
 thread of a block and are not flagged; neither are early `return`s, loop conditions, or
 barriers inside lambda bodies (those run where the lambda is called).
 
+Also not flagged: a split of the block into two groups whose barriers pair up by count -- a
+thread-dependent branch that issues N `__syncthreads()` as plain statements and then
+`return`s, followed by code that issues exactly N plain `__syncthreads()` itself (one group
+fills a buffer while the other works, and both arrive at each barrier in turn).
+
 ## Why is this bad?
 Every thread of the block must reach the same `__syncthreads()`. When only the threads that
 take one side of a thread-dependent branch arrive, the barrier is undefined behaviour: the
@@ -46,6 +51,8 @@ from kernel_check.rules._common import location_of
       summary="`__syncthreads()` or a `cta::` reduction under a thread-dependent branch")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for barrier in model.divergent_barriers:
+        if barrier.matched_by_rest:
+            continue  # every thread reaches the same number of barriers (see the doc page)
         how = "" if barrier.barrier.startswith("__syncthreads") else ", which synchronizes the block,"
         yield ctx.finding(
             location_of(model, barrier.span),

@@ -10,6 +10,8 @@ are block-uniform, lambda bodies run where they are called, and loops are not fo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import clang.cindex as ci
 
 from ..model import DivergentBarrier
@@ -19,6 +21,15 @@ from .dataflow_facts import _callee_decls, _unwrap
 BARRIERS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"})
 THREAD_INDEX_CALLS = frozenset({"get_lane_id", "get_warp_id", "__lane_id"})
 _MAX_CALL_DEPTH = 4  # how deep a callee summary follows device functions
+
+
+@dataclass(frozen=True)
+class _Guard:
+    """The outermost thread-dependent `if` around the code being walked."""
+
+    condition: ci.Cursor
+    source: str
+    matched: bool  # see `_matches_rest`
 
 
 class DivergenceWalk:
@@ -32,33 +43,37 @@ class DivergenceWalk:
         self._visit(body, None, {}, found)
         return found
 
-    def _visit(self, node: ci.Cursor, guard: tuple[ci.Cursor, str] | None,
-               thread_vars: dict[int, str], found: list[DivergentBarrier]) -> None:
+    def _visit(self, node: ci.Cursor, guard: _Guard | None, thread_vars: dict[int, str],
+               found: list[DivergentBarrier], rest: list[ci.Cursor] | None = None) -> None:
+        """`rest`: for an `if`, the statements that follow it in its block."""
         if node.kind == K.LAMBDA_EXPR:
             return
         if node.kind == K.VAR_DECL and self._source(node, thread_vars):
             thread_vars[node.hash] = node.spelling
         if node.kind == K.IF_STMT:
-            self._visit_if(node, guard, thread_vars, found)
+            self._visit_if(node, guard, thread_vars, found, rest or [])
             return
         if guard is not None and node.kind == K.CALL_EXPR:
             barrier = self._barrier(node, 0)
             if barrier:
-                found.append(DivergentBarrier(span_of(node.extent), barrier, span_of(guard[0].extent), guard[1]))
-        for child in node.get_children():
-            self._visit(child, guard, thread_vars, found)
+                found.append(DivergentBarrier(span_of(node.extent), barrier, span_of(guard.condition.extent),
+                                              guard.source, guard.matched))
+        children = list(node.get_children())
+        for index, child in enumerate(children):
+            self._visit(child, guard, thread_vars, found, children[index + 1:])
 
-    def _visit_if(self, node: ci.Cursor, guard: tuple[ci.Cursor, str] | None,
-                  thread_vars: dict[int, str], found: list[DivergentBarrier]) -> None:
+    def _visit_if(self, node: ci.Cursor, guard: _Guard | None, thread_vars: dict[int, str],
+                  found: list[DivergentBarrier], rest: list[ci.Cursor]) -> None:
         children = list(node.get_children())
         condition = next((c for c in children if c.kind.is_expression()), None)
+        branches = [c for c in children if condition is not None and c.extent.start.offset > condition.extent.end.offset]
         inner = guard
         if guard is None and condition is not None:
             source = self._source(condition, thread_vars)
-            inner = (condition, source) if source else None
+            matched = len(branches) == 1 and _matches_rest(branches[0], rest)
+            inner = _Guard(condition, source, matched) if source else None
         for child in children:
-            after_condition = condition is not None and child.extent.start.offset > condition.extent.end.offset
-            self._visit(child, inner if after_condition else guard, thread_vars, found)
+            self._visit(child, inner if child in branches else guard, thread_vars, found)
 
     def _source(self, node: ci.Cursor, thread_vars: dict[int, str]) -> str:
         """What makes `node`'s value thread-dependent ("" when nothing does)."""
@@ -101,6 +116,22 @@ class DivergenceWalk:
             reached = next((b for b in (self._barrier(c, depth) for c in _calls(body)) if b), "")
         self._reaches[usr] = reached
         return reached
+
+
+def _matches_rest(branch: ci.Cursor, rest: list[ci.Cursor]) -> bool:
+    """A split of the block into two groups whose barriers pair up: the branch issues N
+    `__syncthreads()` as plain statements and then returns, and the statements after the `if`
+    issue exactly N plain ones too, so every thread arrives at the same number of barriers."""
+    statements = list(branch.get_children()) if branch.kind == K.COMPOUND_STMT else [branch]
+    if not statements or statements[-1].kind != K.RETURN_STMT:
+        return False
+    own = sum(1 for c in statements if _is_plain_barrier(c))
+    every = sum(1 for c in _calls(branch) if c.spelling in BARRIERS)
+    return 0 < own == every == sum(1 for c in rest if _is_plain_barrier(c))
+
+
+def _is_plain_barrier(statement: ci.Cursor) -> bool:
+    return statement.kind == K.CALL_EXPR and statement.spelling in BARRIERS
 
 
 def _callee_candidates(callee: ci.Cursor) -> list[ci.Cursor]:
