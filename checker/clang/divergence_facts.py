@@ -105,7 +105,8 @@ class DivergenceWalk:
 
     def _reached_by(self, declaration: ci.Cursor, depth: int) -> str:
         """The barrier a device function's body reaches anywhere in it ("" for none)."""
-        definition = declaration.get_definition() or declaration
+        # a specialization used from a template may not be instantiated yet: read its template
+        definition = declaration.get_definition() or declaration.specialized_template or declaration
         usr = definition.get_usr()
         if usr in self._reaches:
             return self._reaches[usr]
