@@ -10,6 +10,7 @@ are block-uniform, lambda bodies run where they are called, and loops are not fo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import clang.cindex as ci
@@ -146,7 +147,7 @@ def _callee_candidates(callee: ci.Cursor) -> list[ci.Cursor]:
     return [named] if named is not None and named.kind == K.FUNCTION_TEMPLATE else []
 
 
-def _calls(node: ci.Cursor):
+def _calls(node: ci.Cursor) -> Iterator[ci.Cursor]:
     """Every call in `node`, lambda bodies aside."""
     for child in node.get_children():
         if child.kind == K.LAMBDA_EXPR:
