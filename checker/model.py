@@ -648,6 +648,21 @@ class DataflowFacts:
 # ---- end of dataflow facts ----
 
 
+@dataclass(frozen=True)
+class DivergentBarrier:
+    """A block-wide barrier (`__syncthreads()`, or a call of a device function that reaches
+    one) inside a branch of an `if` whose condition depends on the thread's index: threads of
+    one block can take different paths, so some never arrive (built by divergence_facts.py)."""
+
+    span: Span  # the barrier call, or the call of the function that reaches it
+    barrier: str  # "__syncthreads" or the helper called, e.g. "reduce_sum"
+    condition: Span  # the `if` condition
+    source: str  # what makes it thread-dependent: "threadIdx", or the local variable that holds it
+    # The branch returns after N plain barriers and the code after the `if` issues N as well:
+    # a deliberate split of the block whose barriers pair up by count.
+    matched_by_rest: bool = False
+
+
 @dataclass
 class SourceModel:
     """Everything the C++ rules know about one file."""
@@ -664,6 +679,7 @@ class SourceModel:
     integer_facts: IntegerFacts = field(default_factory=IntegerFacts)
     scope_facts: ScopeFacts = field(default_factory=ScopeFacts)
     dataflow_facts: DataflowFacts = field(default_factory=DataflowFacts)
+    divergent_barriers: list[DivergentBarrier] = field(default_factory=list)
 
     @property
     def kernels(self) -> list[Function]:

@@ -171,3 +171,37 @@ def _answer(read, cursor) -> tuple:
         return "ok", read(cursor)
     except Exception as error:  # noqa: BLE001 - the same error either way
         return "raised", type(error)
+
+
+DIVERGENCE_SOURCE = """\
+#include <cstdint>
+
+__device__ void sync_helper() { __syncthreads(); }
+__device__ void quiet_helper() {}
+
+__global__ void k(float* dst, uint32_t n) {
+  const uint32_t tid = threadIdx.x + 1;
+  const uint32_t row = blockIdx.x * n;
+  if (tid < n) sync_helper();
+  if (row < n) __syncthreads();
+  if (threadIdx.x == 0) quiet_helper();
+  if (threadIdx.x < 32) {
+    __syncthreads();
+    return;
+  }
+  __syncthreads();
+}
+"""
+
+
+def test_divergent_barriers(tmp_path: Path) -> None:
+    """Barriers under thread-dependent conditions (checker/clang/divergence_facts.py)."""
+    path = tmp_path / "divergence.cu"
+    unit = parse_file(path, DIVERGENCE_SOURCE, resolve_settings("hermetic"))
+    model = extract(unit, DIVERGENCE_SOURCE, DIVERGENCE_SOURCE.encode())
+    assert unit.errors == []
+    facts = [(b.span.line, b.barrier, b.condition.line, b.source, b.matched_by_rest) for b in model.divergent_barriers]
+    assert facts == [
+        (9, "sync_helper", 9, "tid", False),  # through a local and a helper that synchronizes
+        (13, "__syncthreads", 12, "threadIdx", True),  # a split whose barriers pair up with line 16
+    ]

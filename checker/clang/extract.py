@@ -19,6 +19,7 @@ from .cursors import (
     walk, walk_with_depth,
 )
 from .dataflow_facts import DataflowExtractor
+from .divergence_facts import DivergenceWalk
 from .doxygen import Comments
 from .integer_facts import extract_integer_and_scope_facts
 from .launcher_facts import collect_function_facts, function_usr
@@ -38,6 +39,7 @@ class _Extractor:
         self.model = SourceModel(path=unit.path, text=text, data=data)
         self.top_level: list[ci.Cursor] = []  # the file's own translation-unit-level cursors
         self.dataflow = DataflowExtractor(self.model.dataflow_facts, unit.path, data)
+        self.divergence = DivergenceWalk()
         self.comments = Comments(data)
         self.positions = Positions(data)
 
@@ -95,6 +97,8 @@ class _Extractor:
             self._collect_launches(body, function)
             collect_function_facts(self.model, function, cursor, body, self.data, self.path)
             self.dataflow.add_function(cursor, body, function)
+            if kind is not FunctionKind.HOST:
+                self.model.divergent_barriers.extend(self.divergence.function(body))
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Scaffold a new C++/CUDA rule: one rule module and one fixture, from a template.
+
+    python scripts/new_rule.py KC170 barrier-in-divergent-branch
+    python scripts/new_rule.py KC170 barrier-in-divergent-branch --root /some/checkout
+
+writes `rules/kc170_barrier_in_divergent_branch.py` (the rule, its docstring the doc page)
+and `tests/fixtures/cpp/kc170_barrier_in_divergent_branch.cuh` (a line that must fire and a
+near miss that must not). The new rule reports nothing yet, so the fixture test fails until
+the check is written: that failing test is the starting point. See docs/contributing.md.
+
+Refuses, with one line and exit status 2, a malformed code or name, a code or name an
+existing rule module already uses, and any file that already exists (it never overwrites).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CODE_RE = re.compile(r"^KC\d{3}$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+RULE_FILE_RE = re.compile(r"^k[cd](\d{3})_(\w+)\.py$")
+
+RULE_TEMPLATE = '''"""## What it does
+Flags ... (one paragraph: the construct, and what is deliberately not flagged).
+
+## Why is this bad?
+... (what goes wrong on the GPU, or which convention it breaks, and why it matters).
+
+## Example
+```cpp
+// the smallest code that fires
+```
+
+## Use instead
+```cpp
+// the same code, fixed
+```
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kernel_check.finding import Finding, Severity
+from kernel_check.model import SourceModel
+from kernel_check.registry import Language, RuleContext, rule
+
+
+@rule("{code}", "{name}", Severity.WARNING, Language.CPP,
+      summary="{name}: one line for the rule index")
+def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+    # Query the model (kernel_check.model.SourceModel), never cursors or source text, and
+    # yield ctx.finding(location_of(model, span), "message") for each violation
+    # (location_of comes from kernel_check.rules._common).
+    yield from ()
+'''
+
+FIXTURE_TEMPLATE = """// {code} fixture: {name}. Each `// expect: {code}` line must fire; every other line must not.
+#include <sgl_kernel/utils.cuh>
+
+#include <cstdint>
+
+namespace sglang {{
+
+/// \\brief Fires: replace the body with the smallest code that violates {code}.
+/// \\param dst Output buffer.
+__global__ void fires_kernel(float* __restrict__ dst) {{
+  dst[threadIdx.x] = 1.0f;  // expect: {code}
+}}
+
+/// \\brief Near miss: code that looks alike but is fine must not fire.
+/// \\param dst Output buffer.
+__global__ void near_miss_kernel(float* __restrict__ dst) {{
+  dst[threadIdx.x] = 0.0f;
+}}
+
+}}  // namespace sglang
+"""
+
+
+class Refused(Exception):
+    """The request cannot be honoured; the message is the one line the user sees."""
+
+
+def planned_paths(root: Path, code: str, name: str) -> tuple[Path, Path]:
+    """The rule module and the fixture that `code`/`name` get under `root`."""
+    stem = f"{code.lower()}_{name.replace('-', '_')}"
+    return root / "rules" / f"{stem}.py", root / "tests" / "fixtures" / "cpp" / f"{stem}.cuh"
+
+
+def check_request(root: Path, code: str, name: str) -> None:
+    """Raise `Refused` for a malformed code or name, or one an existing rule already uses."""
+    if not CODE_RE.match(code):
+        raise Refused(f"malformed code '{code}': expected KC followed by three digits, e.g. KC170")
+    if not NAME_RE.match(name):
+        raise Refused(f"malformed name '{name}': expected lower-case words joined by '-', e.g. barrier-in-branch")
+    rules_dir = root / "rules"
+    if not rules_dir.is_dir():
+        raise Refused(f"{rules_dir}: no rules/ directory here (use --root to name the checkout)")
+    snake = name.replace("-", "_")
+    for path in sorted(rules_dir.glob("k[cd][0-9][0-9][0-9]_*.py")):
+        match = RULE_FILE_RE.match(path.name)
+        if match and f"KC{match.group(1)}" == code and path.name.startswith("kc"):
+            raise Refused(f"code {code} is already used by {path}")
+        if match and match.group(2) == snake:
+            raise Refused(f"name '{name}' is already used by {path}")
+
+
+def write_new(path: Path, text: str) -> None:
+    """Create `path` with `text`; an existing file is never replaced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("x", encoding="ascii") as handle:
+        handle.write(text)
+
+
+def scaffold(root: Path, code: str, name: str) -> tuple[Path, Path]:
+    check_request(root, code, name)
+    module, fixture = planned_paths(root, code, name)
+    for path in (module, fixture):
+        if path.exists():
+            raise Refused(f"{path} already exists; not overwriting it")
+    write_new(module, RULE_TEMPLATE.replace("{code}", code).replace("{name}", name))
+    write_new(fixture, FIXTURE_TEMPLATE.format(code=code, name=name))
+    return module, fixture
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write a new rule module and its fixture from a template.")
+    parser.add_argument("code", help="the new code, e.g. KC170")
+    parser.add_argument("name", help="the rule's name in kebab case, e.g. barrier-in-divergent-branch")
+    parser.add_argument("--root", type=Path, default=REPO, help="the checkout to write into (default: this one)")
+    args = parser.parse_args(argv)
+    try:
+        module, fixture = scaffold(args.root, args.code, args.name)
+    except Refused as refusal:
+        print(f"new_rule: {refusal}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"new_rule: {error.filename}: {error.strerror}", file=sys.stderr)
+        return 2
+    print(f"wrote {module}\nwrote {fixture}\nnext: write the check, then run "
+          f"pytest tests/test_fixtures.py -k {fixture.stem} and python scripts/gen_docs.py")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
