@@ -178,6 +178,31 @@ __device__ int lane_count(int warps) { return warps * 32; }
 inline int host_plan(int warps) { return lane_count(warps); }
 """
 
+# Device code copying bytes the way warp shuffle helpers do: memcpy/memset are device
+# functions in CUDA, so a non-template kernel (checked eagerly, not as an uninstantiated
+# template) may call them, directly, through <cstring>'s std::, or through sgl_kernel's CTA sum.
+DEVICE_MEMCPY = r"""
+#include <sgl_kernel/cta.cuh>
+#include <cstdint>
+#include <cstring>
+
+__global__ void row_sum(const float* in, float* out) {
+  __shared__ float partial[32];
+  sglang::device::cta::reduce_sum<float>(in[threadIdx.x], partial);
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
+}
+
+__global__ void float_bits(const float* in, uint32_t* bits, float* cleared) {
+  uint32_t word;
+  memcpy(&word, &in[threadIdx.x], sizeof(word));
+  bits[threadIdx.x] = word;
+  std::memset(&cleared[threadIdx.x], 0, sizeof(float));
+}
+
+inline void host_bits(const float* in, uint32_t* bits) { std::memcpy(bits, in, sizeof(float)); }
+"""
+
 
 @pytest.mark.parametrize("source", [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE],
                          ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code"])
@@ -190,6 +215,10 @@ def test_only_constexpr_device_functions_are_relaxed(tmp_path: Path, mode: str) 
     assert errors_of(tmp_path, WRONG_SIDE_CALL, resolve_settings(mode)) == [
         "kernel.cuh:3: no matching function for call to 'lane_count'"]
 
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_device_code_calls_memcpy(tmp_path: Path, mode: str) -> None:
+    assert errors_of(tmp_path, DEVICE_MEMCPY, resolve_settings(mode)) == []
 
 @needs_cuda
 def test_system_mode_accepts_nvcc_host_code(tmp_path: Path) -> None:

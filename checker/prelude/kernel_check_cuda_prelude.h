@@ -710,6 +710,11 @@ KC_D double pow(double, double);
 #include "kernel_check_minmax.h"
 #undef KC_MINMAX
 KC_D int abs(int);
+// Device-side memcpy/memset, overloads of the host ones from <string.h>: in system mode
+// clang's CUDA runtime wrapper declares them (through __clang_cuda_device_functions.h), which
+// hermetic mode never includes. Declared before any <cstring>, so `std::memcpy` gets them too.
+KC_D void* memcpy(void*, const void*, size_t);
+KC_D void* memset(void*, int, size_t);
 
 #undef KC_HD
 #undef KC_D
