@@ -220,6 +220,7 @@ def test_only_constexpr_device_functions_are_relaxed(tmp_path: Path, mode: str) 
 def test_device_code_calls_memcpy(tmp_path: Path, mode: str) -> None:
     assert errors_of(tmp_path, DEVICE_MEMCPY, resolve_settings(mode)) == []
 
+
 @needs_cuda
 def test_system_mode_accepts_nvcc_host_code(tmp_path: Path) -> None:
     assert errors_of(tmp_path, NVCC_HOST_CODE, resolve_settings("system")) == []
