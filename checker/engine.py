@@ -456,7 +456,7 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
         hit, data = session.lookup(path, given) if session.results is not None else (None, given)
         if hit is not None:
             results[index] = hit
-            progress.finished(options.config.relative(path))
+            progress.finished(relative)
         else:
             pending.append((index, data))
     stats.cached = len(paths) - len(pending) - stats.skipped
