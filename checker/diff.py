@@ -122,12 +122,20 @@ def _first_line(data: bytes) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _toplevel(start: Path) -> Path:
-    directory = start if start.is_dir() else start.parent
-    result = _git(["rev-parse", "--show-toplevel"], directory)
+def git_toplevel(start: Path) -> Path | None:
+    """The top of the git work tree holding `start` (a file or folder), or None outside one."""
+    result = _git(["rev-parse", "--show-toplevel"], start if start.is_dir() else start.parent)
     if result.returncode != 0:
-        raise DiffError(f"--diff needs a git repository: {os.path.abspath(directory)} is not inside one")
+        return None
     return Path(os.path.realpath(result.stdout.decode("utf-8", errors="surrogateescape").strip()))
+
+
+def _toplevel(start: Path) -> Path:
+    toplevel = git_toplevel(start)
+    if toplevel is None:
+        directory = start if start.is_dir() else start.parent
+        raise DiffError(f"--diff needs a git repository: {os.path.abspath(directory)} is not inside one")
+    return toplevel
 
 
 def _resolve(base: str, toplevel: Path) -> str:

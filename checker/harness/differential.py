@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..diff import DiffError, git_toplevel
 from ..finding import Finding
 from .spec import Instantiation, KernelSpec, Role, Tensor
 
@@ -49,13 +50,14 @@ class AgainstError(Exception):
 
 
 def repository_root(path: Path) -> Path:
-    """The top of the git work tree that holds ``path``."""
-    where = path if path.is_dir() else path.parent
-    done = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
+    """The top of the git work tree that holds ``path`` (the one git lookup `--diff` uses too)."""
+    try:
+        root = git_toplevel(path)
+    except DiffError as error:  # no git executable, or git hung
+        raise AgainstError(str(error).replace("--diff", "--against")) from None
+    if root is None:
         raise AgainstError(f"{path} is not inside a git checkout (--against needs one)")
-    return Path(done.stdout.strip()).resolve()
+    return root
 
 
 def materialize(root: Path, rev: str, dest: Path) -> Path:
