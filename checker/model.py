@@ -33,6 +33,24 @@ def line_starts(data: bytes) -> list[int]:
     return [0, *(match.end() for match in _LINE_BREAK_BYTES_RE.finditer(data))]
 
 
+def split_template_arguments(text: str) -> list[str]:
+    """Template argument text (a launch's `<...>`, a manifest symbol's) split at its top-level
+    commas: `T, Cfg<A, B>, (x > 1)` -> [`T`, `Cfg<A, B>`, `(x > 1)`]."""
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char in "([{<":
+            depth += 1
+        elif char in ")]}>" and depth > 0:
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(char)
+    tail = "".join(current).strip()
+    return [*parts, tail] if tail or parts else []
+
+
 @dataclass(frozen=True)
 class Span:
     line: int

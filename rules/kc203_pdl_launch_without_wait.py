@@ -43,7 +43,7 @@ import re
 from typing import Iterator
 
 from kernel_check.finding import Finding, Related, Severity
-from kernel_check.model import Function, LaunchedKernel, LaunchSite, PdlCall, SourceModel
+from kernel_check.model import Function, LaunchedKernel, LaunchSite, PdlCall, SourceModel, split_template_arguments
 from kernel_check.registry import Language, RuleContext, rule
 from kernel_check.rules._common import (
     dataflow_of, inactive_text, is_literal_false, launched_kernels, location_of, pdl_disabled, pdl_waits,
@@ -53,23 +53,6 @@ _NAME = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
 _WAIT_SPELLINGS = re.compile(
     r"PDLWaitPrimary|griddepcontrol\.wait|cudaGridDependencySynchronize|wait_on_dependent_grids")
 _TRUE = ("true", "1")
-
-
-def split_template_arguments(text: str) -> list[str]:
-    """`T, Cfg<A, B>, (x > 1)` -> [`T`, `Cfg<A, B>`, `(x > 1)`]: top-level commas only."""
-    parts, depth, current = [], 0, []
-    for char in text:
-        if char in "([{<":
-            depth += 1
-        elif char in ")]}>" and depth > 0:
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-            continue
-        current.append(char)
-    tail = "".join(current).strip()
-    return [*parts, tail] if tail or parts else []
 
 
 def instantiated_flag(wait: PdlCall, kernel: Function, launched: LaunchedKernel) -> str | None:

@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import AccessKind, ConstExpr, Function, FunctionKind, MatcherChain, SourceModel
+from ..model import (AccessKind, ConstExpr, Function, FunctionKind, MatcherChain, SourceModel,
+                     split_template_arguments)
 from .spec import DTYPES, TAILS, Role
 
 TODO = "TODO(kernel-check)"
@@ -391,7 +392,7 @@ def read_wrapper(path: Path, cuda_file: str) -> list[WrapperCall]:
         grouped: dict[tuple[str, str], list[tuple[str, ...]]] = {}
         for export, symbol in manifest["INSTANTIATIONS"]:  # type: ignore[union-attr]
             base, _, rest = str(symbol).partition("<")
-            args = tuple(a.strip() for a in _split_args(rest.rsplit(">", 1)[0])) if rest else ()
+            args = tuple(split_template_arguments(rest.rsplit(">", 1)[0])) if rest else ()
             grouped.setdefault((str(export), base.strip()), []).append(args)
         return [WrapperCall(export, symbol, manifest=tuple(args)) for (export, symbol), args in grouped.items()]
     try:
@@ -400,19 +401,6 @@ def read_wrapper(path: Path, cuda_file: str) -> list[WrapperCall]:
         return []
     return [call for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
             for call in _load_jit_calls(node, cuda_file)]
-
-
-def _split_args(text: str) -> list[str]:
-    """Top-level commas of a template argument list."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += char in "<(" and 1 or (-1 if char in ">)" else 0)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    return [p for p in (*parts, current) if p.strip()]
 
 
 def _call_name(node: ast.AST) -> str:
