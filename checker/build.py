@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import jit
+from . import codes, jit
 from .finding import Finding, Location, Related
 from .registry import get_rule
 
@@ -135,7 +135,7 @@ def compile_error_finding(outcome: BuildOutcome) -> Finding:
     log = outcome.error.log or str(outcome.error)
     location = _compiler_error_location(log, outcome.target.source)
     first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), str(outcome.error))
-    return _finding("KC600", f"{outcome.target.label} does not compile: {first[:300]}", location,
+    return _finding(codes.COMPILE_ERROR, f"{outcome.target.label} does not compile: {first[:300]}", location,
                     detail=log.strip())
 
 
@@ -219,11 +219,11 @@ def resource_findings(outcome: BuildOutcome) -> list[Finding]:
         where = f"{outcome.target.label}: {identifier}"
         if kernel.registers > budget:
             findings.append(_finding(
-                "KC601", f"{where} uses {kernel.registers} registers per thread (budget {budget})",
+                codes.REGISTER_BUDGET, f"{where} uses {kernel.registers} registers per thread (budget {budget})",
                 location, detail=kernel.name))
         if kernel.spill_stores or kernel.spill_loads:
             findings.append(_finding(
-                "KC602", f"{where} spills: {kernel.spill_stores} bytes stored, "
+                codes.REGISTER_SPILL, f"{where} spills: {kernel.spill_stores} bytes stored, "
                          f"{kernel.spill_loads} bytes loaded ({kernel.registers} registers)",
                 location, detail=kernel.name))
     return findings

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from . import __version__
+from . import __version__, codes
 from .clang.parse import ParseConfigError, resolve_settings
 from .config import Config, ConfigError, load_config, print_warnings, real_path
 from .discover import DiscoveryError, discover
@@ -237,7 +237,7 @@ def run_check(args: argparse.Namespace) -> CheckRun:
     # fix what the run reports: not findings the baseline hides or outside --diff (KC000s
     # stay in, so that the fixer keeps away from files that did not fully parse)
     reported = set(_adopt(run, args)[0])
-    fixable = [f for r in results for f in r.findings if f in reported or f.code == "KC000"]
+    fixable = [f for r in results for f in r.findings if f in reported or f.code == codes.PARSE_ERROR]
     if args.fix_diff:
         run.planned = plan_fixes(fixable, {str(path): data for path, data in buffers.items()})
         return run

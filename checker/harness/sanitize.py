@@ -20,14 +20,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import jit
+from .. import codes, jit
 from ..build import display_path, kernel_identifier
 from ..finding import Finding, Location
 from ..registry import get_rule
 from .child import CASE_MARKER
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
-TOOL_CODE = {"memcheck": "KD201", "racecheck": "KD202", "initcheck": "KD203", "synccheck": "KD204"}
+TOOL_CODE = {"memcheck": codes.MEMCHECK, "racecheck": codes.RACECHECK, "initcheck": codes.INITCHECK,
+             "synccheck": codes.SYNCCHECK}
 ERROR_EXITCODE = 86
 PRINT_LIMIT = 64
 # initcheck watches every kernel (PyTorch's too, so that their writes count as initializing):
