@@ -29,6 +29,9 @@ class Language(enum.Enum):
     META = "meta"
 
 
+STATIC = frozenset({Language.CPP, Language.PYTHON, Language.META})  # the stages `kernel-check [PATH]` runs
+
+
 @dataclass(frozen=True)
 class Code:
     """One code's identity (its check and doc page are the rule module's)."""

@@ -39,10 +39,12 @@ def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(la
     assert module.is_file() and fixture.is_file()
     # Imported in a fresh interpreter as part of the rule pack, with the scaffolded code table in
     # place of the installed one, so this session's registry stays as it is.
+    table = layout / "checker" / "codes.py"
     probe = (
         "import importlib.util, sys\n"
-        f"table = importlib.util.spec_from_file_location('kernel_check.codes', {str(layout / 'checker' / 'codes.py')!r})\n"
-        "sys.modules[table.name] = importlib.util.module_from_spec(table); table.loader.exec_module(sys.modules[table.name])\n"
+        f"table = importlib.util.spec_from_file_location('kernel_check.codes', {str(table)!r})\n"
+        "codes = sys.modules[table.name] = importlib.util.module_from_spec(table)\n"
+        "table.loader.exec_module(codes)\n"
         "from kernel_check.registry import get_rule, Language\n"
         f"spec = importlib.util.spec_from_file_location('kernel_check.rules.kc199_demo_rule', {str(module)!r})\n"
         "mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import codes, jit
+from .. import codes, runtime
 from ..build import display_path, kernel_identifier
 from ..finding import Finding, Location
 from ..registry import get_rule
@@ -195,7 +195,7 @@ def find_sanitizer() -> str | None:
     found = shutil.which("compute-sanitizer")
     if found:
         return found
-    nvcc = jit._find_nvcc()
+    nvcc = runtime._find_nvcc()
     homes = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     if nvcc is not None:
         homes.append(nvcc.parent.parent)
