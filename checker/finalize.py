@@ -57,9 +57,10 @@ class Policy:
         return Selection(self.config, list(self.select), list(self.ignore))
 
     def covers(self, code: str, relative_path: str) -> bool:
-        """Whether this run reports `code` in that file (so a baseline entry may match)."""
+        """Whether this run reports `code` in that file (so a baseline entry may match). A
+        code no longer in the table can never match again: every run covers it."""
         entry = TABLE.get(code)
-        return entry is not None and entry.language in self.stages and self.selection.enabled(code, relative_path)
+        return (entry is None or entry.language in self.stages) and self.selection.enabled(code, relative_path)
 
     def coverage(self, results: Sequence[FileResult]) -> Coverage:
         return coverage(self.config, results, self.paths, self.covers)
