@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from kernel_check.jit import build_jit, load_jit, make_cpp_args
+from kernel_check.runtime import build_jit, load_jit, make_cpp_args
 
 REPO = Path(__file__).resolve().parents[1]
 # q + k data of the "large" shape: more than four times an H200's 60 MB L2

@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_static import kernel_check_command, run_timed  # noqa: E402  (one home for the timing)
 
-from kernel_check.baseline import NOT_CHECKED_PREFIX  # noqa: E402  (a KC000 for a file not checked)
+from kernel_check.results import NOT_CHECKED_PREFIX  # noqa: E402  (a KC000 for a file not checked)
 
 PINNED_COMMIT = "382343f860c7df8dc43ecefd7902c940d81c99a9"
 KERNELS_SUBDIR = Path("python/sglang/kernels/jit")

@@ -15,9 +15,11 @@ finding new again, which is the point.
 `--baseline FILE` (or config `baseline`) hides up to `count` findings per key, the first in
 report order, and counts the entries left unmatched as fixed. Only entries the run could
 have matched count as fixed: their file was checked (or no longer exists under a checked
-path) and their code was enabled for it. `--write-baseline` replaces exactly those entries
-and keeps the others, so writing a baseline for `csrc/a.cuh` alone keeps every other file's
-entries.
+path), and their code was enabled for it and is one the run's stages report (a static run
+covers static codes, a `test` run build and dynamic ones: `finalize.Policy.covers`).
+`--write-baseline` replaces exactly those entries and keeps the others, so writing a
+baseline for `csrc/a.cuh` alone keeps every other file's entries, and a static run keeps
+the build and dynamic ones.
 
 The file is JSON with sorted entries and a trailing newline, written atomically.
 """
@@ -29,20 +31,17 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from .config import Config
 from .diff import is_file_level
 from .discover import SOURCE_SUFFIXES
 from .finding import Finding
 from .report.common import Sources, sort_findings
+from .results import FileResult
 
 BASELINE_VERSION = 1
 TOOL = "kernel-check"
-# KC000 messages of files the run could not check at all (timeout, crash, out of memory: see
-# watchdog.py and engine.py). Such a finding says nothing about the code, so it is never
-# recorded nor hidden, and the file counts as not checked.
-NOT_CHECKED_PREFIX = "not checked:"
 
 
 class BaselineError(Exception):
@@ -54,10 +53,6 @@ class Key:
     path: str
     code: str
     text: str
-
-
-def is_not_checked(finding: Finding) -> bool:
-    return finding.code == "KC000" and finding.message.startswith(NOT_CHECKED_PREFIX)
 
 
 def normalize(line: str) -> str:
@@ -91,12 +86,11 @@ class Coverage:
         return any(absolute == p or absolute.is_relative_to(p) for p in self.paths)
 
 
-def coverage(config: Config, results: Iterable[Any], paths: Iterable[Path],
+def coverage(config: Config, results: Iterable[FileResult], paths: Iterable[Path],
              enabled: Callable[[str, str], bool]) -> Coverage:
-    """`results`: the run's `FileResult`s; `paths`: the command-line path arguments. A file
-    the run could not check (see `is_not_checked`) does not count as checked."""
-    checked = {config.relative(Path(r.path)) for r in results
-               if not any(is_not_checked(f) for f in r.findings)}
+    """`paths`: the command-line path arguments. A file the run could not check (its
+    status is not `known`: a timeout, a crash) does not count as checked."""
+    checked = {config.relative(Path(r.path)) for r in results if r.status.known}
     return Coverage(config.root, checked, [Path(os.path.abspath(p)) for p in paths], enabled)
 
 
@@ -116,15 +110,13 @@ class Baseline:
     def total(self) -> int:
         return sum(self.entries.values())
 
-    def match(self, findings: Iterable[Finding], config: Config, cover: Coverage) -> Match:
+    def match(self, results: Sequence[FileResult], config: Config, cover: Coverage) -> Match:
         """Hide recorded findings; the covered entries left over are the fixed ones."""
         remaining = Counter(self.entries)
         sources = Sources()
-        new, hidden = [], 0
-        for finding in sort_findings(findings):
-            if is_not_checked(finding):
-                new.append(finding)  # a run failure, never an accepted finding
-                continue
+        new = [f for r in results if not r.status.known for f in r.findings]  # a run failure, never accepted
+        hidden = 0
+        for finding in sort_findings(f for r in results if r.status.known for f in r.findings):
             key = finding_key(finding, config, sources)
             if remaining[key] > 0:
                 remaining[key] -= 1
@@ -203,9 +195,10 @@ def _parse(path: Path, data: bytes) -> Counter[Key]:
     return counts
 
 
-def write_baseline(path: Path, findings: list[Finding], config: Config, cover: Coverage) -> tuple[Baseline, int]:
-    """Record `findings` in `path`; entries of an existing baseline the run did not cover
-    are kept (so are those of files it could not check: their findings are unknown).
+def write_baseline(path: Path, results: Sequence[FileResult], config: Config,
+                   cover: Coverage) -> tuple[Baseline, int]:
+    """Record the findings of `results` in `path`; entries of an existing baseline the run
+    did not cover are kept (so are those of files it could not check: their findings are unknown).
     Returns the written baseline and the number of entries kept."""
     if path.suffix in SOURCE_SUFFIXES:
         raise BaselineError(f"{path}: refusing to write a baseline over a source file "
@@ -221,7 +214,7 @@ def write_baseline(path: Path, findings: list[Finding], config: Config, cover: C
         except BaselineError as error:
             raise BaselineError(f"{error}; refusing to overwrite it") from None
         kept = Counter({k: n for k, n in previous.entries.items() if not cover.covers(k)})
-    baseline = from_findings([f for f in findings if not is_not_checked(f)], config)
+    baseline = from_findings([f for r in results if r.status.known for f in r.findings], config)
     baseline.entries.update(kept)
     _write(path, baseline.to_json().encode("utf-8"))
     return baseline, sum(kept.values())

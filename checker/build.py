@@ -1,6 +1,6 @@
 """The build check stage (``kernel-check build``): compile every declared instantiation.
 
-Each ``BuildTarget`` is one module ``kernel_check.jit.build_jit`` compiles. A target that
+Each ``BuildTarget`` is one module ``kernel_check.runtime.build_jit`` compiles. A target that
 fails becomes a KC600 finding whose detail is the compiler's own message; the others
 still build (a thread pool: nvcc runs out of process). ptxas's per-kernel report turns
 into KC601 (more registers per thread than the budget) and KC602 (spills).
@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import jit
+from . import codes, runtime
 from .finding import Finding, Location, Related
 from .registry import get_rule
 
@@ -52,8 +52,8 @@ class BuildTarget:
 @dataclass
 class BuildOutcome:
     target: BuildTarget
-    result: jit.BuildResult | None = None
-    error: jit.BuildError | None = None
+    result: runtime.BuildResult | None = None
+    error: runtime.BuildError | None = None
 
     @property
     def ok(self) -> bool:
@@ -61,7 +61,7 @@ class BuildOutcome:
 
 
 def nvcc_available() -> bool:
-    return jit._find_nvcc() is not None
+    return runtime._find_nvcc() is not None
 
 
 def ensure_arch_for_compile_only() -> None:
@@ -71,7 +71,7 @@ def ensure_arch_for_compile_only() -> None:
 
 def build_one(target: BuildTarget, *, lineinfo: bool = False) -> BuildOutcome:
     try:
-        result = jit.build_jit(
+        result = runtime.build_jit(
             *target.marker,
             cuda_files=list(target.cuda_files),
             cuda_wrappers=list(target.wrappers),
@@ -81,7 +81,7 @@ def build_one(target: BuildTarget, *, lineinfo: bool = False) -> BuildOutcome:
             lineinfo=lineinfo,
             collect_resources=True,
         )
-    except jit.BuildError as exc:
+    except runtime.BuildError as exc:
         return BuildOutcome(target, error=exc)
     return BuildOutcome(target, result=result)
 
@@ -135,7 +135,7 @@ def compile_error_finding(outcome: BuildOutcome) -> Finding:
     log = outcome.error.log or str(outcome.error)
     location = _compiler_error_location(log, outcome.target.source)
     first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), str(outcome.error))
-    return _finding("KC600", f"{outcome.target.label} does not compile: {first[:300]}", location,
+    return _finding(codes.COMPILE_ERROR, f"{outcome.target.label} does not compile: {first[:300]}", location,
                     detail=log.strip())
 
 
@@ -219,11 +219,11 @@ def resource_findings(outcome: BuildOutcome) -> list[Finding]:
         where = f"{outcome.target.label}: {identifier}"
         if kernel.registers > budget:
             findings.append(_finding(
-                "KC601", f"{where} uses {kernel.registers} registers per thread (budget {budget})",
+                codes.REGISTER_BUDGET, f"{where} uses {kernel.registers} registers per thread (budget {budget})",
                 location, detail=kernel.name))
         if kernel.spill_stores or kernel.spill_loads:
             findings.append(_finding(
-                "KC602", f"{where} spills: {kernel.spill_stores} bytes stored, "
+                codes.REGISTER_SPILL, f"{where} spills: {kernel.spill_stores} bytes stored, "
                          f"{kernel.spill_loads} bytes loaded ({kernel.registers} registers)",
                 location, detail=kernel.name))
     return findings
@@ -280,7 +280,7 @@ def wrapper_targets(path: Path, budgets: Mapping[str, int],
     if manifest is None:
         return []
     files = tuple(str(f) for f in manifest["CUDA_FILES"])  # type: ignore[union-attr]
-    root = jit.find_csrc_root(path.parent, files[0]) or path.parent
+    root = runtime.find_csrc_root(path.parent, files[0]) or path.parent
     flags = tuple(str(f) for f in manifest.get("EXTRA_CUDA_CFLAGS", ()))  # type: ignore[union-attr]
     return [
         BuildTarget(label=f"{path.stem}:{symbol}", marker=("wrapper", path.stem, str(i)), cuda_files=files,

@@ -12,19 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from . import __version__
+from . import __version__, codes
 from .clang.parse import ParseConfigError, resolve_settings
 from .config import Config, ConfigError, load_config, print_warnings, real_path
 from .discover import DiscoveryError, discover
-from .finding import Finding, Severity
 from .registry import all_rules, get_rule
 
 if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` need none
-    from .baseline import Baseline
-    from .diff import DiffScope
-    from .engine import FileResult, RunOptions
+    from .engine import RunOptions
+    from .finalize import Policy
     from .fix import FileFix
     from .progress import Progress
+    from .results import FileResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 HARNESS_COMMANDS = ("build", "test", "sanitize", "spec")
@@ -65,6 +64,15 @@ def add_selection_options(group: argparse._ActionsContainer) -> None:
     group.add_argument("--ignore", type=_comma_list, action="extend", default=[], metavar="CODES",
                        help="codes or prefixes to disable, comma-separated (repeatable; adds to config `ignore`)")
     group.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+
+
+def add_baseline_options(group: argparse._ActionsContainer) -> None:
+    """`--baseline` and `--write-baseline`: the same for the static check, `build` and `test`
+    (one baseline file holds every stage's entries; each run replaces only its own)."""
+    group.add_argument("--baseline", type=Path, metavar="FILE",
+                       help="hide the findings recorded in FILE (default: config `baseline`)")
+    group.add_argument("--write-baseline", type=Path, metavar="FILE",
+                       help="record the current findings in FILE, then exit 0")
 
 
 def build_check_parser() -> argparse.ArgumentParser:
@@ -109,10 +117,7 @@ def build_check_parser() -> argparse.ArgumentParser:
     adoption.add_argument("--diff", metavar="BASE",
                           help="only findings on lines changed since git revision BASE (`BASE...`: "
                                "since its merge base with HEAD), plus file-level findings of changed files")
-    adoption.add_argument("--baseline", type=Path, metavar="FILE",
-                          help="hide the findings recorded in FILE (default: config `baseline`)")
-    adoption.add_argument("--write-baseline", type=Path, metavar="FILE",
-                          help="record the current findings in FILE, then exit 0")
+    add_baseline_options(adoption)
     fixes = parser.add_mutually_exclusive_group()
     fixes.add_argument("--fix", action="store_true", help="apply safe fixes, then report what remains")
     fixes.add_argument("--fix-diff", action="store_true",
@@ -125,20 +130,14 @@ def build_check_parser() -> argparse.ArgumentParser:
 class CheckRun:
     """What one static run produced, before reporting."""
 
-    config: Config
+    policy: Policy
     results: list[FileResult]
-    diff: DiffScope | None = None
-    baseline: Baseline | None = None
     fixed: int = 0  # fixes `--fix` applied
     planned: dict[str, FileFix] | None = None  # what `--fix-diff` would change
 
     @property
-    def findings(self) -> list[Finding]:
-        return [f for r in self.results for f in r.findings]
-
-    @property
-    def suppressed(self) -> int:
-        return sum(r.suppressed for r in self.results)
+    def config(self) -> Config:
+        return self.policy.config
 
 
 def _load(args: argparse.Namespace) -> tuple[Config, list[Path], dict[Path, bytes]]:
@@ -220,24 +219,25 @@ def run_check(args: argparse.Namespace) -> CheckRun:
 
     load_rules()
     config, files, buffers = _load(args)
-    diff, baseline = _adoption_inputs(args, config)
-    if diff is not None:
-        files = [f for f in files if diff.touches(f)]  # findings elsewhere are outside the diff
+    policy = policy_from_args(args, config, codes.STATIC)
+    if policy.diff is not None:
+        files = [f for f in files if policy.diff.touches(f)]  # findings elsewhere are outside the diff
     options = _run_options(config, args)
     progress = _progress(args)
     try:
         results = _with_buffer_lines(run_static(files, options, progress, buffers), buffers)
     finally:
         progress.close()
-    run = CheckRun(config, results, diff, baseline)
+    run = CheckRun(policy, results)
     if not (args.fix or args.fix_diff):
         return run
+    from .finalize import finalize
     from .fix import apply_fixes, plan_fixes
 
     # fix what the run reports: not findings the baseline hides or outside --diff (KC000s
     # stay in, so that the fixer keeps away from files that did not fully parse)
-    reported = set(_adopt(run, args)[0])
-    fixable = [f for r in results for f in r.findings if f in reported or f.code == "KC000"]
+    reported = set(finalize(results, policy).findings)
+    fixable = [f for r in results for f in r.findings if f in reported or f.code == codes.PARSE_ERROR]
     if args.fix_diff:
         run.planned = plan_fixes(fixable, {str(path): data for path, data in buffers.items()})
         return run
@@ -283,78 +283,48 @@ def _with_buffer_lines(results: list[FileResult], buffers: dict[Path, bytes]) ->
     return results
 
 
-def _adoption_inputs(args: argparse.Namespace, config: Config) -> tuple[DiffScope | None, Baseline | None]:
-    """Validate codes, then load `--diff` and the baseline before the (slow) run."""
+def policy_from_args(args: argparse.Namespace, config: Config, stages: frozenset[codes.Language]) -> Policy:
+    """The run's policy from a command's flags (`add_selection_options`, `add_baseline_options`
+    and, for the static check, `--strict` and `--diff`)."""
+    return make_policy(config, stages, select=args.select, ignore=args.ignore, strict=args.strict,
+                       paths=getattr(args, "paths", None) or [Path(".")], baseline=getattr(args, "baseline", None),
+                       writes_baseline=getattr(args, "write_baseline", None) is not None,
+                       diff=getattr(args, "diff", None))
+
+
+def make_policy(config: Config, stages: frozenset[codes.Language], *, select: Sequence[str] = (),
+                ignore: Sequence[str] = (), strict: bool = False, paths: Sequence[Path] = (),
+                baseline: Path | None = None, writes_baseline: bool = False, diff: str | None = None) -> Policy:
+    """What decides a run's report and exit status (`finalize.py`). Validates the codes, then
+    loads `--diff` and the baseline (`baseline`, else config `baseline`; none when the run
+    writes one), all before the (slow) run."""
     from .baseline import configured_path, load_baseline
     from .diff import load_diff
+    from .finalize import Policy
 
-    validate_selection(args, config)
-    if getattr(args, "write_baseline", None) is not None and getattr(args, "diff", None):
+    validate_selection(config, select, ignore)
+    if writes_baseline and diff:
         raise UsageError("--write-baseline records every finding; it cannot be combined with --diff")
-    diff = load_diff(args.diff, (args.paths or [Path(".")])[0]) if getattr(args, "diff", None) else None
-    path = None if getattr(args, "write_baseline", None) else configured_path(getattr(args, "baseline", None), config)
-    return diff, (load_baseline(path) if path is not None else None)
+    scope = load_diff(diff, (list(paths) or [Path(".")])[0]) if diff else None
+    path = None if writes_baseline else configured_path(baseline, config)
+    return Policy(config, stages, tuple(select), tuple(ignore), strict=strict or bool(config.get("strict")),
+                  baseline=load_baseline(path) if path is not None else None, diff=scope, paths=tuple(paths))
 
 
-def validate_selection(args: argparse.Namespace, config: Config) -> None:
+def validate_selection(config: Config, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> None:
     """`--select`/`--ignore` and the configured codes name rules (a typo is an error, as in ruff)."""
     from .filter import unknown_selector
 
-    for origin, codes in (("--select", args.select), ("--ignore", args.ignore)):
-        if bad := next((c for c in codes if unknown_selector(c)), None):
+    for origin, given in (("--select", select), ("--ignore", ignore)):
+        if bad := next((c for c in given if unknown_selector(c)), None):
             raise UsageError(f"{origin}: unknown rule code or prefix '{bad}' (see `kernel-check rules`)")
     configured = {key: config.get(key) for key in ("select", "ignore", "severity")}
-    configured.update({f"per-file-ignores '{glob}'": codes for glob, codes in config.get("per-file-ignores").items()})
-    for key, codes in configured.items():
+    configured.update({f"per-file-ignores '{glob}'": listed for glob, listed in config.get("per-file-ignores").items()})
+    for key, listed in configured.items():
         exact = key == "severity"  # a severity names one code, not a prefix
-        if bad := next((c for c in codes if (get_rule(c) is None if exact else unknown_selector(c))), None):
+        if bad := next((c for c in listed if (codes.lookup(c) is None if exact else unknown_selector(c))), None):
             raise ConfigError(f"{config.source or config.root}: [tool.kernel-check] {key}: "
                               f"unknown rule code {'' if exact else 'or prefix '}'{bad}' (see `kernel-check rules`)")
-
-
-def _coverage(run: CheckRun, args: argparse.Namespace):
-    from .baseline import coverage
-    from .filter import Selection
-
-    selection = Selection(run.config, list(args.select), list(args.ignore))
-    return coverage(run.config, run.results, args.paths or [Path(".")], selection.enabled)
-
-
-def _write_baseline(run: CheckRun, args: argparse.Namespace) -> int:
-    from .baseline import write_baseline
-
-    from .baseline import is_not_checked
-
-    written, kept = write_baseline(args.write_baseline, run.findings, run.config, _coverage(run, args))
-    unchecked = sorted({run.config.relative(Path(f.path)) for f in run.findings if is_not_checked(f)})
-    if unchecked:
-        print(f"kernel-check: warning: {len(unchecked)} {'file was' if len(unchecked) == 1 else 'files were'} "
-              f"not checked (timeout, crash or out of memory), so the baseline keeps their old entries: "
-              f"{', '.join(unchecked)}; rerun --write-baseline (a larger file-timeout helps on a busy machine)",
-              file=sys.stderr)
-    entries, files = len(written.entries), len({key.path for key in written.entries})
-    note = f"; kept {kept} of files this run did not check" if kept else ""
-    print(f"kernel-check: wrote {entries} baseline {'entry' if entries == 1 else 'entries'} "
-          f"({written.total} {'finding' if written.total == 1 else 'findings'} in {files} "
-          f"{'file' if files == 1 else 'files'}) to {args.write_baseline}{note}")
-    return EXIT_CLEAN
-
-
-def _adopt(run: CheckRun, args: argparse.Namespace) -> tuple[list[Finding], int, int]:
-    """The baseline hides accepted findings (over whole files), then `--diff` narrows to lines."""
-    findings, hidden, fixed = run.findings, 0, 0
-    if run.baseline is not None:
-        match = run.baseline.match(findings, run.config, _coverage(run, args))
-        findings, hidden, fixed = match.new, match.hidden, len(match.fixed)
-    if run.diff is not None:
-        findings = run.diff.filter(findings)
-    return findings, hidden, fixed
-
-
-def gate_fails(findings: list[Finding], strict: bool) -> bool:
-    """Errors always fail; warnings only when strict; info never."""
-    threshold = Severity.WARNING.rank if strict else Severity.ERROR.rank
-    return any(f.severity.rank >= threshold for f in findings)
 
 
 def use_color(choice: str, output: Path | None) -> bool:
@@ -379,25 +349,25 @@ def emit(text: str, output: Path | None) -> None:
 
 
 def command_check(argv: Sequence[str]) -> int:
+    from .finalize import finalize, record_baseline
     from .report import Summary, render
 
     args = build_check_parser().parse_args(list(argv))
     run = run_check(args)
-    if getattr(args, "write_baseline", None) is not None:
-        return _write_baseline(run, args)
+    if args.write_baseline is not None:
+        return record_baseline(args.write_baseline, run.results, run.policy)
     if run.planned is not None:
         return _fix_diff(run, args)
-    findings, hidden, fixed = _adopt(run, args)
-    summary = Summary(files_checked=len(run.results), suppressed=run.suppressed,
-                      baseline_hidden=hidden, baseline_fixed=fixed, fixed=run.fixed)
-    report = render(findings, args.format, root=run.config.root, statistics=args.statistics,
+    verdict = finalize(run.results, run.policy)
+    summary = Summary(files_checked=len(run.results), suppressed=verdict.suppressed,
+                      baseline_hidden=verdict.baseline_hidden, baseline_fixed=verdict.baseline_fixed,
+                      fixed=run.fixed)
+    report = render(verdict.findings, args.format, root=run.config.root, statistics=args.statistics,
                     summary=summary, color=use_color(args.color, args.output))
     if args.quiet and args.format in HUMAN_FORMATS:
         report = "\n".join(line for line in report.splitlines() if not line.startswith(("Found ", "All checks")))
     emit(report, args.output)
-    if args.exit_zero:
-        return EXIT_CLEAN
-    return EXIT_FINDINGS if gate_fails(findings, bool(run.config.get("strict"))) else EXIT_CLEAN
+    return verdict.exit_status(args.exit_zero)
 
 
 def _fix_diff(run: CheckRun, args: argparse.Namespace) -> int:

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from .codes import PARSE_ERROR
 from .finding import Finding
 
-PARSE_ERROR = "KC000"  # the same code as filter.PARSE_ERROR (kept import-light for the CLI)
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_TIMEOUT_S = 120
 

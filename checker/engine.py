@@ -41,6 +41,7 @@ from .finding import Finding, Location, Severity
 from .model import Span
 from .progress import Progress
 from .registry import Language, RuleContext, rules_for
+from .results import FileResult, FileStatus, status_of
 from .watchdog import Clock, TimedOut, timed_out_message
 
 MAX_QUOTED_ERRORS = 3
@@ -51,14 +52,6 @@ BUILD_TIMEOUT_MIN_S = 300.0
 # Keys that act after the cache (the filter stage, discovery, the gate): a change of one
 # re-uses every cached result (result_cache.py).
 FILTER_KEYS = frozenset({"select", "ignore", "per-file-ignores", "severity", "exclude", "strict", "baseline"})
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    suppressed: int = 0
-    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,8 +144,8 @@ def _check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | 
     bounded = (bound or run_bounded)(_raw_findings, (path, relative, text, data, options, preamble),
                                      float(config.get("file-timeout")))
     if isinstance(bounded, Stopped):  # too slow, out of memory, crashed or raised: one KC000
-        return FileResult(str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)]), \
-            _Outcome(data, None)
+        return FileResult(str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)],
+                          status=status_of(bounded)), _Outcome(data, None)
     raw, error_spans, deps = bounded
     typed = typed_findings(raw, error_spans)
     if any(f.code == PARSE_ERROR and f.message.startswith("internal error") for f in raw):
@@ -167,7 +160,8 @@ def _selected(path: Path, typed: list[Finding], text: str, options: RunOptions) 
     selection = Selection(config, list(options.select), list(options.ignore))
     outcome = filter_file_findings(typed, path=str(path), relative_path=config.relative(path), text=text,
                                    error_spans=[], selection=selection, config=config)
-    return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed)
+    status = FileStatus.PARSE_ERROR if any(f.code == PARSE_ERROR for f in typed) else FileStatus.CHECKED
+    return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed, status=status)
 
 
 def read_limited(path: Path, limit: int) -> bytes:
@@ -193,7 +187,7 @@ def _unparsable_reason(data: bytes, config: Config, path: Path | None = None) ->
 
 
 def _single(path: Path, message: str) -> FileResult:
-    return FileResult(str(path), [parse_error(str(path), 1, 1, message)])
+    return FileResult(str(path), [parse_error(str(path), 1, 1, message)], status=FileStatus.PARSE_ERROR)
 
 
 def parse_error(path: str, line: int, column: int, message: str, detail: str = "") -> Finding:
@@ -564,7 +558,8 @@ def _worker_main(conn: Any, options: RunOptions, results: Any, errors_fd: int | 
         except Exception as error:  # an internal error must cost one file, not the run
             last = traceback.format_exception_only(type(error), error)[-1].strip()
             result = FileResult(str(path), [parse_error(str(path), 1, 1, f"internal error: {last}",
-                                                        detail=traceback.format_exc(limit=6))])
+                                                        detail=traceback.format_exc(limit=6))],
+                                status=FileStatus.INTERNAL_ERROR)
         retiring = bound is not None and bound.retire
         conn.send(("file", ident, result, retiring))
         if retiring:
@@ -770,7 +765,7 @@ def _lost(worker: _Worker, workers: list[_Worker], paths: list[Path], release: A
         release(ident)  # the files parse plainly (or build it themselves) in the other workers
     elif kind == "file":
         path = str(paths[ident])
-        yield ident, FileResult(path, [parse_error(path, 1, 1, message, detail)])
+        yield ident, FileResult(path, [parse_error(path, 1, 1, message, detail)], status=FileStatus.NOT_CHECKED)
 
 
 def _retire(worker: _Worker, workers: list[_Worker], ctx: Any, session: _Session, stats: RunStats) -> None:

@@ -1,8 +1,9 @@
-"""Filter stage: which findings survive a run.
+"""Filter stage, per file: which of a file's findings survive.
 
 Order: drop findings inside declarations clang could not type, then rule selection
 (`select`/`ignore`/`per-file-ignores`), then inline suppressions, then severity overrides.
-Baselines and `--diff` apply afterwards, across files (see `baseline.py`, `diff.py`).
+The same for static, build and dynamic codes; baselines, `--diff` and the gate apply
+afterwards, across files (`finalize.py`).
 """
 
 from __future__ import annotations
@@ -11,14 +12,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable
 
+from .codes import PARSE_ERROR, STATIC, TABLE, UNUSED_SUPPRESSION
 from .config import Config
 from .finding import Finding, Location, Severity
 from .globs import matches_any
 from .model import Span, split_lines
-from .registry import get_rule
-
-UNUSED_SUPPRESSION = "KC001"
-PARSE_ERROR = "KC000"
 # `// kernel-check: ignore[KC101, KC130]` or `# kernel-check: ignore-file[KC301]`
 _SUPPRESSION_RE = re.compile(r"(?://|#|/\*)\s*kernel-check:\s*(ignore|ignore-file)\[([^\]]*)\]")
 _CODE_RE = re.compile(r"^K[CD]\d{3}$")
@@ -47,11 +45,9 @@ def parse_suppressions(text: str) -> list[Suppression]:
 
 
 def unknown_selector(code: str) -> bool:
-    """Whether no registered code starts with `code`: a select/ignore entry that selects
+    """Whether no code of the table starts with `code`: a select/ignore entry that selects
     nothing is a typo, reported as an error (as ruff does) rather than silently ignored."""
-    from .registry import all_rules
-
-    return not any(r.meta.code.startswith(code.upper()) for r in all_rules())
+    return not any(known.startswith(code.upper()) for known in TABLE)
 
 
 class Selection:
@@ -134,10 +130,12 @@ def _unused(suppressions: list[Suppression], used: set[tuple[Suppression, str]],
         for code in suppression.codes:
             if (suppression, code) in used:
                 continue
-            known = _CODE_RE.match(code) is not None and get_rule(code) is not None
-            if known and not selection.enabled(code, relative_path):
-                continue  # a deselected rule cannot use its suppression this run
-            message = (f"unused suppression for {code}" if known
+            entry = TABLE.get(code) if _CODE_RE.match(code) else None
+            if entry is not None and (entry.language not in STATIC or not selection.enabled(code, relative_path)):
+                # a deselected rule has no use for its suppression this run, and a build or
+                # dynamic code's is used by `kernel-check build` or `test`, not by this run
+                continue
+            message = (f"unused suppression for {code}" if entry is not None
                        else f"suppression names an unknown code '{code}'")
             if selection.enabled(UNUSED_SUPPRESSION, relative_path):
                 unused.append(Finding(UNUSED_SUPPRESSION, message,

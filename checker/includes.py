@@ -1,6 +1,6 @@
 """Where `#include <sgl_kernel/...>` comes from: one search path for every stage.
 
-The static check (`clang/parse.py`), `kernel-check build` (`build.py`, through `jit.py`) and
+The static check (`clang/parse.py`), `kernel-check build` (`build.py`, through `runtime.py`) and
 the harness (`harness/build.py`, `harness/run.py`) all ask `sgl_include_dirs`, in this order:
 
 1. the repository's own `include/` holding `sgl_kernel/`, found walking up from the file;

@@ -1,40 +1,34 @@
-"""Rule registration: every rule module declares its metadata and (for static rules) a check.
+"""Rule registration: each code of the code table (`codes.py`) joined with its rule module.
 
-A rule module in `rules/` looks like::
+A code's identity (name, stage, default severity, summary) is its line in `codes.py`. Its
+rule module, `rules/<code>_<name>.py`, gives the doc page (the module docstring, in ruff
+form: ## What it does / ## Why is this bad? / ## Example / ## Use instead) and, for a
+static rule, the check::
 
-    '''<doc page in ruff form: ## What it does / ## Why is this bad? / ## Example / ## Use instead>'''
-    from kernel_check.registry import Language, rule
-    from kernel_check.finding import Severity
+    from kernel_check.registry import RuleContext, rule
 
-    @rule("KC101", "restrict-readonly-pointer", Severity.ERROR, Language.CPP,
-          summary="read-only kernel pointer lacks __restrict__", fixable=True)
+    @rule("KC101")
     def check(model, ctx):
         yield ctx.finding(location, "message")
 
-Build (KC6xx) and dynamic (KD) codes register metadata only with `declare(...)`; their
-findings come from the build and harness stages, but they share docs and reporting.
+A build (KC6xx), dynamic (KD) or meta (KC000, KC001) code's module is its docstring alone:
+other stages produce its findings, but docs and reporting are shared.
 """
 
 from __future__ import annotations
 
-import enum
 import importlib
 import pkgutil
 import sys
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Callable, Iterable, Iterator
 
+from .codes import TABLE, Code, Language
 from .finding import Finding, Fix, Location, Related, Severity
 
-
-class Language(enum.Enum):
-    """Which stage produces a code's findings."""
-
-    CPP = "cpp"
-    PYTHON = "python"
-    BUILD = "build"
-    DYNAMIC = "dynamic"
-    META = "meta"
+__all__ = ["Language", "RegisteredRule", "RuleContext", "RuleMeta", "all_rules", "get_rule", "load_rules",
+           "rule", "rules_for"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +40,10 @@ class RuleMeta:
     summary: str
     doc: str
     fixable: bool = False
+
+    @classmethod
+    def of(cls, code: Code, doc: str) -> RuleMeta:
+        return cls(code.code, code.name, code.severity, code.language, code.summary, doc, code.fixable)
 
 
 CheckFn = Callable[[Any, "RuleContext"], Iterable[Finding]]
@@ -94,42 +92,30 @@ class RuleContext:
 _REGISTRY: dict[str, RegisteredRule] = {}
 
 
-def _module_doc(fn: Callable[..., Any] | None, module_name: str) -> str:
-    module = sys.modules.get(module_name)
-    return ((module.__doc__ if module else None) or (fn.__doc__ if fn else None) or "").strip()
+def _table_entry(code: str, where: str) -> Code:
+    entry = TABLE.get(code)
+    if entry is None:
+        raise RuntimeError(f"{where}: code {code} is not in the code table (kernel_check/codes.py)")
+    return entry
 
 
-def _add(meta: RuleMeta, check: CheckFn | None) -> None:
-    existing = _REGISTRY.get(meta.code)
-    if existing is not None and existing.meta.name != meta.name:
-        raise RuntimeError(f"rule code {meta.code} registered twice ({existing.meta.name}, {meta.name})")
-    _REGISTRY[meta.code] = RegisteredRule(meta, check)
+def _add(code: str, module: ModuleType | None, check: CheckFn | None) -> None:
+    where = module.__name__ if module else code
+    if code in _REGISTRY:
+        raise RuntimeError(f"{where}: code {code} registered twice")
+    doc = ((module.__doc__ if module else None) or "").strip()
+    _REGISTRY[code] = RegisteredRule(RuleMeta.of(_table_entry(code, where), doc), check)
 
 
-def rule(
-    code: str,
-    name: str,
-    severity: Severity,
-    language: Language,
-    *,
-    summary: str,
-    fixable: bool = False,
-) -> Callable[[CheckFn], CheckFn]:
-    """Register a static rule's check function; the doc page is the module docstring."""
+def rule(code: str) -> Callable[[CheckFn], CheckFn]:
+    """Register a static rule's check for `code` (a line of the code table); the doc page is
+    the module docstring."""
 
     def decorate(fn: CheckFn) -> CheckFn:
-        doc = _module_doc(fn, fn.__module__)
-        _add(RuleMeta(code, name, severity, language, summary, doc, fixable), fn)
+        _add(code, sys.modules.get(fn.__module__), fn)
         return fn
 
     return decorate
-
-
-def declare(
-    code: str, name: str, severity: Severity, language: Language, *, summary: str, module: str
-) -> None:
-    """Register a code whose findings another stage (build, harness) produces."""
-    _add(RuleMeta(code, name, severity, language, summary, _module_doc(None, module)), None)
 
 
 _loaded = False
@@ -143,8 +129,16 @@ def load_rules() -> None:
     from . import rules as pack  # kernel_check.rules
 
     for info in sorted(pkgutil.iter_modules(pack.__path__), key=lambda m: m.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{pack.__name__}.{info.name}")
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{pack.__name__}.{info.name}")
+        code = info.name[:5].upper()
+        entry = _table_entry(code, module.__name__)
+        if info.name != f"{code.lower()}_{entry.name.replace('-', '_')}":
+            raise RuntimeError(f"{module.__name__}: the module of {code} is named "
+                               f"{code.lower()}_{entry.name.replace('-', '_')}.py (its name in the code table)")
+        if code not in _REGISTRY:  # a code another stage reports: the module is its doc page
+            _add(code, module, None)
     _loaded = True
 
 

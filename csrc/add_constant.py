@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from kernel_check.jit import cache_once, load_jit, make_cpp_args
+from kernel_check.runtime import cache_once, load_jit, make_cpp_args
 
 if TYPE_CHECKING:
     from tvm_ffi.module import Module

@@ -19,10 +19,3 @@ Fix the include path (`include-dirs` in `[tool.kernel-check]`, or run with
 `--mode system` where a CUDA install exists), or fix the syntax error. A file that can
 never parse can be excluded with `exclude` in the configuration.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KC000", "parse-error", Severity.ERROR, Language.META,
-        summary="file could not be parsed; rules skipped what clang could not type",
-        module=__name__)

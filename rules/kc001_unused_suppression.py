@@ -17,9 +17,3 @@ Delete the comment once the finding it was written for is gone:
 const float* __restrict__ src,
 ```
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KC001", "unused-suppression", Severity.WARNING, Language.META,
-        summary="suppression comment matches no finding", module=__name__)

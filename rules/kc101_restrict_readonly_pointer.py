@@ -30,9 +30,8 @@ from typing import Iterator
 
 from kernel_check.finding import Finding, Fix, TextEdit
 from kernel_check.model import Field, Param, SourceModel, Struct
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of, struct_for_type
-from kernel_check.finding import Severity
 
 
 def _needs_restrict(entity: Param | Field) -> bool:
@@ -47,8 +46,7 @@ def _restrict_fix(data: bytes, offset: int | None) -> Fix | None:
     return Fix("insert __restrict__", (TextEdit(offset, offset, replacement),))
 
 
-@rule("KC101", "restrict-readonly-pointer", Severity.ERROR, Language.CPP,
-      summary="read-only kernel pointer lacks __restrict__", fixable=True)
+@rule("KC101")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     reported_structs: set[str] = set()
     for kernel in model.kernels:

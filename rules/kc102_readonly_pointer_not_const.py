@@ -39,9 +39,9 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import AccessKind, FunctionDataflow, Param, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import dataflow_of, inactive_text, location_of
 
 
@@ -57,8 +57,7 @@ def _may_be_written(flow: FunctionDataflow, index: int) -> bool:
                and access.kind in (AccessKind.WRITE, AccessKind.ESCAPE) for access in flow.accesses)
 
 
-@rule("KC102", "readonly-pointer-not-const", Severity.WARNING, Language.CPP,
-      summary="kernel pointer parameter is never written but is not pointer-to-const")
+@rule("KC102")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)

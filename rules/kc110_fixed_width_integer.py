@@ -40,16 +40,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
 
 _TYPED = {"pointer": "points to", "reference": "refers to", "array": "is an array of"}
 
 
-@rule("KC110", "fixed-width-integer", Severity.WARNING, Language.CPP,
-      summary="`int`/`long`/`unsigned` where a fixed-width integer type belongs")
+@rule("KC110")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     roles = IntegerRoles(model)
     for decl in model.integer_facts.integer_decls:

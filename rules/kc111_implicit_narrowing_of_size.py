@@ -30,17 +30,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, LaunchSite, Param, ShapeArgument, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
 
 _NARROW_CANONICAL = frozenset({"int", "unsigned int", "short", "unsigned short", "char",
                                "signed char", "unsigned char"})
 
 
-@rule("KC111", "implicit-narrowing-of-size", Severity.WARNING, Language.CPP,
-      summary="64-bit shape/stride implicitly narrowed to a 32-bit type")
+@rule("KC111")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     roles = IntegerRoles(model)
     left_to_kc110 = {d.name_span.start for d in model.integer_facts.integer_decls if roles.role(d) is not None}

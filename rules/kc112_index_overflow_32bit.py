@@ -33,17 +33,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, IndexProduct, SourceModel, Span, TypeInfo
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of, struct_for_type
 
 _WIDE_CANONICAL = frozenset({"long", "unsigned long", "long long", "unsigned long long"})
 _LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
 
 
-@rule("KC112", "index-overflow-32bit", Severity.WARNING, Language.CPP,
-      summary="flat global index multiplied in 32 bits in a kernel with 64-bit sizes")
+@rule("KC112")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     wide_kernels = {k.usr: evidence for k in model.kernels if (evidence := _wide_size(model, k)) is not None}
     for product in model.integer_facts.index_products:

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import MatcherChain, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._alignment import (
     LauncherScope,
     VectorFeed,
@@ -56,8 +56,7 @@ from kernel_check.rules._alignment import (
 from kernel_check.rules._common import location_of
 
 
-@rule("KC120", "vector-alignment-unchecked", Severity.ERROR, Language.CPP,
-      summary="tensor feeding a vectorized kernel access is verified without ensure_alignment")
+@rule("KC120")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for launcher, chains in launchers_with_chains(model):
         feeds = vector_feeds(model, launcher)

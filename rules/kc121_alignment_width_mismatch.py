@@ -40,14 +40,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import (
     AlignmentRequest,
     ConstExpr,
     MatcherChain,
     SourceModel,
 )
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._alignment import (
     DEFAULT_ELEMENT_SIZES,
     LauncherScope,
@@ -62,8 +62,7 @@ from kernel_check.rules._alignment import (
 from kernel_check.rules._common import location_of
 
 
-@rule("KC121", "alignment-width-mismatch", Severity.ERROR, Language.CPP,
-      summary="ensure_alignment(w) is not a power of two or is below the kernel's vector width")
+@rule("KC121")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for launcher, chains in launchers_with_chains(model, aligned_only=True):
         launcher_wide, type_params = launcher_scope(model, launcher)

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC130", "raw-kernel-launch", Severity.ERROR, Language.CPP,
-      summary="<<<...>>> launch instead of host::LaunchKernel")
+@rule("KC130")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for site in model.launch_sites:
         if site.syntax == "triple_chevron":

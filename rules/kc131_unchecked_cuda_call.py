@@ -30,14 +30,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC131", "unchecked-cuda-call", Severity.WARNING, Language.CPP,
-      summary="cudaError_t result of a CUDA runtime call is discarded")
+@rule("KC131")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         if call.name.startswith("cuda") and call.returns_cuda_error and call.result_use == "discarded":

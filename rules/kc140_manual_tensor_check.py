@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import groupby
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
@@ -52,8 +52,7 @@ def _validating_functions(model: SourceModel) -> set[str]:
     return functions
 
 
-@rule("KC140", "manual-tensor-check", Severity.WARNING, Language.CPP,
-      summary="launcher checks a TensorView by hand instead of through TensorMatcher")
+@rule("KC140")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
     checks = [i for i in facts.tensor_inspections if i.function in _validating_functions(model)

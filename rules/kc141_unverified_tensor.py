@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
@@ -57,8 +57,7 @@ def _verified_by_callers(model: SourceModel, function: Function, seen: frozenset
     return False
 
 
-@rule("KC141", "unverified-tensor", Severity.ERROR, Language.CPP,
-      summary="TensorView parameter's data_ptr() used before any TensorMatcher verify")
+@rule("KC141")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
     launchers = {launch.function for launch in facts.launches}

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import ApiCall, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _ARCH_FUNCTIONS = frozenset({"get_cc_major", "get_cc_minor", "get_sm_version"})
@@ -58,8 +58,7 @@ def _what(call: ApiCall) -> str | None:
     return None
 
 
-@rule("KC150", "runtime-arch-query", Severity.ERROR, Language.CPP,
-      summary="GPU architecture queried at run time instead of SGL_CUDA_ARCH")
+@rule("KC150")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         what = _what(call)

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
@@ -38,8 +38,7 @@ _USES = {"subscript": "used as a subscript here", "pointer arithmetic": "used in
          "load/store offset": "used as a load/store offset here"}
 
 
-@rule("KC151", "lane-id-modulo", Severity.WARNING, Language.CPP,
-      summary="`threadIdx.x % 32` feeding an address instead of get_lane_id()")
+@rule("KC151")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for lane in model.integer_facts.lane_modulos:
         if lane.address_use is None:

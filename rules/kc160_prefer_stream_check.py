@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import ApiCall, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _REPLACEMENTS = {"RuntimeCheck": "CHECK_HOST(cond) << ...", "RuntimeDeviceCheck": "CHECK_CUDA(expr) << ..."}
@@ -43,8 +43,7 @@ def _is_library_check(call: ApiCall) -> bool:
     return not call.qualified_name or call.qualified_name.endswith(f"host::{call.name}")
 
 
-@rule("KC160", "prefer-stream-check", Severity.INFO, Language.CPP,
-      summary="RuntimeCheck/RuntimeDeviceCheck where CHECK_HOST/CHECK_CUDA fits")
+@rule("KC160")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         if _is_library_check(call) and call.result_use == "discarded":

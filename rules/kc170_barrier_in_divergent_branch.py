@@ -41,14 +41,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC170", "barrier-in-divergent-branch", Severity.ERROR, Language.CPP,
-      summary="`__syncthreads()` or a `cta::` reduction under a thread-dependent branch")
+@rule("KC170")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for barrier in model.divergent_barriers:
         if barrier.matched_by_rest:

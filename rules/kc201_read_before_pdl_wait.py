@@ -39,9 +39,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import AccessKind, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
 
 _HOW = {"subscript": "a subscript", "dereference": "a dereference", "->": "a member access",
@@ -53,8 +53,7 @@ def _describe(how: str) -> str:
     return _HOW.get(how, f"`{how}`")
 
 
-@rule("KC201", "read-before-pdl-wait", Severity.ERROR, Language.CPP,
-      summary="upstream read can execute before PDLWaitPrimary")
+@rule("KC201")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)

@@ -35,14 +35,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
 
 
-@rule("KC202", "pdl-wait-gains-nothing", Severity.INFO, Language.CPP,
-      summary="PDLWaitPrimary is the first statement of the kernel")
+@rule("KC202")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)

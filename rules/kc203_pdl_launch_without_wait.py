@@ -42,9 +42,9 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, LaunchedKernel, LaunchSite, PdlCall, SourceModel, split_template_arguments
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import (
     dataflow_of, inactive_text, is_literal_false, launched_kernels, location_of, pdl_disabled, pdl_waits,
 )
@@ -77,8 +77,7 @@ def flag_mismatch(instantiated: str | None, enable_pdl: str) -> str | None:
     return f"is instantiated with `{instantiated}` while the launch enables PDL with `{enabled}`"
 
 
-@rule("KC203", "pdl-launch-without-wait", Severity.ERROR, Language.CPP,
-      summary="PDL launch of a kernel that never waits (or waits on another flag)")
+@rule("KC203")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     kernels = {kernel.usr: kernel for kernel in model.kernels if kernel.body is not None and kernel.usr}
     for site in model.launch_sites:

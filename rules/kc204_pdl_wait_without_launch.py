@@ -34,16 +34,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import (
     dataflow_of, is_literal_false, launches_of, location_of, pdl_disabled, pdl_waits,
 )
 
 
-@rule("KC204", "pdl-wait-without-launch", Severity.INFO, Language.CPP,
-      summary="kernel waits for a PDL primary but no launcher enables PDL")
+@rule("KC204")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)

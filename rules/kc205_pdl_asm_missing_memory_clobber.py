@@ -30,14 +30,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC205", "pdl-asm-missing-memory-clobber", Severity.ERROR, Language.CPP,
-      summary='griddepcontrol.wait asm without a "memory" clobber')
+@rule("KC205")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for statement in model.dataflow_facts.inline_asm:
         if "griddepcontrol.wait" in statement.template and "memory" not in statement.clobbers:

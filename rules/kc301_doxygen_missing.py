@@ -39,16 +39,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import DocComment, Function, FunctionKind, SourceModel, Struct
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _HIDDEN_ACCESS = ("private", "protected")
 
 
-@rule("KC301", "doxygen-missing", Severity.WARNING, Language.CPP,
-      summary="exported kernel/launcher/device function/struct without a Doxygen \\brief")
+@rule("KC301")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     launchers = {f.usr for f in model.launchers}
     for declarations in _functions_by_entity(model).values():

@@ -41,14 +41,13 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from kernel_check.finding import Finding, Location, Severity
+from kernel_check.finding import Finding, Location
 from kernel_check.model import DocComment, Function, SourceModel, Span
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC302", "doxygen-param-mismatch", Severity.WARNING, Language.CPP,
-      summary="Doxygen \\param/\\tparam/\\return out of step with the declaration")
+@rule("KC302")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for function in model.functions:
         doc = function.doc

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Fix, Location, Severity, TextEdit
+from kernel_check.finding import Finding, Fix, Location, TextEdit
 from kernel_check.model import SourceModel, line_starts
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 
 ASCII_REPLACEMENTS = {
     "\u2014": "--", "\u2013": "-", "\u2212": "-", "\u2192": "->", "\u2190": "<-",
@@ -39,8 +39,7 @@ ASCII_REPLACEMENTS = {
 }
 
 
-@rule("KC310", "non-ascii-source", Severity.ERROR, Language.CPP,
-      summary="non-ASCII byte in a C++/CUDA source", fixable=True)
+@rule("KC310")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     data = model.data
     starts = line_starts(data)  # lines as clang numbers them (a lone \r ends one too)

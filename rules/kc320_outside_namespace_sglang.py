@@ -40,17 +40,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import GlobalDeclaration, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _HOME = "sglang"
 _EXPORT_MACRO_PREFIX = "TVM_FFI_"
 
 
-@rule("KC320", "outside-namespace-sglang", Severity.WARNING, Language.CPP,
-      summary="declaration at global namespace scope instead of inside namespace sglang")
+@rule("KC320")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     declarations = model.scope_facts.global_declarations
     exports = any(d.macro.startswith(_EXPORT_MACRO_PREFIX) for d in declarations)

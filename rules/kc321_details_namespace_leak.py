@@ -37,14 +37,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Location, Related, Severity
+from kernel_check.finding import Finding, Location, Related
 from kernel_check.model import DetailsReference, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC321", "details-namespace-leak", Severity.ERROR, Language.CPP,
-      summary="another module's `details::` named, or `using namespace details`")
+@rule("KC321")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for reference in model.scope_facts.details_references:
         if reference.is_using_directive:

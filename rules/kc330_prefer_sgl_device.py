@@ -28,17 +28,16 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from kernel_check.finding import Finding, Fix, Severity, TextEdit
+from kernel_check.finding import Finding, Fix, TextEdit
 from kernel_check.model import Function, SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _CUDA_KEYWORD_RE = re.compile(rb"\b(?:__device__|__forceinline__|__host__)\b")
 _MACRO_HEADER = "sgl_kernel/utils.h"
 
 
-@rule("KC330", "prefer-sgl-device", Severity.INFO, Language.CPP,
-      summary="`__device__ __forceinline__` spelled out instead of SGL_DEVICE", fixable=True)
+@rule("KC330")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     fixable = any(path.replace("\\", "/").endswith(_MACRO_HEADER) for path in model.scope_facts.included_files)
     for function in model.functions:

@@ -38,20 +38,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.pymodel import PyModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 
 _FUNCTOOLS_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 
 
-@rule(
-    "KC501",
-    "lru-cache-on-jit-factory",
-    Severity.ERROR,
-    Language.PYTHON,
-    summary="`functools` cache on a function that calls `load_jit` (use `cache_once`)",
-)
+@rule("KC501")
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     for function in model.functions:
         load_jit = next((call for call in model.calls_in(function) if call.name == "load_jit"), None)

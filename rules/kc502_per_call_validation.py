@@ -56,9 +56,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Related, Severity
+from kernel_check.finding import Finding, Related
 from kernel_check.pymodel import CheckKind, Function, PyModel, ResultAttributeCall
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 
 # The factory naming convention; the only sign of a factory imported from another file.
 _FACTORY_NAME = re.compile(r"_?jit_(\w+_)?module")
@@ -81,13 +81,7 @@ def _kernel_calls(function: Function, factories: set[str]) -> list[ResultAttribu
     ]
 
 
-@rule(
-    "KC502",
-    "per-call-validation",
-    Severity.WARNING,
-    Language.PYTHON,
-    summary="kernel entry point validates its inputs on every call",
-)
+@rule("KC502")
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     factories = _local_factories(model)
     for function in model.functions:

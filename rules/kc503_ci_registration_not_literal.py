@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.pymodel import Argument, ArgumentKind, Call, PyModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 
 # The positional parameters of the `register_*_ci` helpers, in order.
 _POSITIONAL_PARAMETERS = ("est_time", "suite", "nightly", "disabled")
@@ -102,13 +102,7 @@ def _registration_findings(call: Call, ctx: RuleContext) -> Iterator[Finding]:
             yield ctx.finding(argument.span.location(ctx.path), problem)
 
 
-@rule(
-    "KC503",
-    "ci-registration-not-literal",
-    Severity.ERROR,
-    Language.PYTHON,
-    summary="CI registration that the AST collector cannot read",
-)
+@rule("KC503")
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     wrappers = _wrappers(model)
     for call in model.calls:

@@ -36,18 +36,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.pymodel import PyModel, path_under
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 
 
-@rule(
-    "KC504",
-    "registered-test-in-package",
-    Severity.ERROR,
-    Language.PYTHON,
-    summary="`register_*_ci(...)` in a file under the package source root",
-)
+@rule("KC504")
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     if not path_under(ctx.rel_path, ctx.options["package-root"]):
         return

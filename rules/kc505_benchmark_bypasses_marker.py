@@ -40,9 +40,9 @@ from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.pymodel import PyModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 
 # What to use instead of each Triton helper.
 _MARKER_REPLACEMENT = {
@@ -61,13 +61,7 @@ def _triton_helper(callee: str | None) -> str | None:
     return "perf_report" if name == "perf_report" else None
 
 
-@rule(
-    "KC505",
-    "benchmark-bypasses-marker",
-    Severity.WARNING,
-    Language.PYTHON,
-    summary="benchmark calls `triton.testing` directly instead of the `marker` framework",
-)
+@rule("KC505")
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     if not fnmatch(PurePosixPath(ctx.rel_path).name, "bench_*.py"):
         return

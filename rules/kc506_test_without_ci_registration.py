@@ -60,9 +60,9 @@ from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
 
-from kernel_check.finding import Finding, Location, Related, Severity
+from kernel_check.finding import Finding, Location, Related
 from kernel_check.pymodel import Call, PyModel, path_under
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 
 _HELPER = "register_cuda_ci"
 _REGISTERED_FILES = ("test_*.py", "bench_*.py")
@@ -73,13 +73,7 @@ def _collected(call: Call) -> bool:
     return call.is_module_statement and call.written == _HELPER
 
 
-@rule(
-    "KC506",
-    "test-without-ci-registration",
-    Severity.ERROR,
-    Language.PYTHON,
-    summary="registered test or benchmark without a module-level `register_cuda_ci(...)`",
-)
+@rule("KC506")
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     name = PurePosixPath(ctx.rel_path).name
     if not any(fnmatch(name, pattern) for pattern in _REGISTERED_FILES):

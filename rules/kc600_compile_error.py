@@ -20,10 +20,3 @@ void scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
 Fix the code for every declared instantiation (here `T two = static_cast<T>(2.0f);`),
 or stop declaring an instantiation the kernel does not support.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KC600", "compile-error", Severity.ERROR, Language.BUILD,
-        summary="an instantiation named by a spec or wrapper fails to compile",
-        module=__name__)

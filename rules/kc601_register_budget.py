@@ -19,10 +19,3 @@ Recompute values instead of keeping them live, split the work over more threads,
 the count with `__launch_bounds__`; raise the budget for the kernel in the spec or the
 config when the extra registers are worth it.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KC601", "register-budget", Severity.WARNING, Language.BUILD,
-        summary="a kernel uses more registers per thread than its budget",
-        module=__name__)

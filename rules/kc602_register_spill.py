@@ -15,10 +15,3 @@ ptxas info : 128 bytes stack frame, 96 bytes spill stores, 96 bytes spill loads
 Reduce live state (smaller per-thread arrays, fewer unrolled iterations, recompute
 instead of caching), or give the kernel more registers with `__launch_bounds__`.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KC602", "register-spill", Severity.WARNING, Language.BUILD,
-        summary="ptxas reports spill stores or loads for a kernel",
-        module=__name__)

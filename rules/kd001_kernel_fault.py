@@ -19,10 +19,3 @@ out[i] = x;  // an illegal memory access
 Run `kernel-check test --sanitize memcheck` (or `kernel-check sanitize -- <command>`) to
 get the faulting access with its source line, and fix the address computation.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD001", "kernel-fault", Severity.ERROR, Language.DYNAMIC,
-        summary="the kernel faulted (illegal address, misaligned address, trap) on a valid input",
-        module=__name__)

@@ -16,10 +16,3 @@ while (atomicAdd(&flag, 0) == 0) {}  // the producer of `flag` is this same kern
 Make every wait's condition reachable by the threads that can run concurrently, and bound
 loops by the real sizes.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD002", "kernel-hang", Severity.ERROR, Language.DYNAMIC,
-        summary="the kernel made no progress within the timeout and was killed",
-        module=__name__)

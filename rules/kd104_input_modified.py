@@ -14,10 +14,3 @@ x[i] = x[i] * rstd;  // x was declared read-only; the result belonged in out
 Write results only to outputs, or declare the tensor `Role.INPLACE` when in-place is the
 contract.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD104", "input-modified", Severity.ERROR, Language.DYNAMIC,
-        summary="a tensor not declared in-place or output changed during the call",
-        module=__name__)

@@ -18,10 +18,3 @@ if (i < bound) dst[i] = src[i];
 Bound every access by the real size (`i < n`), and handle the tail separately from the
 vectorized body.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD201", "memcheck", Severity.ERROR, Language.DYNAMIC,
-        summary="compute-sanitizer memcheck reports an invalid or misaligned access",
-        module=__name__)

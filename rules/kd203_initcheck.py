@@ -15,10 +15,3 @@ dst[i] += src[i] * factor;  // dst is an output, never initialized
 ## Use instead
 Assign outputs instead of accumulating into them, or zero the buffer explicitly first.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD203", "initcheck", Severity.ERROR, Language.DYNAMIC,
-        summary="initcheck reports a read of uninitialized global memory",
-        module=__name__)

@@ -17,10 +17,3 @@ if (threadIdx.x < n) {
 ## Use instead
 Reach every barrier from all threads of the block (hoist it out of the condition).
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD204", "synccheck", Severity.ERROR, Language.DYNAMIC,
-        summary="synccheck reports an invalid barrier use",
-        module=__name__)

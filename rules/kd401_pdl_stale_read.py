@@ -27,10 +27,3 @@ device::PDLWaitPrimary<kUsePDL>();
 Move every read of upstream data after `PDLWaitPrimary`; keep only independent work
 (indices, parameters, buffers the predecessor never writes) before it.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD401", "pdl-stale-read", Severity.ERROR, Language.DYNAMIC,
-        summary="with PDL, a result differs when the producer writes the inputs late",
-        module=__name__)

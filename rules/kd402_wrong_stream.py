@@ -16,10 +16,3 @@ LaunchKernel(grid, block, cudaStream_t{nullptr})(kernel, args...);
 Launch with `LaunchKernel(grid, block, device)`, which resolves the caller's current
 stream through TVM-FFI.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD402", "wrong-stream", Severity.ERROR, Language.DYNAMIC,
-        summary="the kernel does not run on the caller's current stream",
-        module=__name__)

@@ -17,10 +17,3 @@ Keep launchers capture-safe: the caller's stream only, no synchronization, scrat
 memory from `alloc_workspace_tensor`, every per-call value passed as a kernel argument
 read at run time.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD403", "cuda-graph", Severity.ERROR, Language.DYNAMIC,
-        summary="the call cannot be captured in a CUDA graph, or a replay differs from eager",
-        module=__name__)

@@ -19,10 +19,3 @@ dst[i] = src[i] * factor;  // 4-byte accesses, one element per thread
 Vectorize (`AlignedVector` of 16 bytes), give each thread several vectors, and keep
 registers within budget.
 """
-
-from kernel_check.finding import Severity
-from kernel_check.registry import Language, declare
-
-declare("KD501", "bandwidth-below-floor", Severity.INFO, Language.DYNAMIC,
-        summary="a memory-bound kernel reaches less than the floor of the copy bandwidth",
-        module=__name__)

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Scaffold a new C++/CUDA rule: one rule module and one fixture, from a template.
+"""Scaffold a new C++/CUDA rule: its code-table line, one rule module and one fixture.
 
     python scripts/new_rule.py KC170 barrier-in-divergent-branch
     python scripts/new_rule.py KC170 barrier-in-divergent-branch --root /some/checkout
 
-writes `rules/kc170_barrier_in_divergent_branch.py` (the rule, its docstring the doc page)
-and `tests/fixtures/cpp/kc170_barrier_in_divergent_branch.cuh` (a line that must fire and a
-near miss that must not). The new rule reports nothing yet, so the fixture test fails until
+adds the code's line to `checker/codes.py` (the code table: name, stage, default severity,
+summary), and writes `rules/kc170_barrier_in_divergent_branch.py` (the check, its docstring
+the doc page) and `tests/fixtures/cpp/kc170_barrier_in_divergent_branch.cuh` (a line that
+must fire and a near miss that must not). The new rule reports nothing yet, so the fixture test fails until
 the check is written: that failing test is the starting point. See docs/contributing.md.
 
-Refuses, with one line and exit status 2, a malformed code or name, a code or name an
-existing rule module already uses, and any file that already exists (it never overwrites).
+Refuses, with one line and exit status 2, a malformed code or name, a code or name the code
+table or an existing rule module already uses, and any file that already exists (it never
+overwrites).
 """
 
 from __future__ import annotations
@@ -46,13 +48,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernel_check.finding import Finding, Severity
+from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import Language, RuleContext, rule
+from kernel_check.registry import RuleContext, rule
 
 
-@rule("{code}", "{name}", Severity.WARNING, Language.CPP,
-      summary="{name}: one line for the rule index")
+@rule("{code}")  # its name, severity and summary: its line in checker/codes.py
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     # Query the model (kernel_check.model.SourceModel), never cursors or source text, and
     # yield ctx.finding(location_of(model, span), "message") for each violation
@@ -84,6 +85,11 @@ __global__ void near_miss_kernel(float* __restrict__ dst) {{
 """
 
 
+TABLE_LINE = ('{constant} = _define("{code}", "{name}", Severity.WARNING, Language.CPP,\n'
+              '        "{name}: one line for the rule index")\n')
+DEFINE_RE = re.compile(r'^\w+ = _define\("(K[CD]\d{3})", "([^"]+)"', re.M)
+
+
 class Refused(Exception):
     """The request cannot be honoured; the message is the one line the user sees."""
 
@@ -100,9 +106,15 @@ def check_request(root: Path, code: str, name: str) -> None:
         raise Refused(f"malformed code '{code}': expected KC followed by three digits, e.g. KC170")
     if not NAME_RE.match(name):
         raise Refused(f"malformed name '{name}': expected lower-case words joined by '-', e.g. barrier-in-branch")
-    rules_dir = root / "rules"
-    if not rules_dir.is_dir():
-        raise Refused(f"{rules_dir}: no rules/ directory here (use --root to name the checkout)")
+    rules_dir, table = root / "rules", root / "checker" / "codes.py"
+    for needed in (rules_dir, table):
+        if not needed.exists():
+            raise Refused(f"{needed}: not found here (use --root to name the checkout)")
+    for defined, defined_name in DEFINE_RE.findall(table.read_text(encoding="utf-8")):
+        if defined == code:
+            raise Refused(f"code {code} is already used by {table} ({defined_name})")
+        if defined_name == name:
+            raise Refused(f"name '{name}' is already used by {table} ({defined})")
     snake = name.replace("-", "_")
     for path in sorted(rules_dir.glob("k[cd][0-9][0-9][0-9]_*.py")):
         match = RULE_FILE_RE.match(path.name)
@@ -119,6 +131,16 @@ def write_new(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def add_table_line(table: Path, code: str, name: str) -> None:
+    """Insert the code's `_define(...)` statement after the last smaller code's."""
+    text = table.read_text(encoding="utf-8")
+    line = TABLE_LINE.format(constant=name.upper().replace("-", "_"), code=code, name=name)
+    before = [m for m in DEFINE_RE.finditer(text) if m.group(1) < code]
+    end = text.index(")\n", before[-1].start()) + 2 if before else len(text)
+    text = text[:end] + line + text[end:]
+    table.write_text(text, encoding="utf-8")
+
+
 def scaffold(root: Path, code: str, name: str) -> tuple[Path, Path]:
     check_request(root, code, name)
     module, fixture = planned_paths(root, code, name)
@@ -127,6 +149,7 @@ def scaffold(root: Path, code: str, name: str) -> tuple[Path, Path]:
             raise Refused(f"{path} already exists; not overwriting it")
     write_new(module, RULE_TEMPLATE.replace("{code}", code).replace("{name}", name))
     write_new(fixture, FIXTURE_TEMPLATE.format(code=code, name=name))
+    add_table_line(root / "checker" / "codes.py", code, name)
     return module, fixture
 
 
@@ -144,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"new_rule: {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
-    print(f"wrote {module}\nwrote {fixture}\nnext: write the check, then run "
-          f"pytest tests/test_fixtures.py -k {fixture.stem} and python scripts/gen_docs.py")
+    print(f"added {args.code} to {args.root / 'checker' / 'codes.py'}\nwrote {module}\nwrote {fixture}\n"
+          f"next: write the check, then run pytest tests/test_fixtures.py -k {fixture.stem} and python scripts/gen_docs.py")
     return 0
 
 

@@ -280,6 +280,8 @@ def test_files_the_run_could_not_check_keep_their_entries(project, capsys, monke
     it is never recorded nor hidden, and the file's old entries stay as they were."""
     import kernel_check.engine as engine
     from kernel_check.finding import Finding, Location, Severity
+    from kernel_check.results import status_of
+    from kernel_check.watchdog import TimedOut
 
     assert main(["--write-baseline", "baseline.json"]) == 0
     before = (project / "baseline.json").read_text()
@@ -290,8 +292,10 @@ def test_files_the_run_could_not_check_keep_their_entries(project, capsys, monke
         results = real_run_static(files, options, *more)
         for result in results:
             if result.path.endswith("more.py"):
-                message = "not checked: the static pipeline took longer than file-timeout (20 s)"
-                result.findings = [Finding("KC000", message, Location(result.path, 1, 1), Severity.ERROR)]
+                stopped = TimedOut("not checked: the static pipeline took longer than file-timeout (20 s)",
+                                   limit=20.0, bound="wall")
+                result.findings = [Finding("KC000", stopped.message, Location(result.path, 1, 1), Severity.ERROR)]
+                result.status = status_of(stopped)  # what the engine records for a stopped file
         return results
 
     monkeypatch.setattr(engine, "run_static", timing_out)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check import jit
+from kernel_check import runtime
 from kernel_check.build import (
     BuildOutcome,
     BuildTarget,
@@ -45,10 +45,10 @@ def _target(budget: dict[str, int]) -> BuildTarget:
 
 
 def test_register_budget_and_spills():
-    result = jit.BuildResult("k", "key", Path("k.so"), "", [
-        jit.KernelResources("void sglang::tail_overrun_kernel<(bool)1>(float *, const float *, float, long)",
+    result = runtime.BuildResult("k", "key", Path("k.so"), "", [
+        runtime.KernelResources("void sglang::tail_overrun_kernel<(bool)1>(float *, const float *, float, long)",
                             96, 0, 0, 0, 0),
-        jit.KernelResources("_ZN6sglang5otherEv", 40, 8, 8, 0, 8),
+        runtime.KernelResources("_ZN6sglang5otherEv", 40, 8, 8, 0, 8),
     ])
     findings = resource_findings(BuildOutcome(_target({"default": 64}), result=result))
     assert sorted(f.code for f in findings) == ["KC601", "KC602"]
@@ -76,7 +76,7 @@ def test_wrapper_manifest_targets():
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_build_compiles_what_it_can_and_reports_the_rest(tmp_path, monkeypatch, capsys):
     # The JIT cache is the user's (KERNEL_CHECK_JIT_CACHE or the default): the good kernels'
     # key covers their contents, not their folder, so a tree copied here reuses the builds of
@@ -96,7 +96,7 @@ def test_build_compiles_what_it_can_and_reports_the_rest(tmp_path, monkeypatch, 
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_build_output_has_only_our_messages(tmp_path):
     """Real `kernel-check build` on a machine without NumPy: torch (imported by tvm-ffi) would
     warn "Failed to initialize NumPy", and tvm-ffi's own `-std=c++17` next to ours made nvcc
@@ -122,7 +122,7 @@ def test_build_output_has_only_our_messages(tmp_path):
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_build_finds_the_repositorys_headers_and_the_configured_ones(tmp_path, monkeypatch, capsys):
     """`kernel-check build` searches what the static check searches: the repository's own
     `include/sgl_kernel/` (found walking up from the kernel) and `[tool.kernel-check] include-dirs`."""

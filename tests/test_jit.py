@@ -1,14 +1,16 @@
-"""Tests for kernel_check.jit: real nvcc builds, compile only (no GPU needed)."""
+"""Tests for kernel_check.runtime, the JIT build helper: real nvcc builds, compile only (no GPU needed)."""
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from kernel_check import jit
+from kernel_check import runtime
 
 HEADER = """\
 #pragma once
@@ -52,7 +54,7 @@ void kc_broken(T x) { kc_this_identifier_does_not_exist(x); }
 """
 
 needs_nvcc = pytest.mark.skipif(
-    jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
+    runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
 )
 
 
@@ -89,12 +91,12 @@ def _kwargs(tree: Path, **extra):
 @pytest.fixture(scope="module")
 def built(tree, jit_env):
     """One real build, requested by two threads at once: one compiles, one hits the cache."""
-    results: list[jit.BuildResult] = []
+    results: list[runtime.BuildResult] = []
     errors: list[BaseException] = []
 
     def work():
         try:
-            results.append(jit.build_jit("kc_twice", "fp32_t", **_kwargs(tree)))
+            results.append(runtime.build_jit("kc_twice", "fp32_t", **_kwargs(tree)))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -128,7 +130,7 @@ def test_build_and_resources(built):
 
 @needs_nvcc
 def test_cache_hit_same_process(built, tree):
-    again = jit.build_jit("kc_twice", "fp32_t", **_kwargs(tree))
+    again = runtime.build_jit("kc_twice", "fp32_t", **_kwargs(tree))
     assert again.cached
     assert again.key == built[0].key
 
@@ -136,29 +138,29 @@ def test_cache_hit_same_process(built, tree):
 @needs_nvcc
 def test_key_follows_included_header_content(built, tree):
     header = tree / "kc_test_factor.h"
-    base = jit.compute_key("kc_twice", "fp32_t", **_kwargs(tree))
+    base = runtime.compute_key("kc_twice", "fp32_t", **_kwargs(tree))
     assert base == built[0].key
     try:
         header.write_text(HEADER.format(factor="3"))
-        changed = jit.compute_key("kc_twice", "fp32_t", **_kwargs(tree))
+        changed = runtime.compute_key("kc_twice", "fp32_t", **_kwargs(tree))
     finally:
         header.write_text(HEADER.format(factor="2"))
     assert changed != base
-    assert jit.compute_key("kc_twice", "fp32_t", **_kwargs(tree)) == base
+    assert runtime.compute_key("kc_twice", "fp32_t", **_kwargs(tree)) == base
 
 
 @needs_nvcc
 def test_key_follows_flags_arch_and_lineinfo(built, tree):
     base = built[0].key
-    assert jit.compute_key("kc_twice", "fp32_t", **_kwargs(tree, extra_cuda_cflags=["-DX=1"])) != base
-    assert jit.compute_key("kc_twice", "fp32_t", **_kwargs(tree, arch="10.0")) != base
-    assert jit.compute_key("kc_twice", "fp32_t", **_kwargs(tree, lineinfo=True)) != base
+    assert runtime.compute_key("kc_twice", "fp32_t", **_kwargs(tree, extra_cuda_cflags=["-DX=1"])) != base
+    assert runtime.compute_key("kc_twice", "fp32_t", **_kwargs(tree, arch="10.0")) != base
+    assert runtime.compute_key("kc_twice", "fp32_t", **_kwargs(tree, lineinfo=True)) != base
 
 
 @needs_nvcc
 def test_compile_error_raises_build_error(tree, jit_env):
-    with pytest.raises(jit.BuildError) as info:
-        jit.build_jit(
+    with pytest.raises(runtime.BuildError) as info:
+        runtime.build_jit(
             "kc_broken",
             cuda_files=["kc_broken.cuh"],
             cuda_wrappers=[("kc_broken", "kc_broken<float>")],
@@ -172,28 +174,28 @@ def test_compile_error_raises_build_error(tree, jit_env):
 
 
 def test_missing_nvcc_says_how_to_install(monkeypatch, tree):
-    monkeypatch.setattr(jit, "_find_nvcc", lambda: None)
-    with pytest.raises(jit.BuildError) as info:
-        jit.build_jit("kc_twice", **_kwargs(tree))
+    monkeypatch.setattr(runtime, "_find_nvcc", lambda: None)
+    with pytest.raises(runtime.BuildError) as info:
+        runtime.build_jit("kc_twice", **_kwargs(tree))
     msg = str(info.value)
     assert "nvidia-cuda-nvcc" in msg and "CUDA_HOME" in msg
 
 
 def test_make_cpp_args():
     torch = pytest.importorskip("torch")
-    args = jit.make_cpp_args(torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn,
+    args = runtime.make_cpp_args(torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn,
                              True, False, 128, "kFoo")
     assert list(args) == ["fp16_t", "bf16_t", "fp32_t", "fp8_e4m3_t", "true", "false", "128", "kFoo"]
     assert str(args) == "fp16_t, bf16_t, fp32_t, fp8_e4m3_t, true, false, 128, kFoo"
-    assert f"k<{jit.make_cpp_args(torch.int32, 4)}>" == "k<int32_t, 4>"
+    assert f"k<{runtime.make_cpp_args(torch.int32, 4)}>" == "k<int32_t, 4>"
     with pytest.raises(TypeError):
-        jit.make_cpp_args(1.5)
+        runtime.make_cpp_args(1.5)
 
 
 def test_cache_once():
     calls = []
 
-    @jit.cache_once
+    @runtime.cache_once
     def factory(a, b=1):
         calls.append((a, b))
         return object()
@@ -210,11 +212,11 @@ def test_cache_once():
 
 def test_arch_helpers(monkeypatch):
     monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
-    assert jit.default_arch() == "9.0"
-    assert jit._arch_number("9.0") == 900
-    assert jit._arch_number("9.0a") == 900
-    assert jit._arch_number("10.0 12.0") == 1000
-    assert isinstance(jit.is_arch_support_pdl(), bool)
+    assert runtime.default_arch() == "9.0"
+    assert runtime._arch_number("9.0") == 900
+    assert runtime._arch_number("9.0a") == 900
+    assert runtime._arch_number("10.0 12.0") == 1000
+    assert isinstance(runtime.is_arch_support_pdl(), bool)
 
 
 def test_parse_resource_usage_canned():
@@ -231,7 +233,7 @@ ptxas info    : Function properties for _Z3barv
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ptxas info    : Used 8 registers, used 0 barriers, 356 bytes cmem[0]
 """
-    res = jit.parse_resource_usage(log, demangle=False)
+    res = runtime.parse_resource_usage(log, demangle=False)
     assert [(r.name, r.registers, r.spill_stores, r.spill_loads, r.shared_bytes, r.stack_bytes)
             for r in res] == [("_Z3fooPf", 72, 8, 4, 1024, 16), ("_Z3barv", 8, 0, 0, 0, 0)]
     assert res[0].arch == "sm_90"
@@ -264,8 +266,21 @@ def test_relative_cuda_files_resolve_against_the_calling_wrapper(tree, tmp_path,
         (kernels / "elementwise" / name).write_text((tree / name).read_text())
     (kernels / "elementwise" / "twice.py").write_text(WRAPPER)
     wrapper = _load_wrapper(kernels / "elementwise" / "twice.py")
-    expected = jit.compute_key("kc_twice", **_kwargs(kernels / "elementwise"))
+    expected = runtime.compute_key("kc_twice", **_kwargs(kernels / "elementwise"))
     assert wrapper.key("elementwise/kc_twice.cuh") == expected  # found from the parent folder
     assert wrapper.key("kc_twice.cuh") == expected  # found in the wrapper's own folder
-    with pytest.raises(jit.BuildError, match=r"cuda file not found: .*kernels/elementwise/add_constant\.cuh"):
+    with pytest.raises(runtime.BuildError, match=r"cuda file not found: .*kernels/elementwise/add_constant\.cuh"):
         wrapper.key("add_constant.cuh")  # a name this repository's csrc/ has
+
+
+def test_the_runtime_stands_apart_from_the_checker_and_keeps_its_former_name() -> None:
+    """What a wrapper imports at run time loads none of the checker (no libclang, no rules,
+    no config), and `kernel_check.jit` is the same API under its former name."""
+    probe = ("import sys, kernel_check.jit as former, kernel_check.runtime as runtime\n"
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('kernel_check'))))\n"
+             "print(all(getattr(former, name) is getattr(runtime, name) for name in runtime.__all__))\n")
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    loaded, same = ran.stdout.split("\n")[:2]
+    assert loaded.split() == ["kernel_check", "kernel_check.includes", "kernel_check.jit", "kernel_check.runtime"]
+    assert same == "True" and {"load_jit", "cache_once", "make_cpp_args"} <= set(runtime.__all__)

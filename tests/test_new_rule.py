@@ -18,8 +18,10 @@ SCRIPT = REPO / "scripts" / "new_rule.py"
 
 @pytest.fixture()
 def layout(tmp_path: Path) -> Path:
-    """A temp checkout shaped like this one: the real rules/ and an empty fixture folder."""
+    """A temp checkout shaped like this one: the real rules/ and code table, an empty fixture folder."""
     shutil.copytree(REPO / "rules", tmp_path / "rules", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "checker").mkdir()
+    shutil.copy(REPO / "checker" / "codes.py", tmp_path / "checker" / "codes.py")
     (tmp_path / "tests" / "fixtures" / "cpp").mkdir(parents=True)
     return tmp_path
 
@@ -35,9 +37,14 @@ def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(la
     module = layout / "rules" / "kc199_demo_rule.py"
     fixture = layout / "tests" / "fixtures" / "cpp" / "kc199_demo_rule.cuh"
     assert module.is_file() and fixture.is_file()
-    # Imported in a fresh interpreter as part of the rule pack, so this session's registry stays as it is.
+    # Imported in a fresh interpreter as part of the rule pack, with the scaffolded code table in
+    # place of the installed one, so this session's registry stays as it is.
+    table = layout / "checker" / "codes.py"
     probe = (
         "import importlib.util, sys\n"
+        f"table = importlib.util.spec_from_file_location('kernel_check.codes', {str(table)!r})\n"
+        "codes = sys.modules[table.name] = importlib.util.module_from_spec(table)\n"
+        "table.loader.exec_module(codes)\n"
         "from kernel_check.registry import get_rule, Language\n"
         f"spec = importlib.util.spec_from_file_location('kernel_check.rules.kc199_demo_rule', {str(module)!r})\n"
         "mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
@@ -58,6 +65,7 @@ def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(la
 
 @pytest.mark.parametrize("code, name, why", [
     ("KC130", "brand-new", "code KC130 is already used by"),
+    ("KC198", "kernel-fault", "name 'kernel-fault' is already used by"),
     ("KC198", "raw-kernel-launch", "name 'raw-kernel-launch' is already used by"),
     ("KC17", "brand-new", "malformed code 'KC17'"),
     ("kc198", "brand-new", "malformed code 'kc198'"),
@@ -65,10 +73,12 @@ def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(la
 ])
 def test_refuses_with_one_line_and_exit_2(layout: Path, code: str, name: str, why: str) -> None:
     before = sorted(p.name for p in (layout / "rules").iterdir())
+    table = (layout / "checker" / "codes.py").read_text()
     done = scaffold(layout, code, name)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and why in done.stderr and "Traceback" not in done.stderr
     assert sorted(p.name for p in (layout / "rules").iterdir()) == before
+    assert (layout / "checker" / "codes.py").read_text() == table
     assert not any((layout / "tests" / "fixtures" / "cpp").iterdir())
 
 

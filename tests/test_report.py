@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from kernel_check import __version__, registry
+from kernel_check import __version__, codes, registry
 from kernel_check.cli import main
 from kernel_check.finding import Finding, Fix, Location, Related, Severity, TextEdit
 from kernel_check.registry import Language
@@ -30,18 +30,13 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def registered() -> registry.RuleMeta:
-    """A throwaway KC999 rule, removed from the registry afterwards."""
+def registered(monkeypatch: pytest.MonkeyPatch) -> registry.RuleMeta:
+    """A throwaway KC999 rule, removed from the code table and the registry afterwards."""
     registry.load_rules()
+    monkeypatch.setitem(codes.TABLE, "KC999", codes.Code("KC999", "throwaway-rule", Severity.WARNING,
+                                                         Language.CPP, "a throwaway rule", fixable=True))
 
-    @registry.rule(
-        "KC999",
-        "throwaway-rule",
-        Severity.WARNING,
-        Language.CPP,
-        summary="a throwaway rule",
-        fixable=True,
-    )
+    @registry.rule("KC999")
     def check(model, ctx):  # pragma: no cover - never run
         yield from ()
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import git, pre_commit_env, user_repo
 from test_workflows import template_workflows
 
-from kernel_check import jit
+from kernel_check import runtime
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("pre-commit") is None,
                                 reason="git or pre-commit is not installed")
@@ -151,7 +151,7 @@ def test_static_check_finds_the_headers_and_the_planted_finding(venv: Path, tmp_
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_build_compiles_against_the_installed_headers(venv: Path, tmp_path: Path, hook_repo: Path,
                                                      jit_cache: Path) -> None:
     repo = _user_repo(tmp_path, hook_repo)
@@ -232,7 +232,7 @@ def test_ci_recipe_runs_as_written(venv: Path, wheel: Path, tmp_path: Path, jit_
     env = {**os.environ, "PATH": f"{venv}{os.pathsep}{os.environ['PATH']}", "PIP_FIND_LINKS": str(wheel.parent),
            "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "KERNEL_CHECK_JIT_CACHE": str(jit_cache)}
     ((_, workflow),) = template_workflows()
-    jobs = ["static"] + (["build"] if jit._find_nvcc() is not None else [])
+    jobs = ["static"] + (["build"] if runtime._find_nvcc() is not None else [])
     ran = [(step["run"], _run_step(step, workflow["jobs"][job].get("env", {}), checkout, env))
            for job in jobs for step in _recipe_steps(job)]
     assert len(ran) >= 4, [script for script, _ in ran]

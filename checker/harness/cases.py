@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Optional
 
+from .. import codes
 from .profiles import SANITIZER_TOOLS, ValueProfile, applicable, contract_of, sanitized
 from .spec import Instantiation, KernelSpec, Sizes, Tensor, dim_axes, dim_size, itemsize
 
@@ -66,15 +67,15 @@ class CaseKind(enum.Enum):
 
 # The check a case kind stands for: what a fault or an exception in it is reported as.
 CHECK_CODE = {
-    CaseKind.REFERENCE: "KD101",
-    CaseKind.STRIDED: "KD101",
-    CaseKind.PROFILE: "KD101",
-    CaseKind.GRAPH: "KD403",
-    CaseKind.STREAM: "KD402",
-    CaseKind.PDL: "KD401",
-    CaseKind.BAD_INPUT: "KD301",
-    CaseKind.BANDWIDTH: "KD501",
-    CaseKind.SANITIZE: "KD201",
+    CaseKind.REFERENCE: codes.RESULT_MISMATCH,
+    CaseKind.STRIDED: codes.RESULT_MISMATCH,
+    CaseKind.PROFILE: codes.RESULT_MISMATCH,
+    CaseKind.GRAPH: codes.CUDA_GRAPH,
+    CaseKind.STREAM: codes.WRONG_STREAM,
+    CaseKind.PDL: codes.PDL_STALE_READ,
+    CaseKind.BAD_INPUT: codes.BAD_INPUT_NOT_REJECTED,
+    CaseKind.BANDWIDTH: codes.BANDWIDTH_BELOW_FLOOR,
+    CaseKind.SANITIZE: codes.MEMCHECK,
 }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import fnmatch
 import signal
 import sys
@@ -27,13 +26,16 @@ from ..build import (
     nvcc_available,
     wrapper_targets,
 )
+from ..baseline import BaselineError
 from ..config import Config, ConfigError, load_config, print_warnings
-from ..finding import Finding, Severity
+from ..diff import DiffError
+from ..finalize import BUILD_STAGES, SANITIZE_STAGES, TEST_STAGES, Policy, filter_results, finalize, record_baseline
+from ..finding import Finding
 from .build import build_specs
 from .discover import discover
 from .process import stop_all
 from .report import Progress, reference_note, render_table
-from .run import HarnessResult, RunOptions, run_specs, visible_gpus
+from .run import HarnessResult, RunOptions, launcher_location, run_specs, visible_gpus
 from .sanitize import TOOLS, find_sanitizer, sanitize_command
 from .spec import KernelSpec
 
@@ -53,8 +55,8 @@ def _tools(value: str) -> tuple[str, ...]:
 
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
-    """The report and gate flags, as the static command spells them (`kernel_check.cli`)."""
-    from ..cli import add_selection_options
+    """The report, gate and baseline flags, as the static command spells them (`kernel_check.cli`)."""
+    from ..cli import add_baseline_options, add_selection_options
     from ..report import FORMATS
 
     parser.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
@@ -63,6 +65,7 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
                         help="write the findings to FILE instead of stdout")
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
     add_selection_options(parser)
+    add_baseline_options(parser)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -104,7 +107,6 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("-o", "--output", type=Path, help="the spec file (default NAME_spec.py beside it; - for stdout)")
     new.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                      help="a macro the wrapper defines for the build (repeatable)")
-    new.set_defaults(select=(), ignore=())  # no findings to select: the shared setup still asks
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
     build.add_argument("paths", nargs="+", type=Path,
@@ -157,37 +159,51 @@ def _require_nvcc() -> None:
 
 
 def _config(args: argparse.Namespace) -> Config:
-    from ..cli import validate_selection
     from ..registry import load_rules
 
     try:
         config = load_config(Path.cwd())
         print_warnings(config)
         load_rules()
-        validate_selection(args, config)  # before the (slow) build: a typo costs nothing
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc
     return config
 
 
-def _remap(findings: list[Finding], config: Config) -> list[Finding]:
-    """Apply the config's per-code severity overrides."""
-    return [dataclasses.replace(f, severity=config.severity_of(f.code, f.severity)) for f in findings]
+def _policy(args: argparse.Namespace, config: Config, stages: frozenset) -> Policy:
+    """Codes, baseline and gate: checked before the (slow) build, so a typo costs nothing."""
+    from ..cli import policy_from_args
+
+    try:
+        return policy_from_args(args, config, stages)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    except (BaselineError, DiffError) as exc:
+        raise UsageError(f"kernel-check: error: {exc}") from exc
 
 
-def _emit(findings: list[Finding], args: argparse.Namespace, config: Config) -> int:
+def _emit(findings: list[Finding], args: argparse.Namespace, policy: Policy, sources: Sequence[str] = (),
+          unfinished: Sequence[str] = ()) -> int:
+    """The shared back end (`finalize.py`) over the run's findings, then the report or the
+    baseline. `sources`: the kernel sources the run exercised; `unfinished`: those of specs a
+    stop cut off."""
     from ..cli import emit, use_color
-    from ..filter import Selection
-    from ..report import render
+    from ..report import Summary, render
 
-    selection = Selection(config, list(args.select), list(args.ignore))
-    findings = [f for f in findings if selection.enabled(f.code, config.relative(Path(f.path)))]
-    emit(render(findings, args.format, root=config.root, color=use_color("auto", args.output)), args.output)
-    if args.exit_zero:
-        return EXIT_CLEAN
-    strict = args.strict or bool(config.get("strict"))
-    failing = {Severity.ERROR} | ({Severity.WARNING} if strict else set())
-    return EXIT_FINDINGS if any(f.severity in failing for f in findings) else EXIT_CLEAN
+    results = filter_results(findings, policy, sources, unfinished)
+    if args.write_baseline is not None:
+        return record_baseline(args.write_baseline, results, policy)
+    verdict = finalize(results, policy)
+    summary = Summary(suppressed=verdict.suppressed, baseline_hidden=verdict.baseline_hidden,
+                      baseline_fixed=verdict.baseline_fixed)
+    emit(render(verdict.findings, args.format, root=policy.config.root, summary=summary,
+                color=use_color("auto", args.output)), args.output)
+    return verdict.exit_status(args.exit_zero)
+
+
+def _sources(specs: Sequence[KernelSpec]) -> list[str]:
+    """The kernel sources of `specs`, named as their findings name them."""
+    return sorted({launcher_location(spec).path for spec in specs})
 
 
 def _build_options(config: Config) -> dict:
@@ -217,6 +233,7 @@ def _target_key(target: BuildTarget) -> tuple[str, str]:
 
 
 def _build(args: argparse.Namespace, config: Config) -> int:
+    policy = _policy(args, config, BUILD_STAGES)
     _require_nvcc()
     ensure_arch_for_compile_only()
     found = discover(args.paths)
@@ -232,12 +249,13 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731
     findings = build_specs(specs, on_done=on_done, **_build_options(config)).findings
     findings += build_findings(build_all(wrappers, on_done=on_done))
-    return _emit(_remap(findings, config), args, config)
+    return _emit(findings, args, policy, _sources(specs))
 
 
 def _test(args: argparse.Namespace, config: Config) -> int:
     if args.compile_only:
         return _build(args, config)
+    policy = _policy(args, config, TEST_STAGES)
     _require_nvcc()
     specs = _load_specs(args.paths, args.filter)
     if not visible_gpus():
@@ -250,14 +268,15 @@ def _test(args: argparse.Namespace, config: Config) -> int:
                          sanitizer_log_dir=args.sanitizer_log, max_time=args.max_time,
                          **_build_options(config))
     if args.against:
-        return _test_against(specs, options, args, config)
+        return _test_against(specs, options, args, policy)
     with _stop_on_signals():
         result = run_specs(specs, options, Progress())
     print(render_table(result.rows), file=sys.stderr)
     note = reference_note([s.name for s in specs if s.reference is None])
     if note:
         print(note, file=sys.stderr)
-    status = _emit(_remap(result.findings, config), args, config)
+    stopped = [s for s in specs if s.name in result.stopped]
+    status = _emit(result.findings, args, policy, _sources(specs), _sources(stopped))
     return _report_environment(result) or _report_stop(result, len(specs)) or status
 
 
@@ -268,7 +287,7 @@ def _report_environment(result: HarnessResult) -> int:
     return EXIT_USAGE if result.environment else EXIT_CLEAN
 
 
-def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.Namespace, config: Config) -> int:
+def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.Namespace, policy: Policy) -> int:
     """``--against REV``: REV's build of each kernel is the reference (differential.py)."""
     import tempfile
 
@@ -276,7 +295,7 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
 
     with tempfile.TemporaryDirectory(prefix="kernel-check-against-") as scratch:
         try:
-            plan = differential.prepare(specs, args.against, Path(scratch), **_build_options(config))
+            plan = differential.prepare(specs, args.against, Path(scratch), **_build_options(policy.config))
         except differential.AgainstError as exc:
             raise UsageError(str(exc)) from exc
         for reason in plan.skipped:
@@ -288,7 +307,7 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
         print(render_table(result.rows), file=sys.stderr)
         findings = plan.build_findings + differential.restore_paths(result.findings, plan.originals,
                                                                     plan.generated, args.against)
-        status = _emit(_remap(findings, config), args, config)
+        status = _emit(findings, args, policy)
         return _report_environment(result) or _report_stop(result, len(plan.specs)) or status
 
 
@@ -340,6 +359,7 @@ def _report_stop(result: HarnessResult, total: int) -> int:
 
 
 def _sanitize(args: argparse.Namespace, config: Config) -> int:
+    policy = _policy(args, config, SANITIZE_STAGES)
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not command:
         raise UsageError("usage: kernel-check sanitize [--tools ...] -- COMMAND [ARGS...]")
@@ -351,7 +371,7 @@ def _sanitize(args: argparse.Namespace, config: Config) -> int:
         if run.command_failed:
             print(run.output[-4000:], file=sys.stderr)
         print(f"kernel-check sanitize: {run.tool}: {len(run.reports)} report(s), command {state}", file=sys.stderr)
-    status = _emit(_remap(findings, config), args, config)
+    status = _emit(findings, args, policy)
     if status == EXIT_CLEAN and any(run.command_failed for run in runs):
         print("kernel-check sanitize: the command itself failed (see its output above)", file=sys.stderr)
         return EXIT_USAGE

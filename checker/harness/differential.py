@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import codes
 from ..diff import DiffError, git_toplevel
 from ..finding import Finding
 from .spec import Instantiation, KernelSpec, Role, Tensor
@@ -231,7 +232,7 @@ def restore_paths(findings: Sequence[Finding], originals: Mapping[str, str], gen
             r.location, path=originals.get(_spec_of(finding), r.location.path)))
             if r.location.path == shown else r for r in finding.related)
         message = finding.message
-        if finding.code == "KD101":
+        if finding.code == codes.RESULT_MISMATCH:
             message = message.replace("differs from the reference", f"differs from the build at {rev}")
         out.append(dataclasses.replace(finding, message=message, related=related))
     return out

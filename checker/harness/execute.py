@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .. import codes
 from .cases import BadInput, BadKind, Case, CaseKind, Outcome, numel, shape_of
 from .profiles import index_bound
 from .spec import KernelSpec, Role, Tensor, dim_size, itemsize
@@ -464,8 +465,8 @@ def check_runs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]
     unwritten = {name: unwritten_mask(runs[0][name], runs[1][name]) for name in poisoned}
     outcomes = [_poison(unwritten)]
     if expected is not None:
-        outcomes.append(_check_values(ctx, "KD101", runs[0], expected, "result differs from the reference",
-                                      ignore=unwritten))
+        outcomes.append(_check_values(ctx, codes.RESULT_MISMATCH, runs[0], expected,
+                                      "result differs from the reference", ignore=unwritten))
     return [*outcomes, _determinism(ctx, runs, unwritten), _inputs_unchanged(initial, snapshot)]
 
 
@@ -473,20 +474,20 @@ def _poison(unwritten: Mapping[str, torch.Tensor]) -> Outcome:
     """KD102: elements that held both poisons in turn."""
     holes = {n: m for n, m in unwritten.items() if bool(m.any())}
     if not holes:
-        return Outcome("KD102", True)
+        return Outcome(codes.OUTPUT_NOT_WRITTEN, True)
     parts = []
     for name, mask in holes.items():
         first = tuple(int(i) for i in mask.nonzero()[0])
         parts.append(f"{name}: {int(mask.sum())} of {mask.numel()} elements never written "
                      f"(first at index {first})")
-    return Outcome("KD102", False, "; ".join(parts), float(sum(int(m.sum()) for m in holes.values())))
+    return Outcome(codes.OUTPUT_NOT_WRITTEN, False, "; ".join(parts), float(sum(int(m.sum()) for m in holes.values())))
 
 
 def _determinism(ctx: CaseContext, runs: list[dict[str, torch.Tensor]],
                  unwritten: Mapping[str, torch.Tensor]) -> Outcome:
     """KD103: every run bitwise equal to the first, never-written elements aside."""
     if not ctx.spec.deterministic:
-        return Outcome("KD103", True, "declared nondeterministic")
+        return Outcome(codes.NONDETERMINISTIC, True, "declared nondeterministic")
     first = runs[0]
     for run_index, outs in enumerate(runs[1:], start=2):
         for name, value in outs.items():
@@ -496,18 +497,18 @@ def _determinism(ctx: CaseContext, runs: list[dict[str, torch.Tensor]],
             count = int(differs.sum())
             if count:
                 at = tuple(int(i) for i in differs.nonzero()[0])
-                return Outcome("KD103", False,
+                return Outcome(codes.NONDETERMINISTIC, False,
                                f"{name}: run {run_index} differs bitwise from run 1 in {count} elements "
                                f"(first at index {at}: {float(value[at]):.9g} vs {float(first[name][at]):.9g})",
                                float(count))
-    return Outcome("KD103", True)
+    return Outcome(codes.NONDETERMINISTIC, True)
 
 
 def _inputs_unchanged(initial: Mapping[str, torch.Tensor], snapshot: Mapping[str, torch.Tensor]) -> Outcome:
     changed = [name for name, bits in snapshot.items() if not torch.equal(_bits(initial[name]), bits)]
     if changed:
-        return Outcome("KD104", False, f"read-only input(s) {', '.join(changed)} changed during the call")
-    return Outcome("KD104", True)
+        return Outcome(codes.INPUT_MODIFIED, False, f"read-only input(s) {', '.join(changed)} changed during the call")
+    return Outcome(codes.INPUT_MODIFIED, True)
 
 
 def run_graph(ctx: CaseContext, case: Case) -> list[Outcome]:
@@ -522,7 +523,7 @@ def run_graph(ctx: CaseContext, case: Case) -> list[Outcome]:
             call(ctx, case, args)
     except Exception as exc:
         synchronize()
-        return [Outcome("KD403", False, f"the call cannot be captured in a CUDA graph: {_first_line(exc)}",
+        return [Outcome(codes.CUDA_GRAPH, False, f"the call cannot be captured in a CUDA graph: {_first_line(exc)}",
                         detail=str(exc))]
     fresh = make_initial(ctx, case, salt=7)
     for name, value in fresh.items():
@@ -535,7 +536,7 @@ def run_graph(ctx: CaseContext, case: Case) -> list[Outcome]:
     eager = make_arguments(ctx, case, fresh, 1)
     call(ctx, case, eager)
     synchronize()
-    return [_check_values(ctx, "KD403", replayed, _written(ctx, eager), "graph replay differs from eager")]
+    return [_check_values(ctx, codes.CUDA_GRAPH, replayed, _written(ctx, eager), "graph replay differs from eager")]
 
 
 def _first_line(exc: BaseException) -> str:
@@ -598,7 +599,7 @@ def _ordered_call(ctx: CaseContext, case: Case, code: str, delay_ns: int, pdl: b
 
 
 def run_stream(ctx: CaseContext, case: Case) -> list[Outcome]:
-    return [_ordered_call(ctx, case, "KD402", STREAM_DELAY_NS, False, torch.cuda.Stream())]
+    return [_ordered_call(ctx, case, codes.WRONG_STREAM, STREAM_DELAY_NS, False, torch.cuda.Stream())]
 
 
 def pdl_overlap(ctx: CaseContext, attempts: int = 3) -> tuple[bool, str]:
@@ -636,15 +637,16 @@ def run_pdl(ctx: CaseContext, case: Case) -> list[Outcome]:
     reported as inconclusive.
     """
     for repeat in range(PDL_REPEATS):
-        outcome = _ordered_call(ctx, case, "KD401", PDL_DELAY_NS, True, torch.cuda.Stream(), salt=13 + repeat)
+        outcome = _ordered_call(ctx, case, codes.PDL_STALE_READ, PDL_DELAY_NS, True, torch.cuda.Stream(),
+                                salt=13 + repeat)
         if not outcome.passed:
             message = outcome.message + (f" (run {repeat + 1} of {PDL_REPEATS})" if repeat else "")
             return [Outcome(outcome.code, False, message, outcome.metric, outcome.detail)]
     overlap, canary = pdl_overlap(ctx)
     if not overlap:
-        return [Outcome("KD401", True, f"inconclusive: PDL launches did not overlap on this device ({canary})",
-                        detail=canary)]
-    return [Outcome("KD401", True, detail=canary)]
+        return [Outcome(codes.PDL_STALE_READ, True,
+                        f"inconclusive: PDL launches did not overlap on this device ({canary})", detail=canary)]
+    return [Outcome(codes.PDL_STALE_READ, True, detail=canary)]
 
 
 # ----- bad inputs -----
@@ -670,10 +672,11 @@ def _expect_rejection(ctx: CaseContext, case: Case, args: Arguments, what: str) 
     except ContextPoisoned as fault:
         raise ContextPoisoned(f"{what} was not rejected and the kernel faulted: {fault}") from fault
     if error is None:
-        return Outcome("KD301", False, f"{what} was accepted without an error")
+        return Outcome(codes.BAD_INPUT_NOT_REJECTED, False, f"{what} was accepted without an error")
     if CUDA_ERROR_TEXT.search(str(error)):
-        return Outcome("KD301", False, f"{what} was rejected only by a CUDA error: {_first_line(error)}")
-    return Outcome("KD301", True, _first_line(error))
+        return Outcome(codes.BAD_INPUT_NOT_REJECTED, False,
+                       f"{what} was rejected only by a CUDA error: {_first_line(error)}")
+    return Outcome(codes.BAD_INPUT_NOT_REJECTED, True, _first_line(error))
 
 
 def run_profile(ctx: CaseContext, case: Case) -> list[Outcome]:
@@ -692,7 +695,7 @@ def run_profile(ctx: CaseContext, case: Case) -> list[Outcome]:
         synchronize()
         if CUDA_ERROR_TEXT.search(str(exc)):
             raise
-        return [Outcome("KD101", True, f"rejected on the host: {_first_line(exc)}")]
+        return [Outcome(codes.RESULT_MISMATCH, True, f"rejected on the host: {_first_line(exc)}")]
 
 
 # ----- bandwidth -----
@@ -730,14 +733,15 @@ def run_bandwidth(ctx: CaseContext, case: Case) -> list[Outcome]:
         moved = sum(t.numel() * t.element_size() * (2 if spec_t.role is Role.INPLACE else 1)
                     for spec_t in ctx.spec.tensors for t in [args.values[spec_t.name]])
     if moved < MIN_BANDWIDTH_BYTES:
-        return [Outcome("KD501", True, f"inconclusive: one call moves {moved / 1e6:.1f} MB, under the "
-                                       f"{MIN_BANDWIDTH_BYTES >> 20} MiB a bandwidth figure needs")]
+        return [Outcome(codes.BANDWIDTH_BELOW_FLOOR, True,
+                        f"inconclusive: one call moves {moved / 1e6:.1f} MB, under the "
+                        f"{MIN_BANDWIDTH_BYTES >> 20} MiB a bandwidth figure needs")]
     seconds = _timed(lambda: call(ctx, case, args), BANDWIDTH_ITERS)
     achieved, peak = moved / seconds, copy_bandwidth(ctx)
     fraction = achieved / peak
     message = (f"{achieved / 1e9:.0f} GB/s = {fraction:.0%} of the device copy bandwidth "
                f"{peak / 1e9:.0f} GB/s ({moved / 1e6:.1f} MB per call, {seconds * 1e6:.1f} us)")
-    return [Outcome("KD501", fraction >= ctx.bandwidth_floor, message, fraction)]
+    return [Outcome(codes.BANDWIDTH_BELOW_FLOOR, fraction >= ctx.bandwidth_floor, message, fraction)]
 
 
 # ----- sanitizer runs -----

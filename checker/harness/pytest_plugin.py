@@ -2,8 +2,11 @@
 
 Each ``*_spec.py`` under the collected paths becomes one item per spec; the item runs the
 whole harness for that spec (build, cases, sanitizers, bandwidth) and fails with the
-findings that would fail ``kernel-check test``. Without a GPU the items skip, with the
-reason; ``--kernel-check-compile-only`` builds them instead.
+findings that would fail ``kernel-check test``: the same back end (``finalize.py``) under
+the ``[tool.kernel-check]`` configuration that governs the spec file (``select``,
+``ignore``, ``per-file-ignores``, ``severity``, ``strict``, ``baseline``) and the inline
+suppressions in the kernel source. Without a GPU the items skip, with the reason;
+``--kernel-check-compile-only`` builds them instead.
 
 Several GPUs: with pytest-xdist installed and no ``-n`` given, one worker per visible GPU
 is started, and each worker sees only its own GPU (``CUDA_VISIBLE_DEVICES``), which its
@@ -16,12 +19,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ..finding import Severity
+from ..finding import Finding
 from .discover import SPEC_GLOB, load_module, specs_in_module
 from .spec import KernelSpec
+
+if TYPE_CHECKING:  # the back end loads when an item runs, not in every pytest session
+    from ..finalize import Policy
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -84,15 +91,18 @@ class SpecItem(pytest.Item):
 
     def runtest(self) -> None:
         from ..build import ensure_arch_for_compile_only
+        from ..finalize import BUILD_STAGES, TEST_STAGES
         from .build import build_specs
         from .report import Progress
         from .run import RunOptions, run_specs, visible_gpus
 
         config = self.config
         if config.getoption("kernel_check_compile_only"):
+            policy = self.policy(BUILD_STAGES)
             ensure_arch_for_compile_only()
             findings = build_specs([self.spec]).findings
         else:
+            policy = self.policy(TEST_STAGES)
             if not visible_gpus():
                 pytest.skip("no CUDA GPU visible (use --kernel-check-compile-only to build only)")
             tools = tuple(t for t in config.getoption("kernel_check_sanitize").split(",") if t)
@@ -101,9 +111,31 @@ class SpecItem(pytest.Item):
             if result.environment:  # the machine failed, not the kernel: no verdict
                 pytest.skip("environment error: " + "; ".join(result.environment))
             findings = result.findings
-        failing = [f for f in findings if f.severity is Severity.ERROR]
-        if failing:
-            raise KernelCheckFailure("\n".join(f"{f.path}:{f.line}: {f.code} {f.message}" for f in failing))
+        self.judge(findings, policy)
+
+    def policy(self, stages: frozenset) -> Policy:
+        """What ``kernel-check test`` would use in the spec's project, run with no flags."""
+        from ..baseline import BaselineError
+        from ..cli import UsageError, make_policy
+        from ..config import ConfigError, load_config
+        from ..diff import DiffError
+        from ..registry import load_rules
+
+        try:
+            load_rules()
+            return make_policy(load_config(self.path.parent), stages, paths=(self.path,))
+        except (ConfigError, BaselineError, DiffError, UsageError) as error:  # one line, not a traceback
+            raise KernelCheckFailure(f"kernel-check: error: {error}") from None
+
+    def judge(self, findings: list[Finding], policy: Policy) -> None:
+        """Fail with the findings that fail the gate, after the filters and the baseline."""
+        from ..finalize import filter_results, finalize
+        from .run import launcher_location
+
+        results = filter_results(findings, policy, [launcher_location(self.spec).path])
+        verdict = finalize(results, policy)
+        if verdict.fails:
+            raise KernelCheckFailure("\n".join(f"{f.path}:{f.line}: {f.code} {f.message}" for f in verdict.failing))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, KernelCheckFailure):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import codes
 from ..progress import Progress
 
 __all__ = ["Cell", "Progress", "SummaryRow", "reference_note", "render_table"]
@@ -16,19 +17,19 @@ __all__ = ["Cell", "Progress", "SummaryRow", "reference_note", "render_table"]
 # (column title, the code or tool it summarizes)
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("build", "build"),
-    ("ref", "KD101"),
-    ("poison", "KD102"),
-    ("determ", "KD103"),
-    ("inputs", "KD104"),
-    ("bad-in", "KD301"),
-    ("pdl", "KD401"),
-    ("stream", "KD402"),
-    ("graph", "KD403"),
+    ("ref", codes.RESULT_MISMATCH),
+    ("poison", codes.OUTPUT_NOT_WRITTEN),
+    ("determ", codes.NONDETERMINISTIC),
+    ("inputs", codes.INPUT_MODIFIED),
+    ("bad-in", codes.BAD_INPUT_NOT_REJECTED),
+    ("pdl", codes.PDL_STALE_READ),
+    ("stream", codes.WRONG_STREAM),
+    ("graph", codes.CUDA_GRAPH),
     ("memchk", "memcheck"),
     ("race", "racecheck"),
     ("init", "initcheck"),
     ("sync", "synccheck"),
-    ("bw", "KD501"),
+    ("bw", codes.BANDWIDTH_BELOW_FLOOR),
 )
 NOT_RUN = "-"
 # the KD101 cell of a spec without a reference: the only check that needs one

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import codes
 from ..build import display_path
 from ..finding import Finding, Location, Related
 from ..registry import get_rule
@@ -238,17 +239,17 @@ def _record_stop(run: SpecRun, case: Case, exit_: ChildExit, plan: list[Case], s
         run.hung.add(case.inst)
         run.notes[(case.inst, CHECK_CODE[case.kind])] = "hang"
         run.findings.append(make_finding(
-            spec, "KD002", f"{spec.name}[{case.inst}] {case.label}: no progress for {timeout:g} s; "
+            spec, codes.KERNEL_HANG, f"{spec.name}[{case.inst}] {case.label}: no progress for {timeout:g} s; "
                            f"killed, the rest of this instantiation skipped", exit_.output_tail))
         skip.update(c.index for c in plan if c.inst == case.inst)
         return
     message = _fault_message(exit_)
     if case.kind is CaseKind.BAD_INPUT:
-        run.results.append((case, Outcome("KD301", False, message, detail=exit_.output_tail)))
+        run.results.append((case, Outcome(codes.BAD_INPUT_NOT_REJECTED, False, message, detail=exit_.output_tail)))
         return
     run.notes[(case.inst, CHECK_CODE[case.kind])] = "crash"
     run.findings.append(make_finding(
-        spec, "KD001", f"{spec.name}[{case.inst}] {case.label}: the kernel faulted: {message}",
+        spec, codes.KERNEL_FAULT, f"{spec.name}[{case.inst}] {case.label}: the kernel faulted: {message}",
         exit_.output_tail))
     # the kernel faults on valid input: only the bad-input checks still say something
     skip.update(c.index for c in plan if c.inst == case.inst and c.kind is not CaseKind.BAD_INPUT)
@@ -301,7 +302,7 @@ def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, w
             return
         if exit_.running_case is None:  # the harness itself failed (spec, import, tvm-ffi)
             error = next((e["error"] for e in exit_.events if e["event"] == "error"), exit_.output_tail)
-            run.findings.append(make_finding(spec, "KD001", f"{spec.name}: the harness child failed "
+            run.findings.append(make_finding(spec, codes.KERNEL_FAULT, f"{spec.name}: the harness child failed "
                                              f"before its cases ran (exit {exit_.returncode})", error))
             return
         _record_stop(run, by_index[exit_.running_case], exit_, plan, skip, options.timeout)
@@ -385,11 +386,11 @@ def run_sanitizer(run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOpt
     found = report_findings(tool_run.reports, fallback=launcher_location(spec), context=spec.name,
                             kernels=kernels, search=source_dirs(spec))
     if tool_run.timed_out:
-        found.append(make_finding(spec, "KD002", f"{spec.name}: {tool} run did not finish within "
+        found.append(make_finding(spec, codes.KERNEL_HANG, f"{spec.name}: {tool} run did not finish within "
                                   f"{options.sanitize_timeout:g} s", tool_run.output[-4000:]))
     elif tool_run.command_failed and not found:
         error = next((ln for ln in reversed(tool_run.output.splitlines()) if ln.strip()), "")
-        found.append(make_finding(spec, "KD001", f"{spec.name}: the {tool} run failed (exit "
+        found.append(make_finding(spec, codes.KERNEL_FAULT, f"{spec.name}: the {tool} run failed (exit "
                                   f"{tool_run.returncode}) without a report: {error[:300]}",
                                   tool_run.output[-4000:]))
     with run.lock:
@@ -464,7 +465,7 @@ def summary_rows(runs: list[SpecRun], builds: SpecBuilds, tools: tuple[str, ...]
         for inst in run.spec.variants:
             row = SummaryRow(target_label(run.spec, inst) + ("" if run.complete else " (stopped)"))
             if run.spec.reference is None:
-                row.cell("KD101").note = NO_REFERENCE
+                row.cell(codes.RESULT_MISMATCH).note = NO_REFERENCE
             built = builds.library(run.spec.name, inst.id) is not None
             row.cell("build").merge(built, None)
             for case, outcome in run.results:
@@ -472,8 +473,9 @@ def summary_rows(runs: list[SpecRun], builds: SpecBuilds, tools: tuple[str, ...]
                     row.cell(outcome.code).merge(outcome.passed, outcome.metric)
                     if outcome.passed and outcome.message.startswith("inconclusive"):
                         row.cell(outcome.code).note = "n/a"
-                    elif outcome.code == "KD501" and outcome.metric is not None:
-                        row.cell("KD501").note = f"{outcome.metric:.0%}" + ("" if outcome.passed else " low")
+                    elif outcome.code == codes.BANDWIDTH_BELOW_FLOOR and outcome.metric is not None:
+                        row.cell(codes.BANDWIDTH_BELOW_FLOOR).note = \
+                            f"{outcome.metric:.0%}" + ("" if outcome.passed else " low")
             for (note_inst, column), note in run.notes.items():
                 if note_inst == inst.id:
                     row.cell(column).note = note

@@ -20,14 +20,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import jit
+from .. import codes, runtime
 from ..build import display_path, kernel_identifier
 from ..finding import Finding, Location
 from ..registry import get_rule
 from .child import CASE_MARKER
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
-TOOL_CODE = {"memcheck": "KD201", "racecheck": "KD202", "initcheck": "KD203", "synccheck": "KD204"}
+TOOL_CODE = {"memcheck": codes.MEMCHECK, "racecheck": codes.RACECHECK, "initcheck": codes.INITCHECK,
+             "synccheck": codes.SYNCCHECK}
 ERROR_EXITCODE = 86
 PRINT_LIMIT = 64
 # initcheck watches every kernel (PyTorch's too, so that their writes count as initializing):
@@ -194,7 +195,7 @@ def find_sanitizer() -> str | None:
     found = shutil.which("compute-sanitizer")
     if found:
         return found
-    nvcc = jit._find_nvcc()
+    nvcc = runtime._find_nvcc()
     homes = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     if nvcc is not None:
         homes.append(nvcc.parent.parent)
