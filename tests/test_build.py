@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,12 @@ def test_a_spec_is_one_module_and_a_failing_one_is_built_again_per_instantiation
     assert good.exports["widths"] == {"1": "widths_0", "2": "widths_1"}
     module = tvm_ffi.load_module(good.libraries["widths"]["2"])
     assert [module.widths_0(5), module.widths_1(5)] == [5, 10]
+
+    built = []  # two specs of one launcher (a spec per value contract, say): one build
+    twins = build_specs([_widths_spec(tmp_path, (1, 2)), replace(_widths_spec(tmp_path, (1, 2)), name="twin")],
+                        on_done=built.append)
+    assert len(built) == 1 and twins.libraries["twin"] == twins.libraries["widths"] == good.libraries["widths"]
+    assert not twins.findings
 
     mixed = build_specs([_widths_spec(tmp_path, (1, 3))])
     (failure,) = mixed.findings

@@ -15,6 +15,7 @@ Specs name their source relative to the spec file, so ``csrc_root`` is the spec'
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,7 +121,7 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
     targets = [spec_module_target(spec, budgets[spec.name], include_dirs) for spec in specs]
     if with_probe:
         targets.append(probe_target())
-    outcomes = build_all(targets, lineinfo=lineinfo, jobs=jobs, on_done=on_done)
+    outcomes = _build_once(targets, lineinfo=lineinfo, jobs=jobs, on_done=on_done)
     builds = SpecBuilds()
     if with_probe:
         probe: BuildOutcome = outcomes.pop()
@@ -138,6 +139,21 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
     for (spec, inst), outcome in zip(alone, alone_outcomes):
         _record(builds, spec, (inst,), outcome)
     return builds
+
+
+def _build_once(targets: list[BuildTarget], **options) -> list[BuildOutcome]:
+    """``build_all``, compiling each distinct module once: two specs of one launcher (the
+    same source, exports, flags and headers, a spec per value contract) share its build,
+    each outcome keeping its own target for the findings' labels."""
+    def key(target: BuildTarget) -> tuple:
+        return (str(Path(target.source).resolve()), target.wrappers, target.extra_cuda_cflags, target.include_dirs,
+                tuple(sorted(target.register_budget.items())))
+
+    first: dict[tuple, BuildTarget] = {}
+    for target in targets:
+        first.setdefault(key(target), target)
+    built = dict(zip(first, build_all(list(first.values()), **options)))
+    return [dataclasses.replace(built[key(t)], target=t) for t in targets]
 
 
 def _record(builds: SpecBuilds, spec: KernelSpec, insts: tuple[Instantiation, ...], outcome: BuildOutcome) -> None:

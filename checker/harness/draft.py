@@ -152,7 +152,9 @@ def launchers(model: SourceModel) -> list[Function]:
 def forward_target(model: SourceModel, function: Function, direct: Sequence[Function]) -> Function | None:
     """The launcher a function hands all its tensors to, when it does nothing else with them."""
     names = {f.name: f for f in direct}
-    callees = {h.callee for h in model.launcher_facts.tensor_handoffs if h.function == function.usr}
+    # a TensorView passed by value hands itself to its copy constructor: no call of interest
+    callees = {h.callee for h in model.launcher_facts.tensor_handoffs
+               if h.function == function.usr and not _is_tensor(h.callee)}
     targets = [names[c] for c in callees if c in names]
     return targets[0] if len(targets) == 1 and len(callees) == 1 else None
 
@@ -781,7 +783,7 @@ def draft_file(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper:
         draft.include_dirs = tuple(_relative(d, base) for d in includes)
         draft.tree_variable = tree[0] if tree else ""
         if wrapper is not None and wrapper != cuh.with_suffix(".py"):
-            draft.notes.insert(0, f"{TODO}: instantiations read from the wrapper {wrapper.name} ({wrapper})")
+            draft.notes.insert(0, f"{TODO}: instantiations read from the wrapper {_relative(wrapper, base)}")
     names = [d.name for d in drafts]
     for draft in drafts:
         if names.count(draft.name) > 1:
