@@ -26,9 +26,10 @@ SPECS = [
         export="concat_mla_k",
         symbol="ConcatMlaKKernel::run",
         args=(
-            Tensor("k", ("n", 128, 192), dtype="bfloat16", role=Role.OUT, strided_dims=(0, 1), vector_bytes=16),
-            Tensor("k_nope", ("n", 128, 128), dtype="bfloat16", strided_dims=(0, 1), vector_bytes=16),
-            Tensor("k_rope", ("n", 1, 64), dtype="bfloat16", strided_dims=(0, 1), vector_bytes=16),
+            # the kernel moves rows as int2 (nope) and int (rope); the launcher checks 16-byte bases
+            Tensor("k", ("n", 128, 192), dtype="bfloat16", role=Role.OUT, strided_dims=(0, 1), vector_bytes=8),
+            Tensor("k_nope", ("n", 128, 128), dtype="bfloat16", strided_dims=(0, 1), vector_bytes=8),
+            Tensor("k_rope", ("n", 1, 64), dtype="bfloat16", strided_dims=(0, 1), vector_bytes=4),
         ),
         reference=concat_k,
         instantiations=(Instantiation(()),),

@@ -65,4 +65,7 @@ SPECS = [
     # 16400 tokens x 128 heads x 1024: row offsets tok * 131072 pass 2^31 from token 16384
     fixup_spec("sgl_fixup_zero_kv_rows_2g", no_kv, {"t": (16400,), "h": (128,), "d": (1024,), "b": TAILS},
                sanitize_sizes=({"t": 127, "h": 2, "d": 64, "b": 3},)),
+    # the control: 16383 tokens, every row offset below 2^31
+    fixup_spec("sgl_fixup_zero_kv_rows_below_2g", no_kv, {"t": (16383,), "h": (128,), "d": (1024,), "b": TAILS},
+               sanitize_sizes=({"t": 127, "h": 2, "d": 64, "b": 3},)),
 ]

@@ -153,7 +153,12 @@ def _build_once(targets: list[BuildTarget], **options) -> list[BuildOutcome]:
     for target in targets:
         first.setdefault(key(target), target)
     built = dict(zip(first, build_all(list(first.values()), **options)))
-    return [dataclasses.replace(built[key(t)], target=t) for t in targets]
+    outcomes = [dataclasses.replace(built[key(t)], target=t) for t in targets]
+    on_done = options.get("on_done")
+    for outcome in outcomes:
+        if on_done is not None and first[key(outcome.target)] is not outcome.target:
+            on_done(outcome)  # progress counts every spec's module, shared or not
+    return outcomes
 
 
 def _record(builds: SpecBuilds, spec: KernelSpec, insts: tuple[Instantiation, ...], outcome: BuildOutcome) -> None:
