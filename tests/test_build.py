@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from kernel_check.build import (
     wrapper_targets,
 )
 from kernel_check.harness import cli
+from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Tensor
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harness"
 REPO = Path(__file__).parent.parent
@@ -145,3 +147,56 @@ def test_build_finds_the_repositorys_headers_and_the_configured_ones(tmp_path, m
     status = cli.main(["build", "csrc", "--format", "json"])
     out = capsys.readouterr().out
     assert (status, json.loads(out)) == (0, []), out
+
+
+WIDTHS_SOURCE = """namespace sglang {
+template <int kWidth>
+__global__ void widths_kernel(int* out) { out[threadIdx.x] = kWidth; }
+template <int kWidth>
+int widths(int x) {
+  static_assert(kWidth != 3, "widths: 3 is not supported");
+  return x * kWidth;
+}
+}  // namespace sglang
+"""
+
+
+def _widths_spec(tree: Path, widths: tuple[int, ...]) -> KernelSpec:
+    return KernelSpec(name="widths", source="widths.cuh", export="widths", symbol="widths",
+                      args=(Tensor("dst", ("n",), "int32", Role.OUT),), reference=None,
+                      instantiations=tuple(Instantiation((w,)) for w in widths), grid={"n": TAILS},
+                      spec_path=str(tree / "widths_spec.py"))
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_a_spec_is_one_module_and_a_failing_one_is_built_again_per_instantiation(tmp_path, monkeypatch):
+    """Every instantiation of a spec in one module, each under its own export; when that
+    module fails, each instantiation alone: KC600 names the broken one, the rest still load."""
+    import tvm_ffi
+
+    from kernel_check.harness.build import build_specs
+
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
+    monkeypatch.setenv("KERNEL_CHECK_JIT_CACHE", str(tmp_path / "jit"))
+    (tmp_path / "widths.cuh").write_text(WIDTHS_SOURCE)
+
+    good = build_specs([_widths_spec(tmp_path, (1, 2))])
+    assert not good.findings
+    assert len(set(good.libraries["widths"].values())) == 1
+    assert good.exports["widths"] == {"1": "widths_0", "2": "widths_1"}
+    module = tvm_ffi.load_module(good.libraries["widths"]["2"])
+    assert [module.widths_0(5), module.widths_1(5)] == [5, 10]
+
+    built = []  # two specs of one launcher (a spec per value contract, say): one compile
+    twins = build_specs([_widths_spec(tmp_path, (1, 2)), replace(_widths_spec(tmp_path, (1, 2)), name="twin")],
+                        on_done=built.append)
+    assert [o.target.label for o in built] == ["widths", "twin"]  # progress names both, compiled once
+    assert twins.libraries["twin"] == twins.libraries["widths"] == good.libraries["widths"]
+    assert not twins.findings
+
+    mixed = build_specs([_widths_spec(tmp_path, (1, 3))])
+    (failure,) = mixed.findings
+    assert failure.code == "KC600" and "widths[3]" in failure.message and "3 is not supported" in failure.detail
+    assert list(mixed.libraries["widths"]) == ["1"] and mixed.exports["widths"] == {"1": "widths_0"}
+    assert tvm_ffi.load_module(mixed.libraries["widths"]["1"]).widths_0(5) == 5

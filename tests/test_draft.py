@@ -163,3 +163,97 @@ def test_a_symbolic_dtype_with_options_is_one_build_of_several_runtime_dtypes(tm
     inst = spec.instantiations[0]
     assert inst.dtypes["out_dtype"] == ("float16", "bfloat16") and inst.dtypes["scale_dtype"] == ("int32", "int64")
     assert len(inst.variants()) == 4
+
+
+# ----- a tree laid out like sglang's: kernels, headers and wrappers in folders of their own -----
+
+SECOND_LAUNCHER = '''
+  static void run_again(tvm::ffi::TensorView out, tvm::ffi::TensorView in, tvm::ffi::TensorView scale) {
+    run(out, in, scale);
+  }
+};
+'''
+PACKAGE_WRAPPER = '''from kernel_check.jit import load_jit, make_cpp_args
+
+
+def _module(dtype, pdl):
+    args = make_cpp_args(dtype, pdl)
+    return load_jit("row_scale", *args, cuda_files=["elementwise/row_scale.cuh"],
+                    cuda_wrappers=[("scale_rows", f"RowScale<{args}>::run"),
+                                   ("scale_rows_again", f"RowScale<{args}>::run_again")])
+'''
+# sorted first, and names a file whose name merely ends like the kernel's
+DECOY_WRAPPER = '''from kernel_check.jit import load_jit
+
+
+def _module():
+    return load_jit("decoy", cuda_files=["elementwise/fused_row_scale.cuh"], cuda_wrappers=[("decoy", "Decoy::run")])
+'''
+
+
+@pytest.fixture
+def package_tree(tmp_path) -> Path:
+    """tree/jit/{include,csrc/elementwise}/ and the wrappers in tree/ops/: nothing beside the kernel."""
+    import shutil
+
+    from kernel_check.includes import bundled_include_dir
+
+    tree = tmp_path / "tree"
+    shutil.copytree(bundled_include_dir(), tree / "jit" / "include")
+    kernels = tree / "jit" / "csrc" / "elementwise"
+    kernels.mkdir(parents=True)
+    source = SGL_FIXTURE.read_text()
+    (kernels / "row_scale.cuh").write_text(source[:source.rindex("};")] + SECOND_LAUNCHER
+                                           + source[source.rindex("};") + 2:])
+    (tree / "ops" / "elementwise").mkdir(parents=True)
+    (tree / "ops" / "a_decoy.py").write_text(DECOY_WRAPPER)
+    (tree / "ops" / "elementwise" / "row_scale_ops.py").write_text(PACKAGE_WRAPPER)
+    return tree
+
+
+def test_a_tree_with_its_wrappers_elsewhere_drafted_through_an_environment_variable(package_tree, tmp_path,
+                                                                                     monkeypatch):
+    """The wrapper is found in the package by the kernel's path (not a look-alike name), each
+    member launcher gets its own export, and a spec kept outside the tree names it through
+    $KC_TREE: its source and the tree's include/ as paths below it, no machine path."""
+    cuh = package_tree / "jit" / "csrc" / "elementwise" / "row_scale.cuh"
+    out = tmp_path / "specs" / "row_scale_spec.py"
+    out.parent.mkdir()
+    text = draft_text(cuh, out, tree=("KC_TREE", package_tree))
+    assert "TREE = tree_path('KC_TREE')" in text and str(package_tree) not in text
+    out.write_text(text)
+    monkeypatch.setenv("KC_TREE", str(package_tree))
+    found = discover([out])
+    assert not found.errors, found.errors
+    assert {(s.export, s.symbol) for s in found.specs} == {("scale_rows", "RowScale<>::run"),
+                                                            ("scale_rows_again", "RowScale<>::run_again")}
+    for spec in found.specs:
+        assert spec.source == str(cuh) and spec.include_dirs == (str(package_tree / "jit" / "include"),)
+    monkeypatch.delenv("KC_TREE")
+    again = out.with_name("row_scale_again_spec.py")  # a fresh import: the first one is cached
+    again.write_text(text)
+    unset = discover([again])
+    assert not unset.specs and "set KC_TREE to the kernel tree" in unset.errors[0]
+
+
+def test_tree_env_on_the_command_line_is_checked(package_tree, tmp_path):
+    cuh = package_tree / "jit" / "csrc" / "elementwise" / "row_scale.cuh"
+    command = [sys.executable, "-m", "kernel_check", "spec", "new", "--tree-env", "KC_TREE", "-o", "-"]
+    env = {k: v for k, v in __import__("os").environ.items() if k != "KC_TREE"}
+    unset = subprocess.run([*command, str(cuh)], capture_output=True, text=True, env=env)
+    assert unset.returncode == 2 and "set KC_TREE" in unset.stderr and len(unset.stderr.splitlines()) == 1
+    outside = subprocess.run([*command, str(SGL_FIXTURE)], capture_output=True, text=True,
+                             env={**env, "KC_TREE": str(package_tree)})
+    assert outside.returncode == 2 and "not inside $KC_TREE" in outside.stderr and "Traceback" not in outside.stderr
+
+
+def test_which_wrapper_entries_name_the_kernel_and_which_strides_pad_rows():
+    from kernel_check.harness.draft import names_file, padded_rows
+
+    kernel = "/tree/jit/csrc/elementwise/rmsnorm.cuh"
+    assert names_file("elementwise/rmsnorm.cuh", kernel) and names_file("rmsnorm.cuh", "rmsnorm.cuh")
+    assert not names_file("elementwise/fused_add_rmsnorm.cuh", kernel)
+    assert not names_file("fused_add_rmsnorm.cuh", "rmsnorm.cuh")
+    assert not padded_rows("TensorMatcher({N, D}).with_strides({D, 1}).verify(x)", ("N", "D"))
+    assert padded_rows("TensorMatcher({N, D}).with_strides({S, 1}).verify(x)", ("N", "D"))
+    assert not padded_rows("TensorMatcher({N, D}).verify(x)", ("N", "D"))

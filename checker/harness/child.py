@@ -40,8 +40,10 @@ class Job:
     start: int = 0
     skip: list[int] = field(default_factory=list)
     bandwidth_floor: float = 0.8
-    # bandwidth mode only: several specs in one child, each {"spec_path", "spec_name", "libraries"}
+    # bandwidth mode only: several specs in one child, each {"spec_path", "spec_name", "libraries", "exports"}
     batch: list[dict] = field(default_factory=list)
+    # instantiation id -> the name its library exports it under (default: the spec's export)
+    exports: dict[str, str] = field(default_factory=dict)
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -70,7 +72,8 @@ def _context(job: Job, spec):
 
     from .execute import CaseContext
 
-    kernels = {inst: getattr(tvm_ffi.load_module(lib), spec.export) for inst, lib in job.libraries.items()}
+    modules = {lib: tvm_ffi.load_module(lib) for lib in set(job.libraries.values())}
+    kernels = {inst: getattr(modules[lib], job.exports.get(inst, spec.export)) for inst, lib in job.libraries.items()}
     probe = tvm_ffi.load_module(job.probe) if job.probe else None
     return CaseContext(spec=spec, kernels=kernels, probe=probe, bandwidth_floor=job.bandwidth_floor)
 
@@ -101,7 +104,7 @@ def run_batch(job: Job) -> int:
     copy_bandwidth = None
     for item in job.batch:
         one = replace(job, spec_path=item["spec_path"], spec_name=item["spec_name"],
-                      libraries=item["libraries"], batch=[])
+                      libraries=item["libraries"], exports=item.get("exports", {}), batch=[])
         spec = find_spec(one.spec_path, one.spec_name)
         ctx = _context(one, spec)
         ctx._copy_bandwidth = copy_bandwidth

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fnmatch
+import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -107,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("-o", "--output", type=Path, help="the spec file (default NAME_spec.py beside it; - for stdout)")
     new.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                      help="a macro the wrapper defines for the build (repeatable)")
+    new.add_argument("--tree-env", metavar="VARIABLE",
+                     help="the spec finds the kernel tree through this environment variable (set now)")
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
     build.add_argument("paths", nargs="+", type=Path,
@@ -245,7 +248,7 @@ def _build(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"nothing to build under {', '.join(map(str, args.paths))} "
                          "(no *_spec.py, no wrapper with CUDA_FILES and INSTANTIATIONS)")
     progress = Progress()
-    progress.add(sum(len(s.instantiations) for s in specs) + len(wrappers))
+    progress.add(len(specs) + len(wrappers))  # one module per spec
     on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731
     findings = build_specs(specs, on_done=on_done, **_build_options(config)).findings
     findings += build_findings(build_all(wrappers, on_done=on_done))
@@ -323,9 +326,10 @@ def _spec(args: argparse.Namespace, config: Config) -> int:
     target = default_spec_path(args.source) if args.output is None else args.output
     if not to_stdout and target.exists():
         raise UsageError(f"{target}: already exists; pass -o NEW_FILE (or -o - for stdout)")
+    tree = _draft_tree(args.tree_env, args.source) if args.tree_env else None
     try:
         text = draft_text(args.source, Path.cwd() / "stdout_spec.py" if to_stdout else target,
-                          args.launcher, args.wrapper, tuple(args.defines))
+                          args.launcher, args.wrapper, tuple(args.defines), tree)
     except DraftError as exc:
         raise UsageError(f"{args.source}: {exc}") from exc
     if to_stdout:
@@ -334,6 +338,17 @@ def _spec(args: argparse.Namespace, config: Config) -> int:
         target.write_text(text, encoding="utf-8")
         print(f"kernel-check: wrote {target}; fill in each TODO(kernel-check), the reference first", file=sys.stderr)
     return EXIT_CLEAN
+
+
+def _draft_tree(variable: str, source: Path) -> tuple[str, Path]:
+    """``--tree-env VARIABLE``: the folder it names now, which must hold the kernel."""
+    value = os.environ.get(variable, "")
+    if not value or not Path(value).is_dir():
+        raise UsageError(f"--tree-env {variable}: set {variable} to the kernel tree's folder")
+    root = Path(value).resolve()
+    if not source.resolve().is_relative_to(root):
+        raise UsageError(f"{source}: not inside ${variable} ({root})")
+    return variable, root
 
 
 @contextlib.contextmanager

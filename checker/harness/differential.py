@@ -133,6 +133,8 @@ class RevisionReference:
     export: str
     rev: str
     loader: Loader = load_export
+    # instantiation id -> the name REV's module exports it under (default: ``export``)
+    exports: Mapping[str, str] = field(default_factory=dict)
     _kernels: dict[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
 
     def __call__(self, **inputs: Any) -> dict[str, Any]:
@@ -152,7 +154,7 @@ class RevisionReference:
 
     def kernel(self, inst_id: str) -> Callable[..., Any]:
         if inst_id not in self._kernels:
-            self._kernels[inst_id] = self.loader(self.libraries[inst_id], self.export)
+            self._kernels[inst_id] = self.loader(self.libraries[inst_id], self.exports.get(inst_id, self.export))
         return self._kernels[inst_id]
 
     def sizes_of(self, inputs: Mapping[str, Any]) -> dict[str, int]:
@@ -188,7 +190,7 @@ class RevisionReference:
 
 
 def against_revision(spec: KernelSpec, libraries: Mapping[str, str], export: str, rev: str,
-                     loader: Loader = load_export) -> KernelSpec:
+                     loader: Loader = load_export, exports: Mapping[str, str] | None = None) -> KernelSpec:
     """``spec`` with REV's build as its reference, its paths made absolute (the generated spec
     file lives elsewhere), and only the instantiations REV also built."""
     here = Path(spec.spec_path).parent
@@ -197,7 +199,7 @@ def against_revision(spec: KernelSpec, libraries: Mapping[str, str], export: str
         source=str((here / spec.source).resolve()),
         include_dirs=tuple(str((here / d).resolve()) for d in spec.include_dirs),
         instantiations=tuple(i for i in spec.instantiations if any(v.id in libraries for v in i.variants())),
-        reference=RevisionReference(spec, dict(libraries), export, rev, loader),
+        reference=RevisionReference(spec, dict(libraries), export, rev, loader, dict(exports or {})),
     )
 
 
@@ -207,7 +209,7 @@ def differential_specs(generated: str) -> list[KernelSpec]:
 
     manifest = json.loads(Path(generated).with_name(MANIFEST).read_text())
     return [against_revision(find_spec(item["spec_path"], item["name"]), item["libraries"], item["export"],
-                             manifest["rev"]) for item in manifest["specs"]]
+                             manifest["rev"], exports=item["exports"]) for item in manifest["specs"]]
 
 
 def write_generated(dest: Path, rev: str, items: Sequence[Mapping[str, Any]]) -> Path:
@@ -287,7 +289,8 @@ def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budge
             pairing.skipped.append(f"{spec.name}: nothing of it builds at {rev}"
                                    + (f" ({errors[0].splitlines()[0]})" if errors else ""))
             continue
-        items.append({"spec_path": spec.spec_path, "name": spec.name, "libraries": libraries, "export": before.export})
+        items.append({"spec_path": spec.spec_path, "name": spec.name, "libraries": libraries, "export": before.export,
+                      "exports": builds.exports_of(before.name, libraries)})
     generated = write_generated(dest, rev, items)
     loaded = discover([generated]) if items else None
     if loaded is not None and loaded.errors:

@@ -57,6 +57,8 @@ OTHER_AXIS = (1, 3, 32)
 # The tail axis: the tails and a multiple of every vector width.
 TAIL_AXIS = TAILS + (4096,)
 MAX_INSTANTIATIONS = 12
+# Python files read when looking for a wrapper that is not beside the kernel.
+WRAPPER_SEARCH_LIMIT = 5000
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _SYMBOLIC_SIZE = re.compile(r"(?:SymbolicSize\s+(\w+)\s*[{(;]|(\w+)\s*=\s*SymbolicSize\b)")
 
@@ -108,6 +110,11 @@ class Draft:
     # (rows, ids) axis pairs: a grid point needs sizes[rows] >= sizes[ids] (distinct ids)
     constraint: list[tuple[str, str]] = field(default_factory=list)
     extra_cuda_cflags: tuple[str, ...] = ()
+    # the kernel tree's own include/ when the spec's location would not find it
+    include_dirs: tuple[str, ...] = ()
+    # ``source`` and ``include_dirs`` are relative to the folder this environment variable
+    # names (``--tree-env``) instead of to the spec
+    tree_variable: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,7 +152,9 @@ def launchers(model: SourceModel) -> list[Function]:
 def forward_target(model: SourceModel, function: Function, direct: Sequence[Function]) -> Function | None:
     """The launcher a function hands all its tensors to, when it does nothing else with them."""
     names = {f.name: f for f in direct}
-    callees = {h.callee for h in model.launcher_facts.tensor_handoffs if h.function == function.usr}
+    # a TensorView passed by value hands itself to its copy constructor: no call of interest
+    callees = {h.callee for h in model.launcher_facts.tensor_handoffs
+               if h.function == function.usr and not _is_tensor(h.callee)}
     targets = [names[c] for c in callees if c in names]
     return targets[0] if len(targets) == 1 and len(callees) == 1 else None
 
@@ -285,14 +294,22 @@ def _tensor(model: SourceModel, launcher: Function, name: str, type_params: set[
     shape = tuple(_dim(d, name, i, params, aliases) for i, d in enumerate(chain.dims))
     if "with_device<kDLCPU>" in text.replace(" ", ""):
         notes.append(f"{TODO}: tensor {name} is a CPU tensor; the harness allocates on CUDA")
-    strided = ".with_strides" in text and len(shape) >= 2
-    if ".with_strides" in text and len(shape) >= 2 and not strided:
-        notes.append(f"{TODO}: tensor {name}: strides {text}")
+    strided = len(shape) >= 2 and padded_rows(text, chain.dims)
     alignment = next((v.alignment.value for v in chain.verified if v.name == name and v.alignment), None)
     runtime = runtime_dtypes(chain)
     # tensors of one matcher share its dtype: one variable per chain
     dtype = f"{chain.verified[0].name}_dtype" if runtime else _dtype(chain, type_params, notes, name)
     return DraftTensor(name, shape, dtype, roles.get(name, Role.IN), strided, alignment, runtime=runtime)
+
+
+def padded_rows(chain_text: str, dims: Sequence[str]) -> bool:
+    """Whether ``with_strides`` lets the rows be padded: ``{S, 1}`` with a stride of its own
+    does, ``{D, 1}`` naming the row length (or no ``with_strides``) keeps them contiguous."""
+    found = re.search(r"\.with_strides\s*\(\s*\{([^}]*)\}", chain_text)
+    if found is None:
+        return False
+    strides = [s.strip() for s in found.group(1).split(",")]
+    return not (len(dims) == 2 and len(strides) == 2 and strides[0] == dims[1].strip())
 
 
 def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> dict[str, Role]:
@@ -387,7 +404,7 @@ def read_wrapper(path: Path, cuda_file: str) -> list[WrapperCall]:
 
     manifest = read_manifest(path)
     if manifest is not None:
-        if not any(str(f).endswith(cuda_file) for f in manifest["CUDA_FILES"]):  # type: ignore[union-attr]
+        if not any(names_file(str(f), cuda_file) for f in manifest["CUDA_FILES"]):  # type: ignore[union-attr]
             return []
         grouped: dict[tuple[str, str], list[tuple[str, ...]]] = {}
         for export, symbol in manifest["INSTANTIATIONS"]:  # type: ignore[union-attr]
@@ -421,7 +438,7 @@ def _load_jit_calls(function: ast.FunctionDef, cuda_file: str) -> list[WrapperCa
             continue
         keywords = {k.arg: k.value for k in node.keywords}
         files = keywords.get("cuda_files")
-        if not (isinstance(files, ast.List) and any(isinstance(f, ast.Constant) and str(f.value).endswith(cuda_file)
+        if not (isinstance(files, ast.List) and any(isinstance(f, ast.Constant) and names_file(str(f.value), cuda_file)
                                                    for f in files.elts)):
             continue
         wrappers = keywords.get("cuda_wrappers")
@@ -452,16 +469,56 @@ def _symbol_shape(node: ast.expr) -> tuple[str, str]:
     return text, used
 
 
+def names_file(entry: str, cuda_file: str) -> bool:
+    """Whether a wrapper's ``cuda_files`` entry (relative to its csrc root) is ``cuda_file``
+    (a path, or a bare file name): whole path components, so ``rmsnorm.cuh`` is not
+    ``fused_add_rmsnorm.cuh``."""
+    entry = entry.removeprefix("./")
+    return cuda_file == entry or cuda_file.endswith("/" + entry) or entry.endswith("/" + cuda_file)
+
+
 def find_wrapper(cuh: Path) -> Path | None:
-    """A wrapper beside the kernel: ``name.py`` next to ``name.cuh``."""
+    """A wrapper beside the kernel (``name.py`` next to ``name.cuh``), else one elsewhere in
+    the kernel package that loads it (see ``_wrapper_in_package``)."""
     candidate = cuh.with_suffix(".py")
-    return candidate if candidate.is_file() else None
+    return candidate if candidate.is_file() else _wrapper_in_package(cuh)
+
+
+def _wrapper_in_package(cuh: Path) -> Path | None:
+    """A tree whose wrappers live in a package of their own (``jit/csrc/elementwise/add3.cuh``
+    loaded by ``ops/elementwise/add3.py``): the first Python file, in path order, below the
+    folder above the one holding the tree's ``include/`` whose ``load_jit`` names this file.
+    Files are read as text first and parsed only when they mention its name."""
+    from ..includes import find_repo_include_dir
+
+    include = find_repo_include_dir(cuh)
+    scope = (include.parent if include is not None else cuh.parent).parent
+    cuda_file = cuh.resolve().as_posix()
+    for path in sorted(itertools.islice(scope.rglob("*.py"), WRAPPER_SEARCH_LIMIT)):
+        try:
+            if cuh.name in path.read_text(encoding="utf-8", errors="replace") and read_wrapper(path, cuda_file):
+                return path
+        except OSError:
+            continue
+    return None
+
+
+def _without_template_arguments(symbol: str) -> str:
+    """``Kernel<fp16_t, true>::run`` -> ``Kernel::run`` (nested brackets too)."""
+    while True:
+        bare = re.sub(r"<[^<>]*>", "", symbol)
+        if bare == symbol:
+            return bare.strip()
+        symbol = bare
 
 
 def _matching_call(calls: Sequence[WrapperCall], symbol: str) -> WrapperCall | None:
-    base = symbol.split("<", 1)[0]
+    """The wrapper's export of this launcher: the same name, and for a member function the
+    same class and member (``Kernel<>::run_a`` is not ``Kernel<>::run_b``)."""
+    wanted = _without_template_arguments(symbol).split("::")[-2:]
     for call in calls:
-        if call.symbol.split("<", 1)[0].split("::")[-1] == base.split("::")[-1] or call.symbol == symbol:
+        given = _without_template_arguments(call.symbol).split("::")[-2:]
+        if given[-len(wanted):] == wanted or given == wanted[-len(given):] or call.symbol == symbol:
             return call
     return None
 
@@ -707,18 +764,26 @@ def parse_model(cuh: Path, defines: tuple[str, ...] = ()) -> SourceModel:
 
 
 def draft_file(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None,
-               defines: tuple[str, ...] = ()) -> list[Draft]:
+               defines: tuple[str, ...] = (), tree: tuple[str, Path] | None = None) -> list[Draft]:
     """Drafts for every launcher of ``cuh`` (or the one named), for a spec at ``spec_path``;
-    ``defines`` (``NAME=VALUE``) are macros the wrapper passes to the build."""
+    ``defines`` (``NAME=VALUE``) are macros the wrapper passes to the build; ``tree``
+    (variable, folder): paths are written relative to that variable's folder."""
     model = parse_model(cuh, defines)
     chosen = pick_launchers(model, launcher)
     wrapper = wrapper or find_wrapper(cuh)
-    calls = read_wrapper(wrapper, cuh.name) if wrapper else []
+    calls = read_wrapper(wrapper, cuh.resolve().as_posix()) if wrapper else []
     exported = [f for f in chosen if _matching_call(calls, symbol_of(model, f))]
     chosen = exported or chosen  # a wrapper names what is exported: the rest are internal
     drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls) for f in chosen]
+    base = tree[1] if tree else spec_path.parent
+    includes = tree_includes(cuh, spec_path)
     for draft in drafts:
         draft.extra_cuda_cflags = tuple(f"-D{d}" for d in defines)
+        draft.source = _relative(cuh, base)
+        draft.include_dirs = tuple(_relative(d, base) for d in includes)
+        draft.tree_variable = tree[0] if tree else ""
+        if wrapper is not None and wrapper != cuh.with_suffix(".py"):
+            draft.notes.insert(0, f"{TODO}: instantiations read from the wrapper {_relative(wrapper, base)}")
     names = [d.name for d in drafts]
     for draft in drafts:
         if names.count(draft.name) > 1:
@@ -726,12 +791,21 @@ def draft_file(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper:
     return drafts
 
 
+def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
+    """The kernel tree's own ``include/`` (the one holding ``sgl_kernel/`` above ``cuh``),
+    when a build from the spec's folder would not find it: a spec kept outside the tree."""
+    from ..includes import find_repo_include_dir
+
+    own = find_repo_include_dir(cuh)
+    return (own,) if own is not None and own != find_repo_include_dir(spec_path) else ()
+
+
 def draft_text(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None,
-               defines: tuple[str, ...] = ()) -> str:
+               defines: tuple[str, ...] = (), tree: tuple[str, Path] | None = None) -> str:
     """The spec file's text for ``cuh`` (see ``draft_render``)."""
     from .draft_render import render
 
-    return render(draft_file(cuh, spec_path, launcher, wrapper, defines), cuh)
+    return render(draft_file(cuh, spec_path, launcher, wrapper, defines, tree), cuh)
 
 
 def default_spec_path(cuh: Path) -> Path:

@@ -21,8 +21,13 @@ def render(drafts: Sequence[Draft], cuh: Path) -> str:
     lines = [f'"""Drafted harness spec for {cuh.name} (kernel-check spec new): check every guess.', ""]
     lines += [f"- {note}" for note in dict.fromkeys(notes)]
     lines += [f"- {TODO}: write the PyTorch reference (until then: checks without one, or --against REV)",
-              '"""', "", "from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor",
-              ""]
+              '"""', ""]
+    tree = drafts[0].tree_variable if drafts else ""
+    if tree:
+        lines += ["from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor, tree_path",
+                  "", f"TREE = tree_path({tree!r})  # the kernel tree: set ${tree}", ""]
+    else:
+        lines += ["from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor", ""]
     names = []
     for draft in drafts:
         names.append(draft.name.upper())
@@ -36,7 +41,7 @@ def render(drafts: Sequence[Draft], cuh: Path) -> str:
 
 def _render_spec(draft: Draft) -> str:
     fields = [
-        ("name", repr(draft.name)), ("source", repr(draft.source)), ("export", repr(draft.export)),
+        ("name", repr(draft.name)), ("source", _render_path(draft.source, draft)), ("export", repr(draft.export)),
         ("symbol", repr(draft.symbol)),
         ("args", "(\n" + "".join(f"        {_render_arg(a, draft)},{_comment(a)}\n" for a in draft.args) + "    )"),
         ("reference", "None"),
@@ -48,8 +53,15 @@ def _render_spec(draft: Draft) -> str:
         fields.append(("constraint", f"lambda sizes: {test}"))
     if draft.extra_cuda_cflags:
         fields.append(("extra_cuda_cflags", repr(draft.extra_cuda_cflags)))
+    if draft.include_dirs:
+        fields.append(("include_dirs", "(" + "".join(f"{_render_path(d, draft)}, " for d in draft.include_dirs).rstrip() + ")"))
     body = "".join(f"    {key}={value},{REFERENCE_MARKER if key == 'reference' else ''}\n" for key, value in fields)
     return f"KernelSpec(\n{body})"
+
+
+def _render_path(path: str, draft: Draft) -> str:
+    """A path relative to the spec, or (``--tree-env``) below the tree the variable names."""
+    return f"str(TREE / {path!r})" if draft.tree_variable else repr(path)
 
 
 def _render_axis(values: tuple[int, ...]) -> str:

@@ -284,7 +284,8 @@ def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, w
     start, attempt = 0, 0
     while start < len(plan):
         job = Job(spec.spec_path, spec.name, "cases", libraries, probe=builds.probe, start=start,
-                  skip=sorted(skip), bandwidth_floor=options.bandwidth_floor)
+                  skip=sorted(skip), bandwidth_floor=options.bandwidth_floor,
+                  exports=builds.exports_of(spec.name, libraries))
         command = _child_command(job, workdir, f"{spec.name}-cases-{attempt}")
         exit_, failure = run_child_retrying(
             command, _child_env(gpu), startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout,
@@ -362,7 +363,7 @@ def run_sanitizer(run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOpt
     # racecheck (~2000x slower) instruments only this spec's kernels; initcheck must see
     # every kernel, or the writes of torch's fill kernels go unseen and inputs look uninitialized
     filters = kernels if tool == "racecheck" else []
-    job = Job(spec.spec_path, spec.name, "sanitize", live, tool=tool)
+    job = Job(spec.spec_path, spec.name, "sanitize", live, tool=tool, exports=lineinfo.exports_of(spec.name, live))
     command = _child_command(job, workdir, f"{spec.name}-{tool}")
     progress.status(f"{spec.name}: {tool}")
     failure = None
@@ -408,14 +409,14 @@ def _sanitizer_failure(tool_run: ToolRun, kernels: list[str]) -> str | None:
     return environment_failure(tool_run.output)
 
 
-def run_bandwidth(run: SpecRun, libraries: dict[str, str], options: RunOptions, gpu: str,
-                  workdir: Path) -> None:
+def run_bandwidth(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, workdir: Path) -> None:
     spec = run.spec
     plan = plan_bandwidth(spec)
-    live = {i: lib for i, lib in libraries.items() if i not in run.hung}
+    live = {i: lib for i, lib in builds.libraries.get(spec.name, {}).items() if i not in run.hung}
     if not plan or not live:
         return
-    job = Job(spec.spec_path, spec.name, "bandwidth", live, bandwidth_floor=options.bandwidth_floor)
+    job = Job(spec.spec_path, spec.name, "bandwidth", live, bandwidth_floor=options.bandwidth_floor,
+              exports=builds.exports_of(spec.name, live))
     exit_ = run_child(_child_command(job, workdir, f"{spec.name}-bandwidth"), _child_env(gpu),
                       startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout)
     _collect(exit_, {c.index: c for c in plan}, run)
@@ -434,8 +435,8 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
         return
     job = Job(batch[0][0].spec.spec_path, batch[0][0].spec.name, "bandwidth", batch[0][1],
               bandwidth_floor=options.bandwidth_floor,
-              batch=[{"spec_path": r.spec.spec_path, "spec_name": r.spec.name, "libraries": live}
-                     for r, live in batch])
+              batch=[{"spec_path": r.spec.spec_path, "spec_name": r.spec.name, "libraries": live,
+                      "exports": builds.exports_of(r.spec.name, live)} for r, live in batch])
     exit_ = run_child(_child_command(job, workdir, "bandwidth-batch"), _child_env(gpu),
                       startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout)
     by_name = {r.spec.name: r for r, _ in batch}
@@ -453,7 +454,7 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
     for run, _ in batch:
         if run.spec.name not in done and not exit_.stopped:
             run.results[:] = [(c, o) for c, o in run.results if c.kind is not CaseKind.BANDWIDTH]
-            run_bandwidth(run, builds.libraries.get(run.spec.name, {}), options, gpu, workdir)
+            run_bandwidth(run, builds, options, gpu, workdir)
 
 
 # ----- the whole run -----
@@ -534,7 +535,7 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
     """Build, run, sanitize and measure every spec; the findings of all of it."""
     build_progress = lambda outcome: progress.finished(  # noqa: E731
         f"built {outcome.target.label}" + ("" if outcome.ok else " FAILED"))
-    progress.add(sum(len(s.instantiations) for s in specs) + 1)
+    progress.add(len(specs) + 1)  # one module per spec, and the probe
     budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget,
                    include_dirs=options.include_dirs)
     # one build serves the cases and the sanitizers: -lineinfo adds line tables, not code

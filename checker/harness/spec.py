@@ -54,8 +54,10 @@ import ast
 import enum
 import itertools
 import operator
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Union
 
 from .profiles import check_profile
@@ -108,6 +110,18 @@ CANONICAL_FORMS = ("sort", "set")
 
 class SpecError(ValueError):
     """A spec is malformed; the message names the spec and the field."""
+
+
+def tree_path(variable: str) -> Path:
+    """The kernel tree an environment variable names: specs kept outside the tree they test
+    (``source=str(tree_path("SGLANG_TREE") / "python/...")``) find it this way, so they hold
+    no machine's path; unset or not a folder is a ``SpecError`` naming the variable."""
+    value = os.environ.get(variable, "")
+    if not value:
+        raise SpecError(f"set {variable} to the kernel tree this spec tests")
+    if not Path(value).is_dir():
+        raise SpecError(f"{variable}={value} is not a folder")
+    return Path(value)
 
 
 class Role(enum.Enum):
