@@ -518,6 +518,7 @@ class IndexProduct:
     constant_factors: int  # factors that are compile-time constants
     value_factors: tuple[str, ...]  # the other runtime factors, as written
     result_type: str
+    widened: bool = False  # the 32-bit result is converted to 64 bits later: widened too late
 
 
 @dataclass(frozen=True)
