@@ -323,6 +323,17 @@ class TensorDataUse:
 
 
 @dataclass(frozen=True)
+class AlignmentTest:
+    """A launcher tests the address of a tensor's data for alignment at run time:
+    `reinterpret_cast<uintptr_t>(x.data_ptr()) % 16`, `... & 15`, or a call of a helper
+    named `...align...` on it (then it may reject the tensor or pick a scalar kernel)."""
+
+    function: str
+    tensor: str
+    span: Span
+
+
+@dataclass(frozen=True)
 class LaunchTensorArgument:
     """A launch argument that carries a tensor's data pointer."""
 
@@ -432,6 +443,7 @@ class PointerPass:
 class LauncherFacts:
     matcher_chains: list[MatcherChain] = field(default_factory=list)
     tensor_data_uses: list[TensorDataUse] = field(default_factory=list)
+    alignment_tests: list[AlignmentTest] = field(default_factory=list)
     launches: list[LaunchFacts] = field(default_factory=list)
     tensor_inspections: list[TensorInspection] = field(default_factory=list)
     tensor_handoffs: list[TensorHandOff] = field(default_factory=list)
@@ -682,6 +694,20 @@ class DivergentBarrier:
     matched_by_rest: bool = False
 
 
+@dataclass(frozen=True)
+class HeaderLibrary:
+    """The `sgl_kernel/` header library a file is checked against: the user's own (found on
+    the include path), whose API can differ from the one the guide describes. Rules whose
+    message names a library API ask `provides` first and otherwise say what works there."""
+
+    root: str = ""  # the include directory holding `sgl_kernel/`; "" when there is none
+    names: frozenset[str] = frozenset()  # the identifiers its headers spell
+
+    def provides(self, name: str) -> bool:
+        """Whether the library has `name` (assumed when no library was found)."""
+        return not self.root or name in self.names
+
+
 @dataclass
 class SourceModel:
     """Everything the C++ rules know about one file."""
@@ -699,6 +725,7 @@ class SourceModel:
     scope_facts: ScopeFacts = field(default_factory=ScopeFacts)
     dataflow_facts: DataflowFacts = field(default_factory=DataflowFacts)
     divergent_barriers: list[DivergentBarrier] = field(default_factory=list)
+    header_library: HeaderLibrary = field(default_factory=HeaderLibrary)
 
     @property
     def kernels(self) -> list[Function]:

@@ -10,6 +10,10 @@ builds the message on the failure path and records the file and line of the chec
 `RuntimeDeviceCheck` takes no context at all, while `CHECK_CUDA(expr) << "..."` reports
 the failed expression, its location and whatever context is streamed into it.
 
+Only reported where the header library on the include path defines the macro it suggests:
+with an `sgl_kernel/` that has no `CHECK_HOST` (or `CHECK_CUDA`) the function is the form
+that works.
+
 ## Example
 ```cpp
 host::RuntimeCheck(n % 8 == 0, "hidden size must be a multiple of 8, got ", n);
@@ -34,6 +38,7 @@ from kernel_check.registry import Language, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _REPLACEMENTS = {"RuntimeCheck": "CHECK_HOST(cond) << ...", "RuntimeDeviceCheck": "CHECK_CUDA(expr) << ..."}
+_MACROS = {"RuntimeCheck": "CHECK_HOST", "RuntimeDeviceCheck": "CHECK_CUDA"}
 
 
 def _is_library_check(call: ApiCall) -> bool:
@@ -47,7 +52,8 @@ def _is_library_check(call: ApiCall) -> bool:
       summary="RuntimeCheck/RuntimeDeviceCheck where CHECK_HOST/CHECK_CUDA fits")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
-        if _is_library_check(call) and call.result_use == "discarded":
+        if (_is_library_check(call) and call.result_use == "discarded"
+                and model.header_library.provides(_MACROS[call.name])):
             hint = "its message arguments are evaluated even when the check passes" \
                 if call.name == "RuntimeCheck" else "it cannot carry context for the error message"
             yield ctx.finding(

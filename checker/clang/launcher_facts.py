@@ -28,6 +28,7 @@ import clang.cindex as ci
 
 from ..model import (
     AlignmentRequest,
+    AlignmentTest,
     ApiCall,
     BoundKernel,
     ConstExpr,
@@ -795,6 +796,8 @@ class _BodyFacts:
                 self._on_variable(node)
             elif kind == K.BINARY_OPERATOR:
                 self._on_assignment(node)
+                if not self.device:
+                    self._on_alignment_test(node)
             elif self.device and kind in _VECTOR_CASTS:
                 self._on_cast(node)
             elif kind == K.INIT_LIST_EXPR and not self.device:
@@ -825,6 +828,8 @@ class _BodyFacts:
         if site is not None:
             self._add_launch(call, site)
         self._add_handoffs(call, name, _call_arguments(call))
+        if "align" in name.lower() and name != "ensure_alignment":
+            self._add_alignment_tests(call, _call_arguments(call))
         obj = _member_call_object(call)
         tensor = self._tensor_name(obj) if obj is not None else None
         if tensor is not None and name == "data_ptr":
@@ -898,6 +903,21 @@ class _BodyFacts:
         sources = list(self._tensor_sources(initializer, "", decl.type))
         if sources:
             self.state.tensor_sources[decl.hash] = sources
+
+    def _on_alignment_test(self, node: ci.Cursor) -> None:
+        """`address % w` and `address & (w - 1)` over a tensor's data pointer."""
+        try:
+            operator = node.binary_operator
+        except ValueError:
+            return
+        parts = children(node)
+        if operator in (ci.BinaryOperator.Rem, ci.BinaryOperator.And) and len(parts) == 2:
+            self._add_alignment_tests(node, parts[:1])
+
+    def _add_alignment_tests(self, at: ci.Cursor, operands: list[ci.Cursor]) -> None:
+        tensors = {source.tensor for operand in operands for source in self._tensor_sources(operand, "")}
+        self.facts.alignment_tests.extend(
+            AlignmentTest(self.function.usr, tensor, self._span(at)) for tensor in sorted(tensors))
 
     def _on_assignment(self, node: ci.Cursor) -> None:
         try:
