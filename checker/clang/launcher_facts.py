@@ -533,6 +533,13 @@ def _fails(statement: ci.Cursor) -> bool:
     return False
 
 
+def _is_alignment_operator(node: ci.Cursor) -> bool:
+    try:
+        return node.binary_operator in (ci.BinaryOperator.Rem, ci.BinaryOperator.And)
+    except ValueError:
+        return False
+
+
 def _condition_index(statement: ci.Cursor, parts: list[ci.Cursor]) -> int | None:
     """Which child of an if/loop statement is its condition (None for a do-loop body...)."""
     if statement.kind == K.DO_STMT:
@@ -699,6 +706,7 @@ class _BodyFacts:
         self.params = {p.hash: index for index, p in enumerate(
             c for c in cursor.get_children() if c.kind == K.PARM_DECL)}
         self.launches = {(s.span.start, s.span.end): s for s in subject.launch_sites}
+        self.ancestors: list[ci.Cursor] = []  # of the node being visited, outermost first
 
     def run(self, cursor: ci.Cursor, body: ci.Cursor) -> None:
         if self.device:
@@ -723,6 +731,7 @@ class _BodyFacts:
         first). An explicit stack, not recursion: generated code nests expressions thousands
         of levels deep, past Python's recursion limit."""
         base = len(ancestors)
+        self.ancestors = ancestors
         pending = [(root, base)]  # (node, its depth = how many ancestors it has)
         while pending:
             node, depth = pending.pop()
@@ -844,12 +853,8 @@ class _BodyFacts:
 
     def _on_alignment_test(self, node: ci.Cursor) -> None:
         """`address % w` and `address & (w - 1)` over a tensor's data pointer."""
-        try:
-            operator = node.binary_operator
-        except ValueError:
-            return
         parts = children(node)
-        if operator in (ci.BinaryOperator.Rem, ci.BinaryOperator.And) and len(parts) == 2:
+        if _is_alignment_operator(node) and len(parts) == 2:
             self._add_alignment_tests(node, parts[:1])
 
     def _add_alignment_tests(self, at: ci.Cursor, operands: list[ci.Cursor]) -> None:
@@ -1161,10 +1166,32 @@ class _BodyFacts:
             self._add_access(operands[-1], cast, "cast", vector)
 
     def _add_access(self, pointer: ci.Cursor, at: ci.Cursor, kind: str, vector: _VectorType) -> None:
+        tested = self._alignment_tested_origins()
         for origin in self._origins(pointer):
+            if origin in tested:
+                continue  # `if ((uintptr_t)p % 16 == 0) {vector} else {scalar}`: the kernel checks
             self.facts.vector_accesses.append(VectorAccess(
                 self.function.usr, origin.param_index, origin.field, self._span(at), kind, vector.width,
                 vector.text, self.function.path))
+
+    def _alignment_tested_origins(self) -> set[_Origin]:
+        """Pointers whose address an enclosing `if` tests for alignment (`% w`, `& (w - 1)`)."""
+        tested: set[_Origin] = set()
+        for statement in self.ancestors:
+            if statement.kind != K.IF_STMT:
+                continue
+            parts = children(statement)
+            index = _condition_index(statement, parts)
+            if index is None:
+                continue
+            for node in walk(parts[index]):
+                if node.kind == K.BINARY_OPERATOR and _is_alignment_operator(node):
+                    operand = children(node)[0]
+                    references = [n for n in (operand, *walk(operand))
+                                  if n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)]
+                    for reference in references:
+                        tested.update(self._origins(reference))
+        return tested
 
     def _add_pointer_passes(self, call: ci.Cursor, callee: ci.Cursor, name: str,
                             arguments: list[ci.Cursor]) -> None:
