@@ -45,7 +45,10 @@ def _is_library_check(call: ApiCall) -> bool:
     """The sgl_kernel function (a dependent call has no qualified name yet)."""
     if call.name not in _REPLACEMENTS or call.function_name in _REPLACEMENTS:
         return False  # not a check, or inside the check functions' own definitions
-    return not call.qualified_name or call.qualified_name.endswith(f"host::{call.name}")
+    qualified = call.qualified_name
+    # a function, or the constructor of a check spelled as a struct (`RuntimeCheck(cond, ...)`
+    # builds a temporary whose constructor throws)
+    return not qualified or qualified.endswith((f"host::{call.name}", f"host::{call.name}::{call.name}"))
 
 
 @rule("KC160", "prefer-stream-check", Severity.INFO, Language.CPP,

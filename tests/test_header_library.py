@@ -69,3 +69,27 @@ def test_fixes_name_the_guide_api_when_the_library_has_it() -> None:
     fixture = Path(__file__).parent / "fixtures" / "cpp" / "kc151_lane_id_modulo.cuh"
     messages = [f.message for f in run_one(fixture).findings if f.code == "KC151"]
     assert messages and all("use `device::get_lane_id" in m and "%laneid" not in m for m in messages)
+
+
+# A library whose RuntimeCheck is a struct (its constructor throws), with CHECK_HOST beside it.
+_STRUCT_CHECK_UTILS = """\
+#pragma once
+#include <cstdint>
+namespace sglang::host {
+struct RuntimeCheck {
+  template <typename... Args>
+  explicit RuntimeCheck(bool ok, Args&&...) { if (!ok) throw 1; }
+};
+}  // namespace sglang::host
+#define CHECK_HOST(cond) if (!(cond)) throw 2; std::int32_t{}
+"""
+
+
+def test_a_check_spelled_as_a_struct_is_still_the_library_check(tmp_path: Path) -> None:
+    kernel = _old_tree(tmp_path)
+    (kernel.parents[1] / "include" / "sgl_kernel" / "utils.cuh").write_text(_STRUCT_CHECK_UTILS)
+    kernel.write_text("#include <sgl_kernel/utils.cuh>\n\nnamespace sglang {\n\n"
+                      "/// \\brief A host-side check.\n/// \\param n A count.\n"
+                      "inline void check_count(int64_t n) { host::RuntimeCheck(n > 0, \"n must be positive\"); }\n\n"
+                      "}  // namespace sglang\n")
+    assert [(f.code, f.line) for f in run_one(kernel).findings] == [("KC160", 7)]
