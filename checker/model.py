@@ -340,6 +340,19 @@ class TensorDataUse:
 
 
 @dataclass(frozen=True)
+class DataHandOff:
+    """A host call argument that carries a tensor's data pointer (`helper(x.data_ptr(), ...)`)
+    to parameter `argument` of a function of the file; in that function the pointer
+    parameter stands for the tensor, named `#<argument>` in its launches' tensor arguments."""
+
+    function: str
+    tensor: str
+    callee_usr: str
+    argument: int
+    span: Span
+
+
+@dataclass(frozen=True)
 class AlignmentTest:
     """A launcher tests the address of a tensor's data for alignment at run time:
     `reinterpret_cast<uintptr_t>(x.data_ptr()) % 16`, `... & 15`, or a call of a helper
@@ -461,6 +474,7 @@ class LauncherFacts:
     matcher_chains: list[MatcherChain] = field(default_factory=list)
     tensor_data_uses: list[TensorDataUse] = field(default_factory=list)
     alignment_tests: list[AlignmentTest] = field(default_factory=list)
+    data_handoffs: list[DataHandOff] = field(default_factory=list)
     launches: list[LaunchFacts] = field(default_factory=list)
     tensor_inspections: list[TensorInspection] = field(default_factory=list)
     tensor_handoffs: list[TensorHandOff] = field(default_factory=list)

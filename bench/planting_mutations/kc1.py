@@ -80,6 +80,13 @@ def _insert_line(text: str, offset: int, new_line: str) -> Planted:
     return Planted("".join(lines), index + 2)
 
 
+def _in_macro_definition(text: str, offset: int) -> bool:
+    """Whether `offset` is inside a `#define` (code there is reported where the macro is used)."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    previous = text[:line_start].rstrip("\n").rsplit("\n", 1)[-1]
+    return text[line_start:].lstrip().startswith("#define") or previous.rstrip().endswith("\\")
+
+
 def _verified_tensors(text: str) -> list[tuple[str, int]]:
     """(tensor, offset of the end of its statement) for `.verify(x);` ending a matcher chain."""
     return [(m.group(1), m.end()) for m in re.finditer(r"\.verify\((\w+)\)\s*;", text)]
@@ -206,19 +213,22 @@ _HAND_ALIGNMENT_LINE = re.compile(
 _ALIGNED_CALL = re.compile(r"\b\w*aligned\w*\((\w+)\.data_ptr\(\)[^()]*\)")
 
 
-def _matcher_line(text: str, tensor: str) -> int | None:
-    """The line where the first matcher chain verifying `tensor` starts."""
-    verify = re.search(rf"\.verify\({tensor}\)", text)
+def _matcher_line(text: str, tensor: str, near: int) -> int | None:
+    """The line where the matcher chain verifying `tensor` starts: the last one before
+    offset `near` (the launcher's own), else the first one after it."""
+    verifies = [m.start() for m in re.finditer(rf"\.verify\({tensor}\)", text)]
+    before = [v for v in verifies if v < near]
+    verify = before[-1] if before else next((v for v in verifies if v >= near), None)
     if verify is None:
         return None
-    start = text.rfind("TensorMatcher", 0, verify.start())
+    start = text.rfind("TensorMatcher", 0, verify)
     return _line(text, start) if start >= 0 else None
 
 
 def drop_hand_alignment_check(text: str) -> Planted | None:
     for match in _HAND_ALIGNMENT_LINE.finditer(text):
         planted = text[:match.start()] + text[match.end():]
-        line = _matcher_line(planted, match.group(1))
+        line = _matcher_line(planted, match.group(1), match.start())
         if line is not None:
             return Planted(planted, line)
     return None
@@ -227,7 +237,7 @@ def drop_hand_alignment_check(text: str) -> Planted | None:
 def drop_alignment_test(text: str) -> Planted | None:
     for match in _ALIGNED_CALL.finditer(text):
         planted = text[:match.start()] + "true" + text[match.end():]
-        line = _matcher_line(planted, match.group(1))
+        line = _matcher_line(planted, match.group(1), match.start())
         if line is not None:
             return Planted(planted, line)
     return None
@@ -274,7 +284,7 @@ def unchecked_cuda_call(text: str) -> Planted | None:
         outer_end = _closing(text, match.end() - len(match.group(1)) - 1)
         inner_end = _closing(text, match.end() - 1)
         statement_end = text.find(";", outer_end or 0)
-        if outer_end is None or inner_end is None or statement_end < 0:
+        if outer_end is None or inner_end is None or statement_end < 0 or _in_macro_definition(text, match.start()):
             continue
         call = text[match.end() - len(match.group(1)):inner_end].strip()
         return Planted(text[:match.start()] + call + text[statement_end:], _line(text, match.start()))

@@ -28,6 +28,7 @@ from ..model import (
     BINARY_OPERATOR_SPELLINGS,
     AlignmentRequest,
     AlignmentTest,
+    DataHandOff,
     ApiCall,
     BoundKernel,
     ConstExpr,
@@ -533,6 +534,10 @@ def _fails(statement: ci.Cursor) -> bool:
     return False
 
 
+def _is_pointer_type(type_: ci.Type) -> bool:
+    return type_.get_canonical().kind == ci.TypeKind.POINTER
+
+
 def _is_alignment_operator(node: ci.Cursor) -> bool:
     try:
         return node.binary_operator in (ci.BinaryOperator.Rem, ci.BinaryOperator.And)
@@ -775,6 +780,7 @@ class _BodyFacts:
         if site is not None:
             self._add_launch(call, site)
         self._add_handoffs(call, name, _call_arguments(call))
+        self._add_data_handoffs(call)
         if "align" in name.lower() and name != "ensure_alignment":
             self._add_alignment_tests(call, _call_arguments(call))
         obj = _member_call_object(call)
@@ -857,6 +863,16 @@ class _BodyFacts:
         if _is_alignment_operator(node) and len(parts) == 2:
             self._add_alignment_tests(node, parts[:1])
 
+    def _add_data_handoffs(self, call: ci.Cursor) -> None:
+        parts = children(call)
+        callee_usr = function_usr(_referenced(_strip_wrappers(parts[0]))) if parts else ""
+        if not callee_usr:
+            return
+        for index, argument in enumerate(_call_arguments(call)):
+            for source in self._tensor_sources(argument, ""):
+                self.facts.data_handoffs.append(
+                    DataHandOff(self.function.usr, source.tensor, callee_usr, index, source.data_use))
+
     def _add_alignment_tests(self, at: ci.Cursor, operands: list[ci.Cursor]) -> None:
         tensors = {source.tensor for operand in operands for source in self._tensor_sources(operand, "")}
         self.facts.alignment_tests.extend(
@@ -908,6 +924,10 @@ class _BodyFacts:
                     continue
             if node.kind == K.DECL_REF_EXPR:
                 decl = _referenced(node)
+                if decl is not None and decl.hash in self.params and _is_pointer_type(decl.type):
+                    # a helper's pointer parameter: the tensor a caller hands it (DataHandOff)
+                    yield _TensorSource(field_name, f"#{self.params[decl.hash]}", self._span(node))
+                    continue
                 for source in self.state.tensor_sources.get(decl.hash if decl is not None else 0, []):
                     yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
                 continue
