@@ -10,6 +10,10 @@ builds the message on the failure path and records the file and line of the chec
 `RuntimeDeviceCheck` takes no context at all, while `CHECK_CUDA(expr) << "..."` reports
 the failed expression, its location and whatever context is streamed into it.
 
+`RuntimeCheck` is reported only when one of its message arguments is more than a string
+literal (a number, a call, a name): with literal messages nothing is evaluated in vain, and
+the guide's reason for preferring `CHECK_HOST` does not apply.
+
 Only reported where the header library on the include path defines the macro it suggests:
 with an `sgl_kernel/` that has no `CHECK_HOST` (or `CHECK_CUDA`) the function is the form
 that works.
@@ -51,11 +55,20 @@ def _is_library_check(call: ApiCall) -> bool:
     return not qualified or qualified.endswith((f"host::{call.name}", f"host::{call.name}::{call.name}"))
 
 
+def _costs_something(call: ApiCall) -> bool:
+    """A RuntimeDeviceCheck always (it carries no context); a RuntimeCheck whose message
+    arguments are evaluated for nothing when the check passes (anything but string literals)."""
+    if call.name != "RuntimeCheck":
+        return True
+    message = [argument.strip() for argument in call.argument_names[1:] if argument.strip()]  # '': a default
+    return any(not argument.startswith(('"', 'u8"', 'R"')) for argument in message)
+
+
 @rule("KC160", "prefer-stream-check", Severity.INFO, Language.CPP,
       summary="RuntimeCheck/RuntimeDeviceCheck where CHECK_HOST/CHECK_CUDA fits")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
-        if (_is_library_check(call) and call.result_use == "discarded"
+        if (_is_library_check(call) and call.result_use == "discarded" and _costs_something(call)
                 and model.header_library.provides(_MACROS[call.name])):
             hint = "its message arguments are evaluated even when the check passes" \
                 if call.name == "RuntimeCheck" else "it cannot carry context for the error message"

@@ -672,7 +672,9 @@ class _Walker:
             name, _ = _member_name(inner, children[0], self.source) if children else (inner.spelling, False)
             referenced = inner.referenced
             if children and _is_mutating_method(referenced):
-                self._visit_member(inner, _Use.READ_WRITE)  # `counters[i].inc(1)` writes the element
+                # `counters[i].inc(1)` writes the element. Recorded as a write only: what such a
+                # method reads (an atomic's old value) is its own state, not a producer's output.
+                self._visit_member(inner, _Use.WRITE)
             elif children:
                 self.visit(children[0])
             if referenced is not None and referenced.kind in FUNCTION_KINDS:
