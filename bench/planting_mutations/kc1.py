@@ -172,7 +172,8 @@ def arch_query_runtime(text: str) -> Planted | None:
 
 
 def function_style_check(text: str) -> Planted | None:
-    return _after_first_verify(text, lambda t: 'host::RuntimeCheck(sizeof(void*) == 8, "planted: 64-bit host");')
+    return _after_first_verify(
+        text, lambda t: 'host::RuntimeCheck(sizeof(void*) == 8, "planted: pointers are ", sizeof(void*), " bytes");')
 
 
 # ---- KC112 / KC151 / KC170: a kernel body ----------------------------------------------------
