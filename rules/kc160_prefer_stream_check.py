@@ -60,8 +60,10 @@ def _costs_something(call: ApiCall) -> bool:
     arguments are evaluated for nothing when the check passes (anything but string literals)."""
     if call.name != "RuntimeCheck":
         return True
-    message = [argument.strip() for argument in call.argument_names[1:] if argument.strip()]  # '': a default
-    return any(not argument.startswith(('"', 'u8"', 'R"')) for argument in message)
+    arguments = [argument.strip() for argument in call.argument_names if argument.strip()]  # '': a default
+    if arguments and arguments[0] == call.name:  # `host::RuntimeCheck(...)` lists the type it constructs
+        arguments = arguments[1:]
+    return any(not argument.startswith(('"', 'u8"', 'R"')) for argument in arguments[1:])
 
 
 @rule("KC160", "prefer-stream-check", Severity.INFO, Language.CPP,
