@@ -252,8 +252,28 @@ def drop_second_verify(text: str) -> Planted | None:
         planted = text[:match.start(1)] + text[match.end(1):]
         use = re.compile(rf"\b{tensor}\.data_ptr\(\)").search(planted, match.start(1))
         if use is not None:
-            return Planted(planted, _line(planted, use.start()))
+            return Planted(planted, _line(planted, _macro_call_start(planted, use.start())))
     return None
+
+
+def _macro_call_start(text: str, offset: int) -> int:
+    """Where the macro call around `offset` starts (`CHECK_HOST(\n  ... x.data_ptr() ...)`),
+    else `offset`: code in a macro argument is located at the macro's expansion, as clang does."""
+    depth = 0
+    for index in range(offset - 1, max(offset - 2000, 0), -1):
+        char = text[index]
+        if char == ")":
+            depth += 1
+        elif char == "(":
+            if depth == 0:
+                name = re.search(r"(\w+)\s*$", text[:index])
+                if name is not None and name.group(1).isupper():
+                    return name.start(1)
+            else:
+                depth -= 1
+        elif char == ";" or char == "{":
+            break
+    return offset
 
 
 # ---- KC130 / KC131: the launch and CUDA calls themselves -------------------------------------
