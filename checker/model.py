@@ -341,15 +341,17 @@ class TensorDataUse:
 
 @dataclass(frozen=True)
 class DataHandOff:
-    """A host call argument that carries a tensor's data pointer (`helper(x.data_ptr(), ...)`)
-    to parameter `argument` of a function of the file; in that function the pointer
-    parameter stands for the tensor, named `#<argument>` in its launches' tensor arguments."""
+    """A host call argument that carries a tensor's data pointer (`helper(x.data_ptr(), ...)`,
+    or a params struct holding it in `field`) to parameter `argument` of a function of the
+    file. In that function the parameter stands for the tensor: its launches name it
+    `#<argument>` (a pointer) or `#<argument>` with field `*` (a struct: any of its fields)."""
 
     function: str
     tensor: str
     callee_usr: str
     argument: int
     span: Span
+    field: str = ""
 
 
 @dataclass(frozen=True)

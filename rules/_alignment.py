@@ -117,9 +117,12 @@ def vector_feeds(model: SourceModel, launcher: Function, depth: int = 0) -> list
             mapping = _bind(kernel.template_params, kernel.template_args)
             uses = accesses.uses(kernel.usr)
             for argument in launch.tensor_arguments:
-                for use in uses.get((argument.argument, argument.field), []):
-                    feeds.append(VectorFeed(argument.tensor, site, kernel.name, use.access,
-                                            use.width.substitute(mapping), kernel.guard))
+                for (param, field), param_uses in uses.items():
+                    if param != argument.argument or argument.field not in (field, "*"):
+                        continue
+                    tensor = f"{argument.tensor}.{field}" if argument.field == "*" else argument.tensor
+                    feeds += [VectorFeed(tensor, site, kernel.name, use.access, use.width.substitute(mapping),
+                                         kernel.guard) for use in param_uses]
     return feeds + _helper_feeds(model, launcher, depth)
 
 
@@ -131,8 +134,9 @@ def _helper_feeds(model: SourceModel, launcher: Function, depth: int) -> list[Ve
         helper = helpers.get(handoff.callee_usr)
         if handoff.function != launcher.usr or helper is None or helper is launcher or depth >= _MAX_CALL_DEPTH:
             continue
+        name = f"#{handoff.argument}.{handoff.field}" if handoff.field else f"#{handoff.argument}"
         feeds += [replace(feed, tensor=handoff.tensor) for feed in vector_feeds(model, helper, depth + 1)
-                  if feed.tensor == f"#{handoff.argument}"]
+                  if feed.tensor == name]
     return feeds
 
 

@@ -871,7 +871,7 @@ class _BodyFacts:
         for index, argument in enumerate(_call_arguments(call)):
             for source in self._tensor_sources(argument, ""):
                 self.facts.data_handoffs.append(
-                    DataHandOff(self.function.usr, source.tensor, callee_usr, index, source.data_use))
+                    DataHandOff(self.function.usr, source.tensor, callee_usr, index, source.data_use, source.field))
 
     def _add_alignment_tests(self, at: ci.Cursor, operands: list[ci.Cursor]) -> None:
         tensors = {source.tensor for operand in operands for source in self._tensor_sources(operand, "")}
@@ -924,9 +924,13 @@ class _BodyFacts:
                     continue
             if node.kind == K.DECL_REF_EXPR:
                 decl = _referenced(node)
-                if decl is not None and decl.hash in self.params and _is_pointer_type(decl.type):
-                    # a helper's pointer parameter: the tensor a caller hands it (DataHandOff)
-                    yield _TensorSource(field_name, f"#{self.params[decl.hash]}", self._span(node))
+                if decl is not None and decl.hash in self.params and not self.device:
+                    # a helper's parameter: the tensor (or params struct) a caller hands it
+                    if _is_pointer_type(decl.type):
+                        yield _TensorSource(field_name, f"#{self.params[decl.hash]}", self._span(node))
+                    elif _record_fields(decl.type.get_pointee() if decl.type.kind == ci.TypeKind.LVALUEREFERENCE
+                                        else decl.type):
+                        yield _TensorSource("*", f"#{self.params[decl.hash]}", self._span(node))
                     continue
                 for source in self.state.tensor_sources.get(decl.hash if decl is not None else 0, []):
                     yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
