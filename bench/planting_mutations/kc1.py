@@ -153,7 +153,8 @@ def narrow_size(text: str) -> Planted | None:
 
 
 def manual_tensor_check(text: str) -> Planted | None:
-    return _after_first_verify(text, lambda t: f'if ({t}.ndim() == 0) host::Panic("planted: {t} must not be a scalar");')
+    return _after_first_verify(
+        text, lambda t: f'if ({t}.ndim() == 0) host::Panic("planted: {t} must not be a scalar");')
 
 
 def arch_query_attribute(text: str) -> Planted | None:
