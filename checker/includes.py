@@ -16,7 +16,9 @@ checkout (an editable install imports `kernel_check` from `checker/`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 LIBRARY = "sgl_kernel"
@@ -51,3 +53,35 @@ def sgl_include_dirs(path: Path, configured: Iterable[str | Path] = ()) -> list[
     if not any((d / LIBRARY).is_dir() for d in dirs) and (bundled / LIBRARY).is_dir():
         dirs.append(bundled)
     return dirs
+
+
+_HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".cuhpp", ".inl")
+_COMMENT_OR_STRING = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.DOTALL)
+_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+
+
+def library_root(args: Sequence[str]) -> Path | None:
+    """The first `-I` directory of a compile command that holds `sgl_kernel/`: the header
+    library the file is checked (and built) against."""
+    for flag, value in zip(args, args[1:]):
+        if flag == "-I" and (Path(value) / LIBRARY).is_dir():
+            return Path(value)
+    return None
+
+
+def library_names(root: Path) -> frozenset[str]:
+    """Every identifier the code of `root/sgl_kernel/` spells (comments and string literals
+    left out): the functions, members, types and macros the user's header library has.
+    Read once per run for each library, and again when one of its headers changes."""
+    headers = sorted(p for p in (root / LIBRARY).rglob("*") if p.suffix in _HEADER_SUFFIXES and p.is_file())
+    signature = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in headers)
+    return _names(signature)
+
+
+@functools.lru_cache(maxsize=8)
+def _names(signature: tuple[tuple[str, int, int], ...]) -> frozenset[str]:
+    names: set[str] = set()
+    for path, _, _ in signature:
+        code = _COMMENT_OR_STRING.sub(b" ", Path(path).read_bytes())
+        names.update(match.decode("ascii") for match in _IDENTIFIER.findall(code))
+    return frozenset(names)

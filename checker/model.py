@@ -340,6 +340,32 @@ class TensorDataUse:
 
 
 @dataclass(frozen=True)
+class DataHandOff:
+    """A host call argument that carries a tensor's data pointer (`helper(x.data_ptr(), ...)`,
+    or a params struct holding it in `field`) to parameter `argument` of a function of the
+    file. In that function the parameter stands for the tensor: its launches name it
+    `#<argument>` (a pointer) or `#<argument>` with field `*` (a struct: any of its fields)."""
+
+    function: str
+    tensor: str
+    callee_usr: str
+    argument: int
+    span: Span
+    field: str = ""
+
+
+@dataclass(frozen=True)
+class AlignmentTest:
+    """A launcher tests the address of a tensor's data for alignment at run time:
+    `reinterpret_cast<uintptr_t>(x.data_ptr()) % 16`, `... & 15`, or a call of a helper
+    named `...align...` on it (then it may reject the tensor or pick a scalar kernel)."""
+
+    function: str
+    tensor: str
+    span: Span
+
+
+@dataclass(frozen=True)
 class LaunchTensorArgument:
     """A launch argument that carries a tensor's data pointer."""
 
@@ -449,6 +475,8 @@ class PointerPass:
 class LauncherFacts:
     matcher_chains: list[MatcherChain] = field(default_factory=list)
     tensor_data_uses: list[TensorDataUse] = field(default_factory=list)
+    alignment_tests: list[AlignmentTest] = field(default_factory=list)
+    data_handoffs: list[DataHandOff] = field(default_factory=list)
     launches: list[LaunchFacts] = field(default_factory=list)
     tensor_inspections: list[TensorInspection] = field(default_factory=list)
     tensor_handoffs: list[TensorHandOff] = field(default_factory=list)
@@ -535,6 +563,7 @@ class IndexProduct:
     constant_factors: int  # factors that are compile-time constants
     value_factors: tuple[str, ...]  # the other runtime factors, as written
     result_type: str
+    widened: bool = False  # the 32-bit result is converted to 64 bits later: widened too late
 
 
 @dataclass(frozen=True)
@@ -698,6 +727,20 @@ class DivergentBarrier:
     matched_by_rest: bool = False
 
 
+@dataclass(frozen=True)
+class HeaderLibrary:
+    """The `sgl_kernel/` header library a file is checked against: the user's own (found on
+    the include path), whose API can differ from the one the guide describes. Rules whose
+    message names a library API ask `provides` first and otherwise say what works there."""
+
+    root: str = ""  # the include directory holding `sgl_kernel/`; "" when there is none
+    names: frozenset[str] = frozenset()  # the identifiers its headers spell
+
+    def provides(self, name: str) -> bool:
+        """Whether the library has `name` (assumed when no library was found)."""
+        return not self.root or name in self.names
+
+
 @dataclass
 class SourceModel:
     """Everything the C++ rules know about one file."""
@@ -715,6 +758,7 @@ class SourceModel:
     scope_facts: ScopeFacts = field(default_factory=ScopeFacts)
     dataflow_facts: DataflowFacts = field(default_factory=DataflowFacts)
     divergent_barriers: list[DivergentBarrier] = field(default_factory=list)
+    header_library: HeaderLibrary = field(default_factory=HeaderLibrary)
 
     @property
     def kernels(self) -> list[Function]:

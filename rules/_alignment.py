@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kernel_check.finding import Location
 from kernel_check.model import (
@@ -103,8 +103,9 @@ def launchers_with_chains(
             yield launcher, chains
 
 
-def vector_feeds(model: SourceModel, launcher: Function) -> list[VectorFeed]:
-    """Every (tensor, vectorized kernel access) pair that a launcher's launches create."""
+def vector_feeds(model: SourceModel, launcher: Function, depth: int = 0) -> list[VectorFeed]:
+    """Every (tensor, vectorized kernel access) pair that a launcher's launches create, also
+    through host helpers of the file it hands a tensor's data pointer to."""
     accesses = _Accesses(model)
     sites = {site.span.start: site for site in model.launch_sites}
     feeds = []
@@ -116,9 +117,26 @@ def vector_feeds(model: SourceModel, launcher: Function) -> list[VectorFeed]:
             mapping = _bind(kernel.template_params, kernel.template_args)
             uses = accesses.uses(kernel.usr)
             for argument in launch.tensor_arguments:
-                for use in uses.get((argument.argument, argument.field), []):
-                    feeds.append(VectorFeed(argument.tensor, site, kernel.name, use.access,
-                                            use.width.substitute(mapping), kernel.guard))
+                for (param, field), param_uses in uses.items():
+                    if param != argument.argument or argument.field not in (field, "*"):
+                        continue
+                    tensor = f"{argument.tensor}.{field}" if argument.field == "*" else argument.tensor
+                    feeds += [VectorFeed(tensor, site, kernel.name, use.access, use.width.substitute(mapping),
+                                         kernel.guard) for use in param_uses]
+    return feeds + _helper_feeds(model, launcher, depth)
+
+
+def _helper_feeds(model: SourceModel, launcher: Function, depth: int) -> list[VectorFeed]:
+    """The feeds of the helpers a launcher hands tensor data to, renamed to its tensors."""
+    helpers = {f.usr: f for f in model.functions if f.kind is FunctionKind.HOST and f.usr}
+    feeds = []
+    for handoff in model.launcher_facts.data_handoffs:
+        helper = helpers.get(handoff.callee_usr)
+        if handoff.function != launcher.usr or helper is None or helper is launcher or depth >= _MAX_CALL_DEPTH:
+            continue
+        name = f"#{handoff.argument}.{handoff.field}" if handoff.field else f"#{handoff.argument}"
+        feeds += [replace(feed, tensor=handoff.tensor) for feed in vector_feeds(model, helper, depth + 1)
+                  if feed.tensor == name]
     return feeds
 
 

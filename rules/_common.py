@@ -98,7 +98,13 @@ _PARAMS_STRUCT_SUFFIXES = ("Params", "Param")
 class IntegerRoles:
     """What an `IntegerDecl` is in KC110's terms (kernel parameter, params-struct field...),
     or None when bare `int` is fine there. One home for KC110's exemptions, so that KC111 can
-    leave to KC110 a declaration it already reports."""
+    leave to KC110 a declaration it already reports.
+
+    The scope is where the guide puts the reason for the convention: values that cross the
+    FFI boundary (launcher parameters) or the host/device boundary (kernel parameters,
+    params-struct fields), and locals that take a 64-bit shape or stride. Inside kernel,
+    device and launcher bodies `int` is 32 bits on every CUDA target, so the width there is
+    fixed by the platform; only `long` (32 bits on Windows, 64 on Linux) is reported there."""
 
     def __init__(self, model: SourceModel) -> None:
         self.functions = {f.usr: f for f in model.functions if f.usr}
@@ -114,27 +120,34 @@ class IntegerRoles:
         if function.kind is FunctionKind.HOST and function.usr not in self.launchers:
             return None  # plain host helpers are neither the kernel side nor the FFI boundary
         if decl.kind is IntegerDeclKind.PARAM:
-            return "lambda parameter" if decl.in_lambda else _PARAM_ROLES[self._function_role(function)]
+            return self._param_role(decl, function)
         return self._local_role(decl)
 
-    def _function_role(self, function: Function) -> str:
+    def _param_role(self, decl: IntegerDecl, function: Function) -> str | None:
+        if decl.in_lambda:
+            return "lambda parameter" if _platform_width(decl) else None
         if function.kind is FunctionKind.HOST:
-            return "launcher"
-        return function.kind.value
+            return "launcher parameter"
+        if function.kind is FunctionKind.KERNEL:
+            return "kernel parameter"
+        return "device-function parameter" if _platform_width(decl) else None
 
     @staticmethod
     def _local_role(decl: IntegerDecl) -> str | None:
         if decl.declarator in ("pointer", "array") or decl.is_constexpr or decl.has_constant_init or decl.c_api:
             return None
-        if decl.loop_bound_constant is True:
+        if decl.shape_source:
+            return "shape/stride value"
+        if not _platform_width(decl) or decl.loop_bound_constant is True:
             return None
         if decl.loop_bound_constant is False:
             return "loop counter (over a runtime bound)"
-        return "shape/stride value" if decl.shape_source else "index/size variable"
+        return "index/size variable"
 
 
-_PARAM_ROLES = {"kernel": "kernel parameter", "launcher": "launcher parameter",
-                "device": "device-function parameter"}
+def _platform_width(decl: IntegerDecl) -> bool:
+    """`long` and `unsigned long`: the one spelling whose width differs between CUDA hosts."""
+    return decl.keywords.split().count("long") == 1
 
 
 def params_struct_names(model: SourceModel) -> set[str]:

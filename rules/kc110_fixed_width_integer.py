@@ -1,15 +1,24 @@
 """## What it does
 Flags `int`, `long`, `long long`, `unsigned` and `unsigned long` (in any spelling, such as
-`unsigned int` or `long int`) written as the type of a kernel, launcher or device-function
-parameter, a params-struct field, or a local index, size or shape/stride variable in kernel,
-device or launcher code. Only the written spelling counts: `int32_t` is the same type as `int`
-to the compiler and is the recommended way to say it.
+`unsigned int` or `long int`) written as the type of a value that crosses a boundary: a
+kernel or launcher parameter, a field of a params struct, or a local that takes a 64-bit
+tensor shape or stride (`int rows = x.size(0);`). Inside kernel, device-function and
+launcher bodies only `long` / `unsigned long` is flagged (locals, loop counters, device
+function and lambda parameters): `int` is 32 bits on every CUDA target, so there the width
+cannot differ between the two sides of anything. Only the written spelling counts: `int32_t`
+is the same type as `int` to the compiler and is the recommended way to say it.
 
-Exempt: a `for` counter whose bound is a compile-time constant (`i < kVecN`), template
-non-type parameters, `constexpr` (or `const` with a constant initializer) locals, an `int`
-that a C API dictates (`int device; cudaGetDevice(&device);`, `int rc = c_function();`),
-pointers and arrays declared locally (storage, not an index), and `main`. A params struct is
-one passed by value to a kernel of the file, or one named `...Params`.
+Exempt: template non-type parameters, `constexpr` (or `const` with a constant initializer)
+locals, an `int` that a C API dictates (`int device; cudaGetDevice(&device);`,
+`int rc = c_function();`), pointers and arrays declared locally (storage, not an index), host
+helpers that launch nothing, and `main`. A params struct is one passed by value to a kernel
+of the file, or one named `...Params`.
+
+Narrowed on real code: an earlier version also flagged every `int` local index, loop counter
+and device-function parameter, about 1,300 findings on a tree whose authors follow this
+guide. The guide gives the reason for the convention as "the same width on both sides of the
+FFI boundary", and its own header library declares `int` device-function parameters, so
+those are no longer reported.
 
 ## Why is this bad?
 The width of `int`/`long` is an ABI choice, not a contract: `long` is 64 bits on Linux and

@@ -1,11 +1,18 @@
 """## What it does
 Flags a flat global index (or grid stride) computed as a 32-bit product of the grid
 built-ins -- `blockIdx.x * blockDim.x`, `blockIdx.x * kBlockSize`, `gridDim.x * blockDim.x`,
-`blockIdx.y * num_heads * head_dim` -- with no operand widened to 64 bits before the
-multiplication, inside a kernel whose sizes or strides are 64-bit (a parameter, or a field of
-a by-value params struct, of type `int64_t`, `uint64_t`, `size_t`...). A product of the y/z
-grid dimensions with only built-ins or constants is not flagged: those are capped at 65535,
-so such a product cannot overflow. Only the kernel's own body (and its lambdas) is checked.
+`blockIdx.y * num_heads * head_dim` -- whose value is then widened to 64 bits (stored in an
+`int64_t`/`size_t`, added to or compared with a 64-bit value, passed as a 64-bit argument,
+cast to 64 bits) although no operand was widened before the multiplication, inside a kernel
+whose sizes or strides are 64-bit (a parameter, or a field of a by-value params struct, of
+type `int64_t`, `uint64_t`, `size_t`...). A product of the y/z grid dimensions with only
+built-ins or constants is not flagged: those are capped at 65535, so such a product cannot
+overflow. Only the kernel's own body (and its lambdas) is checked.
+
+Narrowed on real code: an index that is computed and kept in 32 bits
+(`const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;`, a 32-bit offset) is counting
+in 32 bits on purpose, against a 32-bit total, the way the guide's own example kernel does;
+it is no longer reported. The finding is the 64-bit intent that the 32-bit product defeats.
 
 ## Why is this bad?
 The product is evaluated in 32 bits and wraps at 2^32 (or overflows `int` at 2^31) before it
@@ -47,7 +54,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     wide_kernels = {k.usr: evidence for k in model.kernels if (evidence := _wide_size(model, k)) is not None}
     for product in model.integer_facts.index_products:
         evidence = wide_kernels.get(product.function_usr)
-        if evidence is None or not _can_overflow(product):
+        if evidence is None or not product.widened or not _can_overflow(product):
             continue
         name, span = evidence
         yield ctx.finding(

@@ -12,6 +12,12 @@ accepts any data pointer and, with `with_strides`, any row stride, so a sliced o
 tensor reaches the kernel and fails with `misaligned address` (or silently reads the wrong
 bytes through a wider type). `.ensure_alignment(w)` turns that into a clear host-side error.
 
+Not reported for a tensor whose data address the launcher tests itself
+(`reinterpret_cast<uintptr_t>(x.data_ptr()) % 16`, `... & 15`, or a helper named `...align...`
+called on it), whether it then rejects the tensor or falls back to a scalar kernel. When the
+header library on the include path has no `ensure_alignment`, the message says how to check
+by hand instead.
+
 ## Example
 ```cpp
 template <typename T>
@@ -65,6 +71,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         aligned = {v.name for c in chains for v in c.verified if v.alignment is not None}
         checked_by_hand = {u.tensor for u in model.launcher_facts.tensor_data_uses
                            if u.function == launcher.usr and u.in_check}
+        checked_by_hand |= {t.tensor for t in model.launcher_facts.alignment_tests if t.function == launcher.usr}
         for chain in chains:
             unaligned = _unaligned_feeds(chain, feeds, aligned | checked_by_hand)
             if unaligned:
@@ -88,7 +95,7 @@ def _finding(model: SourceModel, ctx: RuleContext, chain: MatcherChain, feeds: l
     names = ", ".join(f"'{t}'" for t in tensors)
     widths = {w for w in (fixed_value(f.width, scope) for f in feeds) if w is not None}
     width = f" {max(widths)}-byte" if widths else ""
-    suggestion = f".ensure_alignment({max(widths)})" if widths else ".ensure_alignment(w)"
+    suggestion = _suggestion(model, tensors[0], max(widths) if widths else None)
     related = [Related(access_location(model, first.access),
                        f"vectorized{width} access ({first.access.type_text}) in '{first.kernel}'"),
                Related(location_of(model, first.launch.span), "the launch")]
@@ -96,6 +103,15 @@ def _finding(model: SourceModel, ctx: RuleContext, chain: MatcherChain, feeds: l
         location_of(model, chain.span),
         f"tensor{'s' if len(tensors) > 1 else ''} {names} feed{'' if len(tensors) > 1 else 's'} "
         f"{width.strip() + ' ' if width else ''}vectorized accesses in kernel '{first.kernel}' "
-        f"but this TensorMatcher does not check alignment: add `{suggestion}` before `.verify`",
+        f"but this TensorMatcher does not check alignment: {suggestion}",
         related=related,
     )
+
+
+def _suggestion(model: SourceModel, tensor: str, width: int | None) -> str:
+    """`.ensure_alignment(w)`, or the check by hand when the user's TensorMatcher lacks it."""
+    if model.header_library.provides("ensure_alignment"):
+        return f"add `.ensure_alignment({width or 'w'})` before `.verify`"
+    return (f"this tree's `TensorMatcher` has no `ensure_alignment`, so check the base address and the outer "
+            f"strides by hand (`RuntimeCheck(reinterpret_cast<uintptr_t>({tensor}.data_ptr()) % {width or 'w'} == 0"
+            f", ...)`) or add `ensure_alignment` to `sgl_kernel/tensor.h`")

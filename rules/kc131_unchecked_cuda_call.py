@@ -2,7 +2,8 @@
 Flags a call of a `cuda*` runtime API function whose `cudaError_t` result is thrown away:
 the call is a statement of its own instead of being wrapped in `CHECK_CUDA(...)` (or
 `host::RuntimeDeviceCheck(...)`), assigned, returned or compared. An explicit `(void)`
-cast is taken as a deliberate discard and not reported.
+cast is taken as a deliberate discard and not reported. The suggested wrapper is one the
+header library on the include path has (`CHECK_CUDA`, else `host::RuntimeDeviceCheck`).
 
 ## Why is this bad?
 CUDA reports failures only through these return values (and the sticky error state). A
@@ -42,6 +43,14 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         if call.name.startswith("cuda") and call.returns_cuda_error and call.result_use == "discarded":
             yield ctx.finding(
                 location_of(model, call.span),
-                f"the cudaError_t returned by `{call.name}` is discarded; wrap the call in "
-                "`CHECK_CUDA(...)` so a failure surfaces here",
+                f"the cudaError_t returned by `{call.name}` is discarded; {_advice(model)}",
             )
+
+
+def _advice(model: SourceModel) -> str:
+    """The check that the user's header library offers."""
+    for wrapper in ("CHECK_CUDA", "RuntimeDeviceCheck"):
+        if model.header_library.provides(wrapper):
+            spelled = f"{wrapper}(...)" if wrapper == "CHECK_CUDA" else f"host::{wrapper}(...)"
+            return f"wrap the call in `{spelled}` so a failure surfaces here"
+    return "compare it with `cudaSuccess` and throw with `cudaGetErrorString` so a failure surfaces here"

@@ -11,6 +11,10 @@ modulo of `threadIdx.x` is a derived value the compiler re-materializes at every
 scale (8 extra instructions and 2 registers on a two-tile warp copy). `device::get_lane_id<N>()`
 picks the cheaper form per platform.
 
+When the header library on the include path has no `get_lane_id` (older copies of
+`sgl_kernel/` lack it), the message says so and names what to add instead: a `SGL_DEVICE`
+helper that reads the `%laneid` register.
+
 ## Example
 ```cpp
 const uint32_t lane = threadIdx.x % device::kWarpThreads;
@@ -38,15 +42,24 @@ _USES = {"subscript": "used as a subscript here", "pointer arithmetic": "used in
          "load/store offset": "used as a load/store offset here"}
 
 
+def _advice(model: SourceModel, width: int) -> str:
+    """The fix that works with the user's header library."""
+    replacement = "device::get_lane_id()" if width == 32 else f"device::get_lane_id<{width}>()"
+    if model.header_library.provides("get_lane_id"):
+        return f"use `{replacement}`"
+    return (f"this tree's `sgl_kernel/` headers have no `get_lane_id`: add a `SGL_DEVICE` helper that reads the "
+            f"lane register (`asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));`) to `sgl_kernel/utils.cuh` "
+            f"and use `{replacement}`")
+
+
 @rule("KC151")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for lane in model.integer_facts.lane_modulos:
         if lane.address_use is None:
             continue
         through = f" through '{lane.via}'" if lane.via else ""
-        replacement = "device::get_lane_id()" if lane.width == 32 else f"device::get_lane_id<{lane.width}>()"
         yield ctx.finding(
             location_of(model, lane.span),
-            f"`{lane.text}` feeds an address{through}; use `{replacement}`",
+            f"`{lane.text}` feeds an address{through}; {_advice(model, lane.width)}",
             related=[Related(location_of(model, lane.address_use), _USES.get(lane.address_kind, "used here"))],
         )

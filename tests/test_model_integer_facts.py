@@ -205,17 +205,23 @@ __global__ void k(float* p, uint32_t heads, int64_t n) {
   const uint32_t bid = blockIdx.x;
   const uint32_t f = bid * heads;
   const uint32_t g = gridDim.x * blockDim.x;
+  if ((blockIdx.x * blockDim.x + threadIdx.x) / 32 < n) p[0] = 0.0f;
+  p[static_cast<size_t>(blockIdx.x * heads)] = 1.0f;
+  p[static_cast<uint32_t>(blockIdx.x * heads) + 1u] = 2.0f;
 }
 }
 """)
-    products = [(x.text, x.builtins, x.constant_factors, x.value_factors)
+    products = [(x.text, x.builtins, x.constant_factors, x.value_factors, x.widened)
                 for x in model.integer_facts.index_products]
     assert products == [
-        ("blockIdx.x * blockDim.x", ("blockIdx.x", "blockDim.x"), 0, ()),
-        ("blockIdx.y * heads * kBlock", ("blockIdx.y",), 1, ("heads",)),
-        ("blockIdx.x * kBlock", ("blockIdx.x",), 1, ()),
-        ("bid * heads", ("blockIdx.x",), 0, ("heads",)),
-        ("gridDim.x * blockDim.x", ("gridDim.x", "blockDim.x"), 0, ()),
+        ("blockIdx.x * blockDim.x", ("blockIdx.x", "blockDim.x"), 0, (), True),
+        ("blockIdx.y * heads * kBlock", ("blockIdx.y",), 1, ("heads",), False),
+        ("blockIdx.x * kBlock", ("blockIdx.x",), 1, (), True),
+        ("bid * heads", ("blockIdx.x",), 0, ("heads",), False),
+        ("gridDim.x * blockDim.x", ("gridDim.x", "blockDim.x"), 0, (), False),
+        ("blockIdx.x * blockDim.x", ("blockIdx.x", "blockDim.x"), 0, (), True),
+        ("blockIdx.x * heads", ("blockIdx.x",), 0, ("heads",), True),
+        ("blockIdx.x * heads", ("blockIdx.x",), 0, ("heads",), False),
     ]
     assert all(x.function_usr == model.kernels[0].usr for x in model.integer_facts.index_products)
 

@@ -670,9 +670,13 @@ class _Walker:
         if inner.kind == K.MEMBER_REF_EXPR:
             children = self._children(inner)
             name, _ = _member_name(inner, children[0], self.source) if children else (inner.spelling, False)
-            if children:
-                self.visit(children[0])
             referenced = inner.referenced
+            if children and _is_mutating_method(referenced):
+                # `counters[i].inc(1)` writes the element. Recorded as a write only: what such a
+                # method reads (an atomic's old value) is its own state, not a producer's output.
+                self._visit_member(inner, _Use.WRITE)
+            elif children:
+                self.visit(children[0])
             if referenced is not None and referenced.kind in FUNCTION_KINDS:
                 return name, [referenced]
             owner = children[0].type.get_declaration() if children else None
@@ -862,6 +866,12 @@ def _member_name(node: ci.Cursor, base: ci.Cursor, source: _SourceBytes) -> tupl
 
 def _union(first: Values, second: Values) -> Values:
     return tuple(dict.fromkeys((*first, *second)))
+
+
+def _is_mutating_method(method: ci.Cursor | None) -> bool:
+    """A non-const, non-static member function: called on an object, it may change it."""
+    return (method is not None and method.kind == K.CXX_METHOD and not method.is_const_method()
+            and not method.is_static_method())
 
 
 def _pointer_operand(left: Values, right: Values) -> Values:

@@ -11,7 +11,8 @@ import re
 import clang.cindex as ci
 
 from ..model import (
-    Field, Function, FunctionKind, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam, line_starts,
+    Field, Function, FunctionKind, HeaderLibrary, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam,
+    line_starts,
 )
 from .capi import is_invalid_declaration
 from .cursors import (
@@ -19,6 +20,7 @@ from .cursors import (
     in_file, is_exported, is_implicit_instantiation, name_span, qualified_name, source_text, span_of, type_info,
     walk, walk_with_depth,
 )
+from ..includes import library_names, library_root
 from .dataflow_facts import DataflowExtractor
 from .divergence_facts import DivergenceWalk
 from .doxygen import Comments
@@ -49,6 +51,7 @@ class _Extractor:
         self._visit_scope(self.unit.tu.cursor)
         extract_integer_and_scope_facts(self.top_level, self.unit, self.data, self.model)
         self.model.error_spans = self._error_spans()
+        self.model.header_library = _header_library(self.unit.args)
         return self.model
 
     def _visit_scope(self, root: ci.Cursor) -> None:
@@ -354,3 +357,8 @@ def extract(unit: ParsedUnit, text: str, data: bytes) -> SourceModel:
     """Build the model of one parsed file."""
     share_reads(ci)  # every pass below reads the same cursor objects, each once (tree.py)
     return _Extractor(unit, text, data).run()
+
+
+def _header_library(args: list[str]) -> HeaderLibrary:
+    root = library_root(args)
+    return HeaderLibrary(str(root), library_names(root)) if root is not None else HeaderLibrary()

@@ -51,6 +51,9 @@ _SHAPE_METHODS = {
 _DLTENSOR_SHAPE_FIELDS = frozenset({"shape", "strides"})
 _EXPLICIT_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CSTYLE_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR)
 _TRANSPARENT = (K.UNEXPOSED_EXPR, K.PAREN_EXPR)
+# Expressions through which a 32-bit product's value flows on unchanged in width.
+_FLOW_KINDS = frozenset({*_TRANSPARENT, *_EXPLICIT_CASTS, K.BINARY_OPERATOR, K.UNARY_OPERATOR,
+                         K.CONDITIONAL_OPERATOR})
 _ARRAY_KINDS = (TK.CONSTANTARRAY, TK.INCOMPLETEARRAY, TK.VARIABLEARRAY, TK.DEPENDENTSIZEDARRAY)
 _LITERALS = (K.INTEGER_LITERAL, K.CHARACTER_LITERAL, K.CXX_BOOL_LITERAL_EXPR)
 _OPAQUE = frozenset({
@@ -131,6 +134,9 @@ class _Value:
     shape: str = ""  # the shape/stride expression a 64-bit value derives from
     builtin: str = ""  # "blockIdx.x" when the expression is (a copy of) a CUDA built-in index
     product: _Product | None = None
+    # Finished products whose 32-bit value still flows on through 32-bit arithmetic: whether
+    # it is widened to 64 bits later is learned where that flow ends.
+    flowing: tuple[_Product, ...] = ()
 
 
 _NONE = _Value()
@@ -215,10 +221,10 @@ class _Walker:
         context = parent if kind in _TRANSPARENT else node  # conversions look through parentheses
         values = [self.visit(child, child_kind, context) for child, child_kind in zip(children, kinds)]
         value = self._combine(node, kind, parent, children, values)
-        if value.product is None:
-            for child_value in values:
-                if child_value.product is not None:
-                    self._emit_product(child_value.product)
+        ended = [v.product for v in values if v.product is not None] if value.product is None else []
+        ended += [product for v in values for product in v.flowing]
+        if ended:
+            value = self._flow_products(node, kind, value, ended)
         if pushed:
             self.scopes.pop()
         self._depth -= 1
@@ -739,14 +745,28 @@ class _Walker:
                 product = replace(product, values=product.values + (self._text(operand).strip(),))
         return product
 
-    def _emit_product(self, product: _Product) -> None:
+    def _flow_products(self, node: ci.Cursor, kind: ci.CursorKind, value: _Value,
+                       products: list[_Product]) -> _Value:
+        """Products whose 32-bit result reaches `node`: carried on through 32-bit arithmetic
+        (`blockIdx.x * blockDim.x + threadIdx.x`), recorded as widened where a conversion to
+        64 bits takes the value (`int64_t i = ...`, `k += ...`, a 64-bit operand or
+        parameter), and as kept in 32 bits where the flow ends anywhere else."""
+        width = _width(node.type)
+        if kind in _FLOW_KINDS and width == 32:
+            return replace(value, flowing=tuple(products))
+        widened = width == 64 and (kind in _TRANSPARENT or kind in _EXPLICIT_CASTS)
+        for product in products:
+            self._emit_product(product, widened)
+        return replace(value, flowing=())
+
+    def _emit_product(self, product: _Product, widened: bool) -> None:
         if not any(b.startswith(_GRID_SCALE_BUILTINS) for b in product.builtins):
             return
         node = product.node
         self.facts.index_products.append(IndexProduct(
             span=span_of(node.extent), text=self._text(node), function_usr=product.function_usr,
             builtins=product.builtins, constant_factors=product.constants, value_factors=product.values,
-            result_type=node.type.spelling,
+            result_type=node.type.spelling, widened=widened,
         ))
 
     # -- results -------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ import clang.cindex as ci
 from ..model import (
     BINARY_OPERATOR_SPELLINGS,
     AlignmentRequest,
+    AlignmentTest,
+    DataHandOff,
     ApiCall,
     BoundKernel,
     ConstExpr,
@@ -532,6 +534,17 @@ def _fails(statement: ci.Cursor) -> bool:
     return False
 
 
+def _is_pointer_type(type_: ci.Type) -> bool:
+    return type_.get_canonical().kind == ci.TypeKind.POINTER
+
+
+def _is_alignment_operator(node: ci.Cursor) -> bool:
+    try:
+        return node.binary_operator in (ci.BinaryOperator.Rem, ci.BinaryOperator.And)
+    except ValueError:
+        return False
+
+
 def _condition_index(statement: ci.Cursor, parts: list[ci.Cursor]) -> int | None:
     """Which child of an if/loop statement is its condition (None for a do-loop body...)."""
     if statement.kind == K.DO_STMT:
@@ -698,6 +711,7 @@ class _BodyFacts:
         self.params = {p.hash: index for index, p in enumerate(
             c for c in cursor.get_children() if c.kind == K.PARM_DECL)}
         self.launches = {(s.span.start, s.span.end): s for s in subject.launch_sites}
+        self.ancestors: list[ci.Cursor] = []  # of the node being visited, outermost first
 
     def run(self, cursor: ci.Cursor, body: ci.Cursor) -> None:
         if self.device:
@@ -722,6 +736,7 @@ class _BodyFacts:
         first). An explicit stack, not recursion: generated code nests expressions thousands
         of levels deep, past Python's recursion limit."""
         base = len(ancestors)
+        self.ancestors = ancestors
         pending = [(root, base)]  # (node, its depth = how many ancestors it has)
         while pending:
             node, depth = pending.pop()
@@ -733,6 +748,8 @@ class _BodyFacts:
                 self._on_variable(node)
             elif kind == K.BINARY_OPERATOR:
                 self._on_assignment(node)
+                if not self.device:
+                    self._on_alignment_test(node)
             elif self.device and kind in _VECTOR_CASTS:
                 self._on_cast(node)
             elif kind == K.INIT_LIST_EXPR and not self.device:
@@ -763,6 +780,9 @@ class _BodyFacts:
         if site is not None:
             self._add_launch(call, site)
         self._add_handoffs(call, name, _call_arguments(call))
+        self._add_data_handoffs(call)
+        if "align" in name.lower() and name != "ensure_alignment":
+            self._add_alignment_tests(call, _call_arguments(call))
         obj = _member_call_object(call)
         tensor = self._tensor_name(obj) if obj is not None else None
         if tensor is not None and name == "data_ptr":
@@ -837,6 +857,27 @@ class _BodyFacts:
         if sources:
             self.state.tensor_sources[decl.hash] = sources
 
+    def _on_alignment_test(self, node: ci.Cursor) -> None:
+        """`address % w` and `address & (w - 1)` over a tensor's data pointer."""
+        parts = children(node)
+        if _is_alignment_operator(node) and len(parts) == 2:
+            self._add_alignment_tests(node, parts[:1])
+
+    def _add_data_handoffs(self, call: ci.Cursor) -> None:
+        parts = children(call)
+        callee_usr = function_usr(_referenced(_strip_wrappers(parts[0]))) if parts else ""
+        if not callee_usr:
+            return
+        for index, argument in enumerate(_call_arguments(call)):
+            for source in self._tensor_sources(argument, ""):
+                self.facts.data_handoffs.append(
+                    DataHandOff(self.function.usr, source.tensor, callee_usr, index, source.data_use, source.field))
+
+    def _add_alignment_tests(self, at: ci.Cursor, operands: list[ci.Cursor]) -> None:
+        tensors = {source.tensor for operand in operands for source in self._tensor_sources(operand, "")}
+        self.facts.alignment_tests.extend(
+            AlignmentTest(self.function.usr, tensor, self._span(at)) for tensor in sorted(tensors))
+
     def _on_assignment(self, node: ci.Cursor) -> None:
         try:
             if node.binary_operator.name != "Assign":
@@ -883,6 +924,14 @@ class _BodyFacts:
                     continue
             if node.kind == K.DECL_REF_EXPR:
                 decl = _referenced(node)
+                if decl is not None and decl.hash in self.params and not self.device:
+                    # a helper's parameter: the tensor (or params struct) a caller hands it
+                    if _is_pointer_type(decl.type):
+                        yield _TensorSource(field_name, f"#{self.params[decl.hash]}", self._span(node))
+                    elif _record_fields(decl.type.get_pointee() if decl.type.kind == ci.TypeKind.LVALUEREFERENCE
+                                        else decl.type):
+                        yield _TensorSource("*", f"#{self.params[decl.hash]}", self._span(node))
+                    continue
                 for source in self.state.tensor_sources.get(decl.hash if decl is not None else 0, []):
                     yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
                 continue
@@ -910,7 +959,8 @@ class _BodyFacts:
 
     def _launched_kernels(self, kernel_ref: ci.Cursor) -> tuple[BoundKernel, ...]:
         kernels = []
-        for reference, guard in _kernel_references(kernel_ref, None, self.consts):
+        scope = self.ancestors[0] if self.ancestors else None
+        for reference, guard in _kernel_references(kernel_ref, None, self.consts, scope=scope):
             named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
             declaration = _function_declaration(named[0] if named else _referenced(reference))
             if declaration is None:
@@ -919,7 +969,7 @@ class _BodyFacts:
             kernels.append(BoundKernel(declaration.get_usr(), declaration.spelling,
                                           self.consts.template_args(reference) or (),
                                           _template_param_names(declaration), guard))
-        return tuple(kernels)
+        return tuple(dict.fromkeys(kernels))  # a helper reached from several calls names a kernel once
 
     # -- host: matcher chains ----------------------------------------------------------------
     def _add_dtype_options(self, call: ci.Cursor, obj: ci.Cursor) -> None:
@@ -1141,10 +1191,32 @@ class _BodyFacts:
             self._add_access(operands[-1], cast, "cast", vector)
 
     def _add_access(self, pointer: ci.Cursor, at: ci.Cursor, kind: str, vector: _VectorType) -> None:
+        tested = self._alignment_tested_origins()
         for origin in self._origins(pointer):
+            if origin in tested:
+                continue  # `if ((uintptr_t)p % 16 == 0) {vector} else {scalar}`: the kernel checks
             self.facts.vector_accesses.append(VectorAccess(
                 self.function.usr, origin.param_index, origin.field, self._span(at), kind, vector.width,
                 vector.text, self.function.path))
+
+    def _alignment_tested_origins(self) -> set[_Origin]:
+        """Pointers whose address an enclosing `if` tests for alignment (`% w`, `& (w - 1)`)."""
+        tested: set[_Origin] = set()
+        for statement in self.ancestors:
+            if statement.kind != K.IF_STMT:
+                continue
+            parts = children(statement)
+            index = _condition_index(statement, parts)
+            if index is None:
+                continue
+            for node in walk(parts[index]):
+                if node.kind == K.BINARY_OPERATOR and _is_alignment_operator(node):
+                    operand = children(node)[0]
+                    references = [n for n in (operand, *walk(operand))
+                                  if n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)]
+                    for reference in references:
+                        tested.update(self._origins(reference))
+        return tested
 
     def _add_pointer_passes(self, call: ci.Cursor, callee: ci.Cursor, name: str,
                             arguments: list[ci.Cursor]) -> None:
@@ -1167,33 +1239,111 @@ class _BodyFacts:
                     origin.field, template_args, template_params))
 
 
-def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, consts: _Constants,
-                       depth: int = 0) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
+def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, consts: _Constants, depth: int = 0,
+                       scope: ci.Cursor | None = None) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
     """The `kern<args...>` references a launch's kernel expression may come down to, each
     with the condition under which it is the one: through `&kern<...>`, ternaries,
-    `constexpr auto kernel = ...` variables and immediately invoked lambdas."""
+    `constexpr auto kernel = ...` variables (also `static constexpr auto` member variable
+    templates), immediately invoked lambdas, helper functions that return one of several
+    kernels (`get_kernel<T>(n)`), and the parameter of a lambda that launches whatever it is
+    called with (searched in `scope`, the launcher)."""
     node = _strip(expression)
     if depth > _MAX_FOLD_DEPTH:
         return
     operands = _expression_children(node)
     if node.kind == K.UNARY_OPERATOR and operands:
-        yield from _kernel_references(operands[-1], guard, consts, depth + 1)
+        yield from _kernel_references(operands[-1], guard, consts, depth + 1, scope)
     elif node.kind == K.CONDITIONAL_OPERATOR and len(operands) == 3:
         condition = consts.value(operands[0])
-        yield from _kernel_references(operands[1], _both(guard, condition), consts, depth + 1)
+        yield from _kernel_references(operands[1], _both(guard, condition), consts, depth + 1, scope)
         yield from _kernel_references(operands[2], _both(guard, ConstExpr("not", args=(condition,))), consts,
-                                      depth + 1)
+                                      depth + 1, scope)
     elif node.kind == K.DECL_REF_EXPR:
         decl = _referenced(node)
-        initializer = _initializer(decl) if decl is not None and decl.kind == K.VAR_DECL else None
+        if decl is not None and decl.kind == K.PARM_DECL and scope is not None:
+            for argument in _lambda_arguments(decl, scope):
+                yield from _kernel_references(argument, guard, consts, depth + 1, scope)
+            return
+        initializer = _variable_initializer(node, decl)
         if initializer is None:
             yield node, guard
+        elif initializer.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+            yield initializer, guard
         else:
-            yield from _kernel_references(initializer, guard, consts, depth + 1)
+            yield from _kernel_references(initializer, guard, consts, depth + 1, scope)
     elif node.kind == K.CALL_EXPR and operands and _strip(operands[0]).kind == K.LAMBDA_EXPR:
         body = next((c for c in _strip(operands[0]).get_children() if c.kind == K.COMPOUND_STMT), None)
         for returned, condition in _returns(children(body) if body is not None else [], guard, consts):
-            yield from _kernel_references(returned, condition, consts, depth + 1)
+            yield from _kernel_references(returned, condition, consts, depth + 1, scope)
+    elif node.kind == K.CALL_EXPR and operands:
+        for returned in _helper_returns(operands[0], consts):  # any of them: the helper's conditions are its own
+            yield from _kernel_references(returned, guard, consts, depth + 1, scope)
+
+
+def _variable_initializer(node: ci.Cursor, decl: ci.Cursor | None) -> ci.Cursor | None:
+    """What a reference to a variable (or a dependent reference to a member variable
+    template, `kernel<IdxT, kVec>`) is initialized with."""
+    if decl is not None and decl.kind == K.VAR_DECL:
+        return _initializer(decl)
+    named = [c for c in node.get_children() if c.kind == K.OVERLOADED_DECL_REF]
+    candidates = _overloaded_declarations(named[0]) if named else []
+    if len(candidates) != 1:
+        return None
+    if candidates[0].kind == K.VAR_DECL:
+        return _initializer(candidates[0])
+    if candidates[0].kind == K.UNEXPOSED_DECL:
+        return _variable_template_function(candidates[0])
+    return None
+
+
+def _variable_template_function(template: ci.Cursor) -> ci.Cursor | None:
+    """The function a variable template is initialized with (`template <...> static
+    constexpr auto kernel = my_kernel<T, ...>;`): libclang exposes neither the variable nor
+    its initializer, so the name after `=` is looked up in the enclosing namespaces."""
+    spellings = [token.spelling for token in template.get_tokens()]
+    if "=" not in spellings:
+        return None
+    name = next((word for word in spellings[spellings.index("=") + 1:] if word not in ("&", "::")), "")
+    scope = template.semantic_parent
+    while scope is not None and scope.kind != K.TRANSLATION_UNIT:
+        found = [c for c in children(scope) if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == name]
+        if found:
+            return found[0]
+        scope = scope.semantic_parent
+    return None
+
+
+def _helper_returns(callee: ci.Cursor, consts: _Constants) -> list[ci.Cursor]:
+    """The expressions returned by the function a call names (when it names one definition)."""
+    reference = _strip_wrappers(callee)
+    named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
+    declaration = _function_declaration(named[0] if named else _referenced(reference))
+    definition = declaration.get_definition() if declaration is not None else None
+    body = next((c for c in children(definition) if c.kind == K.COMPOUND_STMT), None) if definition else None
+    if body is None:
+        return []
+    return [returned for returned, _ in _returns(children(body), None, consts)]
+
+
+def _lambda_arguments(parameter: ci.Cursor, scope: ci.Cursor) -> list[ci.Cursor]:
+    """The arguments bound to a lambda's parameter at the calls of that lambda in `scope`
+    (`auto launch = [&](auto kernel) {...}; launch(a ? k1 : k2);`)."""
+    lambdas = [n for n in walk(scope) if n.kind == K.LAMBDA_EXPR
+               and any(c == parameter for c in children(n) if c.kind == K.PARM_DECL)]
+    if len(lambdas) != 1:
+        return []
+    index = [c for c in children(lambdas[0]) if c.kind == K.PARM_DECL].index(parameter)
+    variables = [n for n in walk(scope) if n.kind == K.VAR_DECL and _initializer(n) is not None
+                 and _strip(_initializer(n)) == lambdas[0]]
+    if len(variables) != 1:
+        return []
+    arguments = []
+    for call in (n for n in walk(scope) if n.kind == K.CALL_EXPR):
+        parts = _expression_children(call)
+        if parts and _strip(parts[0]).kind == K.DECL_REF_EXPR and _referenced(_strip(parts[0])) == variables[0]:
+            if index + 1 < len(parts):
+                arguments.append(parts[index + 1])
+    return arguments
 
 
 def _returns(statements: list[ci.Cursor], guard: ConstExpr | None,
