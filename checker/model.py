@@ -596,6 +596,9 @@ class PdlCall:
     flag: str  # template-argument text of `PDLWaitPrimary<flag>()`; "" for asm, CUDA API, calls
     via: str  # "PDLWaitPrimary", "asm", "cudaGridDependencySynchronize", or "helper()" that waits
     leads_body: bool = False  # the first statement of the body (compile-time-only ones aside)
+    # The flag names a template type parameter (`Trait::kUsePDL`): its value is the bound
+    # type's member, which only the instantiation knows.
+    flag_through_type: bool = False
 
 
 class AccessKind(enum.Enum):

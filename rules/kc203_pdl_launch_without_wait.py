@@ -5,6 +5,12 @@ literally `false`) of a kernel that never waits for the primary (`PDLWaitPrimary
 waits on a different flag than the one the launch enables PDL with: the wait's template
 argument, mapped through the launch's template arguments, is `false` or names another flag.
 
+A kernel that calls a static member of its type parameter (`Trait::forward(params)`) waits
+when a same-named static member of the file's structs does. Not reported, since the analysis
+cannot tell: a kernel whose body is partly compiled out of the host pass (`#if
+defined(__CUDA_ARCH__)`: the wait may be in that code or in what it calls), and a wait whose
+flag is a member of a type parameter (`PDLWaitPrimary<Trait::kUsePDL>`).
+
 ## Why is this bad?
 A PDL launch lets the kernel start before the preceding kernel has finished. Without a wait
 nothing orders the kernel's reads after the producer's writes, so it reads stale inputs. A
@@ -46,17 +52,18 @@ from kernel_check.finding import Finding, Related, Severity
 from kernel_check.model import Function, LaunchedKernel, LaunchSite, PdlCall, SourceModel, split_template_arguments
 from kernel_check.registry import Language, RuleContext, rule
 from kernel_check.rules._common import (
-    dataflow_of, inactive_text, is_literal_false, launched_kernels, location_of, pdl_disabled, pdl_waits,
+    dataflow_of, is_literal_false, launched_kernels, location_of, pdl_disabled, pdl_waits,
 )
 
 _NAME = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
-_WAIT_SPELLINGS = re.compile(
-    r"PDLWaitPrimary|griddepcontrol\.wait|cudaGridDependencySynchronize|wait_on_dependent_grids")
 _TRUE = ("true", "1")
 
 
 def instantiated_flag(wait: PdlCall, kernel: Function, launched: LaunchedKernel) -> str | None:
-    """The wait's flag as this launch instantiates it; None when it cannot be told."""
+    """The wait's flag as this launch instantiates it; None when it cannot be told (a member of
+    a type parameter, `Trait::kUsePDL`, is whatever the bound trait says)."""
+    if wait.flag_through_type:
+        return None
     names = [param.name for param in kernel.template_params]
     if wait.flag not in names:
         return wait.flag
@@ -98,7 +105,7 @@ def _check_launch(model: SourceModel, ctx: RuleContext, site: LaunchSite, launch
     kernel_here = Related(location_of(model, kernel.name_span), f"kernel '{kernel.name}' is defined here")
     waits = pdl_waits(flow)
     if not waits:
-        if not _WAIT_SPELLINGS.search(inactive_text(model, flow)):
+        if not flow.inactive_spans:  # code compiled out of the host pass may hold the wait
             yield ctx.finding(
                 location_of(model, site.span),
                 f"launch enables PDL for kernel '{kernel.name}', which never calls PDLWaitPrimary: "

@@ -38,7 +38,7 @@ import re
 from ctypes import POINTER, Structure, byref, c_int, c_uint
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import clang.cindex as ci
 
@@ -241,6 +241,7 @@ class _Pdl:
     flag: str
     via: str
     leads_body: bool
+    flag_through_type: bool = False
 
 
 _Event = _Access | _Pdl
@@ -741,7 +742,8 @@ class _Walker:
         if pdl_kind is not None:
             for arg in args:
                 self.visit(arg)
-            self._pdl(pdl_kind, node, _template_argument_text(self.source.of(callee.extent)), name)
+            self._pdl(pdl_kind, node, _template_argument_text(self.source.of(callee.extent)), name,
+                      flag_through_type=_names_type_parameter(callee))
             return ()
         arg_values = [self.visit(arg, self._argument_use(arg, candidates, index))
                       for index, arg in enumerate(args)]
@@ -778,6 +780,9 @@ class _Walker:
             return name, None
         decls = _callee_decls(inner)
         if decls is None:
+            trait_member = _member_of_type_parameter(inner, self.source)
+            if trait_member is not None:  # `Trait::forward(params)`: a static member of some trait
+                return trait_member, self.extractor.static_members_named(inner, trait_member)
             self.visit(callee)
             return "", None
         name = decls[0].spelling if decls else _overloaded_name(inner)
@@ -857,8 +862,8 @@ class _Walker:
                     result.append(mapped)
         return tuple(result)
 
-    def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str) -> None:
-        self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node)))
+    def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str, flag_through_type: bool = False) -> None:
+        self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node), flag_through_type))
 
     def _is_lead(self, node: ci.Cursor) -> bool:
         """Whether `node` is (or starts) the body's leading statement."""
@@ -1009,6 +1014,34 @@ def _callee_decls(callee: ci.Cursor) -> list[ci.Cursor] | None:
     return [referenced] if referenced.kind in FUNCTION_KINDS else None
 
 
+_LAST_NAME = re.compile(rb"(\w+)\s*(?:<.*)?$", re.S)
+
+
+def _member_of_type_parameter(callee: ci.Cursor, source: "_SourceBytes") -> str | None:
+    """`forward` for a callee spelled `Trait::forward` / `Trait::template forward<T>` where
+    `Trait` is a template type parameter: a dependent name clang leaves unresolved."""
+    if callee.kind != K.DECL_REF_EXPR or callee.spelling:
+        return None
+    qualifier = next(iter(callee.get_children()), None)
+    if qualifier is None or qualifier.kind != K.TYPE_REF or qualifier.referenced is None \
+            or qualifier.referenced.kind != K.TEMPLATE_TYPE_PARAMETER:
+        return None
+    match = _LAST_NAME.search(source.of(callee.extent))
+    return match.group(1).decode() if match else None
+
+
+def _main_file_records(cursor: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
+    """The struct and class (template) definitions of the checked file, nested ones included."""
+    for child in cursor.get_children():
+        if child.location.file is None or child.location.file.name != path:
+            continue
+        if child.kind in RECORD_KINDS:
+            yield child
+            yield from _main_file_records(child, path)
+        elif child.kind == K.NAMESPACE:
+            yield from _main_file_records(child, path)
+
+
 def _is_unresolved_call(node: ci.Cursor, children: list[ci.Cursor]) -> bool:
     """A call clang could not resolve shows as an expression over the callee and the arguments."""
     if not children or _callee_decls(children[0]) is None:
@@ -1031,6 +1064,13 @@ def _operator_name(node: ci.Cursor) -> str:
 def _overloaded_name(node: ci.Cursor) -> str:
     overloaded = next((c for c in node.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
     return overloaded.spelling if overloaded is not None else ""
+
+
+def _names_type_parameter(expression: ci.Cursor) -> bool:
+    """Whether `expression` names a template type parameter (`PDLWaitPrimary<Trait::kUsePDL>`:
+    a member of a type only the instantiation knows)."""
+    return any(node.kind == K.TYPE_REF and node.referenced is not None
+               and node.referenced.kind == K.TEMPLATE_TYPE_PARAMETER for node in expression.walk_preorder())
 
 
 def _template_argument_text(callee_text: bytes) -> str:
@@ -1097,6 +1137,7 @@ class DataflowExtractor:
         self.source = _SourceBytes(path, data)
         self._walks: dict[ci.Cursor, _WalkResult | None] = {}  # None while in progress
         self._skipped: list[Span] | None = None
+        self._static_members: dict[str, list[ci.Cursor]] | None = None  # by name, built on first use
         self.nesting = 0  # `_Walker.visit` levels open now, in all walks (see MAX_NESTING)
 
     def add_function(self, cursor: ci.Cursor, body: ci.Cursor | None, function: Function) -> None:
@@ -1112,7 +1153,7 @@ class DataflowExtractor:
             function_usr=function.usr,
             qualified_name=function.qualified_name,
             body=body_span,
-            pdl_calls=[PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body)
+            pdl_calls=[PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body, e.flag_through_type)
                        for order, e in result.events if isinstance(e, _Pdl)],
             accesses=[_model_access(e, order, names) for order, e in result.events
                       if isinstance(e, _Access) and e.target.scope == 0 and e.target.param < len(names)],
@@ -1129,6 +1170,18 @@ class DataflowExtractor:
         if self._skipped is None:
             self._skipped = _skipped_spans(cursor.translation_unit, self.path)
         return self._skipped
+
+    def static_members_named(self, anchor: ci.Cursor, name: str) -> list[ci.Cursor] | None:
+        """The static member functions called `name` of the checked file's records (struct and
+        class templates, nested ones too): what `Trait::name(...)` can call once `Trait` is
+        bound. None when there are none (the callee stays unknown)."""
+        if self._static_members is None:
+            self._static_members = {}
+            for record in _main_file_records(anchor.translation_unit.cursor, self.path):
+                for member in record.get_children():
+                    if member.kind in FUNCTION_KINDS and member.is_static_method() and member.is_definition():
+                        self._static_members.setdefault(member.spelling, []).append(member)
+        return self._static_members.get(name)[:_MAX_CANDIDATES] if name in self._static_members else None
 
     def summary(self, definition: ci.Cursor) -> _Summary | None:
         """What calling `definition` does to its parameters; None while it is being walked."""
