@@ -171,7 +171,7 @@ class LaunchSite:
     kernel_name: str  # the launched function's name ("" when unresolved)
     kernel_usr: str  # clang USR of the launched function template/function ("" when unresolved)
     template_args: str  # source text of explicit template arguments, "" if none
-    enable_pdl: str | None  # source text of the `.enable_pdl(x)` argument, None when absent
+    enable_pdl: str | None  # text of `x` in `.enable_pdl(x)` / `.config({.use_pdl = x})`, None when absent
     launcher: str  # qualified name of the enclosing function
     argument_texts: tuple[str, ...] = ()
     kernel_span: Span | None = None  # the kernel expression (`kernel`, `kern<T, 8>`)

@@ -233,11 +233,16 @@ class _Extractor:
         return "", "", ""
 
     def _enable_pdl_argument(self, launch_object: ci.Cursor) -> str | None:
+        """The PDL flag of a launch: `.enable_pdl(x)`, or `.config({.use_pdl = x, ...})`."""
         for node in [launch_object, *walk(launch_object)]:
             if node.kind == K.CALL_EXPR and node.spelling == "enable_pdl":
                 args = [c for c in children(node) if c.kind != K.MEMBER_REF_EXPR]
                 text = source_text(self.data, span_of(args[0].extent)).strip() if args else ""
                 return text or "true"  # `enable_pdl()` uses its default argument, true
+            if node.kind == K.CALL_EXPR and node.spelling == "config":
+                value = _designated_value(node, "use_pdl")
+                if value is not None:
+                    return source_text(self.data, span_of(value.extent)).strip()
         return None
 
     # -- parse errors ------------------------------------------------------------------------
@@ -361,3 +366,13 @@ def extract(unit: ParsedUnit, text: str, data: bytes) -> SourceModel:
     """Build the model of one parsed file."""
     share_reads(ci)  # every pass below reads the same cursor objects, each once (tree.py)
     return _Extractor(unit, text, data).run()
+
+
+def _designated_value(expression: ci.Cursor, field: str) -> ci.Cursor | None:
+    """The value of the designated initializer `.field = value` inside `expression`
+    (`config({.use_pdl = kUsePDL})`); None when no initializer names `field`."""
+    for node in walk(expression):
+        parts = children(node)
+        if len(parts) == 2 and parts[0].kind == K.MEMBER_REF and parts[0].spelling == field:
+            return parts[1]
+    return None
