@@ -135,6 +135,11 @@ class Struct:
     is_class: bool
     is_definition: bool
     access: str = ""  # "public"/"protected"/"private" for a nested record, "" at namespace scope
+    usr: str = ""
+    owner_usr: str = ""  # the enclosing record's USR for a nested record, "" at namespace scope
+    # `template <> struct T<int>` or `template <class U> struct T<U*>`: documented by the primary.
+    is_specialization: bool = False
+    from_macro: bool = False  # declared by a macro expansion (its name is not written here)
 
 
 @dataclass
@@ -160,6 +165,8 @@ class Function:
     access: str = ""  # "public"/"protected"/"private" for a method, "" otherwise
     is_deleted: bool = False  # `= delete`
     is_defaulted: bool = False  # `= default`
+    owner_usr: str = ""  # the enclosing record's USR for a member, "" at namespace scope
+    from_macro: bool = False  # declared by a macro expansion (its name is not written here)
 
 
 @dataclass(frozen=True)
