@@ -6,7 +6,10 @@ Checks a Doxygen block (`///` or `/** ... */`) against the declaration it docume
   declaration's name, all of them in one finding);
 - a function returning non-`void` whose block has no `\\return` (or `\\returns`, `\\retval`).
 
-For a class, only `\\tparam` is checked. A block with `\\copydoc`, `\\copydetails`,
+The completeness checks (the last two) apply to a block that documents parameters at all
+(it has a `\\param`, `\\tparam` or `\\return`): a block that is only a brief sentence is
+complete as it is, the way `include/sgl_kernel/` documents small helpers, and the way
+Doxygen's own incomplete-documentation warning works. For a class, only `\\tparam` is checked. A block with `\\copydoc`, `\\copydetails`,
 `\\overload` or `\\inheritdoc` takes its documentation from elsewhere and is skipped; plain `//`
 comments are not Doxygen blocks and are left alone (KC301 covers missing documentation).
 
@@ -57,6 +60,8 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             tparams = [t.name for t in function.template_params if t.name]
             yield from _stale_names(model, ctx, doc, "param", doc.params, params)
             yield from _stale_names(model, ctx, doc, "tparam", doc.tparams, tparams)
+            if not _documents_parameters(doc):
+                continue
             yield from _undocumented(model, ctx, function.name_span, function.name,
                                      [p for p in params if p not in doc.params],
                                      [t for t in tparams if t not in doc.tparams])
@@ -69,12 +74,18 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         if _checked(doc):
             tparams = [t.name for t in struct.template_params if t.name]
             yield from _stale_names(model, ctx, doc, "tparam", doc.tparams, tparams)
-            yield from _undocumented(model, ctx, struct.name_span, struct.name, [],
-                                     [t for t in tparams if t not in doc.tparams])
+            if _documents_parameters(doc):
+                yield from _undocumented(model, ctx, struct.name_span, struct.name, [],
+                                         [t for t in tparams if t not in doc.tparams])
 
 
 def _checked(doc: DocComment | None) -> bool:
     return doc is not None and doc.is_doxygen and not doc.copies_doc
+
+
+def _documents_parameters(doc: DocComment) -> bool:
+    """Whether the block goes beyond a brief: only then must it be complete."""
+    return bool(doc.params or doc.tparams or doc.has_return)
 
 
 def _returns_value(function: Function) -> bool:
