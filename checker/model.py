@@ -560,6 +560,7 @@ class GlobalDeclaration:
     name_span: Span
     macro: str = ""  # the macro whose expansion produced it ("" when written out)
     redeclares_external: bool = False  # reopens or redeclares an entity first declared in another file
+    is_specialization: bool = False  # `template <> struct T<int>`, a partial or explicit specialization
 
 
 @dataclass(frozen=True)
