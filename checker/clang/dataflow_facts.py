@@ -1138,6 +1138,7 @@ class DataflowExtractor:
         self._walks: dict[ci.Cursor, _WalkResult | None] = {}  # None while in progress
         self._skipped: list[Span] | None = None
         self._static_members: dict[str, list[ci.Cursor]] | None = None  # by name, built on first use
+        self._kernels_by_name: dict[str, list[ci.Cursor]] | None = None  # likewise
         self.nesting = 0  # `_Walker.visit` levels open now, in all walks (see MAX_NESTING)
 
     def add_function(self, cursor: ci.Cursor, body: ci.Cursor | None, function: Function) -> None:
@@ -1164,7 +1165,17 @@ class DataflowExtractor:
 
     def add_launch(self, launch: Span, kernel_expression: ci.Cursor) -> None:
         """Record every kernel a launch's kernel expression can name."""
-        self.facts.launch_kernels.append(LaunchCandidates(launch, _launched_kernels(kernel_expression, self.source)))
+        self.facts.launch_kernels.append(
+            LaunchCandidates(launch, _launched_kernels(kernel_expression, self.source, self._kernels_named)))
+
+    def _kernels_named(self, anchor: ci.Cursor, name: str) -> list[ci.Cursor]:
+        """The checked file's kernels (templates) called `name`, indexed on first use."""
+        if self._kernels_by_name is None:
+            self._kernels_by_name = {}
+            for node in _scope_members(anchor.translation_unit.cursor, self.path):
+                if node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and has_child_kind(node, K.CUDAGLOBAL_ATTR):
+                    self._kernels_by_name.setdefault(node.spelling, []).append(node)
+        return self._kernels_by_name.get(name, [])
 
     def _skipped_in(self, cursor: ci.Cursor) -> list[Span]:
         if self._skipped is None:
@@ -1201,27 +1212,67 @@ class DataflowExtractor:
         return result
 
 
-def _launched_kernels(expression: ci.Cursor, source: _SourceBytes) -> tuple[LaunchedKernel, ...]:
+def _launched_kernels(expression: ci.Cursor, source: _SourceBytes,
+                      kernels_named: Callable[[ci.Cursor, str], list[ci.Cursor]]) -> tuple[LaunchedKernel, ...]:
     """The kernels named in a launch expression, following variables to their initializers
-    (`static constexpr auto kernel = k<T>;`, `const auto kernel = [] { ... }();`)."""
+    (`static constexpr auto kernel = k<T>;`, `const auto kernel = [] { ... }();`), helper
+    functions to what they return (`get_kernel<T>(n)`), and member variable templates
+    (`template <int N> static constexpr auto kernel = k<N>;`, whose initializer libclang does not
+    expose: the kernels it names are looked up by name, their template arguments unknown)."""
     found: dict[tuple[str, str], LaunchedKernel] = {}
     pending, followed = [expression], set()
+
+    def add(kernel: ci.Cursor, arguments: str) -> None:
+        found.setdefault((kernel.get_usr(), arguments), LaunchedKernel(kernel.spelling, kernel.get_usr(), arguments))
+
     while pending:
         node = pending.pop()
         for reference in (n for n in (node, *walk(node)) if n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)):
             overloaded = next((c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
             targets = _overloaded_decls(overloaded) if overloaded is not None else [reference.referenced]
-            for target in (t for t in targets if t is not None):
-                if target.kind == K.VAR_DECL and target not in followed:
+            for target in (t for t in targets if t is not None and t not in followed):
+                if target.kind == K.VAR_DECL:
                     followed.add(target)
                     pending.extend(c for c in target.get_children() if c.kind.is_expression())
-                elif target.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+                elif target.kind == K.UNEXPOSED_DECL:  # a variable template
+                    followed.add(target)
+                    for name in _initializer_names(target):
+                        for kernel in kernels_named(expression, name):
+                            add(kernel, "")
+                elif target.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
                     kernel = target.specialized_template or target
                     if has_child_kind(kernel, K.CUDAGLOBAL_ATTR):
-                        arguments = _template_argument_text(source.of(reference.extent))
-                        found.setdefault((kernel.get_usr(), arguments),
-                                         LaunchedKernel(kernel.spelling, kernel.get_usr(), arguments))
+                        add(kernel, _template_argument_text(source.of(reference.extent)))
+                    else:  # a helper that returns the kernel to launch
+                        followed.add(target)
+                        pending.extend(_returned_expressions(_definition(target)))
     return tuple(found.values())
+
+
+def _returned_expressions(definition: ci.Cursor | None) -> list[ci.Cursor]:
+    """The expressions a function definition returns (none for a declaration)."""
+    if definition is None:
+        return []
+    return [child for node in walk(definition) if node.kind == K.RETURN_STMT
+            for child in node.get_children() if child.kind.is_expression()]
+
+
+def _initializer_names(variable_template: ci.Cursor) -> list[str]:
+    """The identifiers after `=` in a variable template's declaration (libclang exposes no
+    initializer cursor for it)."""
+    tokens = [t.spelling for t in variable_template.get_tokens()]
+    after = tokens[tokens.index("=") + 1:] if "=" in tokens else []
+    return [t for t in after if t.isidentifier()]
+
+
+def _scope_members(scope: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
+    """The checked file's declarations directly in `scope` and in the namespaces inside it."""
+    for child in scope.get_children():
+        if child.location.file is None or child.location.file.name != path:
+            continue
+        yield child
+        if child.kind == K.NAMESPACE:
+            yield from _scope_members(child, path)
 
 
 def _model_access(event: _Access, order: int | None, names: list[str]) -> PointerAccess:
