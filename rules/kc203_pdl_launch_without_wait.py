@@ -91,10 +91,14 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for site in model.launch_sites:
         if pdl_disabled(site.enable_pdl):
             continue
+        reported: set[str] = set()  # one finding per kernel, however many instantiations the launch picks from
         for launched in launched_kernels(model, site):
             kernel = kernels.get(launched.usr)
-            if kernel is not None:
-                yield from _check_launch(model, ctx, site, launched, kernel)
+            if kernel is not None and kernel.usr not in reported:
+                findings = list(_check_launch(model, ctx, site, launched, kernel))
+                if findings:
+                    reported.add(kernel.usr)
+                yield from findings
 
 
 def _check_launch(model: SourceModel, ctx: RuleContext, site: LaunchSite, launched: LaunchedKernel,

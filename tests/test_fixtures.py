@@ -22,6 +22,14 @@ def test_cpp_fixture(path: Path) -> None:
     assert actual == expected, describe_mismatch(path, expected, result.findings)
 
 
+def test_kc203_reports_a_launch_once_per_kernel() -> None:
+    """A launch that picks among instantiations of one kernel that never waits is one finding,
+    not one per instantiation (the markers above compare sets, so this counts)."""
+    result = run_one(FIXTURES / "cpp" / "kc203_pdl_launch_without_wait.cuh")
+    keys = [(f.line, f.code, f.message) for f in result.findings]
+    assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
+
+
 def test_every_cpp_rule_has_a_firing_fixture() -> None:
     from kernel_check.registry import Language, rules_for
 

@@ -26,13 +26,20 @@ def _insert_line(text: str, offset: int, line: str) -> Planted:
     return Planted(text[:start] + line + "\n" + text[start:], _line_of(text, start))
 
 
+def _body_end(text: str, open_brace_end: int) -> int:
+    """The offset just past the brace that closes the body opened right before `open_brace_end`."""
+    depth = 1
+    for index in range(open_brace_end, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[index], 0)
+        if depth == 0:
+            return index + 1
+    return len(text)
+
+
 def _kernels_with_wait(text: str):
-    """(match, first wait in its body) for each kernel whose body waits on a named flag,
-    the body taken as what lies before the next kernel."""
-    kernels = list(_KERNEL.finditer(text))
-    for index, kernel in enumerate(kernels):
-        end = kernels[index + 1].start() if index + 1 < len(kernels) else len(text)
-        wait = _WAIT.search(text, kernel.end(), end)
+    """(match, first wait in its body) for each kernel whose own body waits on a named flag."""
+    for kernel in _KERNEL.finditer(text):
+        wait = _WAIT.search(text, kernel.end(), _body_end(text, kernel.end()))
         if wait is not None and wait.group(2) not in ("false", "true"):
             yield kernel, wait
 

@@ -407,6 +407,7 @@ class _SourceBytes:
     """File contents by path: the checked file's (possibly unsaved) bytes, headers from disk."""
 
     def __init__(self, main_path: str, main_data: bytes) -> None:
+        self.main_path = main_path
         self._files = {main_path: main_data}
 
     def of(self, extent: ci.SourceRange) -> bytes:
@@ -1234,6 +1235,9 @@ def _launched_kernels(expression: ci.Cursor, source: _SourceBytes,
                 if target.kind == K.VAR_DECL:
                     followed.add(target)
                     pending.extend(c for c in target.get_children() if c.kind.is_expression())
+                elif target.kind == K.PARM_DECL:  # `auto launch = [&](auto kernel) {...}; launch(k<T>);`
+                    followed.add(target)
+                    pending.extend(_lambda_arguments(target, expression.translation_unit, source.main_path))
                 elif target.kind == K.UNEXPOSED_DECL:  # a variable template
                     followed.add(target)
                     for name in _initializer_names(target):
@@ -1247,6 +1251,31 @@ def _launched_kernels(expression: ci.Cursor, source: _SourceBytes,
                         followed.add(target)
                         pending.extend(_returned_expressions(_definition(target)))
     return tuple(found.values())
+
+
+def _lambda_arguments(param: ci.Cursor, tu: ci.TranslationUnit, path: str) -> list[ci.Cursor]:
+    """What the calls of a lambda stored in a variable pass for its parameter `param` (none
+    when `param` belongs to no such lambda)."""
+    for top in _scope_members(tu.cursor, path):
+        for variable in (n for n in walk(top) if n.kind == K.VAR_DECL):
+            lam = next((c for c in walk(variable) if c.kind == K.LAMBDA_EXPR), None)
+            params = [c for c in lam.get_children() if c.kind == K.PARM_DECL] if lam is not None else []
+            if param not in params:
+                continue
+            index = params.index(param)
+            return [args[index] for call in walk(top) if call.kind == K.CALL_EXPR
+                    and (args := _call_arguments(call, variable)) is not None and index < len(args)]
+    return []
+
+
+def _call_arguments(call: ci.Cursor, variable: ci.Cursor) -> list[ci.Cursor] | None:
+    """The arguments of `call` when it calls the lambda held by `variable`, else None."""
+    parts = list(call.get_children())
+    for index, part in enumerate(parts[:2]):  # `launch(x)`, or `operator()` then `launch` then `x`
+        callee = _unwrap(part)
+        if callee.kind == K.DECL_REF_EXPR and callee.referenced == variable:
+            return parts[index + 1:]
+    return None
 
 
 def _returned_expressions(definition: ci.Cursor | None) -> list[ci.Cursor]:
