@@ -74,8 +74,8 @@ def drop_wait(text: str) -> Planted | None:
         return None
     enable = text.index(".enable_pdl(")
     launch = text.rfind("LaunchKernel(", 0, enable)
-    if launch < 0:
-        return None
+    if launch < 0 or text[launch:text.find("\n", launch)].rstrip().endswith("\\"):
+        return None  # no launch, or one inside a macro (reported where the macro is expanded)
     planted = _WAIT.sub(lambda m: f"{m.group(1)}// PDL wait removed", text)  # same line count
     return Planted(planted, _line_of(text, launch))
 
@@ -84,7 +84,8 @@ def drop_enable_pdl(text: str) -> Planted | None:
     """The only PDL launch of the file's only kernel launched without PDL: its wait gains nothing."""
     if not _single_launch_file(text):
         return None
-    waits = [w for _, w in _kernels_with_wait(text)]
+    waits = [w for kernel, w in _kernels_with_wait(text)
+             if f"<{w.group(2)}" not in text[kernel.end():w.start()]]  # no helper before it that may wait
     if not waits:
         return None
     planted = re.sub(r"\.enable_pdl\((?:[^()]|\([^()]*\))*\)", "", text, count=1)
