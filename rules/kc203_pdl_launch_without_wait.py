@@ -9,7 +9,9 @@ A kernel that calls a static member of its type parameter (`Trait::forward(param
 when a same-named static member of the file's structs does. Not reported, since the analysis
 cannot tell: a kernel whose body is partly compiled out of the host pass (`#if
 defined(__CUDA_ARCH__)`: the wait may be in that code or in what it calls), and a wait whose
-flag is a member of a type parameter (`PDLWaitPrimary<Trait::kUsePDL>`).
+flag is a member of a type parameter (`PDLWaitPrimary<Trait::kUsePDL>`). A wait instantiated
+with `false` is reported only under a launch that always enables PDL (`.enable_pdl(true)`):
+with a flag, the `false` instantiation is the one launched when the flag is off.
 
 ## Why is this bad?
 A PDL launch lets the kernel start before the preceding kernel has finished. Without a wait
@@ -78,7 +80,9 @@ def flag_mismatch(instantiated: str | None, enable_pdl: str) -> str | None:
     if instantiated is None or instantiated in _TRUE or instantiated == enabled:
         return None
     if is_literal_false(instantiated):
-        return "is instantiated with `false` here, so it is compiled out"
+        # Only a launch that always enables PDL is known to run it: with a flag
+        # (`enable ? launch(k<true>) : launch(k<false>)`) the `false` one runs without PDL.
+        return "is instantiated with `false` here, so it is compiled out" if enabled in _TRUE else None
     if enabled in _TRUE or not _NAME.fullmatch(instantiated) or not _NAME.fullmatch(enabled):
         return None  # one side is an expression or a literal: its value is not known here
     return f"is instantiated with `{instantiated}` while the launch enables PDL with `{enabled}`"

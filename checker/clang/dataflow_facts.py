@@ -1191,7 +1191,7 @@ class DataflowExtractor:
             self._static_members = {}
             for record in _main_file_records(anchor.translation_unit.cursor, self.path):
                 for member in record.get_children():
-                    if member.kind in FUNCTION_KINDS and member.is_static_method() and member.is_definition():
+                    if member.kind in FUNCTION_KINDS and member.is_static_method():  # defined here or out of line
                         self._static_members.setdefault(member.spelling, []).append(member)
         return self._static_members.get(name)[:_MAX_CANDIDATES] if name in self._static_members else None
 
