@@ -23,6 +23,13 @@ code, and with `--compare` the findings that are new or gone since an earlier re
 code and file. A KC000 whose first error is a missing third-party header (`THIRD_PARTY`:
 headers that only an `include-dirs` entry can provide) is counted apart: the parse-health
 rate is over the `.cuh`/`.cu` files whose includes can be resolved at all.
+
+In a checkout (not a bare kernel directory) the Python side is checked too, once (Python
+rules do not depend on the parse mode): the registered tests and benchmarks
+(`test/registered/kernels/`) and the wrappers (`python/sglang/kernels/ops/`), with
+`--select KC5`, paths relative to the tree so that `package-root` and
+`registered-tests-root` apply as in a checkout. Its findings per code are the report's
+`python` entry.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from kernel_check.results import NOT_CHECKED_PREFIX  # noqa: E402  (a KC000 for 
 
 PINNED_COMMIT = "382343f860c7df8dc43ecefd7902c940d81c99a9"
 KERNELS_SUBDIR = Path("python/sglang/kernels/jit")
+# The Python side a KC5xx rule reads, besides the kernel directory's own helpers.
+PYTHON_SUBDIRS = (Path("test/registered/kernels"), Path("python/sglang/kernels/ops"))
 MODES = ("hermetic", "system")
 KERNEL_SUFFIXES = (".cuh", ".cu")  # the files the parse-health target counts
 # Header prefixes that no CUDA install or hermetic prelude provides: only `include-dirs` can.
@@ -69,9 +78,11 @@ def tree_commit(tree: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def check_once(kernels: Path, mode: str, cache: Path, output: Path, extra: list[str]) -> dict:
-    """One `kernel-check` process: its figures and the findings it reported."""
-    args = [str(kernels), "--mode", mode, "--format", "json", "--output", str(output),
+def check_once(kernels: Path, mode: str, cache: Path, output: Path, extra: list[str],
+               paths: list[str] | None = None) -> dict:
+    """One `kernel-check` process in `kernels` over `paths` (default: all of it): its figures
+    and the findings it reported."""
+    args = [*(paths or [str(kernels)]), "--mode", mode, "--format", "json", "--output", str(output),
             "--cache-dir", str(cache), "--exit-zero", "--quiet", *extra]
     run = run_timed(kernel_check_command(args), env=None, cwd=kernels)
     figures = {"wall_s": round(run["seconds"], 2), "cpu_s": round(run["cpu"], 2),
@@ -136,6 +147,26 @@ def mode_report(findings: list[dict], kernels: Path, files: list[str]) -> dict:
     }
 
 
+def python_report(tree: Path, workdir: Path, extra: list[str]) -> dict | None:
+    """KC5xx over the checkout's registered tests and wrappers (None for a bare kernel directory).
+
+    The paths go relative to the tree and the configuration is an empty file outside it, so
+    that each file's project path is the tree-relative one, as in a checkout's root (an
+    extract has no `.git` to mark that root)."""
+    dirs = [str(d) for d in PYTHON_SUBDIRS if (tree / d).is_dir()]
+    if not dirs:
+        return None
+    config = workdir / "python" / "kernel-check.toml"
+    config.parent.mkdir()
+    config.write_text("")
+    run = check_once(tree, MODES[0], workdir / "cache-python", workdir / "python.json",
+                     [*extra, "--select", "KC5", "--config", str(config)], paths=dirs)
+    findings = sorted(({k: f[k] for k in ("path", "line", "code", "message")} for f in run["findings"]),
+                      key=lambda f: (f["path"], f["line"], f["code"], f["message"]))
+    return {"dirs": dirs, "per_code": dict(sorted(Counter(f["code"] for f in findings).items())),
+            "findings": findings}
+
+
 def _relative(path: str, kernels: Path) -> str:
     try:
         return str(Path(path).resolve().relative_to(kernels.resolve()))
@@ -194,6 +225,11 @@ def render_markdown(report: dict) -> str:
                   for cause, paths in data["kc000_causes"].items()] or ["- none"]
         if data["not_checked_files"]:
             lines.append(f"- not checked (past `file-timeout`, not counted above): {len(data['not_checked_files'])}")
+    if report.get("python"):
+        python = report["python"]
+        lines += ["", f"Python side (KC5xx, once: no parse mode) over {', '.join(f'`{d}`' for d in python['dirs'])}:",
+                  "", "| code | findings |", "|---|---:|"]
+        lines += [f"| {code} | {count} |" for code, count in python["per_code"].items()] or ["| none | 0 |"]
     if "compare" in report:
         lines += ["", f"Compared with `{report['compare']['against']}`:"]
         for mode, change in report["compare"]["modes"].items():
@@ -224,6 +260,7 @@ def build_report(tree: Path, modes: list[str], extra: list[str], workdir: Path) 
         report["modes"][mode] = data
         print(f"{mode}: KC000 on {data['kc000_files']} files, cold {data['cold']['wall_s']} s, "
               f"warm {data['warm']['wall_s']} s", file=sys.stderr)
+    report["python"] = python_report(tree, workdir, extra)
     return report
 
 

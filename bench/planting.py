@@ -42,10 +42,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_static import kernel_check_command  # noqa: E402  (one home for finding the console script)
-from ecosystem import KERNELS_SUBDIR  # noqa: E402  (one home for the tree's layout)
+from ecosystem import KERNELS_SUBDIR, PYTHON_SUBDIRS  # noqa: E402  (one home for the tree's layout)
 
 MUTATIONS_DIR = Path(__file__).resolve().parent / "planting_mutations"
 TESTS_SUBDIR = Path("test/registered/kernels")
+# What is copied and planted: the kernels, the registered tests and the wrappers.
+PLANTED_SUBDIRS = tuple(dict.fromkeys((KERNELS_SUBDIR, TESTS_SUBDIR, *PYTHON_SUBDIRS)))
 CHECK_TIMEOUT_S = 1800
 
 
@@ -126,7 +128,7 @@ class Planting:
 
 def candidate_files(root: Path) -> list[Path]:
     """The checked folders' files, relative to the copied tree, sorted."""
-    folders = [root / KERNELS_SUBDIR, root / TESTS_SUBDIR]
+    folders = [root / sub for sub in PLANTED_SUBDIRS]
     return sorted(p.relative_to(root) for folder in folders if folder.is_dir()
                   for p in folder.rglob("*") if p.is_file())
 
@@ -280,9 +282,12 @@ def copy_tree(tree: Path, destination: Path) -> Path:
     kernels = tree / KERNELS_SUBDIR
     if not kernels.is_dir():
         raise SystemExit(f"{tree}: not an sglang checkout or extract (no {KERNELS_SUBDIR})")
-    for sub in (KERNELS_SUBDIR, TESTS_SUBDIR):
+    for sub in PLANTED_SUBDIRS:
         if (tree / sub).is_dir():
             shutil.copytree(tree / sub, destination / sub, symlinks=True)
+    # An empty configuration marks the project root, as a checkout's `.git` does, so project
+    # paths (`package-root`, `registered-tests-root`) are relative to the tree.
+    (destination / "kernel-check.toml").write_text("")
     return destination
 
 

@@ -139,7 +139,7 @@ REGISTERED_TEST_IN_PACKAGE = _define("KC504", "registered-test-in-package", Seve
 BENCHMARK_BYPASSES_MARKER = _define("KC505", "benchmark-bypasses-marker", Severity.WARNING, Language.PYTHON,
         "benchmark calls `triton.testing` directly instead of the `marker` framework")
 TEST_WITHOUT_CI_REGISTRATION = _define("KC506", "test-without-ci-registration", Severity.ERROR, Language.PYTHON,
-        "registered test or benchmark without a module-level `register_cuda_ci(...)`")
+        "registered test or benchmark without a module-level `register_*_ci(...)`")
 
 # Build: `kernel-check build` (nvcc and ptxas over every declared instantiation).
 COMPILE_ERROR = _define("KC600", "compile-error", Severity.ERROR, Language.BUILD,

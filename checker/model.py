@@ -135,6 +135,11 @@ class Struct:
     is_class: bool
     is_definition: bool
     access: str = ""  # "public"/"protected"/"private" for a nested record, "" at namespace scope
+    usr: str = ""
+    owner_usr: str = ""  # the enclosing record's USR for a nested record, "" at namespace scope
+    # `template <> struct T<int>` or `template <class U> struct T<U*>`: documented by the primary.
+    is_specialization: bool = False
+    from_macro: bool = False  # declared by a macro expansion (its name is not written here)
 
 
 @dataclass
@@ -160,6 +165,8 @@ class Function:
     access: str = ""  # "public"/"protected"/"private" for a method, "" otherwise
     is_deleted: bool = False  # `= delete`
     is_defaulted: bool = False  # `= default`
+    owner_usr: str = ""  # the enclosing record's USR for a member, "" at namespace scope
+    from_macro: bool = False  # declared by a macro expansion (its name is not written here)
 
 
 @dataclass(frozen=True)
@@ -171,7 +178,7 @@ class LaunchSite:
     kernel_name: str  # the launched function's name ("" when unresolved)
     kernel_usr: str  # clang USR of the launched function template/function ("" when unresolved)
     template_args: str  # source text of explicit template arguments, "" if none
-    enable_pdl: str | None  # source text of the `.enable_pdl(x)` argument, None when absent
+    enable_pdl: str | None  # text of `x` in `.enable_pdl(x)` / `.config({.use_pdl = x})`, None when absent
     launcher: str  # qualified name of the enclosing function
     argument_texts: tuple[str, ...] = ()
     kernel_span: Span | None = None  # the kernel expression (`kernel`, `kern<T, 8>`)
@@ -599,6 +606,7 @@ class GlobalDeclaration:
     name_span: Span
     macro: str = ""  # the macro whose expansion produced it ("" when written out)
     redeclares_external: bool = False  # reopens or redeclares an entity first declared in another file
+    is_specialization: bool = False  # `template <> struct T<int>`, a partial or explicit specialization
 
 
 @dataclass(frozen=True)
@@ -642,6 +650,9 @@ class PdlCall:
     flag: str  # template-argument text of `PDLWaitPrimary<flag>()`; "" for asm, CUDA API, calls
     via: str  # "PDLWaitPrimary", "asm", "cudaGridDependencySynchronize", or "helper()" that waits
     leads_body: bool = False  # the first statement of the body (compile-time-only ones aside)
+    # The flag names a template type parameter (`Trait::kUsePDL`): its value is the bound
+    # type's member, which only the instantiation knows.
+    flag_through_type: bool = False
 
 
 class AccessKind(enum.Enum):

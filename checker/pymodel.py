@@ -137,8 +137,11 @@ class CheckKind(enum.Enum):
 class Check:
     """Input validation in a function body.
 
-    A `TENSOR_TEST` is a comparison involving tensor metadata (`x.dim() != 2`,
-    `x.dtype in SUPPORTED`) or a direct test of a boolean one (`if not x.is_contiguous():`).
+    A `TENSOR_TEST` is a condition (of an `if`, a `while` or a conditional expression) that
+    compares tensor metadata (`x.dim() != 2`, `x.dtype in SUPPORTED`) or tests a boolean one
+    (`if not x.is_contiguous():`), outside an `if out is None:` block (which allocates a
+    default output). A comparison that only computes a value (`has_bias = b.numel() > 0`) is
+    an argument, not a test.
     A test that guards a `raise` (`if x.dim() != 2: raise ...`) or sits in an `assert` is
     not listed separately: the `raise`/`assert` stands for it. `subject` is `raise`,
     `assert`, or the metadata as written (`x.dim()`).
@@ -363,6 +366,12 @@ def _boolean_operands(test: ast.expr) -> Iterator[ast.expr]:
         yield test
 
 
+def _is_none_test(test: ast.expr) -> bool:
+    """`out is None`: the test of a block that fills in a default."""
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None)
+
+
 def _raises_directly(body: list[ast.stmt]) -> bool:
     return any(isinstance(statement, ast.Raise) for statement in body)
 
@@ -412,6 +421,12 @@ class _Builder(ast.NodeVisitor):
         self._module_statements: set[int] = set()
         # > 0 while visiting the test of an `assert`, or of an `if` whose body raises.
         self._guard_depth = 0
+        # > 0 while visiting the test of an `if`, `while` or conditional expression: a tensor
+        # comparison elsewhere (`has_bias = bias.numel() > 0`) computes an argument, not a check.
+        self._condition_depth = 0
+        # > 0 inside `if out is None:`: what picks the default output's dtype or shape there
+        # is part of allocating it, not a check.
+        self._default_depth = 0
         self.functions: list[Function] = []
         self.calls: list[Call] = []
 
@@ -427,12 +442,13 @@ class _Builder(ast.NodeVisitor):
             self._scope, self._function, self._qualname = saved
 
     @contextmanager
-    def _guarding(self, active: bool) -> Iterator[None]:
-        self._guard_depth += active
+    def _deeper(self, counter: str, active: bool = True) -> Iterator[None]:
+        """`counter` (an attribute name) one higher while the block runs, when `active`."""
+        setattr(self, counter, getattr(self, counter) + active)
         try:
             yield
         finally:
-            self._guard_depth -= active
+            setattr(self, counter, getattr(self, counter) - active)
 
     def _visit_all(self, nodes: Iterable[ast.AST | None]) -> None:
         for node in nodes:
@@ -525,7 +541,7 @@ class _Builder(ast.NodeVisitor):
             self._function.checks.append(Check(kind, subject, self._positions.span(node)))
 
     def _add_tensor_test(self, subject: str | None, node: _Located) -> None:
-        if subject is not None and self._guard_depth == 0:
+        if subject is not None and self._guard_depth == 0 and self._condition_depth > 0 and self._default_depth == 0:
             self._add_check(CheckKind.TENSOR_TEST, subject, node)
 
     def _add_predicate_tests(self, test: ast.expr) -> None:
@@ -538,22 +554,28 @@ class _Builder(ast.NodeVisitor):
 
     def visit_Assert(self, node: ast.Assert) -> None:
         self._add_check(CheckKind.ASSERT, "assert", node)
-        with self._guarding(True):
+        with self._deeper("_guard_depth"):
             self._visit_all([node.test, node.msg])
 
     def visit_If(self, node: ast.If) -> None:
-        with self._guarding(_raises_directly(node.body)):
+        with self._deeper("_guard_depth", _raises_directly(node.body)), self._deeper("_condition_depth"):
+            self._add_predicate_tests(node.test)
+            self.visit(node.test)
+        with self._deeper("_default_depth", _is_none_test(node.test)):
+            self._visit_all(node.body)
+        self._visit_all(node.orelse)
+
+    def visit_While(self, node: ast.While) -> None:
+        with self._deeper("_condition_depth"):
             self._add_predicate_tests(node.test)
             self.visit(node.test)
         self._visit_all([*node.body, *node.orelse])
 
-    def visit_While(self, node: ast.While) -> None:
-        self._add_predicate_tests(node.test)
-        self.generic_visit(node)
-
     def visit_IfExp(self, node: ast.IfExp) -> None:
-        self._add_predicate_tests(node.test)
-        self.generic_visit(node)
+        with self._deeper("_condition_depth"):
+            self._add_predicate_tests(node.test)
+            self.visit(node.test)
+        self._visit_all([node.body, node.orelse])
 
     def visit_Compare(self, node: ast.Compare) -> None:
         self._add_tensor_test(_metadata_access(node), node)

@@ -12,6 +12,11 @@ guaranteed complete and visible, so a load before it can read stale or half-writ
 inputs -- silently, and only under PDL, only sometimes. Loading scalar parameters, computing
 indices and addresses before the wait is fine and is exactly what PDL overlaps.
 
+Model weights are not reported: a read through a pointer named as one (`weight`, `w`,
+`gamma`, `beta`, `bias`, or `<name>_weight`, `<name>_gamma`...; the parameter's or the params
+field's own name) may come before the wait. No kernel of the forward pass writes them, and
+prefetching them while the primary finishes is the overlap PDL is for.
+
 ## Example
 ```cpp
 template <typename T, bool kUsePDL>
@@ -37,6 +42,7 @@ __global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, flo
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from kernel_check.finding import Finding, Related
@@ -44,6 +50,8 @@ from kernel_check.model import AccessKind, SourceModel
 from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
 
+# What a weight's pointer is called (the last name of `params.q_gamma`, `w`, `conv_weight`).
+_WEIGHT_NAME = re.compile(r"(?:\w+_)?(?:weights?|gamma|beta|bias|w)")
 _HOW = {"subscript": "a subscript", "dereference": "a dereference", "->": "a member access",
         "reference": "a reference to it", "asm": "inline asm"}
 
@@ -65,7 +73,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         for access in flow.accesses:
             if access.kind is not AccessKind.READ or access.order is None or access.order > first.order:
                 continue
-            if access.span.start in reported:
+            if access.span.start in reported or _WEIGHT_NAME.fullmatch(access.root.rpartition(".")[2]):
                 continue
             reported.add(access.span.start)
             yield ctx.finding(

@@ -1,7 +1,8 @@
 """## What it does
 Reports a kernel that waits for a PDL primary (`PDLWaitPrimary<flag>()` with a flag that is
 not literally `false`, or the raw `griddepcontrol.wait`) when the file launches it, and no
-launch enables PDL (`.enable_pdl(x)` missing or literally `false`). Kernels the file does
+launch enables PDL (neither `.enable_pdl(x)` nor `.config({.use_pdl = x})`, or `x` literally
+`false`). Kernels the file does
 not launch are not reported: their launcher lives elsewhere.
 
 ## Why is this bad?

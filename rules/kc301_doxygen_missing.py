@@ -10,6 +10,12 @@ or the definition); it is reported once, at its definition. Forward declarations
 deleted and defaulted members, private and protected members, `main`, and host functions
 that launch no kernel are out of scope.
 
+Each undocumented entity is reported once, the way `include/sgl_kernel/` documents:
+explicit and partial specializations are documented by their primary template (and their
+members with them), declarations a macro expands to are documented at the macro, operators
+speak for themselves, and the members of an undocumented class are not reported on top of
+the class (document the class first; its members are checked once it is).
+
 ## Why is this bad?
 `include/sgl_kernel/` documents every exported entity this way, and the JIT tooling
 configures clangd to render these comments on hover. An undocumented kernel or helper leaves
@@ -50,15 +56,18 @@ _HIDDEN_ACCESS = ("private", "protected")
 @rule("KC301")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     launchers = {f.usr for f in model.launchers}
+    records = {struct.usr: struct for struct in model.structs if struct.usr}
     for declarations in _functions_by_entity(model).values():
         subject = _function_subject(declarations[0], launchers)
         if subject is None or any(_documents(f.doc) for f in declarations):
+            continue
+        if not _owner_checked(declarations[0].owner_usr, records):
             continue
         reported = next((f for f in declarations if f.is_definition), declarations[0])
         yield ctx.finding(location_of(model, reported.name_span),
                           f"{subject} '{reported.name}' {_problem(reported.doc)}")
     for struct in model.structs:
-        if _struct_in_scope(struct) and not _documents(struct.doc):
+        if _struct_in_scope(struct) and _owner_checked(struct.owner_usr, records) and not _documents(struct.doc):
             what = "class template" if struct.template_params else "class" if struct.is_class else "struct"
             yield ctx.finding(location_of(model, struct.name_span), f"{what} '{struct.name}' {_problem(struct.doc)}")
 
@@ -74,7 +83,9 @@ def _function_subject(function: Function, launchers: set[str]) -> str | None:
     """What the function is in this rule's scope, or None when it is out of scope."""
     if not function.is_exported or function.is_deleted or function.is_defaulted:
         return None
-    if function.access in _HIDDEN_ACCESS or function.name == "main":
+    if function.access in _HIDDEN_ACCESS or function.name == "main" or function.from_macro:
+        return None
+    if function.name.startswith("operator"):
         return None
     if function.kind is FunctionKind.KERNEL:
         return "kernel"
@@ -84,7 +95,17 @@ def _function_subject(function: Function, launchers: set[str]) -> str | None:
 
 
 def _struct_in_scope(struct: Struct) -> bool:
-    return bool(struct.name) and struct.is_exported and struct.is_definition and struct.access not in _HIDDEN_ACCESS
+    return (bool(struct.name) and struct.is_exported and struct.is_definition and struct.access not in _HIDDEN_ACCESS
+            and not struct.is_specialization and not struct.from_macro)
+
+
+def _owner_checked(owner_usr: str, records: dict[str, Struct]) -> bool:
+    """Whether a member's documentation is checked: at namespace scope (no owner), or in a
+    class that is itself in scope and documented (an undocumented class is the one finding)."""
+    if not owner_usr:
+        return True
+    owner = records.get(owner_usr)
+    return owner is not None and _struct_in_scope(owner) and _documents(owner.doc)
 
 
 def _documents(doc: DocComment | None) -> bool:

@@ -3,12 +3,17 @@ Checks a Doxygen block (`///` or `/** ... */`) against the declaration it docume
 
 - a `\\param` or `\\tparam` naming a parameter that does not exist (reported at that line);
 - a named parameter or template parameter the block leaves undocumented (reported at the
-  declaration's name, all of them in one finding);
-- a function returning non-`void` whose block has no `\\return` (or `\\returns`, `\\retval`).
+  declaration's name, all of them in one finding).
 
-For a class, only `\\tparam` is checked. A block with `\\copydoc`, `\\copydetails`,
-`\\overload` or `\\inheritdoc` takes its documentation from elsewhere and is skipped; plain `//`
-comments are not Doxygen blocks and are left alone (KC301 covers missing documentation).
+The completeness check (the second) applies to a block that documents parameters at all
+(it has a `\\param`, `\\tparam` or `\\return`): a block that is only a brief sentence is
+complete as it is, the way `include/sgl_kernel/` documents small helpers, and the way
+Doxygen's own incomplete-documentation warning works. A missing `\\return` is not reported:
+`include/sgl_kernel/` lets the brief say what a function returns ("Load data ...", "Check
+if ..."), and writes `\\return` only now and then. For a class, only `\\tparam` is checked.
+A block with `\\copydoc`, `\\copydetails`, `\\overload` or `\\inheritdoc` takes its
+documentation from elsewhere and is skipped; plain `//` comments are not Doxygen blocks and
+are left alone (KC301 covers missing documentation).
 
 ## Why is this bad?
 A stale `\\param` after a rename or a reordered signature misleads every reader and every
@@ -42,7 +47,7 @@ import re
 from typing import Iterator
 
 from kernel_check.finding import Finding, Location
-from kernel_check.model import DocComment, Function, SourceModel, Span
+from kernel_check.model import DocComment, SourceModel, Span
 from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
@@ -56,28 +61,28 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             tparams = [t.name for t in function.template_params if t.name]
             yield from _stale_names(model, ctx, doc, "param", doc.params, params)
             yield from _stale_names(model, ctx, doc, "tparam", doc.tparams, tparams)
+            if not _documents_parameters(doc):
+                continue
             yield from _undocumented(model, ctx, function.name_span, function.name,
                                      [p for p in params if p not in doc.params],
                                      [t for t in tparams if t not in doc.tparams])
-            if not doc.has_return and _returns_value(function):
-                yield ctx.finding(location_of(model, function.name_span),
-                                  f"'{function.name}' returns `{function.return_type}` but its Doxygen block "
-                                  "has no `\\return`")
     for struct in model.structs:
         doc = struct.doc
         if _checked(doc):
             tparams = [t.name for t in struct.template_params if t.name]
             yield from _stale_names(model, ctx, doc, "tparam", doc.tparams, tparams)
-            yield from _undocumented(model, ctx, struct.name_span, struct.name, [],
-                                     [t for t in tparams if t not in doc.tparams])
+            if _documents_parameters(doc):
+                yield from _undocumented(model, ctx, struct.name_span, struct.name, [],
+                                         [t for t in tparams if t not in doc.tparams])
 
 
 def _checked(doc: DocComment | None) -> bool:
     return doc is not None and doc.is_doxygen and not doc.copies_doc
 
 
-def _returns_value(function: Function) -> bool:
-    return function.return_type.strip() not in ("void", "") and not function.is_deleted
+def _documents_parameters(doc: DocComment) -> bool:
+    """Whether the block goes beyond a brief: only then must it be complete."""
+    return bool(doc.params or doc.tparams or doc.has_return)
 
 
 def _stale_names(model: SourceModel, ctx: RuleContext, doc: DocComment, command: str,

@@ -8,7 +8,8 @@ Not flagged: includes and macros (a declaration a macro expansion produces, such
 `TVM_FFI_DLL_EXPORT_TYPED_FUNC` wrapper), `static_assert`, `main`, the out-of-line
 definition of something already inside a namespace (`void sglang::f() {}`), the reopening of
 a namespace or redeclaration of an entity first declared in another file (specializing
-`std::hash`, extending `namespace tvm`), and `using` declarations in a file that exports
+`std::hash`, extending `namespace tvm`), explicit and partial specializations (they move with
+their primary template, which is reported once), and `using` declarations in a file that exports
 through a global-scope TVM-FFI macro (they name what the wrapper exports).
 
 ## Why is this bad?
@@ -62,8 +63,8 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _exempt(declaration: GlobalDeclaration, file_exports: bool) -> bool:
-    if declaration.macro or declaration.redeclares_external:
-        return True
+    if declaration.macro or declaration.redeclares_external or declaration.is_specialization:
+        return True  # a specialization moves with its primary template, which is the finding
     if declaration.kind == "static_assert":
         return True
     if declaration.kind == "namespace" and declaration.name == _HOME:

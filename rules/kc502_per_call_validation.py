@@ -8,8 +8,11 @@ A factory is a function of the same file decorated with `cache_once` (under any 
 name) or calling `load_jit`, or any function named like `_jit_<name>_module`, the naming
 convention that identifies factories imported from other files. Checks inside a factory are
 fine: they run once per specialisation. A test that guards a `raise` is reported once, at
-the `raise`. Allocating an optional output (`if out is None: out = torch.empty_like(x)`) is
-not a check.
+the `raise`. Allocating an optional output (`if out is None: out = torch.empty_like(x)`),
+including the tests that pick its dtype or shape there, is not a check; nor is a comparison
+that only computes a value (`has_bias = bias.numel() > 0`, a kernel argument). Tests and
+benchmarks (`test_*.py`, `bench_*.py`, `conftest.py`, and any file under the registered-tests
+root) are not entry points: they call exports and assert on purpose.
 
 ## Why is this bad?
 The entry point runs on every forward pass, so each check in it costs interpreter time on
@@ -55,13 +58,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from fnmatch import fnmatch
+from pathlib import PurePosixPath
 
 from kernel_check.finding import Finding, Related
-from kernel_check.pymodel import CheckKind, Function, PyModel, ResultAttributeCall
+from kernel_check.pymodel import CheckKind, Function, PyModel, ResultAttributeCall, path_under
 from kernel_check.registry import RuleContext, rule
 
 # The factory naming convention; the only sign of a factory imported from another file.
 _FACTORY_NAME = re.compile(r"_?jit_(\w+_)?module")
+# Files that call exports to test or time them, never on a forward pass.
+_NOT_WRAPPERS = ("test_*.py", "bench_*.py", "conftest.py")
 
 
 def _local_factories(model: PyModel) -> set[str]:
@@ -83,6 +90,10 @@ def _kernel_calls(function: Function, factories: set[str]) -> list[ResultAttribu
 
 @rule("KC502")
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
+    name = PurePosixPath(ctx.rel_path).name
+    if any(fnmatch(name, pattern) for pattern in _NOT_WRAPPERS) \
+            or path_under(ctx.rel_path, ctx.options["registered-tests-root"]):
+        return
     factories = _local_factories(model)
     for function in model.functions:
         kernel_calls = _kernel_calls(function, factories)

@@ -1,9 +1,11 @@
 """## What it does
 Checks that every `test_*.py` and `bench_*.py` under the registered-tests root
-(`test/registered/` by default) has a module-level `register_cuda_ci(...)` statement. A
-registration inside `if __name__ == "__main__":`, another `if`, a `try` or a function does
-not count, nor does one spelled through an alias. The finding is on line 1; related
-locations point at registrations that CI does not see.
+(`test/registered/` by default) has a module-level CI registration: a `register_cuda_ci(...)`
+statement, or one of its siblings for other runners (`register_amd_ci`, `register_cpu_ci`,
+`register_npu_ci`...), which CI's collector accepts alike. A registration inside
+`if __name__ == "__main__":`, another `if`, a `try` or a function does not count, nor does
+one spelled through an alias. The finding is on line 1; related locations point at
+registrations that CI does not see.
 
 ## Why is this bad?
 `test/run_suite.py` collects registrations by parsing each file and reading only the
@@ -69,8 +71,9 @@ _REGISTERED_FILES = ("test_*.py", "bench_*.py")
 
 
 def _collected(call: Call) -> bool:
-    """Whether CI's collector sees `call`: a module statement spelled `register_cuda_ci(...)`."""
-    return call.is_module_statement and call.written == _HELPER
+    """Whether CI's collector sees `call`: a module statement spelled `register_<runner>_ci(...)`
+    (a test registered only for AMD or CPU runners is collected all the same)."""
+    return call.is_module_statement and call.written == call.name
 
 
 @rule("KC506")
@@ -80,7 +83,7 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
         return
     if not path_under(ctx.rel_path, ctx.options["registered-tests-root"]):
         return
-    registrations = [call for call in model.calls if call.name == _HELPER]
+    registrations = [call for call in model.calls if call.is_ci_registration]
     if any(_collected(call) for call in registrations):
         return
     yield ctx.finding(

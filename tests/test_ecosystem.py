@@ -81,3 +81,25 @@ def test_compare_lists_new_and_gone_findings_by_code_and_file(report: dict) -> N
     assert ecosystem.compare(report, report)["hermetic"] == {"new": {}, "gone": {}}
     later["compare"] = {"against": "old.json", "modes": ecosystem.compare(report, later)}
     assert "- hermetic, gone KC320: csrc/scale.cuh (1)" in ecosystem.render_markdown(later)
+
+
+def test_checkout_python_side_is_checked_with_tree_relative_paths(tmp_path: Path) -> None:
+    """In a checkout the registered tests and the wrappers are checked for KC5xx, with the
+    project paths KC504/KC506 read (an extract: no `.git`, no config marks the root)."""
+    kernels = tmp_path / "python" / "sglang" / "kernels" / "jit"
+    (kernels / "include" / "sgl_kernel").mkdir(parents=True)
+    (kernels / "include" / "sgl_kernel" / "marker.h").write_text("#pragma once\n")
+    tests = tmp_path / "test" / "registered" / "kernels" / "ops" / "scale"
+    tests.mkdir(parents=True)
+    (tests / "test_scale.py").write_text("import torch\n")  # no registration: KC506
+    (tests / "test_scale_cpu.py").write_text('register_cpu_ci(est_time=1, suite="base-a-test-cpu")\n')
+    wrappers = tmp_path / "python" / "sglang" / "kernels" / "ops"
+    wrappers.mkdir()
+    (wrappers / "scale.py").write_text('register_cuda_ci(est_time=1, suite="x")\n')  # in the package: KC504
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    python = ecosystem.python_report(tmp_path, workdir, ["--jobs", "1"])
+    assert python["dirs"] == ["test/registered/kernels", "python/sglang/kernels/ops"]
+    assert [(f["code"], f["path"]) for f in python["findings"]] == [
+        ("KC504", "python/sglang/kernels/ops/scale.py"), ("KC506", "test/registered/kernels/ops/scale/test_scale.py")]
+    assert ecosystem.python_report(kernels, workdir, []) is None

@@ -39,6 +39,14 @@ def test_fix_turns_the_fixture_into_its_fixed_twin(path: Path, tmp_path: Path) -
     assert target.read_text(encoding="utf-8") == expected
 
 
+def test_kc203_reports_a_launch_once_per_kernel() -> None:
+    """A launch that picks among instantiations of one kernel that never waits is one finding,
+    not one per instantiation (the markers above compare sets, so this counts)."""
+    result = run_one(FIXTURES / "cpp" / "kc203_pdl_launch_without_wait.cuh")
+    keys = [(f.line, f.code, f.message) for f in result.findings]
+    assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
+
+
 def test_every_cpp_rule_has_a_firing_fixture() -> None:
     from kernel_check.registry import Language, rules_for
 

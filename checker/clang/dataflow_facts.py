@@ -37,7 +37,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import clang.cindex as ci
 
@@ -155,6 +155,7 @@ class _Pdl:
     flag: str
     via: str
     leads_body: bool
+    flag_through_type: bool = False
 
 
 _Event = _Access | _Pdl
@@ -310,6 +311,7 @@ class _SourceBytes:
     """File contents by path: the checked file's (possibly unsaved) bytes, headers from disk."""
 
     def __init__(self, main_path: str, main_data: bytes) -> None:
+        self.main_path = main_path
         self._files = {main_path: main_data}
 
     def of(self, extent: ci.SourceRange) -> bytes:
@@ -645,7 +647,8 @@ class _Walker:
         if pdl_kind is not None:
             for arg in args:
                 self.visit(arg)
-            self._pdl(pdl_kind, node, _template_argument_text(self.source.of(callee.extent)), name)
+            self._pdl(pdl_kind, node, _template_argument_text(self.source.of(callee.extent)), name,
+                      flag_through_type=_names_type_parameter(callee))
             return ()
         arg_values = [self.visit(arg, self._argument_use(arg, candidates, index))
                       for index, arg in enumerate(args)]
@@ -686,6 +689,9 @@ class _Walker:
             return name, None
         decls = _callee_decls(inner)
         if decls is None:
+            trait_member = _member_of_type_parameter(inner, self.source)
+            if trait_member is not None:  # `Trait::forward(params)`: a static member of some trait
+                return trait_member, self.extractor.static_members_named(inner, trait_member)
             self.visit(callee)
             return "", None
         name = decls[0].spelling if decls else _overloaded_name(inner)
@@ -765,8 +771,8 @@ class _Walker:
                     result.append(mapped)
         return tuple(result)
 
-    def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str) -> None:
-        self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node)))
+    def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str, flag_through_type: bool = False) -> None:
+        self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node), flag_through_type))
 
     def _is_lead(self, node: ci.Cursor) -> bool:
         """Whether `node` is (or starts) the body's leading statement."""
@@ -923,6 +929,34 @@ def _callee_decls(callee: ci.Cursor) -> list[ci.Cursor] | None:
     return [referenced] if referenced.kind in FUNCTION_KINDS else None
 
 
+_LAST_NAME = re.compile(rb"(\w+)\s*(?:<.*)?$", re.S)
+
+
+def _member_of_type_parameter(callee: ci.Cursor, source: "_SourceBytes") -> str | None:
+    """`forward` for a callee spelled `Trait::forward` / `Trait::template forward<T>` where
+    `Trait` is a template type parameter: a dependent name clang leaves unresolved."""
+    if callee.kind != K.DECL_REF_EXPR or callee.spelling:
+        return None
+    qualifier = next(iter(callee.get_children()), None)
+    if qualifier is None or qualifier.kind != K.TYPE_REF or qualifier.referenced is None \
+            or qualifier.referenced.kind != K.TEMPLATE_TYPE_PARAMETER:
+        return None
+    match = _LAST_NAME.search(source.of(callee.extent))
+    return match.group(1).decode() if match else None
+
+
+def _main_file_records(cursor: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
+    """The struct and class (template) definitions of the checked file, nested ones included."""
+    for child in cursor.get_children():
+        if child.location.file is None or child.location.file.name != path:
+            continue
+        if child.kind in RECORD_KINDS:
+            yield child
+            yield from _main_file_records(child, path)
+        elif child.kind == K.NAMESPACE:
+            yield from _main_file_records(child, path)
+
+
 def _is_unresolved_call(node: ci.Cursor, children: list[ci.Cursor]) -> bool:
     """A call clang could not resolve shows as an expression over the callee and the arguments."""
     if not children or _callee_decls(children[0]) is None:
@@ -945,6 +979,13 @@ def _operator_name(node: ci.Cursor) -> str:
 def _overloaded_name(node: ci.Cursor) -> str:
     overloaded = next((c for c in node.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
     return overloaded.spelling if overloaded is not None else ""
+
+
+def _names_type_parameter(expression: ci.Cursor) -> bool:
+    """Whether `expression` names a template type parameter (`PDLWaitPrimary<Trait::kUsePDL>`:
+    a member of a type only the instantiation knows)."""
+    return any(node.kind == K.TYPE_REF and node.referenced is not None
+               and node.referenced.kind == K.TEMPLATE_TYPE_PARAMETER for node in expression.walk_preorder())
 
 
 def _template_argument_text(callee_text: bytes) -> str:
@@ -1011,6 +1052,8 @@ class DataflowExtractor:
         self.source = _SourceBytes(path, data)
         self._walks: dict[ci.Cursor, _WalkResult | None] = {}  # None while in progress
         self._skipped: list[Span] | None = None
+        self._static_members: dict[str, list[ci.Cursor]] | None = None  # by name, built on first use
+        self._kernels_by_name: dict[str, list[ci.Cursor]] | None = None  # likewise
         self.nesting = 0  # `_Walker.visit` levels open now, in all walks (see MAX_NESTING)
 
     def add_function(self, cursor: ci.Cursor, body: ci.Cursor | None, function: Function) -> None:
@@ -1026,7 +1069,7 @@ class DataflowExtractor:
             function_usr=function.usr,
             qualified_name=function.qualified_name,
             body=body_span,
-            pdl_calls=[PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body)
+            pdl_calls=[PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body, e.flag_through_type)
                        for order, e in result.events if isinstance(e, _Pdl)],
             accesses=[_model_access(e, order, names) for order, e in result.events
                       if isinstance(e, _Access) and e.target.scope == 0 and e.target.param < len(names)],
@@ -1037,12 +1080,34 @@ class DataflowExtractor:
 
     def add_launch(self, launch: Span, kernel_expression: ci.Cursor) -> None:
         """Record every kernel a launch's kernel expression can name."""
-        self.facts.launch_kernels.append(LaunchCandidates(launch, _launched_kernels(kernel_expression, self.source)))
+        self.facts.launch_kernels.append(
+            LaunchCandidates(launch, _launched_kernels(kernel_expression, self.source, self._kernels_named)))
+
+    def _kernels_named(self, anchor: ci.Cursor, name: str) -> list[ci.Cursor]:
+        """The checked file's kernels (templates) called `name`, indexed on first use."""
+        if self._kernels_by_name is None:
+            self._kernels_by_name = {}
+            for node in _scope_members(anchor.translation_unit.cursor, self.path):
+                if node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and has_child_kind(node, K.CUDAGLOBAL_ATTR):
+                    self._kernels_by_name.setdefault(node.spelling, []).append(node)
+        return self._kernels_by_name.get(name, [])
 
     def _skipped_in(self, cursor: ci.Cursor) -> list[Span]:
         if self._skipped is None:
             self._skipped = skipped_spans(cursor.translation_unit, self.path)
         return self._skipped
+
+    def static_members_named(self, anchor: ci.Cursor, name: str) -> list[ci.Cursor] | None:
+        """The static member functions called `name` of the checked file's records (struct and
+        class templates, nested ones too): what `Trait::name(...)` can call once `Trait` is
+        bound. None when there are none (the callee stays unknown)."""
+        if self._static_members is None:
+            self._static_members = {}
+            for record in _main_file_records(anchor.translation_unit.cursor, self.path):
+                for member in record.get_children():
+                    if member.kind in FUNCTION_KINDS and member.is_static_method():  # defined here or out of line
+                        self._static_members.setdefault(member.spelling, []).append(member)
+        return self._static_members.get(name)[:_MAX_CANDIDATES] if name in self._static_members else None
 
     def summary(self, definition: ci.Cursor) -> _Summary | None:
         """What calling `definition` does to its parameters; None while it is being walked."""
@@ -1062,27 +1127,95 @@ class DataflowExtractor:
         return result
 
 
-def _launched_kernels(expression: ci.Cursor, source: _SourceBytes) -> tuple[LaunchedKernel, ...]:
+def _launched_kernels(expression: ci.Cursor, source: _SourceBytes,
+                      kernels_named: Callable[[ci.Cursor, str], list[ci.Cursor]]) -> tuple[LaunchedKernel, ...]:
     """The kernels named in a launch expression, following variables to their initializers
-    (`static constexpr auto kernel = k<T>;`, `const auto kernel = [] { ... }();`)."""
+    (`static constexpr auto kernel = k<T>;`, `const auto kernel = [] { ... }();`), helper
+    functions to what they return (`get_kernel<T>(n)`), and member variable templates
+    (`template <int N> static constexpr auto kernel = k<N>;`, whose initializer libclang does not
+    expose: the kernels it names are looked up by name, their template arguments unknown)."""
     found: dict[tuple[str, str], LaunchedKernel] = {}
     pending, followed = [expression], set()
+
+    def add(kernel: ci.Cursor, arguments: str) -> None:
+        found.setdefault((kernel.get_usr(), arguments), LaunchedKernel(kernel.spelling, kernel.get_usr(), arguments))
+
     while pending:
         node = pending.pop()
         for reference in (n for n in (node, *walk(node)) if n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)):
             overloaded = next((c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
             targets = overloaded_decls(overloaded) if overloaded is not None else [reference.referenced]
-            for target in (t for t in targets if t is not None):
-                if target.kind == K.VAR_DECL and target not in followed:
+            for target in (t for t in targets if t is not None and t not in followed):
+                if target.kind == K.VAR_DECL:
                     followed.add(target)
                     pending.extend(c for c in target.get_children() if c.kind.is_expression())
-                elif target.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+                elif target.kind == K.PARM_DECL:  # `auto launch = [&](auto kernel) {...}; launch(k<T>);`
+                    followed.add(target)
+                    pending.extend(_lambda_arguments(target, expression.translation_unit, source.main_path))
+                elif target.kind == K.UNEXPOSED_DECL:  # a variable template
+                    followed.add(target)
+                    for name in _initializer_names(target):
+                        for kernel in kernels_named(expression, name):
+                            add(kernel, "")
+                elif target.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
                     kernel = target.specialized_template or target
                     if has_child_kind(kernel, K.CUDAGLOBAL_ATTR):
-                        arguments = _template_argument_text(source.of(reference.extent))
-                        found.setdefault((kernel.get_usr(), arguments),
-                                         LaunchedKernel(kernel.spelling, kernel.get_usr(), arguments))
+                        add(kernel, _template_argument_text(source.of(reference.extent)))
+                    else:  # a helper that returns the kernel to launch
+                        followed.add(target)
+                        pending.extend(_returned_expressions(_definition(target)))
     return tuple(found.values())
+
+
+def _lambda_arguments(param: ci.Cursor, tu: ci.TranslationUnit, path: str) -> list[ci.Cursor]:
+    """What the calls of a lambda stored in a variable pass for its parameter `param` (none
+    when `param` belongs to no such lambda)."""
+    for top in _scope_members(tu.cursor, path):
+        for variable in (n for n in walk(top) if n.kind == K.VAR_DECL):
+            lam = next((c for c in walk(variable) if c.kind == K.LAMBDA_EXPR), None)
+            params = [c for c in lam.get_children() if c.kind == K.PARM_DECL] if lam is not None else []
+            if param not in params:
+                continue
+            index = params.index(param)
+            return [args[index] for call in walk(top) if call.kind == K.CALL_EXPR
+                    and (args := _call_arguments(call, variable)) is not None and index < len(args)]
+    return []
+
+
+def _call_arguments(call: ci.Cursor, variable: ci.Cursor) -> list[ci.Cursor] | None:
+    """The arguments of `call` when it calls the lambda held by `variable`, else None."""
+    parts = list(call.get_children())
+    for index, part in enumerate(parts[:2]):  # `launch(x)`, or `operator()` then `launch` then `x`
+        callee = strip_parens(part)
+        if callee.kind == K.DECL_REF_EXPR and callee.referenced == variable:
+            return parts[index + 1:]
+    return None
+
+
+def _returned_expressions(definition: ci.Cursor | None) -> list[ci.Cursor]:
+    """The expressions a function definition returns (none for a declaration)."""
+    if definition is None:
+        return []
+    return [child for node in walk(definition) if node.kind == K.RETURN_STMT
+            for child in node.get_children() if child.kind.is_expression()]
+
+
+def _initializer_names(variable_template: ci.Cursor) -> list[str]:
+    """The identifiers after `=` in a variable template's declaration (libclang exposes no
+    initializer cursor for it)."""
+    tokens = [t.spelling for t in variable_template.get_tokens()]
+    after = tokens[tokens.index("=") + 1:] if "=" in tokens else []
+    return [t for t in after if t.isidentifier()]
+
+
+def _scope_members(scope: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
+    """The checked file's declarations directly in `scope` and in the namespaces inside it."""
+    for child in scope.get_children():
+        if child.location.file is None or child.location.file.name != path:
+            continue
+        yield child
+        if child.kind == K.NAMESPACE:
+            yield from _scope_members(child, path)
 
 
 def _model_access(event: _Access, order: int | None, names: list[str]) -> PointerAccess:

@@ -95,6 +95,8 @@ class _Extractor:
             access=_access(cursor),
             is_deleted=cursor.is_deleted_method(),
             is_defaulted=cursor.is_default_method(),
+            owner_usr=_owner_usr(cursor),
+            from_macro=self._from_macro(cursor),
         )
         self.model.functions.append(function)
         if body is not None:
@@ -127,6 +129,13 @@ class _Extractor:
         span = self.positions.span(first.start(), last.end())  # after a template header: a later line
         return " ".join(w.group().decode(errors="replace") for w in leading), span
 
+    def _from_macro(self, cursor: ci.Cursor) -> bool:
+        """Whether a declaration comes out of a macro expansion: its location (the expansion
+        site) does not spell its name."""
+        name = cursor.spelling.encode()
+        start = cursor.location.offset
+        return bool(name) and not name.startswith(b"operator") and self.data[start:start + len(name)] != name
+
     def _param(self, cursor: ci.Cursor) -> Param:
         restrict_insert_offset, is_grid_constant = _declarator_tokens(cursor)
         return Param(
@@ -156,6 +165,10 @@ class _Extractor:
             is_class=cursor.kind != K.STRUCT_DECL,
             is_definition=cursor.is_definition(),
             access=_access(cursor),
+            usr=cursor.get_usr(),
+            owner_usr=_owner_usr(cursor),
+            is_specialization=cursor.specialized_template is not None,
+            from_macro=self._from_macro(cursor),
         ))
         for member in cursor.get_children():
             if member.kind in FUNCTION_KINDS and in_file(member, self.path):
@@ -237,11 +250,16 @@ class _Extractor:
         return "", "", ""
 
     def _enable_pdl_argument(self, launch_object: ci.Cursor) -> str | None:
+        """The PDL flag of a launch: `.enable_pdl(x)`, or `.config({.use_pdl = x, ...})`."""
         for node in [launch_object, *walk(launch_object)]:
             if node.kind == K.CALL_EXPR and node.spelling == "enable_pdl":
                 args = [c for c in children(node) if c.kind != K.MEMBER_REF_EXPR]
                 text = source_text(self.data, span_of(args[0].extent)).strip() if args else ""
                 return text or "true"  # `enable_pdl()` uses its default argument, true
+            if node.kind == K.CALL_EXPR and node.spelling == "config":
+                value = _designated_value(node, "use_pdl")
+                if value is not None:
+                    return source_text(self.data, span_of(value.extent)).strip()
         return None
 
     # -- parse errors ------------------------------------------------------------------------
@@ -362,3 +380,19 @@ def extract(unit: ParsedUnit, text: str, data: bytes) -> SourceModel:
 def _header_library(args: list[str]) -> HeaderLibrary:
     root = library_root(args)
     return HeaderLibrary(str(root), library_names(root)) if root is not None else HeaderLibrary()
+
+
+def _designated_value(expression: ci.Cursor, field: str) -> ci.Cursor | None:
+    """The value of the designated initializer `.field = value` inside `expression`
+    (`config({.use_pdl = kUsePDL})`); None when no initializer names `field`."""
+    for node in walk(expression):
+        parts = children(node)
+        if len(parts) == 2 and parts[0].kind == K.MEMBER_REF and parts[0].spelling == field:
+            return parts[1]
+    return None
+
+
+def _owner_usr(cursor: ci.Cursor) -> str:
+    """The USR of the record a member or nested record is declared in ("" outside records)."""
+    parent = cursor.semantic_parent
+    return parent.get_usr() if parent is not None and parent.kind in RECORD_KINDS else ""

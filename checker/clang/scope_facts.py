@@ -109,6 +109,7 @@ class ScopeCollector:
             name_span=name_span(cursor),
             macro=self.macros.macro_at(cursor.location.offset),
             redeclares_external=_first_declared_elsewhere(cursor, self.path),
+            is_specialization=cursor.specialized_template is not None,
         ))
 
 

@@ -213,12 +213,24 @@ class LaunchKernel {
   LaunchKernel(const LaunchKernel&) = delete;
   LaunchKernel& operator=(const LaunchKernel&) = delete;
 
+  /// \brief Launch options set together, by designated initializer: `.config({.use_pdl = flag})`.
+  struct Config {
+    bool use_pdl = false;  ///< Programmatic Dependent Launch, as `enable_pdl(use_pdl)`.
+  };
+
   /// \brief Enable or disable Programmatic Dependent Launch for this launch.
   /// \param enable Whether the kernel may start before the preceding kernel finishes.
   /// \return This launcher, for chaining.
   LaunchKernel& enable_pdl(bool enable = true) {
     pdl_ = enable;
     return *this;
+  }
+
+  /// \brief Apply launch options given as one `Config`.
+  /// \param options The options; a field left out keeps its default.
+  /// \return This launcher, for chaining.
+  LaunchKernel& config(const Config& options) {
+    return enable_pdl(options.use_pdl);
   }
 
   /// \brief Launch `kernel` with `args` and check the result.
