@@ -117,7 +117,7 @@ PDL_ASM_MISSING_MEMORY_CLOBBER = _define("KC205", "pdl-asm-missing-memory-clobbe
 DOXYGEN_MISSING = _define("KC301", "doxygen-missing", Severity.WARNING, Language.CPP,
         "exported kernel/launcher/device function/struct without a Doxygen \\brief")
 DOXYGEN_PARAM_MISMATCH = _define("KC302", "doxygen-param-mismatch", Severity.WARNING, Language.CPP,
-        "Doxygen \\param/\\tparam/\\return out of step with the declaration")
+        "Doxygen \\param/\\tparam out of step with the declaration")
 NON_ASCII_SOURCE = _define("KC310", "non-ascii-source", Severity.ERROR, Language.CPP,
         "non-ASCII byte in a C++/CUDA source", fixable=True)
 OUTSIDE_NAMESPACE_SGLANG = _define("KC320", "outside-namespace-sglang", Severity.WARNING, Language.CPP,
