@@ -169,7 +169,7 @@ def _widths_spec(tree: Path, widths: tuple[int, ...]) -> KernelSpec:
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(jit._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_a_spec_is_one_module_and_a_failing_one_is_built_again_per_instantiation(tmp_path, monkeypatch):
     """Every instantiation of a spec in one module, each under its own export; when that
     module fails, each instantiation alone: KC600 names the broken one, the rest still load."""

@@ -19,7 +19,7 @@ from kernel_check.harness import profiles
 from kernel_check.harness.cases import BadKind, CaseKind, bad_inputs, plan_cases, plan_sanitize, wrong_dtype
 from kernel_check.harness.child import CASE_MARKER
 from kernel_check.harness.discover import discover
-from kernel_check.harness.environment import environment_failure
+from kernel_check.harness.environment import CASE_OUT_OF_MEMORY, environment_failure, is_out_of_memory
 from kernel_check.harness.report import reference_note
 from kernel_check.harness.sanitize import parse_output, report_findings
 from kernel_check.harness.spec import (
@@ -121,6 +121,18 @@ def test_environment_failures_are_recognized(output, what):
 ])
 def test_kernel_faults_are_not_environment_failures(output):
     assert environment_failure(output) is None
+
+
+def test_a_full_gpu_while_a_case_allocates_is_no_verdict():
+    """torch's allocation failure inside a case (other processes hold the GPU) ends the child
+    with the out-of-memory marker, which the parent reads as an environment failure; the same
+    words in a kernel's own traceback (above) stay the kernel's."""
+    import torch
+
+    assert is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB"))
+    assert not is_out_of_memory(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    message = environment_failure(f"{CASE_OUT_OF_MEMORY} (n=5): CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert message is not None and "ran out of memory while a case allocated" in message
 
 
 def test_a_child_failing_for_the_environment_is_retried_then_reported(monkeypatch, tmp_path):

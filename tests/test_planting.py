@@ -73,3 +73,12 @@ def test_found_and_missed_plantings_are_told_apart(tree: Path, tmp_path: Path) -
     assert summary["KC310"] == {"family": "t", "planted": 4, "found": 2, "clean": 2}
     assert {p: (tree / p).read_text() for p in originals} == originals  # restored after each round
     assert "Misses:" in planting.markdown(summary, results)
+
+
+def test_files_that_do_not_parse_are_never_planted(tree: Path, tmp_path: Path) -> None:
+    broken = tree / planting.KERNELS_SUBDIR / "csrc" / "b.cuh"
+    broken.write_text(KERNEL.replace("int32_t n) {", "undeclared_t n) {"))
+    unparsable = planting.unparsable_files(tree, "hermetic", tmp_path / "cache")
+    assert unparsable == {broken.relative_to(tree)}
+    plantings = planting.choose_plantings(tree, {"t": [NON_ASCII]}, per_mutation=2, codes=None, unparsable=unparsable)
+    assert [p.path.name for p in plantings] == ["a.cuh"]

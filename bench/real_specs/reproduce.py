@@ -18,14 +18,14 @@ from pathlib import Path
 import torch
 import tvm_ffi
 
-from kernel_check import jit
+from kernel_check import runtime
 
 JIT = Path(os.environ.get("SGLANG_TREE", "")) / "python/sglang/kernels/jit"
 
 
 def load(name: str, source: str, symbol: str):
     """One launcher of the tree, built against the tree's own include/."""
-    built = jit.build_jit("reproduce", name, cuda_files=[source], cuda_wrappers=[(name, symbol)],
+    built = runtime.build_jit("reproduce", name, cuda_files=[source], cuda_wrappers=[(name, symbol)],
                           csrc_root=str(JIT / "csrc"), extra_include_paths=[str(JIT / "include")])
     return getattr(tvm_ffi.load_module(str(built.library)), name)
 

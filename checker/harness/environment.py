@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+# What a child reports when allocating a case's tensors fails: no kernel ran yet, so no verdict.
+CASE_OUT_OF_MEMORY = "CUDA out of memory while allocating a case's tensors"
+
 # (pattern, what failed): checked in order, the first match names the failure
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), what) for pattern, what in (
@@ -25,6 +28,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"out of memory.{0,80}(?:context|cuInit|cudaSetDevice|initiali[sz])|"
          r"(?:context|cuInit|cudaSetDevice|initiali[sz]).{0,80}out of memory",
          "the GPU ran out of memory while the child process started"),
+        (re.escape(CASE_OUT_OF_MEMORY), "the GPU ran out of memory while a case allocated its tensors "
+                                         "(other processes hold it, or the spec's sizes exceed it)"),
         (r"Internal Sanitizer Error|Unable to (?:load|find) (?:the )?injection library|"
          r"Sanitizer (?:could not|failed to) (?:start|initiali[sz]e|attach)|"
          r"Failed to (?:initiali[sz]e|launch|attach) (?:the )?(?:target|debugger|sanitizer)|"
@@ -42,6 +47,12 @@ def environment_failure(output: str) -> str | None:
             evidence = _line_around(output, match.start()) or line
             return f"{what}: {evidence[:200]}"
     return None
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is torch's allocation failure on the GPU (checked by name, so that this
+    module needs no torch import)."""
+    return type(exc).__name__ == "OutOfMemoryError" and "out of memory" in str(exc)
 
 
 def _line_around(text: str, pos: int) -> str:
