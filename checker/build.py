@@ -230,10 +230,21 @@ def resource_findings(outcome: BuildOutcome) -> list[Finding]:
 
 
 def build_findings(outcomes: Iterable[BuildOutcome]) -> list[Finding]:
+    """KC601/KC602 of each module built, KC600 of each that did not compile (a build the
+    machine could not run is no finding: see `environment_failures`)."""
     findings: list[Finding] = []
     for outcome in outcomes:
-        findings.extend(resource_findings(outcome) if outcome.ok else [compile_error_finding(outcome)])
+        if outcome.ok:
+            findings.extend(resource_findings(outcome))
+        elif not outcome.error.environment:
+            findings.append(compile_error_finding(outcome))
     return findings
+
+
+def environment_failures(outcomes: Iterable[BuildOutcome]) -> list[str]:
+    """One line per build the machine could not run (the compiler or ninja did not start)."""
+    return [f"{outcome.target.label}: {outcome.error}" for outcome in outcomes
+            if not outcome.ok and outcome.error.environment]
 
 
 def merge_budgets(config_default: int, per_kernel: Mapping[str, object],

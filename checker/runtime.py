@@ -40,6 +40,7 @@ the cached build, so a cache hit reports it too.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -49,6 +50,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import sys
 import threading
 import uuid
@@ -301,12 +303,15 @@ class BuildResult:
 
 
 class BuildError(Exception):
-    """A JIT build failed; ``.log`` holds the compiler's output, ``.name`` the module name."""
+    """A JIT build failed; ``.log`` holds the compiler's output, ``.name`` the module name.
+    ``.environment``: the machine failed (the build tool could not even be started), not the
+    source: no verdict on the kernel."""
 
-    def __init__(self, message: str, *, log: str = "", name: str = "") -> None:
+    def __init__(self, message: str, *, log: str = "", name: str = "", environment: bool = False) -> None:
         super().__init__(message)
         self.log = log
         self.name = name
+        self.environment = environment
 
 
 # ---------------------------------------------------------------------------
@@ -703,7 +708,7 @@ def _install_ninja_hook() -> None:
             jobs = os.environ.get("MAX_JOBS")
             if jobs:
                 cmd += ["-j", jobs]
-            proc = subprocess.run(cmd, cwd=build_dir, capture_output=True, check=False)
+            proc = _run_build_tool(cmd, build_dir)
             text = (proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace"))
             _tls.log = text
             if proc.returncode != 0:
@@ -713,6 +718,23 @@ def _install_ninja_hook() -> None:
         build_ninja.__wrapped__ = original  # type: ignore[attr-defined]
         extension.build_ninja = build_ninja
         _patched = True
+
+
+# Starting a process can fail for a moment when the machine is short of memory (fork/exec:
+# EFAULT, ENOMEM, EAGAIN seen with many builds and GPU children at once): tried again after
+# these pauses, then reported as an environment failure.
+_SPAWN_RETRY_DELAYS = (0.5, 2.0, 5.0)
+
+
+def _run_build_tool(cmd: list[str], cwd: str) -> subprocess.CompletedProcess:
+    for delay in _SPAWN_RETRY_DELAYS:
+        with contextlib.suppress(OSError):
+            return subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
+        time.sleep(delay)
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
+    except OSError as exc:
+        raise BuildError(f"could not start {cmd[0]}: {exc}", log=str(exc), environment=True) from exc
 
 
 def _tvm_build(plan: _Plan, build_dir: Path) -> str:
@@ -748,7 +770,8 @@ def _tvm_build(plan: _Plan, build_dir: Path) -> str:
             build_directory=str(build_dir),
             backend="cuda",
         )
-    except BuildError:
+    except BuildError as exc:
+        exc.name = exc.name or plan.name
         raise
     except Exception as exc:
         log = _tls.log if _tls.log is not None else str(exc)

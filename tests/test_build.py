@@ -19,6 +19,8 @@ from kernel_check import runtime
 from kernel_check.build import (
     BuildOutcome,
     BuildTarget,
+    build_findings,
+    environment_failures,
     kernel_identifier,
     merge_budgets,
     read_manifest,
@@ -58,6 +60,21 @@ def test_register_budget_and_spills():
     assert "96 registers" in over.message and over.location.line > 1  # at the kernel's definition
     assert not [f for f in resource_findings(BuildOutcome(_target({"default": 64, "tail_overrun_kernel": 128}),
                                                           result=result)) if f.code == "KC601"]
+
+
+def test_a_build_tool_that_cannot_start_is_an_environment_failure_not_kc600(monkeypatch, tmp_path):
+    """Starting ninja can fail for a moment on a machine short of memory ([Errno 14] seen on
+    the H200 with many builds and GPU children): tried again, then no finding, one line."""
+    monkeypatch.setattr(runtime, "_SPAWN_RETRY_DELAYS", (0.0, 0.0))
+    with pytest.raises(runtime.BuildError) as raised:
+        runtime._run_build_tool([str(tmp_path / "no-such-ninja"), "-v"], str(tmp_path))
+    assert raised.value.environment and "could not start" in str(raised.value)
+    outcome = BuildOutcome(_target({"default": 64}), error=raised.value)
+    assert build_findings([outcome]) == []
+    assert environment_failures([outcome]) == [f"k[x]: {raised.value}"]
+    broken = BuildOutcome(_target({"default": 64}), error=runtime.BuildError("JIT build failed", log="k.cuh(3): error"))
+    assert [f.code for f in build_findings([broken])] == ["KC600"] and environment_failures([broken]) == []
+    assert runtime._run_build_tool(["true"], str(tmp_path)).returncode == 0
 
 
 def test_budget_merging_and_identifiers():

@@ -180,7 +180,7 @@ def test_cli_reports_environment_errors_with_exit_2(capsys):
     from kernel_check.harness.run import HarnessResult
 
     result = HarnessResult([], [], environment=["spec_a: memcheck: compute-sanitizer could not start: x"])
-    assert _report_environment(result) == EXIT_USAGE
+    assert _report_environment(result.environment) == EXIT_USAGE
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "environment error, not a kernel finding" in line and "spec_a: memcheck" in line
 

@@ -20,7 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build import BuildOutcome, BuildTarget, build_all, build_findings, kernel_identifier, merge_budgets
+from ..build import (
+    BuildOutcome, BuildTarget, build_all, build_findings, environment_failures, kernel_identifier, merge_budgets,
+)
 from ..finding import Finding
 from .spec import Instantiation, KernelSpec
 
@@ -98,6 +100,8 @@ class SpecBuilds:
     # spec name -> the kernels (identifiers) its libraries hold, from ptxas's report: the
     # names sanitizer reports are attributed by (anonymous namespaces, macros and all)
     kernels: dict[str, set[str]] = field(default_factory=dict)
+    # spec name -> why its build could not run (the machine, not the source: no verdict)
+    environment: dict[str, str] = field(default_factory=dict)
 
     @property
     def findings(self) -> list[Finding]:
@@ -171,4 +175,6 @@ def _record(builds: SpecBuilds, spec: KernelSpec, insts: tuple[Instantiation, ..
                 builds.exports.setdefault(spec.name, {})[variant.id] = export_name(spec, inst)
         builds.kernels.setdefault(spec.name, set()).update(
             kernel_identifier(k.name) for k in outcome.result.resources)
+    for failure in environment_failures([outcome]):
+        builds.environment[spec.name] = failure
     builds.by_spec.setdefault(spec.name, []).extend(build_findings([outcome]))

@@ -22,6 +22,7 @@ from ..build import (
     BuildTarget,
     build_all,
     build_findings,
+    environment_failures,
     ensure_arch_for_compile_only,
     merge_budgets,
     nvcc_available,
@@ -250,9 +251,11 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     progress = Progress()
     progress.add(len(specs) + len(wrappers))  # one module per spec
     on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731
-    findings = build_specs(specs, on_done=on_done, **_build_options(config)).findings
-    findings += build_findings(build_all(wrappers, on_done=on_done))
-    return _emit(findings, args, policy, _sources(specs))
+    builds = build_specs(specs, on_done=on_done, **_build_options(config))
+    wrapper_outcomes = build_all(wrappers, on_done=on_done)
+    status = _emit(builds.findings + build_findings(wrapper_outcomes), args, policy, _sources(specs))
+    environment = list(builds.environment.values()) + environment_failures(wrapper_outcomes)
+    return _report_environment(environment) or status
 
 
 def _test(args: argparse.Namespace, config: Config) -> int:
@@ -280,14 +283,14 @@ def _test(args: argparse.Namespace, config: Config) -> int:
         print(note, file=sys.stderr)
     stopped = [s for s in specs if s.name in result.stopped]
     status = _emit(result.findings, args, policy, _sources(specs), _sources(stopped))
-    return _report_environment(result) or _report_stop(result, len(specs)) or status
+    return _report_environment(result.environment) or _report_stop(result, len(specs)) or status
 
 
-def _report_environment(result: HarnessResult) -> int:
+def _report_environment(environment: list[str]) -> int:
     """One line per environment failure (no verdict on those kernels); EXIT_USAGE then."""
-    for line in result.environment:
+    for line in environment:
         print(f"kernel-check: environment error, not a kernel finding: {line}", file=sys.stderr)
-    return EXIT_USAGE if result.environment else EXIT_CLEAN
+    return EXIT_USAGE if environment else EXIT_CLEAN
 
 
 def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.Namespace, policy: Policy) -> int:
@@ -311,7 +314,7 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
         findings = plan.build_findings + differential.restore_paths(result.findings, plan.originals,
                                                                     plan.generated, args.against)
         status = _emit(findings, args, policy)
-        return _report_environment(result) or _report_stop(result, len(plan.specs)) or status
+        return _report_environment(result.environment) or _report_stop(result, len(plan.specs)) or status
 
 
 def _spec(args: argparse.Namespace, config: Config) -> int:

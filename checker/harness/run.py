@@ -550,6 +550,9 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
     per_gpu = max(1, min((options.jobs or default_jobs) // len(gpus), children_fitting(gpus)))
     slots = GpuSlots(gpus, per_gpu)
     runs = [SpecRun(spec) for spec in specs]
+    for run in runs:
+        if run.spec.name in builds.environment:
+            run.environment.append(f"{run.spec.name}: build: {builds.environment[run.spec.name]}")
     progress.add(len(specs) * (1 + len(options.sanitize)))
     with tempfile.TemporaryDirectory(prefix="kernel-check-") as tmp, _time_limit(options.max_time):
         workdir = Path(tmp)
