@@ -429,13 +429,13 @@ class PreambleCache:
         `source` as for `parse_file`: the file's bytes, so clang's offsets index them."""
         name = str(path)
         main = self._real(name)
+        culprits: set[str] = set()  # PCH headers outside the file's closure that it saw
         for recipe in self.recipes(path, source, args):
             for _attempt in range(2):
                 preamble = self.get(recipe)
-                if preamble is None or main in preamble.realpaths:
-                    outcome = "next"
-                    break
-                unit, outcome = self._parse_with(preamble, name, source, args)
+                if preamble is None or main in preamble.realpaths or not culprits.isdisjoint(preamble.realpaths):
+                    break  # a smaller tier that holds a culprit too would deviate the same way
+                unit, outcome = self._parse_with(preamble, name, source, args, culprits)
                 if unit is not None:
                     self.stats.parsed += 1
                     return unit
@@ -444,9 +444,11 @@ class PreambleCache:
         self.stats.plain += 1
         return None
 
-    def _parse_with(self, preamble: Preamble, name: str, source: str | bytes,
-                    args: list[str]) -> tuple[ParsedUnit | None, str]:
-        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates".
+    def _parse_with(self, preamble: Preamble, name: str, source: str | bytes, args: list[str],
+                    culprits: set[str] | None = None) -> tuple[ParsedUnit | None, str]:
+        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates" (then the
+        headers outside the file's own closure whose declarations or macros it saw are
+        added to `culprits`, when the check names them).
 
         A fatal error of the file's own (a header it includes is missing: cutlass nobody
         installed) is no reason for a plain parse, which would stop at the same place
@@ -467,25 +469,29 @@ class PreambleCache:
         if graph is None:
             self.reject(preamble)
             return None, "rejected"
-        directives = _directives(tu)
+        root = tu.cursor  # one root: the extraction walks the cursors the checks read (tree.py)
+        directives = _directives(root)
         if not self._includes_agree(directives, preamble, entered):
             return None, "deviates"
         included = _closure(graph, directives, name, self._real)
-        if self.check_lookup and self._deviates(tu, name, preamble, included, entered):
+        if self.check_lookup and self._deviates(tu, root, name, preamble, included, entered,
+                                                set() if culprits is None else culprits):
             return None, "deviates"
         _report_includes_as_plain(tu, name, included)
-        unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble)
+        unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble, _root=root)
         return unit, "ok"
 
-    def _deviates(self, tu: Any, name: str, preamble: Preamble, included: list[str],
-                  entered: Iterable[str]) -> bool:
+    def _deviates(self, tu: Any, root: Any, name: str, preamble: Preamble, included: list[str],
+                  entered: Iterable[str], culprits: set[str]) -> bool:
         """Whether the union may have changed what the file sees (then the next tier is tried):
         it uses a declaration or macro of a PCH header its own includes do not reach (an
         `#ifdef` or `defined()` of a defined macro counts: clang records it as a use); a
         header it does include was preprocessed with a macro of such a header (the union
         put that header first: a macro-sensitive include); or an error involves such a
         header (a redefinition, an ambiguous call) or a PCH header the file entered again
-        (one without an include guard)."""
+        (one without an include guard). The headers whose declarations or macros the file
+        saw go into `culprits` (an error in a header names none: a smaller union may not
+        cause it)."""
         seen = {self._real(p) for p in included}
         seen.add(self._real(name))
         outside = preamble.realpaths - seen
@@ -497,9 +503,14 @@ class PreambleCache:
         if _errors_in(tu, outside, self._real):
             return True
         uses = preamble.macro_uses(self._real)
-        if any(not uses[header] <= seen for header in seen if header in uses):
+        used = {user for header in seen for user in uses.get(header, frozenset()) if user not in seen}
+        if used:
+            culprits.update(used)
             return True
-        return _sees_outside(tu, name, outside, self._real)
+        culprit = _sees_outside(root, outside, self._real)
+        if culprit is not None:
+            culprits.add(culprit)
+        return culprit is not None
 
     def _includes_agree(self, directives: list[tuple[str, str | None]], preamble: Preamble,
                         entered: Iterable[str]) -> bool:
@@ -529,11 +540,11 @@ def _unchanged(preamble: Preamble) -> bool:
         return False
 
 
-def _directives(tu: Any) -> list[tuple[str, str | None]]:
+def _directives(root: Any) -> list[tuple[str, str | None]]:
     """(file, included file) of each `#include` this parse recorded (the PCH's are not)."""
     kind = cindex().CursorKind.INCLUSION_DIRECTIVE
     found = []
-    for cursor in tu.cursor.get_children():
+    for cursor in root.get_children():
         if cursor.kind == kind:
             location = cursor.location.file
             included = _included_file(cursor)
@@ -658,10 +669,18 @@ def _reference_kinds() -> frozenset[Any]:
     return _REFERENCE_KINDS
 
 
-def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: Any) -> bool:
-    """Whether the file, parsed against the union, uses a declaration or macro of a header
-    its own includes do not reach (then a plain parse could differ: a missing include, an
-    extra overload candidate, a namespace only the union declares)."""
+def _sees_outside(root: Any, outside: frozenset[str] | set[str], real: Any) -> str | None:
+    """The first header, of those its own includes do not reach, whose declaration or macro
+    the file uses when parsed against the union (then a plain parse could differ: a missing
+    include, an extra overload candidate, a namespace only the union declares); None: none.
+
+    The code of system headers the parse entered itself (libstdc++'s `<mutex>` or
+    `<deque>`, CUDA's, cub's) is not walked: what the union changes there is which
+    overloads a template's dependent call lists as candidates (`operator>` of `std::map`
+    beside `<mutex>`'s, clang's device `std::min` beside libstdc++'s), which nothing checks
+    -- no rule reads a system header, and the file's own calls into it are walked -- while
+    walking it cost more than the parse and sent every file that includes such a header to
+    the next, slower tier."""
     ci = cindex()
     K = ci.CursorKind
     lib = ci.conf.lib
@@ -671,36 +690,54 @@ def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: 
     # what the file can see; the members it finds there are checked one by one.
     scopes = (K.FUNCTION_DECL, K.CLASS_DECL, K.STRUCT_DECL, K.FUNCTION_TEMPLATE,
               K.CLASS_TEMPLATE, K.VAR_DECL, K.CXX_METHOD)
-    outside_names: dict[str, bool] = {}
+    outside_names: dict[str, str | None] = {}  # file name -> its real path when outside
 
-    def is_outside(cursor: Any) -> bool:
+    def is_outside(cursor: Any) -> str | None:
         if cursor is None:
-            return False
+            return None
         location = cursor.location.file
         if location is None:
-            return False
+            return None
         name = location.name
-        known = outside_names.get(name)
-        if known is None:
-            known = outside_names[name] = real(name) in outside
-        return known and not (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor))
+        if name not in outside_names:
+            resolved = real(name)
+            outside_names[name] = resolved if resolved in outside else None
+        known = outside_names[name]
+        return None if known is None or (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor)) else known
 
-    stack = list(tu.cursor.get_children())  # the file's and its non-preamble headers' own
+    system_files: dict[str, bool] = {}
+
+    def in_system_header(cursor: Any) -> bool:
+        location = cursor.location
+        file = location.file
+        if file is None:
+            return False
+        known = system_files.get(file.name)
+        if known is None:
+            known = system_files[file.name] = bool(location.is_in_system_header)
+        return known
+
+    # the file's and its non-preamble headers' own (top-level: a namespace, a macro use...)
+    stack = [cursor for cursor in root.get_children() if not in_system_header(cursor)]
     for cursor in stack:
-        if cursor.kind in scopes and is_outside(cursor.canonical):
-            return True  # reopens or redeclares what only the union declares
+        found = is_outside(cursor.canonical) if cursor.kind in scopes else None
+        if found is not None:
+            return found  # reopens or redeclares what only the union declares
     while stack:
         cursor = stack.pop()
         kind = cursor.kind
         if kind in kinds:
             if kind == K.OVERLOADED_DECL_REF:
                 for index in range(lib.clang_getNumOverloadedDecls(cursor)):
-                    if is_outside(lib.clang_getOverloadedDecl(cursor, index)):
-                        return True
-            elif is_outside(cursor.referenced):
-                return True
+                    found = is_outside(lib.clang_getOverloadedDecl(cursor, index))
+                    if found is not None:
+                        return found
+            else:
+                found = is_outside(cursor.referenced)
+                if found is not None:
+                    return found
         stack.extend(cursor.get_children())
-    return False
+    return None
 
 
 def _errors_in(tu: Any, files: frozenset[str] | set[str], real: Any) -> bool:

@@ -11,14 +11,20 @@ keep on the object, which costs more than the lookup itself.
 
 * `Cursor.get_children` keeps its answer on the cursor object: a subtree is read from
   libclang once, and every later walk, in any pass, gets the same objects back, with what
-  was already read of them;
+  was already read of them; the read itself goes through one visitor callback made once
+  (the bindings make a new C callback per call, behind the null-cursor guard);
+* so that the preamble's check of a parse (`preamble._sees_outside`, which walks the
+  file's cursors) and the extraction walk the same objects, a file's root cursor is read
+  once (`parse.ParsedUnit.root`; not kept on the translation unit, which its cursors
+  reference: that cycle would hold every parsed AST until a full collection);
 * the properties the bindings cache per object return the kept answer without the guard
   (a kept answer exists only for a cursor the guard let through before);
 * `SourceRange.start` / `.end` and `File.name` keep theirs too (each read is a C call
   and a new object or string otherwise).
 
 A translation unit's AST never changes, so a kept answer is always the current one; it
-lives as long as the object that keeps it (the passes' cursors live for one extraction).
+lives as long as the object that keeps it (a file's cursors live as long as its
+translation unit). `parse.cindex()` installs it when it loads the bindings.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ def share_reads(module: Any) -> None:
     """Install the shared reads (see the module doc) on the bindings `module`. Idempotent."""
     if getattr(module.Cursor, _INSTALLED, False):
         return
-    _keep_children(module.Cursor)
+    _keep_children(module)
     for name in KEPT_CURSOR_PROPERTIES:
         _keep_property(module.Cursor, name)
     for name in ("start", "end"):
@@ -70,15 +76,32 @@ def _keep_property(cls: type, name: str) -> None:
     setattr(cls, name, property(get, doc=original.__doc__))
 
 
-def _keep_children(cls: type) -> None:
-    """`cls.get_children()` read once per object; each call iterates over the kept list."""
+def _keep_children(module: Any) -> None:
+    """`Cursor.get_children()` read once per object; each call iterates over the kept list.
+    The first read visits the children as the bindings do (each child keeps a reference to
+    the translation unit, so it is not freed before its cursors)."""
+    cls = module.Cursor
     original = ORIGINALS[cls, "get_children"] = cls.get_children
+    visit_children = module.conf.lib.clang_visitChildren
+
+    def collect(child: Any, _parent: Any, found: list[Any]) -> int:
+        found.append(child)
+        return 1  # CXChildVisit_Continue
+
+    callback = module.cursor_visit_callback(collect)  # one C callback for every read
 
     def get_children(self: Any) -> Iterator[Any]:
         known = self.__dict__
         kept = known.get("_kernel_check_children")
         if kept is None:
-            kept = known["_kernel_check_children"] = list(original(self))
+            if self.is_null():
+                raise Exception("Tried calling method on a null-cursor.")  # as the bindings' guard
+            kept = []
+            visit_children(self, callback, kept)
+            unit = known.get("_tu")
+            for child in kept:
+                child._tu = unit
+            known["_kernel_check_children"] = kept
         return iter(kept)
 
     get_children.__doc__ = original.__doc__
