@@ -163,3 +163,40 @@ def test_a_missing_header_is_reported_from_the_preamble_parse(tmp_path: Path) ->
     assert findings(results) == expected
     assert "kc_not_installed/lib.h" in next(f.message for f in expected[0] if f.code == "KC000")
     assert tier(root, cache, path) == "project"
+
+
+def test_a_header_that_is_not_self_contained_is_parsed_in_the_files_own_order(tmp_path: Path) -> None:
+    """`order.h` calls `std::tuple_cat` and leaves `<tuple>` to its includer (as a real
+    tree's `scalar_type.hpp` does). The union enters alpha.h (which includes `<tuple>`)
+    first, so it compiles there; a file that includes order.h before anything with `<tuple>`
+    does not compile plainly, and must not compile through the preamble either."""
+    root, cache = new_tree(tmp_path)
+    headers = root / "include" / "sgl_kernel"
+    (headers / "alpha.h").write_text(ALPHA.replace("#include <cstdint>", "#include <cstdint>\n#include <tuple>"))
+    (headers / "order.h").write_text(
+        "#pragma once\nnamespace sglang {\n/// \\brief Joins.\n"
+        "template <typename A, typename B>\ninline auto join(A a, B b) { return std::tuple_cat(a, b); }\n"
+        "}  // namespace sglang\n")
+    first = kernel(root, "order_first", "#include <sgl_kernel/order.h>\n#include <sgl_kernel/alpha.h>")
+    after = kernel(root, "order_after", "#include <sgl_kernel/alpha.h>\n#include <sgl_kernel/order.h>")
+    results = run_static([first, after], options(root, cache))
+    expected = plain([first, after], root)
+    assert findings(results) == expected
+    assert any(f.code == "KC000" and "tuple_cat" in f.message for f in expected[0])
+    assert not any(f.code == "KC000" for f in expected[1])
+    assert tier(root, cache, first) == "base"  # the external union enters <tuple> first too
+    assert tier(root, cache, after) == "project"
+
+
+def test_system_headers_the_file_enters_itself_keep_the_union(tmp_path: Path) -> None:
+    """A file that includes a library header the preamble does not hold (`<map>`, whose
+    templates list the union's overloads as candidates of their dependent calls) still
+    parses against the union: only its own code's references are checked."""
+    root, cache = new_tree(tmp_path)
+    headers = root / "include" / "sgl_kernel"
+    (headers / "alpha.h").write_text(ALPHA.replace("#include <cstdint>", "#include <cstdint>\n#include <vector>"))
+    path = kernel(root, "with_map", "#include <sgl_kernel/alpha.h>\n#include <map>\n#include <mutex>",
+                  "namespace sglang {\ninline int size_of(const std::map<int, int>& m) { return int(m.size()); }\n}\n")
+    results = run_static([path], options(root, cache))
+    assert findings(results) == plain([path], root)
+    assert tier(root, cache, path) == "project"

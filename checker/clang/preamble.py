@@ -68,6 +68,7 @@ where it includes them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -91,7 +92,7 @@ RECIPE_UNUSED_DAYS = 14.0
 LOCK_TIMEOUT_S = 900.0
 BUILD_TIMEOUT_S = 300.0  # one preamble build, in a bounded child (watchdog.py)
 BUILD_ATTEMPTS = 3  # a build with errors leaves their headers out and tries again
-_LAYOUT = "pch-v2"  # v2: `__has_include` guards, macro uses across headers in the graph
+_LAYOUT = "pch-v3"  # v2: `__has_include` guards, macro uses; v3: what project headers need from before
 
 _ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
 _QUOTED_INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"', re.M)
@@ -372,8 +373,9 @@ class PreambleCache:
         except Exception:  # TranslationUnitSaveError, a full disk, a removed cache dir
             _unlink(tmp)
             return None
-        if not atomic_write((directory / pch_name).with_suffix(".graph.json"),
-                            json.dumps(_inclusion_graph(tu)).encode()):
+        project = self._project(recipe.args) if recipe.tier == "project" else None
+        graph = _inclusion_graph(tu, project.realpaths if project is not None else frozenset())
+        if not atomic_write((directory / pch_name).with_suffix(".graph.json"), json.dumps(graph).encode()):
             _unlink(directory / pch_name)
             return None
         return self._record(directory, recipe, pch_name, headers, excluded, tu)
@@ -446,9 +448,9 @@ class PreambleCache:
 
     def _parse_with(self, preamble: Preamble, name: str, source: str | bytes, args: list[str],
                     culprits: set[str] | None = None) -> tuple[ParsedUnit | None, str]:
-        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates" (then the
-        headers outside the file's own closure whose declarations or macros it saw are
-        added to `culprits`, when the check names them).
+        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates" (then a
+        header outside the file's own closure whose declaration it used is added to
+        `culprits`, when the check names one).
 
         A fatal error of the file's own (a header it includes is missing: cutlass nobody
         installed) is no reason for a plain parse, which would stop at the same place
@@ -489,28 +491,48 @@ class PreambleCache:
         header it does include was preprocessed with a macro of such a header (the union
         put that header first: a macro-sensitive include); or an error involves such a
         header (a redefinition, an ambiguous call) or a PCH header the file entered again
-        (one without an include guard). The headers whose declarations or macros the file
-        saw go into `culprits` (an error in a header names none: a smaller union may not
-        cause it)."""
+        (one without an include guard); or a header that is not self-contained comes, in
+        the file's own order, before what it needs (`_needed_later`: those go into
+        `culprits`, as every union that holds them enters them first). A header whose declaration the file uses goes into
+        `culprits` (a smaller union that holds it declares it too); an error, or a macro
+        seen first, names none: a smaller union may not cause it."""
         seen = {self._real(p) for p in included}
         seen.add(self._real(name))
         outside = preamble.realpaths - seen
         entered_again = preamble.realpaths.intersection(self._real(p) for p in entered)
         if entered_again and _errors_in(tu, entered_again, self._real):
             return True
+        missing = self._needed_later(preamble, included)
+        if missing:
+            culprits.update(missing)  # a smaller union that holds them puts them first too
+            return True
         if not outside:
             return False
         if _errors_in(tu, outside, self._real):
             return True
         uses = preamble.macro_uses(self._real)
-        used = {user for header in seen for user in uses.get(header, frozenset()) if user not in seen}
-        if used:
-            culprits.update(used)
-            return True
+        if any(not uses[header] <= seen for header in seen if header in uses):
+            return True  # a smaller union may not put those macros first: no culprit
         culprit = _sees_outside(root, outside, self._real)
         if culprit is not None:
             culprits.add(culprit)
         return culprit is not None
+
+    def _needed_later(self, preamble: Preamble, included: list[str]) -> set[str]:
+        """The headers that a PCH header of the file's closure needs but is not self-contained
+        for (the graph's `needs`) and that the file enters only after it, in the order a plain
+        parse enters them (`included`): that parse would stop at its first use. Empty: none."""
+        needs = (preamble.graph or {}).get("needs") or {}
+        missing: set[str] = set()
+        if not needs:
+            return missing
+        wanted = {self._real(header): [self._real(n) for n in needed] for header, needed in needs.items()}
+        before: set[str] = set()
+        for name in included:
+            resolved = self._real(name)
+            missing.update(n for n in wanted.get(resolved, ()) if n not in before)
+            before.add(resolved)
+        return missing
 
     def _includes_agree(self, directives: list[tuple[str, str | None]], preamble: Preamble,
                         entered: Iterable[str]) -> bool:
@@ -561,11 +583,13 @@ def _included_file(cursor: Any) -> Any:
         return None
 
 
-def _inclusion_graph(tu: Any) -> dict[str, Any]:
+def _inclusion_graph(tu: Any, own_headers: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The build's `#include` edges (every directive, also those an include guard skipped)
     and the forced includes, so a file's own include closure can be told from the union;
-    and which headers used which other headers' macros, so a header that was preprocessed
-    differently because the union put another header first can be noticed."""
+    which headers used which other headers' macros, so a header that was preprocessed
+    differently because the union put another header first can be noticed; and, for the
+    project's own headers (`own_headers`, real paths), the headers whose declarations one
+    uses without reaching them through its own includes (`needs`, see `_needs`)."""
     ci = cindex()
     inclusion, expansion = ci.CursorKind.INCLUSION_DIRECTIVE, ci.CursorKind.MACRO_INSTANTIATION
     main = tu.spelling
@@ -593,7 +617,92 @@ def _inclusion_graph(tu: Any) -> dict[str, Any]:
         if home is not None and home.name != source:
             uses.setdefault(files.setdefault(source, len(files)), set()).add(files.setdefault(home.name, len(files)))
     return {"main": main, "forced": forced, "edges": edges, "files": list(files),
-            "macro_uses": {str(user): sorted(used) for user, used in uses.items()}}
+            "macro_uses": {str(user): sorted(used) for user, used in uses.items()},
+            "needs": _needs(tu, own_headers, forced, edges) if own_headers else {}}
+
+
+def _needs(tu: Any, own_headers: frozenset[str], forced: list[str],
+           edges: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Header -> the headers whose declarations it uses but neither includes (directly or
+    not) nor gets from the forced includes: a header that is not self-contained
+    (`scalar_type.hpp` calls `std::tuple_cat` and leaves `<tuple>` to its includer). In
+    the union it compiles because the union entered those first; a file that includes it
+    before them does not compile plainly, so a file whose closure does not enter them
+    before it deviates (`PreambleCache._needed_later`). Only the project's own headers are read
+    (the library headers are taken as self-contained): their top-level declarations and
+    every reference below them. A qualified call with several candidates needs one of them
+    reached; when none is, the header of the first is recorded."""
+    ci = cindex()
+    K = ci.CursorKind
+    lib = ci.conf.lib
+    kinds = _reference_kinds()
+    qualifiers = (K.NAMESPACE_REF, K.TYPE_REF, K.TEMPLATE_REF)
+    declarations = (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,
+                    K.CLASS_DECL, K.STRUCT_DECL, K.VAR_DECL)
+    real = functools.lru_cache(maxsize=None)(os.path.realpath)
+    reach_memo: dict[str, frozenset[str]] = {}
+
+    # by real path: one header spelled two ways (`cuda_stubs/../prelude.h`) is one node
+    real_edges: dict[str, list[str]] = {}
+    for source, targets in edges.items():
+        real_edges.setdefault(real(source), []).extend(real(t) for t in targets)
+
+    def reach(name: str) -> frozenset[str]:
+        if name not in reach_memo:
+            seen: set[str] = set()
+            stack = [real(f) for f in (*forced, name)]
+            while stack:
+                current = stack.pop()
+                if current not in seen:
+                    seen.add(current)
+                    stack.extend(real_edges.get(current, ()))
+            reach_memo[name] = frozenset(seen)
+        return reach_memo[name]
+
+    def home(cursor: Any) -> str | None:
+        if cursor is None or (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor)):
+            return None
+        location = cursor.location.file
+        return None if location is None else location.name
+
+    needs: dict[str, set[str]] = {}
+    for top in tu.cursor.get_children():
+        location = top.location.file
+        if location is None or real(location.name) not in own_headers:
+            continue
+        source = location.name
+        allowed = reach(source)
+        stack = [(top, False)]  # (cursor, whether a sibling qualifies its name)
+        while stack:
+            cursor, qualified = stack.pop()
+            kind = cursor.kind
+            if kind in declarations and _instantiated_here(cursor):
+                continue  # a template's body instantiated for another header's types
+            if kind == K.OVERLOADED_DECL_REF:
+                # unqualified, a dependent call finds more by argument-dependent lookup where
+                # it is instantiated; qualified (`std::tuple_cat`, the name beside a
+                # NAMESPACE_REF), it must find a candidate where it is written
+                homes = [home(lib.clang_getOverloadedDecl(cursor, i))
+                         for i in range(lib.clang_getNumOverloadedDecls(cursor))] if qualified else []
+            elif kind in kinds:
+                homes = [home(cursor.referenced)]
+            else:
+                homes = []
+            homes = [h for h in homes if h is not None]
+            if homes and not any(real(h) in allowed for h in homes):
+                needs.setdefault(source, set()).add(homes[0])
+            children = list(cursor.get_children())
+            names_qualified = any(child.kind in qualifiers for child in children)
+            stack.extend((child, names_qualified) for child in children)
+    return {header: sorted(files) for header, files in needs.items()}
+
+
+def _instantiated_here(declaration: Any) -> bool:
+    """An implicit instantiation of a template, listed where the template is (the build's
+    `-fpch-instantiate-templates` instantiates what the headers use, inside the header of
+    the template: its references are to the instantiating header's types)."""
+    template = declaration.specialized_template
+    return template is not None and template.location.offset == declaration.location.offset
 
 
 def _guarded(tu: Any, file: Any, memo: dict[str, bool]) -> bool:
