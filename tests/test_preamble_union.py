@@ -200,3 +200,18 @@ def test_system_headers_the_file_enters_itself_keep_the_union(tmp_path: Path) ->
     results = run_static([path], options(root, cache))
     assert findings(results) == plain([path], root)
     assert tier(root, cache, path) == "project"
+
+
+def test_a_file_whose_own_headers_reach_no_project_header_skips_the_project_preamble(tmp_path: Path) -> None:
+    """`"local.h"` includes only the standard library: the file is planned straight onto the
+    preamble without `sgl_kernel/` (the union would only add what it cannot use); through
+    `"bridge.h"`, which includes `sgl_kernel/alpha.h`, it needs the project preamble."""
+    root, cache = new_tree(tmp_path)
+    (root / "csrc" / "local.h").write_text("#pragma once\n#include <cstddef>\ninline int local_one() { return 1; }\n")
+    (root / "csrc" / "bridge.h").write_text("#pragma once\n#include <sgl_kernel/alpha.h>\n")
+    local = kernel(root, "uses_local", '#include "local.h"')
+    bridged = kernel(root, "uses_bridge", '#include "bridge.h"')
+    results = run_static([local, bridged], options(root, cache))
+    assert findings(results) == plain([local, bridged], root)
+    assert tier(root, cache, local) == "external"
+    assert tier(root, cache, bridged) == "project"

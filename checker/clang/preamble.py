@@ -95,7 +95,7 @@ BUILD_ATTEMPTS = 3  # a build with errors leaves their headers out and tries aga
 _LAYOUT = "pch-v3"  # v2: `__has_include` guards, macro uses; v3: what project headers need from before
 
 _ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
-_QUOTED_INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"', re.M)
+_QUOTED_NAME_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\r\n]+)"', re.M)
 _ANY_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|include_next|import)\b", re.M)
 _MACRO_CHANGE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
 _CONDITION_OPEN_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
@@ -240,13 +240,39 @@ class PreambleCache:
         if project is not None and _ANY_INCLUDE_RE.search(data):
             # A file that includes no `sgl_kernel/` header, itself or through a header of
             # its own (`"..."`), gets no `sgl_kernel/` declarations.
-            wants_project = any(h.startswith("sgl_kernel/") for h in own) or _QUOTED_INCLUDE_RE.search(data)
-            if wants_project and project.project and main not in project.realpaths:
+            if project.project and main not in project.realpaths and self._reaches_project(path, data, project):
                 found.append(Recipe("project", arguments, project.project))
             if project.external:
                 found.append(Recipe("external", arguments, project.external))
         found.append(Recipe("base", arguments, ()))
         return found
+
+    def _reaches_project(self, path: Path, data: bytes, project: _ProjectHeaders) -> bool:
+        """Whether `data` (the file `path`) includes an `sgl_kernel/` header, itself or through
+        its own `"..."` headers, found as the preprocessor finds them (the includer's
+        directory, then the project's include directory); an include this cannot follow
+        (a macro, a header not found here) counts as reaching it."""
+        pending = [(path, data)]
+        visited = {self._real(str(path))}
+        while pending:
+            current, text = pending.pop()
+            if any(m.startswith(b"sgl_kernel/") for m in _ANGLE_INCLUDE_RE.findall(text)):
+                return True
+            if len(_ANY_INCLUDE_RE.findall(text)) != len(_ANGLE_INCLUDE_RE.findall(text)) + len(
+                    _QUOTED_NAME_RE.findall(text)):
+                return True  # `#include MACRO`, `#include_next`, `#import`
+            for quoted in _QUOTED_NAME_RE.findall(text):
+                name = quoted.decode("utf-8", "replace")
+                found = next((c for c in (current.parent / name, Path(project.include_dir) / name) if c.is_file()), None)
+                if found is None:
+                    return True
+                resolved = self._real(str(found))
+                if resolved in project.realpaths:
+                    return True
+                if resolved not in visited:
+                    visited.add(resolved)
+                    pending.append((found, read_bytes(found) or b""))
+        return False
 
     def _project(self, args: tuple[str, ...]) -> _ProjectHeaders | None:
         include_dir = _first_sgl_include_dir(args)
