@@ -17,8 +17,10 @@ keep on the object, which costs more than the lookup itself.
   file's cursors) and the extraction walk the same objects, a file's root cursor is read
   once (`parse.ParsedUnit.root`; not kept on the translation unit, which its cursors
   reference: that cycle would hold every parsed AST until a full collection);
-* the properties the bindings cache per object return the kept answer without the guard
-  (a kept answer exists only for a cursor the guard let through before);
+* the properties the bindings cache per object (and a cursor's `kind`, a source
+  location's file, line, column and offset) return the kept answer without the guard (a
+  kept answer exists only for a cursor the guard let through before), and without a
+  Python call: the answer is stored as the object's own attribute;
 * `SourceRange.start` / `.end` and `File.name` keep theirs too (each read is a C call
   and a new object or string otherwise).
 
@@ -34,12 +36,12 @@ from typing import Any, Iterator
 # Cursor properties whose getter caches its answer on the object (an AST node's spelling,
 # extent, type... never change): answered from the object after the first read.
 KEPT_CURSOR_PROPERTIES = (
-    "spelling", "displayname", "mangled_name", "location", "extent", "type", "canonical",
+    "kind", "spelling", "displayname", "mangled_name", "location", "extent", "type", "canonical",
     "result_type", "underlying_typedef_type", "enum_type", "hash", "semantic_parent",
     "lexical_parent", "referenced",
 )
+KEPT_LOCATION_PROPERTIES = ("file", "line", "column", "offset")
 _INSTALLED = "_kernel_check_shares_reads"
-_UNREAD = object()
 ORIGINALS: dict[tuple[type, str], Any] = {}  # (class, name) -> the bindings' own (the tests compare)
 
 
@@ -52,28 +54,37 @@ def share_reads(module: Any) -> None:
         _keep_property(module.Cursor, name)
     for name in ("start", "end"):
         _keep_property(module.SourceRange, name)
+    for name in KEPT_LOCATION_PROPERTIES:
+        _keep_property(module.SourceLocation, name)
     _keep_property(module.File, "name")
     setattr(module.Cursor, _INSTALLED, True)
 
 
+class _Kept:
+    """A property read once per object: the first read goes to the bindings' getter (null
+    guard included) and stores the answer in the object's `__dict__` under the same name.
+    Being a non-data descriptor (no `__set__`), it is then shadowed by that entry: a later
+    read is a plain attribute lookup, with no Python call at all."""
+
+    def __init__(self, read: Any, name: str, doc: str | None) -> None:
+        self.read = read
+        self.name = name
+        self.__doc__ = doc
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.read(instance)
+        return value
+
+
 def _keep_property(cls: type, name: str) -> None:
-    """`cls.name` answered once per object: the first read goes to the bindings' getter
-    (null guard included), later reads return what it answered."""
+    """`cls.name` answered once per object (`_Kept`)."""
     original = getattr(cls, name, None)
     if not isinstance(original, property) or original.fget is None:
         return  # an unexpected bindings build: leave it as it is
     ORIGINALS[cls, name] = original
-    read = original.fget
-    kept = f"_kernel_check_{name}"
-
-    def get(self: Any) -> Any:
-        known = self.__dict__  # not getattr: a first read would raise (and catch) an error
-        value = known.get(kept, _UNREAD)
-        if value is _UNREAD:
-            value = known[kept] = read(self)
-        return value
-
-    setattr(cls, name, property(get, doc=original.__doc__))
+    setattr(cls, name, _Kept(original.fget, name, original.__doc__))
 
 
 def _keep_children(module: Any) -> None:
