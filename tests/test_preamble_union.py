@@ -48,6 +48,14 @@ def tier(root: Path, cache: Path, path: Path) -> str:
     return unit.preamble.recipe.tier if unit.preamble is not None else "plain"
 
 
+def same_as_plain(files: list[Path], root: Path, cache: Path) -> list:
+    """Check `files` through the preamble cache; their findings must be a plain parse's
+    (returned)."""
+    expected = plain(files, root)
+    assert findings(run_static(files, options(root, cache))) == expected
+    return expected
+
+
 def test_files_with_different_include_sets_share_one_preamble(tmp_path: Path) -> None:
     root, cache = new_tree(tmp_path)
     files = [
@@ -107,9 +115,7 @@ def test_a_header_without_include_guard_is_parsed_plainly_when_entered_again(tmp
         "namespace sglang {\n/// \\brief No include guard.\nstruct RawThing {\n  int v;\n};\n}  // namespace sglang\n")
     user = kernel(root, "uses_raw", "#include <sgl_kernel/raw.h>\n#include <sgl_kernel/alpha.h>")
     other = kernel(root, "no_raw", "#include <sgl_kernel/alpha.h>")
-    results = run_static([user, other], options(root, cache))
-    expected = plain([user, other], root)
-    assert findings(results) == expected
+    expected = same_as_plain([user, other], root, cache)
     assert not any(f.code == "KC000" for r in expected for f in r)
     assert tier(root, cache, user) == "external"  # in the union raw.h would be defined twice
     assert tier(root, cache, other) == "project"
@@ -179,9 +185,7 @@ def test_a_header_that_is_not_self_contained_is_parsed_in_the_files_own_order(tm
         "}  // namespace sglang\n")
     first = kernel(root, "order_first", "#include <sgl_kernel/order.h>\n#include <sgl_kernel/alpha.h>")
     after = kernel(root, "order_after", "#include <sgl_kernel/alpha.h>\n#include <sgl_kernel/order.h>")
-    results = run_static([first, after], options(root, cache))
-    expected = plain([first, after], root)
-    assert findings(results) == expected
+    expected = same_as_plain([first, after], root, cache)
     assert any(f.code == "KC000" and "tuple_cat" in f.message for f in expected[0])
     assert not any(f.code == "KC000" for f in expected[1])
     assert tier(root, cache, first) == "base"  # the external union enters <tuple> first too
@@ -197,8 +201,7 @@ def test_system_headers_the_file_enters_itself_keep_the_union(tmp_path: Path) ->
     (headers / "alpha.h").write_text(ALPHA.replace("#include <cstdint>", "#include <cstdint>\n#include <vector>"))
     path = kernel(root, "with_map", "#include <sgl_kernel/alpha.h>\n#include <map>\n#include <mutex>",
                   "namespace sglang {\ninline int size_of(const std::map<int, int>& m) { return int(m.size()); }\n}\n")
-    results = run_static([path], options(root, cache))
-    assert findings(results) == plain([path], root)
+    same_as_plain([path], root, cache)
     assert tier(root, cache, path) == "project"
 
 
@@ -211,7 +214,6 @@ def test_a_file_whose_own_headers_reach_no_project_header_skips_the_project_prea
     (root / "csrc" / "bridge.h").write_text("#pragma once\n#include <sgl_kernel/alpha.h>\n")
     local = kernel(root, "uses_local", '#include "local.h"')
     bridged = kernel(root, "uses_bridge", '#include "bridge.h"')
-    results = run_static([local, bridged], options(root, cache))
-    assert findings(results) == plain([local, bridged], root)
+    same_as_plain([local, bridged], root, cache)
     assert tier(root, cache, local) == "external"
     assert tier(root, cache, bridged) == "project"

@@ -263,7 +263,8 @@ class PreambleCache:
                 return True  # `#include MACRO`, `#include_next`, `#import`
             for quoted in _QUOTED_NAME_RE.findall(text):
                 name = quoted.decode("utf-8", "replace")
-                found = next((c for c in (current.parent / name, Path(project.include_dir) / name) if c.is_file()), None)
+                places = (current.parent / name, Path(project.include_dir) / name)
+                found = next((place for place in places if place.is_file()), None)
                 if found is None:
                     return True
                 resolved = self._real(str(found))
@@ -518,10 +519,10 @@ class PreambleCache:
         put that header first: a macro-sensitive include); or an error involves such a
         header (a redefinition, an ambiguous call) or a PCH header the file entered again
         (one without an include guard); or a header that is not self-contained comes, in
-        the file's own order, before what it needs (`_needed_later`: those go into
-        `culprits`, as every union that holds them enters them first). A header whose declaration the file uses goes into
-        `culprits` (a smaller union that holds it declares it too); an error, or a macro
-        seen first, names none: a smaller union may not cause it."""
+        the file's own order, before what it needs (`_needed_later`). What it needs goes
+        into `culprits` (every union that holds it enters it first), and so does a header
+        whose declaration the file uses (a smaller union that holds it declares it too);
+        an error, or a macro seen first, names none: a smaller union may not cause it."""
         seen = {self._real(p) for p in included}
         seen.add(self._real(name))
         outside = preamble.realpaths - seen
