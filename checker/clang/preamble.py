@@ -9,7 +9,8 @@ Which headers (a `Recipe`; `strategy` "union", the default):
 
 * ``project``: every header under the `sgl_kernel/` of the first `-I` directory that
   holds one, in path order (a union: a file sees the whole header library, not only what
-  it includes; see "Semantics" below).
+  it includes; see "Semantics" below). Planned for a file that includes an `sgl_kernel/`
+  header, itself or through its own `"..."` headers.
 * ``external``: what those headers include unconditionally (outside any `#if` block, so a
   ROCm-only header is not) from outside `sgl_kernel/` (tvm-ffi, dlpack, the standard
   library, CUDA). Used for the files that are themselves inside the project preamble --
@@ -55,8 +56,15 @@ Correctness:
   of such a macro count as uses); when a header of its closure was preprocessed in the
   build with a macro of the rest (a macro-sensitive include: the union put that header
   first); when an error, or a note attached to one, lies in the rest (an ambiguous call,
-  a redefinition); or when an error lies in a PCH header the file entered again (one
-  without an include guard, defined twice).
+  a redefinition); when an error lies in a PCH header the file entered again (one
+  without an include guard, defined twice); or when a project header of its closure that
+  is not self-contained (it uses declarations of headers it does not reach: the build
+  records them, `_needs`) comes, in the file's own order, before what it needs. The
+  references are read from the file's own code and its non-system headers: what the
+  union changes inside a library header the parse entered itself (the candidates of a
+  dependent call in `<mutex>`) is nobody's input. A tier whose PCH holds a header that
+  made the file deviate (a declaration it used, a header it needed first) is skipped:
+  it would deviate the same way.
 
 Semantics of the union (accepted, and the reason "exact" exists): a header in the
 preamble that the file does not include still declares its names, so a file that forgot
