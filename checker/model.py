@@ -228,10 +228,13 @@ class ConstExpr:
         values = [arg.evaluate(env) for arg in self.args]
         if not self.args or any(v is None for v in values):
             return None
-        return _apply_const_op(self.op, values)
+        return apply_const_op(self.op, values)
 
 
-def _apply_const_op(op: str, values: list[int]) -> int | None:
+def apply_const_op(op: str, values: list[int]) -> int | None:
+    """`op` (a `ConstExpr` operator) applied to integer operands with C++ semantics: division
+    truncates toward zero, the remainder takes the dividend's sign; None where C++ leaves the
+    result undefined (division by zero, a shift by a negative or too large count)."""
     if op in _UNARY_CONST_OPS and len(values) == 1:
         return _UNARY_CONST_OPS[op](values[0])
     if op == "vec_bytes" and len(values) == 2:
@@ -239,6 +242,8 @@ def _apply_const_op(op: str, values: list[int]) -> int | None:
     if op in ("min", "max", "gcd") and values:
         return {"min": min, "max": max, "gcd": math.gcd}[op](*values)
     if op in ("/", "%") and len(values) == 2 and values[1] == 0:
+        return None
+    if op in ("<<", ">>") and len(values) == 2 and not 0 <= values[1] < 64:
         return None
     if op in _BINARY_CONST_OPS and len(values) == 2:
         return _BINARY_CONST_OPS[op](values[0], values[1])
@@ -258,13 +263,25 @@ def _vec_bytes(row_bytes: int, pattern: int) -> int | None:
     return math.gcd(row_bytes, 4) if width < 4 else width
 
 
+def _truncating_quotient(a: int, b: int) -> int:
+    """C++ `a / b` on integers: the exact quotient rounded toward zero (Python's `//` floors)."""
+    quotient = abs(a) // abs(b)
+    return quotient if (a < 0) == (b < 0) else -quotient
+
+
+# clang's name of a binary operator (`BinaryOperator.name`) -> its `ConstExpr` operator
+BINARY_OPERATOR_SPELLINGS = {
+    "Mul": "*", "Div": "/", "Rem": "%", "Add": "+", "Sub": "-", "Shl": "<<", "Shr": ">>",
+    "LT": "<", "GT": ">", "LE": "<=", "GE": ">=", "EQ": "==", "NE": "!=", "And": "&",
+    "Xor": "^", "Or": "|", "LAnd": "&&", "LOr": "||",
+}
 _UNARY_CONST_OPS: dict[str, Callable[[int], int]] = {
     "neg": lambda a: -a, "not": lambda a: int(not a), "bitnot": lambda a: ~a,
 }
 _BINARY_CONST_OPS: dict[str, Callable[[int, int], int]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: int(a / b), "%": lambda a, b: a - b * int(a / b),
-    "<<": lambda a, b: a << b if 0 <= b < 64 else 0, ">>": lambda a, b: a >> b if 0 <= b < 64 else 0,
+    "/": lambda a, b: _truncating_quotient(a, b), "%": lambda a, b: a - b * _truncating_quotient(a, b),
+    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
     "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
     "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b), "<=": lambda a, b: int(a <= b),
     ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),

@@ -61,6 +61,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
 '''
 
 FIXTURE_TEMPLATE = """// {code} fixture: {name}. Each `// expect: {code}` line must fire; every other line must not.
+// Once the check exists, pin the column and the message too: `// expect: {code}@COLUMN "words of the message"`.
 #include <sgl_kernel/utils.cuh>
 
 #include <cstdint>

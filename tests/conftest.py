@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,18 +23,63 @@ collect_ignore = ["fixtures"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RELEASE_TAG = f"v{__version__}"  # the tag a user's pre-commit `rev:` names
-_EXPECT_RE = re.compile(r"(?://|#)\s*expect:\s*([A-Z0-9,\s]+?)\s*(?:\*/)?$")
+_MARKER_RE = re.compile(r"(?://|#)\s*expect:\s*(?P<body>.+?)\s*(?:\*/)?$")
+# One expected finding: a code, optionally `@COLUMN` and a quoted fragment of its message.
+_ITEM_RE = re.compile(r'\s*(?P<code>[A-Z]{2}\d{3})(?:@(?P<column>\d+))?(?:\s+"(?P<fragment>[^"]*)")?\s*(?:,|$)')
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a `// expect:` marker says about one finding on its line."""
+
+    line: int
+    code: str
+    column: int | None = None  # 1-based, where the finding starts
+    fragment: str | None = None  # text its message must contain
+
+
+def _marker_items(body: str) -> list[re.Match] | None:
+    """The items of a marker's body, or None when it is not a marker (prose that mentions one)."""
+    items, position = [], 0
+    while position < len(body):
+        match = _ITEM_RE.match(body, position)
+        if match is None or match.end() == position:
+            return None
+        items.append(match)
+        position = match.end()
+    return items or None
+
+
+def detailed_expectations(path: Path) -> list[Expectation]:
+    """Every expected finding a fixture declares: `// expect: KC101, KC110@29 "typed `int`"`."""
+    expected = []
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        marker = _MARKER_RE.search(line)
+        items = _marker_items(marker.group("body")) if marker else None
+        for item in items or ():
+            column = item.group("column")
+            expected.append(Expectation(number, item.group("code"), int(column) if column else None,
+                                        item.group("fragment")))
+    return expected
 
 
 def expectations(path: Path) -> set[tuple[int, str]]:
     """(line, code) pairs declared by `// expect: KC101, KC130` comments."""
-    expected = set()
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _EXPECT_RE.search(line)
-        if match:
-            expected.update((number, code.strip()) for code in match.group(1).split(",") if code.strip())
-    return expected
+    return {(e.line, e.code) for e in detailed_expectations(path)}
+
+
+def unmet_details(path: Path, findings) -> list[str]:
+    """The markers' columns and message fragments that no finding of that line and code has."""
+    unmet = []
+    for expected in detailed_expectations(path):
+        candidates = [f for f in findings if (f.line, f.code) == (expected.line, expected.code)]
+        if not any((expected.column is None or f.location.column == expected.column)
+                   and (expected.fragment is None or expected.fragment in f.message) for f in candidates):
+            got = "; ".join(f"column {f.location.column}: {f.message}" for f in candidates) or "nothing"
+            unmet.append(f"line {expected.line} {expected.code} wanted column {expected.column}, "
+                         f"message with {expected.fragment!r}; got {got}")
+    return unmet
 
 
 def run_one(path: Path, mode: str = "hermetic", **overrides) -> FileResult:

@@ -11,7 +11,7 @@ from kernel_check.clang.cursors import in_file
 from kernel_check.clang.extract import extract
 from kernel_check.clang.integer_facts import extract_integer_and_scope_facts
 from kernel_check.clang.parse import parse_file, resolve_settings
-from kernel_check.model import IntegerDecl, IntegerDeclKind, SourceModel
+from kernel_check.model import IntegerDecl, IntegerDeclKind, SourceModel, apply_const_op
 
 PRELUDE = """\
 #include <sgl_kernel/tensor.h>
@@ -245,6 +245,27 @@ __global__ void k(float* __restrict__ p, const float* __restrict__ q) {
         ("threadIdx.x % 128", 128, "", ""),
         ("threadIdx.x % 32", 32, "load/store offset", ""),
     ]
+
+
+def test_constant_widths_fold_with_cpp_division(model_of) -> None:
+    """A width computed by a constant expression folds the way C++ computes it: `(0 - 65) / 2`
+    is -32 (division truncates toward zero), so `0 - (0 - 65) / 2` is a warp of 32, not 33."""
+    model = model_of("""
+namespace sglang {
+constexpr uint32_t kLanes = 0 - (0 - 65) / 2;
+__global__ void k(float* __restrict__ p) {
+  p[threadIdx.x % kLanes] = 0.0f;
+}
+}
+""")
+    assert [(m.text, m.width) for m in model.integer_facts.lane_modulos] == [("threadIdx.x % kLanes", 32)]
+
+
+def test_constant_operators_follow_cpp_semantics() -> None:
+    assert [apply_const_op("/", [-7, 2]), apply_const_op("%", [-7, 2]), apply_const_op("/", [7, -2])] == [-3, -1, -3]
+    big = 2**62 + 1  # past a double's 53-bit mantissa: the quotient must stay exact
+    assert apply_const_op("/", [big, 3]) == big // 3
+    assert [apply_const_op("/", [1, 0]), apply_const_op("%", [1, 0]), apply_const_op("<<", [1, 64])] == [None] * 3
 
 
 # ---- scope facts -----------------------------------------------------------------------------

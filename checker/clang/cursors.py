@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import bisect
-import ctypes
-import functools
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import clang.cindex as ci
 
@@ -93,18 +90,37 @@ def walk_with_depth(cursor: ci.Cursor, descend: Callable[[ci.Cursor], bool] | No
             pending.append(iter(child.get_children()))
 
 
-def is_invalid_declaration(cursor: ci.Cursor) -> bool:
-    """Whether clang marked the declaration invalid (its type or a redeclaration was wrong),
-    which the bindings have no method for."""
-    return bool(_is_invalid_declaration_fn()(cursor))
+# Parentheses and implicit conversions (clang's ImplicitCastExpr is an UNEXPOSED_EXPR here)
+PARENS_AND_CONVERSIONS = (K.UNEXPOSED_EXPR, K.PAREN_EXPR)
+EXPLICIT_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CSTYLE_CAST_EXPR,
+                  K.CXX_CONST_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR)
 
 
-@functools.lru_cache(maxsize=1)
-def _is_invalid_declaration_fn() -> Any:
-    function = ci.conf.lib.clang_isInvalidDeclaration
-    function.argtypes = [ci.Cursor]
-    function.restype = ctypes.c_uint
-    return function
+def _strip_through(cursor: ci.Cursor, kinds: tuple[ci.CursorKind, ...]) -> ci.Cursor:
+    while cursor.kind in kinds:
+        operands = [c for c in cursor.get_children() if c.kind.is_expression()]
+        if len(operands) != 1:
+            break
+        cursor = operands[0]
+    return cursor
+
+
+def strip_parens(cursor: ci.Cursor) -> ci.Cursor:
+    """The expression inside parentheses and implicit conversions."""
+    return _strip_through(cursor, PARENS_AND_CONVERSIONS)
+
+
+def strip_casts(cursor: ci.Cursor) -> ci.Cursor:
+    """The operand inside parentheses, implicit conversions and explicit casts."""
+    return _strip_through(cursor, PARENS_AND_CONVERSIONS + EXPLICIT_CASTS)
+
+
+def is_implicit_instantiation(cursor: ci.Cursor) -> bool:
+    """libclang lists some implicit instantiations (`kernel<float, 4>` named by a
+    `static constexpr auto kernel = ...`) beside their template, at the template's own
+    location; the template itself is already in the model."""
+    template = cursor.specialized_template
+    return template is not None and template.location.offset == cursor.location.offset
 
 
 def has_child_kind(cursor: ci.Cursor, kind: ci.CursorKind) -> bool:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from ctypes import POINTER, Structure, byref, c_int, c_uint
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -46,101 +45,16 @@ from ..model import (
     AccessKind, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, LaunchCandidates,
     LaunchedKernel, PdlCall, PdlCallKind, PointerAccess, Span,
 )
+from .capi import (
+    UNARY_ADDRESS_OF, UNARY_DEREF, UNARY_POST_DEC, UNARY_POST_INC, UNARY_PRE_DEC, UNARY_PRE_INC, asm_parts,
+    overloaded_decls, skipped_spans, unary_operator,
+)
 from .cursors import (
     FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, K, NestedTooDeeply, has_child_kind, qualified_name,
-    span_of, walk,
+    span_of, strip_parens, walk,
 )
 
 T = ci.TypeKind
-
-# -- libclang entry points the Python bindings do not wrap ------------------------------------
-
-class _SourceRangeList(Structure):
-    _fields_ = [("count", c_uint), ("ranges", POINTER(ci.SourceRange))]
-
-
-_UNARY_POST_INC, _UNARY_POST_DEC, _UNARY_PRE_INC, _UNARY_PRE_DEC = 1, 2, 3, 4
-_UNARY_ADDRESS_OF, _UNARY_DEREF = 5, 6
-
-
-@functools.cache
-def _lib():
-    """The libclang library with the prototypes of the functions used below declared."""
-    lib = ci.conf.lib
-    prototypes = {
-        "clang_getCursorUnaryOperatorKind": ([ci.Cursor], c_int),
-        "clang_getSkippedRanges": ([ci.TranslationUnit, ci.File], POINTER(_SourceRangeList)),
-        "clang_disposeSourceRangeList": ([POINTER(_SourceRangeList)], None),
-        "clang_Cursor_getGCCAssemblyTemplate": ([ci.Cursor], ci._CXString),
-        "clang_Cursor_isGCCAssemblyVolatile": ([ci.Cursor], c_uint),
-        "clang_Cursor_getGCCAssemblyNumClobbers": ([ci.Cursor], c_uint),
-        "clang_Cursor_getGCCAssemblyClobber": ([ci.Cursor, c_uint], ci._CXString),
-        "clang_Cursor_getGCCAssemblyNumOutputs": ([ci.Cursor], c_uint),
-        "clang_Cursor_getGCCAssemblyNumInputs": ([ci.Cursor], c_uint),
-        "clang_Cursor_getGCCAssemblyOutput": (
-            [ci.Cursor, c_uint, POINTER(ci._CXString), POINTER(ci.Cursor)], c_uint),
-        "clang_Cursor_getGCCAssemblyInput": (
-            [ci.Cursor, c_uint, POINTER(ci._CXString), POINTER(ci.Cursor)], c_uint),
-    }
-    for name, (argtypes, restype) in prototypes.items():
-        function = getattr(lib, name)
-        function.argtypes = argtypes
-        function.restype = restype
-    return lib
-
-
-def _unary_operator(node: ci.Cursor) -> int:
-    return _lib().clang_getCursorUnaryOperatorKind(node)
-
-
-def _overloaded_decls(node: ci.Cursor) -> list[ci.Cursor]:
-    """The candidate declarations behind an OVERLOADED_DECL_REF."""
-    lib = ci.conf.lib
-    count = lib.clang_getNumOverloadedDecls(node)
-    return [ci.Cursor.from_result(lib.clang_getOverloadedDecl(node, i), node) for i in range(count)]
-
-
-def _skipped_spans(tu: ci.TranslationUnit, path: str) -> list[Span]:
-    """The preprocessor-inactive regions (`#if` branches not taken) of the main file."""
-    lib = _lib()
-    ranges = lib.clang_getSkippedRanges(tu, tu.get_file(path))
-    try:
-        return [span_of(ranges.contents.ranges[i]) for i in range(ranges.contents.count)]
-    finally:
-        lib.clang_disposeSourceRangeList(ranges)
-
-
-@dataclass(frozen=True)
-class _AsmParts:
-    template: str
-    clobbers: tuple[str, ...]
-    is_volatile: bool
-    outputs: tuple[ci.Cursor, ...]
-    inputs: tuple[ci.Cursor, ...]
-
-
-def _asm_parts(node: ci.Cursor) -> _AsmParts:
-    lib = _lib()
-
-    def operands(count: int, getter: Callable) -> tuple[ci.Cursor, ...]:
-        found = []
-        for index in range(count):
-            constraint, expression = ci._CXString(), ci.Cursor()
-            if getter(node, index, byref(constraint), byref(expression)) and not expression.is_null():
-                expression._tu = node._tu
-                found.append(expression)
-        return tuple(found)
-
-    clobbers = tuple(ci._CXString.from_result(lib.clang_Cursor_getGCCAssemblyClobber(node, i))
-                     for i in range(lib.clang_Cursor_getGCCAssemblyNumClobbers(node)))
-    return _AsmParts(
-        template=ci._CXString.from_result(lib.clang_Cursor_getGCCAssemblyTemplate(node)),
-        clobbers=clobbers,
-        is_volatile=bool(lib.clang_Cursor_isGCCAssemblyVolatile(node)),
-        outputs=operands(lib.clang_Cursor_getGCCAssemblyNumOutputs(node), lib.clang_Cursor_getGCCAssemblyOutput),
-        inputs=operands(lib.clang_Cursor_getGCCAssemblyNumInputs(node), lib.clang_Cursor_getGCCAssemblyInput),
-    )
-
 
 # -- what is known about callees by name -------------------------------------------------------
 
@@ -330,16 +244,6 @@ def _is_pointer_like(type_: ci.Type) -> bool:
     """A pointer, or an array (which decays to one when passed)."""
     return type_.get_canonical().kind in (T.POINTER, T.CONSTANTARRAY, T.INCOMPLETEARRAY,
                                           T.DEPENDENTSIZEDARRAY, T.VARIABLEARRAY)
-
-
-def _unwrap(node: ci.Cursor) -> ci.Cursor:
-    """Strip implicit wrappers and parentheses."""
-    while node.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
-        inner = list(node.get_children())
-        if len(inner) != 1:
-            break
-        node = inner[0]
-    return node
 
 
 def _callable_params(cursor: ci.Cursor) -> list[ci.Cursor]:
@@ -580,12 +484,12 @@ class _Walker:
         children = self._children(node)
         if len(children) != 1:
             return ()
-        operator = _unary_operator(node)
-        if operator == _UNARY_DEREF:
+        operator = unary_operator(node)
+        if operator == UNARY_DEREF:
             return self._through(self.visit(children[0]), use, span_of(node.extent), "dereference")
-        if operator == _UNARY_ADDRESS_OF:
+        if operator == UNARY_ADDRESS_OF:
             return self.visit(children[0], _Use.ADDRESS)
-        if operator in (_UNARY_PRE_INC, _UNARY_PRE_DEC, _UNARY_POST_INC, _UNARY_POST_DEC):
+        if operator in (UNARY_PRE_INC, UNARY_PRE_DEC, UNARY_POST_INC, UNARY_POST_DEC):
             return self.visit(children[0], _Use.READ_WRITE)
         self.visit(children[0])
         return ()
@@ -614,7 +518,7 @@ class _Walker:
 
     def _assign(self, target: ci.Cursor, value_node: ci.Cursor) -> Values:
         value = self.visit(value_node)
-        lhs = _unwrap(target)
+        lhs = strip_parens(target)
         declaration = lhs.referenced if lhs.kind == K.DECL_REF_EXPR else None
         binds_element = declaration is not None and any(
             o.shape is _Shape.ELEMENT for o in self.env.get(declaration, ()))
@@ -656,7 +560,7 @@ class _Walker:
         if lam is not None:
             self.lambda_vars[node] = lam
             return ()
-        inner = _unwrap(initializer)
+        inner = strip_parens(initializer)
         is_reference = node.type.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE)
         if is_reference and _is_memory_access(inner, self.source):
             values = tuple(o.reshaped(_Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS)
@@ -754,7 +658,7 @@ class _Walker:
 
     def _argument_use(self, arg: ci.Cursor, candidates: list[ci.Cursor] | None, index: int) -> _Use:
         """An lvalue argument (`f(out[i])`) may be bound to a reference the callee writes."""
-        if not _is_memory_access(_unwrap(arg), self.source):
+        if not _is_memory_access(strip_parens(arg), self.source):
             return _Use.READ
         if candidates is None or _may_write_through(candidates, index, element=True):
             return _Use.MAY_WRITE
@@ -762,7 +666,7 @@ class _Walker:
 
     def _callee(self, callee: ci.Cursor) -> tuple[str, list[ci.Cursor] | None]:
         """The callee's name and candidate declarations (None when they cannot be known)."""
-        inner = _unwrap(callee)
+        inner = strip_parens(callee)
         if inner.kind == K.MEMBER_REF_EXPR:
             children = self._children(inner)
             name, _ = _member_name(inner, children[0], self.source) if children else (inner.spelling, False)
@@ -888,10 +792,10 @@ class _Walker:
 
     def _lambda_at(self, node: ci.Cursor, create: bool) -> _Lambda | None:
         """The lambda an expression evaluates to: a lambda expression or a variable bound to one."""
-        inner = _unwrap(node)
+        inner = strip_parens(node)
         while inner.kind == K.CALL_EXPR and inner.referenced is not None \
                 and inner.referenced.kind == K.CONSTRUCTOR and len(self._children(inner)) == 1:
-            inner = _unwrap(self._children(inner)[0])  # the closure's copy/move
+            inner = strip_parens(self._children(inner)[0])  # the closure's copy/move
         if inner.kind == K.LAMBDA_EXPR:
             return self._lambda(inner) if create or inner in self.lambdas else None
         if inner.kind == K.DECL_REF_EXPR and inner.referenced is not None:
@@ -913,7 +817,7 @@ class _Walker:
 
     # -- inline asm ----------------------------------------------------------------------------
     def _visit_asm(self, node: ci.Cursor, use: _Use) -> Values:
-        parts = _asm_parts(node)
+        parts = asm_parts(node)
         span = span_of(node.extent)
         self.asm.append(InlineAsm(span, parts.template, parts.clobbers, parts.is_volatile,
                                   qualified_name(self.function)))
@@ -983,29 +887,29 @@ def _is_memory_access(node: ci.Cursor, source: _SourceBytes) -> bool:
     if node.kind == K.ARRAY_SUBSCRIPT_EXPR:
         return True
     if node.kind == K.UNARY_OPERATOR:
-        return _unary_operator(node) == _UNARY_DEREF
+        return unary_operator(node) == UNARY_DEREF
     if node.kind == K.MEMBER_REF_EXPR:
         children = list(node.get_children())
         if not children:
             return False
         _, arrow = _member_name(node, children[0], source)
-        return arrow or _is_memory_access(_unwrap(children[0]), source)
+        return arrow or _is_memory_access(strip_parens(children[0]), source)
     return False
 
 
 def _callee_decls(callee: ci.Cursor) -> list[ci.Cursor] | None:
     """The declarations a callee expression names; None when it names no function."""
-    inner = _unwrap(callee)
+    inner = strip_parens(callee)
     if inner.kind != K.DECL_REF_EXPR:
         return None
     overloaded = next((c for c in inner.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
     if overloaded is not None:
-        return _overloaded_decls(overloaded)[:_MAX_CANDIDATES]
+        return overloaded_decls(overloaded)[:_MAX_CANDIDATES]
     referenced = inner.referenced
     if referenced is None:
         return None
     if referenced.kind == K.OVERLOADED_DECL_REF:
-        return _overloaded_decls(referenced)[:_MAX_CANDIDATES]
+        return overloaded_decls(referenced)[:_MAX_CANDIDATES]
     return [referenced] if referenced.kind in FUNCTION_KINDS else None
 
 
@@ -1018,7 +922,7 @@ def _is_unresolved_call(node: ci.Cursor, children: list[ci.Cursor]) -> bool:
 
 def _operator_name(node: ci.Cursor) -> str:
     """`operator=` when `node` is the operator reference inside an overloaded-operator call."""
-    inner = _unwrap(node)
+    inner = strip_parens(node)
     if inner.kind != K.DECL_REF_EXPR:
         return ""
     referenced = inner.referenced
@@ -1127,7 +1031,7 @@ class DataflowExtractor:
 
     def _skipped_in(self, cursor: ci.Cursor) -> list[Span]:
         if self._skipped is None:
-            self._skipped = _skipped_spans(cursor.translation_unit, self.path)
+            self._skipped = skipped_spans(cursor.translation_unit, self.path)
         return self._skipped
 
     def summary(self, definition: ci.Cursor) -> _Summary | None:
@@ -1157,7 +1061,7 @@ def _launched_kernels(expression: ci.Cursor, source: _SourceBytes) -> tuple[Laun
         node = pending.pop()
         for reference in (n for n in (node, *walk(node)) if n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)):
             overloaded = next((c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-            targets = _overloaded_decls(overloaded) if overloaded is not None else [reference.referenced]
+            targets = overloaded_decls(overloaded) if overloaded is not None else [reference.referenced]
             for target in (t for t in targets if t is not None):
                 if target.kind == K.VAR_DECL and target not in followed:
                     followed.add(target)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import clang.cindex as ci
 
 from ..model import DivergentBarrier
-from .cursors import FUNCTION_KINDS, K, span_of
-from .dataflow_facts import _callee_decls, _unwrap
+from .cursors import FUNCTION_KINDS, K, span_of, strip_parens
+from .dataflow_facts import _callee_decls
 
 BARRIERS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"})
 THREAD_INDEX_CALLS = frozenset({"get_lane_id", "get_warp_id", "__lane_id"})
@@ -142,7 +142,7 @@ def _callee_candidates(callee: ci.Cursor) -> list[ci.Cursor]:
     candidates = _callee_decls(callee)
     if candidates:
         return candidates
-    inner = _unwrap(callee)
+    inner = strip_parens(callee)
     named = next((c.referenced for c in inner.get_children() if c.kind == K.TEMPLATE_REF), None)
     return [named] if named is not None and named.kind == K.FUNCTION_TEMPLATE else []
 

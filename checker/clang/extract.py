@@ -13,9 +13,10 @@ import clang.cindex as ci
 from ..model import (
     Field, Function, FunctionKind, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam, line_starts,
 )
+from .capi import is_invalid_declaration
 from .cursors import (
     FUNCTION_KINDS, K, RECORD_KINDS, SCOPE_KINDS, TEMPLATE_PARAM_KINDS, Positions, children, has_child_kind,
-    in_file, is_exported, is_invalid_declaration, name_span, qualified_name, source_text, span_of, type_info,
+    in_file, is_exported, is_implicit_instantiation, name_span, qualified_name, source_text, span_of, type_info,
     walk, walk_with_depth,
 )
 from .dataflow_facts import DataflowExtractor
@@ -57,7 +58,7 @@ class _Extractor:
                 continue
             if depth == 1:
                 self.top_level.append(cursor)
-            if cursor.kind in FUNCTION_KINDS and not _is_implicit_instantiation(cursor):
+            if cursor.kind in FUNCTION_KINDS and not is_implicit_instantiation(cursor):
                 self._add_function(cursor)
             elif cursor.kind in RECORD_KINDS:
                 self._add_struct(cursor)
@@ -278,14 +279,6 @@ def _skip_template_header(data: bytes, start: int) -> int:
         if depth == 0:
             return index + 1
     return start
-
-
-def _is_implicit_instantiation(cursor: ci.Cursor) -> bool:
-    """libclang lists some implicit instantiations (`kernel<float, 4>` named by a
-    `static constexpr auto kernel = ...`) at translation-unit level, at the template's own
-    location; the template itself is already in the model."""
-    template = cursor.specialized_template
-    return template is not None and template.location.offset == cursor.location.offset
 
 
 def _access(cursor: ci.Cursor) -> str:

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field, replace
 import clang.cindex as ci
 
 from ..model import (
-    IndexProduct, IntegerDecl, IntegerDeclKind, IntegerFacts, LaneModulo, ShapeArgument,
-    SizeNarrowing, SourceModel, Span,
+    BINARY_OPERATOR_SPELLINGS, IndexProduct, IntegerDecl, IntegerDeclKind, IntegerFacts, LaneModulo, ShapeArgument,
+    SizeNarrowing, SourceModel, Span, apply_const_op,
 )
-from .cursors import FUNCTION_KINDS, K, RECORD_KINDS, MacroRanges, Positions, qualified_name, span_of
+from .cursors import (
+    FUNCTION_KINDS, RECORD_KINDS, K, MacroRanges, Positions, qualified_name, span_of, strip_parens,
+)
 from .parse import ParsedUnit
 from .scope_facts import ScopeCollector
 
@@ -62,12 +64,8 @@ _OPERATOR_NAMES = {
     "operator&": BO.And, "operator=": BO.Assign, "operator<": BO.LT, "operator>": BO.GT,
     "operator<=": BO.LE, "operator>=": BO.GE, "operator==": BO.EQ, "operator!=": BO.NE,
 }
-_CONSTANT_FOLDS = {
-    BO.Add: lambda a, b: a + b, BO.Sub: lambda a, b: a - b, BO.Mul: lambda a, b: a * b,
-    BO.Div: lambda a, b: a // b if b else None, BO.Rem: lambda a, b: a % b if b else None,
-    BO.And: lambda a, b: a & b, BO.Or: lambda a, b: a | b, BO.Xor: lambda a, b: a ^ b,
-    BO.Shl: lambda a, b: a << b if 0 <= b < 64 else None, BO.Shr: lambda a, b: a >> b if 0 <= b < 64 else None,
-}
+# Operators a constant is folded through (comparisons and logic are not sizes or offsets)
+_CONSTANT_FOLDS = frozenset({BO.Add, BO.Sub, BO.Mul, BO.Div, BO.Rem, BO.And, BO.Or, BO.Xor, BO.Shl, BO.Shr})
 # Words that may surround the integer keywords of a declaration's written type.
 _SPECIFIER_WORDS = frozenset({
     "const", "volatile", "static", "constexpr", "constinit", "inline", "extern", "thread_local",
@@ -588,7 +586,7 @@ class _Walker:
 
     def _c_api_result(self, initializer: ci.Cursor | None, keywords: str) -> str:
         """`int rc = c_function(...)`: the variable holds a C API's `int` result code."""
-        call = _strip_transparent(initializer) if initializer is not None else None
+        call = strip_parens(initializer) if initializer is not None else None
         if call is None or call.kind != K.CALL_EXPR or call.referenced is None:
             return ""
         callee = call.referenced
@@ -688,7 +686,9 @@ class _Walker:
             return self._constant_value(children[0], depth + 1)
         if kind == K.BINARY_OPERATOR and len(children) == 2 and node.binary_operator in _CONSTANT_FOLDS:
             lhs, rhs = (self._constant_value(c, depth + 1) for c in children)
-            return None if lhs is None or rhs is None else _CONSTANT_FOLDS[node.binary_operator](lhs, rhs)
+            if lhs is None or rhs is None:
+                return None
+            return apply_const_op(BINARY_OPERATOR_SPELLINGS[node.binary_operator.name], [lhs, rhs])
         return None
 
     def _variable_value(self, node: ci.Cursor, depth: int) -> int | None:
@@ -821,21 +821,12 @@ def _is_operator_ref(cursor: ci.Cursor) -> bool:
         K.CXX_METHOD, K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.OVERLOADED_DECL_REF)
 
 
-def _strip_transparent(node: ci.Cursor) -> ci.Cursor:
-    while node.kind in _TRANSPARENT:
-        children = list(node.get_children())
-        if len(children) != 1:
-            break
-        node = children[0]
-    return node
-
-
 def _referenced_variable(node: ci.Cursor) -> ci.Cursor | None:
     """The local/parameter an (address-of or plain) variable expression names."""
-    node = _strip_transparent(node)
+    node = strip_parens(node)
     if node.kind == K.UNARY_OPERATOR:
         children = list(node.get_children())
-        node = _strip_transparent(children[0]) if len(children) == 1 else node
+        node = strip_parens(children[0]) if len(children) == 1 else node
     if node.kind != K.DECL_REF_EXPR:
         return None
     ref = node.referenced

@@ -18,8 +18,6 @@ constexpr variables, enumerators, `sizeof` of complete types) is folded by clang
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +25,7 @@ from dataclasses import dataclass, field
 import clang.cindex as ci
 
 from ..model import (
+    BINARY_OPERATOR_SPELLINGS,
     AlignmentRequest,
     ApiCall,
     BoundKernel,
@@ -47,54 +46,17 @@ from ..model import (
     VectorAccess,
     VerifiedTensor,
 )
-from .cursors import K, children, source_text, span_of, walk
-
-# ---- clang's own constant folding -------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def _evaluation_api() -> ctypes.CDLL:
-    lib = ci.conf.lib
-    lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
-    lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
-    lib.clang_EvalResult_getKind.restype = ctypes.c_int
-    lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
-    lib.clang_EvalResult_isUnsignedInt.restype = ctypes.c_uint
-    lib.clang_EvalResult_isUnsignedInt.argtypes = [ctypes.c_void_p]
-    lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
-    lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
-    lib.clang_EvalResult_getAsUnsigned.restype = ctypes.c_ulonglong
-    lib.clang_EvalResult_getAsUnsigned.argtypes = [ctypes.c_void_p]
-    lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
-    return lib
-
-
-_EVAL_INT = 1  # CXEval_Int
-
-
-def folded_int(cursor: ci.Cursor) -> int | None:
-    """The integer value clang computes for a non-dependent constant expression."""
-    if not cursor.kind.is_expression():
-        return None
-    lib = _evaluation_api()
-    result = lib.clang_Cursor_Evaluate(cursor)
-    if not result:
-        return None
-    try:
-        if lib.clang_EvalResult_getKind(result) != _EVAL_INT:
-            return None
-        if lib.clang_EvalResult_isUnsignedInt(result):
-            return int(lib.clang_EvalResult_getAsUnsigned(result))
-        return int(lib.clang_EvalResult_getAsLongLong(result))
-    finally:
-        lib.clang_EvalResult_dispose(result)
-
+from .capi import folded_int
+from .cursors import (
+    EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, is_implicit_instantiation, source_text, span_of,
+    walk,
+)
+from .cursors import strip_casts as _strip, strip_parens as _strip_wrappers
 
 # ---- small cursor helpers ------------------------------------------------------------------
 
-_WRAPPERS = (K.UNEXPOSED_EXPR, K.PAREN_EXPR)
-_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CSTYLE_CAST_EXPR,
-          K.CXX_CONST_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR)
+_WRAPPERS = PARENS_AND_CONVERSIONS
+_CASTS = EXPLICIT_CASTS
 _VECTOR_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CSTYLE_CAST_EXPR)
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -105,25 +67,6 @@ def _offsets(cursor: ci.Cursor) -> tuple[int, int]:
 
 def _expression_children(cursor: ci.Cursor) -> list[ci.Cursor]:
     return [c for c in cursor.get_children() if c.kind.is_expression()]
-
-
-def _strip(cursor: ci.Cursor) -> ci.Cursor:
-    """Look through parentheses, implicit conversions and casts to the operand."""
-    while cursor.kind in _WRAPPERS or cursor.kind in _CASTS:
-        operands = _expression_children(cursor)
-        if len(operands) != 1:
-            break
-        cursor = operands[0]
-    return cursor
-
-
-def _strip_wrappers(cursor: ci.Cursor) -> ci.Cursor:
-    while cursor.kind in _WRAPPERS:
-        operands = _expression_children(cursor)
-        if len(operands) != 1:
-            break
-        cursor = operands[0]
-    return cursor
 
 
 def _initializer(decl: ci.Cursor) -> ci.Cursor | None:
@@ -201,12 +144,7 @@ def _may_carry_pointer(argument: ci.Cursor) -> bool:
 
 # ---- symbolic constants ----------------------------------------------------------------------
 
-_BINARY_OPERATORS = {
-    "Mul": "*", "Div": "/", "Rem": "%", "Add": "+", "Sub": "-", "Shl": "<<", "Shr": ">>",
-    "LT": "<", "GT": ">", "LE": "<=", "GE": ">=", "EQ": "==", "NE": "!=", "And": "&",
-    "Xor": "^", "Or": "|", "LAnd": "&&", "LOr": "||",
-}
-_BINARY_SPELLINGS = frozenset(_BINARY_OPERATORS.values())
+_BINARY_SPELLINGS = frozenset(BINARY_OPERATOR_SPELLINGS.values())
 _UNARY_TOKENS = {"-": "neg", "!": "not", "~": "bitnot", "+": ""}
 _CONSTEXPR_HELPERS = {"min": "min", "max": "max", "gcd": "gcd"}
 _WARP_UNIFORM_16B = -16  # the default kPattern of warp::load_bytes / store_bytes
@@ -278,7 +216,7 @@ class _Constants:
     def _binary(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
         operands = _expression_children(cursor)
         try:
-            op = _BINARY_OPERATORS.get(cursor.binary_operator.name)
+            op = BINARY_OPERATOR_SPELLINGS.get(cursor.binary_operator.name)
         except ValueError:
             op = None
         if op is None or len(operands) != 2:
@@ -1341,7 +1279,7 @@ def _qualified(decl: ci.Cursor) -> str:
 def collect_function_facts(model: SourceModel, function: Function, cursor: ci.Cursor,
                            body: ci.Cursor, data: bytes, path: str) -> None:
     """Add the launcher / kernel-interface facts of one function body to `model`."""
-    if _is_implicit_instantiation(cursor):
+    if is_implicit_instantiation(cursor):
         return  # the template's own body already gave (more general) facts
     sites = tuple(s for s in model.launch_sites if s.launcher == function.qualified_name
                   and function.body is not None and function.body.contains(s.span))
@@ -1377,9 +1315,3 @@ def _file_bytes(path: str) -> bytes | None:
             return handle.read()
     except OSError:
         return None
-
-
-def _is_implicit_instantiation(cursor: ci.Cursor) -> bool:
-    template = cursor.specialized_template
-    return template is not None and cursor.kind == K.FUNCTION_DECL and \
-        template.location.offset == cursor.location.offset

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Recall on real code: plant one violation at a time into a real kernel tree.
+
+    python bench/planting.py /path/to/sglang                    # every family
+    python bench/planting.py /path/to/sglang --family kc1 --per-mutation 8 --json recall.json
+    python bench/planting.py /path/to/sglang --codes KC120,KC150 --mode system
+
+The tree is an sglang checkout or extract at the commit pinned in `bench/ecosystem.py`
+(nothing of it is copied into this repository). It is copied into a temporary directory
+first; the original is never written.
+
+A *mutation* (`bench/planting_mutations/<family>.py`, a `MUTATIONS` list) turns the text of
+one real file into a planted text and names the line where its rule must report. For each
+mutation the script picks up to `--per-mutation` files where it applies (spread evenly over
+the sorted candidates), groups the plantings into rounds in which no file is planted twice,
+and for each round writes the planted files, runs the installed `kernel-check` on exactly
+those files (as pre-commit does) and restores them. A planting counts as
+
+* found: a finding of the mutation's code on the expected line;
+* clean: found, and no other finding is new in that file (findings compared by code and
+  message, so lines shifted by an insertion do not count as new).
+
+Recall per rule is found / planted; the report lists every miss and every extra finding, so
+each one can be judged (a miss is a bug of the analysis, or a mutation that did not plant
+what it meant to).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_static import kernel_check_command  # noqa: E402  (one home for finding the console script)
+from ecosystem import KERNELS_SUBDIR  # noqa: E402  (one home for the tree's layout)
+
+MUTATIONS_DIR = Path(__file__).resolve().parent / "planting_mutations"
+TESTS_SUBDIR = Path("test/registered/kernels")
+CHECK_TIMEOUT_S = 1800
+
+
+# -- what a mutation module declares -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Planted:
+    """A planted file: its whole new text and the 1-based line the rule must report."""
+
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One kind of violation: which rule must catch it and how to plant it into a file."""
+
+    code: str
+    name: str
+    suffixes: tuple[str, ...]
+    plant: Callable[[str], Planted | None]
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def insert_after(text: str, pattern: str, new_line: str, *, flags: int = re.MULTILINE) -> Planted | None:
+    """Insert `new_line` after the line holding the first match of `pattern`, indented like
+    the line that follows it; the finding is expected on the inserted line."""
+    match = re.search(pattern, text, flags)
+    if match is None:
+        return None
+    lines = text.splitlines(keepends=True)
+    anchor = _line_of(text, match.end()) - 1  # 0-based index of the line holding the match's end
+    following = lines[anchor + 1] if anchor + 1 < len(lines) else lines[anchor]
+    indent = re.match(r"[ \t]*", following).group(0)
+    lines.insert(anchor + 1, f"{indent}{new_line}\n")
+    return Planted("".join(lines), anchor + 2)
+
+
+def replace_first(text: str, pattern: str, replacement: str, *, flags: int = re.MULTILINE) -> Planted | None:
+    """Replace the first match of `pattern` (a `re.sub` replacement); the finding is expected
+    on the line where the match started."""
+    match = re.search(pattern, text, flags)
+    if match is None:
+        return None
+    planted = text[:match.start()] + match.expand(replacement) + text[match.end():]
+    return Planted(planted, _line_of(text, match.start()))
+
+
+def load_mutations(families: Iterable[str] | None) -> dict[str, list[Mutation]]:
+    """The `MUTATIONS` of each family module (file stem), in name order."""
+    wanted = set(families) if families else None
+    found: dict[str, list[Mutation]] = {}
+    for module_path in sorted(MUTATIONS_DIR.glob("*.py")):
+        family = module_path.stem
+        if module_path.name.startswith("_") or (wanted is not None and family not in wanted):
+            continue
+        spec = importlib.util.spec_from_file_location(f"planting_mutations.{family}", module_path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        found[family] = list(module.MUTATIONS)
+    if wanted is not None and (unknown := wanted - found.keys()):
+        raise SystemExit(f"{MUTATIONS_DIR}: no mutation module for {', '.join(sorted(unknown))}")
+    return found
+
+
+# -- choosing where to plant ------------------------------------------------------------------------
+@dataclass
+class Planting:
+    family: str
+    mutation: Mutation
+    path: Path  # relative to the copied tree
+    planted: Planted
+    findings_before: list[dict] = field(default_factory=list)
+    findings_after: list[dict] = field(default_factory=list)
+
+
+def candidate_files(root: Path) -> list[Path]:
+    """The checked folders' files, relative to the copied tree, sorted."""
+    folders = [root / KERNELS_SUBDIR, root / TESTS_SUBDIR]
+    return sorted(p.relative_to(root) for folder in folders if folder.is_dir()
+                  for p in folder.rglob("*") if p.is_file())
+
+
+def spread(items: list, count: int) -> list:
+    """`count` items spread evenly over `items` (all of them when there are fewer)."""
+    if len(items) <= count:
+        return items
+    step = len(items) / count
+    return [items[int(i * step)] for i in range(count)]
+
+
+def choose_plantings(root: Path, mutations: dict[str, list[Mutation]], per_mutation: int,
+                     codes: set[str] | None) -> list[Planting]:
+    files = candidate_files(root)
+    texts: dict[Path, str] = {}
+    plantings: list[Planting] = []
+    for family, family_mutations in mutations.items():
+        for mutation in family_mutations:
+            if codes is not None and mutation.code not in codes:
+                continue
+            sites = []
+            for path in files:
+                if not path.name.endswith(mutation.suffixes):
+                    continue
+                text = texts.setdefault(path, (root / path).read_text(encoding="utf-8", errors="replace"))
+                planted = mutation.plant(text)
+                if planted is not None and planted.text != text:
+                    sites.append((path, planted))
+            plantings += [Planting(family, mutation, path, planted)
+                          for path, planted in spread(sites, per_mutation)]
+    return plantings
+
+
+def rounds_of(plantings: list[Planting]) -> list[list[Planting]]:
+    """Group plantings so that no round plants the same file twice."""
+    rounds: list[list[Planting]] = []
+    for planting in plantings:
+        home = next((r for r in rounds if all(p.path != planting.path for p in r)), None)
+        if home is None:
+            rounds.append(home := [])
+        home.append(planting)
+    return rounds
+
+
+# -- running kernel-check ---------------------------------------------------------------------------
+def check_files(root: Path, paths: list[Path], mode: str, cache: Path) -> dict[Path, list[dict]]:
+    """`kernel-check` on exactly these files; findings by path relative to `root`."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as output:
+        output_path = Path(output.name)
+    args = [*map(str, paths), "--mode", mode, "--format", "json", "--output", str(output_path),
+            "--cache-dir", str(cache), "--exit-zero", "--quiet"]
+    done = subprocess.run(kernel_check_command(args), cwd=root, capture_output=True, text=True,
+                          timeout=CHECK_TIMEOUT_S)
+    if done.returncode != 0:
+        raise SystemExit(f"kernel-check failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    findings: dict[Path, list[dict]] = {path: [] for path in paths}
+    for finding in json.loads(output_path.read_text()):
+        findings[_checked_path(finding["path"], paths)].append(finding)
+    output_path.unlink()
+    return findings
+
+
+def _checked_path(reported: str, paths: list[Path]) -> Path:
+    """Which checked file a report names: reports are relative to the project's root, which
+    sits somewhere between the copied tree and the file."""
+    matches = [p for p in paths if p.as_posix() == reported or p.as_posix().endswith("/" + reported)]
+    if len(matches) != 1:
+        raise SystemExit(f"kernel-check reported {reported!r}, which names none (or several) of the files checked")
+    return matches[0]
+
+
+def run_plantings(root: Path, plantings: list[Planting], mode: str, cache: Path, progress: bool) -> None:
+    before = check_files(root, sorted({p.path for p in plantings}), mode, cache)
+    rounds = rounds_of(plantings)
+    for number, planting_round in enumerate(rounds, 1):
+        originals = {p.path: (root / p.path).read_bytes() for p in planting_round}
+        try:
+            for planting in planting_round:
+                (root / planting.path).write_text(planting.planted.text, encoding="utf-8")
+            after = check_files(root, [p.path for p in planting_round], mode, cache)
+        finally:
+            for path, content in originals.items():
+                (root / path).write_bytes(content)
+        for planting in planting_round:
+            planting.findings_before = before.get(planting.path, [])
+            planting.findings_after = after.get(planting.path, [])
+        if progress:
+            print(f"round {number}/{len(rounds)}: {len(planting_round)} files", file=sys.stderr)
+
+
+# -- judging and reporting --------------------------------------------------------------------------
+def _keys(findings: list[dict]) -> Counter:
+    return Counter((f["code"], f["message"]) for f in findings)
+
+
+def judge(planting: Planting) -> dict:
+    code, line = planting.mutation.code, planting.planted.line
+    hit = next((f for f in planting.findings_after if f["code"] == code and f["line"] == line), None)
+    new = _keys(planting.findings_after) - _keys(planting.findings_before)
+    if hit is not None:
+        new -= Counter({(hit["code"], hit["message"]): 1})
+    elsewhere = [f["line"] for f in planting.findings_after if f["code"] == code and f["line"] != line]
+    return {"family": planting.family, "code": code, "mutation": planting.mutation.name,
+            "path": str(planting.path), "line": line, "found": hit is not None,
+            "extra": [{"code": c, "message": m} for (c, m), n in sorted(new.items()) for _ in range(n)],
+            "same_code_other_lines": elsewhere}
+
+
+def summarize(results: list[dict]) -> dict[str, dict]:
+    by_code: dict[str, dict] = {}
+    for result in results:
+        row = by_code.setdefault(result["code"], {"family": result["family"], "planted": 0, "found": 0, "clean": 0})
+        row["planted"] += 1
+        row["found"] += result["found"]
+        row["clean"] += result["found"] and not result["extra"]
+    return dict(sorted(by_code.items()))
+
+
+def _recall(found: int, planted: int) -> str:
+    return f"{100 * found / planted:.0f}%" if planted else "-"
+
+
+def markdown(summary: dict[str, dict], results: list[dict]) -> str:
+    lines = ["| family | code | planted | found at line | clean | recall |", "|---|---|---:|---:|---:|---:|"]
+    lines += [f"| {row['family']} | {code} | {row['planted']} | {row['found']} | {row['clean']} | "
+              f"{_recall(row['found'], row['planted'])} |" for code, row in summary.items()]
+    families: dict[str, list[int]] = {}
+    for row in summary.values():
+        totals = families.setdefault(row["family"], [0, 0])
+        totals[0] += row["found"]
+        totals[1] += row["planted"]
+    lines += ["", "| family | recall |", "|---|---:|"]
+    lines += [f"| {family} | {_recall(found, planted)} ({found}/{planted}) |"
+              for family, (found, planted) in sorted(families.items())]
+    misses = [r for r in results if not r["found"]]
+    extras = [r for r in results if r["extra"]]
+    if misses:
+        lines += ["", "Misses:"] + [f"- {r['code']} {r['mutation']}: {r['path']}:{r['line']}"
+                                    + (f" (reported at {r['same_code_other_lines']})" if r["same_code_other_lines"] else "")
+                                    for r in misses]
+    if extras:
+        lines += ["", "Other new findings:"] + [f"- {r['code']} {r['mutation']}: {r['path']}: "
+                                                + "; ".join(f"{e['code']} {e['message']}" for e in r["extra"])
+                                                for r in extras]
+    return "\n".join(lines) + "\n"
+
+
+def copy_tree(tree: Path, destination: Path) -> Path:
+    """The checked folders of `tree` under `destination`, laid out as in a checkout."""
+    kernels = tree / KERNELS_SUBDIR
+    if not kernels.is_dir():
+        raise SystemExit(f"{tree}: not an sglang checkout or extract (no {KERNELS_SUBDIR})")
+    for sub in (KERNELS_SUBDIR, TESTS_SUBDIR):
+        if (tree / sub).is_dir():
+            shutil.copytree(tree / sub, destination / sub, symlinks=True)
+    return destination
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tree", type=Path, help="an sglang checkout or extract (pinned commit: bench/ecosystem.py)")
+    parser.add_argument("--family", action="append", help="a mutation module's name (repeatable; default: all)")
+    parser.add_argument("--codes", help="comma-separated codes to plant (default: every mutation's)")
+    parser.add_argument("--mode", default="hermetic", choices=("hermetic", "system"))
+    parser.add_argument("--per-mutation", type=int, default=6, metavar="N", help="files planted per mutation")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write every planting's result here")
+    args = parser.parse_args(argv)
+    mutations = load_mutations(args.family)
+    codes = set(args.codes.split(",")) if args.codes else None
+    with tempfile.TemporaryDirectory(prefix="kc-planting-") as scratch:
+        root = copy_tree(args.tree.resolve(), Path(scratch) / "tree")
+        plantings = choose_plantings(root, mutations, args.per_mutation, codes)
+        if not plantings:
+            raise SystemExit("no mutation found a place to plant in this tree")
+        run_plantings(root, plantings, args.mode, Path(scratch) / "cache", progress=sys.stderr.isatty())
+    results = [judge(p) for p in plantings]
+    summary = summarize(results)
+    print(markdown(summary, results), end="")
+    if args.json:
+        args.json.write_text(json.dumps({"mode": args.mode, "summary": summary, "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
