@@ -667,9 +667,10 @@ def _needs(tu: Any, own_headers: frozenset[str], forced: list[str],
     (the library headers are taken as self-contained): their top-level declarations and
     every reference below them. A qualified call with several candidates needs one of them
     reached; when none is, the header of the first is recorded."""
-    ci = cindex()
-    K = ci.CursorKind
-    lib = ci.conf.lib
+    from .capi import overloaded_decls  # (the bindings: loaded by the build already)
+    from .cursors import is_implicit_instantiation
+
+    K = cindex().CursorKind
     kinds = _reference_kinds()
     qualifiers = (K.NAMESPACE_REF, K.TYPE_REF, K.TEMPLATE_REF)
     declarations = (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,
@@ -711,14 +712,14 @@ def _needs(tu: Any, own_headers: frozenset[str], forced: list[str],
         while stack:
             cursor, qualified = stack.pop()
             kind = cursor.kind
-            if kind in declarations and _instantiated_here(cursor):
-                continue  # a template's body instantiated for another header's types
+            if kind in declarations and is_implicit_instantiation(cursor):
+                continue  # a template's body instantiated for another header's types (the
+                # build's `-fpch-instantiate-templates`): its references are to that header's
             if kind == K.OVERLOADED_DECL_REF:
                 # unqualified, a dependent call finds more by argument-dependent lookup where
                 # it is instantiated; qualified (`std::tuple_cat`, the name beside a
                 # NAMESPACE_REF), it must find a candidate where it is written
-                homes = [home(lib.clang_getOverloadedDecl(cursor, i))
-                         for i in range(lib.clang_getNumOverloadedDecls(cursor))] if qualified else []
+                homes = [home(candidate) for candidate in overloaded_decls(cursor)] if qualified else []
             elif kind in kinds:
                 homes = [home(cursor.referenced)]
             else:
@@ -730,14 +731,6 @@ def _needs(tu: Any, own_headers: frozenset[str], forced: list[str],
             names_qualified = any(child.kind in qualifiers for child in children)
             stack.extend((child, names_qualified) for child in children)
     return {header: sorted(files) for header, files in needs.items()}
-
-
-def _instantiated_here(declaration: Any) -> bool:
-    """An implicit instantiation of a template, listed where the template is (the build's
-    `-fpch-instantiate-templates` instantiates what the headers use, inside the header of
-    the template: its references are to the instantiating header's types)."""
-    template = declaration.specialized_template
-    return template is not None and template.location.offset == declaration.location.offset
 
 
 def _guarded(tu: Any, file: Any, memo: dict[str, bool]) -> bool:
@@ -825,9 +818,9 @@ def _sees_outside(root: Any, outside: frozenset[str] | set[str], real: Any) -> s
     -- no rule reads a system header, and the file's own calls into it are walked -- while
     walking it cost more than the parse and sent every file that includes such a header to
     the next, slower tier."""
-    ci = cindex()
-    K = ci.CursorKind
-    lib = ci.conf.lib
+    from .capi import overloaded_decls
+
+    K = cindex().CursorKind
     kinds = _reference_kinds()
     # Namespaces are left out on purpose: every `sgl_kernel/` header reopens `sglang`, so a
     # namespace reference names whichever header declared it last, which says nothing about
@@ -872,8 +865,8 @@ def _sees_outside(root: Any, outside: frozenset[str] | set[str], real: Any) -> s
         kind = cursor.kind
         if kind in kinds:
             if kind == K.OVERLOADED_DECL_REF:
-                for index in range(lib.clang_getNumOverloadedDecls(cursor)):
-                    found = is_outside(lib.clang_getOverloadedDecl(cursor, index))
+                for candidate in overloaded_decls(cursor):
+                    found = is_outside(candidate)
                     if found is not None:
                         return found
             else:
