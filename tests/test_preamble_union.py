@@ -48,6 +48,14 @@ def tier(root: Path, cache: Path, path: Path) -> str:
     return unit.preamble.recipe.tier if unit.preamble is not None else "plain"
 
 
+def same_as_plain(files: list[Path], root: Path, cache: Path) -> list:
+    """Check `files` through the preamble cache; their findings must be a plain parse's
+    (returned)."""
+    expected = plain(files, root)
+    assert findings(run_static(files, options(root, cache))) == expected
+    return expected
+
+
 def test_files_with_different_include_sets_share_one_preamble(tmp_path: Path) -> None:
     root, cache = new_tree(tmp_path)
     files = [
@@ -107,9 +115,7 @@ def test_a_header_without_include_guard_is_parsed_plainly_when_entered_again(tmp
         "namespace sglang {\n/// \\brief No include guard.\nstruct RawThing {\n  int v;\n};\n}  // namespace sglang\n")
     user = kernel(root, "uses_raw", "#include <sgl_kernel/raw.h>\n#include <sgl_kernel/alpha.h>")
     other = kernel(root, "no_raw", "#include <sgl_kernel/alpha.h>")
-    results = run_static([user, other], options(root, cache))
-    expected = plain([user, other], root)
-    assert findings(results) == expected
+    expected = same_as_plain([user, other], root, cache)
     assert not any(f.code == "KC000" for r in expected for f in r)
     assert tier(root, cache, user) == "external"  # in the union raw.h would be defined twice
     assert tier(root, cache, other) == "project"
@@ -163,3 +169,51 @@ def test_a_missing_header_is_reported_from_the_preamble_parse(tmp_path: Path) ->
     assert findings(results) == expected
     assert "kc_not_installed/lib.h" in next(f.message for f in expected[0] if f.code == "KC000")
     assert tier(root, cache, path) == "project"
+
+
+def test_a_header_that_is_not_self_contained_is_parsed_in_the_files_own_order(tmp_path: Path) -> None:
+    """`order.h` calls `std::tuple_cat` and leaves `<tuple>` to its includer (as a real
+    tree's `scalar_type.hpp` does). The union enters alpha.h (which includes `<tuple>`)
+    first, so it compiles there; a file that includes order.h before anything with `<tuple>`
+    does not compile plainly, and must not compile through the preamble either."""
+    root, cache = new_tree(tmp_path)
+    headers = root / "include" / "sgl_kernel"
+    (headers / "alpha.h").write_text(ALPHA.replace("#include <cstdint>", "#include <cstdint>\n#include <tuple>"))
+    (headers / "order.h").write_text(
+        "#pragma once\nnamespace sglang {\n/// \\brief Joins.\n"
+        "template <typename A, typename B>\ninline auto join(A a, B b) { return std::tuple_cat(a, b); }\n"
+        "}  // namespace sglang\n")
+    first = kernel(root, "order_first", "#include <sgl_kernel/order.h>\n#include <sgl_kernel/alpha.h>")
+    after = kernel(root, "order_after", "#include <sgl_kernel/alpha.h>\n#include <sgl_kernel/order.h>")
+    expected = same_as_plain([first, after], root, cache)
+    assert any(f.code == "KC000" and "tuple_cat" in f.message for f in expected[0])
+    assert not any(f.code == "KC000" for f in expected[1])
+    assert tier(root, cache, first) == "base"  # the external union enters <tuple> first too
+    assert tier(root, cache, after) == "project"
+
+
+def test_system_headers_the_file_enters_itself_keep_the_union(tmp_path: Path) -> None:
+    """A file that includes a library header the preamble does not hold (`<map>`, whose
+    templates list the union's overloads as candidates of their dependent calls) still
+    parses against the union: only its own code's references are checked."""
+    root, cache = new_tree(tmp_path)
+    headers = root / "include" / "sgl_kernel"
+    (headers / "alpha.h").write_text(ALPHA.replace("#include <cstdint>", "#include <cstdint>\n#include <vector>"))
+    path = kernel(root, "with_map", "#include <sgl_kernel/alpha.h>\n#include <map>\n#include <mutex>",
+                  "namespace sglang {\ninline int size_of(const std::map<int, int>& m) { return int(m.size()); }\n}\n")
+    same_as_plain([path], root, cache)
+    assert tier(root, cache, path) == "project"
+
+
+def test_a_file_whose_own_headers_reach_no_project_header_skips_the_project_preamble(tmp_path: Path) -> None:
+    """`"local.h"` includes only the standard library: the file is planned straight onto the
+    preamble without `sgl_kernel/` (the union would only add what it cannot use); through
+    `"bridge.h"`, which includes `sgl_kernel/alpha.h`, it needs the project preamble."""
+    root, cache = new_tree(tmp_path)
+    (root / "csrc" / "local.h").write_text("#pragma once\n#include <cstddef>\ninline int local_one() { return 1; }\n")
+    (root / "csrc" / "bridge.h").write_text("#pragma once\n#include <sgl_kernel/alpha.h>\n")
+    local = kernel(root, "uses_local", '#include "local.h"')
+    bridged = kernel(root, "uses_bridge", '#include "bridge.h"')
+    same_as_plain([local, bridged], root, cache)
+    assert tier(root, cache, local) == "external"
+    assert tier(root, cache, bridged) == "project"

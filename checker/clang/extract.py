@@ -48,7 +48,7 @@ class _Extractor:
 
     # -- traversal -----------------------------------------------------------------------
     def run(self) -> SourceModel:
-        self._visit_scope(self.unit.tu.cursor)
+        self._visit_scope(self.unit.root)
         extract_integer_and_scope_facts(self.top_level, self.unit, self.data, self.model)
         self.model.error_spans = self._error_spans()
         self.model.header_library = _header_library(self.unit.args)
@@ -274,7 +274,7 @@ class _Extractor:
         if any(not e.in_main_file or e.fatal for e in errors):
             lines = len(line_starts(self.data))  # as clang counts them: a lone \r ends a line too
             return [Span(1, 1, lines + 1, 1, 0, len(self.data) + 1)]
-        found = _main_file_declarations(self.unit.tu.cursor, self.path)
+        found = _main_file_declarations(self.unit.root, self.path)
         declarations = [span_of(c.extent) for c in found if c.kind in FUNCTION_KINDS or c.kind in RECORD_KINDS]
         # clang reports an error once: a declaration it made invalid because of another's (a
         # third definition after the reported redefinition) has no diagnostic of its own

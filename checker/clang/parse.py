@@ -53,6 +53,9 @@ def cindex() -> Any:
         module.Config.libcxx_dir = None
         _speed_up_bindings(module)
         _decode_strings_leniently(module)
+        from .tree import share_reads
+
+        share_reads(module)  # each cursor read from libclang once, by every pass (tree.py)
         ci = module
     return ci
 
@@ -194,6 +197,15 @@ class ParsedUnit:
     errors: list[ClangError] = field(default_factory=list)
     deps: tuple[str, ...] = ()
     preamble: Any = None
+    _root: Any = field(default=None, repr=False)
+
+    @property
+    def root(self) -> ci.Cursor:
+        """`tu.cursor`, read once: every walk of the file starts from this object, so the
+        children each one reads are kept for the next (`tree.py`)."""
+        if self._root is None:
+            self._root = self.tu.cursor
+        return self._root
 
 
 class PreambleSource(Protocol):

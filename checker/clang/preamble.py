@@ -9,7 +9,8 @@ Which headers (a `Recipe`; `strategy` "union", the default):
 
 * ``project``: every header under the `sgl_kernel/` of the first `-I` directory that
   holds one, in path order (a union: a file sees the whole header library, not only what
-  it includes; see "Semantics" below).
+  it includes; see "Semantics" below). Planned for a file that includes an `sgl_kernel/`
+  header, itself or through its own `"..."` headers.
 * ``external``: what those headers include unconditionally (outside any `#if` block, so a
   ROCm-only header is not) from outside `sgl_kernel/` (tvm-ffi, dlpack, the standard
   library, CUDA). Used for the files that are themselves inside the project preamble --
@@ -55,8 +56,15 @@ Correctness:
   of such a macro count as uses); when a header of its closure was preprocessed in the
   build with a macro of the rest (a macro-sensitive include: the union put that header
   first); when an error, or a note attached to one, lies in the rest (an ambiguous call,
-  a redefinition); or when an error lies in a PCH header the file entered again (one
-  without an include guard, defined twice).
+  a redefinition); when an error lies in a PCH header the file entered again (one
+  without an include guard, defined twice); or when a project header of its closure that
+  is not self-contained (it uses declarations of headers it does not reach: the build
+  records them, `_needs`) comes, in the file's own order, before what it needs. The
+  references are read from the file's own code and its non-system headers: what the
+  union changes inside a library header the parse entered itself (the candidates of a
+  dependent call in `<mutex>`) is nobody's input. A tier whose PCH holds a header that
+  made the file deviate (a declaration it used, a header it needed first) is skipped:
+  it would deviate the same way.
 
 Semantics of the union (accepted, and the reason "exact" exists): a header in the
 preamble that the file does not include still declares its names, so a file that forgot
@@ -68,6 +76,7 @@ where it includes them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -91,10 +100,10 @@ RECIPE_UNUSED_DAYS = 14.0
 LOCK_TIMEOUT_S = 900.0
 BUILD_TIMEOUT_S = 300.0  # one preamble build, in a bounded child (watchdog.py)
 BUILD_ATTEMPTS = 3  # a build with errors leaves their headers out and tries again
-_LAYOUT = "pch-v2"  # v2: `__has_include` guards, macro uses across headers in the graph
+_LAYOUT = "pch-v3"  # v2: `__has_include` guards, macro uses; v3: what project headers need from before
 
 _ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
-_QUOTED_INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"', re.M)
+_QUOTED_NAME_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\r\n]+)"', re.M)
 _ANY_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|include_next|import)\b", re.M)
 _MACRO_CHANGE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
 _CONDITION_OPEN_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
@@ -239,13 +248,40 @@ class PreambleCache:
         if project is not None and _ANY_INCLUDE_RE.search(data):
             # A file that includes no `sgl_kernel/` header, itself or through a header of
             # its own (`"..."`), gets no `sgl_kernel/` declarations.
-            wants_project = any(h.startswith("sgl_kernel/") for h in own) or _QUOTED_INCLUDE_RE.search(data)
-            if wants_project and project.project and main not in project.realpaths:
+            if project.project and main not in project.realpaths and self._reaches_project(path, data, project):
                 found.append(Recipe("project", arguments, project.project))
             if project.external:
                 found.append(Recipe("external", arguments, project.external))
         found.append(Recipe("base", arguments, ()))
         return found
+
+    def _reaches_project(self, path: Path, data: bytes, project: _ProjectHeaders) -> bool:
+        """Whether `data` (the file `path`) includes an `sgl_kernel/` header, itself or through
+        its own `"..."` headers, found as the preprocessor finds them (the includer's
+        directory, then the project's include directory); an include this cannot follow
+        (a macro, a header not found here) counts as reaching it."""
+        pending = [(path, data)]
+        visited = {self._real(str(path))}
+        while pending:
+            current, text = pending.pop()
+            if any(m.startswith(b"sgl_kernel/") for m in _ANGLE_INCLUDE_RE.findall(text)):
+                return True
+            if len(_ANY_INCLUDE_RE.findall(text)) != len(_ANGLE_INCLUDE_RE.findall(text)) + len(
+                    _QUOTED_NAME_RE.findall(text)):
+                return True  # `#include MACRO`, `#include_next`, `#import`
+            for quoted in _QUOTED_NAME_RE.findall(text):
+                name = quoted.decode("utf-8", "replace")
+                places = (current.parent / name, Path(project.include_dir) / name)
+                found = next((place for place in places if place.is_file()), None)
+                if found is None:
+                    return True
+                resolved = self._real(str(found))
+                if resolved in project.realpaths:
+                    return True
+                if resolved not in visited:
+                    visited.add(resolved)
+                    pending.append((found, read_bytes(found) or b""))
+        return False
 
     def _project(self, args: tuple[str, ...]) -> _ProjectHeaders | None:
         include_dir = _first_sgl_include_dir(args)
@@ -372,8 +408,9 @@ class PreambleCache:
         except Exception:  # TranslationUnitSaveError, a full disk, a removed cache dir
             _unlink(tmp)
             return None
-        if not atomic_write((directory / pch_name).with_suffix(".graph.json"),
-                            json.dumps(_inclusion_graph(tu)).encode()):
+        project = self._project(recipe.args) if recipe.tier == "project" else None
+        graph = _inclusion_graph(tu, project.realpaths if project is not None else frozenset())
+        if not atomic_write((directory / pch_name).with_suffix(".graph.json"), json.dumps(graph).encode()):
             _unlink(directory / pch_name)
             return None
         return self._record(directory, recipe, pch_name, headers, excluded, tu)
@@ -429,13 +466,13 @@ class PreambleCache:
         `source` as for `parse_file`: the file's bytes, so clang's offsets index them."""
         name = str(path)
         main = self._real(name)
+        culprits: set[str] = set()  # PCH headers outside the file's closure that it saw
         for recipe in self.recipes(path, source, args):
             for _attempt in range(2):
                 preamble = self.get(recipe)
-                if preamble is None or main in preamble.realpaths:
-                    outcome = "next"
-                    break
-                unit, outcome = self._parse_with(preamble, name, source, args)
+                if preamble is None or main in preamble.realpaths or not culprits.isdisjoint(preamble.realpaths):
+                    break  # a smaller tier that holds a culprit too would deviate the same way
+                unit, outcome = self._parse_with(preamble, name, source, args, culprits)
                 if unit is not None:
                     self.stats.parsed += 1
                     return unit
@@ -444,9 +481,11 @@ class PreambleCache:
         self.stats.plain += 1
         return None
 
-    def _parse_with(self, preamble: Preamble, name: str, source: str | bytes,
-                    args: list[str]) -> tuple[ParsedUnit | None, str]:
-        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates".
+    def _parse_with(self, preamble: Preamble, name: str, source: str | bytes, args: list[str],
+                    culprits: set[str] | None = None) -> tuple[ParsedUnit | None, str]:
+        """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates" (then a
+        header outside the file's own closure whose declaration it used is added to
+        `culprits`, when the check names one).
 
         A fatal error of the file's own (a header it includes is missing: cutlass nobody
         installed) is no reason for a plain parse, which would stop at the same place
@@ -467,30 +506,40 @@ class PreambleCache:
         if graph is None:
             self.reject(preamble)
             return None, "rejected"
-        directives = _directives(tu)
+        root = tu.cursor  # one root: the extraction walks the cursors the checks read (tree.py)
+        directives = _directives(root)
         if not self._includes_agree(directives, preamble, entered):
             return None, "deviates"
         included = _closure(graph, directives, name, self._real)
-        if self.check_lookup and self._deviates(tu, name, preamble, included, entered):
+        if self.check_lookup and self._deviates(tu, root, name, preamble, included, entered,
+                                                set() if culprits is None else culprits):
             return None, "deviates"
         _report_includes_as_plain(tu, name, included)
-        unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble)
+        unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble, _root=root)
         return unit, "ok"
 
-    def _deviates(self, tu: Any, name: str, preamble: Preamble, included: list[str],
-                  entered: Iterable[str]) -> bool:
+    def _deviates(self, tu: Any, root: Any, name: str, preamble: Preamble, included: list[str],
+                  entered: Iterable[str], culprits: set[str]) -> bool:
         """Whether the union may have changed what the file sees (then the next tier is tried):
         it uses a declaration or macro of a PCH header its own includes do not reach (an
         `#ifdef` or `defined()` of a defined macro counts: clang records it as a use); a
         header it does include was preprocessed with a macro of such a header (the union
         put that header first: a macro-sensitive include); or an error involves such a
         header (a redefinition, an ambiguous call) or a PCH header the file entered again
-        (one without an include guard)."""
+        (one without an include guard); or a header that is not self-contained comes, in
+        the file's own order, before what it needs (`_needed_later`). What it needs goes
+        into `culprits` (every union that holds it enters it first), and so does a header
+        whose declaration the file uses (a smaller union that holds it declares it too);
+        an error, or a macro seen first, names none: a smaller union may not cause it."""
         seen = {self._real(p) for p in included}
         seen.add(self._real(name))
         outside = preamble.realpaths - seen
         entered_again = preamble.realpaths.intersection(self._real(p) for p in entered)
         if entered_again and _errors_in(tu, entered_again, self._real):
+            return True
+        missing = self._needed_later(preamble, included)
+        if missing:
+            culprits.update(missing)  # a smaller union that holds them puts them first too
             return True
         if not outside:
             return False
@@ -498,8 +547,27 @@ class PreambleCache:
             return True
         uses = preamble.macro_uses(self._real)
         if any(not uses[header] <= seen for header in seen if header in uses):
-            return True
-        return _sees_outside(tu, name, outside, self._real)
+            return True  # a smaller union may not put those macros first: no culprit
+        culprit = _sees_outside(root, outside, self._real)
+        if culprit is not None:
+            culprits.add(culprit)
+        return culprit is not None
+
+    def _needed_later(self, preamble: Preamble, included: list[str]) -> set[str]:
+        """The headers that a PCH header of the file's closure needs but is not self-contained
+        for (the graph's `needs`) and that the file enters only after it, in the order a plain
+        parse enters them (`included`): that parse would stop at its first use. Empty: none."""
+        needs = (preamble.graph or {}).get("needs") or {}
+        missing: set[str] = set()
+        if not needs:
+            return missing
+        wanted = {self._real(header): [self._real(n) for n in needed] for header, needed in needs.items()}
+        before: set[str] = set()
+        for name in included:
+            resolved = self._real(name)
+            missing.update(n for n in wanted.get(resolved, ()) if n not in before)
+            before.add(resolved)
+        return missing
 
     def _includes_agree(self, directives: list[tuple[str, str | None]], preamble: Preamble,
                         entered: Iterable[str]) -> bool:
@@ -529,11 +597,11 @@ def _unchanged(preamble: Preamble) -> bool:
         return False
 
 
-def _directives(tu: Any) -> list[tuple[str, str | None]]:
+def _directives(root: Any) -> list[tuple[str, str | None]]:
     """(file, included file) of each `#include` this parse recorded (the PCH's are not)."""
     kind = cindex().CursorKind.INCLUSION_DIRECTIVE
     found = []
-    for cursor in tu.cursor.get_children():
+    for cursor in root.get_children():
         if cursor.kind == kind:
             location = cursor.location.file
             included = _included_file(cursor)
@@ -550,11 +618,13 @@ def _included_file(cursor: Any) -> Any:
         return None
 
 
-def _inclusion_graph(tu: Any) -> dict[str, Any]:
+def _inclusion_graph(tu: Any, own_headers: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The build's `#include` edges (every directive, also those an include guard skipped)
     and the forced includes, so a file's own include closure can be told from the union;
-    and which headers used which other headers' macros, so a header that was preprocessed
-    differently because the union put another header first can be noticed."""
+    which headers used which other headers' macros, so a header that was preprocessed
+    differently because the union put another header first can be noticed; and, for the
+    project's own headers (`own_headers`, real paths), the headers whose declarations one
+    uses without reaching them through its own includes (`needs`, see `_needs`)."""
     ci = cindex()
     inclusion, expansion = ci.CursorKind.INCLUSION_DIRECTIVE, ci.CursorKind.MACRO_INSTANTIATION
     main = tu.spelling
@@ -582,7 +652,85 @@ def _inclusion_graph(tu: Any) -> dict[str, Any]:
         if home is not None and home.name != source:
             uses.setdefault(files.setdefault(source, len(files)), set()).add(files.setdefault(home.name, len(files)))
     return {"main": main, "forced": forced, "edges": edges, "files": list(files),
-            "macro_uses": {str(user): sorted(used) for user, used in uses.items()}}
+            "macro_uses": {str(user): sorted(used) for user, used in uses.items()},
+            "needs": _needs(tu, own_headers, forced, edges) if own_headers else {}}
+
+
+def _needs(tu: Any, own_headers: frozenset[str], forced: list[str],
+           edges: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Header -> the headers whose declarations it uses but neither includes (directly or
+    not) nor gets from the forced includes: a header that is not self-contained
+    (`scalar_type.hpp` calls `std::tuple_cat` and leaves `<tuple>` to its includer). In
+    the union it compiles because the union entered those first; a file that includes it
+    before them does not compile plainly, so a file whose closure does not enter them
+    before it deviates (`PreambleCache._needed_later`). Only the project's own headers are read
+    (the library headers are taken as self-contained): their top-level declarations and
+    every reference below them. A qualified call with several candidates needs one of them
+    reached; when none is, the header of the first is recorded."""
+    from .capi import overloaded_decls  # (the bindings: loaded by the build already)
+    from .cursors import is_implicit_instantiation
+
+    K = cindex().CursorKind
+    kinds = _reference_kinds()
+    qualifiers = (K.NAMESPACE_REF, K.TYPE_REF, K.TEMPLATE_REF)
+    declarations = (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,
+                    K.CLASS_DECL, K.STRUCT_DECL, K.VAR_DECL)
+    real = functools.lru_cache(maxsize=None)(os.path.realpath)
+    reach_memo: dict[str, frozenset[str]] = {}
+
+    # by real path: one header spelled two ways (`cuda_stubs/../prelude.h`) is one node
+    real_edges: dict[str, list[str]] = {}
+    for source, targets in edges.items():
+        real_edges.setdefault(real(source), []).extend(real(t) for t in targets)
+
+    def reach(name: str) -> frozenset[str]:
+        if name not in reach_memo:
+            seen: set[str] = set()
+            stack = [real(f) for f in (*forced, name)]
+            while stack:
+                current = stack.pop()
+                if current not in seen:
+                    seen.add(current)
+                    stack.extend(real_edges.get(current, ()))
+            reach_memo[name] = frozenset(seen)
+        return reach_memo[name]
+
+    def home(cursor: Any) -> str | None:
+        if cursor is None or (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor)):
+            return None
+        location = cursor.location.file
+        return None if location is None else location.name
+
+    needs: dict[str, set[str]] = {}
+    for top in tu.cursor.get_children():
+        location = top.location.file
+        if location is None or real(location.name) not in own_headers:
+            continue
+        source = location.name
+        allowed = reach(source)
+        stack = [(top, False)]  # (cursor, whether a sibling qualifies its name)
+        while stack:
+            cursor, qualified = stack.pop()
+            kind = cursor.kind
+            if kind in declarations and is_implicit_instantiation(cursor):
+                continue  # a template's body instantiated for another header's types (the
+                # build's `-fpch-instantiate-templates`): its references are to that header's
+            if kind == K.OVERLOADED_DECL_REF:
+                # unqualified, a dependent call finds more by argument-dependent lookup where
+                # it is instantiated; qualified (`std::tuple_cat`, the name beside a
+                # NAMESPACE_REF), it must find a candidate where it is written
+                homes = [home(candidate) for candidate in overloaded_decls(cursor)] if qualified else []
+            elif kind in kinds:
+                homes = [home(cursor.referenced)]
+            else:
+                homes = []
+            homes = [h for h in homes if h is not None]
+            if homes and not any(real(h) in allowed for h in homes):
+                needs.setdefault(source, set()).add(homes[0])
+            children = list(cursor.get_children())
+            names_qualified = any(child.kind in qualifiers for child in children)
+            stack.extend((child, names_qualified) for child in children)
+    return {header: sorted(files) for header, files in needs.items()}
 
 
 def _guarded(tu: Any, file: Any, memo: dict[str, bool]) -> bool:
@@ -658,49 +806,75 @@ def _reference_kinds() -> frozenset[Any]:
     return _REFERENCE_KINDS
 
 
-def _sees_outside(tu: Any, main: str, outside: frozenset[str] | set[str], real: Any) -> bool:
-    """Whether the file, parsed against the union, uses a declaration or macro of a header
-    its own includes do not reach (then a plain parse could differ: a missing include, an
-    extra overload candidate, a namespace only the union declares)."""
-    ci = cindex()
-    K = ci.CursorKind
-    lib = ci.conf.lib
+def _sees_outside(root: Any, outside: frozenset[str] | set[str], real: Any) -> str | None:
+    """The first header, of those its own includes do not reach, whose declaration or macro
+    the file uses when parsed against the union (then a plain parse could differ: a missing
+    include, an extra overload candidate, a namespace only the union declares); None: none.
+
+    The code of system headers the parse entered itself (libstdc++'s `<mutex>` or
+    `<deque>`, CUDA's, cub's) is not walked: what the union changes there is which
+    overloads a template's dependent call lists as candidates (`operator>` of `std::map`
+    beside `<mutex>`'s, clang's device `std::min` beside libstdc++'s), which nothing checks
+    -- no rule reads a system header, and the file's own calls into it are walked -- while
+    walking it cost more than the parse and sent every file that includes such a header to
+    the next, slower tier."""
+    from .capi import overloaded_decls
+
+    K = cindex().CursorKind
     kinds = _reference_kinds()
     # Namespaces are left out on purpose: every `sgl_kernel/` header reopens `sglang`, so a
     # namespace reference names whichever header declared it last, which says nothing about
     # what the file can see; the members it finds there are checked one by one.
     scopes = (K.FUNCTION_DECL, K.CLASS_DECL, K.STRUCT_DECL, K.FUNCTION_TEMPLATE,
               K.CLASS_TEMPLATE, K.VAR_DECL, K.CXX_METHOD)
-    outside_names: dict[str, bool] = {}
+    outside_names: dict[str, str | None] = {}  # file name -> its real path when outside
 
-    def is_outside(cursor: Any) -> bool:
+    def is_outside(cursor: Any) -> str | None:
         if cursor is None:
-            return False
+            return None
         location = cursor.location.file
         if location is None:
-            return False
+            return None
         name = location.name
-        known = outside_names.get(name)
-        if known is None:
-            known = outside_names[name] = real(name) in outside
-        return known and not (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor))
+        if name not in outside_names:
+            resolved = real(name)
+            outside_names[name] = resolved if resolved in outside else None
+        known = outside_names[name]
+        return None if known is None or (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor)) else known
 
-    stack = list(tu.cursor.get_children())  # the file's and its non-preamble headers' own
+    system_files: dict[str, bool] = {}
+
+    def in_system_header(cursor: Any) -> bool:
+        location = cursor.location
+        file = location.file
+        if file is None:
+            return False
+        known = system_files.get(file.name)
+        if known is None:
+            known = system_files[file.name] = bool(location.is_in_system_header)
+        return known
+
+    # the file's and its non-preamble headers' own (top-level: a namespace, a macro use...)
+    stack = [cursor for cursor in root.get_children() if not in_system_header(cursor)]
     for cursor in stack:
-        if cursor.kind in scopes and is_outside(cursor.canonical):
-            return True  # reopens or redeclares what only the union declares
+        found = is_outside(cursor.canonical) if cursor.kind in scopes else None
+        if found is not None:
+            return found  # reopens or redeclares what only the union declares
     while stack:
         cursor = stack.pop()
         kind = cursor.kind
         if kind in kinds:
             if kind == K.OVERLOADED_DECL_REF:
-                for index in range(lib.clang_getNumOverloadedDecls(cursor)):
-                    if is_outside(lib.clang_getOverloadedDecl(cursor, index)):
-                        return True
-            elif is_outside(cursor.referenced):
-                return True
+                for candidate in overloaded_decls(cursor):
+                    found = is_outside(candidate)
+                    if found is not None:
+                        return found
+            else:
+                found = is_outside(cursor.referenced)
+                if found is not None:
+                    return found
         stack.extend(cursor.get_children())
-    return False
+    return None
 
 
 def _errors_in(tu: Any, files: frozenset[str] | set[str], real: Any) -> bool:

@@ -11,14 +11,22 @@ keep on the object, which costs more than the lookup itself.
 
 * `Cursor.get_children` keeps its answer on the cursor object: a subtree is read from
   libclang once, and every later walk, in any pass, gets the same objects back, with what
-  was already read of them;
-* the properties the bindings cache per object return the kept answer without the guard
-  (a kept answer exists only for a cursor the guard let through before);
+  was already read of them; the read itself goes through one visitor callback made once
+  (the bindings make a new C callback per call, behind the null-cursor guard);
+* so that the preamble's check of a parse (`preamble._sees_outside`, which walks the
+  file's cursors) and the extraction walk the same objects, a file's root cursor is read
+  once (`parse.ParsedUnit.root`; not kept on the translation unit, which its cursors
+  reference: that cycle would hold every parsed AST until a full collection);
+* the properties the bindings cache per object (and a cursor's `kind`, a source
+  location's file, line, column and offset) return the kept answer without the guard (a
+  kept answer exists only for a cursor the guard let through before), and without a
+  Python call: the answer is stored as the object's own attribute;
 * `SourceRange.start` / `.end` and `File.name` keep theirs too (each read is a C call
   and a new object or string otherwise).
 
 A translation unit's AST never changes, so a kept answer is always the current one; it
-lives as long as the object that keeps it (the passes' cursors live for one extraction).
+lives as long as the object that keeps it (a file's cursors live as long as its
+translation unit). `parse.cindex()` installs it when it loads the bindings.
 """
 
 from __future__ import annotations
@@ -28,12 +36,12 @@ from typing import Any, Iterator
 # Cursor properties whose getter caches its answer on the object (an AST node's spelling,
 # extent, type... never change): answered from the object after the first read.
 KEPT_CURSOR_PROPERTIES = (
-    "spelling", "displayname", "mangled_name", "location", "extent", "type", "canonical",
+    "kind", "spelling", "displayname", "mangled_name", "location", "extent", "type", "canonical",
     "result_type", "underlying_typedef_type", "enum_type", "hash", "semantic_parent",
     "lexical_parent", "referenced",
 )
+KEPT_LOCATION_PROPERTIES = ("file", "line", "column", "offset")
 _INSTALLED = "_kernel_check_shares_reads"
-_UNREAD = object()
 ORIGINALS: dict[tuple[type, str], Any] = {}  # (class, name) -> the bindings' own (the tests compare)
 
 
@@ -41,44 +49,70 @@ def share_reads(module: Any) -> None:
     """Install the shared reads (see the module doc) on the bindings `module`. Idempotent."""
     if getattr(module.Cursor, _INSTALLED, False):
         return
-    _keep_children(module.Cursor)
+    _keep_children(module)
     for name in KEPT_CURSOR_PROPERTIES:
         _keep_property(module.Cursor, name)
     for name in ("start", "end"):
         _keep_property(module.SourceRange, name)
+    for name in KEPT_LOCATION_PROPERTIES:
+        _keep_property(module.SourceLocation, name)
     _keep_property(module.File, "name")
     setattr(module.Cursor, _INSTALLED, True)
 
 
+class _Kept:
+    """A property read once per object: the first read goes to the bindings' getter (null
+    guard included) and stores the answer in the object's `__dict__` under the same name.
+    Being a non-data descriptor (no `__set__`), it is then shadowed by that entry: a later
+    read is a plain attribute lookup, with no Python call at all."""
+
+    def __init__(self, read: Any, name: str, doc: str | None) -> None:
+        self.read = read
+        self.name = name
+        self.__doc__ = doc
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.read(instance)
+        return value
+
+
 def _keep_property(cls: type, name: str) -> None:
-    """`cls.name` answered once per object: the first read goes to the bindings' getter
-    (null guard included), later reads return what it answered."""
+    """`cls.name` answered once per object (`_Kept`)."""
     original = getattr(cls, name, None)
     if not isinstance(original, property) or original.fget is None:
         return  # an unexpected bindings build: leave it as it is
     ORIGINALS[cls, name] = original
-    read = original.fget
-    kept = f"_kernel_check_{name}"
-
-    def get(self: Any) -> Any:
-        known = self.__dict__  # not getattr: a first read would raise (and catch) an error
-        value = known.get(kept, _UNREAD)
-        if value is _UNREAD:
-            value = known[kept] = read(self)
-        return value
-
-    setattr(cls, name, property(get, doc=original.__doc__))
+    setattr(cls, name, _Kept(original.fget, name, original.__doc__))
 
 
-def _keep_children(cls: type) -> None:
-    """`cls.get_children()` read once per object; each call iterates over the kept list."""
+def _keep_children(module: Any) -> None:
+    """`Cursor.get_children()` read once per object; each call iterates over the kept list.
+    The first read visits the children as the bindings do (each child keeps a reference to
+    the translation unit, so it is not freed before its cursors)."""
+    cls = module.Cursor
     original = ORIGINALS[cls, "get_children"] = cls.get_children
+    visit_children = module.conf.lib.clang_visitChildren
+
+    def collect(child: Any, _parent: Any, found: list[Any]) -> int:
+        found.append(child)
+        return 1  # CXChildVisit_Continue
+
+    callback = module.cursor_visit_callback(collect)  # one C callback for every read
 
     def get_children(self: Any) -> Iterator[Any]:
         known = self.__dict__
         kept = known.get("_kernel_check_children")
         if kept is None:
-            kept = known["_kernel_check_children"] = list(original(self))
+            if self.is_null():
+                raise Exception("Tried calling method on a null-cursor.")  # as the bindings' guard
+            kept = []
+            visit_children(self, callback, kept)
+            unit = known.get("_tu")
+            for child in kept:
+                child._tu = unit
+            known["_kernel_check_children"] = kept
         return iter(kept)
 
     get_children.__doc__ = original.__doc__
