@@ -257,3 +257,21 @@ def test_which_wrapper_entries_name_the_kernel_and_which_strides_pad_rows():
     assert not padded_rows("TensorMatcher({N, D}).with_strides({D, 1}).verify(x)", ("N", "D"))
     assert padded_rows("TensorMatcher({N, D}).with_strides({S, 1}).verify(x)", ("N", "D"))
     assert not padded_rows("TensorMatcher({N, D}).verify(x)", ("N", "D"))
+
+
+def test_the_wrapper_search_never_reads_a_fifo(tmp_path):
+    """A FIFO named like a wrapper in the searched package would block a read forever."""
+    import os
+    import threading
+
+    from kernel_check.harness.draft import find_wrapper
+
+    kernel = tmp_path / "pkg" / "csrc" / "row_scale.cuh"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_bytes(SGL_FIXTURE.read_bytes())
+    os.mkfifo(tmp_path / "pkg" / "pipe.py")
+    found: list = []
+    search = threading.Thread(target=lambda: found.append(find_wrapper(kernel)), daemon=True)
+    search.start()
+    search.join(timeout=60)
+    assert found == [None]

@@ -496,6 +496,8 @@ def _wrapper_in_package(cuh: Path) -> Path | None:
     cuda_file = cuh.resolve().as_posix()
     for path in sorted(itertools.islice(scope.rglob("*.py"), WRAPPER_SEARCH_LIMIT)):
         try:
+            if not path.is_file():  # a FIFO or socket named *.py would block the read forever
+                continue
             if cuh.name in path.read_text(encoding="utf-8", errors="replace") and read_wrapper(path, cuda_file):
                 return path
         except OSError:
