@@ -103,14 +103,14 @@ def test_a_header_error_silences_rules_in_a_file_with_cr_line_endings(project: P
 def test_findings_in_a_file_with_cr_line_endings_sit_where_clang_puts_them(project: Path) -> None:
     """Positions computed from byte offsets (cursors.Positions) count a lone CR as a line end,
     as clang does: they sat on line 1, at columns past its end."""
-    source = (b"namespace sglang {\n__global__ void k(int* out, int n) {\n  int idx = threadIdx.x;\n"
-              b"  out[idx] = n;\n}\n}\n")
+    source = (b"namespace sglang {\n__global__ void k(int* out,\n                  int n) {\n"
+              b"  out[threadIdx.x] = n;\n}\n}\n")
     positions = {}
     for name, data in (("lf", source), ("cr", source.replace(b"\n", b"\r"))):
         main = project / f"{name}.cuh"
         main.write_bytes(data)
         positions[name] = sorted((f.line, f.location.column) for f in _check(main).findings if f.code == "KC110")
-    assert positions["lf"] == [(2, 19), (2, 29), (3, 3)]
+    assert positions["lf"] == [(2, 19), (3, 19)]
     assert positions["cr"] == positions["lf"]
 
 
