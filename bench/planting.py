@@ -262,6 +262,12 @@ def _recall(found: int, planted: int) -> str:
     return f"{100 * found / planted:.0f}%" if planted else "-"
 
 
+def _elsewhere(result: dict) -> str:
+    """Where a missed planting's code was reported instead, if anywhere in the file."""
+    lines = result["same_code_other_lines"]
+    return f" (reported at {lines})" if lines else ""
+
+
 def markdown(summary: dict[str, dict], results: list[dict]) -> str:
     lines = ["| family | code | planted | found at line | clean | recall |", "|---|---|---:|---:|---:|---:|"]
     lines += [f"| {row['family']} | {code} | {row['planted']} | {row['found']} | {row['clean']} | "
@@ -277,8 +283,7 @@ def markdown(summary: dict[str, dict], results: list[dict]) -> str:
     misses = [r for r in results if not r["found"]]
     extras = [r for r in results if r["extra"]]
     if misses:
-        lines += ["", "Misses:"] + [f"- {r['code']} {r['mutation']}: {r['path']}:{r['line']}"
-                                    + (f" (reported at {r['same_code_other_lines']})" if r["same_code_other_lines"] else "")
+        lines += ["", "Misses:"] + [f"- {r['code']} {r['mutation']}: {r['path']}:{r['line']}{_elsewhere(r)}"
                                     for r in misses]
     if extras:
         lines += ["", "Other new findings:"] + [f"- {r['code']} {r['mutation']}: {r['path']}: "

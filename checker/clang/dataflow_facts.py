@@ -50,8 +50,8 @@ from .capi import (
     overloaded_decls, skipped_spans, unary_operator,
 )
 from .cursors import (
-    FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, K, NestedTooDeeply, has_child_kind, qualified_name,
-    span_of, strip_parens, walk,
+    FUNCTION_KINDS, MAX_NESTING, PARENS_AND_CONVERSIONS, RECORD_KINDS, K, NestedTooDeeply, has_child_kind,
+    qualified_name, span_of, strip_parens, walk,
 )
 
 T = ci.TypeKind
@@ -394,7 +394,7 @@ class _Walker:
             handler = _HANDLERS.get(kind)
             if handler is not None:
                 return handler(self, node, use)
-            if kind in _CAST_KINDS or kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+            if kind in _CAST_KINDS or kind in PARENS_AND_CONVERSIONS:
                 return self._visit_wrapper(node, use)
             if kind == K.LAMBDA_EXPR:
                 self._lambda(node)

@@ -23,7 +23,8 @@ from ..model import (
     SizeNarrowing, SourceModel, Span, apply_const_op,
 )
 from .cursors import (
-    FUNCTION_KINDS, RECORD_KINDS, K, MacroRanges, Positions, qualified_name, span_of, strip_parens,
+    FUNCTION_KINDS, PARENS_AND_CONVERSIONS, RECORD_KINDS, K, MacroRanges, Positions, qualified_name, span_of,
+    strip_parens,
 )
 from .parse import ParsedUnit
 from .scope_facts import ScopeCollector
@@ -50,9 +51,8 @@ _SHAPE_METHODS = {
 }
 _DLTENSOR_SHAPE_FIELDS = frozenset({"shape", "strides"})
 _EXPLICIT_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CSTYLE_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR)
-_TRANSPARENT = (K.UNEXPOSED_EXPR, K.PAREN_EXPR)
 # Expressions through which a 32-bit product's value flows on unchanged in width.
-_FLOW_KINDS = frozenset({*_TRANSPARENT, *_EXPLICIT_CASTS, K.BINARY_OPERATOR, K.UNARY_OPERATOR,
+_FLOW_KINDS = frozenset({*PARENS_AND_CONVERSIONS, *_EXPLICIT_CASTS, K.BINARY_OPERATOR, K.UNARY_OPERATOR,
                          K.CONDITIONAL_OPERATOR})
 _ARRAY_KINDS = (TK.CONSTANTARRAY, TK.INCOMPLETEARRAY, TK.VARIABLEARRAY, TK.DEPENDENTSIZEDARRAY)
 _LITERALS = (K.INTEGER_LITERAL, K.CHARACTER_LITERAL, K.CXX_BOOL_LITERAL_EXPR)
@@ -218,7 +218,7 @@ class _Walker:
         self.scope.on_children(node, kind, children, kinds)
         if kind == K.FOR_STMT:
             self._note_loop_counters(children, kinds)
-        context = parent if kind in _TRANSPARENT else node  # conversions look through parentheses
+        context = parent if kind in PARENS_AND_CONVERSIONS else node  # conversions look through parentheses
         values = [self.visit(child, child_kind, context) for child, child_kind in zip(children, kinds)]
         value = self._combine(node, kind, parent, children, values)
         ended = [v.product for v in values if v.product is not None] if value.product is None else []
@@ -257,7 +257,7 @@ class _Walker:
             return self._decl_ref(node)
         if kind == K.MEMBER_REF_EXPR:
             return self._member_ref(node, children, values)
-        if kind in _TRANSPARENT:
+        if kind in PARENS_AND_CONVERSIONS:
             return self._transparent(node, parent, values)
         if kind in _EXPLICIT_CASTS:
             return self._explicit_cast(node, values)
@@ -386,9 +386,7 @@ class _Walker:
 
     def _subscript(self, node: ci.Cursor, operands: list[ci.Cursor], values: list[_Value]) -> _Value:
         self._address_use(node, values[1], "subscript")
-        base = operands[0]
-        while base.kind in _TRANSPARENT and len(list(base.get_children())) == 1:
-            base = next(iter(base.get_children()))
+        base = strip_parens(operands[0])
         if base.kind == K.MEMBER_REF_EXPR and base.spelling in _DLTENSOR_SHAPE_FIELDS and _width(node.type) == 64:
             return _Value(shape=self._text(node))
         return _NONE
@@ -661,7 +659,7 @@ class _Walker:
             if ref is None:  # a member of a dependent type: a static constant in practice
                 return kind == K.DECL_REF_EXPR and any(c.kind == K.TYPE_REF for c in node.get_children())
             return self._is_constant_declaration(ref)
-        if kind in _TRANSPARENT or kind in _EXPLICIT_CASTS or kind in (
+        if kind in PARENS_AND_CONVERSIONS or kind in _EXPLICIT_CASTS or kind in (
                 K.BINARY_OPERATOR, K.UNARY_OPERATOR, K.CONDITIONAL_OPERATOR):
             operands = [c for c in node.get_children() if c.kind not in (K.TYPE_REF, K.TEMPLATE_REF, K.NAMESPACE_REF)]
             return bool(operands) and all(self._is_constant(c, depth + 1) for c in operands)
@@ -688,7 +686,7 @@ class _Walker:
         children = [c for c in node.get_children() if c.kind not in (K.TYPE_REF, K.TEMPLATE_REF, K.NAMESPACE_REF)]
         if kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR):
             return self._variable_value(node, depth)
-        if (kind in _TRANSPARENT or kind in _EXPLICIT_CASTS) and len(children) == 1:
+        if (kind in PARENS_AND_CONVERSIONS or kind in _EXPLICIT_CASTS) and len(children) == 1:
             return self._constant_value(children[0], depth + 1)
         if kind == K.BINARY_OPERATOR and len(children) == 2 and node.binary_operator in _CONSTANT_FOLDS:
             lhs, rhs = (self._constant_value(c, depth + 1) for c in children)
@@ -754,7 +752,7 @@ class _Walker:
         width = _width(node.type)
         if kind in _FLOW_KINDS and width == 32:
             return replace(value, flowing=tuple(products))
-        widened = width == 64 and (kind in _TRANSPARENT or kind in _EXPLICIT_CASTS)
+        widened = width == 64 and (kind in PARENS_AND_CONVERSIONS or kind in _EXPLICIT_CASTS)
         for product in products:
             self._emit_product(product, widened)
         return replace(value, flowing=())

@@ -51,14 +51,11 @@ from ..model import (
 from .capi import folded_int
 from .cursors import (
     EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, is_implicit_instantiation, source_text, span_of,
-    walk,
+    strip_casts, strip_parens, walk,
 )
-from .cursors import strip_casts as _strip, strip_parens as _strip_wrappers
 
 # ---- small cursor helpers ------------------------------------------------------------------
 
-_WRAPPERS = PARENS_AND_CONVERSIONS
-_CASTS = EXPLICIT_CASTS
 _VECTOR_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CSTYLE_CAST_EXPR)
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -196,7 +193,7 @@ class _Constants:
         if depth > _MAX_FOLD_DEPTH:
             return self.unknown(cursor)
         kind = cursor.kind
-        if kind in _WRAPPERS or kind in _CASTS:
+        if kind in PARENS_AND_CONVERSIONS or kind in EXPLICIT_CASTS:
             operands = _expression_children(cursor)
             return self.value(operands[-1], depth) if operands else self.unknown(cursor)
         if kind == K.BINARY_OPERATOR:
@@ -272,7 +269,7 @@ class _Constants:
         parts = children(cursor)
         if not parts:
             return self.unknown(cursor)
-        callee = _strip_wrappers(parts[0])
+        callee = strip_parens(parts[0])
         name = callee_name(cursor)
         if name in ("get_vec_bytes",):
             args = self.template_args(callee)
@@ -466,7 +463,7 @@ def callee_name(call: ci.Cursor, data: bytes | None = None, path: str = "") -> s
     operator = _operator_part(parts)
     if operator is not None:
         return operator
-    callee = _strip_wrappers(parts[0])
+    callee = strip_parens(parts[0])
     for node in [callee, *callee.get_children()]:
         if node.kind == K.OVERLOADED_DECL_REF:
             return node.spelling
@@ -484,7 +481,7 @@ def _operator_part(parts: list[ci.Cursor]) -> str | None:
     (operand, operator, operand) instead of callee first."""
     if len(parts) not in (2, 3):
         return None
-    ref = _referenced(_strip_wrappers(parts[len(parts) - 2]))
+    ref = _referenced(strip_parens(parts[len(parts) - 2]))
     if ref is not None and ref.spelling.startswith("operator") and ref.spelling != "operator()":
         return ref.spelling
     return None
@@ -495,7 +492,7 @@ def _member_call_object(call: ci.Cursor) -> ci.Cursor | None:
     parts = children(call)
     if not parts:
         return None
-    callee = _strip_wrappers(parts[0])
+    callee = strip_parens(parts[0])
     if callee.kind != K.MEMBER_REF_EXPR:
         return None
     objects = children(callee)
@@ -588,10 +585,10 @@ def result_use(node: ci.Cursor, ancestors: list[ci.Cursor]) -> str:
     child = node
     for parent in reversed(ancestors):
         kind = parent.kind
-        if kind in _WRAPPERS:
+        if kind in PARENS_AND_CONVERSIONS:
             child = parent
             continue
-        if kind in _CASTS:
+        if kind in EXPLICIT_CASTS:
             return "void_cast" if parent.type.kind == ci.TypeKind.VOID else "used"
         if kind == K.COMPOUND_STMT:
             return "discarded"
@@ -636,7 +633,7 @@ def _returns_cuda_error(call: ci.Cursor) -> bool:
         return False
     # A call with dependent arguments has no type yet: ask the functions it may call.
     parts = children(call)
-    callee = _strip_wrappers(parts[0]) if parts else None
+    callee = strip_parens(parts[0]) if parts else None
     named = [c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF] if callee is not None else []
     candidates = _overloaded_declarations(named[0]) if named else []
     return bool(candidates) and all(_canonical_name(d.result_type) in _CUDA_ERROR_TYPES for d in candidates)
@@ -813,16 +810,16 @@ class _BodyFacts:
         ))
 
     def _argument_name(self, argument: ci.Cursor) -> str:
-        inner = _strip(argument)
+        inner = strip_casts(argument)
         ref = _referenced(inner) if inner.kind == K.DECL_REF_EXPR else None
         return ref.spelling if ref is not None else self.consts.text(argument)
 
     # -- host: tensors ---------------------------------------------------------------------
     def _tensor_name(self, expression: ci.Cursor) -> str | None:
-        inner = _strip(expression)
+        inner = strip_casts(expression)
         if inner.kind == K.CALL_EXPR and _is_constructor_call(inner):  # a by-value copy
             operands = _expression_children(inner)
-            inner = _strip(operands[0]) if len(operands) == 1 else inner
+            inner = strip_casts(operands[0]) if len(operands) == 1 else inner
         if inner.kind != K.DECL_REF_EXPR:
             return None
         decl = _referenced(inner)
@@ -833,7 +830,7 @@ class _BodyFacts:
     def _add_handoffs(self, at: ci.Cursor, callee: str, values: list[ci.Cursor]) -> None:
         """Tensors passed on as a whole: call arguments, `{a, b}` lists, copies."""
         parts = children(at) if at.kind == K.CALL_EXPR else []
-        callee_usr = function_usr(_referenced(_strip_wrappers(parts[0]))) if parts else ""
+        callee_usr = function_usr(_referenced(strip_parens(parts[0]))) if parts else ""
         for value in values:
             tensor = self._tensor_name(value)
             if tensor is not None:
@@ -865,7 +862,7 @@ class _BodyFacts:
 
     def _add_data_handoffs(self, call: ci.Cursor) -> None:
         parts = children(call)
-        callee_usr = function_usr(_referenced(_strip_wrappers(parts[0]))) if parts else ""
+        callee_usr = function_usr(_referenced(strip_parens(parts[0]))) if parts else ""
         if not callee_usr:
             return
         for index, argument in enumerate(_call_arguments(call)):
@@ -887,7 +884,7 @@ class _BodyFacts:
         parts = children(node)
         if len(parts) != 2:
             return
-        target, value = _strip_wrappers(parts[0]), parts[1]
+        target, value = strip_parens(parts[0]), parts[1]
         if self.device:
             origins = self._origins(value)
             decl = _referenced(target) if target.kind == K.DECL_REF_EXPR else None
@@ -898,7 +895,7 @@ class _BodyFacts:
         if target.kind == K.MEMBER_REF_EXPR:  # params.src = x.data_ptr();
             field_name = self._member_name(target)
             bases = children(target)
-            target = _strip(bases[0]) if bases else target
+            target = strip_casts(bases[0]) if bases else target
         decl = _referenced(target) if target.kind == K.DECL_REF_EXPR else None
         if decl is None or decl.kind != K.VAR_DECL:
             return
@@ -915,7 +912,7 @@ class _BodyFacts:
         pending: list[tuple[ci.Cursor, str, ci.Type | None]] = [(expression, field_name, record)]
         while pending:
             expression, field_name, record = pending.pop()
-            node = _strip_wrappers(expression)
+            node = strip_parens(expression)
             if node.kind == K.CALL_EXPR and callee_name(node) == "data_ptr":
                 obj = _member_call_object(node)
                 tensor = self._tensor_name(obj) if obj is not None else None
@@ -973,8 +970,8 @@ class _BodyFacts:
 
     # -- host: matcher chains ----------------------------------------------------------------
     def _add_dtype_options(self, call: ci.Cursor, obj: ci.Cursor) -> None:
-        decl = _referenced(_strip(obj))
-        callee = _strip_wrappers(children(call)[0])
+        decl = _referenced(strip_casts(obj))
+        callee = strip_parens(children(call)[0])
         options = self._dtype_list(children(callee)[1:])
         if decl is not None and options:
             self.state.dtype_options[decl.hash] = options
@@ -1024,24 +1021,24 @@ class _BodyFacts:
     def _chain_links(self, expression: ci.Cursor) -> tuple[list, ci.Cursor]:
         """The `.name<targs>(args)` links of a method chain in source order, and its root."""
         links = []
-        node = _strip_wrappers(expression)
+        node = strip_parens(expression)
         while node.kind == K.CALL_EXPR:
             parts = children(node)
-            callee = _strip_wrappers(parts[0]) if parts else None
+            callee = strip_parens(parts[0]) if parts else None
             if callee is None or callee.kind != K.MEMBER_REF_EXPR:
                 break
             member_parts = children(callee)
             if not member_parts:
                 break
             links.append((self._member_name(callee), node, member_parts[1:], parts[1:]))
-            node = _strip_wrappers(member_parts[0])
+            node = strip_parens(member_parts[0])
         links.reverse()
         return links, node
 
     def _bound_dtypes(self, arguments: list[ci.Cursor]) -> tuple[MatcherDType, ...]:
         if not arguments:
             return ()
-        decl = _referenced(_strip(arguments[0]))
+        decl = _referenced(strip_casts(arguments[0]))
         return self.state.dtype_options.get(decl.hash, ()) if decl is not None else ()
 
     def _matcher_dims(self, root: ci.Cursor) -> tuple[str, ...]:
@@ -1053,7 +1050,7 @@ class _BodyFacts:
     def _link_span(self, call: ci.Cursor, name: str) -> Span:
         """From the method name to the end of the call (`ensure_alignment(16)`)."""
         whole = self._span(call)
-        callee = _strip_wrappers(children(call)[0])
+        callee = strip_parens(children(call)[0])
         end = callee.extent.end
         width = len(name.encode())
         if end.line != whole.end_line and end.offset - width < whole.start:
@@ -1064,7 +1061,7 @@ class _BodyFacts:
     # -- device: vector accesses ---------------------------------------------------------------
     def _origins(self, expression: ci.Cursor, depth: int = 0) -> _Origins:
         """The parameters (and params-struct fields) a pointer expression may derive from."""
-        node = _strip(expression)
+        node = strip_casts(expression)
         if depth > _MAX_FOLD_DEPTH:
             return ()
         kind = node.kind
@@ -1099,7 +1096,7 @@ class _BodyFacts:
         return tuple(dict.fromkeys(o for operand in operands for o in self._origins(operand, depth + 1)))
 
     def _subscript_base(self, operand: ci.Cursor, depth: int) -> _Origins:
-        subscript = _strip(operand)
+        subscript = strip_casts(operand)
         if subscript.kind != K.ARRAY_SUBSCRIPT_EXPR:
             return ()
         return self._origins(children(subscript)[0], depth + 1)
@@ -1125,7 +1122,7 @@ class _BodyFacts:
             return
         if obj is not None:
             return
-        callee = _strip_wrappers(children(call)[0]) if children(call) else None
+        callee = strip_parens(children(call)[0]) if children(call) else None
         if callee is None:
             return
         if name in _WARP_ROW_CALLS and arguments:
@@ -1145,12 +1142,12 @@ class _BodyFacts:
 
     def _accessor(self, obj: ci.Cursor) -> tuple[str, _VectorType] | None:
         """("aligned_vector" | "tile_memory", vector type) for the object of `.load`/`.store`."""
-        node = _strip(obj)
+        node = strip_casts(obj)
         decl = _referenced(node) if node.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) else None
         if decl is not None and decl.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL):
             return self._accessor_of_declaration(decl)
         if node.kind == K.CALL_EXPR:  # a temporary: tile::Memory<vec_t>::cta().load(...)
-            return self._memory_accessor(_strip_wrappers(children(node)[0])) if children(node) else None
+            return self._memory_accessor(strip_parens(children(node)[0])) if children(node) else None
         return None
 
     def _accessor_of_declaration(self, decl: ci.Cursor) -> tuple[str, _VectorType] | None:
@@ -1166,9 +1163,9 @@ class _BodyFacts:
         if vector is not None:
             return "aligned_vector", vector
         initializer = _initializer(decl)
-        if initializer is not None and _strip(initializer).kind == K.CALL_EXPR:
-            call = _strip(initializer)
-            return self._memory_accessor(_strip_wrappers(children(call)[0])) if children(call) else None
+        if initializer is not None and strip_casts(initializer).kind == K.CALL_EXPR:
+            call = strip_casts(initializer)
+            return self._memory_accessor(strip_parens(children(call)[0])) if children(call) else None
         return self._memory_accessor(decl)
 
     def _memory_accessor(self, spelled: ci.Cursor) -> tuple[str, _VectorType] | None:
@@ -1247,7 +1244,7 @@ def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, consts: _
     templates), immediately invoked lambdas, helper functions that return one of several
     kernels (`get_kernel<T>(n)`), and the parameter of a lambda that launches whatever it is
     called with (searched in `scope`, the launcher)."""
-    node = _strip(expression)
+    node = strip_casts(expression)
     if depth > _MAX_FOLD_DEPTH:
         return
     operands = _expression_children(node)
@@ -1271,8 +1268,8 @@ def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, consts: _
             yield initializer, guard
         else:
             yield from _kernel_references(initializer, guard, consts, depth + 1, scope)
-    elif node.kind == K.CALL_EXPR and operands and _strip(operands[0]).kind == K.LAMBDA_EXPR:
-        body = next((c for c in _strip(operands[0]).get_children() if c.kind == K.COMPOUND_STMT), None)
+    elif node.kind == K.CALL_EXPR and operands and strip_casts(operands[0]).kind == K.LAMBDA_EXPR:
+        body = next((c for c in strip_casts(operands[0]).get_children() if c.kind == K.COMPOUND_STMT), None)
         for returned, condition in _returns(children(body) if body is not None else [], guard, consts):
             yield from _kernel_references(returned, condition, consts, depth + 1, scope)
     elif node.kind == K.CALL_EXPR and operands:
@@ -1315,7 +1312,7 @@ def _variable_template_function(template: ci.Cursor) -> ci.Cursor | None:
 
 def _helper_returns(callee: ci.Cursor, consts: _Constants) -> list[ci.Cursor]:
     """The expressions returned by the function a call names (when it names one definition)."""
-    reference = _strip_wrappers(callee)
+    reference = strip_parens(callee)
     named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
     declaration = _function_declaration(named[0] if named else _referenced(reference))
     definition = declaration.get_definition() if declaration is not None else None
@@ -1334,13 +1331,13 @@ def _lambda_arguments(parameter: ci.Cursor, scope: ci.Cursor) -> list[ci.Cursor]
         return []
     index = [c for c in children(lambdas[0]) if c.kind == K.PARM_DECL].index(parameter)
     variables = [n for n in walk(scope) if n.kind == K.VAR_DECL and _initializer(n) is not None
-                 and _strip(_initializer(n)) == lambdas[0]]
+                 and strip_casts(_initializer(n)) == lambdas[0]]
     if len(variables) != 1:
         return []
     arguments = []
     for call in (n for n in walk(scope) if n.kind == K.CALL_EXPR):
         parts = _expression_children(call)
-        if parts and _strip(parts[0]).kind == K.DECL_REF_EXPR and _referenced(_strip(parts[0])) == variables[0]:
+        if parts and strip_casts(parts[0]).kind == K.DECL_REF_EXPR and _referenced(strip_casts(parts[0])) == variables[0]:
             if index + 1 < len(parts):
                 arguments.append(parts[index + 1])
     return arguments
@@ -1404,7 +1401,7 @@ def _constructs_matcher(root: ci.Cursor) -> bool:
     for _ in range(4):
         if node.kind == K.CALL_EXPR and node.spelling == "TensorMatcher":
             return True
-        if node.kind not in (K.CXX_FUNCTIONAL_CAST_EXPR, *_WRAPPERS):
+        if node.kind not in (K.CXX_FUNCTIONAL_CAST_EXPR, *PARENS_AND_CONVERSIONS):
             return False
         if any(c.kind == K.TYPE_REF and _bare_record_name(c.spelling) == "TensorMatcher"
                for c in node.get_children()):
