@@ -71,6 +71,17 @@ class FunctionKind(enum.Enum):
 
 
 @dataclass(frozen=True)
+class DocParamName:
+    """One name a `\\param` or `\\tparam` command documents, with where its text stands."""
+
+    command: str  # "param" or "tparam"
+    name: str
+    line: int
+    column: int  # character column of the command's backslash (or `@`), 1-based
+    end_column: int  # character column just after the name
+
+
+@dataclass(frozen=True)
 class DocComment:
     """A Doxygen-style comment attached to a declaration."""
 
@@ -81,7 +92,7 @@ class DocComment:
     params: tuple[str, ...]  # names given to \param / @param
     tparams: tuple[str, ...]  # names given to \tparam / @tparam
     has_return: bool
-    param_spans: tuple[tuple[str, int], ...] = ()  # (name, line) of each \param / \tparam
+    param_spans: tuple["DocParamName", ...] = ()  # where each \param / \tparam name is written
     copies_doc: bool = False  # \copydoc, \copydetails, \overload or \inheritdoc: documented elsewhere
 
 

@@ -43,7 +43,6 @@ __global__ void gather_kernel(T* __restrict__ dst, const T* __restrict__ src, co
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from kernel_check.finding import Finding, Location
@@ -107,12 +106,9 @@ def _noun(command: str) -> str:
 
 
 def _command_location(model: SourceModel, doc: DocComment, command: str, name: str) -> Location:
-    """The `\\param name` text inside the block (param_spans give its line)."""
-    pattern = re.compile(rf"[\\@]{command}(?:\s*\[[^\]]*\])?\s+(?:\w+\s*,\s*)*{re.escape(name)}\b")
-    for documented, line in doc.param_spans:
-        if documented != name:
-            continue
-        match = pattern.search(model.line_text(line))
-        if match:
-            return Location(model.path, line, match.start() + 1, line, match.end() + 1)
-    return location_of(model, doc.span)
+    """The `\\param name` text inside the block; the whole block when it cannot be placed."""
+    written = next((documented for documented in doc.param_spans
+                    if documented.command == command and documented.name == name), None)
+    if written is None:
+        return location_of(model, doc.span)
+    return Location(model.path, written.line, written.column, written.line, written.end_column)

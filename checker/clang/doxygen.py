@@ -8,8 +8,9 @@ declaration (blank lines break it; attributes/template headers are part of the d
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
-from ..model import DocComment, Span, line_starts
+from ..model import DocComment, DocParamName, Span, line_starts
 
 _PARAM_RE = re.compile(r"[\\@]param(?:\s*\[[^\]]*\])?\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_]\w*)*)")
 _TPARAM_RE = re.compile(r"[\\@]tparam\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -17,6 +18,7 @@ _RETURN_RE = re.compile(r"[\\@](?:return|returns|retval)\b")
 _BRIEF_RE = re.compile(r"[\\@]brief\b")
 _COMMAND_RE = re.compile(r"^\s*[\\@][A-Za-z]+")
 _COPIES_DOC_RE = re.compile(r"[\\@](?:copydoc|copydetails|overload|inheritdoc)\b")
+_NAME_RE = re.compile(r"[A-Za-z_]\w*")
 
 
 class Comments:
@@ -96,14 +98,14 @@ def _read(text: str, span: Span) -> DocComment:
     stripped = text.lstrip()
     is_doxygen = stripped.startswith(("///", "//!", "/**", "/*!"))
     params: list[str] = []
-    param_lines: list[tuple[str, int]] = []
+    param_names: list[DocParamName] = []
     for offset, line in enumerate(text.split("\n")):  # as joined (splitlines also breaks at \f)
-        for match in _PARAM_RE.finditer(line):
-            for name in re.split(r"\s*,\s*", match.group(1)):
-                params.append(name)
-                param_lines.append((name, span.line + offset))
-        for match in _TPARAM_RE.finditer(line):
-            param_lines.append((match.group(1), span.line + offset))
+        for command, pattern in (("param", _PARAM_RE), ("tparam", _TPARAM_RE)):
+            for match in pattern.finditer(line):
+                names = list(_documented_names(span.line + offset, command, match))
+                param_names.extend(names)
+                if command == "param":
+                    params.extend(name.name for name in names)
     tparams = tuple(_TPARAM_RE.findall(text))
     return DocComment(
         text=text,
@@ -113,9 +115,16 @@ def _read(text: str, span: Span) -> DocComment:
         params=tuple(params),
         tparams=tparams,
         has_return=bool(_RETURN_RE.search(text)),
-        param_spans=tuple(param_lines),
+        param_spans=tuple(param_names),
         copies_doc=bool(_COPIES_DOC_RE.search(text)),
     )
+
+
+def _documented_names(line: int, command: str, match: re.Match[str]) -> Iterator[DocParamName]:
+    """Each name of one `\\param a, b` command; a name's text runs from the command on, as
+    the reader sees the command and the name together."""
+    for name in _NAME_RE.finditer(match.group(1)):
+        yield DocParamName(command, name.group(), line, match.start() + 1, match.start(1) + name.end() + 1)
 
 
 def _has_leading_sentence(text: str) -> bool:
