@@ -190,6 +190,37 @@ def test_config_change_is_a_miss(tree) -> None:
     assert not any(r.cached for r in results)
 
 
+def test_a_rule_that_raises_marks_the_file_and_is_not_cached(tree, monkeypatch) -> None:
+    """A crashing rule costs its own findings: the file's status says INTERNAL_ERROR (a
+    value, whatever the KC000's wording), the other rules still report, and the result is
+    not cached, so the next run looks again."""
+    from kernel_check import pipeline
+    from kernel_check.registry import rules_for
+    from kernel_check.results import FileStatus
+
+    root, files, cache = tree
+    load_rules()
+
+    def broken(model, context):
+        raise RuntimeError("a rule bug")
+
+    def with_a_broken_rule(language):
+        return (replace(r, check=broken) if r.meta.code == "KC101" else r for r in rules_for(language))
+
+    monkeypatch.setattr(pipeline, "rules_for", with_a_broken_rule)
+    kernel = files[0]
+    kernel.write_text(kernel.read_text().replace("Alpha a", "Alpha a, int n"))  # KC110 fires
+    for _ in range(2):
+        (result,) = run_static([kernel], options(root, cache))
+        assert result.status is FileStatus.INTERNAL_ERROR and not result.cached
+        codes = [(f.code, f.message.split(":")[0]) for f in result.findings]
+        assert ("KC000", "internal error in rule KC101") in codes
+        assert any(code == "KC110" for code, _ in codes)
+    monkeypatch.undo()
+    (fixed,) = run_static([kernel], options(root, cache))
+    assert fixed.status is FileStatus.CHECKED and not any(f.code == "KC000" for f in fixed.findings)
+
+
 def test_selection_changes_reuse_the_raw_findings(tree) -> None:
     """The cache holds findings before the filter stage: `--select`/`--ignore` and the
     filter-stage keys re-filter cached entries, and agree with a plain run."""
