@@ -46,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_static import kernel_check_command, run_timed  # noqa: E402  (one home for the timing)
 
-from kernel_check.results import NOT_CHECKED_PREFIX  # noqa: E402  (a KC000 for a file not checked)
+from kernel_check.results import FileStatus  # noqa: E402  (the JSON report's `file_status`)
 
 PINNED_COMMIT = "382343f860c7df8dc43ecefd7902c940d81c99a9"
 KERNELS_SUBDIR = Path("python/sglang/kernels/jit")
@@ -121,8 +121,7 @@ def mode_report(findings: list[dict], kernels: Path, files: list[str]) -> dict:
     A file the run did not check (it ran past `file-timeout`, crashed) is counted apart: its
     KC000 says nothing about whether it parses."""
     relative = [dict(f, path=_relative(f["path"], kernels)) for f in findings]
-    not_checked = sorted({f["path"] for f in relative if f["code"] == "KC000"
-                          and f["message"].startswith(NOT_CHECKED_PREFIX)})
+    not_checked = sorted({f["path"] for f in relative if f["file_status"] == FileStatus.NOT_CHECKED.value})
     parse_errors = [f for f in relative if f["code"] == "KC000" and f["path"] not in not_checked]
     causes: dict[str, list[str]] = {}
     for finding in parse_errors:

@@ -89,7 +89,7 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
     from kernel_check.clang.parse import parse_file, resolve_settings
     from kernel_check.clang.preamble import PreambleCache
     from kernel_check.config import load_config
-    from kernel_check.engine import RunOptions, _compile_args, _no_cycle_collection, _run_rules
+    from kernel_check.pipeline import RunOptions, _no_cycle_collection, _run_rules, compile_args
     from kernel_check.registry import Language, load_rules
 
     load_rules()
@@ -103,7 +103,7 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
     for path in files:
         data = path.read_bytes()
         text = data.decode("utf-8", errors="replace")
-        args = _compile_args(path, settings)
+        args = compile_args(path, settings)
         for recipe in preamble.recipes(path, data, args):  # builds: timed apart
             before = _children_cpu()
             preamble.get(recipe)

@@ -363,7 +363,7 @@ def command_check(argv: Sequence[str]) -> int:
                       baseline_hidden=verdict.baseline_hidden, baseline_fixed=verdict.baseline_fixed,
                       fixed=run.fixed)
     report = render(verdict.findings, args.format, root=run.config.root, statistics=args.statistics,
-                    summary=summary, color=use_color(args.color, args.output))
+                    summary=summary, color=use_color(args.color, args.output), statuses=verdict.statuses)
     if args.quiet and args.format in HUMAN_FORMATS:
         report = "\n".join(line for line in report.splitlines() if not line.startswith(("Found ", "All checks")))
     emit(report, args.output)

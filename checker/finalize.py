@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -75,6 +75,7 @@ class Verdict:
     suppressed: int = 0
     baseline_hidden: int = 0
     baseline_fixed: int = 0
+    statuses: dict[str, FileStatus] = field(default_factory=dict)  # path -> how far its check got
 
     @property
     def fails(self) -> bool:
@@ -95,7 +96,7 @@ def finalize(results: Sequence[FileResult], policy: Policy) -> Verdict:
         findings = policy.diff.filter(findings)
     threshold = Severity.WARNING.rank if policy.strict else Severity.ERROR.rank
     return Verdict(findings, [f for f in findings if f.severity.rank >= threshold],
-                   sum(r.suppressed for r in results), hidden, fixed)
+                   sum(r.suppressed for r in results), hidden, fixed, {r.path: r.status for r in results})
 
 
 def filter_results(findings: Iterable[Finding], policy: Policy, files: Iterable[str] = (),

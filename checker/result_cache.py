@@ -3,7 +3,7 @@
 An entry holds one file's findings *before* the filter stage's selection, suppressions
 and severities (after the parse-dependent step that drops findings in declarations clang
 could not type): every run filters them again, so a change of `--select`, `--ignore`,
-`--statistics` or the filter-stage keys (`engine.FILTER_KEYS`) re-uses the entry. Its key is
+`--statistics` or the filter-stage keys (`cache_session.FILTER_KEYS`) re-uses the entry. Its key is
 the hash of:
 
 * the file's bytes, its path as given and its path relative to the project root;

@@ -3,7 +3,9 @@
 The status says how much the findings can be trusted: a file the pipeline gave up on (too
 slow, out of memory, crashed) has one KC000 saying so, and nothing is known about its code,
 so a baseline neither records nor hides that finding and the file does not count as
-checked (its old entries are kept, not counted as fixed).
+checked (its old entries are kept, not counted as fixed). The status travels with the
+result to the back end (`finalize.Verdict.statuses`) and into the JSON report (each
+finding's `file_status`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,6 @@ from dataclasses import dataclass, field
 
 from .finding import Finding
 from .watchdog import Failed, Stopped
-
-# How the KC000 message of a NOT_CHECKED file begins (see `watchdog.py`): what a reader of a
-# report (bench/ecosystem.py reads the JSON one) can tell such a file by.
-NOT_CHECKED_PREFIX = "not checked:"
-
 
 class FileStatus(enum.Enum):
     """How far the static pipeline got with a file."""

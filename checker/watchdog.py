@@ -210,7 +210,7 @@ def run_bounded(fn: Callable[..., Any], args: tuple[Any, ...] = (), timeout: flo
 
 class BoundHere:
     """`run_bounded`'s contract for calls in *this* process, which its parent watches: a pool
-    worker (`engine._run_pool`) checks file after file without a fork per file (a fork of
+    worker (`pool.Pool`) checks file after file without a fork per file (a fork of
     a process that has libclang and a preamble loaded costs ~45 ms of CPU, a third of a
     file's check). What the child of `run_bounded` guarantees holds here as follows:
 

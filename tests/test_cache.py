@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check import engine
 from kernel_check.cache import static_root
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.preamble import PreambleCache
 from kernel_check.config import load_config
-from kernel_check.engine import CacheOptions, RunOptions, check_file, run_static
+from kernel_check.engine import CacheOptions, RunOptions, RunStats, check_file, run_static
 from kernel_check.registry import load_rules
 
 ALPHA = """#pragma once
@@ -96,9 +95,10 @@ def tree(tmp_path: Path) -> tuple[Path, list[Path], Path]:
 
 def test_second_run_is_answered_from_the_cache(tree) -> None:
     root, files, cache = tree
-    first = run_static(files, options(root, cache))
+    stats = RunStats()
+    first = run_static(files, options(root, cache), stats=stats)
     assert not any(r.cached for r in first)
-    assert engine.last_stats.preamble_parses == 3  # every kernel parsed against the preamble
+    assert stats.preamble_parses == 3  # every kernel parsed against the preamble
     second = run_static(files, options(root, cache))
     assert all(r.cached for r in second)
     assert findings(first) == findings(second) == plain(files, root)
@@ -122,9 +122,10 @@ def test_changed_header_invalidates_results_and_rebuilds_the_preamble(tree) -> N
     before = {m: json.loads(m.read_text())["entries"][0]["pch"] for m in manifests}
     header = root / "include" / "sgl_kernel" / "alpha.h"
     header.write_text(ALPHA.replace("int32_t v;", "int32_t v;\n  int32_t w;"))
-    results = run_static(files, options(root, cache))
+    stats = RunStats()
+    results = run_static(files, options(root, cache), stats=stats)
     assert [r.cached for r in results] == [False, False, False, True]  # the Python file has no headers
-    assert engine.last_stats.preambles_built == 1
+    assert stats.preambles_built == 1
     after = {m: json.loads(m.read_text())["entries"][0]["pch"] for m in manifests}
     assert any(before[m] != after[m] for m in manifests)
     assert findings(results) == plain(files, root)
@@ -133,11 +134,12 @@ def test_changed_header_invalidates_results_and_rebuilds_the_preamble(tree) -> N
 def test_header_with_an_error_is_left_out_of_the_preamble(tree) -> None:
     root, files, cache = tree
     (root / "include" / "sgl_kernel" / "beta.h").write_text(BETA + "\nnot_a_type broken;\n")
-    results = run_static(files, options(root, cache))
+    stats = RunStats()
+    results = run_static(files, options(root, cache), stats=stats)
     expected = plain(files, root)
     assert findings(results) == expected
     # the kernels do not include beta.h: the preamble without it still serves them
-    assert engine.last_stats.preamble_parses == 3
+    assert stats.preamble_parses == 3
     entry = json.loads(next((static_root(cache) / "preamble").glob("*/manifest.json")).read_text())["entries"][0]
     assert entry["excluded"] == ["sgl_kernel/beta.h"]
 
@@ -175,8 +177,9 @@ def test_damaged_preamble_falls_back_and_is_rebuilt(tree, damage: str) -> None:
         entry.unlink()  # force a parse
     results = run_static(files, options(root, cache))
     assert findings(results) == plain(files, root)
-    again = run_static(files[:1], options(root, cache, register_budget=65))  # a new key: parses again
-    assert engine.last_stats.preamble_parses == 1
+    stats = RunStats()
+    again = run_static(files[:1], options(root, cache, register_budget=65), stats=stats)  # a new key: parses again
+    assert stats.preamble_parses == 1
     assert findings(again) == plain(files[:1], root, register_budget=65)
 
 
@@ -187,6 +190,37 @@ def test_config_change_is_a_miss(tree) -> None:
     assert not any(r.cached for r in results)
 
 
+def test_a_rule_that_raises_marks_the_file_and_is_not_cached(tree, monkeypatch) -> None:
+    """A crashing rule costs its own findings: the file's status says INTERNAL_ERROR (a
+    value, whatever the KC000's wording), the other rules still report, and the result is
+    not cached, so the next run looks again."""
+    from kernel_check import pipeline
+    from kernel_check.registry import rules_for
+    from kernel_check.results import FileStatus
+
+    root, files, cache = tree
+    load_rules()
+
+    def broken(model, context):
+        raise RuntimeError("a rule bug")
+
+    def with_a_broken_rule(language):
+        return (replace(r, check=broken) if r.meta.code == "KC101" else r for r in rules_for(language))
+
+    monkeypatch.setattr(pipeline, "rules_for", with_a_broken_rule)
+    kernel = files[0]
+    kernel.write_text(kernel.read_text().replace("Alpha a", "Alpha a, int n"))  # KC110 fires
+    for _ in range(2):
+        (result,) = run_static([kernel], options(root, cache))
+        assert result.status is FileStatus.INTERNAL_ERROR and not result.cached
+        codes = [(f.code, f.message.split(":")[0]) for f in result.findings]
+        assert ("KC000", "internal error in rule KC101") in codes
+        assert any(code == "KC110" for code, _ in codes)
+    monkeypatch.undo()
+    (fixed,) = run_static([kernel], options(root, cache))
+    assert fixed.status is FileStatus.CHECKED and not any(f.code == "KC000" for f in fixed.findings)
+
+
 def test_selection_changes_reuse_the_raw_findings(tree) -> None:
     """The cache holds findings before the filter stage: `--select`/`--ignore` and the
     filter-stage keys re-filter cached entries, and agree with a plain run."""
@@ -194,10 +228,11 @@ def test_selection_changes_reuse_the_raw_findings(tree) -> None:
     run_static(files, options(root, cache))
     for selection in ({"select": ("KC1",)}, {"ignore": ("KC101", "KC3")}, {"select": ("KC5",)}):
         opts = replace(options(root, cache), **selection)
-        results = run_static(files, opts)
+        stats = RunStats()
+        results = run_static(files, opts, stats=stats)
         # answered from the cache, or not read at all when no selected rule reads the language
-        assert engine.last_stats.checked == 0, selection
-        assert engine.last_stats.cached + engine.last_stats.skipped == len(files), selection
+        assert stats.checked == 0, selection
+        assert stats.cached + stats.skipped == len(files), selection
         expected = [check_file(p, replace(opts, cache=None)) for p in files]
         assert findings(results) == findings(expected), selection
         assert [r.suppressed for r in results] == [r.suppressed for r in expected]
@@ -209,9 +244,10 @@ def test_selection_changes_reuse_the_raw_findings(tree) -> None:
 def test_no_cache_writes_nothing(tree, tmp_path: Path) -> None:
     root, files, _ = tree
     opts = options(root, None)
-    results = run_static(files, opts)
+    stats = RunStats()
+    results = run_static(files, opts, stats=stats)
     assert findings(results) == plain(files, root)
-    assert engine.last_stats.preamble_parses == 3  # a throw-away preamble for the run
+    assert stats.preamble_parses == 3  # a throw-away preamble for the run
 
 
 def test_missing_include_still_fails_with_the_union_preamble(tree) -> None:
@@ -268,9 +304,10 @@ def test_header_checked_as_a_file_is_not_hidden_by_the_preamble(tree) -> None:
 
 def test_exact_strategy_matches_plain(tree) -> None:
     root, files, cache = tree
-    results = run_static(files, options(root, cache, strategy="exact"))
+    stats = RunStats()
+    results = run_static(files, options(root, cache, strategy="exact"), stats=stats)
     assert findings(results) == plain(files, root)
-    assert engine.last_stats.preamble_parses == 3
+    assert stats.preamble_parses == 3
 
 
 def test_cli_flags(tree) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check import engine, watchdog
+from kernel_check import pipeline, watchdog
 from kernel_check.cache import static_root
-from kernel_check.engine import run_static
+from kernel_check.engine import RunStats, run_static
 from test_cache import KERNEL, PYTHON, make_tree, options, plain
 
 
@@ -44,12 +44,14 @@ def tree(tmp_path: Path) -> tuple[Path, list[Path], Path]:
 def test_parallel_equals_serial(tree) -> None:
     root, files, cache = tree
     serial = run_static(files, options(root, None, jobs=1, strategy="off"))
-    parallel = run_static(files, options(root, cache, jobs=2))
-    assert engine.last_stats.workers == 2
+    stats = RunStats()
+    parallel = run_static(files, options(root, cache, jobs=2), stats=stats)
+    assert stats.workers == 2
     assert [r.path for r in parallel] == [str(p) for p in files]
     assert [r.findings for r in parallel] == [r.findings for r in serial] == plain(files, root)
-    warm = run_static(files, options(root, cache, jobs=2))
-    assert all(r.cached for r in warm) and engine.last_stats.workers == 0
+    stats = RunStats()
+    warm = run_static(files, options(root, cache, jobs=2), stats=stats)
+    assert all(r.cached for r in warm) and stats.workers == 0
     assert [r.findings for r in warm] == [r.findings for r in serial]
 
 
@@ -62,8 +64,9 @@ def test_parallel_without_cache_equals_serial(tree) -> None:
 
 def test_small_runs_stay_in_process(tree) -> None:
     root, files, cache = tree
-    run_static(files[:2], options(root, cache, jobs=4))
-    assert engine.last_stats.workers == 0
+    stats = RunStats()
+    run_static(files[:2], options(root, cache, jobs=4), stats=stats)
+    assert stats.workers == 0
 
 
 def test_a_slow_file_becomes_kc000_and_the_run_goes_on(tree) -> None:
@@ -78,11 +81,11 @@ def test_a_slow_file_becomes_kc000_and_the_run_goes_on(tree) -> None:
     assert [r.findings for r in again] == plain(files, root)
 
 
-def _run_and_dump(root: str, cache: str, out: str) -> None:
+def _run_and_dump(root: str, cache: str, out: str, stats: RunStats | None = None) -> None:
     from kernel_check.result_cache import encode
 
     files = sorted(Path(root).rglob("*.cuh")) + sorted(Path(root).rglob("*.py"))
-    results = run_static(files, options(Path(root), Path(cache), jobs=2))
+    results = run_static(files, options(Path(root), Path(cache), jobs=2), stats=stats)
     Path(out).write_text(json.dumps([[r.path, [encode(f) for f in r.findings]] for r in results]))
 
 
@@ -98,9 +101,10 @@ def test_concurrent_runs_share_the_cache_safely(tree, tmp_path: Path) -> None:
         assert run.exitcode == 0
     dumps = [json.loads(out.read_text()) for out in outs]
     assert dumps[0] == dumps[1] == dumps[2]
-    _run_and_dump(str(root), str(cache), str(tmp_path / "after.json"))
+    stats = RunStats()
+    _run_and_dump(str(root), str(cache), str(tmp_path / "after.json"), stats)
     assert json.loads((tmp_path / "after.json").read_text()) == dumps[0]
-    assert engine.last_stats.cached == len(files)
+    assert stats.cached == len(files)
     manifests = list((static_root(cache) / "preamble").glob("*/manifest.json"))
     for manifest in manifests:
         assert len(json.loads(manifest.read_text())["entries"]) == 1  # built once, not per run
@@ -108,8 +112,8 @@ def test_concurrent_runs_share_the_cache_safely(tree, tmp_path: Path) -> None:
 
 # -- a pool worker is its files' bounded unit (watchdog.BoundHere) ---------------------------
 def _misbehaving(victim: str, how: str):
-    """`engine._raw_findings`, except on `victim`: the forked workers inherit the patch."""
-    real = engine._raw_findings
+    """`pipeline._raw_findings`, except on `victim`: the forked workers inherit the patch."""
+    real = pipeline._raw_findings
 
     def raw_findings(path, *args):
         if str(path) == victim:
@@ -128,7 +132,7 @@ def _misbehaving(victim: str, how: str):
 def test_a_crash_or_memory_hog_in_a_worker_costs_one_file(tree, monkeypatch, how: str) -> None:
     root, files, cache = tree
     victim = files[1]
-    monkeypatch.setattr(engine, "_raw_findings", _misbehaving(str(victim), how))
+    monkeypatch.setattr(pipeline, "_raw_findings", _misbehaving(str(victim), how))
     if how == "memory":  # a smaller headroom than the default 4 GiB: the test stays quick
         monkeypatch.setattr(watchdog.BoundHere, "__init__",
                             functools.partialmethod(watchdog.BoundHere.__init__, memory_headroom=512 << 20))
@@ -162,6 +166,7 @@ def test_pool_workers_do_not_fork_per_file(tree, monkeypatch) -> None:
         return pid
 
     monkeypatch.setattr(os, "fork", counting_fork)
-    run_static(files, options(root, cache, jobs=2, strategy="off"))
-    assert engine.last_stats.workers == 2
+    stats = RunStats()
+    run_static(files, options(root, cache, jobs=2, strategy="off"), stats=stats)
+    assert stats.workers == 2
     assert forks.value == 2  # the two workers; no child per file inside them

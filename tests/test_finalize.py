@@ -189,6 +189,21 @@ def test_file_status_is_a_value_of_the_result(project: Path) -> None:
     verdict = finalize(list(results.values()), make_policy(load_config(project), codes.STATIC, paths=(sources,)))
     assert [(f.path, f.code) for f in verdict.findings] == [(str(sources / "bomb.cuh"), "KC000")]
     assert verdict.baseline_hidden == 2
+    assert verdict.statuses[str(sources / "bomb.cuh")] is FileStatus.NOT_CHECKED
+
+
+def test_the_json_report_carries_each_files_status(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A script tells a file the run could not check from one that failed to parse by the
+    report's `file_status`, not by the KC000's wording."""
+    sources = project / "src"
+    sources.mkdir()
+    (sources / "broken.cuh").write_text("#pragma once\nint broken( {\n")
+    (sources / "bomb.cuh").write_text(macro_bomb())
+    configure(project, "file-timeout = 1")
+    assert main(["--no-cache", "--jobs", "1", "--format", "json", "src"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted((row["path"], row["code"], row["file_status"]) for row in rows) == [
+        ("src/bomb.cuh", "KC000", "not checked"), ("src/broken.cuh", "KC000", "parse error")]
 
 
 # -- the commands -----------------------------------------------------------------------------

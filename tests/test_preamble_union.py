@@ -14,11 +14,10 @@ from pathlib import Path
 
 from test_cache import ALPHA, BETA, findings, make_tree, options, plain
 
-from kernel_check import engine
 from kernel_check.cache import static_root
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.preamble import PreambleCache, _scan_project, _unconditional_includes
-from kernel_check.engine import run_static
+from kernel_check.engine import RunStats, run_static
 
 KERNEL_HEAD = """namespace sglang {{
 /// \\brief Copies.
@@ -65,10 +64,11 @@ def test_files_with_different_include_sets_share_one_preamble(tmp_path: Path) ->
         kernel(root, "no_project", "#include <cstddef>\n#include <type_traits>"),
         root / "include" / "sgl_kernel" / "alpha.h",  # inside the project preamble itself
     ]
-    results = run_static(files, options(root, cache))
+    stats = RunStats()
+    results = run_static(files, options(root, cache), stats=stats)
     assert findings(results) == plain(files, root)
-    assert engine.last_stats.preamble_parses == len(files)
-    assert engine.last_stats.preambles_built == 2  # the project union, and one without it
+    assert stats.preamble_parses == len(files)
+    assert stats.preambles_built == 2  # the project union, and one without it
     assert all(any(f.code == "KC101" for f in r.findings) for r in results[:4])
 
 
@@ -132,9 +132,10 @@ def test_conditional_and_missing_includes_stay_out_of_the_way(tmp_path: Path) ->
     assert "hip/hip_runtime.h" not in project.external and "cstdint" in project.external
     (root / "include" / "sgl_kernel" / "missing.h").write_text("#pragma once\n#include <kc_not_installed/lib.h>\n")
     files = [kernel(root, "k", "#include <sgl_kernel/alpha.h>"), alpha]
-    results = run_static(files, options(root, cache))
+    stats = RunStats()
+    results = run_static(files, options(root, cache), stats=stats)
     assert findings(results) == plain(files, root)
-    assert engine.last_stats.preamble_parses == 2
+    assert stats.preamble_parses == 2
 
 
 def test_unconditional_includes() -> None:
@@ -151,11 +152,13 @@ def test_selected_rules_that_read_no_cpp_skip_cpp_files(tmp_path: Path) -> None:
     files = make_tree(root, kernels=1)
     files[0].write_text("this is not C++ {{{\n")
     opts = options(root, None)
-    skipped = run_static(files, replace(opts, select=("KC5",)))
-    assert engine.last_stats.skipped == 1 and engine.last_stats.checked == 1
+    stats = RunStats()
+    skipped = run_static(files, replace(opts, select=("KC5",)), stats=stats)
+    assert stats.skipped == 1 and stats.checked == 1
     assert findings(skipped) == [[], []]
-    checked = run_static(files, replace(opts, select=("KC1",)))
-    assert engine.last_stats.skipped == 1  # now the Python file
+    stats = RunStats()
+    checked = run_static(files, replace(opts, select=("KC1",)), stats=stats)
+    assert stats.skipped == 1  # now the Python file
     assert any(f.code == "KC000" for f in checked[0].findings)  # a parse error is still reported
 
 

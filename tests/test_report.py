@@ -16,6 +16,7 @@ from kernel_check.finding import Finding, Fix, Location, Related, Severity, Text
 from kernel_check.registry import Language
 from kernel_check.report import FORMATS, Summary, render
 from kernel_check.report.common import display_path
+from kernel_check.results import FileStatus
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 
@@ -204,6 +205,7 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
         "related",
         "fix",
         "detail",
+        "file_status",
     ]
     assert rows[0] == {
         "code": "KC999",
@@ -218,6 +220,7 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
         "related": [],
         "fix": None,
         "detail": "",
+        "file_status": None,  # the caller gave no statuses
     }
     assert rows[1]["name"] == "KC901"
     assert rows[1]["related"] == [
@@ -235,6 +238,15 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
         "edits": [{"start": 26, "end": 26, "replacement": " __restrict__"}],
     }
     assert rows[1]["detail"] == "clang: error: boom\n  at here"
+
+
+def test_json_carries_each_files_status(project: Path, registered: registry.RuleMeta) -> None:
+    parsed, stopped = kfile(project), str(project / "csrc" / "slow.cuh")
+    statuses = {parsed: FileStatus.PARSE_ERROR, stopped: FileStatus.NOT_CHECKED}
+    rows = json.loads(render([finding(parsed), finding(stopped, "KC000", 1, 1, message="too slow")], "json",
+                             root=project, statuses=statuses))
+    assert {row["path"]: row["file_status"] for row in rows} == {"csrc/k.cuh": "parse error",
+                                                                 "csrc/slow.cuh": "not checked"}
 
 
 # --- sarif ------------------------------------------------------------------------------------

@@ -201,7 +201,7 @@ def _emit(findings: list[Finding], args: argparse.Namespace, policy: Policy, sou
     summary = Summary(suppressed=verdict.suppressed, baseline_hidden=verdict.baseline_hidden,
                       baseline_fixed=verdict.baseline_fixed)
     emit(render(verdict.findings, args.format, root=policy.config.root, summary=summary,
-                color=use_color("auto", args.output)), args.output)
+                color=use_color("auto", args.output), statuses=verdict.statuses), args.output)
     return verdict.exit_status(args.exit_zero)
 
 

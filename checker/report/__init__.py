@@ -7,10 +7,11 @@ returns the output without a trailing newline.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..finding import Finding
+from ..results import FileStatus
 from . import concise, github, json_format, junit, sarif, text
 from . import statistics as stats
 from .common import Context, Summary, repository_root, sort_findings
@@ -38,16 +39,19 @@ def render(
     statistics: bool = False,
     summary: Summary | None = None,
     color: bool = False,
+    statuses: Mapping[str, FileStatus] | None = None,
 ) -> str:
     """Render `findings` in `fmt` (one of FORMATS).
 
     `statistics` replaces the findings with counts per code: a JSON list for `json`, the
     `ruff --statistics`-like table for every other format. `color` adds ANSI colors to text.
+    `statuses` (path -> `FileStatus`, `Verdict.statuses`) gives each `json` finding its
+    file's status.
     """
     if fmt not in _RENDERERS:
         raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
     base = repository_root(Path(root)) if fmt in REPOSITORY_RELATIVE else Path(root)
-    ctx = Context(root=base, summary=summary or Summary(), color=color)
+    ctx = Context(root=base, summary=summary or Summary(), color=color, statuses=statuses or {})
     ordered = sort_findings(findings)
     if statistics:
         return stats.render(ordered, ctx, as_json=fmt == "json")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +11,7 @@ from ..config import real_path
 from ..finding import Finding, Location
 from ..model import split_lines
 from ..registry import Language, RuleMeta, get_rule
+from ..results import FileStatus
 
 PROJECT_URL = "https://github.com/kernel-check/kernel-check"
 """Home of the project: SARIF `informationUri`, and the base of each rule's `helpUri`."""
@@ -135,6 +136,11 @@ class Context:
     summary: Summary
     color: bool = False
     sources: Sources = field(default_factory=Sources)
+    statuses: Mapping[str, FileStatus] = field(default_factory=dict)  # path -> how far its check got
 
     def path(self, path: str) -> str:
         return display_path(path, self.root)
+
+    def status(self, path: str) -> FileStatus | None:
+        """How far the run got with the file (None: the caller did not say)."""
+        return self.statuses.get(path)

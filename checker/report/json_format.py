@@ -1,4 +1,9 @@
-"""The `json` format: a list of finding objects with a stable key order."""
+"""The `json` format: a list of finding objects with a stable key order.
+
+`file_status` is the status of the finding's file (`results.FileStatus`: "checked", "parse
+error", "not checked", "internal error"; null when the caller did not give it): a script
+tells a file the run could not check from one that failed to parse by it, not by the
+message's wording."""
 
 from __future__ import annotations
 
@@ -36,7 +41,13 @@ def _finding(finding: Finding, ctx: Context) -> dict[str, Any]:
         "related": [{**_location(r.location, ctx), "message": r.message} for r in finding.related],
         "fix": _fix(finding.fix),
         "detail": finding.detail,
+        "file_status": _status(finding, ctx),
     }
+
+
+def _status(finding: Finding, ctx: Context) -> str | None:
+    status = ctx.status(finding.path)
+    return status.value if status is not None else None
 
 
 def render(findings: list[Finding], ctx: Context) -> str:

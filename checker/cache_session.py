@@ -1,0 +1,122 @@
+"""One process's view of a run's caches: the result cache and the preamble cache.
+
+`CacheSession` answers a file from the result cache (`result_cache.py`) when its bytes,
+headers, configuration and rule set are unchanged, and otherwise checks it through the
+pipeline (`pipeline.check`) against a precompiled preamble (`clang/preamble.py`, built or
+loaded lazily, once per process) and stores what came out. The command line's process
+has one; each pool worker (`pool.py`) has its own, over the same cache directories (their
+writes are atomic: `cache.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .discover import is_python
+from .pipeline import RunOptions, check, compile_args, options_table, read_limited, selected
+from .results import FileResult
+
+BUILD_TIMEOUT_MIN_S = 300.0
+# Keys that act after the cache (the filter stage, discovery, the gate): a change of one
+# re-uses every cached result (result_cache.py).
+FILTER_KEYS = frozenset({"select", "ignore", "per-file-ignores", "severity", "exclude", "strict", "baseline"})
+
+
+def build_timeout(config: Config) -> float:
+    """How long one preamble build may take: several files' worth, never under five minutes."""
+    return max(BUILD_TIMEOUT_MIN_S, 6 * float(config.get("file-timeout")))
+
+
+@dataclass
+class ParseCounts:
+    """How a session's files were parsed (`RunStats` adds every process's counts up)."""
+
+    preambles_built: int = 0
+    preamble_parses: int = 0  # files parsed against a preamble
+    plain_parses: int = 0  # C++ files parsed without one
+
+    def add(self, other: ParseCounts) -> None:
+        self.preambles_built += other.preambles_built
+        self.preamble_parses += other.preamble_parses
+        self.plain_parses += other.plain_parses
+
+
+def open_result_cache(options: RunOptions) -> Any:
+    """The run's `ResultCache`, or None when results are not to be kept."""
+    cache = options.cache
+    if cache is None or cache.root is None or not cache.results:
+        return None
+    from .result_cache import ResultCache, run_fingerprint
+
+    config = options.config
+    fingerprint = run_fingerprint({
+        "config": {key: value for key, value in options_table(config).items() if key not in FILTER_KEYS},
+        "root": str(config.root.resolve()),
+        "settings": asdict(options.settings),
+        "preamble": cache.preamble,
+    })
+    return ResultCache(Path(cache.root), fingerprint)
+
+
+class CacheSession:
+    """The caches of one process of a run (the preamble cache lazily)."""
+
+    def __init__(self, options: RunOptions, results: Any, bound: Any = None) -> None:
+        self.options = options
+        self.results = results  # ResultCache or None
+        self.bound = bound  # how each file is bounded (None: `run_bounded`, see `pipeline.check`)
+        self._preamble: Any = None
+        self._parses = ParseCounts()
+
+    @property
+    def preamble(self) -> Any:
+        cache = self.options.cache
+        if self._preamble is None and cache is not None and cache.root is not None and cache.preamble != "off":
+            from .clang.preamble import PreambleCache
+
+            hashes = self.results.hashes if self.results is not None else None
+            self._preamble = PreambleCache(Path(cache.root) / "preamble", cache.preamble, hashes,
+                                           build_timeout=build_timeout(self.options.config))
+        return self._preamble
+
+    def key(self, path: Path, data: bytes) -> str:
+        args = None if is_python(path) else compile_args(path, self.options.settings)
+        return self.results.key(str(path), self.options.config.relative(path), data, args)
+
+    def lookup(self, path: Path, data: bytes | None = None) -> tuple[FileResult | None, bytes | None]:
+        """A cached result for `path` (its bytes `data`, read here unless given), filtered
+        for this run's selection."""
+        try:
+            if data is None:
+                data = read_limited(path, self.options.config.get("max-file-bytes"))
+        except OSError:
+            return None, None
+        if len(data) > self.options.config.get("max-file-bytes"):
+            return None, data  # refused unparsed by `pipeline.check`; nothing to look up
+        if self.results is None:
+            return None, data
+        typed = self.results.load(self.key(path, data))
+        if typed is None:
+            return None, data
+        result = selected(path, typed, data.decode("utf-8", errors="replace"), self.options)
+        return replace(result, cached=True), data
+
+    def check(self, path: Path, data: bytes | None = None) -> FileResult:
+        """Check one file (with the preamble) and store its result."""
+        result, outcome = check(path, self.options, self.preamble, data, self.bound)
+        if outcome.deps is not None and not is_python(path):
+            if outcome.deps.groups:
+                self._parses.preamble_parses += 1
+            else:
+                self._parses.plain_parses += 1
+        if self.results is not None and outcome.data is not None and outcome.deps is not None:
+            self.results.store(self.key(path, outcome.data), outcome.typed, outcome.deps)
+        return result
+
+    def counts(self) -> ParseCounts:
+        """How this session parsed its files so far, with the preambles it built."""
+        built = self._preamble.stats.built if self._preamble is not None else 0
+        return replace(self._parses, preambles_built=built)

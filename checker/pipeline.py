@@ -1,0 +1,312 @@
+"""The static pipeline for one file: read -> parse -> model -> rules -> filter.
+
+`check_file` runs it on one file (a plain parse, no cache: what the tests and library
+callers get); `check` is the same with what a run adds (a preamble, bytes already read, a
+pool worker's bound) and returns what the result cache stores besides the result
+(`session.py`). Each file's pipeline runs under `file-timeout` (CPU time, with a
+wall-clock backstop: `watchdog.Clock`) and a memory cap: `watchdog.run_bounded` (a child
+per file) unless the caller gives its own bound (a pool worker's `watchdog.BoundHere`,
+`pool.py`). A file the pipeline gave up on gets one KC000 and a status that says so
+(`results.FileStatus`).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator
+
+from .clang.parse import ParseSettings
+from .config import Config
+from .discover import is_python
+from .filter import PARSE_ERROR, Selection, filter_file_findings, typed_findings
+from .finding import Finding, Location, Severity
+from .model import Span
+from .registry import Language, RuleContext, rules_for
+from .results import FileResult, FileStatus, status_of
+
+MAX_QUOTED_ERRORS = 3
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    """Where the run may keep state. `root` None: nothing persists (`--no-cache`); a run of
+    several C++ files then still builds a preamble, in a temporary directory."""
+
+    root: Path | None = None  # the static cache root, `cache.static_root(...)`
+    results: bool = True
+    preamble: str = "union"  # "union", "exact" or "off" (see clang/preamble.py)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything a worker needs besides the path (sent once per worker)."""
+
+    config: Config
+    settings: ParseSettings
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    cache: CacheOptions | None = None  # None: plain parses, no result cache (library default)
+    jobs: int = 1
+
+
+def options_table(config: Config) -> dict[str, Any]:
+    from .config import OPTIONS
+
+    return {option.key: config.get(option.key) for option in OPTIONS}
+
+
+# -- one file ---------------------------------------------------------------------------------
+def check_file(path: Path, options: RunOptions, preamble: Any = None) -> FileResult:
+    """Run the whole static pipeline on one file; never raises for a bad input file."""
+    return check(path, options, preamble)[0]
+
+
+@dataclass
+class Outcome:
+    """Extra facts about one check, for the result cache."""
+
+    data: bytes | None = None  # the bytes checked (None: unreadable, never cached)
+    deps: Any = None  # result_cache.Deps, None when the result must not be cached
+    typed: list[Finding] = field(default_factory=list)  # before selection and suppressions
+
+
+@dataclass
+class Raw:
+    """What a file's bounded pipeline hands back (across a process boundary: plain data)."""
+
+    findings: list[Finding]
+    error_spans: list[Span] = field(default_factory=list)
+    deps: Any = None  # result_cache.Deps, None when the result must not be cached
+    status: FileStatus = FileStatus.CHECKED  # INTERNAL_ERROR: a rule raised (its KC000 says which)
+
+
+def check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | None = None,
+          bound: Any = None) -> tuple[FileResult, Outcome]:
+    """One file through the pipeline: `data` its bytes when already read; `bound` runs the
+    file's pipeline under its limits: `watchdog.run_bounded` (a child per file) unless
+    given (a pool worker's `watchdog.BoundHere`)."""
+    config = options.config
+    relative = config.relative(path)
+    if data is None:
+        try:
+            data = read_limited(path, config.get("max-file-bytes"))
+        except OSError as error:
+            return _single(path, f"cannot read file: {error.strerror or error}"), Outcome()
+    if len(data) > config.get("max-file-bytes"):  # not read to the end: not cached either
+        return _single(path, _unparsable_reason(data, config, path)), Outcome()
+    problem = _unparsable_reason(data, config)
+    if problem:  # found again from the bytes at once: not worth a cache entry
+        return _single(path, problem), Outcome(data)
+    text = data.decode("utf-8", errors="replace")
+    from .watchdog import Stopped, run_bounded  # file-timeout and a memory cap (watchdog.py)
+
+    if not is_python(path):  # here, not in each bounded child: libclang, the extractors and the
+        from .clang.extract import extract  # noqa: F401  (shared) preamble, built or loaded once
+        from .clang.parse import _get_index
+
+        _get_index()
+        if preamble is not None:
+            preamble.prefetch(path, data, compile_args(path, options.settings))
+    bounded = (bound or run_bounded)(_raw_findings, (path, relative, text, data, options, preamble),
+                                     float(config.get("file-timeout")))
+    if isinstance(bounded, Stopped):  # too slow, out of memory, crashed or raised: one KC000
+        return FileResult(str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)],
+                          status=status_of(bounded)), Outcome(data, None)
+    typed = typed_findings(bounded.findings, bounded.error_spans)
+    result = selected(path, typed, text, options)
+    if bounded.status is not FileStatus.CHECKED:  # a crashing rule is worth a second look next run
+        return replace(result, status=bounded.status), Outcome(data, None, typed)
+    return result, Outcome(data, bounded.deps, typed)
+
+
+def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -> FileResult:
+    """The filter stage on a file's typed findings: selection, suppressions, severities (run
+    on every result, fresh or cached, so that the cache holds findings before it)."""
+    config = options.config
+    selection = Selection(config, list(options.select), list(options.ignore))
+    outcome = filter_file_findings(typed, path=str(path), relative_path=config.relative(path), text=text,
+                                   error_spans=[], selection=selection, config=config)
+    status = FileStatus.PARSE_ERROR if any(f.code == PARSE_ERROR for f in typed) else FileStatus.CHECKED
+    return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed, status=status)
+
+
+def read_limited(path: Path, limit: int) -> bytes:
+    """The file's bytes, but never more than `limit` + 1 of them (a huge generated file is
+    not read into memory only to be refused); `os.stat` gives the size for the message."""
+    with open(path, "rb") as handle:
+        return handle.read(limit + 1)
+
+
+def _unparsable_reason(data: bytes, config: Config, path: Path | None = None) -> str:
+    limit = config.get("max-file-bytes")
+    if len(data) > limit:
+        size = len(data)
+        if path is not None:
+            try:
+                size = max(size, os.stat(path).st_size)
+            except OSError:
+                pass
+        return f"file is {size} bytes, over the max-file-bytes limit of {limit}; not parsed"
+    if b"\x00" in data:
+        return "binary file (contains NUL bytes); not parsed"
+    return ""
+
+
+def _single(path: Path, message: str) -> FileResult:
+    return FileResult(str(path), [parse_error(str(path), 1, 1, message)], status=FileStatus.PARSE_ERROR)
+
+
+def parse_error(path: str, line: int, column: int, message: str, detail: str = "") -> Finding:
+    return Finding(PARSE_ERROR, message, Location(path, line, column), Severity.ERROR, detail=detail)
+
+
+def _raw_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
+                  preamble: Any) -> Raw:
+    with _no_cycle_collection():
+        if is_python(path):
+            return _python_findings(path, relative, text, options)
+        return _cpp_findings(path, relative, text, data, options, preamble)
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while one file is checked. The pipeline allocates
+    hundreds of thousands of short-lived objects (cursors, spans, facts), and each burst
+    makes the collector rescan every long-lived object of the process (modules, bindings,
+    rules): a quarter of the model extraction's time, measured. Reference counting still
+    frees what the pipeline drops; the few cycles it leaves (~60 objects per file) are
+    collected once the collector runs again."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _python_findings(path: Path, relative: str, text: str, options: RunOptions) -> Raw:
+    from .pymodel import build_python_model
+    from .result_cache import Deps
+
+    try:
+        model = build_python_model(str(path), text)
+    except SyntaxError as error:
+        return Raw([parse_error(str(path), error.lineno or 1, error.offset or 1,
+                                f"python syntax error: {error.msg}")], deps=Deps())
+    except (ValueError, RecursionError) as error:
+        return Raw([parse_error(str(path), 1, 1, f"python source cannot be parsed: {error}")], deps=Deps())
+    return replace(_run_rules(Language.PYTHON, model, path, relative, options), deps=Deps())
+
+
+def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
+                  preamble: Any) -> Raw:
+    from .clang.deep_stack import on_deep_stack
+
+    # deeply nested sources make clang recurse past a default stack (deep_stack.py)
+    return on_deep_stack(_cpp_findings_here, path, relative, text, data, options, preamble)
+
+
+def _cpp_findings_here(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
+                       preamble: Any) -> Raw:
+    from .clang.cursors import NestedTooDeeply
+    from .clang.extract import extract
+    from .clang.parse import parse_file
+
+    # clang parses the raw bytes: its offsets and columns then index the file itself, as
+    # the model, the rules and `--fix` expect (decoded text shifts them after a bad byte)
+    unit = parse_file(path, data, options.settings, preamble)
+    try:
+        model = extract(unit, text, data)
+    except NestedTooDeeply as error:  # the model would be cut off: no rule runs on the file
+        return Raw([parse_error(str(path), error.line, error.column, str(error))], deps=_unit_deps(unit, preamble))
+    raw = _run_rules(Language.CPP, model, path, relative, options)
+    if unit.errors:
+        raw.findings.append(_clang_error_finding(str(path), unit.errors))
+    return replace(raw, error_spans=model.error_spans, deps=_unit_deps(unit, preamble))
+
+
+def _unit_deps(unit: Any, preamble: Any) -> Any:
+    from .result_cache import Deps
+
+    hashes = getattr(preamble, "hashes", None)
+    if hashes is None:
+        from .cache import FileHashes
+
+        hashes = FileHashes()
+    files = []
+    for header in unit.deps:
+        value = hashes.get(header)
+        if value is None:
+            return None  # a header that cannot be read back: do not cache
+        files.append([header, value])
+    groups = []
+    if unit.preamble is not None:
+        groups.append((unit.preamble.dep_group, unit.preamble.deps))
+    return Deps(groups, files)
+
+
+def _clang_error_finding(path: str, errors: list) -> Finding:
+    first_main = next((e for e in errors if e.in_main_file), errors[0])
+    quoted = [f"{e.path}:{e.line}:{e.column}: error: {e.message}" for e in errors[:MAX_QUOTED_ERRORS]]
+    missing = next((e for e in errors if e.missing_header), None)
+    if missing is not None:  # a dependency nobody provided: say which, and which setting provides it
+        line, column = (missing.line, missing.column) if missing.in_main_file else (1, 1)
+        where = "" if missing.in_main_file else f" (included from {Path(missing.path).name}:{missing.line})"
+        return parse_error(path, line, column,
+                           f"clang could not parse this file: header '{missing.missing_header}' not found{where}; "
+                           "add the directory that holds it to `include-dirs` (or pass -I DIR)",
+                           detail="\n".join(quoted))
+    line, column = (first_main.line, first_main.column) if first_main.in_main_file else (1, 1)
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    hint = _undeclared_hint(first_main) if first_main.in_main_file else ""
+    return parse_error(path, line, column, f"clang could not parse this file: {first_main.message}{more}{hint}",
+                       detail="\n".join(quoted))
+
+
+SELF_CONTAINED_HINT = "; each file is checked on its own, so it must include what it uses"
+MACRO_HINT = "; if the build defines it, add it to `defines` (or pass -D NAME=VALUE)"
+_UNDECLARED_RE = re.compile(r"(?:use of undeclared identifier|unknown type name|no template named) '([^']+)'|"
+                            r"no (?:type|member) named '([^']+)' in namespace")
+
+
+def _undeclared_hint(error: Any) -> str:
+    """Why a name the file uses could be undeclared: a macro its build passes with -D
+    (an upper-case name), else an include it relies on others to make."""
+    match = _UNDECLARED_RE.match(error.message)
+    if match is None:
+        return ""
+    name = match.group(1) or match.group(2)
+    return MACRO_HINT if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) else SELF_CONTAINED_HINT
+
+
+def _run_rules(language: Language, model: Any, path: Path, relative: str,
+               options: RunOptions) -> Raw:
+    """Every rule of `language` on the model; a rule that raises costs its own findings
+    (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
+    table = options_table(options.config)
+    raw = Raw([])
+    for registered in rules_for(language):
+        context = RuleContext(registered.meta, str(path), relative, table)
+        try:
+            raw.findings.extend(registered.check(model, context))
+        except Exception as error:  # a rule bug must not take the whole run down
+            last = traceback.format_exception_only(type(error), error)[-1].strip()
+            raw.findings.append(parse_error(str(path), 1, 1,
+                                            f"internal error in rule {registered.meta.code}: {last}",
+                                            detail=traceback.format_exc(limit=4)))
+            raw.status = FileStatus.INTERNAL_ERROR
+    return raw
+
+
+def compile_args(path: Path, settings: ParseSettings) -> list[str]:
+    """The file's libclang argument list (a key of its cached result, a preamble's recipe)."""
+    from .clang.parse import compile_args as clang_args
+
+    return clang_args(path, settings)
