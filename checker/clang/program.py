@@ -346,11 +346,11 @@ class Program:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._functions: dict[str, Function] = {}
+        self._functions: dict[int, Function] = {}
 
     def function(self, cursor: ci.Cursor) -> Function:
         """The function (or function template) declared by `cursor`."""
-        key = cursor.get_usr() or str(cursor.hash)
+        key = cursor.hash  # the same for every cursor of one declaration
         known = self._functions.get(key)
         if known is None:
             known = self._functions[key] = Function(cursor.spelling, function_kind(cursor), cursor, self)
