@@ -144,6 +144,24 @@ def _type_facts(type_: ci.Type) -> TypeFacts:
     )
 
 
+class _Spanned:
+    """A node's source span, read from its cursor when first asked."""
+
+    _cursor: ci.Cursor
+
+    @cached_property
+    def span(self) -> Span:
+        return span_of(self._cursor.extent)
+
+
+class _Typed(_Spanned):
+    """A node's span and type, read from its cursor when first asked."""
+
+    @cached_property
+    def type(self) -> TypeFacts:
+        return _type_facts(self._cursor.type)
+
+
 @dataclass(eq=False)
 class DeclRef:
     """A declaration an expression names. `key` identifies it within one translation unit
@@ -164,7 +182,7 @@ def _decl_ref(cursor: ci.Cursor) -> DeclRef:
 
 
 @dataclass(eq=False)
-class Expr:
+class Expr(_Typed):
     """An expression: its kind, its name (a call's callee, a reference's or member's name;
     "" for others) and its operand expressions, in source order."""
 
@@ -173,14 +191,6 @@ class Expr:
     children: tuple[Expr, ...]
     _cursor: ci.Cursor = field(repr=False)
     _program: Program = field(repr=False)
-
-    @cached_property
-    def span(self) -> Span:
-        return span_of(self._cursor.extent)
-
-    @cached_property
-    def type(self) -> TypeFacts:
-        return _type_facts(self._cursor.type)
 
     @cached_property
     def operator(self) -> str:
@@ -229,7 +239,7 @@ class Expr:
 
 
 @dataclass(eq=False)
-class Var:
+class Var(_Typed):
     """A declared variable (or parameter): its name and the expressions its declaration
     evaluates (array bounds, the initializer)."""
 
@@ -238,17 +248,9 @@ class Var:
     exprs: tuple[Expr, ...]
     _cursor: ci.Cursor = field(repr=False)
 
-    @cached_property
-    def span(self) -> Span:
-        return span_of(self._cursor.extent)
-
-    @cached_property
-    def type(self) -> TypeFacts:
-        return _type_facts(self._cursor.type)
-
 
 @dataclass(eq=False)
-class Stmt:
+class Stmt(_Spanned):
     """A statement. `exprs`: the expressions it evaluates itself, in source order (an `if`'s
     or loop's condition, a return value, an expression statement, a loop's increment, asm
     operands); `stmts`: the statements nested in it, in source order (a block's; an `if`'s
@@ -256,6 +258,7 @@ class Stmt:
     declaration, a condition variable, a range-for's loop variable)."""
 
     kind: StmtKind
+    _cursor: ci.Cursor = field(repr=False)
     exprs: tuple[Expr, ...] = ()
     stmts: tuple[Stmt, ...] = ()
     variables: tuple[Var, ...] = ()
@@ -263,17 +266,11 @@ class Stmt:
     then: Stmt | None = None  # IF
     orelse: Stmt | None = None  # IF
     body: Stmt | None = None  # loops, SWITCH, CASE
-    _cursor: ci.Cursor | None = field(default=None, repr=False)
-
-    @cached_property
-    def span(self) -> Span:
-        assert self._cursor is not None
-        return span_of(self._cursor.extent)
 
     @cached_property
     def is_constexpr(self) -> bool:
         """Whether an IF is `if constexpr`."""
-        return self.kind is StmtKind.IF and self._cursor is not None and _second_token(self._cursor) == "constexpr"
+        return self.kind is StmtKind.IF and _second_token(self._cursor) == "constexpr"
 
     @cached_property
     def taken(self) -> bool | None:
@@ -362,7 +359,7 @@ class Program:
             raise NestedTooDeeply(cursor, self.path)
         kind = _STMT_KINDS.get(cursor.kind)
         if kind is None and cursor.kind.is_expression():
-            return Stmt(StmtKind.EXPR, exprs=(self.expression(cursor, depth + 1),), _cursor=cursor)
+            return Stmt(StmtKind.EXPR, cursor, exprs=(self.expression(cursor, depth + 1),))
         kind = kind or StmtKind.OTHER
         children = list(cursor.get_children())
         nested = _nested_statements(kind, children)
@@ -378,7 +375,7 @@ class Program:
                 stmts.append(self.statement(child, depth + 1))
             elif child.kind.is_expression():
                 exprs.append(self.expression(child, depth + 1))
-        stmt = Stmt(kind, tuple(exprs), tuple(stmts), tuple(variables), _cursor=cursor)
+        stmt = Stmt(kind, cursor, tuple(exprs), tuple(stmts), tuple(variables))
         _name_parts(stmt, children, nested)
         return stmt
 
