@@ -23,7 +23,7 @@ __global__ void shapes(float* dst, uint32_t n) {
     case 1: dst[1] = 1.0f; break;
     default: break;
   }
-  asm volatile("membar.gl;" ::: "memory");
+  asm volatile("add.u32 %0, %1, 1;" : "=r"(n) : "r"(n) : "memory");
   return;
 }
 
@@ -42,7 +42,7 @@ def test_statement_tree_shape(functions_of) -> None:
     assert [s.kind for s in body.stmts] == [
         StmtKind.DECL, StmtKind.IF, StmtKind.FOR, StmtKind.WHILE, StmtKind.DO, StmtKind.SWITCH, StmtKind.ASM,
         StmtKind.RETURN]
-    decl, branch, loop, while_loop, do_loop, switch, _asm, _return = body.stmts
+    decl, branch, loop, while_loop, do_loop, switch, asm, _return = body.stmts
     assert [v.name for v in decl.variables] == ["tid"]
     assert branch.condition is not None and branch.condition.operator == "<"
     # an expression in a branch's place is an expression statement
@@ -57,6 +57,9 @@ def test_statement_tree_shape(functions_of) -> None:
     assert switch.body is not None and [s.kind for s in switch.body.stmts] == [
         StmtKind.CASE, StmtKind.BREAK, StmtKind.CASE]
     assert switch.body.stmts[0].body is not None and switch.body.stmts[0].body.kind is StmtKind.EXPR
+    assert asm.asm is not None and (asm.asm.template, asm.asm.clobbers, asm.asm.is_volatile) == (
+        "add.u32 $0, $1, 1;", ("memory",), True)  # clang spells operands the LLVM way
+    assert [e.stripped().name for e in asm.exprs] == ["n", "n"]  # the operands
     assert [c.name for c in body.calls()] == ["twice"]
     assert found["host_side"].body is not None and found["host_side"].body.stmts == ()
 

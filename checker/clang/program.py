@@ -24,7 +24,7 @@ from functools import cached_property
 import clang.cindex as ci
 
 from ..model import FunctionKind, Span
-from .capi import folded_int, overloaded_decls, unary_operator
+from .capi import asm_parts, folded_int, overloaded_decls, unary_operator
 from .cursors import (
     EXPLICIT_CASTS, FUNCTION_KINDS, MAX_NESTING, K, NestedTooDeeply, has_child_kind, span_of, strip_parens,
 )
@@ -90,9 +90,9 @@ _EXPR_KINDS = {
     K.BINARY_OPERATOR: ExprKind.BINARY, K.COMPOUND_ASSIGNMENT_OPERATOR: ExprKind.BINARY,
     K.UNARY_OPERATOR: ExprKind.UNARY, K.CONDITIONAL_OPERATOR: ExprKind.CONDITIONAL,
     K.ARRAY_SUBSCRIPT_EXPR: ExprKind.SUBSCRIPT, K.UNEXPOSED_EXPR: ExprKind.IMPLICIT, K.PAREN_EXPR: ExprKind.PAREN,
-    K.INTEGER_LITERAL: ExprKind.LITERAL, K.FLOATING_LITERAL: ExprKind.LITERAL, K.CXX_BOOL_LITERAL_EXPR: ExprKind.LITERAL,
-    K.STRING_LITERAL: ExprKind.LITERAL, K.CHARACTER_LITERAL: ExprKind.LITERAL,
-    K.CXX_NULL_PTR_LITERAL_EXPR: ExprKind.LITERAL, K.LAMBDA_EXPR: ExprKind.LAMBDA, K.INIT_LIST_EXPR: ExprKind.INIT_LIST,
+    K.LAMBDA_EXPR: ExprKind.LAMBDA, K.INIT_LIST_EXPR: ExprKind.INIT_LIST,
+    **{kind: ExprKind.LITERAL for kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR,
+                                          K.STRING_LITERAL, K.CHARACTER_LITERAL, K.CXX_NULL_PTR_LITERAL_EXPR)},
     **{kind: ExprKind.CAST for kind in EXPLICIT_CASTS},
 }
 _DECL_KINDS = {
@@ -249,6 +249,13 @@ class Var(_Typed):
     _cursor: ci.Cursor = field(repr=False)
 
 
+@dataclass(frozen=True)
+class AsmText:
+    template: str
+    clobbers: tuple[str, ...]
+    is_volatile: bool
+
+
 @dataclass(eq=False)
 class Stmt(_Spanned):
     """A statement. `exprs`: the expressions it evaluates itself, in source order (an `if`'s
@@ -280,6 +287,14 @@ class Stmt(_Spanned):
             return None
         value = self.condition.value
         return None if value is None or not self.is_constexpr else value != 0
+
+    @cached_property
+    def asm(self) -> AsmText | None:
+        """An ASM statement's template, clobbers and `volatile` (its operands are `exprs`)."""
+        if self.kind is not StmtKind.ASM:
+            return None
+        parts = asm_parts(self._cursor)
+        return AsmText(parts.template, parts.clobbers, parts.is_volatile)
 
     def live_stmts(self) -> tuple[Stmt, ...]:
         """`stmts` without the branch a resolved `if constexpr` discards."""
