@@ -204,8 +204,9 @@ class Expr(_Typed):
 
     @cached_property
     def ref(self) -> DeclRef | None:
-        """The declaration a REF, MEMBER or CALL expression names (None when clang could
-        not resolve it: a dependent name, an overload set)."""
+        """The declaration a REF, MEMBER or CALL expression names: None when clang could
+        not resolve it (a dependent name); an unresolved overload set is of kind OTHER
+        (its candidates are a call's `callees`)."""
         referenced = self._cursor.referenced
         return _decl_ref(referenced) if referenced is not None else None
 
