@@ -26,7 +26,8 @@ import clang.cindex as ci
 from ..model import FunctionKind, Span
 from .capi import asm_parts, folded_int, overloaded_decls, unary_operator
 from .cursors import (
-    EXPLICIT_CASTS, FUNCTION_KINDS, MAX_NESTING, K, NestedTooDeeply, has_child_kind, span_of, strip_parens,
+    EXPLICIT_CASTS, FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, TEMPLATE_PARAM_KINDS, K, NestedTooDeeply,
+    has_child_kind, span_of, strip_parens,
 )
 
 MAX_CALLEES = 8  # overloads considered behind one call (a name can have dozens in a header)
@@ -95,14 +96,15 @@ _EXPR_KINDS = {
                                           K.STRING_LITERAL, K.CHARACTER_LITERAL, K.CXX_NULL_PTR_LITERAL_EXPR)},
     **{kind: ExprKind.CAST for kind in EXPLICIT_CASTS},
 }
-_DECL_KINDS = {
-    **{kind: DeclKind.FUNCTION for kind in FUNCTION_KINDS}, K.VAR_DECL: DeclKind.VARIABLE,
-    K.PARM_DECL: DeclKind.PARAMETER, K.FIELD_DECL: DeclKind.FIELD, K.ENUM_CONSTANT_DECL: DeclKind.ENUM_CONSTANT,
-    K.TEMPLATE_TYPE_PARAMETER: DeclKind.TEMPLATE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER: DeclKind.TEMPLATE_PARAMETER,
-    K.TEMPLATE_TEMPLATE_PARAMETER: DeclKind.TEMPLATE_PARAMETER, K.TYPEDEF_DECL: DeclKind.TYPE,
-    K.TYPE_ALIAS_DECL: DeclKind.TYPE, K.STRUCT_DECL: DeclKind.TYPE, K.CLASS_DECL: DeclKind.TYPE,
-    K.CLASS_TEMPLATE: DeclKind.TYPE, K.ENUM_DECL: DeclKind.TYPE,
-}
+_DECL_KINDS = {kind: decl_kind for decl_kind, kinds in (
+    (DeclKind.FUNCTION, FUNCTION_KINDS),
+    (DeclKind.VARIABLE, (K.VAR_DECL,)),
+    (DeclKind.PARAMETER, (K.PARM_DECL,)),
+    (DeclKind.FIELD, (K.FIELD_DECL,)),
+    (DeclKind.ENUM_CONSTANT, (K.ENUM_CONSTANT_DECL,)),
+    (DeclKind.TEMPLATE_PARAMETER, tuple(TEMPLATE_PARAM_KINDS)),
+    (DeclKind.TYPE, (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.ENUM_DECL, *RECORD_KINDS)),
+) for kind in kinds}
 # clang's BinaryOperatorKind and UnaryOperatorKind values, spelled
 _BINARY_SPELLINGS = (
     "", ".*", "->*", "*", "/", "%", "+", "-", "<<", ">>", "<=>", "<", ">", "<=", ">=", "==", "!=", "&", "^", "|",
