@@ -738,7 +738,7 @@ class DataflowFacts:
 class DivergentBarrier:
     """A block-wide barrier (`__syncthreads()`, or a call of a device function that reaches
     one) inside a branch of an `if` whose condition depends on the thread's index: threads of
-    one block can take different paths, so some never arrive (built by divergence_facts.py)."""
+    one block can take different paths, so some never arrive (built by thread_dependence.py)."""
 
     span: Span  # the barrier call, or the call of the function that reaches it
     barrier: str  # "__syncthreads" or the helper called, e.g. "reduce_sum"

@@ -145,3 +145,34 @@ def user_repo(path: Path, hook_repo: Path) -> Path:
 def pre_commit_env(home: Path) -> dict[str, str]:
     return {**os.environ, "PRE_COMMIT_HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "PRE_COMMIT_COLOR": "never"}
+
+
+@pytest.fixture
+def functions_of(tmp_path: Path):
+    """`functions_of(source)`: the checked file's functions as tier 1 sees them
+    (`checker/clang/program.py`), by name, from a real hermetic libclang parse; the
+    `Program` is the `program` entry. The parse must be clean."""
+    import clang.cindex as ci
+
+    from kernel_check.clang.cursors import FUNCTION_KINDS, SCOPE_KINDS, in_file, walk
+    from kernel_check.clang.parse import parse_file
+    from kernel_check.clang.program import Program
+    from kernel_check.clang.tree import share_reads
+
+    units = []  # the translation units live as long as the test: their cursors are read lazily
+
+    def build(source: str) -> dict:
+        share_reads(ci)
+        path = tmp_path / "probe.cu"
+        path.write_text(source)
+        unit = parse_file(path, source, resolve_settings("hermetic"))
+        assert not unit.errors, [e.message for e in unit.errors]
+        units.append(unit)
+        program = Program(str(path))
+        found: dict = {"program": program}
+        for cursor in walk(unit.root, lambda c: c.kind in SCOPE_KINDS and in_file(c, str(path))):
+            if cursor.kind in FUNCTION_KINDS and in_file(cursor, str(path)):
+                found[cursor.spelling] = program.function(cursor)
+        return found
+
+    return build

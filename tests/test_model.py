@@ -195,7 +195,7 @@ __global__ void k(float* dst, uint32_t n) {
 
 
 def test_divergent_barriers(tmp_path: Path) -> None:
-    """Barriers under thread-dependent conditions (checker/clang/divergence_facts.py)."""
+    """Barriers under thread-dependent conditions (checker/clang/thread_dependence.py)."""
     path = tmp_path / "divergence.cu"
     unit = parse_file(path, DIVERGENCE_SOURCE, resolve_settings("hermetic"))
     model = extract(unit, DIVERGENCE_SOURCE, DIVERGENCE_SOURCE.encode())

@@ -22,11 +22,12 @@ from .cursors import (
 )
 from ..includes import library_names, library_root
 from .dataflow_facts import DataflowExtractor
-from .divergence_facts import DivergenceWalk
 from .doxygen import Comments
 from .integer_facts import extract_integer_and_scope_facts
 from .launcher_facts import collect_function_facts, function_usr
 from .parse import ParsedUnit
+from .program import Program
+from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
@@ -42,7 +43,8 @@ class _Extractor:
         self.model = SourceModel(path=unit.path, text=text, data=data)
         self.top_level: list[ci.Cursor] = []  # the file's own translation-unit-level cursors
         self.dataflow = DataflowExtractor(self.model.dataflow_facts, unit.path, data)
-        self.divergence = DivergenceWalk()
+        self.program = Program(unit.path)
+        self.threads = ThreadDependence(self.program)
         self.comments = Comments(data)
         self.positions = Positions(data)
 
@@ -104,7 +106,9 @@ class _Extractor:
             collect_function_facts(self.model, function, cursor, body, self.data, self.path)
             self.dataflow.add_function(cursor, body, function)
             if kind is not FunctionKind.HOST:
-                self.model.divergent_barriers.extend(self.divergence.function(body))
+                tree = self.program.function(cursor).body
+                assert tree is not None  # a definition's
+                self.model.divergent_barriers.extend(self.threads.divergent_barriers(tree))
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).

@@ -1,0 +1,492 @@
+"""Tier 1: a typed picture of a function's code -- statements and expressions -- built from
+libclang cursors by one walk, with no rule knowledge.
+
+An analysis asks `Program.function(cursor)` for a function and reads its `body`: a tree of
+`Stmt` (blocks, `if`s, loops, returns, declarations, expression statements, inline asm...)
+whose expressions are `Expr` trees (calls, references, operators, casts, literals...). The
+tree's shape (kinds, names, children) is read in one walk when a body is first asked for,
+so a file that no analysis needs pays nothing; a node's other facts -- its span, type,
+operator, referenced declaration, callees, folded value -- are read from libclang when first
+asked and kept. `if constexpr` whose condition folds records the branch it keeps
+(`Stmt.taken`), and the walks here (`Stmt.walk`, `Stmt.calls`) skip the discarded one.
+
+Everything libclang-specific about statements and expressions lives in this module: the
+nodes keep their cursor privately (`_cursor`) and expose only plain values.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import clang.cindex as ci
+
+from ..model import FunctionKind, Span
+from .capi import asm_parts, folded_int, overloaded_decls, unary_operator
+from .cursors import (
+    EXPLICIT_CASTS, FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, TEMPLATE_PARAM_KINDS, K, NestedTooDeeply,
+    has_child_kind, span_of, strip_parens,
+)
+
+MAX_CALLEES = 8  # overloads considered behind one call (a name can have dozens in a header)
+
+
+class StmtKind(enum.Enum):
+    BLOCK = "block"
+    IF = "if"
+    FOR = "for"
+    RANGE_FOR = "range_for"
+    WHILE = "while"
+    DO = "do"
+    SWITCH = "switch"
+    CASE = "case"  # `case x:` and `default:`, with the statement they label as `body`
+    RETURN = "return"
+    DECL = "decl"  # variable declarations (`variables`)
+    EXPR = "expr"  # an expression statement (`exprs[0]`)
+    ASM = "asm"  # inline assembly; its operands are `exprs`
+    BREAK = "break"
+    CONTINUE = "continue"
+    OTHER = "other"  # goto, labels, try, null statements...: only their parts are read
+
+
+class ExprKind(enum.Enum):
+    CALL = "call"  # `name` is the callee's name; children: the callee expression, then the arguments
+    REF = "ref"  # a name (`ref` is what it names)
+    MEMBER = "member"  # `base.name` / `base->name`; children: the base when written
+    BINARY = "binary"  # `operator`: "+", "<", "=", "+="...
+    UNARY = "unary"  # `operator`: "-", "!", "~", "*", "&", "++" (prefix) / "x++" (postfix)...
+    CONDITIONAL = "conditional"  # `c ? a : b`
+    SUBSCRIPT = "subscript"
+    CAST = "cast"  # an explicit cast
+    IMPLICIT = "implicit"  # an implicit conversion, temporary or construction clang leaves unexposed
+    PAREN = "paren"
+    LITERAL = "literal"
+    LAMBDA = "lambda"  # its body is not part of the tree: it runs where the lambda is called
+    INIT_LIST = "init_list"
+    OTHER = "other"
+
+
+class DeclKind(enum.Enum):
+    FUNCTION = "function"
+    VARIABLE = "variable"
+    PARAMETER = "parameter"
+    FIELD = "field"
+    ENUM_CONSTANT = "enum_constant"
+    TEMPLATE_PARAMETER = "template_parameter"
+    TYPE = "type"
+    OTHER = "other"
+
+
+_STMT_KINDS = {
+    K.COMPOUND_STMT: StmtKind.BLOCK, K.IF_STMT: StmtKind.IF, K.FOR_STMT: StmtKind.FOR,
+    K.CXX_FOR_RANGE_STMT: StmtKind.RANGE_FOR, K.WHILE_STMT: StmtKind.WHILE, K.DO_STMT: StmtKind.DO,
+    K.SWITCH_STMT: StmtKind.SWITCH, K.CASE_STMT: StmtKind.CASE, K.DEFAULT_STMT: StmtKind.CASE,
+    K.RETURN_STMT: StmtKind.RETURN, K.DECL_STMT: StmtKind.DECL, K.ASM_STMT: StmtKind.ASM,
+    K.BREAK_STMT: StmtKind.BREAK, K.CONTINUE_STMT: StmtKind.CONTINUE,
+}
+_EXPR_KINDS = {
+    K.CALL_EXPR: ExprKind.CALL, K.DECL_REF_EXPR: ExprKind.REF, K.MEMBER_REF_EXPR: ExprKind.MEMBER,
+    K.BINARY_OPERATOR: ExprKind.BINARY, K.COMPOUND_ASSIGNMENT_OPERATOR: ExprKind.BINARY,
+    K.UNARY_OPERATOR: ExprKind.UNARY, K.CONDITIONAL_OPERATOR: ExprKind.CONDITIONAL,
+    K.ARRAY_SUBSCRIPT_EXPR: ExprKind.SUBSCRIPT, K.UNEXPOSED_EXPR: ExprKind.IMPLICIT, K.PAREN_EXPR: ExprKind.PAREN,
+    K.LAMBDA_EXPR: ExprKind.LAMBDA, K.INIT_LIST_EXPR: ExprKind.INIT_LIST,
+    **{kind: ExprKind.LITERAL for kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR,
+                                          K.STRING_LITERAL, K.CHARACTER_LITERAL, K.CXX_NULL_PTR_LITERAL_EXPR)},
+    **{kind: ExprKind.CAST for kind in EXPLICIT_CASTS},
+}
+_DECL_KINDS = {kind: decl_kind for decl_kind, kinds in (
+    (DeclKind.FUNCTION, FUNCTION_KINDS),
+    (DeclKind.VARIABLE, (K.VAR_DECL,)),
+    (DeclKind.PARAMETER, (K.PARM_DECL,)),
+    (DeclKind.FIELD, (K.FIELD_DECL,)),
+    (DeclKind.ENUM_CONSTANT, (K.ENUM_CONSTANT_DECL,)),
+    (DeclKind.TEMPLATE_PARAMETER, tuple(TEMPLATE_PARAM_KINDS)),
+    (DeclKind.TYPE, (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.ENUM_DECL, *RECORD_KINDS)),
+) for kind in kinds}
+# clang's BinaryOperatorKind and UnaryOperatorKind values, spelled
+_BINARY_SPELLINGS = (
+    "", ".*", "->*", "*", "/", "%", "+", "-", "<<", ">>", "<=>", "<", ">", "<=", ">=", "==", "!=", "&", "^", "|",
+    "&&", "||", "=", "*=", "/=", "%=", "+=", "-=", "<<=", ">>=", "&=", "^=", "|=", ",",
+)
+_UNARY_SPELLINGS = ("", "x++", "x--", "++", "--", "&", "*", "+", "-", "~", "!", "__real", "__imag", "__extension__",
+                    "co_await")
+_SIGNED_INTEGERS = frozenset({
+    ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR, ci.TypeKind.SHORT, ci.TypeKind.INT, ci.TypeKind.LONG,
+    ci.TypeKind.LONGLONG, ci.TypeKind.INT128, ci.TypeKind.WCHAR,
+})
+_UNSIGNED_INTEGERS = frozenset({
+    ci.TypeKind.BOOL, ci.TypeKind.CHAR_U, ci.TypeKind.UCHAR, ci.TypeKind.USHORT, ci.TypeKind.UINT,
+    ci.TypeKind.ULONG, ci.TypeKind.ULONGLONG, ci.TypeKind.UINT128, ci.TypeKind.CHAR16, ci.TypeKind.CHAR32,
+})
+
+
+@dataclass(frozen=True)
+class TypeFacts:
+    """What an expression's or a declaration's type is."""
+
+    spelling: str  # as written (`uint32_t`, `T`)
+    canonical: str  # after typedefs (`unsigned int`, `type-parameter-0-0`)
+    bits: int | None  # an integer type's width; None for other and dependent types
+    is_signed: bool | None  # an integer type's signedness; None for other types
+    is_pointer: bool
+
+
+def _type_facts(type_: ci.Type) -> TypeFacts:
+    canonical = type_.get_canonical()
+    integer = canonical.kind in _SIGNED_INTEGERS or canonical.kind in _UNSIGNED_INTEGERS
+    size = canonical.get_size() if integer else -1
+    return TypeFacts(
+        spelling=type_.spelling,
+        canonical=canonical.spelling,
+        bits=size * 8 if size > 0 else None,
+        is_signed=(canonical.kind in _SIGNED_INTEGERS) if integer else None,
+        is_pointer=canonical.kind == ci.TypeKind.POINTER,
+    )
+
+
+class _Spanned:
+    """A node's source span, read from its cursor when first asked."""
+
+    _cursor: ci.Cursor
+
+    @cached_property
+    def span(self) -> Span:
+        return span_of(self._cursor.extent)
+
+
+class _Typed(_Spanned):
+    """A node's span and type, read from its cursor when first asked."""
+
+    @cached_property
+    def type(self) -> TypeFacts:
+        return _type_facts(self._cursor.type)
+
+
+@dataclass(eq=False)
+class DeclRef:
+    """A declaration an expression names. `key` identifies it within one translation unit
+    (a local variable's `Var.key` equals the `key` of every reference to it)."""
+
+    name: str
+    kind: DeclKind
+    key: int
+    _cursor: ci.Cursor = field(repr=False)
+
+    @cached_property
+    def usr(self) -> str:
+        return self._cursor.get_usr()
+
+
+def _decl_ref(cursor: ci.Cursor) -> DeclRef:
+    return DeclRef(cursor.spelling, _DECL_KINDS.get(cursor.kind, DeclKind.OTHER), cursor.hash, cursor)
+
+
+@dataclass(eq=False)
+class Expr(_Typed):
+    """An expression: its kind, its name (a call's callee, a reference's or member's name;
+    "" for others) and its operand expressions, in source order."""
+
+    kind: ExprKind
+    name: str
+    children: tuple[Expr, ...]
+    _cursor: ci.Cursor = field(repr=False)
+    _program: Program = field(repr=False)
+
+    @cached_property
+    def operator(self) -> str:
+        """A BINARY or UNARY expression's operator ("" for other kinds)."""
+        if self.kind is ExprKind.BINARY:
+            return _BINARY_SPELLINGS[self._cursor.binary_operator.value]
+        if self.kind is ExprKind.UNARY:
+            index = unary_operator(self._cursor)
+            return _UNARY_SPELLINGS[index] if 0 <= index < len(_UNARY_SPELLINGS) else ""
+        return ""
+
+    @cached_property
+    def ref(self) -> DeclRef | None:
+        """The declaration a REF, MEMBER or CALL expression names: None when clang could
+        not resolve it (a dependent name); an unresolved overload set is of kind OTHER
+        (its candidates are a call's `callees`)."""
+        referenced = self._cursor.referenced
+        return _decl_ref(referenced) if referenced is not None else None
+
+    @cached_property
+    def value(self) -> int | None:
+        """The integer clang computes for a non-dependent constant expression."""
+        return folded_int(self._cursor)
+
+    @cached_property
+    def callees(self) -> tuple[Function, ...]:
+        """The functions a CALL can reach: the one it names, the candidates of an overload
+        set, or the template a dependent `f<T>(...)` names (definitions where known)."""
+        if self.kind is not ExprKind.CALL or not self.children:
+            return ()
+        return tuple(self._program.function(_definition(c)) for c in _named_functions(self.children[0]._cursor))
+
+    def walk(self) -> Iterator[Expr]:
+        """This expression and every one inside it, pre-order."""
+        pending = [self]
+        while pending:
+            node = pending.pop()
+            yield node
+            pending.extend(reversed(node.children))
+
+    def stripped(self) -> Expr:
+        """The expression inside parentheses and implicit conversions."""
+        node = self
+        while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT) and len(node.children) == 1:
+            node = node.children[0]
+        return node
+
+
+@dataclass(eq=False)
+class Var(_Typed):
+    """A declared variable (or parameter): its name and the expressions its declaration
+    evaluates (array bounds, the initializer)."""
+
+    name: str
+    key: int  # as `DeclRef.key`
+    exprs: tuple[Expr, ...]
+    _cursor: ci.Cursor = field(repr=False)
+
+
+@dataclass(frozen=True)
+class AsmText:
+    template: str
+    clobbers: tuple[str, ...]
+    is_volatile: bool
+
+
+@dataclass(eq=False)
+class Stmt(_Spanned):
+    """A statement. `exprs`: the expressions it evaluates itself, in source order (an `if`'s
+    or loop's condition, a return value, an expression statement, a loop's increment, asm
+    operands); `stmts`: the statements nested in it, in source order (a block's; an `if`'s
+    init, then and else; a loop's init and body); `variables`: those it declares (a
+    declaration, a condition variable, a range-for's loop variable)."""
+
+    kind: StmtKind
+    _cursor: ci.Cursor = field(repr=False)
+    exprs: tuple[Expr, ...] = ()
+    stmts: tuple[Stmt, ...] = ()
+    variables: tuple[Var, ...] = ()
+    condition: Expr | None = None  # IF, WHILE, DO, SWITCH
+    then: Stmt | None = None  # IF
+    orelse: Stmt | None = None  # IF
+    body: Stmt | None = None  # loops, SWITCH, CASE
+
+    @cached_property
+    def is_constexpr(self) -> bool:
+        """Whether an IF is `if constexpr`."""
+        return self.kind is StmtKind.IF and _second_token(self._cursor) == "constexpr"
+
+    @cached_property
+    def taken(self) -> bool | None:
+        """For `if constexpr` whose condition folds: whether the then branch is kept (the
+        other is discarded); None for every other statement."""
+        if self.kind is not StmtKind.IF or self.condition is None:
+            return None
+        value = self.condition.value
+        return None if value is None or not self.is_constexpr else value != 0
+
+    @cached_property
+    def asm(self) -> AsmText | None:
+        """An ASM statement's template, clobbers and `volatile` (its operands are `exprs`)."""
+        if self.kind is not StmtKind.ASM:
+            return None
+        parts = asm_parts(self._cursor)
+        return AsmText(parts.template, parts.clobbers, parts.is_volatile)
+
+    def live_stmts(self) -> tuple[Stmt, ...]:
+        """`stmts` without the branch a resolved `if constexpr` discards."""
+        if self.taken is None:
+            return self.stmts
+        dropped = self.orelse if self.taken else self.then
+        return tuple(s for s in self.stmts if s is not dropped)
+
+    def walk(self) -> Iterator[Stmt]:
+        """This statement and every live one nested in it, pre-order."""
+        pending = [self]
+        while pending:
+            node = pending.pop()
+            yield node
+            pending.extend(reversed(node.live_stmts()))
+
+    def expressions(self) -> Iterator[Expr]:
+        """Every expression this statement and its live nested ones evaluate, pre-order
+        within each statement (a declaration's initializers included)."""
+        for stmt in self.walk():
+            for var in stmt.variables:
+                for expr in var.exprs:
+                    yield from expr.walk()
+            for expr in stmt.exprs:
+                yield from expr.walk()
+
+    def calls(self) -> Iterator[Expr]:
+        """Every call in the live code of this statement (lambda bodies aside)."""
+        return (e for e in self.expressions() if e.kind is ExprKind.CALL)
+
+
+@dataclass(eq=False)
+class Function:
+    """A function declaration: its name, kind and parameters, and its body's tree (None
+    without a definition), built when first read."""
+
+    name: str
+    kind: FunctionKind
+    _cursor: ci.Cursor = field(repr=False)
+    _program: Program = field(repr=False)
+
+    @cached_property
+    def usr(self) -> str:
+        return self._cursor.get_usr()
+
+    @cached_property
+    def params(self) -> tuple[Var, ...]:
+        return tuple(self._program.var(c) for c in self._cursor.get_children() if c.kind == K.PARM_DECL)
+
+    @cached_property
+    def body(self) -> Stmt | None:
+        if self._cursor.kind not in FUNCTION_KINDS:
+            return None
+        block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
+        return self._program.statement(block, 0) if block is not None else None
+
+
+class Program:
+    """The functions of one translation unit, each built once; `path` is the checked file
+    (named when a body nests too deeply to analyze)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._functions: dict[int, Function] = {}
+
+    def function(self, cursor: ci.Cursor) -> Function:
+        """The function (or function template) declared by `cursor`."""
+        key = cursor.hash  # the same for every cursor of one declaration
+        known = self._functions.get(key)
+        if known is None:
+            known = self._functions[key] = Function(cursor.spelling, function_kind(cursor), cursor, self)
+        return known
+
+    # -- the one walk -----------------------------------------------------------------------
+    def statement(self, cursor: ci.Cursor, depth: int) -> Stmt:
+        if depth >= MAX_NESTING:
+            raise NestedTooDeeply(cursor, self.path)
+        kind = _STMT_KINDS.get(cursor.kind)
+        if kind is None and cursor.kind.is_expression():
+            return Stmt(StmtKind.EXPR, cursor, exprs=(self.expression(cursor, depth + 1),))
+        kind = kind or StmtKind.OTHER
+        children = list(cursor.get_children())
+        nested = _nested_statements(kind, children)
+        exprs: list[Expr] = []
+        stmts: list[Stmt] = []
+        variables: list[Var] = []
+        for index, child in enumerate(children):
+            if child.kind == K.VAR_DECL:
+                variables.append(self.var(child, depth + 1))
+            elif kind is StmtKind.DECL:
+                continue  # a local type or alias: not code
+            elif index in nested or child.kind.is_statement():
+                stmts.append(self.statement(child, depth + 1))
+            elif child.kind.is_expression():
+                exprs.append(self.expression(child, depth + 1))
+        stmt = Stmt(kind, cursor, tuple(exprs), tuple(stmts), tuple(variables))
+        _name_parts(stmt, children, nested)
+        return stmt
+
+    def expression(self, cursor: ci.Cursor, depth: int) -> Expr:
+        if depth >= MAX_NESTING:
+            raise NestedTooDeeply(cursor, self.path)
+        kind = _EXPR_KINDS.get(cursor.kind, ExprKind.OTHER)
+        children = () if kind is ExprKind.LAMBDA else tuple(
+            self.expression(c, depth + 1) for c in cursor.get_children() if c.kind.is_expression())
+        return Expr(kind, cursor.spelling, children, cursor, self)
+
+    def var(self, cursor: ci.Cursor, depth: int = 0) -> Var:
+        exprs = tuple(self.expression(c, depth + 1) for c in cursor.get_children() if c.kind.is_expression())
+        return Var(cursor.spelling, cursor.hash, exprs, cursor)
+
+
+def _nested_statements(kind: StmtKind, children: list[ci.Cursor]) -> frozenset[int]:
+    """Which children are statements of their own even where clang gives an expression (an
+    expression statement): all of a block's; an `if`'s after its condition (then, else); a
+    loop's, switch's or case's body (last; a `do`'s first)."""
+    if kind in (StmtKind.BLOCK, StmtKind.OTHER):
+        return frozenset(range(len(children)))
+    if kind is StmtKind.IF:
+        condition = _condition_index(children)
+        return frozenset(range(condition + 1, len(children))) if condition is not None else frozenset()
+    if kind in (StmtKind.FOR, StmtKind.RANGE_FOR, StmtKind.WHILE, StmtKind.SWITCH, StmtKind.CASE) and children:
+        return frozenset({len(children) - 1})
+    return frozenset({0}) if kind is StmtKind.DO and children else frozenset()
+
+
+def _condition_index(children: list[ci.Cursor]) -> int | None:
+    """An `if`'s condition among its children (clang's order: init, condition variable,
+    condition, then, else): the first expression."""
+    return next((i for i, c in enumerate(children) if c.kind.is_expression()), None)
+
+
+def _name_parts(stmt: Stmt, children: list[ci.Cursor], nested: frozenset[int]) -> None:
+    """Name the condition, branches and body of an `if`, a loop, a switch or a case."""
+    kind = stmt.kind
+    if kind in (StmtKind.IF, StmtKind.WHILE, StmtKind.SWITCH, StmtKind.DO) and stmt.exprs:
+        stmt.condition = stmt.exprs[-1] if kind is StmtKind.DO else stmt.exprs[0]
+    if kind is StmtKind.IF:
+        branches = stmt.stmts[len(stmt.stmts) - len(nested):]
+        stmt.then = branches[0] if branches else None
+        stmt.orelse = branches[1] if len(branches) > 1 else None
+    elif kind is StmtKind.DO:
+        stmt.body = stmt.stmts[0] if stmt.stmts else None
+    elif nested and kind is not StmtKind.BLOCK and kind is not StmtKind.OTHER:
+        stmt.body = stmt.stmts[-1] if stmt.stmts else None
+
+
+def _second_token(cursor: ci.Cursor) -> str:
+    """The token after a statement's first (`constexpr` in `if constexpr`), read from a
+    small range at the statement's start rather than from its whole extent."""
+    extent = cursor.extent
+    start = extent.start
+    if start.file is None:
+        return ""
+    unit = cursor.translation_unit
+    end = ci.SourceLocation.from_offset(unit, start.file, min(start.offset + 32, extent.end.offset))
+    tokens = ci.TokenGroup.get_tokens(unit, ci.SourceRange.from_locations(start, end))
+    spellings = [token.spelling for _, token in zip(range(2), tokens)]
+    return spellings[1] if len(spellings) == 2 else ""
+
+
+def function_kind(cursor: ci.Cursor) -> FunctionKind:
+    if has_child_kind(cursor, K.CUDAGLOBAL_ATTR):
+        return FunctionKind.KERNEL
+    return FunctionKind.DEVICE if has_child_kind(cursor, K.CUDADEVICE_ATTR) else FunctionKind.HOST
+
+
+def _definition(declaration: ci.Cursor) -> ci.Cursor:
+    """Where a function's body is: its definition; for a specialization used from a template
+    (maybe not instantiated yet) its template; else the declaration itself."""
+    return declaration.get_definition() or declaration.specialized_template or declaration
+
+
+def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:
+    """The function declarations a callee expression names: one, the candidates of an
+    overload set, or the template named through a TEMPLATE_REF (`f<Op>` with dependent
+    template arguments)."""
+    inner = strip_parens(callee)
+    named: list[ci.Cursor] = []
+    if inner.kind == K.DECL_REF_EXPR:
+        overloaded = next((c for c in inner.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+        referenced = inner.referenced if overloaded is None else None
+        if referenced is not None and referenced.kind == K.OVERLOADED_DECL_REF:
+            overloaded = referenced
+        if overloaded is not None:
+            named = overloaded_decls(overloaded)[:MAX_CALLEES]
+        elif referenced is not None and referenced.kind in FUNCTION_KINDS:
+            named = [referenced]
+    if named:
+        return named
+    template = next((c.referenced for c in inner.get_children() if c.kind == K.TEMPLATE_REF), None)
+    return [template] if template is not None and template.kind == K.FUNCTION_TEMPLATE else []

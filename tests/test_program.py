@@ -1,0 +1,175 @@
+"""Tier 1 (checker/clang/program.py): statement and expression trees of real parses."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel_check.clang.cursors import MAX_NESTING, NestedTooDeeply
+from kernel_check.clang.program import DeclKind, ExprKind, StmtKind
+from kernel_check.model import FunctionKind
+
+SHAPES = """\
+#include <cstdint>
+
+__device__ int twice(int x) { return 2 * x; }
+
+__global__ void shapes(float* dst, uint32_t n) {
+  const uint32_t tid = threadIdx.x;
+  if (tid < n) dst[tid] = 1.0f; else { dst[0] = 0.0f; }
+  for (uint32_t i = 0; i < n; ++i) dst[i] += twice(i);
+  while (n > 4) n >>= 1;
+  do { n--; } while (n);
+  switch (n) {
+    case 1: dst[1] = 1.0f; break;
+    default: break;
+  }
+  asm volatile("add.u32 %0, %1, 1;" : "=r"(n) : "r"(n) : "memory");
+  return;
+}
+
+void host_side() {}
+"""
+
+
+def test_statement_tree_shape(functions_of) -> None:
+    found = functions_of(SHAPES)
+    kernel = found["shapes"]
+    assert (kernel.kind, found["twice"].kind, found["host_side"].kind) == (
+        FunctionKind.KERNEL, FunctionKind.DEVICE, FunctionKind.HOST)
+    assert [p.name for p in kernel.params] == ["dst", "n"]
+    body = kernel.body
+    assert body is not None and body.kind is StmtKind.BLOCK
+    assert [s.kind for s in body.stmts] == [
+        StmtKind.DECL, StmtKind.IF, StmtKind.FOR, StmtKind.WHILE, StmtKind.DO, StmtKind.SWITCH, StmtKind.ASM,
+        StmtKind.RETURN]
+    decl, branch, loop, while_loop, do_loop, switch, asm, _return = body.stmts
+    assert [v.name for v in decl.variables] == ["tid"]
+    assert branch.condition is not None and branch.condition.operator == "<"
+    # an expression in a branch's place is an expression statement
+    assert branch.then is not None and branch.then.kind is StmtKind.EXPR
+    assert branch.orelse is not None and branch.orelse.kind is StmtKind.BLOCK
+    assert loop.body is not None and loop.body.kind is StmtKind.EXPR
+    assert [v.name for s in loop.stmts for v in s.variables] == ["i"]
+    assert while_loop.condition is not None and while_loop.condition.operator == ">"
+    assert do_loop.body is not None and do_loop.body.kind is StmtKind.BLOCK
+    assert do_loop.condition is not None and do_loop.condition.stripped().name == "n"
+    # a case labels one statement: the `break` after it is the block's
+    assert switch.body is not None and [s.kind for s in switch.body.stmts] == [
+        StmtKind.CASE, StmtKind.BREAK, StmtKind.CASE]
+    assert switch.body.stmts[0].body is not None and switch.body.stmts[0].body.kind is StmtKind.EXPR
+    assert asm.asm is not None and (asm.asm.template, asm.asm.clobbers, asm.asm.is_volatile) == (
+        "add.u32 $0, $1, 1;", ("memory",), True)  # clang spells operands the LLVM way
+    assert [e.stripped().name for e in asm.exprs] == ["n", "n"]  # the operands
+    assert [c.name for c in body.calls()] == ["twice"]
+    assert found["host_side"].body is not None and found["host_side"].body.stmts == ()
+
+
+def test_expressions_operators_types_and_folded_values(functions_of) -> None:
+    found = functions_of("""\
+#include <cstdint>
+constexpr int kWidth = 8;
+__global__ void k(int64_t* dst, uint32_t n) {
+  dst[0] = -static_cast<int64_t>(n) + kWidth * 4;
+}
+""")
+    body = found["k"].body
+    assert body is not None
+    (statement,) = body.stmts
+    assignment = statement.exprs[0]
+    assert (assignment.kind, assignment.operator) == (ExprKind.BINARY, "=")
+    target, value = assignment.children
+    assert target.kind is ExprKind.SUBSCRIPT
+    assert (target.type.bits, target.type.is_signed, target.type.canonical) == (64, True, "long")
+    assert value.stripped().operator == "+"
+    negated, product = value.stripped().children
+    assert (negated.kind, negated.operator) == (ExprKind.UNARY, "-")
+    cast = negated.children[0].stripped()
+    assert cast.kind is ExprKind.CAST
+    parameter = cast.children[0].stripped()
+    assert (parameter.name, parameter.type.bits, parameter.type.is_signed) == ("n", 32, False)
+    assert product.stripped().value == 32 and cast.value is None
+    pointer = found["k"].params[0]
+    assert pointer.type.is_pointer and pointer.type.bits is None
+
+
+def test_references_resolve_to_declarations(functions_of) -> None:
+    found = functions_of("""\
+__device__ float scale(float x) { return x; }
+__device__ int scale(int x) { return x; }
+__device__ float only(float x) { return x; }
+template <typename T>
+__device__ T generic(T x) { return scale(x); }
+__global__ void k(float* dst) {
+  const float local = dst[0];
+  dst[1] = only(local) + scale(local);
+  dst[2] = threadIdx.x;
+}
+""")
+    body = found["k"].body
+    assert body is not None
+    local = body.stmts[0].variables[0]
+    references = {e.name: e.ref for e in body.expressions() if e.kind is ExprKind.REF and e.ref is not None}
+    assert references["local"].kind is DeclKind.VARIABLE and references["local"].key == local.key
+    assert references["dst"].kind is DeclKind.PARAMETER
+    assert references["only"].kind is DeclKind.FUNCTION
+    calls = {c.name: c for c in body.calls()}
+    (only,) = calls["only"].callees
+    assert only is found["only"]  # one Function per declaration
+    assert only.body is not None and only.body.stmts[0].kind is StmtKind.RETURN
+    assert [f.params[0].type.spelling for f in calls["scale"].callees] == ["float"]  # the overload chosen
+    generic = found["generic"].body
+    assert generic is not None
+    (dependent,) = generic.calls()  # a dependent call: every candidate of the overload set
+    assert sorted(f.params[0].type.spelling for f in dependent.callees) == ["float", "int"]
+    members = [e for e in body.expressions() if e.kind is ExprKind.MEMBER]
+    assert [[c.stripped().name for c in m.children] for m in members] == [["threadIdx"]]  # `threadIdx.x`
+
+
+def test_if_constexpr_resolved_when_its_condition_folds(functions_of) -> None:
+    found = functions_of("""\
+constexpr bool kSync = false;
+template <bool kFlag>
+__device__ void templated() {
+  if constexpr (kFlag) { __syncthreads(); }
+}
+__device__ void resolved() {
+  if constexpr (kSync) { __syncthreads(); } else { __threadfence(); }
+  if (kSync) { __syncwarp(); }
+}
+""")
+    resolved = found["resolved"].body
+    templated = found["templated"].body
+    assert resolved is not None and templated is not None
+    folded, plain = resolved.stmts
+    assert (folded.is_constexpr, folded.taken) == (True, False)
+    assert (plain.is_constexpr, plain.taken) == (False, None)  # a plain `if` keeps both branches
+    assert templated.stmts[0].is_constexpr and templated.stmts[0].taken is None  # dependent
+    assert [c.name for c in resolved.calls()] == ["__threadfence", "__syncwarp"]
+    assert [c.name for c in templated.calls()] == ["__syncthreads"]
+
+
+def test_spans_are_the_source_positions(functions_of) -> None:
+    source = "__global__ void k(int* dst) {\n  if (dst) {\n    dst[0] = 1;\n  }\n}\n"
+    found = functions_of(source)
+    body = found["k"].body
+    assert body is not None
+    branch = body.stmts[0]
+    assert (branch.span.line, branch.span.column, branch.span.end_line) == (2, 3, 4)
+    assert branch.condition is not None
+    assert source.encode()[branch.condition.span.start:branch.condition.span.end] == b"dst"
+    (assignment,) = branch.then.stmts if branch.then is not None else ()
+    assert (assignment.span.line, assignment.span.column) == (3, 5)
+
+
+def test_bodies_are_built_only_when_read(functions_of) -> None:
+    found = functions_of("__device__ int f(int x) { return x + 1; }\n")
+    function = found["f"]
+    assert "body" not in function.__dict__  # nothing read yet
+    assert function.body is function.body  # built once
+
+
+def test_deep_nesting_is_reported_not_a_recursion_error(functions_of) -> None:
+    terms = " + ".join(["1"] * (MAX_NESTING + 10))
+    found = functions_of(f"__device__ int f() {{ return {terms}; }}\n")
+    with pytest.raises(NestedTooDeeply):
+        _ = found["f"].body
