@@ -50,7 +50,7 @@ from .capi import (
     overloaded_decls, skipped_spans, unary_operator,
 )
 from .provenance import (
-    PASS_THROUGH, POINTER_OFFSET, Origin, Origins, Shape, address_of, element, member, offset, parameter, pointers, union,
+    PASS_THROUGH, POINTER_OFFSET, Origin, Origins, Shape, address_of, at_call, element, member, offset, parameter, pointers, union,
 )
 from .cursors import (
     FUNCTION_KINDS, MAX_NESTING, PARENS_AND_CONVERSIONS, RECORD_KINDS, K, NestedTooDeeply, has_child_kind,
@@ -147,14 +147,14 @@ class _Summary:
     """What calling a function does to its parameters, in order (waits included)."""
 
     events: tuple[_Event, ...]
-    returns: frozenset[tuple[int, tuple[str, ...]]]  # (param, fields) a returned pointer derives from
+    returns: frozenset[Origin]  # the parameter pointers (or their fields) a returned pointer derives from
     param_count: int
 
 
 @dataclass
 class _WalkResult:
     events: list[tuple[int | None, _Event]]
-    returns: set[tuple[int, tuple[str, ...]]]
+    returns: set[Origin]
     asm: list[InlineAsm]
     referenced: set[int]
     params: list[ci.Cursor]
@@ -277,7 +277,7 @@ class _Walker:
         self.lambda_vars: dict[ci.Cursor, _Lambda] = {}
         self.lambdas: dict[ci.Cursor, _Lambda] = {}
         self.events: list[tuple[int | None, _Event]] = []
-        self.returns: set[tuple[int, tuple[str, ...]]] = set()
+        self.returns: set[Origin] = set()
         self.asm: list[InlineAsm] = []
         self.referenced: set[int] = set()
         self.order = 0
@@ -506,7 +506,7 @@ class _Walker:
         for child in node.get_children():
             for origin in self.visit(child):
                 if origin.scope == 0 and origin.shape is Shape.POINTER:
-                    self.returns.add((origin.param, origin.fields))
+                    self.returns.add(origin)
         return ()
 
     def _visit_init_list(self, node: ci.Cursor, use: _Use) -> Origins:
@@ -680,20 +680,9 @@ class _Walker:
                 leads = event.leads_body and self._is_lead(node)
                 self._emit(_Pdl(event.kind, call_span, "", how, leads))
                 continue
-            index = event.target.param
-            if index >= len(args):
-                continue
-            for origin in arg_values[index]:
-                mapped = origin.extended(event.target.fields)
-                if mapped is not None:
-                    self._emit(_Access(event.kind, mapped, span_of(args[index].extent), how))
-        result: list[Origin] = []
-        for index, fields in summary.returns:
-            for origin in arg_values[index] if index < len(arg_values) else ():
-                mapped = origin.extended(fields)
-                if mapped is not None:
-                    result.append(mapped)
-        return tuple(result)
+            for mapped in at_call(arg_values, event.target):
+                self._emit(_Access(event.kind, mapped, span_of(args[event.target.param].extent), how))
+        return tuple(mapped for returned in summary.returns for mapped in at_call(arg_values, returned))
 
     def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str, flag_through_type: bool = False) -> None:
         self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node), flag_through_type))
@@ -740,12 +729,8 @@ class _Walker:
         lam.invoked = True
         for event in lam.events:
             if isinstance(event, _Access) and event.target.scope == lam.scope:
-                index = event.target.param
-                if index < len(args):
-                    for origin in arg_values[index]:
-                        mapped = origin.extended(event.target.fields)
-                        if mapped is not None:
-                            self._emit(_Access(event.kind, mapped, span_of(args[index].extent), event.how))
+                for mapped in at_call(arg_values, event.target):
+                    self._emit(_Access(event.kind, mapped, span_of(args[event.target.param].extent), event.how))
                 continue
             self._emit(event)
 

@@ -29,7 +29,7 @@ launcher facts); the data-flow walk applies the same rules while it records acce
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import clang.cindex as ci
@@ -133,6 +133,15 @@ def member(bases: Origins, name: str, expression: ci.Cursor) -> Origins:
             if shape is not None:
                 result.append(origin.member(name, *shape))
     return tuple(result)
+
+
+def at_call(arguments: Sequence[Origins], target: Origin) -> Origins:
+    """What a callee's `target` (its parameter, then a field path) is at a call whose
+    arguments have the origins `arguments` (how a callee summary is replayed)."""
+    if target.param >= len(arguments):
+        return ()
+    mapped = (origin.extended(target.fields) for origin in arguments[target.param])
+    return tuple(origin for origin in mapped if origin is not None)
 
 
 # -- record and field classification --------------------------------------------------------------
