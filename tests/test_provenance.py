@@ -79,8 +79,14 @@ def _locals(function: ci.Cursor) -> dict[str, Origins]:
     for variable in (n for n in walk(function) if n.kind == K.VAR_DECL):
         initializer = [c for c in variable.get_children() if c.kind.is_expression()][-1]
         bound[variable] = found[variable.spelling] = origins_of(
-            initializer, lambda d: bound.get(d, ()), lambda m: m.spelling, callee_name)
+            initializer, lambda d: bound.get(d, ()), _member_name, callee_name)
     return found
+
+
+def _member_name(member: ci.Cursor) -> str:
+    """The member's name; libclang leaves a member of a dependent type unnamed, the last
+    token names it."""
+    return member.spelling or [t.spelling for t in member.get_tokens()][-1]
 
 
 def _summary(origins: Origins) -> set[tuple[int, tuple[str, ...], Shape]]:
@@ -115,6 +121,36 @@ def _summary(origins: Origins) -> set[tuple[int, tuple[str, ...], Shape]]:
 ])
 def test_origins_of_each_local(probe: ci.Cursor, variable: str, expected: set) -> None:
     assert _summary(_locals(probe)[variable]) == expected
+
+
+DEPENDENT = """
+#include <cstdint>
+#include <type_traits>
+struct A { const float* src; };
+struct B { const float* src; float* dst; };
+template <bool kB, typename T, typename IdxT>
+__device__ void dependent(const typename std::conditional<kB, B, A>::type params, T p, IdxT i, const T* q) {
+  const auto from_struct = params.src;
+  const auto moved = params.src + i;
+  const auto moved_pointer = q + i;
+  const auto either = kB ? p : params.src;
+}
+"""
+
+
+def test_values_of_a_type_only_the_instantiation_knows_are_followed(tmp_path: Path) -> None:
+    path = tmp_path / "dependent.cuh"
+    path.write_text(DEPENDENT)
+    tu = parse_file(path, DEPENDENT, resolve_settings("hermetic")).tu
+    function = next(c for c in walk(tu.cursor) if c.kind == K.FUNCTION_TEMPLATE and c.spelling == "dependent")
+    U = Shape.UNKNOWN
+    assert {name: _summary(origins) for name, origins in _locals(function).items()} == {
+        "from_struct": {(0, ("src",), U)},  # a member of a struct whose type depends on kB
+        "moved": {(0, ("src",), U), (2, (), U)},  # unknown + unknown: either may be the pointer
+        "moved_pointer": {(3, (), P)},  # a known pointer plus an unknown offset is the pointer
+        "either": {(1, (), U), (0, ("src",), U)},
+    }
+    assert Origin(0, (), U).extended(()) is None  # no access is replayed through an unknown value
 
 
 def test_parameters_take_the_shape_of_their_type(probe: ci.Cursor) -> None:

@@ -8,7 +8,8 @@ in execution order:
   spellings, and calls of device functions that do any of these;
 * the accesses through the pointers the function received: a pointer parameter, a pointer
   field of a by-value params struct (also in arrays and nested structs of it), or a pointer
-  derived from those by arithmetic, casts, `pointer::offset`, local copies and references. An
+  derived from those by arithmetic, casts, `pointer::offset`, local copies and references (the
+  rules of `provenance.py`, shared with the launcher facts). An
   access is a load, a store, or the pointer escaping to code that may write through it (a
   callee whose body is not visible and whose parameter is not pointer-to-const, a store into
   memory or a global, an object's constructor, an asm operand of unknown effect);

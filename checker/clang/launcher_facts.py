@@ -8,8 +8,8 @@ host check functions with how their result is used.
 
 Kernels and device functions: vectorized global accesses through pointers that came in
 as parameters (or pointer fields of a by-value params struct), followed through local
-copies, casts, arithmetic and `pointer::offset`, plus the pointers passed on to other
-device functions.
+copies, casts, arithmetic and `pointer::offset` (the rules of `provenance.py`, shared with
+the data-flow facts), plus the pointers passed on to other device functions.
 
 Compile-time values stay symbolic over template parameters (`ConstExpr`) so that a rule
 can evaluate them per instantiation; anything clang can fold on its own (literals,

@@ -53,6 +53,10 @@ class Shape(enum.Enum):
     POINTER_ARRAY = "pointer array"  # an array of pointers inside a params struct
     STRUCT_ARRAY = "struct array"
     ELEMENT = "element"  # a reference bound to memory behind a pointer: using it is an access
+    # A value of a type only the instantiation knows (`T p`, `typename Cond<kPack>::type params`):
+    # a pointer or a params struct. It is followed (its members, offsets, copies), but no
+    # access through it is recorded, since what it is stays unknown.
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,16 @@ def pointers(values: Origins) -> Origins:
 
 
 def offset(left: Origins, right: Origins) -> Origins:
-    """`p + n` / `n + p` / `p - n`: the pointer side (`p - q` is a distance, not a pointer)."""
+    """`p + n` / `n + p` / `p - n`: the pointer side (`p - q` is a distance, not a pointer).
+    Without a known pointer on either side, whichever side of unknown type is the pointer."""
     left_pointers, right_pointers = pointers(left), pointers(right)
     if left_pointers and right_pointers:
         return ()
-    return left_pointers or right_pointers
+    return left_pointers or right_pointers or _unknown(union(left, right))
+
+
+def _unknown(values: Origins) -> Origins:
+    return tuple(o for o in values if o.shape is Shape.UNKNOWN)
 
 
 def element(bases: Origins) -> Origins:
@@ -121,17 +130,20 @@ def element(bases: Origins) -> Origins:
 
 def address_of(bases: Origins) -> Origins:
     """`&a[i]` / `&*a`: the pointer itself, or an element's address inside an array field."""
-    return union(pointers(bases), element(bases))
+    return union(pointers(bases), element(bases), _unknown(bases))
 
 
 def member(bases: Origins, name: str, expression: ci.Cursor) -> Origins:
-    """`s.name` for each params struct `s` among `bases`, with the field's shape."""
+    """`s.name` for each params struct `s` among `bases`, with the field's shape (a member of
+    a value of unknown type is unknown too)."""
     result: list[Origin] = []
     for origin in bases:
         if origin.shape is Shape.STRUCT:
             shape = field_shape(origin.record, name, expression)
             if shape is not None:
                 result.append(origin.member(name, *shape))
+        elif origin.shape is Shape.UNKNOWN:
+            result.append(origin.member(name, Shape.UNKNOWN, None))
     return tuple(result)
 
 
@@ -148,7 +160,7 @@ def at_call(arguments: Sequence[Origins], target: Origin) -> Origins:
 
 def classify(type_: ci.Type) -> tuple[Shape, ci.Cursor | None] | None:
     """The shape of a parameter or field type (and the record of a struct), or None for
-    scalars, function pointers and unknown types."""
+    scalars and function pointers; UNKNOWN for a type only the instantiation knows."""
     if type_.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
         return classify(type_.get_pointee())
     canonical = type_.get_canonical()
@@ -167,7 +179,7 @@ def classify(type_: ci.Type) -> tuple[Shape, ci.Cursor | None] | None:
         declaration = canonical.get_declaration()
     if declaration.kind in RECORD_KINDS:
         return Shape.STRUCT, declaration
-    return None
+    return (Shape.UNKNOWN, None) if canonical.kind in _UNKNOWN_TYPE_KINDS else None
 
 
 def field_shape(owner: ci.Cursor | None, name: str, expression: ci.Cursor) -> tuple[Shape, ci.Cursor | None] | None:
@@ -211,9 +223,10 @@ def _field_declarations(record: ci.Cursor) -> list[ci.Cursor]:
 
 
 def parameter(param: ci.Cursor, index: int, scope: int = 0) -> Origin | None:
-    """The origin a pointer or params-struct parameter starts as (None for other types)."""
+    """The origin a pointer, params-struct or unknown-typed parameter starts as (None for
+    scalars and arrays)."""
     shape = classify(param.type)
-    if shape is None or shape[0] not in (Shape.POINTER, Shape.STRUCT):
+    if shape is None or shape[0] not in (Shape.POINTER, Shape.STRUCT, Shape.UNKNOWN):
         return None
     return Origin(index, (), shape[0], scope, shape[1])
 
