@@ -1,4 +1,5 @@
-"""Pointer provenance (checker/clang/provenance.py) over small real sources (hermetic parse)."""
+"""Pointer provenance (checker/clang/provenance.py) and callee summaries (checker/summaries.py)
+over small real sources (hermetic parse)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import clang.cindex as ci
 import pytest
 
 from kernel_check.clang.cursors import K, walk
+from kernel_check.clang.extract import extract
 from kernel_check.clang.launcher_facts import callee_name
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.provenance import (
     Origin, Origins, Shape, at_call, classify, initializer_list_fields, origins_of, parameter, record_fields,
 )
+from kernel_check.summaries import VectorSummaries
 
 P, S, PA, SA = Shape.POINTER, Shape.STRUCT, Shape.POINTER_ARRAY, Shape.STRUCT_ARRAY
 
@@ -212,3 +215,42 @@ void launch(const float* a, float* b) {
              for name in lists}
     assert named == {"positional": ["src", "dst", "n"], "designated": ["dst", "n"]}
     assert [f for _, f in initializer_list_fields(lists["positional"], "outer", fields)] == ["outer"] * 3
+
+
+SUMMARY = """
+#include <sgl_kernel/vec.cuh>
+#include <cstdint>
+namespace sglang {
+struct Params { const float* src; float* dst; uint32_t n; };
+template <int kVec>
+SGL_DEVICE void load_row(const float* row) {
+  device::AlignedVector<float, kVec> v;
+  v.load(row);
+}
+template <int kVec>
+SGL_DEVICE void copy(const Params& p, uint32_t i) {
+  load_row<kVec>(p.src + i);
+  device::AlignedVector<float, 2> w;
+  w.store(p.dst + i);
+}
+template <int kVec>
+__global__ void kernel(const __grid_constant__ Params params, float* __restrict__ extra) {
+  copy<kVec * 2>(params, threadIdx.x);
+  load_row<4>(extra);
+}
+}  // namespace sglang
+"""
+
+
+def test_callee_summaries_rename_accesses_into_the_caller(tmp_path: Path) -> None:
+    path = tmp_path / "summary.cuh"
+    path.write_text(SUMMARY)
+    unit = parse_file(path, SUMMARY, resolve_settings("hermetic"))
+    assert not unit.errors, [e.message for e in unit.errors]
+    model = extract(unit, SUMMARY, SUMMARY.encode())
+    kernel = next(f.usr for f in model.functions if f.name == "kernel")
+    uses = VectorSummaries(model).uses(kernel)
+    widths = {key: sorted(u.width.evaluate({"kVec": 4}) for u in found) for key, found in uses.items()}
+    # params.src through copy (a struct passed whole) and load_row<kVec * 2>: 4 bytes * 8;
+    # params.dst stored as 2 floats in copy; extra through load_row<4>
+    assert widths == {(0, "src"): [32], (0, "dst"): [8], (1, ""): [16]}
