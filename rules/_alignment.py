@@ -26,6 +26,7 @@ from kernel_check.model import (
     VectorAccess,
 )
 from kernel_check.rules._common import location_of
+from kernel_check.summaries import MAX_CALL_DEPTH, VectorSummaries, bind_template_arguments
 
 # Values tried for a template parameter the launcher leaves open: element sizes for a type
 # (fp8, fp16 / bf16, fp32, fp64 / int64), and common sizes, head dims and splits for an
@@ -34,8 +35,6 @@ DEFAULT_ELEMENT_SIZES = (1, 2, 4, 8)
 INTEGER_SAMPLES = (1, 2, 3, 4, 8, 16, 32, 64, 96, 128, 256, 512, 576, 1024, 4096)
 BOOL_SAMPLES = (0, 1)
 MAX_INSTANTIATIONS = 4096
-_MAX_CALL_DEPTH = 4
-_UNKNOWN = ConstExpr("unknown")
 
 
 @dataclass(frozen=True)
@@ -48,45 +47,6 @@ class VectorFeed:
     access: VectorAccess
     width: ConstExpr  # bytes per access, over the launcher's template parameters
     guard: ConstExpr | None  # when this kernel is the one launched (None: always)
-
-
-@dataclass(frozen=True)
-class _Use:
-    access: VectorAccess
-    width: ConstExpr  # over the template parameters of the function that owns the use
-
-
-def _bind(params: tuple[str, ...], args: tuple[ConstExpr, ...]) -> dict[str, ConstExpr]:
-    """Each template parameter to its explicit argument, the rest unknown."""
-    return {name: args[index] if index < len(args) else _UNKNOWN for index, name in enumerate(params)}
-
-
-class _Accesses:
-    """The vectorized parameters of kernels and device functions (by USR), following
-    pointers handed to other device functions."""
-
-    def __init__(self, model: SourceModel) -> None:
-        self.facts = model.launcher_facts
-        self.memo: dict[str, dict[tuple[int, str], list[_Use]]] = {}
-
-    def uses(self, usr: str, depth: int = 0) -> dict[tuple[int, str], list[_Use]]:
-        if usr in self.memo:
-            return self.memo[usr]
-        self.memo[usr] = {}  # cuts recursion
-        uses: dict[tuple[int, str], list[_Use]] = {}
-        for access in self.facts.vector_accesses:
-            if access.function == usr:
-                uses.setdefault((access.param_index, access.field), []).append(_Use(access, access.width))
-        for handoff in self.facts.pointer_passes:
-            if handoff.function != usr or not handoff.callee_usr or depth >= _MAX_CALL_DEPTH:
-                continue
-            mapping = _bind(handoff.callee_template_params, handoff.template_args)
-            for (param, field), callee_uses in self.uses(handoff.callee_usr, depth + 1).items():
-                if param == handoff.argument:
-                    uses.setdefault((handoff.param_index, handoff.field or field), []).extend(
-                        _Use(u.access, u.width.substitute(mapping)) for u in callee_uses)
-        self.memo[usr] = uses
-        return uses
 
 
 def launchers_with_chains(
@@ -106,7 +66,7 @@ def launchers_with_chains(
 def vector_feeds(model: SourceModel, launcher: Function, depth: int = 0) -> list[VectorFeed]:
     """Every (tensor, vectorized kernel access) pair that a launcher's launches create, also
     through host helpers of the file it hands a tensor's data pointer to."""
-    accesses = _Accesses(model)
+    accesses = VectorSummaries(model)
     sites = {site.span.start: site for site in model.launch_sites}
     feeds = []
     for launch in model.launcher_facts.launches:
@@ -114,7 +74,7 @@ def vector_feeds(model: SourceModel, launcher: Function, depth: int = 0) -> list
         if launch.function != launcher.usr or site is None:
             continue
         for kernel in launch.kernels:
-            mapping = _bind(kernel.template_params, kernel.template_args)
+            mapping = bind_template_arguments(kernel.template_params, kernel.template_args)
             uses = accesses.uses(kernel.usr)
             for argument in launch.tensor_arguments:
                 for (param, field), param_uses in uses.items():
@@ -132,7 +92,7 @@ def _helper_feeds(model: SourceModel, launcher: Function, depth: int) -> list[Ve
     feeds = []
     for handoff in model.launcher_facts.data_handoffs:
         helper = helpers.get(handoff.callee_usr)
-        if handoff.function != launcher.usr or helper is None or helper is launcher or depth >= _MAX_CALL_DEPTH:
+        if handoff.function != launcher.usr or helper is None or helper is launcher or depth >= MAX_CALL_DEPTH:
             continue
         name = f"#{handoff.argument}.{handoff.field}" if handoff.field else f"#{handoff.argument}"
         feeds += [replace(feed, tensor=handoff.tensor) for feed in vector_feeds(model, helper, depth + 1)

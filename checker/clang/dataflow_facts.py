@@ -8,7 +8,8 @@ in execution order:
   spellings, and calls of device functions that do any of these;
 * the accesses through the pointers the function received: a pointer parameter, a pointer
   field of a by-value params struct (also in arrays and nested structs of it), or a pointer
-  derived from those by arithmetic, casts, `pointer::offset`, local copies and references. An
+  derived from those by arithmetic, casts, `pointer::offset`, local copies and references (the
+  rules of `provenance.py`, shared with the launcher facts). An
   access is a load, a store, or the pointer escaping to code that may write through it (a
   callee whose body is not visible and whose parameter is not pointer-to-const, a store into
   memory or a global, an object's constructor, an asm operand of unknown effect);
@@ -35,7 +36,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -48,6 +49,9 @@ from ..model import (
 from .capi import (
     UNARY_ADDRESS_OF, UNARY_DEREF, UNARY_POST_DEC, UNARY_POST_INC, UNARY_PRE_DEC, UNARY_PRE_INC, asm_parts,
     overloaded_decls, skipped_spans, unary_operator,
+)
+from .provenance import (
+    PASS_THROUGH, POINTER_OFFSET, Origin, Origins, Shape, address_of, at_call, element, member, offset, parameter, pointers, union,
 )
 from .cursors import (
     FUNCTION_KINDS, MAX_NESTING, PARENS_AND_CONVERSIONS, RECORD_KINDS, K, NestedTooDeeply, has_child_kind,
@@ -81,7 +85,6 @@ _KNOWN_EFFECTS: dict[str, tuple[tuple[int, tuple[AccessKind, ...]], ...]] = {
 # `__pipeline_memcpy_async(dst, src, n)`): the first pointer argument is written, later ones read.
 _ASYNC_COPIES = ("memcpy_async", "__pipeline_memcpy_async")
 _ATOMIC_PREFIX = "atomic"  # atomicAdd, atomicCAS, atomicMax_block...: read-modify-write of arg 0
-_PASS_THROUGH = ("__builtin_assume_aligned",)  # return their first argument's pointer
 
 # Inline PTX: which instructions read or write the global memory their pointer operands name.
 _PTX_MNEMONIC = re.compile(r"(?<![\w.%$])(ldu|ld|st|red|atom|cp|prefetchu|prefetch)(?=[.\s])((?:\.[\w:]+)*)")
@@ -102,34 +105,6 @@ _MAX_CANDIDATES = 8
 
 # -- values the walk tracks ---------------------------------------------------------------------
 
-class _Shape(enum.Enum):
-    POINTER = "pointer"  # points into memory the function received
-    STRUCT = "struct"  # a params struct (by value or by reference): its pointer fields are roots
-    POINTER_ARRAY = "pointer array"  # an array of pointers inside a params struct
-    STRUCT_ARRAY = "struct array"
-    ELEMENT = "element"  # a reference bound to memory behind a pointer: using it is an access
-
-
-@dataclass(frozen=True)
-class _Origin:
-    """Where a value came from: parameter `param` of callable `scope`, then `fields`."""
-
-    scope: int  # 0: the function walked; 1, 2...: its lambdas
-    param: int
-    fields: tuple[str, ...]
-    shape: _Shape
-    record: ci.Cursor | None = field(default=None, compare=False, hash=False)  # for STRUCT shapes
-
-    def reshaped(self, shape: _Shape, record: ci.Cursor | None = None) -> "_Origin":
-        return _Origin(self.scope, self.param, self.fields, shape, record)
-
-    def field(self, name: str, shape: _Shape, record: ci.Cursor | None) -> "_Origin":
-        return _Origin(self.scope, self.param, (*self.fields, name), shape, record)
-
-
-Values = tuple[_Origin, ...]  # () when the expression is not a tracked pointer or struct
-
-
 class _Use(enum.Enum):
     """How the enclosing expression uses an lvalue: what an access through it amounts to."""
 
@@ -143,7 +118,7 @@ class _Use(enum.Enum):
 @dataclass(frozen=True)
 class _Access:
     kind: AccessKind
-    target: _Origin
+    target: Origin
     span: Span
     how: str
 
@@ -173,14 +148,14 @@ class _Summary:
     """What calling a function does to its parameters, in order (waits included)."""
 
     events: tuple[_Event, ...]
-    returns: frozenset[tuple[int, tuple[str, ...]]]  # (param, fields) a returned pointer derives from
+    returns: frozenset[Origin]  # the parameter pointers (or their fields) a returned pointer derives from
     param_count: int
 
 
 @dataclass
 class _WalkResult:
     events: list[tuple[int | None, _Event]]
-    returns: set[tuple[int, tuple[str, ...]]]
+    returns: set[Origin]
     asm: list[InlineAsm]
     referenced: set[int]
     params: list[ci.Cursor]
@@ -204,42 +179,6 @@ class _WalkResult:
 
 
 # -- type helpers ---------------------------------------------------------------------------------
-
-def _classify(type_: ci.Type) -> tuple[_Shape, ci.Cursor | None] | None:
-    """The shape of a parameter or field type, or None for scalars and unknown types."""
-    if type_.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
-        return _classify(type_.get_pointee())
-    canonical = type_.get_canonical()
-    if canonical.kind == T.POINTER:
-        pointee = canonical.get_pointee()
-        return None if pointee.kind in (T.FUNCTIONPROTO, T.FUNCTIONNOPROTO) else (_Shape.POINTER, None)
-    if canonical.kind in (T.CONSTANTARRAY, T.INCOMPLETEARRAY, T.DEPENDENTSIZEDARRAY, T.VARIABLEARRAY):
-        element = _classify(canonical.element_type)
-        if element is None:
-            return None
-        if element[0] is _Shape.POINTER:
-            return _Shape.POINTER_ARRAY, None
-        return (_Shape.STRUCT_ARRAY, element[1]) if element[0] is _Shape.STRUCT else None
-    declaration = type_.get_declaration()
-    if declaration.kind not in RECORD_KINDS:
-        declaration = canonical.get_declaration()
-    if declaration.kind in RECORD_KINDS:
-        return _Shape.STRUCT, declaration
-    return None
-
-
-def _field_shape(owner: ci.Cursor | None, name: str, member: ci.Cursor) -> tuple[_Shape, ci.Cursor | None] | None:
-    """The shape of field `name`: from the member expression, else from the struct declaration
-    (a member of a dependent `Params<T>` has no type until instantiation)."""
-    if member.type.kind not in (T.DEPENDENT, T.UNEXPOSED, T.INVALID):
-        return _classify(member.type)
-    if owner is None or not name:
-        return None
-    for child in owner.get_children():
-        if child.kind == K.FIELD_DECL and child.spelling == name:
-            return _classify(child.type)
-    return None
-
 
 def _is_pointer_like(type_: ci.Type) -> bool:
     """A pointer, or an array (which decays to one when passed)."""
@@ -335,11 +274,11 @@ class _Walker:
         self.source = extractor.source
         self.function = function
         self.params = _callable_params(function)
-        self.env: dict[ci.Cursor, Values] = {}
+        self.env: dict[ci.Cursor, Origins] = {}
         self.lambda_vars: dict[ci.Cursor, _Lambda] = {}
         self.lambdas: dict[ci.Cursor, _Lambda] = {}
         self.events: list[tuple[int | None, _Event]] = []
-        self.returns: set[tuple[int, tuple[str, ...]]] = set()
+        self.returns: set[Origin] = set()
         self.asm: list[InlineAsm] = []
         self.referenced: set[int] = set()
         self.order = 0
@@ -360,29 +299,29 @@ class _Walker:
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def _bind_param(self, param: ci.Cursor, scope: int, index: int) -> None:
-        shape = _classify(param.type)
-        if shape is not None and shape[0] in (_Shape.POINTER, _Shape.STRUCT):
-            self.env[param] = (_Origin(scope, index, (), shape[0], shape[1]),)
+        origin = parameter(param, index, scope)
+        if origin is not None:
+            self.env[param] = (origin,)
 
     def _emit(self, event: _Event) -> None:
         self.order += 1
         self.events.append((self.order, event))
 
-    def _access(self, values: Values, use: _Use, span: Span, how: str) -> None:
+    def _access(self, values: Origins, use: _Use, span: Span, how: str) -> None:
         for origin in values:
             for kind in use.value:
-                self._emit(_Access(kind, origin.reshaped(_Shape.POINTER), span, how))
+                self._emit(_Access(kind, origin.reshaped(Shape.POINTER), span, how))
 
-    def _escape(self, values: Values, span: Span, how: str) -> None:
+    def _escape(self, values: Origins, span: Span, how: str) -> None:
         for origin in values:
-            if origin.shape in (_Shape.POINTER, _Shape.STRUCT, _Shape.POINTER_ARRAY):
+            if origin.shape in (Shape.POINTER, Shape.STRUCT, Shape.POINTER_ARRAY):
                 self._emit(_Access(AccessKind.ESCAPE, origin, span, how))
 
     def _children(self, node: ci.Cursor) -> list[ci.Cursor]:
         return list(node.get_children())
 
     # -- dispatch ------------------------------------------------------------------------------
-    def visit(self, node: ci.Cursor, use: _Use = _Use.READ) -> Values:
+    def visit(self, node: ci.Cursor, use: _Use = _Use.READ) -> Origins:
         # Recursive, one level per AST level; the depth counts across the walks of callee
         # summaries too, since those nest inside a call's visit on the same stack.
         extractor = self.extractor
@@ -407,59 +346,53 @@ class _Walker:
         finally:
             extractor.nesting -= 1
 
-    def _visit_wrapper(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_wrapper(self, node: ci.Cursor, use: _Use) -> Origins:
         children = self._children(node)
         if node.kind == K.UNEXPOSED_EXPR and _is_unresolved_call(node, children):
             return self._visit_call_parts(node, children[0], children[1:], use)
-        values: Values = ()
+        values: Origins = ()
         for child in children:
             if child.kind in (K.TYPE_REF, K.TEMPLATE_REF, K.NAMESPACE_REF):
                 continue
             values = self.visit(child, use)
         return values
 
-    def _visit_decl_ref(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_decl_ref(self, node: ci.Cursor, use: _Use) -> Origins:
         declaration = node.referenced
         if declaration is None:
             return ()
         if declaration.kind == K.PARM_DECL and declaration in self.scope_params:
             self.referenced.add(self.scope_params[declaration])
         values = self.env.get(declaration, ())
-        elements = tuple(o for o in values if o.shape is _Shape.ELEMENT)
+        elements = tuple(o for o in values if o.shape is Shape.ELEMENT)
         if elements:
             if use is _Use.ADDRESS:
-                return tuple(o.reshaped(_Shape.POINTER) for o in elements)
+                return tuple(o.reshaped(Shape.POINTER) for o in elements)
             self._access(elements, use, span_of(node.extent), "reference")
             return ()
         if use is _Use.ADDRESS:  # `&p`: the pointer variable itself leaves our sight
-            self._escape(tuple(o for o in values if o.shape is _Shape.POINTER), span_of(node.extent), "&")
-            return tuple(o for o in values if o.shape is _Shape.STRUCT)
+            self._escape(pointers(values), span_of(node.extent), "&")
+            return tuple(o for o in values if o.shape is Shape.STRUCT)
         return values
 
-    def _visit_member(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_member(self, node: ci.Cursor, use: _Use) -> Origins:
         children = self._children(node)
         if not children:
             return ()  # an implicit `this->member`: not a received pointer
         name, arrow = _member_name(node, children[0], self.source)
         if arrow:
             bases = self.visit(children[0])
-            pointers = tuple(o for o in bases if o.shape is _Shape.POINTER)
             if use is _Use.ADDRESS:
-                return pointers
-            self._access(pointers, use, span_of(node.extent), "->")
+                return pointers(bases)
+            self._access(pointers(bases), use, span_of(node.extent), "->")
             return ()
         bases = self.visit(children[0], use)
-        result: list[_Origin] = []
-        for origin in bases:
-            if origin.shape is _Shape.STRUCT:
-                shape = _field_shape(origin.record, name, node)
-                if shape is not None:
-                    result.append(origin.field(name, *shape))
-            elif origin.shape is _Shape.POINTER and use is _Use.ADDRESS:
-                result.append(origin)  # `&p[i].x`: still an address inside the same buffer
-        return tuple(result)
+        fields = member(bases, name, node)
+        if use is _Use.ADDRESS:  # `&p[i].x`: still an address inside the same buffer
+            return union(fields, pointers(bases))
+        return fields
 
-    def _visit_subscript(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_subscript(self, node: ci.Cursor, use: _Use) -> Origins:
         children = self._children(node)
         if len(children) != 2:
             return ()
@@ -467,22 +400,14 @@ class _Walker:
         self.visit(children[1])
         return self._through(bases, use, span_of(node.extent), "subscript")
 
-    def _through(self, bases: Values, use: _Use, span: Span, how: str) -> Values:
+    def _through(self, bases: Origins, use: _Use, span: Span, how: str) -> Origins:
         """`*p` / `p[i]`: an access through pointers, or the element of an array of them."""
-        result: list[_Origin] = []
-        pointers = tuple(o for o in bases if o.shape is _Shape.POINTER)
         if use is _Use.ADDRESS:
-            result.extend(pointers)
-        else:
-            self._access(pointers, use, span, how)
-        for origin in bases:
-            if origin.shape is _Shape.POINTER_ARRAY:
-                result.append(origin.reshaped(_Shape.POINTER))
-            elif origin.shape is _Shape.STRUCT_ARRAY:
-                result.append(origin.reshaped(_Shape.STRUCT, origin.record))
-        return tuple(result)
+            return address_of(bases)
+        self._access(pointers(bases), use, span, how)
+        return element(bases)
 
-    def _visit_unary(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_unary(self, node: ci.Cursor, use: _Use) -> Origins:
         children = self._children(node)
         if len(children) != 1:
             return ()
@@ -496,7 +421,7 @@ class _Walker:
         self.visit(children[0])
         return ()
 
-    def _visit_binary(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_binary(self, node: ci.Cursor, use: _Use) -> Origins:
         children = self._children(node)
         if len(children) != 2:
             return ()
@@ -507,10 +432,10 @@ class _Walker:
         if operator == ci.BinaryOperator.Comma:
             return right
         if operator in (ci.BinaryOperator.Add, ci.BinaryOperator.Sub):
-            return _pointer_operand(left, right)
+            return offset(left, right)
         return ()
 
-    def _visit_compound_assignment(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_compound_assignment(self, node: ci.Cursor, use: _Use) -> Origins:
         children = self._children(node)
         if len(children) != 2:
             return ()
@@ -518,14 +443,14 @@ class _Walker:
         self.visit(children[1])
         return target
 
-    def _assign(self, target: ci.Cursor, value_node: ci.Cursor) -> Values:
+    def _assign(self, target: ci.Cursor, value_node: ci.Cursor) -> Origins:
         value = self.visit(value_node)
         lhs = strip_parens(target)
         declaration = lhs.referenced if lhs.kind == K.DECL_REF_EXPR else None
         binds_element = declaration is not None and any(
-            o.shape is _Shape.ELEMENT for o in self.env.get(declaration, ()))
+            o.shape is Shape.ELEMENT for o in self.env.get(declaration, ()))
         if declaration is not None and self._is_local(declaration) and not binds_element:
-            self.env[declaration] = _union(self.env.get(declaration, ()), value)
+            self.env[declaration] = union(self.env.get(declaration, ()), value)
             return self.env[declaration]
         self.visit(target, _Use.WRITE)
         self._escape(value, span_of(value_node.extent), "stored")  # into memory we do not track
@@ -542,14 +467,14 @@ class _Walker:
             and location.file.name == body.start.file.name \
             and body.start.offset <= location.offset <= body.end.offset
 
-    def _visit_conditional(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_conditional(self, node: ci.Cursor, use: _Use) -> Origins:
         children = self._children(node)
         if len(children) != 3:
             return ()
         self.visit(children[0])
-        return _union(self.visit(children[1], use), self.visit(children[2], use))
+        return union(self.visit(children[1], use), self.visit(children[2], use))
 
-    def _visit_var(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_var(self, node: ci.Cursor, use: _Use) -> Origins:
         expressions = [c for c in node.get_children() if c.kind.is_expression()]
         if not expressions or not _has_initializer(node, self.source):
             for expression in expressions:  # array bounds
@@ -565,33 +490,33 @@ class _Walker:
         inner = strip_parens(initializer)
         is_reference = node.type.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE)
         if is_reference and _is_memory_access(inner, self.source):
-            values = tuple(o.reshaped(_Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS)
-                           if o.shape is _Shape.POINTER)
+            values = tuple(o.reshaped(Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS)
+                           if o.shape is Shape.POINTER)
         else:
             values = self.visit(initializer)
             if not is_reference and node.type.get_canonical().kind == T.RECORD:
                 # An object built from a pointer may write through it later; a struct copy stays.
-                self._escape(tuple(o for o in values if o.shape is not _Shape.STRUCT),
+                self._escape(tuple(o for o in values if o.shape is not Shape.STRUCT),
                              span_of(initializer.extent), "stored")
-                values = tuple(o for o in values if o.shape is _Shape.STRUCT)
+                values = tuple(o for o in values if o.shape is Shape.STRUCT)
         if values:
-            self.env[node] = _union(self.env.get(node, ()), values)
+            self.env[node] = union(self.env.get(node, ()), values)
         return ()
 
-    def _visit_return(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_return(self, node: ci.Cursor, use: _Use) -> Origins:
         for child in node.get_children():
             for origin in self.visit(child):
-                if origin.scope == 0 and origin.shape is _Shape.POINTER:
-                    self.returns.add((origin.param, origin.fields))
+                if origin.scope == 0 and origin.shape is Shape.POINTER:
+                    self.returns.add(origin)
         return ()
 
-    def _visit_init_list(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_init_list(self, node: ci.Cursor, use: _Use) -> Origins:
         for child in node.get_children():
             self._escape(self.visit(child), span_of(child.extent), "stored")
         return ()
 
     # -- calls ---------------------------------------------------------------------------------
-    def _visit_call(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_call(self, node: ci.Cursor, use: _Use) -> Origins:
         children = self._children(node)
         operator_at = next((i for i, c in enumerate(children) if _operator_name(c)), None)
         if operator_at is not None:
@@ -604,18 +529,18 @@ class _Walker:
             return ()
         return self._visit_call_parts(node, children[0], children[1:], use)
 
-    def _construct(self, node: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Values:
+    def _construct(self, node: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Origins:
         """A copy of a params struct flows through; a pointer handed to an object's
         constructor leaves our sight (the object may write through it later)."""
-        copies: list[_Origin] = []
+        copies: list[Origin] = []
         for arg in args:
             values = self.visit(arg, use if len(args) == 1 else _Use.READ)
-            copies.extend(o for o in values if o.shape is _Shape.STRUCT and len(args) == 1)
-            self._escape(tuple(o for o in values if o.shape is not _Shape.STRUCT or len(args) > 1),
+            copies.extend(o for o in values if o.shape is Shape.STRUCT and len(args) == 1)
+            self._escape(tuple(o for o in values if o.shape is not Shape.STRUCT or len(args) > 1),
                          span_of(arg.extent), f"{node.spelling}()")
         return tuple(copies)
 
-    def _operator_call(self, node: ci.Cursor, name: str, operands: list[ci.Cursor], use: _Use) -> Values:
+    def _operator_call(self, node: ci.Cursor, name: str, operands: list[ci.Cursor], use: _Use) -> Origins:
         if name == "operator()" and operands:
             lam = self._lambda_at(operands[0], create=True)
             if lam is not None:
@@ -632,12 +557,12 @@ class _Walker:
             return self.visit(operands[0], _Use.READ_WRITE)
         values = [self.visit(operand) for operand in operands]
         if name in ("operator+", "operator-") and len(values) == 2:
-            return _pointer_operand(*values)
+            return offset(*values)
         if name == "operator*" and len(values) == 1:  # `*p` in a template: a dereference
             return self._through(values[0], use, span_of(node.extent), "dereference")
         return ()
 
-    def _visit_call_parts(self, node: ci.Cursor, callee: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Values:
+    def _visit_call_parts(self, node: ci.Cursor, callee: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Origins:
         lam = self._lambda_at(callee, create=True)  # `[&] {...}()` or a variable bound to one
         if lam is not None:
             self._invoke(lam, args, [self.visit(arg) for arg in args])
@@ -698,16 +623,16 @@ class _Walker:
         return name, [d for d in decls if d.kind in FUNCTION_KINDS]
 
     def _apply_callee(self, node: ci.Cursor, name: str, candidates: list[ci.Cursor] | None,
-                      args: list[ci.Cursor], arg_values: list[Values]) -> Values:
-        is_pointer_offset = name == "offset" and bool(candidates) and all(
+                      args: list[ci.Cursor], arg_values: list[Origins]) -> Origins:
+        is_pointer_offset = name == POINTER_OFFSET and bool(candidates) and all(
             c.semantic_parent.spelling == "pointer" for c in candidates)
-        if is_pointer_offset or name in _PASS_THROUGH:  # `pointer::offset(p, ...)` is still `p`
+        if is_pointer_offset or name in PASS_THROUGH:  # `pointer::offset(p, ...)` is still `p`
             return arg_values[0] if arg_values else ()
         summaries = self._summaries(candidates or [], args)
         if summaries:
-            result: Values = ()
+            result: Origins = ()
             for summary in summaries:
-                result = _union(result, self._replay(summary, node, name, args, arg_values))
+                result = union(result, self._replay(summary, node, name, args, arg_values))
             return result
         effects = _KNOWN_EFFECTS.get(name)
         if effects is None and name.startswith(_ATOMIC_PREFIX):
@@ -725,9 +650,9 @@ class _Walker:
                 self._escape(values, span_of(arg.extent), f"{name or 'call'}()")
         return ()
 
-    def _emit_kinds(self, values: Values, kinds: Iterable[AccessKind], span: Span, how: str) -> None:
+    def _emit_kinds(self, values: Origins, kinds: Iterable[AccessKind], span: Span, how: str) -> None:
         for origin in values:
-            if origin.shape is _Shape.POINTER:
+            if origin.shape is Shape.POINTER:
                 for kind in kinds:
                     self._emit(_Access(kind, origin, span, how))
 
@@ -748,7 +673,7 @@ class _Walker:
         return summaries
 
     def _replay(self, summary: _Summary, node: ci.Cursor, name: str, args: list[ci.Cursor],
-                arg_values: list[Values]) -> Values:
+                arg_values: list[Origins]) -> Origins:
         call_span = span_of(node.extent)
         how = f"{name}()"
         for event in summary.events:
@@ -756,20 +681,9 @@ class _Walker:
                 leads = event.leads_body and self._is_lead(node)
                 self._emit(_Pdl(event.kind, call_span, "", how, leads))
                 continue
-            index = event.target.param
-            if index >= len(args):
-                continue
-            for origin in arg_values[index]:
-                mapped = _extend(origin, event.target.fields)
-                if mapped is not None:
-                    self._emit(_Access(event.kind, mapped, span_of(args[index].extent), how))
-        result: list[_Origin] = []
-        for index, fields in summary.returns:
-            for origin in arg_values[index] if index < len(arg_values) else ():
-                mapped = _extend(origin, fields)
-                if mapped is not None:
-                    result.append(mapped)
-        return tuple(result)
+            for mapped in at_call(arg_values, event.target):
+                self._emit(_Access(event.kind, mapped, span_of(args[event.target.param].extent), how))
+        return tuple(mapped for returned in summary.returns for mapped in at_call(arg_values, returned))
 
     def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str, flag_through_type: bool = False) -> None:
         self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node), flag_through_type))
@@ -812,21 +726,17 @@ class _Walker:
             return self.lambda_vars.get(inner.referenced)
         return None
 
-    def _invoke(self, lam: _Lambda, args: list[ci.Cursor], arg_values: list[Values]) -> None:
+    def _invoke(self, lam: _Lambda, args: list[ci.Cursor], arg_values: list[Origins]) -> None:
         lam.invoked = True
         for event in lam.events:
             if isinstance(event, _Access) and event.target.scope == lam.scope:
-                index = event.target.param
-                if index < len(args):
-                    for origin in arg_values[index]:
-                        mapped = _extend(origin, event.target.fields)
-                        if mapped is not None:
-                            self._emit(_Access(event.kind, mapped, span_of(args[index].extent), event.how))
+                for mapped in at_call(arg_values, event.target):
+                    self._emit(_Access(event.kind, mapped, span_of(args[event.target.param].extent), event.how))
                 continue
             self._emit(event)
 
     # -- inline asm ----------------------------------------------------------------------------
-    def _visit_asm(self, node: ci.Cursor, use: _Use) -> Values:
+    def _visit_asm(self, node: ci.Cursor, use: _Use) -> Origins:
         parts = asm_parts(node)
         span = span_of(node.extent)
         self.asm.append(InlineAsm(span, parts.template, parts.clobbers, parts.is_volatile,
@@ -844,7 +754,7 @@ class _Walker:
 
 
 
-_HANDLERS: dict[ci.CursorKind, Callable[[_Walker, ci.Cursor, _Use], Values]] = {
+_HANDLERS: dict[ci.CursorKind, Callable[[_Walker, ci.Cursor, _Use], Origins]] = {
     K.DECL_REF_EXPR: _Walker._visit_decl_ref,
     K.MEMBER_REF_EXPR: _Walker._visit_member,
     K.ARRAY_SUBSCRIPT_EXPR: _Walker._visit_subscript,
@@ -870,32 +780,10 @@ def _member_name(node: ci.Cursor, base: ci.Cursor, source: _SourceBytes) -> tupl
     return name, base.type.get_canonical().kind == T.POINTER
 
 
-def _union(first: Values, second: Values) -> Values:
-    return tuple(dict.fromkeys((*first, *second)))
-
-
 def _is_mutating_method(method: ci.Cursor | None) -> bool:
     """A non-const, non-static member function: called on an object, it may change it."""
     return (method is not None and method.kind == K.CXX_METHOD and not method.is_const_method()
             and not method.is_static_method())
-
-
-def _pointer_operand(left: Values, right: Values) -> Values:
-    """`p + n` / `n + p` / `p - n`: the pointer side (`p - q` is a distance, not a pointer)."""
-    left_pointers = tuple(o for o in left if o.shape is _Shape.POINTER)
-    right_pointers = tuple(o for o in right if o.shape is _Shape.POINTER)
-    if left_pointers and right_pointers:
-        return ()
-    return left_pointers or right_pointers
-
-
-def _extend(origin: _Origin, fields: tuple[str, ...]) -> _Origin | None:
-    """A callee's access to `param.fields` seen from the caller whose argument is `origin`."""
-    if not fields:
-        return origin.reshaped(_Shape.POINTER) if origin.shape is _Shape.POINTER else None
-    if origin.shape is not _Shape.STRUCT:
-        return None
-    return _Origin(origin.scope, origin.param, (*origin.fields, *fields), _Shape.POINTER)
 
 
 def _is_memory_access(node: ci.Cursor, source: _SourceBytes) -> bool:

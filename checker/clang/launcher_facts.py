@@ -8,8 +8,8 @@ host check functions with how their result is used.
 
 Kernels and device functions: vectorized global accesses through pointers that came in
 as parameters (or pointer fields of a by-value params struct), followed through local
-copies, casts, arithmetic and `pointer::offset`, plus the pointers passed on to other
-device functions.
+copies, casts, arithmetic and `pointer::offset` (the rules of `provenance.py`, shared with
+the data-flow facts), plus the pointers passed on to other device functions.
 
 Compile-time values stay symbolic over template parameters (`ConstExpr`) so that a rule
 can evaluate them per instantiation; anything clang can fold on its own (literals,
@@ -49,6 +49,7 @@ from ..model import (
     VerifiedTensor,
 )
 from .capi import folded_int
+from .provenance import Origin, Origins, initializer_list_fields, origins_of, parameter, record_fields
 from .cursors import (
     EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, is_implicit_instantiation, source_text, span_of,
     strip_casts, strip_parens, walk,
@@ -643,18 +644,6 @@ def _returns_cuda_error(call: ci.Cursor) -> bool:
 
 
 @dataclass(frozen=True)
-class _Origin:
-    param_index: int
-    field: str = ""
-
-    def through(self, field_name: str) -> _Origin:
-        return self if self.field else _Origin(self.param_index, field_name)
-
-
-_Origins = tuple[_Origin, ...]
-
-
-@dataclass(frozen=True)
 class _Subject:
     """The function a body belongs to: one of the checked file's, or a device function of
     an included header that the file's kernels hand pointers to."""
@@ -677,7 +666,7 @@ class _TensorSource:
 class _BodyState:
     """Per-body dataflow: what local variables hold."""
 
-    origins: dict[int, _Origins] = field(default_factory=dict)  # device: local -> parameters
+    origins: dict[int, Origins] = field(default_factory=dict)  # device: local -> what it points into
     tensor_sources: dict[int, list[_TensorSource]] = field(default_factory=dict)  # host
     matcher_alignment: dict[int, AlignmentRequest | None] = field(default_factory=dict)
     matcher_dtypes: dict[int, tuple[MatcherDType, ...]] = field(default_factory=dict)
@@ -705,8 +694,10 @@ class _BodyFacts:
         self.consts = _Constants(data, path)
         self.state = _BodyState()
         self.device = subject.is_device
-        self.params = {p.hash: index for index, p in enumerate(
-            c for c in cursor.get_children() if c.kind == K.PARM_DECL)}
+        params = [c for c in cursor.get_children() if c.kind == K.PARM_DECL]
+        self.params = {p.hash: index for index, p in enumerate(params)}
+        self.param_origins = {p.hash: (origin,) for index, p in enumerate(params)
+                              if (origin := parameter(p, index)) is not None}
         self.launches = {(s.span.start, s.span.end): s for s in subject.launch_sites}
         self.ancestors: list[ci.Cursor] = []  # of the node being visited, outermost first
 
@@ -925,7 +916,7 @@ class _BodyFacts:
                     # a helper's parameter: the tensor (or params struct) a caller hands it
                     if _is_pointer_type(decl.type):
                         yield _TensorSource(field_name, f"#{self.params[decl.hash]}", self._span(node))
-                    elif _record_fields(decl.type.get_pointee() if decl.type.kind == ci.TypeKind.LVALUEREFERENCE
+                    elif record_fields(decl.type.get_pointee() if decl.type.kind == ci.TypeKind.LVALUEREFERENCE
                                         else decl.type):
                         yield _TensorSource("*", f"#{self.params[decl.hash]}", self._span(node))
                     continue
@@ -933,11 +924,11 @@ class _BodyFacts:
                     yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
                 continue
             if node.kind == K.INIT_LIST_EXPR:
-                fields = _record_fields(node.type) or (_record_fields(record) if record is not None else [])
-                elements = _initializer_list_fields(node, field_name, fields)
+                fields = record_fields(node.type) or (record_fields(record) if record is not None else [])
+                elements = initializer_list_fields(node, field_name, fields)
                 pending.extend((element, name, None) for element, name in reversed(elements))
                 continue
-            own_record = node.type if _record_fields(node.type) else record
+            own_record = node.type if record_fields(node.type) else record
             pending.extend((child, field_name, own_record) for child in reversed(children(node)))
 
     # -- host: launches ----------------------------------------------------------------------
@@ -1059,58 +1050,15 @@ class _BodyFacts:
                     max(whole.start, end.offset - width), whole.end)
 
     # -- device: vector accesses ---------------------------------------------------------------
-    def _origins(self, expression: ci.Cursor, depth: int = 0) -> _Origins:
+    def _origins(self, expression: ci.Cursor) -> Origins:
         """The parameters (and params-struct fields) a pointer expression may derive from."""
-        node = strip_casts(expression)
-        if depth > _MAX_FOLD_DEPTH:
-            return ()
-        kind = node.kind
-        if kind == K.DECL_REF_EXPR:
-            decl = _referenced(node)
-            if decl is None:
-                return ()
-            if decl.hash in self.params:
-                return (_Origin(self.params[decl.hash]),)
-            return self.state.origins.get(decl.hash, ())
-        if kind == K.MEMBER_REF_EXPR:
-            bases = children(node)
-            name = self._member_name(node)
-            base = self._origins(bases[0], depth + 1) if bases and name else ()
-            return tuple(origin.through(name) for origin in base)
-        if kind == K.UNARY_OPERATOR:  # `&p[i]`; a dereference yields an element, not a pointer
-            operands = _expression_children(node)
-            return self._subscript_base(operands[0], depth) if len(operands) == 1 else ()
-        if kind == K.BINARY_OPERATOR:
-            try:
-                arithmetic = node.binary_operator.name in ("Add", "Sub")
-            except ValueError:
-                arithmetic = False
-            return self._union(_expression_children(node), depth) if arithmetic else ()
-        if kind == K.CONDITIONAL_OPERATOR:  # either branch, never the condition
-            return self._union(_expression_children(node)[1:], depth)
-        if kind == K.CALL_EXPR:
-            return self._call_origins(node, depth)
-        return ()
+        return origins_of(expression, self._holds, self._member_name, callee_name)
 
-    def _union(self, operands: list[ci.Cursor], depth: int) -> _Origins:
-        return tuple(dict.fromkeys(o for operand in operands for o in self._origins(operand, depth + 1)))
-
-    def _subscript_base(self, operand: ci.Cursor, depth: int) -> _Origins:
-        subscript = strip_casts(operand)
-        if subscript.kind != K.ARRAY_SUBSCRIPT_EXPR:
-            return ()
-        return self._origins(children(subscript)[0], depth + 1)
-
-    def _call_origins(self, call: ci.Cursor, depth: int) -> _Origins:
-        name = callee_name(call)
-        parts = children(call)
-        if name == "offset" and len(parts) >= 2:  # pointer::offset(ptr, ...)
-            return self._origins(parts[1], depth + 1)
-        if name in ("operator+", "operator-") and len(parts) == 3:  # dependent pointer arithmetic
-            return self._union([parts[0], parts[2]], depth)
-        if name == "operator&" and len(parts) == 2:
-            return self._subscript_base(parts[1], depth)
-        return ()
+    def _holds(self, declaration: ci.Cursor) -> Origins:
+        """What a parameter or local variable of a device body points into."""
+        if declaration.hash in self.params:
+            return self.param_origins.get(declaration.hash, ())
+        return self.state.origins.get(declaration.hash, ())
 
     def _device_call(self, call: ci.Cursor, name: str) -> None:
         obj = _member_call_object(call)
@@ -1189,16 +1137,15 @@ class _BodyFacts:
 
     def _add_access(self, pointer: ci.Cursor, at: ci.Cursor, kind: str, vector: _VectorType) -> None:
         tested = self._alignment_tested_origins()
-        for origin in self._origins(pointer):
-            if origin in tested:
-                continue  # `if ((uintptr_t)p % 16 == 0) {vector} else {scalar}`: the kernel checks
+        untested = tuple(o for o in self._origins(pointer) if o not in tested)
+        for param, field_name in _outermost(untested):  # `if ((uintptr_t)p % 16 == 0)`: the kernel checks
             self.facts.vector_accesses.append(VectorAccess(
-                self.function.usr, origin.param_index, origin.field, self._span(at), kind, vector.width,
+                self.function.usr, param, field_name, self._span(at), kind, vector.width,
                 vector.text, self.function.path))
 
-    def _alignment_tested_origins(self) -> set[_Origin]:
+    def _alignment_tested_origins(self) -> set[Origin]:
         """Pointers whose address an enclosing `if` tests for alignment (`% w`, `& (w - 1)`)."""
-        tested: set[_Origin] = set()
+        tested: set[Origin] = set()
         for statement in self.ancestors:
             if statement.kind != K.IF_STMT:
                 continue
@@ -1230,10 +1177,10 @@ class _BodyFacts:
             analyze_elsewhere(self.model, declaration, self.path)
         template_args = self.consts.template_args(callee) or ()
         for index, origins in passed:
-            for origin in origins:
+            for param, field_name in _outermost(origins):
                 self.facts.pointer_passes.append(PointerPass(
-                    self.function.usr, callee_usr, name, self._span(call), index, origin.param_index,
-                    origin.field, template_args, template_params))
+                    self.function.usr, callee_usr, name, self._span(call), index, param,
+                    field_name, template_args, template_params))
 
 
 def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, consts: _Constants, depth: int = 0,
@@ -1370,30 +1317,10 @@ def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
     return condition if guard is None else ConstExpr("&&", args=(guard, condition))
 
 
-def _record_fields(type_: ci.Type) -> list[str]:
-    """Field names of a struct type in declaration order (of the class template for a
-    dependent specialization)."""
-    for candidate in (type_, type_.get_canonical()):
-        declaration = candidate.get_declaration()
-        fields = [c.spelling for c in declaration.get_children() if c.kind == K.FIELD_DECL]
-        if fields:
-            return fields
-    return []
-
-
-def _initializer_list_fields(init_list: ci.Cursor, field_name: str,
-                             fields: list[str]) -> list[tuple[ci.Cursor, str]]:
-    """Each element of an initializer list with the field it fills: its designator's, else
-    the field at its position (an enclosing list's field name, when given, wins)."""
-    elements = []
-    for index, element in enumerate(children(init_list)):
-        designator = next((c for c in children(element) if c.kind == K.MEMBER_REF), None)
-        if designator is not None:
-            name = designator.spelling
-        else:
-            name = fields[index] if index < len(fields) else ""
-        elements.append((element, field_name or name))
-    return elements
+def _outermost(origins: Origins) -> list[tuple[int, str]]:
+    """(parameter, outermost field) of each origin, once: the part a launcher fills (a
+    tensor's data pointer in `params.src`, or a whole struct handed to a helper)."""
+    return list(dict.fromkeys((origin.param, origin.field) for origin in origins))
 
 
 def _constructs_matcher(root: ci.Cursor) -> bool:

@@ -1,0 +1,305 @@
+"""Pointer provenance: where a pointer value of a kernel or device function comes from.
+
+One value type, `Origin`: parameter `param` of a callable (the function itself, or one of
+its lambdas: `scope`), then a field path `fields` inside a params struct received by value
+or by reference, with the `shape` of the value there. Both extractors describe pointers
+with it: `dataflow_facts` (loads, stores and escapes through received pointers, KC101 /
+KC102 / KC2xx) and `launcher_facts` (vectorized accesses and pointers handed to device
+functions, KC120 / KC121).
+
+The combination rules, each written once here:
+
+* a parameter has the shape of its type (`classify`, `parameter`): a pointer, a params
+  struct, nothing for scalars and unknown types;
+* `s.f` of a params struct is its field, with the field's shape (`member`, `field_shape`);
+  members of anything else (`p->f` loads through `p`) are not received pointers;
+* `p + n`, `n + p`, `p - n`, `pointer::offset(p, n)` stay `p` (`offset`); `p - q` is a
+  distance, not a pointer;
+* casts, parentheses and local copies leave a value unchanged;
+* `c ? a : b` is either branch (`union`), never the condition;
+* `ptrs[i]` / `*ptrs` of an array of pointers (or of structs) inside a params struct is
+  an element of it (`element`); `&p[i]` is `p` again (`address_of`);
+* what a callee does to `param.fields` is, at a call, what it does to the caller's
+  argument extended by those fields (`Origin.extended`).
+
+`origins_of` evaluates a pointer expression under these rules without side effects (the
+launcher facts); the data-flow walk applies the same rules while it records accesses.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import clang.cindex as ci
+
+from .capi import UNARY_ADDRESS_OF, UNARY_DEREF, unary_operator
+from .cursors import RECORD_KINDS, K, children, strip_casts
+
+T = ci.TypeKind
+
+_ARRAY_KINDS = (T.CONSTANTARRAY, T.INCOMPLETEARRAY, T.DEPENDENTSIZEDARRAY, T.VARIABLEARRAY)
+_UNKNOWN_TYPE_KINDS = (T.DEPENDENT, T.UNEXPOSED, T.INVALID)
+# Calls whose result is their first pointer argument (`device::pointer::offset(p, n)`).
+POINTER_OFFSET = "offset"
+PASS_THROUGH = ("__builtin_assume_aligned",)
+_MAX_DEPTH = 12  # nested operands followed by `origins_of`
+
+
+class Shape(enum.Enum):
+    POINTER = "pointer"  # points into memory the function received
+    STRUCT = "struct"  # a params struct (by value or by reference): its pointer fields are roots
+    POINTER_ARRAY = "pointer array"  # an array of pointers inside a params struct
+    STRUCT_ARRAY = "struct array"
+    ELEMENT = "element"  # a reference bound to memory behind a pointer: using it is an access
+    # A value of a type only the instantiation knows (`T p`, `typename Cond<kPack>::type params`):
+    # a pointer or a params struct. It is followed (its members, offsets, copies), but no
+    # access through it is recorded, since what it is stays unknown.
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value came from: parameter `param` of callable `scope`, then `fields`."""
+
+    param: int
+    fields: tuple[str, ...] = ()
+    shape: Shape = Shape.POINTER
+    scope: int = 0  # 0: the function walked; 1, 2...: its lambdas
+    record: ci.Cursor | None = field(default=None, compare=False, hash=False)  # for STRUCT shapes
+
+    @property
+    def field(self) -> str:
+        """The outermost field ("" for the parameter itself): the part a launcher fills."""
+        return self.fields[0] if self.fields else ""
+
+    def reshaped(self, shape: Shape, record: ci.Cursor | None = None) -> Origin:
+        return Origin(self.param, self.fields, shape, self.scope, record)
+
+    def member(self, name: str, shape: Shape, record: ci.Cursor | None) -> Origin:
+        return Origin(self.param, (*self.fields, name), shape, self.scope, record)
+
+    def extended(self, fields: tuple[str, ...]) -> Origin | None:
+        """What a callee reaches as `its parameter.fields`, seen from the caller whose
+        argument is `self`: the pointer itself, or a pointer field of a passed struct."""
+        if not fields:
+            return self.reshaped(Shape.POINTER) if self.shape is Shape.POINTER else None
+        if self.shape is not Shape.STRUCT:
+            return None
+        return Origin(self.param, (*self.fields, *fields), Shape.POINTER, self.scope)
+
+
+Origins = tuple[Origin, ...]  # () when the expression is not a tracked pointer or struct
+
+
+# -- combination rules ----------------------------------------------------------------------------
+
+def union(*values: Iterable[Origin]) -> Origins:
+    """Every origin of several values (branches of a conditional, assignments), once each."""
+    return tuple(dict.fromkeys(origin for value in values for origin in value))
+
+
+def pointers(values: Origins) -> Origins:
+    return tuple(o for o in values if o.shape is Shape.POINTER)
+
+
+def offset(left: Origins, right: Origins) -> Origins:
+    """`p + n` / `n + p` / `p - n`: the pointer side (`p - q` is a distance, not a pointer).
+    Without a known pointer on either side, whichever side of unknown type is the pointer."""
+    left_pointers, right_pointers = pointers(left), pointers(right)
+    if left_pointers and right_pointers:
+        return ()
+    return left_pointers or right_pointers or _unknown(union(left, right))
+
+
+def _unknown(values: Origins) -> Origins:
+    return tuple(o for o in values if o.shape is Shape.UNKNOWN)
+
+
+def element(bases: Origins) -> Origins:
+    """`a[i]` / `*a` of an array of pointers or structs in a params struct: its element."""
+    result: list[Origin] = []
+    for origin in bases:
+        if origin.shape is Shape.POINTER_ARRAY:
+            result.append(origin.reshaped(Shape.POINTER))
+        elif origin.shape is Shape.STRUCT_ARRAY:
+            result.append(origin.reshaped(Shape.STRUCT, origin.record))
+    return tuple(result)
+
+
+def address_of(bases: Origins) -> Origins:
+    """`&a[i]` / `&*a`: the pointer itself, or an element's address inside an array field."""
+    return union(pointers(bases), element(bases), _unknown(bases))
+
+
+def member(bases: Origins, name: str, expression: ci.Cursor) -> Origins:
+    """`s.name` for each params struct `s` among `bases`, with the field's shape (a member of
+    a value of unknown type is unknown too)."""
+    result: list[Origin] = []
+    for origin in bases:
+        if origin.shape is Shape.STRUCT:
+            shape = field_shape(origin.record, name, expression)
+            if shape is not None:
+                result.append(origin.member(name, *shape))
+        elif origin.shape is Shape.UNKNOWN:
+            result.append(origin.member(name, Shape.UNKNOWN, None))
+    return tuple(result)
+
+
+def at_call(arguments: Sequence[Origins], target: Origin) -> Origins:
+    """What a callee's `target` (its parameter, then a field path) is at a call whose
+    arguments have the origins `arguments` (how a callee summary is replayed)."""
+    if target.param >= len(arguments):
+        return ()
+    mapped = (origin.extended(target.fields) for origin in arguments[target.param])
+    return tuple(origin for origin in mapped if origin is not None)
+
+
+# -- record and field classification --------------------------------------------------------------
+
+def classify(type_: ci.Type) -> tuple[Shape, ci.Cursor | None] | None:
+    """The shape of a parameter or field type (and the record of a struct), or None for
+    scalars and function pointers; UNKNOWN for a type only the instantiation knows."""
+    if type_.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
+        return classify(type_.get_pointee())
+    canonical = type_.get_canonical()
+    if canonical.kind == T.POINTER:
+        pointee = canonical.get_pointee()
+        return None if pointee.kind in (T.FUNCTIONPROTO, T.FUNCTIONNOPROTO) else (Shape.POINTER, None)
+    if canonical.kind in _ARRAY_KINDS:
+        inner = classify(canonical.element_type)
+        if inner is None:
+            return None
+        if inner[0] is Shape.POINTER:
+            return Shape.POINTER_ARRAY, None
+        return (Shape.STRUCT_ARRAY, inner[1]) if inner[0] is Shape.STRUCT else None
+    declaration = type_.get_declaration()
+    if declaration.kind not in RECORD_KINDS:
+        declaration = canonical.get_declaration()
+    if declaration.kind in RECORD_KINDS:
+        return Shape.STRUCT, declaration
+    return (Shape.UNKNOWN, None) if canonical.kind in _UNKNOWN_TYPE_KINDS else None
+
+
+def field_shape(owner: ci.Cursor | None, name: str, expression: ci.Cursor) -> tuple[Shape, ci.Cursor | None] | None:
+    """The shape of field `name`: from the member expression, else from the struct declaration
+    (a member of a dependent `Params<T>` has no type until instantiation)."""
+    if expression.type.kind not in _UNKNOWN_TYPE_KINDS:
+        return classify(expression.type)
+    if owner is None or not name:
+        return None
+    declared = next((f for f in _field_declarations(owner) if f.spelling == name), None)
+    return classify(declared.type) if declared is not None else None
+
+
+def record_fields(type_: ci.Type) -> list[str]:
+    """Field names of a struct type in declaration order (of the class template for a
+    dependent specialization)."""
+    for candidate in (type_, type_.get_canonical()):
+        names = [f.spelling for f in _field_declarations(candidate.get_declaration())]
+        if names:
+            return names
+    return []
+
+
+def initializer_list_fields(init_list: ci.Cursor, field_name: str,
+                            fields: list[str]) -> list[tuple[ci.Cursor, str]]:
+    """Each element of an initializer list with the field it fills: its designator's, else
+    the field at its position (an enclosing list's field name, when given, wins)."""
+    elements = []
+    for index, value in enumerate(children(init_list)):
+        designator = next((c for c in children(value) if c.kind == K.MEMBER_REF), None)
+        if designator is not None:
+            name = designator.spelling
+        else:
+            name = fields[index] if index < len(fields) else ""
+        elements.append((value, field_name or name))
+    return elements
+
+
+def _field_declarations(record: ci.Cursor) -> list[ci.Cursor]:
+    return [c for c in record.get_children() if c.kind == K.FIELD_DECL]
+
+
+def parameter(param: ci.Cursor, index: int, scope: int = 0) -> Origin | None:
+    """The origin a pointer, params-struct or unknown-typed parameter starts as (None for
+    scalars and arrays)."""
+    shape = classify(param.type)
+    if shape is None or shape[0] not in (Shape.POINTER, Shape.STRUCT, Shape.UNKNOWN):
+        return None
+    return Origin(index, (), shape[0], scope, shape[1])
+
+
+# -- side-effect-free evaluation ------------------------------------------------------------------
+
+def origins_of(expression: ci.Cursor, lookup: Callable[[ci.Cursor], Origins],
+               member_name: Callable[[ci.Cursor], str], call_name: Callable[[ci.Cursor], str],
+               depth: int = 0) -> Origins:
+    """The origins a pointer expression may have. `lookup` gives what a referenced parameter
+    or local variable holds, `member_name` a member expression's name and `call_name` a
+    call's callee name (both also for dependent expressions libclang leaves unnamed)."""
+    if depth > _MAX_DEPTH:
+        return ()
+
+    def of(operand: ci.Cursor) -> Origins:
+        return origins_of(operand, lookup, member_name, call_name, depth + 1)
+
+    node = strip_casts(expression)
+    kind = node.kind
+    operands = [c for c in children(node) if c.kind.is_expression()]
+    if kind == K.DECL_REF_EXPR:
+        declaration = node.referenced
+        return lookup(declaration) if declaration is not None else ()
+    if kind == K.MEMBER_REF_EXPR:
+        name = member_name(node)
+        return member(of(operands[0]), name, node) if operands and name else ()
+    if kind == K.ARRAY_SUBSCRIPT_EXPR and len(operands) == 2:
+        return element(of(operands[0]))
+    if kind == K.UNARY_OPERATOR and len(operands) == 1:
+        operator = unary_operator(node)
+        if operator == UNARY_ADDRESS_OF:
+            return _address(operands[0], of)
+        return element(of(operands[0])) if operator == UNARY_DEREF else ()
+    if kind == K.BINARY_OPERATOR and len(operands) == 2:
+        operator = _binary_operator(node)
+        if operator in (ci.BinaryOperator.Add, ci.BinaryOperator.Sub):
+            return offset(of(operands[0]), of(operands[1]))
+        return of(operands[1]) if operator == ci.BinaryOperator.Comma else ()
+    if kind == K.CONDITIONAL_OPERATOR and len(operands) == 3:
+        return union(of(operands[1]), of(operands[2]))
+    if kind == K.CALL_EXPR:
+        return _call_origins(node, call_name(node), children(node), of)
+    return ()
+
+
+def _call_origins(call: ci.Cursor, name: str, parts: list[ci.Cursor],
+                  of: Callable[[ci.Cursor], Origins]) -> Origins:
+    """Calls that compute a pointer from a pointer argument, also dependent operator calls
+    (libclang lists a dependent `a + b` as operand, operator, operand)."""
+    if (name == POINTER_OFFSET or name in PASS_THROUGH) and len(parts) >= 2:
+        return of(parts[1])
+    if name in ("operator+", "operator-") and len(parts) == 3:
+        return offset(of(parts[0]), of(parts[2]))
+    if name == "operator&" and len(parts) == 2:
+        return _address(parts[1], of)
+    if name == "operator*" and len(parts) == 2:
+        return element(of(parts[1]))
+    return ()
+
+
+def _address(operand: ci.Cursor, of: Callable[[ci.Cursor], Origins]) -> Origins:
+    """`&a[i]` (and `&*a`): the address of an element is inside the same buffer."""
+    inner = strip_casts(operand)
+    parts = [c for c in children(inner) if c.kind.is_expression()]
+    is_dereference = inner.kind == K.UNARY_OPERATOR and unary_operator(inner) == UNARY_DEREF
+    if (inner.kind == K.ARRAY_SUBSCRIPT_EXPR and len(parts) == 2) or (is_dereference and len(parts) == 1):
+        return address_of(of(parts[0]))
+    return ()
+
+
+def _binary_operator(node: ci.Cursor) -> ci.BinaryOperator | None:
+    try:
+        return node.binary_operator
+    except ValueError:  # an operator these bindings do not know
+        return None
