@@ -25,7 +25,8 @@ from .dataflow_facts import DataflowExtractor
 from .divergence_facts import DivergenceWalk
 from .doxygen import Comments
 from .integer_facts import extract_integer_and_scope_facts
-from .launcher_facts import collect_function_facts, function_usr
+from .consteval import function_usr
+from .launcher_facts import collect_function_facts
 from .parse import ParsedUnit
 from .tree import share_reads
 
