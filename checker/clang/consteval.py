@@ -30,7 +30,7 @@ _CONSTEXPR_HELPERS = {"min": "min", "max": "max", "gcd": "gcd"}
 _DEVICE_CONSTANTS = {"warpSize": 32}
 MAX_FOLD_DEPTH = 12  # variable initializers / helper calls followed in a row
 ARGUMENT_PREFIX = "arg:"
-_VECTOR_TEMPLATES = frozenset({"AlignedVector", "AlignedStorage"})  # <T, N>: N elements of T
+VECTOR_TEMPLATES = frozenset({"AlignedVector", "AlignedStorage"})  # <T, N>: N elements of T
 _CUDA_VECTOR_NAME = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[234]")
 _PACKED_NAMES = frozenset({"__half2", "half2", "__nv_bfloat162", "nv_bfloat162", "__nv_fp8x2_e4m3",
                            "__nv_fp8x2_e5m2", "__nv_fp8x4_e4m3", "__nv_fp8x4_e5m2"})
@@ -93,7 +93,7 @@ class VectorType:
 def is_vector_record(name: str) -> bool:
     """A type that packs several elements into one access (AlignedVector, int4, half2...)."""
     bare = bare_record_name(name)
-    return bare in _VECTOR_TEMPLATES or bare in _PACKED_NAMES or bool(_CUDA_VECTOR_NAME.fullmatch(bare))
+    return bare in VECTOR_TEMPLATES or bare in _PACKED_NAMES or bool(_CUDA_VECTOR_NAME.fullmatch(bare))
 
 
 class Constants:
@@ -309,14 +309,14 @@ class Constants:
 
     def _vector_from_spelling(self, declaration: ci.Cursor, text: str) -> VectorType | None:
         template, args = template_spelling(declaration)
-        if template in _VECTOR_TEMPLATES and len(args) == 2 and args[0].kind == K.TYPE_REF:
+        if template in VECTOR_TEMPLATES and len(args) == 2 and args[0].kind == K.TYPE_REF:
             width = ConstExpr("*", args=(self.type_size(args[0]), self.value(args[1])))
             return VectorType(width, text)
-        if template in _VECTOR_TEMPLATES and len(args) == 1 and args[0].kind.is_expression():
+        if template in VECTOR_TEMPLATES and len(args) == 1 and args[0].kind.is_expression():
             element = _builtin_element_size(declaration)  # `AlignedVector<float, N>`: no TYPE_REF
             if element is not None:
                 return VectorType(ConstExpr("*", args=(ConstExpr("int", element), self.value(args[0]))), text)
-        if template in _VECTOR_TEMPLATES:
+        if template in VECTOR_TEMPLATES:
             return VectorType(ConstExpr("unknown", text=text), text)
         if template == "packed_t" and len(args) == 1 and args[0].kind == K.TYPE_REF:
             return VectorType(ConstExpr("*", args=(ConstExpr("int", 2), self.type_size(args[0]))), text)
@@ -329,7 +329,7 @@ class Constants:
         if decl.kind not in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
             return None
         template, args = template_spelling(decl)
-        if template not in _VECTOR_TEMPLATES or len(args) != 2 or args[0].kind != K.TYPE_REF:
+        if template not in VECTOR_TEMPLATES or len(args) != 2 or args[0].kind != K.TYPE_REF:
             return None
         count = self.value(args[1])
         return ConstExpr("*", args=(self.type_size(args[0]), count)), count

@@ -48,9 +48,9 @@ from ..model import (
     VerifiedTensor,
 )
 from .consteval import (
-    MAX_FOLD_DEPTH, Constants, VectorType, bare_record_name, callee_name, canonical_name, expression_children,
-    function_declaration, function_usr, initializer_of, overloaded_decls, referenced_of, template_param_names,
-    template_spelling, trailing_name,
+    MAX_FOLD_DEPTH, VECTOR_TEMPLATES, Constants, VectorType, bare_record_name, callee_name, canonical_name,
+    expression_children, function_declaration, function_usr, initializer_of, overloaded_decls, referenced_of,
+    template_param_names, template_spelling, trailing_name,
 )
 from .cursors import (
     EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, is_implicit_instantiation, span_of, strip_casts,
@@ -763,7 +763,7 @@ class _BodyFacts:
                 element = self.consts.vector_type(type_.get_template_argument_type(0))
                 return ("tile_memory", element) if element is not None else None
             vector = self.consts.vector_type(type_)
-            is_aligned_vector = bare_record_name(canonical_name(type_)) in _VECTOR_TEMPLATES
+            is_aligned_vector = bare_record_name(canonical_name(type_)) in VECTOR_TEMPLATES
             return ("aligned_vector", vector) if vector is not None and is_aligned_vector else None
         vector = self.consts.vector_type(type_, written=decl)
         if vector is not None:
