@@ -14,7 +14,7 @@ The cursor helpers below are the ones the evaluation needs; the other analyses s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import clang.cindex as ci
 
@@ -137,7 +137,11 @@ class Constants:
                 return ConstExpr("?:", args=tuple(self.value(p, depth) for p in parts))
         if kind == K.CXX_UNARY_EXPR:
             return self._sizeof(cursor)
-        if kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR):
+        if kind == K.DECL_REF_EXPR:
+            value = self._reference(cursor, depth)
+            # a named value not known here (`enable_pdl`, `Trait::kUsePDL`) keeps its name
+            return replace(value, name=self.text(cursor)) if value.op == "unknown" and not value.name else value
+        if kind == K.MEMBER_REF_EXPR:
             return self._reference(cursor, depth)
         if kind == K.CALL_EXPR:
             return self._call(cursor, depth)

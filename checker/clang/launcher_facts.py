@@ -1,9 +1,8 @@
 """Launcher and kernel-interface facts, one walk per function body.
 
 Host functions: `TensorMatcher` chains, `data_ptr()` uses and the launch arguments they
-feed (directly, through local pointers, or through params-struct fields), the kernels'
-explicit template arguments at each launch, TensorView inspections and the context they
-sit in, TensorViews handed to other functions, and calls of CUDA APIs / arch queries /
+feed (directly, through local pointers, or through params-struct fields: `Launch.tensors`
+of the launches launches.py resolved), TensorView inspections and the context they sit in, TensorViews handed to other functions, and calls of CUDA APIs / arch queries /
 host check functions with how their result is used.
 
 Kernels and device functions: vectorized global accesses through pointers that came in
@@ -11,16 +10,15 @@ as parameters (or pointer fields of a by-value params struct), followed through 
 copies, casts, arithmetic and `pointer::offset`, plus the pointers passed on to other
 device functions.
 
-Compile-time values stay symbolic over template parameters (`ConstExpr`) so that a rule
-can evaluate them per instantiation; anything clang can fold on its own (literals,
-constexpr variables, enumerators, `sizeof` of complete types) is folded by clang.
+Compile-time values stay symbolic over template parameters (`ConstExpr`, consteval.py) so
+that a rule can evaluate them per instantiation.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import clang.cindex as ci
 
@@ -29,12 +27,9 @@ from ..model import (
     AlignmentTest,
     DataHandOff,
     ApiCall,
-    BoundKernel,
     ConstExpr,
     Function,
     FunctionKind,
-    LaunchFacts,
-    LaunchSite,
     LaunchTensorArgument,
     MatcherChain,
     MatcherDType,
@@ -268,7 +263,7 @@ class _Subject:
     usr: str
     name: str
     is_device: bool
-    launch_sites: tuple[LaunchSite, ...] = ()
+    launches: tuple[int, ...] = ()  # indices in `SourceModel.launches` of the launches in the body
     path: str = ""  # "" for the checked file
 
 
@@ -313,7 +308,7 @@ class _BodyFacts:
         self.device = subject.is_device
         self.params = {p.hash: index for index, p in enumerate(
             c for c in cursor.get_children() if c.kind == K.PARM_DECL)}
-        self.launches = {(s.span.start, s.span.end): s for s in subject.launch_sites}
+        self.launches = {(model.launches[i].span.start, model.launches[i].span.end): i for i in subject.launches}
         self.ancestors: list[ci.Cursor] = []  # of the node being visited, outermost first
 
     def run(self, cursor: ci.Cursor, body: ci.Cursor) -> None:
@@ -379,9 +374,9 @@ class _BodyFacts:
         if self.device:
             self._device_call(call, name)
             return
-        site = self.launches.get(_offsets(call))
-        if site is not None:
-            self._add_launch(call, site)
+        launch = self.launches.get(_offsets(call))
+        if launch is not None:
+            self._add_launch(call, launch)
         self._add_handoffs(call, name, _call_arguments(call))
         self._add_data_handoffs(call)
         if "align" in name.lower() and name != "ensure_alignment":
@@ -547,32 +542,18 @@ class _BodyFacts:
             pending.extend((child, field_name, own_record) for child in reversed(children(node)))
 
     # -- host: launches ----------------------------------------------------------------------
-    def _add_launch(self, call: ci.Cursor, site: LaunchSite) -> None:
+    def _add_launch(self, call: ci.Cursor, index: int) -> None:
+        """The tensors whose data the arguments of the launch at `model.launches[index]` carry."""
+        launch = self.model.launches[index]
         by_extent = {_offsets(c): c for c in call.get_children()}
-        kernel_ref = by_extent.get((site.kernel_span.start, site.kernel_span.end)) if site.kernel_span else None
-        tensor_arguments = []
-        for index, span in enumerate(site.argument_spans):
+        tensors = []
+        for position, span in enumerate(launch.argument_spans):
             argument = by_extent.get((span.start, span.end))
             if argument is None:
                 continue
             for source in self._tensor_sources(argument, ""):
-                tensor_arguments.append(LaunchTensorArgument(index, source.field, source.tensor, source.data_use))
-        kernels = self._launched_kernels(kernel_ref) if kernel_ref is not None else ()
-        self.facts.launches.append(LaunchFacts(site.span, self.function.usr, kernels, tuple(tensor_arguments)))
-
-    def _launched_kernels(self, kernel_ref: ci.Cursor) -> tuple[BoundKernel, ...]:
-        kernels = []
-        scope = self.ancestors[0] if self.ancestors else None
-        for reference, guard in _kernel_references(kernel_ref, None, self.consts, scope=scope):
-            named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-            declaration = function_declaration(named[0] if named else referenced_of(reference))
-            if declaration is None:
-                continue
-            analyze_elsewhere(self.model, declaration, self.path)
-            kernels.append(BoundKernel(declaration.get_usr(), declaration.spelling,
-                                          self.consts.template_args(reference) or (),
-                                          template_param_names(declaration), guard))
-        return tuple(dict.fromkeys(kernels))  # a helper reached from several calls names a kernel once
+                tensors.append(LaunchTensorArgument(position, source.field, source.tensor, source.data_use))
+        self.model.launches[index] = replace(launch, tensors=tuple(tensors))
 
     # -- host: matcher chains ----------------------------------------------------------------
     def _add_dtype_options(self, call: ci.Cursor, obj: ci.Cursor) -> None:
@@ -842,140 +823,6 @@ class _BodyFacts:
                     origin.field, template_args, template_params))
 
 
-def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, consts: Constants, depth: int = 0,
-                       scope: ci.Cursor | None = None) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
-    """The `kern<args...>` references a launch's kernel expression may come down to, each
-    with the condition under which it is the one: through `&kern<...>`, ternaries,
-    `constexpr auto kernel = ...` variables (also `static constexpr auto` member variable
-    templates), immediately invoked lambdas, helper functions that return one of several
-    kernels (`get_kernel<T>(n)`), and the parameter of a lambda that launches whatever it is
-    called with (searched in `scope`, the launcher)."""
-    node = strip_casts(expression)
-    if depth > MAX_FOLD_DEPTH:
-        return
-    operands = expression_children(node)
-    if node.kind == K.UNARY_OPERATOR and operands:
-        yield from _kernel_references(operands[-1], guard, consts, depth + 1, scope)
-    elif node.kind == K.CONDITIONAL_OPERATOR and len(operands) == 3:
-        condition = consts.value(operands[0])
-        yield from _kernel_references(operands[1], _both(guard, condition), consts, depth + 1, scope)
-        yield from _kernel_references(operands[2], _both(guard, ConstExpr("not", args=(condition,))), consts,
-                                      depth + 1, scope)
-    elif node.kind == K.DECL_REF_EXPR:
-        decl = referenced_of(node)
-        if decl is not None and decl.kind == K.PARM_DECL and scope is not None:
-            for argument in _lambda_arguments(decl, scope):
-                yield from _kernel_references(argument, guard, consts, depth + 1, scope)
-            return
-        initializer = _variable_initializer(node, decl)
-        if initializer is None:
-            yield node, guard
-        elif initializer.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
-            yield initializer, guard
-        else:
-            yield from _kernel_references(initializer, guard, consts, depth + 1, scope)
-    elif node.kind == K.CALL_EXPR and operands and strip_casts(operands[0]).kind == K.LAMBDA_EXPR:
-        body = next((c for c in strip_casts(operands[0]).get_children() if c.kind == K.COMPOUND_STMT), None)
-        for returned, condition in _returns(children(body) if body is not None else [], guard, consts):
-            yield from _kernel_references(returned, condition, consts, depth + 1, scope)
-    elif node.kind == K.CALL_EXPR and operands:
-        for returned in _helper_returns(operands[0], consts):  # any of them: the helper's conditions are its own
-            yield from _kernel_references(returned, guard, consts, depth + 1, scope)
-
-
-def _variable_initializer(node: ci.Cursor, decl: ci.Cursor | None) -> ci.Cursor | None:
-    """What a reference to a variable (or a dependent reference to a member variable
-    template, `kernel<IdxT, kVec>`) is initialized with."""
-    if decl is not None and decl.kind == K.VAR_DECL:
-        return initializer_of(decl)
-    named = [c for c in node.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-    candidates = overloaded_decls(named[0]) if named else []
-    if len(candidates) != 1:
-        return None
-    if candidates[0].kind == K.VAR_DECL:
-        return initializer_of(candidates[0])
-    if candidates[0].kind == K.UNEXPOSED_DECL:
-        return _variable_template_function(candidates[0])
-    return None
-
-
-def _variable_template_function(template: ci.Cursor) -> ci.Cursor | None:
-    """The function a variable template is initialized with (`template <...> static
-    constexpr auto kernel = my_kernel<T, ...>;`): libclang exposes neither the variable nor
-    its initializer, so the name after `=` is looked up in the enclosing namespaces."""
-    spellings = [token.spelling for token in template.get_tokens()]
-    if "=" not in spellings:
-        return None
-    name = next((word for word in spellings[spellings.index("=") + 1:] if word not in ("&", "::")), "")
-    scope = template.semantic_parent
-    while scope is not None and scope.kind != K.TRANSLATION_UNIT:
-        found = [c for c in children(scope) if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == name]
-        if found:
-            return found[0]
-        scope = scope.semantic_parent
-    return None
-
-
-def _helper_returns(callee: ci.Cursor, consts: Constants) -> list[ci.Cursor]:
-    """The expressions returned by the function a call names (when it names one definition)."""
-    reference = strip_parens(callee)
-    named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-    declaration = function_declaration(named[0] if named else referenced_of(reference))
-    definition = declaration.get_definition() if declaration is not None else None
-    body = next((c for c in children(definition) if c.kind == K.COMPOUND_STMT), None) if definition else None
-    if body is None:
-        return []
-    return [returned for returned, _ in _returns(children(body), None, consts)]
-
-
-def _lambda_arguments(parameter: ci.Cursor, scope: ci.Cursor) -> list[ci.Cursor]:
-    """The arguments bound to a lambda's parameter at the calls of that lambda in `scope`
-    (`auto launch = [&](auto kernel) {...}; launch(a ? k1 : k2);`)."""
-    lambdas = [n for n in walk(scope) if n.kind == K.LAMBDA_EXPR
-               and any(c == parameter for c in children(n) if c.kind == K.PARM_DECL)]
-    if len(lambdas) != 1:
-        return []
-    index = [c for c in children(lambdas[0]) if c.kind == K.PARM_DECL].index(parameter)
-    variables = [n for n in walk(scope) if n.kind == K.VAR_DECL and initializer_of(n) is not None
-                 and strip_casts(initializer_of(n)) == lambdas[0]]
-    if len(variables) != 1:
-        return []
-    arguments = []
-    for call in (n for n in walk(scope) if n.kind == K.CALL_EXPR):
-        parts = expression_children(call)
-        if parts and strip_casts(parts[0]).kind == K.DECL_REF_EXPR and referenced_of(strip_casts(parts[0])) == variables[0]:
-            if index + 1 < len(parts):
-                arguments.append(parts[index + 1])
-    return arguments
-
-
-def _returns(statements: list[ci.Cursor], guard: ConstExpr | None,
-             consts: Constants) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
-    """The expressions a lambda body returns, with the `if` conditions leading to each."""
-    for index, statement in enumerate(statements):
-        if statement.kind == K.RETURN_STMT:
-            values = expression_children(statement)
-            if values:
-                yield values[0], guard
-            return
-        if statement.kind == K.COMPOUND_STMT:
-            yield from _returns(children(statement) + statements[index + 1:], guard, consts)
-            return
-        if statement.kind == K.IF_STMT:
-            parts = children(statement)
-            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
-                return
-            condition = consts.value(parts[0])
-            yield from _returns([parts[1]], _both(guard, condition), consts)
-            otherwise = [parts[2]] if len(parts) == 3 else statements[index + 1:]
-            yield from _returns(otherwise, _both(guard, ConstExpr("not", args=(condition,))), consts)
-            return
-
-
-def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
-    return condition if guard is None else ConstExpr("&&", args=(guard, condition))
-
-
 def _record_fields(type_: ci.Type) -> list[str]:
     """Field names of a struct type in declaration order (of the class template for a
     dependent specialization)."""
@@ -1034,10 +881,10 @@ def collect_function_facts(model: SourceModel, function: Function, cursor: ci.Cu
     """Add the launcher / kernel-interface facts of one function body to `model`."""
     if is_implicit_instantiation(cursor):
         return  # the template's own body already gave (more general) facts
-    sites = tuple(s for s in model.launch_sites if s.launcher == function.qualified_name
-                  and function.body is not None and function.body.contains(s.span))
+    launches = tuple(index for index, launch in enumerate(model.launches) if launch.launcher == function.qualified_name
+                     and function.body is not None and function.body.contains(launch.span))
     is_device = function.kind in (FunctionKind.KERNEL, FunctionKind.DEVICE)
-    subject = _Subject(function.usr, function.name, is_device, sites)
+    subject = _Subject(function.usr, function.name, is_device, launches)
     _BodyFacts(model, subject, cursor, data, path).run(cursor, body)
 
 
