@@ -82,19 +82,12 @@ def _describe(text: str, source: str) -> str:
 
 def _bound_parameters(site: Launch, kernel: Function,
                       arguments: list[ShapeArgument]) -> Iterator[tuple[ShapeArgument, Param]]:
-    """The kernel parameter each shape argument of the launch binds to, matched by text in
-    order (`n, n` binds the first `n` to the first parameter and the second to the second)."""
-    texts = [text.strip() for text in site.argument_texts]
-    taken: set[int] = set()
+    """The kernel parameter each shape argument of the launch binds to (by position)."""
+    positions = {span: index for index, span in enumerate(site.argument_spans)}
     for argument in arguments:
-        if not site.span.contains(argument.span):
-            continue
-        text = argument.text.strip()
-        index = next((i for i, t in enumerate(texts) if t == text and i not in taken), None)
-        if index is None or index >= len(kernel.params):
-            continue
-        taken.add(index)
-        yield argument, kernel.params[index]
+        index = positions.get(argument.span)
+        if index is not None and index < len(kernel.params):
+            yield argument, kernel.params[index]
 
 
 def _is_narrow(param: Param) -> bool:
