@@ -71,7 +71,7 @@ def flag_mismatch(instantiated: tuple[str, ConstExpr] | None, pdl: PdlFlag) -> s
         return None
     text, value = instantiated
     flag = value.evaluate({})
-    if flag not in (None, 0) or " ".join(text.split()) == pdl.text:
+    if flag not in (None, 0) or text == pdl.text:  # both as written, whitespace collapsed
         return None
     if flag == 0:
         # Only a launch that always enables PDL is known to run it: with a flag
