@@ -421,7 +421,7 @@ class Launch:
     syntax: str  # "launch_kernel" or "triple_chevron"
     launcher: str  # qualified name of the enclosing function
     launcher_usr: str
-    # Every kernel it can launch, in the order the expression names them; () when unresolved.
+    # Every kernel it can launch, the one the expression names first; () when unresolved.
     kernels: tuple[LaunchedKernel, ...]
     argument_texts: tuple[str, ...]
     argument_spans: tuple[Span, ...]  # one per kernel argument

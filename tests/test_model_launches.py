@@ -3,6 +3,7 @@ its kernels, template arguments and PDL flag evaluated (hermetic parse of small 
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 

@@ -111,14 +111,16 @@ class LaunchResolver:
 
     # -- kernels -----------------------------------------------------------------------------
     def _kernels(self, expression: ci.Cursor) -> dict[LaunchedKernel, ci.Cursor]:
-        """Every kernel `expression` can name, with its declaration: those it comes down to
-        structurally (with their guards) first, then those named anywhere inside it; one entry
-        per (kernel, written template arguments)."""
+        """Every kernel `expression` can name (the one it names directly first), with its
+        declaration; one entry per (kernel, written template arguments)."""
         found: dict[tuple[str, tuple[str, ...]], tuple[LaunchedKernel, ci.Cursor]] = {}
 
-        def add(reference: ci.Cursor | None, declaration: ci.Cursor, guard: ConstExpr | None) -> None:
+        def add(reference: ci.Cursor | None, declaration: ci.Cursor,
+                guard: ConstExpr | None) -> tuple[str, tuple[str, ...]]:
             kernel = self._candidate(reference, declaration, guard)
-            found.setdefault((kernel.usr, kernel.template_arg_texts), (kernel, declaration))
+            key = (kernel.usr, kernel.template_arg_texts)
+            found.setdefault(key, (kernel, declaration))
+            return key
 
         for reference, guard in _kernel_references(expression, None, self):
             named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
@@ -127,6 +129,10 @@ class LaunchResolver:
                 add(reference, declaration, guard)
         for reference, declaration in self._named_kernels(expression):
             add(reference, declaration, None)
+        direct = self._direct_kernel(expression)
+        if direct is not None:
+            key = add(*direct, None)
+            found = {key: found[key], **found}
         return {kernel: declaration for kernel, declaration in found.values()}
 
     def _candidate(self, reference: ci.Cursor | None, declaration: ci.Cursor,
@@ -162,6 +168,27 @@ class LaunchResolver:
     def _token_text(self, tokens: list[ci.Token]) -> str:
         extent = ci.SourceRange.from_locations(tokens[0].extent.start, tokens[-1].extent.end)
         return " ".join(self.source.of(extent).decode("utf-8", errors="replace").split())
+
+    def _direct_kernel(self, expression: ci.Cursor) -> tuple[ci.Cursor, ci.Cursor] | None:
+        """(reference, function) of the first function the expression names, following a
+        variable to its initializer: the kernel a launch names when nothing selects one."""
+        for node in [expression, *walk(expression)]:
+            # a dependent `kern<T>`: the reference whose child lists the candidates spells the arguments
+            overloaded = node if node.kind == K.OVERLOADED_DECL_REF else next(
+                (c for c in children(node) if c.kind == K.OVERLOADED_DECL_REF), None)
+            if overloaded is not None:
+                declaration = function_declaration(overloaded)
+                return (node, declaration) if declaration is not None else None
+            ref = node.referenced if node.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR) else None
+            if ref is None:
+                continue
+            if ref.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+                return strip_parens(node), ref.specialized_template or ref
+            if ref.kind == K.VAR_DECL:
+                initializer = next((c for c in ref.get_children() if c.kind != K.TYPE_REF), None)
+                if initializer is not None and initializer != expression:
+                    return self._direct_kernel(initializer)
+        return None
 
     def _named_kernels(self, expression: ci.Cursor) -> Iterator[tuple[ci.Cursor | None, ci.Cursor]]:
         """(reference, kernel) for the `__global__` functions named anywhere in the expression,
