@@ -19,7 +19,7 @@ from .discover import DiscoveryError, discover
 from .registry import all_rules, get_rule
 
 if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` need none
-    from .engine import RunOptions
+    from .engine import CacheOptions, RunOptions
     from .finalize import Policy
     from .fix import FileFix
     from .progress import Progress

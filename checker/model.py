@@ -34,7 +34,7 @@ def line_starts(data: bytes) -> list[int]:
 
 
 def split_template_arguments(text: str) -> list[str]:
-    """Template argument text (a launch's `<...>`, a manifest symbol's) split at its top-level
+    """Template argument text (a wrapper manifest symbol's `<...>`) split at its top-level
     commas: `T, Cfg<A, B>, (x > 1)` -> [`T`, `Cfg<A, B>`, `(x > 1)`]."""
     parts, depth, current = [], 0, []
     for char in text:
@@ -180,22 +180,6 @@ class Function:
     from_macro: bool = False  # declared by a macro expansion (its name is not written here)
 
 
-@dataclass(frozen=True)
-class LaunchSite:
-    """A kernel launch: `LaunchKernel(...)(kernel, args...)` or `kernel<<<...>>>(args...)`."""
-
-    span: Span
-    syntax: str  # "launch_kernel" or "triple_chevron"
-    kernel_name: str  # the launched function's name ("" when unresolved)
-    kernel_usr: str  # clang USR of the launched function template/function ("" when unresolved)
-    template_args: str  # source text of explicit template arguments, "" if none
-    enable_pdl: str | None  # text of `x` in `.enable_pdl(x)` / `.config({.use_pdl = x})`, None when absent
-    launcher: str  # qualified name of the enclosing function
-    argument_texts: tuple[str, ...] = ()
-    kernel_span: Span | None = None  # the kernel expression (`kernel`, `kern<T, 8>`)
-    argument_spans: tuple[Span, ...] = ()  # one per kernel argument
-
-
 # ---- launcher facts (KC120, KC121, KC131, KC140, KC141, KC150, KC160) ----
 # Written by checker/clang/launcher_facts.py. Functions are named by their clang USR
 # (`Function.usr`); a lambda's facts belong to the function that contains it.
@@ -208,7 +192,8 @@ class ConstExpr:
 
     `op` is one of: "int" (`value`); "param" (`name`, a non-type template parameter, or
     "arg:<name>" for a function parameter of an inlined constexpr helper);
-    "sizeof" (`name`, the size in bytes of a template type parameter); "unknown" (`text`);
+    "sizeof" (`name`, the size in bytes of a template type parameter); "unknown" (`text`, and
+    `name` when it is one named value: a variable, a member of a type parameter);
     a unary operator ("neg", "not", "bitnot") or a C++ binary operator spelling ("+", "<<",
     "==", "&&", ...) over `args`; "?:" over (condition, then, else); or a constexpr helper
     over `args`: "min", "max", "gcd", "vec_bytes" (`LoadStorePattern::get_vec_bytes<kBytes,
@@ -394,27 +379,72 @@ class LaunchTensorArgument:
 
 
 @dataclass(frozen=True)
-class BoundKernel:
-    """One kernel a launch's kernel expression can name: `kern<T, 8>`, a `constexpr auto
-    kernel = ...` variable, either branch of a ternary, a return of an immediately invoked
-    lambda (`[] { if constexpr (c) return a<T>; else return b<T>; }()`)."""
+class LaunchedKernel:
+    """One kernel a launch can launch: the one its kernel expression names (`kern<T, 8>`,
+    `&kern<...>`), or each one a selection picks from (either branch of a ternary, a
+    `constexpr auto kernel = ...` variable or member variable template, a return of an
+    immediately invoked lambda or of a helper such as `get_kernel<T>(n)`, what a lambda that
+    launches its parameter is called with)."""
 
-    usr: str
     name: str
-    template_args: tuple[ConstExpr, ...]  # in the launcher's scope; type arguments as sizes
+    usr: str  # of the function template (or function), as in Function.usr
     template_params: tuple[str, ...]  # the kernel's template parameter names
+    # The explicit template arguments in the launcher's scope, evaluated (a type as its size in
+    # bytes); () when their positions cannot be told apart (a nested template-id).
+    template_args: tuple[ConstExpr, ...]
+    template_arg_texts: tuple[str, ...]  # each argument as written, whitespace collapsed
     guard: ConstExpr | None = None  # when this one is launched (None: always)
+
+    def argument_for(self, param: str) -> tuple[str, ConstExpr] | None:
+        """The written text and value of the argument bound to template parameter `param`."""
+        if param not in self.template_params:
+            return None
+        index = self.template_params.index(param)
+        if index >= len(self.template_arg_texts):
+            return None
+        value = self.template_args[index] if index < len(self.template_args) else ConstExpr(
+            "unknown", text=self.template_arg_texts[index])
+        return self.template_arg_texts[index], value
 
 
 @dataclass(frozen=True)
-class LaunchFacts:
-    """What a launch (joined to `LaunchSite` by `launch`) binds: the kernels it may launch
-    and the tensors whose data its arguments carry."""
+class PdlFlag:
+    """The PDL switch of a launch: `x` of `.enable_pdl(x)` or `.config({.use_pdl = x})`."""
 
-    launch: Span
-    function: str
-    kernels: tuple[BoundKernel, ...]
-    tensor_arguments: tuple[LaunchTensorArgument, ...]
+    value: ConstExpr  # in the launcher's scope; `enable_pdl()` is `true`
+    text: str  # as written, whitespace collapsed
+
+    @property
+    def always_off(self) -> bool:
+        return self.value.evaluate({}) == 0
+
+    @property
+    def always_on(self) -> bool:
+        return self.value.evaluate({}) not in (None, 0)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A kernel launch, `LaunchKernel(...)(kernel, args...)` or `kernel<<<...>>>(args...)`,
+    resolved once (checker/clang/launches.py) for every rule."""
+
+    span: Span
+    syntax: str  # "launch_kernel" or "triple_chevron"
+    launcher: str  # qualified name of the enclosing function
+    launcher_usr: str
+    # Every kernel it can launch, the one the expression names first; () when unresolved.
+    kernels: tuple[LaunchedKernel, ...]
+    argument_texts: tuple[str, ...]
+    argument_spans: tuple[Span, ...]  # one per kernel argument
+    pdl: PdlFlag | None  # None when the launch does not enable PDL
+    # The arguments that carry a tensor's data (filled by the launcher's body walk,
+    # launcher_facts.py; () for a launch in device code).
+    tensors: tuple[LaunchTensorArgument, ...] = ()
+
+    @property
+    def pdl_off(self) -> bool:
+        """The launch runs without PDL whatever the instantiation."""
+        return self.pdl is None or self.pdl.always_off
 
 
 @dataclass(frozen=True)
@@ -495,7 +525,6 @@ class LauncherFacts:
     tensor_data_uses: list[TensorDataUse] = field(default_factory=list)
     alignment_tests: list[AlignmentTest] = field(default_factory=list)
     data_handoffs: list[DataHandOff] = field(default_factory=list)
-    launches: list[LaunchFacts] = field(default_factory=list)
     tensor_inspections: list[TensorInspection] = field(default_factory=list)
     tensor_handoffs: list[TensorHandOff] = field(default_factory=list)
     api_calls: list[ApiCall] = field(default_factory=list)
@@ -664,6 +693,12 @@ class PdlCall:
     # The flag names a template type parameter (`Trait::kUsePDL`): its value is the bound
     # type's member, which only the instantiation knows.
     flag_through_type: bool = False
+    flag_value: ConstExpr | None = None  # the flag evaluated (over the kernel's template parameters)
+
+    @property
+    def always_off(self) -> bool:
+        """A wait or trigger compiled out whatever the instantiation (`PDLWaitPrimary<false>`)."""
+        return self.flag_value is not None and self.flag_value.evaluate({}) == 0
 
 
 class AccessKind(enum.Enum):
@@ -709,27 +744,10 @@ class FunctionDataflow:
     inactive_spans: tuple[Span, ...] = ()
 
 
-@dataclass(frozen=True)
-class LaunchedKernel:
-    name: str
-    usr: str  # of the function template (or function), as in Function.usr
-    template_args: str  # source text of the template arguments the launch gives it
-
-
-@dataclass(frozen=True)
-class LaunchCandidates:
-    """Every kernel a launch can launch (joined to `LaunchSite` by `launch`): the one it names,
-    or each one a selection picks from (`cond ? k1<T> : k2<T>`, a lambda returning either)."""
-
-    launch: Span
-    kernels: tuple[LaunchedKernel, ...]
-
-
 @dataclass
 class DataflowFacts:
     functions: list[FunctionDataflow] = field(default_factory=list)
     inline_asm: list[InlineAsm] = field(default_factory=list)
-    launch_kernels: list[LaunchCandidates] = field(default_factory=list)
 
 # ---- end of dataflow facts ----
 
@@ -772,7 +790,7 @@ class SourceModel:
     data: bytes
     functions: list[Function] = field(default_factory=list)
     structs: list[Struct] = field(default_factory=list)
-    launch_sites: list[LaunchSite] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
     # Spans of top-level declarations that contain a clang error: rules never report inside.
     error_spans: list[Span] = field(default_factory=list)
     launcher_facts: LauncherFacts = field(default_factory=LauncherFacts)
@@ -792,7 +810,7 @@ class SourceModel:
 
     @property
     def launchers(self) -> list[Function]:
-        names = {site.launcher for site in self.launch_sites}
+        names = {launch.launcher for launch in self.launches}
         return [f for f in self.functions if f.qualified_name in names and f.kind is FunctionKind.HOST]
 
     def line_text(self, line: int) -> str:

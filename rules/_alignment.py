@@ -20,7 +20,7 @@ from kernel_check.model import (
     ConstExpr,
     Function,
     FunctionKind,
-    LaunchSite,
+    Launch,
     MatcherChain,
     SourceModel,
     VectorAccess,
@@ -42,7 +42,7 @@ class VectorFeed:
     """Tensor `tensor` feeds `access` of the kernel launched at `launch`."""
 
     tensor: str
-    launch: LaunchSite
+    launch: Launch
     kernel: str  # the kernel's name
     access: VectorAccess
     width: ConstExpr  # bytes per access, over the launcher's template parameters
@@ -67,21 +67,19 @@ def vector_feeds(model: SourceModel, launcher: Function, depth: int = 0) -> list
     """Every (tensor, vectorized kernel access) pair that a launcher's launches create, also
     through host helpers of the file it hands a tensor's data pointer to."""
     accesses = VectorSummaries(model)
-    sites = {site.span.start: site for site in model.launch_sites}
     feeds = []
-    for launch in model.launcher_facts.launches:
-        site = sites.get(launch.launch.start)
-        if launch.function != launcher.usr or site is None:
+    for launch in model.launches:
+        if launch.launcher_usr != launcher.usr:
             continue
         for kernel in launch.kernels:
             mapping = bind_template_arguments(kernel.template_params, kernel.template_args)
             uses = accesses.uses(kernel.usr)
-            for argument in launch.tensor_arguments:
+            for argument in launch.tensors:
                 for (param, field), param_uses in uses.items():
                     if param != argument.argument or argument.field not in (field, "*"):
                         continue
                     tensor = f"{argument.tensor}.{field}" if argument.field == "*" else argument.tensor
-                    feeds += [VectorFeed(tensor, site, kernel.name, use.access, use.width.substitute(mapping),
+                    feeds += [VectorFeed(tensor, launch, kernel.name, use.access, use.width.substitute(mapping),
                                          kernel.guard) for use in param_uses]
     return feeds + _helper_feeds(model, launcher, depth)
 

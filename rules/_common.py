@@ -6,7 +6,7 @@ import re
 
 from kernel_check.finding import Location
 from kernel_check.model import (
-    Function, FunctionDataflow, FunctionKind, IntegerDecl, IntegerDeclKind, LaunchedKernel, LaunchSite, PdlCall,
+    Function, FunctionDataflow, FunctionKind, IntegerDecl, IntegerDeclKind, Launch, LaunchedKernel, PdlCall,
     PdlCallKind, SourceModel, Span, Struct, TypeInfo,
 )
 
@@ -58,30 +58,10 @@ def pdl_waits(flow: FunctionDataflow) -> list[PdlCall]:
     return sorted(waits, key=lambda call: (call.order is None, call.order or 0))
 
 
-def launched_kernels(model: SourceModel, site: LaunchSite) -> tuple[LaunchedKernel, ...]:
-    """Every kernel a launch can launch (several when it picks one), with its template arguments."""
-    for candidates in model.dataflow_facts.launch_kernels:
-        if candidates.launch == site.span and candidates.kernels:
-            return candidates.kernels
-    if not site.kernel_usr:
-        return ()
-    return (LaunchedKernel(site.kernel_name, site.kernel_usr, site.template_args),)
-
-
-def launches_of(model: SourceModel, kernel: Function) -> list[tuple[LaunchSite, LaunchedKernel]]:
+def launches_of(model: SourceModel, kernel: Function) -> list[tuple[Launch, LaunchedKernel]]:
     """The launches of this file that can launch `kernel` (matched by clang USR)."""
-    return [(site, launched) for site in model.launch_sites for launched in launched_kernels(model, site)
+    return [(launch, launched) for launch in model.launches for launched in launch.kernels
             if kernel.usr and launched.usr == kernel.usr]
-
-
-def is_literal_false(text: str) -> bool:
-    """`false`, `0`, `(false)`: a PDL flag that is off whatever the instantiation."""
-    return text.strip().strip("()").strip() in ("false", "0")
-
-
-def pdl_disabled(enable_pdl: str | None) -> bool:
-    """Whether a launch's `.enable_pdl(x)` argument leaves PDL off: absent or literally false."""
-    return enable_pdl is None or is_literal_false(enable_pdl)
 
 
 def inactive_text(model: SourceModel, flow: FunctionDataflow) -> str:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Function, LaunchSite, Param, ShapeArgument, SourceModel
+from kernel_check.model import Function, Launch, Param, ShapeArgument, SourceModel
 from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
 
@@ -58,8 +58,8 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _launch_arguments(model: SourceModel, ctx: RuleContext, functions: dict[str, Function]) -> Iterator[Finding]:
-    for site in model.launch_sites:
-        kernel = functions.get(site.kernel_usr)
+    for site in model.launches:
+        kernel = functions.get(site.kernels[0].usr) if site.kernels else None
         if site.syntax != "launch_kernel" or kernel is None:
             continue
         for argument, param in _bound_parameters(site, kernel, model.integer_facts.shape_arguments):
@@ -80,21 +80,14 @@ def _describe(text: str, source: str) -> str:
     return f"64-bit shape/stride value `{text}`{origin}"
 
 
-def _bound_parameters(site: LaunchSite, kernel: Function,
+def _bound_parameters(site: Launch, kernel: Function,
                       arguments: list[ShapeArgument]) -> Iterator[tuple[ShapeArgument, Param]]:
-    """The kernel parameter each shape argument of the launch binds to, matched by text in
-    order (`n, n` binds the first `n` to the first parameter and the second to the second)."""
-    texts = [text.strip() for text in site.argument_texts]
-    taken: set[int] = set()
+    """The kernel parameter each shape argument of the launch binds to (by position)."""
+    positions = {span: index for index, span in enumerate(site.argument_spans)}
     for argument in arguments:
-        if not site.span.contains(argument.span):
-            continue
-        text = argument.text.strip()
-        index = next((i for i, t in enumerate(texts) if t == text and i not in taken), None)
-        if index is None or index >= len(kernel.params):
-            continue
-        taken.add(index)
-        yield argument, kernel.params[index]
+        index = positions.get(argument.span)
+        if index is not None and index < len(kernel.params):
+            yield argument, kernel.params[index]
 
 
 def _is_narrow(param: Param) -> bool:

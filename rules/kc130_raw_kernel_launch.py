@@ -30,8 +30,8 @@ from kernel_check.rules._common import location_of
 
 @rule("KC130")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    for site in model.launch_sites:
-        if site.syntax == "triple_chevron":
-            name = site.kernel_name or "kernel"
-            yield ctx.finding(location_of(model, site.span),
+    for launch in model.launches:
+        if launch.syntax == "triple_chevron":
+            name = launch.kernels[0].name if launch.kernels else "kernel"
+            yield ctx.finding(location_of(model, launch.span),
                               f"raw `<<<...>>>` launch of '{name}'; use `host::LaunchKernel(grid, block, device)(...)`")

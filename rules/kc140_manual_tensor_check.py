@@ -45,7 +45,7 @@ def _validating_functions(model: SourceModel) -> set[str]:
     """Launchers, functions with a TensorMatcher, and the entry points that hand tensors to
     them: the places whose tensor checks belong in a matcher."""
     facts = model.launcher_facts
-    functions = {launch.function for launch in facts.launches}
+    functions = {launch.launcher_usr for launch in model.launches}
     functions |= {chain.function for chain in facts.matcher_chains}
     names = {f.name for f in model.functions if f.usr in functions}
     functions |= {h.function for h in facts.tensor_handoffs if h.callee_usr in functions or h.callee in names}

@@ -60,7 +60,7 @@ def _verified_by_callers(model: SourceModel, function: Function, seen: frozenset
 @rule("KC141")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
-    launchers = {launch.function for launch in facts.launches}
+    launchers = {launch.launcher_usr for launch in model.launches}
     for function in model.functions:
         if function.usr not in launchers or _verified_by_callers(model, function):
             continue

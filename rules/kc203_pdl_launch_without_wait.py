@@ -1,6 +1,6 @@
 """## What it does
 Flags a launch that enables Programmatic Dependent Launch (`.enable_pdl(x)` or
-`.config({.use_pdl = x})` with `x` not literally `false`) of a kernel that never waits for the primary (`PDLWaitPrimary`, the raw
+`.config({.use_pdl = x})` with `x` not a constant `false`) of a kernel that never waits for the primary (`PDLWaitPrimary`, the raw
 `griddepcontrol.wait`, or a device function that does either), and a launch whose kernel
 waits on a different flag than the one the launch enables PDL with: the wait's template
 argument, mapped through the launch's template arguments, is `false` or names another flag.
@@ -47,55 +47,55 @@ __global__ void copy_kernel(T* __restrict__ dst, const T* __restrict__ src, uint
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Function, LaunchedKernel, LaunchSite, PdlCall, SourceModel, split_template_arguments
+from kernel_check.model import ConstExpr, Function, Launch, LaunchedKernel, PdlCall, PdlFlag, SourceModel
 from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import (
-    dataflow_of, is_literal_false, launched_kernels, location_of, pdl_disabled, pdl_waits,
-)
-
-_NAME = re.compile(r"[A-Za-z_]\w*(?:::\w+)*")
-_TRUE = ("true", "1")
+from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
 
 
-def instantiated_flag(wait: PdlCall, kernel: Function, launched: LaunchedKernel) -> str | None:
-    """The wait's flag as this launch instantiates it; None when it cannot be told (a member of
-    a type parameter, `Trait::kUsePDL`, is whatever the bound trait says)."""
-    if wait.flag_through_type:
+def instantiated_flag(wait: PdlCall, kernel: Function, launched: LaunchedKernel) -> tuple[str, ConstExpr] | None:
+    """The wait's flag (written text, value) as this launch instantiates it; None when it cannot
+    be told (a member of a type parameter, `Trait::kUsePDL`, is whatever the bound trait says)."""
+    if wait.flag_through_type or wait.flag_value is None:
         return None
-    names = [param.name for param in kernel.template_params]
-    if wait.flag not in names:
-        return wait.flag
-    arguments = split_template_arguments(launched.template_args)
-    index = names.index(wait.flag)
-    return " ".join(arguments[index].split()) if index < len(arguments) else None
+    if wait.flag_value.op == "param" and wait.flag_value.name in (p.name for p in kernel.template_params):
+        return launched.argument_for(wait.flag_value.name)
+    return wait.flag, wait.flag_value
 
 
-def flag_mismatch(instantiated: str | None, enable_pdl: str) -> str | None:
-    """Why a wait instantiated with `instantiated` does not match `.enable_pdl(enable_pdl)`."""
-    enabled = " ".join(enable_pdl.split())
-    if instantiated is None or instantiated in _TRUE or instantiated == enabled:
+def flag_mismatch(instantiated: tuple[str, ConstExpr] | None, pdl: PdlFlag) -> str | None:
+    """Why a wait instantiated with `instantiated` does not match the launch's PDL flag."""
+    if instantiated is None:
         return None
-    if is_literal_false(instantiated):
+    text, value = instantiated
+    flag = value.evaluate({})
+    if flag not in (None, 0) or text == pdl.text:  # both as written, whitespace collapsed
+        return None
+    if flag == 0:
         # Only a launch that always enables PDL is known to run it: with a flag
         # (`enable ? launch(k<true>) : launch(k<false>)`) the `false` one runs without PDL.
-        return "is instantiated with `false` here, so it is compiled out" if enabled in _TRUE else None
-    if enabled in _TRUE or not _NAME.fullmatch(instantiated) or not _NAME.fullmatch(enabled):
+        return "is instantiated with `false` here, so it is compiled out" if pdl.always_on else None
+    if pdl.always_on or not _is_name(value) or not _is_name(pdl.value):
         return None  # one side is an expression or a literal: its value is not known here
-    return f"is instantiated with `{instantiated}` while the launch enables PDL with `{enabled}`"
+    return f"is instantiated with `{text}` while the launch enables PDL with `{pdl.text}`"
+
+
+def _is_name(value: ConstExpr) -> bool:
+    """A flag that is one named value: a template parameter, or a variable or member whose
+    value is not known here."""
+    return value.op == "param" or (value.op == "unknown" and bool(value.name))
 
 
 @rule("KC203")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     kernels = {kernel.usr: kernel for kernel in model.kernels if kernel.body is not None and kernel.usr}
-    for site in model.launch_sites:
-        if pdl_disabled(site.enable_pdl):
+    for site in model.launches:
+        if site.pdl_off:
             continue
         reported: set[str] = set()  # one finding per kernel, however many instantiations the launch picks from
-        for launched in launched_kernels(model, site):
+        for launched in site.kernels:
             kernel = kernels.get(launched.usr)
             if kernel is not None and kernel.usr not in reported:
                 findings = list(_check_launch(model, ctx, site, launched, kernel))
@@ -104,7 +104,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
                 yield from findings
 
 
-def _check_launch(model: SourceModel, ctx: RuleContext, site: LaunchSite, launched: LaunchedKernel,
+def _check_launch(model: SourceModel, ctx: RuleContext, site: Launch, launched: LaunchedKernel,
                   kernel: Function) -> Iterator[Finding]:
     flow = dataflow_of(model, kernel)
     if flow is None:
@@ -121,7 +121,7 @@ def _check_launch(model: SourceModel, ctx: RuleContext, site: LaunchSite, launch
             )
         return
     for wait in waits:
-        reason = flag_mismatch(instantiated_flag(wait, kernel, launched), site.enable_pdl or "")
+        reason = flag_mismatch(instantiated_flag(wait, kernel, launched), site.pdl)
         if reason is not None:
             yield ctx.finding(
                 location_of(model, site.span),

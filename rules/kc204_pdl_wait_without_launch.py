@@ -1,7 +1,7 @@
 """## What it does
 Reports a kernel that waits for a PDL primary (`PDLWaitPrimary<flag>()` with a flag that is
-not literally `false`, or the raw `griddepcontrol.wait`) when the file launches it, and no
-launch enables PDL (neither `.enable_pdl(x)` nor `.config({.use_pdl = x})`, or `x` literally
+not a constant `false`, or the raw `griddepcontrol.wait`) when the file launches it, and no
+launch enables PDL (neither `.enable_pdl(x)` nor `.config({.use_pdl = x})`, or `x` a constant
 `false`). Kernels the file does
 not launch are not reported: their launcher lives elsewhere.
 
@@ -38,18 +38,16 @@ from typing import Iterator
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel
 from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import (
-    dataflow_of, is_literal_false, launches_of, location_of, pdl_disabled, pdl_waits,
-)
+from kernel_check.rules._common import dataflow_of, launches_of, location_of, pdl_waits
 
 
 @rule("KC204")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)
-        waits = [wait for wait in pdl_waits(flow) if not is_literal_false(wait.flag)] if flow else []
-        sites = [site for site, _ in launches_of(model, kernel)]
-        if not waits or not sites or not all(pdl_disabled(site.enable_pdl) for site in sites):
+        waits = [wait for wait in pdl_waits(flow) if not wait.always_off] if flow else []
+        sites = [launch for launch, _ in launches_of(model, kernel)]
+        if not waits or not sites or not all(site.pdl_off for site in sites):
             continue
         yield ctx.finding(
             location_of(model, waits[0].span),

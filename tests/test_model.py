@@ -8,7 +8,7 @@ import pytest
 
 from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
-from kernel_check.model import FunctionKind, SourceModel
+from kernel_check.model import ConstExpr, FunctionKind, SourceModel
 
 SOURCE = """\
 #include <sgl_kernel/utils.cuh>
@@ -112,16 +112,20 @@ def test_exported_and_specifiers(model: SourceModel) -> None:
     assert _function(model, "thrice").specifier_spelling == "__device__ __forceinline__"
 
 
-def test_launch_sites(model: SourceModel) -> None:
-    sites = [(s.launcher.split("::")[-1], s.syntax, s.kernel_name, s.template_args, s.enable_pdl)
-             for s in model.launch_sites]
+def test_launches(model: SourceModel) -> None:
+    sites = [(s.launcher.split("::")[-1], s.syntax, s.kernels[0].name, s.kernels[0].template_arg_texts,
+              s.pdl.text if s.pdl else None) for s in model.launches]
     assert sites == [
-        ("run", "launch_kernel", "scale_kernel", "T, kUsePDL", "kUsePDL"),
-        ("launch_direct", "launch_kernel", "scale_kernel", "T, false", None),
-        ("launch_direct", "launch_kernel", "scale_kernel", "T, true", "true"),
-        ("launch_params", "triple_chevron", "params_kernel", "", None),
+        ("run", "launch_kernel", "scale_kernel", ("T", "kUsePDL"), "kUsePDL"),
+        ("launch_direct", "launch_kernel", "scale_kernel", ("T", "false"), None),
+        ("launch_direct", "launch_kernel", "scale_kernel", ("T", "true"), "true"),
+        ("launch_params", "triple_chevron", "params_kernel", (), None),
     ]
-    assert model.launch_sites[0].argument_texts == ("dst", "src")
+    assert model.launches[0].argument_texts == ("dst", "src")
+    # the PDL flag and the template arguments are evaluated, not kept as text only
+    assert model.launches[0].pdl.value == ConstExpr("param", name="kUsePDL")
+    assert model.launches[2].pdl.always_on and model.launches[1].pdl_off
+    assert model.launches[1].kernels[0].template_args[1] == ConstExpr("int", 0)
 
 
 def test_error_spans_cover_broken_declarations(tmp_path: Path) -> None:

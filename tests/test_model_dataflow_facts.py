@@ -260,10 +260,9 @@ struct Launcher {
   }
 };
 """)
-    found = [sorted((k.name, k.template_args) for k in c.kernels) for c in model.dataflow_facts.launch_kernels]
+    found = [sorted((k.name, k.template_arg_texts) for k in launch.kernels) for launch in model.launches]
     assert found == [
-        [("a_kernel", "kUsePDL")],
-        [("a_kernel", "true"), ("b_kernel", "false")],
-        [("a_kernel", "kUsePDL"), ("b_kernel", "kUsePDL")],
+        [("a_kernel", ("kUsePDL",))],
+        [("a_kernel", ("true",)), ("b_kernel", ("false",))],
+        [("a_kernel", ("kUsePDL",)), ("b_kernel", ("kUsePDL",))],
     ]
-    assert [c.launch for c in model.dataflow_facts.launch_kernels] == [s.span for s in model.launch_sites]

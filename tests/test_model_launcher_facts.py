@@ -83,7 +83,7 @@ def test_matcher_chain_records_dims_dtypes_and_the_alignment_in_effect_per_verif
 
 def test_launch_binds_template_args_and_the_tensors_behind_each_argument(tmp_path: Path) -> None:
     model = model_of(tmp_path, LAUNCHER)
-    [launch] = model.launcher_facts.launches
+    [launch] = model.launches
     [kernel] = launch.kernels
     assert kernel.name == "copy_kernel" and kernel.usr == usr_of(model, "copy_kernel")
     assert kernel.template_params == ("T", "kVec")
@@ -91,7 +91,7 @@ def test_launch_binds_template_args_and_the_tensors_behind_each_argument(tmp_pat
     assert size == ConstExpr("sizeof", name="T")
     assert count.evaluate({"T": 4}) == 4
     assert kernel.guard is None
-    bound = {(a.argument, a.field, a.tensor) for a in launch.tensor_arguments}
+    bound = {(a.argument, a.field, a.tensor) for a in launch.tensors}
     assert bound == {(0, "", "dst"), (1, "", "src")}  # src through the local `src_ptr`
     uses = {u.tensor for u in model.launcher_facts.tensor_data_uses}
     assert uses == {"dst", "src"}
@@ -138,8 +138,8 @@ struct Rows {
         (0, "src", "tile_memory"), (0, "dst", "tile_memory")}
     width = facts.vector_accesses[0].width
     assert width.evaluate({"T": 4, "kVec": 4}) == 16
-    [launch] = facts.launches
-    assert {(a.field, a.tensor) for a in launch.tensor_arguments} == {("src", "src"), ("dst", "dst"), ("ids", "ids")}
+    [launch] = model.launches
+    assert {(a.field, a.tensor) for a in launch.tensors} == {("src", "src"), ("dst", "dst"), ("ids", "ids")}
     [kernel] = launch.kernels
     assert kernel.name == "rows_kernel"
     assert kernel.template_args == (ConstExpr("sizeof", name="T"), ConstExpr("param", name="kVec"))
@@ -257,7 +257,7 @@ void pick(tvm::ffi::TensorView out) {
   host::LaunchKernel(1, 1, out.device())(kernel, static_cast<float4*>(out.data_ptr()));
 }
 """)
-    [launch] = model.launcher_facts.launches
+    [launch] = model.launches
     guards = [(k.template_args, k.guard) for k in launch.kernels]
     assert [g[0] for g in guards] == [(ConstExpr("int", 1),), (ConstExpr("int", 0),)]
     assert guards[0][1].evaluate({"kWide": 1}) == 1 and guards[1][1].evaluate({"kWide": 1}) == 0

@@ -4,7 +4,7 @@ For every kernel and device function of the checked file, one walk over its body
 in execution order:
 
 * the PDL calls: `PDLWaitPrimary<flag>()` / `PDLTriggerSecondary<flag>()` (with the
-  template-argument text), raw `griddepcontrol.wait` / `.launch_dependents` asm, the CUDA API
+  template argument's text and value), raw `griddepcontrol.wait` / `.launch_dependents` asm, the CUDA API
   spellings, and calls of device functions that do any of these;
 * the accesses through the pointers the function received: a pointer parameter, a pointer
   field of a by-value params struct (also in arrays and nested structs of it), or a pointer
@@ -43,19 +43,20 @@ from typing import Callable, Iterable, Iterator
 import clang.cindex as ci
 
 from ..model import (
-    AccessKind, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, LaunchCandidates,
-    LaunchedKernel, PdlCall, PdlCallKind, PointerAccess, Span,
+    AccessKind, ConstExpr, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, PdlCall, PdlCallKind,
+    PointerAccess, Span,
 )
 from .capi import (
     UNARY_ADDRESS_OF, UNARY_DEREF, UNARY_POST_DEC, UNARY_POST_INC, UNARY_PRE_DEC, UNARY_PRE_INC, asm_parts,
     overloaded_decls, skipped_spans, unary_operator,
 )
+from .consteval import Constants
 from .provenance import (
     PASS_THROUGH, POINTER_OFFSET, Origin, Origins, Shape, address_of, at_call, element, member, offset, parameter, pointers, union,
 )
 from .cursors import (
-    FUNCTION_KINDS, MAX_NESTING, PARENS_AND_CONVERSIONS, RECORD_KINDS, K, NestedTooDeeply, has_child_kind,
-    qualified_name, span_of, strip_parens, walk,
+    FUNCTION_KINDS, MAX_NESTING, PARENS_AND_CONVERSIONS, RECORD_KINDS, K, NestedTooDeeply, qualified_name,
+    span_of, strip_parens,
 )
 
 T = ci.TypeKind
@@ -131,6 +132,7 @@ class _Pdl:
     via: str
     leads_body: bool
     flag_through_type: bool = False
+    flag_value: ConstExpr | None = None
 
 
 _Event = _Access | _Pdl
@@ -572,8 +574,9 @@ class _Walker:
         if pdl_kind is not None:
             for arg in args:
                 self.visit(arg)
+            flags = self.extractor.consts.template_args(strip_parens(callee))
             self._pdl(pdl_kind, node, _template_argument_text(self.source.of(callee.extent)), name,
-                      flag_through_type=_names_type_parameter(callee))
+                      flag_through_type=_names_type_parameter(callee), flag_value=flags[0] if flags else None)
             return ()
         arg_values = [self.visit(arg, self._argument_use(arg, candidates, index))
                       for index, arg in enumerate(args)]
@@ -685,8 +688,9 @@ class _Walker:
                 self._emit(_Access(event.kind, mapped, span_of(args[event.target.param].extent), how))
         return tuple(mapped for returned in summary.returns for mapped in at_call(arg_values, returned))
 
-    def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str, flag_through_type: bool = False) -> None:
-        self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node), flag_through_type))
+    def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str, flag_through_type: bool = False,
+             flag_value: ConstExpr | None = None) -> None:
+        self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node), flag_through_type, flag_value))
 
     def _is_lead(self, node: ci.Cursor) -> bool:
         """Whether `node` is (or starts) the body's leading statement."""
@@ -938,10 +942,10 @@ class DataflowExtractor:
         self.facts = facts
         self.path = path
         self.source = _SourceBytes(path, data)
+        self.consts = Constants(data, path)
         self._walks: dict[ci.Cursor, _WalkResult | None] = {}  # None while in progress
         self._skipped: list[Span] | None = None
         self._static_members: dict[str, list[ci.Cursor]] | None = None  # by name, built on first use
-        self._kernels_by_name: dict[str, list[ci.Cursor]] | None = None  # likewise
         self.nesting = 0  # `_Walker.visit` levels open now, in all walks (see MAX_NESTING)
 
     def add_function(self, cursor: ci.Cursor, body: ci.Cursor | None, function: Function) -> None:
@@ -957,7 +961,8 @@ class DataflowExtractor:
             function_usr=function.usr,
             qualified_name=function.qualified_name,
             body=body_span,
-            pdl_calls=[PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body, e.flag_through_type)
+            pdl_calls=[PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body, e.flag_through_type,
+                               e.flag_value)
                        for order, e in result.events if isinstance(e, _Pdl)],
             accesses=[_model_access(e, order, names) for order, e in result.events
                       if isinstance(e, _Access) and e.target.scope == 0 and e.target.param < len(names)],
@@ -965,20 +970,6 @@ class DataflowExtractor:
             inactive_spans=tuple(s for s in self._skipped_in(cursor) if body_span.contains(s)),
         ))
         self.facts.inline_asm.extend(result.asm)
-
-    def add_launch(self, launch: Span, kernel_expression: ci.Cursor) -> None:
-        """Record every kernel a launch's kernel expression can name."""
-        self.facts.launch_kernels.append(
-            LaunchCandidates(launch, _launched_kernels(kernel_expression, self.source, self._kernels_named)))
-
-    def _kernels_named(self, anchor: ci.Cursor, name: str) -> list[ci.Cursor]:
-        """The checked file's kernels (templates) called `name`, indexed on first use."""
-        if self._kernels_by_name is None:
-            self._kernels_by_name = {}
-            for node in _scope_members(anchor.translation_unit.cursor, self.path):
-                if node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and has_child_kind(node, K.CUDAGLOBAL_ATTR):
-                    self._kernels_by_name.setdefault(node.spelling, []).append(node)
-        return self._kernels_by_name.get(name, [])
 
     def _skipped_in(self, cursor: ci.Cursor) -> list[Span]:
         if self._skipped is None:
@@ -992,9 +983,9 @@ class DataflowExtractor:
         if self._static_members is None:
             self._static_members = {}
             for record in _main_file_records(anchor.translation_unit.cursor, self.path):
-                for member in record.get_children():
-                    if member.kind in FUNCTION_KINDS and member.is_static_method():  # defined here or out of line
-                        self._static_members.setdefault(member.spelling, []).append(member)
+                for method in record.get_children():
+                    if method.kind in FUNCTION_KINDS and method.is_static_method():  # defined here or out of line
+                        self._static_members.setdefault(method.spelling, []).append(method)
         return self._static_members.get(name)[:_MAX_CANDIDATES] if name in self._static_members else None
 
     def summary(self, definition: ci.Cursor) -> _Summary | None:
@@ -1013,97 +1004,6 @@ class DataflowExtractor:
             return None  # absurdly deep nesting: no facts (rules stay silent), callers see unknown
         self._walks[cursor] = result
         return result
-
-
-def _launched_kernels(expression: ci.Cursor, source: _SourceBytes,
-                      kernels_named: Callable[[ci.Cursor, str], list[ci.Cursor]]) -> tuple[LaunchedKernel, ...]:
-    """The kernels named in a launch expression, following variables to their initializers
-    (`static constexpr auto kernel = k<T>;`, `const auto kernel = [] { ... }();`), helper
-    functions to what they return (`get_kernel<T>(n)`), and member variable templates
-    (`template <int N> static constexpr auto kernel = k<N>;`, whose initializer libclang does not
-    expose: the kernels it names are looked up by name, their template arguments unknown)."""
-    found: dict[tuple[str, str], LaunchedKernel] = {}
-    pending, followed = [expression], set()
-
-    def add(kernel: ci.Cursor, arguments: str) -> None:
-        found.setdefault((kernel.get_usr(), arguments), LaunchedKernel(kernel.spelling, kernel.get_usr(), arguments))
-
-    while pending:
-        node = pending.pop()
-        for reference in (n for n in (node, *walk(node)) if n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)):
-            overloaded = next((c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-            targets = overloaded_decls(overloaded) if overloaded is not None else [reference.referenced]
-            for target in (t for t in targets if t is not None and t not in followed):
-                if target.kind == K.VAR_DECL:
-                    followed.add(target)
-                    pending.extend(c for c in target.get_children() if c.kind.is_expression())
-                elif target.kind == K.PARM_DECL:  # `auto launch = [&](auto kernel) {...}; launch(k<T>);`
-                    followed.add(target)
-                    pending.extend(_lambda_arguments(target, expression.translation_unit, source.main_path))
-                elif target.kind == K.UNEXPOSED_DECL:  # a variable template
-                    followed.add(target)
-                    for name in _initializer_names(target):
-                        for kernel in kernels_named(expression, name):
-                            add(kernel, "")
-                elif target.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
-                    kernel = target.specialized_template or target
-                    if has_child_kind(kernel, K.CUDAGLOBAL_ATTR):
-                        add(kernel, _template_argument_text(source.of(reference.extent)))
-                    else:  # a helper that returns the kernel to launch
-                        followed.add(target)
-                        pending.extend(_returned_expressions(_definition(target)))
-    return tuple(found.values())
-
-
-def _lambda_arguments(param: ci.Cursor, tu: ci.TranslationUnit, path: str) -> list[ci.Cursor]:
-    """What the calls of a lambda stored in a variable pass for its parameter `param` (none
-    when `param` belongs to no such lambda)."""
-    for top in _scope_members(tu.cursor, path):
-        for variable in (n for n in walk(top) if n.kind == K.VAR_DECL):
-            lam = next((c for c in walk(variable) if c.kind == K.LAMBDA_EXPR), None)
-            params = [c for c in lam.get_children() if c.kind == K.PARM_DECL] if lam is not None else []
-            if param not in params:
-                continue
-            index = params.index(param)
-            return [args[index] for call in walk(top) if call.kind == K.CALL_EXPR
-                    and (args := _call_arguments(call, variable)) is not None and index < len(args)]
-    return []
-
-
-def _call_arguments(call: ci.Cursor, variable: ci.Cursor) -> list[ci.Cursor] | None:
-    """The arguments of `call` when it calls the lambda held by `variable`, else None."""
-    parts = list(call.get_children())
-    for index, part in enumerate(parts[:2]):  # `launch(x)`, or `operator()` then `launch` then `x`
-        callee = strip_parens(part)
-        if callee.kind == K.DECL_REF_EXPR and callee.referenced == variable:
-            return parts[index + 1:]
-    return None
-
-
-def _returned_expressions(definition: ci.Cursor | None) -> list[ci.Cursor]:
-    """The expressions a function definition returns (none for a declaration)."""
-    if definition is None:
-        return []
-    return [child for node in walk(definition) if node.kind == K.RETURN_STMT
-            for child in node.get_children() if child.kind.is_expression()]
-
-
-def _initializer_names(variable_template: ci.Cursor) -> list[str]:
-    """The identifiers after `=` in a variable template's declaration (libclang exposes no
-    initializer cursor for it)."""
-    tokens = [t.spelling for t in variable_template.get_tokens()]
-    after = tokens[tokens.index("=") + 1:] if "=" in tokens else []
-    return [t for t in after if t.isidentifier()]
-
-
-def _scope_members(scope: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
-    """The checked file's declarations directly in `scope` and in the namespaces inside it."""
-    for child in scope.get_children():
-        if child.location.file is None or child.location.file.name != path:
-            continue
-        yield child
-        if child.kind == K.NAMESPACE:
-            yield from _scope_members(child, path)
 
 
 def _model_access(event: _Access, order: int | None, names: list[str]) -> PointerAccess:

@@ -11,26 +11,25 @@ import re
 import clang.cindex as ci
 
 from ..model import (
-    Field, Function, FunctionKind, HeaderLibrary, LaunchSite, Param, SourceModel, Span, Struct, TemplateParam,
+    Field, Function, FunctionKind, HeaderLibrary, Param, SourceModel, Span, Struct, TemplateParam,
     line_starts,
 )
 from .capi import is_invalid_declaration
 from .cursors import (
-    FUNCTION_KINDS, K, RECORD_KINDS, SCOPE_KINDS, TEMPLATE_PARAM_KINDS, Positions, children, has_child_kind,
-    in_file, is_exported, is_implicit_instantiation, name_span, qualified_name, source_text, span_of, type_info,
-    walk, walk_with_depth,
+    FUNCTION_KINDS, K, RECORD_KINDS, SCOPE_KINDS, TEMPLATE_PARAM_KINDS, Positions, has_child_kind, in_file,
+    is_exported, is_implicit_instantiation, name_span, qualified_name, span_of, type_info, walk, walk_with_depth,
 )
 from ..includes import library_names, library_root
 from .dataflow_facts import DataflowExtractor
 from .doxygen import Comments
 from .integer_facts import extract_integer_and_scope_facts
-from .launcher_facts import collect_function_facts, function_usr
+from .launcher_facts import analyze_elsewhere, collect_function_facts
+from .launches import LaunchResolver
 from .parse import ParsedUnit
 from .program import Program
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
-LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _DEVICE_SPECIFIER_TOKENS = ("SGL_DEVICE", "SGL_DEVICE_HOST", "__device__", "__forceinline__",
                             "__host__", "__inline__", "inline", "static", "constexpr")
 
@@ -45,6 +44,7 @@ class _Extractor:
         self.dataflow = DataflowExtractor(self.model.dataflow_facts, unit.path, data)
         self.program = Program(unit.path)
         self.threads = ThreadDependence(self.program)
+        self.launches = LaunchResolver(unit.path, data)
         self.comments = Comments(data)
         self.positions = Positions(data)
 
@@ -180,91 +180,12 @@ class _Extractor:
             elif member.kind in RECORD_KINDS and in_file(member, self.path):
                 self._add_struct(member)
 
-    # -- launch sites ------------------------------------------------------------------------
+    # -- launches ------------------------------------------------------------------------------
     def _collect_launches(self, body: ci.Cursor, launcher: Function) -> None:
-        for node in walk(body):
-            if node.kind != K.CALL_EXPR:
-                continue
-            site = self._launch_kernel_site(node, launcher) or self._chevron_site(node, launcher)
-            if site is not None:
-                self.model.launch_sites.append(site)
-
-    def _launch_kernel_site(self, call: ci.Cursor, launcher: Function) -> LaunchSite | None:
-        """`LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)`."""
-        parts = [c for c in children(call) if not _is_call_operator_ref(c)]
-        # A member call or the LaunchKernel constructor itself (its TYPE_REF names the class).
-        if len(parts) < 2 or parts[0].kind in (K.MEMBER_REF_EXPR, K.TYPE_REF):
-            return None
-        if not _is_launch_kernel_object(parts[0]):
-            return None
-        kernel_ref, args = parts[1], parts[2:]
-        name, usr, template_args = self._resolve_kernel(kernel_ref)
-        self.dataflow.add_launch(span_of(call.extent), kernel_ref)
-        return LaunchSite(
-            span=span_of(call.extent),
-            syntax="launch_kernel",
-            kernel_name=name,
-            kernel_usr=usr,
-            template_args=template_args,
-            enable_pdl=self._enable_pdl_argument(parts[0]),
-            launcher=launcher.qualified_name,
-            argument_texts=tuple(source_text(self.data, span_of(a.extent)) for a in args),
-            kernel_span=span_of(kernel_ref.extent),
-            argument_spans=tuple(span_of(a.extent) for a in args),
-        )
-
-    def _chevron_site(self, call: ci.Cursor, launcher: Function) -> LaunchSite | None:
-        """`kernel<<<grid, block>>>(args...)`: a call whose config child calls cudaConfigureCall."""
-        parts = children(call)
-        config = [c for c in parts if c.kind == K.CALL_EXPR and c.spelling in LAUNCH_CONFIG_FUNCTIONS]
-        if not config:
-            return None
-        callee = parts[0]
-        name, usr, template_args = self._resolve_kernel(callee)
-        args = [c for c in parts[1:] if c not in config]
-        self.dataflow.add_launch(span_of(call.extent), callee)
-        return LaunchSite(
-            span=span_of(call.extent),
-            syntax="triple_chevron",
-            kernel_name=name,
-            kernel_usr=usr,
-            template_args=template_args,
-            enable_pdl=None,
-            launcher=launcher.qualified_name,
-            argument_texts=tuple(source_text(self.data, span_of(a.extent)) for a in args),
-            kernel_span=span_of(callee.extent),
-            argument_spans=tuple(span_of(a.extent) for a in args),
-        )
-
-    def _resolve_kernel(self, expr: ci.Cursor) -> tuple[str, str, str]:
-        """(name, usr, template-args text) of the function a launch expression names."""
-        for node in [expr, *walk(expr)]:
-            ref = node.referenced
-            if node.kind == K.OVERLOADED_DECL_REF:
-                return node.spelling, function_usr(node), _template_args_text(expr)
-            if ref is None or node.kind not in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR):
-                continue
-            if ref.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
-                target = ref.specialized_template or ref
-                return target.spelling, target.get_usr(), _template_args_text(expr)
-            if ref.kind == K.VAR_DECL:
-                initializer = next((c for c in ref.get_children() if c.kind != K.TYPE_REF), None)
-                if initializer is not None and initializer != expr:
-                    return self._resolve_kernel(initializer)
-        return "", "", ""
-
-    def _enable_pdl_argument(self, launch_object: ci.Cursor) -> str | None:
-        """The PDL flag of a launch: `.enable_pdl(x)`, or `.config({.use_pdl = x, ...})`."""
-        for node in [launch_object, *walk(launch_object)]:
-            if node.kind == K.CALL_EXPR and node.spelling == "enable_pdl":
-                args = [c for c in children(node) if c.kind != K.MEMBER_REF_EXPR]
-                text = source_text(self.data, span_of(args[0].extent)).strip() if args else ""
-                return text or "true"  # `enable_pdl()` uses its default argument, true
-            if node.kind == K.CALL_EXPR and node.spelling == "config":
-                value = _designated_value(node, "use_pdl")
-                if value is not None:
-                    return source_text(self.data, span_of(value.extent)).strip()
-        return None
+        for launch, kernels in self.launches.launches(body, launcher):
+            self.model.launches.append(launch)
+            for kernel in kernels:  # a header's kernel: its facts are followed into
+                analyze_elsewhere(self.model, kernel, self.path)
 
     # -- parse errors ------------------------------------------------------------------------
     def _error_spans(self) -> list[Span]:
@@ -332,32 +253,6 @@ def _template_params(cursor: ci.Cursor) -> list[TemplateParam]:
     ]
 
 
-def _is_call_operator_ref(cursor: ci.Cursor) -> bool:
-    if cursor.kind not in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR):
-        return False  # before `referenced`: a C call, asked of every call's every child
-    ref = cursor.referenced
-    return ref is not None and ref.spelling == "operator()"
-
-
-def _is_launch_kernel_object(cursor: ci.Cursor) -> bool:
-    spelling = cursor.type.get_canonical().spelling.replace("&", "").replace("const", "").strip()
-    return spelling.split("::")[-1] == "LaunchKernel"
-
-
-def _template_args_text(expr: ci.Cursor) -> str:
-    tokens = [t.spelling for t in expr.get_tokens()]
-    if "<" not in tokens:
-        return ""
-    start = tokens.index("<")
-    depth, end = 0, len(tokens)
-    for index in range(start, len(tokens)):
-        depth += {"<": 1, ">": -1, ">>": -2}.get(tokens[index], 0)
-        if depth <= 0:
-            end = index
-            break
-    return " ".join(tokens[start + 1:end]).replace(" , ", ", ")
-
-
 def _declarator_tokens(cursor: ci.Cursor) -> tuple[int | None, bool]:
     """From one pass over a declaration's tokens (each spelling is a libclang call): where
     `__restrict__` would go -- just after the last `*` before the declared name, if the
@@ -384,16 +279,6 @@ def extract(unit: ParsedUnit, text: str, data: bytes) -> SourceModel:
 def _header_library(args: list[str]) -> HeaderLibrary:
     root = library_root(args)
     return HeaderLibrary(str(root), library_names(root)) if root is not None else HeaderLibrary()
-
-
-def _designated_value(expression: ci.Cursor, field: str) -> ci.Cursor | None:
-    """The value of the designated initializer `.field = value` inside `expression`
-    (`config({.use_pdl = kUsePDL})`); None when no initializer names `field`."""
-    for node in walk(expression):
-        parts = children(node)
-        if len(parts) == 2 and parts[0].kind == K.MEMBER_REF and parts[0].spelling == field:
-            return parts[1]
-    return None
 
 
 def _owner_usr(cursor: ci.Cursor) -> str:

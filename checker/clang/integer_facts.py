@@ -19,9 +19,10 @@ from dataclasses import dataclass, field, replace
 import clang.cindex as ci
 
 from ..model import (
-    BINARY_OPERATOR_SPELLINGS, IndexProduct, IntegerDecl, IntegerDeclKind, IntegerFacts, LaneModulo, ShapeArgument,
-    SizeNarrowing, SourceModel, Span, apply_const_op,
+    IndexProduct, IntegerDecl, IntegerDeclKind, IntegerFacts, LaneModulo, ShapeArgument, SizeNarrowing, SourceModel,
+    Span,
 )
+from .consteval import Constants
 from .cursors import (
     FUNCTION_KINDS, PARENS_AND_CONVERSIONS, RECORD_KINDS, K, MacroRanges, Positions, qualified_name, span_of,
     strip_parens,
@@ -41,7 +42,6 @@ _INTEGER_WIDTHS = {
 _BUILTIN_INDEX_VARIABLES = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
 _GRID_SCALE_BUILTINS = ("blockIdx.", "gridDim.")  # a product with these scales with the grid
 _LANE_WIDTHS = frozenset({32, 64, 128})  # a warp, and the usual warp-group widths
-_WARP_SIZE_VARIABLES = {"warpSize": 32}
 _LOAD_STORE_CALLEES = frozenset({"load", "store", "load_as", "store_as", "offset"})
 _TENSOR_CLASSES = frozenset({"TensorView", "Tensor", "TensorObj"})
 _SHAPE_METHODS = {
@@ -68,7 +68,6 @@ _OPERATOR_NAMES = {
     "operator<=": BO.LE, "operator>=": BO.GE, "operator==": BO.EQ, "operator!=": BO.NE,
 }
 # Operators a constant is folded through (comparisons and logic are not sizes or offsets)
-_CONSTANT_FOLDS = frozenset({BO.Add, BO.Sub, BO.Mul, BO.Div, BO.Rem, BO.And, BO.Or, BO.Xor, BO.Shl, BO.Shr})
 # Words that may surround the integer keywords of a declaration's written type.
 _SPECIFIER_WORDS = frozenset({
     "const", "volatile", "static", "constexpr", "constinit", "inline", "extern", "thread_local",
@@ -79,7 +78,6 @@ _INTEGER_KEYWORDS = frozenset({"int", "unsigned", "signed", "long", "short", "ch
 _NOT_INDEX_KEYWORDS = frozenset({"short", "char"})  # narrow storage types, not KC110's concern
 _WORD_RE = re.compile(rb"[A-Za-z_]\w*|\S")
 _COMMENT_RE = re.compile(rb"/\*.*?\*/|//[^\n]*", re.DOTALL)
-_LITERAL_SUFFIX_RE = re.compile(r"[uUlLzZ]+$")
 # Deeper subtrees (a generated 500-term sum) are not summarized: the walk is recursive, and
 # Python's stack is not the place to learn that a file is pathological.
 _MAX_DEPTH = 200
@@ -181,7 +179,7 @@ class _PendingDecl:
 @dataclass
 class _State:
     variables: dict[int, _Value] = field(default_factory=dict)  # locals by declaration hash
-    constants: dict[int, int | None] = field(default_factory=dict)  # constant locals -> value
+    constant_locals: set[int] = field(default_factory=set)  # locals declared with a constant value
     loop_bounds: dict[int, bool] = field(default_factory=dict)  # counter -> constant bound?
     c_api_outputs: dict[int, str] = field(default_factory=dict)  # local -> C function writing it
     decls: list[_PendingDecl] = field(default_factory=list)
@@ -200,6 +198,7 @@ class _Walker:
         self.macros = macros
         self.scope = scope
         self.state = _State()
+        self.consts = Constants(data, path)
         self.facts = IntegerFacts()
         self.scopes: list[_Scope] = []
         self._previous_prefix: tuple[int, int] | None = None  # (type start, name) of the last declarator
@@ -500,7 +499,7 @@ class _Walker:
         written = self._written_integer_type(node)
         words = written[2] if written is not None else self._specifier_words(node)
         if initializer is not None and ("constexpr" in words or ("const" in words and self._is_constant(initializer))):
-            self.state.constants[node.hash] = self._constant_value(initializer)
+            self.state.constant_locals.add(node.hash)
         if written is not None:
             self._add_integer_decl(node, IntegerDeclKind.LOCAL, written, initializer, init_value)
         return _NONE
@@ -670,50 +669,18 @@ class _Walker:
             return True
         if ref.kind != K.VAR_DECL:
             return False
-        if ref.hash in self.state.constants:
+        if ref.hash in self.state.constant_locals:
             return True
         parent = ref.semantic_parent
         is_local = parent is not None and (parent.kind in FUNCTION_KINDS or parent.kind == K.LAMBDA_EXPR)
         return not is_local and ref.type.is_const_qualified()
-
-    def _constant_value(self, node: ci.Cursor, depth: int = 0) -> int | None:
-        """The integer value of a constant expression when it folds without template arguments."""
-        if depth > _MAX_CONSTANT_DEPTH:
-            return None
-        kind = node.kind
-        if kind == K.INTEGER_LITERAL:
-            return _literal_value(node)
-        children = [c for c in node.get_children() if c.kind not in (K.TYPE_REF, K.TEMPLATE_REF, K.NAMESPACE_REF)]
-        if kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR):
-            return self._variable_value(node, depth)
-        if (kind in PARENS_AND_CONVERSIONS or kind in _EXPLICIT_CASTS) and len(children) == 1:
-            return self._constant_value(children[0], depth + 1)
-        if kind == K.BINARY_OPERATOR and len(children) == 2 and node.binary_operator in _CONSTANT_FOLDS:
-            lhs, rhs = (self._constant_value(c, depth + 1) for c in children)
-            if lhs is None or rhs is None:
-                return None
-            return apply_const_op(BINARY_OPERATOR_SPELLINGS[node.binary_operator.name], [lhs, rhs])
-        return None
-
-    def _variable_value(self, node: ci.Cursor, depth: int) -> int | None:
-        ref = node.referenced
-        if ref is None or ref.kind != K.VAR_DECL:
-            return None
-        if ref.spelling in _WARP_SIZE_VARIABLES:
-            return _WARP_SIZE_VARIABLES[ref.spelling]
-        if ref.hash in self.state.constants:
-            return self.state.constants[ref.hash]
-        if not ref.type.is_const_qualified():
-            return None
-        initializer = [c for c in ref.get_children() if c.kind.is_expression()]
-        return self._constant_value(initializer[-1], depth + 1) if initializer else None
 
     # -- lanes and products --------------------------------------------------------------------
     def _lane_modulo(self, node: ci.Cursor, op: ci.BinaryOperator, operands: list[ci.Cursor],
                      lhs: _Value) -> int | None:
         if lhs.builtin != "threadIdx.x":
             return None
-        value = self._constant_value(operands[1])
+        value = self.consts.integer(operands[1])
         width = value if op == BO.Rem else (value + 1 if value is not None else None)
         if width not in _LANE_WIDTHS:
             return None
@@ -885,14 +852,3 @@ def _narrowing_context(parent: ci.Cursor | None, data: bytes) -> tuple[str, str,
     if parent.kind == K.RETURN_STMT:
         return "return", "", None
     return "expression", "", None
-
-
-def _literal_value(node: ci.Cursor) -> int | None:
-    token = next(iter(node.get_tokens()), None)
-    if token is None:
-        return None
-    text = _LITERAL_SUFFIX_RE.sub("", token.spelling.replace("'", ""))
-    try:
-        return int(text, 0) if not (len(text) > 1 and text[0] == "0" and text[1].isdigit()) else int(text, 8)
-    except ValueError:
-        return None

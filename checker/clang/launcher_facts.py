@@ -1,9 +1,8 @@
 """Launcher and kernel-interface facts, one walk per function body.
 
 Host functions: `TensorMatcher` chains, `data_ptr()` uses and the launch arguments they
-feed (directly, through local pointers, or through params-struct fields), the kernels'
-explicit template arguments at each launch, TensorView inspections and the context they
-sit in, TensorViews handed to other functions, and calls of CUDA APIs / arch queries /
+feed (directly, through local pointers, or through params-struct fields: `Launch.tensors`
+of the launches launches.py resolved), TensorView inspections and the context they sit in, TensorViews handed to other functions, and calls of CUDA APIs / arch queries /
 host check functions with how their result is used.
 
 Kernels and device functions: vectorized global accesses through pointers that came in
@@ -11,31 +10,26 @@ as parameters (or pointer fields of a by-value params struct), followed through 
 copies, casts, arithmetic and `pointer::offset` (the rules of `provenance.py`, shared with
 the data-flow facts), plus the pointers passed on to other device functions.
 
-Compile-time values stay symbolic over template parameters (`ConstExpr`) so that a rule
-can evaluate them per instantiation; anything clang can fold on its own (literals,
-constexpr variables, enumerators, `sizeof` of complete types) is folded by clang.
+Compile-time values stay symbolic over template parameters (`ConstExpr`, consteval.py) so
+that a rule can evaluate them per instantiation.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import clang.cindex as ci
 
 from ..model import (
-    BINARY_OPERATOR_SPELLINGS,
     AlignmentRequest,
     AlignmentTest,
     DataHandOff,
     ApiCall,
-    BoundKernel,
     ConstExpr,
     Function,
     FunctionKind,
-    LaunchFacts,
-    LaunchSite,
     LaunchTensorArgument,
     MatcherChain,
     MatcherDType,
@@ -48,85 +42,33 @@ from ..model import (
     VectorAccess,
     VerifiedTensor,
 )
-from .capi import folded_int
 from .provenance import Origin, Origins, initializer_list_fields, origins_of, parameter, record_fields
+from .consteval import (
+    VECTOR_TEMPLATES, Constants, VectorType, bare_record_name, callee_name, canonical_name,
+    expression_children, function_declaration, function_usr, initializer_of, overloaded_decls, referenced_of,
+    template_param_names, template_spelling, trailing_name,
+)
 from .cursors import (
-    EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, is_implicit_instantiation, source_text, span_of,
-    strip_casts, strip_parens, walk,
+    EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, is_implicit_instantiation, span_of, strip_casts,
+    strip_parens, walk,
 )
 
 # ---- small cursor helpers ------------------------------------------------------------------
 
 _VECTOR_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CSTYLE_CAST_EXPR)
-_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 def _offsets(cursor: ci.Cursor) -> tuple[int, int]:
     return cursor.extent.start.offset, cursor.extent.end.offset
 
 
-def _expression_children(cursor: ci.Cursor) -> list[ci.Cursor]:
-    return [c for c in cursor.get_children() if c.kind.is_expression()]
-
-
-def _initializer(decl: ci.Cursor) -> ci.Cursor | None:
-    """The initializer expression of a variable declaration."""
-    for child in decl.get_children():
-        if child.kind.is_expression():
-            return child
-    return None
-
-
-def _canonical_name(type_: ci.Type) -> str:
-    return type_.get_canonical().spelling.replace("const ", "").replace("volatile ", "").strip()
-
-
 def _is_tensor_type(type_: ci.Type) -> bool:
-    name = _canonical_name(type_).rstrip("&").strip()
+    name = canonical_name(type_).rstrip("&").strip()
     return name in ("tvm::ffi::TensorView", "tvm::ffi::Tensor")
 
 
-def _bare_record_name(spelling: str) -> str:
-    return spelling.split("<", 1)[0].replace("const ", "").strip().split("::")[-1]
-
-
 def _is_named_record(type_: ci.Type, name: str) -> bool:
-    return _bare_record_name(_canonical_name(type_)) == name or _bare_record_name(type_.spelling) == name
-
-
-def _referenced(cursor: ci.Cursor) -> ci.Cursor | None:
-    try:
-        return cursor.referenced
-    except ValueError:  # a cursor kind these bindings do not know
-        return None
-
-
-def _overloaded_declarations(reference: ci.Cursor) -> list[ci.Cursor]:
-    """The declarations an OVERLOADED_DECL_REF (a dependent `kern<T>`) may name."""
-    lib = ci.conf.lib
-    return [ci.Cursor.from_result(lib.clang_getOverloadedDecl(reference, i), reference)
-            for i in range(lib.clang_getNumOverloadedDecls(reference))]
-
-
-def _function_declaration(decl: ci.Cursor | None) -> ci.Cursor | None:
-    """The function (template) a callee reference names, when it names exactly one."""
-    if decl is not None and decl.kind == K.OVERLOADED_DECL_REF:
-        candidates = _overloaded_declarations(decl)
-        decl = candidates[0] if len({c.get_usr() for c in candidates}) == 1 else None
-    if decl is None or decl.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
-        return None
-    return decl.specialized_template or decl
-
-
-def function_usr(decl: ci.Cursor | None) -> str:
-    """The USR of the function (template) a reference names; "" when none or several."""
-    declaration = _function_declaration(decl)
-    return declaration.get_usr() if declaration is not None else ""
-
-
-def _template_param_names(declaration: ci.Cursor) -> tuple[str, ...]:
-    return tuple(c.spelling for c in declaration.get_children()
-                 if c.kind in (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER))
+    return bare_record_name(canonical_name(type_)) == name or bare_record_name(type_.spelling) == name
 
 
 _SCALAR_TYPE_KINDS = frozenset({
@@ -144,348 +86,7 @@ def _may_carry_pointer(argument: ci.Cursor) -> bool:
 
 # ---- symbolic constants ----------------------------------------------------------------------
 
-_BINARY_SPELLINGS = frozenset(BINARY_OPERATOR_SPELLINGS.values())
-_UNARY_TOKENS = {"-": "neg", "!": "not", "~": "bitnot", "+": ""}
-_CONSTEXPR_HELPERS = {"min": "min", "max": "max", "gcd": "gcd"}
 _WARP_UNIFORM_16B = -16  # the default kPattern of warp::load_bytes / store_bytes
-_MAX_FOLD_DEPTH = 12  # variable initializers / helper calls followed in a row
-_ARGUMENT_PREFIX = "arg:"
-
-
-@dataclass(frozen=True)
-class _VectorType:
-    width: ConstExpr
-    text: str
-
-
-_VECTOR_TEMPLATES = frozenset({"AlignedVector", "AlignedStorage"})  # <T, N>: N elements of T
-_CUDA_VECTOR_NAME = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[234]")
-_PACKED_NAMES = frozenset({"__half2", "half2", "__nv_bfloat162", "nv_bfloat162", "__nv_fp8x2_e4m3",
-                           "__nv_fp8x2_e5m2", "__nv_fp8x4_e4m3", "__nv_fp8x4_e5m2"})
-
-
-def _is_vector_record(name: str) -> bool:
-    """A type that packs several elements into one access (AlignedVector, int4, half2...)."""
-    bare = _bare_record_name(name)
-    return bare in _VECTOR_TEMPLATES or bare in _PACKED_NAMES or bool(_CUDA_VECTOR_NAME.fullmatch(bare))
-
-
-class _Constants:
-    """Turns expressions and types of one translation unit into `ConstExpr`s."""
-
-    def __init__(self, data: bytes, path: str) -> None:
-        self.data = data
-        self.path = path
-
-    def text(self, cursor: ci.Cursor) -> str:
-        location = cursor.extent.start
-        if location.file is None or location.file.name != self.path:
-            return cursor.spelling
-        return source_text(self.data, span_of(cursor.extent))
-
-    def unknown(self, cursor: ci.Cursor) -> ConstExpr:
-        return ConstExpr("unknown", text=self.text(cursor))
-
-    # -- values --------------------------------------------------------------------------
-    def value(self, cursor: ci.Cursor, depth: int = 0) -> ConstExpr:
-        folded = folded_int(cursor)
-        if folded is not None:
-            return ConstExpr("int", folded)
-        if depth > _MAX_FOLD_DEPTH:
-            return self.unknown(cursor)
-        kind = cursor.kind
-        if kind in PARENS_AND_CONVERSIONS or kind in EXPLICIT_CASTS:
-            operands = _expression_children(cursor)
-            return self.value(operands[-1], depth) if operands else self.unknown(cursor)
-        if kind == K.BINARY_OPERATOR:
-            return self._binary(cursor, depth)
-        if kind == K.UNARY_OPERATOR:
-            return self._unary(cursor, depth)
-        if kind == K.CONDITIONAL_OPERATOR:
-            parts = _expression_children(cursor)
-            if len(parts) == 3:
-                return ConstExpr("?:", args=tuple(self.value(p, depth) for p in parts))
-        if kind == K.CXX_UNARY_EXPR:
-            return self._sizeof(cursor)
-        if kind == K.DECL_REF_EXPR:
-            return self._reference(cursor, depth)
-        if kind == K.CALL_EXPR:
-            return self._call(cursor, depth)
-        return self.unknown(cursor)
-
-    def _binary(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
-        operands = _expression_children(cursor)
-        try:
-            op = BINARY_OPERATOR_SPELLINGS.get(cursor.binary_operator.name)
-        except ValueError:
-            op = None
-        if op is None or len(operands) != 2:
-            return self.unknown(cursor)
-        return ConstExpr(op, args=(self.value(operands[0], depth), self.value(operands[1], depth)))
-
-    def _unary(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
-        operands = _expression_children(cursor)
-        first = next(cursor.get_tokens(), None)
-        op = _UNARY_TOKENS.get(first.spelling) if first is not None else None
-        if op is None or len(operands) != 1:
-            return self.unknown(cursor)
-        inner = self.value(operands[0], depth)
-        return ConstExpr(op, args=(inner,)) if op else inner
-
-    def _sizeof(self, cursor: ci.Cursor) -> ConstExpr:
-        first = next(cursor.get_tokens(), None)
-        type_refs = [c for c in cursor.get_children() if c.kind == K.TYPE_REF]
-        if first is None or first.spelling != "sizeof" or len(type_refs) != 1:
-            return self.unknown(cursor)
-        return self.type_size(type_refs[0])
-
-    def _reference(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
-        ref = _referenced(cursor)
-        if ref is None:
-            return self._dependent_member(cursor)
-        if ref.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
-            return ConstExpr("param", name=ref.spelling)
-        if ref.kind == K.PARM_DECL:  # bound when the enclosing constexpr helper is inlined
-            return ConstExpr("param", name=_ARGUMENT_PREFIX + ref.spelling)
-        if ref.kind == K.ENUM_CONSTANT_DECL:
-            return ConstExpr("int", ref.enum_value)
-        if ref.kind == K.VAR_DECL and ref.type.is_const_qualified():  # constexpr implies const
-            initializer = _initializer(ref)
-            if initializer is not None:
-                return self.value(initializer, depth + 1)
-        return self.unknown(cursor)
-
-    def _dependent_member(self, cursor: ci.Cursor) -> ConstExpr:
-        """`vec_t::kBytes` / `vec_t::kSize` of a dependent AlignedVector alias."""
-        type_refs = [c for c in cursor.get_children() if c.kind == K.TYPE_REF]
-        member = _trailing_name(self.data, cursor) if cursor.location.file and \
-            cursor.location.file.name == self.path else ""
-        if len(type_refs) == 1 and member in ("kBytes", "kSize"):
-            vector = self._aligned_vector_parts(type_refs[0].type)
-            if vector is not None:
-                return vector[0] if member == "kBytes" else vector[1]
-        return self.unknown(cursor)
-
-    def _call(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
-        parts = children(cursor)
-        if not parts:
-            return self.unknown(cursor)
-        callee = strip_parens(parts[0])
-        name = callee_name(cursor)
-        if name in ("get_vec_bytes",):
-            args = self.template_args(callee)
-            if args is not None and len(args) == 2:
-                return ConstExpr("vec_bytes", args=args)
-        if name in _CONSTEXPR_HELPERS and len(parts) >= 3:
-            return ConstExpr(_CONSTEXPR_HELPERS[name], args=tuple(self.value(p, depth) for p in parts[1:]))
-        operator = name[len("operator"):] if name.startswith("operator") else ""
-        if operator in _BINARY_SPELLINGS and len(parts) == 3:  # a dependent `a * b`
-            return ConstExpr(operator, args=(self.value(parts[0], depth), self.value(parts[2], depth)))
-        inlined = self._inline(cursor, callee, parts[1:], depth)
-        return inlined if inlined is not None else self.unknown(cursor)
-
-    def _inline(self, call: ci.Cursor, callee: ci.Cursor, arguments: list[ci.Cursor],
-                depth: int) -> ConstExpr | None:
-        """A call of a helper whose body only returns (through local constexprs and `if
-        constexpr`), with its template and function parameters bound. Such a body has no
-        side effects, so its value is the call's also when it is not constexpr."""
-        declaration = _function_declaration(_referenced(callee))
-        if declaration is None:
-            named = [c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-            declaration = _function_declaration(named[0]) if named else None
-        definition = declaration.get_definition() if declaration is not None else None
-        if definition is None:
-            return None
-        body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
-        returned = self._returned(children(body), depth + 1) if body is not None else None
-        if returned is None:
-            return None
-        template_args = self.template_args(callee) or ()
-        mapping = dict(zip(_template_param_names(definition), template_args))
-        params = [c.spelling for c in definition.get_children() if c.kind == K.PARM_DECL]
-        mapping.update((_ARGUMENT_PREFIX + name, self.value(arg, depth)) for name, arg in zip(params, arguments))
-        return returned.substitute(mapping)
-
-    def _returned(self, statements: list[ci.Cursor], depth: int) -> ConstExpr | None:
-        """The value a run of statements returns, or None beyond returns and branches."""
-        for index, statement in enumerate(statements):
-            if statement.kind in (K.DECL_STMT, K.STATIC_ASSERT, K.NULL_STMT):
-                continue  # local constexprs are inlined where they are used
-            if statement.kind == K.RETURN_STMT:
-                values = _expression_children(statement)
-                return self.value(values[0], depth) if values else None
-            if statement.kind == K.COMPOUND_STMT:
-                return self._returned(children(statement) + statements[index + 1:], depth)
-            if statement.kind != K.IF_STMT:
-                return None
-            parts = children(statement)
-            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
-                return None
-            taken = self._returned([parts[1]], depth)
-            rest = [parts[2]] if len(parts) == 3 else statements[index + 1:]
-            otherwise = self._returned(rest, depth)
-            if taken is None or otherwise is None:
-                return None
-            return ConstExpr("?:", args=(self.value(parts[0], depth), taken, otherwise))
-        return None
-
-    def template_args(self, reference: ci.Cursor) -> tuple[ConstExpr, ...] | None:
-        """The explicit template arguments of a DECL_REF_EXPR (types as their size), or
-        None when their positions cannot be told apart (a nested template-id)."""
-        args = []
-        named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-        name_offset = (named[0] if named else reference).location.offset
-        for child in reference.get_children():
-            if child.extent.start.offset <= name_offset:
-                continue  # a qualifier (`ns::`, `Class::`) before the name, not an argument
-            if child.kind == K.TEMPLATE_REF:
-                return None
-            if child.kind == K.TYPE_REF:
-                args.append(self.type_size(child))
-            elif child.kind.is_expression():
-                args.append(self.value(child))
-        return tuple(args)
-
-    # -- types ---------------------------------------------------------------------------
-    def type_size(self, type_ref: ci.Cursor) -> ConstExpr:
-        """The size in bytes of the type a TYPE_REF names."""
-        size = type_ref.type.get_canonical().get_size()
-        if size > 0:
-            return ConstExpr("int", size)
-        decl = _referenced(type_ref)
-        if decl is not None and decl.kind == K.TEMPLATE_TYPE_PARAMETER:
-            return ConstExpr("sizeof", name=decl.spelling)
-        vector = self.vector_type(type_ref.type)
-        return vector.width if vector is not None else self.unknown(type_ref)
-
-    def vector_type(self, type_: ci.Type, written: ci.Cursor | None = None) -> _VectorType | None:
-        """The access width of a multi-element type, or None for a scalar / unknown type.
-        `written` is a declaration whose children spell the type (for dependent types)."""
-        size = type_.get_canonical().get_size()
-        if size > 0:
-            name = _canonical_name(type_)
-            return _VectorType(ConstExpr("int", size), type_.spelling) if _is_vector_record(name) else None
-        decl = type_.get_declaration()
-        spelling_source = None
-        if decl.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
-            spelling_source = decl
-        elif written is not None:
-            spelling_source = written
-        if spelling_source is None:
-            return None
-        return self._vector_from_spelling(spelling_source, type_.spelling)
-
-    def _vector_from_spelling(self, declaration: ci.Cursor, text: str) -> _VectorType | None:
-        template, args = template_spelling(declaration)
-        if template in _VECTOR_TEMPLATES and len(args) == 2 and args[0].kind == K.TYPE_REF:
-            width = ConstExpr("*", args=(self.type_size(args[0]), self.value(args[1])))
-            return _VectorType(width, text)
-        if template in _VECTOR_TEMPLATES and len(args) == 1 and args[0].kind.is_expression():
-            element = _builtin_element_size(declaration)  # `AlignedVector<float, N>`: no TYPE_REF
-            if element is not None:
-                return _VectorType(ConstExpr("*", args=(ConstExpr("int", element), self.value(args[0]))), text)
-        if template in _VECTOR_TEMPLATES:
-            return _VectorType(ConstExpr("unknown", text=text), text)
-        if template == "packed_t" and len(args) == 1 and args[0].kind == K.TYPE_REF:
-            return _VectorType(ConstExpr("*", args=(ConstExpr("int", 2), self.type_size(args[0]))), text)
-        if len(args) == 1 and args[0].kind == K.TYPE_REF and template is None:
-            return self.vector_type(args[0].type)  # an alias of another alias
-        return None
-
-    def _aligned_vector_parts(self, type_: ci.Type) -> tuple[ConstExpr, ConstExpr] | None:
-        decl = type_.get_declaration()
-        if decl.kind not in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
-            return None
-        template, args = template_spelling(decl)
-        if template not in _VECTOR_TEMPLATES or len(args) != 2 or args[0].kind != K.TYPE_REF:
-            return None
-        count = self.value(args[1])
-        return ConstExpr("*", args=(self.type_size(args[0]), count)), count
-
-
-def _builtin_element_size(declaration: ci.Cursor) -> int | None:
-    """The size of the first template argument of the type a declaration spells, when
-    that argument is a builtin type (libclang gives builtin types no TYPE_REF cursor)."""
-    if declaration.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
-        spelled = declaration.underlying_typedef_type
-    else:
-        spelled = declaration.type
-    if spelled.get_num_template_arguments() < 1:
-        return None
-    size = spelled.get_template_argument_type(0).get_canonical().get_size()
-    return size if size > 0 else None
-
-
-def template_spelling(declaration: ci.Cursor) -> tuple[str | None, list[ci.Cursor]]:
-    """(template name, argument cursors) of a type spelled `ns::Template<args...>` in a
-    declaration's children; (None, [type refs]) when no template is named."""
-    template = None
-    args: list[ci.Cursor] = []
-    for child in declaration.get_children():
-        if child.kind == K.TEMPLATE_REF:
-            if template is not None:
-                return template, []  # nested template-id: argument positions are unclear
-            ref = _referenced(child)
-            template = ref.spelling if ref is not None else child.spelling
-        elif child.kind == K.TYPE_REF or (template is not None and child.kind.is_expression()):
-            args.append(child)
-    return template, args
-
-
-def _trailing_name(data: bytes, cursor: ci.Cursor) -> str:
-    """The identifier that ends a reference's extent, skipping `<...>` template arguments
-    (libclang leaves dependent member references unnamed)."""
-    end = cursor.extent.end.offset
-    start = cursor.extent.start.offset
-    position = end
-    if position > start and data[position - 1:position] == b">":
-        depth = 0
-        while position > start:
-            position -= 1
-            char = data[position:position + 1]
-            depth += {b">": 1, b"<": -1}.get(char, 0)
-            if depth == 0:
-                break
-    while position > start and data[position - 1:position] in (b" ", b"\t", b"\n", b"\r"):
-        position -= 1
-    name_end = position
-    while position > start and data[position - 1] in _NAME_CHARS:
-        position -= 1
-    return data[position:name_end].decode("ascii", errors="replace")
-
-
-def callee_name(call: ci.Cursor, data: bytes | None = None, path: str = "") -> str:
-    """The called function's (or method's) name, also for dependent calls."""
-    if call.spelling:
-        return call.spelling
-    parts = children(call)
-    if not parts:
-        return ""
-    operator = _operator_part(parts)
-    if operator is not None:
-        return operator
-    callee = strip_parens(parts[0])
-    for node in [callee, *callee.get_children()]:
-        if node.kind == K.OVERLOADED_DECL_REF:
-            return node.spelling
-    if callee.kind == K.MEMBER_REF_EXPR:
-        if callee.spelling:
-            return callee.spelling
-        if data is not None and callee.location.file and callee.location.file.name == path:
-            return _trailing_name(data, callee)
-    ref = _referenced(callee)
-    return ref.spelling if ref is not None else ""
-
-
-def _operator_part(parts: list[ci.Cursor]) -> str | None:
-    """The operator of a dependent `a + b` / `&a`, which libclang lists in source order
-    (operand, operator, operand) instead of callee first."""
-    if len(parts) not in (2, 3):
-        return None
-    ref = _referenced(strip_parens(parts[len(parts) - 2]))
-    if ref is not None and ref.spelling.startswith("operator") and ref.spelling != "operator()":
-        return ref.spelling
-    return None
 
 
 def _member_call_object(call: ci.Cursor) -> ci.Cursor | None:
@@ -502,13 +103,13 @@ def _member_call_object(call: ci.Cursor) -> ci.Cursor | None:
 
 def _call_arguments(call: ci.Cursor) -> list[ci.Cursor]:
     if _is_constructor_call(call):  # no callee child: `T(args...)`, `T{args...}`, copies
-        return _expression_children(call)
+        return expression_children(call)
     parts = children(call)
     return parts[1:] if parts else []
 
 
 def _is_constructor_call(call: ci.Cursor) -> bool:
-    ref = _referenced(call)
+    ref = referenced_of(call)
     return ref is not None and ref.kind == K.CONSTRUCTOR
 
 
@@ -527,7 +128,7 @@ def _fails(statement: ci.Cursor) -> bool:
         if node.kind == K.CXX_THROW_EXPR:
             return True
         if node.kind == K.CALL_EXPR and (callee_name(node) in _FAILURE_CALLS or
-                                         _bare_record_name(node.type.spelling) in _FAILURE_CALLS):
+                                         bare_record_name(node.type.spelling) in _FAILURE_CALLS):
             return True  # `Panic(...)`, `__assert_fail`, a PanicThrower / tvm ErrorBuilder object
     return False
 
@@ -628,7 +229,7 @@ _CUDA_ERROR_TYPES = frozenset({"cudaError", "enum cudaError", "cudaError_t", "CU
 
 
 def _returns_cuda_error(call: ci.Cursor) -> bool:
-    if _canonical_name(call.type) in _CUDA_ERROR_TYPES:
+    if canonical_name(call.type) in _CUDA_ERROR_TYPES:
         return True
     if call.type.kind not in (ci.TypeKind.DEPENDENT, ci.TypeKind.UNEXPOSED):
         return False
@@ -636,8 +237,8 @@ def _returns_cuda_error(call: ci.Cursor) -> bool:
     parts = children(call)
     callee = strip_parens(parts[0]) if parts else None
     named = [c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF] if callee is not None else []
-    candidates = _overloaded_declarations(named[0]) if named else []
-    return bool(candidates) and all(_canonical_name(d.result_type) in _CUDA_ERROR_TYPES for d in candidates)
+    candidates = overloaded_decls(named[0]) if named else []
+    return bool(candidates) and all(canonical_name(d.result_type) in _CUDA_ERROR_TYPES for d in candidates)
 
 
 # ---- pointer origins in device code --------------------------------------------------------
@@ -651,7 +252,7 @@ class _Subject:
     usr: str
     name: str
     is_device: bool
-    launch_sites: tuple[LaunchSite, ...] = ()
+    launches: tuple[int, ...] = ()  # indices in `SourceModel.launches` of the launches in the body
     path: str = ""  # "" for the checked file
 
 
@@ -691,14 +292,14 @@ class _BodyFacts:
         self.function = subject
         self.data = data
         self.path = path
-        self.consts = _Constants(data, path)
+        self.consts = Constants(data, path)
         self.state = _BodyState()
         self.device = subject.is_device
         params = [c for c in cursor.get_children() if c.kind == K.PARM_DECL]
         self.params = {p.hash: index for index, p in enumerate(params)}
         self.param_origins = {p.hash: (origin,) for index, p in enumerate(params)
                               if (origin := parameter(p, index)) is not None}
-        self.launches = {(s.span.start, s.span.end): s for s in subject.launch_sites}
+        self.launches = {(model.launches[i].span.start, model.launches[i].span.end): i for i in subject.launches}
         self.ancestors: list[ci.Cursor] = []  # of the node being visited, outermost first
 
     def run(self, cursor: ci.Cursor, body: ci.Cursor) -> None:
@@ -754,7 +355,7 @@ class _BodyFacts:
         if member.spelling:
             return member.spelling
         location = member.extent.end
-        return _trailing_name(self.data, member) if location.file and location.file.name == self.path else ""
+        return trailing_name(self.data, member) if location.file and location.file.name == self.path else ""
 
     # -- dispatch --------------------------------------------------------------------------
     def _on_call(self, call: ci.Cursor, ancestors: list[ci.Cursor]) -> None:
@@ -764,9 +365,9 @@ class _BodyFacts:
         if self.device:
             self._device_call(call, name)
             return
-        site = self.launches.get(_offsets(call))
-        if site is not None:
-            self._add_launch(call, site)
+        launch = self.launches.get(_offsets(call))
+        if launch is not None:
+            self._add_launch(call, launch)
         self._add_handoffs(call, name, _call_arguments(call))
         self._add_data_handoffs(call)
         if "align" in name.lower() and name != "ensure_alignment":
@@ -787,7 +388,7 @@ class _BodyFacts:
     # -- API calls -------------------------------------------------------------------------
     def _add_api_call(self, call: ci.Cursor, name: str, ancestors: list[ci.Cursor]) -> None:
         parts = children(call)
-        decl = _referenced(call)
+        decl = referenced_of(call)
         qualified = _qualified(decl) if decl is not None and decl.kind != K.OVERLOADED_DECL_REF else ""
         self.facts.api_calls.append(ApiCall(
             function=self.function.usr,
@@ -802,18 +403,18 @@ class _BodyFacts:
 
     def _argument_name(self, argument: ci.Cursor) -> str:
         inner = strip_casts(argument)
-        ref = _referenced(inner) if inner.kind == K.DECL_REF_EXPR else None
+        ref = referenced_of(inner) if inner.kind == K.DECL_REF_EXPR else None
         return ref.spelling if ref is not None else self.consts.text(argument)
 
     # -- host: tensors ---------------------------------------------------------------------
     def _tensor_name(self, expression: ci.Cursor) -> str | None:
         inner = strip_casts(expression)
         if inner.kind == K.CALL_EXPR and _is_constructor_call(inner):  # a by-value copy
-            operands = _expression_children(inner)
+            operands = expression_children(inner)
             inner = strip_casts(operands[0]) if len(operands) == 1 else inner
         if inner.kind != K.DECL_REF_EXPR:
             return None
-        decl = _referenced(inner)
+        decl = referenced_of(inner)
         if decl is None or decl.kind not in (K.PARM_DECL, K.VAR_DECL) or not _is_tensor_type(decl.type):
             return None
         return decl.spelling
@@ -821,7 +422,7 @@ class _BodyFacts:
     def _add_handoffs(self, at: ci.Cursor, callee: str, values: list[ci.Cursor]) -> None:
         """Tensors passed on as a whole: call arguments, `{a, b}` lists, copies."""
         parts = children(at) if at.kind == K.CALL_EXPR else []
-        callee_usr = function_usr(_referenced(strip_parens(parts[0]))) if parts else ""
+        callee_usr = function_usr(referenced_of(strip_parens(parts[0]))) if parts else ""
         for value in values:
             tensor = self._tensor_name(value)
             if tensor is not None:
@@ -829,7 +430,7 @@ class _BodyFacts:
                     TensorHandOff(self.function.usr, tensor, callee, callee_usr, self._span(at)))
 
     def _on_variable(self, decl: ci.Cursor) -> None:
-        initializer = _initializer(decl)
+        initializer = initializer_of(decl)
         if initializer is None:
             return
         if self.device:
@@ -853,7 +454,7 @@ class _BodyFacts:
 
     def _add_data_handoffs(self, call: ci.Cursor) -> None:
         parts = children(call)
-        callee_usr = function_usr(_referenced(strip_parens(parts[0]))) if parts else ""
+        callee_usr = function_usr(referenced_of(strip_parens(parts[0]))) if parts else ""
         if not callee_usr:
             return
         for index, argument in enumerate(_call_arguments(call)):
@@ -878,7 +479,7 @@ class _BodyFacts:
         target, value = strip_parens(parts[0]), parts[1]
         if self.device:
             origins = self._origins(value)
-            decl = _referenced(target) if target.kind == K.DECL_REF_EXPR else None
+            decl = referenced_of(target) if target.kind == K.DECL_REF_EXPR else None
             if origins and decl is not None and decl.kind == K.VAR_DECL:
                 self.state.origins[decl.hash] = origins
             return
@@ -887,7 +488,7 @@ class _BodyFacts:
             field_name = self._member_name(target)
             bases = children(target)
             target = strip_casts(bases[0]) if bases else target
-        decl = _referenced(target) if target.kind == K.DECL_REF_EXPR else None
+        decl = referenced_of(target) if target.kind == K.DECL_REF_EXPR else None
         if decl is None or decl.kind != K.VAR_DECL:
             return
         sources = list(self._tensor_sources(value, field_name))
@@ -911,7 +512,7 @@ class _BodyFacts:
                     yield _TensorSource(field_name, tensor, self._span(node))
                     continue
             if node.kind == K.DECL_REF_EXPR:
-                decl = _referenced(node)
+                decl = referenced_of(node)
                 if decl is not None and decl.hash in self.params and not self.device:
                     # a helper's parameter: the tensor (or params struct) a caller hands it
                     if _is_pointer_type(decl.type):
@@ -932,36 +533,22 @@ class _BodyFacts:
             pending.extend((child, field_name, own_record) for child in reversed(children(node)))
 
     # -- host: launches ----------------------------------------------------------------------
-    def _add_launch(self, call: ci.Cursor, site: LaunchSite) -> None:
+    def _add_launch(self, call: ci.Cursor, index: int) -> None:
+        """The tensors whose data the arguments of the launch at `model.launches[index]` carry."""
+        launch = self.model.launches[index]
         by_extent = {_offsets(c): c for c in call.get_children()}
-        kernel_ref = by_extent.get((site.kernel_span.start, site.kernel_span.end)) if site.kernel_span else None
-        tensor_arguments = []
-        for index, span in enumerate(site.argument_spans):
+        tensors = []
+        for position, span in enumerate(launch.argument_spans):
             argument = by_extent.get((span.start, span.end))
             if argument is None:
                 continue
             for source in self._tensor_sources(argument, ""):
-                tensor_arguments.append(LaunchTensorArgument(index, source.field, source.tensor, source.data_use))
-        kernels = self._launched_kernels(kernel_ref) if kernel_ref is not None else ()
-        self.facts.launches.append(LaunchFacts(site.span, self.function.usr, kernels, tuple(tensor_arguments)))
-
-    def _launched_kernels(self, kernel_ref: ci.Cursor) -> tuple[BoundKernel, ...]:
-        kernels = []
-        scope = self.ancestors[0] if self.ancestors else None
-        for reference, guard in _kernel_references(kernel_ref, None, self.consts, scope=scope):
-            named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-            declaration = _function_declaration(named[0] if named else _referenced(reference))
-            if declaration is None:
-                continue
-            analyze_elsewhere(self.model, declaration, self.path)
-            kernels.append(BoundKernel(declaration.get_usr(), declaration.spelling,
-                                          self.consts.template_args(reference) or (),
-                                          _template_param_names(declaration), guard))
-        return tuple(dict.fromkeys(kernels))  # a helper reached from several calls names a kernel once
+                tensors.append(LaunchTensorArgument(position, source.field, source.tensor, source.data_use))
+        self.model.launches[index] = replace(launch, tensors=tuple(tensors))
 
     # -- host: matcher chains ----------------------------------------------------------------
     def _add_dtype_options(self, call: ci.Cursor, obj: ci.Cursor) -> None:
-        decl = _referenced(strip_casts(obj))
+        decl = referenced_of(strip_casts(obj))
         callee = strip_parens(children(call)[0])
         options = self._dtype_list(children(callee)[1:])
         if decl is not None and options:
@@ -974,7 +561,7 @@ class _BodyFacts:
     def _add_matcher_chain(self, expression: ci.Cursor, variable_name: str,
                            variable: ci.Cursor | None = None) -> None:
         links, root = self._chain_links(expression)
-        root_variable = _referenced(root) if root.kind == K.DECL_REF_EXPR else None
+        root_variable = referenced_of(root) if root.kind == K.DECL_REF_EXPR else None
         if root_variable is not None and _is_named_record(root_variable.type, "TensorMatcher"):
             key = root_variable.hash
             variable_name = root_variable.spelling
@@ -1029,7 +616,7 @@ class _BodyFacts:
     def _bound_dtypes(self, arguments: list[ci.Cursor]) -> tuple[MatcherDType, ...]:
         if not arguments:
             return ()
-        decl = _referenced(strip_casts(arguments[0]))
+        decl = referenced_of(strip_casts(arguments[0]))
         return self.state.dtype_options.get(decl.hash, ()) if decl is not None else ()
 
     def _matcher_dims(self, root: ci.Cursor) -> tuple[str, ...]:
@@ -1078,7 +665,7 @@ class _BodyFacts:
             if template_args:
                 pattern = template_args[1] if len(template_args) > 1 else ConstExpr("int", _WARP_UNIFORM_16B)
                 width = ConstExpr("vec_bytes", args=(template_args[0], pattern))
-                self._add_access(arguments[0], call, "warp_bytes", _VectorType(width, name))
+                self._add_access(arguments[0], call, "warp_bytes", VectorType(width, name))
             return
         if name in _TYPED_CALLS and arguments:
             type_refs = [c for c in callee.get_children() if c.kind == K.TYPE_REF]
@@ -1088,35 +675,35 @@ class _BodyFacts:
             return
         self._add_pointer_passes(call, callee, name, arguments)
 
-    def _accessor(self, obj: ci.Cursor) -> tuple[str, _VectorType] | None:
+    def _accessor(self, obj: ci.Cursor) -> tuple[str, VectorType] | None:
         """("aligned_vector" | "tile_memory", vector type) for the object of `.load`/`.store`."""
         node = strip_casts(obj)
-        decl = _referenced(node) if node.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) else None
+        decl = referenced_of(node) if node.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) else None
         if decl is not None and decl.kind in (K.VAR_DECL, K.PARM_DECL, K.FIELD_DECL):
             return self._accessor_of_declaration(decl)
         if node.kind == K.CALL_EXPR:  # a temporary: tile::Memory<vec_t>::cta().load(...)
             return self._memory_accessor(strip_parens(children(node)[0])) if children(node) else None
         return None
 
-    def _accessor_of_declaration(self, decl: ci.Cursor) -> tuple[str, _VectorType] | None:
+    def _accessor_of_declaration(self, decl: ci.Cursor) -> tuple[str, VectorType] | None:
         type_ = decl.type
         if type_.get_canonical().get_size() > 0:
             if _is_named_record(type_, "Memory") and type_.get_num_template_arguments() == 1:
                 element = self.consts.vector_type(type_.get_template_argument_type(0))
                 return ("tile_memory", element) if element is not None else None
             vector = self.consts.vector_type(type_)
-            is_aligned_vector = _bare_record_name(_canonical_name(type_)) in _VECTOR_TEMPLATES
+            is_aligned_vector = bare_record_name(canonical_name(type_)) in VECTOR_TEMPLATES
             return ("aligned_vector", vector) if vector is not None and is_aligned_vector else None
         vector = self.consts.vector_type(type_, written=decl)
         if vector is not None:
             return "aligned_vector", vector
-        initializer = _initializer(decl)
+        initializer = initializer_of(decl)
         if initializer is not None and strip_casts(initializer).kind == K.CALL_EXPR:
             call = strip_casts(initializer)
             return self._memory_accessor(strip_parens(children(call)[0])) if children(call) else None
         return self._memory_accessor(decl)
 
-    def _memory_accessor(self, spelled: ci.Cursor) -> tuple[str, _VectorType] | None:
+    def _memory_accessor(self, spelled: ci.Cursor) -> tuple[str, VectorType] | None:
         template, args = template_spelling(spelled)
         if template != "Memory" or len(args) != 1 or args[0].kind != K.TYPE_REF:
             return None
@@ -1131,11 +718,11 @@ class _BodyFacts:
         vector = self.consts.vector_type(target.get_pointee())
         if vector is None and len(type_refs) == 1:
             vector = self.consts.vector_type(type_refs[0].type)
-        operands = _expression_children(cast)
+        operands = expression_children(cast)
         if vector is not None and operands:
             self._add_access(operands[-1], cast, "cast", vector)
 
-    def _add_access(self, pointer: ci.Cursor, at: ci.Cursor, kind: str, vector: _VectorType) -> None:
+    def _add_access(self, pointer: ci.Cursor, at: ci.Cursor, kind: str, vector: VectorType) -> None:
         tested = self._alignment_tested_origins()
         untested = tuple(o for o in self._origins(pointer) if o not in tested)
         for param, field_name in _outermost(untested):  # `if ((uintptr_t)p % 16 == 0)`: the kernel checks
@@ -1170,9 +757,9 @@ class _BodyFacts:
         passed = [(index, origins) for index, origins in passed if origins]
         if not passed:
             return
-        declaration = _function_declaration(_referenced(callee))
+        declaration = function_declaration(referenced_of(callee))
         callee_usr = declaration.get_usr() if declaration is not None else ""
-        template_params = _template_param_names(declaration) if declaration is not None else ()
+        template_params = template_param_names(declaration) if declaration is not None else ()
         if declaration is not None:
             analyze_elsewhere(self.model, declaration, self.path)
         template_args = self.consts.template_args(callee) or ()
@@ -1181,140 +768,6 @@ class _BodyFacts:
                 self.facts.pointer_passes.append(PointerPass(
                     self.function.usr, callee_usr, name, self._span(call), index, param,
                     field_name, template_args, template_params))
-
-
-def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, consts: _Constants, depth: int = 0,
-                       scope: ci.Cursor | None = None) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
-    """The `kern<args...>` references a launch's kernel expression may come down to, each
-    with the condition under which it is the one: through `&kern<...>`, ternaries,
-    `constexpr auto kernel = ...` variables (also `static constexpr auto` member variable
-    templates), immediately invoked lambdas, helper functions that return one of several
-    kernels (`get_kernel<T>(n)`), and the parameter of a lambda that launches whatever it is
-    called with (searched in `scope`, the launcher)."""
-    node = strip_casts(expression)
-    if depth > _MAX_FOLD_DEPTH:
-        return
-    operands = _expression_children(node)
-    if node.kind == K.UNARY_OPERATOR and operands:
-        yield from _kernel_references(operands[-1], guard, consts, depth + 1, scope)
-    elif node.kind == K.CONDITIONAL_OPERATOR and len(operands) == 3:
-        condition = consts.value(operands[0])
-        yield from _kernel_references(operands[1], _both(guard, condition), consts, depth + 1, scope)
-        yield from _kernel_references(operands[2], _both(guard, ConstExpr("not", args=(condition,))), consts,
-                                      depth + 1, scope)
-    elif node.kind == K.DECL_REF_EXPR:
-        decl = _referenced(node)
-        if decl is not None and decl.kind == K.PARM_DECL and scope is not None:
-            for argument in _lambda_arguments(decl, scope):
-                yield from _kernel_references(argument, guard, consts, depth + 1, scope)
-            return
-        initializer = _variable_initializer(node, decl)
-        if initializer is None:
-            yield node, guard
-        elif initializer.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
-            yield initializer, guard
-        else:
-            yield from _kernel_references(initializer, guard, consts, depth + 1, scope)
-    elif node.kind == K.CALL_EXPR and operands and strip_casts(operands[0]).kind == K.LAMBDA_EXPR:
-        body = next((c for c in strip_casts(operands[0]).get_children() if c.kind == K.COMPOUND_STMT), None)
-        for returned, condition in _returns(children(body) if body is not None else [], guard, consts):
-            yield from _kernel_references(returned, condition, consts, depth + 1, scope)
-    elif node.kind == K.CALL_EXPR and operands:
-        for returned in _helper_returns(operands[0], consts):  # any of them: the helper's conditions are its own
-            yield from _kernel_references(returned, guard, consts, depth + 1, scope)
-
-
-def _variable_initializer(node: ci.Cursor, decl: ci.Cursor | None) -> ci.Cursor | None:
-    """What a reference to a variable (or a dependent reference to a member variable
-    template, `kernel<IdxT, kVec>`) is initialized with."""
-    if decl is not None and decl.kind == K.VAR_DECL:
-        return _initializer(decl)
-    named = [c for c in node.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-    candidates = _overloaded_declarations(named[0]) if named else []
-    if len(candidates) != 1:
-        return None
-    if candidates[0].kind == K.VAR_DECL:
-        return _initializer(candidates[0])
-    if candidates[0].kind == K.UNEXPOSED_DECL:
-        return _variable_template_function(candidates[0])
-    return None
-
-
-def _variable_template_function(template: ci.Cursor) -> ci.Cursor | None:
-    """The function a variable template is initialized with (`template <...> static
-    constexpr auto kernel = my_kernel<T, ...>;`): libclang exposes neither the variable nor
-    its initializer, so the name after `=` is looked up in the enclosing namespaces."""
-    spellings = [token.spelling for token in template.get_tokens()]
-    if "=" not in spellings:
-        return None
-    name = next((word for word in spellings[spellings.index("=") + 1:] if word not in ("&", "::")), "")
-    scope = template.semantic_parent
-    while scope is not None and scope.kind != K.TRANSLATION_UNIT:
-        found = [c for c in children(scope) if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == name]
-        if found:
-            return found[0]
-        scope = scope.semantic_parent
-    return None
-
-
-def _helper_returns(callee: ci.Cursor, consts: _Constants) -> list[ci.Cursor]:
-    """The expressions returned by the function a call names (when it names one definition)."""
-    reference = strip_parens(callee)
-    named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-    declaration = _function_declaration(named[0] if named else _referenced(reference))
-    definition = declaration.get_definition() if declaration is not None else None
-    body = next((c for c in children(definition) if c.kind == K.COMPOUND_STMT), None) if definition else None
-    if body is None:
-        return []
-    return [returned for returned, _ in _returns(children(body), None, consts)]
-
-
-def _lambda_arguments(parameter: ci.Cursor, scope: ci.Cursor) -> list[ci.Cursor]:
-    """The arguments bound to a lambda's parameter at the calls of that lambda in `scope`
-    (`auto launch = [&](auto kernel) {...}; launch(a ? k1 : k2);`)."""
-    lambdas = [n for n in walk(scope) if n.kind == K.LAMBDA_EXPR
-               and any(c == parameter for c in children(n) if c.kind == K.PARM_DECL)]
-    if len(lambdas) != 1:
-        return []
-    index = [c for c in children(lambdas[0]) if c.kind == K.PARM_DECL].index(parameter)
-    variables = [n for n in walk(scope) if n.kind == K.VAR_DECL and _initializer(n) is not None
-                 and strip_casts(_initializer(n)) == lambdas[0]]
-    if len(variables) != 1:
-        return []
-    arguments = []
-    for call in (n for n in walk(scope) if n.kind == K.CALL_EXPR):
-        parts = _expression_children(call)
-        if parts and strip_casts(parts[0]).kind == K.DECL_REF_EXPR and _referenced(strip_casts(parts[0])) == variables[0]:
-            if index + 1 < len(parts):
-                arguments.append(parts[index + 1])
-    return arguments
-
-
-def _returns(statements: list[ci.Cursor], guard: ConstExpr | None,
-             consts: _Constants) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
-    """The expressions a lambda body returns, with the `if` conditions leading to each."""
-    for index, statement in enumerate(statements):
-        if statement.kind == K.RETURN_STMT:
-            values = _expression_children(statement)
-            if values:
-                yield values[0], guard
-            return
-        if statement.kind == K.COMPOUND_STMT:
-            yield from _returns(children(statement) + statements[index + 1:], guard, consts)
-            return
-        if statement.kind == K.IF_STMT:
-            parts = children(statement)
-            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
-                return
-            condition = consts.value(parts[0])
-            yield from _returns([parts[1]], _both(guard, condition), consts)
-            otherwise = [parts[2]] if len(parts) == 3 else statements[index + 1:]
-            yield from _returns(otherwise, _both(guard, ConstExpr("not", args=(condition,))), consts)
-            return
-
-
-def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
-    return condition if guard is None else ConstExpr("&&", args=(guard, condition))
 
 
 def _outermost(origins: Origins) -> list[tuple[int, str]]:
@@ -1330,10 +783,10 @@ def _constructs_matcher(root: ci.Cursor) -> bool:
             return True
         if node.kind not in (K.CXX_FUNCTIONAL_CAST_EXPR, *PARENS_AND_CONVERSIONS):
             return False
-        if any(c.kind == K.TYPE_REF and _bare_record_name(c.spelling) == "TensorMatcher"
+        if any(c.kind == K.TYPE_REF and bare_record_name(c.spelling) == "TensorMatcher"
                for c in node.get_children()):
             return True
-        operands = _expression_children(node)
+        operands = expression_children(node)
         if not operands:
             return False
         node = operands[0]
@@ -1355,10 +808,10 @@ def collect_function_facts(model: SourceModel, function: Function, cursor: ci.Cu
     """Add the launcher / kernel-interface facts of one function body to `model`."""
     if is_implicit_instantiation(cursor):
         return  # the template's own body already gave (more general) facts
-    sites = tuple(s for s in model.launch_sites if s.launcher == function.qualified_name
-                  and function.body is not None and function.body.contains(s.span))
+    launches = tuple(index for index, launch in enumerate(model.launches) if launch.launcher == function.qualified_name
+                     and function.body is not None and function.body.contains(launch.span))
     is_device = function.kind in (FunctionKind.KERNEL, FunctionKind.DEVICE)
-    subject = _Subject(function.usr, function.name, is_device, sites)
+    subject = _Subject(function.usr, function.name, is_device, launches)
     _BodyFacts(model, subject, cursor, data, path).run(cursor, body)
 
 

@@ -135,7 +135,7 @@ class WrapperCall:
 def launchers(model: SourceModel) -> list[Function]:
     """Host functions with a TensorView parameter that launch a kernel or verify a tensor,
     and those that forward their tensors to one (``silu_and_mul`` -> ``act_and_mul<...>``)."""
-    busy = {site.launcher for site in model.launch_sites}
+    busy = {launch.launcher for launch in model.launches}
     verifying = {chain.function for chain in model.launcher_facts.matcher_chains}
     taking = [f for f in model.functions
               if f.kind is FunctionKind.HOST and f.is_definition and any(_is_tensor(p.type.spelling) for p in f.params)]
@@ -161,7 +161,7 @@ def forward_target(model: SourceModel, function: Function, direct: Sequence[Func
 
 def facts_function(model: SourceModel, launcher: Function) -> Function:
     """Where the tensors are verified and the kernel launched: the launcher, or the one it forwards to."""
-    busy = {site.launcher for site in model.launch_sites}
+    busy = {launch.launcher for launch in model.launches}
     verifying = {chain.function for chain in model.launcher_facts.matcher_chains}
     if launcher.qualified_name in busy or launcher.usr in verifying:
         return launcher
@@ -316,10 +316,10 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
     """Each tensor's role from what the launched kernels do with its data pointer; the
     tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
-    for launch in model.launcher_facts.launches:
-        if launch.function != launcher.usr:
+    for launch in model.launches:
+        if launch.launcher_usr != launcher.usr:
             continue
-        for arg in launch.tensor_arguments:
+        for arg in launch.tensors:
             kinds: set[AccessKind] = set()
             consts: list[bool] = []
             for kernel in launch.kernels:
@@ -557,9 +557,9 @@ def _candidates(param, pdl_param: str, type_params_used: set[str], source: str, 
 
 
 def _pdl_param(model: SourceModel, launcher: Function) -> str:
-    for site in model.launch_sites:
-        if site.launcher == launcher.qualified_name and site.enable_pdl and _IDENTIFIER.fullmatch(site.enable_pdl):
-            return site.enable_pdl
+    for launch in model.launches:
+        if launch.launcher == launcher.qualified_name and launch.pdl is not None and launch.pdl.value.op == "param":
+            return launch.pdl.text  # a template parameter of the launcher, or its runtime argument
     return ""
 
 

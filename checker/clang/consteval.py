@@ -1,0 +1,424 @@
+"""Constant evaluation with C++ semantics, written once for every analysis.
+
+`Constants` turns an expression (or a type, as its size in bytes) of one translation unit into
+a `ConstExpr` kept symbolic over template parameters, so that a rule can evaluate it once per
+instantiation (`ConstExpr.evaluate`, whose operators are `model.apply_const_op`: division
+truncates toward zero, the remainder takes the dividend's sign). Whatever clang folds on its
+own (literals, constexpr variables, enumerators, `sizeof` of complete types) is folded by
+clang; the rest is followed through constant variables, `if constexpr` helpers that only
+return, `min`/`max`/`gcd` and the vector types of the kernel library.
+
+The cursor helpers below are the ones the evaluation needs; the other analyses share them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+import clang.cindex as ci
+
+from ..model import BINARY_OPERATOR_SPELLINGS, ConstExpr
+from .capi import folded_int, overloaded_decls
+from .cursors import EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, source_text, span_of, strip_parens
+
+_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_BINARY_SPELLINGS = frozenset(BINARY_OPERATOR_SPELLINGS.values())
+_UNARY_TOKENS = {"-": "neg", "!": "not", "~": "bitnot", "+": ""}
+_CONSTEXPR_HELPERS = {"min": "min", "max": "max", "gcd": "gcd"}
+# CUDA's built-in constants declared without a value (`extern const int warpSize`).
+_DEVICE_CONSTANTS = {"warpSize": 32}
+MAX_FOLD_DEPTH = 12  # variable initializers / helper calls followed in a row
+ARGUMENT_PREFIX = "arg:"
+VECTOR_TEMPLATES = frozenset({"AlignedVector", "AlignedStorage"})  # <T, N>: N elements of T
+_CUDA_VECTOR_NAME = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[234]")
+_PACKED_NAMES = frozenset({"__half2", "half2", "__nv_bfloat162", "nv_bfloat162", "__nv_fp8x2_e4m3",
+                           "__nv_fp8x2_e5m2", "__nv_fp8x4_e4m3", "__nv_fp8x4_e5m2"})
+
+
+def expression_children(cursor: ci.Cursor) -> list[ci.Cursor]:
+    return [c for c in cursor.get_children() if c.kind.is_expression()]
+
+
+def initializer_of(decl: ci.Cursor) -> ci.Cursor | None:
+    """The initializer expression of a variable declaration."""
+    for child in decl.get_children():
+        if child.kind.is_expression():
+            return child
+    return None
+
+
+def canonical_name(type_: ci.Type) -> str:
+    return type_.get_canonical().spelling.replace("const ", "").replace("volatile ", "").strip()
+
+
+def bare_record_name(spelling: str) -> str:
+    return spelling.split("<", 1)[0].replace("const ", "").strip().split("::")[-1]
+
+
+def referenced_of(cursor: ci.Cursor) -> ci.Cursor | None:
+    try:
+        return cursor.referenced
+    except ValueError:  # a cursor kind these bindings do not know
+        return None
+
+
+def function_declaration(decl: ci.Cursor | None) -> ci.Cursor | None:
+    """The function (template) a callee reference names, when it names exactly one."""
+    if decl is not None and decl.kind == K.OVERLOADED_DECL_REF:
+        candidates = overloaded_decls(decl)
+        decl = candidates[0] if len({c.get_usr() for c in candidates}) == 1 else None
+    if decl is None or decl.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
+        return None
+    return decl.specialized_template or decl
+
+
+def function_usr(decl: ci.Cursor | None) -> str:
+    """The USR of the function (template) a reference names; "" when none or several."""
+    declaration = function_declaration(decl)
+    return declaration.get_usr() if declaration is not None else ""
+
+
+def template_param_names(declaration: ci.Cursor) -> tuple[str, ...]:
+    return tuple(c.spelling for c in declaration.get_children()
+                 if c.kind in (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER))
+
+
+@dataclass(frozen=True)
+class VectorType:
+    width: ConstExpr
+    text: str
+
+
+def is_vector_record(name: str) -> bool:
+    """A type that packs several elements into one access (AlignedVector, int4, half2...)."""
+    bare = bare_record_name(name)
+    return bare in VECTOR_TEMPLATES or bare in _PACKED_NAMES or bool(_CUDA_VECTOR_NAME.fullmatch(bare))
+
+
+class Constants:
+    """Turns expressions and types of one translation unit into `ConstExpr`s."""
+
+    def __init__(self, data: bytes, path: str) -> None:
+        self.data = data
+        self.path = path
+
+    def text(self, cursor: ci.Cursor) -> str:
+        location = cursor.extent.start
+        if location.file is None or location.file.name != self.path:
+            return cursor.spelling
+        return source_text(self.data, span_of(cursor.extent))
+
+    def unknown(self, cursor: ci.Cursor) -> ConstExpr:
+        return ConstExpr("unknown", text=self.text(cursor))
+
+    # -- values --------------------------------------------------------------------------
+    def integer(self, cursor: ci.Cursor) -> int | None:
+        """The value of an expression that does not depend on template parameters, else None."""
+        return self.value(cursor).evaluate({})
+
+    def value(self, cursor: ci.Cursor, depth: int = 0) -> ConstExpr:
+        folded = folded_int(cursor)
+        if folded is not None:
+            return ConstExpr("int", folded)
+        if depth > MAX_FOLD_DEPTH:
+            return self.unknown(cursor)
+        kind = cursor.kind
+        if kind in PARENS_AND_CONVERSIONS or kind in EXPLICIT_CASTS:
+            operands = expression_children(cursor)
+            return self.value(operands[-1], depth) if operands else self.unknown(cursor)
+        if kind == K.BINARY_OPERATOR:
+            return self._binary(cursor, depth)
+        if kind == K.UNARY_OPERATOR:
+            return self._unary(cursor, depth)
+        if kind == K.CONDITIONAL_OPERATOR:
+            parts = expression_children(cursor)
+            if len(parts) == 3:
+                return ConstExpr("?:", args=tuple(self.value(p, depth) for p in parts))
+        if kind == K.CXX_UNARY_EXPR:
+            return self._sizeof(cursor)
+        if kind == K.DECL_REF_EXPR:
+            value = self._reference(cursor, depth)
+            # a named value not known here (`enable_pdl`, `Trait::kUsePDL`) keeps its name
+            return replace(value, name=self.text(cursor)) if value.op == "unknown" and not value.name else value
+        if kind == K.MEMBER_REF_EXPR:
+            return self._reference(cursor, depth)
+        if kind == K.CALL_EXPR:
+            return self._call(cursor, depth)
+        return self.unknown(cursor)
+
+    def _binary(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
+        operands = expression_children(cursor)
+        try:
+            op = BINARY_OPERATOR_SPELLINGS.get(cursor.binary_operator.name)
+        except ValueError:
+            op = None
+        if op is None or len(operands) != 2:
+            return self.unknown(cursor)
+        return ConstExpr(op, args=(self.value(operands[0], depth), self.value(operands[1], depth)))
+
+    def _unary(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
+        operands = expression_children(cursor)
+        first = next(cursor.get_tokens(), None)
+        op = _UNARY_TOKENS.get(first.spelling) if first is not None else None
+        if op is None or len(operands) != 1:
+            return self.unknown(cursor)
+        inner = self.value(operands[0], depth)
+        return ConstExpr(op, args=(inner,)) if op else inner
+
+    def _sizeof(self, cursor: ci.Cursor) -> ConstExpr:
+        first = next(cursor.get_tokens(), None)
+        type_refs = [c for c in cursor.get_children() if c.kind == K.TYPE_REF]
+        if first is None or first.spelling != "sizeof" or len(type_refs) != 1:
+            return self.unknown(cursor)
+        return self.type_size(type_refs[0])
+
+    def _reference(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
+        ref = referenced_of(cursor)
+        if ref is None:
+            return self._dependent_member(cursor)
+        if ref.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+            return ConstExpr("param", name=ref.spelling)
+        if ref.kind == K.PARM_DECL:  # bound when the enclosing constexpr helper is inlined
+            return ConstExpr("param", name=ARGUMENT_PREFIX + ref.spelling)
+        if ref.kind == K.ENUM_CONSTANT_DECL:
+            return ConstExpr("int", ref.enum_value)
+        if ref.kind == K.VAR_DECL and ref.spelling in _DEVICE_CONSTANTS:
+            return ConstExpr("int", _DEVICE_CONSTANTS[ref.spelling])
+        if ref.kind == K.VAR_DECL and ref.type.is_const_qualified():  # constexpr implies const
+            initializer = initializer_of(ref)
+            if initializer is not None:
+                return self.value(initializer, depth + 1)
+        return self.unknown(cursor)
+
+    def _dependent_member(self, cursor: ci.Cursor) -> ConstExpr:
+        """`vec_t::kBytes` / `vec_t::kSize` of a dependent AlignedVector alias."""
+        type_refs = [c for c in cursor.get_children() if c.kind == K.TYPE_REF]
+        member = trailing_name(self.data, cursor) if cursor.location.file and \
+            cursor.location.file.name == self.path else ""
+        if len(type_refs) == 1 and member in ("kBytes", "kSize"):
+            vector = self._aligned_vector_parts(type_refs[0].type)
+            if vector is not None:
+                return vector[0] if member == "kBytes" else vector[1]
+        return self.unknown(cursor)
+
+    def _call(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
+        parts = children(cursor)
+        if not parts:
+            return self.unknown(cursor)
+        callee = strip_parens(parts[0])
+        name = callee_name(cursor)
+        if name in ("get_vec_bytes",):
+            args = self.template_args(callee)
+            if args is not None and len(args) == 2:
+                return ConstExpr("vec_bytes", args=args)
+        if name in _CONSTEXPR_HELPERS and len(parts) >= 3:
+            return ConstExpr(_CONSTEXPR_HELPERS[name], args=tuple(self.value(p, depth) for p in parts[1:]))
+        operator = name[len("operator"):] if name.startswith("operator") else ""
+        if operator in _BINARY_SPELLINGS and len(parts) == 3:  # a dependent `a * b`
+            return ConstExpr(operator, args=(self.value(parts[0], depth), self.value(parts[2], depth)))
+        inlined = self._inline(cursor, callee, parts[1:], depth)
+        return inlined if inlined is not None else self.unknown(cursor)
+
+    def _inline(self, call: ci.Cursor, callee: ci.Cursor, arguments: list[ci.Cursor],
+                depth: int) -> ConstExpr | None:
+        """A call of a helper whose body only returns (through local constexprs and `if
+        constexpr`), with its template and function parameters bound. Such a body has no
+        side effects, so its value is the call's also when it is not constexpr."""
+        declaration = function_declaration(referenced_of(callee))
+        if declaration is None:
+            named = [c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF]
+            declaration = function_declaration(named[0]) if named else None
+        definition = declaration.get_definition() if declaration is not None else None
+        if definition is None:
+            return None
+        body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
+        returned = self._returned(children(body), depth + 1) if body is not None else None
+        if returned is None:
+            return None
+        template_args = self.template_args(callee) or ()
+        mapping = dict(zip(template_param_names(definition), template_args))
+        params = [c.spelling for c in definition.get_children() if c.kind == K.PARM_DECL]
+        mapping.update((ARGUMENT_PREFIX + name, self.value(arg, depth)) for name, arg in zip(params, arguments))
+        return returned.substitute(mapping)
+
+    def _returned(self, statements: list[ci.Cursor], depth: int) -> ConstExpr | None:
+        """The value a run of statements returns, or None beyond returns and branches."""
+        for index, statement in enumerate(statements):
+            if statement.kind in (K.DECL_STMT, K.STATIC_ASSERT, K.NULL_STMT):
+                continue  # local constexprs are inlined where they are used
+            if statement.kind == K.RETURN_STMT:
+                values = expression_children(statement)
+                return self.value(values[0], depth) if values else None
+            if statement.kind == K.COMPOUND_STMT:
+                return self._returned(children(statement) + statements[index + 1:], depth)
+            if statement.kind != K.IF_STMT:
+                return None
+            parts = children(statement)
+            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
+                return None
+            taken = self._returned([parts[1]], depth)
+            rest = [parts[2]] if len(parts) == 3 else statements[index + 1:]
+            otherwise = self._returned(rest, depth)
+            if taken is None or otherwise is None:
+                return None
+            return ConstExpr("?:", args=(self.value(parts[0], depth), taken, otherwise))
+        return None
+
+    def template_args(self, reference: ci.Cursor) -> tuple[ConstExpr, ...] | None:
+        """The explicit template arguments of a DECL_REF_EXPR (types as their size), or
+        None when their positions cannot be told apart (a nested template-id)."""
+        args = []
+        named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
+        name_offset = (named[0] if named else reference).location.offset
+        for child in reference.get_children():
+            if child.extent.start.offset <= name_offset:
+                continue  # a qualifier (`ns::`, `Class::`) before the name, not an argument
+            if child.kind == K.TEMPLATE_REF:
+                return None
+            if child.kind == K.TYPE_REF:
+                args.append(self.type_size(child))
+            elif child.kind.is_expression():
+                args.append(self.value(child))
+        return tuple(args)
+
+    # -- types ---------------------------------------------------------------------------
+    def type_size(self, type_ref: ci.Cursor) -> ConstExpr:
+        """The size in bytes of the type a TYPE_REF names."""
+        size = type_ref.type.get_canonical().get_size()
+        if size > 0:
+            return ConstExpr("int", size)
+        decl = referenced_of(type_ref)
+        if decl is not None and decl.kind == K.TEMPLATE_TYPE_PARAMETER:
+            return ConstExpr("sizeof", name=decl.spelling)
+        vector = self.vector_type(type_ref.type)
+        return vector.width if vector is not None else self.unknown(type_ref)
+
+    def vector_type(self, type_: ci.Type, written: ci.Cursor | None = None) -> VectorType | None:
+        """The access width of a multi-element type, or None for a scalar / unknown type.
+        `written` is a declaration whose children spell the type (for dependent types)."""
+        size = type_.get_canonical().get_size()
+        if size > 0:
+            name = canonical_name(type_)
+            return VectorType(ConstExpr("int", size), type_.spelling) if is_vector_record(name) else None
+        decl = type_.get_declaration()
+        spelling_source = None
+        if decl.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+            spelling_source = decl
+        elif written is not None:
+            spelling_source = written
+        if spelling_source is None:
+            return None
+        return self._vector_from_spelling(spelling_source, type_.spelling)
+
+    def _vector_from_spelling(self, declaration: ci.Cursor, text: str) -> VectorType | None:
+        template, args = template_spelling(declaration)
+        if template in VECTOR_TEMPLATES and len(args) == 2 and args[0].kind == K.TYPE_REF:
+            width = ConstExpr("*", args=(self.type_size(args[0]), self.value(args[1])))
+            return VectorType(width, text)
+        if template in VECTOR_TEMPLATES and len(args) == 1 and args[0].kind.is_expression():
+            element = _builtin_element_size(declaration)  # `AlignedVector<float, N>`: no TYPE_REF
+            if element is not None:
+                return VectorType(ConstExpr("*", args=(ConstExpr("int", element), self.value(args[0]))), text)
+        if template in VECTOR_TEMPLATES:
+            return VectorType(ConstExpr("unknown", text=text), text)
+        if template == "packed_t" and len(args) == 1 and args[0].kind == K.TYPE_REF:
+            return VectorType(ConstExpr("*", args=(ConstExpr("int", 2), self.type_size(args[0]))), text)
+        if len(args) == 1 and args[0].kind == K.TYPE_REF and template is None:
+            return self.vector_type(args[0].type)  # an alias of another alias
+        return None
+
+    def _aligned_vector_parts(self, type_: ci.Type) -> tuple[ConstExpr, ConstExpr] | None:
+        decl = type_.get_declaration()
+        if decl.kind not in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+            return None
+        template, args = template_spelling(decl)
+        if template not in VECTOR_TEMPLATES or len(args) != 2 or args[0].kind != K.TYPE_REF:
+            return None
+        count = self.value(args[1])
+        return ConstExpr("*", args=(self.type_size(args[0]), count)), count
+
+
+def _builtin_element_size(declaration: ci.Cursor) -> int | None:
+    """The size of the first template argument of the type a declaration spells, when
+    that argument is a builtin type (libclang gives builtin types no TYPE_REF cursor)."""
+    if declaration.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+        spelled = declaration.underlying_typedef_type
+    else:
+        spelled = declaration.type
+    if spelled.get_num_template_arguments() < 1:
+        return None
+    size = spelled.get_template_argument_type(0).get_canonical().get_size()
+    return size if size > 0 else None
+
+
+def template_spelling(declaration: ci.Cursor) -> tuple[str | None, list[ci.Cursor]]:
+    """(template name, argument cursors) of a type spelled `ns::Template<args...>` in a
+    declaration's children; (None, [type refs]) when no template is named."""
+    template = None
+    args: list[ci.Cursor] = []
+    for child in declaration.get_children():
+        if child.kind == K.TEMPLATE_REF:
+            if template is not None:
+                return template, []  # nested template-id: argument positions are unclear
+            ref = referenced_of(child)
+            template = ref.spelling if ref is not None else child.spelling
+        elif child.kind == K.TYPE_REF or (template is not None and child.kind.is_expression()):
+            args.append(child)
+    return template, args
+
+
+def trailing_name(data: bytes, cursor: ci.Cursor) -> str:
+    """The identifier that ends a reference's extent, skipping `<...>` template arguments
+    (libclang leaves dependent member references unnamed)."""
+    end = cursor.extent.end.offset
+    start = cursor.extent.start.offset
+    position = end
+    if position > start and data[position - 1:position] == b">":
+        depth = 0
+        while position > start:
+            position -= 1
+            char = data[position:position + 1]
+            depth += {b">": 1, b"<": -1}.get(char, 0)
+            if depth == 0:
+                break
+    while position > start and data[position - 1:position] in (b" ", b"\t", b"\n", b"\r"):
+        position -= 1
+    name_end = position
+    while position > start and data[position - 1] in _NAME_CHARS:
+        position -= 1
+    return data[position:name_end].decode("ascii", errors="replace")
+
+
+def callee_name(call: ci.Cursor, data: bytes | None = None, path: str = "") -> str:
+    """The called function's (or method's) name, also for dependent calls."""
+    if call.spelling:
+        return call.spelling
+    parts = children(call)
+    if not parts:
+        return ""
+    operator = _operator_part(parts)
+    if operator is not None:
+        return operator
+    callee = strip_parens(parts[0])
+    for node in [callee, *callee.get_children()]:
+        if node.kind == K.OVERLOADED_DECL_REF:
+            return node.spelling
+    if callee.kind == K.MEMBER_REF_EXPR:
+        if callee.spelling:
+            return callee.spelling
+        if data is not None and callee.location.file and callee.location.file.name == path:
+            return trailing_name(data, callee)
+    ref = referenced_of(callee)
+    return ref.spelling if ref is not None else ""
+
+
+def _operator_part(parts: list[ci.Cursor]) -> str | None:
+    """The operator of a dependent `a + b` / `&a`, which libclang lists in source order
+    (operand, operator, operand) instead of callee first."""
+    if len(parts) not in (2, 3):
+        return None
+    ref = referenced_of(strip_parens(parts[len(parts) - 2]))
+    if ref is not None and ref.spelling.startswith("operator") and ref.spelling != "operator()":
+        return ref.spelling
+    return None
