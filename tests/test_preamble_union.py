@@ -244,3 +244,19 @@ def test_the_device_pass_sees_the_preambles_headers_without_its_pch(tmp_path: Pa
     [found] = same_as_plain([path], root, cache)
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "void arch_kernel" in text)
     assert ("KC110", line) in {(f.code, f.line) for f in found}
+
+
+def test_a_header_only_the_device_pass_enters_is_a_dependency_of_the_cached_result(tmp_path: Path) -> None:
+    """The result cache keys a file by the headers its parses entered: one included only
+    under `#ifdef __CUDA_ARCH__` (entered by the device pass alone) counts too."""
+    root, cache = new_tree(tmp_path)
+    header = root / "csrc" / "device_side.h"
+    header.write_text("#pragma once\nusing Index = unsigned;\n")
+    body = ('namespace sglang {\n#ifdef __CUDA_ARCH__\n#include "device_side.h"\n'
+            "/// \\brief Device-only.\n__device__ Index twice(Index v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
+    path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
+    assert same_as_plain([path], root, cache) == same_as_plain([path], root, cache)
+    assert engine.last_stats.cached == 1
+    header.write_text("#pragma once\nusing Index = int;\n")
+    run_static([path], options(root, cache))
+    assert engine.last_stats.cached == 0

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from .capi import skipped_spans
 from .parse import PARSE_OPTIONS, ParsedUnit, ParseSettings, _errors, _get_index, cindex, compile_args, entered_files
+from .preamble import Recipe
 
 OLDEST_ARCH = "75"  # sm_75: the oldest architecture CUDA 13 builds for
 _PREAMBLE_TEXT_NAME = ".kernel-check-device-preamble.cuh"  # generated in memory next to the file
@@ -97,8 +98,6 @@ def _parse_device(host: ParsedUnit, path: Path, source: str | bytes, settings: P
     unsaved = [(name, source)]
     generated = str(path.parent / _PREAMBLE_TEXT_NAME)
     if host.preamble is not None and host.preamble.headers:
-        from .preamble import Recipe
-
         recipe = host.preamble.recipe
         unsaved.append((generated, Recipe(recipe.tier, recipe.args, host.preamble.headers).text()))
         args += ["-include", generated]
