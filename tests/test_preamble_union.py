@@ -228,11 +228,12 @@ __global__ void arch_kernel(float* __restrict__ dst, Alpha a, int n) { dst[n] = 
 """
 
 
-def test_the_device_pass_sees_the_preambles_headers_without_its_pch(tmp_path: Path) -> None:
+def test_the_device_pass_sees_the_preambles_headers_without_its_pch(tmp_path: Path, monkeypatch) -> None:
     """A file parsed against a host preamble gets its device pass (device_pass.py) from a
     plain device-mode parse that includes the preamble's headers as text: the host PCH is
     not loaded, the findings equal a plain parse's, and the headers are dependencies."""
     root, cache = new_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
     path = kernel(root, "arch", "#include <sgl_kernel/alpha.h>", DEVICE_ONLY_BODY)
     unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"),
                       PreambleCache(static_root(cache) / "preamble"))
@@ -241,6 +242,9 @@ def test_the_device_pass_sees_the_preambles_headers_without_its_pch(tmp_path: Pa
     assert "-include-pch" not in device.unit.args and "--cuda-device-only" in device.unit.args
     assert device.unit.errors == []
     assert any(dep.endswith("sgl_kernel/alpha.h") for dep in unit.deps)
+    relative = parse_file(path.relative_to(tmp_path), path.read_bytes(), resolve_settings("hermetic"),
+                          PreambleCache(static_root(cache) / "preamble"))  # named as a run from `tmp_path` names it
+    assert [p.unit.errors for p in relative.device_passes] == [[]]
     [found] = same_as_plain([path], root, cache)
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "void arch_kernel" in text)
     assert ("KC110", line) in {(f.code, f.line) for f in found}

@@ -96,7 +96,7 @@ def _parse_device(host: ParsedUnit, path: Path, source: str | bytes, settings: P
     name = str(path)
     args = compile_args(path, settings, device=True)
     unsaved = [(name, source)]
-    generated = str(path.parent / _PREAMBLE_TEXT_NAME)
+    generated = str(path.absolute().parent / _PREAMBLE_TEXT_NAME)  # `-include` of a relative name misses
     if host.preamble is not None and host.preamble.headers:
         recipe = host.preamble.recipe
         unsaved.append((generated, Recipe(recipe.tier, recipe.args, host.preamble.headers).text()))
