@@ -221,30 +221,29 @@ def test_a_file_whose_own_headers_reach_no_project_header_skips_the_project_prea
 
 DEVICE_ONLY_BODY = """namespace sglang {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-/// \\brief Device-only: reads an `Alpha` (from the preamble's headers) and has an `int` parameter.
+/// \\brief Device-only: reads an `Alpha` (from a header the file includes) and has an `int` parameter.
 __global__ void arch_kernel(float* __restrict__ dst, Alpha a, int n) { dst[n] = static_cast<float>(a.v); }
 #endif
 }  // namespace sglang
 """
 
 
-def test_the_device_pass_sees_the_preambles_headers_without_its_pch(tmp_path: Path, monkeypatch) -> None:
+def test_the_device_pass_of_a_file_parsed_against_a_preamble_is_a_plain_parse(tmp_path: Path, monkeypatch) -> None:
     """A file parsed against a host preamble gets its device pass (device_pass.py) from a
-    plain device-mode parse that includes the preamble's headers as text: the host PCH is
-    not loaded, the findings equal a plain parse's, and the headers are dependencies."""
+    plain device-mode parse: the host PCH is not loaded (another mode), the file's own
+    headers are seen, the findings equal a plain parse's, and a path relative to the
+    working directory (as a run from a tree's root names files) parses alike."""
     root, cache = new_tree(tmp_path)
     monkeypatch.chdir(tmp_path)
     path = kernel(root, "arch", "#include <sgl_kernel/alpha.h>", DEVICE_ONLY_BODY)
-    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"),
-                      PreambleCache(static_root(cache) / "preamble"))
-    assert unit.preamble is not None and unit.preamble.recipe.tier == "project"
-    [device] = unit.device_passes
-    assert "-include-pch" not in device.unit.args and "--cuda-device-only" in device.unit.args
-    assert device.unit.errors == []
-    assert any(dep.endswith("sgl_kernel/alpha.h") for dep in unit.deps)
-    relative = parse_file(path.relative_to(tmp_path), path.read_bytes(), resolve_settings("hermetic"),
-                          PreambleCache(static_root(cache) / "preamble"))  # named as a run from `tmp_path` names it
-    assert [p.unit.errors for p in relative.device_passes] == [[]]
+    for named in (path, path.relative_to(tmp_path)):
+        unit = parse_file(named, path.read_bytes(), resolve_settings("hermetic"),
+                          PreambleCache(static_root(cache) / "preamble"))
+        assert unit.preamble is not None and unit.preamble.recipe.tier == "project"
+        [device] = unit.device_passes
+        assert "-include-pch" not in device.unit.args and "--cuda-device-only" in device.unit.args
+        assert device.unit.errors == []
+        assert any(dep.endswith("sgl_kernel/alpha.h") for dep in device.unit.deps)
     [found] = same_as_plain([path], root, cache)
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "void arch_kernel" in text)
     assert ("KC110", line) in {(f.code, f.line) for f in found}

@@ -24,13 +24,14 @@ What a pass gives the model (`DevicePass.regions`): the byte ranges it parsed th
 pass and the earlier device passes skipped. The model stage (`device_merge.py`) decides
 which of its functions and facts to take.
 
-The device parse sees what the host parse saw: when the host pass used a precompiled
-preamble, its header list is included as text (the union semantics, without the PCH,
-which was built in host mode and is not reused); otherwise it is a plain parse. Its
-headers join the unit's dependencies (the result cache's key), the generated list aside.
-A device pass whose parse fails is left out; its errors are never reported (the host pass
-is the one that decides KC000): the model stage takes nothing from a declaration that holds
-one.
+The device parse is a plain parse (no precompiled preamble: the host pass's PCH was built in
+host mode, and the union of every `sgl_kernel/` header it holds would bring sm_90-only
+headers into an sm_75 pass). A plain parse is the reference the host pass's preamble is
+checked against, so both passes see the file's own includes. Its headers join the unit's
+dependencies (the result cache's key). A device pass whose parse fails is left out; its
+errors are never reported (the host pass is the one that decides KC000): the model stage
+takes nothing from a declaration that holds one, nor anything from a pass with an error in
+a header or a fatal one.
 """
 
 from __future__ import annotations
@@ -41,11 +42,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .capi import skipped_spans
-from .parse import PARSE_OPTIONS, ParsedUnit, ParseSettings, _errors, _get_index, cindex, compile_args, entered_files
-from .preamble import Recipe
+from .parse import ParsedUnit, ParseSettings, cindex, compile_args, parse_plain
 
 OLDEST_ARCH = "75"  # sm_75: the oldest architecture CUDA 13 builds for
-_PREAMBLE_TEXT_NAME = ".kernel-check-device-preamble.cuh"  # generated in memory next to the file
 
 Range = tuple[int, int]  # byte offsets, end exclusive
 
@@ -72,7 +71,7 @@ def add_device_passes(host: ParsedUnit, path: Path, source: str | bytes, setting
         states = [groups.active(line, arch) for _, _, line in pending]
         if not any(s is True or (unknown_counts and s is None) for s in states):
             continue  # no skipped region is taken for this architecture: spare the parse
-        unit = _parse_device(host, path, source, replace(settings, arch=arch))
+        unit = _parse_device(path, source, replace(settings, arch=arch))
         if unit is None:
             continue
         skipped = skipped_spans(unit.tu, unit.path)
@@ -92,21 +91,12 @@ def _arch_regions(skipped: list, groups: "_ConditionalGroups", within: list[Rang
     return found
 
 
-def _parse_device(host: ParsedUnit, path: Path, source: str | bytes, settings: ParseSettings) -> ParsedUnit | None:
-    name = str(path)
+def _parse_device(path: Path, source: str | bytes, settings: ParseSettings) -> ParsedUnit | None:
     args = compile_args(path, settings, device=True)
-    unsaved = [(name, source)]
-    generated = str(path.absolute().parent / _PREAMBLE_TEXT_NAME)  # `-include` of a relative name misses
-    if host.preamble is not None and host.preamble.headers:
-        recipe = host.preamble.recipe
-        unsaved.append((generated, Recipe(recipe.tier, recipe.args, host.preamble.headers).text()))
-        args += ["-include", generated]
     try:
-        tu = _get_index().parse(name, args=args, unsaved_files=unsaved, options=PARSE_OPTIONS)
+        return parse_plain(str(path), source, args)
     except cindex().TranslationUnitLoadError:
         return None
-    deps = tuple(f for f in entered_files(tu) if f != generated)
-    return ParsedUnit(name, tu, args, _errors(tu, name), deps)
 
 
 # -- byte ranges ------------------------------------------------------------------------------
