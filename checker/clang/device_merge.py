@@ -18,9 +18,10 @@ location is described by one pass only (a finding is never reported twice):
 
 A fact is located by its own span (`span`, a launch's `launch`, a body's `body`); facts about
 a header's code (their `path` is set) and facts without a location stay the host pass's.
-Device facts go before the host's in each list, so that a lookup by USR that keeps the last
-entry finds the host pass's definition when a device-only fallback (the stub of an
-`__CUDA_ARCH__ < 800` branch) has the same signature.
+Device facts go after the host's in each list: where a device-only fallback (the stub of an
+`__CUDA_ARCH__ < 800` branch) has the same USR as the host pass's definition, the host's is
+the first definition of that entity (KC301 reports an undocumented entity at its first
+definition; KC203 checks the first body of a launched kernel).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def merge_device_model(host: SourceModel, device: SourceModel, regions: tuple[Ra
             taken = [fact for fact in device_list if _inside(_anchor(fact), territory)]
             kept = [fact for fact in host_list if not _inside(_anchor(fact), territory)]
             if taken or len(kept) != len(host_list):
-                setattr(host_facts, item.name, taken + kept)
+                setattr(host_facts, item.name, kept + taken)
 
 
 def _territory(device: SourceModel, regions: tuple[Range, ...]) -> list[Range]:
