@@ -44,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_static import kernel_check_command  # noqa: E402  (one home for finding the console script)
 from ecosystem import KERNELS_SUBDIR, PYTHON_SUBDIRS  # noqa: E402  (one home for the tree's layout)
 
+from kernel_check.clang.parse import CPP_SUFFIXES  # noqa: E402  (what kernel-check accepts as C++)
+
 MUTATIONS_DIR = Path(__file__).resolve().parent / "planting_mutations"
 TESTS_SUBDIR = Path("test/registered/kernels")
 # What is copied and planted: the kernels, the registered tests and the wrappers.
@@ -206,7 +208,7 @@ def _checked_path(reported: str, paths: list[Path]) -> Path:
 def unparsable_files(root: Path, mode: str, cache: Path) -> frozenset[Path]:
     """The pristine tree's C++ files that kernel-check reports as KC000 (this also fills the
     cache the plantings' baseline runs reuse)."""
-    cpp = [path for path in candidate_files(root) if not path.name.endswith(".py")]
+    cpp = [path for path in candidate_files(root) if path.suffix in CPP_SUFFIXES]
     findings = check_files(root, cpp, mode, cache)
     return frozenset(path for path, found in findings.items() if any(f["code"] == "KC000" for f in found))
 

@@ -90,7 +90,10 @@ def _is_name(value: ConstExpr) -> bool:
 
 @rule("KC203")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    kernels = {kernel.usr: kernel for kernel in model.kernels if kernel.body is not None and kernel.usr}
+    kernels: dict[str, Function] = {}
+    for kernel in model.kernels:  # the first definition: the host pass's, before a device-only fallback's
+        if kernel.body is not None and kernel.usr:
+            kernels.setdefault(kernel.usr, kernel)
     for site in model.launches:
         if site.pdl_off:
             continue

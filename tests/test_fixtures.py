@@ -53,3 +53,11 @@ def test_every_cpp_rule_has_a_firing_fixture() -> None:
     fired = {code for path in CPP_FIXTURES for _, code in expectations(path)}
     missing = sorted(r.meta.code for r in rules_for(Language.CPP) if r.meta.code not in fired)
     assert not missing, f"rules without a fixture line that must fire: {missing}"
+
+
+def test_device_pass_reports_each_finding_once() -> None:
+    """Code seen by the host pass and by a device pass is described by one of them only, so a
+    finding there is reported once (the markers above compare sets, so this counts)."""
+    result = run_one(FIXTURES / "cpp" / "device_pass" / "device_only_branches.cuh")
+    keys = [(f.line, f.location.column, f.code, f.message) for f in result.findings]
+    assert keys and len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)

@@ -209,3 +209,95 @@ def test_divergent_barriers(tmp_path: Path) -> None:
         (9, "sync_helper", 9, "tid", False),  # through a local and a helper that synchronizes
         (13, "__syncthreads", 12, "threadIdx", True),  # a split whose barriers pair up with line 16
     ]
+
+
+DEVICE_PASS_SOURCE = """\
+#include <cstdint>
+
+namespace sglang {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+__global__ void scale(const float* src, int n) {}
+#else
+__global__ void scale(const float* __restrict__ src, uint32_t n) {}
+#endif
+
+__global__ void copy(float* __restrict__ dst, const float* __restrict__ src) {
+  dst[threadIdx.x] = src[threadIdx.x];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) __syncthreads();
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  if (threadIdx.x == 1) __syncthreads();
+#endif
+}
+
+#ifdef __CUDA_ARCH__
+__device__ float lane_value(const float* src) { return src[threadIdx.x % 32]; }
+#endif
+
+inline void host_only(float* dst) { dst[0] = 0.0f; }
+
+}  // namespace sglang
+"""
+
+
+def _line(source: str, needle: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), start=1) if needle in line)
+
+
+def test_device_passes_add_the_code_the_host_pass_skips(tmp_path: Path) -> None:
+    """`#if __CUDA_ARCH__` code: parsed in device mode for the configured arch and for the
+    oldest one where a region asks for it, and merged into the one model once
+    (checker/clang/device_pass.py, device_merge.py)."""
+    path = tmp_path / "device.cuh"
+    unit = parse_file(path, DEVICE_PASS_SOURCE, resolve_settings("hermetic"))
+    assert unit.errors == []
+    assert [p.arch for p in unit.device_passes] == ["90", "75"]
+    for device in unit.device_passes:
+        assert "--cuda-device-only" in device.unit.args and "--cuda-host-only" not in device.unit.args
+        assert device.unit.errors == []
+    model = extract(unit, DEVICE_PASS_SOURCE, DEVICE_PASS_SOURCE.encode())
+    functions = sorted((f.name, f.span.line, f.kind) for f in model.functions)
+    assert functions == sorted([
+        ("scale", _line(DEVICE_PASS_SOURCE, "int n) {}"), FunctionKind.KERNEL),  # the sm_75 pass's stub
+        ("scale", _line(DEVICE_PASS_SOURCE, "uint32_t n) {}"), FunctionKind.KERNEL),
+        ("copy", _line(DEVICE_PASS_SOURCE, "void copy("), FunctionKind.KERNEL),  # once, the device pass's
+        ("lane_value", _line(DEVICE_PASS_SOURCE, "lane_value"), FunctionKind.DEVICE),
+        ("host_only", _line(DEVICE_PASS_SOURCE, "host_only"), FunctionKind.HOST),
+    ])
+    stub = next(f for f in model.functions if f.span.line == _line(DEVICE_PASS_SOURCE, "int n) {}"))
+    assert [(p.name, p.type.is_restrict) for p in stub.params] == [("src", False), ("n", False)]
+    # the sm_90 region's barrier is seen, once; the sm_100 one is parsed by no pass
+    barriers = [b.span.line for b in model.divergent_barriers]
+    assert barriers == [_line(DEVICE_PASS_SOURCE, "threadIdx.x == 0")]
+    copy_flows = [f for f in model.dataflow_facts.functions if f.qualified_name == "sglang::copy"]
+    assert len(copy_flows) == 1
+    int_params = [d.span.line for d in model.integer_facts.integer_decls if d.name == "n"]
+    assert int_params == [stub.span.line]  # the stub's `int n` (the real kernel's is `uint32_t`)
+
+
+@pytest.mark.parametrize("source", [SOURCE, "#if 0\n__global__ void k(int n) {}\n#endif\n",
+                                    "#ifndef __CUDA_ARCH__\ninline void host_side() {}\n#endif\n"])
+def test_no_device_pass_without_skipped_cuda_arch_code(tmp_path: Path, source: str) -> None:
+    """Parse time is a feature: a file whose host pass skipped nothing under `__CUDA_ARCH__`
+    is parsed once."""
+    path = tmp_path / "plain.cuh"
+    unit = parse_file(path, source, resolve_settings("hermetic"))
+    assert unit.device_passes == []
+
+
+@pytest.mark.parametrize(("condition", "arch", "value"), [
+    ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800", "75", True),
+    ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800", "90", False),
+    ("!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800", "75", False),
+    ("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ >= 1200)", "90", False),
+    ("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)", "90", True),
+    ("defined(__CUDA_ARCH__) && CUDART_VERSION >= 13000", "90", None),
+    ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900UL", "90", True),
+])
+def test_device_pass_condition_values(condition: str, arch: str, value: bool | None) -> None:
+    """Which architecture's device pass takes a branch, read from its condition."""
+    from kernel_check.clang.device_pass import _condition_value
+
+    assert _condition_value(condition, int(arch) * 10) is value

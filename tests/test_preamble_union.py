@@ -220,3 +220,49 @@ def test_a_file_whose_own_headers_reach_no_project_header_skips_the_project_prea
     same_as_plain([local, bridged], root, cache)
     assert tier(root, cache, local) == "external"
     assert tier(root, cache, bridged) == "project"
+
+
+DEVICE_ONLY_BODY = """namespace sglang {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/// \\brief Device-only: reads an `Alpha` (from a header the file includes) and has an `int` parameter.
+__global__ void arch_kernel(float* __restrict__ dst, Alpha a, int n) { dst[n] = static_cast<float>(a.v); }
+#endif
+}  // namespace sglang
+"""
+
+
+def test_the_device_pass_of_a_file_parsed_against_a_preamble_is_a_plain_parse(tmp_path: Path, monkeypatch) -> None:
+    """A file parsed against a host preamble gets its device pass (device_pass.py) from a
+    plain device-mode parse: the host PCH is not loaded (another mode), the file's own
+    headers are seen, the findings equal a plain parse's, and a path relative to the
+    working directory (as a run from a tree's root names files) parses alike."""
+    root, cache = new_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    path = kernel(root, "arch", "#include <sgl_kernel/alpha.h>", DEVICE_ONLY_BODY)
+    for named in (path, path.relative_to(tmp_path)):
+        unit = parse_file(named, path.read_bytes(), resolve_settings("hermetic"),
+                          PreambleCache(static_root(cache) / "preamble"))
+        assert unit.preamble is not None and unit.preamble.recipe.tier == "project"
+        [device] = unit.device_passes
+        assert "-include-pch" not in device.unit.args and "--cuda-device-only" in device.unit.args
+        assert device.unit.errors == []
+        assert any(dep.endswith("sgl_kernel/alpha.h") for dep in device.unit.deps)
+    [found] = same_as_plain([path], root, cache)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "void arch_kernel" in text)
+    assert ("KC110", line) in {(f.code, f.line) for f in found}
+
+
+def test_a_header_only_the_device_pass_enters_is_a_dependency_of_the_cached_result(tmp_path: Path) -> None:
+    """The result cache keys a file by the headers its parses entered: one included only
+    under `#ifdef __CUDA_ARCH__` (entered by the device pass alone) counts too."""
+    root, cache = new_tree(tmp_path)
+    header = root / "csrc" / "device_side.h"
+    header.write_text("#pragma once\nusing Index = unsigned;\n")
+    body = ('namespace sglang {\n#ifdef __CUDA_ARCH__\n#include "device_side.h"\n'
+            "/// \\brief Device-only.\n__device__ Index twice(Index v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
+    path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
+    assert same_as_plain([path], root, cache) == same_as_plain([path], root, cache)
+    assert engine.last_stats.cached == 1
+    header.write_text("#pragma once\nusing Index = int;\n")
+    run_static([path], options(root, cache))
+    assert engine.last_stats.cached == 0

@@ -485,25 +485,35 @@ class _Walker:
         for expression in expressions[:-1]:
             self.visit(expression)
         initializer = expressions[-1]
+        is_reference = node.type.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE)
+        # an object (a record, or a dependent type: `Writer<N> w(out, n)`) may write later
+        # through a pointer it is built from
+        is_object = not is_reference and node.type.get_canonical().kind in (T.RECORD, T.UNEXPOSED)
         lam = self._lambda_at(initializer, create=True)
         if lam is not None:
             self.lambda_vars[node] = lam
             return ()
         inner = strip_parens(initializer)
-        is_reference = node.type.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE)
         if is_reference and _is_memory_access(inner, self.source):
             values = tuple(o.reshaped(Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS)
                            if o.shape is Shape.POINTER)
         else:
-            values = self.visit(initializer)
-            if not is_reference and node.type.get_canonical().kind == T.RECORD:
-                # An object built from a pointer may write through it later; a struct copy stays.
+            values = self._visit_constructor_arguments(initializer) if is_object else self.visit(initializer)
+            if is_object:  # a struct copy stays a struct
                 self._escape(tuple(o for o in values if o.shape is not Shape.STRUCT),
                              span_of(initializer.extent), "stored")
                 values = tuple(o for o in values if o.shape is Shape.STRUCT)
         if values:
             self.env[node] = union(self.env.get(node, ()), values)
         return ()
+
+    def _visit_constructor_arguments(self, initializer: ci.Cursor) -> Origins:
+        """The values of an object's initializer; of every argument of a dependent type's
+        `(a, b)` list (one unexposed expression whose children are the arguments)."""
+        children = self._children(initializer)
+        if initializer.kind != K.UNEXPOSED_EXPR or len(children) < 2 or _is_unresolved_call(initializer, children):
+            return self.visit(initializer)
+        return tuple(value for child in children for value in self.visit(child))
 
     def _visit_return(self, node: ci.Cursor, use: _Use) -> Origins:
         for child in node.get_children():

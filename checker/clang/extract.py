@@ -21,6 +21,7 @@ from .cursors import (
 )
 from ..includes import library_names, library_root
 from .dataflow_facts import DataflowExtractor
+from .device_merge import merge_device_model
 from .doxygen import Comments
 from .integer_facts import extract_integer_and_scope_facts
 from .launcher_facts import analyze_elsewhere, collect_function_facts
@@ -273,7 +274,10 @@ def _declarator_tokens(cursor: ci.Cursor) -> tuple[int | None, bool]:
 def extract(unit: ParsedUnit, text: str, data: bytes) -> SourceModel:
     """Build the model of one parsed file."""
     share_reads(ci)  # every pass below reads the same cursor objects, each once (tree.py)
-    return _Extractor(unit, text, data).run()
+    model = _Extractor(unit, text, data).run()
+    for device in unit.device_passes:  # code only a device-side parse sees (device_pass.py)
+        merge_device_model(model, _Extractor(device.unit, text, data).run(), device.regions)
+    return model
 
 
 def _header_library(args: list[str]) -> HeaderLibrary:

@@ -198,6 +198,7 @@ class ParsedUnit:
     deps: tuple[str, ...] = ()
     preamble: Any = None
     _root: Any = field(default=None, repr=False)
+    device_passes: list[Any] = field(default_factory=list)  # device_pass.DevicePass, host units only
 
     @property
     def root(self) -> ci.Cursor:
@@ -291,9 +292,11 @@ def _arch_defines(arch: str) -> list[str]:
     return [f"-DSGL_CUDA_ARCH={int(arch) * 10}"]
 
 
-def compile_args(path: Path, settings: ParseSettings) -> list[str]:
-    """The full libclang argument list for one file (without the file itself)."""
-    args = ["-x", "cuda", f"-std={settings.std}", "--cuda-host-only", "-nocudalib",
+def compile_args(path: Path, settings: ParseSettings, device: bool = False) -> list[str]:
+    """The full libclang argument list for one file (without the file itself); `device`: the
+    device-side pass (`device_pass.py`) instead of the host side."""
+    side = "--cuda-device-only" if device else "--cuda-host-only"
+    args = ["-x", "cuda", f"-std={settings.std}", side, "-nocudalib",
             f"--cuda-gpu-arch=sm_{settings.arch}", "-ferror-limit=50", *_WARNINGS_OFF]
     if settings.mode == "system" and settings.cuda_home:
         args += system_cuda_args(Path(settings.cuda_home))
@@ -455,11 +458,13 @@ def parse_file(path: Path, source: str | bytes, settings: ParseSettings,
     With `preamble`, the file is parsed against a precompiled preamble when one applies;
     any doubt (no preamble, a stale or corrupt one, a fatal error) means a plain parse."""
     args = compile_args(path, settings)
-    if preamble is not None:
-        unit = preamble.parse(path, source, args)
-        if unit is not None:
-            return unit
-    return parse_plain(str(path), source, args)
+    unit = preamble.parse(path, source, args) if preamble is not None else None
+    if unit is None:
+        unit = parse_plain(str(path), source, args)
+    from .device_pass import add_device_passes  # code the host pass skips under __CUDA_ARCH__
+
+    add_device_passes(unit, path, source, settings)
+    return unit
 
 
 def parse_plain(name: str, source: str | bytes, args: list[str]) -> ParsedUnit:
