@@ -742,6 +742,7 @@ class FunctionDataflow:
     # Preprocessor-inactive regions (`#if` branches not taken) inside the body: code the
     # analysis cannot see, so rules stay silent about what those regions mention.
     inactive_spans: tuple[Span, ...] = ()
+    inactive_names: frozenset[str] = frozenset()  # the identifiers those regions spell
 
 
 @dataclass

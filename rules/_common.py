@@ -64,12 +64,6 @@ def launches_of(model: SourceModel, kernel: Function) -> list[tuple[Launch, Laun
             if kernel.usr and launched.usr == kernel.usr]
 
 
-def inactive_text(model: SourceModel, flow: FunctionDataflow) -> str:
-    """The source of the preprocessor-inactive regions of a body (code no fact describes)."""
-    return "\n".join(model.data[span.start:span.end].decode("utf-8", errors="replace")
-                     for span in flow.inactive_spans)
-
-
 # ---- integer declarations (KC110, KC111) ----
 
 _PARAMS_STRUCT_SUFFIXES = ("Params", "Param")

@@ -36,13 +36,12 @@ __global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, flo
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import AccessKind, FunctionDataflow, Param, SourceModel
 from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import dataflow_of, inactive_text, location_of
+from kernel_check.rules._common import dataflow_of, location_of
 
 
 def _candidate(param: Param) -> bool:
@@ -63,11 +62,10 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         flow = dataflow_of(model, kernel)
         if flow is None:
             continue
-        hidden = inactive_text(model, flow)
         for index, param in enumerate(kernel.params):
             if not _candidate(param) or param.name not in flow.referenced_params:
                 continue
-            if _may_be_written(flow, index) or re.search(rf"\b{re.escape(param.name)}\b", hidden):
+            if _may_be_written(flow, index) or param.name in flow.inactive_names:
                 continue
             yield ctx.finding(
                 location_of(model, param.span),

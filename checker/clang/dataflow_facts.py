@@ -248,6 +248,9 @@ def _ptx_effects(template: str) -> tuple[AccessKind, ...]:
 
 # -- the walk -------------------------------------------------------------------------------------
 
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class _SourceBytes:
     """File contents by path: the checked file's (possibly unsaved) bytes, headers from disk."""
 
@@ -266,6 +269,12 @@ class _SourceBytes:
             except OSError:
                 self._files[name] = b""
         return self._files[name][start.offset:end.offset]
+
+    def identifiers_in(self, spans: tuple[Span, ...]) -> frozenset[str]:
+        """The identifiers the checked file spells inside `spans` (code clang did not parse:
+        lexically, the one view there is of it)."""
+        data = self._files[self.main_path]
+        return frozenset(word.decode() for span in spans for word in _IDENTIFIER.findall(data[span.start:span.end]))
 
 
 class _Walker:
@@ -967,6 +976,7 @@ class DataflowExtractor:
             return
         names = [p.spelling for p in result.params]
         body_span = span_of(body.extent)
+        inactive = tuple(s for s in self._skipped_in(cursor) if body_span.contains(s))
         self.facts.functions.append(FunctionDataflow(
             function_usr=function.usr,
             qualified_name=function.qualified_name,
@@ -977,7 +987,8 @@ class DataflowExtractor:
             accesses=[_model_access(e, order, names) for order, e in result.events
                       if isinstance(e, _Access) and e.target.scope == 0 and e.target.param < len(names)],
             referenced_params=frozenset(names[i] for i in result.referenced if i < len(names)),
-            inactive_spans=tuple(s for s in self._skipped_in(cursor) if body_span.contains(s)),
+            inactive_spans=inactive,
+            inactive_names=self.source.identifiers_in(inactive),
         ))
         self.facts.inline_asm.extend(result.asm)
 
