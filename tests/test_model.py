@@ -166,6 +166,35 @@ def test_shared_reads_answer_what_the_bindings_answer(tmp_path: Path) -> None:
     assert checked > 100
 
 
+def test_the_root_cursor_is_shared_without_a_cycle(tmp_path: Path) -> None:
+    """`tu.cursor` answers the root the file's pipeline holds (`ParsedUnit.root`), so a pass
+    that starts again from the translation unit walks the kept children; the unit keeps it
+    weakly, so dropping the unit frees the AST without the cycle collector."""
+    import gc
+    import weakref
+
+    import clang.cindex as ci
+
+    from kernel_check.clang import tree
+    from kernel_check.clang.cursors import walk, walk_with_depth
+
+    path = tmp_path / "sample.cuh"
+    unit = parse_file(path, SOURCE, resolve_settings("hermetic"))
+    extract(unit, SOURCE, SOURCE.encode())
+    assert unit.tu.cursor is unit.root
+    assert unit.root == tree.ORIGINALS[ci.TranslationUnit, "cursor"].fget(unit.tu)
+    whole = list(walk(unit.root))
+    assert whole == [c for _, c in walk_with_depth(unit.root)] and len(whole) > 100
+    assert list(walk(unit.root)) == whole  # the kept list, read again
+    gone = weakref.ref(unit.tu)
+    gc.disable()
+    try:
+        del unit, whole
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
 def _answer(read, cursor) -> tuple:
     try:
         return "ok", read(cursor)
