@@ -186,6 +186,11 @@ def test_the_root_cursor_is_shared_without_a_cycle(tmp_path: Path) -> None:
     whole = list(walk(unit.root))
     assert whole == [c for _, c in walk_with_depth(unit.root)] and len(whole) > 100
     assert list(walk(unit.root)) == whole  # the kept list, read again
+    from kernel_check.clang.capi import file_handle, file_name_of
+
+    for cursor in [*whole, *(c.referenced for c in whole if c.referenced is not None)]:
+        file, handle = cursor.location.file, file_handle(cursor)  # what `_sees_outside` reads
+        assert (file.name if file is not None else None) == (file_name_of(handle) if handle else None)
     gone = weakref.ref(unit.tu)
     gc.disable()
     try:
