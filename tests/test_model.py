@@ -186,11 +186,7 @@ def test_the_root_cursor_is_shared_without_a_cycle(tmp_path: Path) -> None:
     whole = list(walk(unit.root))
     assert whole == [c for _, c in walk_with_depth(unit.root)] and len(whole) > 100
     assert list(walk(unit.root)) == whole  # the kept list, read again
-    from kernel_check.clang.capi import file_handle, file_name_of
-
-    for cursor in [*whole, *(c.referenced for c in whole if c.referenced is not None)]:
-        file, handle = cursor.location.file, file_handle(cursor)  # what `_sees_outside` reads
-        assert (file.name if file is not None else None) == (file_name_of(handle) if handle else None)
+    _assert_file_handles_name_the_files(whole)
     gone = weakref.ref(unit.tu)
     gc.disable()
     try:
@@ -198,6 +194,16 @@ def test_the_root_cursor_is_shared_without_a_cycle(tmp_path: Path) -> None:
         assert gone() is None
     finally:
         gc.enable()
+
+
+def _assert_file_handles_name_the_files(cursors: list) -> None:
+    """What `preamble._sees_outside` reads (a declaration's file by handle) names the file
+    `location.file` names, for each cursor and the declaration it references."""
+    from kernel_check.clang.capi import file_handle, file_name_of
+
+    for cursor in [*cursors, *(c.referenced for c in cursors if c.referenced is not None)]:
+        file, handle = cursor.location.file, file_handle(cursor)
+        assert (file.name if file is not None else None) == (file_name_of(handle) if handle else None)
 
 
 def _answer(read, cursor) -> tuple:
