@@ -170,6 +170,46 @@ def test_shared_reads_answer_what_the_bindings_answer(tmp_path: Path) -> None:
     assert checked > 100
 
 
+def test_the_root_cursor_is_shared_without_a_cycle(tmp_path: Path) -> None:
+    """`tu.cursor` answers the root the file's pipeline holds (`ParsedUnit.root`), so a pass
+    that starts again from the translation unit walks the kept children; the unit keeps it
+    weakly, so dropping the unit frees the AST without the cycle collector."""
+    import gc
+    import weakref
+
+    import clang.cindex as ci
+
+    from kernel_check.clang import tree
+    from kernel_check.clang.cursors import walk, walk_with_depth
+
+    path = tmp_path / "sample.cuh"
+    unit = parse_file(path, SOURCE, resolve_settings("hermetic"))
+    extract(unit, SOURCE, SOURCE.encode())
+    assert unit.tu.cursor is unit.root
+    assert unit.root == tree.ORIGINALS[ci.TranslationUnit, "cursor"].fget(unit.tu)
+    whole = list(walk(unit.root))
+    assert whole == [c for _, c in walk_with_depth(unit.root)] and len(whole) > 100
+    assert list(walk(unit.root)) == whole  # the kept list, read again
+    _assert_file_handles_name_the_files(whole)
+    gone = weakref.ref(unit.tu)
+    gc.disable()
+    try:
+        del unit, whole
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
+def _assert_file_handles_name_the_files(cursors: list) -> None:
+    """What `preamble._sees_outside` reads (a declaration's file by handle) names the file
+    `location.file` names, for each cursor and the declaration it references."""
+    from kernel_check.clang.capi import file_handle, file_name_of
+
+    for cursor in [*cursors, *(c.referenced for c in cursors if c.referenced is not None)]:
+        file, handle = cursor.location.file, file_handle(cursor)
+        assert (file.name if file is not None else None) == (file_name_of(handle) if handle else None)
+
+
 def _answer(read, cursor) -> tuple:
     try:
         return "ok", read(cursor)

@@ -69,8 +69,38 @@ def children(cursor: ci.Cursor) -> list[ci.Cursor]:
 
 
 def walk(cursor: ci.Cursor, descend: Callable[[ci.Cursor], bool] | None = None) -> Iterator[ci.Cursor]:
-    """Pre-order walk below `cursor` (not including it); see `walk_with_depth`."""
+    """Pre-order walk below `cursor` (not including it); see `walk_with_depth`. A whole
+    walk (no `descend`) is read once per cursor object and kept (`descendants`)."""
+    if descend is None:
+        return iter(descendants(cursor))
     return (child for _depth, child in walk_with_depth(cursor, descend))
+
+
+_DESCENDANTS = "_kernel_check_descendants"
+
+
+def descendants(cursor: ci.Cursor) -> list[ci.Cursor]:
+    """Every cursor below `cursor`, in pre-order, kept on the cursor object: the passes
+    walk the same subtrees again and again (a lambda's calls are looked up in the whole
+    enclosing declaration once per parameter), and a kept list is iterated at C speed
+    where each walk was a Python generator over every node. A translation unit's AST
+    never changes, and the list lives as long as the cursor (tree.py keeps the children
+    the same way). Iterative: generated code nests thousands of levels deep."""
+    known = cursor.__dict__
+    kept = known.get(_DESCENDANTS)
+    if kept is None:
+        kept = []
+        stack = list(cursor.get_children())
+        stack.reverse()
+        while stack:
+            node = stack.pop()
+            kept.append(node)
+            below = list(node.get_children())
+            if below:
+                below.reverse()
+                stack.extend(below)
+        known[_DESCENDANTS] = kept
+    return kept
 
 
 def walk_with_depth(cursor: ci.Cursor, descend: Callable[[ci.Cursor], bool] | None = None

@@ -818,7 +818,7 @@ def _sees_outside(root: Any, outside: frozenset[str] | set[str], real: Any) -> s
     -- no rule reads a system header, and the file's own calls into it are walked -- while
     walking it cost more than the parse and sent every file that includes such a header to
     the next, slower tier."""
-    from .capi import overloaded_decls
+    from .capi import file_handle, file_name_of, overloaded_decls
 
     K = cindex().CursorKind
     kinds = _reference_kinds()
@@ -827,19 +827,20 @@ def _sees_outside(root: Any, outside: frozenset[str] | set[str], real: Any) -> s
     # what the file can see; the members it finds there are checked one by one.
     scopes = (K.FUNCTION_DECL, K.CLASS_DECL, K.STRUCT_DECL, K.FUNCTION_TEMPLATE,
               K.CLASS_TEMPLATE, K.VAR_DECL, K.CXX_METHOD)
-    outside_names: dict[str, str | None] = {}  # file name -> its real path when outside
+    # file handle -> its real path when outside, else None: most references go to a few
+    # headers, so a declaration's file is looked up by handle, its name read once per file
+    outside_files: dict[int, str | None] = {}
 
     def is_outside(cursor: Any) -> str | None:
         if cursor is None:
             return None
-        location = cursor.location.file
-        if location is None:
+        handle = file_handle(cursor)
+        if handle is None:
             return None
-        name = location.name
-        if name not in outside_names:
-            resolved = real(name)
-            outside_names[name] = resolved if resolved in outside else None
-        known = outside_names[name]
+        known = outside_files.get(handle, "")
+        if known == "":
+            resolved = real(file_name_of(handle))
+            known = outside_files[handle] = resolved if resolved in outside else None
         return None if known is None or (cursor.kind == K.FUNCTION_DECL and _is_implicit_builtin(cursor)) else known
 
     system_files: dict[str, bool] = {}

@@ -14,9 +14,13 @@ keep on the object, which costs more than the lookup itself.
   was already read of them; the read itself goes through one visitor callback made once
   (the bindings make a new C callback per call, behind the null-cursor guard);
 * so that the preamble's check of a parse (`preamble._sees_outside`, which walks the
-  file's cursors) and the extraction walk the same objects, a file's root cursor is read
-  once (`parse.ParsedUnit.root`; not kept on the translation unit, which its cursors
-  reference: that cycle would hold every parsed AST until a full collection);
+  file's cursors) and every pass walk the same objects, `TranslationUnit.cursor` answers
+  the same root cursor object as long as one is alive (`parse.ParsedUnit.root` holds it
+  for the file's pipeline). The translation unit keeps only a weak reference to it: the
+  root references the unit (`_tu`), and a strong reference back would be a cycle that
+  holds every parsed AST until a full collection. A pass that starts again from
+  `tu.cursor` (a lambda's calls looked up in the whole file, once per parameter) used to
+  get a fresh root and read the file's top level, headers included, from libclang again;
 * the properties the bindings cache per object (and a cursor's `kind`, a source
   location's file, line, column and offset) return the kept answer without the guard (a
   kept answer exists only for a cursor the guard let through before), and without a
@@ -31,6 +35,7 @@ translation unit). `parse.cindex()` installs it when it loads the bindings.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterator
 
 # Cursor properties whose getter caches its answer on the object (an AST node's spelling,
@@ -50,6 +55,7 @@ def share_reads(module: Any) -> None:
     if getattr(module.Cursor, _INSTALLED, False):
         return
     _keep_children(module)
+    _keep_root(module)
     for name in KEPT_CURSOR_PROPERTIES:
         _keep_property(module.Cursor, name)
     for name in ("start", "end"):
@@ -117,3 +123,28 @@ def _keep_children(module: Any) -> None:
 
     get_children.__doc__ = original.__doc__
     cls.get_children = get_children
+
+
+_ROOT = "_kernel_check_root"
+
+
+def _keep_root(module: Any) -> None:
+    """`TranslationUnit.cursor` answers the root cursor object that is still alive, if any
+    (a weak reference on the unit: see the module doc), else reads a new one."""
+    cls = module.TranslationUnit
+    original = getattr(cls, "cursor", None)
+    if not isinstance(original, property) or original.fget is None:
+        return  # an unexpected bindings build: leave it as it is
+    ORIGINALS[cls, "cursor"] = original
+    read = original.fget
+
+    def cursor(self: Any) -> Any:
+        known = self.__dict__
+        kept = known.get(_ROOT)
+        root = kept() if kept is not None else None
+        if root is None:
+            root = read(self)
+            known[_ROOT] = weakref.ref(root)
+        return root
+
+    cls.cursor = property(cursor, doc=original.__doc__)
