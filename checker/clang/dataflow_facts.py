@@ -48,9 +48,10 @@ from ..model import (
 )
 from .capi import (
     UNARY_ADDRESS_OF, UNARY_DEREF, UNARY_POST_DEC, UNARY_POST_INC, UNARY_PRE_DEC, UNARY_PRE_INC, asm_parts,
-    overloaded_decls, skipped_spans, unary_operator,
+    skipped_spans, unary_operator,
 )
 from .consteval import Constants
+from .program import declarations_named
 from .provenance import (
     PASS_THROUGH, POINTER_OFFSET, Origin, Origins, Shape, address_of, at_call, element, member, offset, parameter, pointers, union,
 )
@@ -634,7 +635,7 @@ class _Walker:
                 methods = [c for c in owner.get_children() if c.kind in FUNCTION_KINDS and c.spelling == name]
                 return name, methods or None
             return name, None
-        decls = _callee_decls(inner)
+        decls = declarations_named(inner)
         if decls is None:
             trait_member = _member_of_type_parameter(inner, self.source)
             if trait_member is not None:  # `Trait::forward(params)`: a static member of some trait
@@ -824,22 +825,6 @@ def _is_memory_access(node: ci.Cursor, source: _SourceBytes) -> bool:
     return False
 
 
-def _callee_decls(callee: ci.Cursor) -> list[ci.Cursor] | None:
-    """The declarations a callee expression names; None when it names no function."""
-    inner = strip_parens(callee)
-    if inner.kind != K.DECL_REF_EXPR:
-        return None
-    overloaded = next((c for c in inner.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-    if overloaded is not None:
-        return overloaded_decls(overloaded)[:_MAX_CANDIDATES]
-    referenced = inner.referenced
-    if referenced is None:
-        return None
-    if referenced.kind == K.OVERLOADED_DECL_REF:
-        return overloaded_decls(referenced)[:_MAX_CANDIDATES]
-    return [referenced] if referenced.kind in FUNCTION_KINDS else None
-
-
 _LAST_NAME = re.compile(rb"(\w+)\s*(?:<.*)?$", re.S)
 
 
@@ -870,7 +855,7 @@ def _main_file_records(cursor: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
 
 def _is_unresolved_call(node: ci.Cursor, children: list[ci.Cursor]) -> bool:
     """A call clang could not resolve shows as an expression over the callee and the arguments."""
-    if not children or _callee_decls(children[0]) is None:
+    if not children or declarations_named(children[0]) is None:
         return False
     return len(children) > 1 or node.extent.end.offset > children[0].extent.end.offset
 

@@ -471,22 +471,26 @@ def _definition(declaration: ci.Cursor) -> ci.Cursor:
     return declaration.get_definition() or declaration.specialized_template or declaration
 
 
-def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:
-    """The function declarations a callee expression names: one, the candidates of an
-    overload set, or the template named through a TEMPLATE_REF (`f<Op>` with dependent
-    template arguments)."""
+def declarations_named(callee: ci.Cursor) -> list[ci.Cursor] | None:
+    """The function declarations a callee reference names: one, or the candidates of an
+    overload set (at most `MAX_CALLEES`); None when the expression names no function."""
     inner = strip_parens(callee)
-    named: list[ci.Cursor] = []
-    if inner.kind == K.DECL_REF_EXPR:
-        overloaded = next((c for c in inner.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-        referenced = inner.referenced if overloaded is None else None
-        if referenced is not None and referenced.kind == K.OVERLOADED_DECL_REF:
-            overloaded = referenced
-        if overloaded is not None:
-            named = overloaded_decls(overloaded)[:MAX_CALLEES]
-        elif referenced is not None and referenced.kind in FUNCTION_KINDS:
-            named = [referenced]
+    if inner.kind != K.DECL_REF_EXPR:
+        return None
+    overloaded = next((c for c in inner.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+    referenced = inner.referenced if overloaded is None else None
+    if referenced is not None and referenced.kind == K.OVERLOADED_DECL_REF:
+        overloaded = referenced
+    if overloaded is not None:
+        return overloaded_decls(overloaded)[:MAX_CALLEES]
+    return [referenced] if referenced is not None and referenced.kind in FUNCTION_KINDS else None
+
+
+def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:
+    """`declarations_named`, else the template named through a TEMPLATE_REF (`f<Op>` with
+    dependent template arguments)."""
+    named = declarations_named(callee)
     if named:
         return named
-    template = next((c.referenced for c in inner.get_children() if c.kind == K.TEMPLATE_REF), None)
+    template = next((c.referenced for c in strip_parens(callee).get_children() if c.kind == K.TEMPLATE_REF), None)
     return [template] if template is not None and template.kind == K.FUNCTION_TEMPLATE else []
