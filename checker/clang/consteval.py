@@ -73,6 +73,13 @@ def function_declaration(decl: ci.Cursor | None) -> ci.Cursor | None:
     return decl.specialized_template or decl
 
 
+def named_function(reference: ci.Cursor) -> ci.Cursor | None:
+    """`function_declaration` of what a reference names: its overload set when it spells
+    one (a dependent call), else the declaration it refers to."""
+    named = next((c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+    return function_declaration(named if named is not None else referenced_of(reference))
+
+
 def function_usr(decl: ci.Cursor | None) -> str:
     """The USR of the function (template) a reference names; "" when none or several."""
     declaration = function_declaration(decl)

@@ -27,7 +27,7 @@ from .integer_facts import extract_integer_and_scope_facts
 from .launcher_facts import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
 from .parse import ParsedUnit
-from .program import Program
+from .program import Program, function_kind
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
@@ -72,10 +72,9 @@ class _Extractor:
     # -- functions -----------------------------------------------------------------------
     def _add_function(self, cursor: ci.Cursor) -> None:
         body = next((c for c in cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
-        is_global = has_child_kind(cursor, K.CUDAGLOBAL_ATTR)
+        kind = function_kind(cursor)
         is_device = has_child_kind(cursor, K.CUDADEVICE_ATTR)
         is_host = has_child_kind(cursor, K.CUDAHOST_ATTR)
-        kind = FunctionKind.KERNEL if is_global else FunctionKind.DEVICE if is_device else FunctionKind.HOST
         spelling, specifier_span = self._specifiers(cursor)
         function = Function(
             name=cursor.spelling,

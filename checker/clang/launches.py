@@ -27,7 +27,7 @@ import clang.cindex as ci
 from ..model import ConstExpr, Function, Launch, LaunchedKernel, PdlFlag
 from .capi import overloaded_decls
 from .consteval import (
-    MAX_FOLD_DEPTH, Constants, expression_children, function_declaration, initializer_of, referenced_of,
+    MAX_FOLD_DEPTH, Constants, expression_children, function_declaration, initializer_of, named_function, referenced_of,
     template_param_names,
 )
 from .cursors import K, children, has_child_kind, source_text, span_of, strip_casts, strip_parens, walk
@@ -46,6 +46,7 @@ class LaunchResolver:
         self.consts = Constants(data, path)
         self.source = _SourceBytes(path, data)
         self._kernels_by_name: dict[str, list[ci.Cursor]] | None = None  # built on first use
+        self._lambda_arguments: dict[ci.Cursor, list[ci.Cursor]] = {}  # by parameter: two walks of the file each
 
     def launches(self, body: ci.Cursor, launcher: Function) -> Iterator[tuple[Launch, list[ci.Cursor]]]:
         """Each launch in a function body, with the declarations of the kernels it can launch."""
@@ -123,8 +124,7 @@ class LaunchResolver:
             return key
 
         for reference, guard in _kernel_references(expression, None, self):
-            named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-            declaration = function_declaration(named[0] if named else referenced_of(reference))
+            declaration = named_function(reference)
             if declaration is not None:
                 add(reference, declaration, guard)
         for reference, declaration in self._named_kernels(expression):
@@ -234,6 +234,11 @@ class LaunchResolver:
         """What the calls of a lambda stored in a variable of the file pass for its parameter
         `param` (`auto launch = [&](auto kernel) {...}; launch(a ? k1 : k2);`); none when
         `param` belongs to no such lambda."""
+        if param not in self._lambda_arguments:
+            self._lambda_arguments[param] = self._find_lambda_arguments(param)
+        return self._lambda_arguments[param]
+
+    def _find_lambda_arguments(self, param: ci.Cursor) -> list[ci.Cursor]:
         for top in _scope_members(param.translation_unit.cursor, self.path):
             for variable in (n for n in walk(top) if n.kind == K.VAR_DECL):
                 lam = next((c for c in walk(variable) if c.kind == K.LAMBDA_EXPR), None)
@@ -283,9 +288,7 @@ def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, resolver:
         for returned, condition in _returns(children(body) if body is not None else [], guard, resolver.consts):
             yield from _kernel_references(returned, condition, resolver, depth + 1)
     elif node.kind == K.CALL_EXPR and operands:
-        callee = strip_parens(operands[0])
-        named = [c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-        helper = function_declaration(named[0] if named else referenced_of(callee))
+        helper = named_function(strip_parens(operands[0]))
         # any of its returns: the helper's conditions are its own
         for returned in _returned_expressions(_definition(helper) if helper is not None else None):
             yield from _kernel_references(returned, guard, resolver, depth + 1)
