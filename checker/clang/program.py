@@ -459,6 +459,13 @@ def _second_token(cursor: ci.Cursor) -> str:
     return spellings[1] if len(spellings) == 2 else ""
 
 
+def cursor_of(node: Expr | Stmt | Var | DeclRef | Function) -> ci.Cursor:
+    """The libclang cursor behind a tier-1 node, for the tier-2 evaluators of this package
+    that still read libclang themselves (`consteval`, `provenance`); the model handed to
+    rules never holds a node, so no rule reaches a cursor through it."""
+    return node._cursor
+
+
 def function_kind(cursor: ci.Cursor) -> FunctionKind:
     if has_child_kind(cursor, K.CUDAGLOBAL_ATTR):
         return FunctionKind.KERNEL
