@@ -1,26 +1,27 @@
-"""Callee summaries over the launcher facts: what a kernel or device function does with
-each pointer it receives, also through the device functions it hands the pointer to.
+"""Callee summaries: what a kernel or device function does with each pointer it receives,
+also through the device functions it hands the pointer to.
 
-The extraction records, per function, its own vectorized accesses (`VectorAccess`) and the
-pointers it passes on (`PointerPass`), each named by (parameter, outermost params-struct
-field) as `provenance.Origin.field` gives it. A function's summary is its own accesses
-plus those of its callees, renamed into its parameters: a callee's access to its parameter
-`a` (field `f`) reaches the caller's `param.field` when the caller passed that pointer as
-`a` (a whole struct passed on keeps the callee's field `f`). Widths are rewritten from the
-callee's template parameters into the caller's by the call's explicit template arguments.
-Recursion-safe; at most `MAX_CALL_DEPTH` calls deep.
+The extraction records, per function, its own uses of its parameters -- vectorized accesses
+(`VectorAccess`), loads/stores/escapes (`PointerAccess`) -- and the pointers it passes on
+(`PointerPass`), each named by (parameter, outermost params-struct field) as
+`provenance.Origin.field` gives it. A function's summary is its own uses plus those of its
+callees, renamed into its parameters: a callee's use of its parameter `a` (field `f`) reaches
+the caller's `param.field` when the caller passed that pointer as `a` (a whole struct passed
+on keeps the callee's field `f`). Recursion-safe; at most `MAX_CALL_DEPTH` calls deep.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from .model import ConstExpr, SourceModel, VectorAccess
+from .model import AccessKind, ConstExpr, PointerPass, SourceModel, VectorAccess
 
 MAX_CALL_DEPTH = 4
 _UNKNOWN = ConstExpr("unknown")
 
 ParamField = tuple[int, str]  # (parameter index, outermost params-struct field or "")
+Use = TypeVar("Use")
 
 
 @dataclass(frozen=True)
@@ -36,29 +37,75 @@ def bind_template_arguments(params: tuple[str, ...], args: tuple[ConstExpr, ...]
     return {name: args[index] if index < len(args) else _UNKNOWN for index, name in enumerate(params)}
 
 
-class VectorSummaries:
-    """The vectorized uses of each parameter of the model's kernels and device functions
-    (by USR), memoized per model."""
+class _CalleeSummaries(Generic[Use]):
+    """The uses of each parameter of the model's kernels and device functions (by USR),
+    their callees' included, memoized per model. A kind of use says what a function does
+    itself (`_own`), how a callee's use reads in the caller (`_carried`) and how it joins
+    the caller's own (`_joined`)."""
 
     def __init__(self, model: SourceModel) -> None:
-        self.facts = model.launcher_facts
-        self.memo: dict[str, dict[ParamField, list[VectorUse]]] = {}
+        self.model = model
+        self.memo: dict[str, dict[ParamField, list[Use]]] = {}
 
-    def uses(self, usr: str, depth: int = 0) -> dict[ParamField, list[VectorUse]]:
+    def uses(self, usr: str, depth: int = 0) -> dict[ParamField, list[Use]]:
         if usr in self.memo:
             return self.memo[usr]
         self.memo[usr] = {}  # cuts recursion
-        uses: dict[ParamField, list[VectorUse]] = {}
-        for access in self.facts.vector_accesses:
-            if access.function == usr:
-                uses.setdefault((access.param_index, access.field), []).append(VectorUse(access, access.width))
-        for handoff in self.facts.pointer_passes:
+        uses = self._own(usr)
+        for handoff in self.model.launcher_facts.pointer_passes:
             if handoff.function != usr or not handoff.callee_usr or depth >= MAX_CALL_DEPTH:
                 continue
-            mapping = bind_template_arguments(handoff.callee_template_params, handoff.template_args)
             for (param, field), callee_uses in self.uses(handoff.callee_usr, depth + 1).items():
-                if param == handoff.argument:
-                    uses.setdefault((handoff.param_index, handoff.field or field), []).extend(
-                        VectorUse(u.access, u.width.substitute(mapping)) for u in callee_uses)
+                if param == handoff.argument and callee_uses:
+                    key = (handoff.param_index, handoff.field or field)
+                    uses[key] = self._joined(uses.get(key, []), self._carried(handoff, callee_uses))
         self.memo[usr] = uses
         return uses
+
+    def _own(self, usr: str) -> dict[ParamField, list[Use]]:
+        raise NotImplementedError
+
+    def _carried(self, handoff: PointerPass, callee_uses: list[Use]) -> list[Use]:
+        return callee_uses
+
+    def _joined(self, mine: list[Use], passed: list[Use]) -> list[Use]:
+        return mine + passed
+
+
+class VectorSummaries(_CalleeSummaries[VectorUse]):
+    """Vectorized accesses; a callee's widths are rewritten from its template parameters into
+    the caller's by the call's explicit template arguments."""
+
+    def _own(self, usr: str) -> dict[ParamField, list[VectorUse]]:
+        own: dict[ParamField, list[VectorUse]] = {}
+        for access in self.model.launcher_facts.vector_accesses:
+            if access.function == usr:
+                own.setdefault((access.param_index, access.field), []).append(VectorUse(access, access.width))
+        return own
+
+    def _carried(self, handoff: PointerPass, callee_uses: list[VectorUse]) -> list[VectorUse]:
+        mapping = bind_template_arguments(handoff.callee_template_params, handoff.template_args)
+        return [VectorUse(u.access, u.width.substitute(mapping)) for u in callee_uses]
+
+
+class AccessSummaries(_CalleeSummaries[AccessKind]):
+    """Loads, stores and escapes. A pointer handed to a device function the data-flow facts
+    saw escape is replaced by what that function does with it, where that is known."""
+
+    def _own(self, usr: str) -> dict[ParamField, list[AccessKind]]:
+        own: dict[ParamField, list[AccessKind]] = {}
+        for function in self.model.dataflow_facts.functions:
+            if function.function_usr == usr:
+                for access in function.accesses:
+                    own.setdefault((access.param_index, access.fields[0] if access.fields else ""), []).append(
+                        access.kind)
+        return own
+
+    def _joined(self, mine: list[AccessKind], passed: list[AccessKind]) -> list[AccessKind]:
+        return [kind for kind in mine if kind is not AccessKind.ESCAPE] + passed
+
+    def kinds(self, usr: str, param: int, field: str) -> set[AccessKind]:
+        """What `usr` does with its parameter `param` (its field `field`; every field of it
+        when "")."""
+        return {kind for (index, name), kinds in self.uses(usr).items()
+                if index == param and (not field or name == field) for kind in kinds}

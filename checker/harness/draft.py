@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ..model import (AccessKind, ConstExpr, Function, FunctionKind, MatcherChain, SourceModel,
                      split_template_arguments)
+from ..summaries import AccessSummaries
 from .spec import DTYPES, TAILS, Role
 
 TODO = "TODO(kernel-check)"
@@ -316,6 +317,7 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
     """Each tensor's role from what the launched kernels do with its data pointer; the
     tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
+    summaries = AccessSummaries(model)
     for launch in model.launches:
         if launch.launcher_usr != launcher.usr:
             continue
@@ -323,7 +325,7 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
             kinds: set[AccessKind] = set()
             consts: list[bool] = []
             for kernel in launch.kernels:
-                kinds |= _accesses(model, kernel.usr, arg.argument, (arg.field,) if arg.field else (), set())
+                kinds |= summaries.kinds(kernel.usr, arg.argument, arg.field)
                 consts += _pointee_const(model, kernel.usr, arg.argument, arg.field)
             # None: the pointer goes where the model cannot follow it (a struct of a header):
             # it may be written, so it is compared but never poisoned
@@ -347,21 +349,6 @@ def _role(kinds: set[AccessKind], consts: list[bool]) -> Role | None:
 def _stronger(old: Role | None, new: Role) -> Role:
     order = {Role.IN: 0, Role.OUT: 1, Role.INPLACE: 2}
     return new if old is None or order[new] > order[old] else old
-
-
-def _accesses(model: SourceModel, usr: str, param: int, fields: tuple[str, ...],
-              seen: set[tuple[str, int]]) -> set[AccessKind]:
-    """How a function (and the device functions it passes the pointer to) uses one parameter."""
-    if (usr, param) in seen:
-        return set()
-    seen.add((usr, param))
-    kinds = {a.kind for f in model.dataflow_facts.functions if f.function_usr == usr
-             for a in f.accesses if a.param_index == param and (not fields or a.fields[:1] == fields)}
-    for passed in model.launcher_facts.pointer_passes:
-        if passed.function == usr and passed.param_index == param and (not fields or passed.field == fields[0]):
-            inner = _accesses(model, passed.callee_usr, passed.argument, (), seen)
-            kinds = (kinds - {AccessKind.ESCAPE}) | inner if inner else kinds
-    return kinds
 
 
 def _pointee_const(model: SourceModel, usr: str, param: int, field_name: str) -> list[bool]:
