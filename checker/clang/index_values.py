@@ -17,6 +17,7 @@ KC110, KC111, KC112 and KC151).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Union
 
@@ -27,7 +28,9 @@ from ..model import (
     SizeNarrowing, SourceModel, Span,
 )
 from .consteval import Constants
-from .cursors import FUNCTION_KINDS, RECORD_KINDS, SCOPE_KINDS, K, MacroRanges, Positions, outermost, qualified_name
+from .cursors import (
+    FUNCTION_KINDS, RECORD_KINDS, SCOPE_KINDS, K, MacroRanges, NestedTooDeeply, Positions, outermost, qualified_name,
+)
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var, cursor_of
 
 # ---- vocabulary ------------------------------------------------------------------------------
@@ -204,15 +207,22 @@ class _Reader:
             is_main=function.name == "main" and parent is not None and parent.kind == K.TRANSLATION_UNIT,
             is_kernel=function.kind is FunctionKind.KERNEL,
         ))
-        self._code(function.params, function.body)
+        self._code(function.params, lambda: function.body)
         self.scopes.pop()
 
-    def _code(self, params: tuple[Var, ...], body: Stmt | None) -> None:
+    def _code(self, params: tuple[Var, ...], body: Callable[[], Stmt | None]) -> None:
+        """Parameters, then the body `body()` builds. A body tier 1 finds nested too deeply
+        (hundreds of macro-made `else if`s) is not summarized: its facts are lost, never
+        made up, and the declarations around it keep theirs."""
         for param in params:
             self._end_flows([self._value(e, None) for e in param.exprs])  # default arguments
             self._add_integer_decl(param, IntegerDeclKind.PARAM)
-        if body is not None:
-            self._statement(body)
+        try:
+            tree = body()
+        except NestedTooDeeply:
+            return
+        if tree is not None:
+            self._statement(tree)
 
     def _field(self, cursor: ci.Cursor, record: ci.Cursor | None) -> None:
         var = self.program.var(cursor)
@@ -223,7 +233,7 @@ class _Reader:
     def _lambda(self, expr: Expr) -> None:
         outer = self.scopes[-1] if self.scopes else _NO_SCOPE
         self.scopes.append(replace(outer, in_lambda=True))
-        self._code(expr.lambda_params, expr.lambda_body)
+        self._code(expr.lambda_params, lambda: expr.lambda_body)
         self.scopes.pop()
 
     # -- statements ----------------------------------------------------------------------------
