@@ -201,7 +201,8 @@ void host(int64_t* out) {
     assert body is not None
     calls = {c.name: c for c in body.calls()}
     c_api = calls["cudaGetDevice"]
-    assert (c_api.ref.has_c_linkage, c_api.ref.result_type, c_api.ref.file.endswith(".h")) == (True, "cudaError_t", True)
+    callee = c_api.ref
+    assert (callee.has_c_linkage, callee.result_type, callee.file.endswith(".h")) == (True, "cudaError_t", True)
     assert [a.operator for a in c_api.arguments] == ["&"]  # the callee expression is not an argument
     size = calls["size"]
     assert (size.ref.is_method, size.ref.owner, size.ref.has_c_linkage) == (True, "Shape", False)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Union
 
 import clang.cindex as ci
 
@@ -73,7 +72,7 @@ _READ_KINDS = frozenset({*_CONTAINERS, *RECORD_KINDS, *FUNCTION_KINDS, K.VAR_DEC
 
 # What an expression's value flows into: an enclosing expression, a declared variable, a
 # statement, or nothing that names a narrowing context (a parameter's default argument).
-_Parent = Union[Expr, Var, Stmt, None]
+_Parent = Expr | Var | Stmt | None
 
 
 def extract_index_values(program: Program, top_level: list[ci.Cursor], data: bytes, model: SourceModel) -> None:
