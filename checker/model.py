@@ -537,7 +537,7 @@ class LauncherFacts:
 # ---- end of launcher facts ----
 
 # ---- integer and scope facts (KC110, KC111, KC112, KC151, KC320, KC321, KC330) ----
-# Written by checker/clang/integer_facts.py (one walk over the file) and
+# Written by checker/clang/index_values.py (over tier 1, checker/clang/program.py) and
 # checker/clang/scope_facts.py. Functions are named by their clang USR (`Function.usr`);
 # a lambda's facts belong to the function that contains it.
 

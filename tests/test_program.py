@@ -173,3 +173,57 @@ def test_deep_nesting_is_reported_not_a_recursion_error(functions_of) -> None:
     found = functions_of(f"__device__ int f() {{ return {terms}; }}\n")
     with pytest.raises(NestedTooDeeply):
         _ = found["f"].body
+
+
+def test_declaration_facts_of_references_and_variables(functions_of) -> None:
+    found = functions_of("""\
+#include <cstdint>
+#include <cuda_runtime.h>
+const int kGlobal = 4;
+struct Shape {
+  Shape(int n) : n(n) {}
+  int64_t size(int i) const { return n * i; }
+  int n;
+};
+template <typename T>
+__device__ int twice(T x) { return T::kSize * sizeof(T); }
+void host(int64_t* out) {
+  int device = 0;
+  cudaGetDevice(&device);
+  const Shape shape(kGlobal);
+  uint32_t table[4] = {1, 2, 3, 4};
+  unsigned* row = table;
+  auto add = [](int a, int64_t b) { return a + b; };
+  out[0] = shape.size(device) + add(table[0], *row);
+}
+""")
+    body = found["host"].body
+    assert body is not None
+    calls = {c.name: c for c in body.calls()}
+    c_api = calls["cudaGetDevice"]
+    callee = c_api.ref
+    assert (callee.has_c_linkage, callee.result_type, callee.file.endswith(".h")) == (True, "cudaError_t", True)
+    assert [a.operator for a in c_api.arguments] == ["&"]  # the callee expression is not an argument
+    size = calls["size"]
+    assert (size.ref.is_method, size.ref.owner, size.ref.has_c_linkage) == (True, "Shape", False)
+    assert [a.stripped().name for a in size.arguments] == ["device"]
+    construction = next(e for e in body.expressions() if e.kind is ExprKind.CALL and e.name == "Shape")
+    assert construction.ref.is_constructor and [a.stripped().name for a in construction.arguments] == ["kGlobal"]
+    refs = {e.name: e.ref for e in body.expressions() if e.kind is ExprKind.REF and e.ref is not None}
+    assert (refs["kGlobal"].is_const, refs["kGlobal"].is_local, refs["kGlobal"].type.bits) == (True, False, 32)
+    assert (refs["device"].is_const, refs["device"].is_local, refs["device"].owner) == (False, True, "host")
+    variables = {v.name: v for s in body.walk() for v in s.variables}
+    table, row = variables["table"], variables["row"]
+    assert (table.declarator, table.element_type.bits, table.element_type.is_signed) == ("array", 32, False)
+    assert (row.declarator, row.element_type.bits) == ("pointer", 32)
+    source = found["program"].path
+    assert (table.file, table.name_offset) == (source, table.span.start + len("uint32_t "))
+    lambda_ = next(e for e in body.expressions() if e.kind is ExprKind.LAMBDA)
+    assert [(p.name, p.type.bits) for p in lambda_.lambda_params] == [("a", 32), ("b", 64)]
+    assert lambda_.lambda_body is not None and lambda_.lambda_body.stmts[0].kind is StmtKind.RETURN
+    generic = found["twice"].body
+    assert generic is not None
+    product = generic.stmts[0].exprs[0].stripped()  # dependent: operand, `operator*`, operand
+    member, size_query = (product.children[0].stripped(), product.children[2].stripped())
+    assert (member.ref, member.names_type_member, size_query.is_size_query) == (None, True, True)
+    assert not product.is_size_query and not lambda_.names_type_member

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import clang.cindex as ci
 
@@ -151,6 +151,20 @@ def is_implicit_instantiation(cursor: ci.Cursor) -> bool:
     location; the template itself is already in the model."""
     template = cursor.specialized_template
     return template is not None and template.location.offset == cursor.location.offset
+
+
+def outermost(cursors: Iterable[ci.Cursor]) -> list[ci.Cursor]:
+    """`cursors` in source order without those nested in another one: libclang also lists
+    some implicit template instantiations at translation-unit level, inside the extent of
+    their namespace."""
+    kept: list[ci.Cursor] = []
+    end = -1
+    for cursor in sorted(cursors, key=lambda c: (c.extent.start.offset, -c.extent.end.offset)):
+        if cursor.extent.end.offset <= end:
+            continue
+        kept.append(cursor)
+        end = cursor.extent.end.offset
+    return kept
 
 
 def has_child_kind(cursor: ci.Cursor, kind: ci.CursorKind) -> bool:

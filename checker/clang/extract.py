@@ -23,11 +23,12 @@ from ..includes import library_names, library_root
 from .dataflow_facts import DataflowExtractor
 from .device_merge import merge_device_model
 from .doxygen import Comments
-from .integer_facts import extract_integer_and_scope_facts
+from .index_values import extract_index_values
 from .launcher_facts import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
 from .parse import ParsedUnit
 from .program import Program, function_kind
+from .scope_facts import extract_scope_facts
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
@@ -52,7 +53,8 @@ class _Extractor:
     # -- traversal -----------------------------------------------------------------------
     def run(self) -> SourceModel:
         self._visit_scope(self.unit.root)
-        extract_integer_and_scope_facts(self.top_level, self.unit, self.data, self.model)
+        extract_index_values(self.program, self.top_level, self.data, self.model)
+        extract_scope_facts(self.top_level, self.unit, self.model)
         self.model.error_spans = self._error_spans()
         self.model.header_library = _header_library(self.unit.args)
         return self.model

@@ -178,6 +178,52 @@ class DeclRef:
     def usr(self) -> str:
         return self._cursor.get_usr()
 
+    @cached_property
+    def type(self) -> TypeFacts:
+        """The declared type (a function's is its signature)."""
+        return _type_facts(self._cursor.type)
+
+    @cached_property
+    def is_const(self) -> bool:
+        """Whether the declared type is const-qualified (`const int kN = 4`)."""
+        return self._cursor.type.is_const_qualified()
+
+    @cached_property
+    def is_local(self) -> bool:
+        """Whether it is declared inside a function or lambda (a local or a parameter)."""
+        parent = self._cursor.semantic_parent
+        return parent is not None and (parent.kind in FUNCTION_KINDS or parent.kind == K.LAMBDA_EXPR)
+
+    @cached_property
+    def owner(self) -> str:
+        """The name of the scope declaring it: a method's class, a variable's function..."""
+        parent = self._cursor.semantic_parent
+        return parent.spelling if parent is not None else ""
+
+    @cached_property
+    def is_constructor(self) -> bool:
+        return self._cursor.kind == K.CONSTRUCTOR
+
+    @cached_property
+    def is_method(self) -> bool:
+        """A member function other than a constructor or destructor."""
+        return self._cursor.kind == K.CXX_METHOD
+
+    @cached_property
+    def result_type(self) -> str:
+        """A function's result type as written ("" for other declarations)."""
+        return self._cursor.result_type.spelling if self.kind is DeclKind.FUNCTION else ""
+
+    @cached_property
+    def has_c_linkage(self) -> bool:
+        """A non-template function whose symbol is its bare name (`extern "C"`, a C API)."""
+        return self._cursor.kind == K.FUNCTION_DECL and self._cursor.mangled_name == self.name
+
+    @cached_property
+    def file(self) -> str:
+        """The file it is declared in ("" for built-in declarations)."""
+        return _file_of(self._cursor)
+
 
 def _decl_ref(cursor: ci.Cursor) -> DeclRef:
     return DeclRef(cursor.spelling, _DECL_KINDS.get(cursor.kind, DeclKind.OTHER), cursor.hash, cursor)
@@ -240,6 +286,43 @@ class Expr(_Typed):
             node = node.children[0]
         return node
 
+    @cached_property
+    def arguments(self) -> tuple[Expr, ...]:
+        """A CALL's argument expressions: the children after the callee expression, or all
+        of them where clang lists none (a construction, whose callee is a type)."""
+        if self.kind is not ExprKind.CALL:
+            return ()
+        first = next(iter(self._cursor.get_children()), None)
+        ref = self.ref
+        has_callee = first is not None and first.kind.is_expression() and not (ref is not None and ref.is_constructor)
+        return self.children[1:] if has_callee else self.children
+
+    @cached_property
+    def is_size_query(self) -> bool:
+        """`sizeof(...)` / `alignof(...)` (an OTHER expression)."""
+        return self._cursor.kind == K.CXX_UNARY_EXPR
+
+    @cached_property
+    def names_type_member(self) -> bool:
+        """A REF qualified by a type (`T::kSize`, `Traits<T>::kN`): in a template, a member
+        clang cannot resolve yet."""
+        return self.kind is ExprKind.REF and has_child_kind(self._cursor, K.TYPE_REF)
+
+    @cached_property
+    def lambda_params(self) -> tuple[Var, ...]:
+        """A LAMBDA's parameters."""
+        if self.kind is not ExprKind.LAMBDA:
+            return ()
+        return tuple(self._program.var(c) for c in self._cursor.get_children() if c.kind == K.PARM_DECL)
+
+    @cached_property
+    def lambda_body(self) -> Stmt | None:
+        """A LAMBDA's body, built when first read (it runs where the lambda is called)."""
+        if self.kind is not ExprKind.LAMBDA:
+            return None
+        block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
+        return self._program.statement(block, 0) if block is not None else None
+
 
 @dataclass(eq=False)
 class Var(_Typed):
@@ -250,6 +333,37 @@ class Var(_Typed):
     key: int  # as `DeclRef.key`
     exprs: tuple[Expr, ...]
     _cursor: ci.Cursor = field(repr=False)
+
+    @cached_property
+    def name_offset(self) -> int:
+        """The byte offset of its name (clang's location: a macro's expansion site)."""
+        return self._cursor.location.offset
+
+    @cached_property
+    def file(self) -> str:
+        """The file its name is in ("" when none)."""
+        return _file_of(self._cursor)
+
+    @cached_property
+    def declarator(self) -> str:
+        """"pointer", "reference", "array" or "value": what its declarator makes of the type."""
+        kind = self._cursor.type.get_canonical().kind
+        if kind == ci.TypeKind.POINTER:
+            return "pointer"
+        if kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+            return "reference"
+        return "array" if kind in _ARRAY_TYPE_KINDS else "value"
+
+    @cached_property
+    def element_type(self) -> TypeFacts:
+        """The type it holds, points to, refers to or stores an array of."""
+        canonical = self._cursor.type.get_canonical()
+        declarator = self.declarator
+        if declarator in ("pointer", "reference"):
+            canonical = canonical.get_pointee()
+        elif declarator == "array":
+            canonical = canonical.get_array_element_type()
+        return _type_facts(canonical)
 
 
 @dataclass(frozen=True)
@@ -501,3 +615,13 @@ def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:
         return named
     template = next((c.referenced for c in strip_parens(callee).get_children() if c.kind == K.TEMPLATE_REF), None)
     return [template] if template is not None and template.kind == K.FUNCTION_TEMPLATE else []
+
+
+_ARRAY_TYPE_KINDS = (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY, ci.TypeKind.VARIABLEARRAY,
+                     ci.TypeKind.DEPENDENTSIZEDARRAY)
+
+
+def _file_of(cursor: ci.Cursor) -> str:
+    """The file a declaration's name is in ("" when none)."""
+    location = cursor.location
+    return location.file.name if location.file is not None else ""

@@ -1,9 +1,9 @@
 """Namespace facts of one file: declarations at global scope (KC320) and `details::` names (KC321).
 
-`ScopeCollector.on_children` is called by the integer-facts walk for every cursor it visits,
-so `details` qualifiers anywhere in the file (bodies, parameter types, using-declarations)
-are seen without a second walk; the global declarations come from the file's top-level
-cursors alone.
+A `details` qualifier can be written anywhere (bodies, parameter types, using-declarations),
+and libclang lists it as a NAMESPACE_REF beside what it qualifies, in no tier-1 node: one
+walk over the file's declarations looks at every cursor's children for it. The global
+declarations come from the file's top-level cursors alone.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import clang.cindex as ci
 
-from ..model import DetailsReference, GlobalDeclaration, ScopeFacts, Span
-from .cursors import K, RECORD_KINDS, MacroRanges, in_file, name_span, qualified_name, span_of
+from ..model import DetailsReference, GlobalDeclaration, ScopeFacts, SourceModel, Span
+from .cursors import K, RECORD_KINDS, MacroRanges, in_file, name_span, outermost, qualified_name, span_of
+from .parse import ParsedUnit
 
 DETAILS = "details"
 
@@ -27,8 +28,34 @@ _GLOBAL_KINDS = {
 }
 _NOT_DECLARATIONS = (K.INCLUSION_DIRECTIVE, K.MACRO_DEFINITION, K.MACRO_INSTANTIATION)
 _TRANSPARENT_SCOPES = (K.LINKAGE_SPEC, K.UNEXPOSED_DECL)  # `extern "C" { ... }`, stray `;`
+# Cursors whose children hold no namespace qualifier worth reading (and references' children
+# are other files' declarations).
+_OPAQUE = frozenset({
+    K.MACRO_INSTANTIATION, K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE, K.TYPE_REF, K.TEMPLATE_REF,
+    K.NAMESPACE_REF, K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.STRING_LITERAL, K.CHARACTER_LITERAL,
+    K.CXX_BOOL_LITERAL_EXPR, K.ASM_STMT,
+})
+# Deeper subtrees (a generated 500-term sum) are not read: nobody qualifies a name that deep.
+_MAX_DEPTH = 200
 _NAMED_ENTITY_KINDS = (K.TYPE_REF, K.TEMPLATE_REF, K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF, K.MEMBER_REF)
 _REFERENCE_PARENTS = (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)
+
+
+def extract_scope_facts(top_level: list[ci.Cursor], unit: ParsedUnit, model: SourceModel) -> None:
+    """Fill `model.scope_facts` from the file's top-level cursors."""
+    macros = MacroRanges(top_level)
+    collector = ScopeCollector(unit.path, macros)
+    declarations = outermost(c for c in top_level if c.kind not in _OPAQUE)
+    pending = [(cursor, 0) for cursor in reversed(declarations)]
+    while pending:  # pre-order, children in source order
+        node, depth = pending.pop()
+        kind = node.kind
+        if kind in _OPAQUE or depth >= _MAX_DEPTH:
+            continue
+        children = list(node.get_children())
+        collector.on_children(node, kind, children, [child.kind for child in children])
+        pending.extend((child, depth + 1) for child in reversed(children))
+    model.scope_facts = collector.finish(declarations, unit.tu)
 
 
 @dataclass(frozen=True)

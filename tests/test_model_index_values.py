@@ -1,4 +1,4 @@
-"""What checker/clang/integer_facts.py and scope_facts.py extract, pinned on small real sources
+"""What checker/clang/index_values.py and scope_facts.py extract, pinned on small real sources
 (parsed hermetically against the bundled include/sgl_kernel headers)."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ import pytest
 
 from kernel_check.clang.cursors import in_file
 from kernel_check.clang.extract import extract
-from kernel_check.clang.integer_facts import extract_integer_and_scope_facts
+from kernel_check.clang.index_values import extract_index_values
 from kernel_check.clang.parse import parse_file, resolve_settings
+from kernel_check.clang.program import Program
+from kernel_check.clang.scope_facts import extract_scope_facts
 from kernel_check.model import IntegerDecl, IntegerDeclKind, SourceModel, apply_const_op
 
 PRELUDE = """\
@@ -325,14 +327,19 @@ using namespace details;
 
 
 def test_pathologically_deep_expressions_do_not_break_the_walk(tmp_path: Path, settings) -> None:
-    """Called directly: other passes of extract() have their own depth limits to keep."""
+    """Called directly: a body nested deeper than tier 1 builds is left out (its facts lost,
+    none made up) and the declarations around it keep theirs; the scope facts' own walk
+    stops at its cap. (Through extract(), other passes report the file as too deep.)"""
     terms = " + ".join(f"v{i}" for i in range(600))
     params = ", ".join(f"uint32_t v{i}" for i in range(600))
     text = PRELUDE + f"""
 namespace sglang {{
-__global__ void k(float* p, int64_t n, {params}) {{
+__global__ void k(float* p, int m, {params}) {{
   int tail = 0;
   p[blockIdx.x * ({terms})] = 0.0f;
+}}
+__global__ void shallow(int rows) {{
+  int head = 0;
 }}
 }}
 """
@@ -341,5 +348,7 @@ __global__ void k(float* p, int64_t n, {params}) {{
     unit = parse_file(path, text, settings)
     top_level = [c for c in unit.tu.cursor.get_children() if in_file(c, str(path))]
     model = SourceModel(path=str(path), text=text, data=text.encode())
-    extract_integer_and_scope_facts(top_level, unit, text.encode(), model)
-    assert "tail" in decls(model)
+    extract_index_values(Program(str(path)), top_level, text.encode(), model)
+    assert sorted(decls(model)) == ["head", "m", "rows"]
+    extract_scope_facts(top_level, unit, model)
+    assert [g.name for g in model.scope_facts.global_declarations] == ["sglang"]
