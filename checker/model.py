@@ -181,7 +181,7 @@ class Function:
 
 
 # ---- launcher facts (KC120, KC121, KC131, KC140, KC141, KC150, KC160) ----
-# Written by checker/clang/launcher_facts.py. Functions are named by their clang USR
+# Written by checker/clang/kernel_interface.py. Functions are named by their clang USR
 # (`Function.usr`); a lambda's facts belong to the function that contains it.
 
 

@@ -121,7 +121,6 @@ _UNSIGNED_INTEGERS = frozenset({
     ci.TypeKind.ULONG, ci.TypeKind.ULONGLONG, ci.TypeKind.UINT128, ci.TypeKind.CHAR16, ci.TypeKind.CHAR32,
 })
 
-
 @dataclass(frozen=True)
 class TypeFacts:
     """What an expression's or a declaration's type is."""
@@ -177,6 +176,24 @@ class DeclRef:
     @cached_property
     def usr(self) -> str:
         return self._cursor.get_usr()
+
+    @cached_property
+    def type(self) -> TypeFacts:
+        """The declared type (a variable's, a parameter's, a field's)."""
+        return _type_facts(self._cursor.type)
+
+    @cached_property
+    def qualified_name(self) -> str:
+        """`ns::Class::name`; "" for an unresolved overload set."""
+        if self._cursor.kind == K.OVERLOADED_DECL_REF:
+            return ""
+        parts = []
+        node: ci.Cursor | None = self._cursor
+        while node is not None and node.kind != K.TRANSLATION_UNIT:
+            if node.spelling:
+                parts.append(node.spelling)
+            node = node.semantic_parent
+        return "::".join(reversed(parts))
 
 
 def _decl_ref(cursor: ci.Cursor) -> DeclRef:
@@ -239,6 +256,53 @@ class Expr(_Typed):
         while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT) and len(node.children) == 1:
             node = node.children[0]
         return node
+
+    @cached_property
+    def cast_kind(self) -> str:
+        """A CAST's form: "static", "reinterpret", "const", "c_style" or "functional" (`T(x)`);
+        "" for other kinds."""
+        return _CAST_FORMS.get(self._cursor.kind, "") if self.kind is ExprKind.CAST else ""
+
+    @cached_property
+    def is_throw(self) -> bool:
+        """Whether this is a `throw` expression."""
+        return self._cursor.kind == K.CXX_THROW_EXPR
+
+    @cached_property
+    def is_construction(self) -> bool:
+        """Whether a CALL constructs an object (`T(args)`, `T{args}`, a copy): it has no
+        callee child, every child is an argument."""
+        if self.kind is not ExprKind.CALL:
+            return False
+        referenced = self._cursor.referenced
+        return referenced is not None and referenced.kind == K.CONSTRUCTOR
+
+    @cached_property
+    def is_arithmetic(self) -> bool:
+        """Whether the expression's type is a builtin arithmetic or enum type (a size, a
+        scale: never a pointer nor a struct holding one)."""
+        return self._cursor.type.get_canonical().kind in _ARITHMETIC_TYPES
+
+    @cached_property
+    def lambda_body(self) -> Stmt | None:
+        """A LAMBDA's body, built when first read (it is not among `children`: it runs where
+        the lambda is called); None for other kinds."""
+        if self.kind is not ExprKind.LAMBDA:
+            return None
+        block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
+        return self._program.statement(block, 0) if block is not None else None
+
+    @cached_property
+    def candidate_result_types(self) -> tuple[TypeFacts, ...]:
+        """For a CALL whose own type clang leaves dependent: the result types of the overload
+        set its callee names (the functions it may call); () otherwise."""
+        if self.kind is not ExprKind.CALL or not self.children:
+            return ()
+        if self._cursor.type.kind not in (ci.TypeKind.DEPENDENT, ci.TypeKind.UNEXPOSED):
+            return ()
+        callee = strip_parens(self.children[0]._cursor)
+        named = next((c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+        return tuple(_type_facts(d.result_type) for d in overloaded_decls(named)) if named is not None else ()
 
 
 @dataclass(eq=False)
@@ -501,3 +565,12 @@ def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:
         return named
     template = next((c.referenced for c in strip_parens(callee).get_children() if c.kind == K.TEMPLATE_REF), None)
     return [template] if template is not None and template.kind == K.FUNCTION_TEMPLATE else []
+
+
+_CAST_FORMS = {
+    K.CXX_STATIC_CAST_EXPR: "static", K.CXX_REINTERPRET_CAST_EXPR: "reinterpret", K.CXX_CONST_CAST_EXPR: "const",
+    K.CSTYLE_CAST_EXPR: "c_style", K.CXX_FUNCTIONAL_CAST_EXPR: "functional",
+}
+_ARITHMETIC_TYPES = frozenset({
+    *_SIGNED_INTEGERS, *_UNSIGNED_INTEGERS, ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE, ci.TypeKind.ENUM,
+})
