@@ -438,7 +438,7 @@ class Launch:
     argument_spans: tuple[Span, ...]  # one per kernel argument
     pdl: PdlFlag | None  # None when the launch does not enable PDL
     # The arguments that carry a tensor's data (filled by the launcher's body walk,
-    # launcher_facts.py; () for a launch in device code).
+    # kernel_interface.py; () for a launch in device code).
     tensors: tuple[LaunchTensorArgument, ...] = ()
 
     @property

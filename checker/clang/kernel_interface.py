@@ -55,7 +55,9 @@ from .consteval import (
 )
 from .cursors import is_implicit_instantiation
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var, cursor_of
-from .provenance import Origin, Origins, initializer_list_fields, origins_of, parameter, record_fields
+from .provenance import (
+    Origin, Origins, initializer_list_fields, origins_of, parameter, record_fields, referred_record_fields,
+)
 
 Node = Stmt | Var | Expr
 
@@ -390,7 +392,7 @@ class _BodyFacts:
             span=call.span,
             returns_cuda_error=_returns_cuda_error(call),
             result_use=result_use(call, self.ancestors),
-            argument_names=tuple(self._argument_name(a) for a in call.children[1:]),
+            argument_names=tuple(self._argument_name(a) for a in _call_arguments(call)),
         ))
 
     def _argument_name(self, argument: Expr) -> str:
@@ -510,10 +512,9 @@ class _BodyFacts:
         decl = node.ref
         if decl is not None and decl.key in self.params and not self.device:
             # a helper's parameter: the tensor (or params struct) a caller hands it
-            type_ = cursor_of(decl).type
             if decl.type.is_pointer:
                 yield _TensorSource(field_name, f"#{self.params[decl.key]}", node.span)
-            elif record_fields(type_.get_pointee() if type_.kind == ci.TypeKind.LVALUEREFERENCE else type_):
+            elif referred_record_fields(cursor_of(decl).type):
                 yield _TensorSource("*", f"#{self.params[decl.key]}", node.span)
             return
         for source in self.state.tensor_sources.get(decl.key if decl is not None else 0, []):

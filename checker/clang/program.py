@@ -436,15 +436,20 @@ class Program:
         return known
 
     # -- the one walk -----------------------------------------------------------------------
-    def statement(self, cursor: ci.Cursor, depth: int) -> Stmt:
+    def statement(self, cursor: ci.Cursor, depth: int, orelse: Stmt | None = None) -> Stmt:
+        """`orelse`: an `if`'s else branch, already built (see `_else_ifs`)."""
         if depth >= MAX_NESTING:
             raise NestedTooDeeply(cursor, self.path)
         kind = _STMT_KINDS.get(cursor.kind)
         if kind is None and cursor.kind.is_expression():
             return Stmt(StmtKind.EXPR, cursor, exprs=(self.expression(cursor, depth + 1),))
         kind = kind or StmtKind.OTHER
+        if kind is StmtKind.IF and orelse is None:  # an `else if` chain: a sequence, not nesting
+            for link in reversed(_else_ifs(cursor)):
+                orelse = self.statement(link, depth, orelse)
         children = list(cursor.get_children())
         nested = _nested_statements(kind, children)
+        else_index = max(nested) if orelse is not None else -1
         exprs: list[Expr] = []
         stmts: list[Stmt] = []
         variables: list[Var] = []
@@ -453,6 +458,8 @@ class Program:
                 variables.append(self.var(child, depth + 1))
             elif kind is StmtKind.DECL:
                 continue  # a local type or alias: not code
+            elif index == else_index and orelse is not None:
+                stmts.append(orelse)
             elif index in nested or child.kind.is_statement():
                 stmts.append(self.statement(child, depth + 1))
             elif child.kind.is_expression():
@@ -574,3 +581,18 @@ _CAST_FORMS = {
 _ARITHMETIC_TYPES = frozenset({
     *_SIGNED_INTEGERS, *_UNSIGNED_INTEGERS, ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE, ci.TypeKind.ENUM,
 })
+
+
+def _else_ifs(cursor: ci.Cursor) -> list[ci.Cursor]:
+    """The `else if` links after an `if`, in order. A chain is built from its last link back,
+    each at the depth of the first: generated dispatch code chains hundreds of them, which
+    is no deeper than a block of hundreds of statements."""
+    chain = []
+    node = cursor
+    while True:
+        children = list(node.get_children())
+        nested = _nested_statements(StmtKind.IF, children)
+        if len(nested) != 2 or children[max(nested)].kind != K.IF_STMT:
+            return chain
+        node = children[max(nested)]
+        chain.append(node)
