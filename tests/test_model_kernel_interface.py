@@ -300,3 +300,22 @@ def test_const_expr_substitute_and_unknowns() -> None:
     assert bound.evaluate({"kVec": 8}) == 16
     assert ConstExpr("/", args=(ConstExpr("int", 1), ConstExpr("int", 0))).evaluate({}) is None
     assert ConstExpr("unknown", text="f()").evaluate({}) is None
+
+
+def test_a_constructed_check_lists_every_argument(tmp_path: Path) -> None:
+    # A check spelled as a struct whose constructor throws: `ns::Check(info, cond, ...)` builds a
+    # temporary, and libclang lists the type it names among the call's parts before the arguments.
+    model = model_of(tmp_path, """
+namespace checks {
+struct DebugInfo { int line = 0; };
+struct RuntimeCheck {
+  template <typename... Args>
+  explicit RuntimeCheck(DebugInfo info, bool cond, Args&&... args) { if (!cond) throw info.line; }
+};
+}  // namespace checks
+inline void g(int64_t n, checks::DebugInfo info = {}) {
+  checks::RuntimeCheck(info, n > 0, "n must be positive, got ", n);
+}
+""")
+    calls = [(c.argument_names, c.result_use) for c in model.launcher_facts.api_calls if c.name == "RuntimeCheck"]
+    assert calls == [(("info", "n > 0", '"n must be positive, got "', "n"), "discarded")]
