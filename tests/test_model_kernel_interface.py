@@ -210,11 +210,12 @@ inline void f(tvm::ffi::TensorView x) {
   if (x.stride(0) == 0) return;
   const int64_t rows = x.size(0);
   static_cast<void>(rows);
+  while (const int64_t n = x.numel()) { static_cast<void>(n); break; }
 }
 """)
     contexts = {(i.method, i.context) for i in model.launcher_facts.tensor_inspections}
     assert contexts == {("ndim", "check"), ("size", "check"), ("dtype", "check"), ("stride", "condition"),
-                        ("size", "value")}
+                        ("size", "value"), ("numel", "condition")}  # a condition variable's initializer
 
 
 def test_api_call_result_use_and_argument_names(tmp_path: Path) -> None:

@@ -163,6 +163,12 @@ def _is_alignment_operator(node: Expr) -> bool:
     return node.kind is ExprKind.BINARY and node.operator in ("%", "&")
 
 
+def _is_condition(statement: Stmt, part: Node) -> bool:
+    """Whether `part` is the condition of an if / loop / switch, or the variable it declares
+    there (`if (auto* p = find(x))`, `while (T* p = next())`)."""
+    return statement.condition is part or any(v is part for v in statement.variables)
+
+
 def condition_context(node: Expr, ancestors: list[Node]) -> str:
     """"check", "condition" or "value": where an expression sits (see TensorInspection)."""
     child: Node = node
@@ -178,7 +184,7 @@ def condition_context(node: Expr, ancestors: list[Node]) -> str:
                 return "value"
         elif isinstance(parent, Stmt):
             if parent.kind in _CONDITION_STMTS or parent.kind is StmtKind.FOR:
-                if parent.kind is not StmtKind.FOR and parent.condition is child:
+                if parent.kind is not StmtKind.FOR and _is_condition(parent, child):
                     then = parent.then if parent.kind is StmtKind.IF else None
                     return "check" if then is not None and _fails(then) else "condition"
                 return "value"
