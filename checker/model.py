@@ -181,7 +181,7 @@ class Function:
 
 
 # ---- launcher facts (KC120, KC121, KC131, KC140, KC141, KC150, KC160) ----
-# Written by checker/clang/launcher_facts.py. Functions are named by their clang USR
+# Written by checker/clang/kernel_interface.py. Functions are named by their clang USR
 # (`Function.usr`); a lambda's facts belong to the function that contains it.
 
 
@@ -438,7 +438,7 @@ class Launch:
     argument_spans: tuple[Span, ...]  # one per kernel argument
     pdl: PdlFlag | None  # None when the launch does not enable PDL
     # The arguments that carry a tensor's data (filled by the launcher's body walk,
-    # launcher_facts.py; () for a launch in device code).
+    # kernel_interface.py; () for a launch in device code).
     tensors: tuple[LaunchTensorArgument, ...] = ()
 
     @property

@@ -227,3 +227,75 @@ void host(int64_t* out) {
     member, size_query = (product.children[0].stripped(), product.children[2].stripped())
     assert (member.ref, member.names_type_member, size_query.is_size_query) == (None, True, True)
     assert not product.is_size_query and not lambda_.names_type_member
+INTERFACE_FACTS = """\
+#include <stdexcept>
+namespace ns {
+struct Pair { Pair(int a, int b) : a(a), b(b) {} int a, b; };
+enum class Status { ok, bad };
+Status probe(int);
+Status probe(float);
+}  // namespace ns
+template <typename T>
+ns::Status dependent(T x) { return ns::probe(x); }
+int host_side(const float* p, int n, ns::Status s) {
+  auto a = static_cast<const void*>(p);
+  auto b = reinterpret_cast<const int*>(p);
+  auto c = (const int*)p;
+  auto d = const_cast<float*>(p);
+  auto e = ns::Pair(n, 2);
+  auto f = [&](int x) { return x + n; };
+  if (n < 0) throw std::runtime_error("negative");
+  return f(n) + int(s == ns::Status::ok) + e.a + int(ns::probe(1.0f));
+}
+"""
+
+
+def test_facts_read_on_demand_for_the_interface_walk(functions_of) -> None:
+    found = functions_of(INTERFACE_FACTS)
+    host = found["host_side"].body
+    assert host is not None
+    exprs = list(host.expressions())
+    casts = [e.cast_kind for e in exprs if e.kind is ExprKind.CAST]
+    assert casts == ["static", "reinterpret", "c_style", "const", "functional", "functional", "functional"]
+    assert all(e.cast_kind == "" for e in exprs if e.kind is not ExprKind.CAST)
+    assert [e.is_throw for e in exprs].count(True) == 1
+    constructions = [e.name for e in exprs if e.is_construction]
+    assert constructions == ["Pair", "runtime_error"]
+    probe = next(e for e in exprs if e.kind is ExprKind.CALL and e.name == "probe")
+    assert not probe.is_construction and probe.is_arithmetic  # an enum
+    assert probe.ref is not None and probe.ref.qualified_name == "ns::probe"
+    pointer = next(e for e in exprs if e.kind is ExprKind.REF and e.name == "p")
+    assert not pointer.is_arithmetic and pointer.ref is not None
+    assert (pointer.ref.type.spelling, pointer.ref.type.is_pointer) == ("const float *", True)
+    assert probe.candidate_result_types == ()  # its type is known
+    (lambda_,) = (e for e in exprs if e.kind is ExprKind.LAMBDA)
+    assert lambda_.children == () and lambda_.lambda_body is not None
+    (returned,) = lambda_.lambda_body.stmts
+    assert returned.kind is StmtKind.RETURN and returned.exprs[0].operator == "+"
+    assert probe.lambda_body is None
+    dependent = found["dependent"].body
+    assert dependent is not None
+    (call,) = dependent.calls()
+    assert {t.canonical for t in call.candidate_result_types} == {"ns::Status"}  # both overloads'
+    assert call.children[0].stripped().ref is not None
+    assert call.children[0].stripped().ref.qualified_name == ""  # an overload set names no one function
+
+
+def test_an_else_if_chain_is_a_sequence_not_nesting(functions_of) -> None:
+    links = MAX_NESTING + 20  # as generated dispatch code writes them
+    chain = " else ".join(f"if (n == {i}) return {i};" for i in range(links))
+    found = functions_of(f"int pick(int n) {{ {chain} else return -1; }}\n")
+    body = found["pick"].body
+    assert body is not None
+    (head,) = body.stmts
+    seen = []
+    node = head
+    while node is not None and node.kind is StmtKind.IF:
+        assert node.condition is not None and node.then is not None and node.then.kind is StmtKind.RETURN
+        seen.append(node.condition.children[1].value)
+        node = node.orelse
+    assert seen == list(range(links))
+    assert node is not None and node.kind is StmtKind.RETURN  # the final `else`
+    deep = " ".join(f"if (n > {i}) {{" for i in range(MAX_NESTING)) + "return 1;" + "}" * MAX_NESTING
+    with pytest.raises(NestedTooDeeply):  # real nesting still stops at the limit
+        _ = functions_of(f"int nest(int n) {{ {deep} return 0; }}\n")["nest"].body

@@ -10,7 +10,7 @@ import pytest
 
 from kernel_check.clang.cursors import K, walk
 from kernel_check.clang.extract import extract
-from kernel_check.clang.launcher_facts import callee_name
+from kernel_check.clang.consteval import callee_name
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.provenance import (
     Origin, Origins, Shape, at_call, classify, initializer_list_fields, origins_of, parameter, record_fields,

@@ -20,7 +20,9 @@ import clang.cindex as ci
 
 from ..model import BINARY_OPERATOR_SPELLINGS, ConstExpr
 from .capi import folded_int, overloaded_decls
-from .cursors import EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, source_text, span_of, strip_parens
+from .cursors import (
+    EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, source_text, span_of, strip_casts, strip_parens,
+)
 
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _BINARY_SPELLINGS = frozenset(BINARY_OPERATOR_SPELLINGS.values())
@@ -345,6 +347,56 @@ class Constants:
         count = self.value(args[1])
         return ConstExpr("*", args=(self.type_size(args[0]), count)), count
 
+    # -- the types an access or a template argument list spells (kernel_interface.py) -------
+    def written_types(self, reference: ci.Cursor) -> tuple[tuple[str, ConstExpr], ...]:
+        """(text, size) of each type among a reference's template arguments
+        (`.with_dtype<float, half>`)."""
+        return tuple((self.text(c), self.type_size(c)) for c in reference.get_children() if c.kind == K.TYPE_REF)
+
+    def written_vector(self, reference: ci.Cursor) -> VectorType | None:
+        """The vector type a reference (or cast) names as its one written type (`load_as<float4>`)."""
+        type_refs = [c for c in reference.get_children() if c.kind == K.TYPE_REF]
+        return self.vector_type(type_refs[0].type) if len(type_refs) == 1 else None
+
+    def cast_vector(self, cast: ci.Cursor) -> VectorType | None:
+        """The vector type a cast to a pointer points to (`reinterpret_cast<const float4*>(p)`),
+        from the written type when the target type is dependent."""
+        return self.vector_type(cast.type.get_pointee()) or self.written_vector(cast)
+
+    def pointee_vector(self, declaration: ci.Cursor) -> tuple[VectorType, str] | None:
+        """A pointer declaration's vector pointee (`const float4* src`) and the pointee as written."""
+        type_ = declaration.type.get_canonical()
+        vector = self.vector_type(type_.get_pointee()) if type_.kind == ci.TypeKind.POINTER else None
+        return (vector, declaration.type.get_pointee().spelling) if vector is not None else None
+
+    def accessor(self, decl: ci.Cursor) -> tuple[str, VectorType] | None:
+        """("aligned_vector" | "tile_memory", vector type) for a variable, parameter or field
+        whose `.load` / `.store` moves a whole vector (`AlignedVector<T, N>`, `tile::Memory<vec_t>`)."""
+        type_ = decl.type
+        if type_.get_canonical().get_size() > 0:
+            record = bare_record_name(canonical_name(type_))
+            if "Memory" in (record, bare_record_name(type_.spelling)) and type_.get_num_template_arguments() == 1:
+                element = self.vector_type(type_.get_template_argument_type(0))
+                return ("tile_memory", element) if element is not None else None
+            vector = self.vector_type(type_)
+            return ("aligned_vector", vector) if vector is not None and record in VECTOR_TEMPLATES else None
+        vector = self.vector_type(type_, written=decl)
+        if vector is not None:
+            return "aligned_vector", vector
+        initializer = initializer_of(decl)
+        call = strip_casts(initializer) if initializer is not None else None
+        if call is not None and call.kind == K.CALL_EXPR:
+            return self.memory_accessor(strip_parens(children(call)[0])) if children(call) else None
+        return self.memory_accessor(decl)
+
+    def memory_accessor(self, spelled: ci.Cursor) -> tuple[str, VectorType] | None:
+        """("tile_memory", element vector type) when `spelled` names `Memory<vec_t>`."""
+        template, args = template_spelling(spelled)
+        if template != "Memory" or len(args) != 1 or args[0].kind != K.TYPE_REF:
+            return None
+        element = self.vector_type(args[0].type)
+        return ("tile_memory", element) if element is not None else None
+
 
 def _builtin_element_size(declaration: ci.Cursor) -> int | None:
     """The size of the first template argument of the type a declaration spells, when
@@ -429,3 +481,17 @@ def _operator_part(parts: list[ci.Cursor]) -> str | None:
     if ref is not None and ref.spelling.startswith("operator") and ref.spelling != "operator()":
         return ref.spelling
     return None
+
+
+def member_name(member: ci.Cursor, data: bytes, path: str) -> str:
+    """`x.name`'s name, also when `x` has a dependent type (libclang leaves it unnamed; the
+    name is read from the checked file's text)."""
+    if member.spelling:
+        return member.spelling
+    location = member.extent.end
+    return trailing_name(data, member) if location.file and location.file.name == path else ""
+
+
+def written_type_names(node: ci.Cursor) -> tuple[str, ...]:
+    """The spellings of the types an expression names as written (`T(...)`, `T{...}`)."""
+    return tuple(c.spelling for c in node.get_children() if c.kind == K.TYPE_REF)

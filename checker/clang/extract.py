@@ -24,7 +24,7 @@ from .dataflow_facts import DataflowExtractor
 from .device_merge import merge_device_model
 from .doxygen import Comments
 from .index_values import extract_index_values
-from .launcher_facts import analyze_elsewhere, collect_function_facts
+from .kernel_interface import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
 from .parse import ParsedUnit
 from .program import Program, function_kind
@@ -105,7 +105,7 @@ class _Extractor:
         self.model.functions.append(function)
         if body is not None:
             self._collect_launches(body, function)
-            collect_function_facts(self.model, function, cursor, body, self.data, self.path)
+            collect_function_facts(self.model, self.program, function, self.program.function(cursor), self.data, self.path)
             self.dataflow.add_function(cursor, body, function)
             if kind is not FunctionKind.HOST:
                 tree = self.program.function(cursor).body
@@ -187,7 +187,7 @@ class _Extractor:
         for launch, kernels in self.launches.launches(body, launcher):
             self.model.launches.append(launch)
             for kernel in kernels:  # a header's kernel: its facts are followed into
-                analyze_elsewhere(self.model, kernel, self.path)
+                analyze_elsewhere(self.model, self.program, kernel, self.path)
 
     # -- parse errors ------------------------------------------------------------------------
     def _error_spans(self) -> list[Span]:

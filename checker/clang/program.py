@@ -121,7 +121,6 @@ _UNSIGNED_INTEGERS = frozenset({
     ci.TypeKind.ULONG, ci.TypeKind.ULONGLONG, ci.TypeKind.UINT128, ci.TypeKind.CHAR16, ci.TypeKind.CHAR32,
 })
 
-
 @dataclass(frozen=True)
 class TypeFacts:
     """What an expression's or a declaration's type is."""
@@ -224,6 +223,19 @@ class DeclRef:
         """The file it is declared in ("" for built-in declarations)."""
         return _file_of(self._cursor)
 
+    @cached_property
+    def qualified_name(self) -> str:
+        """`ns::Class::name`; "" for an unresolved overload set."""
+        if self._cursor.kind == K.OVERLOADED_DECL_REF:
+            return ""
+        parts = []
+        node: ci.Cursor | None = self._cursor
+        while node is not None and node.kind != K.TRANSLATION_UNIT:
+            if node.spelling:
+                parts.append(node.spelling)
+            node = node.semantic_parent
+        return "::".join(reversed(parts))
+
 
 def _decl_ref(cursor: ci.Cursor) -> DeclRef:
     return DeclRef(cursor.spelling, _DECL_KINDS.get(cursor.kind, DeclKind.OTHER), cursor.hash, cursor)
@@ -293,8 +305,7 @@ class Expr(_Typed):
         if self.kind is not ExprKind.CALL:
             return ()
         first = next(iter(self._cursor.get_children()), None)
-        ref = self.ref
-        has_callee = first is not None and first.kind.is_expression() and not (ref is not None and ref.is_constructor)
+        has_callee = first is not None and first.kind.is_expression() and not self.is_construction
         return self.children[1:] if has_callee else self.children
 
     @cached_property
@@ -316,12 +327,51 @@ class Expr(_Typed):
         return tuple(self._program.var(c) for c in self._cursor.get_children() if c.kind == K.PARM_DECL)
 
     @cached_property
+    def cast_kind(self) -> str:
+        """A CAST's form: "static", "reinterpret", "const", "c_style" or "functional" (`T(x)`);
+        "" for other kinds."""
+        return _CAST_FORMS.get(self._cursor.kind, "") if self.kind is ExprKind.CAST else ""
+
+    @cached_property
+    def is_throw(self) -> bool:
+        """Whether this is a `throw` expression."""
+        return self._cursor.kind == K.CXX_THROW_EXPR
+
+    @cached_property
+    def is_construction(self) -> bool:
+        """Whether a CALL constructs an object (`T(args)`, `T{args}`, a copy): it has no
+        callee child, every child is an argument."""
+        if self.kind is not ExprKind.CALL:
+            return False
+        referenced = self._cursor.referenced
+        return referenced is not None and referenced.kind == K.CONSTRUCTOR
+
+    @cached_property
+    def is_arithmetic(self) -> bool:
+        """Whether the expression's type is a builtin arithmetic or enum type (a size, a
+        scale: never a pointer nor a struct holding one)."""
+        return self._cursor.type.get_canonical().kind in _ARITHMETIC_TYPES
+
+    @cached_property
     def lambda_body(self) -> Stmt | None:
-        """A LAMBDA's body, built when first read (it runs where the lambda is called)."""
+        """A LAMBDA's body, built when first read (it is not among `children`: it runs where
+        the lambda is called); None for other kinds."""
         if self.kind is not ExprKind.LAMBDA:
             return None
         block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
         return self._program.statement(block, 0) if block is not None else None
+
+    @cached_property
+    def candidate_result_types(self) -> tuple[TypeFacts, ...]:
+        """For a CALL whose own type clang leaves dependent: the result types of the overload
+        set its callee names (the functions it may call); () otherwise."""
+        if self.kind is not ExprKind.CALL or not self.children:
+            return ()
+        if self._cursor.type.kind not in (ci.TypeKind.DEPENDENT, ci.TypeKind.UNEXPOSED):
+            return ()
+        callee = strip_parens(self.children[0]._cursor)
+        named = next((c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+        return tuple(_type_facts(d.result_type) for d in overloaded_decls(named)) if named is not None else ()
 
 
 @dataclass(eq=False)
@@ -486,15 +536,20 @@ class Program:
         return known
 
     # -- the one walk -----------------------------------------------------------------------
-    def statement(self, cursor: ci.Cursor, depth: int) -> Stmt:
+    def statement(self, cursor: ci.Cursor, depth: int, orelse: Stmt | None = None) -> Stmt:
+        """`orelse`: an `if`'s else branch, already built (see `_else_ifs`)."""
         if depth >= MAX_NESTING:
             raise NestedTooDeeply(cursor, self.path)
         kind = _STMT_KINDS.get(cursor.kind)
         if kind is None and cursor.kind.is_expression():
             return Stmt(StmtKind.EXPR, cursor, exprs=(self.expression(cursor, depth + 1),))
         kind = kind or StmtKind.OTHER
+        if kind is StmtKind.IF and orelse is None:  # an `else if` chain: a sequence, not nesting
+            for link in reversed(_else_ifs(cursor)):
+                orelse = self.statement(link, depth, orelse)
         children = list(cursor.get_children())
         nested = _nested_statements(kind, children)
+        else_index = max(nested) if orelse is not None else -1
         exprs: list[Expr] = []
         stmts: list[Stmt] = []
         variables: list[Var] = []
@@ -503,6 +558,8 @@ class Program:
                 variables.append(self.var(child, depth + 1))
             elif kind is StmtKind.DECL:
                 continue  # a local type or alias: not code
+            elif index == else_index and orelse is not None:
+                stmts.append(orelse)
             elif index in nested or child.kind.is_statement():
                 stmts.append(self.statement(child, depth + 1))
             elif child.kind.is_expression():
@@ -625,3 +682,25 @@ def _file_of(cursor: ci.Cursor) -> str:
     """The file a declaration's name is in ("" when none)."""
     location = cursor.location
     return location.file.name if location.file is not None else ""
+_CAST_FORMS = {
+    K.CXX_STATIC_CAST_EXPR: "static", K.CXX_REINTERPRET_CAST_EXPR: "reinterpret", K.CXX_CONST_CAST_EXPR: "const",
+    K.CSTYLE_CAST_EXPR: "c_style", K.CXX_FUNCTIONAL_CAST_EXPR: "functional",
+}
+_ARITHMETIC_TYPES = frozenset({
+    *_SIGNED_INTEGERS, *_UNSIGNED_INTEGERS, ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE, ci.TypeKind.ENUM,
+})
+
+
+def _else_ifs(cursor: ci.Cursor) -> list[ci.Cursor]:
+    """The `else if` links after an `if`, in order. A chain is built from its last link back,
+    each at the depth of the first: generated dispatch code chains hundreds of them, which
+    is no deeper than a block of hundreds of statements."""
+    chain = []
+    node = cursor
+    while True:
+        children = list(node.get_children())
+        nested = _nested_statements(StmtKind.IF, children)
+        if len(nested) != 2 or children[max(nested)].kind != K.IF_STMT:
+            return chain
+        node = children[max(nested)]
+        chain.append(node)

@@ -303,3 +303,8 @@ def _binary_operator(node: ci.Cursor) -> ci.BinaryOperator | None:
         return node.binary_operator
     except ValueError:  # an operator these bindings do not know
         return None
+
+
+def referred_record_fields(type_: ci.Type) -> list[str]:
+    """`record_fields` of a struct type, or of the struct an lvalue reference refers to."""
+    return record_fields(type_.get_pointee() if type_.kind == ci.TypeKind.LVALUEREFERENCE else type_)

@@ -1,4 +1,4 @@
-"""What checker/clang/launcher_facts.py extracts, pinned on small real sources."""
+"""What checker/clang/kernel_interface.py extracts, pinned on small real sources."""
 
 from __future__ import annotations
 
@@ -210,11 +210,12 @@ inline void f(tvm::ffi::TensorView x) {
   if (x.stride(0) == 0) return;
   const int64_t rows = x.size(0);
   static_cast<void>(rows);
+  while (const int64_t n = x.numel()) { static_cast<void>(n); break; }
 }
 """)
     contexts = {(i.method, i.context) for i in model.launcher_facts.tensor_inspections}
     assert contexts == {("ndim", "check"), ("size", "check"), ("dtype", "check"), ("stride", "condition"),
-                        ("size", "value")}
+                        ("size", "value"), ("numel", "condition")}  # a condition variable's initializer
 
 
 def test_api_call_result_use_and_argument_names(tmp_path: Path) -> None:
@@ -300,3 +301,22 @@ def test_const_expr_substitute_and_unknowns() -> None:
     assert bound.evaluate({"kVec": 8}) == 16
     assert ConstExpr("/", args=(ConstExpr("int", 1), ConstExpr("int", 0))).evaluate({}) is None
     assert ConstExpr("unknown", text="f()").evaluate({}) is None
+
+
+def test_a_constructed_check_lists_every_argument(tmp_path: Path) -> None:
+    # A check spelled as a struct whose constructor throws: `ns::Check(info, cond, ...)` builds a
+    # temporary, and libclang lists the type it names among the call's parts before the arguments.
+    model = model_of(tmp_path, """
+namespace checks {
+struct DebugInfo { int line = 0; };
+struct RuntimeCheck {
+  template <typename... Args>
+  explicit RuntimeCheck(DebugInfo info, bool cond, Args&&... args) { if (!cond) throw info.line; }
+};
+}  // namespace checks
+inline void g(int64_t n, checks::DebugInfo info = {}) {
+  checks::RuntimeCheck(info, n > 0, "n must be positive, got ", n);
+}
+""")
+    calls = [(c.argument_names, c.result_use) for c in model.launcher_facts.api_calls if c.name == "RuntimeCheck"]
+    assert calls == [(("info", "n > 0", '"n must be positive, got "', "n"), "discarded")]

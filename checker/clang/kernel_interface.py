@@ -1,0 +1,784 @@
+"""What each function checks about, and hands across, the host/kernel interface: one walk
+per function body over its tier-1 tree (`program.py`), the ancestors of each node kept on
+the walk's own stack.
+
+Host functions: `TensorMatcher` chains, `data_ptr()` uses and the launch arguments they
+feed (directly, through local pointers, or through params-struct fields: `Launch.tensors`
+of the launches launches.py resolved), TensorView inspections and the context they sit in,
+TensorViews handed to other functions, and calls of CUDA APIs / arch queries / host check
+functions with how their result is used.
+
+Kernels and device functions: vectorized global accesses through pointers that came in
+as parameters (or pointer fields of a by-value params struct), followed through local
+copies, casts, arithmetic and `pointer::offset` (the rules of `provenance.py`, shared with
+the data-flow facts), plus the pointers passed on to other device functions.
+
+Both sides share the one walk, the per-body state and the API-call facts, so they stay one
+module. Compile-time values stay symbolic over template parameters (`ConstExpr`,
+consteval.py) so that a rule can evaluate them per instantiation. The tier-2 evaluators
+(consteval, provenance) still read libclang: they get a node's cursor through
+`program.cursor_of`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+import clang.cindex as ci
+
+from ..model import (
+    AlignmentRequest,
+    AlignmentTest,
+    ApiCall,
+    ConstExpr,
+    DataHandOff,
+    Function,
+    FunctionKind,
+    LaunchTensorArgument,
+    MatcherChain,
+    MatcherDType,
+    PointerPass,
+    SourceModel,
+    Span,
+    TensorDataUse,
+    TensorHandOff,
+    TensorInspection,
+    VectorAccess,
+    VerifiedTensor,
+)
+from . import program as tier1
+from .consteval import (
+    Constants, VectorType, bare_record_name, callee_name, function_declaration, function_usr, member_name,
+    referenced_of, template_param_names, written_type_names,
+)
+from .cursors import is_implicit_instantiation
+from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var, cursor_of
+from .provenance import (
+    Origin, Origins, initializer_list_fields, origins_of, parameter, record_fields, referred_record_fields,
+)
+
+Node = Stmt | Var | Expr
+
+# ---- small node helpers --------------------------------------------------------------------
+
+
+def _strip_casts(expression: Expr) -> Expr:
+    """The operand inside parentheses, implicit conversions and explicit casts."""
+    node = expression
+    while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and len(node.children) == 1:
+        node = node.children[0]
+    return node
+
+
+def _canonical_name(type_: TypeFacts) -> str:
+    return type_.canonical.replace("const ", "").replace("volatile ", "").strip()
+
+
+def _is_tensor_type(type_: TypeFacts) -> bool:
+    return _canonical_name(type_).rstrip("&").strip() in ("tvm::ffi::TensorView", "tvm::ffi::Tensor")
+
+
+def _is_named_record(type_: TypeFacts, name: str) -> bool:
+    return bare_record_name(_canonical_name(type_)) == name or bare_record_name(type_.spelling) == name
+
+
+def _member_call_object(call: Expr) -> Expr | None:
+    """`obj` of `obj.method(...)`."""
+    if call.is_construction or not call.children:
+        return None
+    callee = call.children[0].stripped()
+    if callee.kind is not ExprKind.MEMBER or not callee.children:
+        return None
+    return callee.children[0]
+
+
+def _call_arguments(call: Expr) -> tuple[Expr, ...]:
+    if call.is_construction:  # no callee child: `T(args...)`, `T{args...}`, copies
+        return call.children
+    return call.children[1:]
+
+
+def _named(expression: Expr) -> DeclRef | None:
+    """The declaration an expression names, inside casts (a variable, a field, a callee)."""
+    inner = _strip_casts(expression)
+    return inner.ref if inner.kind in (ExprKind.REF, ExprKind.MEMBER, ExprKind.CALL) else None
+
+
+def _callee(call: Expr) -> Expr | None:
+    """The callee expression of a call, inside parentheses and conversions."""
+    return call.children[0].stripped() if call.children else None
+
+
+def _nodes(root: Node) -> Iterator[tuple[Node, int]]:
+    """Pre-order `(node, depth)` over a statement / variable / expression and everything in
+    it, in source order: every branch (also an `if constexpr`'s discarded one) and lambda
+    bodies included. An explicit stack, not recursion: generated code nests deeply."""
+    pending: list[tuple[Node, int]] = [(root, 0)]
+    while pending:
+        node, depth = pending.pop()
+        yield node, depth
+        pending.extend((child, depth + 1) for child in reversed(_parts(node)))
+
+
+def _parts(node: Node) -> tuple[Node, ...]:
+    """A node's parts in source order."""
+    if isinstance(node, Expr):
+        if node.kind is ExprKind.LAMBDA:
+            return (node.lambda_body,) if node.lambda_body is not None else ()
+        return node.children
+    if isinstance(node, Var):
+        return node.exprs
+    if node.kind is StmtKind.DO:
+        return (*node.stmts, *node.exprs)
+    tail = {id(s) for s in (node.then, node.orelse, node.body) if s is not None}
+    leading = tuple(s for s in node.stmts if id(s) not in tail)  # an init statement, or a block's
+    trailing = tuple(s for s in node.stmts if id(s) in tail)
+    return (*leading, *node.variables, *node.exprs, *trailing)
+
+
+# ---- statement context -------------------------------------------------------------------
+
+_FAILURE_CALLS = frozenset({"Panic", "PanicThrower", "ErrorBuilder", "__assert_fail", "__assert_rtn",
+                            "_wassert", "abort"})
+_CONDITION_STMTS = (StmtKind.IF, StmtKind.WHILE, StmtKind.DO, StmtKind.SWITCH)
+_CHECK_FUNCTIONS = frozenset({"RuntimeCheck"})
+
+
+def _fails(root: Node) -> bool:
+    """Whether a branch throws or aborts (`throw`, `Panic`, a CHECK macro's failure path)."""
+    for node, _depth in _nodes(root):
+        if not isinstance(node, Expr):
+            continue
+        if node.is_throw:
+            return True
+        if node.kind is ExprKind.CALL and (callee_name(cursor_of(node)) in _FAILURE_CALLS or
+                                           bare_record_name(node.type.spelling) in _FAILURE_CALLS):
+            return True  # `Panic(...)`, `__assert_fail`, a PanicThrower / tvm ErrorBuilder object
+    return False
+
+
+def _is_alignment_operator(node: Expr) -> bool:
+    return node.kind is ExprKind.BINARY and node.operator in ("%", "&")
+
+
+def _is_condition(statement: Stmt, part: Node) -> bool:
+    """Whether `part` is the condition of an if / loop / switch, or the variable it declares
+    there (`if (auto* p = find(x))`, `while (T* p = next())`)."""
+    return statement.condition is part or any(v is part for v in statement.variables)
+
+
+def condition_context(node: Expr, ancestors: list[Node]) -> str:
+    """"check", "condition" or "value": where an expression sits (see TensorInspection)."""
+    child: Node = node
+    for parent in reversed(ancestors):
+        if isinstance(parent, Expr):
+            if parent.kind is ExprKind.CONDITIONAL and parent.children and parent.children[0] is child:
+                return "check" if any(_fails(p) for p in parent.children[1:]) else "condition"
+            if parent.kind is ExprKind.CALL and parent.name in _CHECK_FUNCTIONS:
+                arguments = _call_arguments(parent)
+                if arguments and arguments[0] is child:
+                    return "check"
+            if parent.kind is ExprKind.LAMBDA:
+                return "value"
+        elif isinstance(parent, Stmt):
+            if parent.kind in _CONDITION_STMTS or parent.kind is StmtKind.FOR:
+                if parent.kind is not StmtKind.FOR and _is_condition(parent, child):
+                    if isinstance(child, Var):  # as the cursor walk had it: the branch is not asked
+                        return "condition"  # (TVM_FFI_ICHECK's `if (auto err = ...) throw` would be a check)
+                    then = parent.then if parent.kind is StmtKind.IF else None
+                    return "check" if then is not None and _fails(then) else "condition"
+                return "value"
+            if parent.kind in (StmtKind.BLOCK, StmtKind.DECL, StmtKind.RETURN):
+                return "value"
+        child = parent
+    return "value"
+
+
+def result_use(node: Expr, ancestors: list[Node]) -> str:
+    """"discarded", "void_cast" or "used": what happens to a call's value."""
+    child: Node = node
+    for parent in reversed(ancestors):
+        if isinstance(parent, Expr):
+            if parent.kind in (ExprKind.PAREN, ExprKind.IMPLICIT):
+                child = parent
+                continue
+            if parent.kind is ExprKind.CAST:
+                return "void_cast" if parent.type.spelling == "void" else "used"
+            if parent.kind is ExprKind.BINARY and parent.operator == "," and parent.children[0] is child:
+                return "discarded"
+            return "used"
+        if isinstance(parent, Var):
+            return "used"
+        kind = parent.kind
+        if kind is StmtKind.EXPR:  # the statement an expression makes: what holds it decides
+            child = parent
+            continue
+        if kind is StmtKind.BLOCK:
+            return "discarded"
+        if kind in _CONDITION_STMTS:
+            return "used" if parent.condition is child else "discarded"
+        if kind is StmtKind.FOR:
+            return "discarded" if parent.body is child else "used"  # the header's parts are used
+        if kind is StmtKind.CASE or kind is StmtKind.OTHER:  # `case x: f();`, a label
+            return "discarded" if parent.stmts and parent.stmts[-1] is child else "used"
+        return "used"
+    return "used"
+
+
+# ---- API calls ----------------------------------------------------------------------------
+
+_CUDA_API = re.compile(r"(?:cuda|cu)[A-Z]\w*")
+_ARCH_QUERIES = frozenset({"get_cc_major", "get_cc_minor", "get_sm_version"})
+_HOST_CHECKS = frozenset({"RuntimeCheck", "RuntimeDeviceCheck"})
+
+
+def _is_api_name(name: str) -> bool:
+    return name in _ARCH_QUERIES or name in _HOST_CHECKS or bool(_CUDA_API.fullmatch(name))
+
+
+_CUDA_ERROR_TYPES = frozenset({"cudaError", "enum cudaError", "cudaError_t", "CUresult", "enum cudaError_enum",
+                               "cudaError_enum"})
+
+
+def _returns_cuda_error(call: Expr) -> bool:
+    if _canonical_name(call.type) in _CUDA_ERROR_TYPES:
+        return True
+    # A call with dependent arguments has no type yet: ask the functions it may call.
+    candidates = call.candidate_result_types
+    return bool(candidates) and all(_canonical_name(t) in _CUDA_ERROR_TYPES for t in candidates)
+
+
+# ---- the walk ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """The function a body belongs to: one of the checked file's, or a device function of
+    an included header that the file's kernels hand pointers to."""
+
+    usr: str
+    name: str
+    is_device: bool
+    launches: tuple[int, ...] = ()  # indices in `SourceModel.launches` of the launches in the body
+    path: str = ""  # "" for the checked file
+
+
+@dataclass
+class _TensorSource:
+    field: str
+    tensor: str
+    data_use: Span
+
+
+@dataclass
+class _BodyState:
+    """Per-body dataflow: what local variables hold (keyed by `DeclRef.key` / `Var.key`)."""
+
+    origins: dict[int, Origins] = field(default_factory=dict)  # device: local -> what it points into
+    tensor_sources: dict[int, list[_TensorSource]] = field(default_factory=dict)  # host
+    matcher_alignment: dict[int, AlignmentRequest | None] = field(default_factory=dict)
+    matcher_dtypes: dict[int, tuple[MatcherDType, ...]] = field(default_factory=dict)
+    dtype_options: dict[int, tuple[MatcherDType, ...]] = field(default_factory=dict)
+    chain_calls: set[int] = field(default_factory=set)  # id() of the calls of a chain already read
+
+
+_INSPECTIONS = frozenset({"dtype", "shape", "sizes", "ndim", "dim", "numel", "device", "strides", "size",
+                          "stride", "is_contiguous", "IsContiguous"})
+_VECTOR_MEMBER_CALLS = frozenset({"load", "store"})
+_WARP_ROW_CALLS = frozenset({"load_bytes", "store_bytes"})
+_TYPED_CALLS = frozenset({"load_as", "store_as"})
+_VECTOR_CASTS = frozenset({"static", "reinterpret", "c_style"})
+_WARP_UNIFORM_16B = -16  # the default kPattern of warp::load_bytes / store_bytes
+
+
+class _BodyFacts:
+    """Collects the facts of one function body in a single pre-order walk."""
+
+    def __init__(self, model: SourceModel, program: Program, subject: _Subject, function: tier1.Function,
+                 data: bytes, path: str) -> None:
+        self.model = model
+        self.program = program
+        self.facts = model.launcher_facts
+        self.function = subject
+        self.tree = function
+        self.data = data
+        self.path = path
+        self.consts = Constants(data, path)
+        self.state = _BodyState()
+        self.device = subject.is_device
+        self.params = {p.key: index for index, p in enumerate(function.params)}
+        self.param_origins = {p.key: (origin,) for index, p in enumerate(function.params)
+                              if (origin := parameter(cursor_of(p), index)) is not None}
+        self.launches = {(model.launches[i].span.start, model.launches[i].span.end): i for i in subject.launches}
+        self.ancestors: list[Node] = []  # of the node being visited, outermost first
+
+    def run(self) -> None:
+        if self.device:
+            self._vector_parameters()
+        assert self.tree.body is not None  # callers pass definitions
+        for node, depth in _nodes(self.tree.body):
+            del self.ancestors[depth:]
+            if isinstance(node, Var):
+                self._on_variable(node)
+            elif isinstance(node, Expr):
+                self._on_expression(node)
+            self.ancestors.append(node)
+
+    def _on_expression(self, node: Expr) -> None:
+        kind = node.kind
+        if kind is ExprKind.CALL:
+            self._on_call(node)
+        elif kind is ExprKind.BINARY:
+            self._on_assignment(node)
+            if not self.device:
+                self._on_alignment_test(node)
+        elif self.device and kind is ExprKind.CAST and node.cast_kind in _VECTOR_CASTS:
+            self._on_cast(node)
+        elif kind is ExprKind.INIT_LIST and not self.device:
+            self._add_handoffs(node, "{...}", node.children)
+
+    def _vector_parameters(self) -> None:
+        """A parameter declared as a pointer to a vector type (`const float4*`): every
+        access through it is vectorized."""
+        for index, param in enumerate(self.tree.params):
+            found = self.consts.pointee_vector(cursor_of(param))
+            if found is not None:
+                vector, pointee = found
+                self.facts.vector_accesses.append(VectorAccess(
+                    self.function.usr, index, "", param.span, "vector_param", vector.width, pointee,
+                    self.function.path))
+
+    def _member_name(self, member: ci.Cursor) -> str:
+        return member_name(member, self.data, self.path)
+
+    def _text(self, node: Expr) -> str:
+        return self.consts.text(cursor_of(node))
+
+    def _function_usr(self, callee: Expr) -> str:
+        """The USR of the one function (template) a callee expression names, else ""."""
+        return function_usr(referenced_of(cursor_of(callee.stripped())))
+
+    # -- dispatch --------------------------------------------------------------------------
+    def _on_call(self, call: Expr) -> None:
+        name = callee_name(cursor_of(call), self.data, self.path)
+        if _is_api_name(name):
+            self._add_api_call(call, name)
+        if self.device:
+            self._device_call(call, name)
+            return
+        launch = self.launches.get((call.span.start, call.span.end))
+        if launch is not None:
+            self._add_launch(call, launch)
+        arguments = _call_arguments(call)
+        self._add_handoffs(call, name, arguments)
+        self._add_data_handoffs(call, arguments)
+        if "align" in name.lower() and name != "ensure_alignment":
+            self._add_alignment_tests(call, arguments)
+        obj = _member_call_object(call)
+        tensor = self._tensor_name(obj) if obj is not None else None
+        if tensor is not None and name == "data_ptr":
+            in_check = condition_context(call, self.ancestors) == "check"
+            self.facts.tensor_data_uses.append(TensorDataUse(self.function.usr, tensor, call.span, in_check))
+        elif tensor is not None and name in _INSPECTIONS:
+            self.facts.tensor_inspections.append(TensorInspection(
+                self.function.usr, tensor, name, call.span, condition_context(call, self.ancestors)))
+        elif name == "set_options" and obj is not None and _is_named_record(obj.type, "SymbolicDType"):
+            self._add_dtype_options(call, obj)
+        elif id(call) not in self.state.chain_calls:
+            self._add_matcher_chain(call, "")
+
+    # -- API calls -------------------------------------------------------------------------
+    def _add_api_call(self, call: Expr, name: str) -> None:
+        decl = call.ref
+        self.facts.api_calls.append(ApiCall(
+            function=self.function.usr,
+            function_name=self.function.name,
+            name=name,
+            qualified_name=decl.qualified_name if decl is not None else "",
+            span=call.span,
+            returns_cuda_error=_returns_cuda_error(call),
+            result_use=result_use(call, self.ancestors),
+            argument_names=tuple(self._argument_name(a) for a in _call_arguments(call)),
+        ))
+
+    def _argument_name(self, argument: Expr) -> str:
+        inner = _strip_casts(argument)
+        ref = inner.ref if inner.kind is ExprKind.REF else None
+        return ref.name if ref is not None else self._text(argument)
+
+    # -- host: tensors ---------------------------------------------------------------------
+    def _tensor_name(self, expression: Expr) -> str | None:
+        inner = _strip_casts(expression)
+        if inner.kind is ExprKind.CALL and inner.is_construction and len(inner.children) == 1:
+            inner = _strip_casts(inner.children[0])  # a by-value copy
+        if inner.kind is not ExprKind.REF:
+            return None
+        decl = inner.ref
+        if decl is None or decl.kind not in (DeclKind.PARAMETER, DeclKind.VARIABLE) or not _is_tensor_type(decl.type):
+            return None
+        return decl.name
+
+    def _add_handoffs(self, at: Expr | Var, callee: str, values: tuple[Expr, ...]) -> None:
+        """Tensors passed on as a whole: call arguments, `{a, b}` lists, copies."""
+        is_call = isinstance(at, Expr) and at.kind is ExprKind.CALL and at.children
+        callee_usr = self._function_usr(at.children[0]) if is_call else ""
+        for value in values:
+            tensor = self._tensor_name(value)
+            if tensor is not None:
+                self.facts.tensor_handoffs.append(
+                    TensorHandOff(self.function.usr, tensor, callee, callee_usr, at.span))
+
+    def _on_variable(self, decl: Var) -> None:
+        if not decl.exprs:
+            return
+        initializer = decl.exprs[0]
+        if self.device:
+            origins = self._origins(initializer)
+            if origins:
+                self.state.origins[decl.key] = origins
+            return
+        if _is_named_record(decl.type, "TensorMatcher"):
+            self._add_matcher_chain(initializer, decl.name, variable=decl)
+            return
+        self._add_handoffs(decl, decl.name, (initializer,))
+        sources = list(self._tensor_sources(initializer, "", cursor_of(decl).type))
+        if sources:
+            self.state.tensor_sources[decl.key] = sources
+
+    def _on_alignment_test(self, node: Expr) -> None:
+        """`address % w` and `address & (w - 1)` over a tensor's data pointer."""
+        if _is_alignment_operator(node) and len(node.children) == 2:
+            self._add_alignment_tests(node, node.children[:1])
+
+    def _add_data_handoffs(self, call: Expr, arguments: tuple[Expr, ...]) -> None:
+        callee_usr = self._function_usr(call.children[0]) if call.children else ""
+        if not callee_usr:
+            return
+        for index, argument in enumerate(arguments):
+            for source in self._tensor_sources(argument, ""):
+                self.facts.data_handoffs.append(
+                    DataHandOff(self.function.usr, source.tensor, callee_usr, index, source.data_use, source.field))
+
+    def _add_alignment_tests(self, at: Expr, operands: tuple[Expr, ...]) -> None:
+        tensors = {source.tensor for operand in operands for source in self._tensor_sources(operand, "")}
+        self.facts.alignment_tests.extend(
+            AlignmentTest(self.function.usr, tensor, at.span) for tensor in sorted(tensors))
+
+    def _on_assignment(self, node: Expr) -> None:
+        if node.operator != "=" or len(node.children) != 2:
+            return
+        target, value = node.children[0].stripped(), node.children[1]
+        if self.device:
+            origins = self._origins(value)
+            decl = target.ref if target.kind is ExprKind.REF else None
+            if origins and decl is not None and decl.kind is DeclKind.VARIABLE:
+                self.state.origins[decl.key] = origins
+            return
+        field_name = ""
+        if target.kind is ExprKind.MEMBER:  # params.src = x.data_ptr();
+            field_name = self._member_name(cursor_of(target))
+            target = _strip_casts(target.children[0]) if target.children else target
+        decl = target.ref if target.kind is ExprKind.REF else None
+        if decl is None or decl.kind is not DeclKind.VARIABLE:
+            return
+        sources = list(self._tensor_sources(value, field_name))
+        if sources:
+            self.state.tensor_sources.setdefault(decl.key, []).extend(sources)
+
+    def _tensor_sources(self, expression: Expr, field_name: str,
+                        record: ci.Type | None = None) -> Iterator[_TensorSource]:
+        """The tensors whose data an expression carries, with the struct field each fills.
+        `record` is the struct type an initializer list below initializes (a dependent
+        `Params<T>{...}` list has no type of its own). Pre-order with an explicit stack, not
+        recursion: generated code nests expressions thousands of levels deep."""
+        pending: list[tuple[Expr, str, ci.Type | None]] = [(expression, field_name, record)]
+        while pending:
+            expression, field_name, record = pending.pop()
+            node = expression.stripped()
+            if node.kind is ExprKind.CALL and callee_name(cursor_of(node)) == "data_ptr":
+                obj = _member_call_object(node)
+                tensor = self._tensor_name(obj) if obj is not None else None
+                if tensor is not None:
+                    yield _TensorSource(field_name, tensor, node.span)
+                    continue
+            if node.kind is ExprKind.REF:
+                yield from self._reference_sources(node, field_name)
+                continue
+            type_ = cursor_of(node).type
+            if node.kind is ExprKind.INIT_LIST:
+                fields = record_fields(type_) or (record_fields(record) if record is not None else [])
+                named = initializer_list_fields(cursor_of(node), field_name, fields)
+                elements = [(element, name, None) for element, (_, name) in zip(node.children, named)]
+                pending.extend(reversed(elements))
+                continue
+            own_record = type_ if record_fields(type_) else record
+            pending.extend((child, field_name, own_record) for child in reversed(node.children))
+
+    def _reference_sources(self, node: Expr, field_name: str) -> Iterator[_TensorSource]:
+        decl = node.ref
+        if decl is not None and decl.key in self.params and not self.device:
+            # a helper's parameter: the tensor (or params struct) a caller hands it
+            if decl.type.is_pointer:
+                yield _TensorSource(field_name, f"#{self.params[decl.key]}", node.span)
+            elif referred_record_fields(cursor_of(decl).type):
+                yield _TensorSource("*", f"#{self.params[decl.key]}", node.span)
+            return
+        for source in self.state.tensor_sources.get(decl.key if decl is not None else 0, []):
+            yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
+
+    # -- host: launches ----------------------------------------------------------------------
+    def _add_launch(self, call: Expr, index: int) -> None:
+        """The tensors whose data the arguments of the launch at `model.launches[index]` carry."""
+        launch = self.model.launches[index]
+        by_extent = {(c.span.start, c.span.end): c for c in call.children}
+        tensors = []
+        for position, span in enumerate(launch.argument_spans):
+            argument = by_extent.get((span.start, span.end))
+            if argument is None:
+                continue
+            for source in self._tensor_sources(argument, ""):
+                tensors.append(LaunchTensorArgument(position, source.field, source.tensor, source.data_use))
+        self.model.launches[index] = replace(launch, tensors=tuple(tensors))
+
+    # -- host: matcher chains ----------------------------------------------------------------
+    def _add_dtype_options(self, call: Expr, obj: Expr) -> None:
+        decl = _named(obj)
+        callee = _callee(call)
+        options = self._dtype_list(callee) if callee is not None else ()
+        if decl is not None and options:
+            self.state.dtype_options[decl.key] = options
+
+    def _dtype_list(self, reference: Expr) -> tuple[MatcherDType, ...]:
+        """The types a reference's template argument list names (`with_dtype<float, half>`)."""
+        return tuple(MatcherDType(text, size) for text, size in self.consts.written_types(cursor_of(reference)))
+
+    def _add_matcher_chain(self, expression: Expr, variable_name: str, variable: Var | None = None) -> None:
+        links, root = self._chain_links(expression)
+        root_variable = root.ref if root.kind is ExprKind.REF else None
+        if root_variable is not None and _is_named_record(root_variable.type, "TensorMatcher"):
+            key: int | None = root_variable.key
+            variable_name = root_variable.name
+            alignment = self.state.matcher_alignment.get(root_variable.key)
+            dtypes = self.state.matcher_dtypes.get(root_variable.key, ())
+            dims: tuple[str, ...] = ()
+        elif _constructs_matcher(root):
+            key = variable.key if variable is not None else None
+            alignment, dtypes = None, ()
+            dims = self._matcher_dims(root)
+        else:
+            return
+        if not links and variable is None:
+            return
+        verified, alignments = [], []
+        for name, call, member, arguments in links:
+            self.state.chain_calls.add(id(call))
+            if name == "with_dtype":
+                dtypes += self._dtype_list(member) + self._bound_dtypes(arguments)
+            elif name == "ensure_alignment" and arguments:
+                alignment = AlignmentRequest(self._text(arguments[0]), _link_span(call, member, name),
+                                             self.consts.value(cursor_of(arguments[0])))
+                alignments.append(alignment)
+            elif name == "verify" and arguments:
+                tensor = self._tensor_name(arguments[0])
+                if tensor is not None:
+                    verified.append(VerifiedTensor(tensor, _link_span(call, member, name), alignment))
+        if key is not None:
+            self.state.matcher_alignment[key] = alignment
+            self.state.matcher_dtypes[key] = dtypes
+        self.facts.matcher_chains.append(MatcherChain(
+            self.function.usr, expression.span, dims, dtypes, tuple(verified), tuple(alignments), variable_name))
+
+    def _chain_links(self, expression: Expr) -> tuple[list[tuple[str, Expr, Expr, tuple[Expr, ...]]], Expr]:
+        """The `.name<targs>(args)` links of a method chain in source order (name, call,
+        member expression, arguments), and its root."""
+        links = []
+        node = expression.stripped()
+        while node.kind is ExprKind.CALL and not node.is_construction:
+            callee = _callee(node)
+            if callee is None or callee.kind is not ExprKind.MEMBER or not callee.children:
+                break
+            links.append((self._member_name(cursor_of(callee)), node, callee, node.children[1:]))
+            node = callee.children[0].stripped()
+        links.reverse()
+        return links, node
+
+    def _bound_dtypes(self, arguments: tuple[Expr, ...]) -> tuple[MatcherDType, ...]:
+        if not arguments:
+            return ()
+        decl = _named(arguments[0])
+        return self.state.dtype_options.get(decl.key, ()) if decl is not None else ()
+
+    def _matcher_dims(self, root: Expr) -> tuple[str, ...]:
+        for node in root.walk():
+            if node.kind is ExprKind.INIT_LIST:
+                return tuple(self._text(c) for c in node.children)
+        return ()
+
+    # -- device: vector accesses ---------------------------------------------------------------
+    def _origins(self, expression: Expr) -> Origins:
+        """The parameters (and params-struct fields) a pointer expression may derive from."""
+        return origins_of(cursor_of(expression), self._holds, self._member_name, callee_name)
+
+    def _holds(self, declaration: ci.Cursor) -> Origins:
+        """What a parameter or local variable of a device body points into."""
+        if declaration.hash in self.params:
+            return self.param_origins.get(declaration.hash, ())
+        return self.state.origins.get(declaration.hash, ())
+
+    def _device_call(self, call: Expr, name: str) -> None:
+        obj = _member_call_object(call)
+        arguments = _call_arguments(call)
+        if obj is not None and name in _VECTOR_MEMBER_CALLS and arguments:
+            accessor = self._accessor(obj)
+            if accessor is not None:
+                self._add_access(arguments[0], call, *accessor)
+            return
+        if obj is not None:
+            return
+        callee = _callee(call)
+        if callee is None:
+            return
+        if name in _WARP_ROW_CALLS and arguments:
+            template_args = self.consts.template_args(cursor_of(callee)) or ()
+            if template_args:
+                pattern = template_args[1] if len(template_args) > 1 else ConstExpr("int", _WARP_UNIFORM_16B)
+                width = ConstExpr("vec_bytes", args=(template_args[0], pattern))
+                self._add_access(arguments[0], call, "warp_bytes", VectorType(width, name))
+            return
+        if name in _TYPED_CALLS and arguments:
+            vector = self.consts.written_vector(cursor_of(callee))
+            if vector is not None:
+                self._add_access(arguments[0], call, name, vector)
+            return
+        self._add_pointer_passes(call, callee, name, arguments)
+
+    def _accessor(self, obj: Expr) -> tuple[str, VectorType] | None:
+        """("aligned_vector" | "tile_memory", vector type) for the object of `.load`/`.store`."""
+        node = _strip_casts(obj)
+        decl = node.ref if node.kind in (ExprKind.REF, ExprKind.MEMBER) else None
+        if decl is not None and decl.kind in (DeclKind.VARIABLE, DeclKind.PARAMETER, DeclKind.FIELD):
+            return self.consts.accessor(cursor_of(decl))
+        if node.kind is ExprKind.CALL and node.children:  # a temporary: tile::Memory<vec_t>::cta().load(...)
+            return self.consts.memory_accessor(cursor_of(node.children[0].stripped()))
+        return None
+
+    def _on_cast(self, cast: Expr) -> None:
+        if not cast.type.is_pointer:
+            return
+        vector = self.consts.cast_vector(cursor_of(cast))
+        if vector is not None and cast.children:
+            self._add_access(cast.children[-1], cast, "cast", vector)
+
+    def _add_access(self, pointer: Expr, at: Expr, kind: str, vector: VectorType) -> None:
+        tested = self._alignment_tested_origins()
+        untested = tuple(o for o in self._origins(pointer) if o not in tested)
+        for param, field_name in _outermost(untested):  # `if ((uintptr_t)p % 16 == 0)`: the kernel checks
+            self.facts.vector_accesses.append(VectorAccess(
+                self.function.usr, param, field_name, at.span, kind, vector.width, vector.text, self.function.path))
+
+    def _alignment_tested_origins(self) -> set[Origin]:
+        """Pointers whose address an enclosing `if` tests for alignment (`% w`, `& (w - 1)`)."""
+        tested: set[Origin] = set()
+        for statement in self.ancestors:
+            if not isinstance(statement, Stmt) or statement.kind is not StmtKind.IF or statement.condition is None:
+                continue
+            for node in statement.condition.walk():
+                if _is_alignment_operator(node) and node.children:
+                    for reference in node.children[0].walk():
+                        if reference.kind in (ExprKind.REF, ExprKind.MEMBER):
+                            tested.update(self._origins(reference))
+        return tested
+
+    def _add_pointer_passes(self, call: Expr, callee: Expr, name: str, arguments: tuple[Expr, ...]) -> None:
+        if name.startswith("operator"):
+            return
+        passed = [(index, self._origins(a)) for index, a in enumerate(arguments) if not a.is_arithmetic]
+        passed = [(index, origins) for index, origins in passed if origins]
+        if not passed:
+            return
+        declaration = function_declaration(referenced_of(cursor_of(callee)))
+        callee_usr = declaration.get_usr() if declaration is not None else ""
+        template_params = template_param_names(declaration) if declaration is not None else ()
+        if declaration is not None:
+            analyze_elsewhere(self.model, self.program, declaration, self.path)
+        template_args = self.consts.template_args(cursor_of(callee)) or ()
+        for index, origins in passed:
+            for param, field_name in _outermost(origins):
+                self.facts.pointer_passes.append(PointerPass(
+                    self.function.usr, callee_usr, name, call.span, index, param,
+                    field_name, template_args, template_params))
+
+
+def _link_span(call: Expr, member: Expr, name: str) -> Span:
+    """From the method name to the end of the call (`ensure_alignment(16)`)."""
+    whole, callee = call.span, member.span
+    width = len(name.encode())
+    if callee.end_line != whole.end_line and callee.end - width < whole.start:
+        return whole
+    return Span(callee.end_line, max(1, callee.end_column - width), whole.end_line, whole.end_column,
+                max(whole.start, callee.end - width), whole.end)
+
+
+def _outermost(origins: Origins) -> list[tuple[int, str]]:
+    """(parameter, outermost field) of each origin, once: the part a launcher fills (a
+    tensor's data pointer in `params.src`, or a whole struct handed to a helper)."""
+    return list(dict.fromkeys((origin.param, origin.field) for origin in origins))
+
+
+def _constructs_matcher(root: Expr) -> bool:
+    """`TensorMatcher(...)` / `TensorMatcher{...}`, through parentheses and conversions."""
+    node = root
+    for _ in range(4):
+        if node.kind is ExprKind.CALL and node.name == "TensorMatcher":
+            return True
+        is_cast = node.kind is ExprKind.CAST and node.cast_kind == "functional"
+        if not is_cast and node.kind not in (ExprKind.PAREN, ExprKind.IMPLICIT):
+            return False
+        if any(bare_record_name(name) == "TensorMatcher" for name in written_type_names(cursor_of(node))):
+            return True
+        if not node.children:
+            return False
+        node = node.children[0]
+    return False
+
+
+def collect_function_facts(model: SourceModel, program: Program, function: Function,
+                           tree: tier1.Function, data: bytes, path: str) -> None:
+    """Add the launcher / kernel-interface facts of one function body to `model`."""
+    if is_implicit_instantiation(cursor_of(tree)):
+        return  # the template's own body already gave (more general) facts
+    launches = tuple(index for index, launch in enumerate(model.launches) if launch.launcher == function.qualified_name
+                     and function.body is not None and function.body.contains(launch.span))
+    is_device = function.kind in (FunctionKind.KERNEL, FunctionKind.DEVICE)
+    subject = _Subject(function.usr, function.name, is_device, launches)
+    _BodyFacts(model, program, subject, tree, data, path).run()
+
+
+def analyze_elsewhere(model: SourceModel, program: Program, declaration: ci.Cursor, checked_path: str) -> None:
+    """Collect the kernel-side facts of a kernel / device function defined in an included
+    header (once per translation unit), so a launch or pointer hand-off can be followed
+    into it. Its facts carry the header's path."""
+    definition = declaration.get_definition() or declaration
+    location = definition.location
+    if location.file is None or location.file.name == checked_path:
+        return  # the checked file's own functions are visited by the extractor
+    usr = definition.get_usr()
+    if not usr or usr in model.launcher_facts.foreign_functions:
+        return
+    model.launcher_facts.foreign_functions.append(usr)
+    tree = program.function(definition)
+    data = _file_bytes(location.file.name)
+    if tree.kind is FunctionKind.HOST or tree.body is None or data is None:
+        return
+    subject = _Subject(usr, definition.spelling, True, path=location.file.name)
+    _BodyFacts(model, program, subject, tree, data, location.file.name).run()
+
+
+def _file_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
