@@ -155,6 +155,12 @@ class _Spanned:
     def span(self) -> Span:
         return span_of(self._cursor.extent)
 
+    @cached_property
+    def file(self) -> str:
+        """The name of the file the node starts in ("" for none): where `span`'s offsets point."""
+        start = self._cursor.extent.start
+        return start.file.name if start.file is not None else ""
+
 
 class _Typed(_Spanned):
     """A node's span and type, read from its cursor when first asked."""
@@ -177,6 +183,16 @@ class DeclRef:
     @cached_property
     def usr(self) -> str:
         return self._cursor.get_usr()
+
+    @cached_property
+    def is_constructor(self) -> bool:
+        return self._cursor.kind == K.CONSTRUCTOR
+
+    @cached_property
+    def is_mutating_method(self) -> bool:
+        """A non-const, non-static member function: called on an object, it may change it."""
+        cursor = self._cursor
+        return cursor.kind == K.CXX_METHOD and not cursor.is_const_method() and not cursor.is_static_method()
 
 
 def _decl_ref(cursor: ci.Cursor) -> DeclRef:
@@ -240,6 +256,56 @@ class Expr(_Typed):
             node = node.children[0]
         return node
 
+    @cached_property
+    def part_count(self) -> int:
+        """How many parts clang lists under the expression: `children` and the written type,
+        template and namespace names they leave out (`T(a)` has two)."""
+        return sum(1 for _ in self._cursor.get_children())
+
+    @cached_property
+    def is_unevaluated(self) -> bool:
+        """`sizeof`, `alignof`, `typeid`, `sizeof...`: their operands never run."""
+        return self._cursor.kind in _UNEVALUATED
+
+    @cached_property
+    def qualifier(self) -> DeclRef | None:
+        """The type a name's leading qualifier names (`Trait` in `Trait::f`); None without one."""
+        first = next(iter(self._cursor.get_children()), None)
+        if first is None or first.kind != K.TYPE_REF or first.referenced is None:
+            return None
+        return _decl_ref(first.referenced)
+
+    @cached_property
+    def names_type_parameter(self) -> bool:
+        """Whether the written expression names a template type parameter anywhere
+        (`Trait::kUsePDL`, `f<T>`): something only an instantiation knows."""
+        return any(node.kind == K.TYPE_REF and node.referenced is not None
+                   and node.referenced.kind == K.TEMPLATE_TYPE_PARAMETER for node in self._cursor.walk_preorder())
+
+    def record_methods(self, name: str) -> tuple[Function, ...] | None:
+        """The member functions called `name` of the record this expression's type declares;
+        None when its type is no record."""
+        owner = self._cursor.type.get_declaration()
+        if owner is None or owner.kind not in RECORD_KINDS:
+            return None
+        return tuple(self._program.function(c) for c in owner.get_children()
+                     if c.kind in FUNCTION_KINDS and c.spelling == name)
+
+    @cached_property
+    def lambda_params(self) -> tuple[Var, ...]:
+        """A LAMBDA's parameters (its call operator's)."""
+        if self.kind is not ExprKind.LAMBDA:
+            return ()
+        return tuple(self._program.var(c) for c in self._cursor.get_children() if c.kind == K.PARM_DECL)
+
+    @cached_property
+    def lambda_body(self) -> Stmt | None:
+        """A LAMBDA's body, built when first read (it runs where the lambda is called)."""
+        if self.kind is not ExprKind.LAMBDA:
+            return None
+        block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
+        return self._program.statement(block, 0) if block is not None else None
+
 
 @dataclass(eq=False)
 class Var(_Typed):
@@ -250,6 +316,21 @@ class Var(_Typed):
     key: int  # as `DeclRef.key`
     exprs: tuple[Expr, ...]
     _cursor: ci.Cursor = field(repr=False)
+
+    @cached_property
+    def name_offset(self) -> int:
+        """The file offset of the declared name (in `file`, as `span`)."""
+        return self._cursor.location.offset
+
+    @cached_property
+    def is_reference(self) -> bool:
+        """Whether the declared type is a reference (`T&`, `auto&&`)."""
+        return self._cursor.type.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE)
+
+    @cached_property
+    def canonical_kind(self) -> str:
+        """Clang's name for the kind of the canonical type (`Record`, `Pointer`, `Unexposed`...)."""
+        return self._cursor.type.get_canonical().kind.spelling
 
 
 @dataclass(frozen=True)
@@ -327,6 +408,13 @@ class Stmt(_Spanned):
     def calls(self) -> Iterator[Expr]:
         """Every call in the live code of this statement (lambda bodies aside)."""
         return (e for e in self.expressions() if e.kind is ExprKind.CALL)
+
+    @cached_property
+    def asm_outputs(self) -> tuple[Expr, ...]:
+        """An ASM statement's output operands: the first of its `exprs` (the rest are inputs)."""
+        if self.kind is not StmtKind.ASM:
+            return ()
+        return self.exprs[:len(asm_parts(self._cursor).outputs)]
 
 
 @dataclass(eq=False)
@@ -501,3 +589,6 @@ def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:
         return named
     template = next((c.referenced for c in strip_parens(callee).get_children() if c.kind == K.TEMPLATE_REF), None)
     return [template] if template is not None and template.kind == K.FUNCTION_TEMPLATE else []
+
+
+_UNEVALUATED = (K.CXX_UNARY_EXPR, K.CXX_TYPEID_EXPR, K.SIZE_OF_PACK_EXPR)  # sizeof, alignof, typeid
