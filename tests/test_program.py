@@ -173,3 +173,53 @@ def test_deep_nesting_is_reported_not_a_recursion_error(functions_of) -> None:
     found = functions_of(f"__device__ int f() {{ return {terms}; }}\n")
     with pytest.raises(NestedTooDeeply):
         _ = found["f"].body
+
+
+def test_facts_the_pointer_access_walk_reads(functions_of) -> None:
+    source = """\
+#include <cstdint>
+struct Counter {
+  __device__ void inc(int v) { value += v; }
+  __device__ int get() const { return value; }
+  int value;
+};
+template <typename Trait, typename T>
+__device__ void f(T* dst, const float& ref, Counter* counters, int n) {
+  Counter local(counters[0]);
+  auto twice = [&](int i) { dst[i] = i; };
+  twice(sizeof(T));
+  counters[0].inc(1);
+  Trait::template forward<T>(dst);
+  asm volatile("st.global.u32 [%1], %0;" : "=r"(n) : "l"(dst), "r"(n));
+}
+"""
+    found = functions_of(source)
+    f = found["f"]
+    body = f.body
+    assert body is not None
+    dst, ref, counters, n = f.params
+    assert (dst.is_reference, ref.is_reference, ref.canonical_kind, dst.canonical_kind) == (
+        False, True, "LValueReference", "Pointer")
+    local_decl, lambda_decl, call, method_call, trait_call, asm = body.stmts
+    (local,) = local_decl.variables
+    assert local.canonical_kind == "Record" and local.file == found["program"].path
+    assert source.encode()[local.name_offset:local.name_offset + 5] == b"local"
+    (closure,) = [e for e in lambda_decl.variables[0].exprs[0].walk() if e.kind is ExprKind.LAMBDA]
+    assert [p.name for p in closure.lambda_params] == ["i"]
+    assert closure.lambda_body is not None and closure.lambda_body.stmts[0].kind is StmtKind.EXPR
+    unevaluated = [e for e in call.expressions() if e.is_unevaluated]
+    assert len(unevaluated) == 1 and source.encode()[unevaluated[0].span.start:unevaluated[0].span.end] == b"sizeof(T)"
+    construct = local.exprs[0].stripped()
+    assert construct.kind is ExprKind.CALL and construct.ref is not None and construct.ref.is_constructor
+    member = method_call.exprs[0].children[0].stripped()
+    assert member.kind is ExprKind.MEMBER and member.ref is not None and member.ref.is_mutating_method
+    (inc,) = member.children[0].record_methods("inc") or ()
+    assert [p.name for p in inc.params] == ["v"]
+    assert [g.name for g in member.children[0].record_methods("get") or ()] == ["get"]
+    assert dst.type.is_pointer and member.children[0].record_methods("missing") == ()
+    callee = trait_call.exprs[0].children[0].stripped()
+    assert callee.qualifier is not None and callee.qualifier.kind is DeclKind.TEMPLATE_PARAMETER
+    assert callee.names_type_parameter and not member.names_type_parameter
+    assert construct.part_count == 1  # `local(counters[0])`: one argument, no written type
+    assert trait_call.exprs[0].children[0].part_count > len(trait_call.exprs[0].children[0].children)  # `Trait::`
+    assert [e.stripped().name for e in asm.asm_outputs] == ["n"] and len(asm.exprs) == 3

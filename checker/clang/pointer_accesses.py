@@ -1,7 +1,8 @@
-"""Data-flow facts of kernel and device-function bodies (KC102, KC201-KC205).
+"""The accesses through received pointers and the PDL events of each kernel and device
+function body, in execution order, with callee summaries (read by KC102 and KC201-KC205).
 
-For every kernel and device function of the checked file, one walk over its body records,
-in execution order:
+For every kernel and device function of the checked file, one walk over its tier-1 tree
+(`Function.body`, `program.py`) records, in execution order:
 
 * the PDL calls: `PDLWaitPrimary<flag>()` / `PDLTriggerSecondary<flag>()` (with the
   template argument's text and value), raw `griddepcontrol.wait` / `.launch_dependents` asm, the CUDA API
