@@ -458,17 +458,16 @@ class _Walker:
         return element(bases)
 
     def _visit_unary(self, node: Expr, use: _Use) -> Origins:
-        children = node.children
-        if len(children) != 1:
+        if len(node.children) != 1:
             return ()
-        operator = node.operator
+        operand, operator = node.children[0], node.operator
         if operator == "*":
-            return self._through(self.visit(children[0]), use, node.span, "dereference")
+            return self._through(self.visit(operand), use, node.span, "dereference")
         if operator == "&":
-            return self.visit(children[0], _Use.ADDRESS)
+            return self.visit(operand, _Use.ADDRESS)
         if operator in ("++", "--", "x++", "x--"):
-            return self.visit(children[0], _Use.READ_WRITE)
-        self.visit(children[0])
+            return self.visit(operand, _Use.READ_WRITE)
+        self.visit(operand)
         return ()
 
     def _visit_binary(self, node: Expr, use: _Use) -> Origins:
