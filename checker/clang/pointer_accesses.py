@@ -398,8 +398,8 @@ class _Walker:
         """A call clang could not resolve shows as an expression over the callee (written
         first) and the arguments."""
         children = node.children
-        if not children or node.span.start != children[0].span.start \
-                or declarations_named(cursor_of(children[0])) is None:
+        if not children or declarations_named(cursor_of(children[0])) is None \
+                or node.span.start != children[0].span.start:
             return False
         return len(children) > 1 or node.span.end > children[0].span.end
 
