@@ -214,7 +214,8 @@ __device__ void f(T* dst, const float& ref, Counter* counters, int n) {
     member = method_call.exprs[0].children[0].stripped()
     assert member.kind is ExprKind.MEMBER and member.ref is not None and member.ref.is_mutating_method
     (inc,) = member.children[0].record_methods("inc") or ()
-    assert [p.name for p in inc.params] == ["v"]
+    assert [p.name for p in inc.params] == ["v"] and inc.parent_name == "Counter"
+    assert (ref.pointee_is_const, dst.pointee_is_const, n.pointee_is_const) == (True, False, False)
     assert [g.name for g in member.children[0].record_methods("get") or ()] == ["get"]
     assert dst.type.is_pointer and member.children[0].record_methods("missing") == ()
     callee = trait_call.exprs[0].children[0].stripped()

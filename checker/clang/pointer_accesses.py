@@ -174,10 +174,6 @@ class _WalkResult:
 
 # -- type helpers ---------------------------------------------------------------------------------
 
-def _callable_params(cursor: ci.Cursor) -> list[ci.Cursor]:
-    return [c for c in cursor.get_children() if c.kind == K.PARM_DECL]
-
-
 def _definition(candidate: ci.Cursor) -> ci.Cursor | None:
     """The definition (with a body) of a called function or of the template it instantiates."""
     if candidate.kind not in FUNCTION_KINDS:
@@ -190,27 +186,26 @@ def _definition(candidate: ci.Cursor) -> ci.Cursor | None:
     return definition if has_body else None
 
 
-def _may_write_through(candidates: list[ci.Cursor], index: int, element: bool = False) -> bool:
+def _may_write_through(candidates: Sequence[TreeFunction], index: int, element: bool = False) -> bool:
     """Whether a callee we cannot see into may write through its `index`-th argument: a
     pointer argument, or with `element` an lvalue argument (`f(out[i])`), which only a
     non-const reference parameter can write (a by-value `T x` never deduces a reference)."""
     if not candidates:
         return True
     for candidate in candidates:
-        params = _callable_params(candidate) if candidate.kind in FUNCTION_KINDS else []
+        params = candidate.params
         if index >= len(params):
             return True  # variadic, or an unknown shape
-        type_ = params[index].type
-        if type_.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
-            if not type_.get_pointee().is_const_qualified():
+        param = params[index]
+        if param.is_reference:
+            if not param.pointee_is_const:
                 return True
             continue
         if element:
             continue
-        canonical = type_.get_canonical()
-        if canonical.kind == T.POINTER and not canonical.get_pointee().is_const_qualified():
+        if param.canonical_kind == "Pointer" and not param.pointee_is_const:
             return True
-        if canonical.kind in (T.UNEXPOSED, T.DEPENDENT, T.INVALID):
+        if param.canonical_kind in ("Unexposed", "Dependent", "Invalid"):
             return True
     return False
 
@@ -640,7 +635,7 @@ class _Walker:
                 self._invoke(passed, [], [])
         return result
 
-    def _argument_use(self, arg: Expr, candidates: list[ci.Cursor] | None, index: int) -> _Use:
+    def _argument_use(self, arg: Expr, candidates: list[TreeFunction] | None, index: int) -> _Use:
         """An lvalue argument (`f(out[i])`) may be bound to a reference the callee writes."""
         if not _is_memory_access(arg.stripped(), self.source):
             return _Use.READ
@@ -648,7 +643,7 @@ class _Walker:
             return _Use.MAY_WRITE
         return _Use.READ
 
-    def _callee(self, callee: Expr) -> tuple[str, list[ci.Cursor] | None]:
+    def _callee(self, callee: Expr) -> tuple[str, list[TreeFunction] | None]:
         """The callee's name and candidate declarations (None when they cannot be known)."""
         inner = callee.stripped()
         if inner.kind is ExprKind.MEMBER:
@@ -662,11 +657,9 @@ class _Walker:
             elif children:
                 self.visit(children[0])
             if referenced is not None and referenced.kind is DeclKind.FUNCTION:
-                return name, [cursor_of(referenced)]
+                return name, [self.extractor.program.function(cursor_of(referenced))]
             methods = children[0].record_methods(name) if children else None
-            if methods is not None:
-                return name, [cursor_of(m) for m in methods] or None
-            return name, None
+            return name, (list(methods) or None) if methods is not None else None
         decls = declarations_named(cursor_of(inner))
         if decls is None:
             trait_member = _member_of_type_parameter(inner, self.source)
@@ -675,12 +668,12 @@ class _Walker:
             self.visit(callee)
             return "", None
         name = decls[0].spelling if decls else inner.name
-        return name, [d for d in decls if d.kind in FUNCTION_KINDS]
+        return name, [self.extractor.program.function(d) for d in decls if d.kind in FUNCTION_KINDS]
 
-    def _apply_callee(self, node: Expr, name: str, candidates: list[ci.Cursor] | None,
+    def _apply_callee(self, node: Expr, name: str, candidates: list[TreeFunction] | None,
                       args: Sequence[Expr], arg_values: list[Origins]) -> Origins:
         is_pointer_offset = name == POINTER_OFFSET and bool(candidates) and all(
-            c.semantic_parent.spelling == "pointer" for c in candidates)
+            c.parent_name == "pointer" for c in candidates)
         if is_pointer_offset or name in PASS_THROUGH:  # `pointer::offset(p, ...)` is still `p`
             return arg_values[0] if arg_values else ()
         summaries = self._summaries(candidates or [], args)
@@ -711,11 +704,11 @@ class _Walker:
                 for kind in kinds:
                     self._emit(_Access(kind, origin, span, how))
 
-    def _summaries(self, candidates: list[ci.Cursor], args: Sequence[Expr]) -> list[_Summary]:
+    def _summaries(self, candidates: list[TreeFunction], args: Sequence[Expr]) -> list[_Summary]:
         """Summaries of the candidates whose bodies are visible (outside system headers)."""
         summaries = []
         for candidate in candidates:
-            definition = _definition(candidate)
+            definition = _definition(cursor_of(candidate))
             if definition is None:
                 continue
             function = self.extractor.program.function(definition)
@@ -985,7 +978,7 @@ class DataflowExtractor:
             self._skipped = skipped_spans(cursor.translation_unit, self.path)
         return self._skipped
 
-    def static_members_named(self, anchor: ci.Cursor, name: str) -> list[ci.Cursor] | None:
+    def static_members_named(self, anchor: ci.Cursor, name: str) -> list[TreeFunction] | None:
         """The static member functions called `name` of the checked file's records (struct and
         class templates, nested ones too): what `Trait::name(...)` can call once `Trait` is
         bound. None when there are none (the callee stays unknown)."""
@@ -995,7 +988,8 @@ class DataflowExtractor:
                 for method in record.get_children():
                     if method.kind in FUNCTION_KINDS and method.is_static_method():  # defined here or out of line
                         self._static_members.setdefault(method.spelling, []).append(method)
-        return self._static_members.get(name)[:_MAX_CANDIDATES] if name in self._static_members else None
+        methods = self._static_members.get(name)
+        return [self.program.function(m) for m in methods[:_MAX_CANDIDATES]] if methods else None
 
     def summary(self, definition: TreeFunction) -> _Summary | None:
         """What calling `definition` does to its parameters; None while it is being walked."""

@@ -332,6 +332,16 @@ class Var(_Typed):
         """Clang's name for the kind of the canonical type (`Record`, `Pointer`, `Unexposed`...)."""
         return self._cursor.type.get_canonical().kind.spelling
 
+    @cached_property
+    def pointee_is_const(self) -> bool:
+        """Whether what a reference binds, or what a pointer points to, is const (`const T&`,
+        `const T*`); False for other types."""
+        type_ = self._cursor.type
+        if type_.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+            return type_.get_pointee().is_const_qualified()
+        canonical = type_.get_canonical()
+        return canonical.kind == ci.TypeKind.POINTER and canonical.get_pointee().is_const_qualified()
+
 
 @dataclass(frozen=True)
 class AsmText:
@@ -441,6 +451,12 @@ class Function:
             return None
         block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
         return self._program.statement(block, 0) if block is not None else None
+
+    @cached_property
+    def parent_name(self) -> str:
+        """The name of the namespace or record that declares it (`pointer` for `pointer::offset`)."""
+        parent = self._cursor.semantic_parent
+        return parent.spelling if parent is not None else ""
 
 
 class Program:
