@@ -270,8 +270,8 @@ class _SourceBytes:
 def _parts(stmt: Stmt) -> Iterator[Stmt | Var | Expr]:
     """A statement's parts in execution (source) order: an init statement, the variables
     it declares, its expressions (condition, increment...), then its branches or body (a
-    `do` runs its body first). Discarded `if constexpr` branches included, as the compiler
-    still checks them in a template."""
+    `do` runs its body first). Both branches of an `if constexpr` are walked, `taken` aside:
+    in a template its condition is dependent, and either branch's events count."""
     if stmt.kind is StmtKind.DO:
         yield from stmt.stmts
         yield from stmt.exprs
