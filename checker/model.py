@@ -671,7 +671,7 @@ class ScopeFacts:
 # ---- end of integer and scope facts ----
 
 # ---- dataflow facts (KC102, KC201, KC202, KC203, KC204, KC205) ----
-# Built by checker/clang/dataflow_facts.py: per kernel and device function, the PDL calls and
+# Built by checker/clang/pointer_accesses.py: per kernel and device function, the PDL calls and
 # the accesses through the pointers it received, in execution order; plus every inline asm.
 
 
@@ -731,7 +731,7 @@ class InlineAsm:
 
 @dataclass
 class FunctionDataflow:
-    """The events of one kernel or device function body (see dataflow_facts.py)."""
+    """The events of one kernel or device function body (see pointer_accesses.py)."""
 
     function_usr: str
     qualified_name: str

@@ -217,7 +217,7 @@ void host(int64_t* out) {
     assert (table.declarator, table.element_type.bits, table.element_type.is_signed) == ("array", 32, False)
     assert (row.declarator, row.element_type.bits) == ("pointer", 32)
     source = found["program"].path
-    assert (table.file, table.name_offset) == (source, table.span.start + len("uint32_t "))
+    assert (table.name_file, table.name_offset) == (source, table.span.start + len("uint32_t "))
     lambda_ = next(e for e in body.expressions() if e.kind is ExprKind.LAMBDA)
     assert [(p.name, p.type.bits) for p in lambda_.lambda_params] == [("a", 32), ("b", 64)]
     assert lambda_.lambda_body is not None and lambda_.lambda_body.stmts[0].kind is StmtKind.RETURN
@@ -299,3 +299,54 @@ def test_an_else_if_chain_is_a_sequence_not_nesting(functions_of) -> None:
     deep = " ".join(f"if (n > {i}) {{" for i in range(MAX_NESTING)) + "return 1;" + "}" * MAX_NESTING
     with pytest.raises(NestedTooDeeply):  # real nesting still stops at the limit
         _ = functions_of(f"int nest(int n) {{ {deep} return 0; }}\n")["nest"].body
+
+
+def test_facts_the_pointer_access_walk_reads(functions_of) -> None:
+    source = """\
+#include <cstdint>
+struct Counter {
+  __device__ void inc(int v) { value += v; }
+  __device__ int get() const { return value; }
+  int value;
+};
+template <typename Trait, typename T>
+__device__ void f(T* dst, const float& ref, Counter* counters, int n) {
+  Counter local(counters[0]);
+  auto twice = [&](int i) { dst[i] = i; };
+  twice(sizeof(T));
+  counters[0].inc(1);
+  Trait::template forward<T>(dst);
+  asm volatile("st.global.u32 [%1], %0;" : "=r"(n) : "l"(dst), "r"(n));
+}
+"""
+    found = functions_of(source)
+    f = found["f"]
+    body = f.body
+    assert body is not None
+    dst, ref, counters, n = f.params
+    assert (dst.is_reference, ref.is_reference, ref.canonical_kind, dst.canonical_kind) == (
+        False, True, "LValueReference", "Pointer")
+    local_decl, lambda_decl, call, method_call, trait_call, asm = body.stmts
+    (local,) = local_decl.variables
+    assert local.canonical_kind == "Record" and local.file == found["program"].path
+    assert source.encode()[local.name_offset:local.name_offset + 5] == b"local"
+    (closure,) = [e for e in lambda_decl.variables[0].exprs[0].walk() if e.kind is ExprKind.LAMBDA]
+    assert [p.name for p in closure.lambda_params] == ["i"]
+    assert closure.lambda_body is not None and closure.lambda_body.stmts[0].kind is StmtKind.EXPR
+    unevaluated = [e for e in call.expressions() if e.is_unevaluated]
+    assert len(unevaluated) == 1 and source.encode()[unevaluated[0].span.start:unevaluated[0].span.end] == b"sizeof(T)"
+    construct = local.exprs[0].stripped()
+    assert construct.kind is ExprKind.CALL and construct.ref is not None and construct.ref.is_constructor
+    member = method_call.exprs[0].children[0].stripped()
+    assert member.kind is ExprKind.MEMBER and member.ref is not None and member.ref.is_mutating_method
+    (inc,) = member.children[0].record_methods("inc") or ()
+    assert [p.name for p in inc.params] == ["v"] and inc.parent_name == "Counter"
+    assert (ref.pointee_is_const, dst.pointee_is_const, n.pointee_is_const) == (True, False, False)
+    assert [g.name for g in member.children[0].record_methods("get") or ()] == ["get"]
+    assert dst.type.is_pointer and member.children[0].record_methods("missing") == ()
+    callee = trait_call.exprs[0].children[0].stripped()
+    assert callee.qualifier is not None and callee.qualifier.kind is DeclKind.TEMPLATE_PARAMETER
+    assert callee.names_type_parameter and not member.names_type_parameter
+    assert construct.part_count == 1  # `local(counters[0])`: one argument, no written type
+    assert trait_call.exprs[0].children[0].part_count > len(trait_call.exprs[0].children[0].children)  # `Trait::`
+    assert [e.stripped().name for e in asm.asm_outputs] == ["n"] and len(asm.exprs) == 3

@@ -20,7 +20,7 @@ from .cursors import (
     is_exported, is_implicit_instantiation, name_span, qualified_name, span_of, type_info, walk, walk_with_depth,
 )
 from ..includes import library_names, library_root
-from .dataflow_facts import DataflowExtractor
+from .pointer_accesses import DataflowExtractor
 from .device_merge import merge_device_model
 from .doxygen import Comments
 from .index_values import extract_index_values
@@ -43,8 +43,8 @@ class _Extractor:
         self.data = data
         self.model = SourceModel(path=unit.path, text=text, data=data)
         self.top_level: list[ci.Cursor] = []  # the file's own translation-unit-level cursors
-        self.dataflow = DataflowExtractor(self.model.dataflow_facts, unit.path, data)
         self.program = Program(unit.path)
+        self.dataflow = DataflowExtractor(self.model.dataflow_facts, self.program, data)
         self.threads = ThreadDependence(self.program)
         self.launches = LaunchResolver(unit.path, data)
         self.comments = Comments(data)

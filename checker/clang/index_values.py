@@ -553,7 +553,7 @@ class _Reader:
     def _written_integer_type(self, var: Var) -> tuple[str, Span, frozenset[str]] | None:
         """(keywords, their span, every specifier word) when the declared type is written with
         built-in integer keywords; None for aliases (`int32_t`), templates, macros, `auto`."""
-        if not var.name or var.file != self.path:
+        if not var.name or var.name_file != self.path:
             return None
         if self.macros.macro_at(var.name_offset):
             return None  # produced by a macro expansion: nobody wrote this type here

@@ -31,7 +31,7 @@ from .consteval import (
     template_param_names,
 )
 from .cursors import K, children, has_child_kind, source_text, span_of, strip_casts, strip_parens, walk
-from .dataflow_facts import _definition, _SourceBytes
+from .pointer_accesses import _definition, _SourceBytes
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _OPENING = {"<": 1, "(": 1, "[": 1, "{": 1, ">": -1, ">>": -2, ")": -1, "]": -1, "}": -1}

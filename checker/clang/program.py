@@ -154,6 +154,12 @@ class _Spanned:
     def span(self) -> Span:
         return span_of(self._cursor.extent)
 
+    @cached_property
+    def file(self) -> str:
+        """The name of the file the node starts in ("" for none): where `span`'s offsets point."""
+        start = self._cursor.extent.start
+        return start.file.name if start.file is not None else ""
+
 
 class _Typed(_Spanned):
     """A node's span and type, read from its cursor when first asked."""
@@ -235,6 +241,12 @@ class DeclRef:
                 parts.append(node.spelling)
             node = node.semantic_parent
         return "::".join(reversed(parts))
+
+    @cached_property
+    def is_mutating_method(self) -> bool:
+        """A non-const, non-static member function: called on an object, it may change it."""
+        cursor = self._cursor
+        return cursor.kind == K.CXX_METHOD and not cursor.is_const_method() and not cursor.is_static_method()
 
 
 def _decl_ref(cursor: ci.Cursor) -> DeclRef:
@@ -320,8 +332,43 @@ class Expr(_Typed):
         return self.kind is ExprKind.REF and has_child_kind(self._cursor, K.TYPE_REF)
 
     @cached_property
+    def part_count(self) -> int:
+        """How many parts clang lists under the expression: `children` and the written type,
+        template and namespace names they leave out (`T(a)` has two)."""
+        return sum(1 for _ in self._cursor.get_children())
+
+    @cached_property
+    def is_unevaluated(self) -> bool:
+        """`sizeof`, `alignof`, `typeid`, `sizeof...`: their operands never run."""
+        return self._cursor.kind in _UNEVALUATED
+
+    @cached_property
+    def qualifier(self) -> DeclRef | None:
+        """The type a name's leading qualifier names (`Trait` in `Trait::f`); None without one."""
+        first = next(iter(self._cursor.get_children()), None)
+        if first is None or first.kind != K.TYPE_REF or first.referenced is None:
+            return None
+        return _decl_ref(first.referenced)
+
+    @cached_property
+    def names_type_parameter(self) -> bool:
+        """Whether the written expression names a template type parameter anywhere
+        (`Trait::kUsePDL`, `f<T>`): something only an instantiation knows."""
+        return any(node.kind == K.TYPE_REF and node.referenced is not None
+                   and node.referenced.kind == K.TEMPLATE_TYPE_PARAMETER for node in self._cursor.walk_preorder())
+
+    def record_methods(self, name: str) -> tuple[Function, ...] | None:
+        """The member functions called `name` of the record this expression's type declares;
+        None when its type is no record."""
+        owner = self._cursor.type.get_declaration()
+        if owner is None or owner.kind not in RECORD_KINDS:
+            return None
+        return tuple(self._program.function(c) for c in owner.get_children()
+                     if c.kind in FUNCTION_KINDS and c.spelling == name)
+
+    @cached_property
     def lambda_params(self) -> tuple[Var, ...]:
-        """A LAMBDA's parameters."""
+        """A LAMBDA's parameters (its call operator's)."""
         if self.kind is not ExprKind.LAMBDA:
             return ()
         return tuple(self._program.var(c) for c in self._cursor.get_children() if c.kind == K.PARM_DECL)
@@ -390,8 +437,8 @@ class Var(_Typed):
         return self._cursor.location.offset
 
     @cached_property
-    def file(self) -> str:
-        """The file its name is in ("" when none)."""
+    def name_file(self) -> str:
+        """The file its name is in ("" when none; `file` is where its span starts)."""
         return _file_of(self._cursor)
 
     @cached_property
@@ -414,6 +461,26 @@ class Var(_Typed):
         elif declarator == "array":
             canonical = canonical.get_array_element_type()
         return _type_facts(canonical)
+
+    @cached_property
+    def is_reference(self) -> bool:
+        """Whether the declared type is a reference (`T&`, `auto&&`)."""
+        return self._cursor.type.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE)
+
+    @cached_property
+    def canonical_kind(self) -> str:
+        """Clang's name for the kind of the canonical type (`Record`, `Pointer`, `Unexposed`...)."""
+        return self._cursor.type.get_canonical().kind.spelling
+
+    @cached_property
+    def pointee_is_const(self) -> bool:
+        """Whether what a reference binds, or what a pointer points to, is const (`const T&`,
+        `const T*`); False for other types."""
+        type_ = self._cursor.type
+        if type_.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+            return type_.get_pointee().is_const_qualified()
+        canonical = type_.get_canonical()
+        return canonical.kind == ci.TypeKind.POINTER and canonical.get_pointee().is_const_qualified()
 
 
 @dataclass(frozen=True)
@@ -492,6 +559,13 @@ class Stmt(_Spanned):
         """Every call in the live code of this statement (lambda bodies aside)."""
         return (e for e in self.expressions() if e.kind is ExprKind.CALL)
 
+    @cached_property
+    def asm_outputs(self) -> tuple[Expr, ...]:
+        """An ASM statement's output operands: the first of its `exprs` (the rest are inputs)."""
+        if self.kind is not StmtKind.ASM:
+            return ()
+        return self.exprs[:len(asm_parts(self._cursor).outputs)]
+
 
 @dataclass(eq=False)
 class Function:
@@ -517,6 +591,12 @@ class Function:
             return None
         block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
         return self._program.statement(block, 0) if block is not None else None
+
+    @cached_property
+    def parent_name(self) -> str:
+        """The name of the namespace or record that declares it (`pointer` for `pointer::offset`)."""
+        parent = self._cursor.semantic_parent
+        return parent.spelling if parent is not None else ""
 
 
 class Program:
@@ -704,3 +784,4 @@ def _else_ifs(cursor: ci.Cursor) -> list[ci.Cursor]:
             return chain
         node = children[max(nested)]
         chain.append(node)
+_UNEVALUATED = (K.CXX_UNARY_EXPR, K.CXX_TYPEID_EXPR, K.SIZE_OF_PACK_EXPR)  # sizeof, alignof, typeid

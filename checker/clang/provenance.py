@@ -3,7 +3,7 @@
 One value type, `Origin`: parameter `param` of a callable (the function itself, or one of
 its lambdas: `scope`), then a field path `fields` inside a params struct received by value
 or by reference, with the `shape` of the value there. Both extractors describe pointers
-with it: `dataflow_facts` (loads, stores and escapes through received pointers, KC101 /
+with it: `pointer_accesses` (loads, stores and escapes through received pointers, KC101 /
 KC102 / KC2xx) and `launcher_facts` (vectorized accesses and pointers handed to device
 functions, KC120 / KC121).
 

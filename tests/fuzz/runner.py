@@ -30,7 +30,7 @@ WORKER_MEMORY_LIMIT = 3 << 30  # RLIMIT_AS of a worker (and so of the checker's 
 # tree others are editing, a long-lived worker would otherwise mix module versions for hours.
 RECYCLE_EVERY = 150
 _PIPELINE_MODULES = ("kernel_check.engine", "kernel_check.clang.extract", "kernel_check.clang.kernel_interface",
-                     "kernel_check.clang.dataflow_facts", "kernel_check.clang.index_values",
+                     "kernel_check.clang.pointer_accesses", "kernel_check.clang.index_values",
                      "kernel_check.clang.launches", "kernel_check.clang.consteval",
                      "kernel_check.clang.scope_facts", "kernel_check.clang.preamble", "kernel_check.pymodel",
                      "kernel_check.filter", "kernel_check.watchdog")

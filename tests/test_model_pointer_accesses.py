@@ -1,4 +1,4 @@
-"""What checker/clang/dataflow_facts.py extracts from small real sources (hermetic parse)."""
+"""What checker/clang/pointer_accesses.py extracts from small real sources (hermetic parse)."""
 
 from __future__ import annotations
 
@@ -93,6 +93,30 @@ __global__ void k(float* __restrict__ out, const float* __restrict__ in, float s
 """)
     assert events(model, "k") == [("write", "out", 6)]
     assert flow(model, "k").referenced_params == frozenset({"out", "in", "s"})
+
+
+def test_loop_parts_run_in_execution_order(tmp_path: Path) -> None:
+    model = build(tmp_path, """
+__global__ void k(float* dst, const float* src, int n) {
+  int i = 0;
+  do {
+    dst[i] = 0.0f;
+  } while (src[i++] > 0.0f);
+  for (int j = static_cast<int>(src[0]);
+       j < src[1];
+       j += static_cast<int>(src[2])) {
+    dst[j] = 1.0f;
+  }
+  auto put = [&](int a, int b, int m) { dst[m + a + b] = 2.0f; };
+  put(0, 1, 2);
+}
+""")
+    # a `do` body before its condition; a `for`'s init, condition and increment before its body
+    assert events(model, "k") == [
+        ("write", "dst", 3), ("read", "src", 4), ("read", "src", 5), ("read", "src", 6), ("read", "src", 7),
+        ("write", "dst", 8), ("write", "dst", 10),
+    ]
+    assert flow(model, "k").referenced_params == frozenset({"dst", "src"})  # the lambda's third is not `n`
 
 
 def test_device_function_summaries_map_reads_writes_and_returns(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
-"""Data-flow facts of kernel and device-function bodies (KC102, KC201-KC205).
+"""The accesses through received pointers and the PDL events of each kernel and device
+function body, in execution order, with callee summaries (read by KC102 and KC201-KC205).
 
-For every kernel and device function of the checked file, one walk over its body records,
-in execution order:
+For every kernel and device function of the checked file, one walk over its tier-1 tree
+(`Function.body`, `program.py`) records, in execution order:
 
 * the PDL calls: `PDLWaitPrimary<flag>()` / `PDLTriggerSecondary<flag>()` (with the
   template argument's text and value), raw `griddepcontrol.wait` / `.launch_dependents` asm, the CUDA API
@@ -38,7 +39,7 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 import clang.cindex as ci
 
@@ -46,18 +47,13 @@ from ..model import (
     AccessKind, ConstExpr, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, PdlCall, PdlCallKind,
     PointerAccess, Span,
 )
-from .capi import (
-    UNARY_ADDRESS_OF, UNARY_DEREF, UNARY_POST_DEC, UNARY_POST_INC, UNARY_PRE_DEC, UNARY_PRE_INC, asm_parts,
-    skipped_spans, unary_operator,
-)
+from .capi import skipped_spans
 from .consteval import Constants
-from .program import declarations_named
+from .cursors import FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, K, NestedTooDeeply, qualified_name, span_of
+from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Var, cursor_of, declarations_named
+from .program import Function as TreeFunction
 from .provenance import (
     PASS_THROUGH, POINTER_OFFSET, Origin, Origins, Shape, address_of, at_call, element, member, offset, parameter, pointers, union,
-)
-from .cursors import (
-    FUNCTION_KINDS, MAX_NESTING, PARENS_AND_CONVERSIONS, RECORD_KINDS, K, NestedTooDeeply, qualified_name,
-    span_of, strip_parens,
 )
 
 T = ci.TypeKind
@@ -95,13 +91,8 @@ _PTX_PRIVATE_SPACES = (".shared", ".local", ".param", ".const")
 _ASSIGNMENT_OPERATORS = {"operator=", "operator+=", "operator-=", "operator*=", "operator/=",
                          "operator%=", "operator&=", "operator|=", "operator^=", "operator<<=",
                          "operator>>="}
-_CAST_KINDS = (K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR,
-               K.CXX_CONST_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR, K.CXX_DYNAMIC_CAST_EXPR)
-_COMPILE_TIME_DECLS = (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL, K.USING_DECLARATION, K.USING_DIRECTIVE,
-                       K.STATIC_ASSERT, K.TYPE_ALIAS_TEMPLATE_DECL, K.NAMESPACE_ALIAS, *RECORD_KINDS,
-                       K.ENUM_DECL)
+_COMPOUND_ASSIGNMENTS = ("*=", "/=", "%=", "+=", "-=", "<<=", ">>=", "&=", "^=", "|=")
 _MEMBER_TAIL = re.compile(rb"(\.|->)\s*(?:template\s+)?(~?\w+)\s*$")
-_UNEVALUATED = (K.CXX_UNARY_EXPR, K.CXX_TYPEID_EXPR, K.SIZE_OF_PACK_EXPR)  # sizeof, alignof, typeid
 _MAX_CANDIDATES = 8
 
 
@@ -161,7 +152,7 @@ class _WalkResult:
     returns: set[Origin]
     asm: list[InlineAsm]
     referenced: set[int]
-    params: list[ci.Cursor]
+    params: list[Var]
 
     @functools.cached_property
     def summary(self) -> _Summary:
@@ -183,16 +174,6 @@ class _WalkResult:
 
 # -- type helpers ---------------------------------------------------------------------------------
 
-def _is_pointer_like(type_: ci.Type) -> bool:
-    """A pointer, or an array (which decays to one when passed)."""
-    return type_.get_canonical().kind in (T.POINTER, T.CONSTANTARRAY, T.INCOMPLETEARRAY,
-                                          T.DEPENDENTSIZEDARRAY, T.VARIABLEARRAY)
-
-
-def _callable_params(cursor: ci.Cursor) -> list[ci.Cursor]:
-    return [c for c in cursor.get_children() if c.kind == K.PARM_DECL]
-
-
 def _definition(candidate: ci.Cursor) -> ci.Cursor | None:
     """The definition (with a body) of a called function or of the template it instantiates."""
     if candidate.kind not in FUNCTION_KINDS:
@@ -205,27 +186,26 @@ def _definition(candidate: ci.Cursor) -> ci.Cursor | None:
     return definition if has_body else None
 
 
-def _may_write_through(candidates: list[ci.Cursor], index: int, element: bool = False) -> bool:
+def _may_write_through(candidates: Sequence[TreeFunction], index: int, element: bool = False) -> bool:
     """Whether a callee we cannot see into may write through its `index`-th argument: a
     pointer argument, or with `element` an lvalue argument (`f(out[i])`), which only a
     non-const reference parameter can write (a by-value `T x` never deduces a reference)."""
     if not candidates:
         return True
     for candidate in candidates:
-        params = _callable_params(candidate) if candidate.kind in FUNCTION_KINDS else []
+        params = candidate.params
         if index >= len(params):
             return True  # variadic, or an unknown shape
-        type_ = params[index].type
-        if type_.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
-            if not type_.get_pointee().is_const_qualified():
+        param = params[index]
+        if param.is_reference:
+            if not param.pointee_is_const:
                 return True
             continue
         if element:
             continue
-        canonical = type_.get_canonical()
-        if canonical.kind == T.POINTER and not canonical.get_pointee().is_const_qualified():
+        if param.canonical_kind == "Pointer" and not param.pointee_is_const:
             return True
-        if canonical.kind in (T.UNEXPOSED, T.DEPENDENT, T.INVALID):
+        if param.canonical_kind in ("Unexposed", "Dependent", "Invalid"):
             return True
     return False
 
@@ -263,13 +243,22 @@ class _SourceBytes:
         start, end = extent.start, extent.end
         if start.file is None or end.file is None or start.file.name != end.file.name:
             return b""
-        name = start.file.name
+        return self.at(start.file.name, span_of(extent))
+
+    def at(self, name: str, span: Span) -> bytes:
+        """The bytes of `span` in file `name` (b"" for no file)."""
+        if not name:
+            return b""
         if name not in self._files:
             try:
                 self._files[name] = Path(name).read_bytes()
             except OSError:
                 self._files[name] = b""
-        return self._files[name][start.offset:end.offset]
+        return self._files[name][span.start:span.end]
+
+    def text(self, node: Expr | Var | Stmt) -> bytes:
+        """The source text of a tier-1 node."""
+        return self.at(node.file, node.span)
 
     def identifiers_in(self, spans: tuple[Span, ...]) -> frozenset[str]:
         """The identifiers the checked file spells inside `spans` (code clang did not parse:
@@ -278,42 +267,59 @@ class _SourceBytes:
         return frozenset(word.decode() for span in spans for word in _IDENTIFIER.findall(data[span.start:span.end]))
 
 
+def _parts(stmt: Stmt) -> Iterator[Stmt | Var | Expr]:
+    """A statement's parts in execution (source) order: an init statement, the variables
+    it declares, its expressions (condition, increment...), then its branches or body (a
+    `do` runs its body first). Both branches of an `if constexpr` are walked, `taken` aside:
+    in a template its condition is dependent, and either branch's events count."""
+    if stmt.kind is StmtKind.DO:
+        yield from stmt.stmts
+        yield from stmt.exprs
+        return
+    tail = [s for s in stmt.stmts if s is stmt.then or s is stmt.orelse or s is stmt.body]
+    yield from (s for s in stmt.stmts if not any(s is t for t in tail))
+    yield from stmt.variables
+    yield from stmt.exprs
+    yield from tail
+
+
 class _Walker:
     """One pass over one function body; see the module docstring for what it records."""
 
-    def __init__(self, extractor: "DataflowExtractor", function: ci.Cursor, body: ci.Cursor) -> None:
+    def __init__(self, extractor: "DataflowExtractor", function: TreeFunction, body: Stmt) -> None:
         self.extractor = extractor
         self.source = extractor.source
         self.function = function
-        self.params = _callable_params(function)
-        self.env: dict[ci.Cursor, Origins] = {}
-        self.lambda_vars: dict[ci.Cursor, _Lambda] = {}
-        self.lambdas: dict[ci.Cursor, _Lambda] = {}
+        self.params = function.params
+        self.env: dict[int, Origins] = {}  # by declaration key
+        self.lambda_vars: dict[int, _Lambda] = {}
+        self.lambdas: dict[Expr, _Lambda] = {}
+        self.locals: set[int] = set()  # the variables declared in the walked body
         self.events: list[tuple[int | None, _Event]] = []
         self.returns: set[Origin] = set()
         self.asm: list[InlineAsm] = []
         self.referenced: set[int] = set()
         self.order = 0
         self.scopes = 0
-        self.scope_params: dict[ci.Cursor, int] = {p: i for i, p in enumerate(self.params)}
+        self.scope_params: dict[int, int] = {p.key: i for i, p in enumerate(self.params)}
         self.lead = _leading_statement(body, self.source)
         self.body = body
         for index, param in enumerate(self.params):
             self._bind_param(param, 0, index)
 
     def run(self) -> _WalkResult:
-        self.visit(self.body)
+        self.statement(self.body)
         for lam in self.lambdas.values():
             if not lam.invoked:  # its writes and escapes still count, its order is unknown
                 self.events.extend((None, event) for event in lam.events
                                    if not (isinstance(event, _Access) and event.target.scope == lam.scope))
-        return _WalkResult(self.events, self.returns, self.asm, self.referenced, self.params)
+        return _WalkResult(self.events, self.returns, self.asm, self.referenced, list(self.params))
 
     # -- bookkeeping ---------------------------------------------------------------------------
-    def _bind_param(self, param: ci.Cursor, scope: int, index: int) -> None:
-        origin = parameter(param, index, scope)
+    def _bind_param(self, param: Var, scope: int, index: int) -> None:
+        origin = parameter(cursor_of(param), index, scope)
         if origin is not None:
-            self.env[param] = (origin,)
+            self.env[param.key] = (origin,)
 
     def _emit(self, event: _Event) -> None:
         self.order += 1
@@ -329,66 +335,93 @@ class _Walker:
             if origin.shape in (Shape.POINTER, Shape.STRUCT, Shape.POINTER_ARRAY):
                 self._emit(_Access(AccessKind.ESCAPE, origin, span, how))
 
-    def _children(self, node: ci.Cursor) -> list[ci.Cursor]:
-        return list(node.get_children())
-
-    # -- dispatch ------------------------------------------------------------------------------
-    def visit(self, node: ci.Cursor, use: _Use = _Use.READ) -> Origins:
-        # Recursive, one level per AST level; the depth counts across the walks of callee
+    def _enter(self, node: Expr | Stmt | Var) -> None:
+        # Recursive, one level per tree level; the depth counts across the walks of callee
         # summaries too, since those nest inside a call's visit on the same stack.
         extractor = self.extractor
         if extractor.nesting >= MAX_NESTING:
-            raise NestedTooDeeply(node, extractor.path)
+            raise NestedTooDeeply(cursor_of(node), extractor.path)
         extractor.nesting += 1
+
+    # -- statements ----------------------------------------------------------------------------
+    def statement(self, stmt: Stmt) -> None:
+        self._enter(stmt)
         try:
-            kind = node.kind
-            handler = _HANDLERS.get(kind)
+            if stmt.kind is StmtKind.RETURN:
+                self._visit_return(stmt)
+            elif stmt.kind is StmtKind.ASM:
+                self._visit_asm(stmt)
+            else:
+                for part in _parts(stmt):
+                    self._part(part)
+        finally:
+            self.extractor.nesting -= 1
+
+    def _part(self, part: Stmt | Var | Expr) -> None:
+        if isinstance(part, Stmt):
+            self.statement(part)
+        elif isinstance(part, Var):
+            self._visit_var(part)
+        else:
+            self.visit(part)
+
+    # -- expressions ---------------------------------------------------------------------------
+    def visit(self, node: Expr, use: _Use = _Use.READ) -> Origins:
+        self._enter(node)
+        try:
+            handler = _HANDLERS.get(node.kind)
             if handler is not None:
                 return handler(self, node, use)
-            if kind in _CAST_KINDS or kind in PARENS_AND_CONVERSIONS:
-                return self._visit_wrapper(node, use)
-            if kind == K.LAMBDA_EXPR:
-                self._lambda(node)
-                return ()
-            if kind in _UNEVALUATED or kind.is_declaration():
-                return ()  # sizeof operands, local types, aliases, static_asserts: nothing runs
-            for child in node.get_children():
+            if node.is_unevaluated:
+                return ()  # sizeof operands: nothing runs
+            for child in node.children:
                 self.visit(child)
             return ()
         finally:
-            extractor.nesting -= 1
+            self.extractor.nesting -= 1
 
-    def _visit_wrapper(self, node: ci.Cursor, use: _Use) -> Origins:
-        children = self._children(node)
-        if node.kind == K.UNEXPOSED_EXPR and _is_unresolved_call(node, children):
+    def _visit_wrapper(self, node: Expr, use: _Use) -> Origins:
+        children = node.children
+        if node.kind is ExprKind.IMPLICIT and self._is_unresolved_call(node):
             return self._visit_call_parts(node, children[0], children[1:], use)
         values: Origins = ()
         for child in children:
-            if child.kind in (K.TYPE_REF, K.TEMPLATE_REF, K.NAMESPACE_REF):
-                continue
             values = self.visit(child, use)
         return values
 
-    def _visit_decl_ref(self, node: ci.Cursor, use: _Use) -> Origins:
-        declaration = node.referenced
+    def _is_unresolved_call(self, node: Expr) -> bool:
+        """A call clang could not resolve shows as an expression over the callee (written
+        first) and the arguments."""
+        children = node.children
+        if not children or declarations_named(cursor_of(children[0])) is None \
+                or node.span.start != children[0].span.start:
+            return False
+        return len(children) > 1 or node.span.end > children[0].span.end
+
+    def _visit_lambda(self, node: Expr, use: _Use) -> Origins:
+        self._lambda(node)
+        return ()
+
+    def _visit_decl_ref(self, node: Expr, use: _Use) -> Origins:
+        declaration = node.ref
         if declaration is None:
             return ()
-        if declaration.kind == K.PARM_DECL and declaration in self.scope_params:
-            self.referenced.add(self.scope_params[declaration])
-        values = self.env.get(declaration, ())
+        if declaration.kind is DeclKind.PARAMETER and declaration.key in self.scope_params:
+            self.referenced.add(self.scope_params[declaration.key])
+        values = self.env.get(declaration.key, ())
         elements = tuple(o for o in values if o.shape is Shape.ELEMENT)
         if elements:
             if use is _Use.ADDRESS:
                 return tuple(o.reshaped(Shape.POINTER) for o in elements)
-            self._access(elements, use, span_of(node.extent), "reference")
+            self._access(elements, use, node.span, "reference")
             return ()
         if use is _Use.ADDRESS:  # `&p`: the pointer variable itself leaves our sight
-            self._escape(pointers(values), span_of(node.extent), "&")
+            self._escape(pointers(values), node.span, "&")
             return tuple(o for o in values if o.shape is Shape.STRUCT)
         return values
 
-    def _visit_member(self, node: ci.Cursor, use: _Use) -> Origins:
-        children = self._children(node)
+    def _visit_member(self, node: Expr, use: _Use) -> Origins:
+        children = node.children
         if not children:
             return ()  # an implicit `this->member`: not a received pointer
         name, arrow = _member_name(node, children[0], self.source)
@@ -396,21 +429,21 @@ class _Walker:
             bases = self.visit(children[0])
             if use is _Use.ADDRESS:
                 return pointers(bases)
-            self._access(pointers(bases), use, span_of(node.extent), "->")
+            self._access(pointers(bases), use, node.span, "->")
             return ()
         bases = self.visit(children[0], use)
-        fields = member(bases, name, node)
+        fields = member(bases, name, cursor_of(node))
         if use is _Use.ADDRESS:  # `&p[i].x`: still an address inside the same buffer
             return union(fields, pointers(bases))
         return fields
 
-    def _visit_subscript(self, node: ci.Cursor, use: _Use) -> Origins:
-        children = self._children(node)
+    def _visit_subscript(self, node: Expr, use: _Use) -> Origins:
+        children = node.children
         if len(children) != 2:
             return ()
         bases = self.visit(children[0])
         self.visit(children[1])
-        return self._through(bases, use, span_of(node.extent), "subscript")
+        return self._through(bases, use, node.span, "subscript")
 
     def _through(self, bases: Origins, use: _Use, span: Span, how: str) -> Origins:
         """`*p` / `p[i]`: an access through pointers, or the element of an array of them."""
@@ -419,150 +452,145 @@ class _Walker:
         self._access(pointers(bases), use, span, how)
         return element(bases)
 
-    def _visit_unary(self, node: ci.Cursor, use: _Use) -> Origins:
-        children = self._children(node)
-        if len(children) != 1:
+    def _visit_unary(self, node: Expr, use: _Use) -> Origins:
+        if len(node.children) != 1:
             return ()
-        operator = unary_operator(node)
-        if operator == UNARY_DEREF:
-            return self._through(self.visit(children[0]), use, span_of(node.extent), "dereference")
-        if operator == UNARY_ADDRESS_OF:
-            return self.visit(children[0], _Use.ADDRESS)
-        if operator in (UNARY_PRE_INC, UNARY_PRE_DEC, UNARY_POST_INC, UNARY_POST_DEC):
-            return self.visit(children[0], _Use.READ_WRITE)
-        self.visit(children[0])
+        operand, operator = node.children[0], node.operator
+        if operator == "*":
+            return self._through(self.visit(operand), use, node.span, "dereference")
+        if operator == "&":
+            return self.visit(operand, _Use.ADDRESS)
+        if operator in ("++", "--", "x++", "x--"):
+            return self.visit(operand, _Use.READ_WRITE)
+        self.visit(operand)
         return ()
 
-    def _visit_binary(self, node: ci.Cursor, use: _Use) -> Origins:
-        children = self._children(node)
+    def _visit_binary(self, node: Expr, use: _Use) -> Origins:
+        children = node.children
         if len(children) != 2:
             return ()
-        operator = node.binary_operator
-        if operator == ci.BinaryOperator.Assign:
+        operator = node.operator
+        if operator == "=":
             return self._assign(children[0], children[1])
+        if operator in _COMPOUND_ASSIGNMENTS:
+            target = self.visit(children[0], _Use.READ_WRITE)
+            self.visit(children[1])
+            return target
         left, right = self.visit(children[0]), self.visit(children[1])
-        if operator == ci.BinaryOperator.Comma:
+        if operator == ",":
             return right
-        if operator in (ci.BinaryOperator.Add, ci.BinaryOperator.Sub):
+        if operator in ("+", "-"):
             return offset(left, right)
         return ()
 
-    def _visit_compound_assignment(self, node: ci.Cursor, use: _Use) -> Origins:
-        children = self._children(node)
-        if len(children) != 2:
-            return ()
-        target = self.visit(children[0], _Use.READ_WRITE)
-        self.visit(children[1])
-        return target
-
-    def _assign(self, target: ci.Cursor, value_node: ci.Cursor) -> Origins:
+    def _assign(self, target: Expr, value_node: Expr) -> Origins:
         value = self.visit(value_node)
-        lhs = strip_parens(target)
-        declaration = lhs.referenced if lhs.kind == K.DECL_REF_EXPR else None
+        lhs = target.stripped()
+        declaration = lhs.ref if lhs.kind is ExprKind.REF else None
         binds_element = declaration is not None and any(
-            o.shape is Shape.ELEMENT for o in self.env.get(declaration, ()))
+            o.shape is Shape.ELEMENT for o in self.env.get(declaration.key, ()))
         if declaration is not None and self._is_local(declaration) and not binds_element:
-            self.env[declaration] = union(self.env.get(declaration, ()), value)
-            return self.env[declaration]
+            self.env[declaration.key] = union(self.env.get(declaration.key, ()), value)
+            return self.env[declaration.key]
         self.visit(target, _Use.WRITE)
-        self._escape(value, span_of(value_node.extent), "stored")  # into memory we do not track
+        self._escape(value, value_node.span, "stored")  # into memory we do not track
         return ()
 
-    def _is_local(self, declaration: ci.Cursor) -> bool:
+    def _is_local(self, declaration: DeclRef) -> bool:
         """A parameter or variable of the walked body (a global pointer is memory we do not track)."""
-        if declaration.kind not in (K.VAR_DECL, K.PARM_DECL):
+        if declaration.kind not in (DeclKind.VARIABLE, DeclKind.PARAMETER):
             return False
-        if declaration.kind == K.PARM_DECL and declaration in self.scope_params:
-            return True
-        location, body = declaration.location, self.body.extent
-        return location.file is not None and body.start.file is not None \
-            and location.file.name == body.start.file.name \
-            and body.start.offset <= location.offset <= body.end.offset
+        return declaration.key in self.scope_params or declaration.key in self.locals
 
-    def _visit_conditional(self, node: ci.Cursor, use: _Use) -> Origins:
-        children = self._children(node)
+    def _visit_conditional(self, node: Expr, use: _Use) -> Origins:
+        children = node.children
         if len(children) != 3:
             return ()
         self.visit(children[0])
         return union(self.visit(children[1], use), self.visit(children[2], use))
 
-    def _visit_var(self, node: ci.Cursor, use: _Use) -> Origins:
-        expressions = [c for c in node.get_children() if c.kind.is_expression()]
-        if not expressions or not _has_initializer(node, self.source):
+    def _visit_var(self, var: Var) -> None:
+        self._enter(var)
+        try:
+            self._declare(var)
+        finally:
+            self.extractor.nesting -= 1
+
+    def _declare(self, var: Var) -> None:
+        self.locals.add(var.key)
+        expressions = var.exprs
+        if not expressions or not _has_initializer(var, self.source):
             for expression in expressions:  # array bounds
                 self.visit(expression)
-            return ()
+            return
         for expression in expressions[:-1]:
             self.visit(expression)
         initializer = expressions[-1]
-        is_reference = node.type.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE)
+        is_reference = var.is_reference
         # an object (a record, or a dependent type: `Writer<N> w(out, n)`) may write later
         # through a pointer it is built from
-        is_object = not is_reference and node.type.get_canonical().kind in (T.RECORD, T.UNEXPOSED)
+        is_object = not is_reference and var.canonical_kind in ("Record", "Unexposed")
         lam = self._lambda_at(initializer, create=True)
         if lam is not None:
-            self.lambda_vars[node] = lam
-            return ()
-        inner = strip_parens(initializer)
-        if is_reference and _is_memory_access(inner, self.source):
+            self.lambda_vars[var.key] = lam
+            return
+        if is_reference and _is_memory_access(initializer.stripped(), self.source):
             values = tuple(o.reshaped(Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS)
                            if o.shape is Shape.POINTER)
         else:
             values = self._visit_constructor_arguments(initializer) if is_object else self.visit(initializer)
             if is_object:  # a struct copy stays a struct
-                self._escape(tuple(o for o in values if o.shape is not Shape.STRUCT),
-                             span_of(initializer.extent), "stored")
+                self._escape(tuple(o for o in values if o.shape is not Shape.STRUCT), initializer.span, "stored")
                 values = tuple(o for o in values if o.shape is Shape.STRUCT)
         if values:
-            self.env[node] = union(self.env.get(node, ()), values)
-        return ()
+            self.env[var.key] = union(self.env.get(var.key, ()), values)
 
-    def _visit_constructor_arguments(self, initializer: ci.Cursor) -> Origins:
+    def _visit_constructor_arguments(self, initializer: Expr) -> Origins:
         """The values of an object's initializer; of every argument of a dependent type's
         `(a, b)` list (one unexposed expression whose children are the arguments)."""
-        children = self._children(initializer)
-        if initializer.kind != K.UNEXPOSED_EXPR or len(children) < 2 or _is_unresolved_call(initializer, children):
+        if initializer.kind is not ExprKind.IMPLICIT or initializer.part_count < 2 \
+                or self._is_unresolved_call(initializer):
             return self.visit(initializer)
-        return tuple(value for child in children for value in self.visit(child))
+        return tuple(value for child in initializer.children for value in self.visit(child))
 
-    def _visit_return(self, node: ci.Cursor, use: _Use) -> Origins:
-        for child in node.get_children():
+    def _visit_return(self, node: Stmt) -> None:
+        for child in node.exprs:
             for origin in self.visit(child):
                 if origin.scope == 0 and origin.shape is Shape.POINTER:
                     self.returns.add(origin)
-        return ()
 
-    def _visit_init_list(self, node: ci.Cursor, use: _Use) -> Origins:
-        for child in node.get_children():
-            self._escape(self.visit(child), span_of(child.extent), "stored")
+    def _visit_init_list(self, node: Expr, use: _Use) -> Origins:
+        for child in node.children:
+            self._escape(self.visit(child), child.span, "stored")
         return ()
 
     # -- calls ---------------------------------------------------------------------------------
-    def _visit_call(self, node: ci.Cursor, use: _Use) -> Origins:
-        children = self._children(node)
+    def _visit_call(self, node: Expr, use: _Use) -> Origins:
+        children = node.children
         operator_at = next((i for i, c in enumerate(children) if _operator_name(c)), None)
         if operator_at is not None:
             name = _operator_name(children[operator_at])
             return self._operator_call(node, name, [c for i, c in enumerate(children) if i != operator_at], use)
-        referenced = node.referenced
-        if referenced is not None and referenced.kind == K.CONSTRUCTOR:
-            return self._construct(node, children, use)
+        referenced = node.ref
+        if referenced is not None and referenced.is_constructor:
+            return self._construct(node, use)
         if not children:
             return ()
         return self._visit_call_parts(node, children[0], children[1:], use)
 
-    def _construct(self, node: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Origins:
+    def _construct(self, node: Expr, use: _Use) -> Origins:
         """A copy of a params struct flows through; a pointer handed to an object's
         constructor leaves our sight (the object may write through it later)."""
+        single = node.part_count == 1  # no written type beside the one argument
         copies: list[Origin] = []
-        for arg in args:
-            values = self.visit(arg, use if len(args) == 1 else _Use.READ)
-            copies.extend(o for o in values if o.shape is Shape.STRUCT and len(args) == 1)
-            self._escape(tuple(o for o in values if o.shape is not Shape.STRUCT or len(args) > 1),
-                         span_of(arg.extent), f"{node.spelling}()")
+        for arg in node.children:
+            values = self.visit(arg, use if single else _Use.READ)
+            copies.extend(o for o in values if o.shape is Shape.STRUCT and single)
+            self._escape(tuple(o for o in values if o.shape is not Shape.STRUCT or not single),
+                         arg.span, f"{node.name}()")
         return tuple(copies)
 
-    def _operator_call(self, node: ci.Cursor, name: str, operands: list[ci.Cursor], use: _Use) -> Origins:
+    def _operator_call(self, node: Expr, name: str, operands: list[Expr], use: _Use) -> Origins:
         if name == "operator()" and operands:
             lam = self._lambda_at(operands[0], create=True)
             if lam is not None:
@@ -581,10 +609,10 @@ class _Walker:
         if name in ("operator+", "operator-") and len(values) == 2:
             return offset(*values)
         if name == "operator*" and len(values) == 1:  # `*p` in a template: a dereference
-            return self._through(values[0], use, span_of(node.extent), "dereference")
+            return self._through(values[0], use, node.span, "dereference")
         return ()
 
-    def _visit_call_parts(self, node: ci.Cursor, callee: ci.Cursor, args: list[ci.Cursor], use: _Use) -> Origins:
+    def _visit_call_parts(self, node: Expr, callee: Expr, args: Sequence[Expr], use: _Use) -> Origins:
         lam = self._lambda_at(callee, create=True)  # `[&] {...}()` or a variable bound to one
         if lam is not None:
             self._invoke(lam, args, [self.visit(arg) for arg in args])
@@ -594,9 +622,9 @@ class _Walker:
         if pdl_kind is not None:
             for arg in args:
                 self.visit(arg)
-            flags = self.extractor.consts.template_args(strip_parens(callee))
-            self._pdl(pdl_kind, node, _template_argument_text(self.source.of(callee.extent)), name,
-                      flag_through_type=_names_type_parameter(callee), flag_value=flags[0] if flags else None)
+            flags = self.extractor.consts.template_args(cursor_of(callee.stripped()))
+            self._pdl(pdl_kind, node, _template_argument_text(self.source.text(callee)), name,
+                      flag_through_type=callee.names_type_parameter, flag_value=flags[0] if flags else None)
             return ()
         arg_values = [self.visit(arg, self._argument_use(arg, candidates, index))
                       for index, arg in enumerate(args)]
@@ -607,48 +635,45 @@ class _Walker:
                 self._invoke(passed, [], [])
         return result
 
-    def _argument_use(self, arg: ci.Cursor, candidates: list[ci.Cursor] | None, index: int) -> _Use:
+    def _argument_use(self, arg: Expr, candidates: list[TreeFunction] | None, index: int) -> _Use:
         """An lvalue argument (`f(out[i])`) may be bound to a reference the callee writes."""
-        if not _is_memory_access(strip_parens(arg), self.source):
+        if not _is_memory_access(arg.stripped(), self.source):
             return _Use.READ
         if candidates is None or _may_write_through(candidates, index, element=True):
             return _Use.MAY_WRITE
         return _Use.READ
 
-    def _callee(self, callee: ci.Cursor) -> tuple[str, list[ci.Cursor] | None]:
+    def _callee(self, callee: Expr) -> tuple[str, list[TreeFunction] | None]:
         """The callee's name and candidate declarations (None when they cannot be known)."""
-        inner = strip_parens(callee)
-        if inner.kind == K.MEMBER_REF_EXPR:
-            children = self._children(inner)
-            name, _ = _member_name(inner, children[0], self.source) if children else (inner.spelling, False)
-            referenced = inner.referenced
-            if children and _is_mutating_method(referenced):
+        inner = callee.stripped()
+        if inner.kind is ExprKind.MEMBER:
+            children = inner.children
+            name, _ = _member_name(inner, children[0], self.source) if children else (inner.name, False)
+            referenced = inner.ref
+            if children and referenced is not None and referenced.is_mutating_method:
                 # `counters[i].inc(1)` writes the element. Recorded as a write only: what such a
                 # method reads (an atomic's old value) is its own state, not a producer's output.
                 self._visit_member(inner, _Use.WRITE)
             elif children:
                 self.visit(children[0])
-            if referenced is not None and referenced.kind in FUNCTION_KINDS:
-                return name, [referenced]
-            owner = children[0].type.get_declaration() if children else None
-            if owner is not None and owner.kind in RECORD_KINDS:
-                methods = [c for c in owner.get_children() if c.kind in FUNCTION_KINDS and c.spelling == name]
-                return name, methods or None
-            return name, None
-        decls = declarations_named(inner)
+            if referenced is not None and referenced.kind is DeclKind.FUNCTION:
+                return name, [self.extractor.program.function(cursor_of(referenced))]
+            methods = children[0].record_methods(name) if children else None
+            return name, (list(methods) or None) if methods is not None else None
+        decls = declarations_named(cursor_of(inner))
         if decls is None:
             trait_member = _member_of_type_parameter(inner, self.source)
             if trait_member is not None:  # `Trait::forward(params)`: a static member of some trait
-                return trait_member, self.extractor.static_members_named(inner, trait_member)
+                return trait_member, self.extractor.static_members_named(cursor_of(inner), trait_member)
             self.visit(callee)
             return "", None
-        name = decls[0].spelling if decls else _overloaded_name(inner)
-        return name, [d for d in decls if d.kind in FUNCTION_KINDS]
+        name = decls[0].spelling if decls else inner.name
+        return name, [self.extractor.program.function(d) for d in decls if d.kind in FUNCTION_KINDS]
 
-    def _apply_callee(self, node: ci.Cursor, name: str, candidates: list[ci.Cursor] | None,
-                      args: list[ci.Cursor], arg_values: list[Origins]) -> Origins:
+    def _apply_callee(self, node: Expr, name: str, candidates: list[TreeFunction] | None,
+                      args: Sequence[Expr], arg_values: list[Origins]) -> Origins:
         is_pointer_offset = name == POINTER_OFFSET and bool(candidates) and all(
-            c.semantic_parent.spelling == "pointer" for c in candidates)
+            c.parent_name == "pointer" for c in candidates)
         if is_pointer_offset or name in PASS_THROUGH:  # `pointer::offset(p, ...)` is still `p`
             return arg_values[0] if arg_values else ()
         summaries = self._summaries(candidates or [], args)
@@ -661,16 +686,16 @@ class _Walker:
         if effects is None and name.startswith(_ATOMIC_PREFIX):
             effects = ((0, _RW),)
         if effects is None and name in _ASYNC_COPIES:
-            pointers = [i for i, arg in enumerate(args) if _is_pointer_like(arg.type)]
+            pointers = [i for i, arg in enumerate(args) if _is_pointer_like(arg)]
             effects = tuple((i, _W if i == pointers[0] else _R) for i in pointers)
         if effects is not None:
             for index, kinds in effects:
                 if index < len(args):
-                    self._emit_kinds(arg_values[index], kinds, span_of(args[index].extent), f"{name}()")
+                    self._emit_kinds(arg_values[index], kinds, args[index].span, f"{name}()")
             return ()
         for index, (arg, values) in enumerate(zip(args, arg_values, strict=True)):
             if values and (candidates is None or _may_write_through(candidates, index)):
-                self._escape(values, span_of(arg.extent), f"{name or 'call'}()")
+                self._escape(values, arg.span, f"{name or 'call'}()")
         return ()
 
     def _emit_kinds(self, values: Origins, kinds: Iterable[AccessKind], span: Span, how: str) -> None:
@@ -679,165 +704,160 @@ class _Walker:
                 for kind in kinds:
                     self._emit(_Access(kind, origin, span, how))
 
-    def _summaries(self, candidates: list[ci.Cursor], args: list[ci.Cursor]) -> list[_Summary]:
+    def _summaries(self, candidates: list[TreeFunction], args: Sequence[Expr]) -> list[_Summary]:
         """Summaries of the candidates whose bodies are visible (outside system headers)."""
         summaries = []
         for candidate in candidates:
-            definition = _definition(candidate)
+            definition = _definition(cursor_of(candidate))
             if definition is None:
                 continue
-            params = _callable_params(definition)
+            function = self.extractor.program.function(definition)
+            params = function.params
             if len(params) < len(args) and not any("..." in p.type.spelling for p in params):
                 continue
-            summary = self.extractor.summary(definition)
+            summary = self.extractor.summary(function)
             if summary is None:
                 return []  # recursion: treat the callee as unknown
             summaries.append(summary)
         return summaries
 
-    def _replay(self, summary: _Summary, node: ci.Cursor, name: str, args: list[ci.Cursor],
+    def _replay(self, summary: _Summary, node: Expr, name: str, args: Sequence[Expr],
                 arg_values: list[Origins]) -> Origins:
-        call_span = span_of(node.extent)
         how = f"{name}()"
         for event in summary.events:
             if isinstance(event, _Pdl):
                 leads = event.leads_body and self._is_lead(node)
-                self._emit(_Pdl(event.kind, call_span, "", how, leads))
+                self._emit(_Pdl(event.kind, node.span, "", how, leads))
                 continue
             for mapped in at_call(arg_values, event.target):
-                self._emit(_Access(event.kind, mapped, span_of(args[event.target.param].extent), how))
+                self._emit(_Access(event.kind, mapped, args[event.target.param].span, how))
         return tuple(mapped for returned in summary.returns for mapped in at_call(arg_values, returned))
 
-    def _pdl(self, kind: PdlCallKind, node: ci.Cursor, flag: str, via: str, flag_through_type: bool = False,
+    def _pdl(self, kind: PdlCallKind, node: Expr | Stmt, flag: str, via: str, flag_through_type: bool = False,
              flag_value: ConstExpr | None = None) -> None:
-        self._emit(_Pdl(kind, span_of(node.extent), flag, via, self._is_lead(node), flag_through_type, flag_value))
+        self._emit(_Pdl(kind, node.span, flag, via, self._is_lead(node), flag_through_type, flag_value))
 
-    def _is_lead(self, node: ci.Cursor) -> bool:
+    def _is_lead(self, node: Expr | Stmt) -> bool:
         """Whether `node` is (or starts) the body's leading statement."""
-        if self.lead is None:
-            return False
-        lead, here = self.lead.extent.start, node.extent.start
-        return lead.offset == here.offset and lead.file is not None and here.file is not None \
-            and lead.file.name == here.file.name
+        lead = self.lead
+        return lead is not None and lead.span.start == node.span.start and bool(lead.file) \
+            and lead.file == node.file
 
     # -- lambdas -------------------------------------------------------------------------------
-    def _lambda(self, node: ci.Cursor) -> _Lambda:
+    def _lambda(self, node: Expr) -> _Lambda:
         if node in self.lambdas:
             return self.lambdas[node]
         self.scopes += 1
         scope = self.scopes
-        for index, param in enumerate(_callable_params(node)):
+        for index, param in enumerate(node.lambda_params):
+            self.locals.add(param.key)  # local to the body, but not one of the function's own
             self._bind_param(param, scope, index)
         saved_events, saved_returns, saved_order = self.events, self.returns, self.order
         self.events, self.returns = [], set()
-        for child in node.get_children():
-            if child.kind == K.COMPOUND_STMT:
-                self.visit(child)
+        body = node.lambda_body
+        if body is not None:
+            self.statement(body)
         lam = _Lambda(scope, [event for _, event in self.events])
         self.events, self.returns, self.order = saved_events, saved_returns, saved_order
         self.lambdas[node] = lam
         return lam
 
-    def _lambda_at(self, node: ci.Cursor, create: bool) -> _Lambda | None:
+    def _lambda_at(self, node: Expr, create: bool) -> _Lambda | None:
         """The lambda an expression evaluates to: a lambda expression or a variable bound to one."""
-        inner = strip_parens(node)
-        while inner.kind == K.CALL_EXPR and inner.referenced is not None \
-                and inner.referenced.kind == K.CONSTRUCTOR and len(self._children(inner)) == 1:
-            inner = strip_parens(self._children(inner)[0])  # the closure's copy/move
-        if inner.kind == K.LAMBDA_EXPR:
+        inner = node.stripped()
+        while inner.kind is ExprKind.CALL and inner.ref is not None and inner.ref.is_constructor \
+                and inner.part_count == 1 and inner.children:
+            inner = inner.children[0].stripped()  # the closure's copy/move
+        if inner.kind is ExprKind.LAMBDA:
             return self._lambda(inner) if create or inner in self.lambdas else None
-        if inner.kind == K.DECL_REF_EXPR and inner.referenced is not None:
-            return self.lambda_vars.get(inner.referenced)
+        if inner.kind is ExprKind.REF and inner.ref is not None:
+            return self.lambda_vars.get(inner.ref.key)
         return None
 
-    def _invoke(self, lam: _Lambda, args: list[ci.Cursor], arg_values: list[Origins]) -> None:
+    def _invoke(self, lam: _Lambda, args: Sequence[Expr], arg_values: list[Origins]) -> None:
         lam.invoked = True
         for event in lam.events:
             if isinstance(event, _Access) and event.target.scope == lam.scope:
                 for mapped in at_call(arg_values, event.target):
-                    self._emit(_Access(event.kind, mapped, span_of(args[event.target.param].extent), event.how))
+                    self._emit(_Access(event.kind, mapped, args[event.target.param].span, event.how))
                 continue
             self._emit(event)
 
     # -- inline asm ----------------------------------------------------------------------------
-    def _visit_asm(self, node: ci.Cursor, use: _Use) -> Origins:
-        parts = asm_parts(node)
-        span = span_of(node.extent)
-        self.asm.append(InlineAsm(span, parts.template, parts.clobbers, parts.is_volatile,
-                                  qualified_name(self.function)))
-        for output in parts.outputs:
+    def _visit_asm(self, node: Stmt) -> None:
+        parts = node.asm
+        assert parts is not None  # an ASM statement's
+        self.asm.append(InlineAsm(node.span, parts.template, parts.clobbers, parts.is_volatile,
+                                  qualified_name(cursor_of(self.function))))
+        outputs = node.asm_outputs
+        for output in outputs:
             self.visit(output, _Use.WRITE)
         effects = _ptx_effects(parts.template)
-        for operand in parts.inputs:
-            self._emit_kinds(self.visit(operand), effects, span_of(operand.extent), "asm")
+        for operand in node.exprs[len(outputs):]:
+            self._emit_kinds(self.visit(operand), effects, operand.span, "asm")
         if "griddepcontrol.wait" in parts.template:
             self._pdl(PdlCallKind.WAIT, node, "", "asm")
         if "griddepcontrol.launch_dependents" in parts.template:
             self._pdl(PdlCallKind.TRIGGER, node, "", "asm")
-        return ()
 
 
-
-_HANDLERS: dict[ci.CursorKind, Callable[[_Walker, ci.Cursor, _Use], Origins]] = {
-    K.DECL_REF_EXPR: _Walker._visit_decl_ref,
-    K.MEMBER_REF_EXPR: _Walker._visit_member,
-    K.ARRAY_SUBSCRIPT_EXPR: _Walker._visit_subscript,
-    K.UNARY_OPERATOR: _Walker._visit_unary,
-    K.BINARY_OPERATOR: _Walker._visit_binary,
-    K.COMPOUND_ASSIGNMENT_OPERATOR: _Walker._visit_compound_assignment,
-    K.CONDITIONAL_OPERATOR: _Walker._visit_conditional,
-    K.VAR_DECL: _Walker._visit_var,
-    K.RETURN_STMT: _Walker._visit_return,
-    K.INIT_LIST_EXPR: _Walker._visit_init_list,
-    K.CALL_EXPR: _Walker._visit_call,
-    K.ASM_STMT: _Walker._visit_asm,
+_HANDLERS: dict[ExprKind, Callable[[_Walker, Expr, _Use], Origins]] = {
+    ExprKind.REF: _Walker._visit_decl_ref,
+    ExprKind.MEMBER: _Walker._visit_member,
+    ExprKind.SUBSCRIPT: _Walker._visit_subscript,
+    ExprKind.UNARY: _Walker._visit_unary,
+    ExprKind.BINARY: _Walker._visit_binary,
+    ExprKind.CONDITIONAL: _Walker._visit_conditional,
+    ExprKind.INIT_LIST: _Walker._visit_init_list,
+    ExprKind.CALL: _Walker._visit_call,
+    ExprKind.CAST: _Walker._visit_wrapper,
+    ExprKind.PAREN: _Walker._visit_wrapper,
+    ExprKind.IMPLICIT: _Walker._visit_wrapper,
+    ExprKind.LAMBDA: _Walker._visit_lambda,
 }
 
 
-def _member_name(node: ci.Cursor, base: ci.Cursor, source: _SourceBytes) -> tuple[str, bool]:
+def _is_pointer_like(expression: Expr) -> bool:
+    """A pointer, or an array (which decays to one when passed)."""
+    return expression.type.is_pointer or expression.type.canonical.endswith("]")
+
+
+def _member_name(node: Expr, base: Expr, source: _SourceBytes) -> tuple[str, bool]:
     """The member's name and whether it is reached with `->`. A member of a dependent type has
     no spelling or declaration yet, so both come from the source text when they can."""
-    match = _MEMBER_TAIL.search(source.of(node.extent))
-    name = node.spelling or (match.group(2).decode() if match else "")
+    match = _MEMBER_TAIL.search(source.text(node))
+    name = node.name or (match.group(2).decode() if match else "")
     if match:
         return name, match.group(1) == b"->"
-    return name, base.type.get_canonical().kind == T.POINTER
+    return name, base.type.is_pointer
 
 
-def _is_mutating_method(method: ci.Cursor | None) -> bool:
-    """A non-const, non-static member function: called on an object, it may change it."""
-    return (method is not None and method.kind == K.CXX_METHOD and not method.is_const_method()
-            and not method.is_static_method())
-
-
-def _is_memory_access(node: ci.Cursor, source: _SourceBytes) -> bool:
+def _is_memory_access(node: Expr, source: _SourceBytes) -> bool:
     """Whether an expression names memory behind a pointer (`p[i]`, `*p`, `p->x`, `p[i].x`)."""
-    if node.kind == K.ARRAY_SUBSCRIPT_EXPR:
+    if node.kind is ExprKind.SUBSCRIPT:
         return True
-    if node.kind == K.UNARY_OPERATOR:
-        return unary_operator(node) == UNARY_DEREF
-    if node.kind == K.MEMBER_REF_EXPR:
-        children = list(node.get_children())
-        if not children:
+    if node.kind is ExprKind.UNARY:
+        return node.operator == "*"
+    if node.kind is ExprKind.MEMBER:
+        if not node.children:
             return False
-        _, arrow = _member_name(node, children[0], source)
-        return arrow or _is_memory_access(strip_parens(children[0]), source)
+        _, arrow = _member_name(node, node.children[0], source)
+        return arrow or _is_memory_access(node.children[0].stripped(), source)
     return False
 
 
 _LAST_NAME = re.compile(rb"(\w+)\s*(?:<.*)?$", re.S)
 
 
-def _member_of_type_parameter(callee: ci.Cursor, source: "_SourceBytes") -> str | None:
+def _member_of_type_parameter(callee: Expr, source: _SourceBytes) -> str | None:
     """`forward` for a callee spelled `Trait::forward` / `Trait::template forward<T>` where
     `Trait` is a template type parameter: a dependent name clang leaves unresolved."""
-    if callee.kind != K.DECL_REF_EXPR or callee.spelling:
+    if callee.kind is not ExprKind.REF or callee.name:
         return None
-    qualifier = next(iter(callee.get_children()), None)
-    if qualifier is None or qualifier.kind != K.TYPE_REF or qualifier.referenced is None \
-            or qualifier.referenced.kind != K.TEMPLATE_TYPE_PARAMETER:
+    qualifier = callee.qualifier
+    if qualifier is None or qualifier.kind is not DeclKind.TEMPLATE_PARAMETER:
         return None
-    match = _LAST_NAME.search(source.of(callee.extent))
+    match = _LAST_NAME.search(source.text(callee))
     return match.group(1).decode() if match else None
 
 
@@ -853,35 +873,13 @@ def _main_file_records(cursor: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
             yield from _main_file_records(child, path)
 
 
-def _is_unresolved_call(node: ci.Cursor, children: list[ci.Cursor]) -> bool:
-    """A call clang could not resolve shows as an expression over the callee and the arguments."""
-    if not children or declarations_named(children[0]) is None:
-        return False
-    return len(children) > 1 or node.extent.end.offset > children[0].extent.end.offset
-
-
-def _operator_name(node: ci.Cursor) -> str:
+def _operator_name(node: Expr) -> str:
     """`operator=` when `node` is the operator reference inside an overloaded-operator call."""
-    inner = strip_parens(node)
-    if inner.kind != K.DECL_REF_EXPR:
+    inner = node.stripped()
+    if inner.kind is not ExprKind.REF:
         return ""
-    referenced = inner.referenced
-    name = referenced.spelling if referenced is not None else ""
-    if not name:
-        name = _overloaded_name(inner)
+    name = (inner.ref.name if inner.ref is not None else "") or inner.name
     return name if re.match(r"operator\W", name) else ""
-
-
-def _overloaded_name(node: ci.Cursor) -> str:
-    overloaded = next((c for c in node.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-    return overloaded.spelling if overloaded is not None else ""
-
-
-def _names_type_parameter(expression: ci.Cursor) -> bool:
-    """Whether `expression` names a template type parameter (`PDLWaitPrimary<Trait::kUsePDL>`:
-    a member of a type only the instantiation knows)."""
-    return any(node.kind == K.TYPE_REF and node.referenced is not None
-               and node.referenced.kind == K.TEMPLATE_TYPE_PARAMETER for node in expression.walk_preorder())
 
 
 def _template_argument_text(callee_text: bytes) -> str:
@@ -891,49 +889,46 @@ def _template_argument_text(callee_text: bytes) -> str:
     return " ".join(text[start + 1:end].split()) if 0 <= start < end else ""
 
 
-def _has_initializer(var: ci.Cursor, source: _SourceBytes) -> bool:
+def _has_initializer(var: Var, source: _SourceBytes) -> bool:
     """`T x = ...`, `T x{...}`, `T x(...)`; not `T x[N]` (whose bound is an expression child)."""
-    text = source.of(var.extent)
-    name_at = var.location.offset - var.extent.start.offset
+    text = source.text(var)
+    name_at = var.name_offset - var.span.start
     tail = re.sub(rb"\[[^\]]*\]", b"", text[max(name_at, 0):])
     return any(token in tail for token in (b"=", b"{", b"("))
 
 
-def _is_compile_time_only(statement: ci.Cursor, source: _SourceBytes) -> bool:
-    """Statements that run no code: aliases, static_assert, constexpr or uninitialized locals."""
-    if statement.kind in (K.NULL_STMT, K.STATIC_ASSERT):
-        return True
-    if statement.kind != K.DECL_STMT:
+def _is_compile_time_only(statement: Stmt, source: _SourceBytes) -> bool:
+    """Statements that run no code: aliases, static_assert, constexpr or uninitialized locals,
+    empty statements."""
+    if statement.kind is StmtKind.OTHER:
+        return not (statement.stmts or statement.exprs or statement.variables)
+    if statement.kind is not StmtKind.DECL:
         return False
-    for declaration in statement.get_children():
-        if declaration.kind in _COMPILE_TIME_DECLS:
-            continue
-        if declaration.kind != K.VAR_DECL:
-            return False
-        name_at = max(declaration.location.offset - declaration.extent.start.offset, 0)
-        if b"constexpr" not in source.of(declaration.extent)[:name_at] and _has_initializer(declaration, source):
+    for var in statement.variables:
+        name_at = max(var.name_offset - var.span.start, 0)
+        if b"constexpr" not in source.text(var)[:name_at] and _has_initializer(var, source):
             return False
     return True
 
 
-def _leading_statement(body: ci.Cursor, source: _SourceBytes) -> ci.Cursor | None:
+def _leading_statement(body: Stmt, source: _SourceBytes) -> Stmt | None:
     """The first statement that does work, looking into blocks and `if constexpr` branches."""
     scope = body
     while True:
-        statement = next((s for s in scope.get_children() if not _is_compile_time_only(s, source)), None)
+        statement = next((s for s in scope.stmts if not _is_compile_time_only(s, source)), None)
         if statement is None:
             return None
-        if statement.kind == K.COMPOUND_STMT:
+        if statement.kind is StmtKind.BLOCK:
             scope = statement
             continue
-        if statement.kind == K.IF_STMT and re.match(rb"if\s+constexpr\b", source.of(statement.extent)):
-            branches = list(statement.get_children())
-            if len(branches) < 2:
+        if statement.kind is StmtKind.IF and statement.is_constexpr:
+            branch = statement.then
+            if branch is None:
                 return statement
-            if branches[1].kind == K.COMPOUND_STMT:
-                scope = branches[1]
+            if branch.kind is StmtKind.BLOCK:
+                scope = branch
                 continue
-            return branches[1]
+            return branch
         return statement
 
 
@@ -942,24 +937,25 @@ def _leading_statement(body: ci.Cursor, source: _SourceBytes) -> ci.Cursor | Non
 class DataflowExtractor:
     """Per translation unit: walks each file function once and memoizes callee summaries."""
 
-    def __init__(self, facts: DataflowFacts, path: str, data: bytes) -> None:
+    def __init__(self, facts: DataflowFacts, program: Program, data: bytes) -> None:
         self.facts = facts
-        self.path = path
+        self.program = program
+        path = self.path = program.path
         self.source = _SourceBytes(path, data)
         self.consts = Constants(data, path)
-        self._walks: dict[ci.Cursor, _WalkResult | None] = {}  # None while in progress
+        self._walks: dict[TreeFunction, _WalkResult | None] = {}  # per definition; None while in progress
         self._skipped: list[Span] | None = None
         self._static_members: dict[str, list[ci.Cursor]] | None = None  # by name, built on first use
-        self.nesting = 0  # `_Walker.visit` levels open now, in all walks (see MAX_NESTING)
+        self.nesting = 0  # tree levels open now in `_Walker`, in all walks (see MAX_NESTING)
 
     def add_function(self, cursor: ci.Cursor, body: ci.Cursor | None, function: Function) -> None:
         """Record the facts of a kernel or device function definition of the checked file."""
         if body is None or function.kind is FunctionKind.HOST:
             return
-        result = self._walk(cursor, body)
+        result = self._walk(self.program.function(cursor))
         if result is None:
             return
-        names = [p.spelling for p in result.params]
+        names = [p.name for p in result.params]
         body_span = span_of(body.extent)
         inactive = tuple(s for s in self._skipped_in(cursor) if body_span.contains(s))
         self.facts.functions.append(FunctionDataflow(
@@ -982,7 +978,7 @@ class DataflowExtractor:
             self._skipped = skipped_spans(cursor.translation_unit, self.path)
         return self._skipped
 
-    def static_members_named(self, anchor: ci.Cursor, name: str) -> list[ci.Cursor] | None:
+    def static_members_named(self, anchor: ci.Cursor, name: str) -> list[TreeFunction] | None:
         """The static member functions called `name` of the checked file's records (struct and
         class templates, nested ones too): what `Trait::name(...)` can call once `Trait` is
         bound. None when there are none (the callee stays unknown)."""
@@ -992,23 +988,26 @@ class DataflowExtractor:
                 for method in record.get_children():
                     if method.kind in FUNCTION_KINDS and method.is_static_method():  # defined here or out of line
                         self._static_members.setdefault(method.spelling, []).append(method)
-        return self._static_members.get(name)[:_MAX_CANDIDATES] if name in self._static_members else None
+        methods = self._static_members.get(name)
+        return [self.program.function(m) for m in methods[:_MAX_CANDIDATES]] if methods else None
 
-    def summary(self, definition: ci.Cursor) -> _Summary | None:
+    def summary(self, definition: TreeFunction) -> _Summary | None:
         """What calling `definition` does to its parameters; None while it is being walked."""
-        body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
-        result = self._walk(definition, body) if body is not None else None
+        result = self._walk(definition)
         return result.summary if result is not None else None
 
-    def _walk(self, cursor: ci.Cursor, body: ci.Cursor) -> _WalkResult | None:
-        if cursor in self._walks:
-            return self._walks[cursor]
-        self._walks[cursor] = None  # in progress: a recursive call sees an unknown callee
+    def _walk(self, function: TreeFunction) -> _WalkResult | None:
+        if function in self._walks:
+            return self._walks[function]
+        self._walks[function] = None  # in progress: a recursive call sees an unknown callee
         try:
-            result = _Walker(self, cursor, body).run()
+            body = function.body
+            if body is None:
+                return None
+            result = _Walker(self, function, body).run()
         except RecursionError:
             return None  # absurdly deep nesting: no facts (rules stay silent), callers see unknown
-        self._walks[cursor] = result
+        self._walks[function] = result
         return result
 
 
