@@ -42,9 +42,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .capi import skipped_spans
-from .parse import ParsedUnit, ParseSettings, cindex, compile_args, parse_plain
+from .parse import ParsedUnit, ParseSettings, PreambleSource, cindex, compile_args, parse_plain
 
 OLDEST_ARCH = "75"  # sm_75: the oldest architecture CUDA 13 builds for
+OLDEST_ARCH_PREAMBLE = True  # whether the sm_75 pass parses against a preamble too (see above)
 
 Range = tuple[int, int]  # byte offsets, end exclusive
 
@@ -58,20 +59,22 @@ class DevicePass:
     regions: tuple[Range, ...]  # parsed here, skipped by the host pass and earlier device passes
 
 
-def add_device_passes(host: ParsedUnit, path: Path, source: str | bytes, settings: ParseSettings) -> None:
+def add_device_passes(host: ParsedUnit, path: Path, source: str | bytes, settings: ParseSettings,
+                      preamble: PreambleSource | None = None) -> None:
     """Parse `host`'s file in device mode where its host pass skipped `__CUDA_ARCH__` code;
-    the passes go to `host.device_passes` and their headers to `host.deps`."""
+    the passes go to `host.device_passes` and their headers to `host.deps`. With `preamble`,
+    a pass is parsed against a device-mode preamble where one applies (`parse_file`'s rules)."""
     if any(e.fatal or not e.in_main_file for e in host.errors):
         return  # the file is reported as unparsable; nothing would be checked
     data = source.encode() if isinstance(source, str) else source
     groups = _ConditionalGroups(data)
     pending = _arch_regions(skipped_spans(host.tu, host.path), groups, [(0, len(data) + 1)])
-    plan = [(settings.arch, True), *([(OLDEST_ARCH, False)] if OLDEST_ARCH != settings.arch else [])]
-    for arch, unknown_counts in plan:
+    for arch, unknown_counts in _plan(settings):
         states = [groups.active(line, arch) for _, _, line in pending]
         if not any(s is True or (unknown_counts and s is None) for s in states):
             continue  # no skipped region is taken for this architecture: spare the parse
-        unit = _parse_device(path, source, replace(settings, arch=arch))
+        unit = _parse_device(path, source, replace(settings, arch=arch),
+                             preamble if _uses_preamble(arch, settings) else None)
         if unit is None:
             continue
         skipped = skipped_spans(unit.tu, unit.path)
@@ -91,8 +94,38 @@ def _arch_regions(skipped: list, groups: "_ConditionalGroups", within: list[Rang
     return found
 
 
-def _parse_device(path: Path, source: str | bytes, settings: ParseSettings) -> ParsedUnit | None:
+def _plan(settings: ParseSettings) -> list[tuple[str, bool]]:
+    """(architecture, whether a region whose condition is unknown there counts), in order."""
+    return [(settings.arch, True), *([(OLDEST_ARCH, False)] if OLDEST_ARCH != settings.arch else [])]
+
+
+def _uses_preamble(arch: str, settings: ParseSettings) -> bool:
+    return arch == settings.arch or OLDEST_ARCH_PREAMBLE
+
+
+def device_args(path: Path, data: bytes, settings: ParseSettings) -> list[list[str]]:
+    """The argument lists of the device passes `path` may get, read from its text alone (its
+    `#if` groups, before any parse): what a preamble source resolves ahead of the parse
+    (`PreambleCache.prefetch`, the pool's builds). A guess that errs either way costs time
+    only: the pass itself asks the preamble source again."""
+    groups = _ConditionalGroups(data)
+    lines = [line for line in groups.branches if groups.under_cuda_arch(line)]
+    found = []
+    for arch, unknown_counts in _plan(settings):
+        if not _uses_preamble(arch, settings):
+            continue
+        states = [groups.active(line, arch) for line in lines]
+        if any(s is True or (unknown_counts and s is None) for s in states):
+            found.append(compile_args(path, replace(settings, arch=arch), device=True))
+    return found
+
+
+def _parse_device(path: Path, source: str | bytes, settings: ParseSettings,
+                  preamble: PreambleSource | None) -> ParsedUnit | None:
     args = compile_args(path, settings, device=True)
+    unit = preamble.parse(path, source, args) if preamble is not None else None
+    if unit is not None:
+        return unit
     try:
         return parse_plain(str(path), source, args)
     except cindex().TranslationUnitLoadError:
