@@ -256,6 +256,34 @@ def test_the_device_pass_of_a_file_parsed_against_a_preamble_has_a_device_mode_p
     assert ("KC110", line) in {(f.code, f.line) for f in found}
 
 
+def test_a_header_only_the_device_preamble_holds_is_a_dependency_of_the_cached_result(tmp_path: Path) -> None:
+    """A project header that includes one from outside `sgl_kernel/` only under `#ifdef
+    __CUDA_ARCH__`: the host preamble does not hold that one, the device pass's preamble does
+    (and the pass does not enter it itself); the cached result must depend on it all the same."""
+    root, cache = new_tree(tmp_path)
+    headers = root / "include" / "sgl_kernel"
+    (headers / "alpha.h").write_text('#pragma once\n#include <cstdint>\n#ifdef __CUDA_ARCH__\n#include "../alpha_device.h"\n'
+                                      "#endif\nnamespace sglang {\n/// \\brief A value.\nstruct Alpha {\n  int32_t v;\n};\n}\n")
+    device_only = root / "include" / "alpha_device.h"
+    device_only.write_text("#pragma once\nusing AlphaScale = float;\n")
+    body = ("namespace sglang {\n#ifdef __CUDA_ARCH__\n/// \\brief Device-only.\n"
+            "__device__ AlphaScale scale(AlphaScale v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
+    path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
+    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"), PreambleCache(static_root(cache) / "preamble"))
+    [device] = unit.device_passes
+    assert device.unit.preamble is not None and device.unit.errors == []
+    assert not any(dep.endswith("alpha_device.h") for dep in (*unit.deps, *device.unit.deps))
+    assert not any(dep.endswith("alpha_device.h") for dep, _ in unit.preamble.deps)
+    same_as_plain([path], root, cache)
+    stats = RunStats()
+    run_static([path], options(root, cache), stats=stats)
+    assert stats.cached == 1
+    device_only.write_text("#pragma once\nusing AlphaScale = double;\n")
+    stats = RunStats()
+    run_static([path], options(root, cache), stats=stats)
+    assert stats.cached == 0
+
+
 BOTH_ARCHS_BODY = """namespace sglang {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 /// \\brief The sm_75 stub: no `__restrict__`, an `int` count.

@@ -24,14 +24,22 @@ What a pass gives the model (`DevicePass.regions`): the byte ranges it parsed th
 pass and the earlier device passes skipped. The model stage (`device_merge.py`) decides
 which of its functions and facts to take.
 
-The device parse is a plain parse (no precompiled preamble: the host pass's PCH was built in
-host mode, and the union of every `sgl_kernel/` header it holds would bring sm_90-only
-headers into an sm_75 pass). A plain parse is the reference the host pass's preamble is
-checked against, so both passes see the file's own includes. Its headers join the unit's
-dependencies (the result cache's key). A device pass whose parse fails is left out; its
-errors are never reported (the host pass is the one that decides KC000): the model stage
-takes nothing from a declaration that holds one, nor anything from a pass with an error in
-a header or a fatal one.
+A pass parses through the host pass's preamble source (`clang/preamble.py`), when it has
+one: device-mode arguments are another recipe key, so the files of a tree share a device-mode
+PCH per architecture (and tier), built from those arguments -- never the host pass's, which
+is another mode -- and a header whose closure fails to build for that architecture (an
+sm_90-only one in the sm_75 union) is left out of it. Every pass is checked against it as
+the host pass is (include agreement, `_deviates`) and falls back tier by tier down to a
+plain parse, the reference, so both passes see the file's own includes. The headers a pass
+entered join the unit's dependencies (the result cache's key), its PCH's as a group
+(`pipeline._unit_deps`), as for the host pass. `device_args` guesses from the text which
+passes a file gets, so that their preambles are resolved -- built -- before the file's
+bounded parse (`PreambleCache.prefetch`, the pool's builds). A device pass whose parse fails
+is left out; its errors are never reported (the host pass is the one that decides KC000):
+the model stage takes nothing from a declaration that holds one, nor anything from a pass
+with an error in a header or a fatal one.
+
+MEASURED_PLACEHOLDER
 """
 
 from __future__ import annotations
@@ -45,7 +53,6 @@ from .capi import skipped_spans
 from .parse import ParsedUnit, ParseSettings, PreambleSource, cindex, compile_args, parse_plain
 
 OLDEST_ARCH = "75"  # sm_75: the oldest architecture CUDA 13 builds for
-OLDEST_ARCH_PREAMBLE = True  # whether the sm_75 pass parses against a preamble too (see above)
 
 Range = tuple[int, int]  # byte offsets, end exclusive
 
@@ -71,10 +78,9 @@ def add_device_passes(host: ParsedUnit, path: Path, source: str | bytes, setting
     pending = _arch_regions(skipped_spans(host.tu, host.path), groups, [(0, len(data) + 1)])
     for arch, unknown_counts in _plan(settings):
         states = [groups.active(line, arch) for _, _, line in pending]
-        if not any(s is True or (unknown_counts and s is None) for s in states):
+        if not _takes_any(states, unknown_counts):
             continue  # no skipped region is taken for this architecture: spare the parse
-        unit = _parse_device(path, source, replace(settings, arch=arch),
-                             preamble if _uses_preamble(arch, settings) else None)
+        unit = _parse_device(path, source, replace(settings, arch=arch), preamble)
         if unit is None:
             continue
         skipped = skipped_spans(unit.tu, unit.path)
@@ -99,8 +105,9 @@ def _plan(settings: ParseSettings) -> list[tuple[str, bool]]:
     return [(settings.arch, True), *([(OLDEST_ARCH, False)] if OLDEST_ARCH != settings.arch else [])]
 
 
-def _uses_preamble(arch: str, settings: ParseSettings) -> bool:
-    return arch == settings.arch or OLDEST_ARCH_PREAMBLE
+def _takes_any(states: list[bool | None], unknown_counts: bool) -> bool:
+    """Whether a pass takes one of the regions whose activity there is `states`."""
+    return any(state is True or (unknown_counts and state is None) for state in states)
 
 
 def device_args(path: Path, data: bytes, settings: ParseSettings) -> list[list[str]]:
@@ -112,11 +119,10 @@ def device_args(path: Path, data: bytes, settings: ParseSettings) -> list[list[s
     lines = [line for line in groups.branches if groups.under_cuda_arch(line)]
     found = []
     for arch, unknown_counts in _plan(settings):
-        if not _uses_preamble(arch, settings):
-            continue
         states = [groups.active(line, arch) for line in lines]
-        if any(s is True or (unknown_counts and s is None) for s in states):
+        if _takes_any(states, unknown_counts):
             found.append(compile_args(path, replace(settings, arch=arch), device=True))
+        lines = [line for line, state in zip(lines, states) if state is not True]  # left to the next pass
     return found
 
 
