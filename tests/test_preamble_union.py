@@ -274,14 +274,7 @@ def test_a_header_only_the_device_preamble_holds_is_a_dependency_of_the_cached_r
     assert device.unit.preamble is not None and device.unit.errors == []
     assert not any(dep.endswith("alpha_device.h") for dep in (*unit.deps, *device.unit.deps))
     assert not any(dep.endswith("alpha_device.h") for dep, _ in unit.preamble.deps)
-    same_as_plain([path], root, cache)
-    stats = RunStats()
-    run_static([path], options(root, cache), stats=stats)
-    assert stats.cached == 1
-    device_only.write_text("#pragma once\nusing AlphaScale = double;\n")
-    stats = RunStats()
-    run_static([path], options(root, cache), stats=stats)
-    assert stats.cached == 0
+    rechecked_after_edit(path, root, cache, device_only, "#pragma once\nusing AlphaScale = double;\n")
 
 
 BOTH_ARCHS_BODY = """namespace sglang {
@@ -330,6 +323,19 @@ def test_device_passes_through_a_preamble_give_the_model_of_plain_device_parses(
     assert fast_model == slow_model
 
 
+def rechecked_after_edit(path: Path, root: Path, cache: Path, header: Path, text: str) -> None:
+    """`path` checks as a plain parse does, is answered from the cache next time, and is
+    checked again once `header` holds `text`."""
+    same_as_plain([path], root, cache)
+    stats = RunStats()
+    run_static([path], options(root, cache), stats=stats)
+    assert stats.cached == 1
+    header.write_text(text)
+    stats = RunStats()
+    run_static([path], options(root, cache), stats=stats)
+    assert stats.cached == 0
+
+
 def test_a_header_only_the_device_pass_enters_is_a_dependency_of_the_cached_result(tmp_path: Path) -> None:
     """The result cache keys a file by the headers its parses entered: one included only
     under `#ifdef __CUDA_ARCH__` (entered by the device pass alone) counts too."""
@@ -339,11 +345,4 @@ def test_a_header_only_the_device_pass_enters_is_a_dependency_of_the_cached_resu
     body = ('namespace sglang {\n#ifdef __CUDA_ARCH__\n#include "device_side.h"\n'
             "/// \\brief Device-only.\n__device__ Index twice(Index v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
     path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
-    same_as_plain([path], root, cache)
-    stats = RunStats()
-    run_static([path], options(root, cache), stats=stats)
-    assert stats.cached == 1
-    header.write_text("#pragma once\nusing Index = int;\n")
-    stats = RunStats()
-    run_static([path], options(root, cache), stats=stats)
-    assert stats.cached == 0
+    rechecked_after_edit(path, root, cache, header, "#pragma once\nusing Index = int;\n")
