@@ -39,7 +39,13 @@ is left out; its errors are never reported (the host pass is the one that decide
 the model stage takes nothing from a declaration that holds one, nor anything from a pass
 with an error in a header or a fatal one.
 
-MEASURED_PLACEHOLDER
+Measured on the sglang tree (bench/README.md): of its 20 files with a `__CUDA_ARCH__`
+condition, hermetic mode gives 12 device passes (5 at sm_90, 7 at sm_75: the marlin `< 800`
+stubs), every one parsed against a preamble, at 0.05-0.6 CPU s a pass (1.1 s for the one
+that fell back to the `base` tier) instead of ~1.1 s plain, for up to five more PCH builds
+a cold run (~1.5 s each). The sm_75 pass goes through a preamble too: left plain, those
+files cost more CPU (its two builds are cheaper than its seven plain parses) for a peak
+memory within 6%.
 """
 
 from __future__ import annotations
