@@ -112,7 +112,8 @@ def check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | N
 
         _get_index()
         if preamble is not None:
-            preamble.prefetch(path, data, compile_args(path, options.settings))
+            for args in (compile_args(path, options.settings), *device_compile_args(path, data, options.settings)):
+                preamble.prefetch(path, data, args)
     bounded = (bound or run_bounded)(_raw_findings, (path, relative, text, data, options, preamble),
                                      float(config.get("file-timeout")))
     if isinstance(bounded, Stopped):  # too slow, out of memory, crashed or raised: one KC000
@@ -247,8 +248,9 @@ def _unit_deps(unit: Any, preamble: Any) -> Any:
             return None  # a header that cannot be read back: do not cache
         files.append([header, value])
     groups = []
-    if unit.preamble is not None:
-        groups.append((unit.preamble.dep_group, unit.preamble.deps))
+    for part in (unit, *(device.unit for device in unit.device_passes)):  # each pass's own PCH
+        if part.preamble is not None:
+            groups.append((part.preamble.dep_group, part.preamble.deps))
     return Deps(groups, files)
 
 
@@ -310,3 +312,12 @@ def compile_args(path: Path, settings: ParseSettings) -> list[str]:
     from .clang.parse import compile_args as clang_args
 
     return clang_args(path, settings)
+
+
+def device_compile_args(path: Path, data: bytes, settings: ParseSettings) -> list[list[str]]:
+    """The argument lists of the device passes the file may get (`device_pass.device_args`)."""
+    if b"__CUDA_ARCH__" not in data:
+        return []  # most files: no need to import the bindings (device_pass.py does)
+    from .clang.device_pass import device_args
+
+    return device_args(path, data, settings)

@@ -27,7 +27,7 @@ from typing import Any
 
 from .cache_session import CacheSession, ParseCounts, build_timeout
 from .discover import is_python
-from .pipeline import RunOptions, compile_args, parse_error, read_limited
+from .pipeline import RunOptions, compile_args, device_compile_args, parse_error, read_limited
 from .progress import Progress
 from .results import FileResult, FileStatus
 from .watchdog import Clock, TimedOut, timed_out_message
@@ -169,7 +169,8 @@ class _Worker:
 
 
 def plan(paths: list[Path], pending: list[int], session: CacheSession) -> tuple[dict[str, Any], dict[int, str]]:
-    """(preamble recipes to build, index -> the recipe group that index waits for)."""
+    """(preamble recipes to build, index -> the recipe group that index waits for): a file
+    waits for its host pass's; its device passes' are built too."""
     planner = session.preamble
     recipes: dict[str, Any] = {}
     waits: dict[int, str] = {}
@@ -183,11 +184,16 @@ def plan(paths: list[Path], pending: list[int], session: CacheSession) -> tuple[
             data = read_limited(path, session.options.config.get("max-file-bytes"))
         except OSError:
             continue
-        candidates = planner.recipes(path, data, compile_args(path, session.options.settings))
+        settings = session.options.settings
+        candidates = planner.recipes(path, data, compile_args(path, settings))
         if candidates:
             recipe = candidates[0]
             recipes.setdefault(recipe.group, recipe)
             waits[index] = recipe.group
+        for args in device_compile_args(path, data, settings):  # its device passes' (none wait for them)
+            found = planner.recipes(path, data, args)
+            if found:
+                recipes.setdefault(found[0].group, found[0])
     return recipes, waits
 
 

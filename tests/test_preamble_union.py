@@ -231,11 +231,13 @@ __global__ void arch_kernel(float* __restrict__ dst, Alpha a, int n) { dst[n] = 
 """
 
 
-def test_the_device_pass_of_a_file_parsed_against_a_preamble_is_a_plain_parse(tmp_path: Path, monkeypatch) -> None:
+def test_the_device_pass_of_a_file_parsed_against_a_preamble_has_a_device_mode_preamble(
+        tmp_path: Path, monkeypatch) -> None:
     """A file parsed against a host preamble gets its device pass (device_pass.py) from a
-    plain device-mode parse: the host PCH is not loaded (another mode), the file's own
-    headers are seen, the findings equal a plain parse's, and a path relative to the
-    working directory (as a run from a tree's root names files) parses alike."""
+    device-mode preamble of its own (another recipe: the host PCH is another mode) that
+    holds the file's headers as dependencies, the findings equal a plain parse's, and a
+    path relative to the working directory (as a run from a tree's root names files)
+    parses alike."""
     root, cache = new_tree(tmp_path)
     monkeypatch.chdir(tmp_path)
     path = kernel(root, "arch", "#include <sgl_kernel/alpha.h>", DEVICE_ONLY_BODY)
@@ -244,12 +246,94 @@ def test_the_device_pass_of_a_file_parsed_against_a_preamble_is_a_plain_parse(tm
                           PreambleCache(static_root(cache) / "preamble"))
         assert unit.preamble is not None and unit.preamble.recipe.tier == "project"
         [device] = unit.device_passes
-        assert "-include-pch" not in device.unit.args and "--cuda-device-only" in device.unit.args
-        assert device.unit.errors == []
-        assert any(dep.endswith("sgl_kernel/alpha.h") for dep in device.unit.deps)
+        assert "--cuda-device-only" in device.unit.args and device.unit.errors == []
+        assert device.unit.preamble is not None and device.unit.preamble.recipe.tier == "project"
+        assert "--cuda-device-only" in device.unit.preamble.recipe.args
+        assert device.unit.preamble.pch != unit.preamble.pch
+        assert any(dep.endswith("sgl_kernel/alpha.h") for dep, _ in device.unit.preamble.deps)
     [found] = same_as_plain([path], root, cache)
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "void arch_kernel" in text)
     assert ("KC110", line) in {(f.code, f.line) for f in found}
+
+
+def test_a_header_only_the_device_preamble_holds_is_a_dependency_of_the_cached_result(tmp_path: Path) -> None:
+    """A project header that includes one from outside `sgl_kernel/` only under `#ifdef
+    __CUDA_ARCH__`: the host preamble does not hold that one, the device pass's preamble does
+    (and the pass does not enter it itself); the cached result must depend on it all the same."""
+    root, cache = new_tree(tmp_path)
+    headers = root / "include" / "sgl_kernel"
+    (headers / "alpha.h").write_text('#pragma once\n#include <cstdint>\n#ifdef __CUDA_ARCH__\n#include "../alpha_device.h"\n'
+                                      "#endif\nnamespace sglang {\n/// \\brief A value.\nstruct Alpha {\n  int32_t v;\n};\n}\n")
+    device_only = root / "include" / "alpha_device.h"
+    device_only.write_text("#pragma once\nusing AlphaScale = float;\n")
+    body = ("namespace sglang {\n#ifdef __CUDA_ARCH__\n/// \\brief Device-only.\n"
+            "__device__ AlphaScale scale(AlphaScale v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
+    path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
+    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"), PreambleCache(static_root(cache) / "preamble"))
+    [device] = unit.device_passes
+    assert device.unit.preamble is not None and device.unit.errors == []
+    assert not any(dep.endswith("alpha_device.h") for dep in (*unit.deps, *device.unit.deps))
+    assert not any(dep.endswith("alpha_device.h") for dep, _ in unit.preamble.deps)
+    rechecked_after_edit(path, root, cache, device_only, "#pragma once\nusing AlphaScale = double;\n")
+
+
+BOTH_ARCHS_BODY = """namespace sglang {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+/// \\brief The sm_75 stub: no `__restrict__`, an `int` count.
+__global__ void scaled(float* dst, Alpha a, int n) {}
+#else
+/// \\brief The real kernel.
+__global__ void scaled(float* __restrict__ dst, Alpha a, uint32_t n) {
+  if (threadIdx.x < n) dst[threadIdx.x] = static_cast<float>(a.v);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) __syncthreads();
+#endif
+}
+#endif
+#ifdef __CUDA_ARCH__
+/// \\brief Device-only: reads an `Alpha`.
+__device__ float lane(const Alpha* src) { return static_cast<float>(src[threadIdx.x % 32].v); }
+#endif
+}  // namespace sglang
+"""
+
+
+def test_device_passes_through_a_preamble_give_the_model_of_plain_device_parses(tmp_path: Path) -> None:
+    """Both device passes (sm_90, and sm_75 for the `< 800` stub) parsed against device-mode
+    preambles give the same model as plain device parses: every function, the barrier seen
+    by the sm_90 pass only, the stub's parameters, the integer facts."""
+    from kernel_check.clang.extract import extract
+
+    root, cache = new_tree(tmp_path)
+    path = kernel(root, "both", "#include <sgl_kernel/alpha.h>", BOTH_ARCHS_BODY)
+    data = path.read_bytes()
+    settings = resolve_settings("hermetic")
+    fast = parse_file(path, data, settings, PreambleCache(static_root(cache) / "preamble"))
+    slow = parse_file(path, data, settings)
+    assert [(p.arch, p.regions) for p in fast.device_passes] == [(p.arch, p.regions) for p in slow.device_passes]
+    assert [p.arch for p in fast.device_passes] == ["90", "75"]
+    assert all(p.unit.preamble is not None and p.unit.errors == [] for p in fast.device_passes)
+    assert all(p.unit.preamble is None for p in slow.device_passes)
+    fast_model, slow_model = extract(fast, data.decode(), data), extract(slow, data.decode(), data)
+    assert len({(f.name, f.span.line) for f in slow_model.functions}) == 4  # both `scaled`
+    assert [b.span.line for b in slow_model.divergent_barriers] != []
+    # the headers: one entry each through a preamble (its closure), repeats in a plain parse
+    assert set(fast_model.scope_facts.included_files) == set(slow_model.scope_facts.included_files)
+    fast_model.scope_facts.included_files = slow_model.scope_facts.included_files = ()
+    assert fast_model == slow_model
+
+
+def rechecked_after_edit(path: Path, root: Path, cache: Path, header: Path, text: str) -> None:
+    """`path` checks as a plain parse does, is answered from the cache next time, and is
+    checked again once `header` holds `text`."""
+    same_as_plain([path], root, cache)
+    stats = RunStats()
+    run_static([path], options(root, cache), stats=stats)
+    assert stats.cached == 1
+    header.write_text(text)
+    stats = RunStats()
+    run_static([path], options(root, cache), stats=stats)
+    assert stats.cached == 0
 
 
 def test_a_header_only_the_device_pass_enters_is_a_dependency_of_the_cached_result(tmp_path: Path) -> None:
@@ -261,11 +345,4 @@ def test_a_header_only_the_device_pass_enters_is_a_dependency_of_the_cached_resu
     body = ('namespace sglang {\n#ifdef __CUDA_ARCH__\n#include "device_side.h"\n'
             "/// \\brief Device-only.\n__device__ Index twice(Index v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
     path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
-    same_as_plain([path], root, cache)
-    stats = RunStats()
-    run_static([path], options(root, cache), stats=stats)
-    assert stats.cached == 1
-    header.write_text("#pragma once\nusing Index = int;\n")
-    stats = RunStats()
-    run_static([path], options(root, cache), stats=stats)
-    assert stats.cached == 0
+    rechecked_after_edit(path, root, cache, header, "#pragma once\nusing Index = int;\n")

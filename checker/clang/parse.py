@@ -463,7 +463,7 @@ def parse_file(path: Path, source: str | bytes, settings: ParseSettings,
         unit = parse_plain(str(path), source, args)
     from .device_pass import add_device_passes  # code the host pass skips under __CUDA_ARCH__
 
-    add_device_passes(unit, path, source, settings)
+    add_device_passes(unit, path, source, settings, preamble)
     return unit
 
 

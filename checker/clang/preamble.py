@@ -32,12 +32,13 @@ Correctness:
 
 * The PCH is built from the file's own argument list (`compile_args`), plus the
   build-only `-fpch-instantiate-templates`; the argument list is part of the key.
-* Key: recipe (tier, arguments, header list) + libclang version; a manifest next to the
-  PCH lists every file it depends on (`get_includes()` of the build) with its content
-  hash, and an entry is used only when all of them still hash the same. clang itself also
-  rejects a PCH whose inputs changed size or time, which ends in a plain parse and a
-  rebuild. Builds run under a file lock; the PCH is written to a temporary file and
-  renamed, under a fresh name, so a concurrent reader keeps the old one.
+* Key: recipe (tier, arguments, header list) + libclang version (a device pass's
+  device-mode arguments, `device_pass.py`, are another key: a PCH per architecture); a
+  manifest next to the PCH lists every file it depends on (`get_includes()` of the build)
+  with its content hash, and an entry is used only when all of them still hash the same.
+  clang itself also rejects a PCH whose inputs changed size or time, which ends in a plain
+  parse and a rebuild. Builds run under a file lock; the PCH is written to a temporary
+  file and renamed, under a fresh name, so a concurrent reader keeps the old one.
 * A preamble whose build has errors is never used as is: the top-level headers whose
   include closure holds an error are left out and it is rebuilt (`BUILD_ATTEMPTS` in all:
   a fatal error hides the errors after it); still failing, the recipe is recorded as
