@@ -61,8 +61,6 @@ def _costs_something(call: ApiCall) -> bool:
     if call.name != "RuntimeCheck":
         return True
     arguments = [argument.strip() for argument in call.argument_names if argument.strip()]  # '': a default
-    if arguments and arguments[0] == call.name:  # `host::RuntimeCheck(...)` lists the type it constructs
-        arguments = arguments[1:]
     return any(not argument.startswith(('"', 'u8"', 'R"')) for argument in arguments[1:])
 
 
