@@ -578,6 +578,7 @@ class SizeNarrowing:
     a narrower integer type. Explicit casts and `dim3` grid/block arguments are not recorded."""
 
     span: Span  # the converted expression
+    text: str  # that expression as written
     source: str  # the shape/stride expression it derives from, e.g. "N.unwrap()"
     source_type: str
     target_type: str

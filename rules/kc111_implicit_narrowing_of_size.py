@@ -47,8 +47,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         if narrowing.target_offset is not None and narrowing.target_offset in left_to_kc110:
             continue
         into = f" of '{narrowing.target}'" if narrowing.target else ""
-        value = _describe(model.data[narrowing.span.start:narrowing.span.end].decode("utf-8", "replace"),
-                          narrowing.source)
+        value = _describe(narrowing.text, narrowing.source)
         yield ctx.finding(
             location_of(model, narrowing.span),
             f"{value} is narrowed implicitly to `{narrowing.target_type}` ({narrowing.context}{into}); "

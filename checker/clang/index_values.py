@@ -368,7 +368,7 @@ class _Reader:
     def _add_narrowing(self, node: Expr, source: str, operand: Expr, target_type: str,
                        context: str, target: str, target_offset: int | None = None) -> None:
         self.facts.size_narrowings.append(SizeNarrowing(
-            span=node.span, source=source, source_type=operand.type.spelling,
+            span=node.span, text=self._text(node), source=source, source_type=operand.type.spelling,
             target_type=target_type, context=context, function_usr=self._function_usr,
             target=target, target_offset=target_offset,
         ))
