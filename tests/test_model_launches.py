@@ -75,3 +75,61 @@ def test_selection_through_a_member_variable_template(launches: list[Launch]) ->
     assert picked["split_kernel", ("kHalf",)].template_args == (ConstExpr("int", -3),)
     guard = picked["split_kernel", ()].guard
     assert guard is not None and guard.evaluate({"arg:enable": 1}) == 1 and guard.evaluate({"arg:enable": 0}) == 0
+
+
+SELECTIONS = """
+#include <sgl_kernel/utils.cuh>
+namespace sglang {
+
+template <int N>
+__global__ void wide_kernel(float* __restrict__ out) { out[threadIdx.x] = N; }
+
+template <int N>
+__global__ void narrow_kernel(float* __restrict__ out) { out[threadIdx.x] = -N; }
+
+template <int N>
+auto pick_kernel(bool wide) {
+  if (wide) return wide_kernel<N>;
+  return narrow_kernel<N>;
+}
+
+template <int N>
+void run(float* out, bool wide, DLDevice device) {
+  auto launch = [&](auto kernel) { host::LaunchKernel(1, 32, device)(kernel, out); };
+  launch(wide_kernel<N>);
+  launch(narrow_kernel<2 * N>);
+  const auto chosen = [] {
+    if constexpr (N > 4) return wide_kernel<N>;
+    else return narrow_kernel<N>;
+  }();
+  host::LaunchKernel(1, 32, device)(chosen, out);
+  host::LaunchKernel(1, 32, device)(pick_kernel<N>(wide), out);
+  narrow_kernel<N><<<1, 32>>>(out);
+}
+
+}  // namespace sglang
+"""
+
+
+@pytest.fixture(scope="module")
+def selections(tmp_path_factory) -> list[Launch]:
+    path = tmp_path_factory.mktemp("selections") / "pick.cuh"
+    path.write_text(SELECTIONS)
+    return extract(parse_file(path, SELECTIONS, resolve_settings("hermetic")), SELECTIONS, SELECTIONS.encode()).launches
+
+
+def test_kernels_a_launch_selects(selections: list[Launch]) -> None:
+    assert [launch.syntax for launch in selections] == ["launch_kernel"] * 3 + ["triple_chevron"]
+    lambda_launch, iife, helper, chevron = selections
+    # the lambda's parameter stands for what each call of the lambda passes
+    assert {(k.name, k.template_arg_texts) for k in lambda_launch.kernels} == {
+        ("wide_kernel", ("N",)), ("narrow_kernel", ("2 * N",))}
+    # an immediately invoked lambda: each return, guarded by the `if` leading to it
+    guards = {k.name: k.guard for k in iife.kernels}
+    assert set(guards) == {"wide_kernel", "narrow_kernel"}
+    assert guards["wide_kernel"].evaluate({"N": 8}) == 1 and guards["narrow_kernel"].evaluate({"N": 8}) == 0
+    # a helper: every kernel it returns (its own conditions are not the launcher's)
+    assert {k.name for k in helper.kernels} >= {"wide_kernel", "narrow_kernel"}
+    assert all(k.guard is None for k in helper.kernels if k.name.endswith("_kernel"))
+    assert [(k.name, k.template_arg_texts) for k in chevron.kernels] == [("narrow_kernel", ("N",))]
+    assert chevron.argument_texts == ("out",) and chevron.pdl is None

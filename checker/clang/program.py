@@ -155,6 +155,13 @@ class _Spanned:
     def span(self) -> Span:
         return span_of(self._cursor.extent)
 
+    @cached_property
+    def file(self) -> str:
+        """The path of the file the node is written in ("" when clang names none): `span`'s
+        offsets index that file's bytes."""
+        start = self._cursor.extent.start
+        return start.file.name if start.file is not None else ""
+
 
 class _Typed(_Spanned):
     """A node's span and type, read from its cursor when first asked."""
@@ -239,6 +246,39 @@ class Expr(_Typed):
         while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT) and len(node.children) == 1:
             node = node.children[0]
         return node
+
+    @cached_property
+    def candidates(self) -> tuple[DeclRef, ...]:
+        """The declarations a dependent name may stand for: the overload set `kern<T>` spells
+        inside a template, or the variable template `kernel<N>` names (() for a name clang
+        resolved, and for other expressions)."""
+        overloaded = next((c for c in self._cursor.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+        return tuple(_decl_ref(c) for c in overloaded_decls(overloaded)) if overloaded is not None else ()
+
+    @cached_property
+    def lambda_body(self) -> Stmt | None:
+        """A LAMBDA's body (not among its children: it runs where the lambda is called),
+        built when first read; None for other expressions."""
+        if self.kind is not ExprKind.LAMBDA:
+            return None
+        block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
+        return self._program.statement(block, 0) if block is not None else None
+
+    @cached_property
+    def lambda_params(self) -> tuple[Var, ...]:
+        """A LAMBDA's parameters (() for other expressions)."""
+        if self.kind is not ExprKind.LAMBDA:
+            return ()
+        return tuple(self._program.var(c) for c in self._cursor.get_children() if c.kind == K.PARM_DECL)
+
+    @cached_property
+    def designator(self) -> str:
+        """The field a designated initializer `.field = value` names, its one child being the
+        value (`config({.use_pdl = x})`); "" for other expressions."""
+        if self.kind is not ExprKind.IMPLICIT:
+            return ""
+        parts = list(self._cursor.get_children())
+        return parts[0].spelling if len(parts) == 2 and parts[0].kind == K.MEMBER_REF else ""
 
 
 @dataclass(eq=False)
@@ -408,6 +448,18 @@ class Program:
     def var(self, cursor: ci.Cursor, depth: int = 0) -> Var:
         exprs = tuple(self.expression(c, depth + 1) for c in cursor.get_children() if c.kind.is_expression())
         return Var(cursor.spelling, cursor.hash, exprs, cursor)
+
+    def definition(self, declaration: ci.Cursor) -> Function | None:
+        """The function whose body a call of `declaration` runs: its definition, through the
+        template a specialization instantiates; None when no body is in sight (a declaration
+        only, a system header's function, or no function at all)."""
+        if declaration.kind not in FUNCTION_KINDS:
+            return None
+        definition = (declaration.specialized_template or declaration).get_definition()
+        if definition is None or definition.location.is_in_system_header:
+            return None
+        function = self.function(definition)
+        return function if function.body is not None else None
 
 
 def _nested_statements(kind: StmtKind, children: list[ci.Cursor]) -> frozenset[int]:
