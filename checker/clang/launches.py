@@ -34,7 +34,7 @@ from .consteval import (
     MAX_FOLD_DEPTH, Constants, Returns, initializer_of, named_function, returns_of, template_param_names,
 )
 from .cursors import K, source_text
-from .program import DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Var, cursor_of, function_kind
+from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Var, cursor_of, function_kind
 from .program import Function as Code
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
@@ -269,7 +269,7 @@ class _Resolution:
             yield from self._selected(operands[2], _both(guard, ConstExpr("not", args=(condition,))), depth + 1)
         elif node.kind is ExprKind.REF:
             decl = node.ref
-            if decl is not None and cursor_of(decl).kind == K.PARM_DECL:
+            if decl is not None and decl.kind is DeclKind.PARAMETER:
                 for argument in self.lambdas.get(decl.key, ()):
                     yield from self._selected(argument, guard, depth + 1)
                 return
@@ -307,7 +307,7 @@ class _Resolution:
         """What a reference to a variable (or a dependent reference to a member variable
         template, `kernel<IdxT, kVec>`) is initialized with: an expression, or the function
         a variable template is initialized with."""
-        if decl is not None and cursor_of(decl).kind == K.VAR_DECL:
+        if decl is not None and decl.kind is DeclKind.VARIABLE:
             return self.resolver.expression(initializer_of(cursor_of(decl)))
         candidates = [cursor_of(c) for c in node.candidates]
         if len(candidates) != 1:
@@ -333,10 +333,10 @@ class _Resolution:
                 targets = reference.candidates or ((reference.ref,) if reference.ref is not None else ())
                 for target in (t for t in targets if t.key not in followed):
                     declaration = cursor_of(target)
-                    if declaration.kind == K.VAR_DECL:
+                    if target.kind is DeclKind.VARIABLE:
                         followed.add(target.key)
                         pending.extend(self.resolver.program.var(declaration).exprs)
-                    elif declaration.kind == K.PARM_DECL:
+                    elif target.kind is DeclKind.PARAMETER:
                         followed.add(target.key)
                         pending.extend(self.lambdas.get(target.key, ()))
                     elif declaration.kind == K.UNEXPOSED_DECL:  # a variable template
