@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernel_check.clang.cursors import MAX_NESTING
 from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.model import ConstExpr, Launch, SourceModel
@@ -133,3 +134,34 @@ def test_kernels_a_launch_selects(selections: list[Launch]) -> None:
     assert all(k.guard is None for k in helper.kernels if k.name.endswith("_kernel"))
     assert [(k.name, k.template_arg_texts) for k in chevron.kernels] == [("narrow_kernel", ("N",))]
     assert chevron.argument_texts == ("out",) and chevron.pdl is None
+
+
+def test_a_helper_nested_too_deeply_for_tier_1_adds_no_kernel(tmp_path) -> None:
+    # a generated `else if` chain deeper than MAX_NESTING in a helper that picks the kernel
+    chain = "\n  else ".join(f"if (n == {i}) kernel = pick<{i}>;" for i in range(MAX_NESTING + 20))
+    source = f"""
+#include <sgl_kernel/utils.cuh>
+namespace sglang {{
+template <int N>
+__global__ void pick(float* __restrict__ out) {{ out[threadIdx.x] = N; }}
+using Kernel = void (*)(float*);
+Kernel select_kernel(int n) {{
+  Kernel kernel = nullptr;
+  {chain}
+  return kernel;
+}}
+void run(float* out, int n, DLDevice device) {{
+  host::LaunchKernel(1, 32, device)(select_kernel(n), out);
+  host::LaunchKernel(1, 32, device)(pick<3>, out);
+}}
+}}  // namespace sglang
+"""
+    path = tmp_path / "deep.cuh"
+    path.write_text(source)
+    unit = parse_file(path, source, resolve_settings("hermetic"))
+    assert not unit.errors, [e.message for e in unit.errors]
+    model = extract(unit, source, source.encode())
+    deep, direct = model.launches
+    # the launch itself is kept; only what the helper returns is out of reach
+    assert [k.name for k in deep.kernels] == ["select_kernel"]
+    assert [(k.name, k.template_arg_texts) for k in direct.kernels] == [("pick", ("3",))]

@@ -33,7 +33,7 @@ from ..model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, P
 from .consteval import (
     MAX_FOLD_DEPTH, Constants, Returns, initializer_of, named_function, returns_of, template_param_names,
 )
-from .cursors import K, source_text
+from .cursors import K, NestedTooDeeply, source_text
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Var, cursor_of, function_kind
 from .program import Function as Code
 
@@ -110,12 +110,19 @@ class LaunchResolver:
         self.consts = Constants(data, program.path)
         self._files: dict[str, bytes] = {program.path: data}  # the bytes template arguments are read from
         self._kernels_by_name: dict[str, list[ci.Cursor]] | None = None  # built on first use
+        self._returned: dict[int, list[Expr]] = {}  # by function declaration (`Cursor.hash`)
 
     def launches(self, code: Code, launcher: Function) -> Iterator[tuple[Launch, list[ci.Cursor]]]:
-        """Each launch in a function's body, with the declarations of the kernels it can launch."""
-        if code.body is None:
+        """Each launch in a function's body, with the declarations of the kernels it can launch;
+        none in a body nested too deeply for tier 1 (a generated `else if` chain of hundreds,
+        as kernel-selection helpers have: its launches are not seen)."""
+        try:
+            tree = code.body
+        except NestedTooDeeply:
             return
-        body = _Code.of(code.body)
+        if tree is None:
+            return
+        body = _Code.of(tree)
         lambdas = body.lambda_arguments()
         # in source order, an enclosing call before those inside it (as a pre-order walk)
         for call in sorted(body.calls, key=lambda c: (c.span.start, -c.span.end)):
@@ -201,9 +208,20 @@ class LaunchResolver:
         return self._files[path]
 
     def returned(self, declaration: ci.Cursor | None) -> list[Expr]:
-        """Every expression a function returns, nested returns too (none without a body)."""
-        definition = self.program.definition(declaration) if declaration is not None else None
-        return _Code.of(definition.body).returned if definition is not None and definition.body is not None else []
+        """Every expression a function returns, nested returns too; none without a body, and
+        none for a helper nested too deeply for tier 1 (a generated `else if` chain of
+        hundreds: the launch keeps what its own expression names)."""
+        if declaration is None:
+            return []
+        key = declaration.hash
+        if key not in self._returned:
+            try:
+                definition = self.program.definition(declaration)
+            except NestedTooDeeply:
+                definition = None
+            body = definition.body if definition is not None else None
+            self._returned[key] = _Code.of(body).returned if body is not None else []
+        return self._returned[key]
 
     def expression(self, cursor: ci.Cursor | None) -> Expr | None:
         """A declaration-level expression (a variable's initializer) as a tier-1 tree."""
