@@ -94,6 +94,8 @@ auto pick_kernel(bool wide) {
   return narrow_kernel<N>;
 }
 
+#define LAUNCH_NARROW(WIDTH) host::LaunchKernel(1, 32, device)(narrow_kernel<WIDTH>, out)
+
 template <int N>
 void run(float* out, bool wide, DLDevice device) {
   auto launch = [&](auto kernel) { host::LaunchKernel(1, 32, device)(kernel, out); };
@@ -106,6 +108,7 @@ void run(float* out, bool wide, DLDevice device) {
   host::LaunchKernel(1, 32, device)(chosen, out);
   host::LaunchKernel(1, 32, device)(pick_kernel<N>(wide), out);
   narrow_kernel<N><<<1, 32>>>(out);
+  LAUNCH_NARROW(N + 1);
 }
 
 }  // namespace sglang
@@ -120,8 +123,8 @@ def selections(tmp_path_factory) -> list[Launch]:
 
 
 def test_kernels_a_launch_selects(selections: list[Launch]) -> None:
-    assert [launch.syntax for launch in selections] == ["launch_kernel"] * 3 + ["triple_chevron"]
-    lambda_launch, iife, helper, chevron = selections
+    assert [launch.syntax for launch in selections] == ["launch_kernel"] * 3 + ["triple_chevron", "launch_kernel"]
+    lambda_launch, iife, helper, chevron, macro = selections
     # the lambda's parameter stands for what each call of the lambda passes
     assert {(k.name, k.template_arg_texts) for k in lambda_launch.kernels} == {
         ("wide_kernel", ("N",)), ("narrow_kernel", ("2 * N",))}
@@ -134,6 +137,8 @@ def test_kernels_a_launch_selects(selections: list[Launch]) -> None:
     assert all(k.guard is None for k in helper.kernels if k.name.endswith("_kernel"))
     assert [(k.name, k.template_arg_texts) for k in chevron.kernels] == [("narrow_kernel", ("N",))]
     assert chevron.argument_texts == ("out",) and chevron.pdl is None
+    # inside a macro's expansion the arguments are read as the macro definition writes them
+    assert [(k.name, k.template_arg_texts) for k in macro.kernels] == [("narrow_kernel", ("WIDTH",))]
 
 
 def test_a_helper_nested_too_deeply_for_tier_1_adds_no_kernel(tmp_path) -> None:

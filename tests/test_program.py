@@ -175,7 +175,7 @@ def test_deep_nesting_is_reported_not_a_recursion_error(functions_of) -> None:
         _ = found["f"].body
 
 
-def test_lambdas_candidates_designators_files_and_definitions(functions_of) -> None:
+def test_lambdas_candidates_designators_tokens_and_definitions(functions_of) -> None:
     found = functions_of("""\
 struct Config { int use_pdl; int blocks; };
 inline int configure(Config c) { return c.use_pdl + c.blocks; }
@@ -200,7 +200,10 @@ int host(int n) {
     assert body.stmts[0].variables[0].exprs[0].stripped().lambda_body is not None
     designated = {e.designator: e.children[0].stripped() for e in body.expressions() if e.designator}
     assert set(designated) == {"use_pdl", "blocks"} and designated["use_pdl"].value == 1
-    assert {e.file for e in body.expressions()} == {program.path}
+    twice = next(c for c in body.calls() if c.name == "twice" or c.children[0].stripped().name == "twice")
+    assert [t.spelling for t in twice.tokens] == ["twice", "(", "n", ")"]
+    assert {t.file for t in twice.tokens} == {program.path}
+    assert [t.start - twice.span.start for t in twice.tokens] == [0, 5, 6, 7]  # byte offsets in the file
     generic = found["generic"].body
     assert generic is not None
     (call,) = generic.calls()

@@ -23,7 +23,6 @@ which fills `Launch.tensors`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -34,13 +33,13 @@ from .consteval import (
     MAX_FOLD_DEPTH, Constants, Returns, initializer_of, named_function, returns_of, template_param_names,
 )
 from .cursors import K, NestedTooDeeply, source_text
-from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Var, cursor_of, function_kind
+from .program import (
+    DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Token, Var, cursor_of, function_kind,
+)
 from .program import Function as Code
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _OPENING = {"<": 1, "(": 1, "[": 1, "{": 1, ">": -1, ">>": -2, ")": -1, "]": -1, "}": -1}
-# C++ tokens, enough to tell `<`/`>` brackets from the operators spelled with them
-_TOKEN = re.compile(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|<<=|>>=|<=>|->\*?|<<|>>|<=|>=|::|\w+|\S')
 _CASTS = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 _HELPER_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
 
@@ -180,22 +179,24 @@ class LaunchResolver:
     def _argument_texts(self, reference: Expr) -> tuple[str, ...]:
         """The explicit template arguments of a reference as written (`Cfg<A, B>`, `true`),
         split at the commas of its outermost `<...>`."""
-        text = self._bytes(reference.file)[reference.span.start:reference.span.end]
-        arguments: list[list[re.Match[bytes]]] = []
+        arguments: list[list[Token]] = []
         depth = 0
-        for token in _TOKEN.finditer(text):
-            spelling = token.group().decode("utf-8", errors="replace")
-            if depth == 0 and spelling != "<":
+        for token in reference.tokens:
+            if depth == 0 and token.spelling != "<":
                 continue
-            depth += _OPENING.get(spelling, 0)
+            depth += _OPENING.get(token.spelling, 0)
             if depth <= 0:
                 break
-            if depth == 1 and spelling in ("<", ","):
+            if depth == 1 and token.spelling in ("<", ","):
                 arguments.append([])
             else:
                 arguments[-1].append(token)
-        return tuple(" ".join(text[tokens[0].start():tokens[-1].end()].decode("utf-8", errors="replace").split())
-                     for tokens in arguments if tokens)
+        return tuple(self._token_text(tokens) for tokens in arguments if tokens)
+
+    def _token_text(self, tokens: list[Token]) -> str:
+        first, last = tokens[0], tokens[-1]
+        written = self._bytes(first.file)[first.start:last.end] if first.file and first.file == last.file else b""
+        return " ".join(written.decode("utf-8", errors="replace").split())
 
     def _bytes(self, path: str) -> bytes:
         """A file's bytes: the checked file's as given, a header's from disk."""

@@ -155,13 +155,6 @@ class _Spanned:
     def span(self) -> Span:
         return span_of(self._cursor.extent)
 
-    @cached_property
-    def file(self) -> str:
-        """The path of the file the node is written in ("" when clang names none): `span`'s
-        offsets index that file's bytes."""
-        start = self._cursor.extent.start
-        return start.file.name if start.file is not None else ""
-
 
 class _Typed(_Spanned):
     """A node's span and type, read from its cursor when first asked."""
@@ -270,6 +263,12 @@ class Expr(_Typed):
         if self.kind is not ExprKind.LAMBDA:
             return ()
         return tuple(self._program.var(c) for c in self._cursor.get_children() if c.kind == K.PARM_DECL)
+
+    @cached_property
+    def tokens(self) -> tuple[Token, ...]:
+        """The tokens clang lexes over the expression's extent, each where it is spelled: for
+        an expression a macro expands into, the macro definition's tokens."""
+        return tuple(_token(t) for t in self._cursor.get_tokens())
 
     @cached_property
     def designator(self) -> str:
@@ -553,3 +552,19 @@ def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:
         return named
     template = next((c.referenced for c in strip_parens(callee).get_children() if c.kind == K.TEMPLATE_REF), None)
     return [template] if template is not None and template.kind == K.FUNCTION_TEMPLATE else []
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token as written: its spelling, and the file and byte offsets it is spelled at."""
+
+    spelling: str
+    file: str  # "" when clang names none
+    start: int
+    end: int
+
+
+def _token(token: ci.Token) -> Token:
+    start, end = token.extent.start, token.extent.end
+    same_file = start.file is not None and end.file is not None and start.file.name == end.file.name
+    return Token(token.spelling, start.file.name if same_file else "", start.offset, end.offset)
