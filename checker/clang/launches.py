@@ -36,7 +36,7 @@ from .cursors import K, NestedTooDeeply, source_text
 from .program import (
     DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Token, Var, cursor_of, function_kind,
 )
-from .program import Function as Code
+from .program import Function as FunctionCode
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _OPENING = {"<": 1, "(": 1, "[": 1, "{": 1, ">": -1, ">>": -2, ")": -1, "]": -1, "}": -1}
@@ -111,7 +111,7 @@ class LaunchResolver:
         self._kernels_by_name: dict[str, list[ci.Cursor]] | None = None  # built on first use
         self._returned: dict[int, list[Expr]] = {}  # by function declaration (`Cursor.hash`)
 
-    def launches(self, code: Code, launcher: Function) -> Iterator[tuple[Launch, list[ci.Cursor]]]:
+    def launches(self, code: FunctionCode, launcher: Function) -> Iterator[tuple[Launch, list[ci.Cursor]]]:
         """Each launch in a function's body, with the declarations of the kernels it can launch;
         none in a body nested too deeply for tier 1 (a generated `else if` chain of hundreds,
         as kernel-selection helpers have: its launches are not seen)."""
