@@ -170,3 +170,33 @@ void run(float* out, int n, DLDevice device) {{
     # the launch itself is kept; only what the helper returns is out of reach
     assert [k.name for k in deep.kernels] == ["select_kernel"]
     assert [(k.name, k.template_arg_texts) for k in direct.kernels] == [("pick", ("3",))]
+
+
+def test_values_assigned_to_a_kernel_variable_are_launched_too(tmp_path) -> None:
+    source = """
+#include <sgl_kernel/utils.cuh>
+namespace sglang {
+template <typename T>
+__global__ void first(T* __restrict__ out) { out[threadIdx.x] = 1; }
+template <typename T>
+__global__ void second(T* __restrict__ out) { out[threadIdx.x] = 2; }
+template <typename T>
+__global__ void third(T* __restrict__ out) { out[threadIdx.x] = 3; }
+template <typename T>
+void run(T* out, bool a, bool b, DLDevice device) {
+  auto kernel = a ? first<T> : second<T>;
+  if (b) kernel = third<T>;
+  host::LaunchKernel(1, 32, device)(kernel, out);
+}
+}  // namespace sglang
+"""
+    path = tmp_path / "assigned.cuh"
+    path.write_text(source)
+    unit = parse_file(path, source, resolve_settings("hermetic"))
+    assert not unit.errors, [e.message for e in unit.errors]
+    (launch,) = extract(unit, source, source.encode()).launches
+    picked = {k.name: k for k in launch.kernels}
+    assert set(picked) == {"first", "second", "third"}
+    assert picked["third"].template_arg_texts == ("T",) and picked["third"].template_args[0].op == "sizeof"
+    # the initializer's own selection keeps its guard
+    assert picked["first"].guard is not None and picked["first"].guard.evaluate({"arg:a": 1}) == 1

@@ -48,12 +48,13 @@ _HELPER_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
 class _Code:
     """What one traversal of a body (lambda bodies and discarded `if constexpr` branches
     included: a launch written there is the launcher's) finds: its calls, its variables and
-    the values it returns."""
+    the values it returns and assigns to its variables."""
 
     expressions: list[Expr] = field(default_factory=list)  # pre-order, each lambda's body after it
     calls: list[Expr] = field(default_factory=list)
     variables: list[Var] = field(default_factory=list)
     returned: list[Expr] = field(default_factory=list)
+    assigned: dict[int, list[Expr]] = field(default_factory=dict)  # `x = value`, by variable (`DeclRef.key`)
 
     @classmethod
     def of(cls, body: Stmt) -> _Code:
@@ -80,13 +81,19 @@ class _Code:
             self.expressions.append(node)
             if node.kind is ExprKind.CALL:
                 self.calls.append(node)
+            elif node.kind is ExprKind.BINARY and len(node.children) == 2 and node.operator == "=":
+                target = node.children[0].stripped()
+                if target.kind is ExprKind.REF and target.ref is not None and target.ref.kind is DeclKind.VARIABLE:
+                    self.assigned.setdefault(target.ref.key, []).append(node.children[1])
             elif node.kind is ExprKind.LAMBDA and node.lambda_body is not None:
                 self._statement(node.lambda_body)
 
-    def lambda_arguments(self) -> dict[int, list[Expr]]:
-        """By lambda parameter (`DeclRef.key`): what the calls of the lambdas the body stores in
-        variables pass for it (`auto launch = [&](auto kernel) {...}; launch(a ? k1 : k2);`)."""
-        passed: dict[int, list[Expr]] = {}
+    def bound(self) -> dict[int, list[Expr]]:
+        """By local name (`DeclRef.key`), the values the body gives it besides its declaration:
+        to a variable, what it assigns (`kernel = k3<T>;`); to the parameter of a lambda it
+        stores in a variable, what the calls of that lambda pass (`auto launch = [&](auto
+        kernel) {...}; launch(a ? k1 : k2);`)."""
+        passed: dict[int, list[Expr]] = dict(self.assigned)
         for variable in self.variables:
             lam = next((n for e in variable.exprs for n in e.walk() if n.kind is ExprKind.LAMBDA), None)
             params = lam.lambda_params if lam is not None else ()
@@ -122,18 +129,18 @@ class LaunchResolver:
         if tree is None:
             return
         body = _Code.of(tree)
-        lambdas = body.lambda_arguments()
+        bound = body.bound()
         # in source order, an enclosing call before those inside it (as a pre-order walk)
         for call in sorted(body.calls, key=lambda c: (c.span.start, -c.span.end)):
             parts = _launch_kernel_parts(call) or _chevron_parts(call)
             if parts is not None:
                 syntax, kernel, arguments, launch_object = parts
                 pdl = self._pdl_flag(launch_object) if launch_object is not None else None
-                yield self._launch(call, launcher, syntax, kernel, arguments, pdl, lambdas)
+                yield self._launch(call, launcher, syntax, kernel, arguments, pdl, bound)
 
     def _launch(self, call: Expr, launcher: Function, syntax: str, kernel: Expr, arguments: tuple[Expr, ...],
-                pdl: PdlFlag | None, lambdas: dict[int, list[Expr]]) -> tuple[Launch, list[ci.Cursor]]:
-        found = _Resolution(self, lambdas).kernels(kernel)
+                pdl: PdlFlag | None, bound: dict[int, list[Expr]]) -> tuple[Launch, list[ci.Cursor]]:
+        found = _Resolution(self, bound).kernels(kernel)
         spans = tuple(a.span for a in arguments)
         launch = Launch(
             span=call.span,
@@ -241,10 +248,10 @@ class LaunchResolver:
 class _Resolution:
     """The kernels one launch's kernel expression can name."""
 
-    def __init__(self, resolver: LaunchResolver, lambdas: dict[int, list[Expr]]) -> None:
+    def __init__(self, resolver: LaunchResolver, bound: dict[int, list[Expr]]) -> None:
         self.resolver = resolver
         self.consts = resolver.consts
-        self.lambdas = lambdas  # what the launcher's lambdas are called with, by parameter
+        self.bound = bound  # what the launcher assigns to its variables and passes to its lambdas
 
     def kernels(self, expression: Expr) -> dict[LaunchedKernel, ci.Cursor]:
         """Every kernel `expression` can name (the one it names directly first), with its
@@ -289,7 +296,7 @@ class _Resolution:
         elif node.kind is ExprKind.REF:
             decl = node.ref
             if decl is not None and decl.kind is DeclKind.PARAMETER:
-                for argument in self.lambdas.get(decl.key, ()):
+                for argument in self.bound.get(decl.key, ()):
                     yield from self._selected(argument, guard, depth + 1)
                 return
             initializer = self._variable_initializer(node, decl)
@@ -299,6 +306,8 @@ class _Resolution:
                 yield from self._selected(initializer, guard, depth + 1)
             else:  # a variable template's function: its arguments are not known
                 yield None, named_function(initializer), guard
+            for value in self.bound.get(decl.key, ()) if decl is not None else ():  # assigned later
+                yield from self._selected(value, guard, depth + 1)
         elif node.kind is ExprKind.CALL and operands and _strip_casts(operands[0]).kind is ExprKind.LAMBDA:
             body = _strip_casts(operands[0]).lambda_body
             returns = returns_of(cursor_of(body), only_returns=False) if body is not None else None
@@ -354,10 +363,10 @@ class _Resolution:
                     declaration = cursor_of(target)
                     if target.kind is DeclKind.VARIABLE:
                         followed.add(target.key)
-                        pending.extend(self.resolver.program.var(declaration).exprs)
+                        pending.extend((*self.resolver.program.var(declaration).exprs, *self.bound.get(target.key, ())))
                     elif target.kind is DeclKind.PARAMETER:
                         followed.add(target.key)
-                        pending.extend(self.lambdas.get(target.key, ()))
+                        pending.extend(self.bound.get(target.key, ()))
                     elif declaration.kind == K.UNEXPOSED_DECL:  # a variable template
                         followed.add(target.key)
                         for name in _initializer_names(declaration):
