@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernel_check.clang.cursors import MAX_NESTING
 from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.model import ConstExpr, Launch, SourceModel
@@ -75,3 +76,127 @@ def test_selection_through_a_member_variable_template(launches: list[Launch]) ->
     assert picked["split_kernel", ("kHalf",)].template_args == (ConstExpr("int", -3),)
     guard = picked["split_kernel", ()].guard
     assert guard is not None and guard.evaluate({"arg:enable": 1}) == 1 and guard.evaluate({"arg:enable": 0}) == 0
+
+
+SELECTIONS = """
+#include <sgl_kernel/utils.cuh>
+namespace sglang {
+
+template <int N>
+__global__ void wide_kernel(float* __restrict__ out) { out[threadIdx.x] = N; }
+
+template <int N>
+__global__ void narrow_kernel(float* __restrict__ out) { out[threadIdx.x] = -N; }
+
+template <int N>
+auto pick_kernel(bool wide) {
+  if (wide) return wide_kernel<N>;
+  return narrow_kernel<N>;
+}
+
+#define LAUNCH_NARROW(WIDTH) host::LaunchKernel(1, 32, device)(narrow_kernel<WIDTH>, out)
+
+template <int N>
+void run(float* out, bool wide, DLDevice device) {
+  auto launch = [&](auto kernel) { host::LaunchKernel(1, 32, device)(kernel, out); };
+  launch(wide_kernel<N>);
+  launch(narrow_kernel<2 * N>);
+  const auto chosen = [] {
+    if constexpr (N > 4) return wide_kernel<N>;
+    else return narrow_kernel<N>;
+  }();
+  host::LaunchKernel(1, 32, device)(chosen, out);
+  host::LaunchKernel(1, 32, device)(pick_kernel<N>(wide), out);
+  narrow_kernel<N><<<1, 32>>>(out);
+  LAUNCH_NARROW(N + 1);
+}
+
+}  // namespace sglang
+"""
+
+
+@pytest.fixture(scope="module")
+def selections(tmp_path_factory) -> list[Launch]:
+    path = tmp_path_factory.mktemp("selections") / "pick.cuh"
+    path.write_text(SELECTIONS)
+    return extract(parse_file(path, SELECTIONS, resolve_settings("hermetic")), SELECTIONS, SELECTIONS.encode()).launches
+
+
+def test_kernels_a_launch_selects(selections: list[Launch]) -> None:
+    assert [launch.syntax for launch in selections] == ["launch_kernel"] * 3 + ["triple_chevron", "launch_kernel"]
+    lambda_launch, iife, helper, chevron, macro = selections
+    # the lambda's parameter stands for what each call of the lambda passes
+    assert {(k.name, k.template_arg_texts) for k in lambda_launch.kernels} == {
+        ("wide_kernel", ("N",)), ("narrow_kernel", ("2 * N",))}
+    # an immediately invoked lambda: each return, guarded by the `if` leading to it
+    guards = {k.name: k.guard for k in iife.kernels}
+    assert set(guards) == {"wide_kernel", "narrow_kernel"}
+    assert guards["wide_kernel"].evaluate({"N": 8}) == 1 and guards["narrow_kernel"].evaluate({"N": 8}) == 0
+    # a helper: every kernel it returns (its own conditions are not the launcher's)
+    assert {k.name for k in helper.kernels} >= {"wide_kernel", "narrow_kernel"}
+    assert all(k.guard is None for k in helper.kernels if k.name.endswith("_kernel"))
+    assert [(k.name, k.template_arg_texts) for k in chevron.kernels] == [("narrow_kernel", ("N",))]
+    assert chevron.argument_texts == ("out",) and chevron.pdl is None
+    # inside a macro's expansion the arguments are read as the macro definition writes them
+    assert [(k.name, k.template_arg_texts) for k in macro.kernels] == [("narrow_kernel", ("WIDTH",))]
+
+
+def test_a_helper_nested_too_deeply_for_tier_1_adds_no_kernel(tmp_path) -> None:
+    # a generated `else if` chain deeper than MAX_NESTING in a helper that picks the kernel
+    chain = "\n  else ".join(f"if (n == {i}) kernel = pick<{i}>;" for i in range(MAX_NESTING + 20))
+    source = f"""
+#include <sgl_kernel/utils.cuh>
+namespace sglang {{
+template <int N>
+__global__ void pick(float* __restrict__ out) {{ out[threadIdx.x] = N; }}
+using Kernel = void (*)(float*);
+Kernel select_kernel(int n) {{
+  Kernel kernel = nullptr;
+  {chain}
+  return kernel;
+}}
+void run(float* out, int n, DLDevice device) {{
+  host::LaunchKernel(1, 32, device)(select_kernel(n), out);
+  host::LaunchKernel(1, 32, device)(pick<3>, out);
+}}
+}}  // namespace sglang
+"""
+    path = tmp_path / "deep.cuh"
+    path.write_text(source)
+    unit = parse_file(path, source, resolve_settings("hermetic"))
+    assert not unit.errors, [e.message for e in unit.errors]
+    model = extract(unit, source, source.encode())
+    deep, direct = model.launches
+    # the launch itself is kept; only what the helper returns is out of reach
+    assert [k.name for k in deep.kernels] == ["select_kernel"]
+    assert [(k.name, k.template_arg_texts) for k in direct.kernels] == [("pick", ("3",))]
+
+
+def test_values_assigned_to_a_kernel_variable_are_launched_too(tmp_path) -> None:
+    source = """
+#include <sgl_kernel/utils.cuh>
+namespace sglang {
+template <typename T>
+__global__ void first(T* __restrict__ out) { out[threadIdx.x] = 1; }
+template <typename T>
+__global__ void second(T* __restrict__ out) { out[threadIdx.x] = 2; }
+template <typename T>
+__global__ void third(T* __restrict__ out) { out[threadIdx.x] = 3; }
+template <typename T>
+void run(T* out, bool a, bool b, DLDevice device) {
+  auto kernel = a ? first<T> : second<T>;
+  if (b) kernel = third<T>;
+  host::LaunchKernel(1, 32, device)(kernel, out);
+}
+}  // namespace sglang
+"""
+    path = tmp_path / "assigned.cuh"
+    path.write_text(source)
+    unit = parse_file(path, source, resolve_settings("hermetic"))
+    assert not unit.errors, [e.message for e in unit.errors]
+    (launch,) = extract(unit, source, source.encode()).launches
+    picked = {k.name: k for k in launch.kernels}
+    assert set(picked) == {"first", "second", "third"}
+    assert picked["third"].template_arg_texts == ("T",) and picked["third"].template_args[0].op == "sizeof"
+    # the initializer's own selection keeps its guard
+    assert picked["first"].guard is not None and picked["first"].guard.evaluate({"arg:a": 1}) == 1

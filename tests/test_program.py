@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernel_check.clang.cursors import MAX_NESTING, NestedTooDeeply
-from kernel_check.clang.program import DeclKind, ExprKind, StmtKind
+from kernel_check.clang.program import DeclKind, ExprKind, StmtKind, cursor_of
 from kernel_check.model import FunctionKind
 
 SHAPES = """\
@@ -350,3 +350,44 @@ __device__ void f(T* dst, const float& ref, Counter* counters, int n) {
     assert construct.part_count == 1  # `local(counters[0])`: one argument, no written type
     assert trait_call.exprs[0].children[0].part_count > len(trait_call.exprs[0].children[0].children)  # `Trait::`
     assert [e.stripped().name for e in asm.asm_outputs] == ["n"] and len(asm.exprs) == 3
+
+
+def test_lambdas_candidates_designators_tokens_and_definitions(functions_of) -> None:
+    found = functions_of("""\
+struct Config { int use_pdl; int blocks; };
+inline int configure(Config c) { return c.use_pdl + c.blocks; }
+template <typename T> T pick(T x) { return x; }
+template <typename T> T pick(T x, T y) { return y; }
+int declared_only(int x);
+template <typename T>
+T generic(T x) { return pick<T>(x); }
+int host(int n) {
+  auto twice = [&](int k) { return 2 * k + n; };
+  return twice(n) + configure({.use_pdl = 1, .blocks = n}) + declared_only(n);
+}
+""")
+    program, body = found["program"], found["host"].body
+    assert body is not None
+    lam = next(e for e in body.expressions() if e.kind is ExprKind.LAMBDA)
+    assert not lam.children and [p.name for p in lam.lambda_params] == ["k"]
+    assert lam.lambda_body is not None and lam.lambda_body.stmts[0].kind is StmtKind.RETURN
+    # the lambda's body refers to its own parameter: the same key
+    inner = [e for e in lam.lambda_body.expressions() if e.kind is ExprKind.REF and e.name == "k"]
+    assert inner and inner[0].ref is not None and inner[0].ref.key == lam.lambda_params[0].key
+    assert body.stmts[0].variables[0].exprs[0].stripped().lambda_body is not None
+    designated = {e.designator: e.children[0].stripped() for e in body.expressions() if e.designator}
+    assert set(designated) == {"use_pdl", "blocks"} and designated["use_pdl"].value == 1
+    twice = next(c for c in body.calls() if c.name == "twice" or c.children[0].stripped().name == "twice")
+    assert [t.spelling for t in twice.tokens] == ["twice", "(", "n", ")"]
+    assert {t.file for t in twice.tokens} == {program.path}
+    assert [t.start - twice.span.start for t in twice.tokens] == [0, 5, 6, 7]  # byte offsets in the file
+    generic = found["generic"].body
+    assert generic is not None
+    (call,) = generic.calls()
+    callee = call.children[0].stripped()
+    assert sorted(c.name for c in callee.candidates) == ["pick", "pick"]  # a dependent name: every candidate
+    assert all(not e.candidates for e in body.expressions())  # names clang resolved
+    calls = {c.name: c for c in body.calls()}
+    assert program.definition(cursor_of(calls["configure"].ref)) is found["configure"]
+    assert program.definition(cursor_of(calls["declared_only"].ref)) is None  # no body in sight
+    assert program.definition(cursor_of(lam.lambda_params[0])) is None  # not a function

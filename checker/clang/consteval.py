@@ -99,6 +99,44 @@ class VectorType:
     text: str
 
 
+@dataclass(frozen=True)
+class Returns:
+    """What a body returns through blocks and `if`s: `value` (a return's), or `taken` when
+    `condition` holds and `otherwise` when not (None: that path returns no value)."""
+
+    value: ci.Cursor | None = None
+    condition: ci.Cursor | None = None
+    taken: Returns | None = None
+    otherwise: Returns | None = None
+
+
+def returns_of(block: ci.Cursor, only_returns: bool) -> Returns | None:
+    """The returns of a block (a helper's or a lambda's body), through nested blocks and
+    `if`s (the statements after an `if` without `else` are its `otherwise`). With
+    `only_returns`, a statement other than those and local declarations ends the walk with
+    None (a body that does more than return); else it is passed over."""
+    return _returns_of(children(block), only_returns)
+
+
+def _returns_of(statements: list[ci.Cursor], only_returns: bool) -> Returns | None:
+    for index, statement in enumerate(statements):
+        if statement.kind == K.RETURN_STMT:
+            values = expression_children(statement)
+            return Returns(value=values[0]) if values else None
+        if statement.kind == K.COMPOUND_STMT:
+            return _returns_of(children(statement) + statements[index + 1:], only_returns)
+        if statement.kind == K.IF_STMT:
+            parts = children(statement)
+            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
+                return None  # an init statement or a condition variable
+            rest = [parts[2]] if len(parts) == 3 else statements[index + 1:]
+            return Returns(condition=parts[0], taken=_returns_of([parts[1]], only_returns),
+                           otherwise=_returns_of(rest, only_returns))
+        if only_returns and statement.kind not in (K.DECL_STMT, K.STATIC_ASSERT, K.NULL_STMT):
+            return None  # local constexprs are inlined where they are used
+    return None
+
+
 def is_vector_record(name: str) -> bool:
     """A type that packs several elements into one access (AlignedVector, int4, half2...)."""
     bare = bare_record_name(name)
@@ -242,7 +280,7 @@ class Constants:
         if definition is None:
             return None
         body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
-        returned = self._returned(children(body), depth + 1) if body is not None else None
+        returned = self._returned(returns_of(body, only_returns=True), depth + 1) if body is not None else None
         if returned is None:
             return None
         template_args = self.template_args(callee) or ()
@@ -251,28 +289,15 @@ class Constants:
         mapping.update((ARGUMENT_PREFIX + name, self.value(arg, depth)) for name, arg in zip(params, arguments))
         return returned.substitute(mapping)
 
-    def _returned(self, statements: list[ci.Cursor], depth: int) -> ConstExpr | None:
-        """The value a run of statements returns, or None beyond returns and branches."""
-        for index, statement in enumerate(statements):
-            if statement.kind in (K.DECL_STMT, K.STATIC_ASSERT, K.NULL_STMT):
-                continue  # local constexprs are inlined where they are used
-            if statement.kind == K.RETURN_STMT:
-                values = expression_children(statement)
-                return self.value(values[0], depth) if values else None
-            if statement.kind == K.COMPOUND_STMT:
-                return self._returned(children(statement) + statements[index + 1:], depth)
-            if statement.kind != K.IF_STMT:
-                return None
-            parts = children(statement)
-            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
-                return None
-            taken = self._returned([parts[1]], depth)
-            rest = [parts[2]] if len(parts) == 3 else statements[index + 1:]
-            otherwise = self._returned(rest, depth)
-            if taken is None or otherwise is None:
-                return None
-            return ConstExpr("?:", args=(self.value(parts[0], depth), taken, otherwise))
-        return None
+    def _returned(self, returns: Returns | None, depth: int) -> ConstExpr | None:
+        """The value a helper's body returns (`returns_of`), or None unless every path returns."""
+        if returns is None or returns.condition is None:
+            return self.value(returns.value, depth) if returns is not None and returns.value is not None else None
+        taken = self._returned(returns.taken, depth)
+        otherwise = self._returned(returns.otherwise, depth)
+        if taken is None or otherwise is None:
+            return None
+        return ConstExpr("?:", args=(self.value(returns.condition, depth), taken, otherwise))
 
     def template_args(self, reference: ci.Cursor) -> tuple[ConstExpr, ...] | None:
         """The explicit template arguments of a DECL_REF_EXPR (types as their size), or

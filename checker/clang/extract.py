@@ -46,7 +46,7 @@ class _Extractor:
         self.program = Program(unit.path)
         self.dataflow = DataflowExtractor(self.model.dataflow_facts, self.program, data)
         self.threads = ThreadDependence(self.program)
-        self.launches = LaunchResolver(unit.path, data)
+        self.launches = LaunchResolver(self.program, data)
         self.comments = Comments(data)
         self.positions = Positions(data)
 
@@ -104,7 +104,7 @@ class _Extractor:
         )
         self.model.functions.append(function)
         if body is not None:
-            self._collect_launches(body, function)
+            self._collect_launches(cursor, function)
             collect_function_facts(self.model, self.program, function, self.program.function(cursor), self.data, self.path)
             self.dataflow.add_function(cursor, body, function)
             if kind is not FunctionKind.HOST:
@@ -183,8 +183,8 @@ class _Extractor:
                 self._add_struct(member)
 
     # -- launches ------------------------------------------------------------------------------
-    def _collect_launches(self, body: ci.Cursor, launcher: Function) -> None:
-        for launch, kernels in self.launches.launches(body, launcher):
+    def _collect_launches(self, cursor: ci.Cursor, launcher: Function) -> None:
+        for launch, kernels in self.launches.launches(self.program.function(cursor), launcher):
             self.model.launches.append(launch)
             for kernel in kernels:  # a header's kernel: its facts are followed into
                 analyze_elsewhere(self.model, self.program, kernel, self.path)

@@ -14,74 +14,136 @@ the condition under which it is the one launched:
 * the parameter of a lambda that launches whatever it is called with (`auto launch =
   [&](auto kernel) {...}; launch(k<T>);`), to the arguments of its calls.
 
-The tensors a launch's arguments carry come from the launcher's body walk (launcher_facts.py),
+The launcher's body is read once, through tier 1 (`program.Function.body`): its calls, and the
+lambdas it stores in variables with what each call of them passes. Template arguments and
+conditions are evaluated by `consteval` on the nodes' cursors (`program.cursor_of`). The
+tensors a launch's arguments carry come from the launcher's body walk (launcher_facts.py),
 which fills `Launch.tensors`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import clang.cindex as ci
 
-from ..model import ConstExpr, Function, Launch, LaunchedKernel, PdlFlag
-from .capi import overloaded_decls
+from ..model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, PdlFlag
 from .consteval import (
-    MAX_FOLD_DEPTH, Constants, expression_children, function_declaration, initializer_of, named_function, referenced_of,
-    template_param_names,
+    MAX_FOLD_DEPTH, Constants, Returns, initializer_of, named_function, returns_of, template_param_names,
 )
-from .cursors import K, children, has_child_kind, source_text, span_of, strip_casts, strip_parens, walk
-from .pointer_accesses import _definition, _SourceBytes
+from .cursors import K, NestedTooDeeply, source_text
+from .program import (
+    DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Token, Var, cursor_of, function_kind,
+)
+from .program import Function as FunctionCode
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _OPENING = {"<": 1, "(": 1, "[": 1, "{": 1, ">": -1, ">>": -2, ")": -1, "]": -1, "}": -1}
+_CASTS = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
+_HELPER_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
+
+
+@dataclass
+class _Code:
+    """What one traversal of a body (lambda bodies and discarded `if constexpr` branches
+    included: a launch written there is the launcher's) finds: its calls, its variables and
+    the values it returns and assigns to its variables."""
+
+    expressions: list[Expr] = field(default_factory=list)  # pre-order, each lambda's body after it
+    calls: list[Expr] = field(default_factory=list)
+    variables: list[Var] = field(default_factory=list)
+    returned: list[Expr] = field(default_factory=list)
+    assigned: dict[int, list[Expr]] = field(default_factory=dict)  # `x = value`, by variable (`DeclRef.key`)
+
+    @classmethod
+    def of(cls, body: Stmt) -> _Code:
+        code = cls()
+        code._statement(body)
+        return code
+
+    def _statement(self, stmt: Stmt) -> None:
+        pending = [stmt]
+        while pending:
+            node = pending.pop()
+            for var in node.variables:
+                self.variables.append(var)
+                for expr in var.exprs:
+                    self._expression(expr)
+            for expr in node.exprs:
+                self._expression(expr)
+            if node.kind is StmtKind.RETURN and node.exprs:
+                self.returned.append(node.exprs[0])
+            pending.extend(reversed(node.stmts))
+
+    def _expression(self, expr: Expr) -> None:
+        for node in expr.walk():
+            self.expressions.append(node)
+            if node.kind is ExprKind.CALL:
+                self.calls.append(node)
+            elif node.kind is ExprKind.BINARY and len(node.children) == 2 and node.operator == "=":
+                target = node.children[0].stripped()
+                if target.kind is ExprKind.REF and target.ref is not None and target.ref.kind is DeclKind.VARIABLE:
+                    self.assigned.setdefault(target.ref.key, []).append(node.children[1])
+            elif node.kind is ExprKind.LAMBDA and node.lambda_body is not None:
+                self._statement(node.lambda_body)
+
+    def bound(self) -> dict[int, list[Expr]]:
+        """By local name (`DeclRef.key`), the values the body gives it besides its declaration:
+        to a variable, what it assigns (`kernel = k3<T>;`); to the parameter of a lambda it
+        stores in a variable, what the calls of that lambda pass (`auto launch = [&](auto
+        kernel) {...}; launch(a ? k1 : k2);`)."""
+        passed: dict[int, list[Expr]] = dict(self.assigned)
+        for variable in self.variables:
+            lam = next((n for e in variable.exprs for n in e.walk() if n.kind is ExprKind.LAMBDA), None)
+            params = lam.lambda_params if lam is not None else ()
+            for index, param in enumerate(params):
+                if param.key in passed:
+                    continue
+                passed[param.key] = [args[index] for call in self.calls
+                                     if (args := _lambda_call_arguments(call, variable)) is not None
+                                     and index < len(args)]
+        return passed
 
 
 class LaunchResolver:
     """Per translation unit: finds the launches in a body and resolves their kernels."""
 
-    def __init__(self, path: str, data: bytes) -> None:
-        self.path = path
+    def __init__(self, program: Program, data: bytes) -> None:
+        self.program = program
+        self.path = program.path
         self.data = data
-        self.consts = Constants(data, path)
-        self.source = _SourceBytes(path, data)
+        self.consts = Constants(data, program.path)
+        self._files: dict[str, bytes] = {program.path: data}  # the bytes template arguments are read from
         self._kernels_by_name: dict[str, list[ci.Cursor]] | None = None  # built on first use
-        self._lambda_arguments: dict[ci.Cursor, list[ci.Cursor]] = {}  # by parameter: two walks of the file each
+        self._returned: dict[int, list[Expr]] = {}  # by function declaration (`Cursor.hash`)
 
-    def launches(self, body: ci.Cursor, launcher: Function) -> Iterator[tuple[Launch, list[ci.Cursor]]]:
-        """Each launch in a function body, with the declarations of the kernels it can launch."""
-        for node in walk(body):
-            if node.kind != K.CALL_EXPR:
-                continue
-            parts = self._launch_kernel_parts(node) or self._chevron_parts(node)
+    def launches(self, code: FunctionCode, launcher: Function) -> Iterator[tuple[Launch, list[ci.Cursor]]]:
+        """Each launch in a function's body, with the declarations of the kernels it can launch;
+        none in a body nested too deeply for tier 1 (a generated `else if` chain of hundreds,
+        as kernel-selection helpers have: its launches are not seen)."""
+        try:
+            tree = code.body
+        except NestedTooDeeply:
+            return
+        if tree is None:
+            return
+        body = _Code.of(tree)
+        bound = body.bound()
+        # in source order, an enclosing call before those inside it (as a pre-order walk)
+        for call in sorted(body.calls, key=lambda c: (c.span.start, -c.span.end)):
+            parts = _launch_kernel_parts(call) or _chevron_parts(call)
             if parts is not None:
-                yield self._launch(node, launcher, *parts)
+                syntax, kernel, arguments, launch_object = parts
+                pdl = self._pdl_flag(launch_object) if launch_object is not None else None
+                yield self._launch(call, launcher, syntax, kernel, arguments, pdl, bound)
 
-    # -- the two syntaxes --------------------------------------------------------------------
-    def _launch_kernel_parts(self, call: ci.Cursor) -> tuple[str, ci.Cursor, list[ci.Cursor], PdlFlag | None] | None:
-        """`LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)`."""
-        parts = [c for c in children(call) if not _is_call_operator_ref(c)]
-        # A member call or the LaunchKernel constructor itself (its TYPE_REF names the class).
-        if len(parts) < 2 or parts[0].kind in (K.MEMBER_REF_EXPR, K.TYPE_REF):
-            return None
-        if not _is_launch_kernel_object(parts[0]):
-            return None
-        return "launch_kernel", parts[1], parts[2:], self._pdl_flag(parts[0])
-
-    def _chevron_parts(self, call: ci.Cursor) -> tuple[str, ci.Cursor, list[ci.Cursor], None] | None:
-        """`kernel<<<grid, block>>>(args...)`: a call whose config child calls cudaConfigureCall."""
-        parts = children(call)
-        config = [c for c in parts if c.kind == K.CALL_EXPR and c.spelling in LAUNCH_CONFIG_FUNCTIONS]
-        if not config:
-            return None
-        return "triple_chevron", parts[0], [c for c in parts[1:] if c not in config], None
-
-    def _launch(self, call: ci.Cursor, launcher: Function, syntax: str, kernel: ci.Cursor,
-                arguments: list[ci.Cursor], pdl: PdlFlag | None) -> tuple[Launch, list[ci.Cursor]]:
-        found = self._kernels(kernel)
-        spans = tuple(span_of(a.extent) for a in arguments)
+    def _launch(self, call: Expr, launcher: Function, syntax: str, kernel: Expr, arguments: tuple[Expr, ...],
+                pdl: PdlFlag | None, bound: dict[int, list[Expr]]) -> tuple[Launch, list[ci.Cursor]]:
+        found = _Resolution(self, bound).kernels(kernel)
+        spans = tuple(a.span for a in arguments)
         launch = Launch(
-            span=span_of(call.extent),
+            span=call.span,
             syntax=syntax,
             launcher=launcher.qualified_name,
             launcher_usr=launcher.usr,
@@ -92,222 +154,307 @@ class LaunchResolver:
         )
         return launch, list(found.values())
 
-    def _pdl_flag(self, launch_object: ci.Cursor) -> PdlFlag | None:
+    def _pdl_flag(self, launch_object: Expr) -> PdlFlag | None:
         """`x` of `.enable_pdl(x)` or `.config({.use_pdl = x, ...})`."""
-        for node in [launch_object, *walk(launch_object)]:
-            if node.kind == K.CALL_EXPR and node.spelling == "enable_pdl":
-                args = [c for c in children(node) if c.kind != K.MEMBER_REF_EXPR]
+        for node in launch_object.walk():
+            if node.kind is ExprKind.CALL and node.name == "enable_pdl":
+                args = [c for c in node.children if c.kind is not ExprKind.MEMBER]
                 if not args:  # `enable_pdl()` uses its default argument, true
                     return PdlFlag(ConstExpr("int", 1), "true")
                 return self._flag(args[0])
-            if node.kind == K.CALL_EXPR and node.spelling == "config":
-                value = _designated_value(node, "use_pdl")
+            if node.kind is ExprKind.CALL and node.name == "config":
+                value = next((n.children[0] for n in node.walk() if n.designator == "use_pdl" and n.children), None)
                 if value is not None:
                     return self._flag(value)
         return None
 
-    def _flag(self, value: ci.Cursor) -> PdlFlag:
-        text = " ".join(source_text(self.data, span_of(value.extent)).split())
-        return PdlFlag(self.consts.value(value), text or "true")
+    def _flag(self, value: Expr) -> PdlFlag:
+        text = " ".join(source_text(self.data, value.span).split())
+        return PdlFlag(self.consts.value(cursor_of(value)), text or "true")
 
-    # -- kernels -----------------------------------------------------------------------------
-    def _kernels(self, expression: ci.Cursor) -> dict[LaunchedKernel, ci.Cursor]:
-        """Every kernel `expression` can name (the one it names directly first), with its
-        declaration; one entry per (kernel, written template arguments)."""
-        found: dict[tuple[str, tuple[str, ...]], tuple[LaunchedKernel, ci.Cursor]] = {}
-
-        def add(reference: ci.Cursor | None, declaration: ci.Cursor,
-                guard: ConstExpr | None) -> tuple[str, tuple[str, ...]]:
-            kernel = self._candidate(reference, declaration, guard)
-            key = (kernel.usr, kernel.template_arg_texts)
-            found.setdefault(key, (kernel, declaration))
-            return key
-
-        for reference, guard in _kernel_references(expression, None, self):
-            declaration = named_function(reference)
-            if declaration is not None:
-                add(reference, declaration, guard)
-        for reference, declaration in self._named_kernels(expression):
-            add(reference, declaration, None)
-        direct = self._direct_kernel(expression)
-        if direct is not None:
-            key = add(*direct, None)
-            found = {key: found[key], **found}
-        return {kernel: declaration for kernel, declaration in found.values()}
-
-    def _candidate(self, reference: ci.Cursor | None, declaration: ci.Cursor,
-                   guard: ConstExpr | None) -> LaunchedKernel:
-        written = reference is not None and reference.kind.is_expression()
+    def candidate(self, reference: Expr | None, declaration: ci.Cursor, guard: ConstExpr | None) -> LaunchedKernel:
+        """The kernel `declaration` as `reference` names it (None: arguments not known)."""
         return LaunchedKernel(
             name=declaration.spelling,
             usr=declaration.get_usr(),
             template_params=template_param_names(declaration),
-            template_args=(self.consts.template_args(reference) or ()) if written else (),
-            template_arg_texts=self._argument_texts(reference) if written else (),
+            template_args=(self.consts.template_args(cursor_of(reference)) or ()) if reference is not None else (),
+            template_arg_texts=self._argument_texts(reference) if reference is not None else (),
             guard=guard,
         )
 
-    def _argument_texts(self, reference: ci.Cursor) -> tuple[str, ...]:
+    def _argument_texts(self, reference: Expr) -> tuple[str, ...]:
         """The explicit template arguments of a reference as written (`Cfg<A, B>`, `true`),
         split at the commas of its outermost `<...>`."""
-        arguments: list[list[ci.Token]] = []
+        arguments: list[list[Token]] = []
         depth = 0
-        for token in reference.get_tokens():
-            spelling = token.spelling
-            if depth == 0 and spelling != "<":
+        for token in reference.tokens:
+            if depth == 0 and token.spelling != "<":
                 continue
-            depth += _OPENING.get(spelling, 0)
+            depth += _OPENING.get(token.spelling, 0)
             if depth <= 0:
                 break
-            if depth == 1 and spelling in ("<", ","):
+            if depth == 1 and token.spelling in ("<", ","):
                 arguments.append([])
             else:
                 arguments[-1].append(token)
         return tuple(self._token_text(tokens) for tokens in arguments if tokens)
 
-    def _token_text(self, tokens: list[ci.Token]) -> str:
-        extent = ci.SourceRange.from_locations(tokens[0].extent.start, tokens[-1].extent.end)
-        return " ".join(self.source.of(extent).decode("utf-8", errors="replace").split())
+    def _token_text(self, tokens: list[Token]) -> str:
+        first, last = tokens[0], tokens[-1]
+        written = self._bytes(first.file)[first.start:last.end] if first.file and first.file == last.file else b""
+        return " ".join(written.decode("utf-8", errors="replace").split())
 
-    def _direct_kernel(self, expression: ci.Cursor) -> tuple[ci.Cursor, ci.Cursor] | None:
-        """(reference, function) of the first function the expression names, following a
-        variable to its initializer: the kernel a launch names when nothing selects one."""
-        for node in [expression, *walk(expression)]:
-            # a dependent `kern<T>`: the reference whose child lists the candidates spells the arguments
-            overloaded = node if node.kind == K.OVERLOADED_DECL_REF else next(
-                (c for c in children(node) if c.kind == K.OVERLOADED_DECL_REF), None)
-            if overloaded is not None:
-                declaration = function_declaration(overloaded)
-                return (node, declaration) if declaration is not None else None
-            ref = node.referenced if node.kind in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR) else None
-            if ref is None:
-                continue
-            if ref.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
-                return strip_parens(node), ref.specialized_template or ref
-            if ref.kind == K.VAR_DECL:
-                initializer = next((c for c in ref.get_children() if c.kind != K.TYPE_REF), None)
-                if initializer is not None and initializer != expression:
-                    return self._direct_kernel(initializer)
-        return None
+    def _bytes(self, path: str) -> bytes:
+        """A file's bytes: the checked file's as given, a header's from disk."""
+        if path not in self._files:
+            try:
+                with open(path, "rb") as file:
+                    self._files[path] = file.read()
+            except OSError:
+                self._files[path] = b""
+        return self._files[path]
 
-    def _named_kernels(self, expression: ci.Cursor) -> Iterator[tuple[ci.Cursor | None, ci.Cursor]]:
-        """(reference, kernel) for the `__global__` functions named anywhere in the expression,
-        following variables to their initializers, helpers to every expression they return,
-        lambda parameters to the arguments of the lambda's calls in the file, and member
-        variable templates to the kernels of the file named after their `=` (reference None:
-        the arguments are not known)."""
-        pending, followed = [expression], set()
-        while pending:
-            node = pending.pop()
-            for reference in (n for n in (node, *walk(node)) if n.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR)):
-                overloaded = next((c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-                targets = overloaded_decls(overloaded) if overloaded is not None else [reference.referenced]
-                for target in (t for t in targets if t is not None and t not in followed):
-                    if target.kind == K.VAR_DECL:
-                        followed.add(target)
-                        pending.extend(c for c in target.get_children() if c.kind.is_expression())
-                    elif target.kind == K.PARM_DECL:
-                        followed.add(target)
-                        pending.extend(self.lambda_arguments(target))
-                    elif target.kind == K.UNEXPOSED_DECL:  # a variable template
-                        followed.add(target)
-                        for name in _initializer_names(target):
-                            yield from ((None, kernel) for kernel in self._kernels_named(expression, name))
-                    elif target.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
-                        kernel = target.specialized_template or target
-                        if has_child_kind(kernel, K.CUDAGLOBAL_ATTR):
-                            yield reference, kernel
-                        else:  # a helper that returns the kernel to launch
-                            followed.add(target)
-                            pending.extend(_returned_expressions(_definition(target)))
+    def returned(self, declaration: ci.Cursor | None) -> list[Expr]:
+        """Every expression a function returns, nested returns too; none without a body, and
+        none for a helper nested too deeply for tier 1 (a generated `else if` chain of
+        hundreds: the launch keeps what its own expression names)."""
+        if declaration is None:
+            return []
+        key = declaration.hash
+        if key not in self._returned:
+            try:
+                definition = self.program.definition(declaration)
+            except NestedTooDeeply:
+                definition = None
+            body = definition.body if definition is not None else None
+            self._returned[key] = _Code.of(body).returned if body is not None else []
+        return self._returned[key]
 
-    def _kernels_named(self, anchor: ci.Cursor, name: str) -> list[ci.Cursor]:
+    def expression(self, cursor: ci.Cursor | None) -> Expr | None:
+        """A declaration-level expression (a variable's initializer) as a tier-1 tree."""
+        return self.program.expression(cursor, 0) if cursor is not None else None
+
+    def kernels_named(self, anchor: Expr, name: str) -> list[ci.Cursor]:
         """The checked file's kernels (templates) called `name`, indexed on first use."""
         if self._kernels_by_name is None:
             self._kernels_by_name = {}
-            for node in _scope_members(anchor.translation_unit.cursor, self.path):
-                if node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and has_child_kind(node, K.CUDAGLOBAL_ATTR):
+            for node in _scope_members(cursor_of(anchor).translation_unit.cursor, self.path):
+                if node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and function_kind(node) is FunctionKind.KERNEL:
                     self._kernels_by_name.setdefault(node.spelling, []).append(node)
         return self._kernels_by_name.get(name, [])
 
-    def lambda_arguments(self, param: ci.Cursor) -> list[ci.Cursor]:
-        """What the calls of a lambda stored in a variable of the file pass for its parameter
-        `param` (`auto launch = [&](auto kernel) {...}; launch(a ? k1 : k2);`); none when
-        `param` belongs to no such lambda."""
-        if param not in self._lambda_arguments:
-            self._lambda_arguments[param] = self._find_lambda_arguments(param)
-        return self._lambda_arguments[param]
 
-    def _find_lambda_arguments(self, param: ci.Cursor) -> list[ci.Cursor]:
-        for top in _scope_members(param.translation_unit.cursor, self.path):
-            for variable in (n for n in walk(top) if n.kind == K.VAR_DECL):
-                lam = next((c for c in walk(variable) if c.kind == K.LAMBDA_EXPR), None)
-                params = [c for c in lam.get_children() if c.kind == K.PARM_DECL] if lam is not None else []
-                if param not in params:
-                    continue
-                index = params.index(param)
-                return [args[index] for call in walk(top) if call.kind == K.CALL_EXPR
-                        and (args := _lambda_call_arguments(call, variable)) is not None and index < len(args)]
-        return []
+class _Resolution:
+    """The kernels one launch's kernel expression can name."""
 
+    def __init__(self, resolver: LaunchResolver, bound: dict[int, list[Expr]]) -> None:
+        self.resolver = resolver
+        self.consts = resolver.consts
+        self.bound = bound  # what the launcher assigns to its variables and passes to its lambdas
 
-def _kernel_references(expression: ci.Cursor, guard: ConstExpr | None, resolver: LaunchResolver,
-                       depth: int = 0) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
-    """The `kern<args...>` references a launch's kernel expression may come down to, each
-    with the condition under which it is the one: through `&kern<...>`, ternaries,
-    `constexpr auto kernel = ...` variables (also `static constexpr auto` member variable
-    templates), immediately invoked lambdas, helper functions that return one of several
-    kernels (`get_kernel<T>(n)`), and the parameter of a lambda that launches whatever it is
-    called with."""
-    node = strip_casts(expression)
-    if depth > MAX_FOLD_DEPTH:
-        return
-    operands = expression_children(node)
-    if node.kind == K.UNARY_OPERATOR and operands:
-        yield from _kernel_references(operands[-1], guard, resolver, depth + 1)
-    elif node.kind == K.CONDITIONAL_OPERATOR and len(operands) == 3:
-        condition = resolver.consts.value(operands[0])
-        yield from _kernel_references(operands[1], _both(guard, condition), resolver, depth + 1)
-        yield from _kernel_references(operands[2], _both(guard, ConstExpr("not", args=(condition,))), resolver,
-                                      depth + 1)
-    elif node.kind == K.DECL_REF_EXPR:
-        decl = referenced_of(node)
-        if decl is not None and decl.kind == K.PARM_DECL:
-            for argument in resolver.lambda_arguments(decl):
-                yield from _kernel_references(argument, guard, resolver, depth + 1)
+    def kernels(self, expression: Expr) -> dict[LaunchedKernel, ci.Cursor]:
+        """Every kernel `expression` can name (the one it names directly first), with its
+        declaration; one entry per (kernel, written template arguments)."""
+        found: dict[tuple[str, tuple[str, ...]], tuple[LaunchedKernel, ci.Cursor]] = {}
+
+        def add(reference: Expr | None, declaration: ci.Cursor, guard: ConstExpr | None) -> tuple[str, tuple[str, ...]]:
+            kernel = self.resolver.candidate(reference, declaration, guard)
+            key = (kernel.usr, kernel.template_arg_texts)
+            found.setdefault(key, (kernel, declaration))
+            return key
+
+        for reference, declaration, guard in self._selected(expression, None, 0):
+            if declaration is not None:
+                add(reference, declaration, guard)
+        for reference, declaration in self._named(expression):
+            add(reference, declaration, None)
+        direct = self._direct(expression)
+        if direct is not None:
+            key = add(*direct, None)
+            found = {key: found[key], **found}
+        return {kernel: declaration for kernel, declaration in found.values()}
+
+    def _selected(self, expression: Expr, guard: ConstExpr | None,
+                  depth: int) -> Iterator[tuple[Expr | None, ci.Cursor | None, ConstExpr | None]]:
+        """(reference, function, guard) for the `kern<args...>` references a launch's kernel
+        expression may come down to, each with the condition under which it is the one:
+        through `&kern<...>`, ternaries, `constexpr auto kernel = ...` variables (also
+        `static constexpr auto` member variable templates), immediately invoked lambdas,
+        helper functions that return one of several kernels (`get_kernel<T>(n)`), and the
+        parameter of a lambda that launches whatever it is called with."""
+        node = _strip_casts(expression)
+        if depth > MAX_FOLD_DEPTH:
             return
-        initializer = _variable_initializer(node, decl)
-        if initializer is None:
-            yield node, guard
-        elif initializer.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
-            yield initializer, guard
-        else:
-            yield from _kernel_references(initializer, guard, resolver, depth + 1)
-    elif node.kind == K.CALL_EXPR and operands and strip_casts(operands[0]).kind == K.LAMBDA_EXPR:
-        body = next((c for c in strip_casts(operands[0]).get_children() if c.kind == K.COMPOUND_STMT), None)
-        for returned, condition in _returns(children(body) if body is not None else [], guard, resolver.consts):
-            yield from _kernel_references(returned, condition, resolver, depth + 1)
-    elif node.kind == K.CALL_EXPR and operands:
-        helper = named_function(strip_parens(operands[0]))
-        # any of its returns: the helper's conditions are its own
-        for returned in _returned_expressions(_definition(helper) if helper is not None else None):
-            yield from _kernel_references(returned, guard, resolver, depth + 1)
+        operands = node.children
+        if node.kind is ExprKind.UNARY and operands:
+            yield from self._selected(operands[-1], guard, depth + 1)
+        elif node.kind is ExprKind.CONDITIONAL and len(operands) == 3:
+            condition = self.consts.value(cursor_of(operands[0]))
+            yield from self._selected(operands[1], _both(guard, condition), depth + 1)
+            yield from self._selected(operands[2], _both(guard, ConstExpr("not", args=(condition,))), depth + 1)
+        elif node.kind is ExprKind.REF:
+            decl = node.ref
+            if decl is not None and decl.kind is DeclKind.PARAMETER:
+                for argument in self.bound.get(decl.key, ()):
+                    yield from self._selected(argument, guard, depth + 1)
+                return
+            initializer = self._variable_initializer(node, decl)
+            if initializer is None:
+                yield node, named_function(cursor_of(node)), guard
+            elif isinstance(initializer, Expr):
+                yield from self._selected(initializer, guard, depth + 1)
+            else:  # a variable template's function: its arguments are not known
+                yield None, named_function(initializer), guard
+            for value in self.bound.get(decl.key, ()) if decl is not None else ():  # assigned later
+                yield from self._selected(value, guard, depth + 1)
+        elif node.kind is ExprKind.CALL and operands and _strip_casts(operands[0]).kind is ExprKind.LAMBDA:
+            body = _strip_casts(operands[0]).lambda_body
+            returns = returns_of(cursor_of(body), only_returns=False) if body is not None else None
+            for returned, condition in self._returns(returns, guard):
+                yield from self._selected(returned, condition, depth + 1)
+        elif node.kind is ExprKind.CALL and operands:
+            # any of its returns: the helper's conditions are its own
+            for returned in self.resolver.returned(named_function(cursor_of(operands[0].stripped()))):
+                yield from self._selected(returned, guard, depth + 1)
 
+    def _returns(self, returns: Returns | None,
+                 guard: ConstExpr | None) -> Iterator[tuple[Expr, ConstExpr | None]]:
+        """The expressions a lambda body returns, with the `if` conditions leading to each."""
+        if returns is None:
+            return
+        if returns.condition is None:
+            if returns.value is not None:
+                yield self.resolver.program.expression(returns.value, 0), guard
+            return
+        condition = self.consts.value(returns.condition)
+        yield from self._returns(returns.taken, _both(guard, condition))
+        yield from self._returns(returns.otherwise, _both(guard, ConstExpr("not", args=(condition,))))
 
-def _variable_initializer(node: ci.Cursor, decl: ci.Cursor | None) -> ci.Cursor | None:
-    """What a reference to a variable (or a dependent reference to a member variable
-    template, `kernel<IdxT, kVec>`) is initialized with."""
-    if decl is not None and decl.kind == K.VAR_DECL:
-        return initializer_of(decl)
-    named = [c for c in node.get_children() if c.kind == K.OVERLOADED_DECL_REF]
-    candidates = overloaded_decls(named[0]) if named else []
-    if len(candidates) != 1:
+    def _variable_initializer(self, node: Expr, decl: DeclRef | None) -> Expr | ci.Cursor | None:
+        """What a reference to a variable (or a dependent reference to a member variable
+        template, `kernel<IdxT, kVec>`) is initialized with: an expression, or the function
+        a variable template is initialized with."""
+        if decl is not None and decl.kind is DeclKind.VARIABLE:
+            return self.resolver.expression(initializer_of(cursor_of(decl)))
+        candidates = [cursor_of(c) for c in node.candidates]
+        if len(candidates) != 1:
+            return None
+        if candidates[0].kind == K.VAR_DECL:
+            return self.resolver.expression(initializer_of(candidates[0]))
+        if candidates[0].kind == K.UNEXPOSED_DECL:
+            return _variable_template_function(candidates[0])
         return None
-    if candidates[0].kind == K.VAR_DECL:
-        return initializer_of(candidates[0])
-    if candidates[0].kind == K.UNEXPOSED_DECL:
-        return _variable_template_function(candidates[0])
+
+    def _named(self, expression: Expr) -> Iterator[tuple[Expr | None, ci.Cursor]]:
+        """(reference, kernel) for the `__global__` functions named anywhere in the expression,
+        following variables to their initializers, helpers to every expression they return,
+        lambda parameters to the arguments of the lambda's calls, and member variable
+        templates to the kernels of the file named after their `=` (reference None: the
+        arguments are not known)."""
+        pending, followed = [expression], set()
+        while pending:
+            node = pending.pop()
+            for reference in _written(node):
+                if reference.kind not in (ExprKind.REF, ExprKind.MEMBER):
+                    continue
+                targets = reference.candidates or ((reference.ref,) if reference.ref is not None else ())
+                for target in (t for t in targets if t.key not in followed):
+                    declaration = cursor_of(target)
+                    if target.kind is DeclKind.VARIABLE:
+                        followed.add(target.key)
+                        pending.extend((*self.resolver.program.var(declaration).exprs, *self.bound.get(target.key, ())))
+                    elif target.kind is DeclKind.PARAMETER:
+                        followed.add(target.key)
+                        pending.extend(self.bound.get(target.key, ()))
+                    elif declaration.kind == K.UNEXPOSED_DECL:  # a variable template
+                        followed.add(target.key)
+                        for name in _initializer_names(declaration):
+                            yield from ((None, kernel) for kernel in self.resolver.kernels_named(expression, name))
+                    elif declaration.kind in _HELPER_KINDS:
+                        kernel = declaration.specialized_template or declaration
+                        if function_kind(kernel) is FunctionKind.KERNEL:
+                            yield reference, kernel
+                        else:  # a helper that returns the kernel to launch
+                            followed.add(target.key)
+                            pending.extend(self.resolver.returned(declaration))
+
+    def _direct(self, expression: Expr) -> tuple[Expr, ci.Cursor] | None:
+        """(reference, function) of the first function the expression names, following a
+        variable to its initializer: the kernel a launch names when nothing selects one."""
+        for node in _written(expression):
+            if node.candidates:  # a dependent `kern<T>`: this reference spells the arguments
+                declaration = named_function(cursor_of(node))
+                return (node, declaration) if declaration is not None else None
+            ref = node.ref if node.kind in (ExprKind.REF, ExprKind.IMPLICIT, ExprKind.MEMBER) else None
+            if ref is None:
+                continue
+            declaration = cursor_of(ref)
+            if declaration.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+                return node.stripped(), declaration.specialized_template or declaration
+            if declaration.kind == K.VAR_DECL:
+                initializer = initializer_of(declaration)
+                if initializer is not None and initializer != cursor_of(expression):
+                    return self._direct(self.resolver.expression(initializer))
+        return None
+
+
+def _written(expression: Expr) -> Iterator[Expr]:
+    """Every expression in `expression`, pre-order, the bodies of its lambdas included."""
+    for node in expression.walk():
+        yield node
+        if node.kind is ExprKind.LAMBDA and node.lambda_body is not None:
+            yield from _Code.of(node.lambda_body).expressions
+
+
+def _launch_kernel_parts(call: Expr) -> tuple[str, Expr, tuple[Expr, ...], Expr] | None:
+    """`LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)`."""
+    parts = [c for c in call.children if not _is_call_operator_ref(c)]
+    # a member call (`.enable_pdl(x)` itself)
+    if len(parts) < 2 or parts[0].kind is ExprKind.MEMBER or not _is_launch_kernel_object(parts[0]):
+        return None
+    return "launch_kernel", parts[1], tuple(parts[2:]), parts[0]
+
+
+def _chevron_parts(call: Expr) -> tuple[str, Expr, tuple[Expr, ...], None] | None:
+    """`kernel<<<grid, block>>>(args...)`: a call whose config child calls cudaConfigureCall."""
+    parts = call.children
+    config = [c for c in parts if c.kind is ExprKind.CALL and c.name in LAUNCH_CONFIG_FUNCTIONS]
+    if not config or not parts:
+        return None
+    return "triple_chevron", parts[0], tuple(c for c in parts[1:] if c not in config), None
+
+
+def _is_call_operator_ref(expr: Expr) -> bool:
+    if expr.kind not in (ExprKind.REF, ExprKind.IMPLICIT):
+        return False  # before `ref`: a C call, asked of every call's every child
+    return expr.ref is not None and expr.ref.name == "operator()"
+
+
+def _is_launch_kernel_object(expr: Expr) -> bool:
+    spelling = expr.type.canonical.replace("&", "").replace("const", "").strip()
+    return spelling.split("::")[-1] == "LaunchKernel"
+
+
+def _strip_casts(expr: Expr) -> Expr:
+    """The operand inside parentheses, implicit conversions and explicit casts."""
+    while expr.kind in _CASTS and len(expr.children) == 1:
+        expr = expr.children[0]
+    return expr
+
+
+def _lambda_call_arguments(call: Expr, variable: Var) -> tuple[Expr, ...] | None:
+    """The arguments of `call` when it calls the lambda held by `variable`, else None."""
+    parts = call.children
+    for index, part in enumerate(parts[:2]):  # `launch(x)`, or `operator()` then `launch` then `x`
+        callee = part.stripped()
+        if callee.kind is ExprKind.REF and callee.ref is not None and callee.ref.key == variable.key:
+            return parts[index + 1:]
     return None
+
+
+def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
+    return condition if guard is None else ConstExpr("&&", args=(guard, condition))
 
 
 def _variable_template_function(template: ci.Cursor) -> ci.Cursor | None:
@@ -318,7 +465,8 @@ def _variable_template_function(template: ci.Cursor) -> ci.Cursor | None:
     name = names[0] if names else ""
     scope = template.semantic_parent
     while name and scope is not None and scope.kind != K.TRANSLATION_UNIT:
-        found = [c for c in children(scope) if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == name]
+        found = [c for c in scope.get_children()
+                 if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == name]
         if found:
             return found[0]
         scope = scope.semantic_parent
@@ -333,51 +481,6 @@ def _initializer_names(variable_template: ci.Cursor) -> list[str]:
     return [t for t in after if t.isidentifier()]
 
 
-def _returned_expressions(definition: ci.Cursor | None) -> list[ci.Cursor]:
-    """Every expression a function definition returns, nested returns too (none for a declaration)."""
-    if definition is None:
-        return []
-    return [child for node in walk(definition) if node.kind == K.RETURN_STMT
-            for child in node.get_children() if child.kind.is_expression()]
-
-
-def _lambda_call_arguments(call: ci.Cursor, variable: ci.Cursor) -> list[ci.Cursor] | None:
-    """The arguments of `call` when it calls the lambda held by `variable`, else None."""
-    parts = list(call.get_children())
-    for index, part in enumerate(parts[:2]):  # `launch(x)`, or `operator()` then `launch` then `x`
-        callee = strip_parens(part)
-        if callee.kind == K.DECL_REF_EXPR and callee.referenced == variable:
-            return parts[index + 1:]
-    return None
-
-
-def _returns(statements: list[ci.Cursor], guard: ConstExpr | None,
-             consts: Constants) -> Iterator[tuple[ci.Cursor, ConstExpr | None]]:
-    """The expressions a lambda body returns, with the `if` conditions leading to each."""
-    for index, statement in enumerate(statements):
-        if statement.kind == K.RETURN_STMT:
-            values = expression_children(statement)
-            if values:
-                yield values[0], guard
-            return
-        if statement.kind == K.COMPOUND_STMT:
-            yield from _returns(children(statement) + statements[index + 1:], guard, consts)
-            return
-        if statement.kind == K.IF_STMT:
-            parts = children(statement)
-            if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
-                return
-            condition = consts.value(parts[0])
-            yield from _returns([parts[1]], _both(guard, condition), consts)
-            otherwise = [parts[2]] if len(parts) == 3 else statements[index + 1:]
-            yield from _returns(otherwise, _both(guard, ConstExpr("not", args=(condition,))), consts)
-            return
-
-
-def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
-    return condition if guard is None else ConstExpr("&&", args=(guard, condition))
-
-
 def _scope_members(scope: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
     """The checked file's declarations directly in `scope` and in the namespaces inside it."""
     for child in scope.get_children():
@@ -386,25 +489,3 @@ def _scope_members(scope: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
         yield child
         if child.kind == K.NAMESPACE:
             yield from _scope_members(child, path)
-
-
-def _is_call_operator_ref(cursor: ci.Cursor) -> bool:
-    if cursor.kind not in (K.DECL_REF_EXPR, K.UNEXPOSED_EXPR):
-        return False  # before `referenced`: a C call, asked of every call's every child
-    ref = cursor.referenced
-    return ref is not None and ref.spelling == "operator()"
-
-
-def _is_launch_kernel_object(cursor: ci.Cursor) -> bool:
-    spelling = cursor.type.get_canonical().spelling.replace("&", "").replace("const", "").strip()
-    return spelling.split("::")[-1] == "LaunchKernel"
-
-
-def _designated_value(expression: ci.Cursor, field: str) -> ci.Cursor | None:
-    """The value of the designated initializer `.field = value` inside `expression`
-    (`config({.use_pdl = kUsePDL})`); None when no initializer names `field`."""
-    for node in walk(expression):
-        parts = children(node)
-        if len(parts) == 2 and parts[0].kind == K.MEMBER_REF and parts[0].spelling == field:
-            return parts[1]
-    return None

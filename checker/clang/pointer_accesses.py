@@ -174,18 +174,6 @@ class _WalkResult:
 
 # -- type helpers ---------------------------------------------------------------------------------
 
-def _definition(candidate: ci.Cursor) -> ci.Cursor | None:
-    """The definition (with a body) of a called function or of the template it instantiates."""
-    if candidate.kind not in FUNCTION_KINDS:
-        return None
-    template = candidate.specialized_template
-    definition = (template or candidate).get_definition()
-    if definition is None or definition.location.is_in_system_header:
-        return None
-    has_body = any(c.kind == K.COMPOUND_STMT for c in definition.get_children())
-    return definition if has_body else None
-
-
 def _may_write_through(candidates: Sequence[TreeFunction], index: int, element: bool = False) -> bool:
     """Whether a callee we cannot see into may write through its `index`-th argument: a
     pointer argument, or with `element` an lvalue argument (`f(out[i])`), which only a
@@ -708,10 +696,9 @@ class _Walker:
         """Summaries of the candidates whose bodies are visible (outside system headers)."""
         summaries = []
         for candidate in candidates:
-            definition = _definition(cursor_of(candidate))
-            if definition is None:
+            function = self.extractor.program.definition(cursor_of(candidate))
+            if function is None:
                 continue
-            function = self.extractor.program.function(definition)
             params = function.params
             if len(params) < len(args) and not any("..." in p.type.spelling for p in params):
                 continue

@@ -311,6 +311,14 @@ class Expr(_Typed):
         return node
 
     @cached_property
+    def candidates(self) -> tuple[DeclRef, ...]:
+        """The declarations a dependent name may stand for: the overload set `kern<T>` spells
+        inside a template, or the variable template `kernel<N>` names (() for a name clang
+        resolved, and for other expressions)."""
+        overloaded = next((c for c in self._cursor.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
+        return tuple(_decl_ref(c) for c in overloaded_decls(overloaded)) if overloaded is not None else ()
+
+    @cached_property
     def arguments(self) -> tuple[Expr, ...]:
         """A CALL's argument expressions: the children after the callee expression, or all
         of them where clang lists none (a construction, whose callee is a type)."""
@@ -419,6 +427,21 @@ class Expr(_Typed):
         callee = strip_parens(self.children[0]._cursor)
         named = next((c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
         return tuple(_type_facts(d.result_type) for d in overloaded_decls(named)) if named is not None else ()
+
+    @cached_property
+    def tokens(self) -> tuple[Token, ...]:
+        """The tokens clang lexes over the expression's extent, each where it is spelled: for
+        an expression a macro expands into, the macro definition's tokens."""
+        return tuple(_token(t) for t in self._cursor.get_tokens())
+
+    @cached_property
+    def designator(self) -> str:
+        """The field a designated initializer `.field = value` names, its one child being the
+        value (`config({.use_pdl = x})`); "" for other expressions."""
+        if self.kind is not ExprKind.IMPLICIT:
+            return ""
+        parts = list(self._cursor.get_children())
+        return parts[0].spelling if len(parts) == 2 and parts[0].kind == K.MEMBER_REF else ""
 
 
 @dataclass(eq=False)
@@ -660,6 +683,18 @@ class Program:
         exprs = tuple(self.expression(c, depth + 1) for c in cursor.get_children() if c.kind.is_expression())
         return Var(cursor.spelling, cursor.hash, exprs, cursor)
 
+    def definition(self, declaration: ci.Cursor) -> Function | None:
+        """The function whose body a call of `declaration` runs: its definition, through the
+        template a specialization instantiates; None when no body is in sight (a declaration
+        only, a system header's function, or no function at all)."""
+        if declaration.kind not in FUNCTION_KINDS:
+            return None
+        definition = (declaration.specialized_template or declaration).get_definition()
+        if definition is None or definition.location.is_in_system_header:
+            return None
+        function = self.function(definition)
+        return function if function.body is not None else None
+
 
 def _nested_statements(kind: StmtKind, children: list[ci.Cursor]) -> frozenset[int]:
     """Which children are statements of their own even where clang gives an expression (an
@@ -762,6 +797,8 @@ def _file_of(cursor: ci.Cursor) -> str:
     """The file a declaration's name is in ("" when none)."""
     location = cursor.location
     return location.file.name if location.file is not None else ""
+
+
 _CAST_FORMS = {
     K.CXX_STATIC_CAST_EXPR: "static", K.CXX_REINTERPRET_CAST_EXPR: "reinterpret", K.CXX_CONST_CAST_EXPR: "const",
     K.CSTYLE_CAST_EXPR: "c_style", K.CXX_FUNCTIONAL_CAST_EXPR: "functional",
@@ -784,4 +821,22 @@ def _else_ifs(cursor: ci.Cursor) -> list[ci.Cursor]:
             return chain
         node = children[max(nested)]
         chain.append(node)
+
+
 _UNEVALUATED = (K.CXX_UNARY_EXPR, K.CXX_TYPEID_EXPR, K.SIZE_OF_PACK_EXPR)  # sizeof, alignof, typeid
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token as written: its spelling, and the file and byte offsets it is spelled at."""
+
+    spelling: str
+    file: str  # "" when clang names none
+    start: int
+    end: int
+
+
+def _token(token: ci.Token) -> Token:
+    start, end = token.extent.start, token.extent.end
+    same_file = start.file is not None and end.file is not None and start.file.name == end.file.name
+    return Token(token.spelling, start.file.name if same_file else "", start.offset, end.offset)
