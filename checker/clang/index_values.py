@@ -189,10 +189,8 @@ class _Reader:
             kind = cursor.kind
             if kind in FUNCTION_KINDS:
                 self._function(cursor)
-            elif kind == K.FIELD_DECL:
-                self._field(cursor, record)
-            elif kind == K.VAR_DECL:
-                self._variable(self.program.var(cursor))  # namespace or class scope: not a local
+            elif kind in (K.FIELD_DECL, K.VAR_DECL):
+                self._data_member_or_variable(cursor, record)
             elif kind in RECORD_KINDS:
                 self.declarations(cursor.get_children(), cursor)
             elif kind in _CONTAINERS:
@@ -222,6 +220,18 @@ class _Reader:
             return
         if tree is not None:
             self._statement(tree)
+
+    def _data_member_or_variable(self, cursor: ci.Cursor, record: ci.Cursor | None) -> None:
+        """A field, or a namespace- or class-scope variable (not a local). One whose
+        initializer tier 1 finds nested too deeply (generated code) gives no facts: they are
+        lost, never made up."""
+        try:
+            if cursor.kind == K.FIELD_DECL:
+                self._field(cursor, record)
+            else:
+                self._variable(self.program.var(cursor))
+        except NestedTooDeeply:
+            return
 
     def _field(self, cursor: ci.Cursor, record: ci.Cursor | None) -> None:
         var = self.program.var(cursor)

@@ -752,6 +752,8 @@ def collect_function_facts(model: SourceModel, program: Program, function: Funct
     launches = tuple(index for index, launch in enumerate(model.launches) if launch.launcher == function.qualified_name
                      and function.body is not None and function.body.contains(launch.span))
     is_device = function.kind in (FunctionKind.KERNEL, FunctionKind.DEVICE)
+    if not is_device and tree.buildable_body is None:
+        return  # generated code nested too deeply: its facts are lost, never made up
     subject = _Subject(function.usr, function.name, is_device, launches)
     _BodyFacts(model, program, subject, tree, data, path).run()
 

@@ -32,7 +32,7 @@ from ..model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, P
 from .consteval import (
     MAX_FOLD_DEPTH, Constants, Returns, initializer_of, named_function, returns_of, template_param_names,
 )
-from .cursors import K, NestedTooDeeply, source_text
+from .cursors import K, source_text
 from .program import (
     DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Token, Var, cursor_of, function_kind,
 )
@@ -122,10 +122,7 @@ class LaunchResolver:
         """Each launch in a function's body, with the declarations of the kernels it can launch;
         none in a body nested too deeply for tier 1 (a generated `else if` chain of hundreds,
         as kernel-selection helpers have: its launches are not seen)."""
-        try:
-            tree = code.body
-        except NestedTooDeeply:
-            return
+        tree = code.buildable_body
         if tree is None:
             return
         body = _Code.of(tree)
@@ -223,11 +220,8 @@ class LaunchResolver:
             return []
         key = declaration.hash
         if key not in self._returned:
-            try:
-                definition = self.program.definition(declaration)
-            except NestedTooDeeply:
-                definition = None
-            body = definition.body if definition is not None else None
+            definition = self.program.definition(declaration)
+            body = definition.buildable_body if definition is not None else None
             self._returned[key] = _Code.of(body).returned if body is not None else []
         return self._returned[key]
 

@@ -621,6 +621,16 @@ class Function:
         parent = self._cursor.semantic_parent
         return parent.spelling if parent is not None else ""
 
+    @property
+    def buildable_body(self) -> Stmt | None:
+        """`body`, or None where it nests deeper than tier 1 builds (generated code). The
+        host-side analyses, which can do without one function's facts, skip such a body;
+        the data-flow walk a kernel's rules rest on reads `body`, and the file is KC000."""
+        try:
+            return self.body
+        except NestedTooDeeply:
+            return None
+
 
 class Program:
     """The functions of one translation unit, each built once; `path` is the checked file
@@ -692,8 +702,8 @@ class Program:
         definition = (declaration.specialized_template or declaration).get_definition()
         if definition is None or definition.location.is_in_system_header:
             return None
-        function = self.function(definition)
-        return function if function.body is not None else None
+        has_body = any(c.kind == K.COMPOUND_STMT for c in definition.get_children())  # not built yet
+        return self.function(definition) if has_body else None
 
 
 def _nested_statements(kind: StmtKind, children: list[ci.Cursor]) -> frozenset[int]:
