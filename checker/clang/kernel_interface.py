@@ -185,8 +185,7 @@ def condition_context(node: Expr, ancestors: list[Node]) -> str:
         elif isinstance(parent, Stmt):
             if parent.kind in _CONDITION_STMTS or parent.kind is StmtKind.FOR:
                 if parent.kind is not StmtKind.FOR and _is_condition(parent, child):
-                    if isinstance(child, Var):  # as the cursor walk had it: the branch is not asked
-                        return "condition"  # (TVM_FFI_ICHECK's `if (auto err = ...) throw` would be a check)
+                    # a condition variable too: TVM_FFI_ICHECK_EQ is `if (auto err = ...) throw`
                     then = parent.then if parent.kind is StmtKind.IF else None
                     return "check" if then is not None and _fails(then) else "condition"
                 return "value"
