@@ -62,7 +62,7 @@ def report(runs: list[dict], count: int, slowest: int) -> None:
     print(f"CPU s in all: clang parse {totals['clang']:.1f}, preamble checks {totals['parse'] - totals['clang']:.1f}, "
           f"extract {totals['extract']:.1f}, rules {totals['rules']:.1f}; "
           f"total {sum(totals[s] for s in STAGES):.1f}")
-    print(f"CPU ms per file: " + ", ".join(f"{s} {totals[s] / count * 1000:.1f}" for s in STAGES)
+    print("CPU ms per file: " + ", ".join(f"{s} {totals[s] / count * 1000:.1f}" for s in STAGES)
           + f" (clang's own parse {totals['clang'] / count * 1000:.1f})")
     tiers = Counter(row["tier"] for row in last["rows"])
     for tier, n in tiers.most_common():
