@@ -424,9 +424,7 @@ class Expr(_Typed):
             return ()
         if self._cursor.type.kind not in (ci.TypeKind.DEPENDENT, ci.TypeKind.UNEXPOSED):
             return ()
-        callee = strip_parens(self.children[0]._cursor)
-        named = next((c for c in callee.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-        return tuple(_type_facts(d.result_type) for d in overloaded_decls(named)) if named is not None else ()
+        return tuple(_type_facts(d._cursor.result_type) for d in self.children[0].stripped().candidates)
 
     @cached_property
     def tokens(self) -> tuple[Token, ...]:
