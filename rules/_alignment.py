@@ -79,8 +79,10 @@ def vector_feeds(model: SourceModel, launcher: Function, depth: int = 0) -> list
                     if param != argument.argument or argument.field not in (field, "*"):
                         continue
                     tensor = f"{argument.tensor}.{field}" if argument.field == "*" else argument.tensor
-                    feeds += [VectorFeed(tensor, launch, kernel.name, use.access, use.width.substitute(mapping),
-                                         kernel.guard) for use in param_uses]
+                    widths = [(use, use.width.substitute(mapping)) for use in param_uses]
+                    # a one-byte "vector" (`AlignedVector<fp8_t, 1>`, a `kVecN = 1` fallback) needs no alignment
+                    feeds += [VectorFeed(tensor, launch, kernel.name, use.access, width, kernel.guard)
+                              for use, width in widths if width.evaluate({}) not in (0, 1)]
     return feeds + _helper_feeds(model, launcher, depth)
 
 

@@ -14,7 +14,9 @@ bytes through a wider type). `.ensure_alignment(w)` turns that into a clear host
 
 Not reported for a tensor whose data address the launcher tests itself
 (`reinterpret_cast<uintptr_t>(x.data_ptr()) % 16`, `... & 15`, or a helper named `...align...`
-called on it), whether it then rejects the tensor or falls back to a scalar kernel. When the
+called on it), whether it then rejects the tensor or falls back to a scalar kernel, nor for
+an access whose width is one byte for the instantiation launched (`AlignedVector<fp8_t, 1>`,
+the scalar fallback of a `kVecN` selection: any address will do). When the
 header library on the include path has no `ensure_alignment`, the message says how to check
 by hand instead.
 

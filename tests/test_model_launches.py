@@ -70,11 +70,12 @@ def test_template_arguments_keep_text_and_value(launches: list[Launch]) -> None:
 
 def test_selection_through_a_member_variable_template(launches: list[Launch]) -> None:
     picked = {(k.name, k.template_arg_texts): k for k in launches[3].kernels}
-    # the variable template's own arguments (`kernel<4>`) are not mapped onto the kernel's
-    assert set(picked) == {("split_kernel", ()), ("split_kernel", ("kHalf",))}
+    # the variable template's own arguments (`kernel<4>`) are mapped onto the kernel's
+    assert set(picked) == {("split_kernel", ("4",)), ("split_kernel", ("kHalf",))}
+    assert picked["split_kernel", ("4",)].template_args == (ConstExpr("int", 4),)
     # C division truncates toward zero: -7 / 2 is -3, not Python's -4
     assert picked["split_kernel", ("kHalf",)].template_args == (ConstExpr("int", -3),)
-    guard = picked["split_kernel", ()].guard
+    guard = picked["split_kernel", ("4",)].guard
     assert guard is not None and guard.evaluate({"arg:enable": 1}) == 1 and guard.evaluate({"arg:enable": 0}) == 0
 
 
@@ -200,3 +201,45 @@ void run(T* out, bool a, bool b, DLDevice device) {
     assert picked["third"].template_arg_texts == ("T",) and picked["third"].template_args[0].op == "sizeof"
     # the initializer's own selection keeps its guard
     assert picked["first"].guard is not None and picked["first"].guard.evaluate({"arg:a": 1}) == 1
+
+
+def test_variable_template_arguments_are_bound_at_each_use(tmp_path) -> None:
+    source = """
+#include <sgl_kernel/utils.cuh>
+namespace sglang {
+template <int kDim, bool kWrite, bool kUsePDL>
+__global__ void prefill(float* __restrict__ out) { out[threadIdx.x] = kDim; }
+
+template <int kHeads, bool kUsePDL = false>
+constexpr auto ns_kernel = prefill<kHeads * 2, true, kUsePDL>;
+
+template <int kDim, bool kUsePDL>
+struct Attention {
+  template <bool kWrite>
+  static constexpr auto prefill_kernel = prefill<kDim, kWrite, kUsePDL>;
+  static constexpr auto read_only_kernel = prefill_kernel</*kWrite=*/false>;
+  static void run(float* out, DLDevice device) {
+    host::LaunchKernel(1, 32, device).enable_pdl(kUsePDL)(prefill_kernel<true>, out);
+    host::LaunchKernel(1, 32, device).enable_pdl(kUsePDL)(read_only_kernel, out);
+    host::LaunchKernel(1, 32, device)(ns_kernel<0x10>, out);
+  }
+};
+}  // namespace sglang
+"""
+    path = tmp_path / "variable_template.cuh"
+    path.write_text(source)
+    unit = parse_file(path, source, resolve_settings("hermetic"))
+    assert not unit.errors, [e.message for e in unit.errors]
+    written, through_variable, namespace_scope = extract(unit, source, source.encode()).launches
+    [kernel] = written.kernels
+    assert kernel.template_arg_texts == ("kDim", "true", "kUsePDL")
+    assert kernel.template_args == (ConstExpr("param", name="kDim"), ConstExpr("int", 1),
+                                    ConstExpr("param", name="kUsePDL"))
+    assert kernel.argument_for("kUsePDL") == ("kUsePDL", ConstExpr("param", name="kUsePDL"))
+    # a variable initialized with a use of the template; the use's comment is not an argument
+    assert [k.template_arg_texts for k in through_variable.kernels] == [("kDim", "false", "kUsePDL")]
+    # a namespace-scope template: an expression keeps its text, a default fills what is not given
+    [kernel] = namespace_scope.kernels
+    assert kernel.template_arg_texts == ("kHeads * 2", "true", "false")
+    assert kernel.template_args[0].op == "unknown"
+    assert kernel.template_args[1:] == (ConstExpr("int", 1), ConstExpr("int", 0))

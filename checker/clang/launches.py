@@ -7,8 +7,9 @@ the condition under which it is the one launched:
 
 * `kern<T, 8>`, `&kern<...>`, casts, either branch of a ternary (guarded by the condition);
 * variables and member variables (`static constexpr auto kernel = k<T>;`) to their
-  initializers, member variable templates (`template <int N> static constexpr auto kernel =
-  k<N>;`, whose initializer libclang does not expose: the name after `=` is looked up);
+  initializers, variable templates (`template <int N> static constexpr auto kernel =
+  k<T, N>;`, read from their tokens by `variable_templates`) to the kernel they are
+  initialized with, its arguments bound at each use (`kernel<4>` launches `k<T, 4>`);
 * immediately invoked lambdas (`[] { if constexpr (c) return a<T>; else return b<T>; }()`,
   guarded by the `if` conditions) and helpers that return a kernel (`get_kernel<T>(n)`);
 * the parameter of a lambda that launches whatever it is called with (`auto launch =
@@ -23,25 +24,36 @@ which fills `Launch.tensors`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import clang.cindex as ci
 
 from ..model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, PdlFlag
 from .consteval import (
-    MAX_FOLD_DEPTH, Constants, Returns, initializer_of, named_function, returns_of, template_param_names,
+    MAX_FOLD_DEPTH, Constants, Returns, function_declaration, initializer_of, named_function, returns_of,
+    template_param_names,
 )
-from .cursors import K, source_text
+from .cursors import K, is_implicit_instantiation, source_text
 from .program import (
-    DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Token, Var, cursor_of, function_kind,
+    DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Token, Var, angle_groups, cursor_of, function_kind,
 )
 from .program import Function as FunctionCode
+from .variable_templates import VariableTemplate, initialized_function, read_variable_template
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
-_OPENING = {"<": 1, "(": 1, "[": 1, "{": 1, ">": -1, ">>": -2, ")": -1, "]": -1, "}": -1}
 _CASTS = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 _HELPER_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
+_BOOLEANS = {"true": 1, "false": 0}
+
+
+@dataclass(frozen=True)
+class _Arguments:
+    """A kernel's explicit template arguments at a launch: evaluated (() when their positions
+    cannot be told apart) and as written, whitespace collapsed."""
+
+    values: tuple[ConstExpr, ...]
+    texts: tuple[str, ...]
 
 
 @dataclass
@@ -169,35 +181,25 @@ class LaunchResolver:
         text = " ".join(source_text(self.data, value.span).split())
         return PdlFlag(self.consts.value(cursor_of(value)), text or "true")
 
-    def candidate(self, reference: Expr | None, declaration: ci.Cursor, guard: ConstExpr | None) -> LaunchedKernel:
-        """The kernel `declaration` as `reference` names it (None: arguments not known)."""
+    def candidate(self, arguments: _Arguments | None, declaration: ci.Cursor, guard: ConstExpr | None) -> LaunchedKernel:
+        """The kernel `declaration` launched with `arguments` (None: not known)."""
         return LaunchedKernel(
             name=declaration.spelling,
             usr=declaration.get_usr(),
             template_params=template_param_names(declaration),
-            template_args=(self.consts.template_args(cursor_of(reference)) or ()) if reference is not None else (),
-            template_arg_texts=self._argument_texts(reference) if reference is not None else (),
+            template_args=arguments.values if arguments is not None else (),
+            template_arg_texts=arguments.texts if arguments is not None else (),
             guard=guard,
         )
 
-    def _argument_texts(self, reference: Expr) -> tuple[str, ...]:
-        """The explicit template arguments of a reference as written (`Cfg<A, B>`, `true`),
-        split at the commas of its outermost `<...>`."""
-        arguments: list[list[Token]] = []
-        depth = 0
-        for token in reference.tokens:
-            if depth == 0 and token.spelling != "<":
-                continue
-            depth += _OPENING.get(token.spelling, 0)
-            if depth <= 0:
-                break
-            if depth == 1 and token.spelling in ("<", ","):
-                arguments.append([])
-            else:
-                arguments[-1].append(token)
-        return tuple(self._token_text(tokens) for tokens in arguments if tokens)
+    def arguments_of(self, reference: Expr) -> _Arguments:
+        """The explicit template arguments of a reference: evaluated in its scope, and as
+        written (`Cfg<A, B>`, `true`), split at the commas of its outermost `<...>`."""
+        groups, _ = angle_groups(reference.tokens)
+        return _Arguments(self.consts.template_args(cursor_of(reference)) or (),
+                          tuple(self.token_text(tokens) for tokens in groups))
 
-    def _token_text(self, tokens: list[Token]) -> str:
+    def token_text(self, tokens: Sequence[Token]) -> str:
         first, last = tokens[0], tokens[-1]
         written = self._bytes(first.file)[first.start:last.end] if first.file and first.file == last.file else b""
         return " ".join(written.decode("utf-8", errors="replace").split())
@@ -234,7 +236,8 @@ class LaunchResolver:
         if self._kernels_by_name is None:
             self._kernels_by_name = {}
             for node in _scope_members(cursor_of(anchor).translation_unit.cursor, self.path):
-                if node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and function_kind(node) is FunctionKind.KERNEL:
+                if (node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and not is_implicit_instantiation(node)
+                        and function_kind(node) is FunctionKind.KERNEL):
                     self._kernels_by_name.setdefault(node.spelling, []).append(node)
         return self._kernels_by_name.get(name, [])
 
@@ -252,17 +255,18 @@ class _Resolution:
         declaration; one entry per (kernel, written template arguments)."""
         found: dict[tuple[str, tuple[str, ...]], tuple[LaunchedKernel, ci.Cursor]] = {}
 
-        def add(reference: Expr | None, declaration: ci.Cursor, guard: ConstExpr | None) -> tuple[str, tuple[str, ...]]:
-            kernel = self.resolver.candidate(reference, declaration, guard)
+        def add(arguments: _Arguments | None, declaration: ci.Cursor,
+                guard: ConstExpr | None) -> tuple[str, tuple[str, ...]]:
+            kernel = self.resolver.candidate(arguments, declaration, guard)
             key = (kernel.usr, kernel.template_arg_texts)
             found.setdefault(key, (kernel, declaration))
             return key
 
-        for reference, declaration, guard in self._selected(expression, None, 0):
+        for arguments, declaration, guard in self._selected(expression, None, 0):
             if declaration is not None:
-                add(reference, declaration, guard)
-        for reference, declaration in self._named(expression):
-            add(reference, declaration, None)
+                add(arguments, declaration, guard)
+        for arguments, declaration in self._named(expression):
+            add(arguments, declaration, None)
         direct = self._direct(expression)
         if direct is not None:
             key = add(*direct, None)
@@ -270,8 +274,8 @@ class _Resolution:
         return {kernel: declaration for kernel, declaration in found.values()}
 
     def _selected(self, expression: Expr, guard: ConstExpr | None,
-                  depth: int) -> Iterator[tuple[Expr | None, ci.Cursor | None, ConstExpr | None]]:
-        """(reference, function, guard) for the `kern<args...>` references a launch's kernel
+                  depth: int) -> Iterator[tuple[_Arguments | None, ci.Cursor | None, ConstExpr | None]]:
+        """(template arguments, function, guard) for the `kern<args...>` references a launch's kernel
         expression may come down to, each with the condition under which it is the one:
         through `&kern<...>`, ternaries, `constexpr auto kernel = ...` variables (also
         `static constexpr auto` member variable templates), immediately invoked lambdas,
@@ -295,11 +299,12 @@ class _Resolution:
                 return
             initializer = self._variable_initializer(node, decl)
             if initializer is None:
-                yield node, named_function(cursor_of(node)), guard
+                yield self.resolver.arguments_of(node), named_function(cursor_of(node)), guard
             elif isinstance(initializer, Expr):
                 yield from self._selected(initializer, guard, depth + 1)
-            else:  # a variable template's function: its arguments are not known
-                yield None, named_function(initializer), guard
+            else:  # a variable template: the function it is initialized with, bound at this use
+                function = function_declaration(initialized_function(*initializer))
+                yield (self._bound(node, initializer[1]) if function is not None else None), function, guard
             for value in self.bound.get(decl.key, ()) if decl is not None else ():  # assigned later
                 yield from self._selected(value, guard, depth + 1)
         elif node.kind is ExprKind.CALL and operands and _strip_casts(operands[0]).kind is ExprKind.LAMBDA:
@@ -325,10 +330,11 @@ class _Resolution:
         yield from self._returns(returns.taken, _both(guard, condition))
         yield from self._returns(returns.otherwise, _both(guard, ConstExpr("not", args=(condition,))))
 
-    def _variable_initializer(self, node: Expr, decl: DeclRef | None) -> Expr | ci.Cursor | None:
+    def _variable_initializer(self, node: Expr,
+                              decl: DeclRef | None) -> Expr | tuple[ci.Cursor, VariableTemplate] | None:
         """What a reference to a variable (or a dependent reference to a member variable
-        template, `kernel<IdxT, kVec>`) is initialized with: an expression, or the function
-        a variable template is initialized with."""
+        template, `kernel<IdxT, kVec>`) is initialized with: an expression, or the variable
+        template as read from its tokens."""
         if decl is not None and decl.kind is DeclKind.VARIABLE:
             return self.resolver.expression(initializer_of(cursor_of(decl)))
         candidates = [cursor_of(c) for c in node.candidates]
@@ -336,12 +342,43 @@ class _Resolution:
             return None
         if candidates[0].kind == K.VAR_DECL:
             return self.resolver.expression(initializer_of(candidates[0]))
-        if candidates[0].kind == K.UNEXPOSED_DECL:
-            return _variable_template_function(candidates[0])
-        return None
+        template = read_variable_template(candidates[0]) if candidates[0].kind == K.UNEXPOSED_DECL else None
+        return (candidates[0], template) if template is not None else None
 
-    def _named(self, expression: Expr) -> Iterator[tuple[Expr | None, ci.Cursor]]:
-        """(reference, kernel) for the `__global__` functions named anywhere in the expression,
+    def _bound(self, use: Expr, template: VariableTemplate) -> _Arguments:
+        """The arguments of the kernel a variable template is initialized with, at one use of
+        it (`kernel<4>`): the template's own parameters take the use's arguments (or their
+        defaults); every other argument is what the initializer writes."""
+        given = self.resolver.arguments_of(use)
+        bound: dict[str, tuple[str, ConstExpr]] = {}
+        for index, param in enumerate(template.params):
+            if index < len(given.texts):
+                text = given.texts[index]
+                bound[param.name] = (text, given.values[index] if index < len(given.values)
+                                     else ConstExpr("unknown", text=text))
+            elif param.default:
+                bound[param.name] = self._written(param.default, template)
+        pairs = [bound[group[0].spelling] if len(group) == 1 and group[0].spelling in bound
+                 else self._written(group, template) for group in template.arguments]
+        return _Arguments(tuple(value for _, value in pairs), tuple(text for text, _ in pairs))
+
+    def _written(self, tokens: tuple[Token, ...], template: VariableTemplate) -> tuple[str, ConstExpr]:
+        """(text, value) of an argument read from a variable template's tokens: a literal, or a
+        parameter of an enclosing template; anything else keeps its text, value unknown."""
+        text = self.resolver.token_text(tokens)
+        if len(tokens) != 1:
+            return text, ConstExpr("unknown", text=text)
+        spelling = tokens[0].spelling
+        number = _BOOLEANS[spelling] if spelling in _BOOLEANS else _integer_literal(spelling)
+        scope_kind = template.scope_params.get(spelling)
+        if number is not None:
+            return text, ConstExpr("int", number)
+        if scope_kind in ("type", "non_type"):
+            return text, ConstExpr("sizeof" if scope_kind == "type" else "param", name=spelling)
+        return text, ConstExpr("unknown", name=spelling if spelling.isidentifier() else "", text=text)
+
+    def _named(self, expression: Expr) -> Iterator[tuple[_Arguments | None, ci.Cursor]]:
+        """(template arguments, kernel) for the `__global__` functions named anywhere in the expression,
         following variables to their initializers, helpers to every expression they return,
         lambda parameters to the arguments of the lambda's calls, and member variable
         templates to the kernels of the file named after their `=` (reference None: the
@@ -361,31 +398,33 @@ class _Resolution:
                     elif target.kind is DeclKind.PARAMETER:
                         followed.add(target.key)
                         pending.extend(self.bound.get(target.key, ()))
-                    elif declaration.kind == K.UNEXPOSED_DECL:  # a variable template
-                        followed.add(target.key)
-                        for name in _initializer_names(declaration):
-                            yield from ((None, kernel) for kernel in self.resolver.kernels_named(expression, name))
+                    elif declaration.kind == K.UNEXPOSED_DECL:  # a variable template, bound at each use
+                        template = read_variable_template(declaration)
+                        arguments = self._bound(reference, template) if template is not None else None
+                        for name in template.initializer_names if template is not None else ():
+                            bound = arguments if name == template.function_name else None
+                            yield from ((bound, kernel) for kernel in self.resolver.kernels_named(expression, name))
                     elif declaration.kind in _HELPER_KINDS:
                         kernel = declaration.specialized_template or declaration
                         if function_kind(kernel) is FunctionKind.KERNEL:
-                            yield reference, kernel
+                            yield self.resolver.arguments_of(reference), kernel
                         else:  # a helper that returns the kernel to launch
                             followed.add(target.key)
                             pending.extend(self.resolver.returned(declaration))
 
-    def _direct(self, expression: Expr) -> tuple[Expr, ci.Cursor] | None:
-        """(reference, function) of the first function the expression names, following a
+    def _direct(self, expression: Expr) -> tuple[_Arguments, ci.Cursor] | None:
+        """(template arguments, function) of the first function the expression names, following a
         variable to its initializer: the kernel a launch names when nothing selects one."""
         for node in _written(expression):
             if node.candidates:  # a dependent `kern<T>`: this reference spells the arguments
                 declaration = named_function(cursor_of(node))
-                return (node, declaration) if declaration is not None else None
+                return (self.resolver.arguments_of(node), declaration) if declaration is not None else None
             ref = node.ref if node.kind in (ExprKind.REF, ExprKind.IMPLICIT, ExprKind.MEMBER) else None
             if ref is None:
                 continue
             declaration = cursor_of(ref)
             if declaration.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
-                return node.stripped(), declaration.specialized_template or declaration
+                return self.resolver.arguments_of(node.stripped()), declaration.specialized_template or declaration
             if declaration.kind == K.VAR_DECL:
                 initializer = initializer_of(declaration)
                 if initializer is not None and initializer != cursor_of(expression):
@@ -451,28 +490,15 @@ def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
     return condition if guard is None else ConstExpr("&&", args=(guard, condition))
 
 
-def _variable_template_function(template: ci.Cursor) -> ci.Cursor | None:
-    """The function a variable template is initialized with (`template <...> static
-    constexpr auto kernel = my_kernel<T, ...>;`): libclang exposes neither the variable nor
-    its initializer, so the name after `=` is looked up in the enclosing namespaces."""
-    names = _initializer_names(template)
-    name = names[0] if names else ""
-    scope = template.semantic_parent
-    while name and scope is not None and scope.kind != K.TRANSLATION_UNIT:
-        found = [c for c in scope.get_children()
-                 if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == name]
-        if found:
-            return found[0]
-        scope = scope.semantic_parent
+def _integer_literal(spelling: str) -> int | None:
+    """The value of a C integer literal (`8`, `0x10`, `16u`, `1'024`), None for other tokens."""
+    digits = spelling.replace("'", "").rstrip("uUlL")
+    if digits[:1].isdigit() and digits.isalnum():
+        try:
+            return int(digits, 8) if len(digits) > 1 and digits[0] == "0" and digits.isdigit() else int(digits, 0)
+        except ValueError:
+            return None
     return None
-
-
-def _initializer_names(variable_template: ci.Cursor) -> list[str]:
-    """The identifiers after `=` in a variable template's declaration (libclang exposes no
-    initializer cursor for it)."""
-    tokens = [t.spelling for t in variable_template.get_tokens()]
-    after = tokens[tokens.index("=") + 1:] if "=" in tokens else []
-    return [t for t in after if t.isidentifier()]
 
 
 def _scope_members(scope: ci.Cursor, path: str) -> Iterator[ci.Cursor]:

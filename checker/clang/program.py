@@ -17,7 +17,7 @@ nodes keep their cursor privately (`_cursor`) and expose only plain values.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -430,7 +430,7 @@ class Expr(_Typed):
     def tokens(self) -> tuple[Token, ...]:
         """The tokens clang lexes over the expression's extent, each where it is spelled: for
         an expression a macro expands into, the macro definition's tokens."""
-        return tuple(_token(t) for t in self._cursor.get_tokens())
+        return tokens_of(self._cursor)
 
     @cached_property
     def designator(self) -> str:
@@ -844,7 +844,35 @@ class Token:
     end: int
 
 
+def tokens_of(cursor: ci.Cursor) -> tuple[Token, ...]:
+    """The tokens clang lexes over a cursor's extent, comments left out (`k</*kWrite=*/true>`)."""
+    return tuple(_token(t) for t in cursor.get_tokens() if t.kind != ci.TokenKind.COMMENT)
+
+
 def _token(token: ci.Token) -> Token:
     start, end = token.extent.start, token.extent.end
     same_file = start.file is not None and end.file is not None and start.file.name == end.file.name
     return Token(token.spelling, start.file.name if same_file else "", start.offset, end.offset)
+
+
+_NESTING = {"<": 1, "(": 1, "[": 1, "{": 1, ">": -1, ">>": -2, ")": -1, "]": -1, "}": -1}
+
+
+def angle_groups(tokens: Sequence[Token], start: int = 0) -> tuple[list[tuple[Token, ...]], int]:
+    """The comma-separated groups inside the first `<...>` at or after `start` (template
+    arguments or parameters as written), and the index just past its closing `>` (the
+    length when there is none)."""
+    groups: list[list[Token]] = []
+    depth = 0
+    for index in range(start, len(tokens)):
+        spelling = tokens[index].spelling
+        if depth == 0 and spelling != "<":
+            continue
+        depth += _NESTING.get(spelling, 0)
+        if depth <= 0:
+            return [tuple(g) for g in groups if g], index + 1
+        if depth == 1 and spelling in ("<", ","):
+            groups.append([])
+        else:
+            groups[-1].append(tokens[index])
+    return [tuple(g) for g in groups if g], len(tokens)

@@ -1,0 +1,110 @@
+"""What libclang does not expose of a variable template, read from its tokens.
+
+`template <int N> static constexpr auto kernel = my_kernel<T, N>;` is an UNEXPOSED_DECL to
+libclang, with neither its template parameters nor its initializer as children. Launch
+resolution needs both: the kernel the template is initialized with, and how a use binds that
+kernel's template arguments (`kernel<4>` launches `my_kernel<T, 4>`). So they are read here,
+from the declaration's tokens: its parameter list (names and defaults), the identifiers after
+its `=`, and, when the initializer is one template-id, that id's name and arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import clang.cindex as ci
+
+from .cursors import TEMPLATE_PARAM_KINDS, K
+from .program import Token, angle_groups, tokens_of
+
+
+@dataclass(frozen=True)
+class TemplateParam:
+    name: str
+    default: tuple[Token, ...]  # () when it has none
+
+
+@dataclass(frozen=True)
+class VariableTemplate:
+    name: str
+    params: tuple[TemplateParam, ...]
+    initializer_names: tuple[str, ...]  # every identifier after the `=`
+    function_name: str  # the template-id's name when the initializer is one (`my_kernel`), else ""
+    arguments: tuple[tuple[Token, ...], ...]  # that template-id's arguments as written
+    scope_params: dict[str, str]  # enclosing templates' parameters: name -> "type" / "non_type" / "template"
+
+
+def read_variable_template(declaration: ci.Cursor) -> VariableTemplate | None:
+    """The variable template `declaration` (an UNEXPOSED_DECL) declares; None for any other
+    declaration libclang leaves unexposed."""
+    tokens = tokens_of(declaration)
+    if len(tokens) < 2 or tokens[0].spelling != "template" or tokens[1].spelling != "<":
+        return None
+    param_groups, after_params = angle_groups(tokens)
+    equals = next((i + 1 for i in range(after_params, len(tokens) - 1)
+                   if tokens[i].spelling == declaration.spelling and tokens[i + 1].spelling == "="), None)
+    if equals is None:
+        return None
+    initializer = [t for t in tokens[equals + 1:] if t.spelling != ";"]
+    function_name, arguments = _template_id(initializer)
+    return VariableTemplate(
+        name=declaration.spelling,
+        params=tuple(_param(group) for group in param_groups),
+        initializer_names=tuple(t.spelling for t in initializer if t.spelling.isidentifier()),
+        function_name=function_name,
+        arguments=arguments,
+        scope_params=_scope_params(declaration),
+    )
+
+
+def initialized_function(declaration: ci.Cursor, template: VariableTemplate) -> ci.Cursor | None:
+    """The function (template) a variable template is initialized with, looked up by name from
+    the template's scope outwards."""
+    scope = declaration.semantic_parent
+    while template.function_name and scope is not None and scope.kind != K.TRANSLATION_UNIT:
+        found = [c for c in scope.get_children()
+                 if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == template.function_name]
+        if found:
+            return found[0]
+        scope = scope.semantic_parent
+    return None
+
+
+def _param(group: tuple[Token, ...]) -> TemplateParam:
+    """`int N`, `bool kUsePDL = false`, `typename T`, `int... Is`."""
+    spellings = [t.spelling for t in group]
+    equals = spellings.index("=") if "=" in spellings else len(group)
+    names = [s for s in spellings[:equals] if s.isidentifier()]
+    return TemplateParam(names[-1] if names else "", group[equals + 1:])
+
+
+def _template_id(initializer: list[Token]) -> tuple[str, tuple[tuple[Token, ...], ...]]:
+    """(name, arguments) when the initializer is `[&] [ns::]name<args...>`, else ("", ())."""
+    index = 1 if initializer and initializer[0].spelling == "&" else 0
+    name = ""
+    while index < len(initializer) and (initializer[index].spelling.isidentifier()
+                                        or initializer[index].spelling == "::"):
+        if initializer[index].spelling != "::":
+            name = initializer[index].spelling
+        index += 1
+    if not name:
+        return "", ()
+    if index == len(initializer):  # `= my_kernel;`
+        return name, ()
+    if initializer[index].spelling != "<":
+        return "", ()
+    groups, end = angle_groups(initializer, index)
+    return (name, tuple(groups)) if end == len(initializer) else ("", ())
+
+
+def _scope_params(declaration: ci.Cursor) -> dict[str, str]:
+    """The template parameters of the class and function templates around a declaration, the
+    innermost first where names repeat."""
+    params: dict[str, str] = {}
+    scope = declaration.semantic_parent
+    while scope is not None and scope.kind != K.TRANSLATION_UNIT:
+        for child in scope.get_children():
+            if child.kind in TEMPLATE_PARAM_KINDS:
+                params.setdefault(child.spelling, TEMPLATE_PARAM_KINDS[child.kind])
+        scope = scope.semantic_parent
+    return params
