@@ -39,12 +39,11 @@ from .program import (
     DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Token, Var, angle_groups, cursor_of, function_kind,
 )
 from .program import Function as FunctionCode
-from .variable_templates import VariableTemplate, initialized_function, read_variable_template
+from .variable_templates import VariableTemplate, argument_value, initialized_function, read_variable_template
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _CASTS = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 _HELPER_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
-_BOOLEANS = {"true": 1, "false": 0}
 
 
 @dataclass(frozen=True)
@@ -357,25 +356,15 @@ class _Resolution:
                 bound[param.name] = (text, given.values[index] if index < len(given.values)
                                      else ConstExpr("unknown", text=text))
             elif param.default:
-                bound[param.name] = self._written(param.default, template)
+                bound[param.name] = self._declared(param.default, template)
         pairs = [bound[group[0].spelling] if len(group) == 1 and group[0].spelling in bound
-                 else self._written(group, template) for group in template.arguments]
+                 else self._declared(group, template) for group in template.arguments]
         return _Arguments(tuple(value for _, value in pairs), tuple(text for text, _ in pairs))
 
-    def _written(self, tokens: tuple[Token, ...], template: VariableTemplate) -> tuple[str, ConstExpr]:
-        """(text, value) of an argument read from a variable template's tokens: a literal, or a
-        parameter of an enclosing template; anything else keeps its text, value unknown."""
+    def _declared(self, tokens: tuple[Token, ...], template: VariableTemplate) -> tuple[str, ConstExpr]:
+        """(text, value) of an argument as the variable template's declaration writes it."""
         text = self.resolver.token_text(tokens)
-        if len(tokens) != 1:
-            return text, ConstExpr("unknown", text=text)
-        spelling = tokens[0].spelling
-        number = _BOOLEANS[spelling] if spelling in _BOOLEANS else _integer_literal(spelling)
-        scope_kind = template.scope_params.get(spelling)
-        if number is not None:
-            return text, ConstExpr("int", number)
-        if scope_kind in ("type", "non_type"):
-            return text, ConstExpr("sizeof" if scope_kind == "type" else "param", name=spelling)
-        return text, ConstExpr("unknown", name=spelling if spelling.isidentifier() else "", text=text)
+        return text, argument_value(tokens, text, template)
 
     def _named(self, expression: Expr) -> Iterator[tuple[_Arguments | None, ci.Cursor]]:
         """(template arguments, kernel) for the `__global__` functions named anywhere in the expression,
@@ -488,17 +477,6 @@ def _lambda_call_arguments(call: Expr, variable: Var) -> tuple[Expr, ...] | None
 
 def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
     return condition if guard is None else ConstExpr("&&", args=(guard, condition))
-
-
-def _integer_literal(spelling: str) -> int | None:
-    """The value of a C integer literal (`8`, `0x10`, `16u`, `1'024`), None for other tokens."""
-    digits = spelling.replace("'", "").rstrip("uUlL")
-    if digits[:1].isdigit() and digits.isalnum():
-        try:
-            return int(digits, 8) if len(digits) > 1 and digits[0] == "0" and digits.isdigit() else int(digits, 0)
-        except ValueError:
-            return None
-    return None
 
 
 def _scope_members(scope: ci.Cursor, path: str) -> Iterator[ci.Cursor]:

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 
 import clang.cindex as ci
 
+from ..model import ConstExpr
 from .cursors import TEMPLATE_PARAM_KINDS, K
 from .program import Token, angle_groups, tokens_of
+
+_BOOLEANS = {"true": 1, "false": 0}
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,20 @@ def initialized_function(declaration: ci.Cursor, template: VariableTemplate) -> 
     return None
 
 
+def argument_value(tokens: tuple[Token, ...], text: str, template: VariableTemplate) -> ConstExpr:
+    """The value of an argument the declaration writes (a default, or one of the initializer's
+    arguments; `text` as written): a literal, or a parameter of an enclosing template; anything
+    else is unknown, keeping its text."""
+    spelling = tokens[0].spelling if len(tokens) == 1 else ""
+    number = _BOOLEANS[spelling] if spelling in _BOOLEANS else _integer_literal(spelling)
+    if number is not None:
+        return ConstExpr("int", number)
+    scope_kind = template.scope_params.get(spelling)
+    if scope_kind in ("type", "non_type"):
+        return ConstExpr("sizeof" if scope_kind == "type" else "param", name=spelling)
+    return ConstExpr("unknown", name=spelling if spelling.isidentifier() else "", text=text)
+
+
 def _param(group: tuple[Token, ...]) -> TemplateParam:
     """`int N`, `bool kUsePDL = false`, `typename T`, `int... Is`."""
     spellings = [t.spelling for t in group]
@@ -108,3 +125,14 @@ def _scope_params(declaration: ci.Cursor) -> dict[str, str]:
                 params.setdefault(child.spelling, TEMPLATE_PARAM_KINDS[child.kind])
         scope = scope.semantic_parent
     return params
+
+
+def _integer_literal(spelling: str) -> int | None:
+    """The value of a C integer literal (`8`, `0x10`, `16u`, `1'024`), None for other tokens."""
+    digits = spelling.replace("'", "").rstrip("uUlL")
+    if digits[:1].isdigit() and digits.isalnum():
+        try:
+            return int(digits, 8) if len(digits) > 1 and digits[0] == "0" and digits.isdigit() else int(digits, 0)
+        except ValueError:
+            return None
+    return None
