@@ -21,7 +21,8 @@ import clang.cindex as ci
 from ..model import BINARY_OPERATOR_SPELLINGS, ConstExpr
 from .capi import folded_int, overloaded_decls
 from .cursors import (
-    EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, K, children, source_text, span_of, strip_casts, strip_parens,
+    EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, TEMPLATE_PARAM_KINDS, K, children, source_text, span_of, strip_casts,
+    strip_parens,
 )
 
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -89,8 +90,7 @@ def function_usr(decl: ci.Cursor | None) -> str:
 
 
 def template_param_names(declaration: ci.Cursor) -> tuple[str, ...]:
-    return tuple(c.spelling for c in declaration.get_children()
-                 if c.kind in (K.TEMPLATE_TYPE_PARAMETER, K.TEMPLATE_NON_TYPE_PARAMETER, K.TEMPLATE_TEMPLATE_PARAMETER))
+    return tuple(c.spelling for c in declaration.get_children() if c.kind in TEMPLATE_PARAM_KINDS)
 
 
 @dataclass(frozen=True)
