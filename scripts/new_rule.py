@@ -4,8 +4,8 @@
     python scripts/new_rule.py KC170 barrier-in-divergent-branch
     python scripts/new_rule.py KC170 barrier-in-divergent-branch --root /some/checkout
 
-adds the code's line to `checker/codes.py` (the code table: name, stage, default severity,
-summary), and writes `rules/kc170_barrier_in_divergent_branch.py` (the check, its docstring
+adds the code's line to `src/kernel_check/codes.py` (the code table: name, stage, default severity,
+summary), and writes `src/kernel_check/rules/kc170_barrier_in_divergent_branch.py` (the check, its docstring
 the doc page) and `tests/fixtures/cpp/kc170_barrier_in_divergent_branch.cuh` (a line that
 must fire and a near miss that must not). The new rule reports nothing yet, so the fixture test fails until
 the check is written: that failing test is the starting point. See docs/contributing.md.
@@ -53,7 +53,7 @@ from kernel_check.model import SourceModel
 from kernel_check.registry import RuleContext, rule
 
 
-@rule("{code}")  # its name, severity and summary: its line in checker/codes.py
+@rule("{code}")  # its name, severity and summary: its line in src/kernel_check/codes.py
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     # Query the model (kernel_check.model.SourceModel), never cursors or source text, and
     # yield ctx.finding(location_of(model, span), "message") for each violation
@@ -97,7 +97,7 @@ class Refused(Exception):
 def planned_paths(root: Path, code: str, name: str) -> tuple[Path, Path]:
     """The rule module and the fixture that `code`/`name` get under `root`."""
     stem = f"{code.lower()}_{name.replace('-', '_')}"
-    return root / "rules" / f"{stem}.py", root / "tests" / "fixtures" / "cpp" / f"{stem}.cuh"
+    return root / "src" / "kernel_check" / "rules" / f"{stem}.py", root / "tests" / "fixtures" / "cpp" / f"{stem}.cuh"
 
 
 def check_request(root: Path, code: str, name: str) -> None:
@@ -106,7 +106,7 @@ def check_request(root: Path, code: str, name: str) -> None:
         raise Refused(f"malformed code '{code}': expected KC followed by three digits, e.g. KC170")
     if not NAME_RE.match(name):
         raise Refused(f"malformed name '{name}': expected lower-case words joined by '-', e.g. barrier-in-branch")
-    rules_dir, table = root / "rules", root / "checker" / "codes.py"
+    rules_dir, table = root / "src" / "kernel_check" / "rules", root / "src" / "kernel_check" / "codes.py"
     for needed in (rules_dir, table):
         if not needed.exists():
             raise Refused(f"{needed}: not found here (use --root to name the checkout)")
@@ -149,7 +149,7 @@ def scaffold(root: Path, code: str, name: str) -> tuple[Path, Path]:
             raise Refused(f"{path} already exists; not overwriting it")
     write_new(module, RULE_TEMPLATE.replace("{code}", code).replace("{name}", name))
     write_new(fixture, FIXTURE_TEMPLATE.format(code=code, name=name))
-    add_table_line(root / "checker" / "codes.py", code, name)
+    add_table_line(root / "src" / "kernel_check" / "codes.py", code, name)
     return module, fixture
 
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"new_rule: {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
-    print(f"added {args.code} to {args.root / 'checker' / 'codes.py'}\nwrote {module}\nwrote {fixture}\n"
+    print(f"added {args.code} to {args.root / 'src' / 'kernel_check' / 'codes.py'}\nwrote {module}\nwrote {fixture}\n"
           f"next: write the check, then run pytest tests/test_fixtures.py -k {fixture.stem} and python scripts/gen_docs.py")
     return 0
 

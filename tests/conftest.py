@@ -150,7 +150,7 @@ def pre_commit_env(home: Path) -> dict[str, str]:
 @pytest.fixture
 def functions_of(tmp_path: Path):
     """`functions_of(source)`: the checked file's functions as tier 1 sees them
-    (`checker/clang/program.py`), by name, from a real hermetic libclang parse; the
+    (`src/kernel_check/clang/program.py`), by name, from a real hermetic libclang parse; the
     `Program` is the `program` entry. The parse must be clean."""
     import clang.cindex as ci
 

@@ -91,7 +91,7 @@ def test_wrapper_manifest_targets():
     assert read_manifest(wrapper)["CUDA_FILES"] == ["add_constant.cuh"]
     targets = wrapper_targets(wrapper, {"default": 64})
     assert targets and all(Path(t.csrc_root) == REPO / "csrc" for t in targets)
-    assert read_manifest(REPO / "checker" / "build.py") is None
+    assert read_manifest(REPO / "src" / "kernel_check" / "build.py") is None
 
 
 @pytest.mark.nvcc

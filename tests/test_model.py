@@ -239,7 +239,7 @@ __global__ void k(float* dst, uint32_t n) {
 
 
 def test_divergent_barriers(tmp_path: Path) -> None:
-    """Barriers under thread-dependent conditions (checker/clang/thread_dependence.py)."""
+    """Barriers under thread-dependent conditions (src/kernel_check/clang/thread_dependence.py)."""
     path = tmp_path / "divergence.cu"
     unit = parse_file(path, DIVERGENCE_SOURCE, resolve_settings("hermetic"))
     model = extract(unit, DIVERGENCE_SOURCE, DIVERGENCE_SOURCE.encode())
@@ -289,7 +289,7 @@ def _line(source: str, needle: str) -> int:
 def test_device_passes_add_the_code_the_host_pass_skips(tmp_path: Path) -> None:
     """`#if __CUDA_ARCH__` code: parsed in device mode for the configured arch and for the
     oldest one where a region asks for it, and merged into the one model once
-    (checker/clang/device_pass.py, device_merge.py)."""
+    (src/kernel_check/clang/device_pass.py, device_merge.py)."""
     path = tmp_path / "device.cuh"
     unit = parse_file(path, DEVICE_PASS_SOURCE, resolve_settings("hermetic"))
     assert unit.errors == []

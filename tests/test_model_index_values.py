@@ -1,4 +1,4 @@
-"""What checker/clang/index_values.py and scope_facts.py extract, pinned on small real sources
+"""What src/kernel_check/clang/index_values.py and scope_facts.py extract, pinned on small real sources
 (parsed hermetically against the bundled include/sgl_kernel headers)."""
 
 from __future__ import annotations

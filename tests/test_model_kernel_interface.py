@@ -1,4 +1,4 @@
-"""What checker/clang/kernel_interface.py extracts, pinned on small real sources."""
+"""What src/kernel_check/clang/kernel_interface.py extracts, pinned on small real sources."""
 
 from __future__ import annotations
 

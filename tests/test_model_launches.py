@@ -1,4 +1,4 @@
-"""What checker/clang/launches.py and consteval.py give the rules: one `Launch` per launch with
+"""What src/kernel_check/clang/launches.py and consteval.py give the rules: one `Launch` per launch with
 its kernels, template arguments and PDL flag evaluated (hermetic parse of small real sources)."""
 
 from __future__ import annotations

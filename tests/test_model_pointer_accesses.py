@@ -1,4 +1,4 @@
-"""What checker/clang/pointer_accesses.py extracts from small real sources (hermetic parse)."""
+"""What src/kernel_check/clang/pointer_accesses.py extracts from small real sources (hermetic parse)."""
 
 from __future__ import annotations
 

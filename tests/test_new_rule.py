@@ -18,10 +18,10 @@ SCRIPT = REPO / "scripts" / "new_rule.py"
 
 @pytest.fixture()
 def layout(tmp_path: Path) -> Path:
-    """A temp checkout shaped like this one: the real rules/ and code table, an empty fixture folder."""
-    shutil.copytree(REPO / "rules", tmp_path / "rules", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "checker").mkdir()
-    shutil.copy(REPO / "checker" / "codes.py", tmp_path / "checker" / "codes.py")
+    """A temp checkout shaped like this one: the real src/kernel_check/rules/ and code table, an empty fixture folder."""
+    shutil.copytree(REPO / "src" / "kernel_check" / "rules", tmp_path / "src" / "kernel_check" / "rules", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "src" / "kernel_check").mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "src" / "kernel_check" / "codes.py", tmp_path / "src" / "kernel_check" / "codes.py")
     (tmp_path / "tests" / "fixtures" / "cpp").mkdir(parents=True)
     return tmp_path
 
@@ -34,12 +34,12 @@ def scaffold(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(layout: Path) -> None:
     done = scaffold(layout, "KC199", "demo-rule")
     assert done.returncode == 0, done.stderr
-    module = layout / "rules" / "kc199_demo_rule.py"
+    module = layout / "src" / "kernel_check" / "rules" / "kc199_demo_rule.py"
     fixture = layout / "tests" / "fixtures" / "cpp" / "kc199_demo_rule.cuh"
     assert module.is_file() and fixture.is_file()
     # Imported in a fresh interpreter as part of the rule pack, with the scaffolded code table in
     # place of the installed one, so this session's registry stays as it is.
-    table = layout / "checker" / "codes.py"
+    table = layout / "src" / "kernel_check" / "codes.py"
     probe = (
         "import importlib.util, sys\n"
         f"table = importlib.util.spec_from_file_location('kernel_check.codes', {str(table)!r})\n"
@@ -72,13 +72,13 @@ def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(la
     ("KC198", "Brand_New", "malformed name 'Brand_New'"),
 ])
 def test_refuses_with_one_line_and_exit_2(layout: Path, code: str, name: str, why: str) -> None:
-    before = sorted(p.name for p in (layout / "rules").iterdir())
-    table = (layout / "checker" / "codes.py").read_text()
+    before = sorted(p.name for p in (layout / "src" / "kernel_check" / "rules").iterdir())
+    table = (layout / "src" / "kernel_check" / "codes.py").read_text()
     done = scaffold(layout, code, name)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and why in done.stderr and "Traceback" not in done.stderr
-    assert sorted(p.name for p in (layout / "rules").iterdir()) == before
-    assert (layout / "checker" / "codes.py").read_text() == table
+    assert sorted(p.name for p in (layout / "src" / "kernel_check" / "rules").iterdir()) == before
+    assert (layout / "src" / "kernel_check" / "codes.py").read_text() == table
     assert not any((layout / "tests" / "fixtures" / "cpp").iterdir())
 
 
@@ -88,4 +88,4 @@ def test_never_overwrites_an_existing_fixture(layout: Path) -> None:
     done = scaffold(layout, "KC198", "brand-new")
     assert done.returncode == 2 and "already exists; not overwriting it" in done.stderr
     assert fixture.read_text() == "// mine\n"
-    assert not (layout / "rules" / "kc198_brand_new.py").exists()
+    assert not (layout / "src" / "kernel_check" / "rules" / "kc198_brand_new.py").exists()

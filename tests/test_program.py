@@ -1,4 +1,4 @@
-"""Tier 1 (checker/clang/program.py): statement and expression trees of real parses."""
+"""Tier 1 (src/kernel_check/clang/program.py): statement and expression trees of real parses."""
 
 from __future__ import annotations
 

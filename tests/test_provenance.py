@@ -1,4 +1,4 @@
-"""Pointer provenance (checker/clang/provenance.py) and callee summaries (checker/summaries.py)
+"""Pointer provenance (src/kernel_check/clang/provenance.py) and callee summaries (src/kernel_check/summaries.py)
 over small real sources (hermetic parse)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tier 2 thread-dependence (checker/clang/thread_dependence.py) over real parses."""
+"""Tier 2 thread-dependence (src/kernel_check/clang/thread_dependence.py) over real parses."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ A code's identity lives here and nowhere else: its name, the stage that produces
 its default severity (config `severity` may remap it) and its one-line summary. Each
 definition also gives the code a constant, so that the stages that produce findings
 (`build.py`, the harness, the filter) name codes as `codes.RESULT_MISMATCH`, never as a
-string literal. A rule module in `rules/` adds its check (`@rule(code)`) and its doc page
+string literal. A rule module in `src/kernel_check/rules/` adds its check (`@rule(code)`) and its doc page
 (the module docstring) to the code; `registry.py` joins the two.
 
 A new code: one `_define(...)` line below, in code order (`scripts/new_rule.py` writes it).

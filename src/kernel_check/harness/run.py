@@ -180,7 +180,7 @@ def _line_of(path: Path, marker: str) -> int:
 
 def make_finding(spec: KernelSpec, code: str, message: str, detail: str = "") -> Finding:
     rule = get_rule(code)
-    assert rule is not None, f"{code} is not declared in rules/"
+    assert rule is not None, f"{code} is not declared in src/kernel_check/rules/"
     return Finding(code, message, launcher_location(spec), rule.meta.severity, spec_related(spec), None, detail)
 
 

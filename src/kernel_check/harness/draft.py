@@ -1,7 +1,7 @@
 """Drafted specs: ``kernel-check spec new FILE.cuh`` writes a ``*_spec.py`` from the static model.
 
-What the draft takes from the code (``checker/model.py``, filled by
-``checker/clang/kernel_interface.py`` and ``pointer_accesses.py``):
+What the draft takes from the code (``src/kernel_check/model.py``, filled by
+``src/kernel_check/clang/kernel_interface.py`` and ``pointer_accesses.py``):
 
 - the launcher: a host function (or a static member function of a class template, the
   sglang export style ``Kernel<...>::run``) that launches a kernel or runs a ``TensorMatcher``;

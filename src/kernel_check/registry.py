@@ -1,7 +1,7 @@
 """Rule registration: each code of the code table (`codes.py`) joined with its rule module.
 
 A code's identity (name, stage, default severity, summary) is its line in `codes.py`. Its
-rule module, `rules/<code>_<name>.py`, gives the doc page (the module docstring, in ruff
+rule module, `src/kernel_check/rules/<code>_<name>.py`, gives the doc page (the module docstring, in ruff
 form: ## What it does / ## Why is this bad? / ## Example / ## Use instead) and, for a
 static rule, the check::
 

@@ -1,6 +1,6 @@
 """``kernel-check test|build|sanitize``: the harness's command line.
 
-``checker/cli.py`` dispatches these subcommands to ``main(argv)`` (argv[0] is the
+``src/kernel_check/cli.py`` dispatches these subcommands to ``main(argv)`` (argv[0] is the
 subcommand). Exit status: 0 clean, 1 findings (errors; warnings too with ``--strict``),
 2 usage or internal error (no nvcc, no GPU, a broken spec), or a ``test`` run stopped by
 SIGINT/SIGTERM or ``--max-time`` before it finished (what finished is still reported).

@@ -1,6 +1,6 @@
 """The extracted C++/CUDA model: plain dataclasses that rules read instead of clang cursors.
 
-`checker/clang/extract.py` builds a `SourceModel` in one pass over a translation unit.
+`src/kernel_check/clang/extract.py` builds a `SourceModel` in one pass over a translation unit.
 Positions are `Span`s in the checked file (1-based line/column, 0-based byte offsets).
 Only entities whose declaration lies in the checked file are recorded; included headers
 are checked when they are themselves given to the checker.
@@ -181,7 +181,7 @@ class Function:
 
 
 # ---- launcher facts (KC120, KC121, KC131, KC140, KC141, KC150, KC160) ----
-# Written by checker/clang/kernel_interface.py. Functions are named by their clang USR
+# Written by src/kernel_check/clang/kernel_interface.py. Functions are named by their clang USR
 # (`Function.usr`); a lambda's facts belong to the function that contains it.
 
 
@@ -426,7 +426,7 @@ class PdlFlag:
 @dataclass(frozen=True)
 class Launch:
     """A kernel launch, `LaunchKernel(...)(kernel, args...)` or `kernel<<<...>>>(args...)`,
-    resolved once (checker/clang/launches.py) for every rule."""
+    resolved once (src/kernel_check/clang/launches.py) for every rule."""
 
     span: Span
     syntax: str  # "launch_kernel" or "triple_chevron"
@@ -537,8 +537,8 @@ class LauncherFacts:
 # ---- end of launcher facts ----
 
 # ---- integer and scope facts (KC110, KC111, KC112, KC151, KC320, KC321, KC330) ----
-# Written by checker/clang/index_values.py (over tier 1, checker/clang/program.py) and
-# checker/clang/scope_facts.py. Functions are named by their clang USR (`Function.usr`);
+# Written by src/kernel_check/clang/index_values.py (over tier 1, src/kernel_check/clang/program.py) and
+# src/kernel_check/clang/scope_facts.py. Functions are named by their clang USR (`Function.usr`);
 # a lambda's facts belong to the function that contains it.
 
 
@@ -672,7 +672,7 @@ class ScopeFacts:
 # ---- end of integer and scope facts ----
 
 # ---- dataflow facts (KC102, KC201, KC202, KC203, KC204, KC205) ----
-# Built by checker/clang/pointer_accesses.py: per kernel and device function, the PDL calls and
+# Built by src/kernel_check/clang/pointer_accesses.py: per kernel and device function, the PDL calls and
 # the accesses through the pointers it received, in execution order; plus every inline asm.
 
 

@@ -117,7 +117,7 @@ def display_path(path: str | Path) -> str:
 def _finding(code: str, message: str, location: Location, detail: str = "",
              related: tuple[Related, ...] = ()) -> Finding:
     rule = get_rule(code)
-    assert rule is not None, f"{code} is not declared in rules/"
+    assert rule is not None, f"{code} is not declared in src/kernel_check/rules/"
     return Finding(code, message, location, rule.meta.severity, related, None, detail)
 
 

@@ -11,7 +11,7 @@ the harness (`harness/build.py`, `harness/run.py`) all ask `sgl_include_dirs`, i
 
 The bundled copy is package data in an installed wheel (`kernel_check/include/`, mapped from
 the repository's `include/` by `pyproject.toml`) and the repository's `include/` itself in a
-checkout (an editable install imports `kernel_check` from `checker/`).
+checkout (an editable install imports `kernel_check` from `src/kernel_check/`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 def bundled_include_dir() -> Path:
     """The folder holding kernel-check's own `sgl_kernel/` header library."""
     packaged = _PACKAGE_DIR / "include"
-    return packaged if (packaged / LIBRARY).is_dir() else _PACKAGE_DIR.parent / "include"
+    return packaged if (packaged / LIBRARY).is_dir() else _PACKAGE_DIR.parents[1] / "include"
 
 
 def find_repo_include_dir(path: Path) -> Path | None:

@@ -88,6 +88,9 @@ class SpecItem(pytest.Item):
     def __init__(self, *, spec: KernelSpec, **kwargs):
         super().__init__(**kwargs)
         self.spec = spec
+        # A spec item takes no fixtures. Plugins that wrap every test call read `item.funcargs`
+        # as pytest's own test functions have it (pytest-lsp 1.0 fails a run without it).
+        self.funcargs: dict[str, object] = {}
 
     def runtest(self) -> None:
         from ..build import ensure_arch_for_compile_only
