@@ -311,15 +311,16 @@ def test_a_misspelled_table_is_one_warning(project: Path, table: str, capsys) ->
 # ------------------------------------------------------------------------ progress
 
 
-def run_on_a_terminal(argv: list[str], cwd: Path) -> tuple[int, str]:
+def run_on_a_terminal(argv: list[str], cwd: Path, env: dict | None = None) -> tuple[int, str]:
     """The real CLI with stdout and stderr on a pseudo-terminal (what a person sees); the
-    display's delay is zero here, so that a run of a few files shows it."""
+    display's delay is zero here, so that a run of a few files shows it. No colors unless
+    `env` sets NO_COLOR empty."""
     code = ("import sys; import kernel_check.cli as cli; cli.PROGRESS_DELAY_S = 0.0; "
             "sys.exit(cli.main(sys.argv[1:]))")
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))  # 40 rows, 100 columns
     process = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=cwd, stdin=subprocess.DEVNULL,
-                               stdout=terminal, stderr=terminal, env={**os.environ, "NO_COLOR": "1"})
+                               stdout=terminal, stderr=terminal, env={**os.environ, "NO_COLOR": "1", **(env or {})})
     os.close(terminal)
     chunks = []
     deadline = time.monotonic() + 300
@@ -360,6 +361,17 @@ def test_progress_on_a_terminal(project: Path) -> None:
     report = screen[screen.rindex("\r\x1b[K") + len("\r\x1b[K"):]  # the line is erased before the report
     assert report.startswith("csrc/copy0.cuh:10:55: KC101") and "Found 4 findings" in report
     assert "/6 " not in report
+
+
+def test_term_dumb_gets_neither_colors_nor_the_live_line(project: Path) -> None:
+    """TERM=dumb (Emacs' shell, some CI runners) declares a terminal that takes no escape
+    sequences: a real terminal with it gets the plain report, as a pipe does."""
+    argv = progress_tree(project)
+    for term, escapes in (("xterm-256color", True), ("dumb", False)):
+        code, screen = run_on_a_terminal(argv, project, env={"NO_COLOR": "", "TERM": term})
+        assert code == 1 and "Found 4 findings" in screen, screen
+        assert bool(ANSI.search(screen)) is escapes, (term, screen)
+        assert ("\x1b[K" in screen) is escapes, (term, screen)
 
 
 def test_no_progress_when_not_a_terminal_or_machine_readable(project: Path) -> None:

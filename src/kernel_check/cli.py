@@ -16,6 +16,7 @@ from . import __version__, codes
 from .clang.parse import ParseConfigError, resolve_settings
 from .config import Config, ConfigError, load_config, print_warnings, real_path
 from .discover import DiscoveryError, discover
+from .progress import is_terminal
 from .registry import all_rules, get_rule
 
 if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` need none
@@ -88,8 +89,8 @@ def build_check_parser() -> argparse.ArgumentParser:
     output.add_argument("--output", "-o", type=Path, metavar="FILE", help="write the report to FILE")
     output.add_argument("--statistics", action="store_true", help="counts per code instead of findings")
     output.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                        help="ANSI colors in text output; `auto`: on a terminal, or when FORCE_COLOR is set, "
-                             "never when NO_COLOR is set")
+                        help="ANSI colors in text output; `auto`: on a terminal (not TERM=dumb), or when FORCE_COLOR "
+                             "is set, never when NO_COLOR is set")
     output.add_argument("--quiet", "-q", action="store_true", help="no summary line in text output")
     output.add_argument("--stdin-filename", type=Path, metavar="PATH",
                         help="check standard input as the contents of PATH (config, includes and "
@@ -254,16 +255,9 @@ def _progress(args: argparse.Namespace) -> Progress:
     report's destination are terminals) and the report is for a person."""
     from .progress import Progress
 
-    watched = (args.format in HUMAN_FORMATS and args.stdin_filename is None and _is_terminal(sys.stderr)
-               and (args.output is not None or _is_terminal(sys.stdout)))
+    watched = (args.format in HUMAN_FORMATS and args.stdin_filename is None and is_terminal(sys.stderr)
+               and (args.output is not None or is_terminal(sys.stdout)))
     return Progress(sys.stderr, live=watched, log=False, delay=PROGRESS_DELAY_S)
-
-
-def _is_terminal(stream: object) -> bool:
-    try:
-        return bool(stream.isatty())  # type: ignore[attr-defined]
-    except (AttributeError, ValueError):
-        return False
 
 
 def _with_buffer_lines(results: list[FileResult], buffers: dict[Path, bytes]) -> list[FileResult]:
@@ -329,12 +323,12 @@ def validate_selection(config: Config, select: Sequence[str] = (), ignore: Seque
 
 def use_color(choice: str, output: Path | None) -> bool:
     """`--color`; `auto`: never into a file, never with NO_COLOR set, always with FORCE_COLOR
-    set (a CI log that renders colors), else when stdout is a terminal."""
+    set (a CI log that renders colors), else when stdout is a terminal that is not TERM=dumb."""
     if choice != "auto":
         return choice == "always"
     if output is not None or os.environ.get("NO_COLOR"):
         return False
-    return bool(os.environ.get("FORCE_COLOR")) or _is_terminal(sys.stdout)
+    return bool(os.environ.get("FORCE_COLOR")) or is_terminal(sys.stdout)
 
 
 def emit(text: str, output: Path | None) -> None:

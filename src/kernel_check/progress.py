@@ -24,7 +24,7 @@ class Progress:
     def __init__(self, stream: TextIO | None = None, *, live: bool | None = None, enabled: bool = True,
                  log: bool = True, delay: float = 0.0):
         self.stream = stream or sys.stderr
-        self.live = _is_terminal(self.stream) if live is None else live
+        self.live = is_terminal(self.stream) if live is None else live
         self.enabled = enabled
         self.log = log
         self.delay = delay
@@ -82,7 +82,11 @@ class Progress:
         self.stream.flush()
 
 
-def _is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: TextIO) -> bool:
+    """A terminal that takes escape sequences (the live line's erase, colors): not one that
+    TERM=dumb declares to take none (Emacs' shell buffer, some CI runners)."""
+    if os.environ.get("TERM") == "dumb":
+        return False
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
