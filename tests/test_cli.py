@@ -350,6 +350,19 @@ def test_statistics(two_files, capsys):
         {"code": "KC501", "name": "lru-cache-on-jit-factory", "count": 2, "fixable": False}]
 
 
+@pytest.mark.parametrize("fmt", ["sarif", "github", "junit"])
+def test_statistics_in_a_format_without_room_for_counts_is_a_usage_error(two_files, capsys, fmt):
+    """A SARIF or JUnit report must stay one (a tool parses it), and a GitHub annotation
+    needs a file and line: `--statistics` there is refused before the run, as ruff does."""
+    assert main(["pkg", "--statistics", "--output-format", fmt, "-o", "report"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not (two_files / "report").exists()
+    assert err == (f"kernel-check: error: --statistics cannot be combined with --output-format {fmt} "
+                   "(use text, concise, json)\n")
+    assert main(["pkg", "--statistics", "--output-format", "concise"]) == 1
+    assert capsys.readouterr().out.startswith("1  KC501  [ ] lru-cache-on-jit-factory\n")
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])

@@ -337,7 +337,7 @@ def test_checking_never_imports_or_runs_the_tree(tmp_path: Path) -> None:
         directory.mkdir()
     names = _planted_tree(root, markers)
     runs = [[".", "--format", "json", "--no-cache", "--jobs", "1"],
-            [".", "--format", "sarif", "--jobs", "2", "--statistics"],
+            [".", "--format", "concise", "--jobs", "2", "--statistics"],
             ["csrc/evil/evil_wrapper.py", "conftest.py", "setup.py", "--format", "json"]]
     outputs = []
     for args in runs:

@@ -87,7 +87,9 @@ def build_check_parser() -> argparse.ArgumentParser:
     output.add_argument("--output-format", "--format", dest="format", default="text", choices=FORMATS,
                         help="report format; `concise` is one line per finding")
     output.add_argument("--output", "-o", type=Path, metavar="FILE", help="write the report to FILE")
-    output.add_argument("--statistics", action="store_true", help="counts per code instead of findings")
+    output.add_argument("--statistics", action="store_true",
+                        help="counts per code instead of findings: a table, or a JSON list with "
+                             "`--output-format json` (as in ruff, not with sarif, github or junit)")
     output.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="ANSI colors in text output; `auto`: on a terminal (not TERM=dumb), or when FORCE_COLOR "
                              "is set, never when NO_COLOR is set")
@@ -347,6 +349,7 @@ def command_check(argv: Sequence[str]) -> int:
     from .report import Summary, render
 
     args = build_check_parser().parse_args(list(argv))
+    _check_statistics_format(args)
     run = run_check(args)
     if args.write_baseline is not None:
         return record_baseline(args.write_baseline, run.results, run.policy)
@@ -362,6 +365,16 @@ def command_check(argv: Sequence[str]) -> int:
         report = "\n".join(line for line in report.splitlines() if not line.startswith(("Found ", "All checks")))
     emit(report, args.output)
     return verdict.exit_status(args.exit_zero)
+
+
+def _check_statistics_format(args: argparse.Namespace) -> None:
+    """`--statistics` in a format that has no place for counts is refused before the run:
+    a SARIF or JUnit file must stay one, and GitHub annotations need a file and line."""
+    from .report import STATISTICS_FORMATS
+
+    if args.statistics and args.format not in STATISTICS_FORMATS:
+        raise UsageError(f"--statistics cannot be combined with --output-format {args.format} "
+                         f"(use {', '.join(STATISTICS_FORMATS)})")
 
 
 def _fix_diff(run: CheckRun, args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from . import concise, github, json_format, junit, sarif, text
 from . import statistics as stats
 from .common import Context, Summary, repository_root, sort_findings
 
-__all__ = ["FORMATS", "Summary", "render"]
+__all__ = ["FORMATS", "STATISTICS_FORMATS", "Summary", "render"]
 
 _RENDERERS: dict[str, Callable[[list[Finding], Context], str]] = {
     "text": text.render,
@@ -28,6 +28,9 @@ _RENDERERS: dict[str, Callable[[list[Finding], Context], str]] = {
 }
 
 FORMATS = tuple(_RENDERERS)
+# `--statistics` is a table (text, concise) or a JSON list; the other formats are documents
+# with a schema of findings that counts do not fit (ruff refuses them too)
+STATISTICS_FORMATS = ("text", "concise", "json")
 REPOSITORY_RELATIVE = ("sarif", "github")
 
 
@@ -44,12 +47,15 @@ def render(
     """Render `findings` in `fmt` (one of FORMATS).
 
     `statistics` replaces the findings with counts per code: a JSON list for `json`, the
-    `ruff --statistics`-like table for every other format. `color` adds ANSI colors to text.
+    `ruff --statistics`-like table for `text` and `concise` (`STATISTICS_FORMATS`; the
+    others raise ValueError). `color` adds ANSI colors to text.
     `statuses` (path -> `FileStatus`, `Verdict.statuses`) gives each `json` finding its
     file's status.
     """
     if fmt not in _RENDERERS:
         raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if statistics and fmt not in STATISTICS_FORMATS:
+        raise ValueError(f"no statistics in {fmt!r} (choose from {', '.join(STATISTICS_FORMATS)})")
     base = repository_root(Path(root)) if fmt in REPOSITORY_RELATIVE else Path(root)
     ctx = Context(root=base, summary=summary or Summary(), color=color, statuses=statuses or {})
     ordered = sort_findings(findings)
