@@ -128,7 +128,15 @@ def test_bad_paths(project, capsys, argv, message):
     ("[tool.kernel-check]\nmodes = \"hermetic\"\n", "[tool.kernel-check] unknown key 'modes' (known: arch, "),
     ("[tool.kernel-check]\nselect = \"KC101\"\n", "[tool.kernel-check] 'select' must be list[str], got 'KC101'"),
     ("[tool.kernel-check]\nstrict = \"yes\"\n", "'strict' must be bool"),
-    ("[tool.kernel-check]\nmode = \"fast\"\n", "mode must be auto, system or hermetic"),
+    ("[tool.kernel-check]\nmode = \"fast\"\n", "'mode' must be auto, system or hermetic, got 'fast'"),
+    ("[tool.kernel-check]\narch = \"banana\"\n",
+     "[tool.kernel-check] 'arch' must be the SM version in digits, e.g. \"90\" for sm_90"),
+    ("[tool.kernel-check]\narch = \"sm_90\"\n", "'arch' must be the SM version in digits"),
+    ("[tool.kernel-check]\nmax-file-bytes = 0\n", "'max-file-bytes' must be a positive number of bytes, got 0"),
+    ("[tool.kernel-check]\nmax-file-bytes = -5\n", "'max-file-bytes' must be a positive number of bytes"),
+    ("[tool.kernel-check]\nfile-timeout = -1.5\n", "'file-timeout' must be a positive number of seconds, got -1.5"),
+    ("[tool.kernel-check]\nfile-timeout = 0\n", "'file-timeout' must be a positive number of seconds"),
+    ("[tool.kernel-check]\nfile-timeout = nan\n", "'file-timeout' must be a positive number of seconds"),
     ("[tool.kernel-check]\nseverity = { KC101 = \"fatal\" }\n", "severity for KC101 must be error, warning or info"),
     ("[tool.kernel-check]\nselect = [\"KC9\"]\n", "[tool.kernel-check] select: unknown rule code or prefix 'KC9'"),
     ("[tool.kernel-check]\nignore = [\"KX1\"]\n", "ignore: unknown rule code or prefix 'KX1'"),
@@ -146,6 +154,19 @@ def test_broken_pyproject(project, capsys, pyproject, message):
     assert snapshot(project) == before
 
 
+def test_a_bad_arch_is_a_config_error_for_the_check_and_the_build(project, capsys):
+    """`arch` reaches the parse as `int(arch)`: a value that is no SM version was an internal
+    error naming neither the file nor the key; now the loader refuses it, for every command."""
+    config = project / "kernel-check.toml"
+    config.write_text('mode = "hermetic"\narch = "banana"\n', encoding="utf-8")
+    write(project / "k.cuh", "#pragma once\n")
+    for argv in (["k.cuh", "--no-cache"], ["build", "k.cuh"]):
+        assert main(argv) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and "internal error" not in lines[0], lines
+        assert f"{config}: [tool.kernel-check] 'arch' must be the SM version in digits" in lines[0]
+
+
 def test_explicit_config_file_not_found(project, capsys):
     write(project / "ok.py", CLEAN_PY)
     assert one_line_error(capsys, main(["--config", "other.toml", "ok.py"])) == (
@@ -160,6 +181,11 @@ def test_explicit_config_file_not_found(project, capsys):
     (["--format", "xml", "ok.py"], "argument --output-format/--format: invalid choice: 'xml'"),
     (["--bogus", "ok.py"], "unrecognized arguments: --bogus"),
     (["--output", "no/such/dir/report.txt", "ok.py"], "no/such/dir/report.txt: cannot write the report"),
+    (["--jobs", "0", "ok.py"], "argument --jobs/-j: expected a positive integer, got '0'"),
+    (["test", ".", "--timeout", "-1"], "argument --timeout: expected a positive number of seconds, got '-1'"),
+    (["test", ".", "--max-time", "inf"], "argument --max-time: expected a positive number of seconds, got 'inf'"),
+    (["test", ".", "--sanitize-timeout", "0"], "argument --sanitize-timeout: expected a positive number of seconds"),
+    (["sanitize", "--timeout", "nan", "--", "true"], "argument --timeout: expected a positive number of seconds"),
 ])
 def test_bad_usage(project, capsys, argv, message):
     write(project / "ok.py", CLEAN_PY)

@@ -6,6 +6,7 @@ Exit codes: 0 clean, 1 findings that fail the gate, 2 usage, configuration or in
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -110,7 +111,7 @@ def build_check_parser() -> argparse.ArgumentParser:
     config.add_argument("--force-exclude", action="store_true",
                         help="apply `exclude` to files passed explicitly too (what pre-commit needs)")
     speed = parser.add_argument_group("speed")
-    speed.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
+    speed.add_argument("--jobs", "-j", type=positive_int, default=None, metavar="N",
                        help="worker processes (default: the CPUs this process may use)")
     speed.add_argument("--cache-dir", type=Path, metavar="DIR",
                        help="cache directory (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)")
@@ -206,14 +207,21 @@ def _available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
-    return number
+def _positive(cast: Callable[[str], float], noun: str) -> Callable[[str], float]:
+    """An argparse `type` that takes a finite number above zero (a count, a time limit)."""
+    def parse(value: str) -> float:
+        try:
+            number = cast(value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            raise argparse.ArgumentTypeError(f"expected a positive {noun}, got {value!r}")
+        return number
+    return parse
+
+
+positive_int = _positive(int, "integer")
+positive_seconds = _positive(float, "number of seconds")
 
 
 def run_check(args: argparse.Namespace) -> CheckRun:

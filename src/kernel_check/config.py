@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -216,9 +218,25 @@ def _validate(path: Path, key: str, value: Any) -> Any:
         for code, level in value.items():
             if level not in ("error", "warning", "info"):
                 raise ConfigError(f"{path}: severity for {code} must be error, warning or info")
-    if key == "mode" and value not in ("auto", "system", "hermetic"):
-        raise ConfigError(f"{path}: mode must be auto, system or hermetic, got {value!r}")
+    check = _VALUE_CHECKS.get(key)
+    if check is not None and not check[0](value):
+        raise ConfigError(f"{path}: [tool.kernel-check] '{key}' must be {check[1]}, got {value!r}")
     return value
+
+
+def _positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0  # TOML has nan and inf
+
+
+# What a key's type admits but kernel-check cannot use: the test, and the valid forms the
+# error names.
+_VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "mode": (lambda value: value in ("auto", "system", "hermetic"), "auto, system or hermetic"),
+    "arch": (lambda value: re.fullmatch(r"[1-9][0-9]+", value) is not None,
+             'the SM version in digits, e.g. "90" for sm_90 or "100" for sm_100'),
+    "file-timeout": (_positive, "a positive number of seconds"),
+    "max-file-bytes": (_positive, "a positive number of bytes"),
+}
 
 
 def _matches(kind: str, value: Any) -> bool:

@@ -71,7 +71,8 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ..cli import OneLineParser  # a usage error is one line and exit 2, as for the static check
+    # a usage error is one line and exit 2, as for the static check
+    from ..cli import OneLineParser, positive_seconds
 
     parser = OneLineParser(prog="kernel-check")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -79,18 +80,18 @@ def _parser() -> argparse.ArgumentParser:
     test = sub.add_parser("test", help="build and run kernel specs (*_spec.py) on the GPU")
     test.add_argument("paths", nargs="+", type=Path, help="kernel specs (*_spec.py) or directories holding them")
     test.add_argument("--compile-only", action="store_true", help="build every instantiation, run nothing")
-    test.add_argument("--timeout", type=float, default=60.0, help="seconds one case may run (default 60)")
+    test.add_argument("--timeout", type=positive_seconds, default=60.0, help="seconds one case may run (default 60)")
     sanitizers = test.add_mutually_exclusive_group()
     sanitizers.add_argument("--sanitize", type=_tools, default=TOOLS,
                             help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
     sanitizers.add_argument("--no-sanitize", dest="sanitize", action="store_const", const=(),
                             help="run no compute-sanitizer tool")
-    test.add_argument("--sanitize-timeout", type=float, default=600.0,
+    test.add_argument("--sanitize-timeout", type=positive_seconds, default=600.0,
                       help="seconds one tool's run of one spec may take (default 600)")
     test.add_argument("-k", dest="filter", default="", metavar="PATTERN",
                       help="only specs whose name contains (or matches) this")
     test.add_argument("--jobs", type=int, default=0, help="child processes at a time (default two per GPU)")
-    test.add_argument("--max-time", type=float, metavar="SECONDS",
+    test.add_argument("--max-time", type=positive_seconds, metavar="SECONDS",
                       help="stop after this long and report what finished (exit 2 if anything was cut off)")
     test.add_argument("--sanitizer-log", type=Path, help="keep compute-sanitizer's raw output in this folder")
     test.add_argument("--no-bandwidth", dest="bandwidth", action="store_false", help="skip KD501")
@@ -122,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
     sanitize.add_argument("--tools", type=_tools, default=TOOLS,
                           help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
-    sanitize.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool (default 3600)")
+    sanitize.add_argument("--timeout", type=positive_seconds, default=3600.0, help="seconds per tool (default 3600)")
     sanitize.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     _output_options(sanitize)
     return parser
