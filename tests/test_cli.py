@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -273,6 +276,66 @@ def test_chmod_000_file_is_one_kc000(project, capsys):
         assert finding["message"].startswith("cannot read file: ")
     finally:
         path.chmod(0o644)
+
+
+NOBODY = 65534
+
+
+def run_as_nobody(argv: list[str], cwd: Path, output: Path) -> tuple[int, str, str]:
+    """`main(argv)` in a forked child that drops root for uid/gid 65534 (the interpreter
+    lives under root's home, which that user cannot exec, so the child is forked from this
+    process, whose modules the caller has already loaded): exit status, stdout, stderr."""
+    out, err = output / "stdout", output / "stderr"
+    with out.open("wb") as out_file, err.open("wb") as err_file:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            status = 99
+            try:
+                os.dup2(out_file.fileno(), 1)
+                os.dup2(err_file.fileno(), 2)
+                sys.stdout = open(1, "w", closefd=False)  # not pytest's capture
+                sys.stderr = open(2, "w", closefd=False)
+                import ctypes  # noqa: F401  (what a file's bounded child imports: root's to read)
+                import resource  # noqa: F401
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                os.chdir(cwd)
+                status = main(argv)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        _, wait_status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(wait_status), out.read_text(), err.read_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs the check as uid 65534, which needs root")
+def test_an_unreadable_directory_is_one_warning_not_silently_skipped(tmp_path, monkeypatch, capsys):
+    """Root reads a chmod 000 directory anyway, so the check runs as another user: the
+    directory it cannot list is a warning naming it (as ruff's), its files are not counted
+    as checked, and the exit status is the other files' (a warning does not fail the run,
+    as in ruff)."""
+    tree = Path(tempfile.mkdtemp(prefix="kernel-check-unreadable-"))  # in /tmp: 65534 reaches it
+    locked = tree / "src" / "locked"
+    try:
+        write(tree / "pyproject.toml", '[tool.kernel-check]\nmode = "hermetic"\n')
+        write(tree / "src" / "ok.py", CLEAN_PY)
+        write(locked / "bad.py", BAD_PY)
+        for path in (tree, tree / "src", locked):
+            path.chmod(0o755)
+        monkeypatch.chdir(tree)
+        argv = ["src", "--no-cache", "--jobs", "1", "--color", "never"]
+        assert main(argv) == 1  # root reads the directory (and loads the modules the child runs)
+        out, err = capsys.readouterr()
+        assert "2 files checked" in out and err == ""
+        locked.chmod(0)
+        status, out, err = run_as_nobody(argv, tree, tmp_path)
+        assert status == 0 and "All checks passed" in out and "1 file checked" in out, (status, out, err)
+        assert err == "kernel-check: warning: failed to read directory src/locked: Permission denied\n"
+    finally:
+        locked.chmod(0o755)
+        shutil.rmtree(tree)
 
 
 def test_fifo_passed_explicitly_is_one_line_exit_2(project, capsys, fifo):

@@ -1,8 +1,15 @@
-"""Discover stage: command-line paths -> the source files to check, in a stable order."""
+"""Discover stage: command-line paths -> the source files to check, in a stable order.
+
+A directory below a checked path that cannot be listed (no read or search permission) is
+one warning line on stderr and is left out: its files are neither checked nor counted. As
+in ruff, the warning does not change the exit status; a path given on the command line
+that has no readable source at all is still an error.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from .clang.parse import CPP_SUFFIXES
@@ -58,7 +65,7 @@ def discover(paths: list[Path], config: Config, *, force_exclude: bool = False) 
 
 def _walk(directory: Path, config: Config, excludes: list[str]) -> list[Path]:
     files = []
-    for current, dirnames, filenames in os.walk(directory):
+    for current, dirnames, filenames in os.walk(directory, onerror=_warn_unreadable):
         base = Path(current)
         dirnames[:] = sorted(
             d for d in dirnames
@@ -70,6 +77,12 @@ def _walk(directory: Path, config: Config, excludes: list[str]) -> list[Path]:
             if _is_checkable(candidate) and not matches_any(config.relative(candidate), excludes):
                 files.append(candidate)
     return files
+
+
+def _warn_unreadable(error: OSError) -> None:
+    """`os.walk` skips a directory it cannot list; say which, and why."""
+    print(f"kernel-check: warning: failed to read directory {error.filename}: {error.strerror or error}",
+          file=sys.stderr)
 
 
 def _is_checkable(candidate: Path) -> bool:
