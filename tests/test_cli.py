@@ -379,6 +379,23 @@ def two_files(project):
     return project
 
 
+def test_a_suppression_without_codes_is_reported_where_it_is(project, capsys):
+    """`# kernel-check: ignore` (no brackets) suppresses nothing, so it must not look as if it
+    did: a KC001 on its line says to name the codes (C++ in the KC001 fixture)."""
+    lines = BAD_PY.splitlines()
+    write(project / "bare.py", "# kernel-check: ignore-file\n" + "\n".join(lines[:3]) + "  # kernel-check: ignore\n"
+          + "\n".join(lines[3:]) + "\n")
+    assert main(["bare.py", "--format", "json"]) == 1  # the KC501 it meant to hide is still there
+    found = [(f["line"], f["code"], f["message"]) for f in json.loads(capsys.readouterr().out)]
+    assert found == [
+        (1, "KC001", "`kernel-check: ignore-file` names no code, so it suppresses nothing; "
+                     "write the codes to suppress, e.g. `kernel-check: ignore-file[KC101]`"),
+        (4, "KC001", "`kernel-check: ignore` names no code, so it suppresses nothing; "
+                     "write the codes to suppress, e.g. `kernel-check: ignore[KC101]`"),
+        (5, "KC501", found[2][2]),  # the line below the bare `ignore`
+    ], found
+
+
 def test_text_format(two_files, capsys):
     assert main(["pkg", "--color", "never"]) == 1
     out = capsys.readouterr().out

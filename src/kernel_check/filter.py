@@ -17,8 +17,10 @@ from .config import Config
 from .finding import Finding, Location, Severity
 from .globs import matches_any
 from .model import Span, split_lines
-# `// kernel-check: ignore[KC101, KC130]` or `# kernel-check: ignore-file[KC301]`
-_SUPPRESSION_RE = re.compile(r"(?://|#|/\*)\s*kernel-check:\s*(ignore|ignore-file)\[([^\]]*)\]")
+# `// kernel-check: ignore[KC101, KC130]` or `# kernel-check: ignore-file[KC301]`; also the
+# bare `kernel-check: ignore` (no bracket: no codes), which suppresses nothing and is reported
+_SUPPRESSION_RE = re.compile(
+    r"(?://|#|/\*)\s*kernel-check:\s*(ignore-file|ignore)(?:\[([^\]]*)\]|(?![\w\[-]))")
 _CODE_RE = re.compile(r"^K[CD]\d{3}$")
 
 
@@ -39,7 +41,7 @@ def parse_suppressions(text: str) -> list[Suppression]:
     found = []
     for number, line in enumerate(split_lines(text), start=1):
         for match in _SUPPRESSION_RE.finditer(line):
-            codes = tuple(c.strip().upper() for c in match.group(2).split(",") if c.strip())
+            codes = tuple(c.strip().upper() for c in (match.group(2) or "").split(",") if c.strip())
             found.append(Suppression(number, match.start() + 1, match.group(1), codes))
     return found
 
@@ -127,6 +129,9 @@ def _unused(suppressions: list[Suppression], used: set[tuple[Suppression, str]],
             selection: Selection, relative_path: str) -> list[Finding]:
     unused = []
     for suppression in suppressions:
+        if not suppression.codes and selection.enabled(UNUSED_SUPPRESSION, relative_path):
+            unused.append(Finding(UNUSED_SUPPRESSION, _names_no_code(suppression.scope),
+                                  Location(path, suppression.line, suppression.column), Severity.WARNING))
         for code in suppression.codes:
             if (suppression, code) in used:
                 continue
@@ -142,6 +147,12 @@ def _unused(suppressions: list[Suppression], used: set[tuple[Suppression, str]],
                                       Location(path, suppression.line, suppression.column),
                                       Severity.WARNING))
     return unused
+
+
+def _names_no_code(scope: str) -> str:
+    """A suppression without codes suppresses nothing (kernel-check has no blanket form)."""
+    return (f"`kernel-check: {scope}` names no code, so it suppresses nothing; "
+            f"write the codes to suppress, e.g. `kernel-check: {scope}[KC101]`")
 
 
 def _with_severity(finding: Finding, config: Config) -> Finding:
