@@ -169,7 +169,7 @@ def render_flags(parser: argparse.ArgumentParser) -> str:
     lines = ["## Command-line flags\n",
              "`kernel-check [PATH ...] [FLAGS]` checks files and directories (default: the current "
              "directory). Exit code 0: clean; 1: findings that fail the gate (errors, and warnings "
-             "with `--strict`); 2: a usage, configuration or internal error.\n"]
+             "with `--strict`); 2: a usage, configuration or internal error; 130: interrupted (Ctrl-C).\n"]
     for group in parser._action_groups:
         actions = [a for a in group._group_actions if a.option_strings and a.dest != "help"]
         if not actions:

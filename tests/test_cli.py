@@ -469,6 +469,27 @@ def test_statistics_in_a_format_without_room_for_counts_is_a_usage_error(two_fil
     assert capsys.readouterr().out.startswith("1  KC501  [ ] lru-cache-on-jit-factory\n")
 
 
+def test_a_test_run_a_signal_stopped_exits_128_plus_the_signal(capsys):
+    """`kernel-check test` turns SIGINT/SIGTERM into a stop that still reports what finished
+    (the run itself needs a GPU; this is its signal handling and exit status, with real
+    signals): Ctrl-C is 130, SIGTERM 143, as shells report them; a `--max-time` stop stays 2."""
+    from kernel_check.harness import cli as harness_cli
+    from kernel_check.harness import process
+    from kernel_check.harness.run import HarnessResult
+
+    cut = HarnessResult([], [], stopped=["cut"])
+    try:
+        for sig, expected in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+            with harness_cli._stop_on_signals() as received:
+                os.kill(os.getpid(), sig)
+            assert harness_cli._report_stop(cut, 1, received) == expected
+            process.reset_stop()
+        assert harness_cli._report_stop(cut, 1) == 2
+    finally:
+        process.reset_stop()
+    assert capsys.readouterr().err.count("stopped before 1 of 1 specs finished (cut)") == 3
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])

@@ -16,6 +16,7 @@ import termios
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -213,6 +214,32 @@ def test_force_color_and_no_color(project: Path) -> None:
     assert not ANSI.search(both.stdout.decode())
     assert ANSI.search(cli("csrc", "--no-cache", "--color", "always", cwd=project,
                            env={"NO_COLOR": "1"}).stdout.decode())
+
+
+def test_ctrl_c_exits_130_and_leaves_a_good_cache(project: Path) -> None:
+    """A real SIGINT in the middle of a run: exit 130 (128 + SIGINT, what shells and CI
+    expect of a command Ctrl-C ended) with one line, and the cache it leaves gives the same
+    report as no cache at all."""
+    kernel_tree(project)
+    for index in range(10):
+        write(project / "csrc" / f"copy{index}.cuh", KERNEL.replace("scale_kernel", f"copy{index}_kernel"))
+    cache = project.parent / "cache"
+    argv = [sys.executable, "-m", "kernel_check", "csrc", "--cache-dir", str(cache), "--jobs", "2",
+            "--format", "json"]
+    run = subprocess.Popen(argv, cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    while not any(p.is_file() for p in (cache / "static-v1" / "results").rglob("*")):  # files are done
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.02)
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 130, (out, err)
+    assert err.decode().strip().splitlines() == ["kernel-check: interrupted"] and out == b""
+    fresh = cli("csrc", "--no-cache", "--format", "json", cwd=project)
+    cached = cli("csrc", "--cache-dir", str(cache), "--format", "json", cwd=project)
+    assert (cached.returncode, cached.stdout) == (fresh.returncode, fresh.stdout) == (1, fresh.stdout)
+    assert len(json.loads(fresh.stdout)) == 11, fresh.stdout  # a KC101 per kernel
 
 
 def test_help_lists_the_subcommands_and_every_argument_is_described(tmp_path: Path) -> None:

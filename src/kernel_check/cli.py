@@ -1,6 +1,7 @@
 """The `kernel-check` command line (`SUBCOMMANDS_HELP` below is what `--help` lists).
 
-Exit codes: 0 clean, 1 findings that fail the gate, 2 usage, configuration or internal error.
+Exit codes: 0 clean, 1 findings that fail the gate, 2 usage, configuration or internal error,
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` n
     from .results import FileResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command that Ctrl-C ended
 HARNESS_COMMANDS = ("build", "test", "sanitize", "spec")
 SUBCOMMANDS_HELP = """\
 commands:
@@ -496,9 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             return SUBCOMMANDS[argv[0]](argv[1:])
         return command_check(argv)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the cache stays good: its entries are written atomically
         print("kernel-check: interrupted", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`kernel-check rules | head`): stop quietly, and point stdout at
         # /dev/null so the interpreter's final flush does not raise the same error again

@@ -2,8 +2,10 @@
 
 ``src/kernel_check/cli.py`` dispatches these subcommands to ``main(argv)`` (argv[0] is the
 subcommand). Exit status: 0 clean, 1 findings (errors; warnings too with ``--strict``),
-2 usage or internal error (no nvcc, no GPU, a broken spec), or a ``test`` run stopped by
-SIGINT/SIGTERM or ``--max-time`` before it finished (what finished is still reported).
+2 usage or internal error (no nvcc, no GPU, a broken spec) or a ``test`` run that
+``--max-time`` stopped before it finished, 128 + the signal for one that SIGINT (130, Ctrl-C)
+or SIGTERM (143) stopped (what finished is still reported). Ctrl-C in the other commands
+is 130 too (``kernel_check.cli.main``).
 """
 
 from __future__ import annotations
@@ -276,7 +278,7 @@ def _test(args: argparse.Namespace, config: Config) -> int:
                          **_build_options(config))
     if args.against:
         return _test_against(specs, options, args, policy)
-    with _stop_on_signals():
+    with _stop_on_signals() as signals:
         result = run_specs(specs, options, Progress())
     print(render_table(result.rows), file=sys.stderr)
     note = reference_note([s.name for s in specs if s.reference is None])
@@ -284,7 +286,7 @@ def _test(args: argparse.Namespace, config: Config) -> int:
         print(note, file=sys.stderr)
     stopped = [s for s in specs if s.name in result.stopped]
     status = _emit(result.findings, args, policy, _sources(specs), _sources(stopped))
-    return _report_environment(result.environment) or _report_stop(result, len(specs)) or status
+    return _report_environment(result.environment) or _report_stop(result, len(specs), signals) or status
 
 
 def _report_environment(environment: list[str]) -> int:
@@ -309,13 +311,13 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
             print(f"kernel-check: --against {args.against}: not compared: {reason}", file=sys.stderr)
         if not plan.specs:
             raise UsageError(f"--against {args.against}: no spec could be compared")
-        with _stop_on_signals():
+        with _stop_on_signals() as signals:
             result = run_specs(plan.specs, options, Progress())
         print(render_table(result.rows), file=sys.stderr)
         findings = plan.build_findings + differential.restore_paths(result.findings, plan.originals,
                                                                     plan.generated, args.against)
         status = _emit(findings, args, policy)
-        return _report_environment(result.environment) or _report_stop(result, len(plan.specs)) or status
+        return _report_environment(result.environment) or _report_stop(result, len(plan.specs), signals) or status
 
 
 def _spec(args: argparse.Namespace, config: Config) -> int:
@@ -356,25 +358,33 @@ def _draft_tree(variable: str, source: Path) -> tuple[str, Path]:
 
 
 @contextlib.contextmanager
-def _stop_on_signals() -> Iterator[None]:
+def _stop_on_signals() -> Iterator[list[int]]:
     """SIGINT/SIGTERM (Ctrl-C, a CI job's timeout) stop the run instead of killing it, so
-    the table and the findings of everything that finished are still written."""
-    handler = lambda signum, frame: stop_all()  # noqa: E731
+    the table and the findings of everything that finished are still written. Yields the
+    signals received, in order."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+        stop_all()
+
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield received
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
 
 
-def _report_stop(result: HarnessResult, total: int) -> int:
-    """Say which specs a stop cut off; EXIT_USAGE then, as the run is not a verdict."""
+def _report_stop(result: HarnessResult, total: int, signals: Sequence[int] = ()) -> int:
+    """Say which specs a stop cut off. The run is not a verdict: 128 + the signal that
+    stopped it (what a shell reports for a command a signal ended: 130 for Ctrl-C), else
+    (`--max-time`) EXIT_USAGE."""
     if not result.stopped:
         return EXIT_CLEAN
     print(f"kernel-check: stopped before {len(result.stopped)} of {total} specs finished "
           f"({', '.join(result.stopped)}); the findings above cover what finished", file=sys.stderr)
-    return EXIT_USAGE
+    return 128 + signals[0] if signals else EXIT_USAGE
 
 
 def _sanitize(args: argparse.Namespace, config: Config) -> int:
