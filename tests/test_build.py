@@ -166,6 +166,56 @@ def test_build_finds_the_repositorys_headers_and_the_configured_ones(tmp_path, m
     assert (status, json.loads(out)) == (0, []), out
 
 
+BROKEN_WRAPPER = 'import torch\n\nCUDA_FILES = ["broken.cuh"]\nINSTANTIATIONS = [("broken", "broken")]\n'
+
+
+def _spec_and_wrapper_tree(root: Path) -> Path:
+    """A spec (tail_overrun, two instantiations) and a csrc-style wrapper (`broken.py`,
+    which imports torch as wrappers do) whose one instantiation does not compile."""
+    tree = root / "kernels"
+    tree.mkdir()
+    for name in ("tail_overrun.cuh", "tail_overrun_spec.py"):
+        shutil.copy(FIXTURES / name, tree / name)
+    (tree / "broken.cuh").write_text("#include <sgl_kernel/tensor.h>\n" + BROKEN_SOURCE)
+    (tree / "broken.py").write_text(BROKEN_WRAPPER)
+    return tree
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_k_selects_among_the_wrappers_instantiations_too(tmp_path, monkeypatch, capsys):
+    """`-k` picks wrapper instantiations (named WRAPPER:SYMBOL) as it picks specs: it used to
+    drop every wrapper, then say there was nothing to build."""
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
+    monkeypatch.setenv("KERNEL_CHECK_JIT_CACHE", str(tmp_path / "jit"))
+    tree = _spec_and_wrapper_tree(tmp_path)
+    assert cli.main(["build", str(tree), "-k", "broken", "--format", "json"]) == 1
+    out, err = capsys.readouterr()
+    (finding,) = json.loads(out)
+    assert finding["code"] == "KC600" and finding["message"].startswith("broken:broken does not compile")
+    assert "[1/1 " in err and "tail_overrun" not in err, err  # the one selected module, not the spec's
+    assert cli.main(["build", str(tree), "-k", "nothing*"]) == 2
+    assert "nothing to build" in capsys.readouterr().err
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_building_a_wrapper_named_directly_needs_no_torch(tmp_path):
+    """`kernel-check build path/to/wrapper.py` reads the wrapper's manifest with `ast`; it
+    used to import the wrapper as a spec, and so torch, which only running a kernel needs."""
+    blocked = tmp_path / "no-torch" / "torch"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text('raise ImportError("torch is not installed here")\n')
+    tree = _spec_and_wrapper_tree(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked.parent), os.environ.get("PYTHONPATH", "")]),
+           "KERNEL_CHECK_JIT_CACHE": str(tmp_path / "jit"), "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
+    run = subprocess.run([sys.executable, "-m", "kernel_check", "build", str(tree / "broken.py"), "--format", "json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "torch" not in run.stderr, run.stdout + run.stderr
+    (finding,) = json.loads(run.stdout)
+    assert finding["code"] == "KC600" and "undefined_identifier" in finding["detail"]
+
+
 WIDTHS_SOURCE = """namespace sglang {
 template <int kWidth>
 __global__ void widths_kernel(int* out) { out[threadIdx.x] = kWidth; }

@@ -119,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("paths", nargs="+", type=Path,
                        help="kernel specs, wrappers with CUDA_FILES and INSTANTIATIONS, or directories")
     build.add_argument("-k", dest="filter", default="", metavar="PATTERN",
-                       help="only specs whose name contains (or matches) this")
+                       help="only specs, and wrapper instantiations (WRAPPER:SYMBOL), whose name "
+                            "contains (or matches) this")
     _output_options(build)
 
     sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
@@ -140,10 +141,13 @@ def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
 # ----- shared steps -----
 
 
+def _selected(name: str, pattern: str) -> bool:
+    """`-k PATTERN`: a part of the name, or a glob of all of it (no pattern: everything)."""
+    return not pattern or pattern in name or fnmatch.fnmatch(name, pattern)
+
+
 def _select(specs: list[KernelSpec], pattern: str) -> list[KernelSpec]:
-    if not pattern:
-        return specs
-    return [s for s in specs if pattern in s.name or fnmatch.fnmatch(s.name, pattern)]
+    return [s for s in specs if _selected(s.name, pattern)]
 
 
 def _load_specs(paths: Sequence[Path], pattern: str) -> list[KernelSpec]:
@@ -247,10 +251,11 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     if found.errors:
         raise UsageError("cannot load specs:\n  " + "\n  ".join(found.errors))
     specs = _select(found.specs, args.filter)
-    wrappers = [] if args.filter else _wrapper_targets(args.paths, specs, config)
+    wrappers = [t for t in _wrapper_targets(args.paths, specs, config) if _selected(t.label, args.filter)]
     if not specs and not wrappers:
         raise UsageError(f"nothing to build under {', '.join(map(str, args.paths))} "
-                         "(no *_spec.py, no wrapper with CUDA_FILES and INSTANTIATIONS)")
+                         "(no *_spec.py, no wrapper with CUDA_FILES and INSTANTIATIONS)"
+                         + (f" matching -k {args.filter!r}" if args.filter else ""))
     progress = Progress()
     progress.add(len(specs) + len(wrappers))  # one module per spec
     on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731

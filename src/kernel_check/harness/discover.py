@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import hashlib
 import importlib.util
 import sys
@@ -26,12 +27,15 @@ class Discovery:
 
 
 def spec_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Spec files named directly or found below the given directories, sorted, deduplicated."""
+    """Spec files named directly or found below the given directories, sorted, deduplicated.
+    A csrc wrapper named directly is not one: `kernel-check build` reads its manifest
+    without importing it (a wrapper imports torch, which only running a kernel needs)."""
     found: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            found.add(path.resolve())
+            if fnmatch.fnmatch(path.name, SPEC_GLOB) or not _is_wrapper(path):
+                found.add(path.resolve())
         elif path.is_dir():
             found.update(
                 p.resolve()
@@ -39,6 +43,12 @@ def spec_files(paths: Iterable[str | Path]) -> list[Path]:
                 if not SKIPPED_DIRS.intersection(p.relative_to(path).parts[:-1])
             )
     return sorted(found)
+
+
+def _is_wrapper(path: Path) -> bool:
+    from ..build import read_manifest  # here: the pytest plugin and every child import this module
+
+    return read_manifest(path) is not None
 
 
 def load_module(path: Path) -> ModuleType:
