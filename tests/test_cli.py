@@ -293,8 +293,7 @@ def run_as_nobody(argv: list[str], cwd: Path, output: Path) -> tuple[int, str, s
             try:
                 os.dup2(out_file.fileno(), 1)
                 os.dup2(err_file.fileno(), 2)
-                sys.stdout = open(1, "w", closefd=False)  # not pytest's capture
-                sys.stderr = open(2, "w", closefd=False)
+                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # fds 1 and 2, not pytest's capture
                 import ctypes  # noqa: F401  (what a file's bounded child imports: root's to read)
                 import resource  # noqa: F401
                 os.setgroups([])
@@ -388,10 +387,10 @@ def test_a_suppression_without_codes_is_reported_where_it_is(project, capsys):
     assert main(["bare.py", "--format", "json"]) == 1  # the KC501 it meant to hide is still there
     found = [(f["line"], f["code"], f["message"]) for f in json.loads(capsys.readouterr().out)]
     assert found == [
-        (1, "KC001", "`kernel-check: ignore-file` names no code, so it suppresses nothing; "
-                     "write the codes to suppress, e.g. `kernel-check: ignore-file[KC101]`"),
-        (4, "KC001", "`kernel-check: ignore` names no code, so it suppresses nothing; "
-                     "write the codes to suppress, e.g. `kernel-check: ignore[KC101]`"),
+        (1, "KC001", ("`kernel-check: ignore-file` names no code, so it suppresses nothing; "
+                      "write the codes to suppress, e.g. `kernel-check: ignore-file[KC101]`")),
+        (4, "KC001", ("`kernel-check: ignore` names no code, so it suppresses nothing; "
+                      "write the codes to suppress, e.g. `kernel-check: ignore[KC101]`")),
         (5, "KC501", found[2][2]),  # the line below the bare `ignore`
     ], found
 

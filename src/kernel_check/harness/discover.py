@@ -46,7 +46,8 @@ def spec_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _is_wrapper(path: Path) -> bool:
-    from ..build import read_manifest  # here: the pytest plugin and every child import this module
+    # imported here: the pytest plugin and every child import this module, and need no build
+    from ..build import read_manifest
 
     return read_manifest(path) is not None
 
