@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,7 @@ def _first_line(block: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 @pytest.mark.parametrize("block", install_blocks(), ids=_first_line)
 def test_install_block_runs_as_written(block: str, hook_repo: Path, tmp_path: Path) -> None:
     checkout = tmp_path / "kernel-check"
