@@ -58,8 +58,8 @@ def resolves(reference: str) -> bool:
     if any(reference == name or (name.endswith("/") and reference.startswith(name)) for name in ELSEWHERE):
         return True
     if PLACEHOLDER.search(reference):
-        pattern = PLACEHOLDER.sub("\0", reference)
-        pattern = re.compile(r"(^|/)" + re.escape(pattern).replace("\0", "[^/]*") + "$")
+        wildcards = re.escape(PLACEHOLDER.sub("\0", reference)).replace("\0", "[^/]*")
+        pattern = re.compile(rf"(^|/){wildcards}$")
         return any(pattern.search(module) for module in MODULES)
     return (REPO_ROOT / reference).is_file() or any(m == reference or m.endswith(f"/{reference}") for m in MODULES)
 
