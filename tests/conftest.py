@@ -143,7 +143,9 @@ def user_repo(path: Path, hook_repo: Path) -> Path:
 
 
 def pre_commit_env(home: Path) -> dict[str, str]:
-    return {**os.environ, "PRE_COMMIT_HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    """No PYTHONPATH: the hook must run the kernel-check pre-commit installed, not a source tree."""
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    return {**environ, "PRE_COMMIT_HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "PRE_COMMIT_COLOR": "never"}
 
 

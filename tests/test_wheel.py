@@ -3,9 +3,10 @@ environment, checks a repository of its own that has no `include/` (the header l
 from the wheel's package data), builds its kernel with nvcc, and blocks a commit through the
 real `pre-commit` from a `repo:` + `rev: <release tag>` entry.
 
-The new environment sees the system site-packages (torch, libclang-ng and tvm-ffi need not
-download), where an editable install of this checkout may also live: each test checks that
-`kernel_check` imports from the installed wheel."""
+The new environment sees the packages the suite runs with (tests/venvs.py: torch, libclang-ng
+and tvm-ffi need not download, nothing needs the network), where an editable install of this
+checkout may also live: the environment's fixture checks that `kernel_check` imports from the
+installed wheel."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, pre_commit_env, user_repo
+from conftest import RELEASE_TAG, git, pre_commit_env, user_repo
 from test_workflows import template_workflows
+from venvs import OFFLINE_PIP, installed_module, make_venv, run, venv_environ, with_local_repository
 
 from kernel_check import runtime
 
@@ -95,19 +97,12 @@ INSTANTIATIONS = [("negate", "negate<fp32_t>")]
 '''
 
 
-def _run(args: list[str | Path], cwd: Path, env: dict[str, str] | None = None,
-         check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    if check and done.returncode != 0:
-        pytest.fail(f"{' '.join(map(str, args))} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
-    return done
-
-
 @pytest.fixture(scope="module")
 def wheel(hook_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`pip wheel` of the tagged snapshot, in pip's isolated build environment as users get it."""
+    """`pip wheel` of the tagged snapshot (the commit a release tag names), offline."""
     dist = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, hook_repo], cwd=dist)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist,
+         f"git+{hook_repo.as_uri()}@{RELEASE_TAG}"], cwd=dist, env={**os.environ, **OFFLINE_PIP})
     (built,) = dist.glob("kernel_check-*.whl")
     return built
 
@@ -115,14 +110,13 @@ def wheel(hook_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A new virtual environment with the wheel installed non-editable; returns its bin/."""
-    root = tmp_path_factory.mktemp("venv")
-    _run([sys.executable, "-m", "venv", "--system-site-packages", root], cwd=root)
-    bin_dir = root / "bin"
-    _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", wheel], cwd=root)
-    shown = _run([bin_dir / "python", "-c", "import kernel_check.includes as i; print(i.__file__); "
-                  "print(i.bundled_include_dir())"], cwd=root).stdout.split()
-    module, headers = (Path(line) for line in shown)
+    root = tmp_path_factory.mktemp("venv") / "env"
+    bin_dir = make_venv(root)
+    run([bin_dir / "pip", "install", "-q", wheel], cwd=root, env=venv_environ(bin_dir))
+    module = installed_module(bin_dir, root)
     assert module.is_relative_to(root), f"kernel_check imports from {module}, not the installed wheel"
+    headers = Path(run([bin_dir / "python", "-c", "import kernel_check.includes as i; print(i.bundled_include_dir())"],
+                       cwd=root, env=venv_environ(bin_dir)).stdout.strip())
     assert headers.is_relative_to(root) and (headers / "sgl_kernel" / "tensor.h").is_file()
     return bin_dir
 
@@ -144,7 +138,8 @@ def _user_repo(tmp_path: Path, hook_repo: Path) -> Path:
 def test_static_check_finds_the_headers_and_the_planted_finding(venv: Path, tmp_path: Path,
                                                                 hook_repo: Path) -> None:
     repo = _user_repo(tmp_path, hook_repo)
-    done = _run([venv / "kernel-check", "csrc", "--format", "json", "--no-cache"], cwd=repo, check=False)
+    done = run([venv / "kernel-check", "csrc", "--format", "json", "--no-cache"], cwd=repo, env=venv_environ(venv),
+               check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     found = [(f["path"], f["line"], f["code"]) for f in json.loads(done.stdout)]
     assert found == [("csrc/negate.cuh", PLANTED_LINE, "KC101")], found
@@ -155,9 +150,9 @@ def test_static_check_finds_the_headers_and_the_planted_finding(venv: Path, tmp_
 def test_build_compiles_against_the_installed_headers(venv: Path, tmp_path: Path, hook_repo: Path,
                                                      jit_cache: Path) -> None:
     repo = _user_repo(tmp_path, hook_repo)
-    env = {**os.environ, "KERNEL_CHECK_JIT_CACHE": str(jit_cache), "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
+    env = {**venv_environ(venv), "KERNEL_CHECK_JIT_CACHE": str(jit_cache), "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
     for command in (["build"], ["test", "--compile-only"]):  # the second one hits the JIT cache
-        done = _run([venv / "kernel-check", *command, "csrc", "--format", "json"], cwd=repo, env=env, check=False)
+        done = run([venv / "kernel-check", *command, "csrc", "--format", "json"], cwd=repo, env=env, check=False)
         assert done.returncode == 0, done.stdout + done.stderr
         assert json.loads(done.stdout) == []
         assert "warning" not in done.stderr.lower(), done.stderr
@@ -168,10 +163,10 @@ def test_pre_commit_blocks_the_commit_until_the_finding_is_fixed(tmp_path: Path,
                                                                   pre_commit_home: Path) -> None:
     repo = _user_repo(tmp_path, hook_repo)
     env = pre_commit_env(pre_commit_home)
-    _run(["pre-commit", "install"], cwd=repo, env=env)
+    run(["pre-commit", "install"], cwd=repo, env=env)
     git(repo, "add", "-A")
     commit = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "negate kernel"]
-    blocked = _run(commit, cwd=repo, env=env, check=False)
+    blocked = run(commit, cwd=repo, env=env, check=False)
     hook_output = blocked.stdout + blocked.stderr  # git shows the hook's output on stderr
     assert blocked.returncode == 1, hook_output
     assert f"csrc/negate.cuh:{PLANTED_LINE}:" in hook_output and "KC101" in hook_output
@@ -179,9 +174,9 @@ def test_pre_commit_blocks_the_commit_until_the_finding_is_fixed(tmp_path: Path,
 
     (repo / "csrc" / "negate.cuh").write_text(FIXED_KERNEL)
     git(repo, "add", "-A")
-    passed = _run(commit, cwd=repo, env=env, check=False)
+    passed = run(commit, cwd=repo, env=env, check=False)
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert _run(["git", "log", "--format=%s"], cwd=repo).stdout.split("\n")[0] == "negate kernel"
+    assert run(["git", "log", "--format=%s"], cwd=repo).stdout.split("\n")[0] == "negate kernel"
 
 
 # ----- docs/ci.md, run as written -----
@@ -197,15 +192,15 @@ def _recipe_steps(job: str) -> list[dict]:
     return [s for s in steps if "kernel-check" in s["run"] or "git fetch" in s["run"]]
 
 
-def _run_step(step: dict, job_env: dict, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """One step the way a runner runs it: `bash -e`, the job's and the step's `env:` with their
-    `${{ github.* }}` expressions filled in (the scripts themselves must not hold any)."""
-    assert "${{" not in step["run"], f"expression inside a script: {step['run']}"
+def _run_step(script: str, step: dict, job_env: dict, cwd: Path,
+              env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """One step's `script` the way a runner runs it: `bash -e`, the job's and the step's `env:`
+    with their `${{ github.* }}` expressions filled in (the scripts themselves must not hold any)."""
+    assert "${{" not in script, f"expression inside a script: {script}"
     expression = re.compile(r"\$\{\{\s*([\w.]+)\s*\}\}")
     for key, value in {**job_env, **step.get("env", {})}.items():
         env[key] = expression.sub(lambda m: GITHUB_CONTEXT[m.group(1)], str(value))
-    return subprocess.run(["bash", "-e", "-c", step["run"]], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
 def _pull_request_checkout(tmp_path: Path) -> Path:
@@ -226,15 +221,24 @@ def _pull_request_checkout(tmp_path: Path) -> Path:
     return checkout
 
 
-def test_ci_recipe_runs_as_written(venv: Path, wheel: Path, tmp_path: Path, jit_cache: Path) -> None:
+def _run_job(job: str, workflow: dict, checkout: Path, runner: Path, hook_repo: Path,
+             jit_cache: Path) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
+    """A job's steps on a fresh runner: `python` is a new virtual environment's, and the install
+    step's git URL names the tagged snapshot of this checkout instead of the repository online."""
+    env = {**venv_environ(make_venv(runner)), "KERNEL_CHECK_JIT_CACHE": str(jit_cache)}
+    ran = []
+    for step in _recipe_steps(job):
+        script = with_local_repository(step["run"], hook_repo) if "pip install" in step["run"] else step["run"]
+        ran.append((step["run"], _run_step(script, step, workflow["jobs"][job].get("env", {}), checkout, dict(env))))
+    return ran
+
+
+def test_ci_recipe_runs_as_written(tmp_path: Path, hook_repo: Path, jit_cache: Path) -> None:
     checkout = _pull_request_checkout(tmp_path)
-    # `pip install kernel-check==X` resolves to the local wheel; `python` is the runner's (the venv)
-    env = {**os.environ, "PATH": f"{venv}{os.pathsep}{os.environ['PATH']}", "PIP_FIND_LINKS": str(wheel.parent),
-           "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "KERNEL_CHECK_JIT_CACHE": str(jit_cache)}
     ((_, workflow),) = template_workflows()
     jobs = ["static"] + (["build"] if runtime._find_nvcc() is not None else [])
-    ran = [(step["run"], _run_step(step, workflow["jobs"][job].get("env", {}), checkout, env))
-           for job in jobs for step in _recipe_steps(job)]
+    ran = [result for job in jobs for result in _run_job(job, workflow, checkout, tmp_path / f"runner-{job}",
+                                                         hook_repo, jit_cache)]
     assert len(ran) >= 4, [script for script, _ in ran]
 
     for script, done in ran:  # only the gate fails: the pull request adds a finding

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from conftest import RELEASE_TAG
+from markdown_blocks import fenced_blocks, file_blocks
 
 from kernel_check import cli
 
@@ -30,14 +31,8 @@ def load_workflow(text: str) -> dict:
     return document
 
 
-def fenced_blocks(markdown: str, languages: tuple[str, ...]) -> list[str]:
-    pattern = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```", re.S | re.M)
-    return [m.group(2) for m in pattern.finditer(markdown) if m.group(1) in languages]
-
-
 def template_workflows() -> list[tuple[str, dict]]:
-    text = (DOCS / "ci.md").read_text(encoding="utf-8")
-    blocks = [b for b in fenced_blocks(text, ("yaml", "yml")) if re.search(r"^jobs:", b, re.M)]
+    blocks = [b for b in file_blocks(DOCS / "ci.md", ("yaml", "yml")) if re.search(r"^jobs:", b, re.M)]
     return [(f"docs/ci.md block {i}", load_workflow(b)) for i, b in enumerate(blocks, start=1)]
 
 
@@ -221,7 +216,7 @@ def test_paths_the_workflow_checks_exist():
 def doc_commands() -> list[tuple[str, list[str]]]:
     found = []
     for page in sorted(DOCS.rglob("*.md")):
-        for block in fenced_blocks(page.read_text(encoding="utf-8"), ("sh", "bash", "console", "shell")):
+        for block in file_blocks(page, ("sh", "bash", "console", "shell")):
             block = "\n".join(line.removeprefix("$ ") for line in block.splitlines())
             for words in kernel_check_commands(block):
                 found.append((page.relative_to(REPO).as_posix(), words))

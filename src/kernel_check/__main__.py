@@ -4,7 +4,7 @@ import os
 import sys
 
 # `python -m` puts the working directory first on sys.path; inside a checked tree that
-# would import the tree's own modules (a `tomllib.py`, a `clang/`) -- never run its code.
+# would import the tree's own modules (a `tomllib` module, a `clang/` package) -- never run its code.
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 

@@ -3,7 +3,7 @@
 `check_file` runs it on one file (a plain parse, no cache: what the tests and library
 callers get); `check` is the same with what a run adds (a preamble, bytes already read, a
 pool worker's bound) and returns what the result cache stores besides the result
-(`session.py`). Each file's pipeline runs under `file-timeout` (CPU time, with a
+(`cache_session.py`). Each file's pipeline runs under `file-timeout` (CPU time, with a
 wall-clock backstop: `watchdog.Clock`) and a memory cap: `watchdog.run_bounded` (a child
 per file) unless the caller gives its own bound (a pool worker's `watchdog.BoundHere`,
 `pool.py`). A file the pipeline gave up on gets one KC000 and a status that says so

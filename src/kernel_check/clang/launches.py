@@ -18,7 +18,7 @@ the condition under which it is the one launched:
 The launcher's body is read once, through tier 1 (`program.Function.body`): its calls, and the
 lambdas it stores in variables with what each call of them passes. Template arguments and
 conditions are evaluated by `consteval` on the nodes' cursors (`program.cursor_of`). The
-tensors a launch's arguments carry come from the launcher's body walk (launcher_facts.py),
+tensors a launch's arguments carry come from the launcher's body walk (kernel_interface.py),
 which fills `Launch.tensors`.
 """
 

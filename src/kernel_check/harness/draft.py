@@ -465,7 +465,7 @@ def names_file(entry: str, cuda_file: str) -> bool:
 
 
 def find_wrapper(cuh: Path) -> Path | None:
-    """A wrapper beside the kernel (``name.py`` next to ``name.cuh``), else one elsewhere in
+    """A wrapper beside the kernel (``NAME.py`` next to ``NAME.cuh``), else one elsewhere in
     the kernel package that loads it (see ``_wrapper_in_package``)."""
     candidate = cuh.with_suffix(".py")
     return candidate if candidate.is_file() else _wrapper_in_package(cuh)
