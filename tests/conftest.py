@@ -178,3 +178,11 @@ def functions_of(tmp_path: Path):
         return found
 
     return build
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that compiles with nvcc or runs on a GPU is slow by nature: the fast target
+    (`pytest -m "not slow"`) leaves it out without each test having to say so."""
+    for item in items:
+        if item.get_closest_marker("nvcc") or item.get_closest_marker("gpu"):
+            item.add_marker(pytest.mark.slow)

@@ -264,6 +264,7 @@ def test_build_and_test_take_the_static_commands_flags(command: str, tmp_path: P
     assert "unknown rule code or prefix 'KX9'" in one_line_error(cli(command, ".", "--select", "KX9", cwd=tmp_path))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_build_selection_exit_zero_and_output_file(tmp_path: Path) -> None:
     """A real nvcc compile error (KC600) through `-o`, `--exit-zero` and `--ignore`."""

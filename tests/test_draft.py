@@ -41,6 +41,7 @@ def csrc_drafts(tmp_path_factory) -> dict[tuple[str, str], object]:
     return drafts
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CSRC.is_dir(), reason="csrc/ is not in this checkout")
 def test_every_csrc_kernel_gets_a_loadable_draft(csrc_drafts):
     assert {source for source, _ in csrc_drafts} == {p.name for p in CSRC.rglob("*.cuh")}

@@ -17,6 +17,8 @@ from kernel_check.cache import static_root
 from kernel_check.engine import RunStats, run_static
 from test_cache import KERNEL, PYTHON, make_tree, options, plain
 
+pytestmark = pytest.mark.slow  # process pools, crashing and memory-hogging workers
+
 
 def varied_tree(root: Path) -> list[Path]:
     """Kernels of different sizes (so workers finish out of order), Python files, a broken file."""

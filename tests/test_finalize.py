@@ -123,6 +123,7 @@ def test_severity_overrides_and_strict_decide_the_gate(project: Path) -> None:
     assert sorted(f.code for f in judge(project).failing) == ["KD101", "KD201"]
 
 
+@pytest.mark.slow
 def test_an_inline_suppression_hides_a_dynamic_finding_and_the_static_check_leaves_it_alone(
         project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kernel = project / KERNEL
@@ -140,6 +141,7 @@ def test_an_inline_suppression_hides_a_dynamic_finding_and_the_static_check_leav
     assert [(f["line"], f["message"]) for f in unused] == [(1, "unused suppression for KC130")]
 
 
+@pytest.mark.slow
 def test_one_baseline_holds_dynamic_and_static_entries(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec, planted = planted_run(project)
     writing = policy(project, writes_baseline=True)
@@ -219,6 +221,7 @@ def broken_tree(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return project
 
 
+@pytest.mark.slow
 @pytest.mark.nvcc
 @needs_nvcc
 def test_build_honours_the_configuration_and_the_baseline(broken_tree: Path,
@@ -238,6 +241,7 @@ def test_build_honours_the_configuration_and_the_baseline(broken_tree: Path,
     assert "unknown rule code or prefix 'KD9'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.nvcc
 @needs_nvcc
 def test_the_pytest_plugin_honours_the_configuration(broken_tree: Path) -> None:

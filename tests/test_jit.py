@@ -12,6 +12,8 @@ import pytest
 
 from kernel_check import runtime
 
+pytestmark = pytest.mark.slow  # every test builds a kernel with nvcc
+
 HEADER = """\
 #pragma once
 #define KC_TEST_FACTOR {factor}

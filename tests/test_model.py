@@ -136,6 +136,7 @@ def test_error_spans_cover_broken_declarations(tmp_path: Path) -> None:
     assert unit.errors and model.error_spans and model.error_spans[0].line == 2
 
 
+@pytest.mark.slow
 def test_shared_reads_answer_what_the_bindings_answer(tmp_path: Path) -> None:
     """`clang/tree.py` (installed by `extract`) keeps libclang's answers on the cursor objects;
     every kept answer must be the one the bindings give for that cursor."""
@@ -170,6 +171,7 @@ def test_shared_reads_answer_what_the_bindings_answer(tmp_path: Path) -> None:
     assert checked > 100
 
 
+@pytest.mark.slow
 def test_the_root_cursor_is_shared_without_a_cycle(tmp_path: Path) -> None:
     """`tu.cursor` answers the root the file's pipeline holds (`ParsedUnit.root`), so a pass
     that starts again from the translation unit walks the kept children; the unit keeps it

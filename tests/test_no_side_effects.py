@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs every command over a copy of the repository
+
 REPO = Path(__file__).resolve().parent.parent
 TREE_PARTS = ("csrc", "include", "tests/fixtures")
 FORMATS = ("text", "json", "sarif", "github", "junit")

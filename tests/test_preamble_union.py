@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from test_cache import ALPHA, BETA, findings, make_tree, options, plain
 
 from kernel_check.cache import static_root
@@ -55,6 +57,7 @@ def same_as_plain(files: list[Path], root: Path, cache: Path) -> list:
     return expected
 
 
+@pytest.mark.slow
 def test_files_with_different_include_sets_share_one_preamble(tmp_path: Path) -> None:
     root, cache = new_tree(tmp_path)
     files = [
@@ -256,6 +259,7 @@ def test_the_device_pass_of_a_file_parsed_against_a_preamble_has_a_device_mode_p
     assert ("KC110", line) in {(f.code, f.line) for f in found}
 
 
+@pytest.mark.slow
 def test_a_header_only_the_device_preamble_holds_is_a_dependency_of_the_cached_result(tmp_path: Path) -> None:
     """A project header that includes one from outside `sgl_kernel/` only under `#ifdef
     __CUDA_ARCH__`: the host preamble does not hold that one, the device pass's preamble does
@@ -298,6 +302,7 @@ __device__ float lane(const Alpha* src) { return static_cast<float>(src[threadId
 """
 
 
+@pytest.mark.slow
 def test_device_passes_through_a_preamble_give_the_model_of_plain_device_parses(tmp_path: Path) -> None:
     """Both device passes (sm_90, and sm_75 for the `< 800` stub) parsed against device-mode
     preambles give the same model as plain device parses: every function, the barrier seen

@@ -21,8 +21,9 @@ __global__ void copy_kernel(float* __restrict__ dst, const float* src) { dst[0] 
 }  // namespace sglang
 """
 
-pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None or shutil.which("git") is None,
-                                reason="pre-commit or git is not installed")
+pytestmark = [pytest.mark.slow,  # pre-commit installs the hook into an environment of its own
+              pytest.mark.skipif(shutil.which("pre-commit") is None or shutil.which("git") is None,
+                                reason="pre-commit or git is not installed")]
 
 
 def run_pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:

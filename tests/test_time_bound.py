@@ -28,6 +28,8 @@ from kernel_check.config import load_config
 from kernel_check.engine import RunOptions, check_file
 from kernel_check.registry import load_rules
 
+pytestmark = pytest.mark.slow  # each test waits out real per-file time limits
+
 REPO = Path(__file__).resolve().parent.parent
 BOMB_DEPTH = 23  # 2**23 tokens: ~4-8 s of preprocessing, far over the 1 s limit
 

@@ -26,8 +26,9 @@ from venvs import OFFLINE_PIP, installed_module, make_venv, run, venv_environ, w
 
 from kernel_check import runtime
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("pre-commit") is None,
-                                reason="git or pre-commit is not installed")
+pytestmark = [pytest.mark.slow,  # builds wheels and fresh virtual environments
+              pytest.mark.skipif(shutil.which("git") is None or shutil.which("pre-commit") is None,
+                                reason="git or pre-commit is not installed")]
 
 KERNEL = """\
 /// \\file negate.cuh

@@ -28,6 +28,8 @@ from .cases import CPP_OPERATORS, PY_OPERATORS, QUICK, Case, Environment, run_ca
 from .mutate import Context, mutate
 from .runner import run
 
+pytestmark = pytest.mark.slow  # the quick fuzz profile mutates and checks hundreds of kernels
+
 QUICK_CASES = 300
 
 
