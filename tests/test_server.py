@@ -257,6 +257,26 @@ async def test_a_second_suppression_joins_the_comment_already_on_the_line(client
 
 
 @in_server_loop
+async def test_a_header_changed_on_disk_is_seen_by_the_next_check(client: LanguageClient, tmp_path: Path) -> None:
+    """The server keeps its caches warm between checks; a header that changes under them
+    must not leave a cached verdict behind (here: the same buffer, checked again)."""
+    (tmp_path / "kernel-check.toml").write_text('mode = "hermetic"\n')
+    header = tmp_path / "scale.h"
+    header.write_text("#pragma once\n\nnamespace sglang {\n\n/// \\brief The factor.\nconstexpr int kScale = 2;\n\n}\n")
+    kernel = tmp_path / "use.cuh"
+    kernel.write_text('#include "scale.h"\n\nnamespace sglang {\n\n/// \\brief Twice the factor.\n'
+                      "constexpr int kTwice = 2 * kScale;\n\n}\n")
+    document = Opened(client, kernel)
+    assert found(await document.diagnostics()) == set()
+    document.change(document.text)  # the same bytes: answered by the result cache, the header hashed
+    assert found(await document.diagnostics()) == set()
+    header.write_text(header.read_text().replace("kScale", "kFactor"))
+    document.change(document.text)
+    assert found(await document.diagnostics()) == {(6, "KC000")}
+    document.close()
+
+
+@in_server_loop
 async def test_python_wrapper_findings(client: LanguageClient, project: Path) -> None:
     source = PYTHON_REPO / RMSNORM_PY
     document = Opened(client, project / "repo" / RMSNORM_PY)
@@ -308,6 +328,18 @@ async def test_a_broken_configuration_is_one_message(client: LanguageClient, tmp
     assert message.type == types.MessageType.Error and "unknown rule code" in message.message
     assert "\n" not in message.message
     document.close()
+
+
+def test_a_bounded_check_leaves_the_servers_objects_to_the_server() -> None:
+    """Each check runs in a child forked from the long-lived server: its cycle collector must
+    not walk (and copy) the objects inherited from the server, only its own."""
+    import gc
+
+    from kernel_check.watchdog import run_bounded
+
+    inherited = len(gc.get_objects())
+    frozen = run_bounded(gc.get_freeze_count, timeout=60)
+    assert isinstance(frozen, int) and frozen >= inherited // 2, frozen
 
 
 def test_without_pygls_the_server_is_a_one_line_error(tmp_path: Path) -> None:

@@ -3,9 +3,10 @@
 Each open `.cuh`/`.cu`/`.py` document (any source `discover.is_source` accepts) is checked
 the way `kernel-check --stdin-filename PATH --force-exclude < buffer` checks it
 (`cli.run_check`: the project's configuration found from PATH, its baseline, its
-per-file-ignores and excludes), on open, on save and, debounced, on every change; the
-findings are published as diagnostics. Code actions (`actions.py`) offer each finding's
-safe fix, all of them at once, and a suppression comment.
+per-file-ignores and excludes) on open, on save and on every change -- a burst of typing
+once it stops (`DEBOUNCE_S`) -- and the findings are published as diagnostics. Code
+actions (`actions.py`) offer each finding's safe fix, all of them at once, and a
+suppression comment.
 
 Speed: the process stays up, so everything a check loads once is loaded once for the
 session: libclang, the rules, the precompiled preamble and the memoized header hashes
@@ -40,7 +41,7 @@ from ..finding import Finding
 from .actions import FIX_ALL, Document
 from .positions import UTF16, encode
 
-DEBOUNCE_S = 0.15  # after a change, how long the document must stay unchanged before a check
+DEBOUNCE_S = 0.15  # changes less than this apart are one burst of typing: checked once it stops
 log = logging.getLogger("kernel-check.server")
 
 
@@ -86,6 +87,7 @@ class KernelCheckServer(LanguageServer):
         self.wanted: dict[str, int | None] = {}  # uri -> the version to check next (open documents)
         self.checked: dict[str, Document] = {}  # uri -> the published check
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._last_change: dict[str, float] = {}  # uri -> when (event loop time) it last changed
         self._errors: dict[str, str] = {}  # uri -> the configuration error last shown for it
 
     # -- scheduling (event loop) ------------------------------------------------------------
@@ -102,11 +104,21 @@ class KernelCheckServer(LanguageServer):
         loop = asyncio.get_running_loop()
         self._timers[uri] = loop.call_later(delay, lambda: loop.create_task(self._refresh(uri, path)))
 
+    def changed(self, uri: str) -> None:
+        """A change after a pause is checked at once; one that follows another within
+        `DEBOUNCE_S` is part of a burst of typing, checked once the burst stops (a check
+        already started for the burst's first change is dropped when it ends: stale)."""
+        now = asyncio.get_running_loop().time()
+        paused = now - self._last_change.get(uri, float("-inf")) >= DEBOUNCE_S
+        self._last_change[uri] = now
+        self.request(uri, 0.0 if paused else DEBOUNCE_S)
+
     def forget(self, uri: str) -> None:
         """The document was closed: stop checking it and clear its diagnostics."""
         if (timer := self._timers.pop(uri, None)) is not None:
             timer.cancel()
         self.wanted.pop(uri, None)
+        self._last_change.pop(uri, None)
         self.checked.pop(uri, None)
         self._errors.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
@@ -177,7 +189,7 @@ def build_server(check_flags: list[str]) -> KernelCheckServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: KernelCheckServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.request(params.text_document.uri, DEBOUNCE_S)
+        ls.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: KernelCheckServer, params: types.DidSaveTextDocumentParams) -> None:
