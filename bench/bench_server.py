@@ -105,7 +105,7 @@ async def measure(kernel: Path, text: str, edits: int, cache: Path) -> dict:
     await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
                                                          process_id=os.getpid()))
     client.initialized(types.InitializedParams())
-    pid = client._server.pid  # noqa: SLF001 - the server process, for its CPU time
+    pid = client._server.pid  # the server process (pygls keeps it private), for its CPU time
 
     started = time.perf_counter()
     client.text_document_did_open(types.DidOpenTextDocumentParams(
