@@ -59,6 +59,18 @@ async def client(lsp_client: LanguageClient):
     shutil.rmtree(CACHE, ignore_errors=True)
 
 
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
+    server_command=SERVER, client_factory=recording_client,
+    server_env={**os.environ, "KERNEL_CHECK_CACHE_DIR": str(CACHE)}))
+async def neovim(lsp_client: LanguageClient):
+    """A second server, for a client that counts columns in UTF-8 (Neovim offers it first)."""
+    result = await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("neovim")))
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
+    yield
+    await lsp_client.shutdown_session()
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project of the fixture kernels (hermetic parse) and the miniature Python repository."""
@@ -238,6 +250,32 @@ async def test_the_suppression_action_silences_that_finding(client: LanguageClie
     document.close()
 
 
+async def columns_of_the_kc310_fix(client: LanguageClient, project: Path, units) -> None:
+    """Line 6 of the KC310 fixture: `// Each warp handles one row \u2014 rows \u2265 128`; the
+    diagnostic starts at the dash and the fix replaces both characters, the second after the
+    first's 3 UTF-8 bytes (1 UTF-16 unit): positions in `units` of the line before them."""
+    document = Opened(client, project / KC310.name)
+    target = next(d for d in await document.diagnostics() if d.range.start.line == 5)
+    fix = next(a for a in await document.actions(target) if a.is_preferred)
+    assert fix.edit is not None and fix.edit.changes is not None
+    line = document.text.splitlines()[5]
+    dash, sign = units(line[:line.index("\u2014")]), units(line[:line.index("\u2265")])
+    assert target.range.start.character == dash
+    assert sorted(e.range.start.character for e in fix.edit.changes[document.uri]) == [dash, sign]
+    document.close()
+
+
+@in_server_loop
+async def test_columns_are_utf16_code_units_by_default(client: LanguageClient, project: Path) -> None:
+    await columns_of_the_kc310_fix(client, project, lambda text: len(text.encode("utf-16-le")) // 2)
+
+
+@in_server_loop
+async def test_columns_are_utf8_bytes_for_a_client_that_prefers_them(neovim: LanguageClient,
+                                                                     project: Path) -> None:
+    await columns_of_the_kc310_fix(neovim, project, lambda text: len(text.encode("utf-8")))
+
+
 @in_server_loop
 async def test_a_second_suppression_joins_the_comment_already_on_the_line(client: LanguageClient,
                                                                           project: Path) -> None:
@@ -273,6 +311,22 @@ async def test_a_header_changed_on_disk_is_seen_by_the_next_check(client: Langua
     header.write_text(header.read_text().replace("kScale", "kFactor"))
     document.change(document.text)
     assert found(await document.diagnostics()) == {(6, "KC000")}
+    document.close()
+
+
+@in_server_loop
+async def test_a_suppression_in_a_macro_body_keeps_the_macro_whole(client: LanguageClient, project: Path) -> None:
+    path = project / "macro.cuh"
+    path.write_text('#pragma once\n\n#define KC_LABEL "na\u00efve" \\\n  "!"\n\nnamespace sglang {\n\n'
+                    "/// \\brief The label.\ninline const char* kLabel = KC_LABEL;\n\n}  // namespace sglang\n",
+                    encoding="utf-8")
+    document = Opened(client, path)
+    assert found(await document.diagnostics()) == {(3, "KC310")}
+    target = (await document.diagnostics())[0]
+    suppress = next(a for a in await document.actions(target) if a.title == "Suppress KC310 on this line")
+    document.change(document.apply(suppress))
+    assert document.text.splitlines()[2] == '#define KC_LABEL "na\u00efve" /* kernel-check: ignore[KC310] */ \\'
+    assert found(await document.diagnostics()) == set()  # and the macro still parses: no KC000
     document.close()
 
 
