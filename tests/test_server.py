@@ -48,6 +48,13 @@ def recording_client() -> LanguageClient:
     return client
 
 
+@pytest.fixture(scope="module", autouse=True)
+def private_cache():
+    """The servers' cache, removed once the module's servers are done with it."""
+    yield
+    shutil.rmtree(CACHE, ignore_errors=True)
+
+
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(
     server_command=SERVER, client_factory=recording_client,
     server_env={**os.environ, "KERNEL_CHECK_CACHE_DIR": str(CACHE)}))
@@ -56,7 +63,6 @@ async def client(lsp_client: LanguageClient):
         capabilities=client_capabilities("visual-studio-code")))  # UTF-16 positions
     yield
     await lsp_client.shutdown_session()
-    shutil.rmtree(CACHE, ignore_errors=True)
 
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(
@@ -328,6 +334,32 @@ async def test_a_suppression_in_a_macro_body_keeps_the_macro_whole(client: Langu
     assert document.text.splitlines()[2] == '#define KC_LABEL "na\u00efve" /* kernel-check: ignore[KC310] */ \\'
     assert found(await document.diagnostics()) == set()  # and the macro still parses: no KC000
     document.close()
+
+
+@in_server_loop
+async def test_saving_a_header_rechecks_the_open_sources(client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "kernel-check.toml").write_text('mode = "hermetic"\n')
+    header = tmp_path / "scale.h"
+    header.write_text("#pragma once\n\nnamespace sglang {\n\n/// \\brief The factor.\nconstexpr int kScale = 2;\n\n}\n")
+    kernel = tmp_path / "use.cuh"
+    kernel.write_text('#include "scale.h"\n\nnamespace sglang {\n\n/// \\brief Twice the factor.\n'
+                      "constexpr int kTwice = 2 * kScale;\n\n}\n")
+    user = Opened(client, kernel)
+    assert found(await user.diagnostics()) == set()
+    edited = Opened(client, header)
+    await edited.diagnostics()
+    header.write_text(edited.text.replace("kScale", "kFactor"))  # the editor writes the file...
+    checks = len(user.publications())
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(edited.uri)))
+
+    async def rechecked() -> set[tuple[int, str]]:  # ...and the open kernel, unchanged, is checked again
+        while len(user.publications()) == checks:
+            await asyncio.sleep(0.02)
+        return found(list(user.publications()[-1].diagnostics))
+
+    assert await asyncio.wait_for(rechecked(), WAIT_S) == {(6, "KC000")}
+    user.close()
+    edited.close()
 
 
 @in_server_loop

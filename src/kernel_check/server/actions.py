@@ -5,6 +5,7 @@ once (`source.fixAll`), and a suppression comment for the finding's line (`filte
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from lsprotocol import types
@@ -77,7 +78,7 @@ class Document:
         return types.DiagnosticRelatedInformation(types.Location(uri, where), message)
 
     # -- code actions -------------------------------------------------------------------------
-    def actions(self, wanted: types.Range, only: list[str] | None) -> list[types.CodeAction]:
+    def actions(self, wanted: types.Range, only: Sequence[str] | None) -> list[types.CodeAction]:
         """The quick fixes for the findings on the lines of `wanted`, and the fix-all action
         (when `only` allows each kind)."""
         actions: list[types.CodeAction] = []
@@ -177,6 +178,6 @@ class Document:
         return types.WorkspaceEdit(changes={self.uri: edits})
 
 
-def _allowed(kind: str, only: list[str] | None) -> bool:
+def _allowed(kind: str, only: Sequence[str] | None) -> bool:
     """Whether the client's `only` filter (kinds or their prefixes) admits `kind`."""
     return not only or any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
