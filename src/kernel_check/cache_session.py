@@ -5,7 +5,9 @@ headers, configuration and rule set are unchanged, and otherwise checks it throu
 pipeline (`pipeline.check`) against a precompiled preamble (`clang/preamble.py`, built or
 loaded lazily, once per process) and stores what came out. The command line's process
 has one; each pool worker (`pool.py`) has its own, over the same cache directories (their
-writes are atomic: `cache.py`).
+writes are atomic: `cache.py`). A process that outlives one run (`kernel-check server`)
+keeps its sessions warm from run to run (`WarmSessions`) and replaces one whose files
+changed on disk.
 """
 
 from __future__ import annotations
