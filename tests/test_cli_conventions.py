@@ -245,10 +245,10 @@ def test_ctrl_c_exits_130_and_leaves_a_good_cache(project: Path) -> None:
 def test_help_lists_the_subcommands_and_every_argument_is_described(tmp_path: Path) -> None:
     top = cli("--help", cwd=tmp_path)
     assert top.returncode == 0
-    for command in ("rules", "rule CODE", "clean", "build", "test", "sanitize"):
+    for command in ("rules", "rule CODE", "clean", "build", "test", "sanitize", "server"):
         assert f"kernel-check {command}" in top.stdout.decode()
     parsers = kernel_check_cli.all_parsers()
-    assert set(parsers) == {"check", "rule", "rules", "clean", "build", "test", "sanitize", "spec"}
+    assert set(parsers) == {"check", "rule", "rules", "clean", "build", "test", "sanitize", "spec", "server"}
     for name, parser in parsers.items():
         undescribed = [a.option_strings or a.dest for a in parser._actions if not a.help]
         assert undescribed == [], name

@@ -104,18 +104,43 @@ def file_digest(path: str | os.PathLike[str]) -> str | None:
         return None
 
 
+Signature = tuple[int, int, int]  # (inode, size, mtime in ns): what `FileHashes.changed` compares
+
+
+def _signature(path: str) -> Signature | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_ino, status.st_size, status.st_mtime_ns
+
+
 class FileHashes:
-    """Memoized `file_digest` for one run: a header shared by every file is read once."""
+    """Memoized `file_digest` for one run: a header shared by every file is read once. Each
+    hash keeps the file's stat signature from when it was read, so that a process that
+    outlives one run (`kernel-check server`) can ask whether any of them went stale."""
 
     def __init__(self) -> None:
         self._known: dict[str, str | None] = {}
+        self._signatures: dict[str, Signature | None] = {}
 
     def get(self, path: str) -> str | None:
         try:
             return self._known[path]
         except KeyError:
-            value = self._known[path] = file_digest(path)
-            return value
+            return self.refresh(path)
+
+    def refresh(self, path: str) -> str | None:
+        """Hash `path` again, whatever is memoized."""
+        signature = _signature(path)  # before the read: a write in between shows as a change later
+        value = self._known[path] = file_digest(path)
+        self._signatures[path] = signature
+        return value
+
+    def changed(self) -> bool:
+        """Whether a file hashed so far has been written, replaced or removed since (one
+        `stat` per file, not a read)."""
+        return any(_signature(path) != signature for path, signature in self._signatures.items())
 
     def all_match(self, pairs: list[list[str]] | list[tuple[str, str]]) -> bool:
         """Whether every (path, hash) pair still holds."""

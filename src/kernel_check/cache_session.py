@@ -5,7 +5,9 @@ headers, configuration and rule set are unchanged, and otherwise checks it throu
 pipeline (`pipeline.check`) against a precompiled preamble (`clang/preamble.py`, built or
 loaded lazily, once per process) and stores what came out. The command line's process
 has one; each pool worker (`pool.py`) has its own, over the same cache directories (their
-writes are atomic: `cache.py`).
+writes are atomic: `cache.py`). A process that outlives one run (`kernel-check server`)
+keeps its sessions warm from run to run (`WarmSessions`) and replaces one whose files
+changed on disk.
 """
 
 from __future__ import annotations
@@ -116,7 +118,37 @@ class CacheSession:
             self.results.store(self.key(path, outcome.data), outcome.typed, outcome.deps)
         return result
 
+    def stale(self) -> bool:
+        """Whether a file this session hashed (a header, a preamble's input) changed since:
+        its memoized hashes, preambles and cached verdicts no longer describe the disk."""
+        hashes = [self.results.hashes if self.results is not None else None,
+                  self._preamble.hashes if self._preamble is not None else None]
+        return any(h is not None and h.changed() for h in hashes)
+
     def counts(self) -> ParseCounts:
         """How this session parsed its files so far, with the preambles it built."""
         built = self._preamble.stats.built if self._preamble is not None else 0
         return replace(self._parses, preambles_built=built)
+
+
+class WarmSessions:
+    """Cache sessions kept from one run to the next by a long-lived process (`kernel-check
+    server`): the next check of a file re-uses the loaded preamble and the memoized header
+    hashes instead of finding them again. One session per set of run options (a project's
+    configuration), the `KEEP` most recently used; a session any of whose files changed on
+    disk is replaced by a fresh one."""
+
+    KEEP = 4
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, CacheSession] = {}
+
+    def get(self, options: RunOptions) -> CacheSession:
+        key = repr(options)  # plain dataclasses of strings, paths, tuples and dicts
+        session = self._sessions.pop(key, None)
+        if session is None or session.stale():
+            session = CacheSession(options, open_result_cache(options))
+        self._sessions[key] = session  # now the most recently used
+        for oldest in list(self._sessions)[:-self.KEEP]:
+            del self._sessions[oldest]
+        return session

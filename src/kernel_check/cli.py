@@ -22,6 +22,7 @@ from .progress import is_terminal
 from .registry import all_rules, get_rule
 
 if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` need none
+    from .cache_session import WarmSessions
     from .engine import CacheOptions, RunOptions
     from .finalize import Policy
     from .fix import FileFix
@@ -41,6 +42,7 @@ commands:
   kernel-check test PATH ...     the dynamic harness on a GPU (docs/harness.md)
   kernel-check sanitize -- CMD   run a command under compute-sanitizer
   kernel-check spec new FILE.cuh draft a kernel spec from the code (docs/harness.md)
+  kernel-check server            language server for editors (docs/editors.md)
 
 `kernel-check COMMAND --help` describes a command's options."""
 HUMAN_FORMATS = ("text", "concise")  # what a person reads: colors, a progress display
@@ -146,8 +148,9 @@ class CheckRun:
         return self.policy.config
 
 
-def _load(args: argparse.Namespace) -> tuple[Config, list[Path], dict[Path, bytes]]:
-    """The configuration, the files to check, and the buffers that stand for files (stdin)."""
+def _load(args: argparse.Namespace, buffer: bytes | None = None) -> tuple[Config, list[Path], dict[Path, bytes]]:
+    """The configuration, the files to check, and the buffers that stand for files (stdin,
+    or `buffer` when given)."""
     paths = [args.stdin_filename] if args.stdin_filename is not None else args.paths or [Path(".")]
     start = next((p for p in (paths[0], paths[0].parent) if p.exists()), Path("."))
     config = load_config(start, args.config)
@@ -155,11 +158,13 @@ def _load(args: argparse.Namespace) -> tuple[Config, list[Path], dict[Path, byte
     config = config.with_overrides(mode=args.mode, strict=True if args.strict else None)
     if args.stdin_filename is None:
         return config, discover(paths, config, force_exclude=args.force_exclude), {}
-    return config, *_stdin_buffer(args, config)
+    return config, *_stdin_buffer(args, config, buffer)
 
 
-def _stdin_buffer(args: argparse.Namespace, config: Config) -> tuple[list[Path], dict[Path, bytes]]:
-    """`--stdin-filename PATH`: standard input checked as PATH's contents (an editor's buffer)."""
+def _stdin_buffer(args: argparse.Namespace, config: Config,
+                  buffer: bytes | None = None) -> tuple[list[Path], dict[Path, bytes]]:
+    """`--stdin-filename PATH`: standard input (or `buffer`, the language server's document)
+    checked as PATH's contents (an editor's buffer)."""
     from .discover import SOURCE_SUFFIXES, is_source
     from .globs import matches_any
 
@@ -173,7 +178,7 @@ def _stdin_buffer(args: argparse.Namespace, config: Config) -> tuple[list[Path],
     if not is_source(path):
         raise UsageError(f"--stdin-filename {path}: not a C++/CUDA or Python source "
                          f"(expected one of {', '.join(SOURCE_SUFFIXES)})")
-    data = sys.stdin.buffer.read()
+    data = sys.stdin.buffer.read() if buffer is None else buffer
     if args.force_exclude and matches_any(config.relative(path), config.get("exclude")):
         return [], {}
     return [path], {path: data}
@@ -226,19 +231,21 @@ positive_int = _positive(int, "integer")
 positive_seconds = _positive(float, "number of seconds")
 
 
-def run_check(args: argparse.Namespace) -> CheckRun:
+def run_check(args: argparse.Namespace, buffer: bytes | None = None, sessions: WarmSessions | None = None) -> CheckRun:
+    """The static run the flags ask for. With `--stdin-filename`, `buffer` stands for standard
+    input; `sessions` keeps the caches warm from one call to the next (`kernel-check server`)."""
     from .engine import run_static
     from .registry import load_rules
 
     load_rules()
-    config, files, buffers = _load(args)
+    config, files, buffers = _load(args, buffer)
     policy = policy_from_args(args, config, codes.STATIC)
     if policy.diff is not None:
         files = [f for f in files if policy.diff.touches(f)]  # findings elsewhere are outside the diff
     options = _run_options(config, args)
     progress = _progress(args)
     try:
-        results = _with_buffer_lines(run_static(files, options, progress, buffers), buffers)
+        results = _with_buffer_lines(run_static(files, options, progress, buffers, sessions=sessions), buffers)
     finally:
         progress.close()
     run = CheckRun(policy, results)
@@ -421,12 +428,25 @@ def _clean_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _server_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="kernel-check server",
+                           description="A language server (LSP over standard input/output) for editors: the static "
+                                       "check's findings on open .cuh/.cu/.py documents as you type, with quick fixes "
+                                       "and suppressions (docs/editors.md). Needs pip install 'kernel-check[server]'.")
+    parser.add_argument("--stdio", action="store_true",
+                        help="talk over standard input/output: the only transport, so the flag changes nothing "
+                             "(language clients pass it)")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="cache directory (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)")
+    return parser
+
+
 def all_parsers() -> dict[str, argparse.ArgumentParser]:
     """Every command's parser, by command (`check` is the static check): what --help shows."""
     from .harness.cli import subcommand_parsers
 
     return {"check": build_check_parser(), "rule": _rule_parser(), "rules": _rules_parser(),
-            "clean": _clean_parser(), **subcommand_parsers()}
+            "clean": _clean_parser(), "server": _server_parser(), **subcommand_parsers()}
 
 
 def command_rule(argv: Sequence[str]) -> int:
@@ -466,6 +486,17 @@ def command_clean(argv: Sequence[str]) -> int:
     return EXIT_CLEAN
 
 
+def command_server(argv: Sequence[str]) -> int:
+    args = _server_parser().parse_args(list(argv))
+    try:
+        from .server import serve
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        raise UsageError("the language server needs pygls: pip install 'kernel-check[server]'") from None
+    return serve(["--cache-dir", str(args.cache_dir)] if args.cache_dir is not None else [])
+
+
 def command_harness(argv: Sequence[str]) -> int:
     from .harness.cli import main as harness_main
 
@@ -477,6 +508,7 @@ SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "rules": command_rules,
     "clean": command_clean,
     "check": command_check,
+    "server": command_server,
 }
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .cache_session import CacheSession, ParseCounts, open_result_cache
+from .cache_session import CacheSession, ParseCounts, WarmSessions, open_result_cache
 from .discover import is_python
 from .filter import PARSE_ERROR, Selection
 from .pipeline import CacheOptions, RunOptions, check_file
@@ -57,18 +57,20 @@ class RunStats(ParseCounts):
 
 
 def run_static(paths: list[Path], options: RunOptions, progress: Progress | None = None,
-               buffers: dict[Path, bytes] | None = None, stats: RunStats | None = None) -> list[FileResult]:
+               buffers: dict[Path, bytes] | None = None, stats: RunStats | None = None,
+               sessions: WarmSessions | None = None) -> list[FileResult]:
     """Check `paths`; results in the order of `paths` (see the module doc). `progress` hears
     of each file started and finished; `buffers` holds the contents of paths that are to be
     checked as these bytes rather than as read from disk (`--stdin-filename`); `stats`, when
-    given, is filled in with what the run did."""
+    given, is filled in with what the run did; `sessions`, when given, supplies this
+    process's cache session kept warm from earlier runs (`kernel-check server`)."""
     started = time.perf_counter()
     stats = stats if stats is not None else RunStats()
     stats.files = len(paths)
     progress = progress or Progress(enabled=False)
     progress.add(len(paths))
     buffers = buffers or {}
-    session = CacheSession(options, open_result_cache(options))
+    session = sessions.get(options) if sessions is not None else CacheSession(options, open_result_cache(options))
     results: list[FileResult | None] = [None] * len(paths)
     pending: list[tuple[int, bytes | None]] = []
     wanted = _languages_wanted(options)

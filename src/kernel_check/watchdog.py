@@ -23,7 +23,9 @@ The child is set up so that one bad source cannot hurt the run or the machine:
 * on Linux it dies with its parent (`PR_SET_PDEATHSIG`): a pool worker killed for a
   timeout takes its child along, no parse keeps burning a core;
 * it ignores SIGINT (the parent handles ^C and kills it) and leaves with `os._exit`
-  (no atexit handler, no second flush of the parent's buffered output).
+  (no atexit handler, no second flush of the parent's buffered output);
+* its cycle collector leaves the objects it inherited alone (`gc.freeze`): walking them
+  would cost time and copy their pages, for nothing the child's exit does not free.
 
 `fn` and `args` reach the child through the fork (nothing is pickled); only the result
 comes back, pickled. What the child changes in memory (caches, counters) is lost with
@@ -40,6 +42,7 @@ watches and kills (a pool worker); `lost` and `killed` are the parent's side of 
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -558,6 +561,10 @@ def _child(fn: Callable[..., Any], args: tuple[Any, ...], result_fd: int, errors
 
 
 def _child_setup(parent: int, errors_fd: int, limit_bytes: int | None) -> None:
+    # The parent's objects are the parent's: a cycle collection here would walk every one of
+    # them (a long-lived parent -- `kernel-check server` -- has many), copying each page it
+    # touches, for garbage the child's exit frees anyway. The child's own cycles still go.
+    gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above took effect

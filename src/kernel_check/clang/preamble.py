@@ -435,11 +435,7 @@ class PreambleCache:
         return preamble
 
     def _fresh_hash(self, path: str) -> str | None:
-        from ..cache import file_digest
-
-        value = file_digest(path)
-        self.hashes._known[path] = value
-        return value
+        return self.hashes.refresh(path)
 
     def reject(self, preamble: Preamble) -> None:
         """clang refused `preamble` (inputs touched, file corrupt): forget it; rebuild once."""
