@@ -312,6 +312,34 @@ def test_fix_diff_prints_the_fix_and_writes_nothing(project: Path, capsys) -> No
     assert "not allowed with argument" in one_line_error(cli("csrc", "--fix", "--fix-diff", cwd=project))
 
 
+def test_printed_paths_open_from_the_current_directory(project: Path) -> None:
+    """text and concise name a file from where the command ran (ruff's way): from the
+    project root `csrc/scale.cuh`, from `csrc/` `scale.cuh`, and a file outside the current
+    directory absolutely; the project root's configuration applies in each case."""
+    kernel_tree(project)
+    outside = write(project / "other" / "scale.cuh", KERNEL.replace('#include "local.h"\n', "")
+                    .replace(" * kScale", ""))
+    runs = [(project, ["csrc"], "csrc/scale.cuh"), (project / "csrc", [], "scale.cuh"),
+            (project / "csrc", ["../other/scale.cuh"], str(outside))]
+    for cwd, paths, printed in runs:
+        for fmt in ("text", "concise"):
+            result = cli(*paths, "--select", "KC101", "--no-cache", "--output-format", fmt, cwd=cwd)
+            first = result.stdout.decode().splitlines()[0]
+            assert result.returncode == 1 and first.startswith(f"{printed}:"), (cwd, fmt, result.stdout)
+            assert (cwd / first.split(":")[0]).is_file()
+
+
+def test_fix_diff_from_a_subfolder_applies_there(project: Path) -> None:
+    """`--fix-diff` names files as the report does, so `git apply` (which takes a patch's
+    paths from the current directory) applies it where it was made."""
+    kernel = kernel_tree(project)
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    diff = cli("--fix-diff", "--no-cache", cwd=project / "csrc")
+    assert diff.stdout.decode().startswith("--- a/scale.cuh\n+++ b/scale.cuh\n"), diff.stdout
+    subprocess.run(["git", "apply", "-"], cwd=project / "csrc", input=diff.stdout, check=True)
+    assert "const float* __restrict__ src" in kernel.read_text()
+
+
 # ------------------------------------------------------------------------ configuration
 
 

@@ -18,6 +18,7 @@ from . import __version__, codes
 from .clang.parse import ParseConfigError, resolve_settings
 from .config import Config, ConfigError, load_config, print_warnings, real_path
 from .discover import DiscoveryError, discover
+from .paths import display_path
 from .progress import is_terminal
 from .registry import all_rules, get_rule
 
@@ -43,7 +44,6 @@ commands:
   kernel-check spec new FILE.cuh draft a kernel spec from the code (docs/harness.md)
 
 `kernel-check COMMAND --help` describes a command's options."""
-HUMAN_FORMATS = ("text", "concise")  # what a person reads: colors, a progress display
 PROGRESS_DELAY_S = 2.0  # a run shorter than this shows no progress line
 
 
@@ -266,6 +266,7 @@ def _progress(args: argparse.Namespace) -> Progress:
     """A live line on stderr for a long run: only when a person watches (stderr and the
     report's destination are terminals) and the report is for a person."""
     from .progress import Progress
+    from .report import HUMAN_FORMATS
 
     watched = (args.format in HUMAN_FORMATS and args.stdin_filename is None and is_terminal(sys.stderr)
                and (args.output is not None or is_terminal(sys.stdout)))
@@ -356,7 +357,7 @@ def emit(text: str, output: Path | None) -> None:
 
 def command_check(argv: Sequence[str]) -> int:
     from .finalize import finalize, record_baseline
-    from .report import Summary, render
+    from .report import HUMAN_FORMATS, Summary, render
 
     args = build_check_parser().parse_args(list(argv))
     _check_statistics_format(args)
@@ -390,10 +391,9 @@ def _check_statistics_format(args: argparse.Namespace) -> None:
 def _fix_diff(run: CheckRun, args: argparse.Namespace) -> int:
     """`--fix-diff`: the diff on stdout (or `-o`), a count on stderr; 1 when there is a fix."""
     from .fix import unified_diff
-    from .report.common import display_path
 
     planned = run.planned or {}
-    emit(unified_diff(planned, lambda path: display_path(path, run.config.root)).rstrip("\n"), args.output)
+    emit(unified_diff(planned, display_path).rstrip("\n"), args.output)
     count = sum(fix.count for fix in planned.values())
     print(f"Would fix {count} {'finding' if count == 1 else 'findings'} in {len(planned)} "
           f"{'file' if len(planned) == 1 else 'files'}." if count else "No fixes available.", file=sys.stderr)
