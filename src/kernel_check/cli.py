@@ -486,8 +486,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from .baseline import BaselineError
     from .cache import NotACache
     from .diff import DiffError
+    from .fix import WriteRefused
 
-    return UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache
+    return (UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache,
+            WriteRefused)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
