@@ -10,6 +10,7 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -233,6 +234,7 @@ def run_check(args: argparse.Namespace) -> CheckRun:
     load_rules()
     config, files, buffers = _load(args)
     policy = policy_from_args(args, config, codes.STATIC)
+    refuse_output_over_inputs(args.output, [*args.paths, *files], policy)
     if policy.diff is not None:
         files = [f for f in files if policy.diff.touches(f)]  # findings elsewhere are outside the diff
     options = _run_options(config, args)
@@ -342,6 +344,24 @@ def use_color(choice: str, output: Path | None) -> bool:
     if output is not None or os.environ.get("NO_COLOR"):
         return False
     return bool(os.environ.get("FORCE_COLOR")) or is_terminal(sys.stdout)
+
+
+def refuse_output_over_inputs(output: Path | None, inputs: Iterable[Path | str], policy: Policy) -> None:
+    """`-o FILE` must not name a file the run reads (an input path, a discovered file, the
+    configuration, the baseline): the report would replace it. Every command that takes `-o`
+    calls this once its inputs are known, before it writes anything."""
+    if output is None or not output.exists():
+        return  # a file that does not exist yet is none of the inputs
+    target = output.stat()
+    sources = (policy.config.source, policy.baseline.source if policy.baseline is not None else None)
+    for path in [*inputs, *(s for s in sources if s is not None)]:
+        try:
+            same = os.path.samestat(target, os.stat(path))
+        except OSError:
+            continue  # gone or unreadable: the run reports it, it is not the output
+        if same and not Path(path).is_dir():
+            raise UsageError(f"--output {output}: is {display_path(path)}, which this run reads; "
+                             "the report would overwrite it (give another file)")
 
 
 def emit(text: str, output: Path | None) -> None:
