@@ -232,6 +232,20 @@ def test_write_baseline_refuses_source_files_and_directories(project, capsys):
     assert "is a directory" in capsys.readouterr().err
 
 
+def test_write_baseline_refuses_a_read_only_baseline(project, capsys):
+    """A baseline the user made read-only is not replaced (as `--fix` refuses such a file)."""
+    assert main(["--write-baseline", "baseline.json"]) == 0
+    baseline = project / "baseline.json"
+    before = baseline.read_bytes()
+    baseline.chmod(0o444)
+    write(project / "pkg" / "new.py", "import functools\n" + factory("d"))
+    capsys.readouterr()
+    assert main(["--write-baseline", "baseline.json"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "kernel-check: error: baseline.json: cannot write baseline: the file is read-only (mode 0444)"]
+    assert baseline.read_bytes() == before
+
+
 def git(cwd: Path, *args: str) -> None:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(cwd)}

@@ -26,7 +26,7 @@ import pytest
 
 from kernel_check import cli as kernel_check_cli
 from kernel_check.cli import main
-from test_cli import project, write  # noqa: F401  (`project`: a hermetic project, the working directory)
+from test_cli import project, snapshot, write  # noqa: F401  (`project`: a hermetic project, the working directory)
 
 KERNEL = """\
 #include <cstdint>
@@ -311,6 +311,69 @@ def test_fix_diff_prints_the_fix_and_writes_nothing(project: Path, capsys) -> No
     assert main(["csrc", "--fix-diff", "--no-cache"]) == 0
     assert "No fixes available." in capsys.readouterr().err
     assert "not allowed with argument" in one_line_error(cli("csrc", "--fix", "--fix-diff", cwd=project))
+
+
+def test_printed_paths_open_from_the_current_directory(project: Path) -> None:
+    """text and concise name a file from where the command ran (ruff's way): from the
+    project root `csrc/scale.cuh`, from `csrc/` `scale.cuh`, and a file outside the current
+    directory absolutely; the project root's configuration applies in each case."""
+    kernel_tree(project)
+    outside = write(project / "other" / "scale.cuh", KERNEL.replace('#include "local.h"\n', "")
+                    .replace(" * kScale", ""))
+    runs = [(project, ["csrc"], "csrc/scale.cuh"), (project / "csrc", [], "scale.cuh"),
+            (project / "csrc", ["../other/scale.cuh"], str(outside))]
+    for cwd, paths, printed in runs:
+        for fmt in ("text", "concise"):
+            result = cli(*paths, "--select", "KC101", "--no-cache", "--output-format", fmt, cwd=cwd)
+            first = result.stdout.decode().splitlines()[0]
+            assert result.returncode == 1 and first.startswith(f"{printed}:"), (cwd, fmt, result.stdout)
+            assert (cwd / first.split(":")[0]).is_file()
+
+
+def test_fix_diff_from_a_subfolder_applies_there(project: Path) -> None:
+    """`--fix-diff` names files as the report does, so `git apply` (which takes a patch's
+    paths from the current directory) applies it where it was made."""
+    kernel = kernel_tree(project)
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    diff = cli("--fix-diff", "--no-cache", cwd=project / "csrc")
+    assert diff.stdout.decode().startswith("--- a/scale.cuh\n+++ b/scale.cuh\n"), diff.stdout
+    subprocess.run(["git", "apply", "-"], cwd=project / "csrc", input=diff.stdout, check=True)
+    assert "const float* __restrict__ src" in kernel.read_text()
+
+
+@pytest.mark.parametrize("argv, output, read", [
+    (["csrc/scale.cuh"], "csrc/scale.cuh", "csrc/scale.cuh"),
+    (["csrc", "--fix"], "csrc/scale.cuh", "csrc/scale.cuh"),  # refused before the fix is written
+    (["csrc", "--fix-diff"], "csrc/../csrc/scale.cuh", "csrc/scale.cuh"),
+    (["csrc"], "link.cuh", "csrc/scale.cuh"),  # a symlink to a checked file
+    (["csrc"], "pyproject.toml", "pyproject.toml"),  # the configuration
+    (["--stdin-filename", "csrc/scale.cuh"], "csrc/scale.cuh", "csrc/scale.cuh"),
+])
+def test_output_naming_a_file_the_run_reads_is_refused(project: Path, argv: list[str], output: str,
+                                                       read: str) -> None:
+    kernel_tree(project)
+    (project / "link.cuh").symlink_to("csrc/scale.cuh")
+    before = snapshot(project)
+    result = cli(*argv, "--no-cache", "-o", output, cwd=project, stdin=KERNEL.encode())
+    assert one_line_error(result) == (f"kernel-check: error: --output {output}: is {read}, which this run reads; "
+                                      "the report would overwrite it (give another file)")
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("argv", [["build", "specs", "-o", "specs/atomic_sum_spec.py"],
+                                  ["test", "specs", "-o", "specs/atomic_sum.cuh"],
+                                  ["sanitize", "-o", "run.py", "--", sys.executable, "run.py"]])
+def test_harness_output_naming_a_file_the_run_reads_is_refused(tmp_path: Path, argv: list[str]) -> None:
+    """build and test refuse a spec or its kernel as `-o`, sanitize a file of its command;
+    before they need nvcc, a GPU or compute-sanitizer."""
+    harness = Path(__file__).parent / "fixtures" / "harness"
+    for name in ("atomic_sum_spec.py", "atomic_sum.cuh"):
+        write(tmp_path / "specs" / name, (harness / name).read_bytes())
+    write(tmp_path / "run.py", "print('hello')\n")
+    before = snapshot(tmp_path)
+    error = one_line_error(cli(*argv, cwd=tmp_path))
+    assert error.startswith(f"kernel-check: error: --output {argv[argv.index('-o') + 1]}: is "), error
+    assert snapshot(tmp_path) == before
 
 
 # ------------------------------------------------------------------------ configuration

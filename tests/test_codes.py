@@ -56,3 +56,30 @@ def test_the_checker_names_codes_only_through_the_table() -> None:
     found = {str(path.relative_to(CHECKER)): literals for path in sorted(CHECKER.rglob("*.py"))
              if path.name != "codes.py" and RULES not in path.parents and (literals := _code_literals(path))}
     assert found == {}
+
+
+READ_ONLY_KERNEL = """\
+#include <cstdint>
+namespace sglang {
+/// \\brief Copy one element.
+/// \\param dst Output.
+/// \\param src Input, only read.
+__global__ void copy_kernel(float* __restrict__ dst, SPELLING) { dst[0] = src[0]; }
+}  // namespace sglang
+"""
+
+
+@pytest.mark.parametrize("spelling,code", [("float* src", "KC102"), ("const float* src", "KC101")])
+def test_a_read_only_pointer_missing_both_qualifiers_fails_as_one_missing_restrict_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], spelling: str, code: str) -> None:
+    """`float* src` lacks `const` and `__restrict__` (KC102), `const float* src` only
+    `__restrict__` (KC101): the worse spelling must not be the milder finding."""
+    import json
+
+    from kernel_check.cli import main
+
+    kernel = tmp_path / "copy.cuh"
+    kernel.write_text(READ_ONLY_KERNEL.replace("SPELLING", spelling))
+    status = main([str(kernel), "--mode", "hermetic", "--no-cache", "--output-format", "json"])
+    reported = [(f["code"], f["severity"]) for f in json.loads(capsys.readouterr().out)]
+    assert (status, reported) == (1, [(code, "error")])

@@ -21,6 +21,19 @@ __global__ void copy_kernel(float* __restrict__ dst, const float* src) { dst[0] 
 }  // namespace sglang
 """
 
+WARNING_ONLY_KERNEL = """\
+#include <cstdint>
+namespace sglang {
+/// \\brief Copy one element.
+/// \\param dst Output.
+/// \\param src Input.
+/// \\param n Element count.
+__global__ void copy_kernel(float* __restrict__ dst, const float* __restrict__ src, int n) {
+  if (n > 0) dst[0] = src[0];
+}
+}  // namespace sglang
+"""
+
 pytestmark = [pytest.mark.slow,  # pre-commit installs the hook into an environment of its own
               pytest.mark.skipif(shutil.which("pre-commit") is None or shutil.which("git") is None,
                                 reason="pre-commit or git is not installed")]
@@ -47,3 +60,16 @@ def test_hook_fails_on_a_finding_then_passes_after_the_fix(tmp_path: Path, hook_
     passed = run_pre_commit(user, pre_commit_home)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert kernel.read_text().count("__restrict__") == 2
+
+
+def test_a_passing_hook_still_shows_its_warnings(tmp_path: Path, hook_repo: Path, pre_commit_home: Path) -> None:
+    """A warning does not fail the commit, and pre-commit prints a passing hook's output only
+    when the hook is `verbose`: without it the warning would never be seen."""
+    user = user_repo(tmp_path / "user", hook_repo)
+    (user / "warn.cuh").write_text(WARNING_ONLY_KERNEL)
+    git(user, "add", "-A")
+
+    passed = run_pre_commit(user, pre_commit_home)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "Passed" in passed.stdout
+    assert "warn.cuh:7:85: KC110 [warning]" in passed.stdout, passed.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,9 +14,9 @@ import pytest
 from kernel_check import __version__, codes, registry
 from kernel_check.cli import main
 from kernel_check.finding import Finding, Fix, Location, Related, Severity, TextEdit
+from kernel_check.paths import display_path
 from kernel_check.registry import Language
 from kernel_check.report import FORMATS, Summary, render
-from kernel_check.report.common import display_path
 from kernel_check.results import FileStatus
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
@@ -24,9 +25,12 @@ SOURCE = "#include <x>\n\tconst float* src = in;\nvoid f();\n"
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project holding csrc/k.cuh, and the current directory (where the text formats'
+    paths start)."""
     (tmp_path / "csrc").mkdir()
     (tmp_path / "csrc" / "k.cuh").write_text(SOURCE)
+    monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
@@ -78,13 +82,31 @@ def test_formats_and_unknown_format(project: Path) -> None:
         render([], "xml", root=project)
 
 
-def test_display_path(project: Path, tmp_path_factory, monkeypatch) -> None:
-    assert display_path(kfile(project), project) == "csrc/k.cuh"
-    outside = str(tmp_path_factory.mktemp("elsewhere") / "x.cuh")
-    assert display_path(outside, project) == outside
+def test_display_path_is_relative_to_the_current_directory_else_absolute(project: Path, tmp_path_factory,
+                                                                         monkeypatch) -> None:
+    assert display_path(kfile(project)) == "csrc/k.cuh"
+    assert display_path("csrc/../csrc/k.cuh") == "csrc/k.cuh"
     monkeypatch.chdir(project / "csrc")
-    assert display_path("k.cuh", project) == "csrc/k.cuh"
-    assert display_path("k.cuh", Path("..")) == "csrc/k.cuh"
+    assert display_path(kfile(project)) == "k.cuh"
+    assert display_path("../csrc/k.cuh") == "k.cuh"
+    outside = tmp_path_factory.mktemp("elsewhere") / "x.cuh"
+    assert display_path(outside) == str(outside)
+    assert display_path(os.path.relpath(outside)) == str(outside)  # `../../x` style becomes absolute
+
+
+def test_people_read_paths_from_the_current_directory_tools_from_the_project_root(project: Path,
+                                                                                monkeypatch) -> None:
+    """text and concise name the file so that it opens from where the command ran; json,
+    junit and github name it the same way whatever the current directory."""
+    monkeypatch.chdir(project / "csrc")
+    found = [finding(kfile(project), related=(Related(Location(kfile(project), 3, 1), "launched here"),))]
+    text = render(found, "text", root=project).splitlines()
+    assert text[0].startswith("k.cuh:2:8: KC901") and text[3] == "  note: k.cuh:3:1: launched here"
+    assert render(found, "concise", root=project).startswith("k.cuh:2:8: KC901")
+    row = json.loads(render(found, "json", root=project))[0]
+    assert (row["path"], row["related"][0]["path"]) == ("csrc/k.cuh", "csrc/k.cuh")
+    assert ET.fromstring(render(found, "junit", root=project)).find(".//testcase").get("classname") == "csrc/k.cuh"
+    assert render(found, "github", root=project).startswith("::error file=csrc/k.cuh,line=2,")
 
 
 def test_every_format_sorts_findings(project: Path) -> None:

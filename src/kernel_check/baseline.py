@@ -221,7 +221,7 @@ def write_baseline(path: Path, results: Sequence[FileResult], config: Config,
 
 
 def _write(path: Path, data: bytes) -> None:
-    from .fix import write_atomically
+    from .fix import refuse_unwritable, write_atomically
 
     if not os.path.lexists(path):
         # write_atomically keeps the target's mode, so give it a target with the umask's mode
@@ -232,6 +232,7 @@ def _write(path: Path, data: bytes) -> None:
         except OSError as error:
             raise BaselineError(f"{path}: cannot write baseline: {error.strerror or error}") from None
     try:
+        refuse_unwritable(path, "cannot write baseline")
         write_atomically(path, data)
     except OSError as error:
         raise BaselineError(f"{path}: cannot write baseline: {error.strerror or error}") from None

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import codes, runtime
 from .finding import Finding, Location, Related
+from .paths import display_path
 from .registry import get_rule
 
 DEFAULT_REGISTER_BUDGET = 64
@@ -103,15 +104,6 @@ def build_all(targets: Iterable[BuildTarget], *, lineinfo: bool = False, jobs: i
 
 
 # ----- findings -----
-
-
-def display_path(path: str | Path) -> str:
-    """A path relative to the working directory when under it (how reporters expect it)."""
-    resolved = Path(path).resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return resolved.as_posix()
 
 
 def _finding(code: str, message: str, location: Location, detail: str = "",

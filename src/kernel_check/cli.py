@@ -10,6 +10,7 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -18,6 +19,7 @@ from . import __version__, codes
 from .clang.parse import ParseConfigError, resolve_settings
 from .config import Config, ConfigError, load_config, print_warnings, real_path
 from .discover import DiscoveryError, discover
+from .paths import display_path
 from .progress import is_terminal
 from .registry import all_rules, get_rule
 
@@ -45,7 +47,6 @@ commands:
   kernel-check server            language server for editors (docs/editors.md)
 
 `kernel-check COMMAND --help` describes a command's options."""
-HUMAN_FORMATS = ("text", "concise")  # what a person reads: colors, a progress display
 PROGRESS_DELAY_S = 2.0  # a run shorter than this shows no progress line
 
 
@@ -240,6 +241,7 @@ def run_check(args: argparse.Namespace, buffer: bytes | None = None, sessions: W
     load_rules()
     config, files, buffers = _load(args, buffer)
     policy = policy_from_args(args, config, codes.STATIC)
+    refuse_output_over_inputs(args.output, [*args.paths, *files], policy)
     if policy.diff is not None:
         files = [f for f in files if policy.diff.touches(f)]  # findings elsewhere are outside the diff
     options = _run_options(config, args)
@@ -273,6 +275,7 @@ def _progress(args: argparse.Namespace) -> Progress:
     """A live line on stderr for a long run: only when a person watches (stderr and the
     report's destination are terminals) and the report is for a person."""
     from .progress import Progress
+    from .report import HUMAN_FORMATS
 
     watched = (args.format in HUMAN_FORMATS and args.stdin_filename is None and is_terminal(sys.stderr)
                and (args.output is not None or is_terminal(sys.stdout)))
@@ -350,6 +353,24 @@ def use_color(choice: str, output: Path | None) -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or is_terminal(sys.stdout)
 
 
+def refuse_output_over_inputs(output: Path | None, inputs: Iterable[Path | str], policy: Policy) -> None:
+    """`-o FILE` must not name a file the run reads (an input path, a discovered file, the
+    configuration, the baseline): the report would replace it. Every command that takes `-o`
+    calls this once its inputs are known, before it writes anything."""
+    if output is None or not output.exists():
+        return  # a file that does not exist yet is none of the inputs
+    target = output.stat()
+    sources = (policy.config.source, policy.baseline.source if policy.baseline is not None else None)
+    for path in [*inputs, *(s for s in sources if s is not None)]:
+        try:
+            same = os.path.samestat(target, os.stat(path))
+        except OSError:
+            continue  # gone or unreadable: the run reports it, it is not the output
+        if same and not Path(path).is_dir():
+            raise UsageError(f"--output {output}: is {display_path(path)}, which this run reads; "
+                             "the report would overwrite it (give another file)")
+
+
 def emit(text: str, output: Path | None) -> None:
     """The report on stdout, or into `output` (a file that cannot be written is a usage error)."""
     if output is None:
@@ -363,7 +384,7 @@ def emit(text: str, output: Path | None) -> None:
 
 def command_check(argv: Sequence[str]) -> int:
     from .finalize import finalize, record_baseline
-    from .report import Summary, render
+    from .report import HUMAN_FORMATS, Summary, render
 
     args = build_check_parser().parse_args(list(argv))
     _check_statistics_format(args)
@@ -397,10 +418,9 @@ def _check_statistics_format(args: argparse.Namespace) -> None:
 def _fix_diff(run: CheckRun, args: argparse.Namespace) -> int:
     """`--fix-diff`: the diff on stdout (or `-o`), a count on stderr; 1 when there is a fix."""
     from .fix import unified_diff
-    from .report.common import display_path
 
     planned = run.planned or {}
-    emit(unified_diff(planned, lambda path: display_path(path, run.config.root)).rstrip("\n"), args.output)
+    emit(unified_diff(planned, display_path).rstrip("\n"), args.output)
     count = sum(fix.count for fix in planned.values())
     print(f"Would fix {count} {'finding' if count == 1 else 'findings'} in {len(planned)} "
           f"{'file' if len(planned) == 1 else 'files'}." if count else "No fixes available.", file=sys.stderr)
@@ -518,8 +538,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from .baseline import BaselineError
     from .cache import NotACache
     from .diff import DiffError
+    from .fix import WriteRefused
 
-    return UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache
+    return (UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache,
+            WriteRefused)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -72,7 +72,7 @@ UNUSED_SUPPRESSION = _define("KC001", "unused-suppression", Severity.WARNING, La
 # C++/CUDA: launchers, tensors, integers, alignment, launches.
 RESTRICT_READONLY_POINTER = _define("KC101", "restrict-readonly-pointer", Severity.ERROR, Language.CPP,
         "read-only kernel pointer lacks __restrict__", fixable=True)
-READONLY_POINTER_NOT_CONST = _define("KC102", "readonly-pointer-not-const", Severity.WARNING, Language.CPP,
+READONLY_POINTER_NOT_CONST = _define("KC102", "readonly-pointer-not-const", Severity.ERROR, Language.CPP,
         "kernel pointer parameter is never written but is not pointer-to-const")
 FIXED_WIDTH_INTEGER = _define("KC110", "fixed-width-integer", Severity.WARNING, Language.CPP,
         "`int`/`long`/`unsigned` where a fixed-width integer type belongs")

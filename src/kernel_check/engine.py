@@ -31,6 +31,7 @@ from typing import Any
 from .cache_session import CacheSession, ParseCounts, WarmSessions, open_result_cache
 from .discover import is_python
 from .filter import PARSE_ERROR, Selection
+from .paths import display_path
 from .pipeline import CacheOptions, RunOptions, check_file
 from .pool import Pool
 from .progress import Progress
@@ -102,7 +103,7 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
         jobs = max(1, min(options.jobs, len(pending)))
         if jobs == 1 or len(pending) <= IN_PROCESS_MAX or buffers:
             for index, data in pending:
-                progress.status(options.config.relative(paths[index]))
+                progress.status(display_path(paths[index]))
                 results[index] = session.check(paths[index], data)
                 progress.finished()
             stats.add(session.counts())

@@ -30,6 +30,7 @@ from .config import Config
 from .diff import DiffScope
 from .filter import Selection, filter_file_findings
 from .finding import Finding, Severity
+from .paths import display_path
 from .report.common import Sources
 from .results import FileResult, FileStatus
 
@@ -125,7 +126,7 @@ def record_baseline(target: Path, results: Sequence[FileResult], policy: Policy)
     """`--write-baseline FILE`: record the run's findings (entries of what the run did not
     cover are kept), say what was written, exit 0."""
     written, kept = write_baseline(target, results, policy.config, policy.coverage(results))
-    unchecked = sorted({policy.config.relative(Path(r.path)) for r in results if not r.status.known})
+    unchecked = sorted({display_path(r.path) for r in results if not r.status.known})
     if unchecked:
         print(f"kernel-check: warning: {len(unchecked)} {'file was' if len(unchecked) == 1 else 'files were'} "
               f"not checked (timeout, crash or out of memory), so the baseline keeps their old entries: "

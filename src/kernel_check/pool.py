@@ -27,6 +27,7 @@ from typing import Any
 
 from .cache_session import CacheSession, ParseCounts, build_timeout
 from .discover import is_python
+from .paths import display_path
 from .pipeline import RunOptions, compile_args, device_compile_args, parse_error, read_limited
 from .progress import Progress
 from .results import FileResult, FileStatus
@@ -251,7 +252,7 @@ class Pool:
                     elif ready:
                         index = ready.pop(0)
                         worker.send("file", index, str(paths[index]), backstop)
-                        self.progress.status(config.relative(paths[index]))
+                        self.progress.status(display_path(paths[index]))
                 busy = [w for w in self._workers if w.task is not None]
                 if not busy:  # everything left waits on a build that no worker holds
                     for group in list(blocked):

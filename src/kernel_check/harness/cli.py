@@ -193,6 +193,16 @@ def _policy(args: argparse.Namespace, config: Config, stages: frozenset) -> Poli
         raise UsageError(f"kernel-check: error: {exc}") from exc
 
 
+def _refuse_output_over_inputs(args: argparse.Namespace, policy: Policy, specs: Sequence[KernelSpec] = (),
+                               files: Sequence[Path | str] = ()) -> None:
+    """`-o FILE` naming a path given, a spec, its kernel source or another file the run reads
+    (`files`) is refused before the run (`kernel_check.cli.refuse_output_over_inputs`)."""
+    from ..cli import refuse_output_over_inputs
+
+    read = [*getattr(args, "paths", ()), *files, *(s.spec_path for s in specs), *_sources(specs)]
+    refuse_output_over_inputs(args.output, read, policy)
+
+
 def _emit(findings: list[Finding], args: argparse.Namespace, policy: Policy, sources: Sequence[str] = (),
           unfinished: Sequence[str] = ()) -> int:
     """The shared back end (`finalize.py`) over the run's findings, then the report or the
@@ -233,9 +243,13 @@ def _wrapper_targets(paths: Sequence[Path], specs: list[KernelSpec], config: Con
 
     budgets = merge_budgets(int(config.get("register-budget")), config.get("register-budget-per-kernel"), None)
     built = {_target_key(spec_target(s, i, budgets)) for s in specs for i in s.instantiations}
-    files = sorted({p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py"))})
-    targets = [t for f in files for t in wrapper_targets(f, budgets, config.include_dirs())]
+    targets = [t for f in _python_files(paths) for t in wrapper_targets(f, budgets, config.include_dirs())]
     return [t for t in targets if _target_key(t) not in built]
+
+
+def _python_files(paths: Sequence[Path]) -> list[Path]:
+    """The Python files `build` reads for wrapper manifests: those given, and under the folders given."""
+    return sorted({p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py"))})
 
 
 def _target_key(target: BuildTarget) -> tuple[str, str]:
@@ -245,8 +259,6 @@ def _target_key(target: BuildTarget) -> tuple[str, str]:
 
 def _build(args: argparse.Namespace, config: Config) -> int:
     policy = _policy(args, config, BUILD_STAGES)
-    _require_nvcc()
-    ensure_arch_for_compile_only()
     found = discover(args.paths)
     if found.errors:
         raise UsageError("cannot load specs:\n  " + "\n  ".join(found.errors))
@@ -256,6 +268,10 @@ def _build(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"nothing to build under {', '.join(map(str, args.paths))} "
                          "(no *_spec.py, no wrapper with CUDA_FILES and INSTANTIATIONS)"
                          + (f" matching -k {args.filter!r}" if args.filter else ""))
+    wrapper_sources = [Path(t.csrc_root) / f for t in wrappers for f in t.cuda_files]
+    _refuse_output_over_inputs(args, policy, specs, [*_python_files(args.paths), *wrapper_sources])
+    _require_nvcc()
+    ensure_arch_for_compile_only()
     progress = Progress()
     progress.add(len(specs) + len(wrappers))  # one module per spec
     on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731
@@ -270,8 +286,9 @@ def _test(args: argparse.Namespace, config: Config) -> int:
     if args.compile_only:
         return _build(args, config)
     policy = _policy(args, config, TEST_STAGES)
-    _require_nvcc()
     specs = _load_specs(args.paths, args.filter)
+    _refuse_output_over_inputs(args, policy, specs)
+    _require_nvcc()
     if not visible_gpus():
         raise UsageError("no CUDA GPU visible; `kernel-check test --compile-only` builds without one")
     if args.sanitize and find_sanitizer() is None:
@@ -397,6 +414,7 @@ def _sanitize(args: argparse.Namespace, config: Config) -> int:
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not command:
         raise UsageError("usage: kernel-check sanitize [--tools ...] -- COMMAND [ARGS...]")
+    _refuse_output_over_inputs(args, policy, files=command)  # `-o run.py -- python run.py`
     if find_sanitizer() is None:
         raise UsageError("compute-sanitizer not found (it ships with the CUDA toolkit; set CUDA_HOME)")
     findings, runs = sanitize_command(command, args.tools, timeout=args.timeout, root=config.root)

@@ -225,7 +225,7 @@ def write_generated(dest: Path, rev: str, items: Sequence[Mapping[str, Any]]) ->
 
 def restore_paths(findings: Sequence[Finding], originals: Mapping[str, str], generated: Path, rev: str) -> list[Finding]:
     """Findings as the user's spec files would have produced them, KD101 naming REV."""
-    from ..build import display_path
+    from ..paths import display_path
 
     shown = display_path(generated)
     out = []
@@ -264,7 +264,7 @@ def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budge
             on_done=None) -> AgainstPlan:
     """Materialize REV, pair its specs with ``specs``, build REV's instantiations, and load
     the generated spec file that runs the working tree's kernels against them."""
-    from ..build import display_path
+    from ..paths import display_path
     from .build import build_specs
     from .discover import discover
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import codes
-from ..build import display_path
 from ..finding import Finding, Location, Related
+from ..paths import display_path
 from ..registry import get_rule
 from .build import SpecBuilds, build_specs, target_label
 from .cases import (

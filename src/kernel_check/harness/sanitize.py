@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import codes, runtime
-from ..build import display_path, kernel_identifier
+from ..build import kernel_identifier
 from ..finding import Finding, Location
+from ..paths import display_path
 from ..registry import get_rule
 from .child import CASE_MARKER
 

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import real_path
 from ..finding import Finding, Location
 from ..model import split_lines
+from ..paths import display_path, root_relative
 from ..registry import Language, RuleMeta, get_rule
 from ..results import FileStatus
 
@@ -36,18 +36,6 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (f.sort_key(), f.message))
 
 
-def root_relative(path: str, root: Path) -> str | None:
-    """`path` relative to `root` in POSIX form, or None when the file is not under `root`."""
-    candidates = (
-        (Path(os.path.abspath(path)), Path(os.path.abspath(root))),
-        (real_path(Path(path)), real_path(Path(root))),
-    )
-    for file, base in candidates:
-        if file.is_relative_to(base):
-            return file.relative_to(base).as_posix()
-    return None
-
-
 def repository_root(start: Path) -> Path:
     """The git work tree holding `start` (its nearest ancestor with a `.git` folder or file),
     else `start`. GitHub resolves annotation and SARIF paths against the repository root,
@@ -57,12 +45,6 @@ def repository_root(start: Path) -> Path:
         if (directory / ".git").exists():
             return directory
     return start
-
-
-def display_path(path: str, root: Path) -> str:
-    """How reports name a file: relative to `root` when under it, else as given."""
-    relative = root_relative(path, root)
-    return path if relative is None else relative
 
 
 def position(path: str, location: Location) -> str:
@@ -132,14 +114,20 @@ class Sources:
 class Context:
     """One render call's settings, handed to each format's renderer."""
 
-    root: Path
+    root: Path  # what a format for tools names files relative to
     summary: Summary
     color: bool = False
     sources: Sources = field(default_factory=Sources)
     statuses: Mapping[str, FileStatus] = field(default_factory=dict)  # path -> how far its check got
+    for_people: bool = False  # name files from the current directory (`display_path`), not from `root`
 
     def path(self, path: str) -> str:
-        return display_path(path, self.root)
+        """How this format names a file: for people `display_path`; for tools relative to
+        `root` when under it, else as the finding gives it."""
+        if self.for_people:
+            return display_path(path)
+        relative = root_relative(path, self.root)
+        return path if relative is None else relative
 
     def status(self, path: str) -> FileStatus | None:
         """How far the run got with the file (None: the caller did not say)."""

@@ -21,8 +21,9 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..finding import Finding, Location, Related, Severity, TextEdit
+from ..paths import root_relative
 from ..registry import RuleMeta
-from .common import PROJECT_URL, Context, root_relative, rule_meta
+from .common import PROJECT_URL, Context, rule_meta
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

@@ -13,7 +13,9 @@ pointer: casts are followed, so `static_cast<float*>(p)[i] = x` is a write.
 ## Why is this bad?
 A read-only buffer spelled `T*` hides the kernel's contract from readers and from the
 compiler: only `const T* __restrict__` lets it use the non-coherent read-only load path, and
-only a `const` pointee makes an accidental write a compile error.
+only a `const` pointee makes an accidental write a compile error. It is an error, as KC101 is:
+a read-only `T* src` lacks both qualifiers, so it is no milder than a `const T* src` that lacks
+only `__restrict__`.
 
 ## Example
 ```cpp
