@@ -170,7 +170,7 @@ BROKEN_WRAPPER = 'import torch\n\nCUDA_FILES = ["broken.cuh"]\nINSTANTIATIONS = 
 
 
 def _spec_and_wrapper_tree(root: Path) -> Path:
-    """A spec (tail_overrun, two instantiations) and a csrc-style wrapper (`broken.py`,
+    """A spec (tail_overrun, two instantiations) and a csrc-style wrapper (`broken` in the tree,
     which imports torch as wrappers do) whose one instantiation does not compile."""
     tree = root / "kernels"
     tree.mkdir()
@@ -201,7 +201,7 @@ def test_k_selects_among_the_wrappers_instantiations_too(tmp_path, monkeypatch, 
 @pytest.mark.nvcc
 @pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_building_a_wrapper_named_directly_needs_no_torch(tmp_path):
-    """`kernel-check build path/to/wrapper.py` reads the wrapper's manifest with `ast`; it
+    """`kernel-check build WRAPPER.py` reads the wrapper's manifest with `ast`; it
     used to import the wrapper as a spec, and so torch, which only running a kernel needs."""
     blocked = tmp_path / "no-torch" / "torch"
     blocked.mkdir(parents=True)

@@ -25,6 +25,15 @@ def _check(path: Path, preamble=None):
     return check_file(path, RunOptions(load_config(path), resolve_settings("hermetic")), preamble)
 
 
+def _check_here(path: Path, preamble) -> object:
+    """`_check` with no time bound (a timeout of 0 is the watchdog's "run in this process"; a
+    user cannot configure it): the parse runs here, not in a forked child, so the preamble
+    cache's counters see what it did."""
+    load_rules()
+    config = load_config(path).with_overrides(file_timeout=0)
+    return check_file(path, RunOptions(config, resolve_settings("hermetic")), preamble)
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
@@ -198,18 +207,15 @@ def test_a_file_past_the_error_limit_keeps_the_preamble(project: Path, tmp_path:
     the PCH for it rebuilt the shared preamble for every file with over 50 errors."""
     from kernel_check.clang.preamble import PreambleCache
 
-    # no file-timeout: the parse runs in this process, not a forked child, so the cache's
-    # counters see what it did
-    (project / "pyproject.toml").write_text("[tool.kernel-check]\nfile-timeout = 0\n")
     cache = PreambleCache(tmp_path / "preamble")
     good = project / "good.cuh"
     good.write_text("#include <sgl_kernel/utils.cuh>\nnamespace sglang { int fine; }\n")
-    _check(good, cache)
+    _check_here(good, cache)
     assert cache.stats.parsed == 1
     broken = project / "broken.cuh"
     broken.write_text("#include <sgl_kernel/utils.cuh>\nnamespace sglang {\n"
                       + "".join(f"int v{i} = undeclared_{i};\n" for i in range(60)) + "}\n")
-    _check(broken, cache)
+    _check_here(broken, cache)
     assert cache.stats.rejected == 0 and cache.stats.built == 1, cache.stats
 
 
