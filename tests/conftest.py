@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,21 @@ from kernel_check.registry import load_rules
 
 # Fixture trees are inputs to the checker (some hold real-looking test_*.py files), not tests.
 collect_ignore = ["fixtures"]
+_SESSION_CACHE: list[str] = []  # the cache directory of this session (`pytest_configure`)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite never writes to the user's cache: this session, and every command it starts,
+    caches results and preambles in a temporary directory of its own (`KERNEL_CHECK_CACHE_DIR`,
+    which a test may still point elsewhere), removed when the session ends."""
+    directory = tempfile.mkdtemp(prefix="kernel-check-test-cache-")
+    _SESSION_CACHE.append(directory)
+    os.environ["KERNEL_CHECK_CACHE_DIR"] = os.path.join(directory, "cache")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _SESSION_CACHE:
+        shutil.rmtree(_SESSION_CACHE.pop(), ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
