@@ -188,8 +188,11 @@ def render_flags(parser: argparse.ArgumentParser) -> str:
             lines.append(f"| {_flag_spelling(action)} | {table_cell(meaning)} |")
         lines.append("")
     lines.append("Subcommands: `kernel-check rules` lists every code, `kernel-check rule CODE` prints one "
-                 "rule's page, `kernel-check clean` removes the cache directory (only one that kernel-check "
-                 "created: it carries a `CACHEDIR.TAG`), and `kernel-check build|test|sanitize` run the build "
+                 "rule's page, `kernel-check clean [PATH]` removes the cached results of the project at PATH "
+                 "(default: the current directory) and `kernel-check clean --all` the whole cache directory, "
+                 "the preamble store every project shares included, each saying how much it freed (only in a "
+                 "directory kernel-check created: it carries a `CACHEDIR.TAG`), and "
+                 "`kernel-check build|test|sanitize` run the build "
                  "check and the dynamic harness (`build` and `test` take `-o`, `--output-format`, `--select`, "
                  "`--ignore`, `--exit-zero` and `--strict` as above). `kernel-check --help` lists them; "
                  "`kernel-check COMMAND --help` describes each.\n")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check.cache import static_root
+from kernel_check.cache import project_dir, static_root
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.preamble import PreambleCache
 from kernel_check.config import load_config
@@ -86,6 +86,11 @@ def findings(results) -> list:
     return [r.findings for r in results]
 
 
+def results_dir(cache: Path, root: Path) -> Path:
+    """Where the project at `root` keeps its result cache."""
+    return project_dir(static_root(cache), root)
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> tuple[Path, list[Path], Path]:
     root = tmp_path / "tree"
@@ -147,11 +152,11 @@ def test_header_with_an_error_is_left_out_of_the_preamble(tree) -> None:
 def test_corrupt_result_entries_are_ignored(tree) -> None:
     root, files, cache = tree
     run_static(files, options(root, cache))
-    entries = sorted((static_root(cache) / "results").rglob("*.json"))
+    entries = sorted((results_dir(cache, root) / "results").rglob("*.json"))
     entries[0].write_text("{not json")
     entries[1].write_bytes(entries[1].read_bytes()[:20])
     entries[2].write_text(json.dumps({"format": 1, "key": "someone else's"}))
-    for group in (static_root(cache) / "depsets").glob("*.json"):
+    for group in (results_dir(cache, root) / "depsets").glob("*.json"):
         group.write_text("[]")  # a dependency set that no longer hashes to its name
     results = run_static(files, options(root, cache))
     assert findings(results) == plain(files, root)
@@ -173,7 +178,7 @@ def test_damaged_preamble_falls_back_and_is_rebuilt(tree, damage: str) -> None:
         header = root / "include" / "sgl_kernel" / "alpha.h"
         stat = header.stat()
         os.utime(header, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
-    for entry in (static_root(cache) / "results").rglob("*.json"):
+    for entry in (results_dir(cache, root) / "results").rglob("*.json"):
         entry.unlink()  # force a parse
     results = run_static(files, options(root, cache))
     assert findings(results) == plain(files, root)
@@ -316,14 +321,14 @@ def test_cli_flags(tree) -> None:
     command = [sys.executable, "-m", "kernel_check", str(root / "csrc"), "--format", "json", "--jobs", "2"]
     first = subprocess.run([*command, "--cache-dir", str(cache / "flag")], capture_output=True, text=True, env=env)
     assert first.returncode in (0, 1), first.stderr
-    assert (cache / "flag" / "static-v1" / "results").is_dir()
+    assert (cache / "flag" / "static-v1" / "projects").is_dir()
     assert not (cache / "env").exists()
     second = subprocess.run([*command, "--no-cache"], capture_output=True, text=True, env=env)
     assert second.stdout == first.stdout
     assert not (cache / "env").exists()
     bad = subprocess.run([*command, "--jobs", "0"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "--jobs" in bad.stderr
-    clean = subprocess.run([sys.executable, "-m", "kernel_check", "clean", "--cache-dir", str(cache / "flag")],
+    clean = subprocess.run([sys.executable, "-m", "kernel_check", "clean", "--all", "--cache-dir", str(cache / "flag")],
                            capture_output=True, text=True)
     assert clean.returncode == 0 and not (cache / "flag").exists()
 
@@ -358,22 +363,21 @@ def test_bindings_speed_ups_agree_with_the_bindings(tree) -> None:
 
 
 def test_old_entries_and_unused_preambles_are_pruned(tree) -> None:
-    from kernel_check.clang.preamble import _prune_recipes
-    from kernel_check.result_cache import ResultCache
+    from kernel_check.clang.preamble import evict
+    from kernel_check.result_cache import prune
 
     root, files, cache = tree
     run_static(files, options(root, cache))
-    entries = sorted((static_root(cache) / "results").rglob("*.json"))
+    entries = sorted((results_dir(cache, root) / "results").rglob("*.json"))
     month_ago = __import__("time").time() - 40 * 86400
     os.utime(entries[0], (month_ago, month_ago))
-    store = ResultCache(static_root(cache), "x")
-    (static_root(cache) / "results" / ".pruned").unlink()  # the run itself pruned already today
-    assert store.prune() >= 1 and not entries[0].exists() and entries[1].exists()
-    assert store.prune() == 0  # once a day
+    (static_root(cache) / "projects" / ".pruned").unlink()  # the run itself pruned already today
+    assert prune(static_root(cache)) >= 1 and not entries[0].exists() and entries[1].exists()
+    assert prune(static_root(cache)) == 0  # once a day
     recipes = [d for d in (static_root(cache) / "preamble").iterdir() if d.is_dir()]
     old = recipes[0]
     os.utime(old / "manifest.json", (month_ago, month_ago))
-    _prune_recipes(static_root(cache) / "preamble", keep=static_root(cache) / "preamble" / "none")
+    evict(static_root(cache) / "preamble", keep=static_root(cache) / "preamble" / "none", max_bytes=None)
     assert not old.exists()
     results = run_static(files, options(root, cache))  # whatever went is rebuilt
     assert [r.findings for r in results] == plain(files, root)

@@ -86,14 +86,15 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 # ------------------------------------------------------------------------ safe commands
 
 
-def test_clean_refuses_a_directory_it_did_not_create(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scope", [[], ["--all"]], ids=["project", "all"])
+def test_clean_refuses_a_directory_it_did_not_create(tmp_path: Path, scope: list[str]) -> None:
     precious = write(tmp_path / "work" / "notes.txt", "keep me\n").parent
-    result = cli("clean", "--cache-dir", str(precious), cwd=tmp_path)
+    result = cli("clean", *scope, "--cache-dir", str(precious), cwd=tmp_path)
     assert "not a kernel-check cache" in one_line_error(result)
     assert (precious / "notes.txt").read_text() == "keep me\n"
     link = tmp_path / "link"
     link.symlink_to(precious)
-    assert "symbolic link" in one_line_error(cli("clean", "--cache-dir", str(link), cwd=tmp_path))
+    assert "symbolic link" in one_line_error(cli("clean", *scope, "--cache-dir", str(link), cwd=tmp_path))
     assert (precious / "notes.txt").exists()
 
 
@@ -102,7 +103,7 @@ def test_clean_removes_the_cache_a_run_created_and_never_tags_a_used_directory(p
     cache = project.parent / "cache"
     assert cli("ok.py", "--cache-dir", str(cache), cwd=project).returncode == 0
     assert (cache / "CACHEDIR.TAG").is_file()
-    removed = cli("clean", "--cache-dir", str(cache), cwd=project)
+    removed = cli("clean", "--all", "--cache-dir", str(cache), cwd=project)
     assert removed.returncode == 0 and not cache.exists(), removed.stderr
     # a run pointed at a directory holding other things uses it, but clean still refuses it
     busy = write(project.parent / "busy" / "thesis.tex", "x").parent

@@ -22,9 +22,10 @@ from .pipeline import RunOptions, check, compile_args, options_table, read_limit
 from .results import FileResult
 
 BUILD_TIMEOUT_MIN_S = 300.0
-# Keys that act after the cache (the filter stage, discovery, the gate): a change of one
-# re-uses every cached result (result_cache.py).
-FILTER_KEYS = frozenset({"select", "ignore", "per-file-ignores", "severity", "exclude", "strict", "baseline"})
+# Keys that act after the cache (the filter stage, discovery, the gate) or on the cache
+# itself (its size): a change of one re-uses every cached result (result_cache.py).
+FILTER_KEYS = frozenset({"select", "ignore", "per-file-ignores", "severity", "exclude", "strict", "baseline",
+                         "cache-max-size"})
 
 
 def build_timeout(config: Config) -> float:
@@ -51,6 +52,7 @@ def open_result_cache(options: RunOptions) -> Any:
     cache = options.cache
     if cache is None or cache.root is None or not cache.results:
         return None
+    from .cache import project_dir
     from .result_cache import ResultCache, run_fingerprint
 
     config = options.config
@@ -60,7 +62,7 @@ def open_result_cache(options: RunOptions) -> Any:
         "settings": asdict(options.settings),
         "preamble": cache.preamble,
     })
-    return ResultCache(Path(cache.root), fingerprint)
+    return ResultCache(project_dir(Path(cache.root), config.root), fingerprint)
 
 
 class CacheSession:
@@ -77,12 +79,19 @@ class CacheSession:
     def preamble(self) -> Any:
         cache = self.options.cache
         if self._preamble is None and cache is not None and cache.root is not None and cache.preamble != "off":
+            from .cache import preamble_store
             from .clang.preamble import PreambleCache
 
             hashes = self.results.hashes if self.results is not None else None
-            self._preamble = PreambleCache(Path(cache.root) / "preamble", cache.preamble, hashes,
-                                           build_timeout=build_timeout(self.options.config))
+            self._preamble = PreambleCache(preamble_store(Path(cache.root)), cache.preamble, hashes,
+                                           build_timeout=build_timeout(self.options.config),
+                                           max_bytes=cache.max_bytes)
         return self._preamble
+
+    def close(self) -> None:
+        """Let go of the preambles this process used (eviction may take them from now on)."""
+        if self._preamble is not None:
+            self._preamble.close()
 
     def key(self, path: Path, data: bytes) -> str:
         args = None if is_python(path) else compile_args(path, self.options.settings)

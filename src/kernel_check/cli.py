@@ -39,7 +39,7 @@ commands:
   kernel-check [PATH ...]        static check (default: the current directory)
   kernel-check rules             list every rule code
   kernel-check rule CODE         print a rule's documentation
-  kernel-check clean             remove the cache directory kernel-check created
+  kernel-check clean [--all]     remove this project's cached results (--all: the whole cache)
   kernel-check build PATH ...    compile every declared instantiation with nvcc (KC600-KC602)
   kernel-check test PATH ...     the dynamic harness on a GPU (docs/harness.md)
   kernel-check sanitize -- CMD   run a command under compute-sanitizer
@@ -119,7 +119,8 @@ def build_check_parser() -> argparse.ArgumentParser:
     speed.add_argument("--jobs", "-j", type=positive_int, default=None, metavar="N",
                        help="worker processes (default: the CPUs this process may use)")
     speed.add_argument("--cache-dir", type=Path, metavar="DIR",
-                       help="cache directory (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)")
+                       help="cache directory, one for every project (default: $KERNEL_CHECK_CACHE_DIR, else "
+                            "$XDG_CACHE_HOME/kernel-check, else ~/.cache/kernel-check)")
     speed.add_argument("--no-cache", action="store_true",
                        help="neither read nor write the cache (results and precompiled preambles)")
     adoption = parser.add_argument_group("adoption (docs/adopting.md)")
@@ -192,10 +193,10 @@ def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
     defines = tuple(config.get("defines")) + tuple(args.defines)
     settings = resolve_settings(config.get("mode"), include_dirs, defines, config.get("arch"))
     return RunOptions(config, settings, tuple(args.select), tuple(args.ignore),
-                      cache=_cache_options(args), jobs=args.jobs or _available_cpus())
+                      cache=_cache_options(args, config), jobs=args.jobs or _available_cpus())
 
 
-def _cache_options(args: argparse.Namespace) -> CacheOptions:
+def _cache_options(args: argparse.Namespace, config: Config) -> CacheOptions:
     from .cache import cache_root, mark_cache_root, static_root
     from .engine import CacheOptions
 
@@ -205,7 +206,20 @@ def _cache_options(args: argparse.Namespace) -> CacheOptions:
     if args.no_cache:
         return CacheOptions(None, results=False, preamble=preamble)
     mark_cache_root(cache_root(args.cache_dir))
-    return CacheOptions(static_root(args.cache_dir), preamble=preamble)
+    return CacheOptions(static_root(args.cache_dir), preamble=preamble, max_bytes=_store_cap(config))
+
+
+def _store_cap(config: Config) -> int:
+    """The preamble store's cap: `KERNEL_CHECK_CACHE_MAX_SIZE` when set, else `cache-max-size`."""
+    from .cache import MAX_SIZE_ENV, parse_size
+
+    given = os.environ.get(MAX_SIZE_ENV)
+    if not given:
+        return parse_size(config.get("cache-max-size"))  # checked when the file was read
+    try:
+        return parse_size(given)
+    except ValueError as error:
+        raise UsageError(f"{MAX_SIZE_ENV}: {error}") from None
 
 
 def _available_cpus() -> int:
@@ -442,9 +456,16 @@ def _rules_parser() -> argparse.ArgumentParser:
 
 def _clean_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kernel-check clean",
-                           description="Remove kernel-check's cache directory (only one that kernel-check created).")
+                           description="Remove this project's cached results, or with --all the whole cache "
+                                       "directory (only one that kernel-check created), and say what that freed.")
+    parser.add_argument("path", nargs="?", type=Path, default=Path("."),
+                        help="a file or directory of the project (default: .), found as a check finds it")
+    parser.add_argument("--all", action="store_true",
+                        help="remove the whole cache directory: every project's results, the preamble store "
+                             "all projects share and the JIT builds")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="the cache to remove (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)")
+                        help="the cache directory (default: $KERNEL_CHECK_CACHE_DIR, else $XDG_CACHE_HOME/kernel-check, "
+                             "else ~/.cache/kernel-check)")
     return parser
 
 
@@ -498,11 +519,28 @@ def command_rules(argv: Sequence[str]) -> int:
 
 
 def command_clean(argv: Sequence[str]) -> int:
-    from .cache import clean_cache
+    from .cache import clean_cache, clean_project, format_size, preamble_store, static_root, tree_size
+    from .config import find_project_root
 
     args = _clean_parser().parse_args(list(argv))
-    removed = clean_cache(args.cache_dir)
-    print(f"removed {removed}" if removed else "nothing to remove")
+    if args.all:
+        removed = clean_cache(args.cache_dir)
+        if removed is None:
+            print("nothing to remove")
+            return EXIT_CLEAN
+        parts = ", ".join(f"{what} {format_size(size)}" for what, size in removed.parts.items() if size)
+        print(f"freed {format_size(removed.size)}: removed {removed.path}" + (f" ({parts})" if parts else ""))
+        return EXIT_CLEAN
+    if not args.path.exists():
+        raise UsageError(f"{args.path}: no such file or directory")
+    project, _ = find_project_root(args.path)
+    removed = clean_project(project, args.cache_dir)
+    print(f"freed {format_size(removed.size)}: removed the cached results of {project} ({removed.path})"
+          if removed else f"nothing to remove: no cached results of {project}")
+    kept = tree_size(preamble_store(static_root(args.cache_dir)))
+    if kept:
+        print(f"kept {format_size(kept)}: the preamble store all projects share (`kernel-check clean --all` "
+              "removes it)")
     return EXIT_CLEAN
 
 

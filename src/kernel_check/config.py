@@ -72,6 +72,13 @@ OPTIONS: tuple[Option, ...] = (
            "loaded machine (times the load average per CPU). The KC000 says which bound it hit."),
     Option("max-file-bytes", "int", 2_000_000,
            "Files larger than this are not parsed; they get one KC000 finding."),
+    Option("cache-max-size", "str", "1GiB",
+           'The most the preamble store may hold, e.g. "2GiB" or "500MB" (`KiB`, `MiB`, `GiB` and '
+           "`K`, `M`, `G` count in 1024s, `KB`, `MB`, `GB` in 1000s). The store, under the cache "
+           "directory, keeps the precompiled headers every project on this machine shares (30-50 MB "
+           "each); after a build, the least recently used go until it fits, never one a running "
+           "kernel-check uses. The environment variable KERNEL_CHECK_CACHE_MAX_SIZE overrides this key. "
+           "Results are kept per project and pruned when unused for 30 days."),
 )
 _BY_KEY = {option.key: option for option in OPTIONS}
 
@@ -228,6 +235,16 @@ def _positive(value: float) -> bool:
     return math.isfinite(value) and value > 0  # TOML has nan and inf
 
 
+def _is_size(value: str) -> bool:
+    from .cache import parse_size
+
+    try:
+        parse_size(value)
+    except ValueError:
+        return False
+    return True
+
+
 # What a key's type admits but kernel-check cannot use: the test, and the valid forms the
 # error names.
 _VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -236,6 +253,7 @@ _VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
              'the SM version in digits, e.g. "90" for sm_90 or "100" for sm_100'),
     "file-timeout": (_positive, "a positive number of seconds"),
     "max-file-bytes": (_positive, "a positive number of bytes"),
+    "cache-max-size": (_is_size, 'a size such as "1GiB", "500MB" or "0"'),
 }
 
 

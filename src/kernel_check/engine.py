@@ -114,9 +114,12 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
                 results[index] = result
                 progress.finished()
             stats.add(pool.counts)
-        if session.results is not None and pending:
-            session.results.prune()  # at most once a day: entries unused for a month go
+        if session.results is not None and pending and cache is not None and cache.root is not None:
+            from .result_cache import prune
+
+            prune(Path(cache.root))  # at most once a day: entries unused for a month go
     finally:
+        session.close()
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
         stats.seconds = time.perf_counter() - started

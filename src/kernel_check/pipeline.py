@@ -41,6 +41,7 @@ class CacheOptions:
     root: Path | None = None  # the static cache root, `cache.static_root(...)`
     results: bool = True
     preamble: str = "union"  # "union", "exact" or "off" (see clang/preamble.py)
+    max_bytes: int | None = None  # the preamble store's cap (`cache-max-size`); None: no cap
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ hit re-hashes those headers (once per run each, memoized) and is used only when 
 them still match; a new header that would shadow an existing one on the include path is
 not noticed (the include directories themselves are in the key).
 
-Files are content-addressed and written atomically, so concurrent runs need no lock; a
-corrupt, truncated or foreign entry is a miss.
+Entries live in the project's own directory (`cache.project_dir`: `kernel-check clean`
+removes one project's). Files are content-addressed and written atomically, so concurrent
+runs need no lock; a corrupt, truncated or foreign entry is a miss.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class Deps:
 
 
 class ResultCache:
-    """One run's view of `<cache>/static-v1/{results,depsets}` (picklable: root + fingerprint)."""
+    """One run's view of its project's `results/` and `depsets/` (`cache.project_dir`;
+    picklable: root + fingerprint)."""
 
     def __init__(self, root: Path, fingerprint: str) -> None:
         self.root = Path(root)
@@ -127,35 +129,44 @@ class ResultCache:
         return atomic_write(self._entry_path(key), json.dumps(entry, separators=(",", ":")).encode())
 
 
-    # -- housekeeping ------------------------------------------------------------------
-    def prune(self, max_age_days: float = PRUNE_AFTER_DAYS) -> int:
-        """Delete entries and dependency sets not written for `max_age_days` (at most once a
-        day per cache: a marker file remembers when). Returns how many files went."""
-        import time
+# -- housekeeping ----------------------------------------------------------------------
+def prune(static: Path, max_age_days: float = PRUNE_AFTER_DAYS) -> int:
+    """Delete the entries and dependency sets, of every project under the static root
+    `static`, not written for `max_age_days`, and the directories that leaves empty (a
+    project nobody checks any more goes entirely); at most once a day per cache (a marker
+    file remembers when). Returns how many files went."""
+    import time
 
-        marker = self.root / "results" / ".pruned"
-        now = time.time()
-        try:
-            if now - marker.stat().st_mtime < 86400:
-                return 0
-        except OSError:
-            pass
-        if not atomic_write(marker, b""):
+    projects = static / "projects"
+    marker = projects / ".pruned"
+    now = time.time()
+    try:
+        if now - marker.stat().st_mtime < 86400:
             return 0
-        removed = 0
-        for directory in (self.root / "results", self.root / "depsets"):
-            for dirpath, _dirs, names in os.walk(directory):
-                for name in names:
-                    if not name.endswith(".json"):
-                        continue
-                    path = os.path.join(dirpath, name)
-                    try:
-                        if now - os.stat(path).st_mtime > max_age_days * 86400:
-                            os.unlink(path)
-                            removed += 1
-                    except OSError:
-                        continue
-        return removed
+    except OSError:
+        pass
+    if not atomic_write(marker, b""):
+        return 0
+    removed = 0
+    # `results/` and `depsets/` right under the static root: the layout before per-project
+    # directories, whose entries age out like any
+    for top in (projects, static / "results", static / "depsets"):
+        for dirpath, _dirs, names in os.walk(top, topdown=False):
+            for name in names:
+                if not name.endswith(".json"):
+                    continue
+                path = os.path.join(dirpath, name)
+                try:
+                    if now - os.stat(path).st_mtime > max_age_days * 86400:
+                        os.unlink(path)
+                        removed += 1
+                except OSError:
+                    continue
+            try:
+                os.rmdir(dirpath)  # only when empty (`projects/` keeps the marker)
+            except OSError:
+                pass
+    return removed
 
 
 # -- the run fingerprint ------------------------------------------------------------------

@@ -39,6 +39,16 @@ Correctness:
   clang itself also rejects a PCH whose inputs changed size or time, which ends in a plain
   parse and a rebuild. Builds run under a file lock; the PCH is written to a temporary
   file and renamed, under a fresh name, so a concurrent reader keeps the old one.
+* Sharing: the store (`cache.preamble_store`) is one per user. Where the recipe includes
+  no `sgl_kernel/` header and the project's include directory holds `sgl_kernel/` alone,
+  that directory is left out of the key (`_shared_args`): every copy of a project, and
+  every project with the same flags, shares the `external` and `base` preambles. An
+  entry records whether the build entered a file of that directory ("portable"); one that
+  did serves only its own directory (`_lookup`).
+* Size: after a build, `evict` removes the recipe directories unused for
+  `RECIPE_UNUSED_DAYS`, then the least recently used until the store fits `max_bytes`
+  (`cache-max-size`); each process holds a shared lock on every directory it uses
+  (`cache.hold_shared`) and eviction skips a held one.
 * A preamble whose build has errors is never used as is: the top-level headers whose
   include closure holds an error are left out and it is rebuilt (`BUILD_ATTEMPTS` in all:
   a fatal error hides the errors after it); still failing, the recipe is recorded as
@@ -87,7 +97,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..cache import FileHashes, atomic_write, digest, read_bytes
+from ..cache import IN_USE, FileHashes, atomic_write, digest, hold_shared, read_bytes, remove_unless_in_use, tree_size
+from ..includes import LIBRARY
 from .parse import (
     PARSE_FOR_SERIALIZATION, PARSE_INCOMPLETE, PARSE_OPTIONS, ParsedUnit, _errors, _get_index,
     cindex, entered_files, libclang_version,
@@ -102,6 +113,7 @@ LOCK_TIMEOUT_S = 900.0
 BUILD_TIMEOUT_S = 300.0  # one preamble build, in a bounded child (watchdog.py)
 BUILD_ATTEMPTS = 3  # a build with errors leaves their headers out and tries again
 _LAYOUT = "pch-v3"  # v2: `__has_include` guards, macro uses; v3: what project headers need from before
+_SHARED_INCLUDE_DIR = "<the project's include directory>"  # stands for it in a shared recipe's key
 
 _ANGLE_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<([^>\r\n]+)>", re.M)
 _QUOTED_NAME_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\r\n]+)"', re.M)
@@ -194,6 +206,7 @@ class _ProjectHeaders:
     project: tuple[str, ...]  # spellings "sgl_kernel/..."
     external: tuple[str, ...]  # spellings included by them from elsewhere
     realpaths: frozenset[str]
+    alone: bool  # `include_dir` holds `sgl_kernel/` and nothing else
 
 
 @dataclass
@@ -209,24 +222,38 @@ class PreambleStats:
 class PreambleCache:
     """Plans, finds, builds and uses preambles for one process.
 
-    `root` is a directory (`<cache>/static-v1/preamble` or a run's temporary directory).
+    `root` is a directory: the preamble store every project shares (`cache.preamble_store`)
+    or a run's temporary directory. After a build the store is cut down to `max_bytes`
+    (None: no cap; `evict`); the directories this process uses are held until `close`.
     Planning (`recipes`) is plain Python; only `get`/`parse` load libclang.
     """
 
     def __init__(self, root: Path, strategy: str = "union", hashes: FileHashes | None = None,
-                 check_lookup: bool = True, build_timeout: float = BUILD_TIMEOUT_S) -> None:
+                 check_lookup: bool = True, build_timeout: float = BUILD_TIMEOUT_S,
+                 max_bytes: int | None = None) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown preamble strategy {strategy!r}")
         self.root = Path(root)
         self.strategy = strategy
         self.check_lookup = check_lookup and strategy == "union"
         self.build_timeout = build_timeout
+        self.max_bytes = max_bytes
         self.hashes = hashes or FileHashes()
         self.stats = PreambleStats()
         self._projects: dict[str, _ProjectHeaders | None] = {}
         self._loaded: dict[str, Preamble | None] = {}
         self._rebuilt: set[str] = set()
         self._realpath_memo: dict[str, str] = {}
+        self._held: dict[Path, int] = {}  # recipe directory -> descriptor of its shared `IN_USE` lock
+
+    def close(self) -> None:
+        """Let go of the recipe directories this process held (`_hold`)."""
+        for descriptor in self._held.values():
+            try:
+                os.close(descriptor)
+            except OSError:
+                pass
+        self._held.clear()
 
     # -- planning -----------------------------------------------------------------------
     def recipes(self, path: Path, text: str | bytes, args: list[str]) -> list[Recipe]:
@@ -321,10 +348,38 @@ class PreambleCache:
                 return
 
     def _dir(self, recipe: Recipe) -> Path:
-        return self.root / digest(recipe.group, libclang_version())[:24]
+        """The recipe's directory in the store: a hash of the recipe (`_shared_args`) and
+        libclang's version."""
+        key = digest(_LAYOUT, recipe.tier, "\0".join(self._shared_args(recipe)), "\0".join(recipe.headers),
+                     libclang_version())
+        return self.root / key[:24]
+
+    def _shared_args(self, recipe: Recipe) -> tuple[str, ...]:
+        """`recipe.args` as the store's key spells them: the project's include directory (the
+        first `-I` holding `sgl_kernel/`) becomes a placeholder when nothing of it can be in
+        the preamble -- the recipe includes no `sgl_kernel/` header and the directory holds
+        nothing else, so no header of it can stand in for a library's -- and every copy of
+        a project, or another project with the same flags, shares the PCH (the `external`
+        and `base` tiers). That the PCH built really holds nothing of it is checked on use
+        (`_lookup`, "portable")."""
+        project = self._project(recipe.args)
+        if project is None or not project.alone or any(h.startswith(f"{LIBRARY}/") for h in recipe.headers):
+            return recipe.args
+        flags = ("", *recipe.args)
+        return tuple(_SHARED_INCLUDE_DIR if flag == "-I" and value == project.include_dir else value
+                     for flag, value in zip(flags, recipe.args))
+
+    def _hold(self, directory: Path) -> None:
+        """Hold `directory` for this process (`cache.hold_shared`): no eviction, by any
+        process, removes it while this one may use it."""
+        if directory not in self._held:
+            descriptor = hold_shared(directory / IN_USE)
+            if descriptor is not None:
+                self._held[directory] = descriptor
 
     def _find_or_build(self, recipe: Recipe) -> Preamble | None:
         directory = self._dir(recipe)
+        self._hold(directory)
         found = self._lookup(directory, recipe)
         if found is not False:
             return found  # a valid entry (or a recorded failure: None)
@@ -337,8 +392,9 @@ class PreambleCache:
                 found = self._lookup(directory, recipe)  # another process may have built it
                 if found is not False:
                     return found
-                _prune_recipes(self.root, keep=directory)
-                return self._build_bounded(directory, recipe)
+                built = self._build_bounded(directory, recipe)
+                evict(self.root, keep=directory, max_bytes=self.max_bytes)
+                return built
         except (Timeout, OSError):
             return None
 
@@ -358,10 +414,15 @@ class PreambleCache:
         return found if isinstance(found, Preamble) else None
 
     def _lookup(self, directory: Path, recipe: Recipe) -> Preamble | None | bool:
-        """A valid manifest entry as a Preamble, None for a recorded failure, False: none."""
+        """A valid manifest entry as a Preamble, None for a recorded failure, False: none.
+        An entry built with another include directory of the project (another copy of it,
+        another project) is valid only when it holds nothing of that directory."""
+        library = _first_sgl_include_dir(recipe.args)
         for entry in _read_manifest(directory):
             try:
                 deps = entry["deps"]
+                if entry.get("library") != library and not entry.get("portable"):
+                    continue
                 if not self.hashes.all_match(deps):
                     continue
                 if entry.get("failed"):
@@ -369,7 +430,7 @@ class PreambleCache:
                 pch = directory / entry["pch"]
                 if pch.stat().st_size != entry["size"] or not pch.with_suffix(".graph.json").is_file():
                     continue
-                _touch(directory / "manifest.json")  # in use: keeps `_prune_recipes` away
+                _touch(directory / "manifest.json")  # its last use, for `evict`
                 return Preamble(pch, recipe, tuple(entry["headers"]), deps, entry.get("group", ""),
                                 entry["size"])
             except (KeyError, TypeError, ValueError, OSError):
@@ -420,8 +481,12 @@ class PreambleCache:
                 excluded: list[str], tu: Any) -> Preamble | None:
         deps = [] if tu is None else [[p, self._fresh_hash(p)] for p in entered_files(tu)]
         deps = [pair for pair in deps if pair[1] is not None]
+        library = _first_sgl_include_dir(recipe.args)
+        inside = None if library is None else os.path.join(os.path.realpath(library), "")
         entry: dict[str, Any] = {"headers": headers, "excluded": excluded, "deps": deps,
-                                 "created": time.time(), "libclang": libclang_version()}
+                                 "created": time.time(), "libclang": libclang_version(), "library": library,
+                                 "portable": inside is None or not any(os.path.realpath(path).startswith(inside)
+                                                                       for path, _ in deps)}
         preamble = None
         if pch_name is None:
             entry["failed"] = True
@@ -956,7 +1021,11 @@ def _scan_project(include_dir: str) -> _ProjectHeaders:
             if spelling not in own and not spelling.startswith("sgl_kernel/"):
                 external.setdefault(spelling, None)
     realpaths = frozenset(os.path.realpath(p) for p in files)
-    return _ProjectHeaders(include_dir, project, tuple(external), realpaths)
+    try:
+        alone = [entry.name for entry in base.iterdir()] == [LIBRARY]
+    except OSError:
+        alone = False
+    return _ProjectHeaders(include_dir, project, tuple(external), realpaths, alone)
 
 
 def _culprits(tu: Any, headers: list[str], errors: list) -> set[str]:
@@ -1045,23 +1114,38 @@ def _touch(path: Path) -> None:
         pass
 
 
-def _prune_recipes(root: Path, keep: Path, max_age_days: float = RECIPE_UNUSED_DAYS) -> None:
-    """Remove preamble directories nobody used for `max_age_days` (old header lists,
-    flags or libclang versions): each holds up to `MANIFEST_ENTRIES` PCH files of ~30 MB."""
-    import shutil
-
+def evict(root: Path, keep: Path, max_bytes: int | None, max_age_days: float = RECIPE_UNUSED_DAYS) -> list[Path]:
+    """Remove recipe directories from the store `root`: each one nobody used for
+    `max_age_days` (old header lists, flags or libclang versions), then the least recently
+    used -- by its manifest's time, which `_lookup` touches -- until the store holds at most
+    `max_bytes` (None: no cap). Never `keep` (just built) nor a directory a running process
+    holds (`PreambleCache._hold`): the store stays above the cap by what is in use. Returns
+    the directories removed."""
     now = time.time()
     try:
-        directories = [d for d in root.iterdir() if d.is_dir() and d != keep]
+        directories = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink()]
     except OSError:
-        return
-    for directory in directories:
+        return []
+    found = sorted((_last_use(d, now), tree_size(d), d) for d in directories)
+    total = sum(size for _, size, _ in found)
+    removed = []
+    for used, size, directory in found:  # least recently used first
+        over = max_bytes is not None and total > max_bytes
+        if directory == keep or not (over or now - used > max_age_days * 86400):
+            continue
+        if remove_unless_in_use(directory):
+            total -= size
+            removed.append(directory)
+    return removed
+
+
+def _last_use(directory: Path, default: float) -> float:
+    for path in (directory / "manifest.json", directory):
         try:
-            used = (directory / "manifest.json").stat().st_mtime
+            return path.stat().st_mtime
         except OSError:
-            used = directory.stat().st_mtime if directory.exists() else now
-        if now - used > max_age_days * 86400:
-            shutil.rmtree(directory, ignore_errors=True)
+            continue
+    return default
 
 
 def _unlink(path: Path) -> None:
