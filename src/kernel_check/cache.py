@@ -98,14 +98,11 @@ def is_marked_cache(root: Path) -> bool:
 
 @dataclass(frozen=True)
 class Removed:
-    """What `clean` removed: a directory and the bytes its files held, by kind."""
+    """What `clean` removed: a directory, the bytes its files held, and the main kinds."""
 
     path: Path
+    size: int
     parts: dict[str, int]  # what ("results", "precompiled preambles", ...) -> bytes
-
-    @property
-    def size(self) -> int:
-        return sum(self.parts.values())
 
 
 def clean_project(project_root: Path, explicit: Path | None = None) -> Removed | None:
@@ -115,7 +112,8 @@ def clean_project(project_root: Path, explicit: Path | None = None) -> Removed |
     directory = project_dir(root / STATIC_LAYOUT, project_root) if root is not None else None
     if directory is None or not directory.is_dir() or directory.is_symlink():
         return None
-    removed = Removed(directory, {"results": tree_size(directory)})
+    size = tree_size(directory)
+    removed = Removed(directory, size, {"results": size})
     shutil.rmtree(directory, ignore_errors=True)
     return removed
 
@@ -127,7 +125,7 @@ def clean_cache(explicit: Path | None = None) -> Removed | None:
     root = _cleanable_root(explicit)
     if root is None:
         return None
-    removed = Removed(root, cache_usage(root))
+    removed = Removed(root, tree_size(root), cache_usage(root))
     shutil.rmtree(root, ignore_errors=True)
     return removed
 
@@ -148,10 +146,9 @@ def _cleanable_root(explicit: Path | None) -> Path | None:
 def cache_usage(root: Path) -> dict[str, int]:
     """Bytes under the cache root `root`, by kind."""
     static = root / STATIC_LAYOUT
-    total, static_size = tree_size(root), tree_size(static)
-    preambles, jit = tree_size(preamble_store(static)), tree_size(root / "jit")
-    return {"precompiled preambles": preambles, "results": static_size - preambles, "JIT builds": jit,
-            "other": total - static_size - jit}
+    preambles = tree_size(preamble_store(static))
+    return {"precompiled preambles": preambles, "results": tree_size(static) - preambles,
+            "JIT builds": tree_size(root / "jit")}
 
 
 def tree_size(path: Path) -> int:

@@ -97,7 +97,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..cache import IN_USE, FileHashes, atomic_write, digest, hold_shared, read_bytes, remove_unless_in_use, tree_size
+from ..cache import (
+    IN_USE, FileHashes, atomic_write, digest, hold_shared, read_bytes, remove_unless_in_use, tree_size,
+)
 from ..includes import LIBRARY
 from .parse import (
     PARSE_FOR_SERIALIZATION, PARSE_INCOMPLETE, PARSE_OPTIONS, ParsedUnit, _errors, _get_index,
@@ -479,8 +481,8 @@ class PreambleCache:
 
     def _record(self, directory: Path, recipe: Recipe, pch_name: str | None, headers: list[str],
                 excluded: list[str], tu: Any) -> Preamble | None:
-        deps = [] if tu is None else [[p, self._fresh_hash(p)] for p in entered_files(tu)]
-        deps = [pair for pair in deps if pair[1] is not None]
+        hashed = [] if tu is None else [(p, self._fresh_hash(p)) for p in entered_files(tu)]
+        deps = [[path, value] for path, value in hashed if value is not None]
         library = _first_sgl_include_dir(recipe.args)
         inside = None if library is None else os.path.join(os.path.realpath(library), "")
         entry: dict[str, Any] = {"headers": headers, "excluded": excluded, "deps": deps,
