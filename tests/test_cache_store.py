@@ -256,3 +256,22 @@ def test_the_configured_cap_and_the_environment_variable_that_overrides_it(tmp_p
     run = kernel_check(*paths, "-D", "KC_VARIANT=3", "--cache-dir", str(cache), "--jobs", "1", cwd=root,
                        env={"KERNEL_CHECK_STATS": "1"})
     assert "cached=3" in run.stderr, run.stderr
+
+
+def test_a_warm_session_holds_its_preambles_until_it_is_dropped(tmp_path: Path) -> None:
+    """`kernel-check server` keeps a session from one run to the next (`WarmSessions`): what
+    it loaded stays held between runs, and is let go when the session is dropped."""
+    from kernel_check.cache_session import WarmSessions
+
+    cache = tmp_path / "cache"
+    root = tmp_path / "tree"
+    kernels = project(root)[:3]
+    sessions = WarmSessions()
+    run_static(kernels, _defined(root, cache, "KC_VARIANT=1"), sessions=sessions)
+    used = recipes(cache)
+    assert len(used) == 1
+    nowhere = store_of(cache) / "none"
+    assert evict(store_of(cache), keep=nowhere, max_bytes=0) == [] and recipes(cache) == used
+    for variant in range(2, 2 + WarmSessions.KEEP):  # newer sessions push the first one out
+        sessions.get(_defined(root, cache, f"KC_VARIANT={variant}"))
+    assert evict(store_of(cache), keep=nowhere, max_bytes=0) == list(used)

@@ -156,8 +156,10 @@ class WarmSessions:
         key = repr(options)  # plain dataclasses of strings, paths, tuples and dicts
         session = self._sessions.pop(key, None)
         if session is None or session.stale():
+            if session is not None:
+                session.close()
             session = CacheSession(options, open_result_cache(options))
         self._sessions[key] = session  # now the most recently used
         for oldest in list(self._sessions)[:-self.KEEP]:
-            del self._sessions[oldest]
+            self._sessions.pop(oldest).close()  # its preambles may be evicted from now on
         return session

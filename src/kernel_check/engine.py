@@ -71,7 +71,8 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
     progress = progress or Progress(enabled=False)
     progress.add(len(paths))
     buffers = buffers or {}
-    session = sessions.get(options) if sessions is not None else CacheSession(options, open_result_cache(options))
+    warm = sessions.get(options) if sessions is not None else None
+    session = warm if warm is not None else CacheSession(options, open_result_cache(options))
     results: list[FileResult | None] = [None] * len(paths)
     pending: list[tuple[int, bytes | None]] = []
     wanted = _languages_wanted(options)
@@ -119,7 +120,8 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
 
             prune(Path(cache.root))  # at most once a day: entries unused for a month go
     finally:
-        session.close()
+        if session is not warm:
+            session.close()  # a warm session holds its preambles for the next run
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
         stats.seconds = time.perf_counter() - started
