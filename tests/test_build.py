@@ -267,3 +267,16 @@ def test_a_spec_is_one_module_and_a_failing_one_is_built_again_per_instantiation
     assert failure.code == "KC600" and "widths[3]" in failure.message and "3 is not supported" in failure.detail
     assert list(mixed.libraries["widths"]) == ["1"] and mixed.exports["widths"] == {"1": "widths_0"}
     assert tvm_ffi.load_module(mixed.libraries["widths"]["1"]).widths_0(5) == 5
+
+
+def test_a_compile_error_points_at_its_line_after_lines_the_patterns_do_not_take(tmp_path: Path) -> None:
+    """nvcc prints lines without `(` before `FILE(LINE): error` (a command, a note): the match
+    starts on the error's own line, and a first match naming no file does not end the search."""
+    from kernel_check.build import _compiler_error_location
+
+    source = tmp_path / "broken.cuh"
+    source.write_text("int x = ;\n")
+    log = (f"ninja: build stopped\nIn file included from a file that is not here\n"
+           f"missing.cuh(9): error: no such file\n{source}(3): error: expected an expression\n")
+    location = _compiler_error_location(log, str(tmp_path / "fallback.cuh"))
+    assert (Path(location.path).resolve(), location.line) == (source.resolve(), 3)

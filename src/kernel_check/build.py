@@ -27,8 +27,9 @@ NVCC_MISSING = (
     "kernel-check: nvcc not found; install the CUDA toolkit and set CUDA_HOME to it "
     "(the folder holding bin/nvcc), or `pip install nvidia-cuda-nvcc`"
 )
-_COMPILER_ERROR = re.compile(r"^(?P<path>[^\s(][^(]*)\((?P<line>\d+)\): (?:catastrophic )?error", re.MULTILINE)
-_GCC_ERROR = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error", re.MULTILINE)
+# One line each: a path never spans lines, so a match cannot swallow the log up to a later '('.
+_COMPILER_ERROR = re.compile(r"^(?P<path>[^\s(][^(\n]*)\((?P<line>\d+)\): (?:catastrophic )?error", re.MULTILINE)
+_GCC_ERROR = re.compile(r"^(?P<path>[^\s:][^:\n]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error", re.MULTILINE)
 _MANGLED_NAME_PART = re.compile(r"(\d+)")
 
 
@@ -116,9 +117,9 @@ def _finding(code: str, message: str, location: Location, detail: str = "",
 def _compiler_error_location(log: str, fallback: str) -> Location:
     """The first ``file(line): error`` of nvcc (or ``file:line: error`` of the host compiler)."""
     for pattern in (_COMPILER_ERROR, _GCC_ERROR):
-        match = pattern.search(log)
-        if match and Path(match["path"].strip()).exists():
-            return Location(display_path(match["path"].strip()), int(match["line"]))
+        for match in pattern.finditer(log):
+            if Path(match["path"].strip()).exists():
+                return Location(display_path(match["path"].strip()), int(match["line"]))
     return Location(display_path(fallback), 1)
 
 
