@@ -46,7 +46,7 @@ Flags ... (one paragraph: the construct, and what is deliberately not flagged).
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel

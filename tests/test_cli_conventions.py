@@ -11,14 +11,14 @@ import fcntl
 import json
 import os
 import pty
-import struct
-import termios
 import re
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import git
 
+from conftest import git
 from kernel_check.harness.differential import (
     AgainstError,
     RevisionReference,

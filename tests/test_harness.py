@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_check.finding import Location
 from kernel_check.harness import cli
 from kernel_check.harness.cases import (
     BadKind,
@@ -24,7 +25,6 @@ from kernel_check.harness.discover import discover
 from kernel_check.harness.report import Cell, SummaryRow, render_table
 from kernel_check.harness.sanitize import group_reports, parse_output, report_findings, sanitizer_command
 from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, SpecError, Tensor
-from kernel_check.finding import Location
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harness"
 SAMPLES = FIXTURES / "sanitizer_output"

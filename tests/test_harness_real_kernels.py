@@ -23,9 +23,7 @@ from kernel_check.harness.environment import CASE_OUT_OF_MEMORY, environment_fai
 from kernel_check.harness.report import reference_note
 from kernel_check.harness.sanitize import parse_output, report_findings
 from kernel_check.harness.spec import (
-    TAILS,
     Instantiation,
-    KernelSpec,
     Role,
     SpecError,
     Tensor,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import run_one
-
 from kernel_check.includes import library_names
 
 # An older, smaller header library: no get_lane_id, no ensure_alignment, no CHECK_HOST.

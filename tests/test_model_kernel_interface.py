@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.model import ConstExpr, SourceModel

@@ -3,7 +3,6 @@ its kernels, template arguments and PDL flag evaluated (hermetic parse of small 
 
 from __future__ import annotations
 
-
 import pytest
 
 from kernel_check.clang.cursors import MAX_NESTING

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
-
 from conftest import run_one
+from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
 
 CUDA_HOME = find_cuda_home()
 needs_cuda = pytest.mark.skipif(

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from test_cache import ALPHA, BETA, findings, make_tree, options, plain
-
 from kernel_check.cache import static_root
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.preamble import PreambleCache, _scan_project, _unconditional_includes
 from kernel_check.engine import RunStats, run_static
+from test_cache import ALPHA, BETA, findings, make_tree, options, plain
 
 KERNEL_HEAD = """namespace sglang {{
 /// \\brief Copies.

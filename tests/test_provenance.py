@@ -8,12 +8,20 @@ from pathlib import Path
 import clang.cindex as ci
 import pytest
 
+from kernel_check.clang.consteval import callee_name
 from kernel_check.clang.cursors import K, walk
 from kernel_check.clang.extract import extract
-from kernel_check.clang.consteval import callee_name
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.provenance import (
-    Origin, Origins, Shape, at_call, classify, initializer_list_fields, origins_of, parameter, record_fields,
+    Origin,
+    Origins,
+    Shape,
+    at_call,
+    classify,
+    initializer_list_fields,
+    origins_of,
+    parameter,
+    record_fields,
 )
 from kernel_check.summaries import VectorSummaries
 

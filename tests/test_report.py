@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from kernel_check import __version__, codes, registry
 from kernel_check.cli import main
 from kernel_check.finding import Finding, Fix, Location, Related, Severity, TextEdit

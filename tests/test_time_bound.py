@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kernel_check import watchdog
 from kernel_check.clang.deep_stack import on_deep_stack
 from kernel_check.clang.parse import resolve_settings

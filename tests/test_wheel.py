@@ -21,10 +21,9 @@ from pathlib import Path
 import pytest
 
 from conftest import RELEASE_TAG, git, pre_commit_env, user_repo
+from kernel_check import runtime
 from test_workflows import template_workflows
 from venvs import OFFLINE_PIP, installed_module, make_venv, run, venv_environ, with_local_repository
-
-from kernel_check import runtime
 
 pytestmark = [pytest.mark.slow,  # builds wheels and fresh virtual environments
               pytest.mark.skipif(shutil.which("git") is None or shutil.which("pre-commit") is None,

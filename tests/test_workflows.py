@@ -13,9 +13,8 @@ import pytest
 import yaml
 
 from conftest import RELEASE_TAG
-from markdown_blocks import fenced_blocks, file_blocks
-
 from kernel_check import cli
+from markdown_blocks import fenced_blocks, file_blocks
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))

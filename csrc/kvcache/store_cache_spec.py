@@ -24,7 +24,7 @@ def warp_vec_bytes(row_bytes: int, cap: int = 16) -> int:
 def instantiation(dtype: str, row: int, num_split: int, index: str, pdl: bool) -> Instantiation:
     width = warp_vec_bytes(row * ITEMSIZE[dtype] // num_split)
     return Instantiation((dtype, row, num_split, index, pdl), dtypes={"T": dtype, "I": index}, pdl=pdl,
-                         sizes={"row": row}, vector_bytes={name: width for name in ROW_TENSORS})
+                         sizes={"row": row}, vector_bytes=dict.fromkeys(ROW_TENSORS, width))
 
 
 def slot_indices(shape, dtype, device, gen, sizes):
@@ -97,7 +97,7 @@ SPEC = KernelSpec(
     ),
     grid={"n": TAILS + (1000,), "s": (130, 5000)},
     constraint=lambda sizes: sizes["s"] >= sizes["n"],
-    tolerance={dtype: (0.0, 0.0) for dtype in ITEMSIZE},
+    tolerance=dict.fromkeys(ITEMSIZE, (0.0, 0.0)),
     sanitize_sizes=({"n": 1, "s": 130}, {"n": 127, "s": 130}),
     memory_bound=True,
     bandwidth_sizes=bandwidth_tokens,

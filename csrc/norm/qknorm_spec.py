@@ -6,7 +6,6 @@ strided views of a fused qkv (any token and head stride), so the strided case pa
 
 from math import gcd
 
-
 from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor
 
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -31,7 +30,7 @@ def qknorm_reference(q, k, q_weight, k_weight, eps):
 def instantiation(dtype: str, head_dim: int, pdl: bool) -> Instantiation:
     width = vec_bytes(head_dim * ITEMSIZE[dtype])
     return Instantiation((dtype, head_dim, pdl), dtypes={"T": dtype}, pdl=pdl, sizes={"d": head_dim},
-                         vector_bytes={name: width for name in ("q", "k", "q_weight", "k_weight")})
+                         vector_bytes=dict.fromkeys(("q", "k", "q_weight", "k_weight"), width))
 
 
 SPEC = KernelSpec(

@@ -8,7 +8,6 @@ Access widths follow the kernels: ``LoadStorePattern::get_vec_bytes<row, WARP_UN
 
 from math import gcd
 
-
 from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor
 
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -32,7 +31,7 @@ def rmsnorm_vec_bytes(dtype: str, hidden: int, use_cta: bool) -> int:
 def instantiation(dtype: str, hidden: int, use_cta: bool, pdl: bool, tensors: tuple[str, ...]) -> Instantiation:
     width = rmsnorm_vec_bytes(dtype, hidden, use_cta)
     return Instantiation((dtype, hidden, use_cta, pdl), dtypes={"T": dtype}, pdl=pdl, sizes={"h": hidden},
-                         vector_bytes={name: width for name in tensors})
+                         vector_bytes=dict.fromkeys(tensors, width))
 
 
 def _normalize(x, weight, eps: float, dtype):

@@ -241,7 +241,7 @@ def environment_failures(outcomes: Iterable[BuildOutcome]) -> list[str]:
 
 
 def merge_budgets(config_default: int, per_kernel: Mapping[str, object],
-                  spec_budget: "int | Mapping[str, int] | None") -> dict[str, int]:
+                  spec_budget: int | Mapping[str, int] | None) -> dict[str, int]:
     """Config budgets, overridden by the spec's (a number, or per kernel)."""
     merged = {"default": int(config_default), **{k: int(v) for k, v in per_kernel.items()}}
     if isinstance(spec_budget, int):

@@ -10,10 +10,10 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from . import __version__, codes
 from .clang.parse import ParseConfigError, resolve_settings

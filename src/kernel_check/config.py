@@ -95,7 +95,7 @@ class Config:
     def get(self, key: str) -> Any:
         return self.values.get(key, _BY_KEY[key].default)
 
-    def with_overrides(self, **overrides: Any) -> "Config":
+    def with_overrides(self, **overrides: Any) -> Config:
         merged = dict(self.values)
         merged.update({k.replace("_", "-"): v for k, v in overrides.items() if v is not None})
         return replace(self, values=merged)

@@ -32,9 +32,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from .codes import PARSE_ERROR
 from .finding import Finding

@@ -9,14 +9,15 @@ afterwards, across files (`finalize.py`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from .codes import PARSE_ERROR, STATIC, TABLE, UNUSED_SUPPRESSION
 from .config import Config
 from .finding import Finding, Location, Severity
 from .globs import matches_any
 from .model import Span, split_lines
+
 # `// kernel-check: ignore[KC101, KC130]` or `# kernel-check: ignore-file[KC301]`; also the
 # bare `kernel-check: ignore` (no bracket: no codes), which suppresses nothing and is reported
 _SUPPRESSION_RE = re.compile(

@@ -12,8 +12,8 @@ import enum
 import functools
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 # Where a line ends, as clang (and every editor) numbers lines: `\r\n`, a lone `\r` or `\n`.
 # Not `str.splitlines()`, which also breaks at \f, \v, \x1c-\x1e, \x85, U+2028 and U+2029 and
@@ -60,7 +60,7 @@ class Span:
     start: int  # byte offset
     end: int  # byte offset, exclusive
 
-    def contains(self, other: "Span") -> bool:
+    def contains(self, other: Span) -> bool:
         return self.start <= other.start and other.end <= self.end
 
 
@@ -92,7 +92,7 @@ class DocComment:
     params: tuple[str, ...]  # names given to \param / @param
     tparams: tuple[str, ...]  # names given to \tparam / @tparam
     has_return: bool
-    param_spans: tuple["DocParamName", ...] = ()  # where each \param / \tparam name is written
+    param_spans: tuple[DocParamName, ...] = ()  # where each \param / \tparam name is written
     copies_doc: bool = False  # \copydoc, \copydetails, \overload or \inheritdoc: documented elsewhere
 
 
@@ -203,7 +203,7 @@ class ConstExpr:
     op: str
     value: int = 0
     name: str = ""
-    args: tuple["ConstExpr", ...] = ()
+    args: tuple[ConstExpr, ...] = ()
     text: str = ""
 
     def free_names(self) -> frozenset[str]:
@@ -211,7 +211,7 @@ class ConstExpr:
         own = frozenset((self.name,)) if self.op in ("param", "sizeof") else frozenset()
         return own.union(*(arg.free_names() for arg in self.args))
 
-    def substitute(self, mapping: "Mapping[str, ConstExpr]") -> "ConstExpr":
+    def substitute(self, mapping: Mapping[str, ConstExpr]) -> ConstExpr:
         """This expression with parameters replaced (names missing from `mapping` stay)."""
         if self.op in ("param", "sizeof"):
             return mapping.get(self.name, self)
@@ -219,7 +219,7 @@ class ConstExpr:
             return self
         return ConstExpr(self.op, self.value, self.name, tuple(a.substitute(mapping) for a in self.args), self.text)
 
-    def evaluate(self, env: "Mapping[str, int]") -> int | None:
+    def evaluate(self, env: Mapping[str, int]) -> int | None:
         """The value with template parameters bound by `env`; None when unknown."""
         if self.op == "int":
             return self.value

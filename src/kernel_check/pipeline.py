@@ -16,10 +16,11 @@ import gc
 import os
 import re
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .clang.parse import ParseSettings
 from .config import Config

@@ -20,9 +20,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from .codes import TABLE, Code, Language
 from .finding import Finding, Fix, Location, Related, Severity

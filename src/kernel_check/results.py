@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from .finding import Finding
 from .watchdog import Failed, Stopped
 
+
 class FileStatus(enum.Enum):
     """How far the static pipeline got with a file."""
 

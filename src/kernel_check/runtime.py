@@ -50,9 +50,9 @@ import os
 import re
 import shutil
 import subprocess
-import time
 import sys
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Sequence

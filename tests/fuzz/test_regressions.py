@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from kernel_check.clang.parse import resolve_settings
 from kernel_check.config import load_config
 from kernel_check.engine import RunOptions, check_file

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from ctypes import POINTER, Structure, byref, cast, c_int, c_longlong, c_uint, c_ulonglong, c_void_p
+from ctypes import POINTER, Structure, byref, c_int, c_longlong, c_uint, c_ulonglong, c_void_p, cast
 from dataclasses import dataclass
 
 import clang.cindex as ci

@@ -21,7 +21,14 @@ import clang.cindex as ci
 from ..model import BINARY_OPERATOR_SPELLINGS, ConstExpr
 from .capi import folded_int, overloaded_decls
 from .cursors import (
-    EXPLICIT_CASTS, PARENS_AND_CONVERSIONS, TEMPLATE_PARAM_KINDS, K, children, source_text, span_of, strip_casts,
+    EXPLICIT_CASTS,
+    PARENS_AND_CONVERSIONS,
+    TEMPLATE_PARAM_KINDS,
+    K,
+    children,
+    source_text,
+    span_of,
+    strip_casts,
     strip_parens,
 )
 

@@ -97,7 +97,7 @@ def add_device_passes(host: ParsedUnit, path: Path, source: str | bytes, setting
         pending = _arch_regions(skipped, groups, [(start, end) for start, end, _ in pending])
 
 
-def _arch_regions(skipped: list, groups: "_ConditionalGroups", within: list[Range]) -> list[tuple[int, int, int]]:
+def _arch_regions(skipped: list, groups: _ConditionalGroups, within: list[Range]) -> list[tuple[int, int, int]]:
     """(start, end, directive line) of the skipped regions under `__CUDA_ARCH__` inside `within`."""
     found = []
     for span in skipped:
@@ -108,7 +108,7 @@ def _arch_regions(skipped: list, groups: "_ConditionalGroups", within: list[Rang
 
 def _plan(settings: ParseSettings) -> list[tuple[str, bool]]:
     """(architecture, whether a region whose condition is unknown there counts), in order."""
-    return [(settings.arch, True), *([(OLDEST_ARCH, False)] if OLDEST_ARCH != settings.arch else [])]
+    return [(settings.arch, True), *([(OLDEST_ARCH, False)] if settings.arch != OLDEST_ARCH else [])]
 
 
 def _takes_any(states: list[bool | None], unknown_counts: bool) -> bool:

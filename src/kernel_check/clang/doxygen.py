@@ -8,7 +8,7 @@ declaration (blank lines break it; attributes/template headers are part of the d
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model import DocComment, DocParamName, Span, line_starts
 

@@ -10,23 +10,45 @@ import re
 
 import clang.cindex as ci
 
+from ..includes import library_names, library_root
 from ..model import (
-    Field, Function, FunctionKind, HeaderLibrary, Param, SourceModel, Span, Struct, TemplateParam,
+    Field,
+    Function,
+    FunctionKind,
+    HeaderLibrary,
+    Param,
+    SourceModel,
+    Span,
+    Struct,
+    TemplateParam,
     line_starts,
 )
 from .capi import is_invalid_declaration
 from .cursors import (
-    FUNCTION_KINDS, K, RECORD_KINDS, SCOPE_KINDS, TEMPLATE_PARAM_KINDS, Positions, has_child_kind, in_file,
-    is_exported, is_implicit_instantiation, name_span, qualified_name, span_of, type_info, walk, walk_with_depth,
+    FUNCTION_KINDS,
+    RECORD_KINDS,
+    SCOPE_KINDS,
+    TEMPLATE_PARAM_KINDS,
+    K,
+    Positions,
+    has_child_kind,
+    in_file,
+    is_exported,
+    is_implicit_instantiation,
+    name_span,
+    qualified_name,
+    span_of,
+    type_info,
+    walk,
+    walk_with_depth,
 )
-from ..includes import library_names, library_root
-from .pointer_accesses import DataflowExtractor
 from .device_merge import merge_device_model
 from .doxygen import Comments
 from .index_values import extract_index_values
 from .kernel_interface import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
 from .parse import ParsedUnit
+from .pointer_accesses import DataflowExtractor
 from .program import Program, function_kind
 from .scope_facts import extract_scope_facts
 from .thread_dependence import ThreadDependence

@@ -23,12 +23,28 @@ from dataclasses import dataclass, field, replace
 import clang.cindex as ci
 
 from ..model import (
-    FunctionKind, IndexProduct, IntegerDecl, IntegerDeclKind, IntegerFacts, LaneModulo, ShapeArgument,
-    SizeNarrowing, SourceModel, Span,
+    FunctionKind,
+    IndexProduct,
+    IntegerDecl,
+    IntegerDeclKind,
+    IntegerFacts,
+    LaneModulo,
+    ShapeArgument,
+    SizeNarrowing,
+    SourceModel,
+    Span,
 )
 from .consteval import Constants
 from .cursors import (
-    FUNCTION_KINDS, RECORD_KINDS, SCOPE_KINDS, K, MacroRanges, NestedTooDeeply, Positions, outermost, qualified_name,
+    FUNCTION_KINDS,
+    RECORD_KINDS,
+    SCOPE_KINDS,
+    K,
+    MacroRanges,
+    NestedTooDeeply,
+    Positions,
+    outermost,
+    qualified_name,
 )
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var, cursor_of
 

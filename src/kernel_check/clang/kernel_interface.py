@@ -50,13 +50,27 @@ from ..model import (
 )
 from . import program as tier1
 from .consteval import (
-    Constants, VectorType, bare_record_name, callee_name, function_declaration, function_usr, member_name,
-    referenced_of, template_param_names, written_type_names,
+    Constants,
+    VectorType,
+    bare_record_name,
+    callee_name,
+    function_declaration,
+    function_usr,
+    member_name,
+    referenced_of,
+    template_param_names,
+    written_type_names,
 )
 from .cursors import is_implicit_instantiation
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var, cursor_of
 from .provenance import (
-    Origin, Origins, initializer_list_fields, origins_of, parameter, record_fields, referred_record_fields,
+    Origin,
+    Origins,
+    initializer_list_fields,
+    origins_of,
+    parameter,
+    record_fields,
+    referred_record_fields,
 )
 
 Node = Stmt | Var | Expr

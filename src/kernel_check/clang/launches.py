@@ -31,12 +31,29 @@ import clang.cindex as ci
 
 from ..model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, PdlFlag
 from .consteval import (
-    MAX_FOLD_DEPTH, Constants, Returns, function_declaration, initializer_of, named_function, returns_of,
+    MAX_FOLD_DEPTH,
+    Constants,
+    Returns,
+    function_declaration,
+    initializer_of,
+    named_function,
+    returns_of,
     template_param_names,
 )
 from .cursors import K, is_implicit_instantiation, source_text
 from .program import (
-    DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Token, Var, angle_groups, cursor_of, function_kind,
+    DeclKind,
+    DeclRef,
+    Expr,
+    ExprKind,
+    Program,
+    Stmt,
+    StmtKind,
+    Token,
+    Var,
+    angle_groups,
+    cursor_of,
+    function_kind,
 )
 from .program import Function as FunctionCode
 from .variable_templates import VariableTemplate, argument_value, initialized_function, read_variable_template

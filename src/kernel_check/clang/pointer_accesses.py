@@ -37,15 +37,24 @@ from __future__ import annotations
 import enum
 import functools
 import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
 
 import clang.cindex as ci
 
 from ..model import (
-    AccessKind, ConstExpr, DataflowFacts, Function, FunctionDataflow, FunctionKind, InlineAsm, PdlCall, PdlCallKind,
-    PointerAccess, Span,
+    AccessKind,
+    ConstExpr,
+    DataflowFacts,
+    Function,
+    FunctionDataflow,
+    FunctionKind,
+    InlineAsm,
+    PdlCall,
+    PdlCallKind,
+    PointerAccess,
+    Span,
 )
 from .capi import skipped_spans
 from .consteval import Constants
@@ -53,7 +62,19 @@ from .cursors import FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, K, NestedTooDeep
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Var, cursor_of, declarations_named
 from .program import Function as TreeFunction
 from .provenance import (
-    PASS_THROUGH, POINTER_OFFSET, Origin, Origins, Shape, address_of, at_call, element, member, offset, parameter, pointers, union,
+    PASS_THROUGH,
+    POINTER_OFFSET,
+    Origin,
+    Origins,
+    Shape,
+    address_of,
+    at_call,
+    element,
+    member,
+    offset,
+    parameter,
+    pointers,
+    union,
 )
 
 T = ci.TypeKind
@@ -72,10 +93,10 @@ _RW = (AccessKind.READ, AccessKind.WRITE)
 # Effects of well-known helpers on their pointer arguments, used when no body is visible (CUDA
 # built-ins, dependent member calls such as `vec.load(src, i)` in a template).
 _KNOWN_EFFECTS: dict[str, tuple[tuple[int, tuple[AccessKind, ...]], ...]] = {
-    **{name: ((0, _R),) for name in ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv",
-                                     "load", "load_as", "load_bytes", "Load")},
-    **{name: ((0, _W),) for name in ("__stcg", "__stcs", "__stwt", "__stwb", "store", "store_as",
-                                     "store_bytes", "Store", "memset", "__builtin_memset")},
+    **dict.fromkeys(("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv",
+                     "load", "load_as", "load_bytes", "Load"), ((0, _R),)),
+    **dict.fromkeys(("__stcg", "__stcs", "__stwt", "__stwb", "store", "store_as",
+                     "store_bytes", "Store", "memset", "__builtin_memset"), ((0, _W),)),
     "memcpy": ((0, _W), (1, _R)),
     "__builtin_memcpy": ((0, _W), (1, _R)),
 }
@@ -274,7 +295,7 @@ def _parts(stmt: Stmt) -> Iterator[Stmt | Var | Expr]:
 class _Walker:
     """One pass over one function body; see the module docstring for what it records."""
 
-    def __init__(self, extractor: "DataflowExtractor", function: TreeFunction, body: Stmt) -> None:
+    def __init__(self, extractor: DataflowExtractor, function: TreeFunction, body: Stmt) -> None:
         self.extractor = extractor
         self.source = extractor.source
         self.function = function

@@ -93,17 +93,32 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..cache import (
-    IN_USE, FileHashes, atomic_write, digest, hold_shared, read_bytes, remove_unless_in_use, tree_size,
+    IN_USE,
+    FileHashes,
+    atomic_write,
+    digest,
+    hold_shared,
+    read_bytes,
+    remove_unless_in_use,
+    tree_size,
 )
 from ..includes import LIBRARY
 from .parse import (
-    PARSE_FOR_SERIALIZATION, PARSE_INCOMPLETE, PARSE_OPTIONS, ParsedUnit, _errors, _get_index,
-    cindex, entered_files, libclang_version,
+    PARSE_FOR_SERIALIZATION,
+    PARSE_INCOMPLETE,
+    PARSE_OPTIONS,
+    ParsedUnit,
+    _errors,
+    _get_index,
+    cindex,
+    entered_files,
+    libclang_version,
 )
 
 STRATEGIES = ("union", "exact", "off")
@@ -415,7 +430,7 @@ class PreambleCache:
         found = self._lookup(directory, recipe)
         return found if isinstance(found, Preamble) else None
 
-    def _lookup(self, directory: Path, recipe: Recipe) -> Preamble | None | bool:
+    def _lookup(self, directory: Path, recipe: Recipe) -> Preamble | bool | None:
         """A valid manifest entry as a Preamble, None for a recorded failure, False: none.
         An entry built with another include directory of the project (another copy of it,
         another project) is valid only when it holds nothing of that directory."""
@@ -1036,7 +1051,7 @@ def _culprits(tu: Any, headers: list[str], errors: list) -> set[str]:
     graph: dict[str, set[str]] = {}
     top: dict[str, str] = {}  # realpath of a top-level header -> its spelling
     main = os.path.realpath(tu.spelling)
-    spelled = {h: None for h in headers}
+    spelled = dict.fromkeys(headers)
     for cursor in tu.cursor.get_children():
         if cursor.kind != ci.CursorKind.INCLUSION_DIRECTIVE or cursor.location.file is None:
             continue

@@ -26,8 +26,16 @@ import clang.cindex as ci
 from ..model import FunctionKind, Span
 from .capi import asm_parts, folded_int, overloaded_decls, unary_operator
 from .cursors import (
-    EXPLICIT_CASTS, FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, TEMPLATE_PARAM_KINDS, K, NestedTooDeeply,
-    has_child_kind, span_of, strip_parens,
+    EXPLICIT_CASTS,
+    FUNCTION_KINDS,
+    MAX_NESTING,
+    RECORD_KINDS,
+    TEMPLATE_PARAM_KINDS,
+    K,
+    NestedTooDeeply,
+    has_child_kind,
+    span_of,
+    strip_parens,
 )
 
 MAX_CALLEES = 8  # overloads considered behind one call (a name can have dozens in a header)
@@ -92,9 +100,9 @@ _EXPR_KINDS = {
     K.UNARY_OPERATOR: ExprKind.UNARY, K.CONDITIONAL_OPERATOR: ExprKind.CONDITIONAL,
     K.ARRAY_SUBSCRIPT_EXPR: ExprKind.SUBSCRIPT, K.UNEXPOSED_EXPR: ExprKind.IMPLICIT, K.PAREN_EXPR: ExprKind.PAREN,
     K.LAMBDA_EXPR: ExprKind.LAMBDA, K.INIT_LIST_EXPR: ExprKind.INIT_LIST,
-    **{kind: ExprKind.LITERAL for kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR,
-                                          K.STRING_LITERAL, K.CHARACTER_LITERAL, K.CXX_NULL_PTR_LITERAL_EXPR)},
-    **{kind: ExprKind.CAST for kind in EXPLICIT_CASTS},
+    **dict.fromkeys((K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR,
+                     K.STRING_LITERAL, K.CHARACTER_LITERAL, K.CXX_NULL_PTR_LITERAL_EXPR), ExprKind.LITERAL),
+    **dict.fromkeys(EXPLICIT_CASTS, ExprKind.CAST),
 }
 _DECL_KINDS = {kind: decl_kind for decl_kind, kinds in (
     (DeclKind.FUNCTION, FUNCTION_KINDS),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import clang.cindex as ci
 
 from ..model import DetailsReference, GlobalDeclaration, ScopeFacts, SourceModel, Span
-from .cursors import K, RECORD_KINDS, MacroRanges, in_file, name_span, outermost, qualified_name, span_of
+from .cursors import RECORD_KINDS, K, MacroRanges, in_file, name_span, outermost, qualified_name, span_of
 from .parse import ParsedUnit
 
 DETAILS = "details"

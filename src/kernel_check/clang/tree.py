@@ -36,7 +36,8 @@ translation unit). `parse.cindex()` installs it when it loads the bindings.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 # Cursor properties whose getter caches its answer on the object (an AST node's spelling,
 # extent, type... never change): answered from the object after the first read.

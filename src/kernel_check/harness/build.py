@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..build import (
-    BuildOutcome, BuildTarget, build_all, build_findings, environment_failures, kernel_identifier, merge_budgets,
+    BuildOutcome,
+    BuildTarget,
+    build_all,
+    build_findings,
+    environment_failures,
+    kernel_identifier,
+    merge_budgets,
 )
 from ..finding import Finding
 from .spec import Instantiation, KernelSpec

@@ -25,7 +25,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Optional
 
 from .. import codes
 from .profiles import SANITIZER_TOOLS, ValueProfile, applicable, contract_of, sanitized
@@ -116,8 +115,8 @@ class Case:
     inst: str
     kind: CaseKind
     sizes: tuple[tuple[str, int], ...]
-    bad: Optional[BadInput] = None
-    profile: Optional[ValueProfile] = None
+    bad: BadInput | None = None
+    profile: ValueProfile | None = None
 
     @property
     def size_map(self) -> dict[str, int]:
@@ -150,7 +149,7 @@ def _freeze(sizes: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sizes.items())
 
 
-def base_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> dict[str, int]:
+def base_sizes(spec: KernelSpec, inst: Instantiation | None = None) -> dict[str, int]:
     """The smallest grid point with every axis above 1 (rows and columns both exist)."""
     points = list(spec.grid_points(inst))
     fixed = set(inst.sizes) if inst is not None else set()
@@ -158,7 +157,7 @@ def base_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> dict[s
     return min(roomy, key=lambda p: total_elements(spec, p))
 
 
-def medium_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> dict[str, int]:
+def medium_sizes(spec: KernelSpec, inst: Instantiation | None = None) -> dict[str, int]:
     """The largest grid point within MEDIUM_MAX_ELEMENTS (else the smallest point)."""
     points = list(spec.grid_points(inst))
     fitting = [p for p in points if total_elements(spec, p) <= MEDIUM_MAX_ELEMENTS]
@@ -167,7 +166,7 @@ def medium_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> dict
     return max(fitting, key=lambda p: total_elements(spec, p))
 
 
-def sanitize_sizes(spec: KernelSpec, tool: str, inst: Optional[Instantiation] = None) -> list[dict[str, int]]:
+def sanitize_sizes(spec: KernelSpec, tool: str, inst: Instantiation | None = None) -> list[dict[str, int]]:
     """Small shapes for compute-sanitizer; racecheck (about 2000x slower) gets one."""
     if spec.sanitize_sizes:
         fixed = dict(inst.sizes) if inst is not None else {}
@@ -187,7 +186,7 @@ def sanitize_sizes(spec: KernelSpec, tool: str, inst: Optional[Instantiation] = 
     return [max(small, key=lambda p: total_elements(spec, p))] if small else points[:1]
 
 
-def bandwidth_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> Optional[dict[str, int]]:
+def bandwidth_sizes(spec: KernelSpec, inst: Instantiation | None = None) -> dict[str, int] | None:
     """The KD501 shape (None: this instantiation is not measured)."""
     inst = inst if inst is not None else spec.instantiations[0]
     return spec.bandwidth_shape(inst)
@@ -196,7 +195,7 @@ def bandwidth_sizes(spec: KernelSpec, inst: Optional[Instantiation] = None) -> O
 # ----- bad inputs -----
 
 
-def _checked_dims(spec: KernelSpec, tensor: Tensor, inst: Optional[Instantiation] = None) -> list[int]:
+def _checked_dims(spec: KernelSpec, tensor: Tensor, inst: Instantiation | None = None) -> list[int]:
     """Dimensions whose size the launcher must check: fixed (in the spec, or by the
     instantiation's template arguments), derived from other axes, or shared with another use."""
     uses: dict[str, int] = {}
@@ -288,7 +287,7 @@ class PlanOptions:
 
 
 # (kind, sizes, bad input, value profile) before numbering
-_Planned = tuple[CaseKind, Mapping[str, int], Optional[BadInput], Optional[ValueProfile]]
+_Planned = tuple[CaseKind, Mapping[str, int], BadInput | None, ValueProfile | None]
 
 
 def _instantiation_cases(spec: KernelSpec, inst: Instantiation, options: PlanOptions) -> list[_Planned]:
@@ -353,7 +352,7 @@ class Outcome:
     code: str
     passed: bool
     message: str = ""
-    metric: Optional[float] = None
+    metric: float | None = None
     detail: str = ""
 
     def to_json(self) -> dict:
@@ -361,6 +360,6 @@ class Outcome:
                 "metric": self.metric, "detail": self.detail}
 
     @classmethod
-    def from_json(cls, data: Mapping) -> "Outcome":
+    def from_json(cls, data: Mapping) -> Outcome:
         return cls(data["code"], bool(data["passed"]), data.get("message", ""),
                    data.get("metric"), data.get("detail", ""))

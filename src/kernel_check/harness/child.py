@@ -49,7 +49,7 @@ class Job:
         path.write_text(json.dumps(asdict(self)))
 
     @classmethod
-    def read(cls, path: Path) -> "Job":
+    def read(cls, path: Path) -> Job:
         return cls(**json.loads(path.read_text()))
 
 

@@ -19,18 +19,18 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from ..baseline import BaselineError
 from ..build import (
     NVCC_MISSING,
     BuildTarget,
     build_all,
     build_findings,
-    environment_failures,
     ensure_arch_for_compile_only,
+    environment_failures,
     merge_budgets,
     nvcc_available,
     wrapper_targets,
 )
-from ..baseline import BaselineError
 from ..config import Config, ConfigError, load_config, print_warnings
 from ..diff import DiffError
 from ..finalize import BUILD_STAGES, SANITIZE_STAGES, TEST_STAGES, Policy, filter_results, finalize, record_baseline

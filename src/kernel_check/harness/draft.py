@@ -34,8 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import (AccessKind, ConstExpr, Function, FunctionKind, MatcherChain, SourceModel,
-                     split_template_arguments)
+from ..model import AccessKind, ConstExpr, Function, FunctionKind, MatcherChain, SourceModel, split_template_arguments
 from ..summaries import AccessSummaries
 from .spec import DTYPES, TAILS, Role
 

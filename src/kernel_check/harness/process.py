@@ -58,7 +58,7 @@ class ChildExit:
         return "\n".join(self.output[-OUTPUT_TAIL_LINES:])
 
 
-def _reader(stream, lines: "queue.Queue[str | None]") -> None:
+def _reader(stream, lines: queue.Queue[str | None]) -> None:
     for raw in iter(stream.readline, ""):
         lines.put(raw.rstrip("\n"))
     lines.put(None)
@@ -80,7 +80,7 @@ def run_child(command: Sequence[str], env: Mapping[str, str], *, startup_timeout
     proc = subprocess.Popen(list(command), env=dict(env), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                             errors="replace", start_new_session=True)
-    lines: "queue.Queue[str | None]" = queue.Queue()
+    lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
     result = ChildExit(returncode=None)
     deadline = time.monotonic() + startup_timeout

@@ -57,7 +57,7 @@ class ValueProfile:
         return f"{self.tensor}={self.name} ({self.contract})"
 
 
-def sanitized(profile: "ValueProfile") -> bool:
+def sanitized(profile: ValueProfile) -> bool:
     """Whether memcheck and initcheck run this profile (``reject`` launches nothing)."""
     return profile.name in SANITIZER_PROFILES and profile.contract != "reject"
 

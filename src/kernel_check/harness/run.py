@@ -141,7 +141,7 @@ class GpuSlots:
     """A pool of (GPU, slot) tokens: at most ``per_gpu`` children on each GPU."""
 
     def __init__(self, gpus: tuple[str, ...], per_gpu: int):
-        self._free: "queue.Queue[str]" = queue.Queue()
+        self._free: queue.Queue[str] = queue.Queue()
         for _ in range(per_gpu):
             for gpu in gpus:
                 self._free.put(gpu)

@@ -230,7 +230,7 @@ class Instantiation:
         """The build's id, plus the run-time dtype choices (``float16-pdl-int64``)."""
         return "-".join([self.build_id, *(dtype for _, dtype in self.runtime)])
 
-    def variants(self) -> list["Instantiation"]:
+    def variants(self) -> list[Instantiation]:
         """One instantiation per choice of the run-time dtypes (itself when there are none)."""
         choices = {var: d for var, d in self.dtypes.items() if not isinstance(d, str)}
         if not choices:
@@ -405,8 +405,8 @@ def _dim_tree(dim: str) -> ast.expr:
         raise SpecError(f"dimension {dim!r} is not an axis name nor an expression (+ - * // over axes)") from exc
     for node in ast.walk(tree):
         allowed = (isinstance(node, (ast.Name, ast.Load, *_DIM_OPERATORS))
-                   or isinstance(node, ast.Constant) and isinstance(node.value, int)
-                   or isinstance(node, ast.BinOp) and type(node.op) in _DIM_OPERATORS)
+                   or (isinstance(node, ast.Constant) and isinstance(node.value, int))
+                   or (isinstance(node, ast.BinOp) and type(node.op) in _DIM_OPERATORS))
         if not allowed:
             raise SpecError(f"dimension {dim!r}: only integers, axis names and + - * // are allowed")
     return tree

@@ -18,7 +18,7 @@ _FIX_COLOR = "32"
 # C0 controls but the tab, DEL, and C1 controls: a terminal acts on them (an ESC starts a
 # control sequence, a CR rewrites the line), so text from a checked file never reaches one raw.
 _CONTROLS = {code: 0x2400 + code for code in range(0x20) if code != 0x09}  # U+2400.. Control Pictures
-_CONTROLS.update({0x7F: 0x2421, **{code: 0xFFFD for code in range(0x80, 0xA0)}})
+_CONTROLS.update({0x7F: 0x2421, **dict.fromkeys(range(128, 160), 65533)})
 
 
 def printable(text: str) -> str:

@@ -116,7 +116,7 @@ class LauncherScope:
     samples: dict[str, tuple[int, ...]]
 
     def with_element_sizes(self, sizes: tuple[int, ...], type_params: frozenset[str]) -> LauncherScope:
-        return LauncherScope({**self.samples, **{name: sizes for name in type_params}})
+        return LauncherScope({**self.samples, **dict.fromkeys(type_params, sizes)})
 
 
 def launcher_scope(model: SourceModel, launcher: Function) -> tuple[LauncherScope, frozenset[str]]:

@@ -6,8 +6,19 @@ import re
 
 from kernel_check.finding import Location
 from kernel_check.model import (
-    Function, FunctionDataflow, FunctionKind, IntegerDecl, IntegerDeclKind, Launch, LaunchedKernel, PdlCall,
-    PdlCallKind, SourceModel, Span, Struct, TypeInfo,
+    Function,
+    FunctionDataflow,
+    FunctionKind,
+    IntegerDecl,
+    IntegerDeclKind,
+    Launch,
+    LaunchedKernel,
+    PdlCall,
+    PdlCallKind,
+    SourceModel,
+    Span,
+    Struct,
+    TypeInfo,
 )
 
 _QUALIFIERS = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")

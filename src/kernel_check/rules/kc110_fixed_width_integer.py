@@ -47,7 +47,7 @@ __global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, uin
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel

@@ -28,7 +28,7 @@ host::LaunchKernel(grid, kBlock, device)(scale_kernel<T>, dst, src,
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, Launch, Param, ShapeArgument, SourceModel

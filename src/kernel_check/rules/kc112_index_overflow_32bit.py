@@ -38,7 +38,7 @@ __global__ void copy_kernel(float* __restrict__ dst, const float* __restrict__ s
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, IndexProduct, SourceModel, Span, TypeInfo

@@ -20,7 +20,7 @@ host::LaunchKernel(grid, 256, device)(scale_kernel<T>, dst, src, factor, n);
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel

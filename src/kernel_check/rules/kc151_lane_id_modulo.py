@@ -30,13 +30,12 @@ vec.load(src, lane);
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel
 from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
-
 
 _USES = {"subscript": "used as a subscript here", "pointer arithmetic": "used in pointer arithmetic here",
          "load/store offset": "used as a load/store offset here"}

@@ -39,7 +39,7 @@ __syncthreads();
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel

@@ -33,7 +33,7 @@ __global__ void add_kernel(float* __restrict__ out, const float* __restrict__ in
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel

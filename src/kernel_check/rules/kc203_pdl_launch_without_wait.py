@@ -47,7 +47,7 @@ __global__ void copy_kernel(T* __restrict__ dst, const T* __restrict__ src, uint
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import ConstExpr, Function, Launch, LaunchedKernel, PdlCall, PdlFlag, SourceModel

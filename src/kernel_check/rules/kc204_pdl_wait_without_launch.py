@@ -33,7 +33,7 @@ void norm(tvm::ffi::TensorView out, tvm::ffi::TensorView in) {
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel

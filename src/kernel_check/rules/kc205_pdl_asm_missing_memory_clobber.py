@@ -28,7 +28,7 @@ Better still, call `device::PDLWaitPrimary<kUsePDL>()`.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel

@@ -43,7 +43,7 @@ __global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, flo
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import DocComment, Function, FunctionKind, SourceModel, Struct

@@ -43,7 +43,7 @@ __global__ void gather_kernel(T* __restrict__ dst, const T* __restrict__ src, co
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Location
 from kernel_check.model import DocComment, SourceModel, Span

@@ -25,7 +25,7 @@ characters are reported only.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, Location, TextEdit
 from kernel_check.model import SourceModel, line_starts

@@ -39,7 +39,7 @@ __global__ void scale_kernel(float* __restrict__ dst, const float* __restrict__ 
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import GlobalDeclaration, SourceModel

@@ -35,7 +35,7 @@ inline void check_rows(int64_t rows) {
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Location, Related
 from kernel_check.model import DetailsReference, SourceModel

@@ -26,7 +26,7 @@ SGL_DEVICE float silu(float x) { return x / (1.0f + __expf(-x)); }
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, TextEdit
 from kernel_check.model import Function, SourceModel
