@@ -35,6 +35,7 @@ failure is not mistaken for speed. No timing here is an assertion; see bench/REA
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -72,7 +73,7 @@ def generate_tree(root: Path, count: int, mode: str) -> Path:
         text = original.read_text(encoding="utf-8", errors="replace")
         for name in sorted(set(GLOBAL_RE.findall(text)), key=len, reverse=True):
             text = re.sub(rf"\b{re.escape(name)}\b", f"{name}_v{index}", text)
-        text = QUOTED_INCLUDE_RE.sub(lambda m: _local_include(m, original, shared), text)
+        text = QUOTED_INCLUDE_RE.sub(functools.partial(_local_include, original=original, shared=shared), text)
         target = root / "csrc" / groups[index % len(groups)] / f"{original.stem}_v{index}.cuh"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
@@ -457,15 +458,19 @@ def _figure(run: dict) -> dict:
 def print_table(f: dict) -> None:
     r = f["ratios"]
     rows = [
-        ("cold full check", f["cold"]["seconds"], f"{r['floor_over_cold']:.1f}x faster than the floor; "
-                                                  f"{r['cold_over_pch_only_serial']:.2f}x preamble-only serial, "
-                                                  f"{r['cold_over_pch_only_parallel']:.2f}x preamble-only parallel; "
-                                                  f"with the builds: {r['cold_over_pch_only_with_builds_serial']:.2f}x "
-                                                  f"serial, {r['cold_over_pch_only_with_builds_parallel']:.2f}x parallel"),
-        ("warm full check (nothing changed)", f["warm"]["seconds"], f"{r['floor_over_warm']:.0f}x faster than the floor"),
-        ("one changed file, new process", f["one_changed"]["seconds"], "median of " + ", ".join(map(str, f["one_changed"]["runs"]))),
+        ("cold full check", f["cold"]["seconds"],
+         f"{r['floor_over_cold']:.1f}x faster than the floor; "
+         f"{r['cold_over_pch_only_serial']:.2f}x preamble-only serial, "
+         f"{r['cold_over_pch_only_parallel']:.2f}x preamble-only parallel; "
+         f"with the builds: {r['cold_over_pch_only_with_builds_serial']:.2f}x "
+         f"serial, {r['cold_over_pch_only_with_builds_parallel']:.2f}x parallel"),
+        ("warm full check (nothing changed)", f["warm"]["seconds"],
+         f"{r['floor_over_warm']:.0f}x faster than the floor"),
+        ("one changed file, new process", f["one_changed"]["seconds"],
+         "median of " + ", ".join(map(str, f["one_changed"]["runs"]))),
         ("floor: bare serial libclang loop", f["floor_serial"]["seconds"],
-         f"{f['floor_serial']['sampled_files']} files parsed" + (", scaled" if f["floor_serial"]["extrapolated"] else "")),
+         f"{f['floor_serial']['sampled_files']} files parsed"
+         + (", scaled" if f["floor_serial"]["extrapolated"] else "")),
         ("preamble-only parse, serial", f["pch_only_serial"]["seconds"], ""),
         (f"preamble-only parse, {f['pch_only_parallel']['jobs']} processes", f["pch_only_parallel"]["seconds"], ""),
         (f"building the preambles, {f['pch_builds']['jobs']} processes", f["pch_builds"]["seconds"],

@@ -182,7 +182,8 @@ def render_flags(parser: argparse.ArgumentParser) -> str:
             meaning = action.help or ""
             if action.choices and action.nargs != 0:
                 default = f" Default: `{action.default}`." if action.default not in (None, [], False) else ""
-                meaning = (meaning + "." if meaning else "One of " + ", ".join(f"`{c}`" for c in action.choices) + ".") + default
+                choices = ", ".join(f"`{c}`" for c in action.choices)
+                meaning = (meaning + "." if meaning else f"One of {choices}.") + default
             elif isinstance(action, argparse._VersionAction):
                 meaning = "print the version and exit"
             lines.append(f"| {_flag_spelling(action)} | {table_cell(meaning)} |")

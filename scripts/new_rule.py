@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"new_rule: {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
     print(f"added {args.code} to {args.root / 'src' / 'kernel_check' / 'codes.py'}\nwrote {module}\nwrote {fixture}\n"
-          f"next: write the check, then run pytest tests/test_fixtures.py -k {fixture.stem} and python scripts/gen_docs.py")
+          f"next: write the check, then run pytest tests/test_fixtures.py -k {fixture.stem} "
+          "and python scripts/gen_docs.py")
     return 0
 
 

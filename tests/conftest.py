@@ -120,6 +120,16 @@ def check_path():
     return run_one
 
 
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A hermetic project, the working directory (test_cli, test_cli_conventions)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[tool.kernel-check]\nmode = "hermetic"\n', encoding="utf-8")
+    monkeypatch.chdir(root)
+    return root
+
+
 # ----- pre-commit from a tagged commit of this checkout (test_precommit, test_wheel) -----
 
 

@@ -65,8 +65,8 @@ def test_round_trip(project, capsys):
 
     # edit unrelated lines: every finding moves down, the baseline still matches
     ops = project / "pkg" / "ops.py"
-    ops.write_text('"""Ops."""\n\n# moved\n' + ops.read_text().replace("import functools\n", "import functools\nimport os\n"),
-                   encoding="utf-8")
+    moved = ops.read_text().replace("import functools\n", "import functools\nimport os\n")
+    ops.write_text('"""Ops."""\n\n# moved\n' + moved, encoding="utf-8")
     code, out, _ = run(capsys, "--baseline", "baseline.json")
     assert code == 0 and "3 hidden by the baseline" in out
 
@@ -144,7 +144,8 @@ def test_partial_write_keeps_other_files_entries(project, capsys):
     capsys.readouterr()
     code, out, _ = run(capsys, "--write-baseline", "baseline.json", "pkg/more.py")
     assert code == 0
-    assert out == "kernel-check: wrote 2 baseline entries (2 findings in 1 file) to baseline.json; kept 2 of files this run did not check\n"
+    assert out == ("kernel-check: wrote 2 baseline entries (2 findings in 1 file) to baseline.json; "
+                   "kept 2 of files this run did not check\n")
     paths = [e["path"] for e in json.loads((project / "baseline.json").read_text())["entries"]]
     assert paths == ["pkg/ops.py", "pkg/ops.py"]
 
@@ -210,7 +211,7 @@ def test_corrupt_baseline_is_one_line_exit_2(project, capsys, content, problem):
 
 def test_missing_baseline_is_one_line_exit_2(project, capsys):
     assert main(["--baseline", "nope.json"]) == 2
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert err == ("kernel-check: error: nope.json: baseline file not found "
                    "(create it with `kernel-check --write-baseline nope.json`)\n")
 

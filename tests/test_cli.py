@@ -60,15 +60,6 @@ def fifo():
             pass  # no reader left
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "pyproject.toml").write_text('[tool.kernel-check]\nmode = "hermetic"\n', encoding="utf-8")
-    monkeypatch.chdir(root)
-    return root
-
-
 def write(path: Path, data: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)

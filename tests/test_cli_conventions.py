@@ -26,7 +26,7 @@ import pytest
 
 from kernel_check import cli as kernel_check_cli
 from kernel_check.cli import main
-from test_cli import project, snapshot, write  # noqa: F401  (`project`: a hermetic project, the working directory)
+from test_cli import snapshot, write
 
 KERNEL = """\
 #include <cstdint>

@@ -231,9 +231,9 @@ def test_works_from_a_subdirectory(repo, capsys, monkeypatch):
     other = repo / "pkg" / "other.py"
     other.write_text(other.read_text() + factory("sub"), encoding="utf-8")
     monkeypatch.chdir(repo / "pkg")
-    code, findings, _ = run_json(capsys, "--diff", "HEAD")
+    _code, findings, _ = run_json(capsys, "--diff", "HEAD")
     assert found(findings) == [("pkg/other.py", decorator_lines(other)[-1], "KC501")]
-    code, findings, _ = run_json(capsys, "--diff", "HEAD", "other.py")
+    _code, findings, _ = run_json(capsys, "--diff", "HEAD", "other.py")
     assert found(findings) == [("pkg/other.py", decorator_lines(other)[-1], "KC501")]
 
 
@@ -241,7 +241,7 @@ def test_renamed_file_keeps_old_findings_hidden(repo, capsys):
     git(repo, "mv", "pkg/other.py", "pkg/renamed.py")
     renamed = repo / "pkg" / "renamed.py"
     renamed.write_text(renamed.read_text() + factory("after_rename"), encoding="utf-8")
-    code, findings, _ = run_json(capsys, "--diff", "HEAD")
+    _code, findings, _ = run_json(capsys, "--diff", "HEAD")
     assert found(findings) == [("pkg/renamed.py", decorator_lines(renamed)[-1], "KC501")]
 
 
@@ -250,13 +250,13 @@ def test_file_level_finding_of_a_changed_file_is_reported(repo, capsys):
     write(repo / "test" / "registered" / "test_old.py", "import torch\n\n\ndef test_a():\n    pass\n")
     write(repo / "test" / "manual" / "test_moved.py", "import torch\n\n\ndef test_b():\n    pass\n")
     commit_all(repo, "tests")
-    code, findings, _ = run_json(capsys, "--diff", "HEAD")
+    _code, findings, _ = run_json(capsys, "--diff", "HEAD")
     assert findings == []
     old = repo / "test" / "registered" / "test_old.py"
     old.write_text(old.read_text() + "\n\ndef test_c():\n    pass\n", encoding="utf-8")
     # a rename under test/registered/ makes KC506 apply to an otherwise unchanged file
     git(repo, "mv", "test/manual/test_moved.py", "test/registered/test_moved.py")
-    code, findings, _ = run_json(capsys, "--diff", "HEAD")
+    _code, findings, _ = run_json(capsys, "--diff", "HEAD")
     assert found(findings) == [("test/registered/test_moved.py", 1, "KC506"),
                                ("test/registered/test_old.py", 1, "KC506")]
 
@@ -380,8 +380,8 @@ def test_fix_with_diff_fixes_only_what_it_reports(tmp_path, capsys, monkeypatch)
     old_kernel = "__global__ void old_kernel(float* __restrict__ dst, const float* src) { dst[0] = src[0]; }\n"
     kernel = write(repo / "csrc" / "copy.cuh", old_kernel)
     commit_all(repo)
-    kernel.write_text(old_kernel + "__global__ void new_kernel(float* __restrict__ d, const float* s) { d[0] = s[0]; }\n",
-                      encoding="utf-8")
+    kernel.write_text(old_kernel + "__global__ void new_kernel(float* __restrict__ d, const float* s) "
+                                   "{ d[0] = s[0]; }\n", encoding="utf-8")
     monkeypatch.chdir(repo)
     assert main(["--fix", "--diff", "HEAD", "--mode", "hermetic", "--select", "KC101", "csrc"]) == 0
     assert kernel.read_text(encoding="utf-8") == old_kernel + (
@@ -397,6 +397,6 @@ def test_file_names_git_quotes_or_pads(repo, capsys):
         path = repo / "odd" / name
         path.write_text(path.read_text() + "import functools\n" + factory("odd"), encoding="utf-8")
     git(repo, "mv", "odd/with space.py", "odd/moved with space.py")
-    code, findings, _ = run_json(capsys, "--diff", "HEAD", "odd")
+    _code, findings, _ = run_json(capsys, "--diff", "HEAD", "odd")
     assert sorted(f["path"] for f in findings) == sorted(
         f"odd/{n}" for n in ["moved with space.py", "caf\u00e9.py", "tab\there.py", 'quo"te.py'])

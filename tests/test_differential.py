@@ -88,7 +88,10 @@ def test_rev_tree_is_materialized_without_touching_the_checkout(tmp_path):
         repository_root(tmp_path / "scratch")
 
 
-def _spec(name: str, args, insts=(Instantiation(("float32",), dtypes={"T": "float32"}),)) -> KernelSpec:
+FLOAT32 = (Instantiation(("float32",), dtypes={"T": "float32"}),)
+
+
+def _spec(name: str, args, insts=FLOAT32) -> KernelSpec:
     return KernelSpec(name=name, source="k.cuh", export=name, symbol=name, args=args, reference=None,
                       instantiations=insts, grid={"n": TAILS}, spec_path="/x/k_spec.py")
 

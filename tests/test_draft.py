@@ -56,11 +56,11 @@ def test_drafts_match_the_hand_written_specs(csrc_drafts):
     compared = 0
     for hand in discover([CSRC]).specs:
         draft = csrc_drafts[(Path(hand.source).name, hand.export)]
-        def role(spec, t):
-            return Role.INPLACE if (hand.name, t.name) in ROLE_BY_TEMPLATE else t.role
+        def role(name, t):
+            return Role.INPLACE if (name, t.name) in ROLE_BY_TEMPLATE else t.role
 
-        assert [(RENAMED.get(t.name, t.name), role(draft, t), len(t.shape)) for t in draft.tensors] == \
-               [(t.name, role(hand, t), len(t.shape)) for t in hand.tensors], hand.name
+        assert [(RENAMED.get(t.name, t.name), role(hand.name, t), len(t.shape)) for t in draft.tensors] == \
+               [(t.name, role(hand.name, t), len(t.shape)) for t in hand.tensors], hand.name
         assert [s.name for s in draft.scalars] == [s.name for s in hand.scalars], hand.name
         drafted = {i.id: i for i in draft.instantiations}
         for inst in hand.instantiations:  # specs split by mode take a part of the wrapper's list
@@ -94,7 +94,7 @@ def test_sglang_style_launcher_static_member_of_a_class_template(tmp_path):
     assert [t.dtype for t in spec.tensors] == ["T", "T", "float32"]
     assert {(i.template_args, i.pdl) for i in spec.instantiations} == {
         ((dtype, pdl), pdl) for dtype in ("float16", "bfloat16", "float32") for pdl in (True, False)}
-    assert any(set((1, 127, 4097)) <= set(values) for values in spec.grid.values())
+    assert any({1, 127, 4097} <= set(values) for values in spec.grid.values())
     assert spec.launcher(spec.instantiations[0]) == "RowScale<fp16_t, true>::run"
 
 

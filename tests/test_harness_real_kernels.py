@@ -140,7 +140,7 @@ def test_a_child_failing_for_the_environment_is_retried_then_reported(monkeypatc
     counter = tmp_path / "starts"
     script = (f"import pathlib,sys; p=pathlib.Path({str(counter)!r}); p.write_text(p.read_text()+'x' "
               f"if p.exists() else 'x'); print('RuntimeError: No CUDA GPUs are available'); sys.exit(4)")
-    exit_, failure = run_mod.run_child_retrying([sys.executable, "-c", script], {}, startup_timeout=30,
+    _exit, failure = run_mod.run_child_retrying([sys.executable, "-c", script], {}, startup_timeout=30,
                                                 case_timeout=30)
     assert counter.read_text() == "xx"  # once more after the first failure
     assert failure is not None and "no CUDA GPU" in failure

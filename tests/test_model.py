@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from pathlib import Path
 
 import pytest
@@ -158,7 +159,7 @@ def test_shared_reads_answer_what_the_bindings_answer(tmp_path: Path) -> None:
             for name in tree.KEPT_CURSOR_PROPERTIES:  # some assert a cursor kind (enum_type)
                 if name == "mangled_name" and cursor.kind != ci.CursorKind.FUNCTION_DECL:
                     continue  # libclang crashes on some other kinds (the extraction never asks)
-                assert _answer(lambda c: getattr(c, name), cursor) == \
+                assert _answer(operator.attrgetter(name), cursor) == \
                     _answer(original[ci.Cursor, name].fget, cursor), name
             extent = cursor.extent
             for end in ("start", "end"):

@@ -18,8 +18,10 @@ SCRIPT = REPO / "scripts" / "new_rule.py"
 
 @pytest.fixture()
 def layout(tmp_path: Path) -> Path:
-    """A temp checkout shaped like this one: the real src/kernel_check/rules/ and code table, an empty fixture folder."""
-    shutil.copytree(REPO / "src" / "kernel_check" / "rules", tmp_path / "src" / "kernel_check" / "rules", ignore=shutil.ignore_patterns("__pycache__"))
+    """A temp checkout shaped like this one: the real src/kernel_check/rules/ and code table, an empty
+    fixture folder."""
+    shutil.copytree(REPO / "src" / "kernel_check" / "rules", tmp_path / "src" / "kernel_check" / "rules",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "src" / "kernel_check").mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "src" / "kernel_check" / "codes.py", tmp_path / "src" / "kernel_check" / "codes.py")
     (tmp_path / "tests" / "fixtures" / "cpp").mkdir(parents=True)
@@ -55,9 +57,11 @@ def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(la
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["demo-rule", "True", "True", "0"]
-    collected = sorted(p for p in (layout / "tests" / "fixtures" / "cpp").rglob("*") if p.suffix in (".cuh", ".cu", ".h"))
+    collected = sorted(p for p in (layout / "tests" / "fixtures" / "cpp").rglob("*")
+                       if p.suffix in (".cuh", ".cu", ".h"))
     assert collected == [fixture]  # the glob of tests/test_fixtures.py
-    firing_line = next(n for n, line in enumerate(fixture.read_text().splitlines(), 1) if line.endswith("// expect: KC199"))
+    firing_line = next(n for n, line in enumerate(fixture.read_text().splitlines(), 1)
+                       if line.endswith("// expect: KC199"))
     assert expectations(fixture) == {(firing_line, "KC199")}  # one firing line; the near miss has none
     # The rest of the catalog is silent on it: until the check is written, the one failure is the missing KC199.
     assert run_one(fixture).findings == []

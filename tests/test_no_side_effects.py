@@ -213,7 +213,7 @@ def test_a_kill_during_write_atomically_leaves_the_old_or_the_new_file(tmp_path:
     size = 192 << 20
     new_digest = hashlib.sha256(_new_payload(size)).hexdigest()
     outcomes = set()
-    for attempt in range(3):
+    for _ in range(3):
         child = subprocess.Popen([sys.executable, "-c", _WRITER, str(target), str(size)],
                                  stdout=subprocess.PIPE, text=True)
         assert child.stdout.readline().strip() == "ready"
@@ -349,7 +349,7 @@ def test_checking_never_imports_or_runs_the_tree(tmp_path: Path) -> None:
     assert sorted(p.name for p in markers.iterdir()) == [], f"ran from the checked tree: {names}"
     codes = {(Path(f["path"]).name, f["code"]) for f in json.loads(outputs[0])}
     assert ("evil_wrapper.py", "KC501") in codes, codes  # the wrapper was analyzed (as text)
-    assert not [p for p in root.rglob("__pycache__")], "something imported a module of the tree"
+    assert not list(root.rglob("__pycache__")), "something imported a module of the tree"
 
 
 def test_python_dash_m_from_inside_the_tree_runs_nothing_from_it(tmp_path: Path) -> None:

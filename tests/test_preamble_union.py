@@ -265,14 +265,16 @@ def test_a_header_only_the_device_preamble_holds_is_a_dependency_of_the_cached_r
     (and the pass does not enter it itself); the cached result must depend on it all the same."""
     root, cache = new_tree(tmp_path)
     headers = root / "include" / "sgl_kernel"
-    (headers / "alpha.h").write_text('#pragma once\n#include <cstdint>\n#ifdef __CUDA_ARCH__\n#include "../alpha_device.h"\n'
-                                      "#endif\nnamespace sglang {\n/// \\brief A value.\nstruct Alpha {\n  int32_t v;\n};\n}\n")
+    (headers / "alpha.h").write_text('#pragma once\n#include <cstdint>\n#ifdef __CUDA_ARCH__\n'
+                                      '#include "../alpha_device.h"\n#endif\nnamespace sglang {\n'
+                                      "/// \\brief A value.\nstruct Alpha {\n  int32_t v;\n};\n}\n")
     device_only = root / "include" / "alpha_device.h"
     device_only.write_text("#pragma once\nusing AlphaScale = float;\n")
     body = ("namespace sglang {\n#ifdef __CUDA_ARCH__\n/// \\brief Device-only.\n"
             "__device__ AlphaScale scale(AlphaScale v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
     path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
-    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"), PreambleCache(static_root(cache) / "preamble"))
+    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"),
+                      PreambleCache(static_root(cache) / "preamble"))
     [device] = unit.device_passes
     assert device.unit.preamble is not None and device.unit.errors == []
     assert not any(dep.endswith("alpha_device.h") for dep in (*unit.deps, *device.unit.deps))
@@ -347,6 +349,7 @@ def test_a_header_only_the_device_pass_enters_is_a_dependency_of_the_cached_resu
     header = root / "csrc" / "device_side.h"
     header.write_text("#pragma once\nusing Index = unsigned;\n")
     body = ('namespace sglang {\n#ifdef __CUDA_ARCH__\n#include "device_side.h"\n'
-            "/// \\brief Device-only.\n__device__ Index twice(Index v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
+            "/// \\brief Device-only.\n__device__ Index twice(Index v) { return 2 * v; }\n#endif\n"
+            "}  // namespace sglang\n")
     path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
     rechecked_after_edit(path, root, cache, header, "#pragma once\nusing Index = int;\n")

@@ -323,7 +323,7 @@ __device__ void f(T* dst, const float& ref, Counter* counters, int n) {
     f = found["f"]
     body = f.body
     assert body is not None
-    dst, ref, counters, n = f.params
+    dst, ref, _counters, n = f.params
     assert (dst.is_reference, ref.is_reference, ref.canonical_kind, dst.canonical_kind) == (
         False, True, "LValueReference", "Pointer")
     local_decl, lambda_decl, call, method_call, trait_call, asm = body.stmts

@@ -33,7 +33,7 @@ def test_values_derived_from_the_thread_index(functions_of) -> None:
     analysis = ThreadDependence(found["program"])
     body = found["k"].body
     assert body is not None
-    names = {name for name in analysis.locals(body).values()}
+    names = set(analysis.locals(body).values())
     # a uniform argument makes `through` uniform; a helper that returns the lane does not;
     # assignments and lambdas are not followed
     assert names == {"tid", "derived", "passed", "helper", "nested"}

@@ -141,7 +141,7 @@ def test_static_job_gates_on_the_diff_and_uploads_sarif(name, workflow):
     static = [(job_name, job) for job_name, job in workflow["jobs"].items()
               if any("--diff" in words for words in _job_commands(job))]
     assert len(static) == 1, f"{name}: one job should run `kernel-check --diff`"
-    job_name, job = static[0]
+    _job_name, job = static[0]
     commands = _job_commands(job)
     diff = next(words for words in commands if "--diff" in words)
     args = cli.build_check_parser().parse_args(diff[1:])

@@ -49,7 +49,8 @@ def read_before_wait(text: str) -> Planted | None:
     for kernel, wait in _kernels_with_wait(text):
         param = _CONST_POINTER_PARAM.search(kernel.group(2))
         if param is not None:
-            return _insert_line(text, wait.start(), f"{wait.group(1)}const auto kc_planted_early = {param.group(1)}[0];")
+            return _insert_line(text, wait.start(),
+                                f"{wait.group(1)}const auto kc_planted_early = {param.group(1)}[0];")
     return None
 
 

@@ -31,7 +31,8 @@ def load(name: str, source: str, symbol: str):
 
 
 def set_mla_kv_buffer_ignores_the_loc_stride() -> str:
-    kernel = load("set_mla_kv_buffer", "elementwise/set_mla_kv_buffer.cuh", "SetMlaKVBufferKernel<1024, 128, false>::run")
+    kernel = load("set_mla_kv_buffer", "elementwise/set_mla_kv_buffer.cuh",
+                  "SetMlaKVBufferKernel<1024, 128, false>::run")
     rows, batch = 64, 8
     ids = torch.arange(0, 2 * batch, 2, device="cuda", dtype=torch.int64)  # rows 0, 2, 4, ...
     loc = torch.stack([ids, ids + 1], dim=1)[:, 0]  # the same ids as a stride-2 view

@@ -17,6 +17,7 @@ checkout (an editable install imports `kernel_check` from `src/kernel_check/`).
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -63,7 +64,7 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
 def library_root(args: Sequence[str]) -> Path | None:
     """The first `-I` directory of a compile command that holds `sgl_kernel/`: the header
     library the file is checked (and built) against."""
-    for flag, value in zip(args, args[1:]):
+    for flag, value in itertools.pairwise(args):
         if flag == "-I" and (Path(value) / LIBRARY).is_dir():
             return Path(value)
     return None

@@ -100,7 +100,7 @@ class _Worker:
         # A forked worker is its files' bounded unit; its stderr during a file goes into
         # this (unlinked) file, which this process can still read once the worker is dead.
         self.errors = tempfile.TemporaryFile(prefix="kernel-check-worker-") \
-            if ctx.get_start_method() == "fork" else None
+            if ctx.get_start_method() == "fork" else None  # noqa: SIM115 - open for the worker's life; close() closes it
         errors_fd = self.errors.fileno() if self.errors is not None else None
         self.process = ctx.Process(target=_worker_main, daemon=True,
                                    args=(child, session.options, session.results, errors_fd))

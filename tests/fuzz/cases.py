@@ -516,8 +516,9 @@ def _check_erroneous_declarations(path: Path, case: Case, env: Environment, rule
 
 # -- the command line ---------------------------------------------------------------------------
 def _run_cli(case: Case, root: Path, env: Environment, outcome: Outcome) -> None:
-    script = Path(sys.executable).with_name("kernel-check")  # as pre-commit runs it (not `-m`, which
-    command = [str(script)] if script.is_file() else [sys.executable, "-P", "-m", "kernel_check"]  # puts cwd on sys.path)
+    # as pre-commit runs it (not `-m`, which puts cwd on sys.path)
+    script = Path(sys.executable).with_name("kernel-check")
+    command = [str(script)] if script.is_file() else [sys.executable, "-P", "-m", "kernel_check"]
     argv = [*command, str(root), "--mode", "hermetic", "--cache-dir", str(env.cache_dir), *case.cli_args]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
     proc = subprocess.run(argv, capture_output=True, timeout=600, cwd=root, env=environ,

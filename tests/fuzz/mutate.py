@@ -63,7 +63,7 @@ def _insert_at_line(data: bytes, rng: random.Random, ctx: Context, text: bytes) 
 def _n(rng: random.Random, ctx: Context, low: int, high: int) -> int:
     """A size between `low` and `high` (log-uniform), scaled by the profile."""
     high = max(low, int(high * ctx.size))
-    value = int(round(low * (high / low) ** rng.random())) if low > 0 else rng.randint(0, high)
+    value = round(low * (high / low) ** rng.random()) if low > 0 else rng.randint(0, high)
     return max(low, min(high, value))
 
 

@@ -132,7 +132,8 @@ def _tol(dtype):
 
 
 def _padded_rows(rows: int, cols: int, pad: int, dtype) -> torch.Tensor:
-    """A `[rows, cols]` view with row stride `cols + pad` (pad keeps 16-byte alignment when it is a multiple of 16 bytes)."""
+    """A `[rows, cols]` view with row stride `cols + pad` (pad keeps 16-byte alignment when it is a
+    multiple of 16 bytes)."""
     base = torch.randn(rows, cols + pad, device=DEV).to(dtype)
     return base[:, :cols]
 
@@ -386,7 +387,10 @@ def test_per_tensor_quant_fp8_zero_input():
 
 def _bad_cases():
     h = torch.float16
-    x = lambda *s: torch.randn(*s, device=DEV).to(h)  # noqa: E731
+
+    def x(*s):
+        return torch.randn(*s, device=DEV).to(h)
+
     cases = {
         "scale_cpu": (lambda: scale_w.scale(torch.randn(64, dtype=h), 2.0), r"`dst`.*CUDA|CUDA"),
         "scale_misaligned": (lambda: scale_w.scale(x(65)[1:], 2.0), r"`src`.*misaligned"),
@@ -449,14 +453,15 @@ def test_bad_input_rejected(case):
 # ---------------------------------------------------------------------------
 
 
-def _time_ms(fn, iters: int = 20) -> float:
+def _time_ms(fn, *args, iters: int = 20, **kwargs) -> float:
+    """Milliseconds per `fn(*args, **kwargs)`, averaged over `iters` calls after 3 warm-up calls."""
     for _ in range(3):
-        fn()
+        fn(*args, **kwargs)
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(iters):
-        fn()
+        fn(*args, **kwargs)
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / iters
@@ -469,41 +474,41 @@ def measure_bandwidth() -> list[tuple[str, float, float]]:
     bf = torch.bfloat16
     x = torch.randn(n, device=DEV, dtype=bf)
     y = torch.empty_like(x)
-    ms = _time_ms(lambda: y.copy_(x))
+    ms = _time_ms(y.copy_, x)
     results.append(("torch copy bf16 (reference)", 2 * x.numel() * 2 / ms / 1e6, ms))
-    ms = _time_ms(lambda: scale_w.scale(x, 2.0, out=y))
+    ms = _time_ms(scale_w.scale, x, 2.0, out=y)
     results.append(("scale bf16 256M", 2 * n * 2 / ms / 1e6, ms))
-    ms = _time_ms(lambda: cast_w.cast(x, FP8))
+    ms = _time_ms(cast_w.cast, x, FP8)
     results.append(("cast bf16->fp8 256M", n * 3 / ms / 1e6, ms))
     x2 = x.view(1 << 14, 1 << 14)
-    ms = _time_ms(lambda: quant_w.per_tensor_quant_fp8(x2))
+    ms = _time_ms(quant_w.per_tensor_quant_fp8, x2)
     results.append(("per_tensor_quant_fp8 dynamic bf16 256M (2 passes: 5 B/elem)", n * 5 / ms / 1e6, ms))
     del y
     act_in = x.view(1 << 15, 1 << 13)  # rows, 2 * d with d = 4096
-    ms = _time_ms(lambda: act_w.silu_and_mul(act_in))
+    ms = _time_ms(act_w.silu_and_mul, act_in)
     results.append(("silu_and_mul bf16 [32768, 2*4096]", act_in.numel() * 2 * 1.5 / ms / 1e6, ms))
     h = x.view(1 << 16, 1 << 12)  # 65536 x 4096
     w = torch.randn(1 << 12, device=DEV, dtype=bf)
     out = torch.empty_like(h)
-    ms = _time_ms(lambda: rmsnorm_w.rmsnorm(h, w, 1e-6, out=out))
+    ms = _time_ms(rmsnorm_w.rmsnorm, h, w, 1e-6, out=out)
     results.append(("rmsnorm bf16 [65536, 4096] (cta)", 2 * h.numel() * 2 / ms / 1e6, ms))
     r = torch.randn_like(h)
-    ms = _time_ms(lambda: rmsnorm_w.fused_add_rmsnorm(h, r, w, 1e-6))
+    ms = _time_ms(rmsnorm_w.fused_add_rmsnorm, h, r, w, 1e-6)
     results.append(("fused_add_rmsnorm bf16 [65536, 4096]", 4 * h.numel() * 2 / ms / 1e6, ms))
     hs = x.view(1 << 21, 128)
     outs = torch.empty_like(hs)
     ws = torch.randn(128, device=DEV, dtype=bf)
-    ms = _time_ms(lambda: rmsnorm_w.rmsnorm(hs, ws, 1e-6, out=outs))
+    ms = _time_ms(rmsnorm_w.rmsnorm, hs, ws, 1e-6, out=outs)
     results.append(("rmsnorm bf16 [2M, 128] (warp)", 2 * hs.numel() * 2 / ms / 1e6, ms))
     del out, r, outs
     qkv = x.view(1 << 17, 2048)[:, : (8 + 2 + 2) * 128]  # 131072 tokens, 8 q + 2 k + 2 v heads of 128
     q = qkv[:, : 8 * 128].view(-1, 8, 128)
     k = qkv[:, 8 * 128 : 10 * 128].view(-1, 2, 128)
-    ms = _time_ms(lambda: qknorm_w.qknorm(q, k, ws, ws, 1e-6))
+    ms = _time_ms(qknorm_w.qknorm, q, k, ws, ws, 1e-6)
     results.append(("qknorm bf16 131072 tok x (8+2) heads x 128", 2 * (q.numel() + k.numel()) * 2 / ms / 1e6, ms))
     cache = _cos_sin_cache(8192, 128)
     pos = torch.randint(0, 8192, (q.shape[0],), device=DEV)
-    ms = _time_ms(lambda: rope_w.rotary_embedding(pos, q, k, cache, True))
+    ms = _time_ms(rope_w.rotary_embedding, pos, q, k, cache, True)
     moved = 2 * (q.numel() + k.numel()) * 2 + q.shape[0] * 128 * 4
     results.append(("rotary_embedding neox bf16 131072 tok x (8+2) heads", moved / ms / 1e6, ms))
     del x, x2, act_in, h, hs, qkv, q, k
@@ -513,7 +518,7 @@ def measure_bandwidth() -> list[tuple[str, float, float]]:
     kc = torch.empty(slots, row, device=DEV, dtype=bf)
     vc = torch.empty_like(kc)
     idx = torch.randperm(slots, device=DEV)[:tokens]
-    ms = _time_ms(lambda: store_w.store_cache(kv[0], kv[1], kc, vc, idx))
+    ms = _time_ms(store_w.store_cache, kv[0], kv[1], kc, vc, idx)
     results.append(("store_cache bf16 65536 tok x 1024 (2 KiB rows)", 4 * tokens * row * 2 / ms / 1e6, ms))
     return results
 

@@ -127,7 +127,8 @@ class _Extractor:
         self.model.functions.append(function)
         if body is not None:
             self._collect_launches(cursor, function)
-            collect_function_facts(self.model, self.program, function, self.program.function(cursor), self.data, self.path)
+            collect_function_facts(self.model, self.program, function, self.program.function(cursor), self.data,
+                                   self.path)
             self.dataflow.add_function(cursor, body, function)
             if kind is not FunctionKind.HOST:
                 tree = self.program.function(cursor).body

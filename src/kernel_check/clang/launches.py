@@ -197,7 +197,8 @@ class LaunchResolver:
         text = " ".join(source_text(self.data, value.span).split())
         return PdlFlag(self.consts.value(cursor_of(value)), text or "true")
 
-    def candidate(self, arguments: _Arguments | None, declaration: ci.Cursor, guard: ConstExpr | None) -> LaunchedKernel:
+    def candidate(self, arguments: _Arguments | None, declaration: ci.Cursor,
+                  guard: ConstExpr | None) -> LaunchedKernel:
         """The kernel `declaration` launched with `arguments` (None: not known)."""
         return LaunchedKernel(
             name=declaration.spelling,
@@ -287,7 +288,7 @@ class _Resolution:
         if direct is not None:
             key = add(*direct, None)
             found = {key: found[key], **found}
-        return {kernel: declaration for kernel, declaration in found.values()}
+        return dict(found.values())
 
     def _selected(self, expression: Expr, guard: ConstExpr | None,
                   depth: int) -> Iterator[tuple[_Arguments | None, ci.Cursor | None, ConstExpr | None]]:

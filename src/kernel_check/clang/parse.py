@@ -101,7 +101,7 @@ def _speed_up_bindings(module: Any) -> None:
         return self._kind_id == _NULL_CURSOR_KIND and not self.data[0] and not self.data[1] and not self.data[2]
 
     try:
-        module.conf.lib  # loads libclang, which sets conf.null_cursor
+        module.conf.lib  # noqa: B018 - reading it loads libclang, which sets conf.null_cursor
         null = module.conf.null_cursor
         if not (is_null(null) and original_is_null(null)):
             return

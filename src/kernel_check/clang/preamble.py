@@ -88,6 +88,7 @@ where it includes them.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import re
@@ -1012,14 +1013,11 @@ def _changes_macros_before_includes(data: bytes) -> bool:
     if last_include is None:
         return False
     guards = {m.start(2) for m in _GUARD_RE.finditer(data, 0, last_include)}
-    for change in _MACRO_CHANGE_RE.finditer(data, 0, last_include):
-        if change.start() not in guards:
-            return True
-    return False
+    return any(change.start() not in guards for change in _MACRO_CHANGE_RE.finditer(data, 0, last_include))
 
 
 def _first_sgl_include_dir(args: tuple[str, ...]) -> str | None:
-    for flag, value in zip(args, args[1:]):
+    for flag, value in itertools.pairwise(args):
         if flag == "-I" and os.path.isdir(os.path.join(value, "sgl_kernel")):
             return value
     return None
@@ -1114,11 +1112,9 @@ def _prune(directory: Path, keep: set[Any]) -> None:
     for child in children:
         name = child.name
         try:
-            if name.endswith(".pch") and name not in keep:
-                child.unlink()
-            elif name.endswith(".graph.json") and name[:-len(".graph.json")] + ".pch" not in keep:
-                child.unlink()
-            elif name.endswith(".tmp") and now - child.stat().st_mtime > 3600:
+            if ((name.endswith(".pch") and name not in keep)
+                    or (name.endswith(".graph.json") and name[:-len(".graph.json")] + ".pch" not in keep)
+                    or (name.endswith(".tmp") and now - child.stat().st_mtime > 3600)):
                 child.unlink()
         except OSError:
             continue

@@ -212,8 +212,10 @@ def initializer_list_fields(init_list: ci.Cursor, field_name: str,
         designator = next((c for c in children(value) if c.kind == K.MEMBER_REF), None)
         if designator is not None:
             name = designator.spelling
+        elif index < len(fields):
+            name = fields[index]
         else:
-            name = fields[index] if index < len(fields) else ""
+            name = ""
         elements.append((value, field_name or name))
     return elements
 

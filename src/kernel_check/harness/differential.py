@@ -178,8 +178,8 @@ class RevisionReference:
             sizes_fit = all(sizes.get(k, int(v)) == int(v) for k, v in inst.sizes.items())
             if dtypes_fit and sizes_fit:
                 return inst
-        raise ValueError(f"no build at {self.rev} takes these inputs "
-                         f"(dtypes {[str(v.dtype) for v in inputs.values() if hasattr(v, 'dtype')]}, sizes {dict(sizes)})")
+        dtypes = [str(v.dtype) for v in inputs.values() if hasattr(v, "dtype")]
+        raise ValueError(f"no build at {self.rev} takes these inputs (dtypes {dtypes}, sizes {dict(sizes)})")
 
     def _shape(self, tensor: Tensor, sizes: Mapping[str, int]) -> tuple[int, ...]:
         missing = [d for d in tensor.shape if isinstance(d, str) and d not in sizes]
@@ -223,7 +223,8 @@ def write_generated(dest: Path, rev: str, items: Sequence[Mapping[str, Any]]) ->
 # ----- findings -----
 
 
-def restore_paths(findings: Sequence[Finding], originals: Mapping[str, str], generated: Path, rev: str) -> list[Finding]:
+def restore_paths(findings: Sequence[Finding], originals: Mapping[str, str], generated: Path,
+                  rev: str) -> list[Finding]:
     """Findings as the user's spec files would have produced them, KD101 naming REV."""
     from ..paths import display_path
 

@@ -34,7 +34,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import AccessKind, ConstExpr, Function, FunctionKind, MatcherChain, SourceModel, split_template_arguments
+from ..model import (
+    AccessKind,
+    ConstExpr,
+    Function,
+    FunctionKind,
+    MatcherChain,
+    SourceModel,
+    split_template_arguments,
+)
 from ..summaries import AccessSummaries
 from .spec import DTYPES, TAILS, Role
 
@@ -414,7 +422,8 @@ def _call_name(node: ast.AST) -> str:
 def _load_jit_calls(function: ast.FunctionDef, cuda_file: str) -> list[WrapperCall]:
     cpp_args: dict[str, tuple[str, ...]] = {}
     for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _call_name(node.value) == "make_cpp_args":
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and _call_name(node.value) == "make_cpp_args"):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     cpp_args[target.id] = tuple(_argument_source(a) for a in node.value.args)
@@ -582,7 +591,8 @@ def instantiations(model: SourceModel, launcher: Function, pdl: str, values: lis
         named = dict(zip((p.name for p in params), args))
         env = {name: DTYPES[v][0] if isinstance(v, str) and v in DTYPES else v
                for name, v in named.items() if not isinstance(v, str) or v in DTYPES}
-        dtypes: dict[str, str | tuple[str, ...]] = {n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES}
+        dtypes: dict[str, str | tuple[str, ...]] = {n: v for n, v in named.items()
+                                                    if isinstance(v, str) and v in DTYPES}
         dtypes.update({t.dtype: t.runtime for t in tensors if t.runtime})
         sizes = {n: int(v) for n, v in named.items()
                  if isinstance(v, int) and not isinstance(v, bool) and any(n in t.shape for t in tensors)}

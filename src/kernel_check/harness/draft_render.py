@@ -24,7 +24,8 @@ def render(drafts: Sequence[Draft], cuh: Path) -> str:
               '"""', ""]
     tree = drafts[0].tree_variable if drafts else ""
     if tree:
-        lines += ["from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor, tree_path",
+        lines += ["from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor, "
+                  "tree_path",
                   "", f"TREE = tree_path({tree!r})  # the kernel tree: set ${tree}", ""]
     else:
         lines += ["from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor", ""]
@@ -45,7 +46,8 @@ def _render_spec(draft: Draft) -> str:
         ("symbol", repr(draft.symbol)),
         ("args", "(\n" + "".join(f"        {_render_arg(a, draft)},{_comment(a)}\n" for a in draft.args) + "    )"),
         ("reference", "None"),
-        ("instantiations", "(\n" + "".join(f"        {_render_inst(i, draft)},\n" for i in draft.instantiations) + "    )"),
+        ("instantiations",
+         "(\n" + "".join(f"        {_render_inst(i, draft)},\n" for i in draft.instantiations) + "    )"),
         ("grid", "{" + ", ".join(f"{k!r}: {_render_axis(v)}" for k, v in draft.grid.items()) + "}"),
     ]
     if draft.constraint:
@@ -54,7 +56,8 @@ def _render_spec(draft: Draft) -> str:
     if draft.extra_cuda_cflags:
         fields.append(("extra_cuda_cflags", repr(draft.extra_cuda_cflags)))
     if draft.include_dirs:
-        fields.append(("include_dirs", "(" + "".join(f"{_render_path(d, draft)}, " for d in draft.include_dirs).rstrip() + ")"))
+        dirs = "".join(f"{_render_path(d, draft)}, " for d in draft.include_dirs).rstrip()
+        fields.append(("include_dirs", f"({dirs})"))
     body = "".join(f"    {key}={value},{REFERENCE_MARKER if key == 'reference' else ''}\n" for key, value in fields)
     return f"KernelSpec(\n{body})"
 

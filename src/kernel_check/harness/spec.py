@@ -58,7 +58,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from .profiles import check_profile
 
@@ -98,8 +98,8 @@ DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
 }
 
 # a dimension: a fixed size, a grid axis ("n"), or an expression over axes ("h*d", "B+1")
-Dim = Union[str, int]
-ScalarValue = Union[bool, int, float]
+Dim = str | int
+ScalarValue = bool | int | float
 Sizes = Mapping[str, int]
 # A custom initializer: (shape, torch dtype, device, torch.Generator, sizes) -> tensor.
 InitFn = Callable[[tuple[int, ...], Any, Any, Any, Sizes], Any]
@@ -190,7 +190,7 @@ class Scalar:
         return self.value(sizes) if callable(self.value) else self.value
 
 
-Arg = Union[Tensor, Scalar]
+Arg = Tensor | Scalar
 
 
 @dataclass(frozen=True)

@@ -162,16 +162,16 @@ class Document:
             if not continued:
                 places.append((types.TextEdit(types.Range(end, end), f"  # kernel-check: ignore[{code}]"), row + 1))
             if above_allowed or not places:
-                places.append((types.TextEdit(types.Range(start, start), f"{indent}# kernel-check: ignore[{code}]{self.newline}"),
-                               row - 1))
+                above = f"{indent}# kernel-check: ignore[{code}]{self.newline}"
+                places.append((types.TextEdit(types.Range(start, start), above), row - 1))
             return places
         if continued:
             before = types.Position(row, self.index.units(line[:continued.start()]))
             return [(types.TextEdit(types.Range(before, before), f"/* kernel-check: ignore[{code}] */ "), row + 1)]
         places.append((types.TextEdit(types.Range(end, end), f"  // kernel-check: ignore[{code}]"), row + 1))
         if above_allowed:
-            places.append((types.TextEdit(types.Range(start, start), f"{indent}// kernel-check: ignore[{code}]{self.newline}"),
-                           row - 1))
+            above = f"{indent}// kernel-check: ignore[{code}]{self.newline}"
+            places.append((types.TextEdit(types.Range(start, start), above), row - 1))
         return places
 
     def _edit(self, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
