@@ -23,7 +23,8 @@ import pytest
 from kernel_check import codes, runtime
 from kernel_check.baseline import load_baseline
 from kernel_check.clang.parse import resolve_settings
-from kernel_check.cli import main, make_policy
+from kernel_check.cli import main
+from kernel_check.cli_common import make_policy
 from kernel_check.config import load_config
 from kernel_check.engine import RunOptions, check_file
 from kernel_check.finalize import TEST_STAGES, Policy, Verdict, filter_results, finalize, record_baseline

@@ -7,16 +7,26 @@ Exit codes: 0 clean, 1 findings that fail the gate, 2 usage, configuration or in
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__, codes
 from .clang.parse import ParseConfigError, resolve_settings
+from .cli_common import (
+    OneLineParser,
+    UsageError,
+    add_baseline_options,
+    add_selection_options,
+    emit,
+    policy_from_args,
+    positive_int,
+    refuse_output_over_inputs,
+    use_color,
+)
 from .config import Config, ConfigError, load_config, print_warnings, real_path
 from .discover import DiscoveryError, discover
 from .paths import display_path
@@ -48,38 +58,6 @@ commands:
 
 `kernel-check COMMAND --help` describes a command's options."""
 PROGRESS_DELAY_S = 2.0  # a run shorter than this shows no progress line
-
-
-class UsageError(Exception):
-    """A bad command line; argparse-style one-line message and exit code 2."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        raise UsageError(message)
-
-
-def _comma_list(value: str) -> list[str]:
-    return [item.strip().upper() for item in value.split(",") if item.strip()]
-
-
-def add_selection_options(group: argparse._ActionsContainer) -> None:
-    """`--select`/`--ignore` (repeated flags accumulate) and `--exit-zero`: the same for the
-    static check, `build` and `test`."""
-    group.add_argument("--select", type=_comma_list, action="extend", default=[], metavar="CODES",
-                       help="codes or prefixes to enable, comma-separated (repeatable; replaces config `select`)")
-    group.add_argument("--ignore", type=_comma_list, action="extend", default=[], metavar="CODES",
-                       help="codes or prefixes to disable, comma-separated (repeatable; adds to config `ignore`)")
-    group.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
-
-
-def add_baseline_options(group: argparse._ActionsContainer) -> None:
-    """`--baseline` and `--write-baseline`: the same for the static check, `build` and `test`
-    (one baseline file holds every stage's entries; each run replaces only its own)."""
-    group.add_argument("--baseline", type=Path, metavar="FILE",
-                       help="hide the findings recorded in FILE (default: config `baseline`)")
-    group.add_argument("--write-baseline", type=Path, metavar="FILE",
-                       help="record the current findings in FILE, then exit 0")
 
 
 def build_check_parser() -> argparse.ArgumentParser:
@@ -229,23 +207,6 @@ def _available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _positive(cast: Callable[[str], float], noun: str) -> Callable[[str], float]:
-    """An argparse `type` that takes a finite number above zero (a count, a time limit)."""
-    def parse(value: str) -> float:
-        try:
-            number = cast(value)
-        except ValueError:
-            number = math.nan
-        if not (math.isfinite(number) and number > 0):
-            raise argparse.ArgumentTypeError(f"expected a positive {noun}, got {value!r}")
-        return number
-    return parse
-
-
-positive_int = _positive(int, "integer")
-positive_seconds = _positive(float, "number of seconds")
-
-
 def run_check(args: argparse.Namespace, buffer: bytes | None = None, sessions: WarmSessions | None = None) -> CheckRun:
     """The static run the flags ask for. With `--stdin-filename`, `buffer` stands for standard
     input; `sessions` keeps the caches warm from one call to the next (`kernel-check server`)."""
@@ -311,89 +272,6 @@ def _with_buffer_lines(results: list[FileResult], buffers: dict[Path, bytes]) ->
             result.findings = [replace(f, source_line=lines[f.line - 1]) if 1 <= f.line <= len(lines) else f
                                for f in result.findings]
     return results
-
-
-def policy_from_args(args: argparse.Namespace, config: Config, stages: frozenset[codes.Language]) -> Policy:
-    """The run's policy from a command's flags (`add_selection_options`, `add_baseline_options`
-    and, for the static check, `--strict` and `--diff`)."""
-    return make_policy(config, stages, select=args.select, ignore=args.ignore, strict=args.strict,
-                       paths=getattr(args, "paths", None) or [Path(".")], baseline=getattr(args, "baseline", None),
-                       writes_baseline=getattr(args, "write_baseline", None) is not None,
-                       diff=getattr(args, "diff", None))
-
-
-def make_policy(config: Config, stages: frozenset[codes.Language], *, select: Sequence[str] = (),
-                ignore: Sequence[str] = (), strict: bool = False, paths: Sequence[Path] = (),
-                baseline: Path | None = None, writes_baseline: bool = False, diff: str | None = None) -> Policy:
-    """What decides a run's report and exit status (`finalize.py`). Validates the codes, then
-    loads `--diff` and the baseline (`baseline`, else config `baseline`; none when the run
-    writes one), all before the (slow) run."""
-    from .baseline import configured_path, load_baseline
-    from .diff import load_diff
-    from .finalize import Policy
-
-    validate_selection(config, select, ignore)
-    if writes_baseline and diff:
-        raise UsageError("--write-baseline records every finding; it cannot be combined with --diff")
-    scope = load_diff(diff, (list(paths) or [Path(".")])[0]) if diff else None
-    path = None if writes_baseline else configured_path(baseline, config)
-    return Policy(config, stages, tuple(select), tuple(ignore), strict=strict or bool(config.get("strict")),
-                  baseline=load_baseline(path) if path is not None else None, diff=scope, paths=tuple(paths))
-
-
-def validate_selection(config: Config, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> None:
-    """`--select`/`--ignore` and the configured codes name rules (a typo is an error, as in ruff)."""
-    from .filter import unknown_selector
-
-    for origin, given in (("--select", select), ("--ignore", ignore)):
-        if bad := next((c for c in given if unknown_selector(c)), None):
-            raise UsageError(f"{origin}: unknown rule code or prefix '{bad}' (see `kernel-check rules`)")
-    configured = {key: config.get(key) for key in ("select", "ignore", "severity")}
-    configured.update({f"per-file-ignores '{glob}'": listed for glob, listed in config.get("per-file-ignores").items()})
-    for key, listed in configured.items():
-        exact = key == "severity"  # a severity names one code, not a prefix
-        if bad := next((c for c in listed if (codes.lookup(c) is None if exact else unknown_selector(c))), None):
-            raise ConfigError(f"{config.source or config.root}: [tool.kernel-check] {key}: "
-                              f"unknown rule code {'' if exact else 'or prefix '}'{bad}' (see `kernel-check rules`)")
-
-
-def use_color(choice: str, output: Path | None) -> bool:
-    """`--color`; `auto`: never into a file, never with NO_COLOR set, always with FORCE_COLOR
-    set (a CI log that renders colors), else when stdout is a terminal that is not TERM=dumb."""
-    if choice != "auto":
-        return choice == "always"
-    if output is not None or os.environ.get("NO_COLOR"):
-        return False
-    return bool(os.environ.get("FORCE_COLOR")) or is_terminal(sys.stdout)
-
-
-def refuse_output_over_inputs(output: Path | None, inputs: Iterable[Path | str], policy: Policy) -> None:
-    """`-o FILE` must not name a file the run reads (an input path, a discovered file, the
-    configuration, the baseline): the report would replace it. Every command that takes `-o`
-    calls this once its inputs are known, before it writes anything."""
-    if output is None or not output.exists():
-        return  # a file that does not exist yet is none of the inputs
-    target = output.stat()
-    sources = (policy.config.source, policy.baseline.source if policy.baseline is not None else None)
-    for path in [*inputs, *(s for s in sources if s is not None)]:
-        try:
-            same = os.path.samestat(target, os.stat(path))
-        except OSError:
-            continue  # gone or unreadable: the run reports it, it is not the output
-        if same and not Path(path).is_dir():
-            raise UsageError(f"--output {output}: is {display_path(path)}, which this run reads; "
-                             "the report would overwrite it (give another file)")
-
-
-def emit(text: str, output: Path | None) -> None:
-    """The report on stdout, or into `output` (a file that cannot be written is a usage error)."""
-    if output is None:
-        sys.stdout.write(text + ("\n" if text else ""))
-    else:
-        try:
-            output.write_text(text + "\n", encoding="utf-8")
-        except OSError as error:
-            raise UsageError(f"{output}: cannot write the report: {error.strerror or error}") from None
 
 
 def command_check(argv: Sequence[str]) -> int:

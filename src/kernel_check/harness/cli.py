@@ -31,6 +31,17 @@ from ..build import (
     nvcc_available,
     wrapper_targets,
 )
+from ..cli_common import (
+    OneLineParser,
+    add_baseline_options,
+    add_selection_options,
+    emit,
+    policy_from_args,
+    positive_seconds,
+    refuse_output_over_inputs,
+    use_color,
+)
+from ..cli_common import UsageError as CommandLineError  # what the one-line parser raises
 from ..config import Config, ConfigError, load_config, print_warnings
 from ..diff import DiffError
 from ..finalize import BUILD_STAGES, SANITIZE_STAGES, TEST_STAGES, Policy, filter_results, finalize, record_baseline
@@ -60,7 +71,6 @@ def _tools(value: str) -> tuple[str, ...]:
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
     """The report, gate and baseline flags, as the static command spells them (`kernel_check.cli`)."""
-    from ..cli import add_baseline_options, add_selection_options
     from ..report import FORMATS
 
     parser.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
@@ -73,10 +83,7 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    # a usage error is one line and exit 2, as for the static check
-    from ..cli import OneLineParser, positive_seconds
-
-    parser = OneLineParser(prog="kernel-check")
+    parser = OneLineParser(prog="kernel-check")  # a usage error is one line and exit 2, as for the static check
     sub = parser.add_subparsers(dest="command", required=True)
 
     test = sub.add_parser("test", help="build and run kernel specs (*_spec.py) on the GPU")
@@ -183,8 +190,6 @@ def _config(args: argparse.Namespace) -> Config:
 
 def _policy(args: argparse.Namespace, config: Config, stages: frozenset) -> Policy:
     """Codes, baseline and gate: checked before the (slow) build, so a typo costs nothing."""
-    from ..cli import policy_from_args
-
     try:
         return policy_from_args(args, config, stages)
     except ConfigError as exc:
@@ -196,9 +201,7 @@ def _policy(args: argparse.Namespace, config: Config, stages: frozenset) -> Poli
 def _refuse_output_over_inputs(args: argparse.Namespace, policy: Policy, specs: Sequence[KernelSpec] = (),
                                files: Sequence[Path | str] = ()) -> None:
     """`-o FILE` naming a path given, a spec, its kernel source or another file the run reads
-    (`files`) is refused before the run (`kernel_check.cli.refuse_output_over_inputs`)."""
-    from ..cli import refuse_output_over_inputs
-
+    (`files`) is refused before the run (`kernel_check.cli_common.refuse_output_over_inputs`)."""
     read = [*getattr(args, "paths", ()), *files, *(s.spec_path for s in specs), *_sources(specs)]
     refuse_output_over_inputs(args.output, read, policy)
 
@@ -208,7 +211,6 @@ def _emit(findings: list[Finding], args: argparse.Namespace, policy: Policy, sou
     """The shared back end (`finalize.py`) over the run's findings, then the report or the
     baseline. `sources`: the kernel sources the run exercised; `unfinished`: those of specs a
     stop cut off."""
-    from ..cli import emit, use_color
     from ..report import Summary, render
 
     results = filter_results(findings, policy, sources, unfinished)
@@ -434,8 +436,6 @@ COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize, "spec": _spec
 
 
 def main(argv: list[str]) -> int:
-    from ..cli import UsageError as CommandLineError  # what the one-line parser raises
-
     try:
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args, _config(args))

@@ -119,7 +119,7 @@ class SpecItem(pytest.Item):
     def policy(self, stages: frozenset) -> Policy:
         """What ``kernel-check test`` would use in the spec's project, run with no flags."""
         from ..baseline import BaselineError
-        from ..cli import UsageError, make_policy
+        from ..cli_common import UsageError, make_policy
         from ..config import ConfigError, load_config
         from ..diff import DiffError
         from ..registry import load_rules
