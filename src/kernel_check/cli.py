@@ -7,6 +7,7 @@ Exit codes: 0 clean, 1 findings that fail the gate, 2 usage, configuration or in
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__, codes
-from .clang.parse import ParseConfigError, resolve_settings
+from .clang.parse import resolve_settings
 from .cli_common import (
     OneLineParser,
     UsageError,
@@ -26,9 +27,10 @@ from .cli_common import (
     positive_int,
     refuse_output_over_inputs,
     use_color,
+    user_errors,
 )
-from .config import Config, ConfigError, load_config, print_warnings, real_path
-from .discover import DiscoveryError, discover
+from .config import Config, load_config, print_warnings, real_path
+from .discover import discover
 from .paths import display_path
 from .progress import is_terminal
 from .registry import all_rules, get_rule
@@ -37,6 +39,7 @@ if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` n
     from .cache_session import WarmSessions
     from .engine import CacheOptions, RunOptions
     from .finalize import Policy
+    from .finding import Finding
     from .fix import FileFix
     from .progress import Progress
     from .results import FileResult
@@ -422,6 +425,17 @@ def command_clean(argv: Sequence[str]) -> int:
     return EXIT_CLEAN
 
 
+def check_document(path: Path, data: bytes, sessions: WarmSessions, flags: Sequence[str] = ()) -> list[Finding]:
+    """What `kernel-check --stdin-filename PATH --force-exclude FLAGS` reports for `data`: the
+    language server's check of an open document (`serve` is given it), its caches kept warm
+    in `sessions`."""
+    from .finalize import finalize
+
+    args = build_check_parser().parse_args(["--stdin-filename", str(path), "--force-exclude", *flags])
+    run = run_check(args, buffer=data, sessions=sessions)
+    return finalize(run.results, run.policy).findings
+
+
 def command_server(argv: Sequence[str]) -> int:
     args = _server_parser().parse_args(list(argv))
     try:
@@ -430,7 +444,8 @@ def command_server(argv: Sequence[str]) -> int:
         if (error.name or "").partition(".")[0] not in ("pygls", "lsprotocol"):
             raise
         raise UsageError("the language server needs pygls: pip install 'kernel-check[server]'") from None
-    return serve(["--cache-dir", str(args.cache_dir)] if args.cache_dir is not None else [])
+    flags = ["--cache-dir", str(args.cache_dir)] if args.cache_dir is not None else []
+    return serve(functools.partial(check_document, flags=flags))
 
 
 def command_harness(argv: Sequence[str]) -> int:
@@ -446,18 +461,6 @@ SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "check": command_check,
     "server": command_server,
 }
-
-
-def _user_errors() -> tuple[type[Exception], ...]:
-    """The errors that are the user's to fix: one line and exit 2, no traceback. (Imported
-    here, on the error path: the `--diff` and baseline modules load where they are used.)"""
-    from .baseline import BaselineError
-    from .cache import NotACache
-    from .diff import DiffError
-    from .fix import WriteRefused
-
-    return (UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache,
-            WriteRefused)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -477,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
     except Exception as error:  # never a traceback for users; KERNEL_CHECK_DEBUG=1 shows it
-        if isinstance(error, _user_errors()):
+        if isinstance(error, user_errors()):
             print(f"kernel-check: error: {error}", file=sys.stderr)
             return EXIT_ERROR
         if os.environ.get("KERNEL_CHECK_DEBUG"):

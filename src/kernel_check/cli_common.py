@@ -1,5 +1,6 @@
 """What the command lines (`kernel_check.cli`, `kernel_check.harness.cli`) share: the one-line
-usage errors, the selection and baseline flags and the policy they make, and where the report goes."""
+usage errors and which errors are the user's (the language server's too), the selection and
+baseline flags and the policy they make, positive-number flags, and where the report goes."""
 
 from __future__ import annotations
 
@@ -67,6 +68,20 @@ def _positive(cast: Callable[[str], float], noun: str) -> Callable[[str], float]
 
 positive_int = _positive(int, "integer")
 positive_seconds = _positive(float, "number of seconds")
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """The errors that are the user's to fix: one line and exit 2, no traceback. (Imported
+    here, on the error path: the `--diff` and baseline modules load where they are used.)"""
+    from .baseline import BaselineError
+    from .cache import NotACache
+    from .clang.parse import ParseConfigError
+    from .diff import DiffError
+    from .discover import DiscoveryError
+    from .fix import WriteRefused
+
+    return (UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache,
+            WriteRefused)
 
 
 def policy_from_args(args: argparse.Namespace, config: Config, stages: frozenset[codes.Language]) -> Policy:

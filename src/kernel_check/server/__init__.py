@@ -2,9 +2,10 @@
 
 Each open `.cuh`/`.cu`/`.py` document (any source `discover.is_source` accepts) is checked
 the way `kernel-check --stdin-filename PATH --force-exclude < buffer` checks it
-(`cli.run_check`: the project's configuration found from PATH, its baseline, its
-per-file-ignores and excludes) on open, on save and on every change -- a burst of typing
-once it stops (`DEBOUNCE_S`) -- and the findings are published as diagnostics. Code
+(`cli.check_document`, which `kernel-check server` hands to `serve`: the project's
+configuration found from PATH, its baseline, its per-file-ignores and excludes) on open,
+on save and on every change -- a burst of typing once it stops (`DEBOUNCE_S`) -- and the
+findings are published as diagnostics. Code
 actions (`actions.py`) offer each finding's safe fix, all of them at once, and a
 suppression comment.
 
@@ -30,17 +31,24 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..cli_common import user_errors
 from ..discover import is_source
 from ..finding import Finding
 from .actions import FIX_ALL, Document
 from .positions import UTF16, encode
 
+if TYPE_CHECKING:  # the caches load with the first check
+    from ..cache_session import WarmSessions
+
+# The check of one document: its path, its bytes and the warm caches -> the findings the
+# command line reports for them (`cli.check_document`; the command line starts the server).
+CheckDocument = Callable[[Path, bytes, "WarmSessions"], list[Finding]]
 DEBOUNCE_S = 0.15  # changes less than this apart are one burst of typing: checked once it stops
 log = logging.getLogger("kernel-check.server")
 
@@ -77,11 +85,11 @@ class CheckFailed(Exception):
 class KernelCheckServer(LanguageServer):
     """The language server: the open documents' check state on top of pygls."""
 
-    def __init__(self, check_flags: list[str]) -> None:
+    def __init__(self, check: CheckDocument) -> None:
         super().__init__("kernel-check", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
         from ..cache_session import WarmSessions
 
-        self.check_flags = check_flags  # `--cache-dir DIR` from the server's own command line
+        self.check = check
         self.sessions = WarmSessions()
         self.worker = Worker()
         self.wanted: dict[str, int | None] = {}  # uri -> the version to check next (open documents)
@@ -155,19 +163,14 @@ class KernelCheckServer(LanguageServer):
         newer version of the document was asked for meanwhile (not worth checking)."""
         if self.wanted.get(uri, -1) != version:
             return None
-        from ..cli import _user_errors, build_check_parser, run_check
-        from ..finalize import finalize
-
-        args = build_check_parser().parse_args(["--stdin-filename", str(path), "--force-exclude", *self.check_flags])
         try:
-            run = run_check(args, buffer=encode(text), sessions=self.sessions)
-        except _user_errors() as error:
+            return self.check(path, encode(text), self.sessions)
+        except user_errors() as error:
             raise CheckFailed(f"kernel-check: {path.name}: {error}") from None
         except Exception as error:  # noqa: BLE001 - one message for the user, the traceback in the log
             log.error("checking %s failed:\n%s", path, traceback.format_exc())
             raise CheckFailed(f"kernel-check: internal error checking {path.name}: "
                               f"{type(error).__name__}: {error}") from None
-        return finalize(run.results, run.policy).findings
 
 
 def _path(uri: str) -> Path | None:
@@ -180,8 +183,8 @@ def _path(uri: str) -> Path | None:
     return Path(path) if path else None
 
 
-def build_server(check_flags: list[str]) -> KernelCheckServer:
-    server = KernelCheckServer(check_flags)
+def build_server(check: CheckDocument) -> KernelCheckServer:
+    server = KernelCheckServer(check)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: KernelCheckServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -217,8 +220,9 @@ def build_server(check_flags: list[str]) -> KernelCheckServer:
     return server
 
 
-def serve(check_flags: list[str]) -> int:
-    """Run the server on standard input/output until the client says `exit`."""
+def serve(check: CheckDocument) -> int:
+    """Run the server on standard input/output until the client says `exit`; `check` checks
+    a document (`cli.check_document`, with the server's own flags)."""
     # The protocol gets a private copy of standard output; the descriptor itself now leads
     # to standard error, so nothing else (a library's print, libclang, a forked child) can
     # write into the protocol stream.
@@ -226,5 +230,5 @@ def serve(check_flags: list[str]) -> int:
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kernel-check server: %(message)s")
-    build_server(check_flags).start_io(sys.stdin.buffer, protocol_out)
+    build_server(check).start_io(sys.stdin.buffer, protocol_out)
     return 0
