@@ -317,9 +317,9 @@ def compile_args(path: Path, settings: ParseSettings) -> list[str]:
 
 
 def device_compile_args(path: Path, data: bytes, settings: ParseSettings) -> list[list[str]]:
-    """The argument lists of the device passes the file may get (`device_pass.device_args`)."""
+    """The argument lists of the device passes the file may get (`parse.device_args`)."""
     if b"__CUDA_ARCH__" not in data:
-        return []  # most files: no need to import the bindings (device_pass.py does)
-    from .clang.device_pass import device_args
+        return []  # most files: no device pass
+    from .clang.parse import device_args
 
     return device_args(path, data, settings)

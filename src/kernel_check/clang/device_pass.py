@@ -5,8 +5,9 @@ defined: a kernel body behind `#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 90
 device-only helper behind `#ifdef __CUDA_ARCH__`, the stub kernel of an
 `#if __CUDA_ARCH__ < 800` fallback are preprocessor-inactive there, and no analysis sees
 them. For a file whose host pass skipped such a region (and only for those: a device pass
-costs a plain parse), this module parses the file again in device mode
-(`--cuda-device-only`), once per architecture that makes a skipped region active:
+costs a plain parse), `parse.add_device_passes` parses the file again in device mode
+(`--cuda-device-only`), once per architecture that makes a skipped region active (this
+module reads which from the file's `#if` groups; it parses nothing itself):
 
 1. the configured architecture (`arch`, what the JIT build compiles for);
 2. then, for the regions still skipped, the oldest architecture CUDA compiles for
@@ -20,7 +21,7 @@ not followed). Whether a branch is active at an architecture is read from those 
 (`_condition_value`); a condition with other macros is unknown, which is enough for the
 configured pass and not for the extra one.
 
-What a pass gives the model (`DevicePass.regions`): the byte ranges it parsed that the host
+What a pass gives the model (`parse.DevicePass.regions`): the byte ranges it parsed that the host
 pass and the earlier device passes skipped. The model stage (`device_merge.py`) decides
 which of its functions and facts to take.
 
@@ -32,7 +33,7 @@ sm_90-only one in the sm_75 union) is left out of it. Every pass is checked agai
 the host pass is (include agreement, `_deviates`) and falls back tier by tier down to a
 plain parse, the reference, so both passes see the file's own includes. The headers a pass
 entered join the unit's dependencies (the result cache's key), its PCH's as a group
-(`pipeline._unit_deps`), as for the host pass. `device_args` guesses from the text which
+(`pipeline._unit_deps`), as for the host pass. `parse.device_args` guesses from the text which
 passes a file gets, so that their preambles are resolved -- built -- before the file's
 bounded parse (`PreambleCache.prefetch`, the pool's builds). A device pass whose parse fails
 is left out; its errors are never reported (the host pass is the one that decides KC000):
@@ -52,52 +53,13 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, replace
-from pathlib import Path
-
-from .capi import skipped_spans
-from .parse import ParsedUnit, ParseSettings, PreambleSource, cindex, compile_args, parse_plain
 
 OLDEST_ARCH = "75"  # sm_75: the oldest architecture CUDA 13 builds for
 
 Range = tuple[int, int]  # byte offsets, end exclusive
 
 
-@dataclass
-class DevicePass:
-    """One device-mode parse of the checked file and what it adds to the host pass."""
-
-    unit: ParsedUnit
-    arch: str
-    regions: tuple[Range, ...]  # parsed here, skipped by the host pass and earlier device passes
-
-
-def add_device_passes(host: ParsedUnit, path: Path, source: str | bytes, settings: ParseSettings,
-                      preamble: PreambleSource | None = None) -> None:
-    """Parse `host`'s file in device mode where its host pass skipped `__CUDA_ARCH__` code;
-    the passes go to `host.device_passes` and their headers to `host.deps`. With `preamble`,
-    a pass is parsed against a device-mode preamble where one applies (`parse_file`'s rules)."""
-    if any(e.fatal or not e.in_main_file for e in host.errors):
-        return  # the file is reported as unparsable; nothing would be checked
-    data = source.encode() if isinstance(source, str) else source
-    groups = _ConditionalGroups(data)
-    pending = _arch_regions(skipped_spans(host.tu, host.path), groups, [(0, len(data) + 1)])
-    for arch, unknown_counts in _plan(settings):
-        states = [groups.active(line, arch) for _, _, line in pending]
-        if not _takes_any(states, unknown_counts):
-            continue  # no skipped region is taken for this architecture: spare the parse
-        unit = _parse_device(path, source, replace(settings, arch=arch), preamble)
-        if unit is None:
-            continue
-        skipped = skipped_spans(unit.tu, unit.path)
-        regions = subtract_ranges([(start, end) for start, end, _ in pending], [(s.start, s.end) for s in skipped])
-        if regions:
-            host.device_passes.append(DevicePass(unit, arch, tuple(regions)))
-            host.deps = tuple(dict.fromkeys([*host.deps, *unit.deps]))
-        pending = _arch_regions(skipped, groups, [(start, end) for start, end, _ in pending])
-
-
-def _arch_regions(skipped: list, groups: _ConditionalGroups, within: list[Range]) -> list[tuple[int, int, int]]:
+def arch_regions(skipped: list, groups: ConditionalGroups, within: list[Range]) -> list[tuple[int, int, int]]:
     """(start, end, directive line) of the skipped regions under `__CUDA_ARCH__` inside `within`."""
     found = []
     for span in skipped:
@@ -106,42 +68,15 @@ def _arch_regions(skipped: list, groups: _ConditionalGroups, within: list[Range]
     return found
 
 
-def _plan(settings: ParseSettings) -> list[tuple[str, bool]]:
-    """(architecture, whether a region whose condition is unknown there counts), in order."""
-    return [(settings.arch, True), *([(OLDEST_ARCH, False)] if settings.arch != OLDEST_ARCH else [])]
+def pass_plan(arch: str) -> list[tuple[str, bool]]:
+    """The device passes for the configured `arch`: (architecture, whether a region whose
+    condition is unknown there counts), in order."""
+    return [(arch, True), *([(OLDEST_ARCH, False)] if arch != OLDEST_ARCH else [])]
 
 
-def _takes_any(states: list[bool | None], unknown_counts: bool) -> bool:
+def takes_any(states: list[bool | None], unknown_counts: bool) -> bool:
     """Whether a pass takes one of the regions whose activity there is `states`."""
     return any(state is True or (unknown_counts and state is None) for state in states)
-
-
-def device_args(path: Path, data: bytes, settings: ParseSettings) -> list[list[str]]:
-    """The argument lists of the device passes `path` may get, read from its text alone (its
-    `#if` groups, before any parse): what a preamble source resolves ahead of the parse
-    (`PreambleCache.prefetch`, the pool's builds). A guess that errs either way costs time
-    only: the pass itself asks the preamble source again."""
-    groups = _ConditionalGroups(data)
-    lines = [line for line in groups.branches if groups.under_cuda_arch(line)]
-    found = []
-    for arch, unknown_counts in _plan(settings):
-        states = [groups.active(line, arch) for line in lines]
-        if _takes_any(states, unknown_counts):
-            found.append(compile_args(path, replace(settings, arch=arch), device=True))
-        lines = [line for line, state in zip(lines, states) if state is not True]  # left to the next pass
-    return found
-
-
-def _parse_device(path: Path, source: str | bytes, settings: ParseSettings,
-                  preamble: PreambleSource | None) -> ParsedUnit | None:
-    args = compile_args(path, settings, device=True)
-    unit = preamble.parse(path, source, args) if preamble is not None else None
-    if unit is not None:
-        return unit
-    try:
-        return parse_plain(str(path), source, args)
-    except cindex().TranslationUnitLoadError:
-        return None
 
 
 # -- byte ranges ------------------------------------------------------------------------------
@@ -165,7 +100,7 @@ _DIRECTIVE_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifnd
 _COMMENT_RE = re.compile(r"/\*.*?\*/|//.*$")
 
 
-class _ConditionalGroups:
+class ConditionalGroups:
     """The `#if` groups of a file, by the line of each directive: for a branch, the
     conditions of its group up to it (earlier ones must be false, its own true)."""
 

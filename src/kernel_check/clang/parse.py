@@ -30,12 +30,13 @@ import importlib.util
 import os
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..includes import sgl_include_dirs
 from .deep_stack import use_calling_thread
+from .device_pass import ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 
 if TYPE_CHECKING:
     import clang.cindex as ci
@@ -198,7 +199,7 @@ class ParsedUnit:
     deps: tuple[str, ...] = ()
     preamble: Any = None
     _root: Any = field(default=None, repr=False)
-    device_passes: list[Any] = field(default_factory=list)  # device_pass.DevicePass, host units only
+    device_passes: list[DevicePass] = field(default_factory=list)  # host units only
 
     @property
     def root(self) -> ci.Cursor:
@@ -461,15 +462,78 @@ def parse_file(path: Path, source: str | bytes, settings: ParseSettings,
     unit = preamble.parse(path, source, args) if preamble is not None else None
     if unit is None:
         unit = parse_plain(str(path), source, args)
-    from .device_pass import add_device_passes  # code the host pass skips under __CUDA_ARCH__
-
-    add_device_passes(unit, path, source, settings, preamble)
+    add_device_passes(unit, path, source, settings, preamble)  # code the host pass skips under __CUDA_ARCH__
     return unit
 
 
 def parse_plain(name: str, source: str | bytes, args: list[str]) -> ParsedUnit:
     tu = _get_index().parse(name, args=args, unsaved_files=[(name, source)], options=PARSE_OPTIONS)
     return ParsedUnit(name, tu, args, _errors(tu, name), entered_files(tu))
+
+
+# -- device passes: which code they parse is device_pass.py's reading of the file's `#if` groups --
+@dataclass
+class DevicePass:
+    """One device-mode parse of the checked file and what it adds to the host pass."""
+
+    unit: ParsedUnit
+    arch: str
+    regions: tuple[Range, ...]  # parsed here, skipped by the host pass and earlier device passes
+
+
+def add_device_passes(host: ParsedUnit, path: Path, source: str | bytes, settings: ParseSettings,
+                      preamble: PreambleSource | None = None) -> None:
+    """Parse `host`'s file in device mode where its host pass skipped `__CUDA_ARCH__` code;
+    the passes go to `host.device_passes` and their headers to `host.deps`. With `preamble`,
+    a pass is parsed against a device-mode preamble where one applies (`parse_file`'s rules)."""
+    from .capi import skipped_spans  # capi imports the bindings, which this module loads on first use
+
+    if any(e.fatal or not e.in_main_file for e in host.errors):
+        return  # the file is reported as unparsable; nothing would be checked
+    data = source.encode() if isinstance(source, str) else source
+    groups = ConditionalGroups(data)
+    pending = arch_regions(skipped_spans(host.tu, host.path), groups, [(0, len(data) + 1)])
+    for arch, unknown_counts in pass_plan(settings.arch):
+        states = [groups.active(line, arch) for _, _, line in pending]
+        if not takes_any(states, unknown_counts):
+            continue  # no skipped region is taken for this architecture: spare the parse
+        unit = _parse_device(path, source, replace(settings, arch=arch), preamble)
+        if unit is None:
+            continue
+        skipped = skipped_spans(unit.tu, unit.path)
+        regions = subtract_ranges([(start, end) for start, end, _ in pending], [(s.start, s.end) for s in skipped])
+        if regions:
+            host.device_passes.append(DevicePass(unit, arch, tuple(regions)))
+            host.deps = tuple(dict.fromkeys([*host.deps, *unit.deps]))
+        pending = arch_regions(skipped, groups, [(start, end) for start, end, _ in pending])
+
+
+def device_args(path: Path, data: bytes, settings: ParseSettings) -> list[list[str]]:
+    """The argument lists of the device passes `path` may get, read from its text alone (its
+    `#if` groups, before any parse): what a preamble source resolves ahead of the parse
+    (`PreambleCache.prefetch`, the pool's builds). A guess that errs either way costs time
+    only: the pass itself asks the preamble source again."""
+    groups = ConditionalGroups(data)
+    lines = [line for line in groups.branches if groups.under_cuda_arch(line)]
+    found = []
+    for arch, unknown_counts in pass_plan(settings.arch):
+        states = [groups.active(line, arch) for line in lines]
+        if takes_any(states, unknown_counts):
+            found.append(compile_args(path, replace(settings, arch=arch), device=True))
+        lines = [line for line, state in zip(lines, states) if state is not True]  # left to the next pass
+    return found
+
+
+def _parse_device(path: Path, source: str | bytes, settings: ParseSettings,
+                  preamble: PreambleSource | None) -> ParsedUnit | None:
+    args = compile_args(path, settings, device=True)
+    unit = preamble.parse(path, source, args) if preamble is not None else None
+    if unit is not None:
+        return unit
+    try:
+        return parse_plain(str(path), source, args)
+    except cindex().TranslationUnitLoadError:
+        return None
 
 
 def entered_files(tu: ci.TranslationUnit) -> tuple[str, ...]:
