@@ -31,12 +31,11 @@ import itertools
 import keyword
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import (
     AccessKind,
-    ConstExpr,
     Function,
     FunctionKind,
     MatcherChain,
@@ -44,9 +43,10 @@ from ..model import (
     split_template_arguments,
 )
 from ..summaries import AccessSummaries
+from .draft_model import TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
+from .draft_render import render
 from .spec import DTYPES, TAILS, Role
 
-TODO = "TODO(kernel-check)"
 # C++ spellings of element types -> the harness's dtype names (the project's aliases come
 # from DTYPES; the rest are the CUDA and standard spellings kernels use directly)
 CPP_DTYPES: dict[str, str] = {
@@ -73,56 +73,6 @@ _SYMBOLIC_SIZE = re.compile(r"(?:SymbolicSize\s+(\w+)\s*[{(;]|(\w+)\s*=\s*Symbol
 
 class DraftError(Exception):
     """The file cannot be drafted from (no launcher, an unknown --launcher): one line."""
-
-
-@dataclass
-class DraftTensor:
-    name: str
-    shape: tuple[str | int, ...]
-    dtype: str  # a DTYPES name or a type variable
-    role: Role
-    strided_rows: bool = False
-    alignment: ConstExpr | None = None
-    init: str = ""  # "" : the default (randn)
-    runtime: tuple[str, ...] = ()  # the dtypes one build takes at run time (``dtype`` is then a variable)
-
-
-@dataclass
-class DraftScalar:
-    name: str
-    value: object
-    comment: str = ""
-
-
-@dataclass
-class DraftInstantiation:
-    template_args: tuple[str | int | bool, ...]
-    dtypes: dict[str, str | tuple[str, ...]]
-    pdl: bool
-    sizes: dict[str, int]
-    vector_bytes: dict[str, int]
-
-
-@dataclass
-class Draft:
-    """One drafted ``KernelSpec`` and the guesses a user has to check."""
-
-    name: str
-    source: str
-    export: str
-    symbol: str
-    args: list[DraftTensor | DraftScalar]
-    instantiations: list[DraftInstantiation]
-    grid: dict[str, tuple[int, ...]]
-    notes: list[str] = field(default_factory=list)
-    # (rows, ids) axis pairs: a grid point needs sizes[rows] >= sizes[ids] (distinct ids)
-    constraint: list[tuple[str, str]] = field(default_factory=list)
-    extra_cuda_cflags: tuple[str, ...] = ()
-    # the kernel tree's own include/ when the spec's location would not find it
-    include_dirs: tuple[str, ...] = ()
-    # ``source`` and ``include_dirs`` are relative to the folder this environment variable
-    # names (``--tree-env``) instead of to the spec
-    tree_variable: str = ""
 
 
 @dataclass(frozen=True)
@@ -801,8 +751,6 @@ def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
 def draft_text(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None,
                defines: tuple[str, ...] = (), tree: tuple[str, Path] | None = None) -> str:
     """The spec file's text for ``cuh`` (see ``draft_render``)."""
-    from .draft_render import render
-
     return render(draft_file(cuh, spec_path, launcher, wrapper, defines, tree), cuh)
 
 

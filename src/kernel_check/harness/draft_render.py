@@ -1,4 +1,4 @@
-"""Drafted specs, second stage: a ``Draft`` (``draft.py``) written out as a spec file.
+"""Drafted specs, second stage: a ``Draft`` (``draft_model.py``, drafted by ``draft.py``) written out as a spec file.
 
 The text is plain Python that loads as it is: one ``KernelSpec`` per launcher, the guesses
 listed in the module docstring, ``reference=None`` behind a ``TODO(kernel-check)`` marker.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .draft import TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
+from .draft_model import TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .spec import TAILS, Role
 
 REFERENCE_MARKER = f"  # {TODO}: write the PyTorch reference"

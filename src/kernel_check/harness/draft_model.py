@@ -1,0 +1,61 @@
+"""What a drafted spec holds: the drafter's output (``draft.py``), the renderer's input
+(``draft_render.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import ConstExpr
+from .spec import Role
+
+TODO = "TODO(kernel-check)"  # marks each guess a user has to check
+
+
+@dataclass
+class DraftTensor:
+    name: str
+    shape: tuple[str | int, ...]
+    dtype: str  # a DTYPES name or a type variable
+    role: Role
+    strided_rows: bool = False
+    alignment: ConstExpr | None = None
+    init: str = ""  # "" : the default (randn)
+    runtime: tuple[str, ...] = ()  # the dtypes one build takes at run time (``dtype`` is then a variable)
+
+
+@dataclass
+class DraftScalar:
+    name: str
+    value: object
+    comment: str = ""
+
+
+@dataclass
+class DraftInstantiation:
+    template_args: tuple[str | int | bool, ...]
+    dtypes: dict[str, str | tuple[str, ...]]
+    pdl: bool
+    sizes: dict[str, int]
+    vector_bytes: dict[str, int]
+
+
+@dataclass
+class Draft:
+    """One drafted ``KernelSpec`` and the guesses a user has to check."""
+
+    name: str
+    source: str
+    export: str
+    symbol: str
+    args: list[DraftTensor | DraftScalar]
+    instantiations: list[DraftInstantiation]
+    grid: dict[str, tuple[int, ...]]
+    notes: list[str] = field(default_factory=list)
+    # (rows, ids) axis pairs: a grid point needs sizes[rows] >= sizes[ids] (distinct ids)
+    constraint: list[tuple[str, str]] = field(default_factory=list)
+    extra_cuda_cflags: tuple[str, ...] = ()
+    # the kernel tree's own include/ when the spec's location would not find it
+    include_dirs: tuple[str, ...] = ()
+    # ``source`` and ``include_dirs`` are relative to the folder this environment variable
+    # names (``--tree-env``) instead of to the spec
+    tree_variable: str = ""
