@@ -47,7 +47,7 @@ from pygls.lsp.client import LanguageClient
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))  # the server of this checkout, without installing it
 
-from kernel_check.server import DEBOUNCE_S  # noqa: E402
+from kernel_check.server import DEBOUNCE_S  # noqa: E402 - after sys.path names this checkout's src
 
 BASE_KERNEL = REPO / "csrc" / "norm" / "rmsnorm.cuh"
 HEADER_LINES = 22  # rmsnorm.cuh: the comment block and the includes, before `namespace sglang {`

@@ -44,8 +44,8 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_static import kernel_check_command, run_timed  # noqa: E402  (one home for the timing)
-from kernel_check.results import FileStatus  # noqa: E402  (the JSON report's `file_status`)
+from bench_static import kernel_check_command, run_timed  # one home for the timing
+from kernel_check.results import FileStatus  # the JSON report's `file_status`
 
 PINNED_COMMIT = "382343f860c7df8dc43ecefd7902c940d81c99a9"
 KERNELS_SUBDIR = Path("python/sglang/kernels/jit")

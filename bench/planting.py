@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_static import kernel_check_command  # noqa: E402  (one home for finding the console script)
-from ecosystem import KERNELS_SUBDIR, PYTHON_SUBDIRS  # noqa: E402  (one home for the tree's layout)
-from kernel_check.clang.parse import CPP_SUFFIXES  # noqa: E402  (what kernel-check accepts as C++)
+from bench_static import kernel_check_command  # one home for finding the console script
+from ecosystem import KERNELS_SUBDIR, PYTHON_SUBDIRS  # one home for the tree's layout
+from kernel_check.clang.parse import CPP_SUFFIXES  # what kernel-check accepts as C++
 
 MUTATIONS_DIR = Path(__file__).resolve().parent / "planting_mutations"
 TESTS_SUBDIR = Path("test/registered/kernels")

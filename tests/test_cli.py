@@ -286,7 +286,7 @@ def run_as_nobody(argv: list[str], cwd: Path, output: Path) -> tuple[int, str, s
                 os.dup2(err_file.fileno(), 2)
                 sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # fds 1 and 2, not pytest's capture
                 import ctypes  # noqa: F401  (what a file's bounded child imports: root's to read)
-                import resource  # noqa: F401
+                import resource  # noqa: F401  (the same)
                 os.setgroups([])
                 os.setgid(NOBODY)
                 os.setuid(NOBODY)

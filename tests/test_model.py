@@ -216,7 +216,7 @@ def _assert_file_handles_name_the_files(cursors: list) -> None:
 def _answer(read, cursor) -> tuple:
     try:
         return "ok", read(cursor)
-    except Exception as error:  # noqa: BLE001 - the same error either way
+    except Exception as error:  # the same error either way
         return "raised", type(error)
 
 

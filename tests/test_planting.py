@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import planting  # noqa: E402
+import planting
 
 KERNEL = """\
 #pragma once

@@ -35,14 +35,20 @@ PYTHON_REPO = FIXTURES / "python" / "repo"
 RMSNORM_PY = Path("python/sglang/kernels/ops/norm/rmsnorm.py")
 
 
-def recording_client() -> LanguageClient:
+class RecordingClient(LanguageClient):
     """pytest-lsp's client, also keeping every publishDiagnostics with its version."""
-    client = LanguageClient(converter_factory=default_converter)
-    client.published = []  # type: ignore[attr-defined]
 
-    def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+    def __init__(self) -> None:
+        super().__init__(converter_factory=default_converter)
+        self.published: list[types.PublishDiagnosticsParams] = []
+
+
+def recording_client() -> RecordingClient:
+    client = RecordingClient()
+
+    def publish(client: RecordingClient, params: types.PublishDiagnosticsParams) -> None:
         client.diagnostics[params.uri] = params.diagnostics
-        client.published.append(params)  # type: ignore[attr-defined]
+        client.published.append(params)
 
     register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
     return client
@@ -94,11 +100,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Opened:
     """One document open in the server, with the version the client last sent."""
 
-    def __init__(self, client: LanguageClient, path: Path, text: str | None = None) -> None:
+    def __init__(self, client: RecordingClient, path: Path, text: str | None = None) -> None:
         self.client, self.path, self.uri = client, path, path.as_uri()
         self.text = path.read_text(encoding="utf-8") if text is None else text
         self.version = 1
-        self._since = len(client.published)  # type: ignore[attr-defined]  (a reopened URI starts over)
+        self._since = len(client.published)  # a reopened URI starts over
         language = "python" if path.suffix == ".py" else "cuda-cpp"
         client.text_document_did_open(types.DidOpenTextDocumentParams(
             types.TextDocumentItem(self.uri, language, self.version, self.text)))
@@ -114,7 +120,7 @@ class Opened:
         self.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(self.uri)))
 
     def publications(self) -> list[types.PublishDiagnosticsParams]:
-        published = self.client.published[self._since:]  # type: ignore[attr-defined]
+        published = self.client.published[self._since:]
         return [p for p in published if p.uri == self.uri]
 
     async def diagnostics(self) -> list[types.Diagnostic]:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from planting import Mutation, Planted  # noqa: E402  (the framework's types)
+from planting import Mutation, Planted  # the framework's types
 
 _CUDA = (".cuh", ".cu", ".h")
 _OPEN, _CLOSE = "([{", ")]}"

@@ -8,6 +8,6 @@ import sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from .cli import main  # noqa: E402
+from .cli import main
 
 sys.exit(main())

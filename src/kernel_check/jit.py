@@ -4,5 +4,5 @@ Kept so that wrappers written as ``from kernel_check.jit import load_jit, ...`` 
 new code imports ``kernel_check.runtime``. The same public API, the same objects.
 """
 
-from .runtime import *  # noqa: F401,F403  (the public API, `runtime.__all__`)
-from .runtime import __all__  # noqa: F401
+from .runtime import *  # noqa: F403 - the public API, `runtime.__all__`
+from .runtime import __all__ as __all__  # the same list (the alias marks a re-export)

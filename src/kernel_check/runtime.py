@@ -220,7 +220,7 @@ def _local_gpu_cc() -> tuple[int, int] | None:
     torch = sys.modules.get("torch")
     if torch is None:
         try:
-            import torch  # noqa: PLC0415
+            import torch
         except Exception:  # pragma: no cover - torch missing
             torch = None
     if torch is not None:
@@ -341,7 +341,7 @@ def _find_nvcc() -> Path | None:
         candidates.append(Path(which))
     candidates.append(Path("/usr/local/cuda/bin/nvcc"))
     try:  # pip wheels: nvidia-cuda-nvcc(-cuXY)
-        import nvidia  # noqa: PLC0415
+        import nvidia
 
         for base in getattr(nvidia, "__path__", []):
             for sub in ("cuda_nvcc", "cu13", "cu12"):
@@ -369,7 +369,7 @@ def _find_ninja() -> str:
     if found:
         return found
     try:
-        import ninja  # noqa: PLC0415
+        import ninja
 
         cand = Path(ninja.BIN_DIR) / "ninja"
         if cand.exists():
@@ -648,7 +648,7 @@ def _import_tvm_ffi() -> Any:
     build's business, so that one warning is dropped (only while importing)."""
     with _import_lock, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
-        import tvm_ffi.cpp  # noqa: PLC0415
+        import tvm_ffi.cpp
     return tvm_ffi
 
 
@@ -691,7 +691,7 @@ def _install_ninja_hook() -> None:
         if _patched:
             return
         try:
-            from tvm_ffi.cpp import extension  # noqa: PLC0415
+            from tvm_ffi.cpp import extension
         except Exception:  # pragma: no cover
             return
         original = getattr(extension, "build_ninja", None)
@@ -839,7 +839,7 @@ def build_jit(
     ``cuda_wrappers`` is a list of ``(export_name, "cpp_symbol<args>")``.
     Raises ``BuildError`` (with the compiler output in ``.log``) on failure.
     """
-    from filelock import FileLock  # noqa: PLC0415
+    from filelock import FileLock
 
     plan = _plan(marker, cuda_files=cuda_files, cuda_wrappers=cuda_wrappers, csrc_root=csrc_root,
                  extra_cuda_cflags=extra_cuda_cflags, extra_include_paths=extra_include_paths,

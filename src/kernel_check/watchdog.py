@@ -253,7 +253,7 @@ class BoundHere:
             self.on_start(clock)
             try:
                 kind, value = "ok", fn(*args)
-            except Exception as error:  # noqa: BLE001 - becomes Failed / OutOfMemory, as in a child
+            except Exception as error:  # becomes Failed / OutOfMemory, as in a child
                 kind, value = _raised(error)
         errors = os.pread(self.errors_fd, _STDERR_KEEP, 0)
         late = clock.exceeded("self", _tail(errors))
@@ -541,11 +541,11 @@ def _child(fn: Callable[..., Any], args: tuple[Any, ...], result_fd: int, errors
         _child_setup(parent, errors_fd, limit_bytes)
         try:
             message = ("ok", fn(*args))
-        except BaseException as error:  # noqa: BLE001 - everything goes back to the parent
+        except BaseException as error:  # everything goes back to the parent
             message = _raised(error)
         try:
             data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        except BaseException as error:  # noqa: BLE001 - an unpicklable result
+        except BaseException as error:  # an unpicklable result
             data = pickle.dumps(("raised", (type(error).__name__, f"the result cannot be sent back: {error}",
                                             "", None)), protocol=pickle.HIGHEST_PROTOCOL)
         for stream in (sys.stdout, sys.stderr):
@@ -554,7 +554,7 @@ def _child(fn: Callable[..., Any], args: tuple[Any, ...], result_fd: int, errors
         while view:
             written = os.write(result_fd, view)
             view = view[written:]
-    except BaseException:  # noqa: BLE001 - nothing may escape into the parent's code
+    except BaseException:  # nothing may escape into the parent's code
         code = 70
     finally:
         os._exit(code)

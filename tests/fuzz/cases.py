@@ -318,7 +318,7 @@ def run_case(case: Case, env: Environment) -> Outcome:
             _run_cli(case, root, env, outcome)
         else:
             _run_file(case, root, env, outcome)
-    except BaseException as error:  # noqa: BLE001 - an escaped exception is the finding
+    except BaseException as error:  # an escaped exception is the finding
         import traceback
 
         outcome.problems.append(f"exception escaped: {type(error).__name__}: {error}\n"
@@ -388,7 +388,9 @@ def _check_fixes(case: Case, root: Path, env: Environment, outcome: Outcome, opt
         broken = next(f for f in after if f.code == "KC000")
         outcome.problems.append(f"--fix broke a file that parsed cleanly: {broken.message} "
                                 f"(line {broken.line}; {sum(applied.values())} fixes applied){encoding}")
-    fixable = lambda findings: sum(1 for f in findings if f.fix is not None)  # noqa: E731
+    def fixable(findings: list) -> int:
+        return sum(1 for f in findings if f.fix is not None)
+
     if fixable(after) >= fixable(before):
         outcome.problems.append(f"--fix applied {sum(applied.values())} fixes but {fixable(after)} of "
                                 f"{fixable(before)} fixable findings remain{encoding}")

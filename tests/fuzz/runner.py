@@ -124,7 +124,7 @@ def _worker_main(conn: Any, profile: Profile, workdir: str, cache_dir: str) -> N
     for module in _PIPELINE_MODULES:
         try:
             importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - a module that does not import shows up in the cases
+        except Exception:  # a module that does not import shows up in the cases
             pass
     env = Environment(Path(workdir), Path(cache_dir))
     while True:

@@ -41,7 +41,7 @@ def on_deep_stack(fn: Callable[..., _T], *args: Any) -> _T:
     def run() -> None:
         try:
             outcome["value"] = fn(*args)
-        except BaseException as error:  # noqa: BLE001 - handed to the caller as is
+        except BaseException as error:  # handed to the caller as is
             outcome["error"] = error
 
     worker = _started(run)

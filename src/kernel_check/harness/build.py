@@ -16,7 +16,7 @@ Specs name their source relative to the spec file, so ``csrc_root`` is the spec'
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from ..build import (
     merge_budgets,
 )
 from ..finding import Finding
+from ..progress import Progress
 from .spec import Instantiation, KernelSpec
 
 PROBE_SOURCE = Path(__file__).with_name("probe.cuh")
@@ -38,6 +39,14 @@ PROBE_LABEL = "kernel-check probe"
 
 def target_label(spec: KernelSpec, inst: Instantiation) -> str:
     return f"{spec.name}[{inst.id}]"
+
+
+def progress_lines(progress: Progress) -> Callable[[BuildOutcome], None]:
+    """An `on_done` for `build_specs` and `build_all`: a progress line per module built."""
+    def built(outcome: BuildOutcome) -> None:
+        progress.finished(f"built {outcome.target.label}" + ("" if outcome.ok else " FAILED"))
+
+    return built
 
 
 def export_name(spec: KernelSpec, inst: Instantiation) -> str:

@@ -46,7 +46,7 @@ from ..config import Config, ConfigError, load_config, print_warnings
 from ..diff import DiffError
 from ..finalize import BUILD_STAGES, SANITIZE_STAGES, TEST_STAGES, Policy, filter_results, finalize, record_baseline
 from ..finding import Finding
-from .build import build_specs
+from .build import build_specs, progress_lines
 from .discover import discover
 from .process import stop_all
 from .report import Progress, reference_note, render_table
@@ -276,7 +276,7 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     ensure_arch_for_compile_only()
     progress = Progress()
     progress.add(len(specs) + len(wrappers))  # one module per spec
-    on_done = lambda o: progress.finished(f"built {o.target.label}" + ("" if o.ok else " FAILED"))  # noqa: E731
+    on_done = progress_lines(progress)
     builds = build_specs(specs, on_done=on_done, **_build_options(config))
     wrapper_outcomes = build_all(wrappers, on_done=on_done)
     status = _emit(builds.findings + build_findings(wrapper_outcomes), args, policy, _sources(specs))

@@ -39,7 +39,7 @@ from .. import codes
 from ..finding import Finding, Location, Related
 from ..paths import display_path
 from ..registry import get_rule
-from .build import SpecBuilds, build_specs, target_label
+from .build import SpecBuilds, build_specs, progress_lines, target_label
 from .cases import (
     CHECK_CODE,
     Case,
@@ -533,14 +533,12 @@ def _run_all(runs: list[SpecRun], builds: SpecBuilds, lineinfo: SpecBuilds | Non
 def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
               on_builds: Callable[[SpecBuilds], None] | None = None) -> HarnessResult:
     """Build, run, sanitize and measure every spec; the findings of all of it."""
-    build_progress = lambda outcome: progress.finished(  # noqa: E731
-        f"built {outcome.target.label}" + ("" if outcome.ok else " FAILED"))
     progress.add(len(specs) + 1)  # one module per spec, and the probe
     budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget,
                    include_dirs=options.include_dirs)
     # one build serves the cases and the sanitizers: -lineinfo adds line tables, not code
     # (the same SASS, the same registers), and building twice was half of a cold run
-    builds = build_specs(specs, lineinfo=bool(options.sanitize), with_probe=True, on_done=build_progress,
+    builds = build_specs(specs, lineinfo=bool(options.sanitize), with_probe=True, on_done=progress_lines(progress),
                          **budgets)
     if on_builds is not None:
         on_builds(builds)

@@ -73,7 +73,7 @@ class Worker:
                 continue
             try:
                 future.set_result(fn(*args))
-            except BaseException as error:  # noqa: BLE001 - handed to whoever awaits it
+            except BaseException as error:  # handed to whoever awaits it
                 future.set_exception(error)
 
 
@@ -167,7 +167,7 @@ class KernelCheckServer(LanguageServer):
             return self.check(path, encode(text), self.sessions)
         except user_errors() as error:
             raise CheckFailed(f"kernel-check: {path.name}: {error}") from None
-        except Exception as error:  # noqa: BLE001 - one message for the user, the traceback in the log
+        except Exception as error:  # one message for the user, the traceback in the log
             log.error("checking %s failed:\n%s", path, traceback.format_exc())
             raise CheckFailed(f"kernel-check: internal error checking {path.name}: "
                               f"{type(error).__name__}: {error}") from None
