@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import codes, runtime
 from .finding import Finding, Location, Related
@@ -229,7 +230,7 @@ def build_findings(outcomes: Iterable[BuildOutcome]) -> list[Finding]:
     for outcome in outcomes:
         if outcome.ok:
             findings.extend(resource_findings(outcome))
-        elif not outcome.error.environment:
+        elif outcome.error is not None and not outcome.error.environment:
             findings.append(compile_error_finding(outcome))
     return findings
 
@@ -237,10 +238,10 @@ def build_findings(outcomes: Iterable[BuildOutcome]) -> list[Finding]:
 def environment_failures(outcomes: Iterable[BuildOutcome]) -> list[str]:
     """One line per build the machine could not run (the compiler or ninja did not start)."""
     return [f"{outcome.target.label}: {outcome.error}" for outcome in outcomes
-            if not outcome.ok and outcome.error.environment]
+            if outcome.error is not None and outcome.error.environment]
 
 
-def merge_budgets(config_default: int, per_kernel: Mapping[str, object],
+def merge_budgets(config_default: int, per_kernel: Mapping[str, int],
                   spec_budget: int | Mapping[str, int] | None) -> dict[str, int]:
     """Config budgets, overridden by the spec's (a number, or per kernel)."""
     merged = {"default": int(config_default), **{k: int(v) for k, v in per_kernel.items()}}
@@ -256,7 +257,7 @@ def merge_budgets(config_default: int, per_kernel: Mapping[str, object],
 MANIFEST_FIELDS = ("CUDA_FILES", "INSTANTIATIONS")
 
 
-def read_manifest(path: Path) -> dict[str, object] | None:
+def read_manifest(path: Path) -> dict[str, Any] | None:
     """A csrc wrapper's module-level literals (CUDA_FILES, INSTANTIATIONS, EXTRA_CUDA_CFLAGS),
     read with ``ast`` (the wrapper is never imported); None for other Python files."""
     import ast
@@ -265,13 +266,17 @@ def read_manifest(path: Path) -> dict[str, object] | None:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, SyntaxError, ValueError):
         return None
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
-            node.target if isinstance(node, ast.AnnAssign) else None)
-        if isinstance(target, ast.Name) and node.value is not None:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name):
             try:
-                values[target.id] = ast.literal_eval(node.value)
+                values[target.id] = ast.literal_eval(value)
             except ValueError:
                 continue
     return values if all(f in values for f in MANIFEST_FIELDS) else None
@@ -283,12 +288,12 @@ def wrapper_targets(path: Path, budgets: Mapping[str, int],
     manifest = read_manifest(path)
     if manifest is None:
         return []
-    files = tuple(str(f) for f in manifest["CUDA_FILES"])  # type: ignore[union-attr]
+    files = tuple(str(f) for f in manifest["CUDA_FILES"])
     root = runtime.find_csrc_root(path.parent, files[0]) or path.parent
-    flags = tuple(str(f) for f in manifest.get("EXTRA_CUDA_CFLAGS", ()))  # type: ignore[union-attr]
+    flags = tuple(str(f) for f in manifest.get("EXTRA_CUDA_CFLAGS", ()))
     return [
         BuildTarget(label=f"{path.stem}:{symbol}", marker=("wrapper", path.stem, str(i)), cuda_files=files,
                     wrappers=((export, symbol),), csrc_root=str(root), source=str(root / files[0]),
                     extra_cuda_cflags=flags, include_dirs=include_dirs, register_budget=budgets)
-        for i, (export, symbol) in enumerate(manifest["INSTANTIATIONS"])  # type: ignore[union-attr]
+        for i, (export, symbol) in enumerate(manifest["INSTANTIATIONS"])
     ]

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from . import codes
 from .config import Config, ConfigError
@@ -26,7 +26,7 @@ class UsageError(Exception):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         raise UsageError(message)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .filter import PARSE_ERROR
-from .finding import Finding, TextEdit
+from .finding import Finding, Fix, TextEdit
 from .paths import display_path
 
 
@@ -36,11 +36,11 @@ class FileFix:
 def plan_fixes(findings: list[Finding], buffers: dict[str, bytes] | None = None) -> dict[str, FileFix]:
     """The fixes of `findings` per path, computed on each file's bytes (or on `buffers[path]`),
     written nowhere."""
-    by_path: dict[str, list[Finding]] = defaultdict(list)
+    by_path: dict[str, list[Fix]] = defaultdict(list)
     unparsable = {f.path for f in findings if f.code == PARSE_ERROR}
     for finding in findings:
         if finding.fix is not None and finding.path not in unparsable:
-            by_path[finding.path].append(finding)
+            by_path[finding.path].append(finding.fix)
     planned = {}
     for path, fixable in by_path.items():
         data = (buffers or {}).get(path)
@@ -78,11 +78,11 @@ def unified_diff(planned: dict[str, FileFix], name: Callable[[str], str]) -> str
     return "".join(chunks)
 
 
-def _fixed(data: bytes, findings: list[Finding]) -> tuple[bytes, int]:
+def _fixed(data: bytes, fixes: list[Fix]) -> tuple[bytes, int]:
     edits: list[TextEdit] = []
     count = 0
-    for finding in findings:
-        candidate = list(finding.fix.edits)
+    for fix in fixes:
+        candidate = list(fix.edits)
         if any(_overlaps(e, taken) for e in candidate for taken in edits):
             continue  # a later run picks it up once the first fix has landed
         edits.extend(candidate)

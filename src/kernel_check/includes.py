@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -43,7 +44,7 @@ def find_repo_include_dir(path: Path) -> Path | None:
     return None
 
 
-def sgl_include_dirs(path: Path, configured: Iterable[str | Path] = ()) -> list[Path]:
+def sgl_include_dirs(path: Path, configured: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
     """The include directories for `path`: its repository's, the configured ones, then the
     bundled copy when none of those holds `sgl_kernel/` (see the module docstring)."""
     dirs: list[Path] = []

@@ -36,7 +36,9 @@ def line_starts(data: bytes) -> list[int]:
 def split_template_arguments(text: str) -> list[str]:
     """Template argument text (a wrapper manifest symbol's `<...>`) split at its top-level
     commas: `T, Cfg<A, B>, (x > 1)` -> [`T`, `Cfg<A, B>`, `(x > 1)`]."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char in "([{<":
             depth += 1
@@ -229,9 +231,10 @@ class ConstExpr:
             condition = self.args[0].evaluate(env)
             return None if condition is None else self.args[1 if condition else 2].evaluate(env)
         values = [arg.evaluate(env) for arg in self.args]
-        if not self.args or any(v is None for v in values):
+        known = [v for v in values if v is not None]
+        if not self.args or len(known) < len(values):
             return None
-        return apply_const_op(self.op, values)
+        return apply_const_op(self.op, known)
 
 
 def apply_const_op(op: str, values: list[int]) -> int | None:
@@ -243,7 +246,7 @@ def apply_const_op(op: str, values: list[int]) -> int | None:
     if op == "vec_bytes" and len(values) == 2:
         return _vec_bytes(*values)
     if op in ("min", "max", "gcd") and values:
-        return {"min": min, "max": max, "gcd": math.gcd}[op](*values)
+        return _FOLDS[op](*values)
     if op in ("/", "%") and len(values) == 2 and values[1] == 0:
         return None
     if op in ("<<", ">>") and len(values) == 2 and not 0 <= values[1] < 64:
@@ -281,6 +284,7 @@ BINARY_OPERATOR_SPELLINGS = {
 _UNARY_CONST_OPS: dict[str, Callable[[int], int]] = {
     "neg": lambda a: -a, "not": lambda a: int(not a), "bitnot": lambda a: ~a,
 }
+_FOLDS: dict[str, Callable[..., int]] = {"min": min, "max": max, "gcd": math.gcd}
 _BINARY_CONST_OPS: dict[str, Callable[[int, int], int]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": lambda a, b: _truncating_quotient(a, b), "%": lambda a, b: a - b * _truncating_quotient(a, b),

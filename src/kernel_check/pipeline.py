@@ -298,8 +298,10 @@ def _run_rules(language: Language, model: Any, path: Path, relative: str,
     raw = Raw([])
     for registered in rules_for(language):
         context = RuleContext(registered.meta, str(path), relative, table)
+        check = registered.check
+        assert check is not None  # rules_for yields the rules that have a check
         try:
-            raw.findings.extend(registered.check(model, context))
+            raw.findings.extend(check(model, context))
         except Exception as error:  # a rule bug must not take the whole run down
             last = traceback.format_exception_only(type(error), error)[-1].strip()
             raw.findings.append(parse_error(str(path), 1, 1,

@@ -265,7 +265,7 @@ class Pool:
                 for conn in wait([w.conn for w in busy], timeout):
                     worker = next(w for w in busy if w.conn is conn)
                     try:
-                        kind, ident, payload, retiring = conn.recv()
+                        kind, ident, payload, retiring = worker.conn.recv()
                     except (EOFError, OSError):
                         remaining -= worker.task is not None and worker.task[0] == "file"
                         yield from self._lost(worker, paths, release, None)
@@ -286,7 +286,7 @@ class Pool:
                 for worker in [w for w in self._workers if w.task is not None]:
                     stopped = worker.over_time(now)
                     if stopped is not None:
-                        remaining -= worker.task[0] == "file"
+                        remaining -= worker.task is not None and worker.task[0] == "file"
                         yield from self._lost(worker, paths, release, stopped)
         finally:
             self._shut_down()
@@ -295,7 +295,8 @@ class Pool:
               stopped: TimedOut | None) -> Iterator[tuple[int, FileResult]]:
         """A worker past a time bound (`stopped`), or dead (None): its file gets a KC000, a
         fresh worker takes its place."""
-        kind, ident = worker.task or ("", None)
+        task: tuple[str, Any] = worker.task or ("", None)
+        kind, ident = task
         message, detail = worker.end(stopped)
         worker.close()
         self._replace(worker)

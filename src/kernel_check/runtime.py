@@ -55,10 +55,11 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from .includes import bundled_include_dir, sgl_include_dirs
 
@@ -102,7 +103,7 @@ def find_csrc_root(start: Path, first_file: str) -> Path | None:
 def _caller_dir() -> Path:
     """The folder of the first module outside this one on the call stack (the wrapper that
     called ``load_jit``); the working directory when that is not a file (a REPL)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         frame = frame.f_back
     caller = Path(frame.f_code.co_filename) if frame is not None else None
@@ -121,7 +122,20 @@ def _calling_csrc_root(cuda_files: Sequence[str | os.PathLike]) -> Path:
 # ---------------------------------------------------------------------------
 
 
-def cache_once(fn):
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class CachedFunction(Protocol[_P, _R]):
+    """What ``cache_once`` returns: the function, memoized, with ``cache_clear()``."""
+
+    cache_clear: Callable[[], None]
+    __wrapped_cache__: dict[Any, _R]
+
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+
+
+def cache_once(fn: Callable[_P, _R]) -> CachedFunction[_P, _R]:
     """Memoize ``fn`` on its positional and keyword arguments.
 
     A plain dict lookup rather than ``functools.lru_cache``: torch.compile can
@@ -129,10 +143,10 @@ def cache_once(fn):
     a handful of distinct specialisations). Exceptions are not cached.
     ``fn.cache_clear()`` empties the cache.
     """
-    cache: dict[Any, Any] = {}
+    cache: dict[Any, _R] = {}
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         key = (args, tuple(sorted(kwargs.items()))) if kwargs else args
         if key in cache:
             return cache[key]
@@ -140,9 +154,10 @@ def cache_once(fn):
         cache[key] = result
         return result
 
-    wrapper.cache_clear = cache.clear  # type: ignore[attr-defined]
-    wrapper.__wrapped_cache__ = cache  # type: ignore[attr-defined]
-    return wrapper
+    cached = cast("CachedFunction[_P, _R]", wrapper)
+    cached.cache_clear = cache.clear
+    cached.__wrapped_cache__ = cache
+    return cached
 
 
 # ---------------------------------------------------------------------------
@@ -226,7 +241,7 @@ def _local_gpu_cc() -> tuple[int, int] | None:
     if torch is not None:
         try:
             if torch.cuda.is_available():
-                return tuple(torch.cuda.get_device_capability())  # type: ignore[return-value]
+                return tuple(torch.cuda.get_device_capability())
             return None
         except Exception:
             return None
@@ -630,8 +645,10 @@ def _plan(
                  key=h.hexdigest(), nvcc=nvcc)
 
 
-def compute_key(*marker: Any, cuda_files, cuda_wrappers, csrc_root=None, extra_cuda_cflags=(),
-                extra_include_paths=(), lineinfo=None, arch=None, collect_resources=False) -> str:
+def compute_key(*marker: Any, cuda_files: Sequence[str | os.PathLike], cuda_wrappers: Sequence[tuple[str, str]],
+                csrc_root: str | os.PathLike | None = None, extra_cuda_cflags: Sequence[str] = (),
+                extra_include_paths: Sequence[str | os.PathLike] = (), lineinfo: bool | None = None,
+                arch: str | None = None, collect_resources: bool = False) -> str:
     """The cache key ``build_jit`` would use for these arguments (no compilation)."""
     del collect_resources
     return _plan(marker, cuda_files=cuda_files, cuda_wrappers=cuda_wrappers, csrc_root=csrc_root,
@@ -715,6 +732,7 @@ def _install_ninja_hook() -> None:
                 raise RuntimeError(f"ninja exited with status {proc.returncode}\n{text}")
             return None
 
+        # the patch names what it wraps, as functools.wraps would (mypy types no function attributes)
         build_ninja.__wrapped__ = original  # type: ignore[attr-defined]
         extension.build_ninja = build_ninja
         _patched = True
@@ -888,7 +906,7 @@ _loaded: dict[str, Any] = {}
 _load_lock = threading.Lock()
 
 
-def load_jit(*marker: Any, **kwargs: Any):
+def load_jit(*marker: Any, **kwargs: Any) -> Any:
     """``build_jit`` then ``tvm_ffi.load_module``; same arguments as ``build_jit``."""
     tvm_ffi = _import_tvm_ffi()
     result = build_jit(*marker, **kwargs)

@@ -130,7 +130,7 @@ class Clock:
     def exceeded(self, pid: int | str = "self", errors: str = "") -> TimedOut | None:
         """Which bound process `pid` has passed since the start (None: neither)."""
         used = cpu_seconds(pid) if self.cpu_start is not None else None
-        if used is not None and used - self.cpu_start > self.limit:
+        if used is not None and self.cpu_start is not None and used - self.cpu_start > self.limit:
             return TimedOut(f"not checked: the static pipeline used more than file-timeout ({self.limit:g} s) "
                             "of CPU time on this file", errors, limit=self.limit, bound="cpu")
         if time.monotonic() - self.started <= self.wall:

@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable
 from ctypes import POINTER, Structure, byref, c_int, c_longlong, c_uint, c_ulonglong, c_void_p, cast
 from dataclasses import dataclass
+from typing import Any
 
 import clang.cindex as ci
 
@@ -52,7 +53,7 @@ _PROTOTYPES: dict[str, tuple[list, object]] = {
 
 
 @functools.cache
-def _lib():
+def _lib() -> Any:
     """The libclang library with the prototypes above declared."""
     lib = ci.conf.lib
     for name, (argtypes, restype) in _PROTOTYPES.items():

@@ -185,7 +185,8 @@ def _evaluate(node: ast.AST) -> int | None:
         return int(all(values) if isinstance(node.op, ast.And) else any(values))
     if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
         operands = [_evaluate(node.left), *(_evaluate(c) for c in node.comparators)]
-        if None in operands:
+        known = [value for value in operands if value is not None]
+        if len(known) < len(operands):
             return None
-        return int(all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, operands, operands[1:])))
+        return int(all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, known, known[1:])))
     return None

@@ -144,7 +144,7 @@ class _Extractor:
         if cursor.kind == K.FUNCTION_TEMPLATE or self.data[start:start + 8] == b"template":
             start = _skip_template_header(self.data, start)
         line_start = self.positions.line_start(start)
-        leading = []
+        leading: list[re.Match[bytes]] = []
         for word in _WORD_RE.finditer(self.data, line_start):  # lazily: the loop stops early
             if word.group().decode(errors="replace") not in _DEVICE_SPECIFIER_TOKENS:
                 if word.start() >= start:

@@ -17,7 +17,7 @@ KC110, KC111, KC112 and KC151).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 import clang.cindex as ci
@@ -198,7 +198,7 @@ class _Reader:
         self._previous_prefix: tuple[int, int] | None = None  # (type start, name) of the last declarator
 
     # -- declarations --------------------------------------------------------------------------
-    def declarations(self, cursors, record: ci.Cursor | None) -> None:
+    def declarations(self, cursors: Iterable[ci.Cursor], record: ci.Cursor | None) -> None:
         """Functions, fields and variables among `cursors` (the members of `record`, when
         given), descending through namespaces and nested records."""
         for cursor in cursors:
@@ -598,7 +598,9 @@ class _Reader:
                 words.add(word)
             else:
                 break
-        if not keywords or _NOT_INDEX_KEYWORDS.intersection(keywords) or _width(var.element_type) is None:
+        if first is None or last is None:  # no integer keyword
+            return None
+        if _NOT_INDEX_KEYWORDS.intersection(keywords) or _width(var.element_type) is None:
             return None
         return " ".join(keywords), self.positions.span(start + first, start + last), frozenset(words)
 
@@ -836,7 +838,7 @@ def _operator_name(call: Expr) -> str | None:
     """The operator an overloaded or type-dependent operator call applies, else None."""
     if call.name.startswith("operator"):
         return call.name
-    return next((c.ref.name for c in call.children if _is_operator_ref(c)), None)
+    return next((c.ref.name for c in call.children if c.ref is not None and _is_operator_ref(c)), None)
 
 
 def _comparison_operands(node: Expr) -> list[Expr] | None:

@@ -435,8 +435,8 @@ class _BodyFacts:
 
     def _add_handoffs(self, at: Expr | Var, callee: str, values: tuple[Expr, ...]) -> None:
         """Tensors passed on as a whole: call arguments, `{a, b}` lists, copies."""
-        is_call = isinstance(at, Expr) and at.kind is ExprKind.CALL and at.children
-        callee_usr = self._function_usr(at.children[0]) if is_call else ""
+        call = at if isinstance(at, Expr) and at.kind is ExprKind.CALL and at.children else None
+        callee_usr = self._function_usr(call.children[0]) if call is not None else ""
         for value in values:
             tensor = self._tensor_name(value)
             if tensor is not None:

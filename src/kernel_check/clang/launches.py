@@ -327,8 +327,8 @@ class _Resolution:
         elif node.kind is ExprKind.CALL and operands and _strip_casts(operands[0]).kind is ExprKind.LAMBDA:
             body = _strip_casts(operands[0]).lambda_body
             returns = returns_of(cursor_of(body), only_returns=False) if body is not None else None
-            for returned, condition in self._returns(returns, guard):
-                yield from self._selected(returned, condition, depth + 1)
+            for returned, returned_guard in self._returns(returns, guard):
+                yield from self._selected(returned, returned_guard, depth + 1)
         elif node.kind is ExprKind.CALL and operands:
             # any of its returns: the helper's conditions are its own
             for returned in self.resolver.returned(named_function(cursor_of(operands[0].stripped()))):
@@ -407,8 +407,10 @@ class _Resolution:
                         pending.extend(self.bound.get(target.key, ()))
                     elif declaration.kind == K.UNEXPOSED_DECL:  # a variable template, bound at each use
                         template = read_variable_template(declaration)
-                        arguments = self._bound(reference, template) if template is not None else None
-                        for name in template.initializer_names if template is not None else ():
+                        if template is None:
+                            continue
+                        arguments = self._bound(reference, template)
+                        for name in template.initializer_names:
                             bound = arguments if name == template.function_name else None
                             yield from ((bound, kernel) for kernel in self.resolver.kernels_named(expression, name))
                     elif declaration.kind in _HELPER_KINDS:
@@ -435,7 +437,7 @@ class _Resolution:
             if declaration.kind == K.VAR_DECL:
                 initializer = initializer_of(declaration)
                 if initializer is not None and initializer != cursor_of(expression):
-                    return self._direct(self.resolver.expression(initializer))
+                    return self._direct(self.resolver.program.expression(initializer, 0))
         return None
 
 

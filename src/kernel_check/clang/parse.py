@@ -236,7 +236,7 @@ def find_cuda_home() -> str | None:
 def _pip_cuda_roots() -> list[Path]:
     """Roots of pip's nvidia-cuda-* wheels (site-packages/nvidia/cuda_runtime...)."""
     try:
-        import nvidia  # type: ignore[import-not-found]
+        import nvidia
     except ImportError:
         return []
     roots = []

@@ -682,7 +682,7 @@ class _Walker:
     def _apply_callee(self, node: Expr, name: str, candidates: list[TreeFunction] | None,
                       args: Sequence[Expr], arg_values: list[Origins]) -> Origins:
         is_pointer_offset = name == POINTER_OFFSET and bool(candidates) and all(
-            c.parent_name == "pointer" for c in candidates)
+            c.parent_name == "pointer" for c in candidates or ())
         if is_pointer_offset or name in PASS_THROUGH:  # `pointer::offset(p, ...)` is still `p`
             return arg_values[0] if arg_values else ()
         summaries = self._summaries(candidates or [], args)

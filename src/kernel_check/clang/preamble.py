@@ -97,7 +97,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..cache import (
     IN_USE,
@@ -284,11 +284,10 @@ class PreambleCache:
         arguments = tuple(args)
         main = self._real(str(path))
         if self.strategy == "exact":
-            own = tuple(dict.fromkeys(m.decode("utf-8", "replace").strip()
-                                      for m in _ANGLE_INCLUDE_RE.findall(data)))
-            found = [Recipe("exact", arguments, own)] if own else []
+            exact = tuple(dict.fromkeys(m.decode("utf-8", "replace").strip()
+                                        for m in _ANGLE_INCLUDE_RE.findall(data)))
+            found = [Recipe("exact", arguments, exact)] if exact else []
             return found + [Recipe("base", arguments, ())]
-        own = [m.decode("utf-8", "replace").strip() for m in _ANGLE_INCLUDE_RE.findall(data)]
         found = []
         project = self._project(arguments)
         if project is not None and _ANY_INCLUDE_RE.search(data):
@@ -431,7 +430,7 @@ class PreambleCache:
         found = self._lookup(directory, recipe)
         return found if isinstance(found, Preamble) else None
 
-    def _lookup(self, directory: Path, recipe: Recipe) -> Preamble | bool | None:
+    def _lookup(self, directory: Path, recipe: Recipe) -> Preamble | Literal[False] | None:
         """A valid manifest entry as a Preamble, None for a recorded failure, False: none.
         An entry built with another include directory of the project (another copy of it,
         another project) is valid only when it holds nothing of that directory."""
@@ -804,9 +803,9 @@ def _needs(tu: Any, own_headers: frozenset[str], forced: list[str],
                 homes = [home(cursor.referenced)]
             else:
                 homes = []
-            homes = [h for h in homes if h is not None]
-            if homes and not any(real(h) in allowed for h in homes):
-                needs.setdefault(source, set()).add(homes[0])
+            known = [h for h in homes if h is not None]
+            if known and not any(real(h) in allowed for h in known):
+                needs.setdefault(source, set()).add(known[0])
             children = list(cursor.get_children())
             names_qualified = any(child.kind in qualifiers for child in children)
             stack.extend((child, names_qualified) for child in children)

@@ -828,7 +828,7 @@ def _else_ifs(cursor: ci.Cursor) -> list[ci.Cursor]:
     """The `else if` links after an `if`, in order. A chain is built from its last link back,
     each at the depth of the first: generated dispatch code chains hundreds of them, which
     is no deeper than a block of hundreds of statements."""
-    chain = []
+    chain: list[ci.Cursor] = []
     node = cursor
     while True:
         children = list(node.get_children())

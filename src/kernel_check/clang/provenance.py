@@ -264,10 +264,10 @@ def origins_of(expression: ci.Cursor, lookup: Callable[[ci.Cursor], Origins],
             return _address(operands[0], of)
         return element(of(operands[0])) if operator == UNARY_DEREF else ()
     if kind == K.BINARY_OPERATOR and len(operands) == 2:
-        operator = _binary_operator(node)
-        if operator in (ci.BinaryOperator.Add, ci.BinaryOperator.Sub):
+        binary = _binary_operator(node)
+        if binary in (ci.BinaryOperator.Add, ci.BinaryOperator.Sub):
             return offset(of(operands[0]), of(operands[1]))
-        return of(operands[1]) if operator == ci.BinaryOperator.Comma else ()
+        return of(operands[1]) if binary == ci.BinaryOperator.Comma else ()
     if kind == K.CONDITIONAL_OPERATOR and len(operands) == 3:
         return union(of(operands[1]), of(operands[2]))
     if kind == K.CALL_EXPR:

@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..build import (
     BuildOutcome,
@@ -131,8 +132,9 @@ class SpecBuilds:
 
 
 def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: bool = False,
-                register_budget: int = 64, per_kernel_budget: Mapping[str, object] | None = None,
-                include_dirs: tuple[str, ...] = (), jobs: int | None = None, on_done=None) -> SpecBuilds:
+                register_budget: int = 64, per_kernel_budget: Mapping[str, int] | None = None,
+                include_dirs: tuple[str, ...] = (), jobs: int | None = None,
+                on_done: Callable[[BuildOutcome], None] | None = None) -> SpecBuilds:
     """Build every spec's module (and the probe); a module that fails is built again one
     instantiation at a time; failures become findings."""
     budgets = {spec.name: merge_budgets(register_budget, per_kernel_budget or {}, spec.register_budget)
@@ -144,9 +146,9 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
     builds = SpecBuilds()
     if with_probe:
         probe: BuildOutcome = outcomes.pop()
-        if probe.ok:
+        if probe.result is not None:
             builds.probe = str(probe.result.library)
-        else:
+        elif probe.error is not None:
             builds.probe_error = probe.error.log or str(probe.error)
     retry = [spec for spec, outcome in zip(specs, outcomes) if not outcome.ok and len(spec.instantiations) > 1]
     alone = [(spec, inst) for spec in retry for inst in spec.instantiations]
@@ -160,7 +162,7 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
     return builds
 
 
-def _build_once(targets: list[BuildTarget], **options) -> list[BuildOutcome]:
+def _build_once(targets: list[BuildTarget], **options: Any) -> list[BuildOutcome]:
     """``build_all``, compiling each distinct module once: two specs of one launcher (the
     same source, exports, flags and headers, a spec per value contract) share its build,
     each outcome keeping its own target for the findings' labels."""
@@ -183,13 +185,13 @@ def _build_once(targets: list[BuildTarget], **options) -> list[BuildOutcome]:
 def _record(builds: SpecBuilds, spec: KernelSpec, insts: tuple[Instantiation, ...], outcome: BuildOutcome) -> None:
     """A module's libraries (one build serves every run-time dtype choice of an instantiation),
     export names, kernels and findings."""
-    if outcome.ok:
+    result = outcome.result
+    if result is not None:
         for inst in insts:
             for variant in inst.variants():
-                builds.libraries.setdefault(spec.name, {})[variant.id] = str(outcome.result.library)
+                builds.libraries.setdefault(spec.name, {})[variant.id] = str(result.library)
                 builds.exports.setdefault(spec.name, {})[variant.id] = export_name(spec, inst)
-        builds.kernels.setdefault(spec.name, set()).update(
-            kernel_identifier(k.name) for k in outcome.result.resources)
+        builds.kernels.setdefault(spec.name, set()).update(kernel_identifier(k.name) for k in result.resources)
     for failure in environment_failures([outcome]):
         builds.environment[spec.name] = failure
     builds.by_spec.setdefault(spec.name, []).extend(build_findings([outcome]))

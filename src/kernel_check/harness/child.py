@@ -18,6 +18,12 @@ import sys
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: the functions below import what they run
+    from .cases import Case, Outcome
+    from .execute import CaseContext
+    from .spec import KernelSpec
 
 EVENT_PREFIX = "@@kernel-check "
 # printed (as plain output) before each case of a sanitizer run: compute-sanitizer's reports
@@ -57,7 +63,7 @@ def emit(event: str, **data: object) -> None:
     print(EVENT_PREFIX + json.dumps({"event": event, **data}), flush=True)
 
 
-def plan(job: Job, spec):
+def plan(job: Job, spec: KernelSpec) -> list[Case]:
     from .cases import plan_bandwidth, plan_cases, plan_sanitize
 
     if job.mode == "sanitize":
@@ -67,7 +73,7 @@ def plan(job: Job, spec):
     return plan_cases(spec)
 
 
-def _context(job: Job, spec):
+def _context(job: Job, spec: KernelSpec) -> CaseContext:
     import tvm_ffi
 
     from .execute import CaseContext
@@ -78,7 +84,7 @@ def _context(job: Job, spec):
     return CaseContext(spec=spec, kernels=kernels, probe=probe, bandwidth_floor=job.bandwidth_floor)
 
 
-def raised_outcome(case, exc: Exception):
+def raised_outcome(case: Case, exc: Exception) -> Outcome:
     from .cases import CHECK_CODE, Outcome
 
     text = str(exc).strip() or type(exc).__name__
@@ -116,7 +122,7 @@ def run_batch(job: Job) -> int:
     return 0
 
 
-def run_spec(job: Job, spec, ctx, tag: str = "") -> int:
+def run_spec(job: Job, spec: KernelSpec, ctx: CaseContext, tag: str = "") -> int:
     from .environment import CASE_OUT_OF_MEMORY, is_out_of_memory
     from .execute import ContextPoisoned, run_case, synchronize
 

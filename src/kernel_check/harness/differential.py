@@ -27,12 +27,15 @@ import tarfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import codes
 from ..diff import DiffError, git_toplevel
 from ..finding import Finding
 from .spec import Instantiation, KernelSpec, Role, Tensor
+
+if TYPE_CHECKING:  # the build is imported where it runs
+    from ..build import BuildOutcome
 
 MANIFEST = "against.json"
 GENERATED_SPEC = "against_spec.py"
@@ -261,8 +264,8 @@ class AgainstPlan:
 
 
 def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budget: int = 64,
-            per_kernel_budget: Mapping[str, object] | None = None, include_dirs: tuple[str, ...] = (),
-            on_done=None) -> AgainstPlan:
+            per_kernel_budget: Mapping[str, int] | None = None, include_dirs: tuple[str, ...] = (),
+            on_done: Callable[[BuildOutcome], None] | None = None) -> AgainstPlan:
     """Materialize REV, pair its specs with ``specs``, build REV's instantiations, and load
     the generated spec file that runs the working tree's kernels against them."""
     from ..paths import display_path

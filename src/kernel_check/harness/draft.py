@@ -40,6 +40,8 @@ from ..model import (
     FunctionKind,
     MatcherChain,
     SourceModel,
+    Struct,
+    TemplateParam,
     split_template_arguments,
 )
 from ..summaries import AccessSummaries
@@ -153,7 +155,7 @@ def _short_name(qualified: str) -> str:
     return "::".join(parts)
 
 
-def _owner(model: SourceModel, launcher: Function):
+def _owner(model: SourceModel, launcher: Function) -> Struct | None:
     """The class template a static member launcher belongs to (None for a free function)."""
     if not launcher.is_method:
         return None
@@ -161,7 +163,7 @@ def _owner(model: SourceModel, launcher: Function):
     return next((s for s in model.structs if s.qualified_name == owner), None)
 
 
-def template_params(model: SourceModel, launcher: Function):
+def template_params(model: SourceModel, launcher: Function) -> list[TemplateParam]:
     owner = _owner(model, launcher)
     return list(owner.template_params) if owner is not None else list(launcher.template_params)
 
@@ -348,10 +350,10 @@ def read_wrapper(path: Path, cuda_file: str) -> list[WrapperCall]:
 
     manifest = read_manifest(path)
     if manifest is not None:
-        if not any(names_file(str(f), cuda_file) for f in manifest["CUDA_FILES"]):  # type: ignore[union-attr]
+        if not any(names_file(str(f), cuda_file) for f in manifest["CUDA_FILES"]):
             return []
         grouped: dict[tuple[str, str], list[tuple[str, ...]]] = {}
-        for export, symbol in manifest["INSTANTIATIONS"]:  # type: ignore[union-attr]
+        for export, symbol in manifest["INSTANTIATIONS"]:
             base, _, rest = str(symbol).partition("<")
             args = tuple(split_template_arguments(rest.rsplit(">", 1)[0])) if rest else ()
             grouped.setdefault((str(export), base.strip()), []).append(args)
@@ -409,7 +411,7 @@ def _symbol_shape(node: ast.expr) -> tuple[str, str]:
     if not isinstance(node, ast.JoinedStr):
         return ast.unparse(node), ""
     # the harness's pattern keeps the brackets empty: the arguments go between them
-    text = "".join(str(p.value) for p in node.values if not isinstance(p, ast.FormattedValue))
+    text = "".join(str(p.value) for p in node.values if isinstance(p, ast.Constant))  # the rest: FormattedValue
     used = next((ast.unparse(p.value) for p in node.values if isinstance(p, ast.FormattedValue)), "")
     return text, used
 
@@ -482,7 +484,7 @@ def _cpp_value(text: str) -> str | int | bool:
     return CPP_DTYPES.get(text, text)
 
 
-def _candidates(param, pdl_param: str, type_params_used: set[str], source: str, dim_params: set[str],
+def _candidates(param: TemplateParam, pdl_param: str, type_params_used: set[str], source: str, dim_params: set[str],
                 notes: list[str]) -> tuple:
     if source and source not in ("pdl", "dtype") and not source.isidentifier():
         return (ast.literal_eval(source),)

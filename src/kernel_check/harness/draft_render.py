@@ -110,7 +110,8 @@ def _render_inst(inst: DraftInstantiation, draft: Draft) -> str:
     if inst.sizes:
         parts.append(f"sizes={inst.sizes!r}")
     varying = {name: width for name, width in inst.vector_bytes.items()
-               if _uniform_width(next(a for a in draft.args if a.name == name), draft) is None}
+               if _uniform_width(next(a for a in draft.args if isinstance(a, DraftTensor) and a.name == name),
+                                 draft) is None}
     if varying:
         parts.append(f"vector_bytes={varying!r}")
     return f"Instantiation({', '.join(parts)})"

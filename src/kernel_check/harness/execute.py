@@ -8,7 +8,7 @@ Each ``run_*`` function takes a ``CaseContext`` and one ``Case`` and returns its
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ import torch
 from .. import codes
 from .cases import BadInput, BadKind, Case, CaseKind, Outcome, numel, shape_of
 from .profiles import index_bound
-from .spec import KernelSpec, Role, Tensor, dim_size, itemsize
+from .spec import Instantiation, KernelSpec, Role, Tensor, dim_size, itemsize
 
 # Runs per reference case: poison A, poison B, poison A again (KD102 needs two poisons,
 # KD103 compares every run with the first).
@@ -74,7 +74,7 @@ class CaseContext:
     _copy_bandwidth: float | None = None
     _pdl_overlap: tuple[bool, str] | None = None
 
-    def instantiation(self, inst_id: str):
+    def instantiation(self, inst_id: str) -> Instantiation:
         return self.spec.variant(inst_id)
 
     def dtype_of(self, tensor: Tensor, inst_id: str) -> torch.dtype:
@@ -134,7 +134,7 @@ def holds_poison(t: torch.Tensor, which: int) -> torch.Tensor:
     return _bits(t) == poison_bits(t.dtype, which)
 
 
-def _zeros(shape, dtype: torch.dtype, device) -> torch.Tensor:
+def _zeros(shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """Zero-filled, made through bytes: fill kernels do not cover every dtype (fp8)."""
     size = torch.empty((), dtype=dtype).element_size()
     raw = torch.zeros((*shape[:-1], shape[-1] * size) if shape else (size,), dtype=torch.uint8, device=device)
@@ -311,7 +311,10 @@ def expected_outputs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.T
     """The reference's values for every written tensor, keyed by name."""
     kwargs: dict[str, Any] = {name: t.clone() for name, t in initial.items()}
     kwargs.update({s.name: s.resolve(case.size_map) for s in ctx.spec.scalars})
-    result = ctx.spec.reference(**kwargs)
+    reference = ctx.spec.reference
+    if reference is None:
+        raise ValueError(f"spec {ctx.spec.name} has no reference to compute the expected outputs")
+    result = reference(**kwargs)
     written = [t.name for t in ctx.spec.tensors if t.written]
     if isinstance(result, torch.Tensor):
         if len(written) != 1:
@@ -343,7 +346,7 @@ def canonical(spec: KernelSpec, outputs: Mapping[str, torch.Tensor]) -> dict[str
     if callable(spec.canonicalize):
         return dict(spec.canonicalize({name: t.clone() for name, t in outputs.items()}))
     result = dict(outputs)
-    for name, how in spec.canonicalize.items():
+    for name, how in (spec.canonicalize or {}).items():
         if name in result and how in ("sort", "set"):
             value = result[name]
             wide = value.float() if value.dtype.is_floating_point else value
@@ -701,7 +704,7 @@ def run_profile(ctx: CaseContext, case: Case) -> list[Outcome]:
 # ----- bandwidth -----
 
 
-def _timed(fn: Callable[[], None], iters: int) -> float:
+def _timed(fn: Callable[[], object], iters: int) -> float:
     """Seconds per call, CUDA-event timed after warm-up."""
     for _ in range(BANDWIDTH_WARMUP):
         fn()

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import IO
 
 from .child import EVENT_PREFIX
 
@@ -58,7 +59,7 @@ class ChildExit:
         return "\n".join(self.output[-OUTPUT_TAIL_LINES:])
 
 
-def _reader(stream, lines: queue.Queue[str | None]) -> None:
+def _reader(stream: IO[str], lines: queue.Queue[str | None]) -> None:
     for raw in iter(stream.readline, ""):
         lines.put(raw.rstrip("\n"))
     lines.put(None)

@@ -18,8 +18,9 @@ Registered through the ``pytest11`` entry point; inert unless ``--kernel-check``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,6 +29,9 @@ from .discover import SPEC_GLOB, load_module, specs_in_module
 from .spec import KernelSpec
 
 if TYPE_CHECKING:  # the back end loads when an item runs, not in every pytest session
+    # pytest's own names for what repr_failure takes and gives (not exported by `pytest`)
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
     from ..finalize import Policy
 
 
@@ -67,14 +71,14 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[int(worker[2:]) % len(gpus)]
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SpecFile | None:
     if _enabled(parent.config) and file_path.match(SPEC_GLOB):
         return SpecFile.from_parent(parent, path=file_path)
     return None
 
 
 class SpecFile(pytest.File):
-    def collect(self):
+    def collect(self) -> Iterator[SpecItem]:
         for spec in specs_in_module(load_module(self.path), self.path):
             spec.validate()
             yield SpecItem.from_parent(self, name=spec.name, spec=spec)
@@ -85,7 +89,7 @@ class KernelCheckFailure(Exception):
 
 
 class SpecItem(pytest.Item):
-    def __init__(self, *, spec: KernelSpec, **kwargs):
+    def __init__(self, *, spec: KernelSpec, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec = spec
         # A spec item takes no fixtures. Plugins that wrap every test call read `item.funcargs`
@@ -140,10 +144,11 @@ class SpecItem(pytest.Item):
         if verdict.fails:
             raise KernelCheckFailure("\n".join(f"{f.path}:{f.line}: {f.code} {f.message}" for f in verdict.failing))
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, KernelCheckFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"kernel spec {self.spec.name}"

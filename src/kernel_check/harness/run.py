@@ -34,6 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import codes
 from ..finding import Finding, Location, Related
@@ -73,7 +74,7 @@ class RunOptions:
     bandwidth: bool = True
     bandwidth_floor: float = 0.8
     register_budget: int = 64
-    per_kernel_budget: dict[str, object] = field(default_factory=dict)
+    per_kernel_budget: dict[str, int] = field(default_factory=dict)
     include_dirs: tuple[str, ...] = ()  # configured include directories (`include-dirs`)
     jobs: int = 0  # parallel children; 0: DEFAULT_PER_GPU per GPU (fewer on small machines)
     gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () : detect
@@ -263,7 +264,7 @@ def _child_failure(exit_: ChildExit) -> str | None:
     return environment_failure(errors + "\n" + exit_.output_tail)
 
 
-def run_child_retrying(command: list[str], env: dict[str, str], **kwargs) -> tuple[ChildExit, str | None]:
+def run_child_retrying(command: list[str], env: dict[str, str], **kwargs: Any) -> tuple[ChildExit, str | None]:
     """``run_child``, once more after a pause when the environment failed (a GPU busy with
     other children); the exit and what still failed in the environment (None: nothing)."""
     exit_ = run_child(command, env, **kwargs)
@@ -281,6 +282,10 @@ def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, w
     by_index = {c.index: c for c in plan}
     libraries = builds.libraries.get(spec.name, {})
     skip: set[int] = {c.index for c in plan if c.inst not in libraries}
+    def on_event(event: dict) -> None:
+        if event["event"] == "begin":
+            progress.status(f"{spec.name}: {by_index[event['case']].label}")
+
     start, attempt = 0, 0
     while start < len(plan):
         job = Job(spec.spec_path, spec.name, "cases", libraries, probe=builds.probe, start=start,
@@ -289,7 +294,7 @@ def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, w
         command = _child_command(job, workdir, f"{spec.name}-cases-{attempt}")
         exit_, failure = run_child_retrying(
             command, _child_env(gpu), startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout,
-            on_event=lambda e: e["event"] == "begin" and progress.status(f"{spec.name}: {by_index[e['case']].label}"))
+            on_event=on_event)
         if failure is not None:
             run.environment.append(f"{spec.name}: cases: {failure}")
             run.complete = False
@@ -445,12 +450,12 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
         for run, _ in batch:
             run.complete = False
     for event in exit_.events:
-        run = by_name.get(event.get("spec", ""))
-        if event["event"] == "end" and run is not None:
-            case = {c.index: c for c in plan_bandwidth(run.spec)}[event["case"]]
-            run.results.extend((case, Outcome.from_json(o)) for o in event["outcomes"])
-        elif event["event"] == "spec-done" and run is not None:
-            done.add(run.spec.name)
+        owner = by_name.get(event.get("spec", ""))
+        if event["event"] == "end" and owner is not None:
+            case = {c.index: c for c in plan_bandwidth(owner.spec)}[event["case"]]
+            owner.results.extend((case, Outcome.from_json(o)) for o in event["outcomes"])
+        elif event["event"] == "spec-done" and owner is not None:
+            done.add(owner.spec.name)
     for run, _ in batch:
         if run.spec.name not in done and not exit_.stopped:
             run.results[:] = [(c, o) for c, o in run.results if c.kind is not CaseKind.BANDWIDTH]
@@ -534,12 +539,11 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
               on_builds: Callable[[SpecBuilds], None] | None = None) -> HarnessResult:
     """Build, run, sanitize and measure every spec; the findings of all of it."""
     progress.add(len(specs) + 1)  # one module per spec, and the probe
-    budgets = dict(register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget,
-                   include_dirs=options.include_dirs)
     # one build serves the cases and the sanitizers: -lineinfo adds line tables, not code
     # (the same SASS, the same registers), and building twice was half of a cold run
     builds = build_specs(specs, lineinfo=bool(options.sanitize), with_probe=True, on_done=progress_lines(progress),
-                         **budgets)
+                         register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget,
+                         include_dirs=options.include_dirs)
     if on_builds is not None:
         on_builds(builds)
     lineinfo = builds if options.sanitize else None

@@ -434,7 +434,7 @@ def _evaluate(node: ast.expr, sizes: Sizes) -> int:
         return int(sizes[node.id])
     if isinstance(node, ast.BinOp):
         return _DIM_OPERATORS[type(node.op)](_evaluate(node.left, sizes), _evaluate(node.right, sizes))
-    assert isinstance(node, ast.Constant)
+    assert isinstance(node, ast.Constant) and isinstance(node.value, int)
     return int(node.value)
 
 

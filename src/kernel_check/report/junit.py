@@ -41,8 +41,8 @@ def _testcase(suite: ET.Element, finding: Finding, ctx: Context) -> None:
 def render(findings: list[Finding], ctx: Context) -> str:
     tests, failures = str(max(len(findings), 1)), str(len(findings))
     counts = {"tests": tests, "failures": failures, "errors": "0"}
-    root = ET.Element("testsuites", name=SUITE, **counts)
-    suite = ET.SubElement(root, "testsuite", name=SUITE, **counts, skipped="0")
+    root = ET.Element("testsuites", {"name": SUITE, **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": SUITE, **counts, "skipped": "0"})
     for finding in findings:
         _testcase(suite, finding, ctx)
     if not findings:

@@ -82,7 +82,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _unaligned_feeds(chain: MatcherChain, feeds: list[VectorFeed], aligned: set[str]) -> list[VectorFeed]:
-    reported = []
+    reported: list[VectorFeed] = []
     for verified in chain.verified:
         if verified.alignment is not None or verified.name in aligned:
             continue

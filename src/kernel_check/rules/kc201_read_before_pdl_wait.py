@@ -65,13 +65,15 @@ def _describe(how: str) -> str:
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)
-        waits = [wait for wait in pdl_waits(flow) if wait.order is not None] if flow else []
+        if flow is None:
+            continue
+        waits = [(wait, wait.order) for wait in pdl_waits(flow) if wait.order is not None]
         if not waits:
             continue
-        first = waits[0]
+        first, first_order = waits[0]
         reported: set[int] = set()
         for access in flow.accesses:
-            if access.kind is not AccessKind.READ or access.order is None or access.order > first.order:
+            if access.kind is not AccessKind.READ or access.order is None or access.order > first_order:
                 continue
             if access.span.start in reported or _WEIGHT_NAME.fullmatch(access.root.rpartition(".")[2]):
                 continue

@@ -100,11 +100,11 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         reported: set[str] = set()  # one finding per kernel, however many instantiations the launch picks from
         for launched in site.kernels:
-            kernel = kernels.get(launched.usr)
-            if kernel is not None and kernel.usr not in reported:
-                findings = list(_check_launch(model, ctx, site, launched, kernel))
+            defined = kernels.get(launched.usr)
+            if defined is not None and defined.usr not in reported:
+                findings = list(_check_launch(model, ctx, site, launched, defined))
                 if findings:
-                    reported.add(kernel.usr)
+                    reported.add(defined.usr)
                 yield from findings
 
 
@@ -124,6 +124,7 @@ def _check_launch(model: SourceModel, ctx: RuleContext, site: Launch, launched: 
                 related=[kernel_here],
             )
         return
+    assert site.pdl is not None  # check() passes the launches that enable PDL
     for wait in waits:
         reason = flag_mismatch(instantiated_flag(wait, kernel, launched), site.pdl)
         if reason is not None:

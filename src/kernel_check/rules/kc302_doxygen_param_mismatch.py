@@ -44,6 +44,7 @@ __global__ void gather_kernel(T* __restrict__ dst, const T* __restrict__ src, co
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeGuard
 
 from kernel_check.finding import Finding, Location
 from kernel_check.model import DocComment, SourceModel, Span
@@ -75,7 +76,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
                                          [t for t in tparams if t not in doc.tparams])
 
 
-def _checked(doc: DocComment | None) -> bool:
+def _checked(doc: DocComment | None) -> TypeGuard[DocComment]:
     return doc is not None and doc.is_doxygen and not doc.copies_doc
 
 

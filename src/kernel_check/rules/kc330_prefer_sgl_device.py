@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, TextEdit
-from kernel_check.model import Function, SourceModel
+from kernel_check.model import SourceModel, Span
 from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
@@ -47,14 +47,13 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         macro = "SGL_DEVICE_HOST" if "__host__" in words else "SGL_DEVICE"
         yield ctx.finding(location_of(model, function.specifier_span),
                           f"'{function.name}' spells out `{function.specifier_spelling}`; use `{macro}`",
-                          fix=_fix(model, function, macro) if fixable else None)
+                          fix=_fix(model, function.specifier_span, macro) if fixable else None)
 
 
-def _fix(model: SourceModel, function: Function, macro: str) -> Fix:
+def _fix(model: SourceModel, span: Span, macro: str) -> Fix:
     """The first CUDA keyword becomes the macro; each other one is deleted together with the
     blank after it (before it, for the last word of the run), so `static`, `constexpr`...
     stay where they were."""
-    span = function.specifier_span
     data = model.data
     keywords = list(_CUDA_KEYWORD_RE.finditer(data, span.start, span.end))
     edits = [TextEdit(keywords[0].start(), keywords[0].end(), macro)]
