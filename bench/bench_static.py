@@ -254,16 +254,15 @@ def bare_loop(files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, 
                            "mode": mode, "files": [str(p) for p in chunk]})
         processes.append(subprocess.Popen([sys.executable, "-c", BARE_LOOP, spec], env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    parse_seconds = []
+    parse_seconds, cpu_seconds = [], []
     for process in processes:
         stdout, stderr = process.communicate()
         if process.returncode != 0:
             raise SystemExit(f"bare loop failed:\n{stderr[-3000:]}")
         reported = json.loads(stdout.strip().splitlines()[-1])
         parse_seconds.append(reported["seconds"])
-        process.bare_cpu = reported["cpu"]  # type: ignore[attr-defined]
-    return {"seconds": max(parse_seconds), "wall": time.perf_counter() - started,
-            "cpu": sum(p.bare_cpu for p in processes)}  # type: ignore[attr-defined]
+        cpu_seconds.append(reported["cpu"])
+    return {"seconds": max(parse_seconds), "wall": time.perf_counter() - started, "cpu": sum(cpu_seconds)}
 
 
 def build_preambles(files: list[Path], root: Path, cache: Path, jobs: int, env: dict, mode: str) -> dict:

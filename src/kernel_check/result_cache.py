@@ -69,7 +69,7 @@ class ResultCache:
         return {"root": self.root, "fingerprint": self.fingerprint}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["root"], state["fingerprint"])  # type: ignore[misc]
+        ResultCache.__init__(self, state["root"], state["fingerprint"])
 
     # -- keys --------------------------------------------------------------------------
     def key(self, path: str, relative: str, data: bytes, args: list[str] | None) -> str:

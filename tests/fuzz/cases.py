@@ -232,6 +232,7 @@ class ParseSpy:
             self._record(path, unit)
             return unit
 
+        # the spy keeps the original, so that installing it again wraps that (mypy types no function attributes)
         parse_file.fuzz_spy = original  # type: ignore[attr-defined]
         parse_module.parse_file = parse_file
 
