@@ -345,8 +345,8 @@ def _clean_parser() -> argparse.ArgumentParser:
                         help="remove the whole cache directory: every project's results, the preamble store "
                              "all projects share and the JIT builds")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="the cache directory (default: $KERNEL_CHECK_CACHE_DIR, else $XDG_CACHE_HOME/kernel-check, "
-                             "else ~/.cache/kernel-check)")
+                        help="the cache directory (default: $KERNEL_CHECK_CACHE_DIR, else "
+                             "$XDG_CACHE_HOME/kernel-check, else ~/.cache/kernel-check)")
     return parser
 
 
