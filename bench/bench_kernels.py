@@ -42,10 +42,16 @@ COPY_BYTES = 1 << 30
 TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-5}
 CPP_DTYPE = {torch.float16: "fp16_t", torch.bfloat16: "bf16_t", torch.float32: "fp32_t"}
 
-QKNORM_CASES = [(torch.float16, 64), (torch.bfloat16, 128), (torch.float32, 128), (torch.bfloat16, 256),
-                (torch.float16, 127)]
-ROPE_CASES = [(dtype, 128, 128, neox) for neox in (True, False)
-              for dtype in (torch.float16, torch.bfloat16, torch.float32)] + [(torch.float32, 64, 64, True)]
+QKNORM_CASES = [
+    (torch.float16, 64),
+    (torch.bfloat16, 128),
+    (torch.float32, 128),
+    (torch.bfloat16, 256),
+    (torch.float16, 127),
+]
+ROPE_CASES = [
+    (dtype, 128, 128, neox) for neox in (True, False) for dtype in (torch.float16, torch.bfloat16, torch.float32)
+] + [(torch.float32, 64, 64, True)]
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ class Variant:
 class Kernel:
     """One instantiation: how to build it and how to call it on a shape."""
 
-    name: str          # "qknorm" or "rotary_embedding"
+    name: str  # "qknorm" or "rotary_embedding"
     dtype: torch.dtype
     head_dim: int
     rotary_dim: int = 0
@@ -90,7 +96,8 @@ class Kernel:
 
 def kernels() -> list[Kernel]:
     return [Kernel("qknorm", dt, d) for dt, d in QKNORM_CASES] + [
-        Kernel("rotary_embedding", dt, d, r, neox) for dt, d, r, neox in ROPE_CASES]
+        Kernel("rotary_embedding", dt, d, r, neox) for dt, d, r, neox in ROPE_CASES
+    ]
 
 
 # ----- inputs -----
@@ -101,10 +108,14 @@ def heads(kernel: Kernel, tokens: int, layout: str) -> tuple[torch.Tensor, torch
     d = kernel.head_dim
     if layout == "qkv":
         qkv = torch.randn(tokens, (Q_HEADS + K_HEADS + V_HEADS) * d, device="cuda").to(kernel.dtype)
-        return (qkv[:, : Q_HEADS * d].view(tokens, Q_HEADS, d),
-                qkv[:, Q_HEADS * d : (Q_HEADS + K_HEADS) * d].view(tokens, K_HEADS, d))
-    return (torch.randn(tokens, Q_HEADS, d, device="cuda").to(kernel.dtype),
-            torch.randn(tokens, K_HEADS, d, device="cuda").to(kernel.dtype))
+        return (
+            qkv[:, : Q_HEADS * d].view(tokens, Q_HEADS, d),
+            qkv[:, Q_HEADS * d : (Q_HEADS + K_HEADS) * d].view(tokens, K_HEADS, d),
+        )
+    return (
+        torch.randn(tokens, Q_HEADS, d, device="cuda").to(kernel.dtype),
+        torch.randn(tokens, K_HEADS, d, device="cuda").to(kernel.dtype),
+    )
 
 
 def shapes(kernel: Kernel) -> list[tuple[str, int, str]]:
@@ -176,8 +187,8 @@ def rope_call(module, kernel: Kernel, tokens: int, layout: str) -> Call:
         q.copy_(torch.randn(q.shape, device="cuda"))
         k.copy_(torch.randn(k.shape, device="cuda"))
         pos = torch.randint(0, ROPE_MAX_POSITION, (tokens,), device="cuda")
-        pos[:: 97] = -1                        # outside the cache: left unrotated
-        pos[1:: 89] = ROPE_MAX_POSITION
+        pos[::97] = -1  # outside the cache: left unrotated
+        pos[1::89] = ROPE_MAX_POSITION
         expected = reference(q, pos), reference(k, pos)
         module.rotary_embedding(pos, q, k, cache)
         return max(_error(got, want) for got, want in zip((q, k), expected))
@@ -244,13 +255,25 @@ def measure(variants: list[Variant]) -> list[dict]:
                 call = make(module, kernel, tokens, layout)
                 error = call.check()
                 seconds = time_per_call(call.run)
-                row = dict(kernel=kernel.label, shape=shape, tokens=tokens, variant=variant.label,
-                           moved_mb=call.moved / 1e6, us=seconds * 1e6, gbps=call.moved / seconds / 1e9,
-                           fraction=call.moved / seconds / peak, error=error, ok=error <= 1.0)
+                row = dict(
+                    kernel=kernel.label,
+                    shape=shape,
+                    tokens=tokens,
+                    variant=variant.label,
+                    moved_mb=call.moved / 1e6,
+                    us=seconds * 1e6,
+                    gbps=call.moved / seconds / 1e9,
+                    fraction=call.moved / seconds / peak,
+                    error=error,
+                    ok=error <= 1.0,
+                )
                 rows.append(row)
-                print(f"{kernel.label:34s} {shape:16s} {variant.label:10s} {row['moved_mb']:8.1f} MB "
-                      f"{row['us']:9.1f} us {row['gbps']:7.0f} GB/s {row['fraction']:6.1%}  "
-                      f"{'ok' if row['ok'] else 'WRONG'} (err {error:.2f})", flush=True)
+                print(
+                    f"{kernel.label:34s} {shape:16s} {variant.label:10s} {row['moved_mb']:8.1f} MB "
+                    f"{row['us']:9.1f} us {row['gbps']:7.0f} GB/s {row['fraction']:6.1%}  "
+                    f"{'ok' if row['ok'] else 'WRONG'} (err {error:.2f})",
+                    flush=True,
+                )
                 del call
                 torch.cuda.empty_cache()
     return [dict(copy_gbps=peak / 1e9)] + rows

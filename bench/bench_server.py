@@ -100,16 +100,25 @@ async def measure(kernel: Path, text: str, edits: int, cache: Path) -> dict:
     client = LanguageClient("bench-server", "1")
     uri = kernel.as_uri()
     session = Session(client, uri)
-    await client.start_io(sys.executable, "-m", "kernel_check", "server", "--cache-dir", str(cache),
-                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
-    await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                         process_id=os.getpid()))
+    await client.start_io(
+        sys.executable,
+        "-m",
+        "kernel_check",
+        "server",
+        "--cache-dir",
+        str(cache),
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), process_id=os.getpid())
+    )
     client.initialized(types.InitializedParams())
     pid = client._server.pid  # the server process (pygls keeps it private), for its CPU time
 
     started = time.perf_counter()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(uri=uri, language_id="cuda-cpp", version=1, text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="cuda-cpp", version=1, text=text))
+    )
     opened, count = await session.until_published(1)
     cold = opened - started
 
@@ -120,10 +129,13 @@ async def measure(kernel: Path, text: str, edits: int, cache: Path) -> dict:
     def edit(tag: str) -> float:
         nonlocal version
         version += 1
-        edited = lines[:middle] + [lines[middle].rstrip("\n") + f"  // {tag}\n"] + lines[middle + 1:]
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text="".join(edited))]))
+        edited = lines[:middle] + [lines[middle].rstrip("\n") + f"  // {tag}\n"] + lines[middle + 1 :]
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text="".join(edited))],
+            )
+        )
         return time.perf_counter()
 
     single = []
@@ -146,10 +158,20 @@ async def measure(kernel: Path, text: str, edits: int, cache: Path) -> dict:
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
-    return {"lines": len(lines), "findings": count, "cold_s": cold,
-            "edit_s": single, "edit_p50_s": statistics.median(single), "edit_max_s": max(single),
-            "edit_cpu_s": cpu / edits, "burst_s": bursts, "burst_p50_s": statistics.median(bursts),
-            "burst_max_s": max(bursts), "debounce_s": DEBOUNCE_S, "load_average": os.getloadavg()}
+    return {
+        "lines": len(lines),
+        "findings": count,
+        "cold_s": cold,
+        "edit_s": single,
+        "edit_p50_s": statistics.median(single),
+        "edit_max_s": max(single),
+        "edit_cpu_s": cpu / edits,
+        "burst_s": bursts,
+        "burst_p50_s": statistics.median(bursts),
+        "burst_max_s": max(bursts),
+        "debounce_s": DEBOUNCE_S,
+        "load_average": os.getloadavg(),
+    }
 
 
 def main() -> int:
@@ -167,13 +189,19 @@ def main() -> int:
         figures = asyncio.run(measure(kernel, text, args.edits, work / "cache"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"kernel: {figures['lines']} lines, {figures['findings']} findings; "
-          f"load average {', '.join(f'{x:.2f}' for x in figures['load_average'])} on {os.cpu_count()} CPUs")
+    print(
+        f"kernel: {figures['lines']} lines, {figures['findings']} findings; "
+        f"load average {', '.join(f'{x:.2f}' for x in figures['load_average'])} on {os.cpu_count()} CPUs"
+    )
     print(f"cold (open -> diagnostics, preamble built): {figures['cold_s']:.2f} s")
-    print(f"warm, one edit after a pause ({args.edits}): p50 {figures['edit_p50_s']:.3f} s, "
-          f"max {figures['edit_max_s']:.3f} s; server CPU {figures['edit_cpu_s']:.3f} s per edit")
-    print(f"warm, end of a burst of {KEYSTROKES} keystrokes ({args.edits}): p50 {figures['burst_p50_s']:.3f} s, "
-          f"max {figures['burst_max_s']:.3f} s (debounce {figures['debounce_s']:.2f} s included)")
+    print(
+        f"warm, one edit after a pause ({args.edits}): p50 {figures['edit_p50_s']:.3f} s, "
+        f"max {figures['edit_max_s']:.3f} s; server CPU {figures['edit_cpu_s']:.3f} s per edit"
+    )
+    print(
+        f"warm, end of a burst of {KEYSTROKES} keystrokes ({args.edits}): p50 {figures['burst_p50_s']:.3f} s, "
+        f"max {figures['burst_max_s']:.3f} s (debounce {figures['debounce_s']:.2f} s included)"
+    )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

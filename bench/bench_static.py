@@ -168,8 +168,10 @@ def run_timed(command: list[str], env: dict[str, str], cwd: Path) -> dict:
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     sampler = TreeRss(process.pid)
     out: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda n=n, s=s: out.__setitem__(n, s.read()))
-               for n, s in (("stdout", process.stdout), ("stderr", process.stderr))]
+    readers = [
+        threading.Thread(target=lambda n=n, s=s: out.__setitem__(n, s.read()))
+        for n, s in (("stdout", process.stdout), ("stderr", process.stderr))
+    ]
     for reader in readers:
         reader.start()
     _, status, usage = os.wait4(process.pid, 0)
@@ -182,8 +184,14 @@ def run_timed(command: list[str], env: dict[str, str], cwd: Path) -> dict:
     if process.returncode not in (0, 1):
         raise SystemExit(f"command failed ({process.returncode}): {' '.join(command)}\n{stderr[-3000:]}")
     stats = next((line for line in stderr.splitlines() if "stats:" in line), "")
-    return {"seconds": wall, "cpu": usage.ru_utime + usage.ru_stime, "tree_rss_mb": tree_kb / 1024,
-            "process_rss_mb": usage.ru_maxrss / 1024, "stats": stats, "stdout": stdout}
+    return {
+        "seconds": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "tree_rss_mb": tree_kb / 1024,
+        "process_rss_mb": usage.ru_maxrss / 1024,
+        "stats": stats,
+        "stdout": stdout,
+    }
 
 
 def kernel_check_command(args: list[str]) -> list[str]:
@@ -241,19 +249,34 @@ print(json.dumps({"seconds": time.perf_counter() - started, "cpu": time.process_
 """
 
 
-
-def bare_loop(files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, env: dict, mode: str,
-              build: bool = False) -> dict:
+def bare_loop(
+    files: list[Path], root: Path, cache: Path, pch: bool, jobs: int, env: dict, mode: str, build: bool = False
+) -> dict:
     """Parse `files` in `jobs` bare processes (split evenly); wall time of the slowest.
     `build`: only find their preambles in `cache`, building the missing ones (timed)."""
     chunks = [files[i::jobs] for i in range(jobs)]
     started = time.perf_counter()
     processes = []
     for chunk in chunks:
-        spec = json.dumps({"root": str(root), "cache": str(cache), "pch": pch, "build": build,
-                           "mode": mode, "files": [str(p) for p in chunk]})
-        processes.append(subprocess.Popen([sys.executable, "-c", BARE_LOOP, spec], env=env,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        spec = json.dumps(
+            {
+                "root": str(root),
+                "cache": str(cache),
+                "pch": pch,
+                "build": build,
+                "mode": mode,
+                "files": [str(p) for p in chunk],
+            }
+        )
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", BARE_LOOP, spec],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     parse_seconds, cpu_seconds = [], []
     for process in processes:
         stdout, stderr = process.communicate()
@@ -270,8 +293,16 @@ def build_preambles(files: list[Path], root: Path, cache: Path, jobs: int, env: 
     `cache`, one process per preamble (`jobs` of them at a time, as kernel-check's pool does).
     Wall seconds of all builds, CPU seconds of each process (its build child included)."""
     representatives = list(_one_file_per_preamble(files, root, cache, mode).values())
-    return bare_loop(representatives, root, cache, pch=True, jobs=min(jobs, len(representatives)) or 1,
-                     env=env, mode=mode, build=True)
+    return bare_loop(
+        representatives,
+        root,
+        cache,
+        pch=True,
+        jobs=min(jobs, len(representatives)) or 1,
+        env=env,
+        mode=mode,
+        build=True,
+    )
 
 
 def _one_file_per_preamble(files: list[Path], root: Path, cache: Path, mode: str) -> dict[str, Path]:
@@ -282,8 +313,9 @@ def _one_file_per_preamble(files: list[Path], root: Path, cache: Path, mode: str
     from kernel_check.config import load_config
 
     config = load_config(root)
-    settings = resolve_settings(mode, tuple(config.get("include-dirs")), tuple(config.get("defines")),
-                                config.get("arch"))
+    settings = resolve_settings(
+        mode, tuple(config.get("include-dirs")), tuple(config.get("defines")), config.get("arch")
+    )
     planner = PreambleCache(cache / "static-v1" / "preamble")
     found: dict[str, Path] = {}
     for path in files:
@@ -294,8 +326,9 @@ def _one_file_per_preamble(files: list[Path], root: Path, cache: Path, mode: str
 
 
 def import_time(env: dict) -> dict:
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import kernel_check.cli"],
-                         capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import kernel_check.cli"], capture_output=True, text=True, env=env
+    )
     cumulative = 0
     for line in out.stderr.splitlines():
         parts = line.split("|")
@@ -313,16 +346,25 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=136, help="kernel files to generate (default 136)")
     parser.add_argument("--mode", default="auto", choices=("auto", "system", "hermetic"))
     parser.add_argument("--jobs", type=int, default=None, help="--jobs for kernel-check (default: its default)")
-    parser.add_argument("--floor-sample", type=int, default=0,
-                        help="parse only N evenly spaced files in the floor loop and scale up (0: all)")
-    parser.add_argument("--compare-exact", action="store_true",
-                        help="also run a cold check with one preamble per distinct include list")
+    parser.add_argument(
+        "--floor-sample",
+        type=int,
+        default=0,
+        help="parse only N evenly spaced files in the floor loop and scale up (0: all)",
+    )
+    parser.add_argument(
+        "--compare-exact", action="store_true", help="also run a cold check with one preamble per distinct include list"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
-    parser.add_argument("--report", type=Path,
-                        help="also write the cold run's findings (`--format json`) to this file, to compare runs")
+    parser.add_argument(
+        "--report", type=Path, help="also write the cold run's findings (`--format json`) to this file, to compare runs"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated tree and caches")
-    parser.add_argument("--no-bytecode", action="store_true",
-                        help="keep PYTHONDONTWRITEBYTECODE as set (default: compile .pyc files once, as pip does)")
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE as set (default: compile .pyc files once, as pip does)",
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="kc-bench-"))
@@ -356,8 +398,9 @@ def _compile_bytecode(env: dict) -> None:
     import kernel_check.rules as rules
 
     for directory in {package, *(Path(p).resolve() for p in rules.__path__)}:
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(directory)], env=env,
-                       stdout=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(directory)], env=env, stdout=subprocess.DEVNULL, check=False
+        )
 
 
 def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: int, args) -> dict:
@@ -367,11 +410,27 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
     if not args.no_bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         _compile_bytecode(env)
-    common = ["-q", "--exit-zero", "--format", "json", "--mode", args.mode, "--cache-dir", str(cache),
-              "--jobs", str(jobs)]
-    figures: dict = {"files": len(files), "jobs": jobs, "cpus": len(os.sched_getaffinity(0)),
-                     "mode": args.mode, "python": sys.version.split()[0],
-                     "bytecode": not args.no_bytecode, "load_before": os.getloadavg()[0]}
+    common = [
+        "-q",
+        "--exit-zero",
+        "--format",
+        "json",
+        "--mode",
+        args.mode,
+        "--cache-dir",
+        str(cache),
+        "--jobs",
+        str(jobs),
+    ]
+    figures: dict = {
+        "files": len(files),
+        "jobs": jobs,
+        "cpus": len(os.sched_getaffinity(0)),
+        "mode": args.mode,
+        "python": sys.version.split()[0],
+        "bytecode": not args.no_bytecode,
+        "load_before": os.getloadavg()[0],
+    }
     figures["import"] = import_time(env)
 
     cold = run_timed(kernel_check_command([str(target), *common]), env, root)
@@ -390,14 +449,22 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
         args.report.write_text(cold["stdout"])
     figures["cold"]["kc000_files"] = _kc000_files(cold["stdout"])
     figures["cold"]["timed_out_files"] = _kc000_files(cold["stdout"], "took longer than file-timeout")
-    figures["one_changed"] = {"seconds": statistics.median(r["seconds"] for r in one),
-                              "cpu": statistics.median(r["cpu"] for r in one),
-                              "runs": [round(r["seconds"], 3) for r in one], "stats": one[0]["stats"]}
+    figures["one_changed"] = {
+        "seconds": statistics.median(r["seconds"] for r in one),
+        "cpu": statistics.median(r["cpu"] for r in one),
+        "runs": [round(r["seconds"], 3) for r in one],
+        "stats": one[0]["stats"],
+    }
 
     if args.compare_exact:
         exact_env = {**env, "KERNEL_CHECK_PREAMBLE": "exact"}
-        exact = run_timed(kernel_check_command([str(target), *common[:-4], "--cache-dir",
-                                                str(workdir / "cache-exact"), "--jobs", str(jobs)]), exact_env, root)
+        exact = run_timed(
+            kernel_check_command(
+                [str(target), *common[:-4], "--cache-dir", str(workdir / "cache-exact"), "--jobs", str(jobs)]
+            ),
+            exact_env,
+            root,
+        )
         figures["cold_exact"] = _figure(exact)
         if json.loads(exact["stdout"] or "[]") != json.loads(cold["stdout"] or "[]"):
             figures["cold_exact"]["findings_differ_from_union"] = True
@@ -408,18 +475,27 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
         sample = [files[int(i * step)] for i in range(args.floor_sample)]
     floor = bare_loop(sample, root, cache, pch=False, jobs=1, env=env, mode=args.mode)
     scale = len(files) / len(sample)
-    figures["floor_serial"] = {"seconds": floor["seconds"] * scale, "cpu": floor["cpu"] * scale,
-                               "sampled_files": len(sample), "extrapolated": scale != 1}
+    figures["floor_serial"] = {
+        "seconds": floor["seconds"] * scale,
+        "cpu": floor["cpu"] * scale,
+        "sampled_files": len(sample),
+        "extrapolated": scale != 1,
+    }
     serial = bare_loop(files, root, cache, pch=True, jobs=1, env=env, mode=args.mode)
     parallel = bare_loop(files, root, cache, pch=True, jobs=jobs, env=env, mode=args.mode)
     figures["pch_only_serial"] = {"seconds": serial["seconds"], "cpu": serial["cpu"]}
     figures["pch_only_parallel"] = {"seconds": parallel["seconds"], "cpu": parallel["cpu"], "jobs": jobs}
     builds = build_preambles(files, root, workdir / "cache-bare-build", jobs, env, args.mode)
     figures["pch_builds"] = {"seconds": builds["seconds"], "cpu": builds["cpu"], "jobs": jobs}
-    figures["pch_only_with_builds_serial"] = {"seconds": serial["seconds"] + builds["seconds"],
-                                              "cpu": serial["cpu"] + builds["cpu"]}
-    figures["pch_only_with_builds_parallel"] = {"seconds": parallel["seconds"] + builds["seconds"],
-                                                "cpu": parallel["cpu"] + builds["cpu"], "jobs": jobs}
+    figures["pch_only_with_builds_serial"] = {
+        "seconds": serial["seconds"] + builds["seconds"],
+        "cpu": serial["cpu"] + builds["cpu"],
+    }
+    figures["pch_only_with_builds_parallel"] = {
+        "seconds": parallel["seconds"] + builds["seconds"],
+        "cpu": parallel["cpu"] + builds["cpu"],
+        "jobs": jobs,
+    }
     figures["load_after"] = os.getloadavg()[0]
     runs = [cold, warm, *one]
     figures["peak_process_rss_mb"] = max(r["process_rss_mb"] for r in runs)
@@ -436,8 +512,8 @@ def measure(root: Path, target: Path, files: list[Path], workdir: Path, jobs: in
         "cold_over_pch_only_serial": cold["seconds"] / figures["pch_only_serial"]["seconds"],
         "cold_over_pch_only_parallel": cold["seconds"] / figures["pch_only_parallel"]["seconds"],
         "cold_over_pch_only_with_builds_serial": cold["seconds"] / figures["pch_only_with_builds_serial"]["seconds"],
-        "cold_over_pch_only_with_builds_parallel":
-            cold["seconds"] / figures["pch_only_with_builds_parallel"]["seconds"],
+        "cold_over_pch_only_with_builds_parallel": cold["seconds"]
+        / figures["pch_only_with_builds_parallel"]["seconds"],
         "floor_over_warm": figures["floor_serial"]["seconds"] / warm["seconds"],
     }
     return figures
@@ -450,60 +526,100 @@ def _kc000_files(report: str, containing: str = "") -> int:
 
 
 def _figure(run: dict) -> dict:
-    return {"seconds": run["seconds"], "cpu": run["cpu"], "tree_rss_mb": run["tree_rss_mb"],
-            "process_rss_mb": run["process_rss_mb"], "stats": run["stats"]}
+    return {
+        "seconds": run["seconds"],
+        "cpu": run["cpu"],
+        "tree_rss_mb": run["tree_rss_mb"],
+        "process_rss_mb": run["process_rss_mb"],
+        "stats": run["stats"],
+    }
 
 
 def print_table(f: dict) -> None:
     r = f["ratios"]
     rows = [
-        ("cold full check", f["cold"]["seconds"],
-         f"{r['floor_over_cold']:.1f}x faster than the floor; "
-         f"{r['cold_over_pch_only_serial']:.2f}x preamble-only serial, "
-         f"{r['cold_over_pch_only_parallel']:.2f}x preamble-only parallel; "
-         f"with the builds: {r['cold_over_pch_only_with_builds_serial']:.2f}x "
-         f"serial, {r['cold_over_pch_only_with_builds_parallel']:.2f}x parallel"),
-        ("warm full check (nothing changed)", f["warm"]["seconds"],
-         f"{r['floor_over_warm']:.0f}x faster than the floor"),
-        ("one changed file, new process", f["one_changed"]["seconds"],
-         "median of " + ", ".join(map(str, f["one_changed"]["runs"]))),
-        ("floor: bare serial libclang loop", f["floor_serial"]["seconds"],
-         f"{f['floor_serial']['sampled_files']} files parsed"
-         + (", scaled" if f["floor_serial"]["extrapolated"] else "")),
+        (
+            "cold full check",
+            f["cold"]["seconds"],
+            f"{r['floor_over_cold']:.1f}x faster than the floor; "
+            f"{r['cold_over_pch_only_serial']:.2f}x preamble-only serial, "
+            f"{r['cold_over_pch_only_parallel']:.2f}x preamble-only parallel; "
+            f"with the builds: {r['cold_over_pch_only_with_builds_serial']:.2f}x "
+            f"serial, {r['cold_over_pch_only_with_builds_parallel']:.2f}x parallel",
+        ),
+        (
+            "warm full check (nothing changed)",
+            f["warm"]["seconds"],
+            f"{r['floor_over_warm']:.0f}x faster than the floor",
+        ),
+        (
+            "one changed file, new process",
+            f["one_changed"]["seconds"],
+            "median of " + ", ".join(map(str, f["one_changed"]["runs"])),
+        ),
+        (
+            "floor: bare serial libclang loop",
+            f["floor_serial"]["seconds"],
+            f"{f['floor_serial']['sampled_files']} files parsed"
+            + (", scaled" if f["floor_serial"]["extrapolated"] else ""),
+        ),
         ("preamble-only parse, serial", f["pch_only_serial"]["seconds"], ""),
         (f"preamble-only parse, {f['pch_only_parallel']['jobs']} processes", f["pch_only_parallel"]["seconds"], ""),
-        (f"building the preambles, {f['pch_builds']['jobs']} processes", f["pch_builds"]["seconds"],
-         "what a bare loop pays before it can parse against them"),
+        (
+            f"building the preambles, {f['pch_builds']['jobs']} processes",
+            f["pch_builds"]["seconds"],
+            "what a bare loop pays before it can parse against them",
+        ),
         ("preamble-only incl. builds, serial", f["pch_only_with_builds_serial"]["seconds"], "builds + serial parse"),
-        (f"preamble-only incl. builds, {f['pch_only_with_builds_parallel']['jobs']} processes",
-         f["pch_only_with_builds_parallel"]["seconds"], "builds + parallel parse"),
+        (
+            f"preamble-only incl. builds, {f['pch_only_with_builds_parallel']['jobs']} processes",
+            f["pch_only_with_builds_parallel"]["seconds"],
+            "builds + parallel parse",
+        ),
     ]
     if "cold_exact" in f:
-        rows.insert(1, ("cold, one preamble per include list", f["cold_exact"]["seconds"],
-                        "findings differ" if f["cold_exact"].get("findings_differ_from_union") else "same findings"))
-    print(f"\nkernel-check static benchmark: {f['files']} C++ files, --jobs {f['jobs']}, {f['cpus']} CPUs, "
-          f"mode {f['mode']}, Python {f['python']}, load average {f['load_before']:.1f} at start, "
-          f"{f['load_after']:.1f} at the end")
-    print(f"cold run: KC000 on {f['cold']['kc000_files']} files ({f['cold']['timed_out_files']} of them "
-          f"over the per-file time bound)")
-    cpu = {"cold full check": f["cold"]["cpu"], "warm full check (nothing changed)": f["warm"]["cpu"],
-           "one changed file, new process": f["one_changed"]["cpu"],
-           "floor: bare serial libclang loop": f["floor_serial"]["cpu"],
-           "preamble-only parse, serial": f["pch_only_serial"]["cpu"],
-           f"building the preambles, {f['pch_builds']['jobs']} processes": f["pch_builds"]["cpu"],
-           "preamble-only incl. builds, serial": f["pch_only_with_builds_serial"]["cpu"]}
+        rows.insert(
+            1,
+            (
+                "cold, one preamble per include list",
+                f["cold_exact"]["seconds"],
+                "findings differ" if f["cold_exact"].get("findings_differ_from_union") else "same findings",
+            ),
+        )
+    print(
+        f"\nkernel-check static benchmark: {f['files']} C++ files, --jobs {f['jobs']}, {f['cpus']} CPUs, "
+        f"mode {f['mode']}, Python {f['python']}, load average {f['load_before']:.1f} at start, "
+        f"{f['load_after']:.1f} at the end"
+    )
+    print(
+        f"cold run: KC000 on {f['cold']['kc000_files']} files ({f['cold']['timed_out_files']} of them "
+        f"over the per-file time bound)"
+    )
+    cpu = {
+        "cold full check": f["cold"]["cpu"],
+        "warm full check (nothing changed)": f["warm"]["cpu"],
+        "one changed file, new process": f["one_changed"]["cpu"],
+        "floor: bare serial libclang loop": f["floor_serial"]["cpu"],
+        "preamble-only parse, serial": f["pch_only_serial"]["cpu"],
+        f"building the preambles, {f['pch_builds']['jobs']} processes": f["pch_builds"]["cpu"],
+        "preamble-only incl. builds, serial": f["pch_only_with_builds_serial"]["cpu"],
+    }
     print(f"{'measurement':40s} {'seconds':>9s} {'CPU s':>8s}  notes")
     for name, seconds, note in rows:
         used = f"{cpu[name]:8.2f}" if name in cpu else " " * 8
         print(f"{name:40s} {seconds:9.2f} {used}  {note}")
     c = f["cpu_ratios"]
-    print(f"{'from CPU seconds':40s}  floor / (cold / {f['jobs']} CPUs) = {c['floor_over_cold_per_cpu']:.1f}x; "
-          f"cold / preamble-only = {c['cold_over_pch_only']:.2f}x, "
-          f"incl. builds = {c['cold_over_pch_only_with_builds']:.2f}x")
+    print(
+        f"{'from CPU seconds':40s}  floor / (cold / {f['jobs']} CPUs) = {c['floor_over_cold_per_cpu']:.1f}x; "
+        f"cold / preamble-only = {c['cold_over_pch_only']:.2f}x, "
+        f"incl. builds = {c['cold_over_pch_only_with_builds']:.2f}x"
+    )
     print(f"{'peak memory, largest process':40s} {f['peak_process_rss_mb']:8.0f}M")
     print(f"{'peak memory, whole run (sum)':40s} {f['peak_run_rss_mb']:8.0f}M")
-    print(f"{'import kernel_check.cli':40s} {f['import']['import_cli_ms'] / 1000:9.3f}  "
-          f"`kernel-check --version` process: {f['import']['version_process_s']:.2f} s")
+    print(
+        f"{'import kernel_check.cli':40s} {f['import']['import_cli_ms'] / 1000:9.3f}  "
+        f"`kernel-check --version` process: {f['import']['version_process_s']:.2f} s"
+    )
     for name in ("cold", "warm"):
         if f[name]["stats"]:
             print(f"  {name}: {f[name]['stats'].split('stats: ', 1)[-1]}")

@@ -77,15 +77,32 @@ def tree_commit(tree: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def check_once(kernels: Path, mode: str, cache: Path, output: Path, extra: list[str],
-               paths: list[str] | None = None) -> dict:
+def check_once(
+    kernels: Path, mode: str, cache: Path, output: Path, extra: list[str], paths: list[str] | None = None
+) -> dict:
     """One `kernel-check` process in `kernels` over `paths` (default: all of it): its figures
     and the findings it reported."""
-    args = [*(paths or [str(kernels)]), "--mode", mode, "--format", "json", "--output", str(output),
-            "--cache-dir", str(cache), "--exit-zero", "--quiet", *extra]
+    args = [
+        *(paths or [str(kernels)]),
+        "--mode",
+        mode,
+        "--format",
+        "json",
+        "--output",
+        str(output),
+        "--cache-dir",
+        str(cache),
+        "--exit-zero",
+        "--quiet",
+        *extra,
+    ]
     run = run_timed(kernel_check_command(args), env=None, cwd=kernels)
-    figures = {"wall_s": round(run["seconds"], 2), "cpu_s": round(run["cpu"], 2),
-               "peak_rss_mb": round(run["process_rss_mb"], 1), "tree_pss_mb": round(run["tree_rss_mb"], 1)}
+    figures = {
+        "wall_s": round(run["seconds"], 2),
+        "cpu_s": round(run["cpu"], 2),
+        "peak_rss_mb": round(run["process_rss_mb"], 1),
+        "tree_pss_mb": round(run["tree_rss_mb"], 1),
+    }
     return {"figures": figures, "findings": json.loads(output.read_text())}
 
 
@@ -140,8 +157,10 @@ def mode_report(findings: list[dict], kernels: Path, files: list[str]) -> dict:
         "kc000_rate_resolvable": round(len(failing_resolvable) / len(resolvable), 4) if resolvable else 0.0,
         "kc000_causes": dict(sorted(causes.items(), key=lambda item: (-len(item[1]), item[0]))),
         "per_code": dict(sorted(Counter(f["code"] for f in relative).items())),
-        "findings": sorted(({k: f[k] for k in ("path", "line", "code", "message")} for f in relative),
-                           key=lambda f: (f["path"], f["line"], f["code"], f["message"])),
+        "findings": sorted(
+            ({k: f[k] for k in ("path", "line", "code", "message")} for f in relative),
+            key=lambda f: (f["path"], f["line"], f["code"], f["message"]),
+        ),
     }
 
 
@@ -157,12 +176,19 @@ def python_report(tree: Path, workdir: Path, extra: list[str]) -> dict | None:
     config = workdir / "python" / "kernel-check.toml"
     config.parent.mkdir()
     config.write_text("")
-    run = check_once(tree, MODES[0], workdir / "cache-python", workdir / "python.json",
-                     [*extra, "--select", "KC5", "--config", str(config)], paths=dirs)
-    findings = sorted(({k: f[k] for k in ("path", "line", "code", "message")} for f in run["findings"]),
-                      key=lambda f: (f["path"], f["line"], f["code"], f["message"]))
-    return {"dirs": dirs, "per_code": dict(sorted(Counter(f["code"] for f in findings).items())),
-            "findings": findings}
+    run = check_once(
+        tree,
+        MODES[0],
+        workdir / "cache-python",
+        workdir / "python.json",
+        [*extra, "--select", "KC5", "--config", str(config)],
+        paths=dirs,
+    )
+    findings = sorted(
+        ({k: f[k] for k in ("path", "line", "code", "message")} for f in run["findings"]),
+        key=lambda f: (f["path"], f["line"], f["code"], f["message"]),
+    )
+    return {"dirs": dirs, "per_code": dict(sorted(Counter(f["code"] for f in findings).items())), "findings": findings}
 
 
 def _relative(path: str, kernels: Path) -> str:
@@ -199,42 +225,56 @@ def _by_code_and_file(keys: Counter) -> dict[str, dict[str, list[str]]]:
 # -- the markdown summary --------------------------------------------------------------------------
 def render_markdown(report: dict) -> str:
     modes = report["modes"]
-    lines = [f"Tree: `{report['tree']['kernels']}` (commit {report['tree']['commit'] or 'unknown: not a git checkout'}"
-             f"; pinned {PINNED_COMMIT[:12]}), {report['files']['cpp']} C++/CUDA files, "
-             f"{report['files']['kernels']} of them `.cuh`/`.cu`. kernel-check {report['tool']}.", "",
-             "| mode | KC000 files | KC000 `.cuh`/`.cu` | needs a third-party header"
-             " | KC000 rate (resolvable `.cuh`/`.cu`) | cold wall s | cold CPU s | warm wall s | peak RSS MB |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Tree: `{report['tree']['kernels']}` (commit {report['tree']['commit'] or 'unknown: not a git checkout'}"
+        f"; pinned {PINNED_COMMIT[:12]}), {report['files']['cpp']} C++/CUDA files, "
+        f"{report['files']['kernels']} of them `.cuh`/`.cu`. kernel-check {report['tool']}.",
+        "",
+        "| mode | KC000 files | KC000 `.cuh`/`.cu` | needs a third-party header"
+        " | KC000 rate (resolvable `.cuh`/`.cu`) | cold wall s | cold CPU s | warm wall s | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for mode, data in modes.items():
         cold, warm = data["cold"], data["warm"]
-        lines.append(f"| {mode} | {data['kc000_files']} | {data['kc000_kernel_files']} | "
-                     f"{data['unresolvable_kernel_files']} | {data['kc000_resolvable_kernel_files']} of "
-                     f"{data['resolvable_kernel_files']} = {100 * data['kc000_rate_resolvable']:.1f}% | "
-                     f"{cold['wall_s']} | {cold['cpu_s']} | {warm['wall_s']} | "
-                     f"{max(cold['peak_rss_mb'], warm['peak_rss_mb'])} |")
+        lines.append(
+            f"| {mode} | {data['kc000_files']} | {data['kc000_kernel_files']} | "
+            f"{data['unresolvable_kernel_files']} | {data['kc000_resolvable_kernel_files']} of "
+            f"{data['resolvable_kernel_files']} = {100 * data['kc000_rate_resolvable']:.1f}% | "
+            f"{cold['wall_s']} | {cold['cpu_s']} | {warm['wall_s']} | "
+            f"{max(cold['peak_rss_mb'], warm['peak_rss_mb'])} |"
+        )
     codes = sorted({code for data in modes.values() for code in data["per_code"]})
-    lines += ["", "Findings per code:", "", "| code | " + " | ".join(modes) + " |",
-              "|---|" + "---:|" * len(modes)]
-    lines += [f"| {code} | " + " | ".join(str(d["per_code"].get(code, 0)) for d in modes.values()) + " |"
-              for code in codes]
+    lines += ["", "Findings per code:", "", "| code | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes)]
+    lines += [
+        f"| {code} | " + " | ".join(str(d["per_code"].get(code, 0)) for d in modes.values()) + " |" for code in codes
+    ]
     for mode, data in modes.items():
         lines += ["", f"KC000 in {mode} mode, by first error:", ""]
-        lines += [f"- {len(paths)}: {cause} ({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''})"
-                  for cause, paths in data["kc000_causes"].items()] or ["- none"]
+        lines += [
+            f"- {len(paths)}: {cause} ({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''})"
+            for cause, paths in data["kc000_causes"].items()
+        ] or ["- none"]
         if data["not_checked_files"]:
             lines.append(f"- not checked (past `file-timeout`, not counted above): {len(data['not_checked_files'])}")
     if report.get("python"):
         python = report["python"]
-        lines += ["", f"Python side (KC5xx, once: no parse mode) over {', '.join(f'`{d}`' for d in python['dirs'])}:",
-                  "", "| code | findings |", "|---|---:|"]
+        lines += [
+            "",
+            f"Python side (KC5xx, once: no parse mode) over {', '.join(f'`{d}`' for d in python['dirs'])}:",
+            "",
+            "| code | findings |",
+            "|---|---:|",
+        ]
         lines += [f"| {code} | {count} |" for code, count in python["per_code"].items()] or ["| none | 0 |"]
     if "compare" in report:
         lines += ["", f"Compared with `{report['compare']['against']}`:"]
         for mode, change in report["compare"]["modes"].items():
             for kind in ("new", "gone"):
                 for code, files in change[kind].items():
-                    lines.append(f"- {mode}, {kind} {code}: "
-                                 + "; ".join(f"{path} ({len(messages)})" for path, messages in files.items()))
+                    lines.append(
+                        f"- {mode}, {kind} {code}: "
+                        + "; ".join(f"{path} ({len(messages)})" for path, messages in files.items())
+                    )
         if not any(change[kind] for change in report["compare"]["modes"].values() for kind in ("new", "gone")):
             lines.append("- no finding new or gone")
     return "\n".join(lines) + "\n"
@@ -245,9 +285,12 @@ def build_report(tree: Path, modes: list[str], extra: list[str], workdir: Path) 
     kernels = kernels_dir(tree)
     files = source_files(kernels)
     version = subprocess.run(kernel_check_command(["--version"]), capture_output=True, text=True).stdout.strip()
-    report: dict = {"tool": version, "tree": {"kernels": str(kernels), "commit": tree_commit(tree)},
-                    "files": {"cpp": len(files), "kernels": len([f for f in files if f.endswith(KERNEL_SUFFIXES)])},
-                    "modes": {}}
+    report: dict = {
+        "tool": version,
+        "tree": {"kernels": str(kernels), "commit": tree_commit(tree)},
+        "files": {"cpp": len(files), "kernels": len([f for f in files if f.endswith(KERNEL_SUFFIXES)])},
+        "modes": {},
+    }
     for mode in modes:
         cache = workdir / f"cache-{mode}"  # fresh: the first run is cold, the second warm
         cold = check_once(kernels, mode, cache, workdir / f"{mode}-cold.json", extra)
@@ -256,8 +299,11 @@ def build_report(tree: Path, modes: list[str], extra: list[str], workdir: Path) 
         data["cold"], data["warm"] = cold["figures"], warm["figures"]
         data["warm_same_findings"] = mode_report(warm["findings"], kernels, files)["findings"] == data["findings"]
         report["modes"][mode] = data
-        print(f"{mode}: KC000 on {data['kc000_files']} files, cold {data['cold']['wall_s']} s, "
-              f"warm {data['warm']['wall_s']} s", file=sys.stderr)
+        print(
+            f"{mode}: KC000 on {data['kc000_files']} files, cold {data['cold']['wall_s']} s, "
+            f"warm {data['warm']['wall_s']} s",
+            file=sys.stderr,
+        )
     report["python"] = python_report(tree, workdir, extra)
     return report
 
@@ -266,12 +312,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tree", type=Path, help="an sglang checkout or extract (pinned commit: see --help)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated parse modes (default: both)")
-    parser.add_argument("--output-dir", type=Path, default=Path(__file__).resolve().parent / "ecosystem-out",
-                        help="where ecosystem.json and ecosystem.md go")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path(__file__).resolve().parent / "ecosystem-out",
+        help="where ecosystem.json and ecosystem.md go",
+    )
     parser.add_argument("--compare", type=Path, metavar="OLD.json", help="an earlier report to diff against")
     parser.add_argument("--jobs", type=int, help="--jobs for kernel-check (default: its default)")
-    parser.add_argument("--file-timeout", type=float, metavar="SECONDS",
-                        help="kernel-check's per-file bound (default: its default; raise it on a loaded machine)")
+    parser.add_argument(
+        "--file-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="kernel-check's per-file bound (default: its default; raise it on a loaded machine)",
+    )
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     if not modes or any(m not in MODES for m in modes):

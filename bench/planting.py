@@ -95,7 +95,7 @@ def replace_first(text: str, pattern: str, replacement: str, *, flags: int = re.
     match = re.search(pattern, text, flags)
     if match is None:
         return None
-    planted = text[:match.start()] + match.expand(replacement) + text[match.end():]
+    planted = text[: match.start()] + match.expand(replacement) + text[match.end() :]
     return Planted(planted, _line_of(text, match.start()))
 
 
@@ -130,8 +130,9 @@ class Planting:
 def candidate_files(root: Path) -> list[Path]:
     """The checked folders' files, relative to the copied tree, sorted."""
     folders = [root / sub for sub in PLANTED_SUBDIRS]
-    return sorted(p.relative_to(root) for folder in folders if folder.is_dir()
-                  for p in folder.rglob("*") if p.is_file())
+    return sorted(
+        p.relative_to(root) for folder in folders if folder.is_dir() for p in folder.rglob("*") if p.is_file()
+    )
 
 
 def spread(items: list, count: int) -> list:
@@ -142,8 +143,13 @@ def spread(items: list, count: int) -> list:
     return [items[int(i * step)] for i in range(count)]
 
 
-def choose_plantings(root: Path, mutations: dict[str, list[Mutation]], per_mutation: int,
-                     codes: set[str] | None, unparsable: frozenset[Path] = frozenset()) -> list[Planting]:
+def choose_plantings(
+    root: Path,
+    mutations: dict[str, list[Mutation]],
+    per_mutation: int,
+    codes: set[str] | None,
+    unparsable: frozenset[Path] = frozenset(),
+) -> list[Planting]:
     """Up to `per_mutation` plantings per mutation, never into a file that clang could not
     parse before anything was planted (no rule runs there: a miss would say nothing)."""
     files = [path for path in candidate_files(root) if path not in unparsable]
@@ -161,8 +167,7 @@ def choose_plantings(root: Path, mutations: dict[str, list[Mutation]], per_mutat
                 planted = mutation.plant(text)
                 if planted is not None and planted.text != text:
                     sites.append((path, planted))
-            plantings += [Planting(family, mutation, path, planted)
-                          for path, planted in spread(sites, per_mutation)]
+            plantings += [Planting(family, mutation, path, planted) for path, planted in spread(sites, per_mutation)]
     return plantings
 
 
@@ -182,10 +187,20 @@ def check_files(root: Path, paths: list[Path], mode: str, cache: Path) -> dict[P
     """`kernel-check` on exactly these files; findings by path relative to `root`."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as output:
         output_path = Path(output.name)
-    args = [*map(str, paths), "--mode", mode, "--format", "json", "--output", str(output_path),
-            "--cache-dir", str(cache), "--exit-zero", "--quiet"]
-    done = subprocess.run(kernel_check_command(args), cwd=root, capture_output=True, text=True,
-                          timeout=CHECK_TIMEOUT_S)
+    args = [
+        *map(str, paths),
+        "--mode",
+        mode,
+        "--format",
+        "json",
+        "--output",
+        str(output_path),
+        "--cache-dir",
+        str(cache),
+        "--exit-zero",
+        "--quiet",
+    ]
+    done = subprocess.run(kernel_check_command(args), cwd=root, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
     if done.returncode != 0:
         raise SystemExit(f"kernel-check failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
     findings: dict[Path, list[dict]] = {path: [] for path in paths}
@@ -243,10 +258,16 @@ def judge(planting: Planting) -> dict:
     if hit is not None:
         new -= Counter({(hit["code"], hit["message"]): 1})
     elsewhere = [f["line"] for f in planting.findings_after if f["code"] == code and f["line"] != line]
-    return {"family": planting.family, "code": code, "mutation": planting.mutation.name,
-            "path": str(planting.path), "line": line, "found": hit is not None,
-            "extra": [{"code": c, "message": m} for (c, m), n in sorted(new.items()) for _ in range(n)],
-            "same_code_other_lines": elsewhere}
+    return {
+        "family": planting.family,
+        "code": code,
+        "mutation": planting.mutation.name,
+        "path": str(planting.path),
+        "line": line,
+        "found": hit is not None,
+        "extra": [{"code": c, "message": m} for (c, m), n in sorted(new.items()) for _ in range(n)],
+        "same_code_other_lines": elsewhere,
+    }
 
 
 def summarize(results: list[dict]) -> dict[str, dict]:
@@ -271,25 +292,33 @@ def _elsewhere(result: dict) -> str:
 
 def markdown(summary: dict[str, dict], results: list[dict]) -> str:
     lines = ["| family | code | planted | found at line | clean | recall |", "|---|---|---:|---:|---:|---:|"]
-    lines += [f"| {row['family']} | {code} | {row['planted']} | {row['found']} | {row['clean']} | "
-              f"{_recall(row['found'], row['planted'])} |" for code, row in summary.items()]
+    lines += [
+        f"| {row['family']} | {code} | {row['planted']} | {row['found']} | {row['clean']} | "
+        f"{_recall(row['found'], row['planted'])} |"
+        for code, row in summary.items()
+    ]
     families: dict[str, list[int]] = {}
     for row in summary.values():
         totals = families.setdefault(row["family"], [0, 0])
         totals[0] += row["found"]
         totals[1] += row["planted"]
     lines += ["", "| family | recall |", "|---|---:|"]
-    lines += [f"| {family} | {_recall(found, planted)} ({found}/{planted}) |"
-              for family, (found, planted) in sorted(families.items())]
+    lines += [
+        f"| {family} | {_recall(found, planted)} ({found}/{planted}) |"
+        for family, (found, planted) in sorted(families.items())
+    ]
     misses = [r for r in results if not r["found"]]
     extras = [r for r in results if r["extra"]]
     if misses:
-        lines += ["", "Misses:"] + [f"- {r['code']} {r['mutation']}: {r['path']}:{r['line']}{_elsewhere(r)}"
-                                    for r in misses]
+        lines += ["", "Misses:"] + [
+            f"- {r['code']} {r['mutation']}: {r['path']}:{r['line']}{_elsewhere(r)}" for r in misses
+        ]
     if extras:
-        lines += ["", "Other new findings:"] + [f"- {r['code']} {r['mutation']}: {r['path']}: "
-                                                + "; ".join(f"{e['code']} {e['message']}" for e in r["extra"])
-                                                for r in extras]
+        lines += ["", "Other new findings:"] + [
+            f"- {r['code']} {r['mutation']}: {r['path']}: "
+            + "; ".join(f"{e['code']} {e['message']}" for e in r["extra"])
+            for r in extras
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -330,8 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Left out: {len(unparsable)} files that do not parse before planting (KC000).\n")
     print(markdown(summary, results), end="")
     if args.json:
-        args.json.write_text(json.dumps({"mode": args.mode, "unparsable": sorted(map(str, unparsable)),
-                                         "summary": summary, "results": results}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {"mode": args.mode, "unparsable": sorted(map(str, unparsable)), "summary": summary, "results": results},
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -34,14 +34,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tree", type=Path, help="the directory whose C++ files are checked (its configuration applies)")
     parser.add_argument("-n", "--files", type=int, default=0, help="only the first N files (0: all)")
-    parser.add_argument("--mode", default=None, choices=("auto", "system", "hermetic"),
-                        help="parse mode (default: the tree's configuration)")
+    parser.add_argument(
+        "--mode",
+        default=None,
+        choices=("auto", "system", "hermetic"),
+        help="parse mode (default: the tree's configuration)",
+    )
     parser.add_argument("--cache-dir", type=Path, help="preamble cache (default: a temporary directory)")
     parser.add_argument("--profile", choices=STAGES, help="print a cProfile of this stage")
     parser.add_argument("--top", type=int, default=30, help="functions shown by --profile")
     parser.add_argument("--slowest", type=int, default=10, help="list the N files that cost most")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="measure N times, report each stage's least total (a shared machine)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="measure N times, report each stage's least total (a shared machine)"
+    )
     args = parser.parse_args()
     from bench_static import kernel_files
 
@@ -57,25 +62,36 @@ def main() -> int:
 def report(runs: list[dict], count: int, slowest: int) -> None:
     totals = {stage: min(run["totals"][stage] for run in runs) for stage in (*STAGES, "clang")}
     last = runs[-1]
-    print(f"{count} files; preamble builds: {len(last['builds'])}, "
-          f"{sum(last['builds'].values()):.1f} CPU s ({', '.join(f'{t} {s:.1f}' for t, s in last['builds'].items())})")
-    print(f"CPU s in all: clang parse {totals['clang']:.1f}, preamble checks {totals['parse'] - totals['clang']:.1f}, "
-          f"extract {totals['extract']:.1f}, rules {totals['rules']:.1f}; "
-          f"total {sum(totals[s] for s in STAGES):.1f}")
-    print("CPU ms per file: " + ", ".join(f"{s} {totals[s] / count * 1000:.1f}" for s in STAGES)
-          + f" (clang's own parse {totals['clang'] / count * 1000:.1f})")
+    print(
+        f"{count} files; preamble builds: {len(last['builds'])}, "
+        f"{sum(last['builds'].values()):.1f} CPU s ({', '.join(f'{t} {s:.1f}' for t, s in last['builds'].items())})"
+    )
+    print(
+        f"CPU s in all: clang parse {totals['clang']:.1f}, preamble checks {totals['parse'] - totals['clang']:.1f}, "
+        f"extract {totals['extract']:.1f}, rules {totals['rules']:.1f}; "
+        f"total {sum(totals[s] for s in STAGES):.1f}"
+    )
+    print(
+        "CPU ms per file: "
+        + ", ".join(f"{s} {totals[s] / count * 1000:.1f}" for s in STAGES)
+        + f" (clang's own parse {totals['clang'] / count * 1000:.1f})"
+    )
     tiers = Counter(row["tier"] for row in last["rows"])
     for tier, n in tiers.most_common():
         rows = [row for row in last["rows"] if row["tier"] == tier]
-        print(f"  {tier:8s} {n:4d} files: clang {sum(r['clang'] for r in rows):6.1f} s "
-              f"(~{sum(r['clang'] for r in rows) / n * 1000:.0f} ms/file, {sum(r['parses'] for r in rows)} parses), "
-              f"checks {sum(r['parse'] - r['clang'] for r in rows):5.1f} s, "
-              f"extract {sum(r['extract'] for r in rows):5.1f} s, rules {sum(r['rules'] for r in rows):4.1f} s")
+        print(
+            f"  {tier:8s} {n:4d} files: clang {sum(r['clang'] for r in rows):6.1f} s "
+            f"(~{sum(r['clang'] for r in rows) / n * 1000:.0f} ms/file, {sum(r['parses'] for r in rows)} parses), "
+            f"checks {sum(r['parse'] - r['clang'] for r in rows):5.1f} s, "
+            f"extract {sum(r['extract'] for r in rows):5.1f} s, rules {sum(r['rules'] for r in rows):4.1f} s"
+        )
     print(f"slowest {slowest} files (CPU s: clang / checks / extract / rules, tier):")
     for row in sorted(last["rows"], key=lambda r: -(r["parse"] + r["extract"] + r["rules"]))[:slowest]:
-        print(f"  {row['parse'] + row['extract'] + row['rules']:6.2f}  {row['clang']:5.2f} / "
-              f"{row['parse'] - row['clang']:5.2f} / {row['extract']:5.2f} / {row['rules']:5.2f}  "
-              f"{row['tier']:8s} x{row['parses']} {row['path']}")
+        print(
+            f"  {row['parse'] + row['extract'] + row['rules']:6.2f}  {row['clang']:5.2f} / "
+            f"{row['parse'] - row['clang']:5.2f} / {row['extract']:5.2f} / {row['rules']:5.2f}  "
+            f"{row['tier']:8s} x{row['parses']} {row['path']}"
+        )
 
 
 def _children_cpu() -> float:
@@ -94,8 +110,9 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
 
     load_rules()
     config = load_config(root)
-    settings = resolve_settings(mode or config.get("mode"), tuple(config.get("include-dirs")),
-                                tuple(config.get("defines")), config.get("arch"))
+    settings = resolve_settings(
+        mode or config.get("mode"), tuple(config.get("include-dirs")), tuple(config.get("defines")), config.get("arch")
+    )
     options = RunOptions(config, settings)
     preamble = PreambleCache(cache / "preamble")
     builds: dict[str, float] = defaultdict(float)
@@ -145,9 +162,17 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
                 model, extract_s = timed("extract", extract, unit, text, data)
                 _, rules_s = timed("rules", _run_rules, Language.CPP, model, path, config.relative(path), options)
             tier = unit.preamble.recipe.tier if unit.preamble is not None else "plain"
-            rows.append({"path": config.relative(path), "tier": tier, "parse": parse_s,
-                         "clang": clang["seconds"] - clang_before, "parses": clang["calls"] - calls_before,
-                         "extract": extract_s, "rules": rules_s})
+            rows.append(
+                {
+                    "path": config.relative(path),
+                    "tier": tier,
+                    "parse": parse_s,
+                    "clang": clang["seconds"] - clang_before,
+                    "parses": clang["calls"] - calls_before,
+                    "extract": extract_s,
+                    "rules": rules_s,
+                }
+            )
             del unit, model
     finally:
         type(index).parse = original_parse

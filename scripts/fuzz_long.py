@@ -37,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-dir", type=Path, help="where failing cases are kept (default: a temp dir)")
     parser.add_argument("--json", type=Path, help="also write the summary as JSON here")
     parser.add_argument("--every", type=int, default=250, help="progress line every N cases")
-    parser.add_argument("--replay", type=Path, metavar="SUMMARY_JSON",
-                        help="run only the failing cases of an earlier --json summary (same profile and seed)")
+    parser.add_argument(
+        "--replay",
+        type=Path,
+        metavar="SUMMARY_JSON",
+        help="run only the failing cases of an earlier --json summary (same profile and seed)",
+    )
     args = parser.parse_args(argv)
 
     profile = PROFILES[args.profile]
@@ -52,9 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         if outcome.problems:
             print(f"FAIL {outcome.label} ({outcome.seconds:.2f} s): {outcome.signatures[0]}", flush=True)
         if report.cases % args.every == 0:
-            print(f"[{time.perf_counter() - started:7.0f} s] {report.cases}/{args.cases} cases, "
-                  f"{len(report.failures)} failing, {len(report.timeouts)} timed out, slowest "
-                  f"{report.slowest.seconds:.1f} s", flush=True)
+            print(
+                f"[{time.perf_counter() - started:7.0f} s] {report.cases}/{args.cases} cases, "
+                f"{len(report.failures)} failing, {len(report.timeouts)} timed out, slowest "
+                f"{report.slowest.seconds:.1f} s",
+                flush=True,
+            )
 
     indices: list[int] = list(range(args.start, args.start + args.cases))
     if args.replay is not None:
@@ -62,24 +69,46 @@ def main(argv: list[str] | None = None) -> int:
         indices = sorted(int(label.split()[0].lstrip("#")) for label in earlier["failing_cases"])
         args.cases = len(indices)
         print(f"fuzz: replaying the {len(indices)} failing cases of {args.replay}", flush=True)
-    print(f"fuzz: profile {profile.name}, seed {profile.seed}, {len(indices)} cases "
-          f"({indices[0] if indices else '-'}..{indices[-1] if indices else '-'}), "
-          f"{args.jobs} jobs, crashes kept in {crash_dir}", flush=True)
+    print(
+        f"fuzz: profile {profile.name}, seed {profile.seed}, {len(indices)} cases "
+        f"({indices[0] if indices else '-'}..{indices[-1] if indices else '-'}), "
+        f"{args.jobs} jobs, crashes kept in {crash_dir}",
+        flush=True,
+    )
     report = run(profile, indices, jobs=args.jobs, crash_dir=crash_dir, progress=progress)
     print(report.summary(), flush=True)
     if args.json is not None:
         slowest = report.slowest
-        args.json.write_text(json.dumps({
-            "profile": profile.name, "seed": profile.seed, "start": args.start, "cases": report.cases,
-            "seconds": round(report.seconds, 1), "cpu_seconds": round(report.cpu, 1),
-            "failures": len(report.failures), "new_failures": len(report.new_failures),
-            "timeouts": len(report.timeouts),
-            "failure_kinds": {sig: {"count": n, "known": report.known_of[sig].where if report.known_of[sig] else None,
-                                    "first": report.first_of[sig]} for sig, n in report.signatures.most_common()},
-            "failing_cases": [o.label for o in report.failures],
-            "slowest": {"case": slowest.label, "seconds": round(slowest.seconds, 2)} if slowest else None,
-            "codes": dict(report.codes), "kinds": dict(report.kinds), "crash_dir": str(crash_dir),
-        }, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "profile": profile.name,
+                    "seed": profile.seed,
+                    "start": args.start,
+                    "cases": report.cases,
+                    "seconds": round(report.seconds, 1),
+                    "cpu_seconds": round(report.cpu, 1),
+                    "failures": len(report.failures),
+                    "new_failures": len(report.new_failures),
+                    "timeouts": len(report.timeouts),
+                    "failure_kinds": {
+                        sig: {
+                            "count": n,
+                            "known": report.known_of[sig].where if report.known_of[sig] else None,
+                            "first": report.first_of[sig],
+                        }
+                        for sig, n in report.signatures.most_common()
+                    },
+                    "failing_cases": [o.label for o in report.failures],
+                    "slowest": {"case": slowest.label, "seconds": round(slowest.seconds, 2)} if slowest else None,
+                    "codes": dict(report.codes),
+                    "kinds": dict(report.kinds),
+                    "crash_dir": str(crash_dir),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 1 if report.failures else 0
 
 

@@ -77,6 +77,7 @@ def toml_value(value: Any) -> str:
 def inline(text: str) -> str:
     """Plain text (a rule summary, a help string) as Markdown: outside `code spans`, the
     characters Markdown would read as emphasis or HTML are escaped."""
+
     def escape(plain: str) -> str:
         return re.sub(r"([\\_*\[\]])", r"\\\1", plain).replace("<", "&lt;").replace(">", "&gt;")
 
@@ -146,8 +147,9 @@ def render_configuration() -> str:
     lines.append("|---|---|---|")
     for option in OPTIONS:
         anchor = option.key
-        lines.append(f"| [`{option.key}`](#{anchor}) | {KIND_NAMES[option.kind]} | "
-                     f"`{table_cell(toml_value(option.default))}` |")
+        lines.append(
+            f"| [`{option.key}`](#{anchor}) | {KIND_NAMES[option.kind]} | `{table_cell(toml_value(option.default))}` |"
+        )
     lines.append("")
     for option in OPTIONS:
         lines.append(f"### `{option.key}`\n")
@@ -166,10 +168,12 @@ def _flag_spelling(action: argparse.Action) -> str:
 
 
 def render_flags(parser: argparse.ArgumentParser) -> str:
-    lines = ["## Command-line flags\n",
-             "`kernel-check [PATH ...] [FLAGS]` checks files and directories (default: the current "
-             "directory). Exit code 0: clean; 1: findings that fail the gate (errors, and warnings "
-             "with `--strict`); 2: a usage, configuration or internal error; 130: interrupted (Ctrl-C).\n"]
+    lines = [
+        "## Command-line flags\n",
+        "`kernel-check [PATH ...] [FLAGS]` checks files and directories (default: the current "
+        "directory). Exit code 0: clean; 1: findings that fail the gate (errors, and warnings "
+        "with `--strict`); 2: a usage, configuration or internal error; 130: interrupted (Ctrl-C).\n",
+    ]
     for group in parser._action_groups:
         actions = [a for a in group._group_actions if a.option_strings and a.dest != "help"]
         if not actions:
@@ -188,15 +192,17 @@ def render_flags(parser: argparse.ArgumentParser) -> str:
                 meaning = "print the version and exit"
             lines.append(f"| {_flag_spelling(action)} | {table_cell(meaning)} |")
         lines.append("")
-    lines.append("Subcommands: `kernel-check rules` lists every code, `kernel-check rule CODE` prints one "
-                 "rule's page, `kernel-check clean [PATH]` removes the cached results of the project at PATH "
-                 "(default: the current directory) and `kernel-check clean --all` the whole cache directory, "
-                 "the preamble store every project shares included, each saying how much it freed (only in a "
-                 "directory kernel-check created: it carries a `CACHEDIR.TAG`), and "
-                 "`kernel-check build|test|sanitize` run the build "
-                 "check and the dynamic harness (`build` and `test` take `-o`, `--output-format`, `--select`, "
-                 "`--ignore`, `--exit-zero` and `--strict` as above). `kernel-check --help` lists them; "
-                 "`kernel-check COMMAND --help` describes each.\n")
+    lines.append(
+        "Subcommands: `kernel-check rules` lists every code, `kernel-check rule CODE` prints one "
+        "rule's page, `kernel-check clean [PATH]` removes the cached results of the project at PATH "
+        "(default: the current directory) and `kernel-check clean --all` the whole cache directory, "
+        "the preamble store every project shares included, each saying how much it freed (only in a "
+        "directory kernel-check created: it carries a `CACHEDIR.TAG`), and "
+        "`kernel-check build|test|sanitize` run the build "
+        "check and the dynamic harness (`build` and `test` take `-o`, `--output-format`, `--select`, "
+        "`--ignore`, `--exit-zero` and `--strict` as above). `kernel-check --help` lists them; "
+        "`kernel-check COMMAND --help` describes each.\n"
+    )
     return "\n".join(lines)
 
 
@@ -208,12 +214,14 @@ def _family(code: str) -> str:
 
 
 def render_rule_index(metas: list) -> str:
-    lines = [BANNER.format(source="the rule registry (each rule module's docstring)"),
-             "# Rules\n",
-             f"{len(metas)} codes. Static codes (KC0xx-KC5xx) come from `kernel-check PATH...`, build "
-             "codes (KC6xx) from `kernel-check build`, dynamic codes (KD) from `kernel-check test`. "
-             "`kernel-check rules` prints this list; `kernel-check rule CODE` prints a page. "
-             "Fix: a safe `--fix` exists.\n"]
+    lines = [
+        BANNER.format(source="the rule registry (each rule module's docstring)"),
+        "# Rules\n",
+        f"{len(metas)} codes. Static codes (KC0xx-KC5xx) come from `kernel-check PATH...`, build "
+        "codes (KC6xx) from `kernel-check build`, dynamic codes (KD) from `kernel-check test`. "
+        "`kernel-check rules` prints this list; `kernel-check rule CODE` prints a page. "
+        "Fix: a safe `--fix` exists.\n",
+    ]
     by_family: dict[str, list] = {}
     for meta in metas:
         by_family.setdefault(_family(meta.code), []).append(meta)
@@ -226,8 +234,10 @@ def render_rule_index(metas: list) -> str:
         lines.append("|---|---|---|---|---|")
         for meta in group:
             fix = "yes" if meta.fixable else ""
-            lines.append(f"| [{meta.code}]({meta.code}.md) | {meta.name} | {meta.severity.value} | {fix} | "
-                         f"{table_cell(meta.summary)} |")
+            lines.append(
+                f"| [{meta.code}]({meta.code}.md) | {meta.name} | {meta.severity.value} | {fix} | "
+                f"{table_cell(meta.summary)} |"
+            )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -235,28 +245,31 @@ def render_rule_index(metas: list) -> str:
 def render_rule_page(meta) -> str:
     stage = STAGES.get(meta.language.value, meta.language.value)
     fixable = "yes, `kernel-check --fix` applies it" if meta.fixable else "no"
-    lines = [BANNER.format(source=f"the docstring of the {meta.code} rule module"),
-             f"# {meta.code} {meta.name}\n",
-             inline(f"{meta.summary[0].upper()}{meta.summary[1:]}.") if meta.summary else "",
-             "",
-             "| | |",
-             "|---|---|",
-             f"| Severity | {meta.severity.value} (change it with [`severity`](../configuration.md#severity)) |",
-             f"| Stage | {stage} |",
-             f"| Fixable | {fixable} |",
-             "",
-             meta.doc.strip() if meta.doc else "_No documentation yet._",
-             ""]
+    lines = [
+        BANNER.format(source=f"the docstring of the {meta.code} rule module"),
+        f"# {meta.code} {meta.name}\n",
+        inline(f"{meta.summary[0].upper()}{meta.summary[1:]}.") if meta.summary else "",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| Severity | {meta.severity.value} (change it with [`severity`](../configuration.md#severity)) |",
+        f"| Stage | {stage} |",
+        f"| Fixable | {fixable} |",
+        "",
+        meta.doc.strip() if meta.doc else "_No documentation yet._",
+        "",
+    ]
     if meta.language.value in ("cpp", "python", "meta"):
         comment = "#" if meta.language.value == "python" else "//"
         lines += [
             "## Suppressing it\n",
             f"On the line or the line above: `{comment} kernel-check: ignore[{meta.code}]`; for the whole "
             f"file: `{comment} kernel-check: ignore-file[{meta.code}]`. For a tree: "
-            f"`per-file-ignores = {{ \"legacy/**\" = [\"{meta.code}\"] }}` or `ignore = [\"{meta.code}\"]` "
+            f'`per-file-ignores = {{ "legacy/**" = ["{meta.code}"] }}` or `ignore = ["{meta.code}"]` '
             "in [the configuration](../configuration.md). For findings that predate kernel-check: "
             "[a baseline](../adopting.md).",
-            ""]
+            "",
+        ]
     lines.append("[All rules](index.md)")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -269,8 +282,10 @@ def render_all() -> dict[Path, str]:
     from kernel_check.registry import all_rules
 
     metas = [registered.meta for registered in all_rules()]
-    pages = {Path("docs/configuration.md"): render_configuration(),
-             Path("docs/rules/index.md"): render_rule_index(metas)}
+    pages = {
+        Path("docs/configuration.md"): render_configuration(),
+        Path("docs/rules/index.md"): render_rule_index(metas),
+    }
     for meta in metas:
         pages[Path(f"docs/rules/{meta.code}.md")] = render_rule_page(meta)
     return pages
@@ -280,8 +295,9 @@ def stale_pages(pages: dict[Path, str]) -> list[Path]:
     """Rule pages on disk whose code is no longer registered."""
     if not RULES_DIR.is_dir():
         return []
-    return sorted(p.relative_to(REPO) for p in RULES_DIR.iterdir()
-                  if RULE_PAGE.match(p.name) and p.relative_to(REPO) not in pages)
+    return sorted(
+        p.relative_to(REPO) for p in RULES_DIR.iterdir() if RULE_PAGE.match(p.name) and p.relative_to(REPO) not in pages
+    )
 
 
 def outdated(pages: dict[Path, str]) -> list[Path]:

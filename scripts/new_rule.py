@@ -85,8 +85,10 @@ __global__ void near_miss_kernel(float* __restrict__ dst) {{
 """
 
 
-TABLE_LINE = ('{constant} = _define("{code}", "{name}", Severity.WARNING, Language.CPP,\n'
-              '        "{name}: one line for the rule index")\n')
+TABLE_LINE = (
+    '{constant} = _define("{code}", "{name}", Severity.WARNING, Language.CPP,\n'
+    '        "{name}: one line for the rule index")\n'
+)
 DEFINE_RE = re.compile(r'^\w+ = _define\("(K[CD]\d{3})", "([^"]+)"', re.M)
 
 
@@ -167,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"new_rule: {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
-    print(f"added {args.code} to {args.root / 'src' / 'kernel_check' / 'codes.py'}\nwrote {module}\nwrote {fixture}\n"
-          f"next: write the check, then run pytest tests/test_fixtures.py -k {fixture.stem} "
-          "and python scripts/gen_docs.py")
+    print(
+        f"added {args.code} to {args.root / 'src' / 'kernel_check' / 'codes.py'}\nwrote {module}\nwrote {fixture}\n"
+        f"next: write the check, then run pytest tests/test_fixtures.py -k {fixture.stem} "
+        "and python scripts/gen_docs.py"
+    )
     return 0
 
 

@@ -36,6 +36,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     while _SESSION_CACHE:
         shutil.rmtree(_SESSION_CACHE.pop(), ignore_errors=True)
 
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RELEASE_TAG = f"v{__version__}"  # the tag a user's pre-commit `rev:` names
@@ -75,8 +76,9 @@ def detailed_expectations(path: Path) -> list[Expectation]:
         items = _marker_items(marker.group("body")) if marker else None
         for item in items or ():
             column = item.group("column")
-            expected.append(Expectation(number, item.group("code"), int(column) if column else None,
-                                        item.group("fragment")))
+            expected.append(
+                Expectation(number, item.group("code"), int(column) if column else None, item.group("fragment"))
+            )
     return expected
 
 
@@ -90,11 +92,16 @@ def unmet_details(path: Path, findings) -> list[str]:
     unmet = []
     for expected in detailed_expectations(path):
         candidates = [f for f in findings if (f.line, f.code) == (expected.line, expected.code)]
-        if not any((expected.column is None or f.location.column == expected.column)
-                   and (expected.fragment is None or expected.fragment in f.message) for f in candidates):
+        if not any(
+            (expected.column is None or f.location.column == expected.column)
+            and (expected.fragment is None or expected.fragment in f.message)
+            for f in candidates
+        ):
             got = "; ".join(f"column {f.location.column}: {f.message}" for f in candidates) or "nothing"
-            unmet.append(f"line {expected.line} {expected.code} wanted column {expected.column}, "
-                         f"message with {expected.fragment!r}; got {got}")
+            unmet.append(
+                f"line {expected.line} {expected.code} wanted column {expected.column}, "
+                f"message with {expected.fragment!r}; got {got}"
+            )
     return unmet
 
 
@@ -134,8 +141,9 @@ def project(tmp_path, monkeypatch):
 
 
 def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True, capture_output=True
+    )
 
 
 @pytest.fixture(scope="session")
@@ -143,8 +151,18 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A git repository of this checkout's files with the release tag on its one commit: what
     a user's `repo:` + `rev:` entry names (pre-commit installs hooks from a git revision)."""
     snapshot = tmp_path_factory.mktemp("hook-repo")
-    ignore = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache", "build", "dist", ".whl",
-                                    ".venv", ".kernel-check-cache", ".wt-*")
+    ignore = shutil.ignore_patterns(
+        ".git",
+        "__pycache__",
+        "*.egg-info",
+        ".pytest_cache",
+        "build",
+        "dist",
+        ".whl",
+        ".venv",
+        ".kernel-check-cache",
+        ".wt-*",
+    )
     shutil.copytree(REPO_ROOT, snapshot, ignore=ignore, dirs_exist_ok=True)
     git(snapshot, "init", "-q")
     git(snapshot, "add", "-A")
@@ -164,15 +182,15 @@ def user_repo(path: Path, hook_repo: Path) -> Path:
     path.mkdir()
     git(path, "init", "-q")
     (path / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {hook_repo}\n    rev: {RELEASE_TAG}\n    hooks:\n      - id: kernel-check\n")
+        f"repos:\n  - repo: {hook_repo}\n    rev: {RELEASE_TAG}\n    hooks:\n      - id: kernel-check\n"
+    )
     return path
 
 
 def pre_commit_env(home: Path) -> dict[str, str]:
     """No PYTHONPATH: the hook must run the kernel-check pre-commit installed, not a source tree."""
     environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    return {**environ, "PRE_COMMIT_HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "PRE_COMMIT_COLOR": "never"}
+    return {**environ, "PRE_COMMIT_HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PRE_COMMIT_COLOR": "never"}
 
 
 @pytest.fixture

@@ -53,11 +53,15 @@ def test_round_trip(project, capsys):
     assert code == 0
     assert out == ("kernel-check: wrote 3 baseline entries (3 findings in 2 files) to baseline.json\n")
     document = json.loads((project / "baseline.json").read_text())
-    assert document == {"tool": "kernel-check", "version": 1, "entries": [
-        {"path": "pkg/more.py", "code": "KC501", "text": "@functools.lru_cache(maxsize=None)", "count": 1},
-        {"path": "pkg/ops.py", "code": "KC501", "text": "@functools.cache", "count": 1},
-        {"path": "pkg/ops.py", "code": "KC501", "text": "@functools.lru_cache(maxsize=None)", "count": 1},
-    ]}
+    assert document == {
+        "tool": "kernel-check",
+        "version": 1,
+        "entries": [
+            {"path": "pkg/more.py", "code": "KC501", "text": "@functools.lru_cache(maxsize=None)", "count": 1},
+            {"path": "pkg/ops.py", "code": "KC501", "text": "@functools.cache", "count": 1},
+            {"path": "pkg/ops.py", "code": "KC501", "text": "@functools.lru_cache(maxsize=None)", "count": 1},
+        ],
+    }
 
     code, out, _ = run(capsys, "--baseline", "baseline.json")
     assert code == 0
@@ -81,7 +85,8 @@ def test_round_trip(project, capsys):
     code, findings = run_json(capsys, "--baseline", "baseline.json")
     assert code == 1
     assert [(f["path"], f["code"], f["message"]) for f in findings] == [
-        ("pkg/ops.py", "KC501", "`functools.lru_cache` on JIT module factory `_jit_planted_module`; use `cache_once`")]
+        ("pkg/ops.py", "KC501", "`functools.lru_cache` on JIT module factory `_jit_planted_module`; use `cache_once`")
+    ]
 
 
 def test_writing_is_stable_and_leaves_no_temporary_files(project, capsys):
@@ -108,8 +113,10 @@ def test_editing_the_flagged_line_makes_the_finding_new(project, capsys):
 def test_whitespace_changes_keep_entries(project, capsys):
     assert main(["--write-baseline", "baseline.json"]) == 0
     more = project / "pkg" / "more.py"
-    more.write_text(more.read_text().replace("@functools.lru_cache(maxsize=None)",
-                                             "@functools.lru_cache(maxsize=None)   "), encoding="utf-8")
+    more.write_text(
+        more.read_text().replace("@functools.lru_cache(maxsize=None)", "@functools.lru_cache(maxsize=None)   "),
+        encoding="utf-8",
+    )
     code, out, _ = run(capsys, "--baseline", "baseline.json")
     assert code == 0 and "3 hidden" in out
 
@@ -144,8 +151,10 @@ def test_partial_write_keeps_other_files_entries(project, capsys):
     capsys.readouterr()
     code, out, _ = run(capsys, "--write-baseline", "baseline.json", "pkg/more.py")
     assert code == 0
-    assert out == ("kernel-check: wrote 2 baseline entries (2 findings in 1 file) to baseline.json; "
-                   "kept 2 of files this run did not check\n")
+    assert out == (
+        "kernel-check: wrote 2 baseline entries (2 findings in 1 file) to baseline.json; "
+        "kept 2 of files this run did not check\n"
+    )
     paths = [e["path"] for e in json.loads((project / "baseline.json").read_text())["entries"]]
     assert paths == ["pkg/ops.py", "pkg/ops.py"]
 
@@ -184,17 +193,25 @@ def test_config_key_baseline_is_relative_to_the_project_root(project, capsys, mo
     assert code == 2
 
 
-@pytest.mark.parametrize("content, problem", [
-    ("{", "not a kernel-check baseline: invalid JSON at line 1 column 2"),
-    ("[]", 'not a kernel-check baseline: expected a JSON object with "tool": "kernel-check"'),
-    ('{"tool": "kernel-check", "version": 1, "entries": {}}', '"entries" must be a list'),
-    ('{"tool": "kernel-check", "version": 1, "entries": [{"path": "a", "code": "KC101"}]}',
-     'entry 1: "text" must be a string'),
-    ('{"tool": "kernel-check", "version": 1, "entries": [{"path": "a", "code": "KC101", "text": "", "count": 0}]}',
-     'entry 1: "count" must be a positive integer'),
-    ('{"tool": "kernel-check", "version": 9, "entries": []}', "baseline version 9 is newer"),
-    ("\xff", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("{", "not a kernel-check baseline: invalid JSON at line 1 column 2"),
+        ("[]", 'not a kernel-check baseline: expected a JSON object with "tool": "kernel-check"'),
+        ('{"tool": "kernel-check", "version": 1, "entries": {}}', '"entries" must be a list'),
+        (
+            '{"tool": "kernel-check", "version": 1, "entries": [{"path": "a", "code": "KC101"}]}',
+            'entry 1: "text" must be a string',
+        ),
+        (
+            '{"tool": "kernel-check", "version": 1, "entries": '
+            '[{"path": "a", "code": "KC101", "text": "", "count": 0}]}',
+            'entry 1: "count" must be a positive integer',
+        ),
+        ('{"tool": "kernel-check", "version": 9, "entries": []}', "baseline version 9 is newer"),
+        ("\xff", "not UTF-8"),
+    ],
+)
 def test_corrupt_baseline_is_one_line_exit_2(project, capsys, content, problem):
     bad = project / "bad.json"
     bad.write_bytes(content.encode("latin-1"))
@@ -212,8 +229,10 @@ def test_corrupt_baseline_is_one_line_exit_2(project, capsys, content, problem):
 def test_missing_baseline_is_one_line_exit_2(project, capsys):
     assert main(["--baseline", "nope.json"]) == 2
     _out, err = capsys.readouterr()
-    assert err == ("kernel-check: error: nope.json: baseline file not found "
-                   "(create it with `kernel-check --write-baseline nope.json`)\n")
+    assert err == (
+        "kernel-check: error: nope.json: baseline file not found "
+        "(create it with `kernel-check --write-baseline nope.json`)\n"
+    )
 
 
 def test_missing_configured_baseline_is_an_error(project, capsys):
@@ -243,13 +262,20 @@ def test_write_baseline_refuses_a_read_only_baseline(project, capsys):
     capsys.readouterr()
     assert main(["--write-baseline", "baseline.json"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "kernel-check: error: baseline.json: cannot write baseline: the file is read-only (mode 0444)"]
+        "kernel-check: error: baseline.json: cannot write baseline: the file is read-only (mode 0444)"
+    ]
     assert baseline.read_bytes() == before
 
 
 def git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(cwd)}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "HOME": str(cwd),
+    }
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
@@ -267,20 +293,25 @@ def test_baseline_with_diff_hides_old_and_shows_new(project, capsys):
 
 def test_cpp_kernel_round_trip(tmp_path, capsys, monkeypatch):
     root = tmp_path / "kernels"
-    source = ("#include <cstdint>\n\n"
-              "__global__ void scale_kernel(float* __restrict__ dst,\n"
-              "                             const float* src,\n"
-              "                             uint32_t n) {\n"
-              "  dst[0] = src[0];\n}\n")
+    source = (
+        "#include <cstdint>\n\n"
+        "__global__ void scale_kernel(float* __restrict__ dst,\n"
+        "                             const float* src,\n"
+        "                             uint32_t n) {\n"
+        "  dst[0] = src[0];\n}\n"
+    )
     kernel = write(root / "csrc" / "scale.cuh", source)
     write(root / "pyproject.toml", '[tool.kernel-check]\nmode = "hermetic"\nselect = ["KC101"]\n')
     monkeypatch.chdir(root)
     assert main(["--write-baseline", "kc.json", "csrc"]) == 0
     entries = json.loads((root / "kc.json").read_text())["entries"]
     assert entries == [{"path": "csrc/scale.cuh", "code": "KC101", "text": "const float* src,", "count": 1}]
-    kernel.write_text("// Scales.\n" + source.replace("const float* src,", "const float*   src,")
-                      + "\n__global__ void copy_kernel(float* __restrict__ d, const float* s) { d[0] = s[0]; }\n",
-                      encoding="utf-8")
+    kernel.write_text(
+        "// Scales.\n"
+        + source.replace("const float* src,", "const float*   src,")
+        + "\n__global__ void copy_kernel(float* __restrict__ d, const float* s) { d[0] = s[0]; }\n",
+        encoding="utf-8",
+    )
     capsys.readouterr()
     code, findings = run_json(capsys, "--baseline", "kc.json", "csrc")
     assert code == 1 and [(f["line"], f["code"]) for f in findings] == [(10, "KC101")]
@@ -307,8 +338,9 @@ def test_files_the_run_could_not_check_keep_their_entries(project, capsys, monke
         results = real_run_static(files, options, *more)
         for result in results:
             if result.path.endswith("more.py"):
-                stopped = TimedOut("not checked: the static pipeline took longer than file-timeout (20 s)",
-                                   limit=20.0, bound="wall")
+                stopped = TimedOut(
+                    "not checked: the static pipeline took longer than file-timeout (20 s)", limit=20.0, bound="wall"
+                )
                 result.findings = [Finding("KC000", stopped.message, Location(result.path, 1, 1), Severity.ERROR)]
                 result.status = status_of(stopped)  # what the engine records for a stopped file
         return results

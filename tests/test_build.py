@@ -33,33 +33,50 @@ from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Te
 FIXTURES = Path(__file__).parent / "fixtures" / "harness"
 REPO = Path(__file__).parent.parent
 
-BROKEN_SPEC = '''
+BROKEN_SPEC = """
 from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Tensor
 
 SPEC = KernelSpec(name="broken", source="broken.cuh", export="broken", symbol="broken",
                   args=(Tensor("dst", ("n",), "float32", Role.OUT),), reference=lambda: None,
                   instantiations=(Instantiation(()),), grid={"n": TAILS})
-'''
+"""
 BROKEN_SOURCE = "namespace sglang {\nvoid broken(int x) { undefined_identifier(x); }\n}\n"
 
 
 def _target(budget: dict[str, int]) -> BuildTarget:
-    return BuildTarget("k[x]", ("k",), ("k.cuh",), (("k", "k"),), str(FIXTURES), str(FIXTURES / "tail_overrun.cuh"),
-                       register_budget=budget)
+    return BuildTarget(
+        "k[x]",
+        ("k",),
+        ("k.cuh",),
+        (("k", "k"),),
+        str(FIXTURES),
+        str(FIXTURES / "tail_overrun.cuh"),
+        register_budget=budget,
+    )
 
 
 def test_register_budget_and_spills():
-    result = runtime.BuildResult("k", "key", Path("k.so"), "", [
-        runtime.KernelResources("void sglang::tail_overrun_kernel<(bool)1>(float *, const float *, float, long)",
-                            96, 0, 0, 0, 0),
-        runtime.KernelResources("_ZN6sglang5otherEv", 40, 8, 8, 0, 8),
-    ])
+    result = runtime.BuildResult(
+        "k",
+        "key",
+        Path("k.so"),
+        "",
+        [
+            runtime.KernelResources(
+                "void sglang::tail_overrun_kernel<(bool)1>(float *, const float *, float, long)", 96, 0, 0, 0, 0
+            ),
+            runtime.KernelResources("_ZN6sglang5otherEv", 40, 8, 8, 0, 8),
+        ],
+    )
     findings = resource_findings(BuildOutcome(_target({"default": 64}), result=result))
     assert sorted(f.code for f in findings) == ["KC601", "KC602"]
     over = next(f for f in findings if f.code == "KC601")
     assert "96 registers" in over.message and over.location.line > 1  # at the kernel's definition
-    assert not [f for f in resource_findings(BuildOutcome(_target({"default": 64, "tail_overrun_kernel": 128}),
-                                                          result=result)) if f.code == "KC601"]
+    assert not [
+        f
+        for f in resource_findings(BuildOutcome(_target({"default": 64, "tail_overrun_kernel": 128}), result=result))
+        if f.code == "KC601"
+    ]
 
 
 def test_a_build_tool_that_cannot_start_is_an_environment_failure_not_kc600(monkeypatch, tmp_path):
@@ -127,10 +144,20 @@ def test_build_output_has_only_our_messages(tmp_path):
     tree.mkdir()
     (tree / "broken.cuh").write_text("#include <sgl_kernel/tensor.h>\n" + BROKEN_SOURCE)
     (tree / "broken.py").write_text('CUDA_FILES = ["broken.cuh"]\nINSTANTIATIONS = [("broken", "broken")]\n')
-    env = {**os.environ, "PYTHONPATH": str(hidden.parent), "KERNEL_CHECK_JIT_CACHE": str(tmp_path / "jit"),
-           "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
-    run = subprocess.run([sys.executable, "-m", "kernel_check", "build", str(tree), "--format", "json"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(hidden.parent),
+        "KERNEL_CHECK_JIT_CACHE": str(tmp_path / "jit"),
+        "TVM_FFI_CUDA_ARCH_LIST": "9.0",
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "build", str(tree), "--format", "json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     (finding,) = json.loads(run.stdout)
     assert finding["code"] == "KC600" and "undefined_identifier" in finding["detail"]
@@ -156,7 +183,8 @@ def test_build_finds_the_repositorys_headers_and_the_configured_ones(tmp_path, m
         "#include <sgl_kernel/own.h>\n#include <vendor_extra.h>\n#include <tvm/ffi/container/tensor.h>\n"
         "namespace sglang {\n"
         "inline void probe(tvm::ffi::TensorView x) { static_assert(kOwnHeader + kVendorHeader == 3); (void)x; }\n"
-        "}  // namespace sglang\n")
+        "}  // namespace sglang\n"
+    )
     (repo / "csrc" / "k.py").write_text('CUDA_FILES = ["k.cuh"]\nINSTANTIATIONS = [("probe", "probe")]\n')
     monkeypatch.chdir(repo)
     monkeypatch.setenv("KERNEL_CHECK_JIT_CACHE", str(tmp_path / "jit"))
@@ -207,10 +235,20 @@ def test_building_a_wrapper_named_directly_needs_no_torch(tmp_path):
     blocked.mkdir(parents=True)
     (blocked / "__init__.py").write_text('raise ImportError("torch is not installed here")\n')
     tree = _spec_and_wrapper_tree(tmp_path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked.parent), os.environ.get("PYTHONPATH", "")]),
-           "KERNEL_CHECK_JIT_CACHE": str(tmp_path / "jit"), "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
-    run = subprocess.run([sys.executable, "-m", "kernel_check", "build", str(tree / "broken.py"), "--format", "json"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(blocked.parent), os.environ.get("PYTHONPATH", "")]),
+        "KERNEL_CHECK_JIT_CACHE": str(tmp_path / "jit"),
+        "TVM_FFI_CUDA_ARCH_LIST": "9.0",
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "build", str(tree / "broken.py"), "--format", "json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 1 and "torch" not in run.stderr, run.stdout + run.stderr
     (finding,) = json.loads(run.stdout)
     assert finding["code"] == "KC600" and "undefined_identifier" in finding["detail"]
@@ -229,10 +267,17 @@ int widths(int x) {
 
 
 def _widths_spec(tree: Path, widths: tuple[int, ...]) -> KernelSpec:
-    return KernelSpec(name="widths", source="widths.cuh", export="widths", symbol="widths",
-                      args=(Tensor("dst", ("n",), "int32", Role.OUT),), reference=None,
-                      instantiations=tuple(Instantiation((w,)) for w in widths), grid={"n": TAILS},
-                      spec_path=str(tree / "widths_spec.py"))
+    return KernelSpec(
+        name="widths",
+        source="widths.cuh",
+        export="widths",
+        symbol="widths",
+        args=(Tensor("dst", ("n",), "int32", Role.OUT),),
+        reference=None,
+        instantiations=tuple(Instantiation((w,)) for w in widths),
+        grid={"n": TAILS},
+        spec_path=str(tree / "widths_spec.py"),
+    )
 
 
 @pytest.mark.nvcc
@@ -256,8 +301,9 @@ def test_a_spec_is_one_module_and_a_failing_one_is_built_again_per_instantiation
     assert [module.widths_0(5), module.widths_1(5)] == [5, 10]
 
     built = []  # two specs of one launcher (a spec per value contract, say): one compile
-    twins = build_specs([_widths_spec(tmp_path, (1, 2)), replace(_widths_spec(tmp_path, (1, 2)), name="twin")],
-                        on_done=built.append)
+    twins = build_specs(
+        [_widths_spec(tmp_path, (1, 2)), replace(_widths_spec(tmp_path, (1, 2)), name="twin")], on_done=built.append
+    )
     assert [o.target.label for o in built] == ["widths", "twin"]  # progress names both, compiled once
     assert twins.libraries["twin"] == twins.libraries["widths"] == good.libraries["widths"]
     assert not twins.findings
@@ -276,7 +322,9 @@ def test_a_compile_error_points_at_its_line_after_lines_the_patterns_do_not_take
 
     source = tmp_path / "broken.cuh"
     source.write_text("int x = ;\n")
-    log = (f"ninja: build stopped\nIn file included from a file that is not here\n"
-           f"missing.cuh(9): error: no such file\n{source}(3): error: expected an expression\n")
+    log = (
+        f"ninja: build stopped\nIn file included from a file that is not here\n"
+        f"missing.cuh(9): error: no such file\n{source}(3): error: expected an expression\n"
+    )
     location = _compiler_error_location(log, str(tmp_path / "fallback.cuh"))
     assert (Path(location.path).resolve(), location.line) == (source.resolve(), 3)

@@ -72,8 +72,7 @@ def options(root: Path, cache: Path | None, jobs: int = 1, strategy: str = "unio
     load_rules()
     config = load_config(root).with_overrides(**overrides)
     settings = resolve_settings("hermetic")
-    cache_options = CacheOptions(static_root(cache) if cache else None, results=cache is not None,
-                                 preamble=strategy)
+    cache_options = CacheOptions(static_root(cache) if cache else None, results=cache is not None, preamble=strategy)
     return RunOptions(config, settings, cache=cache_options, jobs=jobs)
 
 
@@ -280,8 +279,9 @@ def test_include_guard_does_not_count_as_a_macro_change(tree) -> None:
     root, _files, cache = tree
     path = root / "csrc" / "guarded.cuh"
     path.write_text("#ifndef GUARDED_CUH\n#define GUARDED_CUH\n" + KERNEL + "#endif\n")
-    unit = parse_file(path, path.read_text(), resolve_settings("hermetic"),
-                      PreambleCache(static_root(cache) / "preamble"))
+    unit = parse_file(
+        path, path.read_text(), resolve_settings("hermetic"), PreambleCache(static_root(cache) / "preamble")
+    )
     assert unit.preamble is not None
 
 
@@ -328,8 +328,11 @@ def test_cli_flags(tree) -> None:
     assert not (cache / "env").exists()
     bad = subprocess.run([*command, "--jobs", "0"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "--jobs" in bad.stderr
-    clean = subprocess.run([sys.executable, "-m", "kernel_check", "clean", "--all", "--cache-dir", str(cache / "flag")],
-                           capture_output=True, text=True)
+    clean = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "clean", "--all", "--cache-dir", str(cache / "flag")],
+        capture_output=True,
+        text=True,
+    )
     assert clean.returncode == 0 and not (cache / "flag").exists()
 
 

@@ -118,8 +118,7 @@ def _defined(root: Path, cache: Path, define: str, max_bytes: int | None = None)
     of its own."""
     base = options(root, cache)
     settings = resolve_settings("hermetic", (), (define,))
-    return replace(base, settings=settings,
-                   cache=CacheOptions(base.cache.root, results=False, max_bytes=max_bytes))
+    return replace(base, settings=settings, cache=CacheOptions(base.cache.root, results=False, max_bytes=max_bytes))
 
 
 def _run_defined(root: Path, files: list[Path], cache: Path, define: str, max_bytes: int | None = None) -> Path:
@@ -168,8 +167,12 @@ def test_eviction_never_takes_a_preamble_a_running_process_uses(tmp_path: Path) 
     kernels = project(root)[:3]
     held = _run_defined(root, kernels, cache, "KC_VARIANT=1")
     other = _run_defined(root, kernels, cache, "KC_VARIANT=2")
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(store_of(cache)), str(kernels[0]), "KC_VARIANT=1"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(store_of(cache)), str(kernels[0]), "KC_VARIANT=1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "parsed against a preamble"
         assert evict(store_of(cache), keep=store_of(cache) / "none", max_bytes=0) == [other]
@@ -181,8 +184,14 @@ def test_eviction_never_takes_a_preamble_a_running_process_uses(tmp_path: Path) 
 
 
 def kernel_check(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernel_check", *argv], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_check", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
 
 
 def test_clean_reports_what_it_freed(tmp_path: Path) -> None:
@@ -200,15 +209,18 @@ def test_clean_reports_what_it_freed(tmp_path: Path) -> None:
     assert cleaned.returncode == 0, cleaned.stderr
     assert cleaned.stdout.splitlines() == [
         f"freed {format_size(freed)}: removed the cached results of {one} ({results_one})",
-        f"kept {format_size(store)}: the preamble store all projects share (`kernel-check clean --all` removes it)"]
+        f"kept {format_size(store)}: the preamble store all projects share (`kernel-check clean --all` removes it)",
+    ]
     assert not results_one.exists() and results_two.is_dir() and tree_size(store_of(cache)) == store
     again = kernel_check("clean", "--cache-dir", str(cache), cwd=one)
     assert again.stdout.splitlines()[0] == f"nothing to remove: no cached results of {one}"
     total, results = tree_size(cache), tree_size(static_root(cache)) - store
     everything = kernel_check("clean", "--all", "--cache-dir", str(cache), cwd=one)
     assert everything.returncode == 0, everything.stderr
-    assert everything.stdout.strip() == (f"freed {format_size(total)}: removed {cache} (precompiled preambles "
-                                         f"{format_size(store)}, results {format_size(results)})")
+    assert everything.stdout.strip() == (
+        f"freed {format_size(total)}: removed {cache} (precompiled preambles "
+        f"{format_size(store)}, results {format_size(results)})"
+    )
     assert not cache.exists()
     assert kernel_check("clean", "--all", "--cache-dir", str(cache), cwd=one).stdout.strip() == "nothing to remove"
 
@@ -230,8 +242,9 @@ def test_a_bad_cache_max_size_is_one_line_naming_the_file_and_key(tmp_path: Path
     config.write_text("[tool.kernel-check]\ncache-max-size = 1000\n")
     assert "'cache-max-size' must be str" in one_line_error(kernel_check(".", cwd=root))
     config.write_text('[tool.kernel-check]\ncache-max-size = "2 GiB"\n')
-    bad_env = kernel_check(".", "--cache-dir", str(tmp_path / "cache"), cwd=root,
-                           env={"KERNEL_CHECK_CACHE_MAX_SIZE": "huge"})
+    bad_env = kernel_check(
+        ".", "--cache-dir", str(tmp_path / "cache"), cwd=root, env={"KERNEL_CHECK_CACHE_MAX_SIZE": "huge"}
+    )
     assert one_line_error(bad_env).startswith("kernel-check: error: KERNEL_CHECK_CACHE_MAX_SIZE: ")
     assert kernel_check(".", "--cache-dir", str(tmp_path / "cache"), cwd=root).returncode == 0
 
@@ -248,13 +261,31 @@ def test_the_configured_cap_and_the_environment_variable_that_overrides_it(tmp_p
         run = kernel_check(*paths, "-D", f"KC_VARIANT={variant}", "--cache-dir", str(cache), "--jobs", "1", cwd=root)
         assert run.returncode in (0, 1), run.stderr
         assert len(recipes(cache)) == 1
-    run = kernel_check(*paths, "-D", "KC_VARIANT=3", "--cache-dir", str(cache), "--jobs", "1", cwd=root,
-                       env={"KERNEL_CHECK_CACHE_MAX_SIZE": "1GiB", "KERNEL_CHECK_STATS": "1"})
+    run = kernel_check(
+        *paths,
+        "-D",
+        "KC_VARIANT=3",
+        "--cache-dir",
+        str(cache),
+        "--jobs",
+        "1",
+        cwd=root,
+        env={"KERNEL_CHECK_CACHE_MAX_SIZE": "1GiB", "KERNEL_CHECK_STATS": "1"},
+    )
     assert run.returncode in (0, 1), run.stderr
     assert len(recipes(cache)) == 2
     (root / "pyproject.toml").write_text('[tool.kernel-check]\nmode = "hermetic"\ncache-max-size = "5GiB"\n')
-    run = kernel_check(*paths, "-D", "KC_VARIANT=3", "--cache-dir", str(cache), "--jobs", "1", cwd=root,
-                       env={"KERNEL_CHECK_STATS": "1"})
+    run = kernel_check(
+        *paths,
+        "-D",
+        "KC_VARIANT=3",
+        "--cache-dir",
+        str(cache),
+        "--jobs",
+        "1",
+        cwd=root,
+        env={"KERNEL_CHECK_STATS": "1"},
+    )
     assert "cached=3" in run.stderr, run.stderr
 
 

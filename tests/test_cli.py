@@ -23,8 +23,10 @@ from kernel_check import __version__
 from kernel_check.cli import main
 from kernel_check.registry import all_rules
 
-BAD_PY = ('import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef _jit_scale_module(dtype):\n'
-          '    return load_jit("scale", dtype)\n')
+BAD_PY = (
+    "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef _jit_scale_module(dtype):\n"
+    '    return load_jit("scale", dtype)\n'
+)
 CLEAN_PY = "def add(a, b):\n    return a + b\n"
 
 
@@ -102,12 +104,15 @@ def json_findings(capsys, *argv: str) -> tuple[int, list[dict]]:
 # ------------------------------------------------------------------ bad input: exit 2
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["missing.cuh"], "kernel-check: error: missing.cuh: no such file or directory"),
-    (["nodir/"], "kernel-check: error: nodir: no such file or directory"),
-    (["empty"], "kernel-check: error: empty: no C++/CUDA or Python sources found"),
-    (["notes.txt"], "kernel-check: error: notes.txt: not a C++/CUDA or Python source"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["missing.cuh"], "kernel-check: error: missing.cuh: no such file or directory"),
+        (["nodir/"], "kernel-check: error: nodir: no such file or directory"),
+        (["empty"], "kernel-check: error: empty: no C++/CUDA or Python sources found"),
+        (["notes.txt"], "kernel-check: error: notes.txt: not a C++/CUDA or Python source"),
+    ],
+)
 def test_bad_paths(project, capsys, argv, message):
     write(project / "empty" / "README.md", "no sources here\n")
     write(project / "notes.txt", "text\n")
@@ -117,28 +122,35 @@ def test_bad_paths(project, capsys, argv, message):
     assert snapshot(project) == before
 
 
-@pytest.mark.parametrize("pyproject, message", [
-    ("[tool.kernel-check\nmode = 1\n", "pyproject.toml: invalid TOML: "),
-    ("[tool.kernel-check]\nmodes = \"hermetic\"\n", "[tool.kernel-check] unknown key 'modes' (known: arch, "),
-    ("[tool.kernel-check]\nselect = \"KC101\"\n", "[tool.kernel-check] 'select' must be list[str], got 'KC101'"),
-    ("[tool.kernel-check]\nstrict = \"yes\"\n", "'strict' must be bool"),
-    ("[tool.kernel-check]\nmode = \"fast\"\n", "'mode' must be auto, system or hermetic, got 'fast'"),
-    ("[tool.kernel-check]\narch = \"banana\"\n",
-     "[tool.kernel-check] 'arch' must be the SM version in digits, e.g. \"90\" for sm_90"),
-    ("[tool.kernel-check]\narch = \"sm_90\"\n", "'arch' must be the SM version in digits"),
-    ("[tool.kernel-check]\nmax-file-bytes = 0\n", "'max-file-bytes' must be a positive number of bytes, got 0"),
-    ("[tool.kernel-check]\nmax-file-bytes = -5\n", "'max-file-bytes' must be a positive number of bytes"),
-    ("[tool.kernel-check]\nfile-timeout = -1.5\n", "'file-timeout' must be a positive number of seconds, got -1.5"),
-    ("[tool.kernel-check]\nfile-timeout = 0\n", "'file-timeout' must be a positive number of seconds"),
-    ("[tool.kernel-check]\nfile-timeout = nan\n", "'file-timeout' must be a positive number of seconds"),
-    ("[tool.kernel-check]\nseverity = { KC101 = \"fatal\" }\n", "severity for KC101 must be error, warning or info"),
-    ("[tool.kernel-check]\nselect = [\"KC9\"]\n", "[tool.kernel-check] select: unknown rule code or prefix 'KC9'"),
-    ("[tool.kernel-check]\nignore = [\"KX1\"]\n", "ignore: unknown rule code or prefix 'KX1'"),
-    ("[tool.kernel-check]\nper-file-ignores = { \"a/**\" = [\"KC77\"] }\n",
-     "per-file-ignores 'a/**': unknown rule code or prefix 'KC77'"),
-    ("[tool]\nkernel-check = 3\n", "[tool.kernel-check] must be a table"),
-    ("[tool.kernel-check]\nseverity = { KC1 = \"info\" }\n", "severity: unknown rule code 'KC1'"),
-])
+@pytest.mark.parametrize(
+    "pyproject, message",
+    [
+        ("[tool.kernel-check\nmode = 1\n", "pyproject.toml: invalid TOML: "),
+        ('[tool.kernel-check]\nmodes = "hermetic"\n', "[tool.kernel-check] unknown key 'modes' (known: arch, "),
+        ('[tool.kernel-check]\nselect = "KC101"\n', "[tool.kernel-check] 'select' must be list[str], got 'KC101'"),
+        ('[tool.kernel-check]\nstrict = "yes"\n', "'strict' must be bool"),
+        ('[tool.kernel-check]\nmode = "fast"\n', "'mode' must be auto, system or hermetic, got 'fast'"),
+        (
+            '[tool.kernel-check]\narch = "banana"\n',
+            "[tool.kernel-check] 'arch' must be the SM version in digits, e.g. \"90\" for sm_90",
+        ),
+        ('[tool.kernel-check]\narch = "sm_90"\n', "'arch' must be the SM version in digits"),
+        ("[tool.kernel-check]\nmax-file-bytes = 0\n", "'max-file-bytes' must be a positive number of bytes, got 0"),
+        ("[tool.kernel-check]\nmax-file-bytes = -5\n", "'max-file-bytes' must be a positive number of bytes"),
+        ("[tool.kernel-check]\nfile-timeout = -1.5\n", "'file-timeout' must be a positive number of seconds, got -1.5"),
+        ("[tool.kernel-check]\nfile-timeout = 0\n", "'file-timeout' must be a positive number of seconds"),
+        ("[tool.kernel-check]\nfile-timeout = nan\n", "'file-timeout' must be a positive number of seconds"),
+        ('[tool.kernel-check]\nseverity = { KC101 = "fatal" }\n', "severity for KC101 must be error, warning or info"),
+        ('[tool.kernel-check]\nselect = ["KC9"]\n', "[tool.kernel-check] select: unknown rule code or prefix 'KC9'"),
+        ('[tool.kernel-check]\nignore = ["KX1"]\n', "ignore: unknown rule code or prefix 'KX1'"),
+        (
+            '[tool.kernel-check]\nper-file-ignores = { "a/**" = ["KC77"] }\n',
+            "per-file-ignores 'a/**': unknown rule code or prefix 'KC77'",
+        ),
+        ("[tool]\nkernel-check = 3\n", "[tool.kernel-check] must be a table"),
+        ('[tool.kernel-check]\nseverity = { KC1 = "info" }\n', "severity: unknown rule code 'KC1'"),
+    ],
+)
 def test_broken_pyproject(project, capsys, pyproject, message):
     (project / "pyproject.toml").write_text(pyproject, encoding="utf-8")
     write(project / "ok.py", CLEAN_PY)
@@ -164,23 +176,30 @@ def test_a_bad_arch_is_a_config_error_for_the_check_and_the_build(project, capsy
 def test_explicit_config_file_not_found(project, capsys):
     write(project / "ok.py", CLEAN_PY)
     assert one_line_error(capsys, main(["--config", "other.toml", "ok.py"])) == (
-        "kernel-check: error: other.toml: config file not found")
+        "kernel-check: error: other.toml: config file not found"
+    )
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["rule", "KC999"], "unknown rule code 'KC999' (see `kernel-check rules`)"),
-    (["--select", "KC999", "ok.py"], "--select: unknown rule code or prefix 'KC999' (see `kernel-check rules`)"),
-    (["--select", "KC101,kc9", "ok.py"], "--select: unknown rule code or prefix 'KC9'"),
-    (["--ignore", "XY", "ok.py"], "--ignore: unknown rule code or prefix 'XY'"),
-    (["--format", "xml", "ok.py"], "argument --output-format/--format: invalid choice: 'xml'"),
-    (["--bogus", "ok.py"], "unrecognized arguments: --bogus"),
-    (["--output", "no/such/dir/report.txt", "ok.py"], "no/such/dir/report.txt: cannot write the report"),
-    (["--jobs", "0", "ok.py"], "argument --jobs/-j: expected a positive integer, got '0'"),
-    (["test", ".", "--timeout", "-1"], "argument --timeout: expected a positive number of seconds, got '-1'"),
-    (["test", ".", "--max-time", "inf"], "argument --max-time: expected a positive number of seconds, got 'inf'"),
-    (["test", ".", "--sanitize-timeout", "0"], "argument --sanitize-timeout: expected a positive number of seconds"),
-    (["sanitize", "--timeout", "nan", "--", "true"], "argument --timeout: expected a positive number of seconds"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["rule", "KC999"], "unknown rule code 'KC999' (see `kernel-check rules`)"),
+        (["--select", "KC999", "ok.py"], "--select: unknown rule code or prefix 'KC999' (see `kernel-check rules`)"),
+        (["--select", "KC101,kc9", "ok.py"], "--select: unknown rule code or prefix 'KC9'"),
+        (["--ignore", "XY", "ok.py"], "--ignore: unknown rule code or prefix 'XY'"),
+        (["--format", "xml", "ok.py"], "argument --output-format/--format: invalid choice: 'xml'"),
+        (["--bogus", "ok.py"], "unrecognized arguments: --bogus"),
+        (["--output", "no/such/dir/report.txt", "ok.py"], "no/such/dir/report.txt: cannot write the report"),
+        (["--jobs", "0", "ok.py"], "argument --jobs/-j: expected a positive integer, got '0'"),
+        (["test", ".", "--timeout", "-1"], "argument --timeout: expected a positive number of seconds, got '-1'"),
+        (["test", ".", "--max-time", "inf"], "argument --max-time: expected a positive number of seconds, got 'inf'"),
+        (
+            ["test", ".", "--sanitize-timeout", "0"],
+            "argument --sanitize-timeout: expected a positive number of seconds",
+        ),
+        (["sanitize", "--timeout", "nan", "--", "true"], "argument --timeout: expected a positive number of seconds"),
+    ],
+)
 def test_bad_usage(project, capsys, argv, message):
     write(project / "ok.py", CLEAN_PY)
     before = snapshot(project)
@@ -287,6 +306,7 @@ def run_as_nobody(argv: list[str], cwd: Path, output: Path) -> tuple[int, str, s
                 sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # fds 1 and 2, not pytest's capture
                 import ctypes  # noqa: F401  (what a file's bounded child imports: root's to read)
                 import resource  # noqa: F401  (the same)
+
                 os.setgroups([])
                 os.setgid(NOBODY)
                 os.setuid(NOBODY)
@@ -373,15 +393,33 @@ def test_a_suppression_without_codes_is_reported_where_it_is(project, capsys):
     """`# kernel-check: ignore` (no brackets) suppresses nothing, so it must not look as if it
     did: a KC001 on its line says to name the codes (C++ in the KC001 fixture)."""
     lines = BAD_PY.splitlines()
-    write(project / "bare.py", "# kernel-check: ignore-file\n" + "\n".join(lines[:3]) + "  # kernel-check: ignore\n"
-          + "\n".join(lines[3:]) + "\n")
+    write(
+        project / "bare.py",
+        "# kernel-check: ignore-file\n"
+        + "\n".join(lines[:3])
+        + "  # kernel-check: ignore\n"
+        + "\n".join(lines[3:])
+        + "\n",
+    )
     assert main(["bare.py", "--format", "json"]) == 1  # the KC501 it meant to hide is still there
     found = [(f["line"], f["code"], f["message"]) for f in json.loads(capsys.readouterr().out)]
     assert found == [
-        (1, "KC001", ("`kernel-check: ignore-file` names no code, so it suppresses nothing; "
-                      "write the codes to suppress, e.g. `kernel-check: ignore-file[KC101]`")),
-        (4, "KC001", ("`kernel-check: ignore` names no code, so it suppresses nothing; "
-                      "write the codes to suppress, e.g. `kernel-check: ignore[KC101]`")),
+        (
+            1,
+            "KC001",
+            (
+                "`kernel-check: ignore-file` names no code, so it suppresses nothing; "
+                "write the codes to suppress, e.g. `kernel-check: ignore-file[KC101]`"
+            ),
+        ),
+        (
+            4,
+            "KC001",
+            (
+                "`kernel-check: ignore` names no code, so it suppresses nothing; "
+                "write the codes to suppress, e.g. `kernel-check: ignore[KC101]`"
+            ),
+        ),
         (5, "KC501", found[2][2]),  # the line below the bare `ignore`
     ], found
 
@@ -400,7 +438,8 @@ def test_json_format(two_files, capsys):
     code, findings = json_findings(capsys, "pkg")
     assert code == 1
     assert [(f["path"], f["line"], f["column"], f["code"], f["severity"]) for f in findings] == [
-        ("pkg/bad.py", 4, 2, "KC501", "error")]
+        ("pkg/bad.py", 4, 2, "KC501", "error")
+    ]
 
 
 def test_sarif_format(two_files, capsys):
@@ -443,7 +482,8 @@ def test_statistics(two_files, capsys):
     assert out[1].startswith("Found 2 findings")
     assert main(["pkg", "--statistics", "--format", "json"]) == 1
     assert json.loads(capsys.readouterr().out) == [
-        {"code": "KC501", "name": "lru-cache-on-jit-factory", "count": 2, "fixable": False}]
+        {"code": "KC501", "name": "lru-cache-on-jit-factory", "count": 2, "fixable": False}
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["sarif", "github", "junit"])
@@ -453,8 +493,9 @@ def test_statistics_in_a_format_without_room_for_counts_is_a_usage_error(two_fil
     assert main(["pkg", "--statistics", "--output-format", fmt, "-o", "report"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and not (two_files / "report").exists()
-    assert err == (f"kernel-check: error: --statistics cannot be combined with --output-format {fmt} "
-                   "(use text, concise, json)\n")
+    assert err == (
+        f"kernel-check: error: --statistics cannot be combined with --output-format {fmt} (use text, concise, json)\n"
+    )
     assert main(["pkg", "--statistics", "--output-format", "concise"]) == 1
     assert capsys.readouterr().out.startswith("1  KC501  [ ] lru-cache-on-jit-factory\n")
 
@@ -528,7 +569,9 @@ def test_per_file_ignores(project, capsys):
         "[tool.kernel-check.per-file-ignores]\n"
         '"legacy/**" = ["KC501"]\n'
         '"old_*.py" = ["KC5"]\n'
-        '"pkg/keep.py" = ["KC101"]\n', encoding="utf-8")
+        '"pkg/keep.py" = ["KC101"]\n',
+        encoding="utf-8",
+    )
     for path in ("legacy/deep/a.py", "pkg/old_b.py", "pkg/keep.py", "pkg/new.py"):
         write(project / path, BAD_PY)
     code, findings = json_findings(capsys, ".")
@@ -537,8 +580,9 @@ def test_per_file_ignores(project, capsys):
 
 
 def test_force_exclude_applies_config_excludes_to_explicit_files(project, capsys):
-    (project / "pyproject.toml").write_text('[tool.kernel-check]\nexclude = ["vendored/**", "gen_*.py"]\n',
-                                            encoding="utf-8")
+    (project / "pyproject.toml").write_text(
+        '[tool.kernel-check]\nexclude = ["vendored/**", "gen_*.py"]\n', encoding="utf-8"
+    )
     for path in ("vendored/lib/a.py", "pkg/gen_ops.py", "pkg/mine.py"):
         write(project / path, BAD_PY)
     # a directory walk always applies exclude
@@ -561,8 +605,9 @@ def test_a_closed_output_pipe_ends_quietly(argv):
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "kernel_check", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernel_check", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     proc.stdout.close()  # before the child has written anything: every write hits a closed pipe
     stderr = proc.stderr.read()
     assert proc.wait(timeout=60) in (0, 2)

@@ -72,8 +72,14 @@ def kernel_tree(root: Path) -> Path:
 
 def cli(*argv: str, cwd: Path, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """The real command in a fresh process."""
-    return subprocess.run([sys.executable, "-m", "kernel_check", *argv], cwd=cwd, input=stdin,
-                          capture_output=True, env={**os.environ, **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_check", *argv],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
@@ -168,8 +174,15 @@ def test_stdin_filename_checks_the_buffer_as_that_file(project: Path) -> None:
     kernel = kernel_tree(project)
     on_disk = KERNEL.replace("const float* src", "const float* __restrict__ src")
     kernel.write_text(on_disk)
-    result = cli("--stdin-filename", "csrc/scale.cuh", "--output-format", "concise", "--no-cache",
-                 cwd=project, stdin=KERNEL.encode())
+    result = cli(
+        "--stdin-filename",
+        "csrc/scale.cuh",
+        "--output-format",
+        "concise",
+        "--no-cache",
+        cwd=project,
+        stdin=KERNEL.encode(),
+    )
     out = result.stdout.decode()
     assert result.returncode == 1, result.stderr
     assert "csrc/scale.cuh:10:" in out and "KC101" in out, out  # the buffer's finding
@@ -182,11 +195,14 @@ def test_stdin_filename_checks_the_buffer_as_that_file(project: Path) -> None:
     assert clean.returncode == 0, clean.stdout
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--stdin-filename", "notes.txt"], "not a C++/CUDA or Python source"),
-    (["--stdin-filename", "a.py", "--fix"], "--fix cannot be combined with --stdin-filename"),
-    (["--stdin-filename", "a.py", "other.py"], "give no PATH"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--stdin-filename", "notes.txt"], "not a C++/CUDA or Python source"),
+        (["--stdin-filename", "a.py", "--fix"], "--fix cannot be combined with --stdin-filename"),
+        (["--stdin-filename", "a.py", "other.py"], "give no PATH"),
+    ],
+)
 def test_stdin_filename_bad_input_is_one_line(project: Path, argv: list[str], message: str) -> None:
     write(project / "a.py", CLEAN_PY)
     assert message in one_line_error(cli(*argv, cwd=project, stdin=b"x = 1\n"))
@@ -199,9 +215,11 @@ def test_concise_is_one_line_per_finding(project: Path, capsys) -> None:
     lines = capsys.readouterr().out.splitlines()
     headline = re.compile(r"^csrc/scale\.cuh:\d+:\d+: KC\d{3} \[(error|warning|info)\] ")
     findings = [line for line in lines if headline.match(line)]
-    assert findings and lines[:len(findings)] == findings
-    assert lines[len(findings):] == ["Found 1 finding (1 error, 0 warnings, 0 info). 2 files checked.",
-                                     "[*] 1 fixable with --fix."]
+    assert findings and lines[: len(findings)] == findings
+    assert lines[len(findings) :] == [
+        "Found 1 finding (1 error, 0 warnings, 0 info). 2 files checked.",
+        "[*] 1 fixable with --fix.",
+    ]
 
 
 def test_force_color_and_no_color(project: Path) -> None:
@@ -213,8 +231,9 @@ def test_force_color_and_no_color(project: Path) -> None:
     assert ANSI.sub("", forced.stdout.decode()) == piped.stdout.decode()
     both = cli("csrc", "--no-cache", cwd=project, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert not ANSI.search(both.stdout.decode())
-    assert ANSI.search(cli("csrc", "--no-cache", "--color", "always", cwd=project,
-                           env={"NO_COLOR": "1"}).stdout.decode())
+    assert ANSI.search(
+        cli("csrc", "--no-cache", "--color", "always", cwd=project, env={"NO_COLOR": "1"}).stdout.decode()
+    )
 
 
 def test_ctrl_c_exits_130_and_leaves_a_good_cache(project: Path) -> None:
@@ -225,10 +244,8 @@ def test_ctrl_c_exits_130_and_leaves_a_good_cache(project: Path) -> None:
     for index in range(10):
         write(project / "csrc" / f"copy{index}.cuh", KERNEL.replace("scale_kernel", f"copy{index}_kernel"))
     cache = project.parent / "cache"
-    argv = [sys.executable, "-m", "kernel_check", "csrc", "--cache-dir", str(cache), "--jobs", "2",
-            "--format", "json"]
-    run = subprocess.Popen(argv, cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+    argv = [sys.executable, "-m", "kernel_check", "csrc", "--cache-dir", str(cache), "--jobs", "2", "--format", "json"]
+    run = subprocess.Popen(argv, cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     while not any((cache / "static-v1" / "projects").rglob("results/*/*.json")):  # files are done
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()
@@ -319,10 +336,14 @@ def test_printed_paths_open_from_the_current_directory(project: Path) -> None:
     project root `csrc/scale.cuh`, from `csrc/` `scale.cuh`, and a file outside the current
     directory absolutely; the project root's configuration applies in each case."""
     kernel_tree(project)
-    outside = write(project / "other" / "scale.cuh", KERNEL.replace('#include "local.h"\n', "")
-                    .replace(" * kScale", ""))
-    runs = [(project, ["csrc"], "csrc/scale.cuh"), (project / "csrc", [], "scale.cuh"),
-            (project / "csrc", ["../other/scale.cuh"], str(outside))]
+    outside = write(
+        project / "other" / "scale.cuh", KERNEL.replace('#include "local.h"\n', "").replace(" * kScale", "")
+    )
+    runs = [
+        (project, ["csrc"], "csrc/scale.cuh"),
+        (project / "csrc", [], "scale.cuh"),
+        (project / "csrc", ["../other/scale.cuh"], str(outside)),
+    ]
     for cwd, paths, printed in runs:
         for fmt in ("text", "concise"):
             result = cli(*paths, "--select", "KC101", "--no-cache", "--output-format", fmt, cwd=cwd)
@@ -342,28 +363,37 @@ def test_fix_diff_from_a_subfolder_applies_there(project: Path) -> None:
     assert "const float* __restrict__ src" in kernel.read_text()
 
 
-@pytest.mark.parametrize("argv, output, read", [
-    (["csrc/scale.cuh"], "csrc/scale.cuh", "csrc/scale.cuh"),
-    (["csrc", "--fix"], "csrc/scale.cuh", "csrc/scale.cuh"),  # refused before the fix is written
-    (["csrc", "--fix-diff"], "csrc/../csrc/scale.cuh", "csrc/scale.cuh"),
-    (["csrc"], "link.cuh", "csrc/scale.cuh"),  # a symlink to a checked file
-    (["csrc"], "pyproject.toml", "pyproject.toml"),  # the configuration
-    (["--stdin-filename", "csrc/scale.cuh"], "csrc/scale.cuh", "csrc/scale.cuh"),
-])
-def test_output_naming_a_file_the_run_reads_is_refused(project: Path, argv: list[str], output: str,
-                                                       read: str) -> None:
+@pytest.mark.parametrize(
+    "argv, output, read",
+    [
+        (["csrc/scale.cuh"], "csrc/scale.cuh", "csrc/scale.cuh"),
+        (["csrc", "--fix"], "csrc/scale.cuh", "csrc/scale.cuh"),  # refused before the fix is written
+        (["csrc", "--fix-diff"], "csrc/../csrc/scale.cuh", "csrc/scale.cuh"),
+        (["csrc"], "link.cuh", "csrc/scale.cuh"),  # a symlink to a checked file
+        (["csrc"], "pyproject.toml", "pyproject.toml"),  # the configuration
+        (["--stdin-filename", "csrc/scale.cuh"], "csrc/scale.cuh", "csrc/scale.cuh"),
+    ],
+)
+def test_output_naming_a_file_the_run_reads_is_refused(project: Path, argv: list[str], output: str, read: str) -> None:
     kernel_tree(project)
     (project / "link.cuh").symlink_to("csrc/scale.cuh")
     before = snapshot(project)
     result = cli(*argv, "--no-cache", "-o", output, cwd=project, stdin=KERNEL.encode())
-    assert one_line_error(result) == (f"kernel-check: error: --output {output}: is {read}, which this run reads; "
-                                      "the report would overwrite it (give another file)")
+    assert one_line_error(result) == (
+        f"kernel-check: error: --output {output}: is {read}, which this run reads; "
+        "the report would overwrite it (give another file)"
+    )
     assert snapshot(project) == before
 
 
-@pytest.mark.parametrize("argv", [["build", "specs", "-o", "specs/atomic_sum_spec.py"],
-                                  ["test", "specs", "-o", "specs/atomic_sum.cuh"],
-                                  ["sanitize", "-o", "run.py", "--", sys.executable, "run.py"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["build", "specs", "-o", "specs/atomic_sum_spec.py"],
+        ["test", "specs", "-o", "specs/atomic_sum.cuh"],
+        ["sanitize", "-o", "run.py", "--", sys.executable, "run.py"],
+    ],
+)
 def test_harness_output_naming_a_file_the_run_reads_is_refused(tmp_path: Path, argv: list[str]) -> None:
     """build and test refuse a spec or its kernel as `-o`, sanitize a file of its command;
     before they need nvcc, a GPU or compute-sanitizer."""
@@ -407,12 +437,17 @@ def run_on_a_terminal(argv: list[str], cwd: Path, env: dict | None = None) -> tu
     """The real CLI with stdout and stderr on a pseudo-terminal (what a person sees); the
     display's delay is zero here, so that a run of a few files shows it. No colors unless
     `env` sets NO_COLOR empty."""
-    code = ("import sys; import kernel_check.cli as cli; cli.PROGRESS_DELAY_S = 0.0; "
-            "sys.exit(cli.main(sys.argv[1:]))")
+    code = "import sys; import kernel_check.cli as cli; cli.PROGRESS_DELAY_S = 0.0; sys.exit(cli.main(sys.argv[1:]))"
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))  # 40 rows, 100 columns
-    process = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=cwd, stdin=subprocess.DEVNULL,
-                               stdout=terminal, stderr=terminal, env={**os.environ, "NO_COLOR": "1", **(env or {})})
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *argv],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+        env={**os.environ, "NO_COLOR": "1", **(env or {})},
+    )
     os.close(terminal)
     chunks = []
     deadline = time.monotonic() + 300
@@ -450,7 +485,7 @@ def test_progress_on_a_terminal(project: Path) -> None:
     assert {name for _, _, _, name in updates} >= {"csrc/scale.cuh", "csrc/copy0.cuh"}
     assert [int(done) for done, _, _, _ in updates] == sorted(int(done) for done, _, _, _ in updates)
     assert updates[-1][0] == "6"  # the last update counts every file
-    report = screen[screen.rindex("\r\x1b[K") + len("\r\x1b[K"):]  # the line is erased before the report
+    report = screen[screen.rindex("\r\x1b[K") + len("\r\x1b[K") :]  # the line is erased before the report
     assert report.startswith("csrc/copy0.cuh:10:55: KC101") and "Found 4 findings" in report
     assert "/6 " not in report
 

@@ -46,15 +46,21 @@ def test_a_rule_module_for_a_code_outside_the_table_is_refused() -> None:
 
 def _code_literals(path: Path) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and CODE_RE.fullmatch(node.value)]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and CODE_RE.fullmatch(node.value)
+    ]
 
 
 def test_the_checker_names_codes_only_through_the_table() -> None:
     """Outside `codes.py`, no module of the checker (the harness, the build, the filters)
     spells a code as a string literal: `codes.RESULT_MISMATCH`, not "KD101"."""
-    found = {str(path.relative_to(CHECKER)): literals for path in sorted(CHECKER.rglob("*.py"))
-             if path.name != "codes.py" and RULES not in path.parents and (literals := _code_literals(path))}
+    found = {
+        str(path.relative_to(CHECKER)): literals
+        for path in sorted(CHECKER.rglob("*.py"))
+        if path.name != "codes.py" and RULES not in path.parents and (literals := _code_literals(path))
+    }
     assert found == {}
 
 
@@ -71,7 +77,8 @@ __global__ void copy_kernel(float* __restrict__ dst, SPELLING) { dst[0] = src[0]
 
 @pytest.mark.parametrize("spelling,code", [("float* src", "KC102"), ("const float* src", "KC101")])
 def test_a_read_only_pointer_missing_both_qualifiers_fails_as_one_missing_restrict_does(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], spelling: str, code: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spelling: str, code: str
+) -> None:
     """`float* src` lacks `const` and `__restrict__` (KC102), `const float* src` only
     `__restrict__` (KC101): the worse spelling must not be the milder finding."""
     import json

@@ -13,8 +13,13 @@ from kernel_check.cli import main
 from kernel_check.diff import ChangedFile, DiffScope, is_file_level, parse_unified_diff
 from kernel_check.finding import Finding, Location, Severity
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -143,16 +148,20 @@ def test_parser_counts_hunk_bodies_so_header_like_lines_are_content():
 
 
 def test_parser_unquotes_c_style_paths():
-    diff = (b'diff --git "a/t\\tab.py" "b/caf\\303\\251.py"\nsimilarity index 95%\n'
-            b'rename from "t\\tab.py"\nrename to "caf\\303\\251.py"\n'
-            b'--- "a/t\\tab.py"\n+++ "b/caf\\303\\251.py"\n@@ -1 +1 @@\n-a\n+b\n')
+    diff = (
+        b'diff --git "a/t\\tab.py" "b/caf\\303\\251.py"\nsimilarity index 95%\n'
+        b'rename from "t\\tab.py"\nrename to "caf\\303\\251.py"\n'
+        b'--- "a/t\\tab.py"\n+++ "b/caf\\303\\251.py"\n@@ -1 +1 @@\n-a\n+b\n'
+    )
     (changed,) = parse_unified_diff(diff)
     assert changed == ChangedFile("caf\u00e9.py", frozenset({1}), "t\tab.py")
 
 
 def test_parser_drops_the_tab_after_names_with_spaces():
-    diff = (b"diff --git a/old dir/x.py b/new dir/x.py\nsimilarity index 92%\nrename from old dir/x.py\n"
-            b"rename to new dir/x.py\n--- a/old dir/x.py\t\n+++ b/new dir/x.py\t\n@@ -7,0 +8 @@\n+# edit\n")
+    diff = (
+        b"diff --git a/old dir/x.py b/new dir/x.py\nsimilarity index 92%\nrename from old dir/x.py\n"
+        b"rename to new dir/x.py\n--- a/old dir/x.py\t\n+++ b/new dir/x.py\t\n@@ -7,0 +8 @@\n+# edit\n"
+    )
     (changed,) = parse_unified_diff(diff)
     assert changed == ChangedFile("new dir/x.py", frozenset({8}), "old dir/x.py")
 
@@ -203,8 +212,10 @@ def test_no_change_is_clean_and_checks_nothing(repo, capsys):
 
 def test_changed_line_counts_as_new(repo, capsys):
     ops = repo / "pkg" / "ops.py"
-    ops.write_text(ops.read_text().replace("@functools.lru_cache(maxsize=None)",
-                                           "@functools.lru_cache(maxsize=128)"), encoding="utf-8")
+    ops.write_text(
+        ops.read_text().replace("@functools.lru_cache(maxsize=None)", "@functools.lru_cache(maxsize=128)"),
+        encoding="utf-8",
+    )
     code, findings, _ = run_json(capsys, "--diff", "HEAD")
     assert found(findings) == [("pkg/ops.py", 4, "KC501")] and code == 1
 
@@ -257,8 +268,10 @@ def test_file_level_finding_of_a_changed_file_is_reported(repo, capsys):
     # a rename under test/registered/ makes KC506 apply to an otherwise unchanged file
     git(repo, "mv", "test/manual/test_moved.py", "test/registered/test_moved.py")
     _code, findings, _ = run_json(capsys, "--diff", "HEAD")
-    assert found(findings) == [("test/registered/test_moved.py", 1, "KC506"),
-                               ("test/registered/test_old.py", 1, "KC506")]
+    assert found(findings) == [
+        ("test/registered/test_moved.py", 1, "KC506"),
+        ("test/registered/test_old.py", 1, "KC506"),
+    ]
 
 
 def test_parse_error_of_a_changed_file_is_reported_wherever_it_points(repo, capsys):
@@ -294,8 +307,7 @@ def test_shallow_clone_needs_base_fetched(tmp_path, capsys, monkeypatch):
     write(origin / "k.py", (origin / "k.py").read_text() + factory("new"))
     commit_all(origin, "feature")
     clone = tmp_path / "clone"
-    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", "--single-branch",
-        (origin.as_uri()), str(clone))
+    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", "--single-branch", (origin.as_uri()), str(clone))
     assert git(clone, "rev-parse", "--is-shallow-repository") == "true"
     monkeypatch.chdir(clone)
     assert main(["--diff", "origin/main"]) == 2
@@ -309,13 +321,16 @@ def test_shallow_clone_needs_base_fetched(tmp_path, capsys, monkeypatch):
 
 def test_cpp_kernel_added_line_fires_old_one_does_not(tmp_path, capsys, monkeypatch):
     repo = init_repo(tmp_path / "kernels")
-    old_kernel = ("#include <cstdint>\n\n"
-                  "__global__ void old_kernel(float* __restrict__ dst, const float* src, uint32_t n) {\n"
-                  "  dst[0] = src[0];\n}\n")
+    old_kernel = (
+        "#include <cstdint>\n\n"
+        "__global__ void old_kernel(float* __restrict__ dst, const float* src, uint32_t n) {\n"
+        "  dst[0] = src[0];\n}\n"
+    )
     kernel = write(repo / "csrc" / "scale.cuh", old_kernel)
     commit_all(repo)
-    new_kernel = ("\n__global__ void new_kernel(float* __restrict__ dst, const float* lut, uint32_t n) {\n"
-                  "  dst[0] = lut[n];\n}\n")
+    new_kernel = (
+        "\n__global__ void new_kernel(float* __restrict__ dst, const float* lut, uint32_t n) {\n  dst[0] = lut[n];\n}\n"
+    )
     kernel.write_text(old_kernel + new_kernel, encoding="utf-8")
     monkeypatch.chdir(repo)
     code, findings, _ = run_json(capsys, "--diff", "HEAD", "--mode", "hermetic", "--select", "KC101", "csrc")
@@ -337,7 +352,8 @@ def one_error_line(capsys) -> str:
 def test_unknown_base_is_one_line_exit_2(repo, capsys):
     assert main(["--diff", "no-such-branch"]) == 2
     assert one_error_line(capsys) == (
-        f"kernel-check: error: --diff: unknown git revision 'no-such-branch' in {os.path.realpath(repo)}")
+        f"kernel-check: error: --diff: unknown git revision 'no-such-branch' in {os.path.realpath(repo)}"
+    )
 
 
 def test_option_like_base_is_rejected(repo, capsys):
@@ -380,12 +396,15 @@ def test_fix_with_diff_fixes_only_what_it_reports(tmp_path, capsys, monkeypatch)
     old_kernel = "__global__ void old_kernel(float* __restrict__ dst, const float* src) { dst[0] = src[0]; }\n"
     kernel = write(repo / "csrc" / "copy.cuh", old_kernel)
     commit_all(repo)
-    kernel.write_text(old_kernel + "__global__ void new_kernel(float* __restrict__ d, const float* s) "
-                                   "{ d[0] = s[0]; }\n", encoding="utf-8")
+    kernel.write_text(
+        old_kernel + "__global__ void new_kernel(float* __restrict__ d, const float* s) { d[0] = s[0]; }\n",
+        encoding="utf-8",
+    )
     monkeypatch.chdir(repo)
     assert main(["--fix", "--diff", "HEAD", "--mode", "hermetic", "--select", "KC101", "csrc"]) == 0
     assert kernel.read_text(encoding="utf-8") == old_kernel + (
-        "__global__ void new_kernel(float* __restrict__ d, const float* __restrict__ s) { d[0] = s[0]; }\n")
+        "__global__ void new_kernel(float* __restrict__ d, const float* __restrict__ s) { d[0] = s[0]; }\n"
+    )
 
 
 def test_file_names_git_quotes_or_pads(repo, capsys):
@@ -399,4 +418,5 @@ def test_file_names_git_quotes_or_pads(repo, capsys):
     git(repo, "mv", "odd/with space.py", "odd/moved with space.py")
     _code, findings, _ = run_json(capsys, "--diff", "HEAD", "odd")
     assert sorted(f["path"] for f in findings) == sorted(
-        f"odd/{n}" for n in ["moved with space.py", "caf\u00e9.py", "tab\there.py", 'quo"te.py'])
+        f"odd/{n}" for n in ["moved with space.py", "caf\u00e9.py", "tab\there.py", 'quo"te.py']
+    )

@@ -92,14 +92,27 @@ FLOAT32 = (Instantiation(("float32",), dtypes={"T": "float32"}),)
 
 
 def _spec(name: str, args, insts=FLOAT32) -> KernelSpec:
-    return KernelSpec(name=name, source="k.cuh", export=name, symbol=name, args=args, reference=None,
-                      instantiations=insts, grid={"n": TAILS}, spec_path="/x/k_spec.py")
+    return KernelSpec(
+        name=name,
+        source="k.cuh",
+        export=name,
+        symbol=name,
+        args=args,
+        reference=None,
+        instantiations=insts,
+        grid={"n": TAILS},
+        spec_path="/x/k_spec.py",
+    )
 
 
 def test_specs_pair_by_name_and_signature():
     io = (Tensor("dst", ("n",), role=Role.OUT), Tensor("src", ("n",)))
-    new = [_spec("same", io), _spec("fresh", io), _spec("changed", io + (Scalar("f", 1.0),)),
-           _spec("other_inst", io, (Instantiation(("float16",), dtypes={"T": "float16"}),))]
+    new = [
+        _spec("same", io),
+        _spec("fresh", io),
+        _spec("changed", io + (Scalar("f", 1.0),)),
+        _spec("other_inst", io, (Instantiation(("float16",), dtypes={"T": "float16"}),)),
+    ]
     old = [_spec("same", io), _spec("changed", io), _spec("other_inst", io)]
     pairing = pair_specs(new, old, "HEAD~1")
     assert [(a.name, b.name) for a, b in pairing.pairs] == [("same", "same")]
@@ -107,10 +120,16 @@ def test_specs_pair_by_name_and_signature():
 
 
 def test_rev_reference_allocates_outputs_picks_the_build_and_compares():
-    spec = _spec("scale2", (Tensor("dst", ("m", "n"), role=Role.OUT), Tensor("src", ("m", "n")),
-                            Tensor("acc", ("m",), role=Role.INPLACE), Scalar("factor", 2.0)),
-                 (Instantiation(("float16",), dtypes={"T": "float16"}),
-                  Instantiation(("float32",), dtypes={"T": "float32"})))
+    spec = _spec(
+        "scale2",
+        (
+            Tensor("dst", ("m", "n"), role=Role.OUT),
+            Tensor("src", ("m", "n")),
+            Tensor("acc", ("m",), role=Role.INPLACE),
+            Scalar("factor", 2.0),
+        ),
+        (Instantiation(("float16",), dtypes={"T": "float16"}), Instantiation(("float32",), dtypes={"T": "float32"})),
+    )
     calls = []
 
     def loader(library: str, export: str):
@@ -118,6 +137,7 @@ def test_rev_reference_allocates_outputs_picks_the_build_and_compares():
             calls.append((library, export, tuple(dst.shape)))
             dst.copy_(src * factor)
             acc.add_(1)
+
         return old_kernel
 
     reference = RevisionReference(spec, {"float16": "old16.so", "float32": "old32.so"}, "scale2", "HEAD~1", loader)
@@ -142,8 +162,22 @@ HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").
 @pytest.mark.parametrize("factors, expected", [(("2", "3"), 1), (("2", "2.0f"), 0)])
 def test_against_flags_a_changed_result_and_passes_an_unchanged_one(tmp_path, factors, expected):
     repo = make_repo(tmp_path, factors)
-    done = subprocess.run([sys.executable, "-m", "kernel_check", "test", "kernels", "--against", "HEAD~1",
-                           "--no-sanitize", "--no-bandwidth"], capture_output=True, text=True, cwd=repo)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernel_check",
+            "test",
+            "kernels",
+            "--against",
+            "HEAD~1",
+            "--no-sanitize",
+            "--no-bandwidth",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+    )
     assert done.returncode == expected, done.stdout + done.stderr
     assert ("KD101" in done.stdout) == bool(expected)
     if expected:

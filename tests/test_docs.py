@@ -63,7 +63,8 @@ def test_rule_docs_follow_the_ruff_form():
     for registered in all_rules():
         headings = re.findall(r"^## (.+)$", registered.meta.doc, re.M)
         assert headings[:4] == ["What it does", "Why is this bad?", "Example", "Use instead"], (
-            f"{registered.meta.code}: its module docstring needs the four ruff-style sections")
+            f"{registered.meta.code}: its module docstring needs the four ruff-style sections"
+        )
 
 
 def test_generator_check_mode(generator, tmp_path, monkeypatch, capsys):
@@ -125,6 +126,5 @@ def test_hand_written_pages_exist_and_are_linked():
     for name in ("getting-started.md", "configuration.md", "adopting.md", "ci.md", "rules/index.md"):
         assert (DOCS / name).is_file(), name
     readme = (DOCS / "README.md").read_text(encoding="utf-8")
-    for name in ("getting-started.md", "configuration.md", "adopting.md", "ci.md", "rules/index.md",
-                 "architecture.md"):
+    for name in ("getting-started.md", "configuration.md", "adopting.md", "ci.md", "rules/index.md", "architecture.md"):
         assert f"({name})" in readme, f"docs/README.md does not link {name}"

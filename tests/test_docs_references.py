@@ -91,8 +91,11 @@ def _texts() -> Iterator[tuple[Path, int, str]]:
 
 def references() -> list[tuple[str, str]]:
     """(`path:line`, reference) of every module reference."""
-    return [(f"{path.relative_to(REPO_ROOT).as_posix()}:{number}", match.group(1))
-            for path, number, text in _texts() for match in REFERENCE.finditer(text)]
+    return [
+        (f"{path.relative_to(REPO_ROOT).as_posix()}:{number}", match.group(1))
+        for path, number, text in _texts()
+        for match in REFERENCE.finditer(text)
+    ]
 
 
 def test_every_module_the_prose_names_exists():
@@ -102,14 +105,26 @@ def test_every_module_the_prose_names_exists():
     assert not missing, "modules named but not in the repository:\n" + "\n".join(missing)
 
 
-@pytest.mark.parametrize("reference, expected", [
-    ("src/kernel_check/clang/parse.py", True), ("clang/launches.py", True), ("harness/draft.py", True),
-    ("kernel_check/pipeline.py", True), ("parse.py", True), ("./scripts/gen_docs.py", True),
-    ("src/kernel_check/rules/kcNNN_*.py", True), ("FILE_spec.py", True), ("test_*.py", True),
-    ("python/sglang/kernels/ops/elementwise/test_scale.py", True),
-    ("launcher_facts.py", False), ("clang/session.py", False), ("checker/clang/launches.py", False),
-    ("kcNNN_*_facts.py", False), ("harness/parse.py", False),
-])
+@pytest.mark.parametrize(
+    "reference, expected",
+    [
+        ("src/kernel_check/clang/parse.py", True),
+        ("clang/launches.py", True),
+        ("harness/draft.py", True),
+        ("kernel_check/pipeline.py", True),
+        ("parse.py", True),
+        ("./scripts/gen_docs.py", True),
+        ("src/kernel_check/rules/kcNNN_*.py", True),
+        ("FILE_spec.py", True),
+        ("test_*.py", True),
+        ("python/sglang/kernels/ops/elementwise/test_scale.py", True),
+        ("launcher_facts.py", False),
+        ("clang/session.py", False),
+        ("checker/clang/launches.py", False),
+        ("kcNNN_*_facts.py", False),
+        ("harness/parse.py", False),
+    ],
+)
 def test_resolution(reference: str, expected: bool) -> None:
     assert resolves(reference) is expected
 

@@ -56,19 +56,22 @@ def test_drafts_match_the_hand_written_specs(csrc_drafts):
     compared = 0
     for hand in discover([CSRC]).specs:
         draft = csrc_drafts[(Path(hand.source).name, hand.export)]
+
         def role(name, t):
             return Role.INPLACE if (name, t.name) in ROLE_BY_TEMPLATE else t.role
 
-        assert [(RENAMED.get(t.name, t.name), role(hand.name, t), len(t.shape)) for t in draft.tensors] == \
-               [(t.name, role(hand.name, t), len(t.shape)) for t in hand.tensors], hand.name
+        assert [(RENAMED.get(t.name, t.name), role(hand.name, t), len(t.shape)) for t in draft.tensors] == [
+            (t.name, role(hand.name, t), len(t.shape)) for t in hand.tensors
+        ], hand.name
         assert [s.name for s in draft.scalars] == [s.name for s in hand.scalars], hand.name
         drafted = {i.id: i for i in draft.instantiations}
         for inst in hand.instantiations:  # specs split by mode take a part of the wrapper's list
             assert inst.id in drafted, (hand.name, inst.id)
             mine = drafted[inst.id]
             assert mine.template_args == inst.template_args and mine.pdl == inst.pdl
-            assert {RENAMED.get(t.name, t.name): draft.tensor_dtype(t, mine) for t in draft.tensors} == \
-                   {t.name: hand.tensor_dtype(t, inst) for t in hand.tensors}, (hand.name, inst.id)
+            assert {RENAMED.get(t.name, t.name): draft.tensor_dtype(t, mine) for t in draft.tensors} == {
+                t.name: hand.tensor_dtype(t, inst) for t in hand.tensors
+            }, (hand.name, inst.id)
         compared += 1
     assert compared == 13
 
@@ -90,10 +93,14 @@ def test_sglang_style_launcher_static_member_of_a_class_template(tmp_path):
     (spec,) = _draft(SGL_FIXTURE, tmp_path)
     assert spec.symbol == "RowScale<>::run" and spec.export == "run"  # from the wrapper's load_jit
     assert [(t.name, t.shape, t.role) for t in spec.tensors] == [
-        ("out", ("r", "c"), Role.OUT), ("in_", ("r", "c"), Role.IN), ("scale", ("r",), Role.IN)]
+        ("out", ("r", "c"), Role.OUT),
+        ("in_", ("r", "c"), Role.IN),
+        ("scale", ("r",), Role.IN),
+    ]
     assert [t.dtype for t in spec.tensors] == ["T", "T", "float32"]
     assert {(i.template_args, i.pdl) for i in spec.instantiations} == {
-        ((dtype, pdl), pdl) for dtype in ("float16", "bfloat16", "float32") for pdl in (True, False)}
+        ((dtype, pdl), pdl) for dtype in ("float16", "bfloat16", "float32") for pdl in (True, False)
+    }
     assert any({1, 127, 4097} <= set(values) for values in spec.grid.values())
     assert spec.launcher(spec.instantiations[0]) == "RowScale<fp16_t, true>::run"
 
@@ -116,8 +123,9 @@ def test_cli_writes_marks_and_never_overwrites(tmp_path):
 def test_a_file_without_a_launcher_is_one_line(tmp_path):
     cuh = tmp_path / "plain.cuh"
     cuh.write_text("#pragma once\nnamespace sglang {\ninline int twice(int x) { return 2 * x; }\n}\n")
-    done = subprocess.run([sys.executable, "-m", "kernel_check", "spec", "new", str(cuh), "-o", "-"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "spec", "new", str(cuh), "-o", "-"], capture_output=True, text=True
+    )
     assert done.returncode == 2 and "no launcher found" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
@@ -130,13 +138,17 @@ def test_a_drafted_spec_with_its_reference_plans_the_hand_written_checks(csrc_dr
     from kernel_check.harness.cases import plan_cases
 
     def kinds(spec):
-        return {(c.kind, c.inst, c.bad.tensor if c.bad else "", c.bad.kind if c.bad else None)
-                for c in plan_cases(spec)}
+        return {
+            (c.kind, c.inst, c.bad.tensor if c.bad else "", c.bad.kind if c.bad else None) for c in plan_cases(spec)
+        }
 
     # (qknorm is left out: its ensure_alignment width is a layout struct's static member,
     # which the model does not evaluate; the draft says so, see below)
-    for name, export, source in (("scale", "scale", "scale.cuh"), ("rmsnorm", "rmsnorm", "rmsnorm.cuh"),
-                                 ("store_cache", "store_cache", "store_cache.cuh")):
+    for name, export, source in (
+        ("scale", "scale", "scale.cuh"),
+        ("rmsnorm", "rmsnorm", "rmsnorm.cuh"),
+        ("store_cache", "store_cache", "store_cache.cuh"),
+    ):
         hand = next(s for s in discover([CSRC]).specs if s.name == name)
         draft = dataclasses.replace(csrc_drafts[(source, export)], reference=hand.reference)
         assert kinds(draft) == kinds(hand), name
@@ -153,9 +165,10 @@ def test_a_symbolic_dtype_with_options_is_one_build_of_several_runtime_dtypes(tm
     """`SymbolicDType` options become a dtype tuple: one build, every case once per choice."""
     source = SGL_FIXTURE.read_text()
     source = source.replace("dtype.set_options<T>();", "dtype.set_options<fp16_t, bf16_t>();")
-    source = source.replace("auto device = SymbolicDevice{};",
-                            "auto ids = SymbolicDType{};\n    ids.set_options<int32_t, int64_t>();\n"
-                            "    auto device = SymbolicDevice{};")
+    source = source.replace(
+        "auto device = SymbolicDevice{};",
+        "auto ids = SymbolicDType{};\n    ids.set_options<int32_t, int64_t>();\n    auto device = SymbolicDevice{};",
+    )
     source = source.replace("with_dtype<fp32_t>()", "with_dtype(ids)")
     cuh = tmp_path / "runtime.cuh"
     cuh.write_text(source)
@@ -168,13 +181,13 @@ def test_a_symbolic_dtype_with_options_is_one_build_of_several_runtime_dtypes(tm
 
 # ----- a tree laid out like sglang's: kernels, headers and wrappers in folders of their own -----
 
-SECOND_LAUNCHER = '''
+SECOND_LAUNCHER = """
   static void run_again(tvm::ffi::TensorView out, tvm::ffi::TensorView in, tvm::ffi::TensorView scale) {
     run(out, in, scale);
   }
 };
-'''
-PACKAGE_WRAPPER = '''from kernel_check.jit import load_jit, make_cpp_args
+"""
+PACKAGE_WRAPPER = """from kernel_check.jit import load_jit, make_cpp_args
 
 
 def _module(dtype, pdl):
@@ -182,14 +195,14 @@ def _module(dtype, pdl):
     return load_jit("row_scale", *args, cuda_files=["elementwise/row_scale.cuh"],
                     cuda_wrappers=[("scale_rows", f"RowScale<{args}>::run"),
                                    ("scale_rows_again", f"RowScale<{args}>::run_again")])
-'''
+"""
 # sorted first, and names a file whose name merely ends like the kernel's
-DECOY_WRAPPER = '''from kernel_check.jit import load_jit
+DECOY_WRAPPER = """from kernel_check.jit import load_jit
 
 
 def _module():
     return load_jit("decoy", cuda_files=["elementwise/fused_row_scale.cuh"], cuda_wrappers=[("decoy", "Decoy::run")])
-'''
+"""
 
 
 @pytest.fixture
@@ -204,16 +217,18 @@ def package_tree(tmp_path) -> Path:
     kernels = tree / "jit" / "csrc" / "elementwise"
     kernels.mkdir(parents=True)
     source = SGL_FIXTURE.read_text()
-    (kernels / "row_scale.cuh").write_text(source[:source.rindex("};")] + SECOND_LAUNCHER
-                                           + source[source.rindex("};") + 2:])
+    (kernels / "row_scale.cuh").write_text(
+        source[: source.rindex("};")] + SECOND_LAUNCHER + source[source.rindex("};") + 2 :]
+    )
     (tree / "ops" / "elementwise").mkdir(parents=True)
     (tree / "ops" / "a_decoy.py").write_text(DECOY_WRAPPER)
     (tree / "ops" / "elementwise" / "row_scale_ops.py").write_text(PACKAGE_WRAPPER)
     return tree
 
 
-def test_a_tree_with_its_wrappers_elsewhere_drafted_through_an_environment_variable(package_tree, tmp_path,
-                                                                                     monkeypatch):
+def test_a_tree_with_its_wrappers_elsewhere_drafted_through_an_environment_variable(
+    package_tree, tmp_path, monkeypatch
+):
     """The wrapper is found in the package by the kernel's path (not a look-alike name), each
     member launcher gets its own export, and a spec kept outside the tree names it through
     $KC_TREE: its source and the tree's include/ as paths below it, no machine path."""
@@ -226,8 +241,10 @@ def test_a_tree_with_its_wrappers_elsewhere_drafted_through_an_environment_varia
     monkeypatch.setenv("KC_TREE", str(package_tree))
     found = discover([out])
     assert not found.errors, found.errors
-    assert {(s.export, s.symbol) for s in found.specs} == {("scale_rows", "RowScale<>::run"),
-                                                            ("scale_rows_again", "RowScale<>::run_again")}
+    assert {(s.export, s.symbol) for s in found.specs} == {
+        ("scale_rows", "RowScale<>::run"),
+        ("scale_rows_again", "RowScale<>::run_again"),
+    }
     for spec in found.specs:
         assert spec.source == str(cuh) and spec.include_dirs == (str(package_tree / "jit" / "include"),)
     monkeypatch.delenv("KC_TREE")
@@ -243,8 +260,9 @@ def test_tree_env_on_the_command_line_is_checked(package_tree, tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "KC_TREE"}
     unset = subprocess.run([*command, str(cuh)], capture_output=True, text=True, env=env)
     assert unset.returncode == 2 and "set KC_TREE" in unset.stderr and len(unset.stderr.splitlines()) == 1
-    outside = subprocess.run([*command, str(SGL_FIXTURE)], capture_output=True, text=True,
-                             env={**env, "KC_TREE": str(package_tree)})
+    outside = subprocess.run(
+        [*command, str(SGL_FIXTURE)], capture_output=True, text=True, env={**env, "KC_TREE": str(package_tree)}
+    )
     assert outside.returncode == 2 and "not inside $KC_TREE" in outside.stderr and "Traceback" not in outside.stderr
 
 

@@ -101,7 +101,9 @@ def test_checkout_python_side_is_checked_with_tree_relative_paths(tmp_path: Path
     python = ecosystem.python_report(tmp_path, workdir, ["--jobs", "1"])
     assert python["dirs"] == ["test/registered/kernels", "python/sglang/kernels/ops"]
     assert [(f["code"], f["path"]) for f in python["findings"]] == [
-        ("KC504", "python/sglang/kernels/ops/scale.py"), ("KC506", "test/registered/kernels/ops/scale/test_scale.py")]
+        ("KC504", "python/sglang/kernels/ops/scale.py"),
+        ("KC506", "test/registered/kernels/ops/scale/test_scale.py"),
+    ]
     assert ecosystem.python_report(kernels, workdir, []) is None
 
 
@@ -109,11 +111,14 @@ def test_a_file_not_checked_is_told_by_its_status_not_its_wording(tmp_path: Path
     """The report counts a file apart by the JSON's `file_status`: a worker that died gives
     a KC000 whose message does not say "not checked", and a parse error that happens to
     start with those words is still a parse error."""
+
     def kc000(path: str, message: str, status: str) -> dict:
         return {"path": str(tmp_path / path), "line": 1, "code": "KC000", "message": message, "file_status": status}
 
-    findings = [kc000("lost.cuh", "the worker process died while checking this file", "not checked"),
-                kc000("odd.cuh", "not checked: clang could not parse this file", "parse error")]
+    findings = [
+        kc000("lost.cuh", "the worker process died while checking this file", "not checked"),
+        kc000("odd.cuh", "not checked: clang could not parse this file", "parse error"),
+    ]
     report = ecosystem.mode_report(findings, tmp_path, ["lost.cuh", "odd.cuh"])
     assert report["not_checked_files"] == ["lost.cuh"]
     assert (report["kc000_files"], report["resolvable_kernel_files"]) == (1, 1)

@@ -136,8 +136,11 @@ def test_a_crash_or_memory_hog_in_a_worker_costs_one_file(tree, monkeypatch, how
     victim = files[1]
     monkeypatch.setattr(pipeline, "_raw_findings", _misbehaving(str(victim), how))
     if how == "memory":  # a smaller headroom than the default 4 GiB: the test stays quick
-        monkeypatch.setattr(watchdog.BoundHere, "__init__",
-                            functools.partialmethod(watchdog.BoundHere.__init__, memory_headroom=512 << 20))
+        monkeypatch.setattr(
+            watchdog.BoundHere,
+            "__init__",
+            functools.partialmethod(watchdog.BoundHere.__init__, memory_headroom=512 << 20),
+        )
     results = run_static(files, options(root, cache, jobs=2))
     assert [r.path for r in results] == [str(p) for p in files]
     expected = plain(files, root)

@@ -42,8 +42,9 @@ from test_time_bound import macro_bomb
 FIXTURES = Path(__file__).parent / "fixtures" / "harness"
 MEMCHECK_OUTPUT = FIXTURES / "sanitizer_output" / "harness-tail_overrun-memcheck.txt"
 KERNEL = "kernels/tail_overrun.cuh"
-needs_nvcc = pytest.mark.skipif(runtime._find_nvcc() is None,
-                                reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+needs_nvcc = pytest.mark.skipif(
+    runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
+)
 
 
 @pytest.fixture
@@ -68,8 +69,9 @@ def planted_run(root: Path) -> tuple[KernelSpec, list[Finding]]:
     (KD201, at the kernel's line 27) and a result mismatch (KD101, at the launcher)."""
     spec = next(s for s in discover([root / "kernels"]).specs if s.name == "fixture_tail_overrun")
     reports = parse_output("memcheck", MEMCHECK_OUTPUT.read_text())
-    memcheck = report_findings(reports, fallback=launcher_location(spec), kernels=["tail_overrun_kernel"],
-                               search=[root / "kernels"])
+    memcheck = report_findings(
+        reports, fallback=launcher_location(spec), kernels=["tail_overrun_kernel"], search=[root / "kernels"]
+    )
     mismatch = make_finding(spec, codes.RESULT_MISMATCH, f"{spec.name}: result differs from the reference")
     return spec, memcheck + [mismatch]
 
@@ -81,8 +83,9 @@ def policy(root: Path, **given) -> Policy:
 def judge(root: Path, findings: list[Finding] | None = None, **given) -> Verdict:
     spec, planted = planted_run(root)
     chosen = policy(root, **given)
-    return finalize(filter_results(planted if findings is None else findings, chosen,
-                                   [launcher_location(spec).path]), chosen)
+    return finalize(
+        filter_results(planted if findings is None else findings, chosen, [launcher_location(spec).path]), chosen
+    )
 
 
 def reported(verdict: Verdict) -> list[tuple[str, str, int]]:
@@ -97,17 +100,21 @@ def test_without_configuration_every_dynamic_finding_is_reported_and_fails(proje
     assert verdict.fails and verdict.exit_status() == 1 and verdict.exit_status(exit_zero=True) == 0
 
 
-@pytest.mark.parametrize("table, given, left", [
-    ('ignore = ["KD2"]', {}, ["KD101"]),
-    ('select = ["KD201"]', {}, ["KD201"]),
-    ('per-file-ignores = {"kernels/*.cuh" = ["KD101"]}', {}, ["KD201"]),
-    ('per-file-ignores = {"other/*.cuh" = ["KD101"]}', {}, ["KD101", "KD201"]),
-    ("", {"select": ["KD1"]}, ["KD101"]),
-    ('select = ["KD201"]', {"select": ["KD101"]}, ["KD101"]),  # --select replaces config `select`
-    ('ignore = ["KD101"]', {"ignore": ["KD201"]}, []),  # --ignore adds to config `ignore`
-])
-def test_select_ignore_and_per_file_ignores_apply_to_dynamic_codes(project: Path, table: str, given: dict,
-                                                                   left: list[str]) -> None:
+@pytest.mark.parametrize(
+    "table, given, left",
+    [
+        ('ignore = ["KD2"]', {}, ["KD101"]),
+        ('select = ["KD201"]', {}, ["KD201"]),
+        ('per-file-ignores = {"kernels/*.cuh" = ["KD101"]}', {}, ["KD201"]),
+        ('per-file-ignores = {"other/*.cuh" = ["KD101"]}', {}, ["KD101", "KD201"]),
+        ("", {"select": ["KD1"]}, ["KD101"]),
+        ('select = ["KD201"]', {"select": ["KD101"]}, ["KD101"]),  # --select replaces config `select`
+        ('ignore = ["KD101"]', {"ignore": ["KD201"]}, []),  # --ignore adds to config `ignore`
+    ],
+)
+def test_select_ignore_and_per_file_ignores_apply_to_dynamic_codes(
+    project: Path, table: str, given: dict, left: list[str]
+) -> None:
     configure(project, table)
     verdict = judge(project, **given)
     assert [code for code, _, _ in reported(verdict)] == left
@@ -126,7 +133,8 @@ def test_severity_overrides_and_strict_decide_the_gate(project: Path) -> None:
 
 @pytest.mark.slow
 def test_an_inline_suppression_hides_a_dynamic_finding_and_the_static_check_leaves_it_alone(
-        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     kernel = project / KERNEL
     lines = kernel.read_text().splitlines(keepends=True)
     assert "if (i < bound)" in lines[25]  # line 26: the suppression covers it and line 27
@@ -179,8 +187,11 @@ def test_file_status_is_a_value_of_the_result(project: Path) -> None:
     options = RunOptions(load_config(project), resolve_settings("hermetic"))
     results = {name: check_file(sources / name, options) for name in files}
     assert {name: r.status for name, r in results.items()} == {
-        "clean.cuh": FileStatus.CHECKED, "broken.cuh": FileStatus.PARSE_ERROR,
-        "binary.cuh": FileStatus.PARSE_ERROR, "bomb.cuh": FileStatus.NOT_CHECKED}
+        "clean.cuh": FileStatus.CHECKED,
+        "broken.cuh": FileStatus.PARSE_ERROR,
+        "binary.cuh": FileStatus.PARSE_ERROR,
+        "bomb.cuh": FileStatus.NOT_CHECKED,
+    }
     assert [f.code for f in results["bomb.cuh"].findings] == [codes.PARSE_ERROR]
     # the back end reads the value: a baseline records the parse errors, never the timeout,
     # and a recorded entry of the same text cannot hide the timeout's finding either
@@ -206,7 +217,9 @@ def test_the_json_report_carries_each_files_status(project: Path, capsys: pytest
     assert main(["--no-cache", "--jobs", "1", "--format", "json", "src"]) == 1
     rows = json.loads(capsys.readouterr().out)
     assert sorted((row["path"], row["code"], row["file_status"]) for row in rows) == [
-        ("src/bomb.cuh", "KC000", "not checked"), ("src/broken.cuh", "KC000", "parse error")]
+        ("src/bomb.cuh", "KC000", "not checked"),
+        ("src/broken.cuh", "KC000", "parse error"),
+    ]
 
 
 # -- the commands -----------------------------------------------------------------------------
@@ -225,8 +238,9 @@ def broken_tree(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.slow
 @pytest.mark.nvcc
 @needs_nvcc
-def test_build_honours_the_configuration_and_the_baseline(broken_tree: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_build_honours_the_configuration_and_the_baseline(
+    broken_tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert harness_cli.main(["build", "kernels", "--format", "json"]) == 1
     (finding,) = json.loads(capsys.readouterr().out)
     assert finding["code"] == "KC600" and finding["path"] == "kernels/broken.cuh"
@@ -247,9 +261,23 @@ def test_build_honours_the_configuration_and_the_baseline(broken_tree: Path,
 @needs_nvcc
 def test_the_pytest_plugin_honours_the_configuration(broken_tree: Path) -> None:
     def pytest_run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kernel-check",
-                               "--kernel-check-compile-only", "kernels"], cwd=broken_tree, capture_output=True,
-                              text=True, timeout=600, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "--kernel-check",
+                "--kernel-check-compile-only",
+                "kernels",
+            ],
+            cwd=broken_tree,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
 
     failed = pytest_run()
     assert failed.returncode == 1 and re.search(r"kernels/broken\.cuh:\d+: KC600 ", failed.stdout), failed.stdout

@@ -72,7 +72,8 @@ def test_fix_refuses_a_read_only_file_and_writes_no_file(tmp_path: Path, capsys:
     assert main([str(tmp_path), *FIX_KC101]) == 2
 
     assert capsys.readouterr().err.splitlines() == [
-        f"kernel-check: error: {display_path(read_only)}: cannot apply fixes: the file is read-only (mode 0444)"]
+        f"kernel-check: error: {display_path(read_only)}: cannot apply fixes: the file is read-only (mode 0444)"
+    ]
     assert {path: path.read_bytes() for path in before} == before
     assert stat.S_IMODE(read_only.stat().st_mode) == 0o444
 
@@ -105,8 +106,18 @@ def _as_nobody(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`python -m kernel_check ARGV` as uid/gid 65534 with no supplementary groups."""
     package_parent = str(Path(kernel_check.__file__).parents[1])
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "PYTHONPATH": package_parent}
-    return subprocess.run([sys.executable, *argv], cwd=cwd, env=env, user=NOBODY, group=NOBODY, extra_groups=[],
-                          capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env=env,
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _nobody_runs_kernel_check(cwd: Path) -> bool:
@@ -117,10 +128,13 @@ def _nobody_runs_kernel_check(cwd: Path) -> bool:
 
 
 @needs_root
-@pytest.mark.parametrize("mode,reason", [
-    (0o644, "the current user may not write it"),
-    (0o666, "it is owned by uid 0, and rewriting it would make uid 65534 its owner"),
-])
+@pytest.mark.parametrize(
+    "mode,reason",
+    [
+        (0o644, "the current user may not write it"),
+        (0o666, "it is owned by uid 0, and rewriting it would make uid 65534 its owner"),
+    ],
+)
 def test_fix_as_another_user_refuses_a_root_owned_file_in_a_world_writable_folder(mode: int, reason: str) -> None:
     """The folder lets uid 65534 rename a new file over root's, which would make it the
     file's owner: refused, whether or not the file itself is writable to it."""

@@ -16,8 +16,9 @@ from conftest import FIXTURES, describe_mismatch, expectations, run_one, unmet_d
 from kernel_check.cli import main
 
 FIXED_SUFFIX = ".fixed"  # `NAME.fixed.cuh`: the text `--fix` makes of `NAME.cuh`
-CPP_FIXTURES = sorted(p for p in (FIXTURES / "cpp").rglob("*")
-                      if p.suffix in (".cuh", ".cu", ".h") and not p.stem.endswith(FIXED_SUFFIX))
+CPP_FIXTURES = sorted(
+    p for p in (FIXTURES / "cpp").rglob("*") if p.suffix in (".cuh", ".cu", ".h") and not p.stem.endswith(FIXED_SUFFIX)
+)
 FIX_FIXTURES = [p for p in CPP_FIXTURES if p.with_name(p.stem + FIXED_SUFFIX + p.suffix).is_file()]
 
 

@@ -36,11 +36,16 @@ def make_spec(**changes) -> KernelSpec:
         source="scale.cuh",
         export="scale",
         symbol="scale",
-        args=(Tensor("dst", ("n",), role=Role.OUT, vector_bytes=16), Tensor("src", ("n",), vector_bytes=16),
-              Scalar("factor", 2.0)),
+        args=(
+            Tensor("dst", ("n",), role=Role.OUT, vector_bytes=16),
+            Tensor("src", ("n",), vector_bytes=16),
+            Scalar("factor", 2.0),
+        ),
         reference=lambda src, factor: src * factor,
-        instantiations=(Instantiation(("float16", True), dtypes={"T": "float16"}, pdl=True),
-                        Instantiation(("float32", False), dtypes={"T": "float32"})),
+        instantiations=(
+            Instantiation(("float16", True), dtypes={"T": "float16"}, pdl=True),
+            Instantiation(("float32", False), dtypes={"T": "float32"}),
+        ),
         grid={"n": TAILS + (1024,)},
     )
     return dataclasses.replace(spec, **changes)
@@ -56,18 +61,21 @@ def test_valid_spec_and_cpp_args():
     assert [i.id for i in spec.instantiations] == ["float16-true-pdl", "float32-false"]
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(grid={"n": (4, 8)}), "tails"),
-    (dict(grid={"m": TAILS}), "not an axis"),
-    (dict(args=(Tensor("src", ("n",)),)), "nothing to compare"),
-    (dict(instantiations=()), "no instantiations"),
-    (dict(args=(Tensor("dst", ("n",), role=Role.OUT, dtype="U"),)), "neither a dtype"),
-    (dict(args=(Tensor("dst", ("n",), role=Role.OUT, vector_bytes=12),)), "power of two"),
-    (dict(args=(Tensor("dst", ("n",), role=Role.OUT, strided_rows=True),)), "rank 2"),
-    (dict(args=(Tensor("dst", ("n",), role=Role.OUT, init="perm:m"),)), "names no grid axis"),
-    (dict(constraint=lambda sizes: False), "no point"),
-    (dict(args=(Tensor("x", ("n",), role=Role.OUT), Tensor("x", ("n",)))), "repeat"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(grid={"n": (4, 8)}), "tails"),
+        (dict(grid={"m": TAILS}), "not an axis"),
+        (dict(args=(Tensor("src", ("n",)),)), "nothing to compare"),
+        (dict(instantiations=()), "no instantiations"),
+        (dict(args=(Tensor("dst", ("n",), role=Role.OUT, dtype="U"),)), "neither a dtype"),
+        (dict(args=(Tensor("dst", ("n",), role=Role.OUT, vector_bytes=12),)), "power of two"),
+        (dict(args=(Tensor("dst", ("n",), role=Role.OUT, strided_rows=True),)), "rank 2"),
+        (dict(args=(Tensor("dst", ("n",), role=Role.OUT, init="perm:m"),)), "names no grid axis"),
+        (dict(constraint=lambda sizes: False), "no point"),
+        (dict(args=(Tensor("x", ("n",), role=Role.OUT), Tensor("x", ("n",)))), "repeat"),
+    ],
+)
 def test_invalid_specs_are_rejected(changes, message):
     with pytest.raises(SpecError, match=message):
         make_spec(**changes).validate()
@@ -77,7 +85,8 @@ def test_discovery_finds_every_fixture_and_reports_broken_files(tmp_path):
     found = discover([FIXTURES])
     assert not found.errors
     assert {"fixture_tail_overrun", "fixture_tail_overrun_ok", "fixture_crash", "fixture_hang"} <= {
-        s.name for s in found.specs}
+        s.name for s in found.specs
+    }
     assert all(s.spec_path.endswith("_spec.py") for s in found.specs)
     (tmp_path / "broken_spec.py").write_text("SPEC = 3\n")
     (tmp_path / "raises_spec.py").write_text("raise RuntimeError('boom')\n")
@@ -103,14 +112,14 @@ def test_plan_covers_every_check_in_order():
 def test_bad_inputs_of_a_vectorized_1d_tensor():
     spec = make_spec()
     kinds = {b.kind for b in bad_inputs(spec, spec.instantiations[0], base_sizes(spec)) if b.tensor == "src"}
-    assert kinds == {BadKind.CPU, BadKind.DTYPE, BadKind.RANK, BadKind.SHAPE, BadKind.NON_CONTIGUOUS,
-                     BadKind.OFFSET}
+    assert kinds == {BadKind.CPU, BadKind.DTYPE, BadKind.RANK, BadKind.SHAPE, BadKind.NON_CONTIGUOUS, BadKind.OFFSET}
 
 
 def test_padded_stride_breaks_the_vector_width():
     spec = discover([FIXTURES / "row_copy_spec.py"]).specs[0]
-    padded = [b for b in bad_inputs(spec, spec.instantiations[0], {"rows": 127, "cols": 8})
-              if b.kind is BadKind.PADDED_STRIDE]
+    padded = [
+        b for b in bad_inputs(spec, spec.instantiations[0], {"rows": 127, "cols": 8}) if b.kind is BadKind.PADDED_STRIDE
+    ]
     assert {b.tensor for b in padded} == {"dst", "src"}
     assert all((8 + b.pad) * 2 % 16 for b in padded)  # the stride is not a multiple of 16 bytes
     assert any(c.kind is CaseKind.STRIDED for c in plan_cases(spec))
@@ -134,14 +143,26 @@ def test_sanitizer_and_bandwidth_sizes():
 def _row_spec(**changes) -> KernelSpec:
     """A row kernel whose hidden size is a template argument (axis ``h`` fixed per instantiation)."""
     spec = KernelSpec(
-        name="rows", source="rows.cuh", export="rows", symbol="rows",
-        args=(Tensor("out", ("m", "h"), role=Role.OUT, strided_rows=True),
-              Tensor("input", ("m", "h"), strided_rows=True), Tensor("weight", ("h",))),
+        name="rows",
+        source="rows.cuh",
+        export="rows",
+        symbol="rows",
+        args=(
+            Tensor("out", ("m", "h"), role=Role.OUT, strided_rows=True),
+            Tensor("input", ("m", "h"), strided_rows=True),
+            Tensor("weight", ("h",)),
+        ),
         reference=lambda input, weight: input * weight,
-        instantiations=(Instantiation(("float16", 128), dtypes={"T": "float16"}, sizes={"h": 128},
-                                      vector_bytes={"out": 16, "input": 16, "weight": 16}),
-                        Instantiation(("float16", 127), dtypes={"T": "float16"}, sizes={"h": 127}),
-                        Instantiation(("float16", 1), dtypes={"T": "float16"}, sizes={"h": 1})),
+        instantiations=(
+            Instantiation(
+                ("float16", 128),
+                dtypes={"T": "float16"},
+                sizes={"h": 128},
+                vector_bytes={"out": 16, "input": 16, "weight": 16},
+            ),
+            Instantiation(("float16", 127), dtypes={"T": "float16"}, sizes={"h": 127}),
+            Instantiation(("float16", 1), dtypes={"T": "float16"}, sizes={"h": 1}),
+        ),
         grid={"m": TAILS},
     )
     return dataclasses.replace(spec, **changes)
@@ -171,8 +192,9 @@ def test_instantiation_vector_bytes_decide_alignment_cases():
 def test_strided_rows_are_made_non_contiguous_only_inside_a_row():
     spec = _row_spec()
     wide, _, one = spec.instantiations
-    noncontig = {b.tensor: b.dim for b in bad_inputs(spec, wide, {"m": 127, "h": 128})
-                 if b.kind is BadKind.NON_CONTIGUOUS}
+    noncontig = {
+        b.tensor: b.dim for b in bad_inputs(spec, wide, {"m": 127, "h": 128}) if b.kind is BadKind.NON_CONTIGUOUS
+    }
     assert noncontig == {"out": 1, "input": 1, "weight": 0}
     # rows of one element: any row stride is valid and there is nothing inside a row to stride
     assert not [b for b in bad_inputs(spec, one, {"m": 127, "h": 1}) if b.kind is BadKind.NON_CONTIGUOUS]
@@ -181,18 +203,38 @@ def test_strided_rows_are_made_non_contiguous_only_inside_a_row():
 def test_bandwidth_shape_per_instantiation():
     spec = _row_spec(memory_bound=True, bandwidth_sizes=lambda fixed: {"m": 1 << 20} if fixed["h"] > 1 else None)
     assert [(c.inst, c.size_map) for c in plan_bandwidth(spec)] == [
-        ("float16-128", {"m": 1 << 20, "h": 128}), ("float16-127", {"m": 1 << 20, "h": 127})]
+        ("float16-128", {"m": 1 << 20, "h": 128}),
+        ("float16-127", {"m": 1 << 20, "h": 127}),
+    ]
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(instantiations=(Instantiation(("float16",), dtypes={"T": "float16"}, sizes={"h": 8, "q": 4}),)), "no axis"),
-    (dict(instantiations=(Instantiation(("float16",), dtypes={"T": "float16"}, sizes={"h": 8},
-                                        vector_bytes={"nope": 16}),)), "names no tensor"),
-    (dict(instantiations=(Instantiation(("float16",), dtypes={"T": "float16"}, sizes={"h": 8},
-                                        vector_bytes={"out": 1}),)), "narrower"),
-    (dict(instantiations=(Instantiation(("float16",), dtypes={"T": "float16"}),)), "not an axis"),
-    (dict(grid={"m": (4, 8), "h": TAILS}), "tails"),  # h is fixed everywhere: its grid never runs
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            dict(instantiations=(Instantiation(("float16",), dtypes={"T": "float16"}, sizes={"h": 8, "q": 4}),)),
+            "no axis",
+        ),
+        (
+            dict(
+                instantiations=(
+                    Instantiation(("float16",), dtypes={"T": "float16"}, sizes={"h": 8}, vector_bytes={"nope": 16}),
+                )
+            ),
+            "names no tensor",
+        ),
+        (
+            dict(
+                instantiations=(
+                    Instantiation(("float16",), dtypes={"T": "float16"}, sizes={"h": 8}, vector_bytes={"out": 1}),
+                )
+            ),
+            "narrower",
+        ),
+        (dict(instantiations=(Instantiation(("float16",), dtypes={"T": "float16"}),)), "not an axis"),
+        (dict(grid={"m": (4, 8), "h": TAILS}), "tails"),  # h is fixed everywhere: its grid never runs
+    ],
+)
 def test_invalid_instantiation_sizes(changes, message):
     with pytest.raises(SpecError, match=message):
         _row_spec(**changes).validate()
@@ -209,8 +251,13 @@ def test_every_csrc_instantiation_has_a_spec():
 
     found = discover([CSRC])
     assert not found.errors
-    covered = {(Path(s.spec_path).parent / s.source).resolve().as_posix() + ":" +
-               f"{s.symbol}<{i.cpp_args()}>".replace(" ", "") for s in found.specs for i in s.instantiations}
+    covered = {
+        (Path(s.spec_path).parent / s.source).resolve().as_posix()
+        + ":"
+        + f"{s.symbol}<{i.cpp_args()}>".replace(" ", "")
+        for s in found.specs
+        for i in s.instantiations
+    }
     missing = []
     for wrapper in sorted(CSRC.rglob("*.py")):
         manifest = read_manifest(wrapper)
@@ -218,8 +265,11 @@ def test_every_csrc_instantiation_has_a_spec():
             continue
         root = next(d for d in wrapper.parents if (d / manifest["CUDA_FILES"][0]).is_file())
         source = (root / manifest["CUDA_FILES"][0]).resolve().as_posix()
-        missing += [f"{wrapper.name}: {symbol}" for _, symbol in manifest["INSTANTIATIONS"]
-                    if f"{source}:{symbol.replace(' ', '')}" not in covered]
+        missing += [
+            f"{wrapper.name}: {symbol}"
+            for _, symbol in manifest["INSTANTIATIONS"]
+            if f"{source}:{symbol.replace(' ', '')}" not in covered
+        ]
     assert not missing, "no spec covers: " + ", ".join(missing)
 
 
@@ -262,8 +312,13 @@ def test_probe_exports_the_pdl_canary():
 def test_bandwidth_batch_job_round_trip(tmp_path):
     from kernel_check.harness.child import Job
 
-    job = Job("a_spec.py", "a", "bandwidth", {"x": "a.so"},
-              batch=[{"spec_path": "b_spec.py", "spec_name": "b", "libraries": {"y": "b.so"}}])
+    job = Job(
+        "a_spec.py",
+        "a",
+        "bandwidth",
+        {"x": "a.so"},
+        batch=[{"spec_path": "b_spec.py", "spec_name": "b", "libraries": {"y": "b.so"}}],
+    )
     job.write(tmp_path / "job.json")
     assert Job.read(tmp_path / "job.json") == job
 
@@ -277,10 +332,12 @@ def test_bandwidth_batch_collects_per_spec_and_retries_the_unfinished(monkeypatc
     second = make_spec(name="second", memory_bound=True, spec_path=str(tmp_path / "b_spec.py"))
     builds = SpecBuilds(libraries={s.name: {i.id: f"{s.name}.so" for i in s.instantiations} for s in (first, second)})
     ok = {"code": "KD501", "passed": True, "message": "fine", "metric": 0.9, "detail": ""}
-    events = [{"event": "end", "case": 0, "spec": "first", "outcomes": [ok]},
-              {"event": "end", "case": 1, "spec": "first", "outcomes": [ok]},
-              {"event": "spec-done", "spec": "first"},
-              {"event": "end", "case": 0, "spec": "second", "outcomes": [ok]}]  # then the child died
+    events = [
+        {"event": "end", "case": 0, "spec": "first", "outcomes": [ok]},
+        {"event": "end", "case": 1, "spec": "first", "outcomes": [ok]},
+        {"event": "spec-done", "spec": "first"},
+        {"event": "end", "case": 0, "spec": "second", "outcomes": [ok]},
+    ]  # then the child died
     monkeypatch.setattr(run_mod, "run_child", lambda *a, **k: ChildExit(returncode=-9, events=events))
     retried = []
     monkeypatch.setattr(run_mod, "run_bandwidth", lambda run, *a, **k: retried.append(run.spec.name))
@@ -321,10 +378,19 @@ def test_sanitizer_tools_run_side_by_side_after_each_specs_cases(monkeypatch, tm
     monkeypatch.setattr(run_mod, "plan_sanitize", lambda spec, tool: [1])
     runs = [run_mod.SpecRun(s) for s in specs]
     options = run_mod.RunOptions()
-    run_mod._run_all(runs, SpecBuilds(libraries=libraries), SpecBuilds(libraries=libraries), options,
-                     run_mod.GpuSlots(("0",), 8), 8, tmp_path, Progress(enabled=False))
-    assert sorted(log) == sorted([("cases", "a"), ("cases", "b")] +
-                                 [(t, n) for t in options.sanitize for n in ("a", "b")])
+    run_mod._run_all(
+        runs,
+        SpecBuilds(libraries=libraries),
+        SpecBuilds(libraries=libraries),
+        options,
+        run_mod.GpuSlots(("0",), 8),
+        8,
+        tmp_path,
+        Progress(enabled=False),
+    )
+    assert sorted(log) == sorted(
+        [("cases", "a"), ("cases", "b")] + [(t, n) for t in options.sanitize for n in ("a", "b")]
+    )
     assert peak[0] > 1
 
 
@@ -344,8 +410,12 @@ def test_stop_all_kills_a_running_child_and_refuses_new_ones(stop_after_test):
     process = stop_after_test
     threading.Timer(0.5, process.stop_all).start()
     started = time.monotonic()
-    exit_ = process.run_child([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
-                              {}, startup_timeout=60, case_timeout=60)
+    exit_ = process.run_child(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+        {},
+        startup_timeout=60,
+        case_timeout=60,
+    )
     assert exit_.stopped and not exit_.timed_out and exit_.output == ["up"]
     assert time.monotonic() - started < 10  # killed, not waited for
     assert process.run_child([sys.executable, "-c", "pass"], {}, startup_timeout=60, case_timeout=60).stopped
@@ -388,8 +458,7 @@ def test_memcheck_out_of_bounds():
 def test_memcheck_from_the_harness_resolves_the_template_kernel():
     reports = _parse("harness-tail_overrun-memcheck.txt", "memcheck")
     assert {(r.kernel, r.path, r.line) for r in reports} == {("tail_overrun_kernel", "tail_overrun.cuh", 27)}
-    findings = report_findings(reports, fallback=Location("x", 1), kernels=["tail_overrun_kernel"],
-                               search=[FIXTURES])
+    findings = report_findings(reports, fallback=Location("x", 1), kernels=["tail_overrun_kernel"], search=[FIXTURES])
     assert {(f.code, f.location.line) for f in findings} == {("KD201", 27)}
     assert all(f.location.path.endswith("tests/fixtures/harness/tail_overrun.cuh") for f in findings)
     assert report_findings(reports, fallback=Location("x", 1), kernels=["other_kernel"]) == []
@@ -402,8 +471,10 @@ def test_memcheck_of_a_crash():
 
 
 def test_racecheck_hazard_pair():
-    for name, kernel, line in (("planted-racecheck.txt", "race_kernel", 17),
-                               ("harness-smem_race-racecheck.txt", "smem_race_kernel", 29)):
+    for name, kernel, line in (
+        ("planted-racecheck.txt", "race_kernel", 17),
+        ("harness-smem_race-racecheck.txt", "smem_race_kernel", 29),
+    ):
         (report,) = _parse(name, "racecheck")
         assert report.kind == "Race reported between Write access and Read access"
         assert (report.kernel, report.line) == (kernel, line)
@@ -415,10 +486,12 @@ def test_racecheck_hazard_pair():
 def test_initcheck_and_synccheck():
     init = _parse("harness-uninit_read-initcheck.txt", "initcheck")
     assert {(r.kind, r.kernel, r.line) for r in init} == {
-        ("Uninitialized __global__ memory read of size 4 bytes", "uninit_read_kernel", 26)}
+        ("Uninitialized __global__ memory read of size 4 bytes", "uninit_read_kernel", 26)
+    }
     sync = _parse("planted-synccheck.txt", "synccheck")
     assert {(r.kind, r.kernel, r.line) for r in sync} == {
-        ("Barrier error detected. Divergent thread(s) in warp.", "sync_kernel", 28)}
+        ("Barrier error detected. Divergent thread(s) in warp.", "sync_kernel", 28)
+    }
     (finding,) = report_findings(sync, fallback=Location("x", 1))
     assert finding.code == "KD204" and f"({len(sync)} reports)" in finding.message
 

@@ -39,16 +39,19 @@ SPECS = {s.name: s for s in discover([FIXTURES]).specs}
 # ----- sanitizer attribution -----
 
 
-@pytest.mark.parametrize("name, identifier", [
-    ("void (anonymous namespace)::anon_shift_kernel<(bool)1>(float *, const float *, long)", "anon_shift_kernel"),
-    ("void <unnamed>::macro_shift_kernel<(bool)1>(float *, const float *, long)", "macro_shift_kernel"),
-    ("void ns::(anonymous namespace)::fused<(bool)1, std::pair<int, int>>(int)", "fused"),
-    ("void sglang::scale_kernel<__half, 8>(__half *, int)", "scale_kernel"),
-    ("void take(float (*)[4], int)", "take"),
-    ("(anonymous namespace)::bare", "bare"),
-    ("_ZN12_GLOBAL__N_117anon_shift_kernelILb1EEEvPfPKfl", "anon_shift_kernel"),
-    ("tail_overrun_kernel<true>", "tail_overrun_kernel"),
-])
+@pytest.mark.parametrize(
+    "name, identifier",
+    [
+        ("void (anonymous namespace)::anon_shift_kernel<(bool)1>(float *, const float *, long)", "anon_shift_kernel"),
+        ("void <unnamed>::macro_shift_kernel<(bool)1>(float *, const float *, long)", "macro_shift_kernel"),
+        ("void ns::(anonymous namespace)::fused<(bool)1, std::pair<int, int>>(int)", "fused"),
+        ("void sglang::scale_kernel<__half, 8>(__half *, int)", "scale_kernel"),
+        ("void take(float (*)[4], int)", "take"),
+        ("(anonymous namespace)::bare", "bare"),
+        ("_ZN12_GLOBAL__N_117anon_shift_kernelILb1EEEvPfPKfl", "anon_shift_kernel"),
+        ("tail_overrun_kernel<true>", "tail_overrun_kernel"),
+    ],
+)
 def test_kernel_identifier_survives_anonymous_namespaces_and_templates(name, identifier):
     assert kernel_identifier(name) == identifier
 
@@ -59,10 +62,13 @@ def test_source_scan_finds_macro_declared_kernels():
     assert global_kernel_names(SPECS["fixture_anon_shift"]) == ["anon_shift_kernel", "macro_shift_kernel"]
 
 
-@pytest.mark.parametrize("sample, kernel, case", [
-    ("harness-anon_shift-memcheck.txt", "anon_shift_kernel", "true-false sanitize n=1"),
-    ("harness-macro_shift-memcheck.txt", "macro_shift_kernel", "true-true sanitize n=1"),
-])
+@pytest.mark.parametrize(
+    "sample, kernel, case",
+    [
+        ("harness-anon_shift-memcheck.txt", "anon_shift_kernel", "true-false sanitize n=1"),
+        ("harness-macro_shift-memcheck.txt", "macro_shift_kernel", "true-true sanitize n=1"),
+    ],
+)
 def test_real_sanitizer_output_of_anonymous_and_macro_kernels_is_attributed(sample, kernel, case):
     """Captured on the H200 (compute-sanitizer 2025.3.1, CUDA 13): the reports name the
     kernel ``void <unnamed>::anon_shift_kernel<(bool)1>(...)`` (the former name extraction
@@ -78,17 +84,19 @@ def test_real_sanitizer_output_of_anonymous_and_macro_kernels_is_attributed(samp
 
 
 def test_reports_carry_the_case_that_was_running():
-    text = "\n".join([
-        f"{CASE_MARKER}false-int32 sanitize m=1 n=5",
-        "========= Invalid __global__ read of size 4 bytes",
-        "=========     at void (anonymous namespace)::gather<int>(float *)+0x10 in g.cuh:7",
-        "=========     by thread (0,0,0) in block (0,0,0)",
-        "========= ",
-        f"{CASE_MARKER}false-int32 sanitize m=127 n=5 [ids=oob (safe)]",
-        "========= Invalid __global__ read of size 4 bytes",
-        "=========     at void (anonymous namespace)::gather<int>(float *)+0x10 in g.cuh:9",
-        "=========     by thread (1,0,0) in block (0,0,0)",
-    ])
+    text = "\n".join(
+        [
+            f"{CASE_MARKER}false-int32 sanitize m=1 n=5",
+            "========= Invalid __global__ read of size 4 bytes",
+            "=========     at void (anonymous namespace)::gather<int>(float *)+0x10 in g.cuh:7",
+            "=========     by thread (0,0,0) in block (0,0,0)",
+            "========= ",
+            f"{CASE_MARKER}false-int32 sanitize m=127 n=5 [ids=oob (safe)]",
+            "========= Invalid __global__ read of size 4 bytes",
+            "=========     at void (anonymous namespace)::gather<int>(float *)+0x10 in g.cuh:9",
+            "=========     by thread (1,0,0) in block (0,0,0)",
+        ]
+    )
     first, second = parse_output("memcheck", text)
     assert first.case == "false-int32 sanitize m=1 n=5"
     assert second.case == "false-int32 sanitize m=127 n=5 [ids=oob (safe)]"
@@ -99,24 +107,30 @@ def test_reports_carry_the_case_that_was_running():
 # ----- environment failures -----
 
 
-@pytest.mark.parametrize("output, what", [
-    ("Traceback ...\nRuntimeError: No CUDA GPUs are available", "no CUDA GPU"),
-    ("torch.AcceleratorError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "busy"),
-    ("RuntimeError: Found no NVIDIA driver on your system.", "driver"),
-    ("========= Internal Sanitizer Error: The Sanitizer failed to initialize", "compute-sanitizer"),
-    ("RuntimeError: CUDA error: out of memory while creating the context", "out of memory"),
-])
+@pytest.mark.parametrize(
+    "output, what",
+    [
+        ("Traceback ...\nRuntimeError: No CUDA GPUs are available", "no CUDA GPU"),
+        ("torch.AcceleratorError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "busy"),
+        ("RuntimeError: Found no NVIDIA driver on your system.", "driver"),
+        ("========= Internal Sanitizer Error: The Sanitizer failed to initialize", "compute-sanitizer"),
+        ("RuntimeError: CUDA error: out of memory while creating the context", "out of memory"),
+    ],
+)
 def test_environment_failures_are_recognized(output, what):
     message = environment_failure(output)
     assert message is not None and what in message and "\n" not in message
 
 
-@pytest.mark.parametrize("output", [
-    "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
-    "RuntimeError: CUDA error: misaligned address",
-    "========= Invalid __global__ read of size 4 bytes",
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 80.00 GiB",
-])
+@pytest.mark.parametrize(
+    "output",
+    [
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        "RuntimeError: CUDA error: misaligned address",
+        "========= Invalid __global__ read of size 4 bytes",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 80.00 GiB",
+    ],
+)
 def test_kernel_faults_are_not_environment_failures(output):
     assert environment_failure(output) is None
 
@@ -138,10 +152,11 @@ def test_a_child_failing_for_the_environment_is_retried_then_reported(monkeypatc
 
     monkeypatch.setattr(run_mod, "ENVIRONMENT_RETRY_DELAY", 0.0)
     counter = tmp_path / "starts"
-    script = (f"import pathlib,sys; p=pathlib.Path({str(counter)!r}); p.write_text(p.read_text()+'x' "
-              f"if p.exists() else 'x'); print('RuntimeError: No CUDA GPUs are available'); sys.exit(4)")
-    _exit, failure = run_mod.run_child_retrying([sys.executable, "-c", script], {}, startup_timeout=30,
-                                                case_timeout=30)
+    script = (
+        f"import pathlib,sys; p=pathlib.Path({str(counter)!r}); p.write_text(p.read_text()+'x' "
+        f"if p.exists() else 'x'); print('RuntimeError: No CUDA GPUs are available'); sys.exit(4)"
+    )
+    _exit, failure = run_mod.run_child_retrying([sys.executable, "-c", script], {}, startup_timeout=30, case_timeout=30)
     assert counter.read_text() == "xx"  # once more after the first failure
     assert failure is not None and "no CUDA GPU" in failure
 
@@ -150,8 +165,7 @@ def test_a_kernel_fault_is_not_retried(tmp_path):
     from kernel_check.harness import run as run_mod
 
     script = "print('CUDA error: an illegal memory access was encountered'); raise SystemExit(3)"
-    exit_, failure = run_mod.run_child_retrying([sys.executable, "-c", script], {}, startup_timeout=30,
-                                                case_timeout=30)
+    exit_, failure = run_mod.run_child_retrying([sys.executable, "-c", script], {}, startup_timeout=30, case_timeout=30)
     assert failure is None and exit_.returncode == 3
 
 
@@ -219,8 +233,9 @@ def test_strides_per_dimension_decide_the_non_contiguous_case():
     sizes = {"m": 4, "n": 5, "h": 2, "d": 3}
     by_tensor = {(b.tensor, b.kind): b for b in bad_inputs(spec, inst, sizes)}
     assert by_tensor[("table", BadKind.NON_CONTIGUOUS)].dim == 2  # only the innermost stays contiguous
-    free_rank1 = dataclasses.replace(spec, args=(*spec.args[:2], Tensor("ids", ("m",), "I", init="randint:n",
-                                                                        strided_dims=(0,))))
+    free_rank1 = dataclasses.replace(
+        spec, args=(*spec.args[:2], Tensor("ids", ("m",), "I", init="randint:n", strided_dims=(0,)))
+    )
     kinds = {(b.tensor, b.kind) for b in bad_inputs(free_rank1, inst, sizes)}
     assert ("ids", BadKind.NON_CONTIGUOUS) not in kinds  # a rank-1 tensor whose stride is free
     assert Tensor("x", ("a", "b", "c"), strided_rows=True).free_strides() == (1,)
@@ -246,11 +261,14 @@ def test_derived_dimensions():
     assert shape.dim == 1 and out.shape[1] == "h*d"  # a derived dimension must be checked
 
 
-@pytest.mark.parametrize("shape, message", [
-    (("n", "q*2"), "not an axis"),
-    (("n", "n**2"), "only integers"),
-    (("n", "n +"), "not an axis name nor an expression"),
-])
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        (("n", "q*2"), "not an axis"),
+        (("n", "n**2"), "only integers"),
+        (("n", "n +"), "not an axis name nor an expression"),
+    ],
+)
 def test_bad_derived_dimensions_are_rejected(shape, message):
     spec = SPECS["fixture_tail_overrun"]
     broken = dataclasses.replace(spec, args=(Tensor("dst", shape, "float32", Role.OUT), *spec.args[1:]))
@@ -258,19 +276,36 @@ def test_bad_derived_dimensions_are_rejected(shape, message):
         broken.validate()
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(canonicalize={"src": "sort"}), "no OUT or INPLACE"),
-    (dict(canonicalize={"dst": "shuffle"}), "one of"),
-    (dict(symbol="A<>::B<>::run"), "more than one"),
-    (dict(reference="src * 2"), "neither callable nor None"),
-    (dict(instantiations=(Instantiation((True,), dtypes={"T": ()}),)), "non-empty tuple"),
-    (dict(args=(Tensor("dst", ("n",), "float32", Role.OUT, strided_dims=(1,)),)), "rank-1"),
-    (dict(args=(Tensor("dst", ("n",), "float32", Role.OUT, accepts=("float7",)),)), "unknown dtype"),
-    (dict(args=(Tensor("dst", ("n",), "float32", Role.OUT), Tensor("src", ("n",), "float32",
-                                                                    profiles={"nan": "maybe"}))), "contract"),
-    (dict(args=(Tensor("dst", ("n",), "float32", Role.OUT), Tensor("src", ("n",), "float32",
-                                                                    profiles={"weird": "safe"}))), "profile"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(canonicalize={"src": "sort"}), "no OUT or INPLACE"),
+        (dict(canonicalize={"dst": "shuffle"}), "one of"),
+        (dict(symbol="A<>::B<>::run"), "more than one"),
+        (dict(reference="src * 2"), "neither callable nor None"),
+        (dict(instantiations=(Instantiation((True,), dtypes={"T": ()}),)), "non-empty tuple"),
+        (dict(args=(Tensor("dst", ("n",), "float32", Role.OUT, strided_dims=(1,)),)), "rank-1"),
+        (dict(args=(Tensor("dst", ("n",), "float32", Role.OUT, accepts=("float7",)),)), "unknown dtype"),
+        (
+            dict(
+                args=(
+                    Tensor("dst", ("n",), "float32", Role.OUT),
+                    Tensor("src", ("n",), "float32", profiles={"nan": "maybe"}),
+                )
+            ),
+            "contract",
+        ),
+        (
+            dict(
+                args=(
+                    Tensor("dst", ("n",), "float32", Role.OUT),
+                    Tensor("src", ("n",), "float32", profiles={"weird": "safe"}),
+                )
+            ),
+            "profile",
+        ),
+    ],
+)
 def test_invalid_new_fields_are_rejected(changes, message):
     with pytest.raises(SpecError, match=message):
         dataclasses.replace(SPECS["fixture_tail_overrun"], **changes).validate()
@@ -364,8 +399,9 @@ def test_profile_cases_and_their_sanitizer_runs():
     memcheck = [c.profile.name for c in plan_sanitize(spec, "memcheck") if c.profile]
     assert set(memcheck) == {"nan", "dup", "edge", "oob"}
     assert not any(c.profile for c in plan_sanitize(spec, "racecheck"))
-    off = dataclasses.replace(spec, args=(*spec.args[:2], Tensor("ids", ("m",), "I", init="randint:n",
-                                                                   profiles={"oob": "off"})))
+    off = dataclasses.replace(
+        spec, args=(*spec.args[:2], Tensor("ids", ("m",), "I", init="randint:n", profiles={"oob": "off"}))
+    )
     assert not any(c.profile and c.profile.name == "oob" for c in plan_cases(off))
 
 

@@ -87,9 +87,11 @@ struct RuntimeCheck {
 def test_a_check_spelled_as_a_struct_is_still_the_library_check(tmp_path: Path) -> None:
     kernel = _old_tree(tmp_path)
     (kernel.parents[1] / "include" / "sgl_kernel" / "utils.cuh").write_text(_STRUCT_CHECK_UTILS)
-    kernel.write_text("#include <sgl_kernel/utils.cuh>\n\nnamespace sglang {\n\n"
-                      "/// \\brief A host-side check.\n/// \\param n A count.\n"
-                      "inline void check_count(int64_t n) {\n"
-                      "  host::RuntimeCheck(n > 0, \"n must be positive, got \", n);\n}\n\n"
-                      "}  // namespace sglang\n")
+    kernel.write_text(
+        "#include <sgl_kernel/utils.cuh>\n\nnamespace sglang {\n\n"
+        "/// \\brief A host-side check.\n/// \\param n A count.\n"
+        "inline void check_count(int64_t n) {\n"
+        '  host::RuntimeCheck(n > 0, "n must be positive, got ", n);\n}\n\n'
+        "}  // namespace sglang\n"
+    )
     assert [(f.code, f.line) for f in run_one(kernel).findings] == [("KC160", 8)]

@@ -59,7 +59,7 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                 done.add(path.pop())
                 branches.pop()
             elif target in path:
-                cycles.append([*path[path.index(target):], target])
+                cycles.append([*path[path.index(target) :], target])
             elif target not in done:
                 path.append(target)
                 branches.append(iter(sorted(graph[target])))

@@ -43,8 +43,8 @@ BY_NAME = re.compile(r"kernel[-_]check(\[[\w,]*\])?([<>=!~].*)?")  # a requireme
 def _pip_arguments(words: list[str]) -> list[str] | None:
     """The arguments after `pip install` / `pip wheel` (any spelling of pip), else None."""
     for pip in PIP:
-        if words[:len(pip)] == pip and words[len(pip):len(pip) + 1] in (["install"], ["wheel"]):
-            return words[len(pip) + 1:]
+        if words[: len(pip)] == pip and words[len(pip) : len(pip) + 1] in (["install"], ["wheel"]):
+            return words[len(pip) + 1 :]
     return None
 
 
@@ -61,8 +61,12 @@ def _source(argument: str) -> str | None:
 
 def block_sources(block: str) -> set[str]:
     """The kernel-check sources a shell block installs from."""
-    return {source for words in shell_commands(block) for argument in _pip_arguments(words) or ()
-            if (source := _source(argument))}
+    return {
+        source
+        for words in shell_commands(block)
+        for argument in _pip_arguments(words) or ()
+        if (source := _source(argument))
+    }
 
 
 def install_blocks() -> list[str]:
@@ -82,8 +86,13 @@ def test_no_page_installs_kernel_check_from_pypi():
     """`pip install kernel-check` finds nothing: kernel-check is not on PyPI."""
     pages = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
     scripts = [(page, block) for page in pages for block in file_blocks(page, SHELL + ("console", "shell"))]
-    scripts += [(name, step["run"]) for name, workflow in template_workflows()
-                for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
+    scripts += [
+        (name, step["run"])
+        for name, workflow in template_workflows()
+        for job in workflow["jobs"].values()
+        for step in job["steps"]
+        if "run" in step
+    ]
     for where, script in scripts:
         for words in shell_commands(script):
             named = [a for a in _pip_arguments(words) or () if BY_NAME.fullmatch(a)]
@@ -92,8 +101,9 @@ def test_no_page_installs_kernel_check_from_pypi():
 
 def test_precommit_snippets_name_the_repository_of_the_git_install():
     pages = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
-    configs = [yaml.safe_load(block) for page in pages for block in file_blocks(page, ("yaml", "yml"))
-               if "repos:" in block]
+    configs = [
+        yaml.safe_load(block) for page in pages for block in file_blocks(page, ("yaml", "yml")) if "repos:" in block
+    ]
     hooks_comment = (REPO_ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert configs and f"repo: {REPOSITORY_URL}\n" in hooks_comment
     assert {repo["repo"] for config in configs for repo in config["repos"]} == {REPOSITORY_URL}
@@ -119,8 +129,9 @@ def test_install_block_runs_as_written(block: str, hook_repo: Path, tmp_path: Pa
     bin_dir = make_venv(venv)
     env = {**venv_environ(bin_dir), "KERNEL_CHECK_CACHE_DIR": str(tmp_path / "cache")}
     script = with_local_repository(block, hook_repo) if "git" in block_sources(block) else block
-    done = subprocess.run(["bash", "-e", "-c", script], cwd=checkout, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=checkout, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert done.returncode == 0, f"{script}\n{done.stdout}\n{done.stderr}"
 
     module = installed_module(bin_dir, checkout)  # the new environment's own, or the clone's when editable

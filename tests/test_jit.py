@@ -185,8 +185,9 @@ def test_missing_nvcc_says_how_to_install(monkeypatch, tree):
 
 def test_make_cpp_args():
     torch = pytest.importorskip("torch")
-    args = runtime.make_cpp_args(torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn,
-                             True, False, 128, "kFoo")
+    args = runtime.make_cpp_args(
+        torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn, True, False, 128, "kFoo"
+    )
     assert list(args) == ["fp16_t", "bf16_t", "fp32_t", "fp8_e4m3_t", "true", "false", "128", "kFoo"]
     assert str(args) == "fp16_t, bf16_t, fp32_t, fp8_e4m3_t, true, false, 128, kFoo"
     assert f"k<{runtime.make_cpp_args(torch.int32, 4)}>" == "k<int32_t, 4>"
@@ -236,17 +237,19 @@ ptxas info    : Function properties for _Z3barv
 ptxas info    : Used 8 registers, used 0 barriers, 356 bytes cmem[0]
 """
     res = runtime.parse_resource_usage(log, demangle=False)
-    assert [(r.name, r.registers, r.spill_stores, r.spill_loads, r.shared_bytes, r.stack_bytes)
-            for r in res] == [("_Z3fooPf", 72, 8, 4, 1024, 16), ("_Z3barv", 8, 0, 0, 0, 0)]
+    assert [(r.name, r.registers, r.spill_stores, r.spill_loads, r.shared_bytes, r.stack_bytes) for r in res] == [
+        ("_Z3fooPf", 72, 8, 4, 1024, 16),
+        ("_Z3barv", 8, 0, 0, 0, 0),
+    ]
     assert res[0].arch == "sm_90"
 
 
-WRAPPER = '''
+WRAPPER = """
 from kernel_check import jit
 
 def key(cuda_file):
     return jit.compute_key("kc_twice", cuda_files=[cuda_file], cuda_wrappers=[("kc_twice", "kc_twice<float>")])
-'''
+"""
 
 
 def _load_wrapper(path: Path):
@@ -278,9 +281,11 @@ def test_relative_cuda_files_resolve_against_the_calling_wrapper(tree, tmp_path,
 def test_the_runtime_stands_apart_from_the_checker_and_keeps_its_former_name() -> None:
     """What a wrapper imports at run time loads none of the checker (no libclang, no rules,
     no config), and `kernel_check.jit` is the same API under its former name."""
-    probe = ("import sys, kernel_check.jit as former, kernel_check.runtime as runtime\n"
-             "print(' '.join(sorted(m for m in sys.modules if m.startswith('kernel_check'))))\n"
-             "print(all(getattr(former, name) is getattr(runtime, name) for name in runtime.__all__))\n")
+    probe = (
+        "import sys, kernel_check.jit as former, kernel_check.runtime as runtime\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('kernel_check'))))\n"
+        "print(all(getattr(former, name) is getattr(runtime, name) for name in runtime.__all__))\n"
+    )
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     loaded, same = ran.stdout.split("\n")[:2]

@@ -9,16 +9,20 @@ import pytest
 from conftest import run_one
 
 CASES = [
-    ("__device__ __forceinline__ float f(float x) { return x; }",
-     "SGL_DEVICE float f(float x) { return x; }"),
-    ("__forceinline__ __device__ float f(float x) { return x; }",
-     "SGL_DEVICE float f(float x) { return x; }"),
-    ("__host__ __device__ __forceinline__ constexpr int32_t f(int32_t x) { return x; }",
-     "SGL_DEVICE_HOST constexpr int32_t f(int32_t x) { return x; }"),
-    ("struct S { static __device__ __forceinline__ float f(float x) { return x; } };",
-     "struct S { static SGL_DEVICE float f(float x) { return x; } };"),
-    ("__device__ static __forceinline__ float f(float x) { return x; }",
-     "SGL_DEVICE static float f(float x) { return x; }"),
+    ("__device__ __forceinline__ float f(float x) { return x; }", "SGL_DEVICE float f(float x) { return x; }"),
+    ("__forceinline__ __device__ float f(float x) { return x; }", "SGL_DEVICE float f(float x) { return x; }"),
+    (
+        "__host__ __device__ __forceinline__ constexpr int32_t f(int32_t x) { return x; }",
+        "SGL_DEVICE_HOST constexpr int32_t f(int32_t x) { return x; }",
+    ),
+    (
+        "struct S { static __device__ __forceinline__ float f(float x) { return x; } };",
+        "struct S { static SGL_DEVICE float f(float x) { return x; } };",
+    ),
+    (
+        "__device__ static __forceinline__ float f(float x) { return x; }",
+        "SGL_DEVICE static float f(float x) { return x; }",
+    ),
 ]
 HEADER = "#include <sgl_kernel/utils.cuh>\n#include <cstdint>\nnamespace sglang {\n"
 FOOTER = "\n}  // namespace sglang\n"
@@ -28,7 +32,7 @@ def _fixed(path: Path) -> str:
     data = path.read_bytes()
     edits = [e for f in run_one(path).findings if f.code == "KC330" and f.fix for e in f.fix.edits]
     for edit in sorted(edits, key=lambda e: e.start, reverse=True):
-        data = data[:edit.start] + edit.replacement.encode() + data[edit.end:]
+        data = data[: edit.start] + edit.replacement.encode() + data[edit.end :]
     return data.decode()
 
 

@@ -89,14 +89,17 @@ def test_params_record_const_and_restrict(model: SourceModel) -> None:
     dst, src = _function(model, "scale_kernel").params
     assert (dst.type.is_pointer, dst.type.pointee_const, dst.type.is_restrict) == (True, False, True)
     assert (src.type.is_pointer, src.type.pointee_const, src.type.is_restrict) == (True, True, False)
-    assert SOURCE.encode()[src.restrict_insert_offset - 1:src.restrict_insert_offset] == b"*"
+    assert SOURCE.encode()[src.restrict_insert_offset - 1 : src.restrict_insert_offset] == b"*"
     assert _function(model, "params_kernel").params[0].is_grid_constant
 
 
 def test_struct_fields(model: SourceModel) -> None:
     params = next(s for s in model.structs if s.name == "Params")
     assert [(f.name, f.type.pointee_const, f.type.is_restrict) for f in params.fields] == [
-        ("src", True, True), ("dst", False, False), ("n", False, False)]
+        ("src", True, True),
+        ("dst", False, False),
+        ("n", False, False),
+    ]
 
 
 def test_doc_comments(model: SourceModel) -> None:
@@ -114,8 +117,16 @@ def test_exported_and_specifiers(model: SourceModel) -> None:
 
 
 def test_launches(model: SourceModel) -> None:
-    sites = [(s.launcher.split("::")[-1], s.syntax, s.kernels[0].name, s.kernels[0].template_arg_texts,
-              s.pdl.text if s.pdl else None) for s in model.launches]
+    sites = [
+        (
+            s.launcher.split("::")[-1],
+            s.syntax,
+            s.kernels[0].name,
+            s.kernels[0].template_arg_texts,
+            s.pdl.text if s.pdl else None,
+        )
+        for s in model.launches
+    ]
     assert sites == [
         ("run", "launch_kernel", "scale_kernel", ("T", "kUsePDL"), "kUsePDL"),
         ("launch_direct", "launch_kernel", "scale_kernel", ("T", "false"), None),
@@ -159,8 +170,9 @@ def test_shared_reads_answer_what_the_bindings_answer(tmp_path: Path) -> None:
             for name in tree.KEPT_CURSOR_PROPERTIES:  # some assert a cursor kind (enum_type)
                 if name == "mangled_name" and cursor.kind != ci.CursorKind.FUNCTION_DECL:
                     continue  # libclang crashes on some other kinds (the extraction never asks)
-                assert _answer(operator.attrgetter(name), cursor) == \
-                    _answer(original[ci.Cursor, name].fget, cursor), name
+                assert _answer(operator.attrgetter(name), cursor) == _answer(original[ci.Cursor, name].fget, cursor), (
+                    name
+                )
             extent = cursor.extent
             for end in ("start", "end"):
                 assert getattr(extent, end) == original[ci.SourceRange, end].fget(extent)
@@ -302,13 +314,15 @@ def test_device_passes_add_the_code_the_host_pass_skips(tmp_path: Path) -> None:
         assert device.unit.errors == []
     model = extract(unit, DEVICE_PASS_SOURCE, DEVICE_PASS_SOURCE.encode())
     functions = sorted((f.name, f.span.line, f.kind) for f in model.functions)
-    assert functions == sorted([
-        ("scale", _line(DEVICE_PASS_SOURCE, "int n) {}"), FunctionKind.KERNEL),  # the sm_75 pass's stub
-        ("scale", _line(DEVICE_PASS_SOURCE, "uint32_t n) {}"), FunctionKind.KERNEL),
-        ("copy", _line(DEVICE_PASS_SOURCE, "void copy("), FunctionKind.KERNEL),  # once, the device pass's
-        ("lane_value", _line(DEVICE_PASS_SOURCE, "lane_value"), FunctionKind.DEVICE),
-        ("host_only", _line(DEVICE_PASS_SOURCE, "host_only"), FunctionKind.HOST),
-    ])
+    assert functions == sorted(
+        [
+            ("scale", _line(DEVICE_PASS_SOURCE, "int n) {}"), FunctionKind.KERNEL),  # the sm_75 pass's stub
+            ("scale", _line(DEVICE_PASS_SOURCE, "uint32_t n) {}"), FunctionKind.KERNEL),
+            ("copy", _line(DEVICE_PASS_SOURCE, "void copy("), FunctionKind.KERNEL),  # once, the device pass's
+            ("lane_value", _line(DEVICE_PASS_SOURCE, "lane_value"), FunctionKind.DEVICE),
+            ("host_only", _line(DEVICE_PASS_SOURCE, "host_only"), FunctionKind.HOST),
+        ]
+    )
     stub = next(f for f in model.functions if f.span.line == _line(DEVICE_PASS_SOURCE, "int n) {}"))
     assert [(p.name, p.type.is_restrict) for p in stub.params] == [("src", False), ("n", False)]
     # the sm_90 region's barrier is seen, once; the sm_100 one is parsed by no pass
@@ -320,8 +334,14 @@ def test_device_passes_add_the_code_the_host_pass_skips(tmp_path: Path) -> None:
     assert int_params == [stub.span.line]  # the stub's `int n` (the real kernel's is `uint32_t`)
 
 
-@pytest.mark.parametrize("source", [SOURCE, "#if 0\n__global__ void k(int n) {}\n#endif\n",
-                                    "#ifndef __CUDA_ARCH__\ninline void host_side() {}\n#endif\n"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        SOURCE,
+        "#if 0\n__global__ void k(int n) {}\n#endif\n",
+        "#ifndef __CUDA_ARCH__\ninline void host_side() {}\n#endif\n",
+    ],
+)
 def test_no_device_pass_without_skipped_cuda_arch_code(tmp_path: Path, source: str) -> None:
     """Parse time is a feature: a file whose host pass skipped nothing under `__CUDA_ARCH__`
     is parsed once."""
@@ -330,15 +350,18 @@ def test_no_device_pass_without_skipped_cuda_arch_code(tmp_path: Path, source: s
     assert unit.device_passes == []
 
 
-@pytest.mark.parametrize(("condition", "arch", "value"), [
-    ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800", "75", True),
-    ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800", "90", False),
-    ("!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800", "75", False),
-    ("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ >= 1200)", "90", False),
-    ("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)", "90", True),
-    ("defined(__CUDA_ARCH__) && CUDART_VERSION >= 13000", "90", None),
-    ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900UL", "90", True),
-])
+@pytest.mark.parametrize(
+    ("condition", "arch", "value"),
+    [
+        ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800", "75", True),
+        ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800", "90", False),
+        ("!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800", "75", False),
+        ("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 1030 || __CUDA_ARCH__ >= 1200)", "90", False),
+        ("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)", "90", True),
+        ("defined(__CUDA_ARCH__) && CUDART_VERSION >= 13000", "90", None),
+        ("defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900UL", "90", True),
+    ],
+)
 def test_device_pass_condition_values(condition: str, arch: str, value: bool | None) -> None:
     """Which architecture's device pass takes a branch, read from its condition."""
     from kernel_check.clang.device_pass import _condition_value

@@ -36,6 +36,7 @@ def model_of(tmp_path: Path, settings):
         unit = parse_file(path, text, settings)
         assert not unit.errors, [e.message for e in unit.errors]
         return extract(unit, text, text.encode())
+
     return build
 
 
@@ -59,7 +60,11 @@ __global__ void k(T* p, int a, unsigned b, long long c, unsigned long int d, int
 """)
     found = decls(model)
     assert {n: d.keywords for n, d in found.items()} == {
-        "a": "int", "b": "unsigned", "c": "long long", "d": "unsigned long int"}
+        "a": "int",
+        "b": "unsigned",
+        "c": "long long",
+        "d": "unsigned long int",
+    }
     assert all(d.kind is IntegerDeclKind.PARAM and d.owner == "sglang::k" for d in found.values())
 
 
@@ -82,7 +87,7 @@ inline void f(const int& ref) {
     assert found["counts"].declarator == "array"
     assert found["ref"].declarator == "reference"
     line = model.line_text(found["ids"].span.line)
-    assert line[found["ids"].span.column - 1:found["ids"].span.end_column - 1] == "int"
+    assert line[found["ids"].span.column - 1 : found["ids"].span.end_column - 1] == "int"
     assert found["a"].span == found["b"].span  # `b` shares the type written before `a`
     assert "stride" not in found
 
@@ -169,7 +174,7 @@ inline void launch(tvm::ffi::TensorView x, host::SymbolicSize& N) {
     ]
     narrowed_a = next(n for n in model.integer_facts.size_narrowings if n.target == "a")
     assert narrowed_a.source_type == "int64_t" and narrowed_a.target_type == "const uint32_t"
-    assert model.data[narrowed_a.target_offset:narrowed_a.target_offset + 1] == b"a"
+    assert model.data[narrowed_a.target_offset : narrowed_a.target_offset + 1] == b"a"
 
 
 def test_kernel_sizes_are_shape_values_and_launch_arguments(model_of) -> None:
@@ -186,8 +191,7 @@ inline void launch(host::SymbolicSize& N, DLDevice device) {
 }
 }
 """)
-    assert [(n.target, n.source) for n in model.integer_facts.size_narrowings] == [
-        ("rows", "p.rows"), ("count", "n")]
+    assert [(n.target, n.source) for n in model.integer_facts.size_narrowings] == [("rows", "p.rows"), ("count", "n")]
     assert [(a.text, a.source) for a in model.integer_facts.shape_arguments] == [("n", "N.unwrap()")]
 
 
@@ -213,8 +217,9 @@ __global__ void k(float* p, uint32_t heads, int64_t n) {
 }
 }
 """)
-    products = [(x.text, x.builtins, x.constant_factors, x.value_factors, x.widened)
-                for x in model.integer_facts.index_products]
+    products = [
+        (x.text, x.builtins, x.constant_factors, x.value_factors, x.widened) for x in model.integer_facts.index_products
+    ]
     assert products == [
         ("blockIdx.x * blockDim.x", ("blockIdx.x", "blockDim.x"), 0, (), True),
         ("blockIdx.y * heads * kBlock", ("blockIdx.y",), 1, ("heads",), False),
@@ -316,8 +321,16 @@ inline std::string direct() { return host::details::concat(1); }
 using namespace details;
 }
 """)
-    refs = [(r.namespace, r.target, Path(r.target_path).name if r.target_path else "", r.is_using_directive,
-             r.namespace_opened_here) for r in model.scope_facts.details_references]
+    refs = [
+        (
+            r.namespace,
+            r.target,
+            Path(r.target_path).name if r.target_path else "",
+            r.is_using_directive,
+            r.namespace_opened_here,
+        )
+        for r in model.scope_facts.details_references
+    ]
     assert refs == [
         ("sglang::details", "sglang::details::own", "probe.cuh", False, True),
         ("sglang::host::details", "sglang::host::details::concat", "utils.h", False, False),
@@ -332,7 +345,9 @@ def test_pathologically_deep_expressions_do_not_break_the_walk(tmp_path: Path, s
     stops at its cap. (Through extract(), other passes report the file as too deep.)"""
     terms = " + ".join(f"v{i}" for i in range(600))
     params = ", ".join(f"uint32_t v{i}" for i in range(600))
-    text = PRELUDE + f"""
+    text = (
+        PRELUDE
+        + f"""
 namespace sglang {{
 __global__ void k(float* p, int m, {params}) {{
   int tail = 0;
@@ -343,6 +358,7 @@ __global__ void shallow(int rows) {{
 }}
 }}
 """
+    )
     path = tmp_path / "deep.cuh"
     path.write_text(text)
     unit = parse_file(path, text, settings)

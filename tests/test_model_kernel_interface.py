@@ -76,7 +76,7 @@ def test_matcher_chain_records_dims_dtypes_and_the_alignment_in_effect_per_verif
     assert dst.alignment == src.alignment == chain.alignments[0]
     request = chain.alignments[0]
     assert request.text == "kVec * sizeof(T)"
-    assert model.data[request.span.start:request.span.end] == b"ensure_alignment(kVec * sizeof(T))"
+    assert model.data[request.span.start : request.span.end] == b"ensure_alignment(kVec * sizeof(T))"
     assert request.value.free_names() == {"T"}
     assert [request.value.evaluate({"T": size}) for size in (1, 2, 4)] == [16, 16, 16]
     assert chain.span.line == line_of(model, "TensorMatcher({n, 8})")
@@ -108,7 +108,9 @@ def test_kernel_vector_accesses_carry_width_over_template_params(tmp_path: Path)
 
 
 def test_params_struct_fields_pointer_offset_tile_memory_and_static_kernel_member(tmp_path: Path) -> None:
-    model = model_of(tmp_path, """
+    model = model_of(
+        tmp_path,
+        """
 struct Params {
   const void* __restrict__ src;
   void* __restrict__ dst;
@@ -133,10 +135,13 @@ struct Rows {
     host::LaunchKernel(1, 128, dst.device())(kernel, params);
   }
 };
-""")
+""",
+    )
     facts = model.launcher_facts
     assert {(a.param_index, a.field, a.kind) for a in facts.vector_accesses} == {
-        (0, "src", "tile_memory"), (0, "dst", "tile_memory")}
+        (0, "src", "tile_memory"),
+        (0, "dst", "tile_memory"),
+    }
     width = facts.vector_accesses[0].width
     assert width.evaluate({"T": 4, "kVec": 4}) == 16
     [launch] = model.launches
@@ -147,7 +152,9 @@ struct Rows {
 
 
 def test_vector_kinds_and_scalar_accesses(tmp_path: Path) -> None:
-    model = model_of(tmp_path, """
+    model = model_of(
+        tmp_path,
+        """
 template <uint32_t kRow>
 __global__ void kinds_kernel(const float* __restrict__ a, const void* __restrict__ b, float* __restrict__ c,
                              const float4* __restrict__ d, const float* __restrict__ e) {
@@ -157,7 +164,8 @@ __global__ void kinds_kernel(const float* __restrict__ a, const void* __restrict
   const float scalar = device::load_as<float>(e, threadIdx.x) + e[1] + d[0].x;
   c[0] = scalar + static_cast<float>(raw.x) + static_cast<float>(sizeof(frag));
 }
-""")
+""",
+    )
     found = {a.param_index: (a.kind, a.width) for a in model.launcher_facts.vector_accesses}
     assert found[0] == ("cast", ConstExpr("int", 16))
     assert found[1][0] == "warp_bytes"
@@ -181,7 +189,9 @@ SGL_DEVICE void copy_vec(T* dst, const T* src) {
 }
 }  // namespace sglang
 """)
-    model = model_of(tmp_path, """
+    model = model_of(
+        tmp_path,
+        """
 }  // namespace sglang
 #include "helper.cuh"
 namespace sglang {
@@ -189,7 +199,8 @@ template <typename T>
 __global__ void outer_kernel(T* __restrict__ dst, const T* __restrict__ src) {
   copy_vec<T, 16 / sizeof(T)>(dst + threadIdx.x, src + threadIdx.x);
 }
-""")
+""",
+    )
     facts = model.launcher_facts
     [helper_usr] = facts.foreign_functions
     accesses = [a for a in facts.vector_accesses if a.function == helper_usr]
@@ -203,7 +214,9 @@ __global__ void outer_kernel(T* __restrict__ dst, const T* __restrict__ src) {
 
 
 def test_inspection_contexts(tmp_path: Path) -> None:
-    model = model_of(tmp_path, """
+    model = model_of(
+        tmp_path,
+        """
 inline void f(tvm::ffi::TensorView x) {
   CHECK_HOST(x.ndim() == 2) << "rank";
   host::RuntimeCheck(x.size(0) > 0, "rows");
@@ -213,14 +226,23 @@ inline void f(tvm::ffi::TensorView x) {
   static_cast<void>(rows);
   while (const int64_t n = x.numel()) { static_cast<void>(n); break; }
 }
-""")
+""",
+    )
     contexts = {(i.method, i.context) for i in model.launcher_facts.tensor_inspections}
-    assert contexts == {("ndim", "check"), ("size", "check"), ("dtype", "check"), ("stride", "condition"),
-                        ("size", "value"), ("numel", "condition")}  # a condition variable's initializer
+    assert contexts == {
+        ("ndim", "check"),
+        ("size", "check"),
+        ("dtype", "check"),
+        ("stride", "condition"),
+        ("size", "value"),
+        ("numel", "condition"),
+    }  # a condition variable's initializer
 
 
 def test_api_call_result_use_and_argument_names(tmp_path: Path) -> None:
-    model = model_of(tmp_path, """
+    model = model_of(
+        tmp_path,
+        """
 inline cudaError_t f(void* p, cudaStream_t s) {
   cudaMemsetAsync(p, 0, 4, s);
   (void)cudaGetLastError();
@@ -230,7 +252,8 @@ inline cudaError_t f(void* p, cudaStream_t s) {
   if (err != cudaSuccess) return err;
   return cudaFree(p);
 }
-""")
+""",
+    )
     calls = {c.name: c for c in model.launcher_facts.api_calls}
     assert calls["cudaMemsetAsync"].result_use == "discarded"
     assert calls["cudaGetLastError"].result_use == "void_cast"
@@ -242,7 +265,9 @@ inline cudaError_t f(void* p, cudaStream_t s) {
 
 
 def test_kernel_selected_by_an_immediately_invoked_lambda_carries_guards(tmp_path: Path) -> None:
-    model = model_of(tmp_path, """
+    model = model_of(
+        tmp_path,
+        """
 template <bool kWide>
 __global__ void wide_kernel(float4* __restrict__ out) { out[0] = float4{}; }
 __global__ void narrow_kernel(float* __restrict__ out) { out[0] = 0.0f; }
@@ -258,7 +283,8 @@ void pick(tvm::ffi::TensorView out) {
   }();
   host::LaunchKernel(1, 1, out.device())(kernel, static_cast<float4*>(out.data_ptr()));
 }
-""")
+""",
+    )
     [launch] = model.launches
     guards = [(k.template_args, k.guard) for k in launch.kernels]
     assert [g[0] for g in guards] == [(ConstExpr("int", 1),), (ConstExpr("int", 0),)]
@@ -266,7 +292,9 @@ void pick(tvm::ffi::TensorView out) {
 
 
 def test_helper_functions_are_inlined_into_constants(tmp_path: Path) -> None:
-    model = model_of(tmp_path, """
+    model = model_of(
+        tmp_path,
+        """
 template <typename T, uint32_t kDim, bool kWarp>
 SGL_DEVICE_HOST constexpr uint32_t vec_bytes_of() {
   constexpr uint32_t kBytes = kDim * static_cast<uint32_t>(sizeof(T));
@@ -281,15 +309,25 @@ template <typename T, uint32_t kDim>
 void launch(tvm::ffi::TensorView x) {
   host::TensorMatcher({kDim}).with_dtype<T>().ensure_alignment(vec_bytes_of<T, kDim, true>()).verify(x);
 }
-""")
+""",
+    )
     value = model.launcher_facts.matcher_chains[0].alignments[0].value
     assert value.evaluate({"T": 2, "kDim": 512}) == 16
     assert value.evaluate({"T": 2, "kDim": 32}) == 4
 
 
-@pytest.mark.parametrize(("row", "pattern", "width"), [
-    (1024, -16, 16), (256, -16, 8), (64, -16, 4), (6, -16, 2), (48, 16, 16), (24, 16, 8), (1024, -32, 32),
-])
+@pytest.mark.parametrize(
+    ("row", "pattern", "width"),
+    [
+        (1024, -16, 16),
+        (256, -16, 8),
+        (64, -16, 4),
+        (6, -16, 2),
+        (48, 16, 16),
+        (24, 16, 8),
+        (1024, -32, 32),
+    ],
+)
 def test_vec_bytes_follows_warp_cuh(row: int, pattern: int, width: int) -> None:
     expr = ConstExpr("vec_bytes", args=(ConstExpr("int", row), ConstExpr("int", pattern)))
     assert expr.evaluate({}) == width
@@ -307,7 +345,9 @@ def test_const_expr_substitute_and_unknowns() -> None:
 def test_a_constructed_check_lists_every_argument(tmp_path: Path) -> None:
     # A check spelled as a struct whose constructor throws: `ns::Check(info, cond, ...)` builds a
     # temporary, and libclang lists the type it names among the call's parts before the arguments.
-    model = model_of(tmp_path, """
+    model = model_of(
+        tmp_path,
+        """
 namespace checks {
 struct DebugInfo { int line = 0; };
 struct RuntimeCheck {
@@ -318,6 +358,7 @@ struct RuntimeCheck {
 inline void g(int64_t n, checks::DebugInfo info = {}) {
   checks::RuntimeCheck(info, n > 0, "n must be positive, got ", n);
 }
-""")
+""",
+    )
     calls = [(c.argument_names, c.result_use) for c in model.launcher_facts.api_calls if c.name == "RuntimeCheck"]
     assert calls == [(("info", "n > 0", '"n must be positive, got "', "n"), "discarded")]

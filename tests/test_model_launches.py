@@ -127,7 +127,9 @@ def test_kernels_a_launch_selects(selections: list[Launch]) -> None:
     lambda_launch, iife, helper, chevron, macro = selections
     # the lambda's parameter stands for what each call of the lambda passes
     assert {(k.name, k.template_arg_texts) for k in lambda_launch.kernels} == {
-        ("wide_kernel", ("N",)), ("narrow_kernel", ("2 * N",))}
+        ("wide_kernel", ("N",)),
+        ("narrow_kernel", ("2 * N",)),
+    }
     # an immediately invoked lambda: each return, guarded by the `if` leading to it
     guards = {k.name: k.guard for k in iife.kernels}
     assert set(guards) == {"wide_kernel", "narrow_kernel"}
@@ -232,8 +234,11 @@ struct Attention {
     written, through_variable, namespace_scope = extract(unit, source, source.encode()).launches
     [kernel] = written.kernels
     assert kernel.template_arg_texts == ("kDim", "true", "kUsePDL")
-    assert kernel.template_args == (ConstExpr("param", name="kDim"), ConstExpr("int", 1),
-                                    ConstExpr("param", name="kUsePDL"))
+    assert kernel.template_args == (
+        ConstExpr("param", name="kDim"),
+        ConstExpr("int", 1),
+        ConstExpr("param", name="kUsePDL"),
+    )
     assert kernel.argument_for("kUsePDL") == ("kUsePDL", ConstExpr("param", name="kUsePDL"))
     # a variable initialized with a use of the template; the use's comment is not an argument
     assert [k.template_arg_texts for k in through_variable.kernels] == [("kDim", "false", "kUsePDL")]

@@ -20,8 +20,11 @@ SCRIPT = REPO / "scripts" / "new_rule.py"
 def layout(tmp_path: Path) -> Path:
     """A temp checkout shaped like this one: the real src/kernel_check/rules/ and code table, an empty
     fixture folder."""
-    shutil.copytree(REPO / "src" / "kernel_check" / "rules", tmp_path / "src" / "kernel_check" / "rules",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "src" / "kernel_check" / "rules",
+        tmp_path / "src" / "kernel_check" / "rules",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     (tmp_path / "src" / "kernel_check").mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "src" / "kernel_check" / "codes.py", tmp_path / "src" / "kernel_check" / "codes.py")
     (tmp_path / "tests" / "fixtures" / "cpp").mkdir(parents=True)
@@ -29,8 +32,9 @@ def layout(tmp_path: Path) -> Path:
 
 
 def scaffold(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args, "--root", str(root)],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args, "--root", str(root)], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(layout: Path) -> None:
@@ -57,24 +61,29 @@ def test_writes_a_rule_that_registers_and_a_fixture_the_fixture_test_collects(la
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["demo-rule", "True", "True", "0"]
-    collected = sorted(p for p in (layout / "tests" / "fixtures" / "cpp").rglob("*")
-                       if p.suffix in (".cuh", ".cu", ".h"))
+    collected = sorted(
+        p for p in (layout / "tests" / "fixtures" / "cpp").rglob("*") if p.suffix in (".cuh", ".cu", ".h")
+    )
     assert collected == [fixture]  # the glob of tests/test_fixtures.py
-    firing_line = next(n for n, line in enumerate(fixture.read_text().splitlines(), 1)
-                       if line.endswith("// expect: KC199"))
+    firing_line = next(
+        n for n, line in enumerate(fixture.read_text().splitlines(), 1) if line.endswith("// expect: KC199")
+    )
     assert expectations(fixture) == {(firing_line, "KC199")}  # one firing line; the near miss has none
     # The rest of the catalog is silent on it: until the check is written, the one failure is the missing KC199.
     assert run_one(fixture).findings == []
 
 
-@pytest.mark.parametrize("code, name, why", [
-    ("KC130", "brand-new", "code KC130 is already used by"),
-    ("KC198", "kernel-fault", "name 'kernel-fault' is already used by"),
-    ("KC198", "raw-kernel-launch", "name 'raw-kernel-launch' is already used by"),
-    ("KC17", "brand-new", "malformed code 'KC17'"),
-    ("kc198", "brand-new", "malformed code 'kc198'"),
-    ("KC198", "Brand_New", "malformed name 'Brand_New'"),
-])
+@pytest.mark.parametrize(
+    "code, name, why",
+    [
+        ("KC130", "brand-new", "code KC130 is already used by"),
+        ("KC198", "kernel-fault", "name 'kernel-fault' is already used by"),
+        ("KC198", "raw-kernel-launch", "name 'raw-kernel-launch' is already used by"),
+        ("KC17", "brand-new", "malformed code 'KC17'"),
+        ("kc198", "brand-new", "malformed code 'kc198'"),
+        ("KC198", "Brand_New", "malformed name 'Brand_New'"),
+    ],
+)
 def test_refuses_with_one_line_and_exit_2(layout: Path, code: str, name: str, why: str) -> None:
     before = sorted(p.name for p in (layout / "src" / "kernel_check" / "rules").iterdir())
     table = (layout / "src" / "kernel_check" / "codes.py").read_text()

@@ -64,8 +64,13 @@ def snapshot(root: Path) -> dict[str, tuple]:
                 content = hashlib.sha256(path.read_bytes()).hexdigest()
             else:
                 content = ""
-            entries[path.relative_to(root).as_posix()] = (stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode),
-                                                          info.st_size, info.st_mtime_ns, content)
+            entries[path.relative_to(root).as_posix()] = (
+                stat.S_IFMT(info.st_mode),
+                stat.S_IMODE(info.st_mode),
+                info.st_size,
+                info.st_mtime_ns,
+                content,
+            )
     return entries
 
 
@@ -85,8 +90,15 @@ def _env(outside: Path) -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path, outside: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([*kernel_check_command(), *args], cwd=cwd, env=_env(outside), capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*kernel_check_command(), *args],
+        cwd=cwd,
+        env=_env(outside),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 # -- 1. nothing changes ----------------------------------------------------------------------------
@@ -94,15 +106,15 @@ def _run(args: list[str], cwd: Path, outside: Path, timeout: float = 600) -> sub
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "tree"
     for part in TREE_PARTS:
-        shutil.copytree(REPO / part, root / part, symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(REPO / part, root / part, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (root / "pyproject.toml").write_text("[tool.kernel-check]\n")
     return root
 
 
 def _git(tree: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tree, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tree, check=True, capture_output=True
+    )
 
 
 def _commands(outside: Path) -> list[tuple[list[str], tuple[int, ...]]]:
@@ -111,8 +123,10 @@ def _commands(outside: Path) -> list[tuple[list[str], tuple[int, ...]]]:
     found = (0, 1)
     commands: list[tuple[list[str], tuple[int, ...]]] = [([], found)]
     commands += [([*paths, "--format", fmt], found) for fmt in FORMATS]
-    commands += [([*paths, "--format", fmt, "--output", str(outside / f"report.{fmt}")], found)
-                 for fmt in ("json", "sarif", "junit", "text")]
+    commands += [
+        ([*paths, "--format", fmt, "--output", str(outside / f"report.{fmt}")], found)
+        for fmt in ("json", "sarif", "junit", "text")
+    ]
     commands += [
         ([*paths, "--statistics"], found),
         ([*paths, "--statistics", "--format", "json"], found),
@@ -176,10 +190,14 @@ def test_building_does_not_change_the_tree(tmp_path: Path) -> None:
         shutil.copy2(REPO / "csrc" / name, tree / "csrc" / name)
     shutil.copytree(REPO / "include", tree / "include")
     (tree / "pyproject.toml").write_text("[tool.kernel-check]\n")
-    problems = _run_all(tree, outside, [
-        (["build", "csrc/add_constant_spec.py", "--format", "json"], (0, 1)),
-        (["test", "--compile-only", "csrc/add_constant_spec.py"], (0, 1)),
-    ])
+    problems = _run_all(
+        tree,
+        outside,
+        [
+            (["build", "csrc/add_constant_spec.py", "--format", "json"], (0, 1)),
+            (["test", "--compile-only", "csrc/add_constant_spec.py"], (0, 1)),
+        ],
+    )
     assert not problems, "\n\n".join(problems)
 
 
@@ -214,8 +232,9 @@ def test_a_kill_during_write_atomically_leaves_the_old_or_the_new_file(tmp_path:
     new_digest = hashlib.sha256(_new_payload(size)).hexdigest()
     outcomes = set()
     for _ in range(3):
-        child = subprocess.Popen([sys.executable, "-c", _WRITER, str(target), str(size)],
-                                 stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(target), str(size)], stdout=subprocess.PIPE, text=True
+        )
         assert child.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 120
         while True:
@@ -234,8 +253,9 @@ def test_a_kill_during_write_atomically_leaves_the_old_or_the_new_file(tmp_path:
         if data == old:
             outcomes.add("old")
         else:
-            assert len(data) == size and hashlib.sha256(data).hexdigest() == new_digest, \
+            assert len(data) == size and hashlib.sha256(data).hexdigest() == new_digest, (
                 f"a kill left {len(data)} bytes that are neither the old nor the new file"
+            )
             outcomes.add("new")
         assert stat.S_IMODE(target.stat().st_mode) == 0o640
         for leftover in _temporaries(tmp_path):  # SIGKILL leaves the temp file; never the target's name
@@ -265,9 +285,11 @@ def test_a_fix_run_leaves_no_temporary_file(tmp_path: Path) -> None:
     project.mkdir()
     (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
     source = project / "kernel.cuh"
-    source.write_text("namespace sglang {\n/// \\brief Copy.\n/// \\param dst Output.\n/// \\param src Input.\n"
-                      "__global__ void copy_kernel(float* __restrict__ dst, const float* src) {\n"
-                      "  dst[threadIdx.x] = src[threadIdx.x];\n}\n}  // namespace sglang\n")
+    source.write_text(
+        "namespace sglang {\n/// \\brief Copy.\n/// \\param dst Output.\n/// \\param src Input.\n"
+        "__global__ void copy_kernel(float* __restrict__ dst, const float* src) {\n"
+        "  dst[threadIdx.x] = src[threadIdx.x];\n}\n}  // namespace sglang\n"
+    )
     proc = _run([".", "--fix", "--format", "json"], project, outside)
     assert proc.returncode in (0, 1), proc.stderr
     assert "__restrict__ src" in source.read_text(), source.read_text()
@@ -278,6 +300,7 @@ def test_a_fix_run_leaves_no_temporary_file(tmp_path: Path) -> None:
 # -- 3. nothing from the tree is imported or run -----------------------------------------------------
 def _planted_tree(root: Path, markers: Path) -> list[str]:
     """Files that each write `markers/<name>` if anything imports or runs them; their names."""
+
     def plant(relative: str, name: str, extra: str = "") -> str:
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -294,7 +317,10 @@ def _planted_tree(root: Path, markers: Path) -> list[str]:
         plant("filelock.py", "shadow-filelock"),
         plant("clang/__init__.py", "shadow-clang"),
         plant("csrc/evil/evil_spec.py", "spec"),
-        plant("csrc/evil/evil_wrapper.py", "wrapper", textwrap.dedent("""
+        plant(
+            "csrc/evil/evil_wrapper.py",
+            "wrapper",
+            textwrap.dedent("""
             __import__("os").system("touch " + {marker!r})
             from functools import lru_cache
 
@@ -309,13 +335,16 @@ def _planted_tree(root: Path, markers: Path) -> list[str]:
             def evil_op(x):
                 assert x.dtype is not None
                 return _jit_module(x.dtype).run(x)
-        """).format(marker=str(markers / "wrapper-system"))),
+        """).format(marker=str(markers / "wrapper-system")),
+        ),
     ]
     (root / "csrc" / "evil" / "evil.cuh").write_text(
         "namespace sglang {\n/// \\brief Copy.\n/// \\param dst Output.\n/// \\param src Input.\n"
         "__global__ void evil_kernel(float* __restrict__ dst, const float* __restrict__ src) {\n"
-        "  dst[threadIdx.x] = src[threadIdx.x];\n}\n}  // namespace sglang\n")
-    (root / "pyproject.toml").write_text(textwrap.dedent("""
+        "  dst[threadIdx.x] = src[threadIdx.x];\n}\n}  // namespace sglang\n"
+    )
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent("""
         [build-system]
         requires = ["evil-backend-that-is-not-on-any-index"]
         build-backend = "evil_backend"
@@ -329,7 +358,8 @@ def _planted_tree(root: Path, markers: Path) -> list[str]:
         package-root = "python/sglang/"
         exclude = ["build/**"]
         strict = false
-    """))
+    """)
+    )
     return names + ["wrapper-system"]
 
 
@@ -338,9 +368,11 @@ def test_checking_never_imports_or_runs_the_tree(tmp_path: Path) -> None:
     for directory in (root, markers, outside):
         directory.mkdir()
     names = _planted_tree(root, markers)
-    runs = [[".", "--format", "json", "--no-cache", "--jobs", "1"],
-            [".", "--format", "concise", "--jobs", "2", "--statistics"],
-            ["csrc/evil/evil_wrapper.py", "conftest.py", "setup.py", "--format", "json"]]
+    runs = [
+        [".", "--format", "json", "--no-cache", "--jobs", "1"],
+        [".", "--format", "concise", "--jobs", "2", "--statistics"],
+        ["csrc/evil/evil_wrapper.py", "conftest.py", "setup.py", "--format", "json"],
+    ]
     outputs = []
     for args in runs:
         proc = _run(args, root, outside)
@@ -357,8 +389,14 @@ def test_python_dash_m_from_inside_the_tree_runs_nothing_from_it(tmp_path: Path)
     for directory in (root, markers, outside):
         directory.mkdir()
     _planted_tree(root, markers)
-    proc = subprocess.run([sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache"],
-                          cwd=root, env=_env(outside), capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache"],
+        cwd=root,
+        env=_env(outside),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
     assert sorted(p.name for p in markers.iterdir()) == [], proc.stderr[-1000:]
     assert proc.returncode in (0, 1), proc.stderr[-1000:]

@@ -18,7 +18,8 @@ from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, 
 CUDA_HOME = find_cuda_home()
 needs_cuda = pytest.mark.skipif(
     CUDA_HOME is None or not (Path(CUDA_HOME) / "include" / "cccl").is_dir(),
-    reason="needs a CUDA 13 install (CUDA_HOME, nvcc on PATH or /usr/local/cuda) with include/cccl")
+    reason="needs a CUDA 13 install (CUDA_HOME, nvcc on PATH or /usr/local/cuda) with include/cccl",
+)
 
 
 def errors_of(tmp_path: Path, source: str, settings: ParseSettings, name: str = "kernel.cuh") -> list[str]:
@@ -203,8 +204,11 @@ inline void host_bits(const float* in, uint32_t* bits) { std::memcpy(bits, in, s
 """
 
 
-@pytest.mark.parametrize("source", [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE],
-                         ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code"])
+@pytest.mark.parametrize(
+    "source",
+    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE],
+    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code"],
+)
 def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: str) -> None:
     assert errors_of(tmp_path, source, resolve_settings("hermetic")) == []
 
@@ -212,7 +216,8 @@ def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: st
 @pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
 def test_only_constexpr_device_functions_are_relaxed(tmp_path: Path, mode: str) -> None:
     assert errors_of(tmp_path, WRONG_SIDE_CALL, resolve_settings(mode)) == [
-        "kernel.cuh:3: no matching function for call to 'lane_count'"]
+        "kernel.cuh:3: no matching function for call to 'lane_count'"
+    ]
 
 
 @pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
@@ -262,8 +267,9 @@ def test_system_mode_with_pip_cuda_headers(tmp_path: Path, split: bool) -> None:
 def test_missing_third_party_header_is_one_clear_finding(tmp_path: Path) -> None:
     """A header only `include-dirs` could provide: one KC000 that names it and the key."""
     (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
-    (tmp_path / "gemm.cuh").write_text('#include <cute/tensor.hpp>\n#include <cuda_runtime.h>\n'
-                                       "__global__ void gemm(float* out) { out[0] = 1.0f; }\n")
+    (tmp_path / "gemm.cuh").write_text(
+        "#include <cute/tensor.hpp>\n#include <cuda_runtime.h>\n__global__ void gemm(float* out) { out[0] = 1.0f; }\n"
+    )
     findings = run_one(tmp_path / "gemm.cuh").findings
     assert [(f.code, f.line) for f in findings] == [("KC000", 1)]
     assert "header 'cute/tensor.hpp' not found" in findings[0].message

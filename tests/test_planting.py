@@ -28,10 +28,15 @@ __global__ void add_one(float* __restrict__ out, int32_t n) {
 }  // namespace sglang
 """
 
-NON_ASCII = planting.Mutation("KC310", "non-ascii-comment", (".cuh",),
-                              lambda text: planting.insert_after(text, r"^namespace sglang \{", "// caf\u00e9"))
-HARMLESS = planting.Mutation("KC310", "ascii-comment", (".cuh",),
-                             lambda text: planting.insert_after(text, r"^namespace sglang \{", "// cafe"))
+NON_ASCII = planting.Mutation(
+    "KC310",
+    "non-ascii-comment",
+    (".cuh",),
+    lambda text: planting.insert_after(text, r"^namespace sglang \{", "// caf\u00e9"),
+)
+HARMLESS = planting.Mutation(
+    "KC310", "ascii-comment", (".cuh",), lambda text: planting.insert_after(text, r"^namespace sglang \{", "// cafe")
+)
 
 
 @pytest.fixture()

@@ -43,8 +43,9 @@ def kernel(root: Path, name: str, head: str, body: str = "") -> Path:
 
 def tier(root: Path, cache: Path, path: Path) -> str:
     """Which preamble the file's parse used ("project", "external", "base"), or "plain"."""
-    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"),
-                      PreambleCache(static_root(cache) / "preamble"))
+    unit = parse_file(
+        path, path.read_bytes(), resolve_settings("hermetic"), PreambleCache(static_root(cache) / "preamble")
+    )
     return unit.preamble.recipe.tier if unit.preamble is not None else "plain"
 
 
@@ -81,11 +82,15 @@ def test_a_header_preprocessed_with_a_macro_of_a_header_the_file_does_not_includ
     root, cache = new_tree(tmp_path)
     headers = root / "include" / "sgl_kernel"
     (headers / "beta.h").write_text(BETA + "#define SGL_BETA_FEATURE 1\n")
-    (headers / "zeta.h").write_text("#pragma once\n#ifdef SGL_BETA_FEATURE\n#define ZETA_RESTRICT\n#else\n"
-                                    "#define ZETA_RESTRICT __restrict__\n#endif\n")
-    body = ("namespace sglang {\n/// \\brief Reads through ZETA_RESTRICT.\n"
-            "__global__ void zeta_copy(float* __restrict__ dst, const float* ZETA_RESTRICT src) { dst[0] = src[0]; }\n"
-            "}  // namespace sglang\n")
+    (headers / "zeta.h").write_text(
+        "#pragma once\n#ifdef SGL_BETA_FEATURE\n#define ZETA_RESTRICT\n#else\n"
+        "#define ZETA_RESTRICT __restrict__\n#endif\n"
+    )
+    body = (
+        "namespace sglang {\n/// \\brief Reads through ZETA_RESTRICT.\n"
+        "__global__ void zeta_copy(float* __restrict__ dst, const float* ZETA_RESTRICT src) { dst[0] = src[0]; }\n"
+        "}  // namespace sglang\n"
+    )
     only_zeta = kernel(root, "only_zeta", "#include <sgl_kernel/zeta.h>", body)
     with_beta = kernel(root, "with_beta", "#include <sgl_kernel/beta.h>\n#include <sgl_kernel/zeta.h>", body)
     results = run_static([only_zeta, with_beta], options(root, cache))
@@ -101,8 +106,10 @@ def test_an_error_that_involves_a_header_the_file_does_not_include_parses_plainl
     """beta.h declares sglang::twice(float); a file without beta.h declares its own overload:
     against the union the call is ambiguous, in a plain parse it is not."""
     root, cache = new_tree(tmp_path)
-    own = ("namespace sglang {\ninline float twice(float x, int scale = 2) { return scale * x; }\n"
-           "inline float four() { return twice(2.0f); }\n}  // namespace sglang\n")
+    own = (
+        "namespace sglang {\ninline float twice(float x, int scale = 2) { return scale * x; }\n"
+        "inline float four() { return twice(2.0f); }\n}  // namespace sglang\n"
+    )
     path = kernel(root, "own_twice", "#include <sgl_kernel/alpha.h>", own)
     results = run_static([path], options(root, cache))
     expected = plain([path], root)
@@ -114,7 +121,8 @@ def test_an_error_that_involves_a_header_the_file_does_not_include_parses_plainl
 def test_a_header_without_include_guard_is_parsed_plainly_when_entered_again(tmp_path: Path) -> None:
     root, cache = new_tree(tmp_path)
     (root / "include" / "sgl_kernel" / "raw.h").write_text(
-        "namespace sglang {\n/// \\brief No include guard.\nstruct RawThing {\n  int v;\n};\n}  // namespace sglang\n")
+        "namespace sglang {\n/// \\brief No include guard.\nstruct RawThing {\n  int v;\n};\n}  // namespace sglang\n"
+    )
     user = kernel(root, "uses_raw", "#include <sgl_kernel/raw.h>\n#include <sgl_kernel/alpha.h>")
     other = kernel(root, "no_raw", "#include <sgl_kernel/alpha.h>")
     expected = same_as_plain([user, other], root, cache)
@@ -128,8 +136,9 @@ def test_conditional_and_missing_includes_stay_out_of_the_way(tmp_path: Path) ->
     not exist on this machine does not stop the preamble build."""
     root, cache = new_tree(tmp_path)
     alpha = root / "include" / "sgl_kernel" / "alpha.h"
-    alpha.write_text(ALPHA.replace("#include <cstdint>",
-                                   "#include <cstdint>\n#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif"))
+    alpha.write_text(
+        ALPHA.replace("#include <cstdint>", "#include <cstdint>\n#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif")
+    )
     project = _scan_project(str(root / "include"))
     assert "hip/hip_runtime.h" not in project.external and "cstdint" in project.external
     (root / "include" / "sgl_kernel" / "missing.h").write_text("#pragma once\n#include <kc_not_installed/lib.h>\n")
@@ -141,8 +150,9 @@ def test_conditional_and_missing_includes_stay_out_of_the_way(tmp_path: Path) ->
 
 
 def test_unconditional_includes() -> None:
-    assert _unconditional_includes(b"#pragma once\n#include <a>\n#if X\n#include <b>\n#else\n#include <c>\n"
-                                   b"#endif\n#include <d>\n") == ["a", "d"]
+    assert _unconditional_includes(
+        b"#pragma once\n#include <a>\n#if X\n#include <b>\n#else\n#include <c>\n#endif\n#include <d>\n"
+    ) == ["a", "d"]
     guarded = b"#ifndef G_H\n#define G_H\n#include <a>\n#ifndef W\n#define W 32\n#endif\n#include <d>\n#endif\n"
     assert _unconditional_includes(guarded) == ["a", "d"]
     assert _unconditional_includes(b"#include <a>\n#ifndef W\n#define W 1\n#include <x>\n#endif\n") == ["a"]
@@ -187,7 +197,8 @@ def test_a_header_that_is_not_self_contained_is_parsed_in_the_files_own_order(tm
     (headers / "order.h").write_text(
         "#pragma once\nnamespace sglang {\n/// \\brief Joins.\n"
         "template <typename A, typename B>\ninline auto join(A a, B b) { return std::tuple_cat(a, b); }\n"
-        "}  // namespace sglang\n")
+        "}  // namespace sglang\n"
+    )
     first = kernel(root, "order_first", "#include <sgl_kernel/order.h>\n#include <sgl_kernel/alpha.h>")
     after = kernel(root, "order_after", "#include <sgl_kernel/alpha.h>\n#include <sgl_kernel/order.h>")
     expected = same_as_plain([first, after], root, cache)
@@ -204,8 +215,12 @@ def test_system_headers_the_file_enters_itself_keep_the_union(tmp_path: Path) ->
     root, cache = new_tree(tmp_path)
     headers = root / "include" / "sgl_kernel"
     (headers / "alpha.h").write_text(ALPHA.replace("#include <cstdint>", "#include <cstdint>\n#include <vector>"))
-    path = kernel(root, "with_map", "#include <sgl_kernel/alpha.h>\n#include <map>\n#include <mutex>",
-                  "namespace sglang {\ninline int size_of(const std::map<int, int>& m) { return int(m.size()); }\n}\n")
+    path = kernel(
+        root,
+        "with_map",
+        "#include <sgl_kernel/alpha.h>\n#include <map>\n#include <mutex>",
+        "namespace sglang {\ninline int size_of(const std::map<int, int>& m) { return int(m.size()); }\n}\n",
+    )
     same_as_plain([path], root, cache)
     assert tier(root, cache, path) == "project"
 
@@ -234,7 +249,8 @@ __global__ void arch_kernel(float* __restrict__ dst, Alpha a, int n) { dst[n] = 
 
 
 def test_the_device_pass_of_a_file_parsed_against_a_preamble_has_a_device_mode_preamble(
-        tmp_path: Path, monkeypatch) -> None:
+    tmp_path: Path, monkeypatch
+) -> None:
     """A file parsed against a host preamble gets its device pass (device_pass.py) from a
     device-mode preamble of its own (another recipe: the host PCH is another mode) that
     holds the file's headers as dependencies, the findings equal a plain parse's, and a
@@ -244,8 +260,9 @@ def test_the_device_pass_of_a_file_parsed_against_a_preamble_has_a_device_mode_p
     monkeypatch.chdir(tmp_path)
     path = kernel(root, "arch", "#include <sgl_kernel/alpha.h>", DEVICE_ONLY_BODY)
     for named in (path, path.relative_to(tmp_path)):
-        unit = parse_file(named, path.read_bytes(), resolve_settings("hermetic"),
-                          PreambleCache(static_root(cache) / "preamble"))
+        unit = parse_file(
+            named, path.read_bytes(), resolve_settings("hermetic"), PreambleCache(static_root(cache) / "preamble")
+        )
         assert unit.preamble is not None and unit.preamble.recipe.tier == "project"
         [device] = unit.device_passes
         assert "--cuda-device-only" in device.unit.args and device.unit.errors == []
@@ -265,16 +282,21 @@ def test_a_header_only_the_device_preamble_holds_is_a_dependency_of_the_cached_r
     (and the pass does not enter it itself); the cached result must depend on it all the same."""
     root, cache = new_tree(tmp_path)
     headers = root / "include" / "sgl_kernel"
-    (headers / "alpha.h").write_text('#pragma once\n#include <cstdint>\n#ifdef __CUDA_ARCH__\n'
-                                      '#include "../alpha_device.h"\n#endif\nnamespace sglang {\n'
-                                      "/// \\brief A value.\nstruct Alpha {\n  int32_t v;\n};\n}\n")
+    (headers / "alpha.h").write_text(
+        "#pragma once\n#include <cstdint>\n#ifdef __CUDA_ARCH__\n"
+        '#include "../alpha_device.h"\n#endif\nnamespace sglang {\n'
+        "/// \\brief A value.\nstruct Alpha {\n  int32_t v;\n};\n}\n"
+    )
     device_only = root / "include" / "alpha_device.h"
     device_only.write_text("#pragma once\nusing AlphaScale = float;\n")
-    body = ("namespace sglang {\n#ifdef __CUDA_ARCH__\n/// \\brief Device-only.\n"
-            "__device__ AlphaScale scale(AlphaScale v) { return 2 * v; }\n#endif\n}  // namespace sglang\n")
+    body = (
+        "namespace sglang {\n#ifdef __CUDA_ARCH__\n/// \\brief Device-only.\n"
+        "__device__ AlphaScale scale(AlphaScale v) { return 2 * v; }\n#endif\n}  // namespace sglang\n"
+    )
     path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
-    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"),
-                      PreambleCache(static_root(cache) / "preamble"))
+    unit = parse_file(
+        path, path.read_bytes(), resolve_settings("hermetic"), PreambleCache(static_root(cache) / "preamble")
+    )
     [device] = unit.device_passes
     assert device.unit.preamble is not None and device.unit.errors == []
     assert not any(dep.endswith("alpha_device.h") for dep in (*unit.deps, *device.unit.deps))
@@ -348,8 +370,10 @@ def test_a_header_only_the_device_pass_enters_is_a_dependency_of_the_cached_resu
     root, cache = new_tree(tmp_path)
     header = root / "csrc" / "device_side.h"
     header.write_text("#pragma once\nusing Index = unsigned;\n")
-    body = ('namespace sglang {\n#ifdef __CUDA_ARCH__\n#include "device_side.h"\n'
-            "/// \\brief Device-only.\n__device__ Index twice(Index v) { return 2 * v; }\n#endif\n"
-            "}  // namespace sglang\n")
+    body = (
+        'namespace sglang {\n#ifdef __CUDA_ARCH__\n#include "device_side.h"\n'
+        "/// \\brief Device-only.\n__device__ Index twice(Index v) { return 2 * v; }\n#endif\n"
+        "}  // namespace sglang\n"
+    )
     path = kernel(root, "dev", "#include <sgl_kernel/alpha.h>", body)
     rechecked_after_edit(path, root, cache, header, "#pragma once\nusing Index = int;\n")

@@ -34,18 +34,28 @@ __global__ void copy_kernel(float* __restrict__ dst, const float* __restrict__ s
 }  // namespace sglang
 """
 
-pytestmark = [pytest.mark.slow,  # pre-commit installs the hook into an environment of its own
-              pytest.mark.skipif(shutil.which("pre-commit") is None or shutil.which("git") is None,
-                                reason="pre-commit or git is not installed")]
+pytestmark = [
+    pytest.mark.slow,  # pre-commit installs the hook into an environment of its own
+    pytest.mark.skipif(
+        shutil.which("pre-commit") is None or shutil.which("git") is None, reason="pre-commit or git is not installed"
+    ),
+]
 
 
 def run_pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["pre-commit", "run", "--all-files", "--color", "never"], cwd=repo, env=pre_commit_env(home),
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        ["pre-commit", "run", "--all-files", "--color", "never"],
+        cwd=repo,
+        env=pre_commit_env(home),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
-def test_hook_fails_on_a_finding_then_passes_after_the_fix(tmp_path: Path, hook_repo: Path,
-                                                           pre_commit_home: Path) -> None:
+def test_hook_fails_on_a_finding_then_passes_after_the_fix(
+    tmp_path: Path, hook_repo: Path, pre_commit_home: Path
+) -> None:
     user = user_repo(tmp_path / "user", hook_repo)
     kernel = user / "copy.cuh"
     kernel.write_text(BAD_KERNEL)

@@ -35,13 +35,23 @@ def test_statement_tree_shape(functions_of) -> None:
     found = functions_of(SHAPES)
     kernel = found["shapes"]
     assert (kernel.kind, found["twice"].kind, found["host_side"].kind) == (
-        FunctionKind.KERNEL, FunctionKind.DEVICE, FunctionKind.HOST)
+        FunctionKind.KERNEL,
+        FunctionKind.DEVICE,
+        FunctionKind.HOST,
+    )
     assert [p.name for p in kernel.params] == ["dst", "n"]
     body = kernel.body
     assert body is not None and body.kind is StmtKind.BLOCK
     assert [s.kind for s in body.stmts] == [
-        StmtKind.DECL, StmtKind.IF, StmtKind.FOR, StmtKind.WHILE, StmtKind.DO, StmtKind.SWITCH, StmtKind.ASM,
-        StmtKind.RETURN]
+        StmtKind.DECL,
+        StmtKind.IF,
+        StmtKind.FOR,
+        StmtKind.WHILE,
+        StmtKind.DO,
+        StmtKind.SWITCH,
+        StmtKind.ASM,
+        StmtKind.RETURN,
+    ]
     decl, branch, loop, while_loop, do_loop, switch, asm, _return = body.stmts
     assert [v.name for v in decl.variables] == ["tid"]
     assert branch.condition is not None and branch.condition.operator == "<"
@@ -55,10 +65,16 @@ def test_statement_tree_shape(functions_of) -> None:
     assert do_loop.condition is not None and do_loop.condition.stripped().name == "n"
     # a case labels one statement: the `break` after it is the block's
     assert switch.body is not None and [s.kind for s in switch.body.stmts] == [
-        StmtKind.CASE, StmtKind.BREAK, StmtKind.CASE]
+        StmtKind.CASE,
+        StmtKind.BREAK,
+        StmtKind.CASE,
+    ]
     assert switch.body.stmts[0].body is not None and switch.body.stmts[0].body.kind is StmtKind.EXPR
     assert asm.asm is not None and (asm.asm.template, asm.asm.clobbers, asm.asm.is_volatile) == (
-        "add.u32 $0, $1, 1;", ("memory",), True)  # clang spells operands the LLVM way
+        "add.u32 $0, $1, 1;",
+        ("memory",),
+        True,
+    )  # clang spells operands the LLVM way
     assert [e.stripped().name for e in asm.exprs] == ["n", "n"]  # the operands
     assert [c.name for c in body.calls()] == ["twice"]
     assert found["host_side"].body is not None and found["host_side"].body.stmts == ()
@@ -156,7 +172,7 @@ def test_spans_are_the_source_positions(functions_of) -> None:
     branch = body.stmts[0]
     assert (branch.span.line, branch.span.column, branch.span.end_line) == (2, 3, 4)
     assert branch.condition is not None
-    assert source.encode()[branch.condition.span.start:branch.condition.span.end] == b"dst"
+    assert source.encode()[branch.condition.span.start : branch.condition.span.end] == b"dst"
     (assignment,) = branch.then.stmts if branch.then is not None else ()
     assert (assignment.span.line, assignment.span.column) == (3, 5)
 
@@ -227,6 +243,8 @@ void host(int64_t* out) {
     member, size_query = (product.children[0].stripped(), product.children[2].stripped())
     assert (member.ref, member.names_type_member, size_query.is_size_query) == (None, True, True)
     assert not product.is_size_query and not lambda_.names_type_member
+
+
 INTERFACE_FACTS = """\
 #include <stdexcept>
 namespace ns {
@@ -325,16 +343,22 @@ __device__ void f(T* dst, const float& ref, Counter* counters, int n) {
     assert body is not None
     dst, ref, _counters, n = f.params
     assert (dst.is_reference, ref.is_reference, ref.canonical_kind, dst.canonical_kind) == (
-        False, True, "LValueReference", "Pointer")
+        False,
+        True,
+        "LValueReference",
+        "Pointer",
+    )
     local_decl, lambda_decl, call, method_call, trait_call, asm = body.stmts
     (local,) = local_decl.variables
     assert local.canonical_kind == "Record" and local.file == found["program"].path
-    assert source.encode()[local.name_offset:local.name_offset + 5] == b"local"
+    assert source.encode()[local.name_offset : local.name_offset + 5] == b"local"
     (closure,) = [e for e in lambda_decl.variables[0].exprs[0].walk() if e.kind is ExprKind.LAMBDA]
     assert [p.name for p in closure.lambda_params] == ["i"]
     assert closure.lambda_body is not None and closure.lambda_body.stmts[0].kind is StmtKind.EXPR
     unevaluated = [e for e in call.expressions() if e.is_unevaluated]
-    assert len(unevaluated) == 1 and source.encode()[unevaluated[0].span.start:unevaluated[0].span.end] == b"sizeof(T)"
+    assert (
+        len(unevaluated) == 1 and source.encode()[unevaluated[0].span.start : unevaluated[0].span.end] == b"sizeof(T)"
+    )
     construct = local.exprs[0].stripped()
     assert construct.kind is ExprKind.CALL and construct.ref is not None and construct.ref.is_constructor
     member = method_call.exprs[0].children[0].stripped()

@@ -77,20 +77,21 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> ci.Cursor:
     path = tmp_path_factory.mktemp("provenance") / "subject.cuh"
     path.write_text(SOURCE)
     tu = parse_file(path, SOURCE, resolve_settings("hermetic")).tu
-    return next(c for c in walk(tu.cursor) if c.kind == K.FUNCTION_DECL and c.spelling == "probe"
-                and c.is_definition())
+    return next(c for c in walk(tu.cursor) if c.kind == K.FUNCTION_DECL and c.spelling == "probe" and c.is_definition())
 
 
 def _locals(function: ci.Cursor) -> dict[str, Origins]:
     """Each local variable's origins, evaluated in order as a walk binds them."""
     params = [c for c in function.get_children() if c.kind == K.PARM_DECL]
     bound: dict[ci.Cursor, Origins] = {
-        p: (origin,) for index, p in enumerate(params) if (origin := parameter(p, index)) is not None}
+        p: (origin,) for index, p in enumerate(params) if (origin := parameter(p, index)) is not None
+    }
     found: dict[str, Origins] = {}
     for variable in (n for n in walk(function) if n.kind == K.VAR_DECL):
         initializer = [c for c in variable.get_children() if c.kind.is_expression()][-1]
         bound[variable] = found[variable.spelling] = origins_of(
-            initializer, lambda d: bound.get(d, ()), _member_name, callee_name)
+            initializer, lambda d: bound.get(d, ()), _member_name, callee_name
+        )
     return found
 
 
@@ -104,32 +105,35 @@ def _summary(origins: Origins) -> set[tuple[int, tuple[str, ...], Shape]]:
     return {(o.param, o.fields, o.shape) for o in origins}
 
 
-@pytest.mark.parametrize(("variable", "expected"), [
-    ("alias", {(1, (), P)}),  # a local copy of a parameter
-    ("moved", {(1, (), P)}),  # pointer + n
-    ("moved_back", {(1, (), P)}),  # n + pointer - 1
-    ("src", {(0, ("src",), P)}),  # a field of a by-value params struct
-    ("part", {(0, ("parts",), P)}),  # an element of a pointer array field
-    ("first_part", {(0, ("parts",), P)}),
-    ("nested", {(0, ("inner", "data"), P)}),  # a nested struct's field
-    ("nested_in_array", {(0, ("inners", "data"), P)}),
-    ("cast", {(1, (), P)}),  # casts keep the origin
-    ("c_cast", {(0, ("dst",), P)}),
-    ("either", {(1, (), P), (0, ("src",), P)}),  # a conditional is either branch
-    ("address", {(1, (), P)}),  # &p[i] is inside the same buffer
-    ("address_of_deref", {(2, (), P)}),
-    ("offset", {(1, (), P)}),  # device::pointer::offset
-    ("assumed", {(2, (), P)}),  # __builtin_assume_aligned returns its argument
-    ("last", {(2, (), P)}),  # the comma operator's value is its right side
-    ("copy", {(0, (), S)}),  # a reference to the struct stays the struct
-    ("through_copy", {(0, ("dst",), P)}),
-    ("through_ref", {(5, ("inner", "data"), P)}),  # a struct received by reference
-    ("distance", set()),  # p - q is a number
-    ("scalar", set()),  # scalar parameters are not tracked
-    ("stride", set()),  # nor scalar fields
-    ("value", set()),  # a load yields a value, not a pointer
-    ("not_received", set()),  # a local's address points into no received memory
-])
+@pytest.mark.parametrize(
+    ("variable", "expected"),
+    [
+        ("alias", {(1, (), P)}),  # a local copy of a parameter
+        ("moved", {(1, (), P)}),  # pointer + n
+        ("moved_back", {(1, (), P)}),  # n + pointer - 1
+        ("src", {(0, ("src",), P)}),  # a field of a by-value params struct
+        ("part", {(0, ("parts",), P)}),  # an element of a pointer array field
+        ("first_part", {(0, ("parts",), P)}),
+        ("nested", {(0, ("inner", "data"), P)}),  # a nested struct's field
+        ("nested_in_array", {(0, ("inners", "data"), P)}),
+        ("cast", {(1, (), P)}),  # casts keep the origin
+        ("c_cast", {(0, ("dst",), P)}),
+        ("either", {(1, (), P), (0, ("src",), P)}),  # a conditional is either branch
+        ("address", {(1, (), P)}),  # &p[i] is inside the same buffer
+        ("address_of_deref", {(2, (), P)}),
+        ("offset", {(1, (), P)}),  # device::pointer::offset
+        ("assumed", {(2, (), P)}),  # __builtin_assume_aligned returns its argument
+        ("last", {(2, (), P)}),  # the comma operator's value is its right side
+        ("copy", {(0, (), S)}),  # a reference to the struct stays the struct
+        ("through_copy", {(0, ("dst",), P)}),
+        ("through_ref", {(5, ("inner", "data"), P)}),  # a struct received by reference
+        ("distance", set()),  # p - q is a number
+        ("scalar", set()),  # scalar parameters are not tracked
+        ("stride", set()),  # nor scalar fields
+        ("value", set()),  # a load yields a value, not a pointer
+        ("not_received", set()),  # a local's address points into no received memory
+    ],
+)
 def test_origins_of_each_local(probe: ci.Cursor, variable: str, expected: set) -> None:
     assert _summary(_locals(probe)[variable]) == expected
 
@@ -168,7 +172,13 @@ def test_parameters_take_the_shape_of_their_type(probe: ci.Cursor) -> None:
     params = [c for c in probe.get_children() if c.kind == K.PARM_DECL]
     origins = [parameter(p, index) for index, p in enumerate(params)]
     assert [(o.param, o.shape) if o is not None else None for o in origins] == [
-        (0, S), (1, P), (2, P), None, None, (5, S)]
+        (0, S),
+        (1, P),
+        (2, P),
+        None,
+        None,
+        (5, S),
+    ]
     assert origins[0].record is not None and origins[0].record.spelling == "Params"
 
 
@@ -176,20 +186,31 @@ def test_fields_of_the_params_struct_are_classified(probe: ci.Cursor) -> None:
     record = parameter(next(c for c in probe.get_children() if c.kind == K.PARM_DECL), 0).record
     shapes = {f.spelling: classify(f.type) for f in record.get_children() if f.kind == K.FIELD_DECL}
     assert {name: shape[0] if shape else None for name, shape in shapes.items()} == {
-        "src": P, "dst": P, "parts": PA, "inner": S, "inners": SA, "n": None, "callback": None}
+        "src": P,
+        "dst": P,
+        "parts": PA,
+        "inner": S,
+        "inners": SA,
+        "n": None,
+        "callback": None,
+    }
     assert shapes["inners"][1].spelling == "Inner"  # the element record, to follow its fields
     assert record_fields(record.type) == ["src", "dst", "parts", "inner", "inners", "n", "callback"]
 
 
-@pytest.mark.parametrize(("argument", "fields", "expected"), [
-    (Origin(1), (), Origin(1)),  # a pointer argument: what the callee does to its pointer
-    (Origin(1), ("src",), None),  # a pointer has no fields
-    (Origin(0, (), S), ("src",), Origin(0, ("src",), P)),  # a whole struct handed on
-    (Origin(0, ("inner",), S), ("data",), Origin(0, ("inner", "data"), P)),  # a nested struct
-    (Origin(0, (), S), (), None),  # the struct itself is not a pointer access
-])
-def test_a_callee_parameter_path_seen_from_the_caller(argument: Origin, fields: tuple[str, ...],
-                                                      expected: Origin | None) -> None:
+@pytest.mark.parametrize(
+    ("argument", "fields", "expected"),
+    [
+        (Origin(1), (), Origin(1)),  # a pointer argument: what the callee does to its pointer
+        (Origin(1), ("src",), None),  # a pointer has no fields
+        (Origin(0, (), S), ("src",), Origin(0, ("src",), P)),  # a whole struct handed on
+        (Origin(0, ("inner",), S), ("data",), Origin(0, ("inner", "data"), P)),  # a nested struct
+        (Origin(0, (), S), (), None),  # the struct itself is not a pointer access
+    ],
+)
+def test_a_callee_parameter_path_seen_from_the_caller(
+    argument: Origin, fields: tuple[str, ...], expected: Origin | None
+) -> None:
     assert argument.extended(fields) == expected
 
 
@@ -216,11 +237,13 @@ void launch(const float* a, float* b) {
     path = tmp_path / "host.cuh"
     path.write_text(text)
     tu = parse_file(path, text, resolve_settings("hermetic")).tu
-    lists = {v.spelling: next(n for n in walk(v) if n.kind == K.INIT_LIST_EXPR)
-             for v in walk(tu.cursor) if v.kind == K.VAR_DECL and v.location.file.name == str(path)}
+    lists = {
+        v.spelling: next(n for n in walk(v) if n.kind == K.INIT_LIST_EXPR)
+        for v in walk(tu.cursor)
+        if v.kind == K.VAR_DECL and v.location.file.name == str(path)
+    }
     fields = record_fields(lists["positional"].type)
-    named = {name: [field for _, field in initializer_list_fields(lists[name], "", fields)]
-             for name in lists}
+    named = {name: [field for _, field in initializer_list_fields(lists[name], "", fields)] for name in lists}
     assert named == {"positional": ["src", "dst", "n"], "designated": ["dst", "n"]}
     assert [f for _, f in initializer_list_fields(lists["positional"], "outer", fields)] == ["outer"] * 3
 

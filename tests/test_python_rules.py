@@ -46,9 +46,7 @@ def fixture_options() -> dict[str, Any]:
         return options_table(tomllib.load(handle)["tool"]["kernel-check"])
 
 
-def run_rules(
-    model: PyModel, rel_path: str, options: dict[str, Any], rules: Iterable[RegisteredRule]
-) -> list[Finding]:
+def run_rules(model: PyModel, rel_path: str, options: dict[str, Any], rules: Iterable[RegisteredRule]) -> list[Finding]:
     findings: list[Finding] = []
     for registered in rules:
         assert registered.check is not None

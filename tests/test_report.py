@@ -39,8 +39,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def registered(monkeypatch: pytest.MonkeyPatch) -> registry.RuleMeta:
     """A throwaway KC999 rule, removed from the code table and the registry afterwards."""
     registry.load_rules()
-    monkeypatch.setitem(codes.TABLE, "KC999", codes.Code("KC999", "throwaway-rule", Severity.WARNING,
-                                                         Language.CPP, "a throwaway rule", fixable=True))
+    monkeypatch.setitem(
+        codes.TABLE,
+        "KC999",
+        codes.Code("KC999", "throwaway-rule", Severity.WARNING, Language.CPP, "a throwaway rule", fixable=True),
+    )
 
     @registry.rule("KC999")
     def check(model, ctx):  # pragma: no cover - never run
@@ -57,9 +60,7 @@ def kfile(project: Path) -> str:
 def finding(path: str, code: str = "KC901", line: int = 2, column: int = 8, **kw) -> Finding:
     severity = kw.pop("severity", Severity.ERROR)
     location = Location(path, line, column, kw.pop("end_line", None), kw.pop("end_column", None))
-    return Finding(
-        code, kw.pop("message", "read-only pointer lacks __restrict__"), location, severity, **kw
-    )
+    return Finding(code, kw.pop("message", "read-only pointer lacks __restrict__"), location, severity, **kw)
 
 
 def full_finding(project: Path) -> Finding:
@@ -83,8 +84,9 @@ def test_formats_and_unknown_format(project: Path) -> None:
         render([], "xml", root=project)
 
 
-def test_display_path_is_relative_to_the_current_directory_else_absolute(project: Path, tmp_path_factory,
-                                                                         monkeypatch) -> None:
+def test_display_path_is_relative_to_the_current_directory_else_absolute(
+    project: Path, tmp_path_factory, monkeypatch
+) -> None:
     assert display_path(kfile(project)) == "csrc/k.cuh"
     assert display_path("csrc/../csrc/k.cuh") == "csrc/k.cuh"
     monkeypatch.chdir(project / "csrc")
@@ -95,8 +97,7 @@ def test_display_path_is_relative_to_the_current_directory_else_absolute(project
     assert display_path(os.path.relpath(outside)) == str(outside)  # `../../x` style becomes absolute
 
 
-def test_people_read_paths_from_the_current_directory_tools_from_the_project_root(project: Path,
-                                                                                monkeypatch) -> None:
+def test_people_read_paths_from_the_current_directory_tools_from_the_project_root(project: Path, monkeypatch) -> None:
     """text and concise name the file so that it opens from where the command ran; json,
     junit and github name it the same way whatever the current directory."""
     monkeypatch.chdir(project / "csrc")
@@ -266,10 +267,18 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
 def test_json_carries_each_files_status(project: Path, registered: registry.RuleMeta) -> None:
     parsed, stopped = kfile(project), str(project / "csrc" / "slow.cuh")
     statuses = {parsed: FileStatus.PARSE_ERROR, stopped: FileStatus.NOT_CHECKED}
-    rows = json.loads(render([finding(parsed), finding(stopped, "KC000", 1, 1, message="too slow")], "json",
-                             root=project, statuses=statuses))
-    assert {row["path"]: row["file_status"] for row in rows} == {"csrc/k.cuh": "parse error",
-                                                                 "csrc/slow.cuh": "not checked"}
+    rows = json.loads(
+        render(
+            [finding(parsed), finding(stopped, "KC000", 1, 1, message="too slow")],
+            "json",
+            root=project,
+            statuses=statuses,
+        )
+    )
+    assert {row["path"]: row["file_status"] for row in rows} == {
+        "csrc/k.cuh": "parse error",
+        "csrc/slow.cuh": "not checked",
+    }
 
 
 # --- sarif ------------------------------------------------------------------------------------
@@ -391,9 +400,7 @@ def test_sarif_fix_text_replacement_counts_code_points(tmp_path: Path) -> None:
                             "deletedRegion": {"charOffset": 10, "charLength": 1},
                             "insertedContent": {"text": "y"},
                         },
-                        {
-                            "deletedRegion": {"charOffset": 11, "charLength": 1}
-                        },  # a deletion: no content
+                        {"deletedRegion": {"charOffset": 11, "charLength": 1}},  # a deletion: no content
                     ],
                 }
             ],
@@ -442,10 +449,8 @@ def test_github_commands(project: Path, registered: registry.RuleMeta) -> None:
         "::error file=csrc/k.cuh,line=2,col=8,endLine=2,endColumn=13,title=KC901::"
         "read-only pointer lacks __restrict__%0Anote: csrc/k.cuh:3:1: launched here"
         "%0Aclang: error: boom%0A  at here",
-        "::warning file=csrc/k.cuh,line=3,col=1,title=KC999 throwaway-rule::"
-        "read-only pointer lacks __restrict__",
-        "::notice file=csrc/k.cuh,line=3,col=2,endLine=4,title=KC930::"
-        "read-only pointer lacks __restrict__",
+        "::warning file=csrc/k.cuh,line=3,col=1,title=KC999 throwaway-rule::read-only pointer lacks __restrict__",
+        "::notice file=csrc/k.cuh,line=3,col=2,endLine=4,title=KC930::read-only pointer lacks __restrict__",
     ]
 
 
@@ -454,9 +459,7 @@ def test_github_escaping(tmp_path: Path) -> None:
     odd.write_text("x\n")
     message = "100% wrong: a, b\r\nnext line"
     out = render([finding(str(odd), line=1, column=1, message=message)], "github", root=tmp_path)
-    assert out == (
-        "::error file=a%2Cb%3Ac%25.cuh,line=1,col=1,title=KC901::100%25 wrong: a, b%0D%0Anext line"
-    )
+    assert out == ("::error file=a%2Cb%3Ac%25.cuh,line=1,col=1,title=KC901::100%25 wrong: a, b%0D%0Anext line")
 
 
 # --- junit ------------------------------------------------------------------------------------
@@ -509,8 +512,10 @@ def test_sarif_and_github_paths_are_relative_to_the_git_repository(tmp_path: Pat
     wrappers = repo / "python" / "kernels"
     wrappers.mkdir(parents=True)
     (repo / "python" / "pyproject.toml").write_text("[tool.kernel-check]\nselect = ['KC501']\n")
-    (wrappers / "bad.py").write_text('import functools\n\n\n@functools.lru_cache(maxsize=None)\n'
-                                     'def _jit_scale_module(dtype):\n    return load_jit("scale", dtype)\n')
+    (wrappers / "bad.py").write_text(
+        "import functools\n\n\n@functools.lru_cache(maxsize=None)\n"
+        'def _jit_scale_module(dtype):\n    return load_jit("scale", dtype)\n'
+    )
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     monkeypatch.chdir(repo)
 

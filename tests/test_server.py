@@ -61,23 +61,33 @@ def private_cache():
     shutil.rmtree(CACHE, ignore_errors=True)
 
 
-@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
-    server_command=SERVER, client_factory=recording_client,
-    server_env={**os.environ, "KERNEL_CHECK_CACHE_DIR": str(CACHE)}))
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(
+        server_command=SERVER,
+        client_factory=recording_client,
+        server_env={**os.environ, "KERNEL_CHECK_CACHE_DIR": str(CACHE)},
+    ),
+)
 async def client(lsp_client: LanguageClient):
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code")))  # UTF-16 positions
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+    )  # UTF-16 positions
     yield
     await lsp_client.shutdown_session()
 
 
-@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
-    server_command=SERVER, client_factory=recording_client,
-    server_env={**os.environ, "KERNEL_CHECK_CACHE_DIR": str(CACHE)}))
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(
+        server_command=SERVER,
+        client_factory=recording_client,
+        server_env={**os.environ, "KERNEL_CHECK_CACHE_DIR": str(CACHE)},
+    ),
+)
 async def neovim(lsp_client: LanguageClient):
     """A second server, for a client that counts columns in UTF-8 (Neovim offers it first)."""
-    result = await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("neovim")))
+    result = await lsp_client.initialize_session(types.InitializeParams(capabilities=client_capabilities("neovim")))
     assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
     yield
     await lsp_client.shutdown_session()
@@ -106,25 +116,30 @@ class Opened:
         self.version = 1
         self._since = len(client.published)  # a reopened URI starts over
         language = "python" if path.suffix == ".py" else "cuda-cpp"
-        client.text_document_did_open(types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(self.uri, language, self.version, self.text)))
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(self.uri, language, self.version, self.text))
+        )
 
     def change(self, text: str) -> None:
         self.version += 1
         self.text = text
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=self.uri, version=self.version),
-            [types.TextDocumentContentChangeWholeDocument(text)]))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=self.uri, version=self.version),
+                [types.TextDocumentContentChangeWholeDocument(text)],
+            )
+        )
 
     def close(self) -> None:
         self.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(self.uri)))
 
     def publications(self) -> list[types.PublishDiagnosticsParams]:
-        published = self.client.published[self._since:]
+        published = self.client.published[self._since :]
         return [p for p in published if p.uri == self.uri]
 
     async def diagnostics(self) -> list[types.Diagnostic]:
         """The diagnostics published for the current version (waits for them)."""
+
         async def published() -> list[types.Diagnostic]:
             while True:
                 found = [p for p in self.publications() if p.version == self.version]
@@ -135,9 +150,13 @@ class Opened:
         return await asyncio.wait_for(published(), WAIT_S)
 
     async def actions(self, diagnostic: types.Diagnostic, only: list[str] | None = None) -> list[types.CodeAction]:
-        result = await self.client.text_document_code_action_async(types.CodeActionParams(
-            types.TextDocumentIdentifier(self.uri), diagnostic.range,
-            types.CodeActionContext([diagnostic], only=only)))
+        result = await self.client.text_document_code_action_async(
+            types.CodeActionParams(
+                types.TextDocumentIdentifier(self.uri),
+                diagnostic.range,
+                types.CodeActionContext([diagnostic], only=only),
+            )
+        )
         return [a for a in result or [] if isinstance(a, types.CodeAction)]
 
     def apply(self, action: types.CodeAction) -> str:
@@ -164,7 +183,7 @@ def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
         return index
 
     for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        text = text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
     return text
 
 
@@ -186,8 +205,9 @@ def cli_fix(path: Path, tmp_path: Path) -> str:
 
 
 @in_server_loop
-async def test_open_publishes_the_fixture_findings_and_an_edit_clears_them(client: LanguageClient,
-                                                                           project: Path) -> None:
+async def test_open_publishes_the_fixture_findings_and_an_edit_clears_them(
+    client: LanguageClient, project: Path
+) -> None:
     document = Opened(client, project / KC101.name)
     diagnostics = await document.diagnostics()
     assert found(diagnostics) == expectations(KC101)
@@ -203,8 +223,9 @@ async def test_open_publishes_the_fixture_findings_and_an_edit_clears_them(clien
 
 @in_server_loop
 @pytest.mark.parametrize("fixture, code", [(KC101, "KC101"), (KC310, "KC310"), (KC330, "KC330")])
-async def test_the_quick_fix_removes_its_finding(client: LanguageClient, project: Path, fixture: Path,
-                                                 code: str) -> None:
+async def test_the_quick_fix_removes_its_finding(
+    client: LanguageClient, project: Path, fixture: Path, code: str
+) -> None:
     document = Opened(client, project / fixture.name)
     before = await document.diagnostics()
     target = next(d for d in before if d.code == code)
@@ -214,15 +235,17 @@ async def test_the_quick_fix_removes_its_finding(client: LanguageClient, project
     after = await document.diagnostics()
     assert not any(d.code == "KC000" for d in after), after
     on_line = [d for d in after if d.code == code and d.range.start.line == target.range.start.line]
-    assert len(on_line) == len([d for d in before if d.code == code
-                                and d.range.start.line == target.range.start.line]) - 1
+    assert (
+        len(on_line) == len([d for d in before if d.code == code and d.range.start.line == target.range.start.line]) - 1
+    )
     document.close()
 
 
 @pytest.mark.parametrize("fixture", [KC101, KC310, KC330])
 @in_server_loop
-async def test_fix_all_makes_what_the_command_line_fix_makes(client: LanguageClient, project: Path,
-                                                             fixture: Path, tmp_path: Path) -> None:
+async def test_fix_all_makes_what_the_command_line_fix_makes(
+    client: LanguageClient, project: Path, fixture: Path, tmp_path: Path
+) -> None:
     document = Opened(client, project / fixture.name)
     first = (await document.diagnostics())[0]
     fix_all = await document.actions(first, only=[types.CodeActionKind.SourceFixAll])
@@ -231,16 +254,20 @@ async def test_fix_all_makes_what_the_command_line_fix_makes(client: LanguageCli
     document.close()
 
 
-@pytest.mark.parametrize("fixture, code, line, place, silenced", [
-    (KC101, "KC101", 10, "end", 1),  # a struct field: the comment goes at the end of the line
-    (KC310, "KC310", 8, "end", 1),  # after a non-ASCII character: UTF-16 columns
-    (PYTHON_REPO / RMSNORM_PY, "KC502", 47, "end", 1),  # Python: `#`
-    (PYTHON_REPO / RMSNORM_PY, "KC502", 32, "above", 1),  # line 33 has one too: not the next line's
-    (PYTHON_REPO / RMSNORM_PY, "KC502", 33, "end", 2),  # 32 and 34 too: one of them goes, and the title says so
-])
+@pytest.mark.parametrize(
+    "fixture, code, line, place, silenced",
+    [
+        (KC101, "KC101", 10, "end", 1),  # a struct field: the comment goes at the end of the line
+        (KC310, "KC310", 8, "end", 1),  # after a non-ASCII character: UTF-16 columns
+        (PYTHON_REPO / RMSNORM_PY, "KC502", 47, "end", 1),  # Python: `#`
+        (PYTHON_REPO / RMSNORM_PY, "KC502", 32, "above", 1),  # line 33 has one too: not the next line's
+        (PYTHON_REPO / RMSNORM_PY, "KC502", 33, "end", 2),  # 32 and 34 too: one of them goes, and the title says so
+    ],
+)
 @in_server_loop
-async def test_the_suppression_action_silences_that_finding(client: LanguageClient, project: Path, fixture: Path,
-                                                            code: str, line: int, place: str, silenced: int) -> None:
+async def test_the_suppression_action_silences_that_finding(
+    client: LanguageClient, project: Path, fixture: Path, code: str, line: int, place: str, silenced: int
+) -> None:
     path = project / "repo" / RMSNORM_PY if fixture.suffix == ".py" else project / fixture.name
     document = Opened(client, path)
     before = await document.diagnostics()
@@ -271,7 +298,7 @@ async def columns_of_the_kc310_fix(client: LanguageClient, project: Path, units)
     fix = next(a for a in await document.actions(target) if a.is_preferred)
     assert fix.edit is not None and fix.edit.changes is not None
     line = document.text.splitlines()[5]
-    dash, sign = units(line[:line.index("\u2014")]), units(line[:line.index("\u2265")])
+    dash, sign = units(line[: line.index("\u2014")]), units(line[: line.index("\u2265")])
     assert target.range.start.character == dash
     assert sorted(e.range.start.character for e in fix.edit.changes[document.uri]) == [dash, sign]
     document.close()
@@ -283,17 +310,18 @@ async def test_columns_are_utf16_code_units_by_default(client: LanguageClient, p
 
 
 @in_server_loop
-async def test_columns_are_utf8_bytes_for_a_client_that_prefers_them(neovim: LanguageClient,
-                                                                     project: Path) -> None:
+async def test_columns_are_utf8_bytes_for_a_client_that_prefers_them(neovim: LanguageClient, project: Path) -> None:
     await columns_of_the_kc310_fix(neovim, project, lambda text: len(text.encode("utf-8")))
 
 
 @in_server_loop
-async def test_a_second_suppression_joins_the_comment_already_on_the_line(client: LanguageClient,
-                                                                          project: Path) -> None:
+async def test_a_second_suppression_joins_the_comment_already_on_the_line(
+    client: LanguageClient, project: Path
+) -> None:
     path = project / "joined.cuh"
     source = KC101.read_text(encoding="utf-8").replace(
-        "const float* src;  // expect: KC101", "const float* src;  // kernel-check: ignore[KC102]")
+        "const float* src;  // expect: KC101", "const float* src;  // kernel-check: ignore[KC102]"
+    )
     path.write_text(source, encoding="utf-8")
     document = Opened(client, path)
     before = await document.diagnostics()
@@ -314,8 +342,10 @@ async def test_a_header_changed_on_disk_is_seen_by_the_next_check(client: Langua
     header = tmp_path / "scale.h"
     header.write_text("#pragma once\n\nnamespace sglang {\n\n/// \\brief The factor.\nconstexpr int kScale = 2;\n\n}\n")
     kernel = tmp_path / "use.cuh"
-    kernel.write_text('#include "scale.h"\n\nnamespace sglang {\n\n/// \\brief Twice the factor.\n'
-                      "constexpr int kTwice = 2 * kScale;\n\n}\n")
+    kernel.write_text(
+        '#include "scale.h"\n\nnamespace sglang {\n\n/// \\brief Twice the factor.\n'
+        "constexpr int kTwice = 2 * kScale;\n\n}\n"
+    )
     document = Opened(client, kernel)
     assert found(await document.diagnostics()) == set()
     document.change(document.text)  # the same bytes: answered by the result cache, the header hashed
@@ -329,9 +359,11 @@ async def test_a_header_changed_on_disk_is_seen_by_the_next_check(client: Langua
 @in_server_loop
 async def test_a_suppression_in_a_macro_body_keeps_the_macro_whole(client: LanguageClient, project: Path) -> None:
     path = project / "macro.cuh"
-    path.write_text('#pragma once\n\n#define KC_LABEL "na\u00efve" \\\n  "!"\n\nnamespace sglang {\n\n'
-                    "/// \\brief The label.\ninline const char* kLabel = KC_LABEL;\n\n}  // namespace sglang\n",
-                    encoding="utf-8")
+    path.write_text(
+        '#pragma once\n\n#define KC_LABEL "na\u00efve" \\\n  "!"\n\nnamespace sglang {\n\n'
+        "/// \\brief The label.\ninline const char* kLabel = KC_LABEL;\n\n}  // namespace sglang\n",
+        encoding="utf-8",
+    )
     document = Opened(client, path)
     assert found(await document.diagnostics()) == {(3, "KC310")}
     target = (await document.diagnostics())[0]
@@ -348,8 +380,10 @@ async def test_saving_a_header_rechecks_the_open_sources(client: LanguageClient,
     header = tmp_path / "scale.h"
     header.write_text("#pragma once\n\nnamespace sglang {\n\n/// \\brief The factor.\nconstexpr int kScale = 2;\n\n}\n")
     kernel = tmp_path / "use.cuh"
-    kernel.write_text('#include "scale.h"\n\nnamespace sglang {\n\n/// \\brief Twice the factor.\n'
-                      "constexpr int kTwice = 2 * kScale;\n\n}\n")
+    kernel.write_text(
+        '#include "scale.h"\n\nnamespace sglang {\n\n/// \\brief Twice the factor.\n'
+        "constexpr int kTwice = 2 * kScale;\n\n}\n"
+    )
     user = Opened(client, kernel)
     assert found(await user.diagnostics()) == set()
     edited = Opened(client, header)
@@ -436,8 +470,10 @@ def test_a_bounded_check_leaves_the_servers_objects_to_the_server() -> None:
 
 def test_without_pygls_the_server_is_a_one_line_error(tmp_path: Path) -> None:
     blocked = "import sys; sys.modules['pygls'] = None; from kernel_check.cli import main; sys.exit(main(['server']))"
-    result = subprocess.run([sys.executable, "-c", blocked], check=False, cwd=tmp_path, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", blocked], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
-        "kernel-check: error: the language server needs pygls: pip install 'kernel-check[server]'"]
+        "kernel-check: error: the language server needs pygls: pip install 'kernel-check[server]'"
+    ]

@@ -62,10 +62,10 @@ def test_thread_dependent_branches(functions_of) -> None:
     found = functions_of(BRANCHES)
     body = found["k"].body
     assert body is not None
-    branches = [(b.statement.kind, b.statement.span.line, b.source)
-                for b in ThreadDependence(found["program"]).branches(body)]
-    assert branches == [
-        (StmtKind.IF, 7, "warp"), (StmtKind.WHILE, 9, "lane_of()"), (StmtKind.IF, 11, "threadIdx")]
+    branches = [
+        (b.statement.kind, b.statement.span.line, b.source) for b in ThreadDependence(found["program"]).branches(body)
+    ]
+    assert branches == [(StmtKind.IF, 7, "warp"), (StmtKind.WHILE, 9, "lane_of()"), (StmtKind.IF, 11, "threadIdx")]
 
 
 def _chain(length: int) -> str:
@@ -76,17 +76,22 @@ def _chain(length: int) -> str:
 
 
 def test_barriers_reached_through_callees(functions_of) -> None:
-    found = functions_of(_chain(MAX_CALL_DEPTH + 2) + """\
+    found = functions_of(
+        _chain(MAX_CALL_DEPTH + 2)
+        + """\
 __device__ void recursive(int n) { if (n > 0) recursive(n - 1); }
 __device__ void sync_or_not(float) { __syncthreads(); }
 __device__ void sync_or_not(int) {}
 template <typename T>
 __device__ void dependent(T x) { sync_or_not(x); }
-""")
+"""
+    )
     deepest, too_deep = f"level_{MAX_CALL_DEPTH}", f"level_{MAX_CALL_DEPTH + 1}"
     # a fresh analysis per question: a kept summary answers at any depth
-    reached = {name: ThreadDependence(found["program"]).reaches(found[name], 0)
-               for name in ("level_0", "level_1", deepest, too_deep, "recursive", "dependent")}
+    reached = {
+        name: ThreadDependence(found["program"]).reaches(found[name], 0)
+        for name in ("level_0", "level_1", deepest, too_deep, "recursive", "dependent")
+    }
     assert reached == {
         "level_0": "__syncthreads",
         "level_1": "level_0",  # the call in its body that reaches one
@@ -120,7 +125,9 @@ def test_divergent_barriers(functions_of) -> None:
     found = functions_of(DIVERGENT)
     body = found["k"].body
     assert body is not None
-    facts = [(b.span.line, b.barrier, b.condition.line, b.source)
-             for b in ThreadDependence(found["program"]).divergent_barriers(body)]
+    facts = [
+        (b.span.line, b.barrier, b.condition.line, b.source)
+        for b in ThreadDependence(found["program"]).divergent_barriers(body)
+    ]
     # the discarded `if constexpr` branch is not code; both branches of line 9's `if` diverge
     assert facts == [(10, "sync_helper", 9, "my_lane()"), (12, "__syncthreads", 9, "my_lane()")]

@@ -50,7 +50,8 @@ def _tree(root: Path, timeout: float, depth: int) -> Path:
     (src / "bomb.cuh").write_text(macro_bomb(depth))
     (src / "raw_launch.cuh").write_text(
         "__global__ void fill_kernel(float* dst) { dst[threadIdx.x] = 1.0f; }\n"
-        "inline void launch(float* dst) { fill_kernel<<<1, 32>>>(dst); }\n")
+        "inline void launch(float* dst) { fill_kernel<<<1, 32>>>(dst); }\n"
+    )
     (src / "wrapper.py").write_text("def add(x, y):\n    return x + y\n")
     return root
 
@@ -86,9 +87,15 @@ def test_a_fast_file_is_not_stopped(tree: Path) -> None:
 def _cli(tree: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
     env["KERNEL_CHECK_CACHE_DIR"] = str(tree.parent / f"{tree.name}-cache")
-    return subprocess.run([sys.executable, "-m", "kernel_check", "csrc", "--format", "json", *args],
-                          cwd=tree, capture_output=True, text=True, timeout=timeout, env=env,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_check", "csrc", "--format", "json", *args],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"], ids=["serial", "pool"])
@@ -104,8 +111,9 @@ def test_the_run_continues_after_a_timed_out_file(tmp_path: Path, jobs: str) -> 
     by_file: dict[str, list[dict]] = {}
     for finding in findings:
         by_file.setdefault(Path(finding["path"]).name, []).append(finding)
-    assert [(f["code"], "file-timeout (3 s) of CPU time" in f["message"]) for f in by_file["bomb.cuh"]] == \
-        [("KC000", True)]
+    assert [(f["code"], "file-timeout (3 s) of CPU time" in f["message"]) for f in by_file["bomb.cuh"]] == [
+        ("KC000", True)
+    ]
     assert "KC130" in {f["code"] for f in by_file["raw_launch.cuh"]}
     assert "wrapper.py" not in by_file
     assert elapsed < 120, f"{elapsed:.0f} s"
@@ -125,9 +133,16 @@ def test_an_include_of_dev_zero_is_bounded_in_memory(tmp_path: Path) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
-    proc = subprocess.run([sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache",
-                           "--jobs", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env=env, preexec_fn=cap, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache", "--jobs", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        preexec_fn=cap,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     findings = json.loads(proc.stdout)
     zero = [f for f in findings if f["path"].endswith("zero.cuh")]
@@ -218,13 +233,16 @@ def _thread_of_a_deep_stack_call() -> str:
     return on_deep_stack(lambda: threading.current_thread().name)
 
 
-@pytest.mark.parametrize(("headroom", "threads"), [
-    (4 << 30, {"kernel-check-deep-stack"}),  # the full stack fits
-    (300 << 20, {"kernel-check-deep-stack"}),  # a smaller one does (CI failed here once)
-    # none should fit, but glibc may hand the child a cached stack of an earlier thread:
-    # either way the call runs, and is not an internal error
-    (2 << 20, {"kernel-check-deep-stack", "MainThread"}),
-])
+@pytest.mark.parametrize(
+    ("headroom", "threads"),
+    [
+        (4 << 30, {"kernel-check-deep-stack"}),  # the full stack fits
+        (300 << 20, {"kernel-check-deep-stack"}),  # a smaller one does (CI failed here once)
+        # none should fit, but glibc may hand the child a cached stack of an earlier thread:
+        # either way the call runs, and is not an internal error
+        (2 << 20, {"kernel-check-deep-stack", "MainThread"}),
+    ],
+)
 def test_the_deep_stack_fits_under_the_memory_bound(headroom: int, threads: set[str]) -> None:
     assert watchdog.run_bounded(_thread_of_a_deep_stack_call, (), 30, memory_headroom=headroom) in threads
 
@@ -345,9 +363,11 @@ def test_no_limit_runs_inline() -> None:
 def test_the_child_dies_with_its_parent(tmp_path: Path) -> None:
     """A pool worker killed for a timeout must not leave its parse running."""
     pid_file = tmp_path / "grandchild.pid"
-    code = ("import sys; sys.path.insert(0, sys.argv[2]);"
-            "from test_time_bound import _spin_and_tell; from kernel_check import watchdog;"
-            "watchdog.run_bounded(_spin_and_tell, (sys.argv[1],), 600)")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[2]);"
+        "from test_time_bound import _spin_and_tell; from kernel_check import watchdog;"
+        "watchdog.run_bounded(_spin_and_tell, (sys.argv[1],), 600)"
+    )
     parent = subprocess.Popen([sys.executable, "-c", code, str(pid_file), str(Path(__file__).parent)])
     try:
         deadline = time.monotonic() + 60

@@ -25,9 +25,12 @@ from kernel_check import runtime
 from test_workflows import template_workflows
 from venvs import OFFLINE_PIP, installed_module, make_venv, run, venv_environ, with_local_repository
 
-pytestmark = [pytest.mark.slow,  # builds wheels and fresh virtual environments
-              pytest.mark.skipif(shutil.which("git") is None or shutil.which("pre-commit") is None,
-                                reason="git or pre-commit is not installed")]
+pytestmark = [
+    pytest.mark.slow,  # builds wheels and fresh virtual environments
+    pytest.mark.skipif(
+        shutil.which("git") is None or shutil.which("pre-commit") is None, reason="git or pre-commit is not installed"
+    ),
+]
 
 KERNEL = """\
 /// \\file negate.cuh
@@ -101,8 +104,21 @@ INSTANTIATIONS = [("negate", "negate<fp32_t>")]
 def wheel(hook_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`pip wheel` of the tagged snapshot (the commit a release tag names), offline."""
     dist = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist,
-         f"git+{hook_repo.as_uri()}@{RELEASE_TAG}"], cwd=dist, env={**os.environ, **OFFLINE_PIP})
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            dist,
+            f"git+{hook_repo.as_uri()}@{RELEASE_TAG}",
+        ],
+        cwd=dist,
+        env={**os.environ, **OFFLINE_PIP},
+    )
     (built,) = dist.glob("kernel_check-*.whl")
     return built
 
@@ -115,8 +131,13 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     run([bin_dir / "pip", "install", "-q", wheel], cwd=root, env=venv_environ(bin_dir))
     module = installed_module(bin_dir, root)
     assert module.is_relative_to(root), f"kernel_check imports from {module}, not the installed wheel"
-    headers = Path(run([bin_dir / "python", "-c", "import kernel_check.includes as i; print(i.bundled_include_dir())"],
-                       cwd=root, env=venv_environ(bin_dir)).stdout.strip())
+    headers = Path(
+        run(
+            [bin_dir / "python", "-c", "import kernel_check.includes as i; print(i.bundled_include_dir())"],
+            cwd=root,
+            env=venv_environ(bin_dir),
+        ).stdout.strip()
+    )
     assert headers.is_relative_to(root) and (headers / "sgl_kernel" / "tensor.h").is_file()
     return bin_dir
 
@@ -135,11 +156,11 @@ def _user_repo(tmp_path: Path, hook_repo: Path) -> Path:
     return repo
 
 
-def test_static_check_finds_the_headers_and_the_planted_finding(venv: Path, tmp_path: Path,
-                                                                hook_repo: Path) -> None:
+def test_static_check_finds_the_headers_and_the_planted_finding(venv: Path, tmp_path: Path, hook_repo: Path) -> None:
     repo = _user_repo(tmp_path, hook_repo)
-    done = run([venv / "kernel-check", "csrc", "--format", "json", "--no-cache"], cwd=repo, env=venv_environ(venv),
-               check=False)
+    done = run(
+        [venv / "kernel-check", "csrc", "--format", "json", "--no-cache"], cwd=repo, env=venv_environ(venv), check=False
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     found = [(f["path"], f["line"], f["code"]) for f in json.loads(done.stdout)]
     assert found == [("csrc/negate.cuh", PLANTED_LINE, "KC101")], found
@@ -147,8 +168,9 @@ def test_static_check_finds_the_headers_and_the_planted_finding(venv: Path, tmp_
 
 @pytest.mark.nvcc
 @pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
-def test_build_compiles_against_the_installed_headers(venv: Path, tmp_path: Path, hook_repo: Path,
-                                                     jit_cache: Path) -> None:
+def test_build_compiles_against_the_installed_headers(
+    venv: Path, tmp_path: Path, hook_repo: Path, jit_cache: Path
+) -> None:
     repo = _user_repo(tmp_path, hook_repo)
     env = {**venv_environ(venv), "KERNEL_CHECK_JIT_CACHE": str(jit_cache), "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
     for command in (["build"], ["test", "--compile-only"]):  # the second one hits the JIT cache
@@ -159,8 +181,9 @@ def test_build_compiles_against_the_installed_headers(venv: Path, tmp_path: Path
     assert list(jit_cache.glob("wrapper_negate_0_*/wrapper_negate_0.so")), "no library was built"
 
 
-def test_pre_commit_blocks_the_commit_until_the_finding_is_fixed(tmp_path: Path, hook_repo: Path,
-                                                                  pre_commit_home: Path) -> None:
+def test_pre_commit_blocks_the_commit_until_the_finding_is_fixed(
+    tmp_path: Path, hook_repo: Path, pre_commit_home: Path
+) -> None:
     repo = _user_repo(tmp_path, hook_repo)
     env = pre_commit_env(pre_commit_home)
     run(["pre-commit", "install"], cwd=repo, env=env)
@@ -192,8 +215,9 @@ def _recipe_steps(job: str) -> list[dict]:
     return [s for s in steps if "kernel-check" in s["run"] or "git fetch" in s["run"]]
 
 
-def _run_step(script: str, step: dict, job_env: dict, cwd: Path,
-              env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run_step(
+    script: str, step: dict, job_env: dict, cwd: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     """One step's `script` the way a runner runs it: `bash -e`, the job's and the step's `env:`
     with their `${{ github.* }}` expressions filled in (the scripts themselves must not hold any)."""
     assert "${{" not in script, f"expression inside a script: {script}"
@@ -221,8 +245,9 @@ def _pull_request_checkout(tmp_path: Path) -> Path:
     return checkout
 
 
-def _run_job(job: str, workflow: dict, checkout: Path, runner: Path, hook_repo: Path,
-             jit_cache: Path) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
+def _run_job(
+    job: str, workflow: dict, checkout: Path, runner: Path, hook_repo: Path, jit_cache: Path
+) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
     """A job's steps on a fresh runner: `python` is a new virtual environment's, and the install
     step's git URL names the tagged snapshot of this checkout instead of the repository online."""
     env = {**venv_environ(make_venv(runner)), "KERNEL_CHECK_JIT_CACHE": str(jit_cache)}
@@ -237,8 +262,11 @@ def test_ci_recipe_runs_as_written(tmp_path: Path, hook_repo: Path, jit_cache: P
     checkout = _pull_request_checkout(tmp_path)
     ((_, workflow),) = template_workflows()
     jobs = ["static"] + (["build"] if runtime._find_nvcc() is not None else [])
-    ran = [result for job in jobs for result in _run_job(job, workflow, checkout, tmp_path / f"runner-{job}",
-                                                         hook_repo, jit_cache)]
+    ran = [
+        result
+        for job in jobs
+        for result in _run_job(job, workflow, checkout, tmp_path / f"runner-{job}", hook_repo, jit_cache)
+    ]
     assert len(ran) >= 4, [script for script, _ in ran]
 
     for script, done in ran:  # only the gate fails: the pull request adds a finding

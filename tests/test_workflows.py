@@ -144,8 +144,11 @@ def test_every_kernel_check_command_parses(name, workflow):
 def test_static_job_gates_on_the_diff_and_uploads_sarif(name, workflow):
     triggers = workflow["on"]
     assert "pull_request" in triggers, f"{name}: the static check must run on pull requests"
-    static = [(job_name, job) for job_name, job in workflow["jobs"].items()
-              if any("--diff" in words for words in _job_commands(job))]
+    static = [
+        (job_name, job)
+        for job_name, job in workflow["jobs"].items()
+        if any("--diff" in words for words in _job_commands(job))
+    ]
     assert len(static) == 1, f"{name}: one job should run `kernel-check --diff`"
     _job_name, job = static[0]
     commands = _job_commands(job)
@@ -267,4 +270,5 @@ def test_command_extraction():
     script = 'git fetch x && kernel-check --diff "origin/${BASE}" \\\n  --format github csrc/  # gate\necho ok'
     assert kernel_check_commands(script) == [["kernel-check", "--diff", "origin/main", "--format", "github", "csrc/"]]
     assert kernel_check_commands("kernel-check --diff origin/${{ github.base_ref }} -q") == [
-        ["kernel-check", "--diff", "origin/main", "-q"]]
+        ["kernel-check", "--diff", "origin/main", "-q"]
+    ]

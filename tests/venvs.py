@@ -38,8 +38,9 @@ REPOSITORY_URL = "https://github.com/kernel-check/kernel-check"
 RUNNING_ENVIRONMENT_PTH = "running-environment.pth"
 
 
-def run(args: list[str | Path], cwd: Path, env: dict[str, str] | None = None,
-        check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str | Path], cwd: Path, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     """A command's result; with `check`, a non-zero exit fails the test with its output."""
     done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     if check and done.returncode != 0:
@@ -61,8 +62,12 @@ def venv_environ(bin_dir: Path) -> dict[str, str]:
     PATH (`pip`, `python`, `kernel-check` are its own), offline pip, and no PYTHONPATH (which
     would put a source tree before what was installed)."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
-    return {**env, **OFFLINE_PIP, "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', os.defpath)}",
-            "VIRTUAL_ENV": str(bin_dir.parent)}
+    return {
+        **env,
+        **OFFLINE_PIP,
+        "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', os.defpath)}",
+        "VIRTUAL_ENV": str(bin_dir.parent),
+    }
 
 
 def make_venv(root: Path) -> Path:
@@ -73,8 +78,9 @@ def make_venv(root: Path) -> Path:
     env = venv_environ(bin_dir)
     # ensurepip installs an old setuptools on Python < 3.12; the running environment's builds
     run([bin_dir / "python", "-m", "pip", "uninstall", "-q", "-y", "setuptools"], cwd=root, env=env)
-    purelib = run([bin_dir / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                  cwd=root, env=env).stdout.strip()
+    purelib = run(
+        [bin_dir / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root, env=env
+    ).stdout.strip()
     # `addsitedir` rather than plain path lines: the .pth files there (editable installs) apply too
     lines = [f"import site; site.addsitedir({directory!r})\n" for directory in running_site_dirs()]
     (Path(purelib) / RUNNING_ENVIRONMENT_PTH).write_text("".join(lines))
@@ -83,8 +89,11 @@ def make_venv(root: Path) -> Path:
 
 def installed_module(bin_dir: Path, cwd: Path) -> Path:
     """Where the environment's `python` imports kernel_check from."""
-    shown = run([bin_dir / "python", "-c", "import kernel_check; print(kernel_check.__file__)"], cwd=cwd,
-                env=venv_environ(bin_dir))
+    shown = run(
+        [bin_dir / "python", "-c", "import kernel_check; print(kernel_check.__file__)"],
+        cwd=cwd,
+        env=venv_environ(bin_dir),
+    )
     return Path(shown.stdout.strip())
 
 

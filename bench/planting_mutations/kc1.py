@@ -127,7 +127,7 @@ def drop_const(text: str) -> Planted | None:
     if match is None:
         return None
     start = match.start()
-    return Planted(text[:start] + text[start + len("const"):].lstrip(), _line(text, start))
+    return Planted(text[:start] + text[start + len("const") :].lstrip(), _line(text, start))
 
 
 def int_kernel_param(text: str) -> Planted | None:
@@ -139,6 +139,7 @@ def int_kernel_param(text: str) -> Planted | None:
 
 
 # ---- KC111 / KC140 / KC150 / KC160: a launcher, after a tensor is verified -------------------
+
 
 def _after_first_verify(text: str, make_line) -> Planted | None:
     verified = _verified_tensors(text)
@@ -154,27 +155,34 @@ def narrow_size(text: str) -> Planted | None:
 
 def manual_tensor_check(text: str) -> Planted | None:
     return _after_first_verify(
-        text, lambda t: f'if ({t}.ndim() == 0) host::Panic("planted: {t} must not be a scalar");')
+        text, lambda t: f'if ({t}.ndim() == 0) host::Panic("planted: {t} must not be a scalar");'
+    )
 
 
 def arch_query_attribute(text: str) -> Planted | None:
     if "CHECK_CUDA" not in text and "sgl_kernel/utils.cuh" not in text:
         return None
-    return _after_first_verify(text, lambda t: (
-        f"int planted_major = 0; CHECK_CUDA(cudaDeviceGetAttribute(&planted_major, "
-        f"cudaDevAttrComputeCapabilityMajor, {t}.device().device_id));"))
+    return _after_first_verify(
+        text,
+        lambda t: (
+            f"int planted_major = 0; CHECK_CUDA(cudaDeviceGetAttribute(&planted_major, "
+            f"cudaDevAttrComputeCapabilityMajor, {t}.device().device_id));"
+        ),
+    )
 
 
 def arch_query_runtime(text: str) -> Planted | None:
     if "sgl_kernel/runtime.cuh" not in text:
         return None
-    return _after_first_verify(text, lambda t: (
-        f"const auto planted_sm = host::runtime::get_sm_version({t}.device().device_id);"))
+    return _after_first_verify(
+        text, lambda t: f"const auto planted_sm = host::runtime::get_sm_version({t}.device().device_id);"
+    )
 
 
 def function_style_check(text: str) -> Planted | None:
     return _after_first_verify(
-        text, lambda t: 'host::RuntimeCheck(sizeof(void*) == 8, "planted: pointers are ", sizeof(void*), " bytes");')
+        text, lambda t: 'host::RuntimeCheck(sizeof(void*) == 8, "planted: pointers are ", sizeof(void*), " bytes");'
+    )
 
 
 # ---- KC112 / KC151 / KC170: a kernel body ----------------------------------------------------
@@ -211,7 +219,8 @@ def divergent_barrier(text: str) -> Planted | None:
 # ---- KC120 / KC141: take away what made a tensor safe ----------------------------------------
 
 _HAND_ALIGNMENT_LINE = re.compile(
-    r"^[ \t]*(?:host::)?RuntimeCheck\([^;\n]*?(\w+)\.data_ptr\(\)\)?\s*%[^;\n]*;[ \t]*\n", re.MULTILINE)
+    r"^[ \t]*(?:host::)?RuntimeCheck\([^;\n]*?(\w+)\.data_ptr\(\)\)?\s*%[^;\n]*;[ \t]*\n", re.MULTILINE
+)
 _ALIGNED_CALL = re.compile(r"\b\w*aligned\w*\((\w+)\.data_ptr\(\)[^()]*\)")
 
 
@@ -236,7 +245,7 @@ def drop_hand_alignment_check(text: str) -> Planted | None:
     if _BULK_COPY.search(text):
         return None
     for match in _HAND_ALIGNMENT_LINE.finditer(text):
-        planted = text[:match.start()] + text[match.end():]
+        planted = text[: match.start()] + text[match.end() :]
         line = _matcher_line(planted, match.group(1), match.start())
         if line is not None:
             return Planted(planted, line)
@@ -245,7 +254,7 @@ def drop_hand_alignment_check(text: str) -> Planted | None:
 
 def drop_alignment_test(text: str) -> Planted | None:
     for match in _ALIGNED_CALL.finditer(text):
-        planted = text[:match.start()] + "true" + text[match.end():]
+        planted = text[: match.start()] + "true" + text[match.end() :]
         line = _matcher_line(planted, match.group(1), match.start())
         if line is not None:
             return Planted(planted, line)
@@ -257,7 +266,7 @@ def drop_second_verify(text: str) -> Planted | None:
         tensor = match.group(2)
         if len(re.findall(rf"\.verify\({tensor}\)", text)) != 1:
             continue
-        planted = text[:match.start(1)] + text[match.end(1):]
+        planted = text[: match.start(1)] + text[match.end(1) :]
         use = re.compile(rf"\b{tensor}\.data_ptr\(\)").search(planted, match.start(1))
         if use is not None:
             return Planted(planted, _line(planted, _macro_call_start(planted, use.start())))
@@ -286,6 +295,7 @@ def _macro_call_start(text: str, offset: int) -> int:
 
 # ---- KC130 / KC131: the launch and CUDA calls themselves -------------------------------------
 
+
 def raw_launch(text: str) -> Planted | None:
     """`LaunchKernel(grid, block, device[, smem])(kernel, args...)` without PDL, rewritten as
     `kernel<<<grid, block, smem>>>(args...)`."""
@@ -297,11 +307,11 @@ def raw_launch(text: str) -> Planted | None:
         call_end = _closing(text, call_start)
         if call_end is None:
             continue
-        config = _split_top_level(_COMMENTS.sub("", text[match.end():config_end - 1]))
-        arguments = _split_top_level(_COMMENTS.sub("", text[call_start + 1:call_end - 1]))
+        config = _split_top_level(_COMMENTS.sub("", text[match.end() : config_end - 1]))
+        arguments = _split_top_level(_COMMENTS.sub("", text[call_start + 1 : call_end - 1]))
         if len(config) < 3 or not arguments[0]:
             continue
-        start = match.start() - (len("host::") if text[:match.start()].endswith("host::") else 0)
+        start = match.start() - (len("host::") if text[: match.start()].endswith("host::") else 0)
         smem = config[3] if len(config) > 3 else "0"
         launch = f"{arguments[0]}<<<{config[0]}, {config[1]}, {smem}>>>({', '.join(arguments[1:])})"
         return Planted(text[:start] + launch + text[call_end:], _line(text, start))
@@ -315,8 +325,8 @@ def unchecked_cuda_call(text: str) -> Planted | None:
         statement_end = text.find(";", outer_end or 0)
         if outer_end is None or inner_end is None or statement_end < 0 or _in_macro_definition(text, match.start()):
             continue
-        call = text[match.end() - len(match.group(1)):inner_end].strip()
-        return Planted(text[:match.start()] + call + text[statement_end:], _line(text, match.start()))
+        call = text[match.end() - len(match.group(1)) : inner_end].strip()
+        return Planted(text[: match.start()] + call + text[statement_end:], _line(text, match.start()))
     return None
 
 

@@ -49,8 +49,9 @@ def read_before_wait(text: str) -> Planted | None:
     for kernel, wait in _kernels_with_wait(text):
         param = _CONST_POINTER_PARAM.search(kernel.group(2))
         if param is not None:
-            return _insert_line(text, wait.start(),
-                                f"{wait.group(1)}const auto kc_planted_early = {param.group(1)}[0];")
+            return _insert_line(
+                text, wait.start(), f"{wait.group(1)}const auto kc_planted_early = {param.group(1)}[0];"
+            )
     return None
 
 
@@ -59,7 +60,7 @@ def wait_first(text: str) -> Planted | None:
     for kernel, wait in _kernels_with_wait(text):
         indent = wait.group(1) or "  "
         planted_at = text.find("\n", kernel.end()) + 1
-        if planted_at <= 0 or text[kernel.end():planted_at].strip():
+        if planted_at <= 0 or text[kernel.end() : planted_at].strip():
             continue  # code on the brace's line: no clean first line
         return _insert_line(text, planted_at, f"{indent}device::PDLWaitPrimary<{wait.group(2)}>();")
     return None
@@ -75,7 +76,7 @@ def drop_wait(text: str) -> Planted | None:
         return None
     enable = text.index(".enable_pdl(")
     launch = text.rfind("LaunchKernel(", 0, enable)
-    if launch < 0 or text[launch:text.find("\n", launch)].rstrip().endswith("\\"):
+    if launch < 0 or text[launch : text.find("\n", launch)].rstrip().endswith("\\"):
         return None  # no launch, or one inside a macro (reported where the macro is expanded)
     planted = _WAIT.sub(lambda m: f"{m.group(1)}// PDL wait removed", text)  # same line count
     return Planted(planted, _line_of(text, launch))
@@ -85,8 +86,9 @@ def drop_enable_pdl(text: str) -> Planted | None:
     """The only PDL launch of the file's only kernel launched without PDL: its wait gains nothing."""
     if not _single_launch_file(text):
         return None
-    waits = [w for kernel, w in _kernels_with_wait(text)
-             if f"<{w.group(2)}" not in text[kernel.end():w.start()]]  # no helper before it that may wait
+    waits = [
+        w for kernel, w in _kernels_with_wait(text) if f"<{w.group(2)}" not in text[kernel.end() : w.start()]
+    ]  # no helper before it that may wait
     if not waits:
         return None
     planted = re.sub(r"\.enable_pdl\((?:[^()]|\([^()]*\))*\)", "", text, count=1)

@@ -39,13 +39,13 @@ def stale_param(text: str) -> Planted | None:
     """A `\\param` naming no parameter, added to a block that documents a declaration (not a
     macro, which the rule does not check)."""
     for match in _PARAM_LINE.finditer(text):
-        following = text[match.end():].splitlines()
+        following = text[match.end() :].splitlines()
         documented = next((line for line in following if not _DOC_LINE.match(line)), "")
         if documented.lstrip().startswith("#"):
             continue
         line = text.count("\n", 0, match.end()) + 1
         planted = f"{match.group(1)} \\param kc_planted_gone A parameter that does not exist.\n"
-        return Planted(text[:match.end()] + planted + text[match.end():], line)
+        return Planted(text[: match.end()] + planted + text[match.end() :], line)
     return None
 
 
@@ -57,10 +57,12 @@ def non_ascii_comment(text: str) -> Planted | None:
 def global_declaration(text: str) -> Planted | None:
     """A constant at global scope, just before the file's `namespace sglang {`."""
     match = re.search(_NAMESPACE_SGLANG, text, re.M)
-    if match is None or "#include" not in text[:match.start()]:
+    if match is None or "#include" not in text[: match.start()]:
         return None
     line = text.count("\n", 0, match.start()) + 1
-    return Planted(text[:match.start()] + "inline constexpr int kc_planted_global = 1;\n" + text[match.start():], line)
+    return Planted(
+        text[: match.start()] + "inline constexpr int kc_planted_global = 1;\n" + text[match.start() :], line
+    )
 
 
 def details_using_directive(text: str) -> Planted | None:
@@ -73,8 +75,13 @@ def details_using_directive(text: str) -> Planted | None:
 
 def forceinline_spelled_out(text: str) -> Planted | None:
     """A documented device function spelled `__device__ __forceinline__` (the finding is on it)."""
-    planted = _after_namespace(text, "/// \\brief Planted helper.", "/// \\param x Value.", "/// \\return Twice `x`.",
-                               "__device__ __forceinline__ float kc_planted_fi(float x) { return 2.0f * x; }")
+    planted = _after_namespace(
+        text,
+        "/// \\brief Planted helper.",
+        "/// \\param x Value.",
+        "/// \\return Twice `x`.",
+        "__device__ __forceinline__ float kc_planted_fi(float x) { return 2.0f * x; }",
+    )
     return Planted(planted[0], planted[1] + 3) if planted else None
 
 

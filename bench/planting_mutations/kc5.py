@@ -30,7 +30,7 @@ def lru_cache_factory(text: str) -> Planted | None:
     if factory is None:
         return None
     line = text.count("\n", 0, factory.start()) + 1
-    planted = Planted(text[:factory.start()] + "@functools.cache" + text[factory.end():], line)
+    planted = Planted(text[: factory.start()] + "@functools.cache" + text[factory.end() :], line)
     if "import functools" in text:
         return planted
     # `import functools` on the decorator's own line would not parse: prepend it to the
@@ -48,7 +48,7 @@ def assert_in_entry_point(text: str) -> Planted | None:
     if match is None or "register_" in text:  # registered tests and benchmarks are not wrappers
         return None
     line = text.count("\n", 0, match.start()) + 1
-    return Planted(text[:match.start()] + f"{match.group(1)}assert True, 'kc planted'\n" + text[match.start():], line)
+    return Planted(text[: match.start()] + f"{match.group(1)}assert True, 'kc planted'\n" + text[match.start() :], line)
 
 
 def non_literal_registration(text: str) -> Planted | None:
@@ -57,7 +57,7 @@ def non_literal_registration(text: str) -> Planted | None:
     if match is None:
         return None
     line = text.count("\n", 0, match.start(1)) + 1  # reported at the argument
-    return Planted(text[:match.end(1)] + " * 2" + text[match.end(1):], line)
+    return Planted(text[: match.end(1)] + " * 2" + text[match.end(1) :], line)
 
 
 def registration_in_package(text: str) -> Planted | None:

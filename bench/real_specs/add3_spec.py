@@ -31,7 +31,10 @@ PLAIN = KernelSpec(
 # The kernel reads and writes 16-byte vectors, but the launcher checks no alignment: the
 # same spec with ``vector_bytes`` asks the harness for views one element off (KD301).
 ALIGNED = dataclasses.replace(
-    PLAIN, name="sgl_add3_alignment", instantiations=PLAIN.instantiations[1:],
-    args=tuple(dataclasses.replace(a, vector_bytes=16) if isinstance(a, Tensor) else a for a in PLAIN.args))
+    PLAIN,
+    name="sgl_add3_alignment",
+    instantiations=PLAIN.instantiations[1:],
+    args=tuple(dataclasses.replace(a, vector_bytes=16) if isinstance(a, Tensor) else a for a in PLAIN.args),
+)
 
 SPECS = [PLAIN, ALIGNED]

@@ -62,19 +62,31 @@ def fixup_spec(name: str, kv_init, grid, constraint=None, sanitize_sizes=()) -> 
 
 
 SPECS = [
-    fixup_spec("sgl_fixup_zero_kv_rows", kv_lengths, {"t": TAILS, "h": (1, 16), "d": (128,), "b": (1, 3, 32)},
-               constraint=lambda sizes: sizes["b"] <= sizes["t"]),
+    fixup_spec(
+        "sgl_fixup_zero_kv_rows",
+        kv_lengths,
+        {"t": TAILS, "h": (1, 16), "d": (128,), "b": (1, 3, 32)},
+        constraint=lambda sizes: sizes["b"] <= sizes["t"],
+    ),
 ]
 # Past 2^31 elements (4.3 GB a tensor; a child holds up to 120 GB of copies and starves the
 # specs beside it): only with REAL_SPECS_LARGE=1, and best alone:
 #   REAL_SPECS_LARGE=1 kernel-check test bench/real_specs -k sgl_fixup_zero_kv_rows_
 LARGE = [
     # 16400 tokens x 128 heads x 1024: row offsets tok * 131072 pass 2^31 from token 16384
-    fixup_spec("sgl_fixup_zero_kv_rows_2g", no_kv, {"t": (16400,), "h": (128,), "d": (1024,), "b": TAILS},
-               sanitize_sizes=({"t": 127, "h": 2, "d": 64, "b": 3},)),
+    fixup_spec(
+        "sgl_fixup_zero_kv_rows_2g",
+        no_kv,
+        {"t": (16400,), "h": (128,), "d": (1024,), "b": TAILS},
+        sanitize_sizes=({"t": 127, "h": 2, "d": 64, "b": 3},),
+    ),
     # the control: 16383 tokens, every row offset below 2^31
-    fixup_spec("sgl_fixup_zero_kv_rows_below_2g", no_kv, {"t": (16383,), "h": (128,), "d": (1024,), "b": TAILS},
-               sanitize_sizes=({"t": 127, "h": 2, "d": 64, "b": 3},)),
+    fixup_spec(
+        "sgl_fixup_zero_kv_rows_below_2g",
+        no_kv,
+        {"t": (16383,), "h": (128,), "d": (1024,), "b": TAILS},
+        sanitize_sizes=({"t": 127, "h": 2, "d": 64, "b": 3},),
+    ),
 ]
 if os.environ.get("REAL_SPECS_LARGE") == "1":
     SPECS += LARGE

@@ -36,8 +36,9 @@ def per_head(klass: str, head_dim: int, dtype: str, pdl: bool) -> KernelSpec:
         # [N, H, D] with strides {S, D, 1}: any token stride
         args=qk_args(("n", "hq", "d"), ("n", "hk", "d"), ("d",), (0,)),
         reference=qknorm,
-        instantiations=(Instantiation((head_dim, pdl, dtype), dtypes={"DType": dtype}, pdl=pdl,
-                                      sizes={"d": head_dim}),),
+        instantiations=(
+            Instantiation((head_dim, pdl, dtype), dtypes={"DType": dtype}, pdl=pdl, sizes={"d": head_dim}),
+        ),
         grid={"n": TAILS, "hq": (8,), "hk": (1, 2)},
         tolerance=TOLERANCE,
         include_dirs=(str(JIT / "include"),),

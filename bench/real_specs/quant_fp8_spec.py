@@ -39,8 +39,14 @@ SPECS = [
             Tensor("input", ("n",), dtype="DType"),
             Tensor("output_q", ("n",), dtype="float8_e4m3fn", role=Role.OUT),
             # the atomic-max accumulator: the caller zeroes it (the wrapper's contract)
-            Tensor("output_s", (1,), dtype="float32", role=Role.INPLACE, init="zeros",
-                   profiles=dict.fromkeys(("equal", "huge", "inf", "nan", "subnormal"), "off")),
+            Tensor(
+                "output_s",
+                (1,),
+                dtype="float32",
+                role=Role.INPLACE,
+                init="zeros",
+                profiles=dict.fromkeys(("equal", "huge", "inf", "nan", "subnormal"), "off"),
+            ),
         ),
         reference=per_tensor,
         instantiations=(Instantiation((False, "bfloat16"), dtypes={"DType": "bfloat16"}),),

@@ -25,14 +25,21 @@ JIT = Path(os.environ.get("SGLANG_TREE", "")) / "python/sglang/kernels/jit"
 
 def load(name: str, source: str, symbol: str):
     """One launcher of the tree, built against the tree's own include/."""
-    built = runtime.build_jit("reproduce", name, cuda_files=[source], cuda_wrappers=[(name, symbol)],
-                          csrc_root=str(JIT / "csrc"), extra_include_paths=[str(JIT / "include")])
+    built = runtime.build_jit(
+        "reproduce",
+        name,
+        cuda_files=[source],
+        cuda_wrappers=[(name, symbol)],
+        csrc_root=str(JIT / "csrc"),
+        extra_include_paths=[str(JIT / "include")],
+    )
     return getattr(tvm_ffi.load_module(str(built.library)), name)
 
 
 def set_mla_kv_buffer_ignores_the_loc_stride() -> str:
-    kernel = load("set_mla_kv_buffer", "elementwise/set_mla_kv_buffer.cuh",
-                  "SetMlaKVBufferKernel<1024, 128, false>::run")
+    kernel = load(
+        "set_mla_kv_buffer", "elementwise/set_mla_kv_buffer.cuh", "SetMlaKVBufferKernel<1024, 128, false>::run"
+    )
     rows, batch = 64, 8
     ids = torch.arange(0, 2 * batch, 2, device="cuda", dtype=torch.int64)  # rows 0, 2, 4, ...
     loc = torch.stack([ids, ids + 1], dim=1)[:, 0]  # the same ids as a stride-2 view
@@ -43,8 +50,10 @@ def set_mla_kv_buffer_ignores_the_loc_stride() -> str:
     expected = torch.zeros_like(buffer)
     expected[ids, :512], expected[ids, 512:] = nope, rope
     written = sorted(set(buffer.abs().sum(-1).nonzero().flatten().tolist()))
-    return (f"loc = ids {ids.tolist()} as a stride-{loc.stride(0)} view: rows written {written}, "
-            f"expected {ids.tolist()}; equal: {torch.equal(buffer, expected)}")
+    return (
+        f"loc = ids {ids.tolist()} as a stride-{loc.stride(0)} view: rows written {written}, "
+        f"expected {ids.tolist()}; equal: {torch.equal(buffer, expected)}"
+    )
 
 
 def concat_mla_k_truncates_the_head_stride() -> str:

@@ -4,7 +4,6 @@ The conversion is exact arithmetic (through fp32, round to nearest even), so the
 match the reference bit for bit.
 """
 
-
 from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Tensor
 
 FLOATS = ("float32", "float16", "bfloat16")
@@ -52,8 +51,7 @@ SPEC = KernelSpec(
     ),
     reference=cast_reference,
     instantiations=tuple(
-        Instantiation((src, dst, pdl), dtypes={"TIn": src, "TOut": dst}, pdl=pdl,
-                      vector_bytes=access_widths(src, dst))
+        Instantiation((src, dst, pdl), dtypes={"TIn": src, "TOut": dst}, pdl=pdl, vector_bytes=access_widths(src, dst))
         for pdl in (True, False)
         for src, dst in PAIRS
     ),

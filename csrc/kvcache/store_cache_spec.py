@@ -23,8 +23,13 @@ def warp_vec_bytes(row_bytes: int, cap: int = 16) -> int:
 
 def instantiation(dtype: str, row: int, num_split: int, index: str, pdl: bool) -> Instantiation:
     width = warp_vec_bytes(row * ITEMSIZE[dtype] // num_split)
-    return Instantiation((dtype, row, num_split, index, pdl), dtypes={"T": dtype, "I": index}, pdl=pdl,
-                         sizes={"row": row}, vector_bytes=dict.fromkeys(ROW_TENSORS, width))
+    return Instantiation(
+        (dtype, row, num_split, index, pdl),
+        dtypes={"T": dtype, "I": index},
+        pdl=pdl,
+        sizes={"row": row},
+        vector_bytes=dict.fromkeys(ROW_TENSORS, width),
+    )
 
 
 def slot_indices(shape, dtype, device, gen, sizes):

@@ -29,8 +29,13 @@ def qknorm_reference(q, k, q_weight, k_weight, eps):
 
 def instantiation(dtype: str, head_dim: int, pdl: bool) -> Instantiation:
     width = vec_bytes(head_dim * ITEMSIZE[dtype])
-    return Instantiation((dtype, head_dim, pdl), dtypes={"T": dtype}, pdl=pdl, sizes={"d": head_dim},
-                         vector_bytes=dict.fromkeys(("q", "k", "q_weight", "k_weight"), width))
+    return Instantiation(
+        (dtype, head_dim, pdl),
+        dtypes={"T": dtype},
+        pdl=pdl,
+        sizes={"d": head_dim},
+        vector_bytes=dict.fromkeys(("q", "k", "q_weight", "k_weight"), width),
+    )
 
 
 SPEC = KernelSpec(

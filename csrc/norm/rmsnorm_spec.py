@@ -30,8 +30,13 @@ def rmsnorm_vec_bytes(dtype: str, hidden: int, use_cta: bool) -> int:
 
 def instantiation(dtype: str, hidden: int, use_cta: bool, pdl: bool, tensors: tuple[str, ...]) -> Instantiation:
     width = rmsnorm_vec_bytes(dtype, hidden, use_cta)
-    return Instantiation((dtype, hidden, use_cta, pdl), dtypes={"T": dtype}, pdl=pdl, sizes={"h": hidden},
-                         vector_bytes=dict.fromkeys(tensors, width))
+    return Instantiation(
+        (dtype, hidden, use_cta, pdl),
+        dtypes={"T": dtype},
+        pdl=pdl,
+        sizes={"h": hidden},
+        vector_bytes=dict.fromkeys(tensors, width),
+    )
 
 
 def _normalize(x, weight, eps: float, dtype):

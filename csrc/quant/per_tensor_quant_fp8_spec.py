@@ -56,9 +56,13 @@ def instantiation(dtype: str, width: int, is_static: bool, pdl: bool, k: int | N
     """``width``: input access bytes, the wrapper's pick (the widest of 16/8/4/2 dividing a
     row); a narrow one is pinned to a row length ``k`` for which the wrapper picks it."""
     count = width // ITEMSIZE[dtype]  # elements per input vector; as many fp8 bytes out
-    return Instantiation((dtype, width, is_static, pdl), dtypes={"T": dtype}, pdl=pdl,
-                         sizes={} if k is None else {"k": k},
-                         vector_bytes={"input": width, "out": count})
+    return Instantiation(
+        (dtype, width, is_static, pdl),
+        dtypes={"T": dtype},
+        pdl=pdl,
+        sizes={} if k is None else {"k": k},
+        vector_bytes={"input": width, "out": count},
+    )
 
 
 def bandwidth_rows(fixed):

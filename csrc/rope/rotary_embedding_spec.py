@@ -23,9 +23,13 @@ def pairs_per_vec(dtype: str, rotary_dim: int, neox: bool) -> int:
 def instantiation(dtype: str, head_dim: int, rotary_dim: int, neox: bool, pdl: bool) -> Instantiation:
     pairs = pairs_per_vec(dtype, rotary_dim, neox)
     qk = pairs * (1 if neox else 2) * ITEMSIZE[dtype]
-    return Instantiation((dtype, head_dim, rotary_dim, neox, pdl), dtypes={"T": dtype}, pdl=pdl,
-                         sizes={"d": head_dim, "r": rotary_dim},
-                         vector_bytes={"q": qk, "k": qk, "cos_sin_cache": pairs * 4})
+    return Instantiation(
+        (dtype, head_dim, rotary_dim, neox, pdl),
+        dtypes={"T": dtype},
+        pdl=pdl,
+        sizes={"d": head_dim, "r": rotary_dim},
+        vector_bytes={"q": qk, "k": qk, "cos_sin_cache": pairs * 4},
+    )
 
 
 def _rotate(x, cos, sin, neox: bool):

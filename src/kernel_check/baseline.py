@@ -87,8 +87,9 @@ class Coverage:
         return any(absolute == p or absolute.is_relative_to(p) for p in self.paths)
 
 
-def coverage(config: Config, results: Iterable[FileResult], paths: Iterable[Path],
-             enabled: Callable[[str, str], bool]) -> Coverage:
+def coverage(
+    config: Config, results: Iterable[FileResult], paths: Iterable[Path], enabled: Callable[[str, str], bool]
+) -> Coverage:
     """`paths`: the command-line path arguments. A file the run could not check (its
     status is not `known`: a timeout, a crash) does not count as checked."""
     checked = {config.relative(Path(r.path)) for r in results if r.status.known}
@@ -128,8 +129,11 @@ class Baseline:
         return Match(new, hidden, fixed)
 
     def to_json(self) -> str:
-        entries = [{"path": k.path, "code": k.code, "text": k.text, "count": self.entries[k]}
-                   for k in sorted(self.entries) if self.entries[k] > 0]
+        entries = [
+            {"path": k.path, "code": k.code, "text": k.text, "count": self.entries[k]}
+            for k in sorted(self.entries)
+            if self.entries[k] > 0
+        ]
         document = {"tool": TOOL, "version": BASELINE_VERSION, "entries": entries}
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
@@ -154,8 +158,9 @@ def load_baseline(path: Path) -> Baseline:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise BaselineError(f"{path}: baseline file not found "
-                            f"(create it with `kernel-check --write-baseline {path}`)") from None
+        raise BaselineError(
+            f"{path}: baseline file not found (create it with `kernel-check --write-baseline {path}`)"
+        ) from None
     except OSError as error:
         raise BaselineError(f"{path}: cannot read baseline: {error.strerror or error}") from None
     return Baseline(_parse(path, data), path)
@@ -177,8 +182,10 @@ def _parse(path: Path, data: bytes) -> Counter[Key]:
     if not isinstance(version, int) or isinstance(version, bool):
         raise bad('"version" must be an integer')
     if version > BASELINE_VERSION:
-        raise BaselineError(f"{path}: baseline version {version} is newer than this kernel-check "
-                            f"reads ({BASELINE_VERSION}); upgrade kernel-check")
+        raise BaselineError(
+            f"{path}: baseline version {version} is newer than this kernel-check "
+            f"reads ({BASELINE_VERSION}); upgrade kernel-check"
+        )
     entries = document.get("entries")
     if not isinstance(entries, list):
         raise bad('"entries" must be a list')
@@ -196,14 +203,15 @@ def _parse(path: Path, data: bytes) -> Counter[Key]:
     return counts
 
 
-def write_baseline(path: Path, results: Sequence[FileResult], config: Config,
-                   cover: Coverage) -> tuple[Baseline, int]:
+def write_baseline(path: Path, results: Sequence[FileResult], config: Config, cover: Coverage) -> tuple[Baseline, int]:
     """Record the findings of `results` in `path`; entries of an existing baseline the run
     did not cover are kept (so are those of files it could not check: their findings are unknown).
     Returns the written baseline and the number of entries kept."""
     if path.suffix in SOURCE_SUFFIXES:
-        raise BaselineError(f"{path}: refusing to write a baseline over a source file "
-                            "(give a .json path, e.g. kernel-check-baseline.json)")
+        raise BaselineError(
+            f"{path}: refusing to write a baseline over a source file "
+            "(give a .json path, e.g. kernel-check-baseline.json)"
+        )
     if path.is_dir():
         raise BaselineError(f"{path}: is a directory; give a file path for the baseline")
     if not path.parent.is_dir():

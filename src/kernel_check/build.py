@@ -89,8 +89,13 @@ def build_one(target: BuildTarget, *, lineinfo: bool = False) -> BuildOutcome:
     return BuildOutcome(target, result=result)
 
 
-def build_all(targets: Iterable[BuildTarget], *, lineinfo: bool = False, jobs: int | None = None,
-              on_done: Callable[[BuildOutcome], None] | None = None) -> list[BuildOutcome]:
+def build_all(
+    targets: Iterable[BuildTarget],
+    *,
+    lineinfo: bool = False,
+    jobs: int | None = None,
+    on_done: Callable[[BuildOutcome], None] | None = None,
+) -> list[BuildOutcome]:
     """Build every target (in parallel); the result list follows the input order."""
     targets = list(targets)
     workers = max(1, min(jobs or os.cpu_count() or 1, len(targets) or 1))
@@ -108,8 +113,9 @@ def build_all(targets: Iterable[BuildTarget], *, lineinfo: bool = False, jobs: i
 # ----- findings -----
 
 
-def _finding(code: str, message: str, location: Location, detail: str = "",
-             related: tuple[Related, ...] = ()) -> Finding:
+def _finding(
+    code: str, message: str, location: Location, detail: str = "", related: tuple[Related, ...] = ()
+) -> Finding:
     rule = get_rule(code)
     assert rule is not None, f"{code} is not declared in src/kernel_check/rules/"
     return Finding(code, message, location, rule.meta.severity, related, None, detail)
@@ -129,8 +135,9 @@ def compile_error_finding(outcome: BuildOutcome) -> Finding:
     log = outcome.error.log or str(outcome.error)
     location = _compiler_error_location(log, outcome.target.source)
     first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), str(outcome.error))
-    return _finding(codes.COMPILE_ERROR, f"{outcome.target.label} does not compile: {first[:300]}", location,
-                    detail=log.strip())
+    return _finding(
+        codes.COMPILE_ERROR, f"{outcome.target.label} does not compile: {first[:300]}", location, detail=log.strip()
+    )
 
 
 def kernel_identifier(name: str) -> str:
@@ -182,7 +189,7 @@ def _last_mangled_part(mangled: str) -> str:
         if not match:
             break
         start = match.end()
-        last = mangled[start:start + int(match.group(1))]
+        last = mangled[start : start + int(match.group(1))]
         pos = start + int(match.group(1))
     return last
 
@@ -207,19 +214,30 @@ def resource_findings(outcome: BuildOutcome) -> list[Finding]:
     findings = []
     for kernel in outcome.result.resources:
         identifier = kernel_identifier(kernel.name)
-        location = Location(display_path(outcome.target.source),
-                            kernel_definition_line(outcome.target.source, identifier))
+        location = Location(
+            display_path(outcome.target.source), kernel_definition_line(outcome.target.source, identifier)
+        )
         budget = budget_for(outcome.target.register_budget, identifier)
         where = f"{outcome.target.label}: {identifier}"
         if kernel.registers > budget:
-            findings.append(_finding(
-                codes.REGISTER_BUDGET, f"{where} uses {kernel.registers} registers per thread (budget {budget})",
-                location, detail=kernel.name))
+            findings.append(
+                _finding(
+                    codes.REGISTER_BUDGET,
+                    f"{where} uses {kernel.registers} registers per thread (budget {budget})",
+                    location,
+                    detail=kernel.name,
+                )
+            )
         if kernel.spill_stores or kernel.spill_loads:
-            findings.append(_finding(
-                codes.REGISTER_SPILL, f"{where} spills: {kernel.spill_stores} bytes stored, "
-                         f"{kernel.spill_loads} bytes loaded ({kernel.registers} registers)",
-                location, detail=kernel.name))
+            findings.append(
+                _finding(
+                    codes.REGISTER_SPILL,
+                    f"{where} spills: {kernel.spill_stores} bytes stored, "
+                    f"{kernel.spill_loads} bytes loaded ({kernel.registers} registers)",
+                    location,
+                    detail=kernel.name,
+                )
+            )
     return findings
 
 
@@ -237,12 +255,16 @@ def build_findings(outcomes: Iterable[BuildOutcome]) -> list[Finding]:
 
 def environment_failures(outcomes: Iterable[BuildOutcome]) -> list[str]:
     """One line per build the machine could not run (the compiler or ninja did not start)."""
-    return [f"{outcome.target.label}: {outcome.error}" for outcome in outcomes
-            if outcome.error is not None and outcome.error.environment]
+    return [
+        f"{outcome.target.label}: {outcome.error}"
+        for outcome in outcomes
+        if outcome.error is not None and outcome.error.environment
+    ]
 
 
-def merge_budgets(config_default: int, per_kernel: Mapping[str, int],
-                  spec_budget: int | Mapping[str, int] | None) -> dict[str, int]:
+def merge_budgets(
+    config_default: int, per_kernel: Mapping[str, int], spec_budget: int | Mapping[str, int] | None
+) -> dict[str, int]:
     """Config budgets, overridden by the spec's (a number, or per kernel)."""
     merged = {"default": int(config_default), **{k: int(v) for k, v in per_kernel.items()}}
     if isinstance(spec_budget, int):
@@ -282,8 +304,7 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
     return values if all(f in values for f in MANIFEST_FIELDS) else None
 
 
-def wrapper_targets(path: Path, budgets: Mapping[str, int],
-                    include_dirs: tuple[str, ...] = ()) -> list[BuildTarget]:
+def wrapper_targets(path: Path, budgets: Mapping[str, int], include_dirs: tuple[str, ...] = ()) -> list[BuildTarget]:
     """One target per INSTANTIATIONS pair of a wrapper manifest (`include_dirs`: configured)."""
     manifest = read_manifest(path)
     if manifest is None:
@@ -292,8 +313,16 @@ def wrapper_targets(path: Path, budgets: Mapping[str, int],
     root = runtime.find_csrc_root(path.parent, files[0]) or path.parent
     flags = tuple(str(f) for f in manifest.get("EXTRA_CUDA_CFLAGS", ()))
     return [
-        BuildTarget(label=f"{path.stem}:{symbol}", marker=("wrapper", path.stem, str(i)), cuda_files=files,
-                    wrappers=((export, symbol),), csrc_root=str(root), source=str(root / files[0]),
-                    extra_cuda_cflags=flags, include_dirs=include_dirs, register_budget=budgets)
+        BuildTarget(
+            label=f"{path.stem}:{symbol}",
+            marker=("wrapper", path.stem, str(i)),
+            cuda_files=files,
+            wrappers=((export, symbol),),
+            csrc_root=str(root),
+            source=str(root / files[0]),
+            extra_cuda_cflags=flags,
+            include_dirs=include_dirs,
+            register_budget=budgets,
+        )
         for i, (export, symbol) in enumerate(manifest["INSTANTIATIONS"])
     ]

@@ -42,8 +42,10 @@ STATIC_LAYOUT = "static-v1"
 CACHE_TAG = "CACHEDIR.TAG"
 IN_USE = "in-use"  # the lock file a process holds shared while it uses a preamble directory
 MAX_SIZE_ENV = "KERNEL_CHECK_CACHE_MAX_SIZE"  # overrides the `cache-max-size` key
-_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"  # the Cache Directory Tagging spec
-             "# This directory is a cache created by kernel-check; `kernel-check clean` removes it.\n")
+_TAG_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"  # the Cache Directory Tagging spec
+    "# This directory is a cache created by kernel-check; `kernel-check clean` removes it.\n"
+)
 _LAYOUT = frozenset({STATIC_LAYOUT, "jit", CACHE_TAG})  # what kernel-check itself puts in a cache root
 
 
@@ -138,8 +140,7 @@ def _cleanable_root(explicit: Path | None) -> Path | None:
     if not root.exists():
         return None
     if not root.is_dir() or not is_marked_cache(root):
-        raise NotACache(f"{root}: not a kernel-check cache (no {CACHE_TAG} written by kernel-check); "
-                        "nothing removed")
+        raise NotACache(f"{root}: not a kernel-check cache (no {CACHE_TAG} written by kernel-check); nothing removed")
     return root
 
 
@@ -147,8 +148,11 @@ def cache_usage(root: Path) -> dict[str, int]:
     """Bytes under the cache root `root`, by kind."""
     static = root / STATIC_LAYOUT
     preambles = tree_size(preamble_store(static))
-    return {"precompiled preambles": preambles, "results": tree_size(static) - preambles,
-            "JIT builds": tree_size(root / "jit")}
+    return {
+        "precompiled preambles": preambles,
+        "results": tree_size(static) - preambles,
+        "JIT builds": tree_size(root / "jit"),
+    }
 
 
 def tree_size(path: Path) -> int:

@@ -24,8 +24,9 @@ from .results import FileResult
 BUILD_TIMEOUT_MIN_S = 300.0
 # Keys that act after the cache (the filter stage, discovery, the gate) or on the cache
 # itself (its size): a change of one re-uses every cached result (result_cache.py).
-FILTER_KEYS = frozenset({"select", "ignore", "per-file-ignores", "severity", "exclude", "strict", "baseline",
-                         "cache-max-size"})
+FILTER_KEYS = frozenset(
+    {"select", "ignore", "per-file-ignores", "severity", "exclude", "strict", "baseline", "cache-max-size"}
+)
 
 
 def build_timeout(config: Config) -> float:
@@ -56,12 +57,14 @@ def open_result_cache(options: RunOptions) -> Any:
     from .result_cache import ResultCache, run_fingerprint
 
     config = options.config
-    fingerprint = run_fingerprint({
-        "config": {key: value for key, value in options_table(config).items() if key not in FILTER_KEYS},
-        "root": str(config.root.resolve()),
-        "settings": asdict(options.settings),
-        "preamble": cache.preamble,
-    })
+    fingerprint = run_fingerprint(
+        {
+            "config": {key: value for key, value in options_table(config).items() if key not in FILTER_KEYS},
+            "root": str(config.root.resolve()),
+            "settings": asdict(options.settings),
+            "preamble": cache.preamble,
+        }
+    )
     return ResultCache(project_dir(Path(cache.root), config.root), fingerprint)
 
 
@@ -83,9 +86,13 @@ class CacheSession:
             from .clang.preamble import PreambleCache
 
             hashes = self.results.hashes if self.results is not None else None
-            self._preamble = PreambleCache(preamble_store(Path(cache.root)), cache.preamble, hashes,
-                                           build_timeout=build_timeout(self.options.config),
-                                           max_bytes=cache.max_bytes)
+            self._preamble = PreambleCache(
+                preamble_store(Path(cache.root)),
+                cache.preamble,
+                hashes,
+                build_timeout=build_timeout(self.options.config),
+                max_bytes=cache.max_bytes,
+            )
         return self._preamble
 
     def close(self) -> None:
@@ -130,8 +137,10 @@ class CacheSession:
     def stale(self) -> bool:
         """Whether a file this session hashed (a header, a preamble's input) changed since:
         its memoized hashes, preambles and cached verdicts no longer describe the disk."""
-        hashes = [self.results.hashes if self.results is not None else None,
-                  self._preamble.hashes if self._preamble is not None else None]
+        hashes = [
+            self.results.hashes if self.results is not None else None,
+            self._preamble.hashes if self._preamble is not None else None,
+        ]
         return any(h is not None and h.changed() for h in hashes)
 
     def counts(self) -> ParseCounts:
@@ -160,6 +169,6 @@ class WarmSessions:
                 session.close()
             session = CacheSession(options, open_result_cache(options))
         self._sessions[key] = session  # now the most recently used
-        for oldest in list(self._sessions)[:-self.KEEP]:
+        for oldest in list(self._sessions)[: -self.KEEP]:
             self._sessions.pop(oldest).close()  # its preambles may be evicted from now on
         return session

@@ -66,54 +66,109 @@ PROGRESS_DELAY_S = 2.0  # a run shorter than this shows no progress line
 def build_check_parser() -> argparse.ArgumentParser:
     from .report import FORMATS
 
-    parser = OneLineParser(prog="kernel-check", description="Static checks for JIT-style CUDA kernels.",
-                           epilog=SUBCOMMANDS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(
+        prog="kernel-check",
+        description="Static checks for JIT-style CUDA kernels.",
+        epilog=SUBCOMMANDS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
     parser.add_argument("--version", action="version", version=f"kernel-check {__version__}")
     output = parser.add_argument_group("output")
-    output.add_argument("--output-format", "--format", dest="format", default="text", choices=FORMATS,
-                        help="report format; `concise` is one line per finding")
+    output.add_argument(
+        "--output-format",
+        "--format",
+        dest="format",
+        default="text",
+        choices=FORMATS,
+        help="report format; `concise` is one line per finding",
+    )
     output.add_argument("--output", "-o", type=Path, metavar="FILE", help="write the report to FILE")
-    output.add_argument("--statistics", action="store_true",
-                        help="counts per code instead of findings: a table, or a JSON list with "
-                             "`--output-format json` (as in ruff, not with sarif, github or junit)")
-    output.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                        help="ANSI colors in text output; `auto`: on a terminal (not TERM=dumb), or when FORCE_COLOR "
-                             "is set, never when NO_COLOR is set")
+    output.add_argument(
+        "--statistics",
+        action="store_true",
+        help="counts per code instead of findings: a table, or a JSON list with "
+        "`--output-format json` (as in ruff, not with sarif, github or junit)",
+    )
+    output.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="ANSI colors in text output; `auto`: on a terminal (not TERM=dumb), or when FORCE_COLOR "
+        "is set, never when NO_COLOR is set",
+    )
     output.add_argument("--quiet", "-q", action="store_true", help="no summary line in text output")
-    output.add_argument("--stdin-filename", type=Path, metavar="PATH",
-                        help="check standard input as the contents of PATH (config, includes and "
-                             "per-file-ignores as for PATH; the file itself is not read or written)")
+    output.add_argument(
+        "--stdin-filename",
+        type=Path,
+        metavar="PATH",
+        help="check standard input as the contents of PATH (config, includes and "
+        "per-file-ignores as for PATH; the file itself is not read or written)",
+    )
     rules = parser.add_argument_group("rule selection")
     add_selection_options(rules)
     rules.add_argument("--strict", action="store_true", help="warnings fail the run")
     config = parser.add_argument_group("configuration")
     config.add_argument("--config", type=Path, help="a pyproject.toml or kernel-check TOML file")
     config.add_argument("--mode", choices=("auto", "system", "hermetic"), help="parse mode")
-    config.add_argument("-I", "--include-dir", action="append", default=[], dest="include_dirs", metavar="DIR",
-                        help="an extra include directory, after config `include-dirs` (repeatable)")
-    config.add_argument("-D", "--define", action="append", default=[], dest="defines", metavar="NAME[=VALUE]",
-                        help="a preprocessor definition, after config `defines` (repeatable)")
-    config.add_argument("--force-exclude", action="store_true",
-                        help="apply `exclude` to files passed explicitly too (what pre-commit needs)")
+    config.add_argument(
+        "-I",
+        "--include-dir",
+        action="append",
+        default=[],
+        dest="include_dirs",
+        metavar="DIR",
+        help="an extra include directory, after config `include-dirs` (repeatable)",
+    )
+    config.add_argument(
+        "-D",
+        "--define",
+        action="append",
+        default=[],
+        dest="defines",
+        metavar="NAME[=VALUE]",
+        help="a preprocessor definition, after config `defines` (repeatable)",
+    )
+    config.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply `exclude` to files passed explicitly too (what pre-commit needs)",
+    )
     speed = parser.add_argument_group("speed")
-    speed.add_argument("--jobs", "-j", type=positive_int, default=None, metavar="N",
-                       help="worker processes (default: the CPUs this process may use)")
-    speed.add_argument("--cache-dir", type=Path, metavar="DIR",
-                       help="cache directory, one for every project (default: $KERNEL_CHECK_CACHE_DIR, else "
-                            "$XDG_CACHE_HOME/kernel-check, else ~/.cache/kernel-check)")
-    speed.add_argument("--no-cache", action="store_true",
-                       help="neither read nor write the cache (results and precompiled preambles)")
+    speed.add_argument(
+        "--jobs",
+        "-j",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="worker processes (default: the CPUs this process may use)",
+    )
+    speed.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="cache directory, one for every project (default: $KERNEL_CHECK_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/kernel-check, else ~/.cache/kernel-check)",
+    )
+    speed.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the cache (results and precompiled preambles)"
+    )
     adoption = parser.add_argument_group("adoption (docs/adopting.md)")
-    adoption.add_argument("--diff", metavar="BASE",
-                          help="only findings on lines changed since git revision BASE (`BASE...`: "
-                               "since its merge base with HEAD), plus file-level findings of changed files")
+    adoption.add_argument(
+        "--diff",
+        metavar="BASE",
+        help="only findings on lines changed since git revision BASE (`BASE...`: "
+        "since its merge base with HEAD), plus file-level findings of changed files",
+    )
     add_baseline_options(adoption)
     fixes = parser.add_mutually_exclusive_group()
     fixes.add_argument("--fix", action="store_true", help="apply safe fixes, then report what remains")
-    fixes.add_argument("--fix-diff", action="store_true",
-                       help="print the safe fixes as a unified diff and write nothing (exit 1 when there "
-                            "is one); not `--diff`, which limits the report to changed lines")
+    fixes.add_argument(
+        "--fix-diff",
+        action="store_true",
+        help="print the safe fixes as a unified diff and write nothing (exit 1 when there "
+        "is one); not `--diff`, which limits the report to changed lines",
+    )
     return parser
 
 
@@ -144,8 +199,9 @@ def _load(args: argparse.Namespace, buffer: bytes | None = None) -> tuple[Config
     return config, *_stdin_buffer(args, config, buffer)
 
 
-def _stdin_buffer(args: argparse.Namespace, config: Config,
-                  buffer: bytes | None = None) -> tuple[list[Path], dict[Path, bytes]]:
+def _stdin_buffer(
+    args: argparse.Namespace, config: Config, buffer: bytes | None = None
+) -> tuple[list[Path], dict[Path, bytes]]:
     """`--stdin-filename PATH`: standard input (or `buffer`, the language server's document)
     checked as PATH's contents (an editor's buffer)."""
     from .discover import SOURCE_SUFFIXES, is_source
@@ -159,8 +215,9 @@ def _stdin_buffer(args: argparse.Namespace, config: Config,
             hint = "; --fix-diff shows the fixes" if flag == "--fix" else ""
             raise UsageError(f"{flag} cannot be combined with --stdin-filename{hint}")
     if not is_source(path):
-        raise UsageError(f"--stdin-filename {path}: not a C++/CUDA or Python source "
-                         f"(expected one of {', '.join(SOURCE_SUFFIXES)})")
+        raise UsageError(
+            f"--stdin-filename {path}: not a C++/CUDA or Python source (expected one of {', '.join(SOURCE_SUFFIXES)})"
+        )
     data = sys.stdin.buffer.read() if buffer is None else buffer
     if args.force_exclude and matches_any(config.relative(path), config.get("exclude")):
         return [], {}
@@ -173,8 +230,14 @@ def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
     include_dirs = config.include_dirs() + tuple(str(real_path(Path(d))) for d in args.include_dirs)
     defines = tuple(config.get("defines")) + tuple(args.defines)
     settings = resolve_settings(config.get("mode"), include_dirs, defines, config.get("arch"))
-    return RunOptions(config, settings, tuple(args.select), tuple(args.ignore),
-                      cache=_cache_options(args, config), jobs=args.jobs or _available_cpus())
+    return RunOptions(
+        config,
+        settings,
+        tuple(args.select),
+        tuple(args.ignore),
+        cache=_cache_options(args, config),
+        jobs=args.jobs or _available_cpus(),
+    )
 
 
 def _cache_options(args: argparse.Namespace, config: Config) -> CacheOptions:
@@ -255,8 +318,12 @@ def _progress(args: argparse.Namespace) -> Progress:
     from .progress import Progress
     from .report import HUMAN_FORMATS
 
-    watched = (args.format in HUMAN_FORMATS and args.stdin_filename is None and is_terminal(sys.stderr)
-               and (args.output is not None or is_terminal(sys.stdout)))
+    watched = (
+        args.format in HUMAN_FORMATS
+        and args.stdin_filename is None
+        and is_terminal(sys.stderr)
+        and (args.output is not None or is_terminal(sys.stdout))
+    )
     return Progress(sys.stderr, live=watched, log=False, delay=PROGRESS_DELAY_S)
 
 
@@ -272,8 +339,9 @@ def _with_buffer_lines(results: list[FileResult], buffers: dict[Path, bytes]) ->
         data = buffers.get(Path(result.path))
         if data is not None:
             lines = split_lines(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace"))
-            result.findings = [replace(f, source_line=lines[f.line - 1]) if 1 <= f.line <= len(lines) else f
-                               for f in result.findings]
+            result.findings = [
+                replace(f, source_line=lines[f.line - 1]) if 1 <= f.line <= len(lines) else f for f in result.findings
+            ]
     return results
 
 
@@ -289,11 +357,22 @@ def command_check(argv: Sequence[str]) -> int:
     if run.planned is not None:
         return _fix_diff(run, args)
     verdict = finalize(run.results, run.policy)
-    summary = Summary(files_checked=len(run.results), suppressed=verdict.suppressed,
-                      baseline_hidden=verdict.baseline_hidden, baseline_fixed=verdict.baseline_fixed,
-                      fixed=run.fixed)
-    report = render(verdict.findings, args.format, root=run.config.root, statistics=args.statistics,
-                    summary=summary, color=use_color(args.color, args.output), statuses=verdict.statuses)
+    summary = Summary(
+        files_checked=len(run.results),
+        suppressed=verdict.suppressed,
+        baseline_hidden=verdict.baseline_hidden,
+        baseline_fixed=verdict.baseline_fixed,
+        fixed=run.fixed,
+    )
+    report = render(
+        verdict.findings,
+        args.format,
+        root=run.config.root,
+        statistics=args.statistics,
+        summary=summary,
+        color=use_color(args.color, args.output),
+        statuses=verdict.statuses,
+    )
     if args.quiet and args.format in HUMAN_FORMATS:
         report = "\n".join(line for line in report.splitlines() if not line.startswith(("Found ", "All checks")))
     emit(report, args.output)
@@ -306,8 +385,9 @@ def _check_statistics_format(args: argparse.Namespace) -> None:
     from .report import STATISTICS_FORMATS
 
     if args.statistics and args.format not in STATISTICS_FORMATS:
-        raise UsageError(f"--statistics cannot be combined with --output-format {args.format} "
-                         f"(use {', '.join(STATISTICS_FORMATS)})")
+        raise UsageError(
+            f"--statistics cannot be combined with --output-format {args.format} (use {', '.join(STATISTICS_FORMATS)})"
+        )
 
 
 def _fix_diff(run: CheckRun, args: argparse.Namespace) -> int:
@@ -317,8 +397,13 @@ def _fix_diff(run: CheckRun, args: argparse.Namespace) -> int:
     planned = run.planned or {}
     emit(unified_diff(planned, display_path).rstrip("\n"), args.output)
     count = sum(fix.count for fix in planned.values())
-    print(f"Would fix {count} {'finding' if count == 1 else 'findings'} in {len(planned)} "
-          f"{'file' if len(planned) == 1 else 'files'}." if count else "No fixes available.", file=sys.stderr)
+    print(
+        f"Would fix {count} {'finding' if count == 1 else 'findings'} in {len(planned)} "
+        f"{'file' if len(planned) == 1 else 'files'}."
+        if count
+        else "No fixes available.",
+        file=sys.stderr,
+    )
     return EXIT_FINDINGS if count and not args.exit_zero else EXIT_CLEAN
 
 
@@ -330,36 +415,65 @@ def _rule_parser() -> argparse.ArgumentParser:
 
 def _rules_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kernel-check rules", description="List every rule code.")
-    parser.add_argument("--output-format", "--format", dest="format", choices=("text", "json"), default="text",
-                        help="a table for people, or JSON for tools (default text)")
+    parser.add_argument(
+        "--output-format",
+        "--format",
+        dest="format",
+        choices=("text", "json"),
+        default="text",
+        help="a table for people, or JSON for tools (default text)",
+    )
     return parser
 
 
 def _clean_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="kernel-check clean",
-                           description="Remove this project's cached results, or with --all the whole cache "
-                                       "directory (only one that kernel-check created), and say what that freed.")
-    parser.add_argument("path", nargs="?", type=Path, default=Path("."),
-                        help="a file or directory of the project (default: .), found as a check finds it")
-    parser.add_argument("--all", action="store_true",
-                        help="remove the whole cache directory: every project's results, the preamble store "
-                             "all projects share and the JIT builds")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="the cache directory (default: $KERNEL_CHECK_CACHE_DIR, else "
-                             "$XDG_CACHE_HOME/kernel-check, else ~/.cache/kernel-check)")
+    parser = OneLineParser(
+        prog="kernel-check clean",
+        description="Remove this project's cached results, or with --all the whole cache "
+        "directory (only one that kernel-check created), and say what that freed.",
+    )
+    parser.add_argument(
+        "path",
+        nargs="?",
+        type=Path,
+        default=Path("."),
+        help="a file or directory of the project (default: .), found as a check finds it",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="remove the whole cache directory: every project's results, the preamble store "
+        "all projects share and the JIT builds",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="the cache directory (default: $KERNEL_CHECK_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/kernel-check, else ~/.cache/kernel-check)",
+    )
     return parser
 
 
 def _server_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="kernel-check server",
-                           description="A language server (LSP over standard input/output) for editors: the static "
-                                       "check's findings on open .cuh/.cu/.py documents as you type, with quick fixes "
-                                       "and suppressions (docs/editors.md). Needs pip install 'kernel-check[server]'.")
-    parser.add_argument("--stdio", action="store_true",
-                        help="talk over standard input/output: the only transport, so the flag changes nothing "
-                             "(language clients pass it)")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="cache directory (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)")
+    parser = OneLineParser(
+        prog="kernel-check server",
+        description="A language server (LSP over standard input/output) for editors: the static "
+        "check's findings on open .cuh/.cu/.py documents as you type, with quick fixes "
+        "and suppressions (docs/editors.md). Needs pip install 'kernel-check[server]'.",
+    )
+    parser.add_argument(
+        "--stdio",
+        action="store_true",
+        help="talk over standard input/output: the only transport, so the flag changes nothing "
+        "(language clients pass it)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="cache directory (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)",
+    )
     return parser
 
 
@@ -367,8 +481,14 @@ def all_parsers() -> dict[str, argparse.ArgumentParser]:
     """Every command's parser, by command (`check` is the static check): what --help shows."""
     from .harness.cli import subcommand_parsers
 
-    return {"check": build_check_parser(), "rule": _rule_parser(), "rules": _rules_parser(),
-            "clean": _clean_parser(), "server": _server_parser(), **subcommand_parsers()}
+    return {
+        "check": build_check_parser(),
+        "rule": _rule_parser(),
+        "rules": _rules_parser(),
+        "clean": _clean_parser(),
+        "server": _server_parser(),
+        **subcommand_parsers(),
+    }
 
 
 def command_rule(argv: Sequence[str]) -> int:
@@ -389,9 +509,22 @@ def command_rules(argv: Sequence[str]) -> int:
     if args.format == "json":
         import json
 
-        print(json.dumps([{"code": m.code, "name": m.name, "severity": m.severity.value,
-                           "stage": m.language.value, "fixable": m.fixable, "summary": m.summary}
-                          for m in rules], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "code": m.code,
+                        "name": m.name,
+                        "severity": m.severity.value,
+                        "stage": m.language.value,
+                        "fixable": m.fixable,
+                        "summary": m.summary,
+                    }
+                    for m in rules
+                ],
+                indent=2,
+            )
+        )
         return EXIT_CLEAN
     for meta in rules:
         marker = "*" if meta.fixable else " "
@@ -416,12 +549,16 @@ def command_clean(argv: Sequence[str]) -> int:
         raise UsageError(f"{args.path}: no such file or directory")
     project, _ = find_project_root(args.path)
     removed = clean_project(project, args.cache_dir)
-    print(f"freed {format_size(removed.size)}: removed the cached results of {project} ({removed.path})"
-          if removed else f"nothing to remove: no cached results of {project}")
+    print(
+        f"freed {format_size(removed.size)}: removed the cached results of {project} ({removed.path})"
+        if removed
+        else f"nothing to remove: no cached results of {project}"
+    )
     kept = tree_size(preamble_store(static_root(args.cache_dir)))
     if kept:
-        print(f"kept {format_size(kept)}: the preamble store all projects share (`kernel-check clean --all` "
-              "removes it)")
+        print(
+            f"kept {format_size(kept)}: the preamble store all projects share (`kernel-check clean --all` removes it)"
+        )
     return EXIT_CLEAN
 
 

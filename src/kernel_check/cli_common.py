@@ -37,24 +37,39 @@ def _comma_list(value: str) -> list[str]:
 def add_selection_options(group: argparse._ActionsContainer) -> None:
     """`--select`/`--ignore` (repeated flags accumulate) and `--exit-zero`: the same for the
     static check, `build` and `test`."""
-    group.add_argument("--select", type=_comma_list, action="extend", default=[], metavar="CODES",
-                       help="codes or prefixes to enable, comma-separated (repeatable; replaces config `select`)")
-    group.add_argument("--ignore", type=_comma_list, action="extend", default=[], metavar="CODES",
-                       help="codes or prefixes to disable, comma-separated (repeatable; adds to config `ignore`)")
+    group.add_argument(
+        "--select",
+        type=_comma_list,
+        action="extend",
+        default=[],
+        metavar="CODES",
+        help="codes or prefixes to enable, comma-separated (repeatable; replaces config `select`)",
+    )
+    group.add_argument(
+        "--ignore",
+        type=_comma_list,
+        action="extend",
+        default=[],
+        metavar="CODES",
+        help="codes or prefixes to disable, comma-separated (repeatable; adds to config `ignore`)",
+    )
     group.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
 
 
 def add_baseline_options(group: argparse._ActionsContainer) -> None:
     """`--baseline` and `--write-baseline`: the same for the static check, `build` and `test`
     (one baseline file holds every stage's entries; each run replaces only its own)."""
-    group.add_argument("--baseline", type=Path, metavar="FILE",
-                       help="hide the findings recorded in FILE (default: config `baseline`)")
-    group.add_argument("--write-baseline", type=Path, metavar="FILE",
-                       help="record the current findings in FILE, then exit 0")
+    group.add_argument(
+        "--baseline", type=Path, metavar="FILE", help="hide the findings recorded in FILE (default: config `baseline`)"
+    )
+    group.add_argument(
+        "--write-baseline", type=Path, metavar="FILE", help="record the current findings in FILE, then exit 0"
+    )
 
 
 def _positive(cast: Callable[[str], float], noun: str) -> Callable[[str], float]:
     """An argparse `type` that takes a finite number above zero (a count, a time limit)."""
+
     def parse(value: str) -> float:
         try:
             number = cast(value)
@@ -63,6 +78,7 @@ def _positive(cast: Callable[[str], float], noun: str) -> Callable[[str], float]
         if not (math.isfinite(number) and number > 0):
             raise argparse.ArgumentTypeError(f"expected a positive {noun}, got {value!r}")
         return number
+
     return parse
 
 
@@ -80,22 +96,46 @@ def user_errors() -> tuple[type[Exception], ...]:
     from .discover import DiscoveryError
     from .fix import WriteRefused
 
-    return (UsageError, ConfigError, DiscoveryError, ParseConfigError, DiffError, BaselineError, NotACache,
-            WriteRefused)
+    return (
+        UsageError,
+        ConfigError,
+        DiscoveryError,
+        ParseConfigError,
+        DiffError,
+        BaselineError,
+        NotACache,
+        WriteRefused,
+    )
 
 
 def policy_from_args(args: argparse.Namespace, config: Config, stages: frozenset[codes.Language]) -> Policy:
     """The run's policy from a command's flags (`add_selection_options`, `add_baseline_options`
     and, for the static check, `--strict` and `--diff`)."""
-    return make_policy(config, stages, select=args.select, ignore=args.ignore, strict=args.strict,
-                       paths=getattr(args, "paths", None) or [Path(".")], baseline=getattr(args, "baseline", None),
-                       writes_baseline=getattr(args, "write_baseline", None) is not None,
-                       diff=getattr(args, "diff", None))
+    return make_policy(
+        config,
+        stages,
+        select=args.select,
+        ignore=args.ignore,
+        strict=args.strict,
+        paths=getattr(args, "paths", None) or [Path(".")],
+        baseline=getattr(args, "baseline", None),
+        writes_baseline=getattr(args, "write_baseline", None) is not None,
+        diff=getattr(args, "diff", None),
+    )
 
 
-def make_policy(config: Config, stages: frozenset[codes.Language], *, select: Sequence[str] = (),
-                ignore: Sequence[str] = (), strict: bool = False, paths: Sequence[Path] = (),
-                baseline: Path | None = None, writes_baseline: bool = False, diff: str | None = None) -> Policy:
+def make_policy(
+    config: Config,
+    stages: frozenset[codes.Language],
+    *,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    strict: bool = False,
+    paths: Sequence[Path] = (),
+    baseline: Path | None = None,
+    writes_baseline: bool = False,
+    diff: str | None = None,
+) -> Policy:
     """What decides a run's report and exit status (`finalize.py`). Validates the codes, then
     loads `--diff` and the baseline (`baseline`, else config `baseline`; none when the run
     writes one), all before the (slow) run."""
@@ -108,8 +148,16 @@ def make_policy(config: Config, stages: frozenset[codes.Language], *, select: Se
         raise UsageError("--write-baseline records every finding; it cannot be combined with --diff")
     scope = load_diff(diff, (list(paths) or [Path(".")])[0]) if diff else None
     path = None if writes_baseline else configured_path(baseline, config)
-    return Policy(config, stages, tuple(select), tuple(ignore), strict=strict or bool(config.get("strict")),
-                  baseline=load_baseline(path) if path is not None else None, diff=scope, paths=tuple(paths))
+    return Policy(
+        config,
+        stages,
+        tuple(select),
+        tuple(ignore),
+        strict=strict or bool(config.get("strict")),
+        baseline=load_baseline(path) if path is not None else None,
+        diff=scope,
+        paths=tuple(paths),
+    )
 
 
 def validate_selection(config: Config, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> None:
@@ -124,8 +172,10 @@ def validate_selection(config: Config, select: Sequence[str] = (), ignore: Seque
     for key, listed in configured.items():
         exact = key == "severity"  # a severity names one code, not a prefix
         if bad := next((c for c in listed if (codes.lookup(c) is None if exact else unknown_selector(c))), None):
-            raise ConfigError(f"{config.source or config.root}: [tool.kernel-check] {key}: "
-                              f"unknown rule code {'' if exact else 'or prefix '}'{bad}' (see `kernel-check rules`)")
+            raise ConfigError(
+                f"{config.source or config.root}: [tool.kernel-check] {key}: "
+                f"unknown rule code {'' if exact else 'or prefix '}'{bad}' (see `kernel-check rules`)"
+            )
 
 
 def use_color(choice: str, output: Path | None) -> bool:
@@ -152,8 +202,10 @@ def refuse_output_over_inputs(output: Path | None, inputs: Iterable[Path | str],
         except OSError:
             continue  # gone or unreadable: the run reports it, it is not the output
         if same and not Path(path).is_dir():
-            raise UsageError(f"--output {output}: is {display_path(path)}, which this run reads; "
-                             "the report would overwrite it (give another file)")
+            raise UsageError(
+                f"--output {output}: is {display_path(path)}, which this run reads; "
+                "the report would overwrite it (give another file)"
+            )
 
 
 def emit(text: str, output: Path | None) -> None:

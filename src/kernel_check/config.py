@@ -37,48 +37,69 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("mode", "str", "auto",
-           'Parse mode: "auto" (system headers when a CUDA install is found, else hermetic), '
-           '"system" or "hermetic".'),
-    Option("include-dirs", "list[str]", [],
-           "Extra include directories (relative to the project root), searched after the "
-           "discovered `include/` that holds `sgl_kernel/` and before the bundled header library "
-           "(the static check, `build` and `test` alike)."),
+    Option(
+        "mode",
+        "str",
+        "auto",
+        'Parse mode: "auto" (system headers when a CUDA install is found, else hermetic), "system" or "hermetic".',
+    ),
+    Option(
+        "include-dirs",
+        "list[str]",
+        [],
+        "Extra include directories (relative to the project root), searched after the "
+        "discovered `include/` that holds `sgl_kernel/` and before the bundled header library "
+        "(the static check, `build` and `test` alike).",
+    ),
     Option("defines", "list[str]", [], 'Preprocessor definitions, e.g. ["USE_FOO=1"].'),
     Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
-    Option("select", "list[str]", [],
-           "Codes or prefixes to enable (empty: every rule). `KC1` selects KC1xx."),
+    Option("select", "list[str]", [], "Codes or prefixes to enable (empty: every rule). `KC1` selects KC1xx."),
     Option("ignore", "list[str]", [], "Codes or prefixes to disable."),
-    Option("severity", "table[str]", {},
-           'Severity overrides per code: {KC301 = "error", KC202 = "info"}.'),
-    Option("per-file-ignores", "table[list[str]]", {},
-           'Codes ignored in files matching a glob: {"tests/**" = ["KC301"]}.'),
-    Option("exclude", "list[str]", [],
-           "Globs (relative to the project root) of files never checked when found in a "
-           "directory; with --force-exclude also when passed explicitly."),
+    Option("severity", "table[str]", {}, 'Severity overrides per code: {KC301 = "error", KC202 = "info"}.'),
+    Option(
+        "per-file-ignores", "table[list[str]]", {}, 'Codes ignored in files matching a glob: {"tests/**" = ["KC301"]}.'
+    ),
+    Option(
+        "exclude",
+        "list[str]",
+        [],
+        "Globs (relative to the project root) of files never checked when found in a "
+        "directory; with --force-exclude also when passed explicitly.",
+    ),
     Option("strict", "bool", False, "Warnings fail the run (same as --strict)."),
     Option("baseline", "str", "", "Baseline file of accepted findings (see docs/adopting.md)."),
     Option("register-budget", "int", 64, "KC601: registers per thread allowed for a kernel."),
-    Option("register-budget-per-kernel", "table[str]", {},
-           "KC601: per-kernel budgets, {kernel_name = 128}."),
-    Option("package-root", "str", "python/sglang/",
-           "KC504: the package source tree where registered tests must not live."),
-    Option("registered-tests-root", "str", "test/registered/",
-           "KC506: the tree whose test_*.py / bench_*.py must register with CI."),
-    Option("file-timeout", "float", 20.0,
-           "Seconds of CPU time one file may use in the static pipeline before it becomes a KC000 "
-           "(a busy machine slows a parse down but does not make it use more CPU). A file that "
-           "waits instead (a blocking read) is stopped at 3x this in wall-clock time, more on a "
-           "loaded machine (times the load average per CPU). The KC000 says which bound it hit."),
-    Option("max-file-bytes", "int", 2_000_000,
-           "Files larger than this are not parsed; they get one KC000 finding."),
-    Option("cache-max-size", "str", "1GiB",
-           'The most the preamble store may hold, e.g. "2GiB" or "500MB" (`KiB`, `MiB`, `GiB` and '
-           "`K`, `M`, `G` count in 1024s, `KB`, `MB`, `GB` in 1000s). The store, under the cache "
-           "directory, keeps the precompiled headers every project on this machine shares (30-50 MB "
-           "each); after a build, the least recently used go until it fits, never one a running "
-           "kernel-check uses. The environment variable KERNEL_CHECK_CACHE_MAX_SIZE overrides this key. "
-           "Results are kept per project and pruned when unused for 30 days."),
+    Option("register-budget-per-kernel", "table[str]", {}, "KC601: per-kernel budgets, {kernel_name = 128}."),
+    Option(
+        "package-root", "str", "python/sglang/", "KC504: the package source tree where registered tests must not live."
+    ),
+    Option(
+        "registered-tests-root",
+        "str",
+        "test/registered/",
+        "KC506: the tree whose test_*.py / bench_*.py must register with CI.",
+    ),
+    Option(
+        "file-timeout",
+        "float",
+        20.0,
+        "Seconds of CPU time one file may use in the static pipeline before it becomes a KC000 "
+        "(a busy machine slows a parse down but does not make it use more CPU). A file that "
+        "waits instead (a blocking read) is stopped at 3x this in wall-clock time, more on a "
+        "loaded machine (times the load average per CPU). The KC000 says which bound it hit.",
+    ),
+    Option("max-file-bytes", "int", 2_000_000, "Files larger than this are not parsed; they get one KC000 finding."),
+    Option(
+        "cache-max-size",
+        "str",
+        "1GiB",
+        'The most the preamble store may hold, e.g. "2GiB" or "500MB" (`KiB`, `MiB`, `GiB` and '
+        "`K`, `M`, `G` count in 1024s, `KB`, `MB`, `GB` in 1000s). The store, under the cache "
+        "directory, keeps the precompiled headers every project on this machine shares (30-50 MB "
+        "each); after a build, the least recently used go until it fits, never one a running "
+        "kernel-check uses. The environment variable KERNEL_CHECK_CACHE_MAX_SIZE overrides this key. "
+        "Results are kept per project and pruned when unused for 30 days.",
+    ),
 )
 _BY_KEY = {option.key: option for option in OPTIONS}
 
@@ -203,8 +224,11 @@ def _near_misses(path: Path) -> tuple[str, ...]:
         return ()  # a pyproject.toml kernel-check does not read may be invalid: not ours to judge
     if not isinstance(tool, dict):
         return ()
-    return tuple(f"{path}: [tool.{name}] is not read by kernel-check; did you mean [tool.{TABLE}]?"
-                 for name in tool if name != TABLE and _looks_like_ours(name))
+    return tuple(
+        f"{path}: [tool.{name}] is not read by kernel-check; did you mean [tool.{TABLE}]?"
+        for name in tool
+        if name != TABLE and _looks_like_ours(name)
+    )
 
 
 def _looks_like_ours(name: str) -> bool:
@@ -249,8 +273,10 @@ def _is_size(value: str) -> bool:
 # error names.
 _VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "mode": (lambda value: value in ("auto", "system", "hermetic"), "auto, system or hermetic"),
-    "arch": (lambda value: re.fullmatch(r"[1-9][0-9]+", value) is not None,
-             'the SM version in digits, e.g. "90" for sm_90 or "100" for sm_100'),
+    "arch": (
+        lambda value: re.fullmatch(r"[1-9][0-9]+", value) is not None,
+        'the SM version in digits, e.g. "90" for sm_90 or "100" for sm_100',
+    ),
     "file-timeout": (_positive, "a positive number of seconds"),
     "max-file-bytes": (_positive, "a positive number of bytes"),
     "cache-max-size": (_is_size, 'a size such as "1GiB", "500MB" or "0"'),
@@ -265,7 +291,8 @@ def _matches(kind: str, value: Any) -> bool:
         "bool": lambda v: isinstance(v, bool),
         "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
         "table[str]": lambda v: isinstance(v, dict) and all(isinstance(x, (str, int)) for x in v.values()),
-        "table[list[str]]": lambda v: isinstance(v, dict)
-        and all(isinstance(x, list) and all(isinstance(y, str) for y in x) for x in v.values()),
+        "table[list[str]]": lambda v: (
+            isinstance(v, dict) and all(isinstance(x, list) and all(isinstance(y, str) for y in x) for x in v.values())
+        ),
     }
     return checks[kind](value)

@@ -52,8 +52,7 @@ def is_file_level(finding: Finding) -> bool:
     location = finding.location
     if finding.code == PARSE_ERROR:
         return True
-    return (location.line, location.column) == (1, 1) and location.end_line is None \
-        and location.end_column is None
+    return (location.line, location.column) == (1, 1) and location.end_line is None and location.end_column is None
 
 
 @dataclass(frozen=True)
@@ -109,8 +108,7 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     command = ["git", "-c", "core.quotePath=false", *args]
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
-        return subprocess.run(command, cwd=cwd, capture_output=True, timeout=_GIT_TIMEOUT_S,
-                              env=env, check=False)
+        return subprocess.run(command, cwd=cwd, capture_output=True, timeout=_GIT_TIMEOUT_S, env=env, check=False)
     except FileNotFoundError:
         raise DiffError("--diff needs git, and no `git` executable is on PATH") from None
     except subprocess.TimeoutExpired:
@@ -143,8 +141,7 @@ def _resolve(base: str, toplevel: Path) -> str:
         raise DiffError(f"--diff: '{base}' is not a git revision")
     merge_base = base.endswith("...") and len(base) > 3
     revision = base[:-3] if merge_base else base
-    result = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"],
-                  toplevel)
+    result = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"], toplevel)
     if result.returncode != 0:
         raise DiffError(f"--diff: unknown git revision '{revision}' in {toplevel}{_fetch_hint(toplevel, revision)}")
     commit = result.stdout.decode().strip()
@@ -153,8 +150,7 @@ def _resolve(base: str, toplevel: Path) -> str:
     result = _git(["merge-base", commit, "HEAD"], toplevel)
     if result.returncode != 0:
         shallow = _is_shallow(toplevel)
-        hint = " (this is a shallow clone: fetch more history, or pass the base without '...')" \
-            if shallow else ""
+        hint = " (this is a shallow clone: fetch more history, or pass the base without '...')" if shallow else ""
         raise DiffError(f"--diff: no merge base of '{revision}' and HEAD{hint}")
     return result.stdout.decode().strip()
 
@@ -167,8 +163,10 @@ def _is_shallow(toplevel: Path) -> bool:
 def _fetch_hint(toplevel: Path, revision: str) -> str:
     if _is_shallow(toplevel):
         branch = revision.removeprefix("origin/")
-        return (f" (this is a shallow clone: fetch it first, e.g. "
-                f"`git fetch --depth=1 origin {branch}:refs/remotes/origin/{branch}`)")
+        return (
+            f" (this is a shallow clone: fetch it first, e.g. "
+            f"`git fetch --depth=1 origin {branch}:refs/remotes/origin/{branch}`)"
+        )
     return ""
 
 
@@ -176,9 +174,23 @@ def load_diff(base: str, start: Path) -> DiffScope:
     """The changed lines of the repository that holds `start`, since revision `base`."""
     toplevel = _toplevel(start)
     commit = _resolve(base, toplevel)
-    result = _git(["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-relative",
-                   "-U0", "--find-renames", "--src-prefix=a/", "--dst-prefix=b/", commit, "--"],
-                  toplevel)
+    result = _git(
+        [
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--text",
+            "--no-relative",
+            "-U0",
+            "--find-renames",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            commit,
+            "--",
+        ],
+        toplevel,
+    )
     if result.returncode != 0:
         raise DiffError(f"--diff: git diff {base} failed: {_first_line(result.stderr)}")
     files = {changed.path: changed for changed in parse_unified_diff(result.stdout)}
@@ -207,12 +219,12 @@ def _unquote(text: str) -> str:
             out += char.encode("utf-8", errors="surrogateescape")
             index += 1
             continue
-        following = body[index + 1:index + 2]
+        following = body[index + 1 : index + 2]
         if following in simple:
             out.append(simple[following])
             index += 2
-        elif re.match(r"[0-7]{3}", body[index + 1:index + 4]):
-            out.append(int(body[index + 1:index + 4], 8))
+        elif re.match(r"[0-7]{3}", body[index + 1 : index + 4]):
+            out.append(int(body[index + 1 : index + 4], 8))
             index += 4
         else:  # not an escape git writes; keep it as is
             out += b"\\"
@@ -226,7 +238,7 @@ def _strip_prefix(path: str, prefix: str) -> str | None:
     if path == "/dev/null":
         return None
     path = _unquote(path)
-    return path[len(prefix):] if path.startswith(prefix) else path
+    return path[len(prefix) :] if path.startswith(prefix) else path
 
 
 def _header_paths(rest: str) -> tuple[str | None, str | None]:
@@ -238,7 +250,7 @@ def _header_paths(rest: str) -> tuple[str | None, str | None]:
         return None, None
     if (len(rest) - 5) % 2 == 0 and rest.startswith("a/"):
         half = (len(rest) - 5) // 2
-        old, new = rest[2:2 + half], rest[2 + half + 1:]
+        old, new = rest[2 : 2 + half], rest[2 + half + 1 :]
         if new == "b/" + old:
             return old, old
     match = re.match(r"a/(.*) (\"?b/.*)$", rest)
@@ -280,7 +292,7 @@ def parse_unified_diff(data: bytes) -> list[ChangedFile]:
             if current is not None and (changed := current.done()):
                 files.append(changed)
             current = _Pending()
-            current.old, current.new = _header_paths(line[len("diff --git "):])
+            current.old, current.new = _header_paths(line[len("diff --git ") :])
             continue
         if current is None:
             continue
@@ -302,7 +314,7 @@ def parse_unified_diff(data: bytes) -> list[ChangedFile]:
                 current.deleted = True
             else:
                 current.new = _strip_prefix(target, "b/")
-        elif (match := _HUNK_RE.match(line)):
+        elif match := _HUNK_RE.match(line):
             removed = 1 if match.group(2) is None else int(match.group(2))
             start = int(match.group(3))
             added = 1 if match.group(4) is None else int(match.group(4))

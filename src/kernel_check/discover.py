@@ -19,9 +19,26 @@ from .globs import matches_any
 PYTHON_SUFFIXES = (".py",)
 SOURCE_SUFFIXES = CPP_SUFFIXES + PYTHON_SUFFIXES
 # Directories no source tree wants checked (virtualenvs, caches, build outputs, VCS).
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules",
-                          "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-                          ".ruff_cache", ".kernel-check-cache", ".eggs"})
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        "node_modules",
+        "build",
+        "dist",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".kernel-check-cache",
+        ".eggs",
+    }
+)
 
 
 class DiscoveryError(Exception):
@@ -56,7 +73,8 @@ def discover(paths: list[Path], config: Config, *, force_exclude: bool = False) 
                 raise DiscoveryError(f"{path}: not a regular file")
             if not is_source(path):
                 raise DiscoveryError(
-                    f"{path}: not a C++/CUDA or Python source (expected one of {', '.join(SOURCE_SUFFIXES)})")
+                    f"{path}: not a C++/CUDA or Python source (expected one of {', '.join(SOURCE_SUFFIXES)})"
+                )
             if force_exclude and matches_any(config.relative(path), excludes):
                 continue
             found[path] = None
@@ -68,8 +86,10 @@ def _walk(directory: Path, config: Config, excludes: list[str]) -> list[Path]:
     for current, dirnames, filenames in os.walk(directory, onerror=_warn_unreadable):
         base = Path(current)
         dirnames[:] = sorted(
-            d for d in dirnames
-            if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
+            d
+            for d in dirnames
+            if d not in SKIPPED_DIRS
+            and not d.endswith(".egg-info")
             and not matches_any(config.relative(base / d), excludes)
         )
         for name in sorted(filenames):
@@ -81,8 +101,9 @@ def _walk(directory: Path, config: Config, excludes: list[str]) -> list[Path]:
 
 def _warn_unreadable(error: OSError) -> None:
     """`os.walk` skips a directory it cannot list; say which, and why."""
-    print(f"kernel-check: warning: failed to read directory {error.filename}: {error.strerror or error}",
-          file=sys.stderr)
+    print(
+        f"kernel-check: warning: failed to read directory {error.filename}: {error.strerror or error}", file=sys.stderr
+    )
 
 
 def _is_checkable(candidate: Path) -> bool:

@@ -57,9 +57,14 @@ class RunStats(ParseCounts):
     seconds: float = 0.0
 
 
-def run_static(paths: list[Path], options: RunOptions, progress: Progress | None = None,
-               buffers: dict[Path, bytes] | None = None, stats: RunStats | None = None,
-               sessions: WarmSessions | None = None) -> list[FileResult]:
+def run_static(
+    paths: list[Path],
+    options: RunOptions,
+    progress: Progress | None = None,
+    buffers: dict[Path, bytes] | None = None,
+    stats: RunStats | None = None,
+    sessions: WarmSessions | None = None,
+) -> list[FileResult]:
     """Check `paths`; results in the order of `paths` (see the module doc). `progress` hears
     of each file started and finished; `buffers` holds the contents of paths that are to be
     checked as these bytes rather than as read from disk (`--stdin-filename`); `stats`, when
@@ -96,8 +101,7 @@ def run_static(paths: list[Path], options: RunOptions, progress: Progress | None
     try:
         cache = options.cache
         cpp = sum(1 for index, _ in pending if not is_python(paths[index]))
-        if (cache is not None and cache.root is None and cache.preamble != "off"
-                and cpp >= TEMP_PREAMBLE_MIN):
+        if cache is not None and cache.root is None and cache.preamble != "off" and cpp >= TEMP_PREAMBLE_MIN:
             temporary = tempfile.mkdtemp(prefix="kernel-check-preamble-")
             options = replace(options, cache=replace(cache, root=Path(temporary), results=False))
             session = CacheSession(options, None)
@@ -145,5 +149,8 @@ def _languages_wanted(options: RunOptions) -> Any:
     codes = {language: [r.meta.code for r in rules_for(language)] for language in Language}
     if not selection.select or any(PARSE_ERROR.startswith(s) for s in selection.select):
         return lambda relative: tuple(Language)
-    return lambda relative: tuple(language for language in Language if any(
-        selection.enabled(code, relative) for code in [*codes[language], UNUSED_SUPPRESSION]))
+    return lambda relative: tuple(
+        language
+        for language in Language
+        if any(selection.enabled(code, relative) for code in [*codes[language], UNUSED_SUPPRESSION])
+    )

@@ -20,8 +20,7 @@ from .model import Span, split_lines
 
 # `// kernel-check: ignore[KC101, KC130]` or `# kernel-check: ignore-file[KC301]`; also the
 # bare `kernel-check: ignore` (no bracket: no codes), which suppresses nothing and is reported
-_SUPPRESSION_RE = re.compile(
-    r"(?://|#|/\*)\s*kernel-check:\s*(ignore-file|ignore)(?:\[([^\]]*)\]|(?![\w\[-]))")
+_SUPPRESSION_RE = re.compile(r"(?://|#|/\*)\s*kernel-check:\s*(ignore-file|ignore)(?:\[([^\]]*)\]|(?![\w\[-]))")
 _CODE_RE = re.compile(r"^K[CD]\d{3}$")
 
 
@@ -126,13 +125,24 @@ def _apply_suppressions(
     return kept, used
 
 
-def _unused(suppressions: list[Suppression], used: set[tuple[Suppression, str]], path: str,
-            selection: Selection, relative_path: str) -> list[Finding]:
+def _unused(
+    suppressions: list[Suppression],
+    used: set[tuple[Suppression, str]],
+    path: str,
+    selection: Selection,
+    relative_path: str,
+) -> list[Finding]:
     unused = []
     for suppression in suppressions:
         if not suppression.codes and selection.enabled(UNUSED_SUPPRESSION, relative_path):
-            unused.append(Finding(UNUSED_SUPPRESSION, _names_no_code(suppression.scope),
-                                  Location(path, suppression.line, suppression.column), Severity.WARNING))
+            unused.append(
+                Finding(
+                    UNUSED_SUPPRESSION,
+                    _names_no_code(suppression.scope),
+                    Location(path, suppression.line, suppression.column),
+                    Severity.WARNING,
+                )
+            )
         for code in suppression.codes:
             if (suppression, code) in used:
                 continue
@@ -141,19 +151,27 @@ def _unused(suppressions: list[Suppression], used: set[tuple[Suppression, str]],
                 # a deselected rule has no use for its suppression this run, and a build or
                 # dynamic code's is used by `kernel-check build` or `test`, not by this run
                 continue
-            message = (f"unused suppression for {code}" if entry is not None
-                       else f"suppression names an unknown code '{code}'")
+            message = (
+                f"unused suppression for {code}" if entry is not None else f"suppression names an unknown code '{code}'"
+            )
             if selection.enabled(UNUSED_SUPPRESSION, relative_path):
-                unused.append(Finding(UNUSED_SUPPRESSION, message,
-                                      Location(path, suppression.line, suppression.column),
-                                      Severity.WARNING))
+                unused.append(
+                    Finding(
+                        UNUSED_SUPPRESSION,
+                        message,
+                        Location(path, suppression.line, suppression.column),
+                        Severity.WARNING,
+                    )
+                )
     return unused
 
 
 def _names_no_code(scope: str) -> str:
     """A suppression without codes suppresses nothing (kernel-check has no blanket form)."""
-    return (f"`kernel-check: {scope}` names no code, so it suppresses nothing; "
-            f"write the codes to suppress, e.g. `kernel-check: {scope}[KC101]`")
+    return (
+        f"`kernel-check: {scope}` names no code, so it suppresses nothing; "
+        f"write the codes to suppress, e.g. `kernel-check: {scope}[KC101]`"
+    )
 
 
 def _with_severity(finding: Finding, config: Config) -> Finding:

@@ -96,12 +96,19 @@ def finalize(results: Sequence[FileResult], policy: Policy) -> Verdict:
     if policy.diff is not None:
         findings = policy.diff.filter(findings)
     threshold = Severity.WARNING.rank if policy.strict else Severity.ERROR.rank
-    return Verdict(findings, [f for f in findings if f.severity.rank >= threshold],
-                   sum(r.suppressed for r in results), hidden, fixed, {r.path: r.status for r in results})
+    return Verdict(
+        findings,
+        [f for f in findings if f.severity.rank >= threshold],
+        sum(r.suppressed for r in results),
+        hidden,
+        fixed,
+        {r.path: r.status for r in results},
+    )
 
 
-def filter_results(findings: Iterable[Finding], policy: Policy, files: Iterable[str] = (),
-                   unfinished: Iterable[str] = ()) -> list[FileResult]:
+def filter_results(
+    findings: Iterable[Finding], policy: Policy, files: Iterable[str] = (), unfinished: Iterable[str] = ()
+) -> list[FileResult]:
     """The per-file filter over the findings of the build or the harness, one result per
     file. `files`: the sources the run exercised (a file without a finding is still checked,
     so its baseline entries count as fixed); `unfinished`: sources of work the run was
@@ -114,9 +121,16 @@ def filter_results(findings: Iterable[Finding], policy: Policy, files: Iterable[
     results = []
     for path, found in by_path.items():
         data = sources.data(path)
-        outcome = filter_file_findings(found, path=path, relative_path=policy.config.relative(Path(path)),
-                                       text=(data or b"").decode("utf-8", errors="replace"), error_spans=[],
-                                       selection=policy.selection, config=policy.config, report_unused=False)
+        outcome = filter_file_findings(
+            found,
+            path=path,
+            relative_path=policy.config.relative(Path(path)),
+            text=(data or b"").decode("utf-8", errors="replace"),
+            error_spans=[],
+            selection=policy.selection,
+            config=policy.config,
+            report_unused=False,
+        )
         status = FileStatus.NOT_CHECKED if path in stopped else FileStatus.CHECKED
         results.append(FileResult(path, outcome.findings, outcome.suppressed, status=status))
     return results
@@ -128,13 +142,17 @@ def record_baseline(target: Path, results: Sequence[FileResult], policy: Policy)
     written, kept = write_baseline(target, results, policy.config, policy.coverage(results))
     unchecked = sorted({display_path(r.path) for r in results if not r.status.known})
     if unchecked:
-        print(f"kernel-check: warning: {len(unchecked)} {'file was' if len(unchecked) == 1 else 'files were'} "
-              f"not checked (timeout, crash or out of memory), so the baseline keeps their old entries: "
-              f"{', '.join(unchecked)}; rerun --write-baseline (a larger file-timeout helps on a busy machine)",
-              file=sys.stderr)
+        print(
+            f"kernel-check: warning: {len(unchecked)} {'file was' if len(unchecked) == 1 else 'files were'} "
+            f"not checked (timeout, crash or out of memory), so the baseline keeps their old entries: "
+            f"{', '.join(unchecked)}; rerun --write-baseline (a larger file-timeout helps on a busy machine)",
+            file=sys.stderr,
+        )
     entries, files = len(written.entries), len({key.path for key in written.entries})
     note = f"; kept {kept} of files this run did not check" if kept else ""
-    print(f"kernel-check: wrote {entries} baseline {'entry' if entries == 1 else 'entries'} "
-          f"({written.total} {'finding' if written.total == 1 else 'findings'} in {files} "
-          f"{'file' if files == 1 else 'files'}) to {target}{note}")
+    print(
+        f"kernel-check: wrote {entries} baseline {'entry' if entries == 1 else 'entries'} "
+        f"({written.total} {'finding' if written.total == 1 else 'findings'} in {files} "
+        f"{'file' if files == 1 else 'files'}) to {target}{note}"
+    )
     return EXIT_CLEAN

@@ -88,7 +88,7 @@ def _fixed(data: bytes, fixes: list[Fix]) -> tuple[bytes, int]:
         edits.extend(candidate)
         count += 1
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        data = data[:edit.start] + edit.replacement.encode("utf-8") + data[edit.end:]
+        data = data[: edit.start] + edit.replacement.encode("utf-8") + data[edit.end :]
     return data, count
 
 

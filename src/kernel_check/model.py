@@ -277,22 +277,50 @@ def _truncating_quotient(a: int, b: int) -> int:
 
 # clang's name of a binary operator (`BinaryOperator.name`) -> its `ConstExpr` operator
 BINARY_OPERATOR_SPELLINGS = {
-    "Mul": "*", "Div": "/", "Rem": "%", "Add": "+", "Sub": "-", "Shl": "<<", "Shr": ">>",
-    "LT": "<", "GT": ">", "LE": "<=", "GE": ">=", "EQ": "==", "NE": "!=", "And": "&",
-    "Xor": "^", "Or": "|", "LAnd": "&&", "LOr": "||",
+    "Mul": "*",
+    "Div": "/",
+    "Rem": "%",
+    "Add": "+",
+    "Sub": "-",
+    "Shl": "<<",
+    "Shr": ">>",
+    "LT": "<",
+    "GT": ">",
+    "LE": "<=",
+    "GE": ">=",
+    "EQ": "==",
+    "NE": "!=",
+    "And": "&",
+    "Xor": "^",
+    "Or": "|",
+    "LAnd": "&&",
+    "LOr": "||",
 }
 _UNARY_CONST_OPS: dict[str, Callable[[int], int]] = {
-    "neg": lambda a: -a, "not": lambda a: int(not a), "bitnot": lambda a: ~a,
+    "neg": lambda a: -a,
+    "not": lambda a: int(not a),
+    "bitnot": lambda a: ~a,
 }
 _FOLDS: dict[str, Callable[..., int]] = {"min": min, "max": max, "gcd": math.gcd}
 _BINARY_CONST_OPS: dict[str, Callable[[int, int], int]] = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: _truncating_quotient(a, b), "%": lambda a, b: a - b * _truncating_quotient(a, b),
-    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
-    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
-    "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b), "<=": lambda a, b: int(a <= b),
-    ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-    "&&": lambda a, b: int(bool(a and b)), "||": lambda a, b: int(bool(a or b)),
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: _truncating_quotient(a, b),
+    "%": lambda a, b: a - b * _truncating_quotient(a, b),
+    "<<": lambda a, b: a << b,
+    ">>": lambda a, b: a >> b,
+    "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
+    "<": lambda a, b: int(a < b),
+    ">": lambda a, b: int(a > b),
+    "<=": lambda a, b: int(a <= b),
+    ">=": lambda a, b: int(a >= b),
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "&&": lambda a, b: int(bool(a and b)),
+    "||": lambda a, b: int(bool(a or b)),
 }
 
 
@@ -406,8 +434,11 @@ class LaunchedKernel:
         index = self.template_params.index(param)
         if index >= len(self.template_arg_texts):
             return None
-        value = self.template_args[index] if index < len(self.template_args) else ConstExpr(
-            "unknown", text=self.template_arg_texts[index])
+        value = (
+            self.template_args[index]
+            if index < len(self.template_args)
+            else ConstExpr("unknown", text=self.template_arg_texts[index])
+        )
         return self.template_arg_texts[index], value
 
 
@@ -537,6 +568,7 @@ class LauncherFacts:
     # USRs of kernels / device functions of included headers whose facts were collected
     # because a launch or a pointer hand-off of this file reaches them.
     foreign_functions: list[str] = field(default_factory=list)
+
 
 # ---- end of launcher facts ----
 
@@ -673,6 +705,7 @@ class ScopeFacts:
     details_references: list[DetailsReference] = field(default_factory=list)
     included_files: tuple[str, ...] = ()  # every header the translation unit includes
 
+
 # ---- end of integer and scope facts ----
 
 # ---- dataflow facts (KC102, KC201, KC202, KC203, KC204, KC205) ----
@@ -755,6 +788,7 @@ class DataflowFacts:
     functions: list[FunctionDataflow] = field(default_factory=list)
     inline_asm: list[InlineAsm] = field(default_factory=list)
 
+
 # ---- end of dataflow facts ----
 
 
@@ -828,7 +862,7 @@ class SourceModel:
         if not 0 < line <= len(starts):
             return b""
         end = starts[line] if line < len(starts) else len(self.data)
-        return self.data[starts[line - 1]:end].rstrip(b"\r\n")
+        return self.data[starts[line - 1] : end].rstrip(b"\r\n")
 
     @functools.cached_property
     def _line_starts(self) -> list[int]:

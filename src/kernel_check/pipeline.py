@@ -88,8 +88,9 @@ class Raw:
     status: FileStatus = FileStatus.CHECKED  # INTERNAL_ERROR: a rule raised (its KC000 says which)
 
 
-def check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | None = None,
-          bound: Any = None) -> tuple[FileResult, Outcome]:
+def check(
+    path: Path, options: RunOptions, preamble: Any = None, data: bytes | None = None, bound: Any = None
+) -> tuple[FileResult, Outcome]:
     """One file through the pipeline: `data` its bytes when already read; `bound` runs the
     file's pipeline under its limits: `watchdog.run_bounded` (a child per file) unless
     given (a pool worker's `watchdog.BoundHere`)."""
@@ -116,11 +117,13 @@ def check(path: Path, options: RunOptions, preamble: Any = None, data: bytes | N
         if preamble is not None:
             for args in (compile_args(path, options.settings), *device_compile_args(path, data, options.settings)):
                 preamble.prefetch(path, data, args)
-    bounded = (bound or run_bounded)(_raw_findings, (path, relative, text, data, options, preamble),
-                                     float(config.get("file-timeout")))
+    bounded = (bound or run_bounded)(
+        _raw_findings, (path, relative, text, data, options, preamble), float(config.get("file-timeout"))
+    )
     if isinstance(bounded, Stopped):  # too slow, out of memory, crashed or raised: one KC000
-        return FileResult(str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)],
-                          status=status_of(bounded)), Outcome(data, None)
+        return FileResult(
+            str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)], status=status_of(bounded)
+        ), Outcome(data, None)
     typed = typed_findings(bounded.findings, bounded.error_spans)
     result = selected(path, typed, text, options)
     if bounded.status is not FileStatus.CHECKED:  # a crashing rule is worth a second look next run
@@ -133,8 +136,15 @@ def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -
     on every result, fresh or cached, so that the cache holds findings before it)."""
     config = options.config
     selection = Selection(config, list(options.select), list(options.ignore))
-    outcome = filter_file_findings(typed, path=str(path), relative_path=config.relative(path), text=text,
-                                   error_spans=[], selection=selection, config=config)
+    outcome = filter_file_findings(
+        typed,
+        path=str(path),
+        relative_path=config.relative(path),
+        text=text,
+        error_spans=[],
+        selection=selection,
+        config=config,
+    )
     status = FileStatus.PARSE_ERROR if any(f.code == PARSE_ERROR for f in typed) else FileStatus.CHECKED
     return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed, status=status)
 
@@ -169,8 +179,7 @@ def parse_error(path: str, line: int, column: int, message: str, detail: str = "
     return Finding(PARSE_ERROR, message, Location(path, line, column), Severity.ERROR, detail=detail)
 
 
-def _raw_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
-                  preamble: Any) -> Raw:
+def _raw_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions, preamble: Any) -> Raw:
     with _no_cycle_collection():
         if is_python(path):
             return _python_findings(path, relative, text, options)
@@ -201,23 +210,23 @@ def _python_findings(path: Path, relative: str, text: str, options: RunOptions) 
     try:
         model = build_python_model(str(path), text)
     except SyntaxError as error:
-        return Raw([parse_error(str(path), error.lineno or 1, error.offset or 1,
-                                f"python syntax error: {error.msg}")], deps=Deps())
+        return Raw(
+            [parse_error(str(path), error.lineno or 1, error.offset or 1, f"python syntax error: {error.msg}")],
+            deps=Deps(),
+        )
     except (ValueError, RecursionError) as error:
         return Raw([parse_error(str(path), 1, 1, f"python source cannot be parsed: {error}")], deps=Deps())
     return replace(_run_rules(Language.PYTHON, model, path, relative, options), deps=Deps())
 
 
-def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
-                  preamble: Any) -> Raw:
+def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions, preamble: Any) -> Raw:
     from .clang.deep_stack import on_deep_stack
 
     # deeply nested sources make clang recurse past a default stack (deep_stack.py)
     return on_deep_stack(_cpp_findings_here, path, relative, text, data, options, preamble)
 
 
-def _cpp_findings_here(path: Path, relative: str, text: str, data: bytes, options: RunOptions,
-                       preamble: Any) -> Raw:
+def _cpp_findings_here(path: Path, relative: str, text: str, data: bytes, options: RunOptions, preamble: Any) -> Raw:
     from .clang.cursors import NestedTooDeeply
     from .clang.extract import extract
     from .clang.parse import parse_file
@@ -263,21 +272,32 @@ def _clang_error_finding(path: str, errors: list) -> Finding:
     if missing is not None:  # a dependency nobody provided: say which, and which setting provides it
         line, column = (missing.line, missing.column) if missing.in_main_file else (1, 1)
         where = "" if missing.in_main_file else f" (included from {Path(missing.path).name}:{missing.line})"
-        return parse_error(path, line, column,
-                           f"clang could not parse this file: header '{missing.missing_header}' not found{where}; "
-                           "add the directory that holds it to `include-dirs` (or pass -I DIR)",
-                           detail="\n".join(quoted))
+        return parse_error(
+            path,
+            line,
+            column,
+            f"clang could not parse this file: header '{missing.missing_header}' not found{where}; "
+            "add the directory that holds it to `include-dirs` (or pass -I DIR)",
+            detail="\n".join(quoted),
+        )
     line, column = (first_main.line, first_main.column) if first_main.in_main_file else (1, 1)
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     hint = _undeclared_hint(first_main) if first_main.in_main_file else ""
-    return parse_error(path, line, column, f"clang could not parse this file: {first_main.message}{more}{hint}",
-                       detail="\n".join(quoted))
+    return parse_error(
+        path,
+        line,
+        column,
+        f"clang could not parse this file: {first_main.message}{more}{hint}",
+        detail="\n".join(quoted),
+    )
 
 
 SELF_CONTAINED_HINT = "; each file is checked on its own, so it must include what it uses"
 MACRO_HINT = "; if the build defines it, add it to `defines` (or pass -D NAME=VALUE)"
-_UNDECLARED_RE = re.compile(r"(?:use of undeclared identifier|unknown type name|no template named) '([^']+)'|"
-                            r"no (?:type|member) named '([^']+)' in namespace")
+_UNDECLARED_RE = re.compile(
+    r"(?:use of undeclared identifier|unknown type name|no template named) '([^']+)'|"
+    r"no (?:type|member) named '([^']+)' in namespace"
+)
 
 
 def _undeclared_hint(error: Any) -> str:
@@ -290,8 +310,7 @@ def _undeclared_hint(error: Any) -> str:
     return MACRO_HINT if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) else SELF_CONTAINED_HINT
 
 
-def _run_rules(language: Language, model: Any, path: Path, relative: str,
-               options: RunOptions) -> Raw:
+def _run_rules(language: Language, model: Any, path: Path, relative: str, options: RunOptions) -> Raw:
     """Every rule of `language` on the model; a rule that raises costs its own findings
     (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
     table = options_table(options.config)
@@ -304,9 +323,15 @@ def _run_rules(language: Language, model: Any, path: Path, relative: str,
             raw.findings.extend(check(model, context))
         except Exception as error:  # a rule bug must not take the whole run down
             last = traceback.format_exception_only(type(error), error)[-1].strip()
-            raw.findings.append(parse_error(str(path), 1, 1,
-                                            f"internal error in rule {registered.meta.code}: {last}",
-                                            detail=traceback.format_exc(limit=4)))
+            raw.findings.append(
+                parse_error(
+                    str(path),
+                    1,
+                    1,
+                    f"internal error in rule {registered.meta.code}: {last}",
+                    detail=traceback.format_exc(limit=4),
+                )
+            )
             raw.status = FileStatus.INTERNAL_ERROR
     return raw
 

@@ -80,9 +80,11 @@ def _worker_main(conn: Any, options: RunOptions, results: Any, errors_fd: int | 
             result = session.check(path)
         except Exception as error:  # an internal error must cost one file, not the run
             last = traceback.format_exception_only(type(error), error)[-1].strip()
-            result = FileResult(str(path), [parse_error(str(path), 1, 1, f"internal error: {last}",
-                                                        detail=traceback.format_exc(limit=6))],
-                                status=FileStatus.INTERNAL_ERROR)
+            result = FileResult(
+                str(path),
+                [parse_error(str(path), 1, 1, f"internal error: {last}", detail=traceback.format_exc(limit=6))],
+                status=FileStatus.INTERNAL_ERROR,
+            )
         retiring = bound is not None and bound.retire
         conn.send(("file", ident, result, retiring))
         if retiring:
@@ -99,11 +101,13 @@ class _Worker:
         self.conn = parent
         # A forked worker is its files' bounded unit; its stderr during a file goes into
         # this (unlinked) file, which this process can still read once the worker is dead.
-        self.errors = tempfile.TemporaryFile(prefix="kernel-check-worker-") \
-            if ctx.get_start_method() == "fork" else None  # noqa: SIM115 - open for the worker's life; close() closes it
+        forked = ctx.get_start_method() == "fork"
+        # open for the worker's life; close() closes it
+        self.errors = tempfile.TemporaryFile(prefix="kernel-check-worker-") if forked else None  # noqa: SIM115
         errors_fd = self.errors.fileno() if self.errors is not None else None
-        self.process = ctx.Process(target=_worker_main, daemon=True,
-                                   args=(child, session.options, session.results, errors_fd))
+        self.process = ctx.Process(
+            target=_worker_main, daemon=True, args=(child, session.options, session.results, errors_fd)
+        )
         self.process.start()
         child.close()
         self.task: tuple[str, Any] | None = None  # ("file", index) or ("build", group)
@@ -137,8 +141,7 @@ class _Worker:
         or (None) it died by itself."""
         self.kill()
         if self.errors is None or self.clock is None:  # not inside a file's pipeline
-            return (stopped.message if stopped is not None
-                    else "the worker process died while checking this file"), ""
+            return (stopped.message if stopped is not None else "the worker process died while checking this file"), ""
         from .watchdog import killed, lost
 
         fd = self.errors.fileno()
@@ -291,8 +294,9 @@ class Pool:
         finally:
             self._shut_down()
 
-    def _lost(self, worker: _Worker, paths: list[Path], release: Any,
-              stopped: TimedOut | None) -> Iterator[tuple[int, FileResult]]:
+    def _lost(
+        self, worker: _Worker, paths: list[Path], release: Any, stopped: TimedOut | None
+    ) -> Iterator[tuple[int, FileResult]]:
         """A worker past a time bound (`stopped`), or dead (None): its file gets a KC000, a
         fresh worker takes its place."""
         task: tuple[str, Any] = worker.task or ("", None)

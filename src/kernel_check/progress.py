@@ -21,8 +21,15 @@ _ERASE_LINE = "\r\x1b[K"
 class Progress:
     """Thread-safe progress: a status line on a terminal, one line per finished unit otherwise."""
 
-    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None, enabled: bool = True,
-                 log: bool = True, delay: float = 0.0):
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        live: bool | None = None,
+        enabled: bool = True,
+        log: bool = True,
+        delay: float = 0.0,
+    ):
         self.stream = stream or sys.stderr
         self.live = is_terminal(self.stream) if live is None else live
         self.enabled = enabled

@@ -30,8 +30,19 @@ _CI_REGISTRATION = re.compile(r"register_[a-z0-9]+_ci")
 # Tensor metadata (attributes and methods); comparing one of these is input validation.
 _TENSOR_METADATA = frozenset(
     {
-        "shape", "dtype", "device", "ndim", "layout", "is_cuda",
-        "size", "dim", "numel", "stride", "is_contiguous", "data_ptr", "get_device",
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "layout",
+        "is_cuda",
+        "size",
+        "dim",
+        "numel",
+        "stride",
+        "is_contiguous",
+        "data_ptr",
+        "get_device",
     }
 )
 # Boolean tensor metadata, which validates without a comparison: `if not x.is_cuda:`.
@@ -368,8 +379,13 @@ def _boolean_operands(test: ast.expr) -> Iterator[ast.expr]:
 
 def _is_none_test(test: ast.expr) -> bool:
     """`out is None`: the test of a block that fills in a default."""
-    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
-            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None)
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
 
 
 def _raises_directly(body: list[ast.stmt]) -> bool:

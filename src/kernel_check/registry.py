@@ -28,8 +28,17 @@ from typing import Any
 from .codes import TABLE, Code, Language
 from .finding import Finding, Fix, Location, Related, Severity
 
-__all__ = ["Language", "RegisteredRule", "RuleContext", "RuleMeta", "all_rules", "get_rule", "load_rules",
-           "rule", "rules_for"]
+__all__ = [
+    "Language",
+    "RegisteredRule",
+    "RuleContext",
+    "RuleMeta",
+    "all_rules",
+    "get_rule",
+    "load_rules",
+    "rule",
+    "rules_for",
+]
 
 
 @dataclass(frozen=True)
@@ -136,8 +145,10 @@ def load_rules() -> None:
         code = info.name[:5].upper()
         entry = _table_entry(code, module.__name__)
         if info.name != f"{code.lower()}_{entry.name.replace('-', '_')}":
-            raise RuntimeError(f"{module.__name__}: the module of {code} is named "
-                               f"{code.lower()}_{entry.name.replace('-', '_')}.py (its name in the code table)")
+            raise RuntimeError(
+                f"{module.__name__}: the module of {code} is named "
+                f"{code.lower()}_{entry.name.replace('-', '_')}.py (its name in the code table)"
+            )
         if code not in _REGISTRY:  # a code another stage reports: the module is its doc page
             _add(code, module, None)
     _loaded = True

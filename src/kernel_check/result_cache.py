@@ -108,8 +108,9 @@ class ResultCache:
             data = read_bytes(self._group_path(group))
             try:
                 pairs = json.loads(data) if data is not None else None
-                self._groups[group] = (isinstance(pairs, list) and digest(json.dumps(pairs)) == group
-                                       and self.hashes.all_match(pairs))
+                self._groups[group] = (
+                    isinstance(pairs, list) and digest(json.dumps(pairs)) == group and self.hashes.all_match(pairs)
+                )
             except (ValueError, TypeError):
                 self._groups[group] = False
         return self._groups[group]
@@ -124,8 +125,13 @@ class ResultCache:
             target = self._group_path(group)
             if not target.exists():
                 atomic_write(target, json.dumps(pairs).encode())
-        entry = {"format": ENTRY_FORMAT, "key": key, "groups": [g for g, _ in deps.groups],
-                 "files": deps.files, "findings": encoded}
+        entry = {
+            "format": ENTRY_FORMAT,
+            "key": key,
+            "groups": [g for g, _ in deps.groups],
+            "files": deps.files,
+            "findings": encoded,
+        }
         return atomic_write(self._entry_path(key), json.dumps(entry, separators=(",", ":")).encode())
 
 
@@ -206,8 +212,10 @@ def encode(value: Any) -> Any:
     """JSON for a finding: dataclasses and enums of `kernel_check.finding`, tuples, lists."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         _known_type(type(value).__name__)
-        return {"@": type(value).__name__,
-                **{f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+        return {
+            "@": type(value).__name__,
+            **{f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        }
     if isinstance(value, enum.Enum):
         _known_type(type(value).__name__)
         return {"@enum": type(value).__name__, "value": value.value}

@@ -246,10 +246,17 @@ def _local_gpu_cc() -> tuple[int, int] | None:
         except Exception:
             return None
     try:  # pragma: no cover - no torch
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-            capture_output=True, text=True, check=True, timeout=30,
-        ).stdout.strip().splitlines()[0]
+        out = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            )
+            .stdout.strip()
+            .splitlines()[0]
+        )
         major, minor = out.split(".")
         return int(major), int(minor)
     except Exception:  # pragma: no cover
@@ -340,8 +347,7 @@ _NVCC_MISSING = (
 
 
 def _looks_like_cuda_home(home: Path) -> bool:
-    return (home / "include" / "cuda_runtime.h").is_file() or (
-        home / "targets").is_dir()
+    return (home / "include" / "cuda_runtime.h").is_file() or (home / "targets").is_dir()
 
 
 def _find_nvcc() -> Path | None:
@@ -373,8 +379,9 @@ def _find_nvcc() -> Path | None:
 @functools.cache
 def _nvcc_version(nvcc: str) -> str:
     try:
-        return subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True,
-                              timeout=120).stdout.strip()
+        return subprocess.run(
+            [nvcc, "--version"], capture_output=True, text=True, check=True, timeout=120
+        ).stdout.strip()
     except Exception as exc:  # pragma: no cover
         raise BuildError(f"`{nvcc} --version` failed: {exc}\n{_NVCC_MISSING}") from exc
 
@@ -415,8 +422,9 @@ def _demangle(names: Sequence[str]) -> list[str]:
     if tool is None:
         return list(names)
     try:
-        out = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True,
-                             text=True, check=True, timeout=60).stdout.splitlines()
+        out = subprocess.run(
+            [tool], input="\n".join(names) + "\n", capture_output=True, text=True, check=True, timeout=60
+        ).stdout.splitlines()
     except Exception:
         return list(names)
     if len(out) != len(names):
@@ -430,8 +438,7 @@ def _demangle(names: Sequence[str]) -> list[str]:
 
 _RE_ENTRY = re.compile(r"ptxas info\s*: Compiling entry function '([^']+)' for '([^']+)'")
 _RE_FUNC_PROPS = re.compile(r"ptxas info\s*: Function properties for (\S+)")
-_RE_STACK = re.compile(
-    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _RE_USED = re.compile(r"ptxas info\s*: Used (\d+) registers(.*)")
 _RE_SMEM = re.compile(r"(\d+) bytes smem")
 
@@ -444,9 +451,16 @@ def parse_resource_usage(log: str, *, demangle: bool = True) -> list[KernelResou
     for line in log.splitlines():
         m = _RE_ENTRY.search(line)
         if m:
-            current = KernelResources(name=m.group(1), registers=0, spill_stores=0, spill_loads=0,
-                                      shared_bytes=0, stack_bytes=0, mangled=m.group(1),
-                                      arch=m.group(2))
+            current = KernelResources(
+                name=m.group(1),
+                registers=0,
+                spill_stores=0,
+                spill_loads=0,
+                shared_bytes=0,
+                stack_bytes=0,
+                mangled=m.group(1),
+                arch=m.group(2),
+            )
             results.append(current)
             props_for = None
             continue
@@ -641,19 +655,34 @@ def _plan(
     feed(_nvcc_version(str(nvcc)))
     feed(getattr(tvm_ffi, "__version__", "?"))
     feed(sys.platform)
-    return _Plan(name=name, arch=arch, source=source, flags=flags, include_dirs=include_dirs,
-                 key=h.hexdigest(), nvcc=nvcc)
+    return _Plan(
+        name=name, arch=arch, source=source, flags=flags, include_dirs=include_dirs, key=h.hexdigest(), nvcc=nvcc
+    )
 
 
-def compute_key(*marker: Any, cuda_files: Sequence[str | os.PathLike], cuda_wrappers: Sequence[tuple[str, str]],
-                csrc_root: str | os.PathLike | None = None, extra_cuda_cflags: Sequence[str] = (),
-                extra_include_paths: Sequence[str | os.PathLike] = (), lineinfo: bool | None = None,
-                arch: str | None = None, collect_resources: bool = False) -> str:
+def compute_key(
+    *marker: Any,
+    cuda_files: Sequence[str | os.PathLike],
+    cuda_wrappers: Sequence[tuple[str, str]],
+    csrc_root: str | os.PathLike | None = None,
+    extra_cuda_cflags: Sequence[str] = (),
+    extra_include_paths: Sequence[str | os.PathLike] = (),
+    lineinfo: bool | None = None,
+    arch: str | None = None,
+    collect_resources: bool = False,
+) -> str:
     """The cache key ``build_jit`` would use for these arguments (no compilation)."""
     del collect_resources
-    return _plan(marker, cuda_files=cuda_files, cuda_wrappers=cuda_wrappers, csrc_root=csrc_root,
-                 extra_cuda_cflags=extra_cuda_cflags, extra_include_paths=extra_include_paths,
-                 lineinfo=lineinfo, arch=arch).key
+    return _plan(
+        marker,
+        cuda_files=cuda_files,
+        cuda_wrappers=cuda_wrappers,
+        csrc_root=csrc_root,
+        extra_cuda_cflags=extra_cuda_cflags,
+        extra_include_paths=extra_include_paths,
+        lineinfo=lineinfo,
+        arch=arch,
+    ).key
 
 
 _import_lock = threading.Lock()
@@ -726,7 +755,7 @@ def _install_ninja_hook() -> None:
             if jobs:
                 cmd += ["-j", jobs]
             proc = _run_build_tool(cmd, build_dir)
-            text = (proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace"))
+            text = proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace")
             _tls.log = text
             if proc.returncode != 0:
                 raise RuntimeError(f"ninja exited with status {proc.returncode}\n{text}")
@@ -793,8 +822,7 @@ def _tvm_build(plan: _Plan, build_dir: Path) -> str:
         raise
     except Exception as exc:
         log = _tls.log if _tls.log is not None else str(exc)
-        raise BuildError(f"JIT build of {plan.name} failed:\n{_error_excerpt(log)}",
-                         log=log, name=plan.name) from None
+        raise BuildError(f"JIT build of {plan.name} failed:\n{_error_excerpt(log)}", log=log, name=plan.name) from None
     finally:
         _tls.capturing = False
         _release_env()
@@ -802,12 +830,15 @@ def _tvm_build(plan: _Plan, build_dir: Path) -> str:
 
 
 def _error_excerpt(log: str, limit: int = 60) -> str:
-    lines = [ln for ln in log.splitlines() if not ln.startswith("ptxas info") and
-             not re.match(r"^\s+\d+ bytes stack frame", ln)]
+    lines = [
+        ln
+        for ln in log.splitlines()
+        if not ln.startswith("ptxas info") and not re.match(r"^\s+\d+ bytes stack frame", ln)
+    ]
     errs = [i for i, ln in enumerate(lines) if "error" in ln.lower()]
     if errs:
         start = max(0, errs[0] - 2)
-        lines = lines[start:start + limit]
+        lines = lines[start : start + limit]
     else:
         lines = lines[-limit:]
     return "\n".join(lines)
@@ -859,9 +890,16 @@ def build_jit(
     """
     from filelock import FileLock
 
-    plan = _plan(marker, cuda_files=cuda_files, cuda_wrappers=cuda_wrappers, csrc_root=csrc_root,
-                 extra_cuda_cflags=extra_cuda_cflags, extra_include_paths=extra_include_paths,
-                 lineinfo=lineinfo, arch=arch)
+    plan = _plan(
+        marker,
+        cuda_files=cuda_files,
+        cuda_wrappers=cuda_wrappers,
+        csrc_root=csrc_root,
+        extra_cuda_cflags=extra_cuda_cflags,
+        extra_include_paths=extra_include_paths,
+        lineinfo=lineinfo,
+        arch=arch,
+    )
     collect = collect_resources or _env_flag("KERNEL_CHECK_RESOURCE_USAGE")
     force = _env_flag("KERNEL_CHECK_JIT_FORCE_REBUILD")
     root = _cache_root()
@@ -895,10 +933,17 @@ def build_jit(
             result = _result_from_meta(meta, final, cached=False)
     if collect:
         for r in result.resources:
-            logger.info("%s: %s: %d registers, %d B spill stores, %d B spill loads, %d B smem, "
-                        "%d B stack%s", plan.name, r.name, r.registers, r.spill_stores,
-                        r.spill_loads, r.shared_bytes, r.stack_bytes,
-                        " (cached build)" if result.cached else "")
+            logger.info(
+                "%s: %s: %d registers, %d B spill stores, %d B spill loads, %d B smem, %d B stack%s",
+                plan.name,
+                r.name,
+                r.registers,
+                r.spill_stores,
+                r.spill_loads,
+                r.shared_bytes,
+                r.stack_bytes,
+                " (cached build)" if result.cached else "",
+            )
     return result
 
 

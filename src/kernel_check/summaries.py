@@ -98,7 +98,8 @@ class AccessSummaries(_CalleeSummaries[AccessKind]):
             if function.function_usr == usr:
                 for access in function.accesses:
                     own.setdefault((access.param_index, access.fields[0] if access.fields else ""), []).append(
-                        access.kind)
+                        access.kind
+                    )
         return own
 
     def _joined(self, mine: list[AccessKind], passed: list[AccessKind]) -> list[AccessKind]:
@@ -107,5 +108,9 @@ class AccessSummaries(_CalleeSummaries[AccessKind]):
     def kinds(self, usr: str, param: int, field: str) -> set[AccessKind]:
         """What `usr` does with its parameter `param` (its field `field`; every field of it
         when "")."""
-        return {kind for (index, name), kinds in self.uses(usr).items()
-                if index == param and (not field or name == field) for kind in kinds}
+        return {
+            kind
+            for (index, name), kinds in self.uses(usr).items()
+            if index == param and (not field or name == field)
+            for kind in kinds
+        }

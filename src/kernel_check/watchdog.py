@@ -131,16 +131,25 @@ class Clock:
         """Which bound process `pid` has passed since the start (None: neither)."""
         used = cpu_seconds(pid) if self.cpu_start is not None else None
         if used is not None and self.cpu_start is not None and used - self.cpu_start > self.limit:
-            return TimedOut(f"not checked: the static pipeline used more than file-timeout ({self.limit:g} s) "
-                            "of CPU time on this file", errors, limit=self.limit, bound="cpu")
+            return TimedOut(
+                f"not checked: the static pipeline used more than file-timeout ({self.limit:g} s) "
+                "of CPU time on this file",
+                errors,
+                limit=self.limit,
+                bound="cpu",
+            )
         if time.monotonic() - self.started <= self.wall:
             return None
         if self.cpu_start is None:
             return TimedOut(timed_out_message(self.limit), errors, limit=self.limit, bound="wall")
-        return TimedOut(f"not checked: the static pipeline waited longer than {self.wall:.0f} s of wall-clock "
-                        f"time on this file (file-timeout ({self.limit:g} s) is CPU time; the wall-clock bound "
-                        f"is {WALL_FACTOR:g}x that, scaled by the machine's load)", errors,
-                        limit=self.limit, bound="wall")
+        return TimedOut(
+            f"not checked: the static pipeline waited longer than {self.wall:.0f} s of wall-clock "
+            f"time on this file (file-timeout ({self.limit:g} s) is CPU time; the wall-clock bound "
+            f"is {WALL_FACTOR:g}x that, scaled by the machine's load)",
+            errors,
+            limit=self.limit,
+            bound="wall",
+        )
 
     def next_check(self) -> float:
         """Seconds until this clock is worth reading again."""
@@ -171,8 +180,13 @@ def _load_per_cpu() -> float:
         return 1.0
 
 
-def run_bounded(fn: Callable[..., Any], args: tuple[Any, ...] = (), timeout: float | None = None, *,
-                memory_headroom: int | None = DEFAULT_MEMORY_HEADROOM) -> Any:
+def run_bounded(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    timeout: float | None = None,
+    *,
+    memory_headroom: int | None = DEFAULT_MEMORY_HEADROOM,
+) -> Any:
     """`fn(*args)` in a killable child, at most `timeout` seconds; its result or a `Stopped`.
 
     What the child writes to stderr (libclang's crash reports, Python warnings) is
@@ -232,8 +246,13 @@ class BoundHere:
     headroom: `OutOfMemory` is told from other failures by the peak size, which for a
     long-lived process is the peak of every call so far."""
 
-    def __init__(self, errors_fd: int, on_start: Callable[[Clock], None], *,
-                 memory_headroom: int | None = DEFAULT_MEMORY_HEADROOM) -> None:
+    def __init__(
+        self,
+        errors_fd: int,
+        on_start: Callable[[Clock], None],
+        *,
+        memory_headroom: int | None = DEFAULT_MEMORY_HEADROOM,
+    ) -> None:
         self.errors_fd = errors_fd
         self.on_start = on_start
         self.memory_headroom = memory_headroom
@@ -358,8 +377,9 @@ def _address_space(limit: int | None) -> Iterator[None]:
 
 def _grew(memory: _Memory, headroom: int | None) -> bool:
     peak = _peak_virtual_size()
-    return headroom is not None and memory.limit is not None and peak is not None \
-        and peak - memory.base >= headroom // 4
+    return (
+        headroom is not None and memory.limit is not None and peak is not None and peak - memory.base >= headroom // 4
+    )
 
 
 def _flush(stream: Any) -> None:
@@ -469,10 +489,16 @@ def _outcome(kind: str, value: Any, memory: _Memory, errors: str) -> Any:
     detail = "\n".join(part for part in (trace.strip(), errors) if part)
     if error_type == "MemoryError" or memory.exhausted(peak):
         mib = (memory.limit or 0) >> 20
-        return OutOfMemory(f"not checked: the static pipeline ran out of memory on this file "
-                           f"(a {mib} MiB address-space limit)", detail, limit_bytes=memory.limit or 0)
-    return Failed(f"internal error: {error_type}: {text}" if text else f"internal error: {error_type}",
-                  detail, error_type=error_type)
+        return OutOfMemory(
+            f"not checked: the static pipeline ran out of memory on this file (a {mib} MiB address-space limit)",
+            detail,
+            limit_bytes=memory.limit or 0,
+        )
+    return Failed(
+        f"internal error: {error_type}: {text}" if text else f"internal error: {error_type}",
+        detail,
+        error_type=error_type,
+    )
 
 
 def _crashed(status: int | None, why: str, errors: str) -> Crashed:
@@ -488,11 +514,11 @@ def _ended(number: int | None, code: int | None, why: str, errors: str) -> Crash
         name = _signal_name(number)
         hint = " (perhaps out of memory)" if number == signal.SIGKILL else ""
         detail = "\n".join(part for part in (f"the checking process was ended by {name}; {why}", errors) if part)
-        return Crashed(f"not checked: the static pipeline crashed on this file ({name}){hint}",
-                       detail, signal=number)
+        return Crashed(f"not checked: the static pipeline crashed on this file ({name}){hint}", detail, signal=number)
     detail = "\n".join(part for part in (f"the checking process ended with status {code}; {why}", errors) if part)
-    return Crashed(f"not checked: the static pipeline crashed on this file (exit status {code})",
-                   detail, exit_code=code)
+    return Crashed(
+        f"not checked: the static pipeline crashed on this file (exit status {code})", detail, exit_code=code
+    )
 
 
 def _failed(error: BaseException, trace: str) -> Failed:
@@ -534,8 +560,9 @@ def _raised(error: BaseException) -> tuple[str, tuple[str, str, str, int | None]
 
 
 # -- the child -----------------------------------------------------------------------------
-def _child(fn: Callable[..., Any], args: tuple[Any, ...], result_fd: int, errors_fd: int,
-           parent: int, limit_bytes: int | None) -> None:
+def _child(
+    fn: Callable[..., Any], args: tuple[Any, ...], result_fd: int, errors_fd: int, parent: int, limit_bytes: int | None
+) -> None:
     code = 0
     try:
         _child_setup(parent, errors_fd, limit_bytes)
@@ -546,8 +573,10 @@ def _child(fn: Callable[..., Any], args: tuple[Any, ...], result_fd: int, errors
         try:
             data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException as error:  # an unpicklable result
-            data = pickle.dumps(("raised", (type(error).__name__, f"the result cannot be sent back: {error}",
-                                            "", None)), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps(
+                ("raised", (type(error).__name__, f"the result cannot be sent back: {error}", "", None)),
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
         for stream in (sys.stdout, sys.stderr):
             _flush(stream)
         view = memoryview(data)

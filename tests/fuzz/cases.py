@@ -70,22 +70,51 @@ class Profile:
 
 # The quick profile keeps most C++ cases on small header-free seeds (one cheap plain parse)
 # and gives the header-heavy ones operators that rarely push a file past clang's error limit.
-QUICK = Profile("quick", seed=20240611, size=0.04, max_mutations=2, python_share=0.45,
-                heavy_share=0.04, body_only_heavy=True, cli_every=75,
-                heavy_operators=("delete-tokens", "duplicate-tokens", "swap-tokens", "truncate", "random-bytes",
-                                 "flip-bits", "non-utf8", "huge-line", "deep-nesting", "suppression-soup",
-                                 "unterminated", "comment-out", "template-soup"),
-                # A generous bound: on a loaded CI machine a 20 s wall-clock limit can fire on a
-                # slow-but-fine case; tests/test_time_bound.py covers the bound itself.
-                base_config="file-timeout = 60\n")
-LONG = Profile("long", seed=7, size=1.0, max_mutations=4, python_share=0.4, heavy_share=0.25,
-               body_only_heavy=False, cli_every=60, system_share=0.03)
+QUICK = Profile(
+    "quick",
+    seed=20240611,
+    size=0.04,
+    max_mutations=2,
+    python_share=0.45,
+    heavy_share=0.04,
+    body_only_heavy=True,
+    cli_every=75,
+    heavy_operators=(
+        "delete-tokens",
+        "duplicate-tokens",
+        "swap-tokens",
+        "truncate",
+        "random-bytes",
+        "flip-bits",
+        "non-utf8",
+        "huge-line",
+        "deep-nesting",
+        "suppression-soup",
+        "unterminated",
+        "comment-out",
+        "template-soup",
+    ),
+    # A generous bound: on a loaded CI machine a 20 s wall-clock limit can fire on a
+    # slow-but-fine case; tests/test_time_bound.py covers the bound itself.
+    base_config="file-timeout = 60\n",
+)
+LONG = Profile(
+    "long",
+    seed=7,
+    size=1.0,
+    max_mutations=4,
+    python_share=0.4,
+    heavy_share=0.25,
+    body_only_heavy=False,
+    cli_every=60,
+    system_share=0.03,
+)
 PROFILES = {p.name: p for p in (QUICK, LONG)}
 
 _CONFIGS = (
     "",
-    'strict = true\n',
-    'max-file-bytes = 4096\n',
+    "strict = true\n",
+    "max-file-bytes = 4096\n",
     'select = ["KC1", "KC3", "KC5"]\n',
     'ignore = ["KC310"]\nper-file-ignores = { "csrc/**" = ["KC101"] }\n',
     'severity = { KC101 = "info", KC130 = "warning" }\n',
@@ -122,8 +151,13 @@ class Case:
 
 
 def _mutated(seed: corpus.Seed, rng: random.Random, profile: Profile, count: int) -> tuple[bytes, list[str], dict]:
-    ctx = Context(name=seed.relpath.rsplit("/", 1)[-1], relpath=seed.relpath, language=seed.language,
-                  size=profile.size, body_only=profile.body_only_heavy and seed.heavy)
+    ctx = Context(
+        name=seed.relpath.rsplit("/", 1)[-1],
+        relpath=seed.relpath,
+        language=seed.language,
+        size=profile.size,
+        body_only=profile.body_only_heavy and seed.heavy,
+    )
     pool = CPP_OPERATORS if seed.language == "cpp" else PY_OPERATORS
     if seed.heavy and profile.heavy_operators:
         pool = [name for name in pool if name in profile.heavy_operators]
@@ -167,8 +201,18 @@ def _cli_case(profile: Profile, index: int, rng: random.Random, config: str) -> 
         args.append("--statistics")
     if rng.random() < 0.2:
         args.append("--strict")
-    return Case(index, "cli", "batch:" + ",".join(p for p, _ in batch), "", b"", names, extra, config,
-                batch=batch, cli_args=args)
+    return Case(
+        index,
+        "cli",
+        "batch:" + ",".join(p for p, _ in batch),
+        "",
+        b"",
+        names,
+        extra,
+        config,
+        batch=batch,
+        cli_args=args,
+    )
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -243,9 +287,11 @@ class ParseSpy:
 
     def _record(self, path: Path, unit: Any) -> None:
         try:
-            record: dict[str, Any] = {"errors": len(unit.errors),
-                                      "header_error": any(not e.in_main_file for e in unit.errors),
-                                      "invalid": invalid_declaration_lines(unit) if unit.errors else []}
+            record: dict[str, Any] = {
+                "errors": len(unit.errors),
+                "header_error": any(not e.in_main_file for e in unit.errors),
+                "invalid": invalid_declaration_lines(unit) if unit.errors else [],
+            }
         except Exception as error:  # the spy must never change the pipeline's behaviour
             record = {"spy_error": f"{type(error).__name__}: {error}"}
         try:
@@ -322,8 +368,7 @@ def run_case(case: Case, env: Environment) -> Outcome:
     except BaseException as error:  # an escaped exception is the finding
         import traceback
 
-        outcome.problems.append(f"exception escaped: {type(error).__name__}: {error}\n"
-                                + traceback.format_exc(limit=8))
+        outcome.problems.append(f"exception escaped: {type(error).__name__}: {error}\n" + traceback.format_exc(limit=8))
     outcome.seconds = time.perf_counter() - started
     outcome.cpu = _cpu_seconds() - cpu
     after = snapshot(root)
@@ -356,13 +401,15 @@ def _run_file(case: Case, root: Path, env: Environment, outcome: Outcome) -> Non
             break
     judge_file(case, path, config, result, env, outcome, preamble)
     env.spy.take(path)
-    if result.findings and not any(f.code == "KC000" for f in result.findings) \
-            and any(f.fix is not None for f in result.findings):
+    if (
+        result.findings
+        and not any(f.code == "KC000" for f in result.findings)
+        and any(f.fix is not None for f in result.findings)
+    ):
         _check_fixes(case, root, env, outcome, options, preamble)
 
 
-def _check_fixes(case: Case, root: Path, env: Environment, outcome: Outcome, options: Any,
-                 preamble: Any) -> None:
+def _check_fixes(case: Case, root: Path, env: Environment, outcome: Outcome, options: Any, preamble: Any) -> None:
     """`--fix` on a copy of the tree: a file clang parsed cleanly must still parse cleanly
     after its safe fixes, and the fixed findings must be gone (a misplaced edit shows here)."""
     from kernel_check.engine import check_file
@@ -387,18 +434,24 @@ def _check_fixes(case: Case, root: Path, env: Environment, outcome: Outcome, opt
         encoding = " (file is not valid UTF-8)"
     if any(f.code == "KC000" for f in after):
         broken = next(f for f in after if f.code == "KC000")
-        outcome.problems.append(f"--fix broke a file that parsed cleanly: {broken.message} "
-                                f"(line {broken.line}; {sum(applied.values())} fixes applied){encoding}")
+        outcome.problems.append(
+            f"--fix broke a file that parsed cleanly: {broken.message} "
+            f"(line {broken.line}; {sum(applied.values())} fixes applied){encoding}"
+        )
+
     def fixable(findings: list) -> int:
         return sum(1 for f in findings if f.fix is not None)
 
     if fixable(after) >= fixable(before):
-        outcome.problems.append(f"--fix applied {sum(applied.values())} fixes but {fixable(after)} of "
-                                f"{fixable(before)} fixable findings remain{encoding}")
+        outcome.problems.append(
+            f"--fix applied {sum(applied.values())} fixes but {fixable(after)} of "
+            f"{fixable(before)} fixable findings remain{encoding}"
+        )
 
 
-def judge_file(case: Case, path: Path, config: Any, result: Any, env: Environment, outcome: Outcome,
-               preamble: Any) -> None:
+def judge_file(
+    case: Case, path: Path, config: Any, result: Any, env: Environment, outcome: Outcome, preamble: Any
+) -> None:
     from kernel_check.engine import FileResult
     from kernel_check.finding import Finding, Severity
 
@@ -418,8 +471,9 @@ def judge_file(case: Case, path: Path, config: Any, result: Any, env: Environmen
         if f.path != str(path):
             problems.append(f"{f.code} reported on another file: {f.path}")
         if not (1 <= f.line <= line_count) or f.location.column < 1:
-            problems.append(f"{f.code} at an impossible position {f.line}:{f.location.column} "
-                            f"(file has {line_count - 2}+ lines)")
+            problems.append(
+                f"{f.code} at an impossible position {f.line}:{f.location.column} (file has {line_count - 2}+ lines)"
+            )
         if not isinstance(f.message, str) or not f.message.strip():
             problems.append(f"{f.code} with an empty message")
     kc000 = [f for f in findings if f.code == "KC000"]
@@ -490,30 +544,35 @@ def invalid_declaration_lines(unit: Any) -> list[tuple[int, int]]:
     return spans
 
 
-def _check_erroneous_declarations(path: Path, case: Case, env: Environment, rule_findings: list,
-                                  problems: list[str], preamble: Any) -> None:
+def _check_erroneous_declarations(
+    path: Path, case: Case, env: Environment, rule_findings: list, problems: list[str], preamble: Any
+) -> None:
     record = env.spy.take(path)
     if record is None:  # the engine parsed without `parse_file` (or not at all): parse again
         from kernel_check.clang.parse import parse_file
 
         parse = getattr(parse_file, "fuzz_spy", parse_file)
         unit = parse(path, case.data, env.settings[case.mode], preamble)  # the bytes, as the engine does
-        record = {"errors": len(unit.errors), "header_error": any(not e.in_main_file for e in unit.errors),
-                  "invalid": invalid_declaration_lines(unit)}
+        record = {
+            "errors": len(unit.errors),
+            "header_error": any(not e.in_main_file for e in unit.errors),
+            "invalid": invalid_declaration_lines(unit),
+        }
     if "spy_error" in record:
         problems.append(f"cannot check the erroneous-declaration invariant: {record['spy_error']}")
         return
     if not record["errors"]:
         return
     if record["header_error"]:
-        problems.append(f"rules fired although a header had an error: "
-                        f"{[(f.code, f.line) for f in rule_findings]}")
+        problems.append(f"rules fired although a header had an error: {[(f.code, f.line) for f in rule_findings]}")
         return
     for f in rule_findings:
         for first, last in record["invalid"]:
             if first <= f.line <= last:
-                problems.append(f"{f.code} fired on line {f.line}, inside a declaration clang marked "
-                                f"invalid (lines {first}-{last}): {f.message}")
+                problems.append(
+                    f"{f.code} fired on line {f.line}, inside a declaration clang marked "
+                    f"invalid (lines {first}-{last}): {f.message}"
+                )
                 break
 
 
@@ -524,8 +583,7 @@ def _run_cli(case: Case, root: Path, env: Environment, outcome: Outcome) -> None
     command = [str(script)] if script.is_file() else [sys.executable, "-P", "-m", "kernel_check"]
     argv = [*command, str(root), "--mode", "hermetic", "--cache-dir", str(env.cache_dir), *case.cli_args]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
-    proc = subprocess.run(argv, capture_output=True, timeout=600, cwd=root, env=environ,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(argv, capture_output=True, timeout=600, cwd=root, env=environ, stdin=subprocess.DEVNULL)
     out = proc.stdout.decode("utf-8", errors="replace")
     err = proc.stderr.decode("utf-8", errors="replace")
     outcome.note = f"cli rc={proc.returncode} {' '.join(case.cli_args)}"
@@ -549,8 +607,9 @@ def _run_cli(case: Case, root: Path, env: Environment, outcome: Outcome) -> None
             gate = any(item["severity"] in failing for item in document)
             outcome.codes = sorted({item["code"] for item in document})
             if proc.returncode in (0, 1) and gate != (proc.returncode == 1):
-                outcome.problems.append(f"exit code {proc.returncode} disagrees with the findings "
-                                        f"(gate {'fails' if gate else 'passes'})")
+                outcome.problems.append(
+                    f"exit code {proc.returncode} disagrees with the findings (gate {'fails' if gate else 'passes'})"
+                )
             unknown = {item["code"] for item in document} - env.codes
             if unknown:
                 outcome.problems.append(f"unregistered codes {sorted(unknown)}")

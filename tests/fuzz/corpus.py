@@ -133,7 +133,9 @@ __global__ void pdl_kernel(float* out) {
 }
 
 PY_SNIPPETS: dict[str, tuple[str, str]] = {
-    "jit-wrapper": ("python/sglang/kernels/ops/fuzz/wrapper.py", """\
+    "jit-wrapper": (
+        "python/sglang/kernels/ops/fuzz/wrapper.py",
+        """\
 from functools import lru_cache
 
 import torch
@@ -154,8 +156,11 @@ def fuzz_op(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     _jit_module(x.dtype).run(x, y, out)
     return out
-"""),
-    "registered-test": ("test/registered/kernels/ops/fuzz/test_fuzz.py", """\
+""",
+    ),
+    "registered-test": (
+        "test/registered/kernels/ops/fuzz/test_fuzz.py",
+        """\
 import pytest
 import torch
 
@@ -168,7 +173,8 @@ register_cuda_ci(est_time=30, suite="stage-b-kernel-unit")
 def test_fuzz_op(n):
     x = torch.randn(n, device="cuda")
     torch.testing.assert_close(x, x)
-"""),
+""",
+    ),
 }
 
 
@@ -187,13 +193,19 @@ def seeds() -> tuple[Seed, ...]:
         for path in sorted(root.rglob("*")):
             if path.suffix in CPP_SUFFIXES and path.is_file():
                 data = path.read_bytes()
-                found.append(Seed(path.relative_to(REPO).as_posix(), _relpath_for(path), data, "cpp",
-                                  heavy=b"#include <sgl_kernel/" in data or b"#include <tvm/" in data))
+                found.append(
+                    Seed(
+                        path.relative_to(REPO).as_posix(),
+                        _relpath_for(path),
+                        data,
+                        "cpp",
+                        heavy=b"#include <sgl_kernel/" in data or b"#include <tvm/" in data,
+                    )
+                )
     for root in (REPO / "csrc", REPO / "tests" / "fixtures" / "python"):
         for path in sorted(root.rglob("*.py")):
             if path.is_file():
-                found.append(Seed(path.relative_to(REPO).as_posix(), _relpath_for(path), path.read_bytes(),
-                                  "python"))
+                found.append(Seed(path.relative_to(REPO).as_posix(), _relpath_for(path), path.read_bytes(), "python"))
     for name, text in SNIPPETS.items():
         found.append(Seed(f"snippet:{name}", f"csrc/fuzz/{name}.cuh", text.encode(), "cpp"))
     for name, (relpath, text) in PY_SNIPPETS.items():
@@ -202,5 +214,8 @@ def seeds() -> tuple[Seed, ...]:
 
 
 def by_kind(language: str, *, heavy: bool | None = None, small: bool | None = None) -> list[Seed]:
-    return [s for s in seeds() if s.language == language
-            and (heavy is None or s.heavy == heavy) and (small is None or s.small == small)]
+    return [
+        s
+        for s in seeds()
+        if s.language == language and (heavy is None or s.heavy == heavy) and (small is None or s.small == small)
+    ]

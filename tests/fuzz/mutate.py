@@ -83,6 +83,7 @@ def delete_tokens(data: bytes, rng: random.Random, ctx: Context) -> bytes:
             index = rng.choice(meaningful)
             toks[index] = b""
         return toks
+
     return _token_edit(data, rng, ctx, edit)
 
 
@@ -93,6 +94,7 @@ def duplicate_tokens(data: bytes, rng: random.Random, ctx: Context) -> bytes:
         piece = b"".join(toks[start:end])
         toks[start] = piece * rng.choice((1, 1, 2, 9)) + toks[start]
         return toks
+
     return _token_edit(data, rng, ctx, edit)
 
 
@@ -101,16 +103,21 @@ def swap_tokens(data: bytes, rng: random.Random, ctx: Context) -> bytes:
         a, b = rng.choice(meaningful), rng.choice(meaningful)
         toks[a], toks[b] = toks[b], toks[a]
         return toks
+
     return _token_edit(data, rng, ctx, edit)
 
 
 def replace_identifier(data: bytes, rng: random.Random, ctx: Context) -> bytes:
     """Rename every occurrence of one identifier to another one of the file's words."""
-    words = sorted(set(re.findall(rb"\b[A-Za-z_][A-Za-z0-9_]*\b", data[_body_start(data, ctx):])))
+    words = sorted(set(re.findall(rb"\b[A-Za-z_][A-Za-z0-9_]*\b", data[_body_start(data, ctx) :])))
     if len(words) < 2:
         return data
-    old, new = rng.choice(words), rng.choice(words + [b"__global__", b"template", b"operator", b"auto",
-                                                      b"self", b"lambda", b"None", b"__restrict__"])
+    old, new = (
+        rng.choice(words),
+        rng.choice(
+            words + [b"__global__", b"template", b"operator", b"auto", b"self", b"lambda", b"None", b"__restrict__"]
+        ),
+    )
     head, body = _split(data, ctx)
     return head + re.sub(rb"\b" + re.escape(old) + rb"\b", new, body)
 
@@ -145,10 +152,34 @@ def flip_bits(data: bytes, rng: random.Random, ctx: Context) -> bytes:
     return head + bytes(buf)
 
 
-_BAD_UTF8 = (b"\xff", b"\xfe\xfe", b"\xc3", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
-             b"\xe2\x82", b"\x80\x80\x80", b"\xf0\x9f\x98", b"caf\xe9", b"\xef\xbb\xbf")
-_ODD_UNICODE = ("\u202e", "\u2066", "\u200b", "\u200d", "\ufeff", "\u00a0", "\u2028", "\u0085",
-                "\U0001F600", "λ", "名前", "e\u0301", "\u037e")
+_BAD_UTF8 = (
+    b"\xff",
+    b"\xfe\xfe",
+    b"\xc3",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xe2\x82",
+    b"\x80\x80\x80",
+    b"\xf0\x9f\x98",
+    b"caf\xe9",
+    b"\xef\xbb\xbf",
+)
+_ODD_UNICODE = (
+    "\u202e",
+    "\u2066",
+    "\u200b",
+    "\u200d",
+    "\ufeff",
+    "\u00a0",
+    "\u2028",
+    "\u0085",
+    "\U0001f600",
+    "λ",
+    "名前",
+    "e\u0301",
+    "\u037e",
+)
 
 
 def non_utf8(data: bytes, rng: random.Random, ctx: Context) -> bytes:
@@ -211,7 +242,7 @@ def unbalance(data: bytes, rng: random.Random, ctx: Context) -> bytes:
     if not positions:
         return head + body + b"{"
     at = rng.choice(positions)
-    return head + body[:at] + body[at + 1:]
+    return head + body[:at] + body[at + 1 :]
 
 
 _TEMPLATE_SOUP = (
@@ -249,7 +280,7 @@ def huge_line(data: bytes, rng: random.Random, ctx: Context) -> bytes:
     elif kind == "string":
         line = (b's = "' if python else b'const char* s = "') + b"a" * n + (b'"' if python else b'";')
     elif kind == "identifier":
-        line = (b"v" + b"_" * n + b" = 1" if python else b"int v" + b"_" * n + b" = 1;")
+        line = b"v" + b"_" * n + b" = 1" if python else b"int v" + b"_" * n + b" = 1;"
     elif kind == "expression":
         terms = max(1, n // 2)
         line = (b"total = " if python else b"int total = ") + b"+".join([b"1"] * terms) + (b"" if python else b";")
@@ -259,8 +290,11 @@ def huge_line(data: bytes, rng: random.Random, ctx: Context) -> bytes:
         line = b"#define LONG_MACRO " + b"x+" * (n // 2) + b"x"
     else:
         count = max(1, n // 12)
-        line = b"x = " + b"f(" * min(count, 300) + b")" * min(count, 300) if python else \
-            b"void calls() { " + b"f();" * count + b" }"
+        line = (
+            b"x = " + b"f(" * min(count, 300) + b")" * min(count, 300)
+            if python
+            else b"void calls() { " + b"f();" * count + b" }"
+        )
     return _insert_at_line(data, rng, ctx, line + b"\n")
 
 
@@ -284,15 +318,15 @@ def deep_nesting(data: bytes, rng: random.Random, ctx: Context) -> bytes:
         else:
             text = b"x = a" + b"[0]" * depth + b"\n"
         return _insert_at_line(data, rng, ctx, text)
-    kind = rng.choice(("braces", "parens", "templates", "namespaces", "lambdas", "if-blocks", "ternary",
-                       "casts", "brackets"))
+    kind = rng.choice(
+        ("braces", "parens", "templates", "namespaces", "lambdas", "if-blocks", "ternary", "casts", "brackets")
+    )
     if kind == "braces":
         text = b"void nest_fn() " + b"{" * depth + b"}" * depth + b"\n"
     elif kind == "parens":
         text = b"int nest_v = " + b"(" * depth + b"1" + b")" * depth + b";\n"
     elif kind == "templates":
-        text = (b"template <typename T> struct W {};\nusing nest_t = " + b"W<" * depth + b"int" + b">" * depth
-                + b";\n")
+        text = b"template <typename T> struct W {};\nusing nest_t = " + b"W<" * depth + b"int" + b">" * depth + b";\n"
     elif kind == "namespaces":
         text = b"".join(b"namespace n%d { " % i for i in range(depth)) + b"int x;" + b" }" * depth + b"\n"
     elif kind == "lambdas":
@@ -310,21 +344,52 @@ def deep_nesting(data: bytes, rng: random.Random, ctx: Context) -> bytes:
 
 
 _MACROS = (
-    b"#define __global__\n", b"#define const\n", b"#define if while\n", b"#define __restrict__ restrict\n",
-    b"#define SGL_DEVICE __host__\n", b"#define LaunchKernel(...)\n", b"#define CAT(a, b) a##b\nint CAT(x, y);\n",
-    b"#define STR(x) #x\nconst char* str_v = STR(}{);\n", b"#undef __restrict__\n", b"#pragma once\n",
-    b'#pragma clang diagnostic ignored "-Weverything"\n', b'#line 1 "elsewhere.cu"\n', b"#line 4294967295\n",
-    b"#line 0\n", b"#error fuzz error directive\n", b"#warning fuzz warning directive\n",
-    b"#include_next <cstdint>\n", b"#if 0\n", b"#endif\n", b"#else\n", b"#elif\n", b'_Pragma("once")\n',
-    b"#define VA(...) __VA_OPT__(x) __VA_ARGS__\nint VA(v) = 0;\n", b"#define EMPTY\nEMPTY EMPTY EMPTY\n",
-    b"#define REC REC\nint REC;\n", b"#define A_M B_M\n#define B_M A_M\nint A_M;\n",
-    b"#ifdef __CUDA_ARCH__\n", b"#define SGL_CUDA_ARCH 0\n", b"#define threadIdx blockIdx\n",
-    b"#define __syncthreads() __syncthreads(); __syncthreads()\n", b"#define asm(...)\n",
+    b"#define __global__\n",
+    b"#define const\n",
+    b"#define if while\n",
+    b"#define __restrict__ restrict\n",
+    b"#define SGL_DEVICE __host__\n",
+    b"#define LaunchKernel(...)\n",
+    b"#define CAT(a, b) a##b\nint CAT(x, y);\n",
+    b"#define STR(x) #x\nconst char* str_v = STR(}{);\n",
+    b"#undef __restrict__\n",
+    b"#pragma once\n",
+    b'#pragma clang diagnostic ignored "-Weverything"\n',
+    b'#line 1 "elsewhere.cu"\n',
+    b"#line 4294967295\n",
+    b"#line 0\n",
+    b"#error fuzz error directive\n",
+    b"#warning fuzz warning directive\n",
+    b"#include_next <cstdint>\n",
+    b"#if 0\n",
+    b"#endif\n",
+    b"#else\n",
+    b"#elif\n",
+    b'_Pragma("once")\n',
+    b"#define VA(...) __VA_OPT__(x) __VA_ARGS__\nint VA(v) = 0;\n",
+    b"#define EMPTY\nEMPTY EMPTY EMPTY\n",
+    b"#define REC REC\nint REC;\n",
+    b"#define A_M B_M\n#define B_M A_M\nint A_M;\n",
+    b"#ifdef __CUDA_ARCH__\n",
+    b"#define SGL_CUDA_ARCH 0\n",
+    b"#define threadIdx blockIdx\n",
+    b"#define __syncthreads() __syncthreads(); __syncthreads()\n",
+    b"#define asm(...)\n",
     b"#define F(x) x x x x x x x x\n#define G(x) F(F(F(x)))\nint G(g_sym);\n",
-    b"#define kernel-check\n", b"#pragma unroll 0x7fffffff\n", b"#define O(\n", b"#undef\n", b"#\n",
-    b"#include\n", b'#include ""\n', b"#include <>\n", b'#include "does/not/exist.cuh"\n',
-    b"#include <sgl_kernel/does_not_exist.cuh>\n", b"#if defined(\n", b"#if 1/0\n#endif\n",
-    b"#define SGL_DEVICE\n", b"#define TVM_FFI_ICHECK(x)\n",
+    b"#define kernel-check\n",
+    b"#pragma unroll 0x7fffffff\n",
+    b"#define O(\n",
+    b"#undef\n",
+    b"#\n",
+    b"#include\n",
+    b'#include ""\n',
+    b"#include <>\n",
+    b'#include "does/not/exist.cuh"\n',
+    b"#include <sgl_kernel/does_not_exist.cuh>\n",
+    b"#if defined(\n",
+    b"#if 1/0\n#endif\n",
+    b"#define SGL_DEVICE\n",
+    b"#define TVM_FFI_ICHECK(x)\n",
 )
 
 
@@ -340,10 +405,17 @@ def macro_soup(data: bytes, rng: random.Random, ctx: Context) -> bytes:
 def self_include(data: bytes, rng: random.Random, ctx: Context) -> bytes:
     if ctx.language == "python":
         module = ctx.name.rsplit(".", 1)[0]
-        return _insert_at_line(data, rng, ctx, rng.choice((b"import %s\n", b"from %s import *\n",
-                                                           b"from . import %s\n")) % module.encode())
-    spelling = rng.choice((b'#include "%s"\n' % ctx.name.encode(), b"#include __FILE__\n",
-                           b'#include "./%s"\n' % ctx.name.encode(), b"#include <%s>\n" % ctx.name.encode()))
+        return _insert_at_line(
+            data, rng, ctx, rng.choice((b"import %s\n", b"from %s import *\n", b"from . import %s\n")) % module.encode()
+        )
+    spelling = rng.choice(
+        (
+            b'#include "%s"\n' % ctx.name.encode(),
+            b"#include __FILE__\n",
+            b'#include "./%s"\n' % ctx.name.encode(),
+            b"#include <%s>\n" % ctx.name.encode(),
+        )
+    )
     out = data
     if rng.random() < 0.5:
         out = out.replace(b"#pragma once", b"")
@@ -370,37 +442,87 @@ def include_cycle(data: bytes, rng: random.Random, ctx: Context) -> bytes:
 
 def suppression_soup(data: bytes, rng: random.Random, ctx: Context) -> bytes:
     lead = b"#" if ctx.language == "python" else rng.choice((b"//", b"/*"))
-    body = rng.choice((b"ignore[KC101]", b"ignore[KC101, KC9999, , kc130]", b"ignore-file[KC301]",
-                       b"ignore[", b"ignore[]", b"ignore-file[*]", b"ignore[KD001]", b"ignore[KC000]",
-                       b"ignore[KC001,KC001]", b"ignore[" + b"KC101," * 200 + b"]", b"ignore-file[KC501]"))
+    body = rng.choice(
+        (
+            b"ignore[KC101]",
+            b"ignore[KC101, KC9999, , kc130]",
+            b"ignore-file[KC301]",
+            b"ignore[",
+            b"ignore[]",
+            b"ignore-file[*]",
+            b"ignore[KD001]",
+            b"ignore[KC000]",
+            b"ignore[KC001,KC001]",
+            b"ignore[" + b"KC101," * 200 + b"]",
+            b"ignore-file[KC501]",
+        )
+    )
     text = lead + b" kernel-check: " + body + (b" */" if lead == b"/*" else b"") + b"\n"
     return _insert_at_line(data, rng, ctx, text)
 
 
 def unterminated(data: bytes, rng: random.Random, ctx: Context) -> bytes:
     if ctx.language == "python":
-        piece = rng.choice((b'"""', b"'''", b'"', b"f'{", b"f\"{x!r:{w}", b"\\\n", b"(", b"b'\\x"))
+        piece = rng.choice((b'"""', b"'''", b'"', b"f'{", b'f"{x!r:{w}', b"\\\n", b"(", b"b'\\x"))
     else:
-        piece = rng.choice((b"/*", b"*/", b'"', b"'", b'R"(', b'R"delim(', b"\\\n", b"??=", b"<:", b"%>",
-                            b"u8'", b"0x", b"1e+", b"'\\u"))
+        piece = rng.choice(
+            (
+                b"/*",
+                b"*/",
+                b'"',
+                b"'",
+                b'R"(',
+                b'R"delim(',
+                b"\\\n",
+                b"??=",
+                b"<:",
+                b"%>",
+                b"u8'",
+                b"0x",
+                b"1e+",
+                b"'\\u",
+            )
+        )
     head, body = _split(data, ctx)
     at = rng.randint(0, len(body))
     return head + body[:at] + piece + body[at:]
 
 
 _PY_SOUP = (
-    b"@functools.lru_cache\n", b"@lru_cache(maxsize=None)\n", b"@cache_once\n", b"@torch.compile\n",
-    b"register_cuda_ci(est_time=f'{x}', suite=SUITE)\n", b"register_cuda_ci(*args, **kwargs)\n",
-    b"register_amd_ci()\n", b"reg = register_cuda_ci\nreg(est_time=1, suite='s')\n",
-    b"load_jit(*[], **{})\n", b"match x:\n    case {'a': [1, *rest]} if rest:\n        pass\n",
-    b"async def f():\n    async with a as b:\n        await c\n", b"x = [y async for y in z]\n",
-    b"def g[T](x: T) -> T: ...\n", b"type X = int\n", b"x: 'Annotated[int, lambda: 0]' = 0\n",
-    b"if (n := len(a)) > 10: pass\n", b"print(f'{f\"{f'{1}'}\"}')\n", b"global x\n", b"nonlocal x\n",
-    b"del x[::-1], (y.z)\n", b"raise\n", b"return\n", b"yield\n", b"await x\n", b"class C(metaclass=M, **kw): pass\n",
-    b"try:\n    pass\nexcept* ValueError:\n    pass\n", b"import torch as torch, functools.lru_cache\n",
-    b"from __future__ import braces\n", b"__import__('os').system('touch /tmp/kc-fuzz-marker')\n",
-    b"if x.shape != y.shape or not x.is_cuda: raise ValueError()\n", b"assert x.dtype in (a, b), f'{x}'\n",
-    b"lambda: (yield)\n", b"x = 1 if 2 else 3 if 4 else 5\n", b"with (a as b, c as d): pass\n",
+    b"@functools.lru_cache\n",
+    b"@lru_cache(maxsize=None)\n",
+    b"@cache_once\n",
+    b"@torch.compile\n",
+    b"register_cuda_ci(est_time=f'{x}', suite=SUITE)\n",
+    b"register_cuda_ci(*args, **kwargs)\n",
+    b"register_amd_ci()\n",
+    b"reg = register_cuda_ci\nreg(est_time=1, suite='s')\n",
+    b"load_jit(*[], **{})\n",
+    b"match x:\n    case {'a': [1, *rest]} if rest:\n        pass\n",
+    b"async def f():\n    async with a as b:\n        await c\n",
+    b"x = [y async for y in z]\n",
+    b"def g[T](x: T) -> T: ...\n",
+    b"type X = int\n",
+    b"x: 'Annotated[int, lambda: 0]' = 0\n",
+    b"if (n := len(a)) > 10: pass\n",
+    b"print(f'{f\"{f'{1}'}\"}')\n",
+    b"global x\n",
+    b"nonlocal x\n",
+    b"del x[::-1], (y.z)\n",
+    b"raise\n",
+    b"return\n",
+    b"yield\n",
+    b"await x\n",
+    b"class C(metaclass=M, **kw): pass\n",
+    b"try:\n    pass\nexcept* ValueError:\n    pass\n",
+    b"import torch as torch, functools.lru_cache\n",
+    b"from __future__ import braces\n",
+    b"__import__('os').system('touch /tmp/kc-fuzz-marker')\n",
+    b"if x.shape != y.shape or not x.is_cuda: raise ValueError()\n",
+    b"assert x.dtype in (a, b), f'{x}'\n",
+    b"lambda: (yield)\n",
+    b"x = 1 if 2 else 3 if 4 else 5\n",
+    b"with (a as b, c as d): pass\n",
 )
 
 
@@ -443,7 +565,7 @@ def splice(data: bytes, rng: random.Random, ctx: Context) -> bytes:
         return data
     donor = rng.choice(donors).data
     start = rng.randrange(len(donor))
-    chunk = donor[start:start + rng.choice((16, 64, 256, 2048))]
+    chunk = donor[start : start + rng.choice((16, 64, 256, 2048))]
     head, body = _split(data, ctx)
     at = rng.randint(0, len(body))
     return head + body[:at] + chunk + body[at:]

@@ -29,11 +29,20 @@ WORKER_MEMORY_LIMIT = 3 << 30  # RLIMIT_AS of a worker (and so of the checker's 
 # A worker imports the whole pipeline when it starts and is replaced after this many cases: in a
 # tree others are editing, a long-lived worker would otherwise mix module versions for hours.
 RECYCLE_EVERY = 150
-_PIPELINE_MODULES = ("kernel_check.engine", "kernel_check.clang.extract", "kernel_check.clang.kernel_interface",
-                     "kernel_check.clang.pointer_accesses", "kernel_check.clang.index_values",
-                     "kernel_check.clang.launches", "kernel_check.clang.consteval",
-                     "kernel_check.clang.scope_facts", "kernel_check.clang.preamble", "kernel_check.pymodel",
-                     "kernel_check.filter", "kernel_check.watchdog")
+_PIPELINE_MODULES = (
+    "kernel_check.engine",
+    "kernel_check.clang.extract",
+    "kernel_check.clang.kernel_interface",
+    "kernel_check.clang.pointer_accesses",
+    "kernel_check.clang.index_values",
+    "kernel_check.clang.launches",
+    "kernel_check.clang.consteval",
+    "kernel_check.clang.scope_facts",
+    "kernel_check.clang.preamble",
+    "kernel_check.pymodel",
+    "kernel_check.filter",
+    "kernel_check.watchdog",
+)
 
 
 @dataclass
@@ -80,15 +89,19 @@ class Report:
             self.slowest = outcome
 
     def summary(self) -> str:
-        lines = [f"fuzz profile {self.profile}: {self.cases} cases in {self.seconds:.1f} s "
-                 f"({', '.join(f'{k} {v}' for k, v in sorted(self.kinds.items()))})",
-                 f"CPU {self.cpu:.1f} s (workers and their children)",
-                 f"crashes/invariant failures: {len(self.failures)} "
-                 f"({len(self.new_failures)} not explained by a known open bug, see known.py)",
-                 f"timed out (KC000 naming file-timeout): {len(self.timeouts)}"]
+        lines = [
+            f"fuzz profile {self.profile}: {self.cases} cases in {self.seconds:.1f} s "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(self.kinds.items()))})",
+            f"CPU {self.cpu:.1f} s (workers and their children)",
+            f"crashes/invariant failures: {len(self.failures)} "
+            f"({len(self.new_failures)} not explained by a known open bug, see known.py)",
+            f"timed out (KC000 naming file-timeout): {len(self.timeouts)}",
+        ]
         if self.slowest is not None:
-            lines.append(f"slowest case: {self.slowest.label} {self.slowest.seconds:.2f} s "
-                         f"({self.slowest.cpu:.2f} s CPU) {self.slowest.note}")
+            lines.append(
+                f"slowest case: {self.slowest.label} {self.slowest.seconds:.2f} s "
+                f"({self.slowest.cpu:.2f} s CPU) {self.slowest.note}"
+            )
         if self.notes:
             lines.append("notes: " + ", ".join(f"{k} x{v}" for k, v in self.notes.most_common()))
         lines.append("codes seen: " + ", ".join(f"{k} {v}" for k, v in sorted(self.codes.items())))
@@ -142,8 +155,7 @@ class _Worker:
         home = workdir / f"worker-{number}"
         home.mkdir(parents=True, exist_ok=True)
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, profile, str(home), str(cache_dir)),
-                                   daemon=True)
+        self.process = ctx.Process(target=_worker_main, args=(child, profile, str(home), str(cache_dir)), daemon=True)
         self.process.start()
         child.close()
         self.index: int | None = None
@@ -168,13 +180,22 @@ def _save(profile: Profile, outcome: Outcome, crash_dir: Path) -> None:
     case = make_case(profile, outcome.index)
     target = crash_dir / f"case-{outcome.index}"
     materialize(case, target / "tree")
-    (target / "README.txt").write_text(f"{outcome.label}\nprofile {profile.name} seed {profile.seed}\n\n"
-                                       + "\n\n".join(outcome.problems) + "\n", encoding="utf-8")
+    (target / "README.txt").write_text(
+        f"{outcome.label}\nprofile {profile.name} seed {profile.seed}\n\n" + "\n\n".join(outcome.problems) + "\n",
+        encoding="utf-8",
+    )
 
 
-def run(profile: Profile, indices: Iterable[int], jobs: int = 2, *, workdir: Path | None = None,
-        cache_dir: Path | None = None, crash_dir: Path | None = None,
-        progress: Callable[[Report, Outcome], None] | None = None) -> Report:
+def run(
+    profile: Profile,
+    indices: Iterable[int],
+    jobs: int = 2,
+    *,
+    workdir: Path | None = None,
+    cache_dir: Path | None = None,
+    crash_dir: Path | None = None,
+    progress: Callable[[Report, Outcome], None] | None = None,
+) -> Report:
     """Run the cases `indices` of `profile` in `jobs` worker processes."""
     started = time.perf_counter()
     own_workdir = workdir is None

@@ -34,8 +34,7 @@ QUICK_CASES = 300
 
 
 def test_quick_profile(tmp_path: Path) -> None:
-    report = run(QUICK, range(QUICK_CASES), jobs=2, workdir=tmp_path / "work",
-                 crash_dir=tmp_path / "crashes")
+    report = run(QUICK, range(QUICK_CASES), jobs=2, workdir=tmp_path / "work", crash_dir=tmp_path / "crashes")
     print(report.summary())
     assert report.cases == QUICK_CASES
     assert not report.new_failures, report.summary()  # known open bugs: known.py, test_regressions.py
@@ -48,31 +47,39 @@ def environment(tmp_path_factory: pytest.TempPathFactory) -> Environment:
     return Environment(root / "work", root / "cache")
 
 
-_HYPOTHESIS = settings(max_examples=40, derandomize=True, deadline=None, database=None,
-                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+_HYPOTHESIS = settings(
+    max_examples=40,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 def _case(seed: corpus.Seed, operators: list[str], rng_seed: int, kind: str) -> Case:
     rng = random.Random(rng_seed)
-    ctx = Context(name=seed.relpath.rsplit("/", 1)[-1], relpath=seed.relpath, language=seed.language,
-                  size=QUICK.size)
+    ctx = Context(name=seed.relpath.rsplit("/", 1)[-1], relpath=seed.relpath, language=seed.language, size=QUICK.size)
     data = mutate(seed.data, operators, rng, ctx)
     return Case(-1, kind, seed.name, seed.relpath, data, operators, ctx.extra_files, use_preamble=False)
 
 
 @_HYPOTHESIS
-@given(seed=st.sampled_from(corpus.by_kind("python")),
-       operators=st.lists(st.sampled_from(PY_OPERATORS), min_size=1, max_size=4),
-       rng_seed=st.integers(0, 2**32 - 1))
+@given(
+    seed=st.sampled_from(corpus.by_kind("python")),
+    operators=st.lists(st.sampled_from(PY_OPERATORS), min_size=1, max_size=4),
+    rng_seed=st.integers(0, 2**32 - 1),
+)
 def test_mutated_python_wrappers(environment: Environment, seed, operators, rng_seed) -> None:
     outcome = run_case(_case(seed, operators, rng_seed, "python"), environment)
     assert not outcome.new_problems, "\n".join(outcome.new_problems)
 
 
 @_HYPOTHESIS
-@given(seed=st.sampled_from(corpus.by_kind("cpp", heavy=False)),
-       operators=st.lists(st.sampled_from(CPP_OPERATORS), min_size=1, max_size=3),
-       rng_seed=st.integers(0, 2**32 - 1))
+@given(
+    seed=st.sampled_from(corpus.by_kind("cpp", heavy=False)),
+    operators=st.lists(st.sampled_from(CPP_OPERATORS), min_size=1, max_size=3),
+    rng_seed=st.integers(0, 2**32 - 1),
+)
 def test_mutated_small_kernels(environment: Environment, seed, operators, rng_seed) -> None:
     outcome = run_case(_case(seed, operators, rng_seed, "cpp"), environment)
     assert not outcome.new_problems, "\n".join(outcome.new_problems)

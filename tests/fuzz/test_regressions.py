@@ -51,20 +51,27 @@ def test_kc000_has_a_real_position_when_clang_hits_its_error_limit(project: Path
     main.write_text('#include "broken.h"\nnamespace sglang { int ok; }\n')
     result = _check(main)
     assert [f.code for f in result.findings if f.code == "KC000"] == ["KC000"]
-    assert all(f.line >= 1 and f.location.column >= 1 for f in result.findings), \
-        [(f.code, f.line, f.location.column) for f in result.findings]
+    assert all(f.line >= 1 and f.location.column >= 1 for f in result.findings), [
+        (f.code, f.line, f.location.column) for f in result.findings
+    ]
 
 
-@pytest.mark.parametrize("source, invalid_line", [
-    # The header is missing, so `unknown_type_t` is unknown and `outside` is invalid (line 5).
-    ('#include "kc_header_that_does_not_exist.cuh"\nnamespace sglang {\nunknown_type_t* lookup();\n}\n'
-     "void outside(unknown_type_t x) {}\n", 5),
-    # It includes itself ~200 deep without a guard: the redefinitions of `Early` and `early` use up
-    # the 50 errors, so the invalid redefinitions of `late` (line 4) are never reported.
-    ('struct Early {};\nvoid early() {}\n#include "kernel.cuh"\nvoid late() {}\n', 4),
-], ids=["after-a-fatal-missing-include", "past-the-error-limit"])
-def test_no_rule_fires_inside_a_declaration_clang_marked_invalid(project: Path, source: str,
-                                                                 invalid_line: int) -> None:
+@pytest.mark.parametrize(
+    "source, invalid_line",
+    [
+        # The header is missing, so `unknown_type_t` is unknown and `outside` is invalid (line 5).
+        (
+            '#include "kc_header_that_does_not_exist.cuh"\nnamespace sglang {\nunknown_type_t* lookup();\n}\n'
+            "void outside(unknown_type_t x) {}\n",
+            5,
+        ),
+        # It includes itself ~200 deep without a guard: the redefinitions of `Early` and `early` use up
+        # the 50 errors, so the invalid redefinitions of `late` (line 4) are never reported.
+        ('struct Early {};\nvoid early() {}\n#include "kernel.cuh"\nvoid late() {}\n', 4),
+    ],
+    ids=["after-a-fatal-missing-include", "past-the-error-limit"],
+)
+def test_no_rule_fires_inside_a_declaration_clang_marked_invalid(project: Path, source: str, invalid_line: int) -> None:
     main = project / "kernel.cuh"
     main.write_text(source)
     result = _check(main)
@@ -86,9 +93,11 @@ def test_a_fix_in_a_file_with_non_utf8_bytes_lands_where_clang_saw_it(project: P
     """clang parses the raw bytes: given U+FFFD-replaced text (3 bytes per bad byte), every
     offset after it was shifted and `--fix` corrupted the file."""
     main = project / "kernel.cuh"
-    data = (b"// caf\xe9 \xe9\xe9\xe9\xe9\nnamespace sglang {\n/// \\brief Copy.\n/// \\param dst Output.\n"
-            b"/// \\param src Input.\n__global__ void copy_kernel(float* __restrict__ dst, const float* src) {\n"
-            b"  dst[threadIdx.x] = src[threadIdx.x];\n}\n}  // namespace sglang\n")
+    data = (
+        b"// caf\xe9 \xe9\xe9\xe9\xe9\nnamespace sglang {\n/// \\brief Copy.\n/// \\param dst Output.\n"
+        b"/// \\param src Input.\n__global__ void copy_kernel(float* __restrict__ dst, const float* src) {\n"
+        b"  dst[threadIdx.x] = src[threadIdx.x];\n}\n}  // namespace sglang\n"
+    )
     main.write_bytes(data)
     findings = [f for f in _check(main).findings if f.code == "KC101" and f.fix is not None]
     assert findings, "KC101 should offer its __restrict__ fix"
@@ -113,8 +122,9 @@ def test_a_header_error_silences_rules_in_a_file_with_cr_line_endings(project: P
 def test_findings_in_a_file_with_cr_line_endings_sit_where_clang_puts_them(project: Path) -> None:
     """Positions computed from byte offsets (cursors.Positions) count a lone CR as a line end,
     as clang does: they sat on line 1, at columns past its end."""
-    source = (b"namespace sglang {\n__global__ void k(int* out,\n                  int n) {\n"
-              b"  out[threadIdx.x] = n;\n}\n}\n")
+    source = (
+        b"namespace sglang {\n__global__ void k(int* out,\n                  int n) {\n  out[threadIdx.x] = n;\n}\n}\n"
+    )
     positions = {}
     for name, data in (("lf", source), ("cr", source.replace(b"\n", b"\r"))):
         main = project / f"{name}.cuh"
@@ -129,16 +139,20 @@ def test_every_rule_numbers_cr_only_lines_as_clang_does(project: Path) -> None:
     finding sat on another line than clang's, outside the invalid declaration the filter drops
     (fuzz #629, #5887). Doxygen comments were read the same way (a false KC301). Every rule's
     findings must not move when LF endings become CR."""
-    source = (b"namespace sglang {\n/// \\brief Doubles a value \xe2\x80\x94 in place.\n"
-              b"/// \\param out The value.\n__global__ void k(int* out) {\n  out[0] *= 2;\n}\n"
-              b"// caf\xc3\xa9\nvoid launch() {}\n}\n")
+    source = (
+        b"namespace sglang {\n/// \\brief Doubles a value \xe2\x80\x94 in place.\n"
+        b"/// \\param out The value.\n__global__ void k(int* out) {\n  out[0] *= 2;\n}\n"
+        b"// caf\xc3\xa9\nvoid launch() {}\n}\n"
+    )
     found = {}
     for name, data in (("lf", source), ("cr", source.replace(b"\n", b"\r"))):
         main = project / f"{name}.cuh"
         main.write_bytes(data)
         found[name] = sorted((f.code, f.line, f.location.column) for f in _check(main).findings)
-    assert [(code, line) for code, line, _ in found["lf"] if code in ("KC310", "KC301")] == \
-        [("KC310", 2), ("KC310", 7)], found["lf"]
+    assert [(code, line) for code, line, _ in found["lf"] if code in ("KC310", "KC301")] == [
+        ("KC310", 2),
+        ("KC310", 7),
+    ], found["lf"]
     assert found["cr"] == found["lf"]
 
 
@@ -150,15 +164,18 @@ def test_a_non_utf8_byte_in_a_template_header_is_not_an_internal_error(project: 
 
 
 @pytest.mark.parametrize("qualifier, too_deep", [("__global__ ", True), ("", False)], ids=["kernel", "host"])
-def test_a_deep_expression_prints_no_traceback(project: Path, capfd: pytest.CaptureFixture, qualifier: str,
-                                               too_deep: bool) -> None:
+def test_a_deep_expression_prints_no_traceback(
+    project: Path, capfd: pytest.CaptureFixture, qualifier: str, too_deep: bool
+) -> None:
     """A recursion error inside libclang's visitor callback is printed by ctypes (or turned
     into a ctypes error). The walks are iterative; the data-flow walk of kernels and device
     functions recurses, bounded: past the bound the file is one KC000 that names it."""
     main = project / "kernel.cuh"
     terms = "+".join(["1"] * 3000)
-    main.write_text("namespace sglang {\n/// \\brief k.\n/// \\param out Output.\n"
-                    f"{qualifier}void k(int* out) {{ int total = {terms}; out[0] = total; }}\n}}\n")
+    main.write_text(
+        "namespace sglang {\n/// \\brief k.\n/// \\param out Output.\n"
+        f"{qualifier}void k(int* out) {{ int total = {terms}; out[0] = total; }}\n}}\n"
+    )
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)  # Python's default (hypothesis, in the same session, raises it)
     try:
@@ -177,8 +194,7 @@ def test_a_deep_expression_prints_no_traceback(project: Path, capfd: pytest.Capt
         assert kc000 == [], kc000
 
 
-def test_an_error_does_not_make_extraction_visit_the_whole_translation_unit(project: Path,
-                                                                            monkeypatch) -> None:
+def test_an_error_does_not_make_extraction_visit_the_whole_translation_unit(project: Path, monkeypatch) -> None:
     from kernel_check.clang import extract
 
     calls = {"n": 0}
@@ -214,8 +230,11 @@ def test_a_file_past_the_error_limit_keeps_the_preamble(project: Path, tmp_path:
     _check_here(good, cache)
     assert cache.stats.parsed == 1
     broken = project / "broken.cuh"
-    broken.write_text("#include <sgl_kernel/utils.cuh>\nnamespace sglang {\n"
-                      + "".join(f"int v{i} = undeclared_{i};\n" for i in range(60)) + "}\n")
+    broken.write_text(
+        "#include <sgl_kernel/utils.cuh>\nnamespace sglang {\n"
+        + "".join(f"int v{i} = undeclared_{i};\n" for i in range(60))
+        + "}\n"
+    )
     _check_here(broken, cache)
     assert cache.stats.rejected == 0 and cache.stats.built == 1, cache.stats
 
@@ -242,8 +261,14 @@ def test_deep_nesting_is_checked_not_crashed(project: Path) -> None:
     (project / "deep.cuh").write_text("int nest_v = " + "(" * 2000 + "1" + ")" * 2000 + ";\n")
     (project / "fine.cuh").write_text("void outside_namespace() {}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
-    proc = subprocess.run([sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache",
-                           "--jobs", "1"], cwd=project, capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache", "--jobs", "1"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]  # warnings only
     findings = json.loads(proc.stdout)
     deep = [(f["code"], f["line"]) for f in findings if f["path"].endswith("deep.cuh")]
@@ -254,8 +279,9 @@ def test_deep_nesting_is_checked_not_crashed(project: Path) -> None:
 def test_an_include_of_itself_with_a_guard_is_fine(project: Path) -> None:
     """(`#pragma once` does not apply to the main file: clang then nests 200 deep, a KC000.)"""
     main = project / "kernel.cuh"
-    main.write_text('#ifndef KERNEL_CUH\n#define KERNEL_CUH\n#include "kernel.cuh"\n'
-                    "namespace sglang { int fine; }\n#endif\n")
+    main.write_text(
+        '#ifndef KERNEL_CUH\n#define KERNEL_CUH\n#include "kernel.cuh"\nnamespace sglang { int fine; }\n#endif\n'
+    )
     assert [f.code for f in _check(main).findings] == []
 
 

@@ -84,8 +84,10 @@ def _elem(dtype: torch.dtype) -> int:
 
 def build_jobs():
     """(factory, args) for every module the tests call."""
-    jobs = [(add_constant_w._jit_add_constant_module, (torch.int32, 1)),
-            (add_constant_w._jit_add_constant_module, (torch.float32, 3))]
+    jobs = [
+        (add_constant_w._jit_add_constant_module, (torch.int32, 1)),
+        (add_constant_w._jit_add_constant_module, (torch.float32, 3)),
+    ]
     jobs += [(scale_w._jit_scale_module, (dt,)) for dt in FLOATS]
     jobs += [(cast_w._jit_cast_module, (dt, FP8)) for dt in FLOATS]
     jobs += [(cast_w._jit_cast_module, (FP8, dt)) for dt in FLOATS]
@@ -98,8 +100,12 @@ def build_jobs():
     jobs += [(qknorm_w._jit_qknorm_module, (dt, d)) for dt, d in QKNORM_CASES]
     jobs += [(rope_w._jit_rope_module, case) for case in ROPE_CASES]
     jobs += [(store_w._jit_store_cache_module, case) for case in STORE_CASES]
-    jobs += [(quant_w._jit_quant_module, (dt, static, shape[-1]))
-             for dt in FLOATS for static in (False, True) for shape in QUANT_SHAPES + [(1 << 14, 1 << 14), (4, 64)]]
+    jobs += [
+        (quant_w._jit_quant_module, (dt, static, shape[-1]))
+        for dt in FLOATS
+        for static in (False, True)
+        for shape in QUANT_SHAPES + [(1 << 14, 1 << 14), (4, 64)]
+    ]
     jobs.append((rmsnorm_w._jit_rmsnorm_module, ("rmsnorm", torch.bfloat16, 128)))  # bandwidth run
     return jobs
 
@@ -395,8 +401,7 @@ def _bad_cases():
         "scale_cpu": (lambda: scale_w.scale(torch.randn(64, dtype=h), 2.0), r"`dst`.*CUDA|CUDA"),
         "scale_misaligned": (lambda: scale_w.scale(x(65)[1:], 2.0), r"`src`.*misaligned"),
         "scale_noncontig": (lambda: scale_w.scale(x(128)[::2], 2.0), r"`src`.*contiguous"),
-        "scale_wrong_out_dtype": (
-            lambda: scale_w.scale(x(64), 2.0, out=torch.empty(64, device=DEV)), r"`dst`.*dtype"),
+        "scale_wrong_out_dtype": (lambda: scale_w.scale(x(64), 2.0, out=torch.empty(64, device=DEV)), r"`dst`.*dtype"),
         "scale_wrong_out_shape": (lambda: scale_w.scale(x(64), 2.0, out=x(63)), r"`src`.*dim 0"),
         "scale_bad_dtype": (lambda: scale_w.scale(torch.ones(8, device=DEV, dtype=torch.int32), 2.0), "dtype"),
         "cast_misaligned": (lambda: cast_w.cast(x(65)[1:], FP8), r"`src`.*misaligned"),
@@ -405,33 +410,58 @@ def _bad_cases():
         "act_wrong_rank": (lambda: act_w.silu_and_mul(x(128)), r"2-D|`input`"),
         "rmsnorm_weight_shape": (lambda: rmsnorm_w.rmsnorm(x(4, 128), x(127)), r"`weight`.*dim 0"),
         "rmsnorm_weight_dtype": (
-            lambda: rmsnorm_w.rmsnorm(x(4, 128), torch.randn(128, device=DEV)), r"`weight`.*dtype"),
+            lambda: rmsnorm_w.rmsnorm(x(4, 128), torch.randn(128, device=DEV)),
+            r"`weight`.*dtype",
+        ),
         "rmsnorm_cpu_weight": (lambda: rmsnorm_w.rmsnorm(x(4, 128), torch.randn(128, dtype=h)), r"`weight`.*CUDA"),
         "rmsnorm_padded_stride": (lambda: rmsnorm_w.rmsnorm(x(4, 129)[:, :128], x(128)), r"`input`.*misaligned"),
         "fused_residual_shape": (
-            lambda: rmsnorm_w.fused_add_rmsnorm(x(4, 128), x(3, 128), x(128)), r"`residual`.*dim 0"),
+            lambda: rmsnorm_w.fused_add_rmsnorm(x(4, 128), x(3, 128), x(128)),
+            r"`residual`.*dim 0",
+        ),
         "qknorm_k_dtype": (
             lambda: qknorm_w.qknorm(x(2, 4, 128), torch.randn(2, 4, 128, device=DEV), x(128), x(128)),
-            r"`k`.*dtype"),
+            r"`k`.*dtype",
+        ),
         "qknorm_inner_stride": (
-            lambda: qknorm_w.qknorm(x(2, 4, 256)[..., ::2], x(2, 4, 128), x(128), x(128)), r"`q`.*stride"),
+            lambda: qknorm_w.qknorm(x(2, 4, 256)[..., ::2], x(2, 4, 128), x(128), x(128)),
+            r"`q`.*stride",
+        ),
         "rope_positions_dtype": (
-            lambda: rope_w.rotary_embedding(torch.zeros(2, device=DEV, dtype=torch.int32), x(2, 4, 128),
-                                            x(2, 4, 128), _cos_sin_cache(16, 128)), r"`positions`.*dtype"),
+            lambda: rope_w.rotary_embedding(
+                torch.zeros(2, device=DEV, dtype=torch.int32), x(2, 4, 128), x(2, 4, 128), _cos_sin_cache(16, 128)
+            ),
+            r"`positions`.*dtype",
+        ),
         "rope_cache_dtype": (
-            lambda: rope_w.rotary_embedding(torch.zeros(2, device=DEV, dtype=torch.int64), x(2, 4, 128),
-                                            x(2, 4, 128), _cos_sin_cache(16, 128).half()), r"`cos_sin_cache`.*dtype"),
+            lambda: rope_w.rotary_embedding(
+                torch.zeros(2, device=DEV, dtype=torch.int64),
+                x(2, 4, 128),
+                x(2, 4, 128),
+                _cos_sin_cache(16, 128).half(),
+            ),
+            r"`cos_sin_cache`.*dtype",
+        ),
         "store_cache_padded_cache": (
-            lambda: store_w.store_cache(x(4, 1024), x(4, 1024), x(64, 1025)[:, :1024], x(64, 1024),
-                                        torch.arange(4, device=DEV)), r"`k_cache`.*misaligned"),
+            lambda: store_w.store_cache(
+                x(4, 1024), x(4, 1024), x(64, 1025)[:, :1024], x(64, 1024), torch.arange(4, device=DEV)
+            ),
+            r"`k_cache`.*misaligned",
+        ),
         "store_cache_index_count": (
-            lambda: store_w.store_cache(x(4, 1024), x(4, 1024), x(64, 1024), x(64, 1024),
-                                        torch.arange(3, device=DEV)), r"`indices`.*dim 0"),
+            lambda: store_w.store_cache(x(4, 1024), x(4, 1024), x(64, 1024), x(64, 1024), torch.arange(3, device=DEV)),
+            r"`indices`.*dim 0",
+        ),
         "store_cache_misaligned_base": (
-            lambda: store_w.store_cache(x(4 * 1024 + 1)[1:].view(4, 1024), x(4, 1024), x(64, 1024), x(64, 1024),
-                                        torch.arange(4, device=DEV)), r"`k`.*misaligned"),
+            lambda: store_w.store_cache(
+                x(4 * 1024 + 1)[1:].view(4, 1024), x(4, 1024), x(64, 1024), x(64, 1024), torch.arange(4, device=DEV)
+            ),
+            r"`k`.*misaligned",
+        ),
         "quant_scale_shape": (
-            lambda: quant_w.per_tensor_quant_fp8(x(4, 64), torch.zeros(2, device=DEV)), r"`scale`.*dim 0"),
+            lambda: quant_w.per_tensor_quant_fp8(x(4, 64), torch.zeros(2, device=DEV)),
+            r"`scale`.*dim 0",
+        ),
         "quant_noncontig": (lambda: quant_w.per_tensor_quant_fp8(x(64, 4).t()), r"`input`.*contiguous"),
     }
     return cases

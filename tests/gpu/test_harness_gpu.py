@@ -28,8 +28,9 @@ pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not visible_gpus(), reason="no CUDA GPU visible (nvidia-smi lists none)"),
     pytest.mark.skipif(not nvcc_available(), reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"),
-    pytest.mark.skipif(find_sanitizer() is None and shutil.which("nvidia-smi") is not None,
-                       reason="compute-sanitizer not found"),
+    pytest.mark.skipif(
+        find_sanitizer() is None and shutil.which("nvidia-smi") is not None, reason="compute-sanitizer not found"
+    ),
 ]
 
 SPECS = discover([FIXTURES]).specs
@@ -60,8 +61,9 @@ def test_fixture(harness, spec):
 # ----- real-kernel shapes, reference-free specs, value profiles, the environment -----
 
 
-@pytest.mark.parametrize("name, kernel", [("fixture_anon_shift", "anon_shift_kernel"),
-                                          ("fixture_macro_shift", "macro_shift_kernel")])
+@pytest.mark.parametrize(
+    "name, kernel", [("fixture_anon_shift", "anon_shift_kernel"), ("fixture_macro_shift", "macro_shift_kernel")]
+)
 def test_sanitizer_reports_of_anonymous_namespace_and_macro_kernels_are_kept(harness, name, kernel):
     """The kernels live in an anonymous namespace (one declared through a macro) and the
     launcher is ``ShiftAdd<...>::run``: the memcheck report names the kernel."""
@@ -73,8 +75,9 @@ def test_the_gather_bug_is_reported_with_the_profile_that_exposed_it(harness):
     findings = harness.by_spec["fixture_gather_unchecked"]
     assert any(f.code == "KD201" and "ids=oob" in f.message for f in findings), [f.message for f in findings]
     # random in-range ids never show it: nothing but the oob profile fails
-    assert all("ids=oob" in f.message for f in findings if f.code in ("KD101", "KD201", "KD001")), \
-        [f.message for f in findings]
+    assert all("ids=oob" in f.message for f in findings if f.code in ("KD101", "KD201", "KD001")), [
+        f.message for f in findings
+    ]
 
 
 def test_specs_without_a_reference_say_so_in_the_summary(harness):
@@ -92,16 +95,20 @@ def test_an_unusable_gpu_is_an_environment_error_not_a_finding():
 
 # what the user writes in place of the draft's TODOs: the hand-written spec's reference and factor
 FILLED_IN = {
-    f"reference=None,  # {TODO}: write the PyTorch reference":
-        "reference=lambda src, factor: (src.float() * factor).to(src.dtype),",
+    f"reference=None,  # {TODO}: write the PyTorch reference": (
+        "reference=lambda src, factor: (src.float() * factor).to(src.dtype),"
+    ),
     f"Scalar('factor', 1.0),  # {TODO}: pick a value": "Scalar('factor', 3.0),",
 }
 
 
 def verdicts(result, name: str) -> dict[str, dict[str, str]]:
     """Each instantiation's verdict per check: the summary rows ``name[instantiation]``."""
-    return {row.kernel[len(name) + 1:-1]: {column: cell.text() for column, cell in row.cells.items()}
-            for row in result.rows if row.kernel.startswith(f"{name}[")}
+    return {
+        row.kernel[len(name) + 1 : -1]: {column: cell.text() for column, cell in row.cells.items()}
+        for row in result.rows
+        if row.kernel.startswith(f"{name}[")
+    }
 
 
 def test_a_drafted_spec_with_its_reference_filled_in_reaches_the_hand_written_verdicts(tmp_path):

@@ -47,8 +47,10 @@ _PROTOTYPES: dict[str, tuple[list, object]] = {
     "clang_EvalResult_getAsLongLong": ([c_void_p], c_longlong),
     "clang_EvalResult_getAsUnsigned": ([c_void_p], c_ulonglong),
     "clang_EvalResult_dispose": ([c_void_p], None),
-    "clang_getExpansionLocation": ([ci.SourceLocation, POINTER(c_void_p), POINTER(c_uint), POINTER(c_uint),
-                                    POINTER(c_uint)], None),
+    "clang_getExpansionLocation": (
+        [ci.SourceLocation, POINTER(c_void_p), POINTER(c_uint), POINTER(c_uint), POINTER(c_uint)],
+        None,
+    ),
 }
 
 
@@ -133,8 +135,10 @@ def asm_parts(node: ci.Cursor) -> AsmParts:
                 found.append(expression)
         return tuple(found)
 
-    clobbers = tuple(ci._CXString.from_result(lib.clang_Cursor_getGCCAssemblyClobber(node, i))
-                     for i in range(lib.clang_Cursor_getGCCAssemblyNumClobbers(node)))
+    clobbers = tuple(
+        ci._CXString.from_result(lib.clang_Cursor_getGCCAssemblyClobber(node, i))
+        for i in range(lib.clang_Cursor_getGCCAssemblyNumClobbers(node))
+    )
     return AsmParts(
         template=ci._CXString.from_result(lib.clang_Cursor_getGCCAssemblyTemplate(node)),
         clobbers=clobbers,

@@ -42,8 +42,18 @@ MAX_FOLD_DEPTH = 12  # variable initializers / helper calls followed in a row
 ARGUMENT_PREFIX = "arg:"
 VECTOR_TEMPLATES = frozenset({"AlignedVector", "AlignedStorage"})  # <T, N>: N elements of T
 _CUDA_VECTOR_NAME = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[234]")
-_PACKED_NAMES = frozenset({"__half2", "half2", "__nv_bfloat162", "nv_bfloat162", "__nv_fp8x2_e4m3",
-                           "__nv_fp8x2_e5m2", "__nv_fp8x4_e4m3", "__nv_fp8x4_e5m2"})
+_PACKED_NAMES = frozenset(
+    {
+        "__half2",
+        "half2",
+        "__nv_bfloat162",
+        "nv_bfloat162",
+        "__nv_fp8x2_e4m3",
+        "__nv_fp8x2_e5m2",
+        "__nv_fp8x4_e4m3",
+        "__nv_fp8x4_e5m2",
+    }
+)
 
 
 def expression_children(cursor: ci.Cursor) -> list[ci.Cursor]:
@@ -131,14 +141,17 @@ def _returns_of(statements: list[ci.Cursor], only_returns: bool) -> Returns | No
             values = expression_children(statement)
             return Returns(value=values[0]) if values else None
         if statement.kind == K.COMPOUND_STMT:
-            return _returns_of(children(statement) + statements[index + 1:], only_returns)
+            return _returns_of(children(statement) + statements[index + 1 :], only_returns)
         if statement.kind == K.IF_STMT:
             parts = children(statement)
             if len(parts) not in (2, 3) or not parts[0].kind.is_expression():
                 return None  # an init statement or a condition variable
-            rest = [parts[2]] if len(parts) == 3 else statements[index + 1:]
-            return Returns(condition=parts[0], taken=_returns_of([parts[1]], only_returns),
-                           otherwise=_returns_of(rest, only_returns))
+            rest = [parts[2]] if len(parts) == 3 else statements[index + 1 :]
+            return Returns(
+                condition=parts[0],
+                taken=_returns_of([parts[1]], only_returns),
+                otherwise=_returns_of(rest, only_returns),
+            )
         if only_returns and statement.kind not in (K.DECL_STMT, K.STATIC_ASSERT, K.NULL_STMT):
             return None  # local constexprs are inlined where they are used
     return None
@@ -248,8 +261,9 @@ class Constants:
     def _dependent_member(self, cursor: ci.Cursor) -> ConstExpr:
         """`vec_t::kBytes` / `vec_t::kSize` of a dependent AlignedVector alias."""
         type_refs = [c for c in cursor.get_children() if c.kind == K.TYPE_REF]
-        member = trailing_name(self.data, cursor) if cursor.location.file and \
-            cursor.location.file.name == self.path else ""
+        member = (
+            trailing_name(self.data, cursor) if cursor.location.file and cursor.location.file.name == self.path else ""
+        )
         if len(type_refs) == 1 and member in ("kBytes", "kSize"):
             vector = self._aligned_vector_parts(type_refs[0].type)
             if vector is not None:
@@ -268,14 +282,13 @@ class Constants:
                 return ConstExpr("vec_bytes", args=args)
         if name in _CONSTEXPR_HELPERS and len(parts) >= 3:
             return ConstExpr(_CONSTEXPR_HELPERS[name], args=tuple(self.value(p, depth) for p in parts[1:]))
-        operator = name[len("operator"):] if name.startswith("operator") else ""
+        operator = name[len("operator") :] if name.startswith("operator") else ""
         if operator in _BINARY_SPELLINGS and len(parts) == 3:  # a dependent `a * b`
             return ConstExpr(operator, args=(self.value(parts[0], depth), self.value(parts[2], depth)))
         inlined = self._inline(cursor, callee, parts[1:], depth)
         return inlined if inlined is not None else self.unknown(cursor)
 
-    def _inline(self, call: ci.Cursor, callee: ci.Cursor, arguments: list[ci.Cursor],
-                depth: int) -> ConstExpr | None:
+    def _inline(self, call: ci.Cursor, callee: ci.Cursor, arguments: list[ci.Cursor], depth: int) -> ConstExpr | None:
         """A call of a helper whose body only returns (through local constexprs and `if
         constexpr`), with its template and function parameters bound. Such a body has no
         side effects, so its value is the call's also when it is not constexpr."""
@@ -465,15 +478,15 @@ def trailing_name(data: bytes, cursor: ci.Cursor) -> str:
     end = cursor.extent.end.offset
     start = cursor.extent.start.offset
     position = end
-    if position > start and data[position - 1:position] == b">":
+    if position > start and data[position - 1 : position] == b">":
         depth = 0
         while position > start:
             position -= 1
-            char = data[position:position + 1]
+            char = data[position : position + 1]
             depth += {b">": 1, b"<": -1}.get(char, 0)
             if depth == 0:
                 break
-    while position > start and data[position - 1:position] in (b" ", b"\t", b"\n", b"\r"):
+    while position > start and data[position - 1 : position] in (b" ", b"\t", b"\n", b"\r"):
         position -= 1
     name_end = position
     while position > start and data[position - 1] in _NAME_CHARS:

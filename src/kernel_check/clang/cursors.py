@@ -39,8 +39,10 @@ class NestedTooDeeply(Exception):
         here = start.file is not None and start.file.name == path
         self.line: int = start.line if here else 1  # a header's position is not the file's
         self.column: int = start.column if here else 1
-        super().__init__(f"code nested more than {MAX_NESTING} levels deep (a generated expression?); "
-                         "too deep to analyze, no rule checked this file")
+        super().__init__(
+            f"code nested more than {MAX_NESTING} levels deep (a generated expression?); "
+            "too deep to analyze, no rule checked this file"
+        )
 
 
 def file_name(cursor: ci.Cursor) -> str | None:
@@ -103,8 +105,9 @@ def descendants(cursor: ci.Cursor) -> list[ci.Cursor]:
     return kept
 
 
-def walk_with_depth(cursor: ci.Cursor, descend: Callable[[ci.Cursor], bool] | None = None
-                    ) -> Iterator[tuple[int, ci.Cursor]]:
+def walk_with_depth(
+    cursor: ci.Cursor, descend: Callable[[ci.Cursor], bool] | None = None
+) -> Iterator[tuple[int, ci.Cursor]]:
     """Pre-order `(depth, cursor)` below `cursor`, its children at depth 1; `descend` says
     whose children are visited (default: everyone's). An explicit stack of child iterators,
     not recursion: generated code nests expressions thousands of levels deep, and a recursion
@@ -122,8 +125,13 @@ def walk_with_depth(cursor: ci.Cursor, descend: Callable[[ci.Cursor], bool] | No
 
 # Parentheses and implicit conversions (clang's ImplicitCastExpr is an UNEXPOSED_EXPR here)
 PARENS_AND_CONVERSIONS = (K.UNEXPOSED_EXPR, K.PAREN_EXPR)
-EXPLICIT_CASTS = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CSTYLE_CAST_EXPR,
-                  K.CXX_CONST_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR)
+EXPLICIT_CASTS = (
+    K.CXX_STATIC_CAST_EXPR,
+    K.CXX_REINTERPRET_CAST_EXPR,
+    K.CSTYLE_CAST_EXPR,
+    K.CXX_CONST_CAST_EXPR,
+    K.CXX_FUNCTIONAL_CAST_EXPR,
+)
 
 
 def _strip_through(cursor: ci.Cursor, kinds: tuple[ci.CursorKind, ...]) -> ci.Cursor:
@@ -194,7 +202,7 @@ def token_spellings(cursor: ci.Cursor) -> list[str]:
 
 
 def source_text(data: bytes, span: Span) -> str:
-    return data[span.start:span.end].decode("utf-8", errors="replace")
+    return data[span.start : span.end].decode("utf-8", errors="replace")
 
 
 def qualified_name(cursor: ci.Cursor) -> str:
@@ -260,8 +268,11 @@ class MacroRanges:
 
     def __init__(self, top_level: list[ci.Cursor]) -> None:
         ranges: list[tuple[int, int, str]] = []
-        for start, end, name in sorted((c.extent.start.offset, c.extent.end.offset, c.spelling)
-                                       for c in top_level if c.kind == K.MACRO_INSTANTIATION):
+        for start, end, name in sorted(
+            (c.extent.start.offset, c.extent.end.offset, c.spelling)
+            for c in top_level
+            if c.kind == K.MACRO_INSTANTIATION
+        ):
             if ranges and start < ranges[-1][1]:  # an expansion inside another's arguments
                 continue
             ranges.append((start, end, name))

@@ -53,15 +53,23 @@ def _territory(device: SourceModel, regions: tuple[Range, ...]) -> list[Range]:
     """Where the device pass's facts replace the host pass's (see the module doc)."""
     errors = [(s.start, s.end) for s in device.error_spans]
     host_functions = [_range(f.span) for f in device.functions if f.kind is FunctionKind.HOST]
-    owned = [_range(f.span) for f in device.functions
-             if f.kind is not FunctionKind.HOST and f.body is not None and _overlaps(_range(f.span), regions)]
+    owned = [
+        _range(f.span)
+        for f in device.functions
+        if f.kind is not FunctionKind.HOST and f.body is not None and _overlaps(_range(f.span), regions)
+    ]
     loose = subtract_ranges(list(regions), host_functions)
     return [r for r in owned + loose if not _overlaps(r, errors)]
 
 
 def _fact_containers(host: SourceModel, device: SourceModel) -> list[tuple[Any, Any]]:
-    return [(host, device), (host.launcher_facts, device.launcher_facts), (host.integer_facts, device.integer_facts),
-            (host.scope_facts, device.scope_facts), (host.dataflow_facts, device.dataflow_facts)]
+    return [
+        (host, device),
+        (host.launcher_facts, device.launcher_facts),
+        (host.integer_facts, device.integer_facts),
+        (host.scope_facts, device.scope_facts),
+        (host.dataflow_facts, device.dataflow_facts),
+    ]
 
 
 def _anchor(fact: Any) -> int | None:

@@ -120,8 +120,12 @@ class ConditionalGroups:
             if match is None:
                 continue
             word, rest = match.group(1).decode(), _COMMENT_RE.sub("", match.group(2).decode(errors="replace")).strip()
-            condition = {"ifdef": f"defined({rest})", "elifdef": f"defined({rest})",
-                         "ifndef": f"!defined({rest})", "elifndef": f"!defined({rest})"}.get(word, rest)
+            condition = {
+                "ifdef": f"defined({rest})",
+                "elifdef": f"defined({rest})",
+                "ifndef": f"!defined({rest})",
+                "elifndef": f"!defined({rest})",
+            }.get(word, rest)
             if word.startswith("if"):
                 stack.append([condition])
                 self.branches[first] = (stack[-1], 0)
@@ -133,14 +137,14 @@ class ConditionalGroups:
 
     def under_cuda_arch(self, line: int) -> bool:
         conditions, index = self.branches.get(line, ([], -1))
-        return any("__CUDA_ARCH__" in c for c in conditions[:index + 1])
+        return any("__CUDA_ARCH__" in c for c in conditions[: index + 1])
 
     def active(self, line: int, arch: str) -> bool | None:
         """Whether the branch starting at `line` is taken when compiling for `arch` (None: unknown)."""
         conditions, index = self.branches.get(line, ([], -1))
         if index < 0:
             return None
-        values = [_condition_value(c, int(arch) * 10) for c in conditions[:index + 1]]
+        values = [_condition_value(c, int(arch) * 10) for c in conditions[: index + 1]]
         earlier, own = values[:-1], values[-1]
         if True in earlier or own is False:
             return False
@@ -153,6 +157,7 @@ _DEFINED_RE = re.compile(r"\bdefined\s*(?:\(\s*(\w+)\s*\)|(\w+))")
 def _condition_value(condition: str, cuda_arch: int) -> bool | None:
     """The value of an `#if` condition made of `__CUDA_ARCH__`, integers, comparisons and
     `&&`/`||`/`!`, in device code for `cuda_arch`; None when it names anything else."""
+
     def defined(match: re.Match) -> str:
         return "1" if (match.group(1) or match.group(2)) == "__CUDA_ARCH__" else "__unknown__"
 
@@ -167,8 +172,14 @@ def _condition_value(condition: str, cuda_arch: int) -> bool | None:
     return None if value is None else bool(value)
 
 
-_COMPARE = {ast.Lt: int.__lt__, ast.LtE: int.__le__, ast.Gt: int.__gt__, ast.GtE: int.__ge__,
-            ast.Eq: int.__eq__, ast.NotEq: int.__ne__}
+_COMPARE = {
+    ast.Lt: int.__lt__,
+    ast.LtE: int.__le__,
+    ast.Gt: int.__gt__,
+    ast.GtE: int.__ge__,
+    ast.Eq: int.__eq__,
+    ast.NotEq: int.__ne__,
+}
 
 
 def _evaluate(node: ast.AST) -> int | None:

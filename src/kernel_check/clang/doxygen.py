@@ -66,8 +66,7 @@ def _preceding_comment(data: bytes, starts: list[int], decl_start: int) -> DocCo
     lines.reverse()
     first, last = lines[0][0], lines[-1][0]
     text = "\n".join(raw for _, raw in lines)
-    span = Span(first + 1, 1, last + 1, len(lines[-1][1]) + 1, starts[first],
-                starts[last] + len(lines[-1][1].encode()))
+    span = Span(first + 1, 1, last + 1, len(lines[-1][1]) + 1, starts[first], starts[last] + len(lines[-1][1].encode()))
     return _read(text, span)
 
 
@@ -91,7 +90,7 @@ def _line_of(starts: list[int], offset: int) -> int:
 
 def _line(data: bytes, starts: list[int], index: int) -> str:
     end = starts[index + 1] if index + 1 < len(starts) else len(data)
-    return data[starts[index]:end].decode("utf-8", errors="replace").rstrip("\r\n")
+    return data[starts[index] : end].decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _read(text: str, span: Span) -> DocComment:

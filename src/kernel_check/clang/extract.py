@@ -54,8 +54,17 @@ from .scope_facts import extract_scope_facts
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
-_DEVICE_SPECIFIER_TOKENS = ("SGL_DEVICE", "SGL_DEVICE_HOST", "__device__", "__forceinline__",
-                            "__host__", "__inline__", "inline", "static", "constexpr")
+_DEVICE_SPECIFIER_TOKENS = (
+    "SGL_DEVICE",
+    "SGL_DEVICE_HOST",
+    "__device__",
+    "__forceinline__",
+    "__host__",
+    "__inline__",
+    "inline",
+    "static",
+    "constexpr",
+)
 
 
 class _Extractor:
@@ -127,8 +136,9 @@ class _Extractor:
         self.model.functions.append(function)
         if body is not None:
             self._collect_launches(cursor, function)
-            collect_function_facts(self.model, self.program, function, self.program.function(cursor), self.data,
-                                   self.path)
+            collect_function_facts(
+                self.model, self.program, function, self.program.function(cursor), self.data, self.path
+            )
             self.dataflow.add_function(cursor, body, function)
             if kind is not FunctionKind.HOST:
                 tree = self.program.function(cursor).body
@@ -141,7 +151,7 @@ class _Extractor:
         A declaration's extent starts after attribute-only macros such as SGL_DEVICE, so the
         words are read from the source text just before the extent as well as inside it."""
         start = cursor.extent.start.offset
-        if cursor.kind == K.FUNCTION_TEMPLATE or self.data[start:start + 8] == b"template":
+        if cursor.kind == K.FUNCTION_TEMPLATE or self.data[start : start + 8] == b"template":
             start = _skip_template_header(self.data, start)
         line_start = self.positions.line_start(start)
         leading: list[re.Match[bytes]] = []
@@ -163,7 +173,7 @@ class _Extractor:
         site) does not spell its name."""
         name = cursor.spelling.encode()
         start = cursor.location.offset
-        return bool(name) and not name.startswith(b"operator") and self.data[start:start + len(name)] != name
+        return bool(name) and not name.startswith(b"operator") and self.data[start : start + len(name)] != name
 
     def _param(self, cursor: ci.Cursor) -> Param:
         restrict_insert_offset, is_grid_constant = _declarator_tokens(cursor)
@@ -182,23 +192,25 @@ class _Extractor:
             for c in cursor.get_children()
             if c.kind == K.FIELD_DECL
         ]
-        self.model.structs.append(Struct(
-            name=cursor.spelling,
-            qualified_name=qualified_name(cursor),
-            span=span_of(cursor.extent),
-            name_span=name_span(cursor),
-            fields=fields,
-            template_params=_template_params(cursor),
-            doc=self.comments.preceding(cursor.extent.start.offset),
-            is_exported=is_exported(cursor),
-            is_class=cursor.kind != K.STRUCT_DECL,
-            is_definition=cursor.is_definition(),
-            access=_access(cursor),
-            usr=cursor.get_usr(),
-            owner_usr=_owner_usr(cursor),
-            is_specialization=cursor.specialized_template is not None,
-            from_macro=self._from_macro(cursor),
-        ))
+        self.model.structs.append(
+            Struct(
+                name=cursor.spelling,
+                qualified_name=qualified_name(cursor),
+                span=span_of(cursor.extent),
+                name_span=name_span(cursor),
+                fields=fields,
+                template_params=_template_params(cursor),
+                doc=self.comments.preceding(cursor.extent.start.offset),
+                is_exported=is_exported(cursor),
+                is_class=cursor.kind != K.STRUCT_DECL,
+                is_definition=cursor.is_definition(),
+                access=_access(cursor),
+                usr=cursor.get_usr(),
+                owner_usr=_owner_usr(cursor),
+                is_specialization=cursor.specialized_template is not None,
+                from_macro=self._from_macro(cursor),
+            )
+        )
         for member in cursor.get_children():
             if member.kind in FUNCTION_KINDS and in_file(member, self.path):
                 self._add_function(member)
@@ -245,7 +257,7 @@ def _skip_template_header(data: bytes, start: int) -> int:
     """Offset just past `template <...>` starting at `start` (angle brackets balanced)."""
     depth = 0
     for index in range(data.find(b"<", start), len(data)):
-        char = data[index:index + 1]
+        char = data[index : index + 1]
         depth += 1 if char == b"<" else -1 if char == b">" else 0
         if depth == 0:
             return index + 1
@@ -253,7 +265,7 @@ def _skip_template_header(data: bytes, start: int) -> int:
 
 
 def _access(cursor: ci.Cursor) -> str:
-    """"public"/"protected"/"private" for a class member, "" elsewhere."""
+    """ "public"/"protected"/"private" for a class member, "" elsewhere."""
     if cursor.semantic_parent is None or cursor.semantic_parent.kind not in RECORD_KINDS:
         return ""
     return cursor.access_specifier.name.lower().replace("invalid", "")
@@ -263,11 +275,13 @@ def _main_file_declarations(scope: ci.Cursor, path: str) -> list[ci.Cursor]:
     """Declarations of the checked file outside function bodies (functions, records, their
     members, variables...), descending only through its own scopes (never into the
     thousands of header declarations)."""
+
     def descend(cursor: ci.Cursor) -> bool:
         return (cursor.kind in SCOPE_KINDS or cursor.kind in RECORD_KINDS) and in_file(cursor, path)
 
-    return [c for c in walk(scope, descend)
-            if c.kind.is_declaration() and c.kind not in SCOPE_KINDS and in_file(c, path)]
+    return [
+        c for c in walk(scope, descend) if c.kind.is_declaration() and c.kind not in SCOPE_KINDS and in_file(c, path)
+    ]
 
 
 def _template_params(cursor: ci.Cursor) -> list[TemplateParam]:

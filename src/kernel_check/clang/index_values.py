@@ -57,7 +57,9 @@ _LOAD_STORE_CALLEES = frozenset({"load", "store", "load_as", "store_as", "offset
 _TENSOR_CLASSES = frozenset({"TensorView", "Tensor", "TensorObj"})
 _SHAPE_METHODS = {
     "unwrap": frozenset({"SymbolicSize"}),
-    "size": _TENSOR_CLASSES, "stride": _TENSOR_CLASSES, "numel": _TENSOR_CLASSES,
+    "size": _TENSOR_CLASSES,
+    "stride": _TENSOR_CLASSES,
+    "numel": _TENSOR_CLASSES,
     "operator[]": frozenset({"ShapeView", "Shape"}),
 }
 _DLTENSOR_SHAPE_FIELDS = frozenset({"shape", "strides"})
@@ -65,18 +67,44 @@ _CONVERSIONS = (ExprKind.PAREN, ExprKind.IMPLICIT)
 _COMPOUND_ASSIGNMENTS = frozenset({"*=", "/=", "%=", "+=", "-=", "<<=", ">>=", "&=", "^=", "|="})
 _COMPARISONS = frozenset({"<", ">", "<=", ">=", "==", "!=", "&&", "||", "<=>"})
 _OPERATOR_NAMES = {
-    "operator+": "+", "operator-": "-", "operator*": "*", "operator%": "%", "operator&": "&",
-    "operator=": "=", "operator<": "<", "operator>": ">", "operator<=": "<=", "operator>=": ">=",
-    "operator==": "==", "operator!=": "!=",
+    "operator+": "+",
+    "operator-": "-",
+    "operator*": "*",
+    "operator%": "%",
+    "operator&": "&",
+    "operator=": "=",
+    "operator<": "<",
+    "operator>": ">",
+    "operator<=": "<=",
+    "operator>=": ">=",
+    "operator==": "==",
+    "operator!=": "!=",
 }
 # Integer types that are not index arithmetic (a truth value, characters of other widths)
 _NOT_INDEX_INTEGERS = frozenset({"bool", "wchar_t", "char8_t", "char16_t", "char32_t", "__int128"})
 # Words that may surround the integer keywords of a declaration's written type.
-_SPECIFIER_WORDS = frozenset({
-    "const", "volatile", "static", "constexpr", "constinit", "inline", "extern", "thread_local",
-    "register", "mutable", "__shared__", "__constant__", "__device__", "__managed__", "__host__",
-    "__restrict__", "__restrict", "__grid_constant__",
-})
+_SPECIFIER_WORDS = frozenset(
+    {
+        "const",
+        "volatile",
+        "static",
+        "constexpr",
+        "constinit",
+        "inline",
+        "extern",
+        "thread_local",
+        "register",
+        "mutable",
+        "__shared__",
+        "__constant__",
+        "__device__",
+        "__managed__",
+        "__host__",
+        "__restrict__",
+        "__restrict",
+        "__grid_constant__",
+    }
+)
 _INTEGER_KEYWORDS = frozenset({"int", "unsigned", "signed", "long", "short", "char"})
 _NOT_INDEX_KEYWORDS = frozenset({"short", "char"})  # narrow storage types, not KC110's concern
 _WORD_RE = re.compile(rb"[A-Za-z_]\w*|\S")
@@ -215,11 +243,14 @@ class _Reader:
     def _function(self, cursor: ci.Cursor) -> None:
         function = self.program.function(cursor)
         parent = cursor.semantic_parent
-        self.scopes.append(_Scope(
-            function.usr, qualified_name(cursor),
-            is_main=function.name == "main" and parent is not None and parent.kind == K.TRANSLATION_UNIT,
-            is_kernel=function.kind is FunctionKind.KERNEL,
-        ))
+        self.scopes.append(
+            _Scope(
+                function.usr,
+                qualified_name(cursor),
+                is_main=function.name == "main" and parent is not None and parent.kind == K.TRANSLATION_UNIT,
+                is_kernel=function.kind is FunctionKind.KERNEL,
+            )
+        )
         self._code(function.params, lambda: function.body)
         self.scopes.pop()
 
@@ -369,8 +400,12 @@ class _Reader:
         """A written cast is a deliberate conversion: it ends a shape value when it narrows."""
         value = values[-1] if values else _NONE
         width = _width(node.type)
-        return _Value(value.lanes, value.via, value.shape if width == 64 else "",
-                      value.builtin if width is not None and width <= 32 else "")
+        return _Value(
+            value.lanes,
+            value.via,
+            value.shape if width == 64 else "",
+            value.builtin if width is not None and width <= 32 else "",
+        )
 
     def _note_narrowing(self, conversion: Expr, parent: _Parent, source: str) -> None:
         if isinstance(parent, Expr) and (parent.kind is ExprKind.CAST or _is_dim3_construction(parent)):
@@ -391,13 +426,29 @@ class _Reader:
             return "return", "", None
         return "expression", "", None
 
-    def _add_narrowing(self, node: Expr, source: str, operand: Expr, target_type: str,
-                       context: str, target: str, target_offset: int | None = None) -> None:
-        self.facts.size_narrowings.append(SizeNarrowing(
-            span=node.span, text=self._text(node), source=source, source_type=operand.type.spelling,
-            target_type=target_type, context=context, function_usr=self._function_usr,
-            target=target, target_offset=target_offset,
-        ))
+    def _add_narrowing(
+        self,
+        node: Expr,
+        source: str,
+        operand: Expr,
+        target_type: str,
+        context: str,
+        target: str,
+        target_offset: int | None = None,
+    ) -> None:
+        self.facts.size_narrowings.append(
+            SizeNarrowing(
+                span=node.span,
+                text=self._text(node),
+                source=source,
+                source_type=operand.type.spelling,
+                target_type=target_type,
+                context=context,
+                function_usr=self._function_usr,
+                target=target,
+                target_offset=target_offset,
+            )
+        )
 
     # -- operators -----------------------------------------------------------------------------
     def _binary(self, node: Expr, op: str, operands: list[Expr], values: list[_Value]) -> _Value:
@@ -428,8 +479,14 @@ class _Reader:
         if value.shape:
             target_width, value_width = _width(target.type), _width(operand.type)
             if target_width is not None and target_width < 64 and value_width == 64:
-                self._add_narrowing(operand, value.shape, operand, target.type.spelling,
-                                    "compound assignment", self._text(target).strip())
+                self._add_narrowing(
+                    operand,
+                    value.shape,
+                    operand,
+                    target.type.spelling,
+                    "compound assignment",
+                    self._text(target).strip(),
+                )
         self._store(target, _Value(value.lanes | self._stored(target).lanes, value.via))
         return _NONE
 
@@ -460,7 +517,7 @@ class _Reader:
             return self._operator_call(node, operator, values)
         ref = node.ref
         arguments = list(node.arguments)
-        argument_values = values[len(values) - len(arguments):]
+        argument_values = values[len(values) - len(arguments) :]
         if self._callee_name(node, ref) in _LOAD_STORE_CALLEES:
             for argument_value in argument_values:
                 self._address_use(node, argument_value, "load/store offset")
@@ -523,8 +580,9 @@ class _Reader:
     def _note_shape_arguments(self, arguments: list[Expr], values: list[_Value]) -> None:
         for argument, value in zip(arguments, values):
             if value.shape and _width(argument.type) == 64:
-                self.facts.shape_arguments.append(ShapeArgument(
-                    argument.span, self._text(argument), argument.type.spelling, value.shape))
+                self.facts.shape_arguments.append(
+                    ShapeArgument(argument.span, self._text(argument), argument.type.spelling, value.shape)
+                )
 
     def _is_external_c_function(self, callee: DeclRef) -> bool:
         """A function with C language linkage declared outside the checked file (a C API)."""
@@ -544,12 +602,19 @@ class _Reader:
         if initializer is not None and ("constexpr" in words or ("const" in words and self._is_constant(initializer))):
             self.state.constant_locals.add(var.key)
         if written is not None:
-            self._add_integer_decl(var, IntegerDeclKind.LOCAL, written=written, initializer=initializer,
-                                   init_value=init_value)
+            self._add_integer_decl(
+                var, IntegerDeclKind.LOCAL, written=written, initializer=initializer, init_value=init_value
+            )
 
-    def _add_integer_decl(self, var: Var, kind: IntegerDeclKind, owner: str = "",
-                          written: tuple[str, Span, frozenset[str]] | None = None,
-                          initializer: Expr | None = None, init_value: _Value = _NONE) -> None:
+    def _add_integer_decl(
+        self,
+        var: Var,
+        kind: IntegerDeclKind,
+        owner: str = "",
+        written: tuple[str, Span, frozenset[str]] | None = None,
+        initializer: Expr | None = None,
+        init_value: _Value = _NONE,
+    ) -> None:
         """`owner` names a field's record; other declarations belong to the current function."""
         if self.scopes and self.scopes[-1].is_main:
             return
@@ -628,8 +693,14 @@ class _Reader:
         if initializer is None:
             return ""
         offset = initializer.span.start
-        return next((n.source for n in reversed(self.facts.size_narrowings)
-                     if n.span.start == offset and n.context == "initialization"), "")
+        return next(
+            (
+                n.source
+                for n in reversed(self.facts.size_narrowings)
+                if n.span.start == offset and n.context == "initialization"
+            ),
+            "",
+        )
 
     def _c_api_result(self, initializer: Expr | None, keywords: str) -> str:
         """`int rc = c_function(...)`: the variable holds a C API's `int` result code."""
@@ -648,7 +719,8 @@ class _Reader:
             return
         width = _width(variable.type)
         self.state.variables[variable.key] = _Value(
-            lanes=value.lanes, via=variable.name if value.lanes else "",
+            lanes=value.lanes,
+            via=variable.name if value.lanes else "",
             shape=value.shape if width == 64 else "",
             builtin=value.builtin if width is not None and width <= 32 else "",
         )
@@ -695,8 +767,11 @@ class _Reader:
             if ref is None:  # a member of a dependent type: a static constant in practice
                 return node.names_type_member
             return self._is_constant_declaration(ref)
-        if kind in _CONVERSIONS or kind in (ExprKind.CAST, ExprKind.UNARY, ExprKind.CONDITIONAL) or (
-                kind is ExprKind.BINARY and node.operator not in _COMPOUND_ASSIGNMENTS):
+        if (
+            kind in _CONVERSIONS
+            or kind in (ExprKind.CAST, ExprKind.UNARY, ExprKind.CONDITIONAL)
+            or (kind is ExprKind.BINARY and node.operator not in _COMPOUND_ASSIGNMENTS)
+        ):
             return bool(node.children) and all(self._is_constant(c, depth + 1) for c in node.children)
         return False
 
@@ -731,8 +806,12 @@ class _Reader:
         for operand, value in zip(operands, values):
             if value.product is not None:
                 inner = value.product
-                product = replace(product, builtins=product.builtins + inner.builtins,
-                                  constants=product.constants + inner.constants, values=product.values + inner.values)
+                product = replace(
+                    product,
+                    builtins=product.builtins + inner.builtins,
+                    constants=product.constants + inner.constants,
+                    values=product.values + inner.values,
+                )
             elif value.builtin:
                 product = replace(product, builtins=product.builtins + (value.builtin,))
             elif self._is_constant(operand):
@@ -758,11 +837,18 @@ class _Reader:
         if not any(b.startswith(_GRID_SCALE_BUILTINS) for b in product.builtins):
             return
         node = product.node
-        self.facts.index_products.append(IndexProduct(
-            span=node.span, text=self._text(node), function_usr=product.function_usr,
-            builtins=product.builtins, constant_factors=product.constants, value_factors=product.values,
-            result_type=node.type.spelling, widened=widened,
-        ))
+        self.facts.index_products.append(
+            IndexProduct(
+                span=node.span,
+                text=self._text(node),
+                function_usr=product.function_usr,
+                builtins=product.builtins,
+                constant_factors=product.constants,
+                value_factors=product.values,
+                result_type=node.type.spelling,
+                widened=widened,
+            )
+        )
 
     # -- results -------------------------------------------------------------------------------
     @property
@@ -781,15 +867,16 @@ class _Reader:
             c_api = decl.c_api or state.c_api_outputs.get(pending.key, "")
             self.facts.integer_decls.append(replace(decl, loop_bound_constant=counter, c_api=c_api))
         self.facts.lane_modulos = [
-            LaneModulo(lane.span, lane.text, lane.width, lane.function_usr, lane.address_use,
-                       lane.address_kind, lane.via)
+            LaneModulo(
+                lane.span, lane.text, lane.width, lane.function_usr, lane.address_use, lane.address_kind, lane.via
+            )
             for lane in state.lanes
         ]
         return self.facts
 
     def _text(self, node: Expr) -> str:
         span = node.span
-        return self.data[span.start:span.end].decode("utf-8", "replace")
+        return self.data[span.start : span.end].decode("utf-8", "replace")
 
 
 # ---- small tier-1 predicates -----------------------------------------------------------------

@@ -154,8 +154,9 @@ def _parts(node: Node) -> tuple[Node, ...]:
 
 # ---- statement context -------------------------------------------------------------------
 
-_FAILURE_CALLS = frozenset({"Panic", "PanicThrower", "ErrorBuilder", "__assert_fail", "__assert_rtn",
-                            "_wassert", "abort"})
+_FAILURE_CALLS = frozenset(
+    {"Panic", "PanicThrower", "ErrorBuilder", "__assert_fail", "__assert_rtn", "_wassert", "abort"}
+)
 _CONDITION_STMTS = (StmtKind.IF, StmtKind.WHILE, StmtKind.DO, StmtKind.SWITCH)
 _CHECK_FUNCTIONS = frozenset({"RuntimeCheck"})
 
@@ -167,8 +168,9 @@ def _fails(root: Node) -> bool:
             continue
         if node.is_throw:
             return True
-        if node.kind is ExprKind.CALL and (callee_name(cursor_of(node)) in _FAILURE_CALLS or
-                                           bare_record_name(node.type.spelling) in _FAILURE_CALLS):
+        if node.kind is ExprKind.CALL and (
+            callee_name(cursor_of(node)) in _FAILURE_CALLS or bare_record_name(node.type.spelling) in _FAILURE_CALLS
+        ):
             return True  # `Panic(...)`, `__assert_fail`, a PanicThrower / tvm ErrorBuilder object
     return False
 
@@ -184,7 +186,7 @@ def _is_condition(statement: Stmt, part: Node) -> bool:
 
 
 def condition_context(node: Expr, ancestors: list[Node]) -> str:
-    """"check", "condition" or "value": where an expression sits (see TensorInspection)."""
+    """ "check", "condition" or "value": where an expression sits (see TensorInspection)."""
     child: Node = node
     for parent in reversed(ancestors):
         if isinstance(parent, Expr):
@@ -210,7 +212,7 @@ def condition_context(node: Expr, ancestors: list[Node]) -> str:
 
 
 def result_use(node: Expr, ancestors: list[Node]) -> str:
-    """"discarded", "void_cast" or "used": what happens to a call's value."""
+    """ "discarded", "void_cast" or "used": what happens to a call's value."""
     child: Node = node
     for parent in reversed(ancestors):
         if isinstance(parent, Expr):
@@ -251,8 +253,9 @@ def _is_api_name(name: str) -> bool:
     return name in _ARCH_QUERIES or name in _HOST_CHECKS or bool(_CUDA_API.fullmatch(name))
 
 
-_CUDA_ERROR_TYPES = frozenset({"cudaError", "enum cudaError", "cudaError_t", "CUresult", "enum cudaError_enum",
-                               "cudaError_enum"})
+_CUDA_ERROR_TYPES = frozenset(
+    {"cudaError", "enum cudaError", "cudaError_t", "CUresult", "enum cudaError_enum", "cudaError_enum"}
+)
 
 
 def _returns_cuda_error(call: Expr) -> bool:
@@ -297,8 +300,22 @@ class _BodyState:
     chain_calls: set[int] = field(default_factory=set)  # id() of the calls of a chain already read
 
 
-_INSPECTIONS = frozenset({"dtype", "shape", "sizes", "ndim", "dim", "numel", "device", "strides", "size",
-                          "stride", "is_contiguous", "IsContiguous"})
+_INSPECTIONS = frozenset(
+    {
+        "dtype",
+        "shape",
+        "sizes",
+        "ndim",
+        "dim",
+        "numel",
+        "device",
+        "strides",
+        "size",
+        "stride",
+        "is_contiguous",
+        "IsContiguous",
+    }
+)
 _VECTOR_MEMBER_CALLS = frozenset({"load", "store"})
 _WARP_ROW_CALLS = frozenset({"load_bytes", "store_bytes"})
 _TYPED_CALLS = frozenset({"load_as", "store_as"})
@@ -309,8 +326,9 @@ _WARP_UNIFORM_16B = -16  # the default kPattern of warp::load_bytes / store_byte
 class _BodyFacts:
     """Collects the facts of one function body in a single pre-order walk."""
 
-    def __init__(self, model: SourceModel, program: Program, subject: _Subject, function: tier1.Function,
-                 data: bytes, path: str) -> None:
+    def __init__(
+        self, model: SourceModel, program: Program, subject: _Subject, function: tier1.Function, data: bytes, path: str
+    ) -> None:
         self.model = model
         self.program = program
         self.facts = model.launcher_facts
@@ -322,8 +340,11 @@ class _BodyFacts:
         self.state = _BodyState()
         self.device = subject.is_device
         self.params = {p.key: index for index, p in enumerate(function.params)}
-        self.param_origins = {p.key: (origin,) for index, p in enumerate(function.params)
-                              if (origin := parameter(cursor_of(p), index)) is not None}
+        self.param_origins = {
+            p.key: (origin,)
+            for index, p in enumerate(function.params)
+            if (origin := parameter(cursor_of(p), index)) is not None
+        }
         self.launches = {(model.launches[i].span.start, model.launches[i].span.end): i for i in subject.launches}
         self.ancestors: list[Node] = []  # of the node being visited, outermost first
 
@@ -359,9 +380,18 @@ class _BodyFacts:
             found = self.consts.pointee_vector(cursor_of(param))
             if found is not None:
                 vector, pointee = found
-                self.facts.vector_accesses.append(VectorAccess(
-                    self.function.usr, index, "", param.span, "vector_param", vector.width, pointee,
-                    self.function.path))
+                self.facts.vector_accesses.append(
+                    VectorAccess(
+                        self.function.usr,
+                        index,
+                        "",
+                        param.span,
+                        "vector_param",
+                        vector.width,
+                        pointee,
+                        self.function.path,
+                    )
+                )
 
     def _member_name(self, member: ci.Cursor) -> str:
         return member_name(member, self.data, self.path)
@@ -395,8 +425,9 @@ class _BodyFacts:
             in_check = condition_context(call, self.ancestors) == "check"
             self.facts.tensor_data_uses.append(TensorDataUse(self.function.usr, tensor, call.span, in_check))
         elif tensor is not None and name in _INSPECTIONS:
-            self.facts.tensor_inspections.append(TensorInspection(
-                self.function.usr, tensor, name, call.span, condition_context(call, self.ancestors)))
+            self.facts.tensor_inspections.append(
+                TensorInspection(self.function.usr, tensor, name, call.span, condition_context(call, self.ancestors))
+            )
         elif name == "set_options" and obj is not None and _is_named_record(obj.type, "SymbolicDType"):
             self._add_dtype_options(call, obj)
         elif id(call) not in self.state.chain_calls:
@@ -405,16 +436,18 @@ class _BodyFacts:
     # -- API calls -------------------------------------------------------------------------
     def _add_api_call(self, call: Expr, name: str) -> None:
         decl = call.ref
-        self.facts.api_calls.append(ApiCall(
-            function=self.function.usr,
-            function_name=self.function.name,
-            name=name,
-            qualified_name=decl.qualified_name if decl is not None else "",
-            span=call.span,
-            returns_cuda_error=_returns_cuda_error(call),
-            result_use=result_use(call, self.ancestors),
-            argument_names=tuple(self._argument_name(a) for a in _call_arguments(call)),
-        ))
+        self.facts.api_calls.append(
+            ApiCall(
+                function=self.function.usr,
+                function_name=self.function.name,
+                name=name,
+                qualified_name=decl.qualified_name if decl is not None else "",
+                span=call.span,
+                returns_cuda_error=_returns_cuda_error(call),
+                result_use=result_use(call, self.ancestors),
+                argument_names=tuple(self._argument_name(a) for a in _call_arguments(call)),
+            )
+        )
 
     def _argument_name(self, argument: Expr) -> str:
         inner = _strip_casts(argument)
@@ -440,8 +473,7 @@ class _BodyFacts:
         for value in values:
             tensor = self._tensor_name(value)
             if tensor is not None:
-                self.facts.tensor_handoffs.append(
-                    TensorHandOff(self.function.usr, tensor, callee, callee_usr, at.span))
+                self.facts.tensor_handoffs.append(TensorHandOff(self.function.usr, tensor, callee, callee_usr, at.span))
 
     def _on_variable(self, decl: Var) -> None:
         if not decl.exprs:
@@ -472,12 +504,14 @@ class _BodyFacts:
         for index, argument in enumerate(arguments):
             for source in self._tensor_sources(argument, ""):
                 self.facts.data_handoffs.append(
-                    DataHandOff(self.function.usr, source.tensor, callee_usr, index, source.data_use, source.field))
+                    DataHandOff(self.function.usr, source.tensor, callee_usr, index, source.data_use, source.field)
+                )
 
     def _add_alignment_tests(self, at: Expr, operands: tuple[Expr, ...]) -> None:
         tensors = {source.tensor for operand in operands for source in self._tensor_sources(operand, "")}
         self.facts.alignment_tests.extend(
-            AlignmentTest(self.function.usr, tensor, at.span) for tensor in sorted(tensors))
+            AlignmentTest(self.function.usr, tensor, at.span) for tensor in sorted(tensors)
+        )
 
     def _on_assignment(self, node: Expr) -> None:
         if node.operator != "=" or len(node.children) != 2:
@@ -500,8 +534,9 @@ class _BodyFacts:
         if sources:
             self.state.tensor_sources.setdefault(decl.key, []).extend(sources)
 
-    def _tensor_sources(self, expression: Expr, field_name: str,
-                        record: ci.Type | None = None) -> Iterator[_TensorSource]:
+    def _tensor_sources(
+        self, expression: Expr, field_name: str, record: ci.Type | None = None
+    ) -> Iterator[_TensorSource]:
         """The tensors whose data an expression carries, with the struct field each fills.
         `record` is the struct type an initializer list below initializes (a dependent
         `Params<T>{...}` list has no type of its own). Pre-order with an explicit stack, not
@@ -590,8 +625,9 @@ class _BodyFacts:
             if name == "with_dtype":
                 dtypes += self._dtype_list(member) + self._bound_dtypes(arguments)
             elif name == "ensure_alignment" and arguments:
-                alignment = AlignmentRequest(self._text(arguments[0]), _link_span(call, member, name),
-                                             self.consts.value(cursor_of(arguments[0])))
+                alignment = AlignmentRequest(
+                    self._text(arguments[0]), _link_span(call, member, name), self.consts.value(cursor_of(arguments[0]))
+                )
                 alignments.append(alignment)
             elif name == "verify" and arguments:
                 tensor = self._tensor_name(arguments[0])
@@ -600,8 +636,11 @@ class _BodyFacts:
         if key is not None:
             self.state.matcher_alignment[key] = alignment
             self.state.matcher_dtypes[key] = dtypes
-        self.facts.matcher_chains.append(MatcherChain(
-            self.function.usr, expression.span, dims, dtypes, tuple(verified), tuple(alignments), variable_name))
+        self.facts.matcher_chains.append(
+            MatcherChain(
+                self.function.usr, expression.span, dims, dtypes, tuple(verified), tuple(alignments), variable_name
+            )
+        )
 
     def _chain_links(self, expression: Expr) -> tuple[list[tuple[str, Expr, Expr, tuple[Expr, ...]]], Expr]:
         """The `.name<targs>(args)` links of a method chain in source order (name, call,
@@ -688,8 +727,11 @@ class _BodyFacts:
         tested = self._alignment_tested_origins()
         untested = tuple(o for o in self._origins(pointer) if o not in tested)
         for param, field_name in _outermost(untested):  # `if ((uintptr_t)p % 16 == 0)`: the kernel checks
-            self.facts.vector_accesses.append(VectorAccess(
-                self.function.usr, param, field_name, at.span, kind, vector.width, vector.text, self.function.path))
+            self.facts.vector_accesses.append(
+                VectorAccess(
+                    self.function.usr, param, field_name, at.span, kind, vector.width, vector.text, self.function.path
+                )
+            )
 
     def _alignment_tested_origins(self) -> set[Origin]:
         """Pointers whose address an enclosing `if` tests for alignment (`% w`, `& (w - 1)`)."""
@@ -719,9 +761,19 @@ class _BodyFacts:
         template_args = self.consts.template_args(cursor_of(callee)) or ()
         for index, origins in passed:
             for param, field_name in _outermost(origins):
-                self.facts.pointer_passes.append(PointerPass(
-                    self.function.usr, callee_usr, name, call.span, index, param,
-                    field_name, template_args, template_params))
+                self.facts.pointer_passes.append(
+                    PointerPass(
+                        self.function.usr,
+                        callee_usr,
+                        name,
+                        call.span,
+                        index,
+                        param,
+                        field_name,
+                        template_args,
+                        template_params,
+                    )
+                )
 
 
 def _link_span(call: Expr, member: Expr, name: str) -> Span:
@@ -730,8 +782,14 @@ def _link_span(call: Expr, member: Expr, name: str) -> Span:
     width = len(name.encode())
     if callee.end_line != whole.end_line and callee.end - width < whole.start:
         return whole
-    return Span(callee.end_line, max(1, callee.end_column - width), whole.end_line, whole.end_column,
-                max(whole.start, callee.end - width), whole.end)
+    return Span(
+        callee.end_line,
+        max(1, callee.end_column - width),
+        whole.end_line,
+        whole.end_column,
+        max(whole.start, callee.end - width),
+        whole.end,
+    )
 
 
 def _outermost(origins: Origins) -> list[tuple[int, str]]:
@@ -757,13 +815,19 @@ def _constructs_matcher(root: Expr) -> bool:
     return False
 
 
-def collect_function_facts(model: SourceModel, program: Program, function: Function,
-                           tree: tier1.Function, data: bytes, path: str) -> None:
+def collect_function_facts(
+    model: SourceModel, program: Program, function: Function, tree: tier1.Function, data: bytes, path: str
+) -> None:
     """Add the launcher / kernel-interface facts of one function body to `model`."""
     if is_implicit_instantiation(cursor_of(tree)):
         return  # the template's own body already gave (more general) facts
-    launches = tuple(index for index, launch in enumerate(model.launches) if launch.launcher == function.qualified_name
-                     and function.body is not None and function.body.contains(launch.span))
+    launches = tuple(
+        index
+        for index, launch in enumerate(model.launches)
+        if launch.launcher == function.qualified_name
+        and function.body is not None
+        and function.body.contains(launch.span)
+    )
     is_device = function.kind in (FunctionKind.KERNEL, FunctionKind.DEVICE)
     if not is_device and tree.buildable_body is None:
         return  # generated code nested too deeply: its facts are lost, never made up

@@ -128,9 +128,11 @@ class _Code:
             for index, param in enumerate(params):
                 if param.key in passed:
                     continue
-                passed[param.key] = [args[index] for call in self.calls
-                                     if (args := _lambda_call_arguments(call, variable)) is not None
-                                     and index < len(args)]
+                passed[param.key] = [
+                    args[index]
+                    for call in self.calls
+                    if (args := _lambda_call_arguments(call, variable)) is not None and index < len(args)
+                ]
         return passed
 
 
@@ -163,8 +165,16 @@ class LaunchResolver:
                 pdl = self._pdl_flag(launch_object) if launch_object is not None else None
                 yield self._launch(call, launcher, syntax, kernel, arguments, pdl, bound)
 
-    def _launch(self, call: Expr, launcher: Function, syntax: str, kernel: Expr, arguments: tuple[Expr, ...],
-                pdl: PdlFlag | None, bound: dict[int, list[Expr]]) -> tuple[Launch, list[ci.Cursor]]:
+    def _launch(
+        self,
+        call: Expr,
+        launcher: Function,
+        syntax: str,
+        kernel: Expr,
+        arguments: tuple[Expr, ...],
+        pdl: PdlFlag | None,
+        bound: dict[int, list[Expr]],
+    ) -> tuple[Launch, list[ci.Cursor]]:
         found = _Resolution(self, bound).kernels(kernel)
         spans = tuple(a.span for a in arguments)
         launch = Launch(
@@ -197,8 +207,9 @@ class LaunchResolver:
         text = " ".join(source_text(self.data, value.span).split())
         return PdlFlag(self.consts.value(cursor_of(value)), text or "true")
 
-    def candidate(self, arguments: _Arguments | None, declaration: ci.Cursor,
-                  guard: ConstExpr | None) -> LaunchedKernel:
+    def candidate(
+        self, arguments: _Arguments | None, declaration: ci.Cursor, guard: ConstExpr | None
+    ) -> LaunchedKernel:
         """The kernel `declaration` launched with `arguments` (None: not known)."""
         return LaunchedKernel(
             name=declaration.spelling,
@@ -213,12 +224,13 @@ class LaunchResolver:
         """The explicit template arguments of a reference: evaluated in its scope, and as
         written (`Cfg<A, B>`, `true`), split at the commas of its outermost `<...>`."""
         groups, _ = angle_groups(reference.tokens)
-        return _Arguments(self.consts.template_args(cursor_of(reference)) or (),
-                          tuple(self.token_text(tokens) for tokens in groups))
+        return _Arguments(
+            self.consts.template_args(cursor_of(reference)) or (), tuple(self.token_text(tokens) for tokens in groups)
+        )
 
     def token_text(self, tokens: Sequence[Token]) -> str:
         first, last = tokens[0], tokens[-1]
-        written = self._bytes(first.file)[first.start:last.end] if first.file and first.file == last.file else b""
+        written = self._bytes(first.file)[first.start : last.end] if first.file and first.file == last.file else b""
         return " ".join(written.decode("utf-8", errors="replace").split())
 
     def _bytes(self, path: str) -> bytes:
@@ -253,8 +265,11 @@ class LaunchResolver:
         if self._kernels_by_name is None:
             self._kernels_by_name = {}
             for node in _scope_members(cursor_of(anchor).translation_unit.cursor, self.path):
-                if (node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and not is_implicit_instantiation(node)
-                        and function_kind(node) is FunctionKind.KERNEL):
+                if (
+                    node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE)
+                    and not is_implicit_instantiation(node)
+                    and function_kind(node) is FunctionKind.KERNEL
+                ):
                     self._kernels_by_name.setdefault(node.spelling, []).append(node)
         return self._kernels_by_name.get(name, [])
 
@@ -272,8 +287,9 @@ class _Resolution:
         declaration; one entry per (kernel, written template arguments)."""
         found: dict[tuple[str, tuple[str, ...]], tuple[LaunchedKernel, ci.Cursor]] = {}
 
-        def add(arguments: _Arguments | None, declaration: ci.Cursor,
-                guard: ConstExpr | None) -> tuple[str, tuple[str, ...]]:
+        def add(
+            arguments: _Arguments | None, declaration: ci.Cursor, guard: ConstExpr | None
+        ) -> tuple[str, tuple[str, ...]]:
             kernel = self.resolver.candidate(arguments, declaration, guard)
             key = (kernel.usr, kernel.template_arg_texts)
             found.setdefault(key, (kernel, declaration))
@@ -290,8 +306,9 @@ class _Resolution:
             found = {key: found[key], **found}
         return dict(found.values())
 
-    def _selected(self, expression: Expr, guard: ConstExpr | None,
-                  depth: int) -> Iterator[tuple[_Arguments | None, ci.Cursor | None, ConstExpr | None]]:
+    def _selected(
+        self, expression: Expr, guard: ConstExpr | None, depth: int
+    ) -> Iterator[tuple[_Arguments | None, ci.Cursor | None, ConstExpr | None]]:
         """(template arguments, function, guard) for the `kern<args...>` references a launch's kernel
         expression may come down to, each with the condition under which it is the one:
         through `&kern<...>`, ternaries, `constexpr auto kernel = ...` variables (also
@@ -334,8 +351,7 @@ class _Resolution:
             for returned in self.resolver.returned(named_function(cursor_of(operands[0].stripped()))):
                 yield from self._selected(returned, guard, depth + 1)
 
-    def _returns(self, returns: Returns | None,
-                 guard: ConstExpr | None) -> Iterator[tuple[Expr, ConstExpr | None]]:
+    def _returns(self, returns: Returns | None, guard: ConstExpr | None) -> Iterator[tuple[Expr, ConstExpr | None]]:
         """The expressions a lambda body returns, with the `if` conditions leading to each."""
         if returns is None:
             return
@@ -347,8 +363,9 @@ class _Resolution:
         yield from self._returns(returns.taken, _both(guard, condition))
         yield from self._returns(returns.otherwise, _both(guard, ConstExpr("not", args=(condition,))))
 
-    def _variable_initializer(self, node: Expr,
-                              decl: DeclRef | None) -> Expr | tuple[ci.Cursor, VariableTemplate] | None:
+    def _variable_initializer(
+        self, node: Expr, decl: DeclRef | None
+    ) -> Expr | tuple[ci.Cursor, VariableTemplate] | None:
         """What a reference to a variable (or a dependent reference to a member variable
         template, `kernel<IdxT, kVec>`) is initialized with: an expression, or the variable
         template as read from its tokens."""
@@ -371,12 +388,18 @@ class _Resolution:
         for index, param in enumerate(template.params):
             if index < len(given.texts):
                 text = given.texts[index]
-                bound[param.name] = (text, given.values[index] if index < len(given.values)
-                                     else ConstExpr("unknown", text=text))
+                bound[param.name] = (
+                    text,
+                    given.values[index] if index < len(given.values) else ConstExpr("unknown", text=text),
+                )
             elif param.default:
                 bound[param.name] = self._declared(param.default, template)
-        pairs = [bound[group[0].spelling] if len(group) == 1 and group[0].spelling in bound
-                 else self._declared(group, template) for group in template.arguments]
+        pairs = [
+            bound[group[0].spelling]
+            if len(group) == 1 and group[0].spelling in bound
+            else self._declared(group, template)
+            for group in template.arguments
+        ]
         return _Arguments(tuple(value for _, value in pairs), tuple(text for text, _ in pairs))
 
     def _declared(self, tokens: tuple[Token, ...], template: VariableTemplate) -> tuple[str, ConstExpr]:
@@ -491,7 +514,7 @@ def _lambda_call_arguments(call: Expr, variable: Var) -> tuple[Expr, ...] | None
     for index, part in enumerate(parts[:2]):  # `launch(x)`, or `operator()` then `launch` then `x`
         callee = part.stripped()
         if callee.kind is ExprKind.REF and callee.ref is not None and callee.ref.key == variable.key:
-            return parts[index + 1:]
+            return parts[index + 1 :]
     return None
 
 

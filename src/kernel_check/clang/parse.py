@@ -297,13 +297,27 @@ def compile_args(path: Path, settings: ParseSettings, device: bool = False) -> l
     """The full libclang argument list for one file (without the file itself); `device`: the
     device-side pass (`device_pass.py`) instead of the host side."""
     side = "--cuda-device-only" if device else "--cuda-host-only"
-    args = ["-x", "cuda", f"-std={settings.std}", side, "-nocudalib",
-            f"--cuda-gpu-arch=sm_{settings.arch}", "-ferror-limit=50", *_WARNINGS_OFF]
+    args = [
+        "-x",
+        "cuda",
+        f"-std={settings.std}",
+        side,
+        "-nocudalib",
+        f"--cuda-gpu-arch=sm_{settings.arch}",
+        "-ferror-limit=50",
+        *_WARNINGS_OFF,
+    ]
     if settings.mode == "system" and settings.cuda_home:
         args += system_cuda_args(Path(settings.cuda_home))
     else:
-        args += ["-nocudainc", "--cuda-path=/kernel-check-hermetic-no-cuda",
-                 "-include", str(PRELUDE_HEADER), "-isystem", str(CUDA_STUBS_DIR)]
+        args += [
+            "-nocudainc",
+            "--cuda-path=/kernel-check-hermetic-no-cuda",
+            "-include",
+            str(PRELUDE_HEADER),
+            "-isystem",
+            str(CUDA_STUBS_DIR),
+        ]
         if not has_libstdcxx():
             args += ["-nostdinc++", "-isystem", str(_bundled_libcxx_dir())]
     for directory in include_dirs_for(path, settings):
@@ -324,15 +338,28 @@ def system_cuda_args(root: Path) -> list[str]:
     if (root / "bin").is_dir():
         args = [f"--cuda-path={root}"]
     else:
-        args = ["-nocudainc", f"--cuda-path={root}", "-isystem", str(_clang_resource_include() / "cuda_wrappers"),
-                "-isystem", str(root / "include"), "-include", "__clang_cuda_runtime_wrapper.h"]
+        args = [
+            "-nocudainc",
+            f"--cuda-path={root}",
+            "-isystem",
+            str(_clang_resource_include() / "cuda_wrappers"),
+            "-isystem",
+            str(root / "include"),
+            "-include",
+            "__clang_cuda_runtime_wrapper.h",
+        ]
         version = cuda_header_version(root)
         if version:  # what the driver tells clang for an installation: `<<<>>>` lowers by version
             args += ["-Xclang", f"-target-sdk-version={version}"]
     # cooperative groups declare `this_cluster()` only for nvcc or a compiler that has the
     # cluster intrinsics, which clang has (sm_90+); the host-only pass would otherwise miss it
-    args += ["-idirafter", str(SYSTEM_SHIMS_DIR), "-D_CG_CLUSTER_INTRINSICS_AVAILABLE",
-             "-include", str(SYSTEM_PRELUDE_HEADER)]
+    args += [
+        "-idirafter",
+        str(SYSTEM_SHIMS_DIR),
+        "-D_CG_CLUSTER_INTRINSICS_AVAILABLE",
+        "-include",
+        str(SYSTEM_PRELUDE_HEADER),
+    ]
     for directory in cuda_companion_include_dirs(root):
         args += ["-isystem", directory]
     return args
@@ -413,8 +440,9 @@ def libclang_version() -> str:
     return f"{version} ({libclang_identity()})"
 
 
-def resolve_settings(mode: str, include_dirs: tuple[str, ...] = (), defines: tuple[str, ...] = (),
-                     arch: str = "90") -> ParseSettings:
+def resolve_settings(
+    mode: str, include_dirs: tuple[str, ...] = (), defines: tuple[str, ...] = (), arch: str = "90"
+) -> ParseSettings:
     """Pick the mode: "auto" means system when a CUDA install is found, else hermetic."""
     cuda_home = find_cuda_home() if mode in ("auto", "system") else None
     if mode == "system" and cuda_home is None:
@@ -449,8 +477,9 @@ def _release_index() -> None:
     _index = None
 
 
-def parse_file(path: Path, source: str | bytes, settings: ParseSettings,
-               preamble: PreambleSource | None = None) -> ParsedUnit:
+def parse_file(
+    path: Path, source: str | bytes, settings: ParseSettings, preamble: PreambleSource | None = None
+) -> ParsedUnit:
     """Parse `source` as the contents of `path` (unsaved, so the bytes checked are the bytes read).
 
     Give the file's bytes as read: clang's offsets and columns are byte positions in what it
@@ -481,8 +510,9 @@ class DevicePass:
     regions: tuple[Range, ...]  # parsed here, skipped by the host pass and earlier device passes
 
 
-def add_device_passes(host: ParsedUnit, path: Path, source: str | bytes, settings: ParseSettings,
-                      preamble: PreambleSource | None = None) -> None:
+def add_device_passes(
+    host: ParsedUnit, path: Path, source: str | bytes, settings: ParseSettings, preamble: PreambleSource | None = None
+) -> None:
     """Parse `host`'s file in device mode where its host pass skipped `__CUDA_ARCH__` code;
     the passes go to `host.device_passes` and their headers to `host.deps`. With `preamble`,
     a pass is parsed against a device-mode preamble where one applies (`parse_file`'s rules)."""
@@ -524,8 +554,9 @@ def device_args(path: Path, data: bytes, settings: ParseSettings) -> list[list[s
     return found
 
 
-def _parse_device(path: Path, source: str | bytes, settings: ParseSettings,
-                  preamble: PreambleSource | None) -> ParsedUnit | None:
+def _parse_device(
+    path: Path, source: str | bytes, settings: ParseSettings, preamble: PreambleSource | None
+) -> ParsedUnit | None:
     args = compile_args(path, settings, device=True)
     unit = preamble.parse(path, source, args) if preamble is not None else None
     if unit is not None:
@@ -553,9 +584,17 @@ def _errors(tu: ci.TranslationUnit, main_path: str) -> list[ClangError]:
         file_name = loc.file.name if loc.file else main_path
         # Some errors have no location (clang's "too many errors emitted"): pin them to 1:1.
         line, column = (loc.line, loc.column) if loc.line > 0 else (1, 1)
-        errors.append(ClangError(file_name, line, column, loc.offset, diag.spelling,
-                                 bool(loc.file) and file_name == main_path,
-                                 diag.severity >= cindex().Diagnostic.Fatal))
+        errors.append(
+            ClangError(
+                file_name,
+                line,
+                column,
+                loc.offset,
+                diag.spelling,
+                bool(loc.file) and file_name == main_path,
+                diag.severity >= cindex().Diagnostic.Fatal,
+            )
+        )
     return errors
 
 
@@ -571,8 +610,9 @@ def _relaxed_constexpr_call(tu: ci.TranslationUnit, diag: Any) -> bool:
     if not diag.spelling.startswith("no matching function for call to"):
         return False
     notes = [note for note in diag.children if "not viable" in note.spelling]
-    return bool(notes) and all(_WRONG_SIDE_NOTE in note.spelling and _declared_constexpr(tu, note.location)
-                               for note in notes)
+    return bool(notes) and all(
+        _WRONG_SIDE_NOTE in note.spelling and _declared_constexpr(tu, note.location) for note in notes
+    )
 
 
 def _declared_constexpr(tu: ci.TranslationUnit, location: Any) -> bool:
@@ -586,7 +626,7 @@ def _declared_constexpr(tu: ci.TranslationUnit, location: Any) -> bool:
         return False
     try:
         with open(location.file.name, "rb") as handle:
-            text = handle.read(location.offset)[start.offset:]
+            text = handle.read(location.offset)[start.offset :]
     except OSError:
         return False
     return re.search(rb"\bconstexpr\b", text) is not None

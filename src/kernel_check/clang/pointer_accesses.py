@@ -83,9 +83,11 @@ T = ci.TypeKind
 
 # The PDL pair as spelled by the library, the CUDA runtime and CUTLASS (`cutlass::arch::`).
 _PDL_FUNCTIONS = {
-    "PDLWaitPrimary": PdlCallKind.WAIT, "cudaGridDependencySynchronize": PdlCallKind.WAIT,
+    "PDLWaitPrimary": PdlCallKind.WAIT,
+    "cudaGridDependencySynchronize": PdlCallKind.WAIT,
     "wait_on_dependent_grids": PdlCallKind.WAIT,
-    "PDLTriggerSecondary": PdlCallKind.TRIGGER, "cudaTriggerProgrammaticLaunchCompletion": PdlCallKind.TRIGGER,
+    "PDLTriggerSecondary": PdlCallKind.TRIGGER,
+    "cudaTriggerProgrammaticLaunchCompletion": PdlCallKind.TRIGGER,
     "launch_dependent_grids": PdlCallKind.TRIGGER,
 }
 _R, _W = (AccessKind.READ,), (AccessKind.WRITE,)
@@ -93,10 +95,24 @@ _RW = (AccessKind.READ, AccessKind.WRITE)
 # Effects of well-known helpers on their pointer arguments, used when no body is visible (CUDA
 # built-ins, dependent member calls such as `vec.load(src, i)` in a template).
 _KNOWN_EFFECTS: dict[str, tuple[tuple[int, tuple[AccessKind, ...]], ...]] = {
-    **dict.fromkeys(("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv",
-                     "load", "load_as", "load_bytes", "Load"), ((0, _R),)),
-    **dict.fromkeys(("__stcg", "__stcs", "__stwt", "__stwb", "store", "store_as",
-                     "store_bytes", "Store", "memset", "__builtin_memset"), ((0, _W),)),
+    **dict.fromkeys(
+        ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv", "load", "load_as", "load_bytes", "Load"), ((0, _R),)
+    ),
+    **dict.fromkeys(
+        (
+            "__stcg",
+            "__stcs",
+            "__stwt",
+            "__stwb",
+            "store",
+            "store_as",
+            "store_bytes",
+            "Store",
+            "memset",
+            "__builtin_memset",
+        ),
+        ((0, _W),),
+    ),
     "memcpy": ((0, _W), (1, _R)),
     "__builtin_memcpy": ((0, _W), (1, _R)),
 }
@@ -109,15 +125,26 @@ _ATOMIC_PREFIX = "atomic"  # atomicAdd, atomicCAS, atomicMax_block...: read-modi
 _PTX_MNEMONIC = re.compile(r"(?<![\w.%$])(ldu|ld|st|red|atom|cp|prefetchu|prefetch)(?=[.\s])((?:\.[\w:]+)*)")
 _PTX_PRIVATE_SPACES = (".shared", ".local", ".param", ".const")
 
-_ASSIGNMENT_OPERATORS = {"operator=", "operator+=", "operator-=", "operator*=", "operator/=",
-                         "operator%=", "operator&=", "operator|=", "operator^=", "operator<<=",
-                         "operator>>="}
+_ASSIGNMENT_OPERATORS = {
+    "operator=",
+    "operator+=",
+    "operator-=",
+    "operator*=",
+    "operator/=",
+    "operator%=",
+    "operator&=",
+    "operator|=",
+    "operator^=",
+    "operator<<=",
+    "operator>>=",
+}
 _COMPOUND_ASSIGNMENTS = ("*=", "/=", "%=", "+=", "-=", "<<=", ">>=", "&=", "^=", "|=")
 _MEMBER_TAIL = re.compile(rb"(\.|->)\s*(?:template\s+)?(~?\w+)\s*$")
 _MAX_CANDIDATES = 8
 
 
 # -- values the walk tracks ---------------------------------------------------------------------
+
 
 class _Use(enum.Enum):
     """How the enclosing expression uses an lvalue: what an access through it amounts to."""
@@ -195,6 +222,7 @@ class _WalkResult:
 
 # -- type helpers ---------------------------------------------------------------------------------
 
+
 def _may_write_through(candidates: Sequence[TreeFunction], index: int, element: bool = False) -> bool:
     """Whether a callee we cannot see into may write through its `index`-th argument: a
     pointer argument, or with `element` an lvalue argument (`f(out[i])`), which only a
@@ -263,7 +291,7 @@ class _SourceBytes:
                 self._files[name] = Path(name).read_bytes()
             except OSError:
                 self._files[name] = b""
-        return self._files[name][span.start:span.end]
+        return self._files[name][span.start : span.end]
 
     def text(self, node: Expr | Var | Stmt) -> bytes:
         """The source text of a tier-1 node."""
@@ -273,7 +301,7 @@ class _SourceBytes:
         """The identifiers the checked file spells inside `spans` (code clang did not parse:
         lexically, the one view there is of it)."""
         data = self._files[self.main_path]
-        return frozenset(word.decode() for span in spans for word in _IDENTIFIER.findall(data[span.start:span.end]))
+        return frozenset(word.decode() for span in spans for word in _IDENTIFIER.findall(data[span.start : span.end]))
 
 
 def _parts(stmt: Stmt) -> Iterator[Stmt | Var | Expr]:
@@ -320,8 +348,11 @@ class _Walker:
         self.statement(self.body)
         for lam in self.lambdas.values():
             if not lam.invoked:  # its writes and escapes still count, its order is unknown
-                self.events.extend((None, event) for event in lam.events
-                                   if not (isinstance(event, _Access) and event.target.scope == lam.scope))
+                self.events.extend(
+                    (None, event)
+                    for event in lam.events
+                    if not (isinstance(event, _Access) and event.target.scope == lam.scope)
+                )
         return _WalkResult(self.events, self.returns, self.asm, self.referenced, list(self.params))
 
     # -- bookkeeping ---------------------------------------------------------------------------
@@ -402,8 +433,11 @@ class _Walker:
         """A call clang could not resolve shows as an expression over the callee (written
         first) and the arguments."""
         children = node.children
-        if not children or declarations_named(cursor_of(children[0])) is None \
-                or node.span.start != children[0].span.start:
+        if (
+            not children
+            or declarations_named(cursor_of(children[0])) is None
+            or node.span.start != children[0].span.start
+        ):
             return False
         return len(children) > 1 or node.span.end > children[0].span.end
 
@@ -497,7 +531,8 @@ class _Walker:
         lhs = target.stripped()
         declaration = lhs.ref if lhs.kind is ExprKind.REF else None
         binds_element = declaration is not None and any(
-            o.shape is Shape.ELEMENT for o in self.env.get(declaration.key, ()))
+            o.shape is Shape.ELEMENT for o in self.env.get(declaration.key, ())
+        )
         if declaration is not None and self._is_local(declaration) and not binds_element:
             self.env[declaration.key] = union(self.env.get(declaration.key, ()), value)
             return self.env[declaration.key]
@@ -544,8 +579,9 @@ class _Walker:
             self.lambda_vars[var.key] = lam
             return
         if is_reference and _is_memory_access(initializer.stripped(), self.source):
-            values = tuple(o.reshaped(Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS)
-                           if o.shape is Shape.POINTER)
+            values = tuple(
+                o.reshaped(Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS) if o.shape is Shape.POINTER
+            )
         else:
             values = self._visit_constructor_arguments(initializer) if is_object else self.visit(initializer)
             if is_object:  # a struct copy stays a struct
@@ -557,8 +593,11 @@ class _Walker:
     def _visit_constructor_arguments(self, initializer: Expr) -> Origins:
         """The values of an object's initializer; of every argument of a dependent type's
         `(a, b)` list (one unexposed expression whose children are the arguments)."""
-        if initializer.kind is not ExprKind.IMPLICIT or initializer.part_count < 2 \
-                or self._is_unresolved_call(initializer):
+        if (
+            initializer.kind is not ExprKind.IMPLICIT
+            or initializer.part_count < 2
+            or self._is_unresolved_call(initializer)
+        ):
             return self.visit(initializer)
         return tuple(value for child in initializer.children for value in self.visit(child))
 
@@ -595,8 +634,9 @@ class _Walker:
         for arg in node.children:
             values = self.visit(arg, use if single else _Use.READ)
             copies.extend(o for o in values if o.shape is Shape.STRUCT and single)
-            self._escape(tuple(o for o in values if o.shape is not Shape.STRUCT or not single),
-                         arg.span, f"{node.name}()")
+            self._escape(
+                tuple(o for o in values if o.shape is not Shape.STRUCT or not single), arg.span, f"{node.name}()"
+            )
         return tuple(copies)
 
     def _operator_call(self, node: Expr, name: str, operands: list[Expr], use: _Use) -> Origins:
@@ -632,11 +672,16 @@ class _Walker:
             for arg in args:
                 self.visit(arg)
             flags = self.extractor.consts.template_args(cursor_of(callee.stripped()))
-            self._pdl(pdl_kind, node, _template_argument_text(self.source.text(callee)), name,
-                      flag_through_type=callee.names_type_parameter, flag_value=flags[0] if flags else None)
+            self._pdl(
+                pdl_kind,
+                node,
+                _template_argument_text(self.source.text(callee)),
+                name,
+                flag_through_type=callee.names_type_parameter,
+                flag_value=flags[0] if flags else None,
+            )
             return ()
-        arg_values = [self.visit(arg, self._argument_use(arg, candidates, index))
-                      for index, arg in enumerate(args)]
+        arg_values = [self.visit(arg, self._argument_use(arg, candidates, index)) for index, arg in enumerate(args)]
         result = self._apply_callee(node, name, candidates, args, arg_values)
         for arg in args:  # a lambda handed to a callee runs during the call
             passed = self._lambda_at(arg, create=False)
@@ -679,10 +724,17 @@ class _Walker:
         name = decls[0].spelling if decls else inner.name
         return name, [self.extractor.program.function(d) for d in decls if d.kind in FUNCTION_KINDS]
 
-    def _apply_callee(self, node: Expr, name: str, candidates: list[TreeFunction] | None,
-                      args: Sequence[Expr], arg_values: list[Origins]) -> Origins:
-        is_pointer_offset = name == POINTER_OFFSET and bool(candidates) and all(
-            c.parent_name == "pointer" for c in candidates or ())
+    def _apply_callee(
+        self,
+        node: Expr,
+        name: str,
+        candidates: list[TreeFunction] | None,
+        args: Sequence[Expr],
+        arg_values: list[Origins],
+    ) -> Origins:
+        is_pointer_offset = (
+            name == POINTER_OFFSET and bool(candidates) and all(c.parent_name == "pointer" for c in candidates or ())
+        )
         if is_pointer_offset or name in PASS_THROUGH:  # `pointer::offset(p, ...)` is still `p`
             return arg_values[0] if arg_values else ()
         summaries = self._summaries(candidates or [], args)
@@ -729,8 +781,9 @@ class _Walker:
             summaries.append(summary)
         return summaries
 
-    def _replay(self, summary: _Summary, node: Expr, name: str, args: Sequence[Expr],
-                arg_values: list[Origins]) -> Origins:
+    def _replay(
+        self, summary: _Summary, node: Expr, name: str, args: Sequence[Expr], arg_values: list[Origins]
+    ) -> Origins:
         how = f"{name}()"
         for event in summary.events:
             if isinstance(event, _Pdl):
@@ -741,15 +794,21 @@ class _Walker:
                 self._emit(_Access(event.kind, mapped, args[event.target.param].span, how))
         return tuple(mapped for returned in summary.returns for mapped in at_call(arg_values, returned))
 
-    def _pdl(self, kind: PdlCallKind, node: Expr | Stmt, flag: str, via: str, flag_through_type: bool = False,
-             flag_value: ConstExpr | None = None) -> None:
+    def _pdl(
+        self,
+        kind: PdlCallKind,
+        node: Expr | Stmt,
+        flag: str,
+        via: str,
+        flag_through_type: bool = False,
+        flag_value: ConstExpr | None = None,
+    ) -> None:
         self._emit(_Pdl(kind, node.span, flag, via, self._is_lead(node), flag_through_type, flag_value))
 
     def _is_lead(self, node: Expr | Stmt) -> bool:
         """Whether `node` is (or starts) the body's leading statement."""
         lead = self.lead
-        return lead is not None and lead.span.start == node.span.start and bool(lead.file) \
-            and lead.file == node.file
+        return lead is not None and lead.span.start == node.span.start and bool(lead.file) and lead.file == node.file
 
     # -- lambdas -------------------------------------------------------------------------------
     def _lambda(self, node: Expr) -> _Lambda:
@@ -773,8 +832,13 @@ class _Walker:
     def _lambda_at(self, node: Expr, create: bool) -> _Lambda | None:
         """The lambda an expression evaluates to: a lambda expression or a variable bound to one."""
         inner = node.stripped()
-        while inner.kind is ExprKind.CALL and inner.ref is not None and inner.ref.is_constructor \
-                and inner.part_count == 1 and inner.children:
+        while (
+            inner.kind is ExprKind.CALL
+            and inner.ref is not None
+            and inner.ref.is_constructor
+            and inner.part_count == 1
+            and inner.children
+        ):
             inner = inner.children[0].stripped()  # the closure's copy/move
         if inner.kind is ExprKind.LAMBDA:
             return self._lambda(inner) if create or inner in self.lambdas else None
@@ -795,13 +859,16 @@ class _Walker:
     def _visit_asm(self, node: Stmt) -> None:
         parts = node.asm
         assert parts is not None  # an ASM statement's
-        self.asm.append(InlineAsm(node.span, parts.template, parts.clobbers, parts.is_volatile,
-                                  qualified_name(cursor_of(self.function))))
+        self.asm.append(
+            InlineAsm(
+                node.span, parts.template, parts.clobbers, parts.is_volatile, qualified_name(cursor_of(self.function))
+            )
+        )
         outputs = node.asm_outputs
         for output in outputs:
             self.visit(output, _Use.WRITE)
         effects = _ptx_effects(parts.template)
-        for operand in node.exprs[len(outputs):]:
+        for operand in node.exprs[len(outputs) :]:
             self._emit_kinds(self.visit(operand), effects, operand.span, "asm")
         if "griddepcontrol.wait" in parts.template:
             self._pdl(PdlCallKind.WAIT, node, "", "asm")
@@ -894,14 +961,14 @@ def _template_argument_text(callee_text: bytes) -> str:
     """`kUsePDL` from `device::PDLWaitPrimary<kUsePDL>`."""
     text = callee_text.decode("utf-8", errors="replace")
     start, end = text.find("<"), text.rfind(">")
-    return " ".join(text[start + 1:end].split()) if 0 <= start < end else ""
+    return " ".join(text[start + 1 : end].split()) if 0 <= start < end else ""
 
 
 def _has_initializer(var: Var, source: _SourceBytes) -> bool:
     """`T x = ...`, `T x{...}`, `T x(...)`; not `T x[N]` (whose bound is an expression child)."""
     text = source.text(var)
     name_at = var.name_offset - var.span.start
-    tail = re.sub(rb"\[[^\]]*\]", b"", text[max(name_at, 0):])
+    tail = re.sub(rb"\[[^\]]*\]", b"", text[max(name_at, 0) :])
     return any(token in tail for token in (b"=", b"{", b"("))
 
 
@@ -942,6 +1009,7 @@ def _leading_statement(body: Stmt, source: _SourceBytes) -> Stmt | None:
 
 # -- the extractor ----------------------------------------------------------------------------------
 
+
 class DataflowExtractor:
     """Per translation unit: walks each file function once and memoizes callee summaries."""
 
@@ -966,19 +1034,26 @@ class DataflowExtractor:
         names = [p.name for p in result.params]
         body_span = span_of(body.extent)
         inactive = tuple(s for s in self._skipped_in(cursor) if body_span.contains(s))
-        self.facts.functions.append(FunctionDataflow(
-            function_usr=function.usr,
-            qualified_name=function.qualified_name,
-            body=body_span,
-            pdl_calls=[PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body, e.flag_through_type,
-                               e.flag_value)
-                       for order, e in result.events if isinstance(e, _Pdl)],
-            accesses=[_model_access(e, order, names) for order, e in result.events
-                      if isinstance(e, _Access) and e.target.scope == 0 and e.target.param < len(names)],
-            referenced_params=frozenset(names[i] for i in result.referenced if i < len(names)),
-            inactive_spans=inactive,
-            inactive_names=self.source.identifiers_in(inactive),
-        ))
+        self.facts.functions.append(
+            FunctionDataflow(
+                function_usr=function.usr,
+                qualified_name=function.qualified_name,
+                body=body_span,
+                pdl_calls=[
+                    PdlCall(e.kind, e.span, order, e.flag, e.via, e.leads_body, e.flag_through_type, e.flag_value)
+                    for order, e in result.events
+                    if isinstance(e, _Pdl)
+                ],
+                accesses=[
+                    _model_access(e, order, names)
+                    for order, e in result.events
+                    if isinstance(e, _Access) and e.target.scope == 0 and e.target.param < len(names)
+                ],
+                referenced_params=frozenset(names[i] for i in result.referenced if i < len(names)),
+                inactive_spans=inactive,
+                inactive_names=self.source.identifiers_in(inactive),
+            )
+        )
         self.facts.inline_asm.extend(result.asm)
 
     def _skipped_in(self, cursor: ci.Cursor) -> list[Span]:

@@ -138,8 +138,11 @@ _QUOTED_NAME_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\r\n]+)"', re.M)
 _ANY_INCLUDE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:include|include_next|import)\b", re.M)
 _MACRO_CHANGE_RE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
 _CONDITION_OPEN_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
-_GUARD_RE = re.compile(rb"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n(?:[ \t]*(?://[^\n]*)?\r?\n)*"
-                       rb"(^[ \t]*#[ \t]*define[ \t]+\1\b)", re.M)
+_GUARD_RE = re.compile(
+    rb"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n(?:[ \t]*(?://[^\n]*)?\r?\n)*"
+    rb"(^[ \t]*#[ \t]*define[ \t]+\1\b)",
+    re.M,
+)
 
 
 @dataclass(frozen=True)
@@ -197,8 +200,12 @@ class Preamble:
             data = read_bytes(self.pch.with_suffix(".graph.json"))
             try:
                 graph = json.loads(data) if data else None
-                if not isinstance(graph, dict) or not isinstance(graph.get("edges"), dict) \
-                        or not isinstance(graph.get("macro_uses"), dict) or not isinstance(graph.get("files"), list):
+                if (
+                    not isinstance(graph, dict)
+                    or not isinstance(graph.get("edges"), dict)
+                    or not isinstance(graph.get("macro_uses"), dict)
+                    or not isinstance(graph.get("files"), list)
+                ):
                     return None
                 self._graph = graph
             except ValueError:
@@ -213,8 +220,9 @@ class Preamble:
         if self._macro_uses is None:
             graph = self.graph or {"files": [], "macro_uses": {}}
             files = [real(name) for name in graph["files"]]
-            self._macro_uses = {files[int(user)]: frozenset(files[i] for i in used)
-                                for user, used in graph["macro_uses"].items()}
+            self._macro_uses = {
+                files[int(user)]: frozenset(files[i] for i in used) for user, used in graph["macro_uses"].items()
+            }
         return self._macro_uses
 
 
@@ -246,9 +254,15 @@ class PreambleCache:
     Planning (`recipes`) is plain Python; only `get`/`parse` load libclang.
     """
 
-    def __init__(self, root: Path, strategy: str = "union", hashes: FileHashes | None = None,
-                 check_lookup: bool = True, build_timeout: float = BUILD_TIMEOUT_S,
-                 max_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        strategy: str = "union",
+        hashes: FileHashes | None = None,
+        check_lookup: bool = True,
+        build_timeout: float = BUILD_TIMEOUT_S,
+        max_bytes: int | None = None,
+    ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown preamble strategy {strategy!r}")
         self.root = Path(root)
@@ -284,8 +298,7 @@ class PreambleCache:
         arguments = tuple(args)
         main = self._real(str(path))
         if self.strategy == "exact":
-            exact = tuple(dict.fromkeys(m.decode("utf-8", "replace").strip()
-                                        for m in _ANGLE_INCLUDE_RE.findall(data)))
+            exact = tuple(dict.fromkeys(m.decode("utf-8", "replace").strip() for m in _ANGLE_INCLUDE_RE.findall(data)))
             found = [Recipe("exact", arguments, exact)] if exact else []
             return found + [Recipe("base", arguments, ())]
         found = []
@@ -312,7 +325,8 @@ class PreambleCache:
             if any(m.startswith(b"sgl_kernel/") for m in _ANGLE_INCLUDE_RE.findall(text)):
                 return True
             if len(_ANY_INCLUDE_RE.findall(text)) != len(_ANGLE_INCLUDE_RE.findall(text)) + len(
-                    _QUOTED_NAME_RE.findall(text)):
+                _QUOTED_NAME_RE.findall(text)
+            ):
                 return True  # `#include MACRO`, `#include_next`, `#import`
             for quoted in _QUOTED_NAME_RE.findall(text):
                 name = quoted.decode("utf-8", "replace")
@@ -367,8 +381,9 @@ class PreambleCache:
     def _dir(self, recipe: Recipe) -> Path:
         """The recipe's directory in the store: a hash of the recipe (`_shared_args`) and
         libclang's version."""
-        key = digest(_LAYOUT, recipe.tier, "\0".join(self._shared_args(recipe)), "\0".join(recipe.headers),
-                     libclang_version())
+        key = digest(
+            _LAYOUT, recipe.tier, "\0".join(self._shared_args(recipe)), "\0".join(recipe.headers), libclang_version()
+        )
         return self.root / key[:24]
 
     def _shared_args(self, recipe: Recipe) -> tuple[str, ...]:
@@ -383,8 +398,10 @@ class PreambleCache:
         if project is None or not project.alone or any(h.startswith(f"{LIBRARY}/") for h in recipe.headers):
             return recipe.args
         flags = ("", *recipe.args)
-        return tuple(_SHARED_INCLUDE_DIR if flag == "-I" and value == project.include_dir else value
-                     for flag, value in zip(flags, recipe.args))
+        return tuple(
+            _SHARED_INCLUDE_DIR if flag == "-I" and value == project.include_dir else value
+            for flag, value in zip(flags, recipe.args)
+        )
 
     def _hold(self, directory: Path) -> None:
         """Hold `directory` for this process (`cache.hold_shared`): no eviction, by any
@@ -448,8 +465,7 @@ class PreambleCache:
                 if pch.stat().st_size != entry["size"] or not pch.with_suffix(".graph.json").is_file():
                     continue
                 _touch(directory / "manifest.json")  # its last use, for `evict`
-                return Preamble(pch, recipe, tuple(entry["headers"]), deps, entry.get("group", ""),
-                                entry["size"])
+                return Preamble(pch, recipe, tuple(entry["headers"]), deps, entry.get("group", ""), entry["size"])
             except (KeyError, TypeError, ValueError, OSError):
                 continue
         return False
@@ -464,8 +480,11 @@ class PreambleCache:
             if read_bytes(main) != text.encode() and not atomic_write(main, text.encode()):
                 return None
             try:
-                tu = index.parse(str(main), args=[*recipe.args, *BUILD_ONLY_ARGS],
-                                 options=PARSE_OPTIONS | PARSE_INCOMPLETE | PARSE_FOR_SERIALIZATION)
+                tu = index.parse(
+                    str(main),
+                    args=[*recipe.args, *BUILD_ONLY_ARGS],
+                    options=PARSE_OPTIONS | PARSE_INCOMPLETE | PARSE_FOR_SERIALIZATION,
+                )
             except cindex().TranslationUnitLoadError:
                 tu = None
             errors = _errors(tu, str(main)) if tu is not None else ["load"]
@@ -494,16 +513,22 @@ class PreambleCache:
             return None
         return self._record(directory, recipe, pch_name, headers, excluded, tu)
 
-    def _record(self, directory: Path, recipe: Recipe, pch_name: str | None, headers: list[str],
-                excluded: list[str], tu: Any) -> Preamble | None:
+    def _record(
+        self, directory: Path, recipe: Recipe, pch_name: str | None, headers: list[str], excluded: list[str], tu: Any
+    ) -> Preamble | None:
         hashed = [] if tu is None else [(p, self._fresh_hash(p)) for p in entered_files(tu)]
         deps = [[path, value] for path, value in hashed if value is not None]
         library = _first_sgl_include_dir(recipe.args)
         inside = None if library is None else os.path.join(os.path.realpath(library), "")
-        entry: dict[str, Any] = {"headers": headers, "excluded": excluded, "deps": deps,
-                                 "created": time.time(), "libclang": libclang_version(), "library": library,
-                                 "portable": inside is None or not any(os.path.realpath(path).startswith(inside)
-                                                                       for path, _ in deps)}
+        entry: dict[str, Any] = {
+            "headers": headers,
+            "excluded": excluded,
+            "deps": deps,
+            "created": time.time(),
+            "libclang": libclang_version(),
+            "library": library,
+            "portable": inside is None or not any(os.path.realpath(path).startswith(inside) for path, _ in deps),
+        }
         preamble = None
         if pch_name is None:
             entry["failed"] = True
@@ -560,8 +585,9 @@ class PreambleCache:
         self.stats.plain += 1
         return None
 
-    def _parse_with(self, preamble: Preamble, name: str, source: str | bytes, args: list[str],
-                    culprits: set[str] | None = None) -> tuple[ParsedUnit | None, str]:
+    def _parse_with(
+        self, preamble: Preamble, name: str, source: str | bytes, args: list[str], culprits: set[str] | None = None
+    ) -> tuple[ParsedUnit | None, str]:
         """(unit, "ok") or (None, why): "rejected" (PCH unusable), "deviates" (then a
         header outside the file's own closure whose declaration it used is added to
         `culprits`, when the check names one).
@@ -590,15 +616,24 @@ class PreambleCache:
         if not self._includes_agree(directives, preamble, entered):
             return None, "deviates"
         included = _closure(graph, directives, name, self._real)
-        if self.check_lookup and self._deviates(tu, root, name, preamble, included, entered,
-                                                set() if culprits is None else culprits):
+        if self.check_lookup and self._deviates(
+            tu, root, name, preamble, included, entered, set() if culprits is None else culprits
+        ):
             return None, "deviates"
         _report_includes_as_plain(tu, name, included)
         unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble, _root=root)
         return unit, "ok"
 
-    def _deviates(self, tu: Any, root: Any, name: str, preamble: Preamble, included: list[str],
-                  entered: Iterable[str], culprits: set[str]) -> bool:
+    def _deviates(
+        self,
+        tu: Any,
+        root: Any,
+        name: str,
+        preamble: Preamble,
+        included: list[str],
+        entered: Iterable[str],
+        culprits: set[str],
+    ) -> bool:
         """Whether the union may have changed what the file sees (then the next tier is tried):
         it uses a declaration or macro of a PCH header its own includes do not reach (an
         `#ifdef` or `defined()` of a defined macro counts: clang records it as a use); a
@@ -648,8 +683,9 @@ class PreambleCache:
             before.add(resolved)
         return missing
 
-    def _includes_agree(self, directives: list[tuple[str, str | None]], preamble: Preamble,
-                        entered: Iterable[str]) -> bool:
+    def _includes_agree(
+        self, directives: list[tuple[str, str | None]], preamble: Preamble, entered: Iterable[str]
+    ) -> bool:
         """Every `#include` this parse saw resolved to a header it entered or the PCH holds
         (or to nothing: a missing header is missing from a plain parse too, since these
         directives are the file's and its own headers', searched from the same places)."""
@@ -730,13 +766,19 @@ def _inclusion_graph(tu: Any, own_headers: frozenset[str] = frozenset()) -> dict
         home = definition.location.file if definition is not None else None
         if home is not None and home.name != source:
             uses.setdefault(files.setdefault(source, len(files)), set()).add(files.setdefault(home.name, len(files)))
-    return {"main": main, "forced": forced, "edges": edges, "files": list(files),
-            "macro_uses": {str(user): sorted(used) for user, used in uses.items()},
-            "needs": _needs(tu, own_headers, forced, edges) if own_headers else {}}
+    return {
+        "main": main,
+        "forced": forced,
+        "edges": edges,
+        "files": list(files),
+        "macro_uses": {str(user): sorted(used) for user, used in uses.items()},
+        "needs": _needs(tu, own_headers, forced, edges) if own_headers else {},
+    }
 
 
-def _needs(tu: Any, own_headers: frozenset[str], forced: list[str],
-           edges: dict[str, list[str]]) -> dict[str, list[str]]:
+def _needs(
+    tu: Any, own_headers: frozenset[str], forced: list[str], edges: dict[str, list[str]]
+) -> dict[str, list[str]]:
     """Header -> the headers whose declarations it uses but neither includes (directly or
     not) nor gets from the forced includes: a header that is not self-contained
     (`scalar_type.hpp` calls `std::tuple_cat` and leaves `<tuple>` to its includer). In
@@ -752,8 +794,16 @@ def _needs(tu: Any, own_headers: frozenset[str], forced: list[str],
     K = cindex().CursorKind
     kinds = _reference_kinds()
     qualifiers = (K.NAMESPACE_REF, K.TYPE_REF, K.TEMPLATE_REF)
-    declarations = (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.CONVERSION_FUNCTION,
-                    K.CLASS_DECL, K.STRUCT_DECL, K.VAR_DECL)
+    declarations = (
+        K.FUNCTION_DECL,
+        K.CXX_METHOD,
+        K.CONSTRUCTOR,
+        K.DESTRUCTOR,
+        K.CONVERSION_FUNCTION,
+        K.CLASS_DECL,
+        K.STRUCT_DECL,
+        K.VAR_DECL,
+    )
     real = functools.lru_cache(maxsize=None)(os.path.realpath)
     reach_memo: dict[str, frozenset[str]] = {}
 
@@ -821,8 +871,9 @@ def _guarded(tu: Any, file: Any, memo: dict[str, bool]) -> bool:
     return known
 
 
-def _closure(graph: dict[str, Any], directives: list[tuple[str, str | None]], main: str,
-             real: Any = os.path.realpath) -> list[str]:
+def _closure(
+    graph: dict[str, Any], directives: list[tuple[str, str | None]], main: str, real: Any = os.path.realpath
+) -> list[str]:
     """The headers a plain parse of `main` would enter, in first-entry order: the forced
     includes, then depth first along the file's own directives and the PCH's graph."""
     edges: dict[str, list[str]] = {k: list(v) for k, v in graph["edges"].items() if k != graph.get("main")}
@@ -877,11 +928,20 @@ def _reference_kinds() -> frozenset[Any]:
     global _REFERENCE_KINDS
     if _REFERENCE_KINDS is None:
         K = cindex().CursorKind
-        _REFERENCE_KINDS = frozenset((
-            K.TYPE_REF, K.TEMPLATE_REF, K.MEMBER_REF, K.VARIABLE_REF,
-            K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.CALL_EXPR, K.MACRO_INSTANTIATION,
-            K.OVERLOADED_DECL_REF, K.CXX_BASE_SPECIFIER,
-        ))
+        _REFERENCE_KINDS = frozenset(
+            (
+                K.TYPE_REF,
+                K.TEMPLATE_REF,
+                K.MEMBER_REF,
+                K.VARIABLE_REF,
+                K.DECL_REF_EXPR,
+                K.MEMBER_REF_EXPR,
+                K.CALL_EXPR,
+                K.MACRO_INSTANTIATION,
+                K.OVERLOADED_DECL_REF,
+                K.CXX_BASE_SPECIFIER,
+            )
+        )
     return _REFERENCE_KINDS
 
 
@@ -904,8 +964,15 @@ def _sees_outside(root: Any, outside: frozenset[str] | set[str], real: Any) -> s
     # Namespaces are left out on purpose: every `sgl_kernel/` header reopens `sglang`, so a
     # namespace reference names whichever header declared it last, which says nothing about
     # what the file can see; the members it finds there are checked one by one.
-    scopes = (K.FUNCTION_DECL, K.CLASS_DECL, K.STRUCT_DECL, K.FUNCTION_TEMPLATE,
-              K.CLASS_TEMPLATE, K.VAR_DECL, K.CXX_METHOD)
+    scopes = (
+        K.FUNCTION_DECL,
+        K.CLASS_DECL,
+        K.STRUCT_DECL,
+        K.FUNCTION_TEMPLATE,
+        K.CLASS_TEMPLATE,
+        K.VAR_DECL,
+        K.CXX_METHOD,
+    )
     # file handle -> its real path when outside, else None: most references go to a few
     # headers, so a declaration's file is looked up by handle, its name read once per file
     outside_files: dict[int, str | None] = {}
@@ -974,8 +1041,10 @@ def _unconditional_includes(data: bytes) -> list[str]:
     """The `#include <...>` spellings of `data` outside any `#if` block (a whole-file
     include guard excepted): a header included only under a condition (`#ifdef USE_ROCM`)
     does not belong in a preamble every file loads."""
-    events = sorted([(m.start(), m.group(1), b"") for m in _CONDITION_OPEN_RE.finditer(data)]
-                    + [(m.start(), b"include", m.group(1)) for m in _ANGLE_INCLUDE_RE.finditer(data)])
+    events = sorted(
+        [(m.start(), m.group(1), b"") for m in _CONDITION_OPEN_RE.finditer(data)]
+        + [(m.start(), b"include", m.group(1)) for m in _ANGLE_INCLUDE_RE.finditer(data)]
+    )
     guard = next(iter(_GUARD_RE.finditer(data)), None)
     depth, found = 0, []
     guard_open = False
@@ -1025,8 +1094,7 @@ def _first_sgl_include_dir(args: tuple[str, ...]) -> str | None:
 def _scan_project(include_dir: str) -> _ProjectHeaders:
     """The headers under `<include_dir>/sgl_kernel/` and what they include from elsewhere."""
     base = Path(include_dir)
-    files = sorted(p for p in (base / "sgl_kernel").rglob("*")
-                   if p.suffix in HEADER_SUFFIXES and p.is_file())
+    files = sorted(p for p in (base / "sgl_kernel").rglob("*") if p.suffix in HEADER_SUFFIXES and p.is_file())
     project = tuple(p.relative_to(base).as_posix() for p in files)
     own = set(project)
     external: dict[str, None] = {}
@@ -1111,9 +1179,11 @@ def _prune(directory: Path, keep: set[Any]) -> None:
     for child in children:
         name = child.name
         try:
-            if ((name.endswith(".pch") and name not in keep)
-                    or (name.endswith(".graph.json") and name[:-len(".graph.json")] + ".pch" not in keep)
-                    or (name.endswith(".tmp") and now - child.stat().st_mtime > 3600)):
+            if (
+                (name.endswith(".pch") and name not in keep)
+                or (name.endswith(".graph.json") and name[: -len(".graph.json")] + ".pch" not in keep)
+                or (name.endswith(".tmp") and now - child.stat().st_mtime > 3600)
+            ):
                 child.unlink()
         except OSError:
             continue

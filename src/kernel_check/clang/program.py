@@ -88,46 +88,141 @@ class DeclKind(enum.Enum):
 
 
 _STMT_KINDS = {
-    K.COMPOUND_STMT: StmtKind.BLOCK, K.IF_STMT: StmtKind.IF, K.FOR_STMT: StmtKind.FOR,
-    K.CXX_FOR_RANGE_STMT: StmtKind.RANGE_FOR, K.WHILE_STMT: StmtKind.WHILE, K.DO_STMT: StmtKind.DO,
-    K.SWITCH_STMT: StmtKind.SWITCH, K.CASE_STMT: StmtKind.CASE, K.DEFAULT_STMT: StmtKind.CASE,
-    K.RETURN_STMT: StmtKind.RETURN, K.DECL_STMT: StmtKind.DECL, K.ASM_STMT: StmtKind.ASM,
-    K.BREAK_STMT: StmtKind.BREAK, K.CONTINUE_STMT: StmtKind.CONTINUE,
+    K.COMPOUND_STMT: StmtKind.BLOCK,
+    K.IF_STMT: StmtKind.IF,
+    K.FOR_STMT: StmtKind.FOR,
+    K.CXX_FOR_RANGE_STMT: StmtKind.RANGE_FOR,
+    K.WHILE_STMT: StmtKind.WHILE,
+    K.DO_STMT: StmtKind.DO,
+    K.SWITCH_STMT: StmtKind.SWITCH,
+    K.CASE_STMT: StmtKind.CASE,
+    K.DEFAULT_STMT: StmtKind.CASE,
+    K.RETURN_STMT: StmtKind.RETURN,
+    K.DECL_STMT: StmtKind.DECL,
+    K.ASM_STMT: StmtKind.ASM,
+    K.BREAK_STMT: StmtKind.BREAK,
+    K.CONTINUE_STMT: StmtKind.CONTINUE,
 }
 _EXPR_KINDS = {
-    K.CALL_EXPR: ExprKind.CALL, K.DECL_REF_EXPR: ExprKind.REF, K.MEMBER_REF_EXPR: ExprKind.MEMBER,
-    K.BINARY_OPERATOR: ExprKind.BINARY, K.COMPOUND_ASSIGNMENT_OPERATOR: ExprKind.BINARY,
-    K.UNARY_OPERATOR: ExprKind.UNARY, K.CONDITIONAL_OPERATOR: ExprKind.CONDITIONAL,
-    K.ARRAY_SUBSCRIPT_EXPR: ExprKind.SUBSCRIPT, K.UNEXPOSED_EXPR: ExprKind.IMPLICIT, K.PAREN_EXPR: ExprKind.PAREN,
-    K.LAMBDA_EXPR: ExprKind.LAMBDA, K.INIT_LIST_EXPR: ExprKind.INIT_LIST,
-    **dict.fromkeys((K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.CXX_BOOL_LITERAL_EXPR,
-                     K.STRING_LITERAL, K.CHARACTER_LITERAL, K.CXX_NULL_PTR_LITERAL_EXPR), ExprKind.LITERAL),
+    K.CALL_EXPR: ExprKind.CALL,
+    K.DECL_REF_EXPR: ExprKind.REF,
+    K.MEMBER_REF_EXPR: ExprKind.MEMBER,
+    K.BINARY_OPERATOR: ExprKind.BINARY,
+    K.COMPOUND_ASSIGNMENT_OPERATOR: ExprKind.BINARY,
+    K.UNARY_OPERATOR: ExprKind.UNARY,
+    K.CONDITIONAL_OPERATOR: ExprKind.CONDITIONAL,
+    K.ARRAY_SUBSCRIPT_EXPR: ExprKind.SUBSCRIPT,
+    K.UNEXPOSED_EXPR: ExprKind.IMPLICIT,
+    K.PAREN_EXPR: ExprKind.PAREN,
+    K.LAMBDA_EXPR: ExprKind.LAMBDA,
+    K.INIT_LIST_EXPR: ExprKind.INIT_LIST,
+    **dict.fromkeys(
+        (
+            K.INTEGER_LITERAL,
+            K.FLOATING_LITERAL,
+            K.CXX_BOOL_LITERAL_EXPR,
+            K.STRING_LITERAL,
+            K.CHARACTER_LITERAL,
+            K.CXX_NULL_PTR_LITERAL_EXPR,
+        ),
+        ExprKind.LITERAL,
+    ),
     **dict.fromkeys(EXPLICIT_CASTS, ExprKind.CAST),
 }
-_DECL_KINDS = {kind: decl_kind for decl_kind, kinds in (
-    (DeclKind.FUNCTION, FUNCTION_KINDS),
-    (DeclKind.VARIABLE, (K.VAR_DECL,)),
-    (DeclKind.PARAMETER, (K.PARM_DECL,)),
-    (DeclKind.FIELD, (K.FIELD_DECL,)),
-    (DeclKind.ENUM_CONSTANT, (K.ENUM_CONSTANT_DECL,)),
-    (DeclKind.TEMPLATE_PARAMETER, tuple(TEMPLATE_PARAM_KINDS)),
-    (DeclKind.TYPE, (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.ENUM_DECL, *RECORD_KINDS)),
-) for kind in kinds}
+_DECL_KINDS = {
+    kind: decl_kind
+    for decl_kind, kinds in (
+        (DeclKind.FUNCTION, FUNCTION_KINDS),
+        (DeclKind.VARIABLE, (K.VAR_DECL,)),
+        (DeclKind.PARAMETER, (K.PARM_DECL,)),
+        (DeclKind.FIELD, (K.FIELD_DECL,)),
+        (DeclKind.ENUM_CONSTANT, (K.ENUM_CONSTANT_DECL,)),
+        (DeclKind.TEMPLATE_PARAMETER, tuple(TEMPLATE_PARAM_KINDS)),
+        (DeclKind.TYPE, (K.TYPEDEF_DECL, K.TYPE_ALIAS_DECL, K.ENUM_DECL, *RECORD_KINDS)),
+    )
+    for kind in kinds
+}
 # clang's BinaryOperatorKind and UnaryOperatorKind values, spelled
 _BINARY_SPELLINGS = (
-    "", ".*", "->*", "*", "/", "%", "+", "-", "<<", ">>", "<=>", "<", ">", "<=", ">=", "==", "!=", "&", "^", "|",
-    "&&", "||", "=", "*=", "/=", "%=", "+=", "-=", "<<=", ">>=", "&=", "^=", "|=", ",",
+    "",
+    ".*",
+    "->*",
+    "*",
+    "/",
+    "%",
+    "+",
+    "-",
+    "<<",
+    ">>",
+    "<=>",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "==",
+    "!=",
+    "&",
+    "^",
+    "|",
+    "&&",
+    "||",
+    "=",
+    "*=",
+    "/=",
+    "%=",
+    "+=",
+    "-=",
+    "<<=",
+    ">>=",
+    "&=",
+    "^=",
+    "|=",
+    ",",
 )
-_UNARY_SPELLINGS = ("", "x++", "x--", "++", "--", "&", "*", "+", "-", "~", "!", "__real", "__imag", "__extension__",
-                    "co_await")
-_SIGNED_INTEGERS = frozenset({
-    ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR, ci.TypeKind.SHORT, ci.TypeKind.INT, ci.TypeKind.LONG,
-    ci.TypeKind.LONGLONG, ci.TypeKind.INT128, ci.TypeKind.WCHAR,
-})
-_UNSIGNED_INTEGERS = frozenset({
-    ci.TypeKind.BOOL, ci.TypeKind.CHAR_U, ci.TypeKind.UCHAR, ci.TypeKind.USHORT, ci.TypeKind.UINT,
-    ci.TypeKind.ULONG, ci.TypeKind.ULONGLONG, ci.TypeKind.UINT128, ci.TypeKind.CHAR16, ci.TypeKind.CHAR32,
-})
+_UNARY_SPELLINGS = (
+    "",
+    "x++",
+    "x--",
+    "++",
+    "--",
+    "&",
+    "*",
+    "+",
+    "-",
+    "~",
+    "!",
+    "__real",
+    "__imag",
+    "__extension__",
+    "co_await",
+)
+_SIGNED_INTEGERS = frozenset(
+    {
+        ci.TypeKind.CHAR_S,
+        ci.TypeKind.SCHAR,
+        ci.TypeKind.SHORT,
+        ci.TypeKind.INT,
+        ci.TypeKind.LONG,
+        ci.TypeKind.LONGLONG,
+        ci.TypeKind.INT128,
+        ci.TypeKind.WCHAR,
+    }
+)
+_UNSIGNED_INTEGERS = frozenset(
+    {
+        ci.TypeKind.BOOL,
+        ci.TypeKind.CHAR_U,
+        ci.TypeKind.UCHAR,
+        ci.TypeKind.USHORT,
+        ci.TypeKind.UINT,
+        ci.TypeKind.ULONG,
+        ci.TypeKind.ULONGLONG,
+        ci.TypeKind.UINT128,
+        ci.TypeKind.CHAR16,
+        ci.TypeKind.CHAR32,
+    }
+)
+
 
 @dataclass(frozen=True)
 class TypeFacts:
@@ -370,8 +465,12 @@ class Expr(_Typed):
     def names_type_parameter(self) -> bool:
         """Whether the written expression names a template type parameter anywhere
         (`Trait::kUsePDL`, `f<T>`): something only an instantiation knows."""
-        return any(node.kind == K.TYPE_REF and node.referenced is not None
-                   and node.referenced.kind == K.TEMPLATE_TYPE_PARAMETER for node in self._cursor.walk_preorder())
+        return any(
+            node.kind == K.TYPE_REF
+            and node.referenced is not None
+            and node.referenced.kind == K.TEMPLATE_TYPE_PARAMETER
+            for node in self._cursor.walk_preorder()
+        )
 
     def record_methods(self, name: str) -> tuple[Function, ...] | None:
         """The member functions called `name` of the record this expression's type declares;
@@ -379,8 +478,9 @@ class Expr(_Typed):
         owner = self._cursor.type.get_declaration()
         if owner is None or owner.kind not in RECORD_KINDS:
             return None
-        return tuple(self._program.function(c) for c in owner.get_children()
-                     if c.kind in FUNCTION_KINDS and c.spelling == name)
+        return tuple(
+            self._program.function(c) for c in owner.get_children() if c.kind in FUNCTION_KINDS and c.spelling == name
+        )
 
     @cached_property
     def lambda_params(self) -> tuple[Var, ...]:
@@ -472,7 +572,7 @@ class Var(_Typed):
 
     @cached_property
     def declarator(self) -> str:
-        """"pointer", "reference", "array" or "value": what its declarator makes of the type."""
+        """ "pointer", "reference", "array" or "value": what its declarator makes of the type."""
         kind = self._cursor.type.get_canonical().kind
         if kind == ci.TypeKind.POINTER:
             return "pointer"
@@ -593,7 +693,7 @@ class Stmt(_Spanned):
         """An ASM statement's output operands: the first of its `exprs` (the rest are inputs)."""
         if self.kind is not StmtKind.ASM:
             return ()
-        return self.exprs[:len(asm_parts(self._cursor).outputs)]
+        return self.exprs[: len(asm_parts(self._cursor).outputs)]
 
 
 @dataclass(eq=False)
@@ -691,8 +791,11 @@ class Program:
         if depth >= MAX_NESTING:
             raise NestedTooDeeply(cursor, self.path)
         kind = _EXPR_KINDS.get(cursor.kind, ExprKind.OTHER)
-        children = () if kind is ExprKind.LAMBDA else tuple(
-            self.expression(c, depth + 1) for c in cursor.get_children() if c.kind.is_expression())
+        children = (
+            ()
+            if kind is ExprKind.LAMBDA
+            else tuple(self.expression(c, depth + 1) for c in cursor.get_children() if c.kind.is_expression())
+        )
         return Expr(kind, cursor.spelling, children, cursor, self)
 
     def var(self, cursor: ci.Cursor, depth: int = 0) -> Var:
@@ -738,7 +841,7 @@ def _name_parts(stmt: Stmt, children: list[ci.Cursor], nested: frozenset[int]) -
     if kind in (StmtKind.IF, StmtKind.WHILE, StmtKind.SWITCH, StmtKind.DO) and stmt.exprs:
         stmt.condition = stmt.exprs[-1] if kind is StmtKind.DO else stmt.exprs[0]
     if kind is StmtKind.IF:
-        branches = stmt.stmts[len(stmt.stmts) - len(nested):]
+        branches = stmt.stmts[len(stmt.stmts) - len(nested) :]
         stmt.then = branches[0] if branches else None
         stmt.orelse = branches[1] if len(branches) > 1 else None
     elif kind is StmtKind.DO:
@@ -805,8 +908,12 @@ def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:
     return [template] if template is not None and template.kind == K.FUNCTION_TEMPLATE else []
 
 
-_ARRAY_TYPE_KINDS = (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY, ci.TypeKind.VARIABLEARRAY,
-                     ci.TypeKind.DEPENDENTSIZEDARRAY)
+_ARRAY_TYPE_KINDS = (
+    ci.TypeKind.CONSTANTARRAY,
+    ci.TypeKind.INCOMPLETEARRAY,
+    ci.TypeKind.VARIABLEARRAY,
+    ci.TypeKind.DEPENDENTSIZEDARRAY,
+)
 
 
 def _file_of(cursor: ci.Cursor) -> str:
@@ -816,12 +923,21 @@ def _file_of(cursor: ci.Cursor) -> str:
 
 
 _CAST_FORMS = {
-    K.CXX_STATIC_CAST_EXPR: "static", K.CXX_REINTERPRET_CAST_EXPR: "reinterpret", K.CXX_CONST_CAST_EXPR: "const",
-    K.CSTYLE_CAST_EXPR: "c_style", K.CXX_FUNCTIONAL_CAST_EXPR: "functional",
+    K.CXX_STATIC_CAST_EXPR: "static",
+    K.CXX_REINTERPRET_CAST_EXPR: "reinterpret",
+    K.CXX_CONST_CAST_EXPR: "const",
+    K.CSTYLE_CAST_EXPR: "c_style",
+    K.CXX_FUNCTIONAL_CAST_EXPR: "functional",
 }
-_ARITHMETIC_TYPES = frozenset({
-    *_SIGNED_INTEGERS, *_UNSIGNED_INTEGERS, ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE, ci.TypeKind.ENUM,
-})
+_ARITHMETIC_TYPES = frozenset(
+    {
+        *_SIGNED_INTEGERS,
+        *_UNSIGNED_INTEGERS,
+        ci.TypeKind.FLOAT,
+        ci.TypeKind.DOUBLE,
+        ci.TypeKind.ENUM,
+    }
+)
 
 
 def _else_ifs(cursor: ci.Cursor) -> list[ci.Cursor]:

@@ -95,6 +95,7 @@ Origins = tuple[Origin, ...]  # () when the expression is not a tracked pointer 
 
 # -- combination rules ----------------------------------------------------------------------------
 
+
 def union(*values: Iterable[Origin]) -> Origins:
     """Every origin of several values (branches of a conditional, assignments), once each."""
     return tuple(dict.fromkeys(origin for value in values for origin in value))
@@ -158,6 +159,7 @@ def at_call(arguments: Sequence[Origins], target: Origin) -> Origins:
 
 # -- record and field classification --------------------------------------------------------------
 
+
 def classify(type_: ci.Type) -> tuple[Shape, ci.Cursor | None] | None:
     """The shape of a parameter or field type (and the record of a struct), or None for
     scalars and function pointers; UNKNOWN for a type only the instantiation knows."""
@@ -203,8 +205,7 @@ def record_fields(type_: ci.Type) -> list[str]:
     return []
 
 
-def initializer_list_fields(init_list: ci.Cursor, field_name: str,
-                            fields: list[str]) -> list[tuple[ci.Cursor, str]]:
+def initializer_list_fields(init_list: ci.Cursor, field_name: str, fields: list[str]) -> list[tuple[ci.Cursor, str]]:
     """Each element of an initializer list with the field it fills: its designator's, else
     the field at its position (an enclosing list's field name, when given, wins)."""
     elements = []
@@ -235,9 +236,14 @@ def parameter(param: ci.Cursor, index: int, scope: int = 0) -> Origin | None:
 
 # -- side-effect-free evaluation ------------------------------------------------------------------
 
-def origins_of(expression: ci.Cursor, lookup: Callable[[ci.Cursor], Origins],
-               member_name: Callable[[ci.Cursor], str], call_name: Callable[[ci.Cursor], str],
-               depth: int = 0) -> Origins:
+
+def origins_of(
+    expression: ci.Cursor,
+    lookup: Callable[[ci.Cursor], Origins],
+    member_name: Callable[[ci.Cursor], str],
+    call_name: Callable[[ci.Cursor], str],
+    depth: int = 0,
+) -> Origins:
     """The origins a pointer expression may have. `lookup` gives what a referenced parameter
     or local variable holds, `member_name` a member expression's name and `call_name` a
     call's callee name (both also for dependent expressions libclang leaves unnamed)."""
@@ -275,8 +281,7 @@ def origins_of(expression: ci.Cursor, lookup: Callable[[ci.Cursor], Origins],
     return ()
 
 
-def _call_origins(call: ci.Cursor, name: str, parts: list[ci.Cursor],
-                  of: Callable[[ci.Cursor], Origins]) -> Origins:
+def _call_origins(call: ci.Cursor, name: str, parts: list[ci.Cursor], of: Callable[[ci.Cursor], Origins]) -> Origins:
     """Calls that compute a pointer from a pointer argument, also dependent operator calls
     (libclang lists a dependent `a + b` as operand, operator, operand)."""
     if (name == POINTER_OFFSET or name in PASS_THROUGH) and len(parts) >= 2:

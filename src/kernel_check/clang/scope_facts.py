@@ -19,22 +19,44 @@ from .parse import ParsedUnit
 DETAILS = "details"
 
 _GLOBAL_KINDS = {
-    K.NAMESPACE: "namespace", K.FUNCTION_DECL: "function", K.FUNCTION_TEMPLATE: "function",
-    K.STRUCT_DECL: "struct", K.CLASS_DECL: "struct", K.UNION_DECL: "struct", K.CLASS_TEMPLATE: "struct",
-    K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION: "struct", K.ENUM_DECL: "enum", K.VAR_DECL: "variable",
-    K.TYPEDEF_DECL: "alias", K.TYPE_ALIAS_DECL: "alias", K.TYPE_ALIAS_TEMPLATE_DECL: "alias",
-    K.NAMESPACE_ALIAS: "alias", K.USING_DIRECTIVE: "using", K.USING_DECLARATION: "using",
+    K.NAMESPACE: "namespace",
+    K.FUNCTION_DECL: "function",
+    K.FUNCTION_TEMPLATE: "function",
+    K.STRUCT_DECL: "struct",
+    K.CLASS_DECL: "struct",
+    K.UNION_DECL: "struct",
+    K.CLASS_TEMPLATE: "struct",
+    K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION: "struct",
+    K.ENUM_DECL: "enum",
+    K.VAR_DECL: "variable",
+    K.TYPEDEF_DECL: "alias",
+    K.TYPE_ALIAS_DECL: "alias",
+    K.TYPE_ALIAS_TEMPLATE_DECL: "alias",
+    K.NAMESPACE_ALIAS: "alias",
+    K.USING_DIRECTIVE: "using",
+    K.USING_DECLARATION: "using",
     K.STATIC_ASSERT: "static_assert",
 }
 _NOT_DECLARATIONS = (K.INCLUSION_DIRECTIVE, K.MACRO_DEFINITION, K.MACRO_INSTANTIATION)
 _TRANSPARENT_SCOPES = (K.LINKAGE_SPEC, K.UNEXPOSED_DECL)  # `extern "C" { ... }`, stray `;`
 # Cursors whose children hold no namespace qualifier worth reading (and references' children
 # are other files' declarations).
-_OPAQUE = frozenset({
-    K.MACRO_INSTANTIATION, K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE, K.TYPE_REF, K.TEMPLATE_REF,
-    K.NAMESPACE_REF, K.INTEGER_LITERAL, K.FLOATING_LITERAL, K.STRING_LITERAL, K.CHARACTER_LITERAL,
-    K.CXX_BOOL_LITERAL_EXPR, K.ASM_STMT,
-})
+_OPAQUE = frozenset(
+    {
+        K.MACRO_INSTANTIATION,
+        K.MACRO_DEFINITION,
+        K.INCLUSION_DIRECTIVE,
+        K.TYPE_REF,
+        K.TEMPLATE_REF,
+        K.NAMESPACE_REF,
+        K.INTEGER_LITERAL,
+        K.FLOATING_LITERAL,
+        K.STRING_LITERAL,
+        K.CHARACTER_LITERAL,
+        K.CXX_BOOL_LITERAL_EXPR,
+        K.ASM_STMT,
+    }
+)
 # Deeper subtrees (a generated 500-term sum) are not read: nobody qualifies a name that deep.
 _MAX_DEPTH = 200
 _NAMED_ENTITY_KINDS = (K.TYPE_REF, K.TEMPLATE_REF, K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF, K.MEMBER_REF)
@@ -74,8 +96,9 @@ class ScopeCollector:
         self._opened_details: set[str] = set()  # USRs of the `details` namespaces this file opens
         self._references: list[_PendingReference] = []
 
-    def on_children(self, parent: ci.Cursor, parent_kind: ci.CursorKind, children: list[ci.Cursor],
-                    kinds: list[ci.CursorKind]) -> None:
+    def on_children(
+        self, parent: ci.Cursor, parent_kind: ci.CursorKind, children: list[ci.Cursor], kinds: list[ci.CursorKind]
+    ) -> None:
         """Look at the children of one visited cursor (their kinds already read)."""
         for index, (child, kind) in enumerate(zip(children, kinds)):
             if kind not in (K.NAMESPACE, K.NAMESPACE_REF) or child.spelling != DETAILS:
@@ -83,19 +106,22 @@ class ScopeCollector:
             if kind == K.NAMESPACE:
                 self._opened_details.add(child.get_usr())
             elif not self.macros.macro_at(child.location.offset):
-                self._reference(parent, parent_kind, child, children[index + 1:])
+                self._reference(parent, parent_kind, child, children[index + 1 :])
 
-    def _reference(self, parent: ci.Cursor, parent_kind: ci.CursorKind, qualifier: ci.Cursor,
-                   following: list[ci.Cursor]) -> None:
+    def _reference(
+        self, parent: ci.Cursor, parent_kind: ci.CursorKind, qualifier: ci.Cursor, following: list[ci.Cursor]
+    ) -> None:
         namespace = qualifier.referenced
         is_using = parent_kind == K.USING_DIRECTIVE and not any(c.kind == K.NAMESPACE_REF for c in following)
-        self._references.append(_PendingReference(
-            span=span_of(qualifier.extent),
-            namespace=qualified_name(namespace) if namespace is not None else DETAILS,
-            namespace_usr=namespace.get_usr() if namespace is not None else "",
-            is_using_directive=is_using,
-            target=None if is_using else _named_entity(parent, following),
-        ))
+        self._references.append(
+            _PendingReference(
+                span=span_of(qualifier.extent),
+                namespace=qualified_name(namespace) if namespace is not None else DETAILS,
+                namespace_usr=namespace.get_usr() if namespace is not None else "",
+                is_using_directive=is_using,
+                target=None if is_using else _named_entity(parent, following),
+            )
+        )
 
     def finish(self, top_level: list[ci.Cursor], tu: ci.TranslationUnit) -> ScopeFacts:
         facts = ScopeFacts()
@@ -129,15 +155,17 @@ class ScopeCollector:
         owner = cursor.semantic_parent
         if owner is not None and (owner.kind == K.NAMESPACE or owner.kind in RECORD_KINDS):
             return  # `void sglang::f() {}`, an explicit instantiation: it belongs to that scope
-        out.append(GlobalDeclaration(
-            kind=_GLOBAL_KINDS.get(cursor.kind, "other"),
-            name=cursor.spelling,
-            span=span_of(cursor.extent),
-            name_span=name_span(cursor),
-            macro=self.macros.macro_at(cursor.location.offset),
-            redeclares_external=_first_declared_elsewhere(cursor, self.path),
-            is_specialization=cursor.specialized_template is not None,
-        ))
+        out.append(
+            GlobalDeclaration(
+                kind=_GLOBAL_KINDS.get(cursor.kind, "other"),
+                name=cursor.spelling,
+                span=span_of(cursor.extent),
+                name_span=name_span(cursor),
+                macro=self.macros.macro_at(cursor.location.offset),
+                redeclares_external=_first_declared_elsewhere(cursor, self.path),
+                is_specialization=cursor.specialized_template is not None,
+            )
+        )
 
 
 def _named_entity(parent: ci.Cursor, following: list[ci.Cursor]) -> ci.Cursor | None:

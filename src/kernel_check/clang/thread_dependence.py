@@ -87,9 +87,19 @@ class ThreadDependence:
         found = ""
         if body is not None:
             thread_locals = self.locals(body, depth)
-            found = next((s for s in (self.source(e, thread_locals, depth)
-                                      for stmt in body.walk() if stmt.kind is StmtKind.RETURN
-                                      for e in stmt.exprs) if s), "")
+            found = next(
+                (
+                    s
+                    for s in (
+                        self.source(e, thread_locals, depth)
+                        for stmt in body.walk()
+                        if stmt.kind is StmtKind.RETURN
+                        for e in stmt.exprs
+                    )
+                    if s
+                ),
+                "",
+            )
         self._returns[function] = found
         return found
 
@@ -135,22 +145,29 @@ class ThreadDependence:
         self._unguarded(body, (), self.locals(body), found)
         return found
 
-    def _unguarded(self, stmt: Stmt, rest: tuple[Stmt, ...], thread_locals: ThreadLocals,
-                   found: list[DivergentBarrier]) -> None:
+    def _unguarded(
+        self, stmt: Stmt, rest: tuple[Stmt, ...], thread_locals: ThreadLocals, found: list[DivergentBarrier]
+    ) -> None:
         """Look for thread-dependent `if`s in `stmt`; `rest`: the statements after it in its block."""
-        source = self.source(stmt.condition, thread_locals) \
-            if stmt.kind is StmtKind.IF and stmt.condition is not None else ""
+        source = (
+            self.source(stmt.condition, thread_locals)
+            if stmt.kind is StmtKind.IF and stmt.condition is not None
+            else ""
+        )
         if source:
             assert stmt.condition is not None
             branches = [b for b in (stmt.then, stmt.orelse) if b is not None and b in stmt.live_stmts()]
             matched = stmt.orelse is None and stmt.then is not None and _matches_rest(stmt.then, rest)
             for branch in branches:
-                found.extend(DivergentBarrier(call.span, barrier, stmt.condition.span, source, matched)
-                             for call in branch.calls() if (barrier := self.barrier(call)))
+                found.extend(
+                    DivergentBarrier(call.span, barrier, stmt.condition.span, source, matched)
+                    for call in branch.calls()
+                    if (barrier := self.barrier(call))
+                )
             return
         nested = stmt.live_stmts()
         for index, child in enumerate(nested):
-            after = nested[index + 1:] if stmt.kind in (StmtKind.BLOCK, StmtKind.OTHER) else ()
+            after = nested[index + 1 :] if stmt.kind in (StmtKind.BLOCK, StmtKind.OTHER) else ()
             self._unguarded(child, after, thread_locals, found)
 
 

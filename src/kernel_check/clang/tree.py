@@ -42,9 +42,21 @@ from typing import Any
 # Cursor properties whose getter caches its answer on the object (an AST node's spelling,
 # extent, type... never change): answered from the object after the first read.
 KEPT_CURSOR_PROPERTIES = (
-    "kind", "spelling", "displayname", "mangled_name", "location", "extent", "type", "canonical",
-    "result_type", "underlying_typedef_type", "enum_type", "hash", "semantic_parent",
-    "lexical_parent", "referenced",
+    "kind",
+    "spelling",
+    "displayname",
+    "mangled_name",
+    "location",
+    "extent",
+    "type",
+    "canonical",
+    "result_type",
+    "underlying_typedef_type",
+    "enum_type",
+    "hash",
+    "semantic_parent",
+    "lexical_parent",
+    "referenced",
 )
 KEPT_LOCATION_PROPERTIES = ("file", "line", "column", "offset")
 _INSTALLED = "_kernel_check_shares_reads"

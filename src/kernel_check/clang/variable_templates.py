@@ -44,11 +44,17 @@ def read_variable_template(declaration: ci.Cursor) -> VariableTemplate | None:
     if len(tokens) < 2 or tokens[0].spelling != "template" or tokens[1].spelling != "<":
         return None
     param_groups, after_params = angle_groups(tokens)
-    equals = next((i + 1 for i in range(after_params, len(tokens) - 1)
-                   if tokens[i].spelling == declaration.spelling and tokens[i + 1].spelling == "="), None)
+    equals = next(
+        (
+            i + 1
+            for i in range(after_params, len(tokens) - 1)
+            if tokens[i].spelling == declaration.spelling and tokens[i + 1].spelling == "="
+        ),
+        None,
+    )
     if equals is None:
         return None
-    initializer = [t for t in tokens[equals + 1:] if t.spelling != ";"]
+    initializer = [t for t in tokens[equals + 1 :] if t.spelling != ";"]
     function_name, arguments = _template_id(initializer)
     return VariableTemplate(
         name=declaration.spelling,
@@ -65,8 +71,11 @@ def initialized_function(declaration: ci.Cursor, template: VariableTemplate) -> 
     the template's scope outwards."""
     scope = declaration.semantic_parent
     while template.function_name and scope is not None and scope.kind != K.TRANSLATION_UNIT:
-        found = [c for c in scope.get_children()
-                 if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == template.function_name]
+        found = [
+            c
+            for c in scope.get_children()
+            if c.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and c.spelling == template.function_name
+        ]
         if found:
             return found[0]
         scope = scope.semantic_parent
@@ -92,15 +101,16 @@ def _param(group: tuple[Token, ...]) -> TemplateParam:
     spellings = [t.spelling for t in group]
     equals = spellings.index("=") if "=" in spellings else len(group)
     names = [s for s in spellings[:equals] if s.isidentifier()]
-    return TemplateParam(names[-1] if names else "", group[equals + 1:])
+    return TemplateParam(names[-1] if names else "", group[equals + 1 :])
 
 
 def _template_id(initializer: list[Token]) -> tuple[str, tuple[tuple[Token, ...], ...]]:
     """(name, arguments) when the initializer is `[&] [ns::]name<args...>`, else ("", ())."""
     index = 1 if initializer and initializer[0].spelling == "&" else 0
     name = ""
-    while index < len(initializer) and (initializer[index].spelling.isidentifier()
-                                        or initializer[index].spelling == "::"):
+    while index < len(initializer) and (
+        initializer[index].spelling.isidentifier() or initializer[index].spelling == "::"
+    ):
         if initializer[index].spelling != "::":
             name = initializer[index].spelling
         index += 1

@@ -44,6 +44,7 @@ def target_label(spec: KernelSpec, inst: Instantiation) -> str:
 
 def progress_lines(progress: Progress) -> Callable[[BuildOutcome], None]:
     """An `on_done` for `build_specs` and `build_all`: a progress line per module built."""
+
     def built(outcome: BuildOutcome) -> None:
         progress.finished(f"built {outcome.target.label}" + ("" if outcome.ok else " FAILED"))
 
@@ -59,23 +60,29 @@ def export_name(spec: KernelSpec, inst: Instantiation) -> str:
     return f"{spec.export}_{index}"
 
 
-def spec_target(spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int],
-                include_dirs: tuple[str, ...] = ()) -> BuildTarget:
+def spec_target(
+    spec: KernelSpec, inst: Instantiation, budgets: Mapping[str, int], include_dirs: tuple[str, ...] = ()
+) -> BuildTarget:
     """One instantiation alone, under its ``export_name``; `include_dirs`: the configured ones,
     after the spec's own."""
     return _target(spec, (inst,), target_label(spec, inst), (spec.name, inst.id), budgets, include_dirs)
 
 
-def spec_module_target(spec: KernelSpec, budgets: Mapping[str, int],
-                       include_dirs: tuple[str, ...] = ()) -> BuildTarget:
+def spec_module_target(spec: KernelSpec, budgets: Mapping[str, int], include_dirs: tuple[str, ...] = ()) -> BuildTarget:
     """Every instantiation of the spec in one module, each under its ``export_name``."""
     label = spec.name if len(spec.instantiations) > 1 else target_label(spec, spec.instantiations[0])
     marker = (spec.name, *(inst.build_id for inst in spec.instantiations))
     return _target(spec, spec.instantiations, label, marker, budgets, include_dirs)
 
 
-def _target(spec: KernelSpec, insts: tuple[Instantiation, ...], label: str, marker: tuple[str, ...],
-            budgets: Mapping[str, int], include_dirs: tuple[str, ...]) -> BuildTarget:
+def _target(
+    spec: KernelSpec,
+    insts: tuple[Instantiation, ...],
+    label: str,
+    marker: tuple[str, ...],
+    budgets: Mapping[str, int],
+    include_dirs: tuple[str, ...],
+) -> BuildTarget:
     root = Path(spec.spec_path).parent
     return BuildTarget(
         label=label,
@@ -96,8 +103,11 @@ def probe_target() -> BuildTarget:
         label=PROBE_LABEL,
         marker=("kernel_check_probe",),
         cuda_files=(PROBE_SOURCE.name,),
-        wrappers=(("late_write", "late_write<false>"), ("late_write_pdl", "late_write<true>"),
-                  ("pdl_canary", "pdl_canary")),
+        wrappers=(
+            ("late_write", "late_write<false>"),
+            ("late_write_pdl", "late_write<true>"),
+            ("pdl_canary", "pdl_canary"),
+        ),
         csrc_root=str(PROBE_SOURCE.parent),
         source=str(PROBE_SOURCE),
     )
@@ -131,14 +141,22 @@ class SpecBuilds:
         return {inst: name for inst, name in self.exports.get(spec, {}).items() if inst in libraries}
 
 
-def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: bool = False,
-                register_budget: int = 64, per_kernel_budget: Mapping[str, int] | None = None,
-                include_dirs: tuple[str, ...] = (), jobs: int | None = None,
-                on_done: Callable[[BuildOutcome], None] | None = None) -> SpecBuilds:
+def build_specs(
+    specs: list[KernelSpec],
+    *,
+    lineinfo: bool = False,
+    with_probe: bool = False,
+    register_budget: int = 64,
+    per_kernel_budget: Mapping[str, int] | None = None,
+    include_dirs: tuple[str, ...] = (),
+    jobs: int | None = None,
+    on_done: Callable[[BuildOutcome], None] | None = None,
+) -> SpecBuilds:
     """Build every spec's module (and the probe); a module that fails is built again one
     instantiation at a time; failures become findings."""
-    budgets = {spec.name: merge_budgets(register_budget, per_kernel_budget or {}, spec.register_budget)
-               for spec in specs}
+    budgets = {
+        spec.name: merge_budgets(register_budget, per_kernel_budget or {}, spec.register_budget) for spec in specs
+    }
     targets = [spec_module_target(spec, budgets[spec.name], include_dirs) for spec in specs]
     if with_probe:
         targets.append(probe_target())
@@ -152,8 +170,16 @@ def build_specs(specs: list[KernelSpec], *, lineinfo: bool = False, with_probe: 
             builds.probe_error = probe.error.log or str(probe.error)
     retry = [spec for spec, outcome in zip(specs, outcomes) if not outcome.ok and len(spec.instantiations) > 1]
     alone = [(spec, inst) for spec in retry for inst in spec.instantiations]
-    alone_outcomes = build_all([spec_target(spec, inst, budgets[spec.name], include_dirs) for spec, inst in alone],
-                               lineinfo=lineinfo, jobs=jobs, on_done=on_done) if alone else []
+    alone_outcomes = (
+        build_all(
+            [spec_target(spec, inst, budgets[spec.name], include_dirs) for spec, inst in alone],
+            lineinfo=lineinfo,
+            jobs=jobs,
+            on_done=on_done,
+        )
+        if alone
+        else []
+    )
     for spec, outcome in zip(specs, outcomes):
         if spec not in retry:
             _record(builds, spec, spec.instantiations, outcome)
@@ -166,9 +192,15 @@ def _build_once(targets: list[BuildTarget], **options: Any) -> list[BuildOutcome
     """``build_all``, compiling each distinct module once: two specs of one launcher (the
     same source, exports, flags and headers, a spec per value contract) share its build,
     each outcome keeping its own target for the findings' labels."""
+
     def key(target: BuildTarget) -> tuple:
-        return (str(Path(target.source).resolve()), target.wrappers, target.extra_cuda_cflags, target.include_dirs,
-                tuple(sorted(target.register_budget.items())))
+        return (
+            str(Path(target.source).resolve()),
+            target.wrappers,
+            target.extra_cuda_cflags,
+            target.include_dirs,
+            tuple(sorted(target.register_budget.items())),
+        )
 
     first: dict[tuple, BuildTarget] = {}
     for target in targets:

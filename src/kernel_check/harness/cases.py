@@ -204,8 +204,7 @@ def _checked_dims(spec: KernelSpec, tensor: Tensor, inst: Instantiation | None =
             for axis in dim_axes(d):
                 uses[axis] = uses.get(axis, 0) + 1
     fixed = set(inst.sizes) if inst is not None else set()
-    return [i for i, d in enumerate(tensor.shape)
-            if isinstance(d, int) or d in fixed or d not in uses or uses[d] > 1]
+    return [i for i, d in enumerate(tensor.shape) if isinstance(d, int) or d in fixed or d not in uses or uses[d] > 1]
 
 
 def _row_pad(width: int, dtype: str, row: int) -> int:
@@ -332,8 +331,11 @@ def plan_sanitize(spec: KernelSpec, tool: str) -> list[Case]:
             base = base_sizes(spec, inst)
             if total_elements(spec, base) > SANITIZE_MAX_ELEMENTS:
                 base = min(points, key=lambda p: total_elements(spec, p))
-            planned += [(inst.id, (CaseKind.SANITIZE, base, None, profile))
-                        for profile in value_profiles(spec, inst) if sanitized(profile)]
+            planned += [
+                (inst.id, (CaseKind.SANITIZE, base, None, profile))
+                for profile in value_profiles(spec, inst)
+                if sanitized(profile)
+            ]
     return _number(planned)
 
 
@@ -342,7 +344,6 @@ def plan_bandwidth(spec: KernelSpec) -> list[Case]:
         return []
     planned = [(inst.id, bandwidth_sizes(spec, inst)) for inst in spec.variants]
     return _number([(inst_id, (CaseKind.BANDWIDTH, sizes, None, None)) for inst_id, sizes in planned if sizes])
-
 
 
 @dataclass(frozen=True)
@@ -356,10 +357,16 @@ class Outcome:
     detail: str = ""
 
     def to_json(self) -> dict:
-        return {"code": self.code, "passed": self.passed, "message": self.message,
-                "metric": self.metric, "detail": self.detail}
+        return {
+            "code": self.code,
+            "passed": self.passed,
+            "message": self.message,
+            "metric": self.metric,
+            "detail": self.detail,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping) -> Outcome:
-        return cls(data["code"], bool(data["passed"]), data.get("message", ""),
-                   data.get("metric"), data.get("detail", ""))
+        return cls(
+            data["code"], bool(data["passed"]), data.get("message", ""), data.get("metric"), data.get("detail", "")
+        )

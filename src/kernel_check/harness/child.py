@@ -88,8 +88,9 @@ def raised_outcome(case: Case, exc: Exception) -> Outcome:
     from .cases import CHECK_CODE, Outcome
 
     text = str(exc).strip() or type(exc).__name__
-    return Outcome(CHECK_CODE[case.kind], False, f"the call raised: {text.splitlines()[0][:300]}",
-                   detail=traceback.format_exc())
+    return Outcome(
+        CHECK_CODE[case.kind], False, f"the call raised: {text.splitlines()[0][:300]}", detail=traceback.format_exc()
+    )
 
 
 def run(job: Job) -> int:
@@ -109,8 +110,14 @@ def run_batch(job: Job) -> int:
 
     copy_bandwidth = None
     for item in job.batch:
-        one = replace(job, spec_path=item["spec_path"], spec_name=item["spec_name"],
-                      libraries=item["libraries"], exports=item.get("exports", {}), batch=[])
+        one = replace(
+            job,
+            spec_path=item["spec_path"],
+            spec_name=item["spec_name"],
+            libraries=item["libraries"],
+            exports=item.get("exports", {}),
+            batch=[],
+        )
         spec = find_spec(one.spec_path, one.spec_name)
         ctx = _context(one, spec)
         ctx._copy_bandwidth = copy_bandwidth
@@ -127,7 +134,7 @@ def run_spec(job: Job, spec: KernelSpec, ctx: CaseContext, tag: str = "") -> int
     from .execute import ContextPoisoned, run_case, synchronize
 
     extra = {"spec": tag} if tag else {}
-    for case in plan(job, spec)[job.start:]:
+    for case in plan(job, spec)[job.start :]:
         if case.index in job.skip or case.inst not in ctx.kernels:
             continue
         emit("begin", case=case.index, **extra)

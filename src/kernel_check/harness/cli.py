@@ -73,10 +73,17 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
     """The report, gate and baseline flags, as the static command spells them (`kernel_check.cli`)."""
     from ..report import FORMATS
 
-    parser.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
-                        help="findings format (default text)")
-    parser.add_argument("--output", "-o", type=Path, metavar="FILE",
-                        help="write the findings to FILE instead of stdout")
+    parser.add_argument(
+        "--output-format",
+        "--format",
+        dest="format",
+        choices=FORMATS,
+        default="text",
+        help="findings format (default text)",
+    )
+    parser.add_argument(
+        "--output", "-o", type=Path, metavar="FILE", help="write the findings to FILE instead of stdout"
+    )
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
     add_selection_options(parser)
     add_baseline_options(parser)
@@ -91,23 +98,42 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument("--compile-only", action="store_true", help="build every instantiation, run nothing")
     test.add_argument("--timeout", type=positive_seconds, default=60.0, help="seconds one case may run (default 60)")
     sanitizers = test.add_mutually_exclusive_group()
-    sanitizers.add_argument("--sanitize", type=_tools, default=TOOLS,
-                            help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
-    sanitizers.add_argument("--no-sanitize", dest="sanitize", action="store_const", const=(),
-                            help="run no compute-sanitizer tool")
-    test.add_argument("--sanitize-timeout", type=positive_seconds, default=600.0,
-                      help="seconds one tool's run of one spec may take (default 600)")
-    test.add_argument("-k", dest="filter", default="", metavar="PATTERN",
-                      help="only specs whose name contains (or matches) this")
+    sanitizers.add_argument(
+        "--sanitize",
+        type=_tools,
+        default=TOOLS,
+        help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})",
+    )
+    sanitizers.add_argument(
+        "--no-sanitize", dest="sanitize", action="store_const", const=(), help="run no compute-sanitizer tool"
+    )
+    test.add_argument(
+        "--sanitize-timeout",
+        type=positive_seconds,
+        default=600.0,
+        help="seconds one tool's run of one spec may take (default 600)",
+    )
+    test.add_argument(
+        "-k", dest="filter", default="", metavar="PATTERN", help="only specs whose name contains (or matches) this"
+    )
     test.add_argument("--jobs", type=int, default=0, help="child processes at a time (default two per GPU)")
-    test.add_argument("--max-time", type=positive_seconds, metavar="SECONDS",
-                      help="stop after this long and report what finished (exit 2 if anything was cut off)")
+    test.add_argument(
+        "--max-time",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="stop after this long and report what finished (exit 2 if anything was cut off)",
+    )
     test.add_argument("--sanitizer-log", type=Path, help="keep compute-sanitizer's raw output in this folder")
     test.add_argument("--no-bandwidth", dest="bandwidth", action="store_false", help="skip KD501")
-    test.add_argument("--bandwidth-floor", type=float, default=0.8,
-                      help="KD501: fraction of the copy bandwidth a memory-bound kernel should reach")
-    test.add_argument("--against", metavar="REV",
-                      help="use the kernels as built at git revision REV as the reference (KD101)")
+    test.add_argument(
+        "--bandwidth-floor",
+        type=float,
+        default=0.8,
+        help="KD501: fraction of the copy bandwidth a memory-bound kernel should reach",
+    )
+    test.add_argument(
+        "--against", metavar="REV", help="use the kernels as built at git revision REV as the reference (KD101)"
+    )
     _output_options(test)
 
     spec = sub.add_parser("spec", help="draft a kernel spec from the code: spec new FILE.cuh")
@@ -117,22 +143,40 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("--launcher", help="draft only this launcher (name or Class::method)")
     new.add_argument("--wrapper", type=Path, help="the Python wrapper that loads it (default: NAME.py beside it)")
     new.add_argument("-o", "--output", type=Path, help="the spec file (default NAME_spec.py beside it; - for stdout)")
-    new.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                     help="a macro the wrapper defines for the build (repeatable)")
-    new.add_argument("--tree-env", metavar="VARIABLE",
-                     help="the spec finds the kernel tree through this environment variable (set now)")
+    new.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a macro the wrapper defines for the build (repeatable)",
+    )
+    new.add_argument(
+        "--tree-env",
+        metavar="VARIABLE",
+        help="the spec finds the kernel tree through this environment variable (set now)",
+    )
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
-    build.add_argument("paths", nargs="+", type=Path,
-                       help="kernel specs, wrappers with CUDA_FILES and INSTANTIATIONS, or directories")
-    build.add_argument("-k", dest="filter", default="", metavar="PATTERN",
-                       help="only specs, and wrapper instantiations (WRAPPER:SYMBOL), whose name "
-                            "contains (or matches) this")
+    build.add_argument(
+        "paths", nargs="+", type=Path, help="kernel specs, wrappers with CUDA_FILES and INSTANTIATIONS, or directories"
+    )
+    build.add_argument(
+        "-k",
+        dest="filter",
+        default="",
+        metavar="PATTERN",
+        help="only specs, and wrapper instantiations (WRAPPER:SYMBOL), whose name contains (or matches) this",
+    )
     _output_options(build)
 
     sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
-    sanitize.add_argument("--tools", type=_tools, default=TOOLS,
-                          help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})")
+    sanitize.add_argument(
+        "--tools",
+        type=_tools,
+        default=TOOLS,
+        help=f"compute-sanitizer tools, comma-separated (default {','.join(TOOLS)})",
+    )
     sanitize.add_argument("--timeout", type=positive_seconds, default=3600.0, help="seconds per tool (default 3600)")
     sanitize.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     _output_options(sanitize)
@@ -166,8 +210,10 @@ def _load_specs(paths: Sequence[Path], pattern: str) -> list[KernelSpec]:
         raise UsageError("cannot load specs:\n  " + "\n  ".join(found.errors))
     specs = _select(found.specs, pattern)
     if not specs:
-        raise UsageError(f"no kernel specs (*_spec.py) under {', '.join(map(str, paths))}"
-                         + (f" matching -k {pattern!r}" if pattern else ""))
+        raise UsageError(
+            f"no kernel specs (*_spec.py) under {', '.join(map(str, paths))}"
+            + (f" matching -k {pattern!r}" if pattern else "")
+        )
     return specs
 
 
@@ -198,16 +244,22 @@ def _policy(args: argparse.Namespace, config: Config, stages: frozenset) -> Poli
         raise UsageError(f"kernel-check: error: {exc}") from exc
 
 
-def _refuse_output_over_inputs(args: argparse.Namespace, policy: Policy, specs: Sequence[KernelSpec] = (),
-                               files: Sequence[Path | str] = ()) -> None:
+def _refuse_output_over_inputs(
+    args: argparse.Namespace, policy: Policy, specs: Sequence[KernelSpec] = (), files: Sequence[Path | str] = ()
+) -> None:
     """`-o FILE` naming a path given, a spec, its kernel source or another file the run reads
     (`files`) is refused before the run (`kernel_check.cli_common.refuse_output_over_inputs`)."""
     read = [*getattr(args, "paths", ()), *files, *(s.spec_path for s in specs), *_sources(specs)]
     refuse_output_over_inputs(args.output, read, policy)
 
 
-def _emit(findings: list[Finding], args: argparse.Namespace, policy: Policy, sources: Sequence[str] = (),
-          unfinished: Sequence[str] = ()) -> int:
+def _emit(
+    findings: list[Finding],
+    args: argparse.Namespace,
+    policy: Policy,
+    sources: Sequence[str] = (),
+    unfinished: Sequence[str] = (),
+) -> int:
     """The shared back end (`finalize.py`) over the run's findings, then the report or the
     baseline. `sources`: the kernel sources the run exercised; `unfinished`: those of specs a
     stop cut off."""
@@ -217,10 +269,20 @@ def _emit(findings: list[Finding], args: argparse.Namespace, policy: Policy, sou
     if args.write_baseline is not None:
         return record_baseline(args.write_baseline, results, policy)
     verdict = finalize(results, policy)
-    summary = Summary(suppressed=verdict.suppressed, baseline_hidden=verdict.baseline_hidden,
-                      baseline_fixed=verdict.baseline_fixed)
-    emit(render(verdict.findings, args.format, root=policy.config.root, summary=summary,
-                color=use_color("auto", args.output), statuses=verdict.statuses), args.output)
+    summary = Summary(
+        suppressed=verdict.suppressed, baseline_hidden=verdict.baseline_hidden, baseline_fixed=verdict.baseline_fixed
+    )
+    emit(
+        render(
+            verdict.findings,
+            args.format,
+            root=policy.config.root,
+            summary=summary,
+            color=use_color("auto", args.output),
+            statuses=verdict.statuses,
+        ),
+        args.output,
+    )
     return verdict.exit_status(args.exit_zero)
 
 
@@ -231,9 +293,11 @@ def _sources(specs: Sequence[KernelSpec]) -> list[str]:
 
 def _build_options(config: Config) -> dict:
     """What every build takes from the configuration: register budgets, include directories."""
-    return dict(register_budget=int(config.get("register-budget")),
-                per_kernel_budget=dict(config.get("register-budget-per-kernel")),
-                include_dirs=config.include_dirs())
+    return dict(
+        register_budget=int(config.get("register-budget")),
+        per_kernel_budget=dict(config.get("register-budget-per-kernel")),
+        include_dirs=config.include_dirs(),
+    )
 
 
 # ----- subcommands -----
@@ -267,9 +331,11 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     specs = _select(found.specs, args.filter)
     wrappers = [t for t in _wrapper_targets(args.paths, specs, config) if _selected(t.label, args.filter)]
     if not specs and not wrappers:
-        raise UsageError(f"nothing to build under {', '.join(map(str, args.paths))} "
-                         "(no *_spec.py, no wrapper with CUDA_FILES and INSTANTIATIONS)"
-                         + (f" matching -k {args.filter!r}" if args.filter else ""))
+        raise UsageError(
+            f"nothing to build under {', '.join(map(str, args.paths))} "
+            "(no *_spec.py, no wrapper with CUDA_FILES and INSTANTIATIONS)"
+            + (f" matching -k {args.filter!r}" if args.filter else "")
+        )
     wrapper_sources = [Path(t.csrc_root) / f for t in wrappers for f in t.cuda_files]
     _refuse_output_over_inputs(args, policy, specs, [*_python_files(args.paths), *wrapper_sources])
     _require_nvcc()
@@ -294,12 +360,20 @@ def _test(args: argparse.Namespace, config: Config) -> int:
     if not visible_gpus():
         raise UsageError("no CUDA GPU visible; `kernel-check test --compile-only` builds without one")
     if args.sanitize and find_sanitizer() is None:
-        raise UsageError("compute-sanitizer not found (it ships with the CUDA toolkit); "
-                         "pass --no-sanitize to run without it")
-    options = RunOptions(timeout=args.timeout, sanitize=args.sanitize, sanitize_timeout=args.sanitize_timeout,
-                         bandwidth=args.bandwidth, bandwidth_floor=args.bandwidth_floor, jobs=args.jobs,
-                         sanitizer_log_dir=args.sanitizer_log, max_time=args.max_time,
-                         **_build_options(config))
+        raise UsageError(
+            "compute-sanitizer not found (it ships with the CUDA toolkit); pass --no-sanitize to run without it"
+        )
+    options = RunOptions(
+        timeout=args.timeout,
+        sanitize=args.sanitize,
+        sanitize_timeout=args.sanitize_timeout,
+        bandwidth=args.bandwidth,
+        bandwidth_floor=args.bandwidth_floor,
+        jobs=args.jobs,
+        sanitizer_log_dir=args.sanitizer_log,
+        max_time=args.max_time,
+        **_build_options(config),
+    )
     if args.against:
         return _test_against(specs, options, args, policy)
     with _stop_on_signals() as signals:
@@ -338,8 +412,9 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
         with _stop_on_signals() as signals:
             result = run_specs(plan.specs, options, Progress())
         print(render_table(result.rows), file=sys.stderr)
-        findings = plan.build_findings + differential.restore_paths(result.findings, plan.originals,
-                                                                    plan.generated, args.against)
+        findings = plan.build_findings + differential.restore_paths(
+            result.findings, plan.originals, plan.generated, args.against
+        )
         status = _emit(findings, args, policy)
         return _report_environment(result.environment) or _report_stop(result, len(plan.specs), signals) or status
 
@@ -358,8 +433,14 @@ def _spec(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"{target}: already exists; pass -o NEW_FILE (or -o - for stdout)")
     tree = _draft_tree(args.tree_env, args.source) if args.tree_env else None
     try:
-        text = draft_text(args.source, Path.cwd() / "stdout_spec.py" if to_stdout else target,
-                          args.launcher, args.wrapper, tuple(args.defines), tree)
+        text = draft_text(
+            args.source,
+            Path.cwd() / "stdout_spec.py" if to_stdout else target,
+            args.launcher,
+            args.wrapper,
+            tuple(args.defines),
+            tree,
+        )
     except DraftError as exc:
         raise UsageError(f"{args.source}: {exc}") from exc
     if to_stdout:
@@ -406,8 +487,11 @@ def _report_stop(result: HarnessResult, total: int, signals: Sequence[int] = ())
     (`--max-time`) EXIT_USAGE."""
     if not result.stopped:
         return EXIT_CLEAN
-    print(f"kernel-check: stopped before {len(result.stopped)} of {total} specs finished "
-          f"({', '.join(result.stopped)}); the findings above cover what finished", file=sys.stderr)
+    print(
+        f"kernel-check: stopped before {len(result.stopped)} of {total} specs finished "
+        f"({', '.join(result.stopped)}); the findings above cover what finished",
+        file=sys.stderr,
+    )
     return 128 + signals[0] if signals else EXIT_USAGE
 
 

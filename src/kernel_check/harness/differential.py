@@ -66,8 +66,7 @@ def repository_root(path: Path) -> Path:
 
 def materialize(root: Path, rev: str, dest: Path) -> Path:
     """REV's tree of the repository at ``root``, extracted under ``dest`` (tracked files only)."""
-    done = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", rev],
-                          capture_output=True, check=False)
+    done = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", rev], capture_output=True, check=False)
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         raise AgainstError(f"cannot read revision {rev!r}: {message[-1] if message else 'git archive failed'}")
@@ -150,8 +149,11 @@ class RevisionReference:
         for tensor in self.spec.tensors:
             if tensor.role is Role.OUT:
                 device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), None)
-                values[tensor.name] = torch.zeros(self._shape(tensor, sizes), device=device,
-                                                  dtype=getattr(torch, self.spec.tensor_dtype(tensor, inst)))
+                values[tensor.name] = torch.zeros(
+                    self._shape(tensor, sizes),
+                    device=device,
+                    dtype=getattr(torch, self.spec.tensor_dtype(tensor, inst)),
+                )
         self.kernel(inst.id)(*(values[a.name] for a in self.spec.args))
         return {t.name: values[t.name] for t in self.spec.tensors if t.written}
 
@@ -176,8 +178,11 @@ class RevisionReference:
         for inst in (v for i in self.spec.instantiations for v in i.variants()):
             if inst.id not in self.libraries:
                 continue
-            dtypes_fit = all(str(inputs[t.name].dtype).rsplit(".", 1)[-1] == self.spec.tensor_dtype(t, inst)
-                             for t in self.spec.tensors if t.read and t.name in inputs)
+            dtypes_fit = all(
+                str(inputs[t.name].dtype).rsplit(".", 1)[-1] == self.spec.tensor_dtype(t, inst)
+                for t in self.spec.tensors
+                if t.read and t.name in inputs
+            )
             sizes_fit = all(sizes.get(k, int(v)) == int(v) for k, v in inst.sizes.items())
             if dtypes_fit and sizes_fit:
                 return inst
@@ -187,13 +192,21 @@ class RevisionReference:
     def _shape(self, tensor: Tensor, sizes: Mapping[str, int]) -> tuple[int, ...]:
         missing = [d for d in tensor.shape if isinstance(d, str) and d not in sizes]
         if missing:
-            raise ValueError(f"{tensor.name}: dimension(s) {missing} are no input's: the output "
-                             f"cannot be allocated for the build at {self.rev}")
+            raise ValueError(
+                f"{tensor.name}: dimension(s) {missing} are no input's: the output "
+                f"cannot be allocated for the build at {self.rev}"
+            )
         return tuple(d if isinstance(d, int) else sizes[d] for d in tensor.shape)
 
 
-def against_revision(spec: KernelSpec, libraries: Mapping[str, str], export: str, rev: str,
-                     loader: Loader = load_export, exports: Mapping[str, str] | None = None) -> KernelSpec:
+def against_revision(
+    spec: KernelSpec,
+    libraries: Mapping[str, str],
+    export: str,
+    rev: str,
+    loader: Loader = load_export,
+    exports: Mapping[str, str] | None = None,
+) -> KernelSpec:
     """``spec`` with REV's build as its reference, its paths made absolute (the generated spec
     file lives elsewhere), and only the instantiations REV also built."""
     here = Path(spec.spec_path).parent
@@ -211,8 +224,16 @@ def differential_specs(generated: str) -> list[KernelSpec]:
     from .discover import find_spec
 
     manifest = json.loads(Path(generated).with_name(MANIFEST).read_text())
-    return [against_revision(find_spec(item["spec_path"], item["name"]), item["libraries"], item["export"],
-                             manifest["rev"], exports=item["exports"]) for item in manifest["specs"]]
+    return [
+        against_revision(
+            find_spec(item["spec_path"], item["name"]),
+            item["libraries"],
+            item["export"],
+            manifest["rev"],
+            exports=item["exports"],
+        )
+        for item in manifest["specs"]
+    ]
 
 
 def write_generated(dest: Path, rev: str, items: Sequence[Mapping[str, Any]]) -> Path:
@@ -226,17 +247,23 @@ def write_generated(dest: Path, rev: str, items: Sequence[Mapping[str, Any]]) ->
 # ----- findings -----
 
 
-def restore_paths(findings: Sequence[Finding], originals: Mapping[str, str], generated: Path,
-                  rev: str) -> list[Finding]:
+def restore_paths(
+    findings: Sequence[Finding], originals: Mapping[str, str], generated: Path, rev: str
+) -> list[Finding]:
     """Findings as the user's spec files would have produced them, KD101 naming REV."""
     from ..paths import display_path
 
     shown = display_path(generated)
     out = []
     for finding in findings:
-        related = tuple(dataclasses.replace(r, location=dataclasses.replace(
-            r.location, path=originals.get(_spec_of(finding), r.location.path)))
-            if r.location.path == shown else r for r in finding.related)
+        related = tuple(
+            dataclasses.replace(
+                r, location=dataclasses.replace(r.location, path=originals.get(_spec_of(finding), r.location.path))
+            )
+            if r.location.path == shown
+            else r
+            for r in finding.related
+        )
         message = finding.message
         if finding.code == codes.RESULT_MISMATCH:
             message = message.replace("differs from the reference", f"differs from the build at {rev}")
@@ -246,7 +273,6 @@ def restore_paths(findings: Sequence[Finding], originals: Mapping[str, str], gen
 
 def _spec_of(finding: Finding) -> str:
     return finding.message.split("[", 1)[0].split(":", 1)[0].strip()
-
 
 
 # ----- the whole setup -----
@@ -263,9 +289,16 @@ class AgainstPlan:
     build_findings: list[Finding]
 
 
-def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budget: int = 64,
-            per_kernel_budget: Mapping[str, int] | None = None, include_dirs: tuple[str, ...] = (),
-            on_done: Callable[[BuildOutcome], None] | None = None) -> AgainstPlan:
+def prepare(
+    specs: Sequence[KernelSpec],
+    rev: str,
+    dest: Path,
+    *,
+    register_budget: int = 64,
+    per_kernel_budget: Mapping[str, int] | None = None,
+    include_dirs: tuple[str, ...] = (),
+    on_done: Callable[[BuildOutcome], None] | None = None,
+) -> AgainstPlan:
     """Materialize REV, pair its specs with ``specs``, build REV's instantiations, and load
     the generated spec file that runs the working tree's kernels against them."""
     from ..paths import display_path
@@ -282,19 +315,32 @@ def prepare(specs: Sequence[KernelSpec], rev: str, dest: Path, *, register_budge
     pairing = pair_specs(specs, found.specs, rev)
     pairing.skipped += [f"at {rev}: {error}" for error in found.errors]
     old = [before for _, before in pairing.pairs]  # REV's headers: found walking up from REV's sources
-    builds = build_specs(old, register_budget=register_budget, per_kernel_budget=per_kernel_budget,
-                         include_dirs=include_dirs, on_done=on_done)
+    builds = build_specs(
+        old,
+        register_budget=register_budget,
+        per_kernel_budget=per_kernel_budget,
+        include_dirs=include_dirs,
+        on_done=on_done,
+    )
     items = []
-    for (spec, before) in pairing.pairs:
+    for spec, before in pairing.pairs:
         common = {v.id for i in spec.instantiations for v in i.variants()}
         libraries = {k: v for k, v in builds.libraries.get(before.name, {}).items() if k in common}
         if not libraries:
             errors = [f.message for f in builds.by_spec.get(before.name, [])]
-            pairing.skipped.append(f"{spec.name}: nothing of it builds at {rev}"
-                                   + (f" ({errors[0].splitlines()[0]})" if errors else ""))
+            pairing.skipped.append(
+                f"{spec.name}: nothing of it builds at {rev}" + (f" ({errors[0].splitlines()[0]})" if errors else "")
+            )
             continue
-        items.append({"spec_path": spec.spec_path, "name": spec.name, "libraries": libraries, "export": before.export,
-                      "exports": builds.exports_of(before.name, libraries)})
+        items.append(
+            {
+                "spec_path": spec.spec_path,
+                "name": spec.name,
+                "libraries": libraries,
+                "export": before.export,
+                "exports": builds.exports_of(before.name, libraries),
+            }
+        )
     generated = write_generated(dest, rev, items)
     loaded = discover([generated]) if items else None
     if loaded is not None and loaded.errors:

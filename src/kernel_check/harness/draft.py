@@ -53,10 +53,21 @@ from .spec import DTYPES, TAILS, Role
 # from DTYPES; the rest are the CUDA and standard spellings kernels use directly)
 CPP_DTYPES: dict[str, str] = {
     **{alias: name for name, (_, alias) in DTYPES.items()},
-    "float": "float32", "double": "float64", "half": "float16", "__half": "float16",
-    "nv_bfloat16": "bfloat16", "__nv_bfloat16": "bfloat16", "__nv_fp8_e4m3": "float8_e4m3fn",
-    "fp8_e4m3fn_t": "float8_e4m3fn", "int": "int32", "int32_t": "int32", "int64_t": "int64",
-    "uint8_t": "uint8", "int8_t": "int8", "int16_t": "int16", "bool": "bool",
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "__half": "float16",
+    "nv_bfloat16": "bfloat16",
+    "__nv_bfloat16": "bfloat16",
+    "__nv_fp8_e4m3": "float8_e4m3fn",
+    "fp8_e4m3fn_t": "float8_e4m3fn",
+    "int": "int32",
+    "int32_t": "int32",
+    "int64_t": "int64",
+    "uint8_t": "uint8",
+    "int8_t": "int8",
+    "int16_t": "int16",
+    "bool": "bool",
 }
 # A template type parameter nobody lists the values of: the float types kernels usually take.
 DEFAULT_FLOAT_TYPES = ("float16", "bfloat16", "float32")
@@ -97,8 +108,11 @@ def launchers(model: SourceModel) -> list[Function]:
     and those that forward their tensors to one (``silu_and_mul`` -> ``act_and_mul<...>``)."""
     busy = {launch.launcher for launch in model.launches}
     verifying = {chain.function for chain in model.launcher_facts.matcher_chains}
-    taking = [f for f in model.functions
-              if f.kind is FunctionKind.HOST and f.is_definition and any(_is_tensor(p.type.spelling) for p in f.params)]
+    taking = [
+        f
+        for f in model.functions
+        if f.kind is FunctionKind.HOST and f.is_definition and any(_is_tensor(p.type.spelling) for p in f.params)
+    ]
     direct = [f for f in taking if f.qualified_name in busy or f.usr in verifying]
     found = direct + [f for f in taking if f not in direct and forward_target(model, f, direct) is not None]
     if found:
@@ -113,8 +127,11 @@ def forward_target(model: SourceModel, function: Function, direct: Sequence[Func
     """The launcher a function hands all its tensors to, when it does nothing else with them."""
     names = {f.name: f for f in direct}
     # a TensorView passed by value hands itself to its copy constructor: no call of interest
-    callees = {h.callee for h in model.launcher_facts.tensor_handoffs
-               if h.function == function.usr and not _is_tensor(h.callee)}
+    callees = {
+        h.callee
+        for h in model.launcher_facts.tensor_handoffs
+        if h.function == function.usr and not _is_tensor(h.callee)
+    }
     targets = [names[c] for c in callees if c in names]
     return targets[0] if len(targets) == 1 and len(callees) == 1 else None
 
@@ -132,8 +149,10 @@ def facts_function(model: SourceModel, launcher: Function) -> Function:
 def pick_launchers(model: SourceModel, wanted: str | None) -> list[Function]:
     found = launchers(model)
     if not found:
-        raise DraftError("no launcher found (a host function taking TensorView arguments that "
-                         "launches a kernel or runs a TensorMatcher)")
+        raise DraftError(
+            "no launcher found (a host function taking TensorView arguments that "
+            "launches a kernel or runs a TensorMatcher)"
+        )
     if wanted is None:
         return found
     chosen = [f for f in found if wanted in (f.name, f.qualified_name, _short_name(f.qualified_name))]
@@ -190,7 +209,7 @@ def _chain_of(model: SourceModel, launcher: Function, tensor: str) -> MatcherCha
 
 
 def _chain_text(model: SourceModel, chain: MatcherChain) -> str:
-    return model.data[chain.span.start:chain.span.end].decode("utf-8", errors="replace")
+    return model.data[chain.span.start : chain.span.end].decode("utf-8", errors="replace")
 
 
 def dim_aliases(model: SourceModel, launcher: Function, params: set[str]) -> dict[str, str]:
@@ -198,7 +217,7 @@ def dim_aliases(model: SourceModel, launcher: Function, params: set[str]) -> dic
     kHiddenSize;``, ``D.set_value(kHeadDim)``): a dimension named by one is pinned by it."""
     if launcher.body is None:
         return {}
-    body = model.data[launcher.body.start:launcher.body.end].decode("utf-8", errors="replace")
+    body = model.data[launcher.body.start : launcher.body.end].decode("utf-8", errors="replace")
     aliases = {}
     for local, value in re.findall(r"(\w+)\s*=\s*(?:static_cast<[^>]*>\()?\s*(\w+)\s*\)?\s*;", body):
         if value in params:
@@ -241,8 +260,9 @@ def runtime_dtypes(chain: MatcherChain | None) -> tuple[str, ...]:
     return known if len(known) > 1 else ()
 
 
-def _tensor(model: SourceModel, launcher: Function, name: str, type_params: set[str],
-            roles: dict[str, Role], notes: list[str]) -> DraftTensor:
+def _tensor(
+    model: SourceModel, launcher: Function, name: str, type_params: set[str], roles: dict[str, Role], notes: list[str]
+) -> DraftTensor:
     """One tensor argument; ``launcher`` is where its matcher runs (``facts_function``)."""
     chain = _chain_of(model, launcher, name)
     params = {p.name for p in template_params(model, launcher)}
@@ -362,8 +382,12 @@ def read_wrapper(path: Path, cuda_file: str) -> list[WrapperCall]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return []
-    return [call for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-            for call in _load_jit_calls(node, cuda_file)]
+    return [
+        call
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        for call in _load_jit_calls(node, cuda_file)
+    ]
 
 
 def _call_name(node: ast.AST) -> str:
@@ -374,8 +398,11 @@ def _call_name(node: ast.AST) -> str:
 def _load_jit_calls(function: ast.FunctionDef, cuda_file: str) -> list[WrapperCall]:
     cpp_args: dict[str, tuple[str, ...]] = {}
     for node in ast.walk(function):
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and _call_name(node.value) == "make_cpp_args"):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and _call_name(node.value) == "make_cpp_args"
+        ):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     cpp_args[target.id] = tuple(_argument_source(a) for a in node.value.args)
@@ -385,8 +412,10 @@ def _load_jit_calls(function: ast.FunctionDef, cuda_file: str) -> list[WrapperCa
             continue
         keywords = {k.arg: k.value for k in node.keywords}
         files = keywords.get("cuda_files")
-        if not (isinstance(files, ast.List) and any(isinstance(f, ast.Constant) and names_file(str(f.value), cuda_file)
-                                                   for f in files.elts)):
+        if not (
+            isinstance(files, ast.List)
+            and any(isinstance(f, ast.Constant) and names_file(str(f.value), cuda_file) for f in files.elts)
+        ):
             continue
         wrappers = keywords.get("cuda_wrappers")
         for item in wrappers.elts if isinstance(wrappers, ast.List) else ():
@@ -467,7 +496,7 @@ def _matching_call(calls: Sequence[WrapperCall], symbol: str) -> WrapperCall | N
     wanted = _without_template_arguments(symbol).split("::")[-2:]
     for call in calls:
         given = _without_template_arguments(call.symbol).split("::")[-2:]
-        if given[-len(wanted):] == wanted or given == wanted[-len(given):] or call.symbol == symbol:
+        if given[-len(wanted) :] == wanted or given == wanted[-len(given) :] or call.symbol == symbol:
             return call
     return None
 
@@ -484,8 +513,14 @@ def _cpp_value(text: str) -> str | int | bool:
     return CPP_DTYPES.get(text, text)
 
 
-def _candidates(param: TemplateParam, pdl_param: str, type_params_used: set[str], source: str, dim_params: set[str],
-                notes: list[str]) -> tuple:
+def _candidates(
+    param: TemplateParam,
+    pdl_param: str,
+    type_params_used: set[str],
+    source: str,
+    dim_params: set[str],
+    notes: list[str],
+) -> tuple:
     if source and source not in ("pdl", "dtype") and not source.isidentifier():
         return (ast.literal_eval(source),)
     if param.kind == "type":
@@ -510,8 +545,14 @@ def _pdl_param(model: SourceModel, launcher: Function) -> str:
     return ""
 
 
-def _value_tuples(model: SourceModel, launcher: Function, pdl: str, wrapper: WrapperCall | None,
-                  tensors: list[DraftTensor], notes: list[str]) -> list[tuple]:
+def _value_tuples(
+    model: SourceModel,
+    launcher: Function,
+    pdl: str,
+    wrapper: WrapperCall | None,
+    tensors: list[DraftTensor],
+    notes: list[str],
+) -> list[tuple]:
     params = template_params(model, launcher)
     if wrapper is not None and wrapper.manifest:
         return [tuple(_cpp_value(a) for a in args) for args in wrapper.manifest]
@@ -535,19 +576,27 @@ def _width(tensor: DraftTensor, env: dict[str, int]) -> int | None:
     return tensor.alignment.evaluate(env)
 
 
-def instantiations(model: SourceModel, launcher: Function, pdl: str, values: list[tuple],
-                   tensors: list[DraftTensor], notes: list[str]) -> list[DraftInstantiation]:
+def instantiations(
+    model: SourceModel, launcher: Function, pdl: str, values: list[tuple], tensors: list[DraftTensor], notes: list[str]
+) -> list[DraftInstantiation]:
     params = template_params(model, launcher)
     result = []
     for args in values:
         named = dict(zip((p.name for p in params), args))
-        env = {name: DTYPES[v][0] if isinstance(v, str) and v in DTYPES else v
-               for name, v in named.items() if not isinstance(v, str) or v in DTYPES}
-        dtypes: dict[str, str | tuple[str, ...]] = {n: v for n, v in named.items()
-                                                    if isinstance(v, str) and v in DTYPES}
+        env = {
+            name: DTYPES[v][0] if isinstance(v, str) and v in DTYPES else v
+            for name, v in named.items()
+            if not isinstance(v, str) or v in DTYPES
+        }
+        dtypes: dict[str, str | tuple[str, ...]] = {
+            n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES
+        }
         dtypes.update({t.dtype: t.runtime for t in tensors if t.runtime})
-        sizes = {n: int(v) for n, v in named.items()
-                 if isinstance(v, int) and not isinstance(v, bool) and any(n in t.shape for t in tensors)}
+        sizes = {
+            n: int(v)
+            for n, v in named.items()
+            if isinstance(v, int) and not isinstance(v, bool) and any(n in t.shape for t in tensors)
+        }
         widths = {}
         for tensor in tensors:
             width = _width(tensor, env)
@@ -594,8 +643,9 @@ def grid_for(tensors: list[DraftTensor], pinned: set[str], notes: list[str]) -> 
 # ----- the whole draft -----
 
 
-def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: Path,
-                   wrapper_calls: Sequence[WrapperCall]) -> Draft:
+def draft_launcher(
+    model: SourceModel, launcher: Function, cuh: Path, spec_dir: Path, wrapper_calls: Sequence[WrapperCall]
+) -> Draft:
     notes: list[str] = []
     symbol = symbol_of(model, launcher)
     wrapper = _matching_call(wrapper_calls, symbol)
@@ -604,22 +654,27 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
     params = template_params(model, launcher)
     facts = facts_function(model, launcher)
     if facts is not launcher:
-        notes.append(f"{TODO}: {launcher.name} forwards to {facts.name}: its tensors are read from there, "
-                     f"by parameter name")
+        notes.append(
+            f"{TODO}: {launcher.name} forwards to {facts.name}: its tensors are read from there, by parameter name"
+        )
     type_params = {p.name for p in params if p.kind == "type"}
     unseen: set[str] = set()
     roles = tensor_roles(model, facts, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
     args: list[DraftTensor | DraftScalar] = [
-        _tensor(model, facts, p.name, type_params, roles, notes) if _is_tensor(p.type.spelling)
-        else _scalar(p.name, p.type.spelling) for p in launcher.params]
+        _tensor(model, facts, p.name, type_params, roles, notes)
+        if _is_tensor(p.type.spelling)
+        else _scalar(p.name, p.type.spelling)
+        for p in launcher.params
+    ]
     for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
         arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
     tensors = [a for a in args if isinstance(a, DraftTensor)]
     _ensure_written(tensors, roles, notes)
     pdl = _pdl_param(model, facts)
-    insts = instantiations(model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes),
-                           tensors, notes)
+    insts = instantiations(
+        model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes), tensors, notes
+    )
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
     grid = grid_for(tensors, pinned, notes)
@@ -627,14 +682,22 @@ def draft_launcher(model: SourceModel, launcher: Function, cuh: Path, spec_dir: 
         constraint = _fewer_ids(tensors, notes)
     name = _spec_name(launcher)
     export = wrapper.export if wrapper else launcher.name
-    return Draft(name=name, source=_relative(cuh, spec_dir), export=export,
-                 symbol=symbol.split("<", 1)[0] if wrapper and wrapper.manifest else symbol, args=args,
-                 instantiations=insts, grid=grid,
-notes=list(dict.fromkeys(notes)), constraint=constraint)
+    return Draft(
+        name=name,
+        source=_relative(cuh, spec_dir),
+        export=export,
+        symbol=symbol.split("<", 1)[0] if wrapper and wrapper.manifest else symbol,
+        args=args,
+        instantiations=insts,
+        grid=grid,
+        notes=list(dict.fromkeys(notes)),
+        constraint=constraint,
+    )
 
 
-def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation],
-                 notes: list[str]) -> list[tuple[str, str]]:
+def _index_inits(
+    tensors: list[DraftTensor], insts: list[DraftInstantiation], notes: list[str]
+) -> list[tuple[str, str]]:
     """Integer inputs are usually row ids into a written tensor: distinct ids below its row
     count (random ones would be negative or out of range), and the tensor they index is
     scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
@@ -643,8 +706,14 @@ def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation],
         dtypes = {d for i in insts for d in _bound(i.dtypes, tensor.dtype)}
         if tensor.role is not Role.IN or not dtypes or not all(d.startswith(("int", "uint")) for d in dtypes):
             continue
-        rows = next((t.shape[0] for t in tensors if t.role is not Role.IN and t.shape
-                     and isinstance(t.shape[0], str) and t.shape[0] not in tensor.shape), None)
+        rows = next(
+            (
+                t.shape[0]
+                for t in tensors
+                if t.role is not Role.IN and t.shape and isinstance(t.shape[0], str) and t.shape[0] not in tensor.shape
+            ),
+            None,
+        )
         if rows is None or len(tensor.shape) != 1 or not isinstance(tensor.shape[0], str):
             continue
         tensor.init = f"perm:{rows}"
@@ -656,8 +725,9 @@ def _index_inits(tensors: list[DraftTensor], insts: list[DraftInstantiation],
     return constraints
 
 
-def _every_instantiation_runs(grid: dict[str, tuple[int, ...]], insts: list[DraftInstantiation],
-                              constraint: list[tuple[str, str]]) -> bool:
+def _every_instantiation_runs(
+    grid: dict[str, tuple[int, ...]], insts: list[DraftInstantiation], constraint: list[tuple[str, str]]
+) -> bool:
     """Whether each instantiation keeps a grid point under the drafted constraint."""
     for inst in insts:
         axes = {**grid, **{k: (v,) for k, v in inst.sizes.items()}}
@@ -713,8 +783,14 @@ def parse_model(cuh: Path, defines: tuple[str, ...] = ()) -> SourceModel:
     return on_deep_stack(parse)
 
 
-def draft_file(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None,
-               defines: tuple[str, ...] = (), tree: tuple[str, Path] | None = None) -> list[Draft]:
+def draft_file(
+    cuh: Path,
+    spec_path: Path,
+    launcher: str | None = None,
+    wrapper: Path | None = None,
+    defines: tuple[str, ...] = (),
+    tree: tuple[str, Path] | None = None,
+) -> list[Draft]:
     """Drafts for every launcher of ``cuh`` (or the one named), for a spec at ``spec_path``;
     ``defines`` (``NAME=VALUE``) are macros the wrapper passes to the build; ``tree``
     (variable, folder): paths are written relative to that variable's folder."""
@@ -750,8 +826,14 @@ def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
     return (own,) if own is not None and own != find_repo_include_dir(spec_path) else ()
 
 
-def draft_text(cuh: Path, spec_path: Path, launcher: str | None = None, wrapper: Path | None = None,
-               defines: tuple[str, ...] = (), tree: tuple[str, Path] | None = None) -> str:
+def draft_text(
+    cuh: Path,
+    spec_path: Path,
+    launcher: str | None = None,
+    wrapper: Path | None = None,
+    defines: tuple[str, ...] = (),
+    tree: tuple[str, Path] | None = None,
+) -> str:
     """The spec file's text for ``cuh`` (see ``draft_render``)."""
     return render(draft_file(cuh, spec_path, launcher, wrapper, defines, tree), cuh)
 

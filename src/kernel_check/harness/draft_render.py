@@ -20,13 +20,15 @@ def render(drafts: Sequence[Draft], cuh: Path) -> str:
     notes = [n for d in drafts for n in d.notes]
     lines = [f'"""Drafted harness spec for {cuh.name} (kernel-check spec new): check every guess.', ""]
     lines += [f"- {note}" for note in dict.fromkeys(notes)]
-    lines += [f"- {TODO}: write the PyTorch reference (until then: checks without one, or --against REV)",
-              '"""', ""]
+    lines += [f"- {TODO}: write the PyTorch reference (until then: checks without one, or --against REV)", '"""', ""]
     tree = drafts[0].tree_variable if drafts else ""
     if tree:
-        lines += ["from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor, "
-                  "tree_path",
-                  "", f"TREE = tree_path({tree!r})  # the kernel tree: set ${tree}", ""]
+        lines += [
+            "from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor, tree_path",
+            "",
+            f"TREE = tree_path({tree!r})  # the kernel tree: set ${tree}",
+            "",
+        ]
     else:
         lines += ["from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor", ""]
     names = []
@@ -42,12 +44,16 @@ def render(drafts: Sequence[Draft], cuh: Path) -> str:
 
 def _render_spec(draft: Draft) -> str:
     fields = [
-        ("name", repr(draft.name)), ("source", _render_path(draft.source, draft)), ("export", repr(draft.export)),
+        ("name", repr(draft.name)),
+        ("source", _render_path(draft.source, draft)),
+        ("export", repr(draft.export)),
         ("symbol", repr(draft.symbol)),
         ("args", "(\n" + "".join(f"        {_render_arg(a, draft)},{_comment(a)}\n" for a in draft.args) + "    )"),
         ("reference", "None"),
-        ("instantiations",
-         "(\n" + "".join(f"        {_render_inst(i, draft)},\n" for i in draft.instantiations) + "    )"),
+        (
+            "instantiations",
+            "(\n" + "".join(f"        {_render_inst(i, draft)},\n" for i in draft.instantiations) + "    )",
+        ),
         ("grid", "{" + ", ".join(f"{k!r}: {_render_axis(v)}" for k, v in draft.grid.items()) + "}"),
     ]
     if draft.constraint:
@@ -68,8 +74,8 @@ def _render_path(path: str, draft: Draft) -> str:
 
 
 def _render_axis(values: tuple[int, ...]) -> str:
-    if values[:len(TAILS)] == TAILS:
-        rest = values[len(TAILS):]
+    if values[: len(TAILS)] == TAILS:
+        rest = values[len(TAILS) :]
         return "TAILS" + (f" + {rest!r}" if rest else "")
     return repr(values)
 
@@ -109,9 +115,11 @@ def _render_inst(inst: DraftInstantiation, draft: Draft) -> str:
         parts.append("pdl=True")
     if inst.sizes:
         parts.append(f"sizes={inst.sizes!r}")
-    varying = {name: width for name, width in inst.vector_bytes.items()
-               if _uniform_width(next(a for a in draft.args if isinstance(a, DraftTensor) and a.name == name),
-                                 draft) is None}
+    varying = {
+        name: width
+        for name, width in inst.vector_bytes.items()
+        if _uniform_width(next(a for a in draft.args if isinstance(a, DraftTensor) and a.name == name), draft) is None
+    }
     if varying:
         parts.append(f"vector_bytes={varying!r}")
     return f"Instantiation({', '.join(parts)})"

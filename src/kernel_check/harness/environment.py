@@ -16,26 +16,41 @@ CASE_OUT_OF_MEMORY = "CUDA out of memory while allocating a case's tensors"
 
 # (pattern, what failed): checked in order, the first match names the failure
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), what) for pattern, what in (
-        (r"no CUDA GPUs are available|no CUDA-capable device is detected|cudaErrorNoDevice",
-         "no CUDA GPU is available to the child process"),
-        (r"CUDA-capable device\(s\) (?:is/are|is|are) busy or unavailable|cudaErrorDevicesUnavailable",
-         "the GPU is busy or unavailable (exclusive compute mode, or too many processes on it)"),
-        (r"found no NVIDIA driver|CUDA driver version is insufficient|cudaErrorInsufficientDriver|"
-         r"CUDA driver initialization failed|cudaErrorInitializationError|CUDA unknown error - this may be "
-         r"due to an incorrectly set up environment|forward compatibility was attempted on non supported HW",
-         "the CUDA driver could not be initialized"),
-        (r"out of memory.{0,80}(?:context|cuInit|cudaSetDevice|initiali[sz])|"
-         r"(?:context|cuInit|cudaSetDevice|initiali[sz]).{0,80}out of memory",
-         "the GPU ran out of memory while the child process started"),
-        (re.escape(CASE_OUT_OF_MEMORY), "the GPU ran out of memory while a case allocated its tensors "
-                                         "(other processes hold it, or the spec's sizes exceed it)"),
-        (r"Internal Sanitizer Error|Unable to (?:load|find) (?:the )?injection library|"
-         r"Sanitizer (?:could not|failed to) (?:start|initiali[sz]e|attach)|"
-         r"Failed to (?:initiali[sz]e|launch|attach) (?:the )?(?:target|debugger|sanitizer)|"
-         r"Debugger interface initialization failed|The Sanitizer is not supported",
-         "compute-sanitizer could not start or instrument the process"),
-    ))
+    (re.compile(pattern, re.IGNORECASE), what)
+    for pattern, what in (
+        (
+            r"no CUDA GPUs are available|no CUDA-capable device is detected|cudaErrorNoDevice",
+            "no CUDA GPU is available to the child process",
+        ),
+        (
+            r"CUDA-capable device\(s\) (?:is/are|is|are) busy or unavailable|cudaErrorDevicesUnavailable",
+            "the GPU is busy or unavailable (exclusive compute mode, or too many processes on it)",
+        ),
+        (
+            r"found no NVIDIA driver|CUDA driver version is insufficient|cudaErrorInsufficientDriver|"
+            r"CUDA driver initialization failed|cudaErrorInitializationError|CUDA unknown error - this may be "
+            r"due to an incorrectly set up environment|forward compatibility was attempted on non supported HW",
+            "the CUDA driver could not be initialized",
+        ),
+        (
+            r"out of memory.{0,80}(?:context|cuInit|cudaSetDevice|initiali[sz])|"
+            r"(?:context|cuInit|cudaSetDevice|initiali[sz]).{0,80}out of memory",
+            "the GPU ran out of memory while the child process started",
+        ),
+        (
+            re.escape(CASE_OUT_OF_MEMORY),
+            "the GPU ran out of memory while a case allocated its tensors "
+            "(other processes hold it, or the spec's sizes exceed it)",
+        ),
+        (
+            r"Internal Sanitizer Error|Unable to (?:load|find) (?:the )?injection library|"
+            r"Sanitizer (?:could not|failed to) (?:start|initiali[sz]e|attach)|"
+            r"Failed to (?:initiali[sz]e|launch|attach) (?:the )?(?:target|debugger|sanitizer)|"
+            r"Debugger interface initialization failed|The Sanitizer is not supported",
+            "compute-sanitizer could not start or instrument the process",
+        ),
+    )
+)
 
 
 def environment_failure(output: str) -> str | None:
@@ -43,7 +58,7 @@ def environment_failure(output: str) -> str | None:
     for pattern, what in _PATTERNS:
         match = pattern.search(output)
         if match:
-            line = next((ln.strip() for ln in output[match.start():].splitlines() if ln.strip()), "")
+            line = next((ln.strip() for ln in output[match.start() :].splitlines() if ln.strip()), "")
             evidence = _line_around(output, match.start()) or line
             return f"{what}: {evidence[:200]}"
     return None
@@ -58,4 +73,4 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def _line_around(text: str, pos: int) -> str:
     start = text.rfind("\n", 0, pos) + 1
     end = text.find("\n", pos)
-    return text[start: end if end >= 0 else len(text)].strip().lstrip("=").strip()
+    return text[start : end if end >= 0 else len(text)].strip().lstrip("=").strip()

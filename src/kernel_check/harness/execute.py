@@ -38,7 +38,9 @@ COPY_BYTES = 1 << 30
 ARENA_ALIGN = 256
 CUDA_ERROR_TEXT = re.compile(
     r"cudaError|CUDA error|illegal memory access|misaligned address|unspecified launch failure|"
-    r"illegal instruction|device-side assert", re.IGNORECASE)
+    r"illegal instruction|device-side assert",
+    re.IGNORECASE,
+)
 # Two poison bit patterns per dtype (run A, run B). An element is never written when it
 # holds A after run A and B after run B: no reference needed, and no value a correct
 # kernel produces can fake it (it would have to produce A, then B, from the same inputs).
@@ -57,6 +59,7 @@ POISON_BITS: dict[str, tuple[int, int]] = {
     "uint8": (0xA5, 0x5A),
     "bool": (0xA5, 0x5A),
 }
+
 
 class ContextPoisoned(RuntimeError):
     """The CUDA context holds a sticky error; nothing more can run in this process."""
@@ -90,8 +93,9 @@ def _generator(case: Case, salt: int = 0) -> torch.Generator:
     return gen
 
 
-def _fill(tensor: Tensor, dtype: torch.dtype, shape: tuple[int, ...], sizes: Mapping[str, int],
-          gen: torch.Generator) -> torch.Tensor:
+def _fill(
+    tensor: Tensor, dtype: torch.dtype, shape: tuple[int, ...], sizes: Mapping[str, int], gen: torch.Generator
+) -> torch.Tensor:
     """A contiguous tensor of initial values, as the tensor's ``init`` says."""
     cuda = torch.device("cuda")
     if callable(tensor.init):
@@ -243,13 +247,15 @@ def make_initial(ctx: CaseContext, case: Case, salt: int = 0) -> dict[str, torch
     them replaced by the case's value profile."""
     gen = _generator(case, salt)
     sizes = case.size_map
-    initial = {t.name: _fill(t, ctx.dtype_of(t, case.inst), shape_of(t, sizes), sizes, gen)
-               for t in ctx.spec.tensors if t.read}
+    initial = {
+        t.name: _fill(t, ctx.dtype_of(t, case.inst), shape_of(t, sizes), sizes, gen) for t in ctx.spec.tensors if t.read
+    }
     if case.profile is not None:
         tensor = next(t for t in ctx.spec.tensors if t.name == case.profile.tensor)
         bound = index_bound(tensor.init)
-        initial[tensor.name] = profile_values(initial[tensor.name], case.profile.name,
-                                              dim_size(bound, sizes) if bound else 0, gen)
+        initial[tensor.name] = profile_values(
+            initial[tensor.name], case.profile.name, dim_size(bound, sizes) if bound else 0, gen
+        )
     return initial
 
 
@@ -294,8 +300,9 @@ def profile_values(values: torch.Tensor, profile: str, bound: int, gen: torch.Ge
     return wide.to(values.dtype)
 
 
-def make_arguments(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor],
-                   which_poison: int | None = 0) -> Arguments:
+def make_arguments(
+    ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor], which_poison: int | None = 0
+) -> Arguments:
     """Arguments for one call: fresh in-place copies, fresh outputs (poisoned unless None)."""
     values: dict[str, Any] = {s.name: s.resolve(case.size_map) for s in ctx.spec.scalars}
     for tensor in ctx.spec.tensors:
@@ -387,13 +394,16 @@ class Mismatch:
     expected: float
 
     def describe(self) -> str:
-        return (f"{self.count} of {self.total} elements differ; max abs err {self.max_abs:.3g}, "
-                f"max rel err {self.max_rel:.3g}; first at index {self.first_index}: "
-                f"got {self.actual:.6g}, expected {self.expected:.6g}")
+        return (
+            f"{self.count} of {self.total} elements differ; max abs err {self.max_abs:.3g}, "
+            f"max rel err {self.max_rel:.3g}; first at index {self.first_index}: "
+            f"got {self.actual:.6g}, expected {self.expected:.6g}"
+        )
 
 
-def compare(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float,
-            ignore: torch.Tensor | None = None) -> Mismatch | None:
+def compare(
+    actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float, ignore: torch.Tensor | None = None
+) -> Mismatch | None:
     """assert_close's rule (|a - e| <= atol + rtol * |e|, NaN equal to NaN) with a report."""
     a = actual.float().double() if actual.dtype.is_floating_point else actual.double()
     e = expected.to(actual.dtype)
@@ -410,17 +420,21 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: flo
     rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
     flat = int(bad.flatten().nonzero()[0])
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape))
-    return Mismatch(count, bad.numel(), float(diff.max()), float(rel.max()), index,
-                    float(a[index]), float(e[index]))
+    return Mismatch(count, bad.numel(), float(diff.max()), float(rel.max()), index, float(a[index]), float(e[index]))
 
 
 def _tolerance(ctx: CaseContext, t: torch.Tensor) -> tuple[float, float]:
     return ctx.spec.tolerance_for(str(t.dtype).rsplit(".", 1)[-1])
 
 
-def _check_values(ctx: CaseContext, code: str, actual: Mapping[str, torch.Tensor],
-                  expected: Mapping[str, torch.Tensor], what: str,
-                  ignore: Mapping[str, torch.Tensor] | None = None) -> Outcome:
+def _check_values(
+    ctx: CaseContext,
+    code: str,
+    actual: Mapping[str, torch.Tensor],
+    expected: Mapping[str, torch.Tensor],
+    what: str,
+    ignore: Mapping[str, torch.Tensor] | None = None,
+) -> Outcome:
     problems, worst = [], 0.0
     if ctx.spec.canonicalize is not None:  # unspecified order: positions say nothing
         actual, expected, ignore = canonical(ctx.spec, actual), canonical(ctx.spec, expected), None
@@ -453,8 +467,9 @@ def run_reference(ctx: CaseContext, case: Case) -> list[Outcome]:
     return check_runs(ctx, case, initial, compare_values=ctx.spec.reference is not None)
 
 
-def check_runs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor],
-               compare_values: bool) -> list[Outcome]:
+def check_runs(
+    ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor], compare_values: bool
+) -> list[Outcome]:
     expected = expected_outputs(ctx, case, initial) if compare_values else None
     read_only = {t.name for t in ctx.spec.tensors if t.role is Role.IN}
     snapshot = {name: _bits(t).clone() for name, t in initial.items() if name in read_only}
@@ -468,8 +483,11 @@ def check_runs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]
     unwritten = {name: unwritten_mask(runs[0][name], runs[1][name]) for name in poisoned}
     outcomes = [_poison(unwritten)]
     if expected is not None:
-        outcomes.append(_check_values(ctx, codes.RESULT_MISMATCH, runs[0], expected,
-                                      "result differs from the reference", ignore=unwritten))
+        outcomes.append(
+            _check_values(
+                ctx, codes.RESULT_MISMATCH, runs[0], expected, "result differs from the reference", ignore=unwritten
+            )
+        )
     return [*outcomes, _determinism(ctx, runs, unwritten), _inputs_unchanged(initial, snapshot)]
 
 
@@ -481,13 +499,13 @@ def _poison(unwritten: Mapping[str, torch.Tensor]) -> Outcome:
     parts = []
     for name, mask in holes.items():
         first = tuple(int(i) for i in mask.nonzero()[0])
-        parts.append(f"{name}: {int(mask.sum())} of {mask.numel()} elements never written "
-                     f"(first at index {first})")
+        parts.append(f"{name}: {int(mask.sum())} of {mask.numel()} elements never written (first at index {first})")
     return Outcome(codes.OUTPUT_NOT_WRITTEN, False, "; ".join(parts), float(sum(int(m.sum()) for m in holes.values())))
 
 
-def _determinism(ctx: CaseContext, runs: list[dict[str, torch.Tensor]],
-                 unwritten: Mapping[str, torch.Tensor]) -> Outcome:
+def _determinism(
+    ctx: CaseContext, runs: list[dict[str, torch.Tensor]], unwritten: Mapping[str, torch.Tensor]
+) -> Outcome:
     """KD103: every run bitwise equal to the first, never-written elements aside."""
     if not ctx.spec.deterministic:
         return Outcome(codes.NONDETERMINISTIC, True, "declared nondeterministic")
@@ -500,10 +518,13 @@ def _determinism(ctx: CaseContext, runs: list[dict[str, torch.Tensor]],
             count = int(differs.sum())
             if count:
                 at = tuple(int(i) for i in differs.nonzero()[0])
-                return Outcome(codes.NONDETERMINISTIC, False,
-                               f"{name}: run {run_index} differs bitwise from run 1 in {count} elements "
-                               f"(first at index {at}: {float(value[at]):.9g} vs {float(first[name][at]):.9g})",
-                               float(count))
+                return Outcome(
+                    codes.NONDETERMINISTIC,
+                    False,
+                    f"{name}: run {run_index} differs bitwise from run 1 in {count} elements "
+                    f"(first at index {at}: {float(value[at]):.9g} vs {float(first[name][at]):.9g})",
+                    float(count),
+                )
     return Outcome(codes.NONDETERMINISTIC, True)
 
 
@@ -526,8 +547,14 @@ def run_graph(ctx: CaseContext, case: Case) -> list[Outcome]:
             call(ctx, case, args)
     except Exception as exc:
         synchronize()
-        return [Outcome(codes.CUDA_GRAPH, False, f"the call cannot be captured in a CUDA graph: {_first_line(exc)}",
-                        detail=str(exc))]
+        return [
+            Outcome(
+                codes.CUDA_GRAPH,
+                False,
+                f"the call cannot be captured in a CUDA graph: {_first_line(exc)}",
+                detail=str(exc),
+            )
+        ]
     fresh = make_initial(ctx, case, salt=7)
     for name, value in fresh.items():
         args.values[name].copy_(value)
@@ -567,7 +594,7 @@ def _arena(initial: Mapping[str, torch.Tensor]) -> Arena:
     views = {}
     for name, t in initial.items():
         nbytes = t.numel() * t.element_size()
-        views[name] = buffer[offsets[name]: offsets[name] + nbytes].view(t.dtype).view(t.shape)
+        views[name] = buffer[offsets[name] : offsets[name] + nbytes].view(t.dtype).view(t.shape)
     return Arena(buffer, views)
 
 
@@ -583,8 +610,9 @@ def _late_inputs(ctx: CaseContext, case: Case, salt: int = 13) -> tuple[Arena, t
     return arena, staging, real
 
 
-def _ordered_call(ctx: CaseContext, case: Case, code: str, delay_ns: int, pdl: bool,
-                  stream: torch.cuda.Stream, salt: int = 13) -> Outcome:
+def _ordered_call(
+    ctx: CaseContext, case: Case, code: str, delay_ns: int, pdl: bool, stream: torch.cuda.Stream, salt: int = 13
+) -> Outcome:
     arena, staging, real = _late_inputs(ctx, case, salt)
     expected = expected_or_plain(ctx, case, real)
     args = make_arguments(ctx, case, arena.views)
@@ -596,8 +624,11 @@ def _ordered_call(ctx: CaseContext, case: Case, code: str, delay_ns: int, pdl: b
         producer(arena.buffer, staging, delay_ns)
         call(ctx, case, args)
     synchronize()
-    what = ("with PDL, the result differs when the preceding kernel writes the inputs late"
-            if pdl else "on a non-default stream behind a delaying kernel, the result differs")
+    what = (
+        "with PDL, the result differs when the preceding kernel writes the inputs late"
+        if pdl
+        else "on a non-default stream behind a delaying kernel, the result differs"
+    )
     return _check_values(ctx, code, _written(ctx, args), expected, what)
 
 
@@ -627,8 +658,11 @@ def pdl_overlap(ctx: CaseContext, attempts: int = 3) -> tuple[bool, str]:
             if seen[0] == CANARY_STALE:
                 break
         overlap = seen[0] == CANARY_STALE
-        ctx._pdl_overlap = (overlap, f"PDL canary read {seen[0]:#x} before its wait and {seen[1]:#x} after "
-                                     f"(stale {CANARY_STALE:#x}, late {CANARY_LATE:#x})")
+        ctx._pdl_overlap = (
+            overlap,
+            f"PDL canary read {seen[0]:#x} before its wait and {seen[1]:#x} after "
+            f"(stale {CANARY_STALE:#x}, late {CANARY_LATE:#x})",
+        )
     return ctx._pdl_overlap
 
 
@@ -640,15 +674,22 @@ def run_pdl(ctx: CaseContext, case: Case) -> list[Outcome]:
     reported as inconclusive.
     """
     for repeat in range(PDL_REPEATS):
-        outcome = _ordered_call(ctx, case, codes.PDL_STALE_READ, PDL_DELAY_NS, True, torch.cuda.Stream(),
-                                salt=13 + repeat)
+        outcome = _ordered_call(
+            ctx, case, codes.PDL_STALE_READ, PDL_DELAY_NS, True, torch.cuda.Stream(), salt=13 + repeat
+        )
         if not outcome.passed:
             message = outcome.message + (f" (run {repeat + 1} of {PDL_REPEATS})" if repeat else "")
             return [Outcome(outcome.code, False, message, outcome.metric, outcome.detail)]
     overlap, canary = pdl_overlap(ctx)
     if not overlap:
-        return [Outcome(codes.PDL_STALE_READ, True,
-                        f"inconclusive: PDL launches did not overlap on this device ({canary})", detail=canary)]
+        return [
+            Outcome(
+                codes.PDL_STALE_READ,
+                True,
+                f"inconclusive: PDL launches did not overlap on this device ({canary})",
+                detail=canary,
+            )
+        ]
     return [Outcome(codes.PDL_STALE_READ, True, detail=canary)]
 
 
@@ -677,8 +718,9 @@ def _expect_rejection(ctx: CaseContext, case: Case, args: Arguments, what: str) 
     if error is None:
         return Outcome(codes.BAD_INPUT_NOT_REJECTED, False, f"{what} was accepted without an error")
     if CUDA_ERROR_TEXT.search(str(error)):
-        return Outcome(codes.BAD_INPUT_NOT_REJECTED, False,
-                       f"{what} was rejected only by a CUDA error: {_first_line(error)}")
+        return Outcome(
+            codes.BAD_INPUT_NOT_REJECTED, False, f"{what} was rejected only by a CUDA error: {_first_line(error)}"
+        )
     return Outcome(codes.BAD_INPUT_NOT_REJECTED, True, _first_line(error))
 
 
@@ -733,17 +775,27 @@ def run_bandwidth(ctx: CaseContext, case: Case) -> list[Outcome]:
     if ctx.spec.bytes_moved is not None:
         moved = int(ctx.spec.bytes_moved(args.values))
     else:
-        moved = sum(t.numel() * t.element_size() * (2 if spec_t.role is Role.INPLACE else 1)
-                    for spec_t in ctx.spec.tensors for t in [args.values[spec_t.name]])
+        moved = sum(
+            t.numel() * t.element_size() * (2 if spec_t.role is Role.INPLACE else 1)
+            for spec_t in ctx.spec.tensors
+            for t in [args.values[spec_t.name]]
+        )
     if moved < MIN_BANDWIDTH_BYTES:
-        return [Outcome(codes.BANDWIDTH_BELOW_FLOOR, True,
-                        f"inconclusive: one call moves {moved / 1e6:.1f} MB, under the "
-                        f"{MIN_BANDWIDTH_BYTES >> 20} MiB a bandwidth figure needs")]
+        return [
+            Outcome(
+                codes.BANDWIDTH_BELOW_FLOOR,
+                True,
+                f"inconclusive: one call moves {moved / 1e6:.1f} MB, under the "
+                f"{MIN_BANDWIDTH_BYTES >> 20} MiB a bandwidth figure needs",
+            )
+        ]
     seconds = _timed(lambda: call(ctx, case, args), BANDWIDTH_ITERS)
     achieved, peak = moved / seconds, copy_bandwidth(ctx)
     fraction = achieved / peak
-    message = (f"{achieved / 1e9:.0f} GB/s = {fraction:.0%} of the device copy bandwidth "
-               f"{peak / 1e9:.0f} GB/s ({moved / 1e6:.1f} MB per call, {seconds * 1e6:.1f} us)")
+    message = (
+        f"{achieved / 1e9:.0f} GB/s = {fraction:.0%} of the device copy bandwidth "
+        f"{peak / 1e9:.0f} GB/s ({moved / 1e6:.1f} MB per call, {seconds * 1e6:.1f} us)"
+    )
     return [Outcome(codes.BANDWIDTH_BELOW_FLOOR, fraction >= ctx.bandwidth_floor, message, fraction)]
 
 
@@ -775,4 +827,3 @@ def run_case(ctx: CaseContext, case: Case) -> list[Outcome]:
     outcomes = RUNNERS[case.kind](ctx, case)
     synchronize()
     return outcomes
-

@@ -72,15 +72,28 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_child(command: Sequence[str], env: Mapping[str, str], *, startup_timeout: float,
-              case_timeout: float, on_event: Callable[[dict], None] | None = None,
-              keep_output: bool = False) -> ChildExit:
+def run_child(
+    command: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    startup_timeout: float,
+    case_timeout: float,
+    on_event: Callable[[dict], None] | None = None,
+    keep_output: bool = False,
+) -> ChildExit:
     """Run ``command``; a timeout starts at launch and again at every ``begin`` event."""
     if stopping():
         return ChildExit(returncode=None, stopped=True)
-    proc = subprocess.Popen(list(command), env=dict(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-                            errors="replace", start_new_session=True)
+    proc = subprocess.Popen(
+        list(command),
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
     result = ChildExit(returncode=None)
@@ -105,7 +118,7 @@ def run_child(command: Sequence[str], env: Mapping[str, str], *, startup_timeout
             if not keep_output and len(result.output) > 4 * OUTPUT_TAIL_LINES:
                 del result.output[:-OUTPUT_TAIL_LINES]
             continue
-        event = json.loads(line[len(EVENT_PREFIX):])
+        event = json.loads(line[len(EVENT_PREFIX) :])
         result.events.append(event)
         if event["event"] == "begin":
             result.running_case = event["case"]

@@ -40,8 +40,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kernel-check", action="store_true", help="collect kernel specs (*_spec.py) as tests")
     group.addoption("--kernel-check-compile-only", action="store_true", help="only build the specs")
     group.addoption("--kernel-check-timeout", type=float, default=60.0, help="seconds one case may run")
-    group.addoption("--kernel-check-sanitize", default="memcheck,racecheck,initcheck,synccheck",
-                    help="compute-sanitizer tools, comma-separated ('' for none)")
+    group.addoption(
+        "--kernel-check-sanitize",
+        default="memcheck,racecheck,initcheck,synccheck",
+        help="compute-sanitizer tools, comma-separated ('' for none)",
+    )
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -144,8 +147,9 @@ class SpecItem(pytest.Item):
         if verdict.fails:
             raise KernelCheckFailure("\n".join(f"{f.path}:{f.line}: {f.code} {f.message}" for f in verdict.failing))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: TracebackStyle | None = None) -> str | TerminalRepr:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, KernelCheckFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)

@@ -70,8 +70,9 @@ class SummaryRow:
 def render_table(rows: list[SummaryRow]) -> str:
     """A fixed-width table; ``-`` where a check did not apply or did not run."""
     header = ["kernel"] + [title for title, _ in COLUMNS]
-    body = [[row.kernel] + [row.cells[key].text() if key in row.cells else NOT_RUN for _, key in COLUMNS]
-            for row in rows]
+    body = [
+        [row.kernel] + [row.cells[key].text() if key in row.cells else NOT_RUN for _, key in COLUMNS] for row in rows
+    ]
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -85,8 +86,9 @@ def reference_note(without_reference: list[str]) -> str:
     """The line under the table naming the specs that have no reference ("" when none)."""
     if not without_reference:
         return ""
-    return (f"{len(without_reference)} spec(s) without a reference ({', '.join(without_reference)}): "
-            f"ran poison, determinism, inputs, bad-input, pdl/stream/graph (against the plain launch), "
-            f"the sanitizers and the value profiles' safe contracts; needs a reference: ref (KD101) and "
-            f"the value profiles' match contracts")
-
+    return (
+        f"{len(without_reference)} spec(s) without a reference ({', '.join(without_reference)}): "
+        f"ran poison, determinism, inputs, bad-input, pdl/stream/graph (against the plain launch), "
+        f"the sanitizers and the value profiles' safe contracts; needs a reference: ref (KD101) and "
+        f"the value profiles' match contracts"
+    )

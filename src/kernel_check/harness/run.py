@@ -125,8 +125,12 @@ def children_fitting(gpus: tuple[str, ...]) -> int:
     """How many children the emptiest of ``gpus`` holds (CHILD_MEMORY_MIB each); a large
     number when nvidia-smi cannot say."""
     try:
-        listing = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.free", "--format=csv,noheader,nounits"],
-                                 capture_output=True, text=True, timeout=30).stdout
+        listing = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,memory.free", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return 1 << 10
     free = {}
@@ -232,16 +236,21 @@ def _fault_message(exit_: ChildExit) -> str:
     return f"the process died (exit status {exit_.returncode})" + (f": {lines[-1][:300]}" if lines else "")
 
 
-def _record_stop(run: SpecRun, case: Case, exit_: ChildExit, plan: list[Case], skip: set[int],
-                 timeout: float) -> None:
+def _record_stop(run: SpecRun, case: Case, exit_: ChildExit, plan: list[Case], skip: set[int], timeout: float) -> None:
     """Turn a hang or a fault at ``case`` into results/findings; mark what to skip after it."""
     spec = run.spec
     if exit_.timed_out:
         run.hung.add(case.inst)
         run.notes[(case.inst, CHECK_CODE[case.kind])] = "hang"
-        run.findings.append(make_finding(
-            spec, codes.KERNEL_HANG, f"{spec.name}[{case.inst}] {case.label}: no progress for {timeout:g} s; "
-                           f"killed, the rest of this instantiation skipped", exit_.output_tail))
+        run.findings.append(
+            make_finding(
+                spec,
+                codes.KERNEL_HANG,
+                f"{spec.name}[{case.inst}] {case.label}: no progress for {timeout:g} s; "
+                f"killed, the rest of this instantiation skipped",
+                exit_.output_tail,
+            )
+        )
         skip.update(c.index for c in plan if c.inst == case.inst)
         return
     message = _fault_message(exit_)
@@ -249,9 +258,14 @@ def _record_stop(run: SpecRun, case: Case, exit_: ChildExit, plan: list[Case], s
         run.results.append((case, Outcome(codes.BAD_INPUT_NOT_REJECTED, False, message, detail=exit_.output_tail)))
         return
     run.notes[(case.inst, CHECK_CODE[case.kind])] = "crash"
-    run.findings.append(make_finding(
-        spec, codes.KERNEL_FAULT, f"{spec.name}[{case.inst}] {case.label}: the kernel faulted: {message}",
-        exit_.output_tail))
+    run.findings.append(
+        make_finding(
+            spec,
+            codes.KERNEL_FAULT,
+            f"{spec.name}[{case.inst}] {case.label}: the kernel faulted: {message}",
+            exit_.output_tail,
+        )
+    )
     # the kernel faults on valid input: only the bad-input checks still say something
     skip.update(c.index for c in plan if c.inst == case.inst and c.kind is not CaseKind.BAD_INPUT)
 
@@ -275,26 +289,36 @@ def run_child_retrying(command: list[str], env: dict[str, str], **kwargs: Any) -
     return exit_, _child_failure(exit_)
 
 
-def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, workdir: Path,
-              progress: Progress) -> None:
+def run_cases(
+    run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, workdir: Path, progress: Progress
+) -> None:
     spec = run.spec
     plan = plan_cases(spec)
     by_index = {c.index: c for c in plan}
     libraries = builds.libraries.get(spec.name, {})
     skip: set[int] = {c.index for c in plan if c.inst not in libraries}
+
     def on_event(event: dict) -> None:
         if event["event"] == "begin":
             progress.status(f"{spec.name}: {by_index[event['case']].label}")
 
     start, attempt = 0, 0
     while start < len(plan):
-        job = Job(spec.spec_path, spec.name, "cases", libraries, probe=builds.probe, start=start,
-                  skip=sorted(skip), bandwidth_floor=options.bandwidth_floor,
-                  exports=builds.exports_of(spec.name, libraries))
+        job = Job(
+            spec.spec_path,
+            spec.name,
+            "cases",
+            libraries,
+            probe=builds.probe,
+            start=start,
+            skip=sorted(skip),
+            bandwidth_floor=options.bandwidth_floor,
+            exports=builds.exports_of(spec.name, libraries),
+        )
         command = _child_command(job, workdir, f"{spec.name}-cases-{attempt}")
         exit_, failure = run_child_retrying(
-            command, _child_env(gpu), startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout,
-            on_event=on_event)
+            command, _child_env(gpu), startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout, on_event=on_event
+        )
         if failure is not None:
             run.environment.append(f"{spec.name}: cases: {failure}")
             run.complete = False
@@ -308,8 +332,14 @@ def run_cases(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, w
             return
         if exit_.running_case is None:  # the harness itself failed (spec, import, tvm-ffi)
             error = next((e["error"] for e in exit_.events if e["event"] == "error"), exit_.output_tail)
-            run.findings.append(make_finding(spec, codes.KERNEL_FAULT, f"{spec.name}: the harness child failed "
-                                             f"before its cases ran (exit {exit_.returncode})", error))
+            run.findings.append(
+                make_finding(
+                    spec,
+                    codes.KERNEL_FAULT,
+                    f"{spec.name}: the harness child failed before its cases ran (exit {exit_.returncode})",
+                    error,
+                )
+            )
             return
         _record_stop(run, by_index[exit_.running_case], exit_, plan, skip, options.timeout)
         start = exit_.running_case + 1
@@ -356,8 +386,9 @@ def sanitizer_tools(run: SpecRun, libraries: dict[str, str], options: RunOptions
     return [t for t in options.sanitize if live and plan_sanitize(run.spec, t)]
 
 
-def run_sanitizer(run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOptions, gpu: str,
-                  workdir: Path, progress: Progress) -> None:
+def run_sanitizer(
+    run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOptions, gpu: str, workdir: Path, progress: Progress
+) -> None:
     """One compute-sanitizer tool over one spec's small cases, in its own child process."""
     spec = run.spec
     kernels = spec_kernel_names(spec, lineinfo)
@@ -375,8 +406,9 @@ def run_sanitizer(run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOpt
     for attempt in range(2):  # once more when the environment failed (a busy GPU)
         if attempt:
             time.sleep(ENVIRONMENT_RETRY_DELAY)
-        tool_run = run_tool(tool, command, timeout=options.sanitize_timeout, kernels=filters,
-                            api_errors=False, env=_child_env(gpu))
+        tool_run = run_tool(
+            tool, command, timeout=options.sanitize_timeout, kernels=filters, api_errors=False, env=_child_env(gpu)
+        )
         failure = _sanitizer_failure(tool_run, kernels)
         if failure is None or tool_run.stopped:
             break
@@ -389,16 +421,28 @@ def run_sanitizer(run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOpt
     if options.sanitizer_log_dir is not None:
         options.sanitizer_log_dir.mkdir(parents=True, exist_ok=True)
         (options.sanitizer_log_dir / f"{spec.name}-{tool}.txt").write_text(tool_run.output)
-    found = report_findings(tool_run.reports, fallback=launcher_location(spec), context=spec.name,
-                            kernels=kernels, search=source_dirs(spec))
+    found = report_findings(
+        tool_run.reports, fallback=launcher_location(spec), context=spec.name, kernels=kernels, search=source_dirs(spec)
+    )
     if tool_run.timed_out:
-        found.append(make_finding(spec, codes.KERNEL_HANG, f"{spec.name}: {tool} run did not finish within "
-                                  f"{options.sanitize_timeout:g} s", tool_run.output[-4000:]))
+        found.append(
+            make_finding(
+                spec,
+                codes.KERNEL_HANG,
+                f"{spec.name}: {tool} run did not finish within {options.sanitize_timeout:g} s",
+                tool_run.output[-4000:],
+            )
+        )
     elif tool_run.command_failed and not found:
         error = next((ln for ln in reversed(tool_run.output.splitlines()) if ln.strip()), "")
-        found.append(make_finding(spec, codes.KERNEL_FAULT, f"{spec.name}: the {tool} run failed (exit "
-                                  f"{tool_run.returncode}) without a report: {error[:300]}",
-                                  tool_run.output[-4000:]))
+        found.append(
+            make_finding(
+                spec,
+                codes.KERNEL_FAULT,
+                f"{spec.name}: the {tool} run failed (exit {tool_run.returncode}) without a report: {error[:300]}",
+                tool_run.output[-4000:],
+            )
+        )
     with run.lock:
         run.findings.extend(found)
         run.sanitizer[tool] = len(found)
@@ -420,15 +464,24 @@ def run_bandwidth(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: st
     live = {i: lib for i, lib in builds.libraries.get(spec.name, {}).items() if i not in run.hung}
     if not plan or not live:
         return
-    job = Job(spec.spec_path, spec.name, "bandwidth", live, bandwidth_floor=options.bandwidth_floor,
-              exports=builds.exports_of(spec.name, live))
-    exit_ = run_child(_child_command(job, workdir, f"{spec.name}-bandwidth"), _child_env(gpu),
-                      startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout)
+    job = Job(
+        spec.spec_path,
+        spec.name,
+        "bandwidth",
+        live,
+        bandwidth_floor=options.bandwidth_floor,
+        exports=builds.exports_of(spec.name, live),
+    )
+    exit_ = run_child(
+        _child_command(job, workdir, f"{spec.name}-bandwidth"),
+        _child_env(gpu),
+        startup_timeout=STARTUP_TIMEOUT,
+        case_timeout=options.timeout,
+    )
     _collect(exit_, {c.index: c for c in plan}, run)
 
 
-def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOptions, gpu: str,
-                        workdir: Path) -> None:
+def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOptions, gpu: str, workdir: Path) -> None:
     """KD501 for several specs in one child (one start-up, one copy-bandwidth measurement);
     the specs that child did not finish are measured again one by one."""
     batch = []
@@ -438,12 +491,28 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
             batch.append((run, live))
     if not batch:
         return
-    job = Job(batch[0][0].spec.spec_path, batch[0][0].spec.name, "bandwidth", batch[0][1],
-              bandwidth_floor=options.bandwidth_floor,
-              batch=[{"spec_path": r.spec.spec_path, "spec_name": r.spec.name, "libraries": live,
-                      "exports": builds.exports_of(r.spec.name, live)} for r, live in batch])
-    exit_ = run_child(_child_command(job, workdir, "bandwidth-batch"), _child_env(gpu),
-                      startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout)
+    job = Job(
+        batch[0][0].spec.spec_path,
+        batch[0][0].spec.name,
+        "bandwidth",
+        batch[0][1],
+        bandwidth_floor=options.bandwidth_floor,
+        batch=[
+            {
+                "spec_path": r.spec.spec_path,
+                "spec_name": r.spec.name,
+                "libraries": live,
+                "exports": builds.exports_of(r.spec.name, live),
+            }
+            for r, live in batch
+        ],
+    )
+    exit_ = run_child(
+        _child_command(job, workdir, "bandwidth-batch"),
+        _child_env(gpu),
+        startup_timeout=STARTUP_TIMEOUT,
+        case_timeout=options.timeout,
+    )
     by_name = {r.spec.name: r for r, _ in batch}
     done: set[str] = set()
     if exit_.stopped:
@@ -480,21 +549,25 @@ def summary_rows(runs: list[SpecRun], builds: SpecBuilds, tools: tuple[str, ...]
                     if outcome.passed and outcome.message.startswith("inconclusive"):
                         row.cell(outcome.code).note = "n/a"
                     elif outcome.code == codes.BANDWIDTH_BELOW_FLOOR and outcome.metric is not None:
-                        row.cell(codes.BANDWIDTH_BELOW_FLOOR).note = \
-                            f"{outcome.metric:.0%}" + ("" if outcome.passed else " low")
+                        row.cell(codes.BANDWIDTH_BELOW_FLOOR).note = f"{outcome.metric:.0%}" + (
+                            "" if outcome.passed else " low"
+                        )
             for (note_inst, column), note in run.notes.items():
                 if note_inst == inst.id:
                     row.cell(column).note = note
             for tool in tools:
                 if built and tool in run.sanitizer:
-                    row.cells[tool] = Cell(passed=run.sanitizer[tool] == 0,
-                                           note="" if run.sanitizer[tool] == 0 else f"FAIL {run.sanitizer[tool]}")
+                    row.cells[tool] = Cell(
+                        passed=run.sanitizer[tool] == 0,
+                        note="" if run.sanitizer[tool] == 0 else f"FAIL {run.sanitizer[tool]}",
+                    )
             rows.append(row)
     return rows
 
 
-def _cases_task(run: SpecRun, builds: SpecBuilds, options: RunOptions, slots: GpuSlots, workdir: Path,
-                progress: Progress) -> None:
+def _cases_task(
+    run: SpecRun, builds: SpecBuilds, options: RunOptions, slots: GpuSlots, workdir: Path, progress: Progress
+) -> None:
     with slots.take() as gpu:
         run_cases(run, builds, options, gpu, workdir, progress)
     failed = sum(1 for _, o in run.results if not o.passed) + len(run.findings)
@@ -502,19 +575,35 @@ def _cases_task(run: SpecRun, builds: SpecBuilds, options: RunOptions, slots: Gp
     progress.finished(f"{run.spec.name}: cases " + (verdict if run.complete else f"stopped ({verdict} so far)"))
 
 
-def _sanitizer_task(run: SpecRun, tool: str, lineinfo: SpecBuilds, options: RunOptions, slots: GpuSlots,
-                    workdir: Path, progress: Progress) -> None:
+def _sanitizer_task(
+    run: SpecRun,
+    tool: str,
+    lineinfo: SpecBuilds,
+    options: RunOptions,
+    slots: GpuSlots,
+    workdir: Path,
+    progress: Progress,
+) -> None:
     with slots.take() as gpu:
         run_sanitizer(run, tool, lineinfo, options, gpu, workdir, progress)
 
 
-def _run_all(runs: list[SpecRun], builds: SpecBuilds, lineinfo: SpecBuilds | None, options: RunOptions,
-             slots: GpuSlots, workers: int, workdir: Path, progress: Progress) -> None:
+def _run_all(
+    runs: list[SpecRun],
+    builds: SpecBuilds,
+    lineinfo: SpecBuilds | None,
+    options: RunOptions,
+    slots: GpuSlots,
+    workers: int,
+    workdir: Path,
+    progress: Progress,
+) -> None:
     """Each spec's cases, then (as soon as they end) each of its sanitizer tools, all as
     separate units on the GPU slots: a spec's tools run side by side, next to other specs."""
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending: dict[Future, tuple[SpecRun, bool]] = {
-            pool.submit(_cases_task, run, builds, options, slots, workdir, progress): (run, True) for run in runs}
+            pool.submit(_cases_task, run, builds, options, slots, workdir, progress): (run, True) for run in runs
+        }
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -535,15 +624,25 @@ def _run_all(runs: list[SpecRun], builds: SpecBuilds, lineinfo: SpecBuilds | Non
                     pending[task] = (run, False)
 
 
-def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
-              on_builds: Callable[[SpecBuilds], None] | None = None) -> HarnessResult:
+def run_specs(
+    specs: list[KernelSpec],
+    options: RunOptions,
+    progress: Progress,
+    on_builds: Callable[[SpecBuilds], None] | None = None,
+) -> HarnessResult:
     """Build, run, sanitize and measure every spec; the findings of all of it."""
     progress.add(len(specs) + 1)  # one module per spec, and the probe
     # one build serves the cases and the sanitizers: -lineinfo adds line tables, not code
     # (the same SASS, the same registers), and building twice was half of a cold run
-    builds = build_specs(specs, lineinfo=bool(options.sanitize), with_probe=True, on_done=progress_lines(progress),
-                         register_budget=options.register_budget, per_kernel_budget=options.per_kernel_budget,
-                         include_dirs=options.include_dirs)
+    builds = build_specs(
+        specs,
+        lineinfo=bool(options.sanitize),
+        with_probe=True,
+        on_done=progress_lines(progress),
+        register_budget=options.register_budget,
+        per_kernel_budget=options.per_kernel_budget,
+        include_dirs=options.include_dirs,
+    )
     if on_builds is not None:
         on_builds(builds)
     lineinfo = builds if options.sanitize else None
@@ -562,15 +661,17 @@ def run_specs(specs: list[KernelSpec], options: RunOptions, progress: Progress,
         if options.bandwidth and not stopping():
             measured = [r for r in runs if r.spec.memory_bound]
             # one child per GPU measures its share of the specs, alone on that GPU
-            shares = [measured[i::len(gpus)] for i in range(len(gpus))]
+            shares = [measured[i :: len(gpus)] for i in range(len(gpus))]
 
             def measure(gpu: str, share: list[SpecRun]) -> None:
                 run_bandwidth_batch(share, builds, options, gpu, workdir)
 
             with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
                 list(pool.map(measure, gpus, shares))
-    by_spec = {run.spec.name: builds.by_spec.get(run.spec.name, []) + case_findings(run.spec, run.results)
-               + run.findings for run in runs}
+    by_spec = {
+        run.spec.name: builds.by_spec.get(run.spec.name, []) + case_findings(run.spec, run.results) + run.findings
+        for run in runs
+    }
     findings = sorted((f for fs in by_spec.values() for f in fs), key=Finding.sort_key)
     environment = [line for run in runs for line in run.environment]
     stopped = [run.spec.name for run in runs if not run.complete and not run.environment]
@@ -590,4 +691,3 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         yield
     finally:
         timer.cancel()
-

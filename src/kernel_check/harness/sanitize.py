@@ -28,8 +28,12 @@ from ..registry import get_rule
 from .child import CASE_MARKER
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
-TOOL_CODE = {"memcheck": codes.MEMCHECK, "racecheck": codes.RACECHECK, "initcheck": codes.INITCHECK,
-             "synccheck": codes.SYNCCHECK}
+TOOL_CODE = {
+    "memcheck": codes.MEMCHECK,
+    "racecheck": codes.RACECHECK,
+    "initcheck": codes.INITCHECK,
+    "synccheck": codes.SYNCCHECK,
+}
 ERROR_EXITCODE = 86
 PRINT_LIMIT = 64
 # initcheck watches every kernel (PyTorch's too, so that their writes count as initializing):
@@ -43,7 +47,8 @@ _THREAD = re.compile(r"by thread \((?P<thread>[\d,\s]+)\) in block \((?P<block>[
 _HAZARDS = re.compile(r"\[(\d+) hazards?\]")
 _NOT_A_REPORT = re.compile(
     r"^(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Target application returned|"
-    r"This tool|Note:|Internal Sanitizer Error: |Saved host backtrace|Host Frame)")
+    r"This tool|Note:|Internal Sanitizer Error: |Saved host backtrace|Host Frame)"
+)
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ def _blocks(output: str) -> Iterable[tuple[str, list[str]]]:
     case = current = ""
     for raw in output.splitlines():
         if raw.startswith(CASE_MARKER):
-            current = raw[len(CASE_MARKER):].strip()
+            current = raw[len(CASE_MARKER) :].strip()
             continue
         match = _LINE.match(raw)
         if not match:
@@ -160,8 +165,14 @@ def resolve_source(path: str, search: Sequence[Path]) -> str:
     return path
 
 
-def report_findings(reports: Iterable[SanitizerReport], *, fallback: Location, context: str = "",
-                    kernels: Sequence[str] = (), search: Sequence[Path] = ()) -> list[Finding]:
+def report_findings(
+    reports: Iterable[SanitizerReport],
+    *,
+    fallback: Location,
+    context: str = "",
+    kernels: Sequence[str] = (),
+    search: Sequence[Path] = (),
+) -> list[Finding]:
     """One finding per distinct report; ``kernels`` (when given) keeps only those kernels'.
 
     ``search`` holds the folders where a report's bare file name is looked up.
@@ -207,16 +218,26 @@ def find_sanitizer() -> str | None:
     return None
 
 
-def sanitizer_command(sanitizer: str, tool: str, command: Sequence[str], *, kernels: Sequence[str] = (),
-                      api_errors: bool = True) -> list[str]:
+def sanitizer_command(
+    sanitizer: str, tool: str, command: Sequence[str], *, kernels: Sequence[str] = (), api_errors: bool = True
+) -> list[str]:
     """The compute-sanitizer command line for one tool around ``command``.
 
     ``kernels`` limits checking to kernels whose name contains one of them (the filters
     are additive); the others run uninstrumented, which matters most for racecheck.
     """
     limit = PRINT_LIMIT if kernels else PRINT_LIMIT_UNFILTERED.get(tool, PRINT_LIMIT)
-    args = [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE),
-            "--print-limit", str(limit), "--target-processes", "all"]
+    args = [
+        sanitizer,
+        "--tool",
+        tool,
+        "--error-exitcode",
+        str(ERROR_EXITCODE),
+        "--print-limit",
+        str(limit),
+        "--target-processes",
+        "all",
+    ]
     if not api_errors:
         args += ["--report-api-errors", "no"]
     for kernel in kernels:
@@ -246,30 +267,43 @@ class ToolRun:
         return self.timed_out or self.returncode not in (0, ERROR_EXITCODE)
 
 
-def run_tool(tool: str, command: Sequence[str], *, timeout: float, kernels: Sequence[str] = (),
-             api_errors: bool = True, env: Mapping[str, str] | None = None) -> ToolRun:
+def run_tool(
+    tool: str,
+    command: Sequence[str],
+    *,
+    timeout: float,
+    kernels: Sequence[str] = (),
+    api_errors: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> ToolRun:
     """Run ``command`` under one tool (a timeout kills the whole process group)."""
     from .process import run_child
 
     sanitizer = find_sanitizer()
     if sanitizer is None:
         raise FileNotFoundError("compute-sanitizer not found (it ships with the CUDA toolkit)")
-    exit_ = run_child(sanitizer_command(sanitizer, tool, command, kernels=kernels, api_errors=api_errors),
-                      sanitizer_env(env), startup_timeout=timeout, case_timeout=timeout, keep_output=True)
+    exit_ = run_child(
+        sanitizer_command(sanitizer, tool, command, kernels=kernels, api_errors=api_errors),
+        sanitizer_env(env),
+        startup_timeout=timeout,
+        case_timeout=timeout,
+        keep_output=True,
+    )
     output = "\n".join(exit_.output)
     return ToolRun(tool, exit_.returncode, exit_.timed_out, parse_output(tool, output), output, exit_.stopped)
 
 
-def sanitize_command(command: Sequence[str], tools: Sequence[str], *, timeout: float,
-                     root: Path) -> tuple[list[Finding], list[ToolRun]]:
+def sanitize_command(
+    command: Sequence[str], tools: Sequence[str], *, timeout: float, root: Path
+) -> tuple[list[Finding], list[ToolRun]]:
     """``kernel-check sanitize -- <command>``: every tool in turn, findings from all."""
-    fallback = Location(display_path(root / "pyproject.toml") if (root / "pyproject.toml").exists()
-                        else ".", 1)
+    fallback = Location(display_path(root / "pyproject.toml") if (root / "pyproject.toml").exists() else ".", 1)
     findings: list[Finding] = []
     runs = []
     for tool in tools:
         run = run_tool(tool, command, timeout=timeout)
         runs.append(run)
-        findings.extend(report_findings(run.reports, fallback=fallback, context=" ".join(command)[:120],
-                                        search=(Path.cwd(), root)))
+        findings.extend(
+            report_findings(run.reports, fallback=fallback, context=" ".join(command)[:120], search=(Path.cwd(), root))
+        )
     return findings, runs

@@ -86,6 +86,7 @@ DTYPES: dict[str, tuple[int, str]] = {
 def itemsize(dtype: str) -> int:
     return DTYPES[dtype][0]
 
+
 # Default (rtol, atol) per dtype: torch.testing.assert_close's defaults, plus fp8 (not
 # covered there) at one unit in the last place of e4m3/e5m2.
 DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
@@ -394,8 +395,7 @@ def _numel(shape: tuple[Dim, ...], sizes: Sizes) -> int:
     return total
 
 
-_DIM_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-                  ast.FloorDiv: operator.floordiv}
+_DIM_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
 
 
 def _dim_tree(dim: str) -> ast.expr:
@@ -404,9 +404,11 @@ def _dim_tree(dim: str) -> ast.expr:
     except SyntaxError as exc:
         raise SpecError(f"dimension {dim!r} is not an axis name nor an expression (+ - * // over axes)") from exc
     for node in ast.walk(tree):
-        allowed = (isinstance(node, (ast.Name, ast.Load, *_DIM_OPERATORS))
-                   or (isinstance(node, ast.Constant) and isinstance(node.value, int))
-                   or (isinstance(node, ast.BinOp) and type(node.op) in _DIM_OPERATORS))
+        allowed = (
+            isinstance(node, (ast.Name, ast.Load, *_DIM_OPERATORS))
+            or (isinstance(node, ast.Constant) and isinstance(node.value, int))
+            or (isinstance(node, ast.BinOp) and type(node.op) in _DIM_OPERATORS)
+        )
         if not allowed:
             raise SpecError(f"dimension {dim!r}: only integers, axis names and + - * // are allowed")
     return tree
@@ -484,14 +486,16 @@ def _validate_instantiation(spec: KernelSpec, inst: Instantiation) -> None:
     for tensor in spec.tensors:
         dtype = spec.tensor_dtype(tensor, inst)
         if dtype not in DTYPES:
-            _fail(spec, f"instantiation {inst.id}: tensor {tensor.name} has dtype {dtype!r}, "
-                        f"which is neither a dtype name nor bound by `dtypes`")
+            _fail(
+                spec,
+                f"instantiation {inst.id}: tensor {tensor.name} has dtype {dtype!r}, "
+                f"which is neither a dtype name nor bound by `dtypes`",
+            )
         width = spec.vector_bytes_of(tensor, inst)
         if width < 0 or width & (width - 1):
             _fail(spec, f"instantiation {inst.id}: tensor {tensor.name}: vector_bytes {width} is not a power of two")
         if width and width < itemsize(dtype):
-            _fail(spec, f"tensor {tensor.name}: vector_bytes {width} is narrower "
-                        f"than one {dtype} element")
+            _fail(spec, f"tensor {tensor.name}: vector_bytes {width} is narrower than one {dtype} element")
     names = {t.name for t in spec.tensors}
     for name in inst.vector_bytes:
         if name not in names:

@@ -61,8 +61,9 @@ def render(
     if statistics and fmt not in STATISTICS_FORMATS:
         raise ValueError(f"no statistics in {fmt!r} (choose from {', '.join(STATISTICS_FORMATS)})")
     base = repository_root(Path(root)) if fmt in REPOSITORY_RELATIVE else Path(root)
-    ctx = Context(root=base, summary=summary or Summary(), color=color, statuses=statuses or {},
-                  for_people=fmt in HUMAN_FORMATS)
+    ctx = Context(
+        root=base, summary=summary or Summary(), color=color, statuses=statuses or {}, for_people=fmt in HUMAN_FORMATS
+    )
     ordered = sort_findings(findings)
     if statistics:
         return stats.render(ordered, ctx, as_json=fmt == "json")

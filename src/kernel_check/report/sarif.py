@@ -25,9 +25,7 @@ from ..paths import root_relative
 from ..registry import RuleMeta
 from .common import PROJECT_URL, Context, rule_meta
 
-SCHEMA_URI = (
-    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-)
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "kernelCheckLineHash/v1"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -166,9 +164,7 @@ def render(findings: list[Finding], ctx: Context) -> str:
         "tool": {"driver": driver},
         "originalUriBaseIds": {SRCROOT: {"uri": _file_uri(ctx.root).rstrip("/") + "/"}},
         "columnKind": "unicodeCodePoints",
-        "results": [
-            _result(f, index[f.code], fp, ctx) for f, fp in zip(findings, fingerprints, strict=True)
-        ],
+        "results": [_result(f, index[f.code], fp, ctx) for f, fp in zip(findings, fingerprints, strict=True)],
     }
     log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
     return json.dumps(log, indent=2, ensure_ascii=False)

@@ -34,8 +34,7 @@ def _table(rows: list[CodeCount]) -> list[str]:
     count_width = max((len(str(row.count)) for row in rows), default=1)
     code_width = max((len(row.code) for row in rows), default=1)
     return [
-        f"{row.count:>{count_width}}  {row.code:<{code_width}}  "
-        f"{'[*]' if row.fixable else '[ ]'} {row.name}"
+        f"{row.count:>{count_width}}  {row.code:<{code_width}}  {'[*]' if row.fixable else '[ ]'} {row.name}"
         for row in rows
     ]
 

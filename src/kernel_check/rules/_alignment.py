@@ -57,8 +57,11 @@ def launchers_with_chains(
     for launcher in model.functions:
         if launcher.kind is not FunctionKind.HOST or not launcher.usr:
             continue
-        chains = [c for c in model.launcher_facts.matcher_chains
-                  if c.function == launcher.usr and (c.alignments or not aligned_only)]
+        chains = [
+            c
+            for c in model.launcher_facts.matcher_chains
+            if c.function == launcher.usr and (c.alignments or not aligned_only)
+        ]
         if chains:
             yield launcher, chains
 
@@ -81,8 +84,11 @@ def vector_feeds(model: SourceModel, launcher: Function, depth: int = 0) -> list
                     tensor = f"{argument.tensor}.{field}" if argument.field == "*" else argument.tensor
                     widths = [(use, use.width.substitute(mapping)) for use in param_uses]
                     # a one-byte "vector" (`AlignedVector<fp8_t, 1>`, a `kVecN = 1` fallback) needs no alignment
-                    feeds += [VectorFeed(tensor, launch, kernel.name, use.access, width, kernel.guard)
-                              for use, width in widths if width.evaluate({}) not in (0, 1)]
+                    feeds += [
+                        VectorFeed(tensor, launch, kernel.name, use.access, width, kernel.guard)
+                        for use, width in widths
+                        if width.evaluate({}) not in (0, 1)
+                    ]
     return feeds + _helper_feeds(model, launcher, depth)
 
 
@@ -95,8 +101,11 @@ def _helper_feeds(model: SourceModel, launcher: Function, depth: int) -> list[Ve
         if handoff.function != launcher.usr or helper is None or helper is launcher or depth >= MAX_CALL_DEPTH:
             continue
         name = f"#{handoff.argument}.{handoff.field}" if handoff.field else f"#{handoff.argument}"
-        feeds += [replace(feed, tensor=handoff.tensor) for feed in vector_feeds(model, helper, depth + 1)
-                  if feed.tensor == name]
+        feeds += [
+            replace(feed, tensor=handoff.tensor)
+            for feed in vector_feeds(model, helper, depth + 1)
+            if feed.tensor == name
+        ]
     return feeds
 
 

@@ -26,15 +26,20 @@ _QUALIFIERS = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")
 
 def location_of(model: SourceModel, span: Span) -> Location:
     """A reportable location; clang's byte columns become character columns."""
-    return Location(model.path, span.line, _char_column(model, span.line, span.column),
-                    span.end_line, _char_column(model, span.end_line, span.end_column))
+    return Location(
+        model.path,
+        span.line,
+        _char_column(model, span.line, span.column),
+        span.end_line,
+        _char_column(model, span.end_line, span.end_column),
+    )
 
 
 def _char_column(model: SourceModel, line: int, byte_column: int) -> int:
     raw = model.line_bytes(line)
     if raw.isascii():
         return byte_column
-    return len(raw[:byte_column - 1].decode("utf-8", errors="replace")) + 1
+    return len(raw[: byte_column - 1].decode("utf-8", errors="replace")) + 1
 
 
 def bare_type_name(spelling: str) -> str:
@@ -55,12 +60,19 @@ def struct_for_type(model: SourceModel, type_: TypeInfo) -> Struct | None:
 
 # ---- dataflow and PDL helpers (KC102, KC201-KC204) ----
 
+
 def dataflow_of(model: SourceModel, function: Function) -> FunctionDataflow | None:
     """The body facts of a kernel or device function definition (None for declarations)."""
     if function.body is None:
         return None
-    return next((flow for flow in model.dataflow_facts.functions
-                 if flow.function_usr == function.usr and flow.body == function.body), None)
+    return next(
+        (
+            flow
+            for flow in model.dataflow_facts.functions
+            if flow.function_usr == function.usr and flow.body == function.body
+        ),
+        None,
+    )
 
 
 def pdl_waits(flow: FunctionDataflow) -> list[PdlCall]:
@@ -71,8 +83,12 @@ def pdl_waits(flow: FunctionDataflow) -> list[PdlCall]:
 
 def launches_of(model: SourceModel, kernel: Function) -> list[tuple[Launch, LaunchedKernel]]:
     """The launches of this file that can launch `kernel` (matched by clang USR)."""
-    return [(launch, launched) for launch in model.launches for launched in launch.kernels
-            if kernel.usr and launched.usr == kernel.usr]
+    return [
+        (launch, launched)
+        for launch in model.launches
+        for launched in launch.kernels
+        if kernel.usr and launched.usr == kernel.usr
+    ]
 
 
 # ---- integer declarations (KC110, KC111) ----

@@ -41,7 +41,7 @@ def _needs_restrict(entity: Param | Field) -> bool:
 def _restrict_fix(data: bytes, offset: int | None) -> Fix | None:
     if offset is None:
         return None
-    following = data[offset:offset + 1]
+    following = data[offset : offset + 1]
     replacement = " __restrict__" if following in (b" ", b"\t", b")", b",") else " __restrict__ "
     return Fix("insert __restrict__", (TextEdit(offset, offset, replacement),))
 

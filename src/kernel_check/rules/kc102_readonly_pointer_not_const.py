@@ -49,13 +49,20 @@ from kernel_check.rules._common import dataflow_of, location_of
 def _candidate(param: Param) -> bool:
     """A named, single-level, non-function pointer to non-const data."""
     canonical = param.type.canonical
-    return (bool(param.name) and param.type.is_pointer and not param.type.pointee_const
-            and canonical.count("*") == 1 and "(*)" not in canonical)
+    return (
+        bool(param.name)
+        and param.type.is_pointer
+        and not param.type.pointee_const
+        and canonical.count("*") == 1
+        and "(*)" not in canonical
+    )
 
 
 def _may_be_written(flow: FunctionDataflow, index: int) -> bool:
-    return any(access.param_index == index and not access.fields
-               and access.kind in (AccessKind.WRITE, AccessKind.ESCAPE) for access in flow.accesses)
+    return any(
+        access.param_index == index and not access.fields and access.kind in (AccessKind.WRITE, AccessKind.ESCAPE)
+        for access in flow.accesses
+    )
 
 
 @rule("KC102")

@@ -35,8 +35,9 @@ from kernel_check.model import Function, Launch, Param, ShapeArgument, SourceMod
 from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
 
-_NARROW_CANONICAL = frozenset({"int", "unsigned int", "short", "unsigned short", "char",
-                               "signed char", "unsigned char"})
+_NARROW_CANONICAL = frozenset(
+    {"int", "unsigned int", "short", "unsigned short", "char", "signed char", "unsigned char"}
+)
 
 
 @rule("KC111")
@@ -79,8 +80,9 @@ def _describe(text: str, source: str) -> str:
     return f"64-bit shape/stride value `{text}`{origin}"
 
 
-def _bound_parameters(site: Launch, kernel: Function,
-                      arguments: list[ShapeArgument]) -> Iterator[tuple[ShapeArgument, Param]]:
+def _bound_parameters(
+    site: Launch, kernel: Function, arguments: list[ShapeArgument]
+) -> Iterator[tuple[ShapeArgument, Param]]:
     """The kernel parameter each shape argument of the launch binds to (by position)."""
     positions = {span: index for index, span in enumerate(site.argument_spans)}
     for argument in arguments:

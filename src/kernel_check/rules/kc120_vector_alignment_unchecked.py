@@ -71,8 +71,9 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         if not feeds:
             continue
         aligned = {v.name for c in chains for v in c.verified if v.alignment is not None}
-        checked_by_hand = {u.tensor for u in model.launcher_facts.tensor_data_uses
-                           if u.function == launcher.usr and u.in_check}
+        checked_by_hand = {
+            u.tensor for u in model.launcher_facts.tensor_data_uses if u.function == launcher.usr and u.in_check
+        }
         checked_by_hand |= {t.tensor for t in model.launcher_facts.alignment_tests if t.function == launcher.usr}
         for chain in chains:
             unaligned = _unaligned_feeds(chain, feeds, aligned | checked_by_hand)
@@ -90,17 +91,22 @@ def _unaligned_feeds(chain: MatcherChain, feeds: list[VectorFeed], aligned: set[
     return reported
 
 
-def _finding(model: SourceModel, ctx: RuleContext, chain: MatcherChain, feeds: list[VectorFeed],
-             scope: LauncherScope) -> Finding:
+def _finding(
+    model: SourceModel, ctx: RuleContext, chain: MatcherChain, feeds: list[VectorFeed], scope: LauncherScope
+) -> Finding:
     tensors = sorted({f.tensor for f in feeds})
     first = feeds[0]
     names = ", ".join(f"'{t}'" for t in tensors)
     widths = {w for w in (fixed_value(f.width, scope) for f in feeds) if w is not None}
     width = f" {max(widths)}-byte" if widths else ""
     suggestion = _suggestion(model, tensors[0], max(widths) if widths else None)
-    related = [Related(access_location(model, first.access),
-                       f"vectorized{width} access ({first.access.type_text}) in '{first.kernel}'"),
-               Related(location_of(model, first.launch.span), "the launch")]
+    related = [
+        Related(
+            access_location(model, first.access),
+            f"vectorized{width} access ({first.access.type_text}) in '{first.kernel}'",
+        ),
+        Related(location_of(model, first.launch.span), "the launch"),
+    ]
     return ctx.finding(
         location_of(model, chain.span),
         f"tensor{'s' if len(tensors) > 1 else ''} {names} feed{'' if len(tensors) > 1 else 's'} "
@@ -114,6 +120,8 @@ def _suggestion(model: SourceModel, tensor: str, width: int | None) -> str:
     """`.ensure_alignment(w)`, or the check by hand when the user's TensorMatcher lacks it."""
     if model.header_library.provides("ensure_alignment"):
         return f"add `.ensure_alignment({width or 'w'})` before `.verify`"
-    return (f"this tree's `TensorMatcher` has no `ensure_alignment`, so check the base address and the outer "
-            f"strides by hand (`RuntimeCheck(reinterpret_cast<uintptr_t>({tensor}.data_ptr()) % {width or 'w'} == 0"
-            f", ...)`) or add `ensure_alignment` to `sgl_kernel/tensor.h`")
+    return (
+        f"this tree's `TensorMatcher` has no `ensure_alignment`, so check the base address and the outer "
+        f"strides by hand (`RuntimeCheck(reinterpret_cast<uintptr_t>({tensor}.data_ptr()) % {width or 'w'} == 0"
+        f", ...)`) or add `ensure_alignment` to `sgl_kernel/tensor.h`"
+    )

@@ -73,8 +73,9 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             for request in chain.alignments:
                 if request.span.start in reported:
                     continue
-                finding = _not_power_of_two(model, ctx, request, scope) or \
-                    _below_width(model, ctx, chain, request, feeds, scope)
+                finding = _not_power_of_two(model, ctx, request, scope) or _below_width(
+                    model, ctx, chain, request, feeds, scope
+                )
                 if finding is not None:
                     reported.add(request.span.start)
                     yield finding
@@ -88,21 +89,29 @@ def _element_sizes(chain: MatcherChain) -> tuple[int, ...]:
     return DEFAULT_ELEMENT_SIZES
 
 
-def _not_power_of_two(model: SourceModel, ctx: RuleContext, request: AlignmentRequest,
-                      scope: LauncherScope) -> Finding | None:
+def _not_power_of_two(
+    model: SourceModel, ctx: RuleContext, request: AlignmentRequest, scope: LauncherScope
+) -> Finding | None:
     bindings = instantiations([request.value], scope)
     evaluated = (request.value.evaluate(env) for env in bindings or [])
     values = [v for v in evaluated if v is not None]  # None: an instantiation that cannot compile
     if not values or any(is_power_of_two(v) for v in values):
         return None
     shown = ", ".join(str(v) for v in sorted(set(values))[:4])
-    return ctx.finding(location_of(model, request.span),
-                       f"ensure_alignment({request.text}) = {shown} is not a power of two; "
-                       "TensorMatcher rejects it on every call")
+    return ctx.finding(
+        location_of(model, request.span),
+        f"ensure_alignment({request.text}) = {shown} is not a power of two; TensorMatcher rejects it on every call",
+    )
 
 
-def _below_width(model: SourceModel, ctx: RuleContext, chain: MatcherChain, request: AlignmentRequest,
-                 feeds: list[VectorFeed], scope: LauncherScope) -> Finding | None:
+def _below_width(
+    model: SourceModel,
+    ctx: RuleContext,
+    chain: MatcherChain,
+    request: AlignmentRequest,
+    feeds: list[VectorFeed],
+    scope: LauncherScope,
+) -> Finding | None:
     tensors = {v.name for v in chain.verified if v.alignment == request}
     for feed in feeds:
         if feed.tensor not in tensors:
@@ -115,8 +124,10 @@ def _below_width(model: SourceModel, ctx: RuleContext, chain: MatcherChain, requ
                 f"ensure_alignment({request.text}) checks {alignment}-byte alignment but kernel "
                 f"'{feed.kernel}' accesses '{feed.tensor}' {width} bytes at a time "
                 f"({feed.access.type_text}); the argument must be at least the vector width",
-                related=[Related(access_location(model, feed.access), f"the {width}-byte access"),
-                         Related(location_of(model, feed.launch.span), "the launch")],
+                related=[
+                    Related(access_location(model, feed.access), f"the {width}-byte access"),
+                    Related(location_of(model, feed.launch.span), "the launch"),
+                ],
             )
     return None
 

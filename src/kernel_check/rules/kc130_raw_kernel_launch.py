@@ -33,5 +33,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for launch in model.launches:
         if launch.syntax == "triple_chevron":
             name = launch.kernels[0].name if launch.kernels else "kernel"
-            yield ctx.finding(location_of(model, launch.span),
-                              f"raw `<<<...>>>` launch of '{name}'; use `host::LaunchKernel(grid, block, device)(...)`")
+            yield ctx.finding(
+                location_of(model, launch.span),
+                f"raw `<<<...>>>` launch of '{name}'; use `host::LaunchKernel(grid, block, device)(...)`",
+            )

@@ -55,8 +55,9 @@ def _validating_functions(model: SourceModel) -> set[str]:
 @rule("KC140")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
-    checks = [i for i in facts.tensor_inspections if i.function in _validating_functions(model)
-              and i.context == "check"]
+    checks = [
+        i for i in facts.tensor_inspections if i.function in _validating_functions(model) and i.context == "check"
+    ]
     checks.sort(key=lambda i: (i.span.line, i.span.start))
     for _, on_line in groupby(checks, key=lambda i: i.span.line):
         inspections = list(on_line)

@@ -37,16 +37,23 @@ from kernel_check.rules._common import location_of
 
 
 def _tensor_params(function: Function) -> list[str]:
-    return [p.name for p in function.params
-            if p.name and p.type.canonical.replace("const ", "").rstrip(" &") == "tvm::ffi::TensorView"]
+    return [
+        p.name
+        for p in function.params
+        if p.name and p.type.canonical.replace("const ", "").rstrip(" &") == "tvm::ffi::TensorView"
+    ]
 
 
 def _verified_by_callers(model: SourceModel, function: Function, seen: frozenset[str] = frozenset()) -> bool:
     """Whether a caller in this file that receives or verifies tensors takes on the checks:
     one with a TensorMatcher of its own, or one whose callers do (a pure forwarder does not)."""
     facts = model.launcher_facts
-    callers = {h.function for h in facts.tensor_handoffs if h.function != function.usr and
-               (h.callee_usr == function.usr or (not h.callee_usr and h.callee == function.name))}
+    callers = {
+        h.function
+        for h in facts.tensor_handoffs
+        if h.function != function.usr
+        and (h.callee_usr == function.usr or (not h.callee_usr and h.callee == function.name))
+    }
     by_usr = {f.usr: f for f in model.functions}
     for usr in callers - seen:
         if any(c.function == usr and c.verified for c in facts.matcher_chains):
@@ -64,12 +71,15 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for function in model.functions:
         if function.usr not in launchers or _verified_by_callers(model, function):
             continue
-        reached = [(v.name, v.span.start) for c in facts.matcher_chains if c.function == function.usr
-                   for v in c.verified]
+        reached = [
+            (v.name, v.span.start) for c in facts.matcher_chains if c.function == function.usr for v in c.verified
+        ]
         reached += [(h.tensor, h.span.start) for h in facts.tensor_handoffs if h.function == function.usr]
         for name in _tensor_params(function):
-            uses = sorted((u for u in facts.tensor_data_uses if u.function == function.usr and u.tensor == name),
-                          key=lambda u: u.span.start)
+            uses = sorted(
+                (u for u in facts.tensor_data_uses if u.function == function.usr and u.tensor == name),
+                key=lambda u: u.span.start,
+            )
             if not uses:
                 continue
             first = uses[0]

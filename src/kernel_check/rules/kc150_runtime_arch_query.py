@@ -40,10 +40,14 @@ from kernel_check.rules._common import location_of
 _ARCH_FUNCTIONS = frozenset({"get_cc_major", "get_cc_minor", "get_sm_version"})
 _PROPERTY_QUERIES = frozenset({"cudaGetDeviceProperties", "cudaGetDeviceProperties_v2"})
 _ATTRIBUTE_QUERIES = frozenset({"cudaDeviceGetAttribute", "cuDeviceGetAttribute"})
-_ARCH_ATTRIBUTES = frozenset({
-    "cudaDevAttrComputeCapabilityMajor", "cudaDevAttrComputeCapabilityMinor",
-    "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR", "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
-})
+_ARCH_ATTRIBUTES = frozenset(
+    {
+        "cudaDevAttrComputeCapabilityMajor",
+        "cudaDevAttrComputeCapabilityMinor",
+        "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
+        "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
+    }
+)
 
 
 def _what(call: ApiCall) -> str | None:

@@ -37,8 +37,11 @@ from kernel_check.model import SourceModel
 from kernel_check.registry import RuleContext, rule
 from kernel_check.rules._common import location_of
 
-_USES = {"subscript": "used as a subscript here", "pointer arithmetic": "used in pointer arithmetic here",
-         "load/store offset": "used as a load/store offset here"}
+_USES = {
+    "subscript": "used as a subscript here",
+    "pointer arithmetic": "used in pointer arithmetic here",
+    "load/store offset": "used as a load/store offset here",
+}
 
 
 def _advice(model: SourceModel, width: int) -> str:
@@ -46,9 +49,11 @@ def _advice(model: SourceModel, width: int) -> str:
     replacement = "device::get_lane_id()" if width == 32 else f"device::get_lane_id<{width}>()"
     if model.header_library.provides("get_lane_id"):
         return f"use `{replacement}`"
-    return (f"this tree's `sgl_kernel/` headers have no `get_lane_id`: add a `SGL_DEVICE` helper that reads the "
-            f"lane register (`asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));`) to `sgl_kernel/utils.cuh` "
-            f"and use `{replacement}`")
+    return (
+        f"this tree's `sgl_kernel/` headers have no `get_lane_id`: add a `SGL_DEVICE` helper that reads the "
+        f'lane register (`asm("mov.u32 %0, %%laneid;" : "=r"(lane));`) to `sgl_kernel/utils.cuh` '
+        f"and use `{replacement}`"
+    )
 
 
 @rule("KC151")

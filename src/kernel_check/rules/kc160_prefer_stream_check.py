@@ -67,10 +67,17 @@ def _costs_something(call: ApiCall) -> bool:
 @rule("KC160")
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
-        if (_is_library_check(call) and call.result_use == "discarded" and _costs_something(call)
-                and model.header_library.provides(_MACROS[call.name])):
-            hint = "its message arguments are evaluated even when the check passes" \
-                if call.name == "RuntimeCheck" else "it cannot carry context for the error message"
+        if (
+            _is_library_check(call)
+            and call.result_use == "discarded"
+            and _costs_something(call)
+            and model.header_library.provides(_MACROS[call.name])
+        ):
+            hint = (
+                "its message arguments are evaluated even when the check passes"
+                if call.name == "RuntimeCheck"
+                else "it cannot carry context for the error message"
+            )
             yield ctx.finding(
                 location_of(model, call.span),
                 f"prefer `{_REPLACEMENTS[call.name]}` over `{call.name}(...)`: {hint}",

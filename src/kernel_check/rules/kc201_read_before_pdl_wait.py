@@ -52,8 +52,13 @@ from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
 
 # What a weight's pointer is called (the last name of `params.q_gamma`, `w`, `conv_weight`).
 _WEIGHT_NAME = re.compile(r"(?:\w+_)?(?:weights?|gamma|beta|bias|w)")
-_HOW = {"subscript": "a subscript", "dereference": "a dereference", "->": "a member access",
-        "reference": "a reference to it", "asm": "inline asm"}
+_HOW = {
+    "subscript": "a subscript",
+    "dereference": "a dereference",
+    "->": "a member access",
+    "reference": "a reference to it",
+    "asm": "inline asm",
+}
 
 
 def _describe(how: str) -> str:

@@ -108,8 +108,9 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
                 yield from findings
 
 
-def _check_launch(model: SourceModel, ctx: RuleContext, site: Launch, launched: LaunchedKernel,
-                  kernel: Function) -> Iterator[Finding]:
+def _check_launch(
+    model: SourceModel, ctx: RuleContext, site: Launch, launched: LaunchedKernel, kernel: Function
+) -> Iterator[Finding]:
     flow = dataflow_of(model, kernel)
     if flow is None:
         return
@@ -130,8 +131,7 @@ def _check_launch(model: SourceModel, ctx: RuleContext, site: Launch, launched: 
         if reason is not None:
             yield ctx.finding(
                 location_of(model, site.span),
-                f"launch enables PDL for kernel '{kernel.name}', but its wait "
-                f"`PDLWaitPrimary<{wait.flag}>` {reason}",
+                f"launch enables PDL for kernel '{kernel.name}', but its wait `PDLWaitPrimary<{wait.flag}>` {reason}",
                 related=[Related(location_of(model, wait.span), "the wait is here"), kernel_here],
             )
             return

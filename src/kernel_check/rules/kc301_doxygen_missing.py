@@ -64,8 +64,9 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         if not _owner_checked(declarations[0].owner_usr, records):
             continue
         reported = next((f for f in declarations if f.is_definition), declarations[0])
-        yield ctx.finding(location_of(model, reported.name_span),
-                          f"{subject} '{reported.name}' {_problem(reported.doc)}")
+        yield ctx.finding(
+            location_of(model, reported.name_span), f"{subject} '{reported.name}' {_problem(reported.doc)}"
+        )
     for struct in model.structs:
         if _struct_in_scope(struct) and _owner_checked(struct.owner_usr, records) and not _documents(struct.doc):
             what = "class template" if struct.template_params else "class" if struct.is_class else "struct"
@@ -95,8 +96,14 @@ def _function_subject(function: Function, launchers: set[str]) -> str | None:
 
 
 def _struct_in_scope(struct: Struct) -> bool:
-    return (bool(struct.name) and struct.is_exported and struct.is_definition and struct.access not in _HIDDEN_ACCESS
-            and not struct.is_specialization and not struct.from_macro)
+    return (
+        bool(struct.name)
+        and struct.is_exported
+        and struct.is_definition
+        and struct.access not in _HIDDEN_ACCESS
+        and not struct.is_specialization
+        and not struct.from_macro
+    )
 
 
 def _owner_checked(owner_usr: str, records: dict[str, Struct]) -> bool:

@@ -63,17 +63,23 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             yield from _stale_names(model, ctx, doc, "tparam", doc.tparams, tparams)
             if not _documents_parameters(doc):
                 continue
-            yield from _undocumented(model, ctx, function.name_span, function.name,
-                                     [p for p in params if p not in doc.params],
-                                     [t for t in tparams if t not in doc.tparams])
+            yield from _undocumented(
+                model,
+                ctx,
+                function.name_span,
+                function.name,
+                [p for p in params if p not in doc.params],
+                [t for t in tparams if t not in doc.tparams],
+            )
     for struct in model.structs:
         doc = struct.doc
         if _checked(doc):
             tparams = [t.name for t in struct.template_params if t.name]
             yield from _stale_names(model, ctx, doc, "tparam", doc.tparams, tparams)
             if _documents_parameters(doc):
-                yield from _undocumented(model, ctx, struct.name_span, struct.name, [],
-                                         [t for t in tparams if t not in doc.tparams])
+                yield from _undocumented(
+                    model, ctx, struct.name_span, struct.name, [], [t for t in tparams if t not in doc.tparams]
+                )
 
 
 def _checked(doc: DocComment | None) -> TypeGuard[DocComment]:
@@ -85,21 +91,29 @@ def _documents_parameters(doc: DocComment) -> bool:
     return bool(doc.params or doc.tparams or doc.has_return)
 
 
-def _stale_names(model: SourceModel, ctx: RuleContext, doc: DocComment, command: str,
-                 documented: tuple[str, ...], existing: list[str]) -> Iterator[Finding]:
+def _stale_names(
+    model: SourceModel,
+    ctx: RuleContext,
+    doc: DocComment,
+    command: str,
+    documented: tuple[str, ...],
+    existing: list[str],
+) -> Iterator[Finding]:
     for name in dict.fromkeys(documented):
         if name not in existing:
-            yield ctx.finding(_command_location(model, doc, command, name),
-                              f"`\\{command} {name}` documents a {_noun(command)} that does not exist"
-                              + (f" (the {_noun(command)}s are: {', '.join(existing)})" if existing else ""))
+            yield ctx.finding(
+                _command_location(model, doc, command, name),
+                f"`\\{command} {name}` documents a {_noun(command)} that does not exist"
+                + (f" (the {_noun(command)}s are: {', '.join(existing)})" if existing else ""),
+            )
 
 
-def _undocumented(model: SourceModel, ctx: RuleContext, span: Span, name: str,
-                  params: list[str], tparams: list[str]) -> Iterator[Finding]:
+def _undocumented(
+    model: SourceModel, ctx: RuleContext, span: Span, name: str, params: list[str], tparams: list[str]
+) -> Iterator[Finding]:
     missing = [f"`\\param {p}`" for p in params] + [f"`\\tparam {t}`" for t in tparams]
     if missing:
-        yield ctx.finding(location_of(model, span),
-                          f"the Doxygen block of '{name}' lacks {', '.join(missing)}")
+        yield ctx.finding(location_of(model, span), f"the Doxygen block of '{name}' lacks {', '.join(missing)}")
 
 
 def _noun(command: str) -> str:
@@ -108,8 +122,10 @@ def _noun(command: str) -> str:
 
 def _command_location(model: SourceModel, doc: DocComment, command: str, name: str) -> Location:
     """The `\\param name` text inside the block; the whole block when it cannot be placed."""
-    written = next((documented for documented in doc.param_spans
-                    if documented.command == command and documented.name == name), None)
+    written = next(
+        (documented for documented in doc.param_spans if documented.command == command and documented.name == name),
+        None,
+    )
     if written is None:
         return location_of(model, doc.span)
     return Location(model.path, written.line, written.column, written.line, written.end_column)

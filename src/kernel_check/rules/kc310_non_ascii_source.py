@@ -32,10 +32,24 @@ from kernel_check.model import SourceModel, line_starts
 from kernel_check.registry import RuleContext, rule
 
 ASCII_REPLACEMENTS = {
-    "\u2014": "--", "\u2013": "-", "\u2212": "-", "\u2192": "->", "\u2190": "<-",
-    "\u21d2": "=>", "\u2264": "<=", "\u2265": ">=", "\u2260": "!=", "\u00d7": "x",
-    "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2026": "...",
-    "\u00a0": " ", "\u2022": "*", "\u00b7": "*",
+    "\u2014": "--",
+    "\u2013": "-",
+    "\u2212": "-",
+    "\u2192": "->",
+    "\u2190": "<-",
+    "\u21d2": "=>",
+    "\u2264": "<=",
+    "\u2265": ">=",
+    "\u2260": "!=",
+    "\u00d7": "x",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u2026": "...",
+    "\u00a0": " ",
+    "\u2022": "*",
+    "\u00b7": "*",
 }
 
 
@@ -50,14 +64,14 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             yield _line_finding(ctx, model.path, number, raw, start, first)
 
 
-def _line_finding(ctx: RuleContext, path: str, number: int, raw: bytes, line_start: int,
-                  first: int) -> Finding:
+def _line_finding(ctx: RuleContext, path: str, number: int, raw: bytes, line_start: int, first: int) -> Finding:
     text = raw.decode("utf-8", errors="replace")
     characters = sorted({c for c in text if ord(c) > 0x7F})
     shown = ", ".join(f"U+{ord(c):04X}" if c != "\ufffd" else "invalid UTF-8" for c in characters)
     column = len(raw[:first].decode("utf-8", errors="replace")) + 1
-    return ctx.finding(Location(path, number, column), f"non-ASCII character(s) in source: {shown}",
-                       fix=_ascii_fix(raw, line_start))
+    return ctx.finding(
+        Location(path, number, column), f"non-ASCII character(s) in source: {shown}", fix=_ascii_fix(raw, line_start)
+    )
 
 
 def _ascii_fix(raw: bytes, line_start: int) -> Fix | None:

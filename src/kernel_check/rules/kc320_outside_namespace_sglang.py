@@ -57,9 +57,10 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for declaration in declarations:
         if _exempt(declaration, exports):
             continue
-        yield ctx.finding(location_of(model, declaration.name_span),
-                          f"{_describe(declaration)} is declared at global namespace scope; "
-                          "put it inside `namespace sglang`")
+        yield ctx.finding(
+            location_of(model, declaration.name_span),
+            f"{_describe(declaration)} is declared at global namespace scope; put it inside `namespace sglang`",
+        )
 
 
 def _exempt(declaration: GlobalDeclaration, file_exports: bool) -> bool:
@@ -77,5 +78,6 @@ def _exempt(declaration: GlobalDeclaration, file_exports: bool) -> bool:
 def _describe(declaration: GlobalDeclaration) -> str:
     if not declaration.name:
         return {"namespace": "an anonymous namespace", "using": "a using-directive"}.get(
-            declaration.kind, f"a {declaration.kind} declaration")
+            declaration.kind, f"a {declaration.kind} declaration"
+        )
     return f"{declaration.kind} '{declaration.name}'"

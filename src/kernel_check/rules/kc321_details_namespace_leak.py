@@ -47,18 +47,25 @@ from kernel_check.rules._common import location_of
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for reference in model.scope_facts.details_references:
         if reference.is_using_directive:
-            yield ctx.finding(location_of(model, reference.span),
-                              f"`using namespace {reference.namespace}` pulls private names into scope; "
-                              "name what you need, or promote it out of `details`")
+            yield ctx.finding(
+                location_of(model, reference.span),
+                f"`using namespace {reference.namespace}` pulls private names into scope; "
+                "name what you need, or promote it out of `details`",
+            )
         elif _leaks(model, reference):
             related = []
             if reference.target_path:
-                related.append(Related(Location(reference.target_path, reference.target_line),
-                                       f"'{reference.target}' is declared here"))
+                related.append(
+                    Related(
+                        Location(reference.target_path, reference.target_line), f"'{reference.target}' is declared here"
+                    )
+                )
             name = reference.target or reference.namespace
-            yield ctx.finding(location_of(model, reference.span),
-                              f"'{name}' is a private detail of another header; use a documented API "
-                              "or promote it out of `details`", related=related)
+            yield ctx.finding(
+                location_of(model, reference.span),
+                f"'{name}' is a private detail of another header; use a documented API or promote it out of `details`",
+                related=related,
+            )
 
 
 def _leaks(model: SourceModel, reference: DetailsReference) -> bool:

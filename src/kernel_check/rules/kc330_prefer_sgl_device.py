@@ -45,9 +45,11 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         if function.specifier_span is None or "__device__" not in words or "__forceinline__" not in words:
             continue
         macro = "SGL_DEVICE_HOST" if "__host__" in words else "SGL_DEVICE"
-        yield ctx.finding(location_of(model, function.specifier_span),
-                          f"'{function.name}' spells out `{function.specifier_spelling}`; use `{macro}`",
-                          fix=_fix(model, function.specifier_span, macro) if fixable else None)
+        yield ctx.finding(
+            location_of(model, function.specifier_span),
+            f"'{function.name}' spells out `{function.specifier_spelling}`; use `{macro}`",
+            fix=_fix(model, function.specifier_span, macro) if fixable else None,
+        )
 
 
 def _fix(model: SourceModel, span: Span, macro: str) -> Fix:
@@ -60,10 +62,10 @@ def _fix(model: SourceModel, span: Span, macro: str) -> Fix:
     for keyword in keywords[1:]:
         start, end = keyword.start(), keyword.end()
         if end < span.end:
-            while data[end:end + 1] in (b" ", b"\t"):
+            while data[end : end + 1] in (b" ", b"\t"):
                 end += 1
         else:
-            while start > span.start and data[start - 1:start] in (b" ", b"\t"):
+            while start > span.start and data[start - 1 : start] in (b" ", b"\t"):
                 start -= 1
         edits.append(TextEdit(start, end, ""))
     return Fix(f"use {macro}", tuple(edits))

@@ -55,7 +55,6 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
             if decorator.qualified in _FUNCTOOLS_CACHES:
                 yield ctx.finding(
                     decorator.span.location(ctx.path),
-                    f"`{decorator.qualified}` on JIT module factory `{function.name}`; "
-                    "use `cache_once`",
+                    f"`{decorator.qualified}` on JIT module factory `{function.name}`; use `cache_once`",
                     related=[Related(load_jit.span.location(ctx.path), "`load_jit` is called here")],
                 )

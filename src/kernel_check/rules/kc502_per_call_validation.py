@@ -75,8 +75,7 @@ def _local_factories(model: PyModel) -> set[str]:
     return {
         function.name
         for function in model.functions
-        if function.has_decorator("cache_once")
-        or any(call.name == "load_jit" for call in model.calls_in(function))
+        if function.has_decorator("cache_once") or any(call.name == "load_jit" for call in model.calls_in(function))
     }
 
 
@@ -91,8 +90,9 @@ def _kernel_calls(function: Function, factories: set[str]) -> list[ResultAttribu
 @rule("KC502")
 def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     name = PurePosixPath(ctx.rel_path).name
-    if any(fnmatch(name, pattern) for pattern in _NOT_WRAPPERS) \
-            or path_under(ctx.rel_path, ctx.options["registered-tests-root"]):
+    if any(fnmatch(name, pattern) for pattern in _NOT_WRAPPERS) or path_under(
+        ctx.rel_path, ctx.options["registered-tests-root"]
+    ):
         return
     factories = _local_factories(model)
     for function in model.functions:

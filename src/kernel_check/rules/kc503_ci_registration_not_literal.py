@@ -111,6 +111,5 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
         elif (helper := _registers(call, wrappers)) is not None:
             yield ctx.finding(
                 call.callee_span.location(ctx.path),
-                f"`{helper}` called through wrapper `{call.callee}`; "
-                f"call `{helper}(...)` directly at module level",
+                f"`{helper}` called through wrapper `{call.callee}`; call `{helper}(...)` directly at module level",
             )

@@ -69,6 +69,5 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
         if (helper := _triton_helper(call.callee)) is not None:
             yield ctx.finding(
                 call.callee_span.location(ctx.path),
-                f"`{call.callee}` bypasses the benchmark marker framework; "
-                f"use {_MARKER_REPLACEMENT[helper]}",
+                f"`{call.callee}` bypasses the benchmark marker framework; use {_MARKER_REPLACEMENT[helper]}",
             )

@@ -90,7 +90,6 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
         Location(ctx.path, 1, 1),
         f"no module-level `{_HELPER}(...)`; add one so CI runs this file",
         related=[
-            Related(call.span.location(ctx.path), "CI does not collect this registration")
-            for call in registrations
+            Related(call.span.location(ctx.path), "CI does not collect this registration") for call in registrations
         ],
     )

@@ -148,7 +148,8 @@ class KernelCheckServer(LanguageServer):
         checked = Document(uri, path, text, findings, self.workspace.position_encoding or UTF16)
         self.checked[uri] = checked
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=checked.diagnostics()))
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=checked.diagnostics())
+        )
 
     def _failed(self, uri: str, message: str) -> None:
         """Say once per document and message what stops its check (a broken kernel-check.toml)."""
@@ -169,8 +170,9 @@ class KernelCheckServer(LanguageServer):
             raise CheckFailed(f"kernel-check: {path.name}: {error}") from None
         except Exception as error:  # one message for the user, the traceback in the log
             log.error("checking %s failed:\n%s", path, traceback.format_exc())
-            raise CheckFailed(f"kernel-check: internal error checking {path.name}: "
-                              f"{type(error).__name__}: {error}") from None
+            raise CheckFailed(
+                f"kernel-check: internal error checking {path.name}: {type(error).__name__}: {error}"
+            ) from None
 
 
 def _path(uri: str) -> Path | None:
@@ -208,8 +210,10 @@ def build_server(check: CheckDocument) -> KernelCheckServer:
     def did_close(ls: KernelCheckServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]))
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]),
+    )
     def code_action(ls: KernelCheckServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         uri = params.text_document.uri
         checked = ls.checked.get(uri)

@@ -59,10 +59,15 @@ class Document:
 
     def diagnostic(self, finding: Finding) -> types.Diagnostic:
         return types.Diagnostic(
-            range=self.range(finding.location), message=finding.message, severity=_SEVERITIES[finding.severity],
-            code=finding.code, code_description=types.CodeDescription(href=rule_help_uri(finding.code)),
-            source=SOURCE, related_information=[self._related(r.location, r.message) for r in finding.related] or None,
-            tags=[types.DiagnosticTag.Unnecessary] if finding.code == UNUSED_SUPPRESSION else None)
+            range=self.range(finding.location),
+            message=finding.message,
+            severity=_SEVERITIES[finding.severity],
+            code=finding.code,
+            code_description=types.CodeDescription(href=rule_help_uri(finding.code)),
+            source=SOURCE,
+            related_information=[self._related(r.location, r.message) for r in finding.related] or None,
+            tags=[types.DiagnosticTag.Unnecessary] if finding.code == UNUSED_SUPPRESSION else None,
+        )
 
     def _related(self, location: Location, message: str) -> types.DiagnosticRelatedInformation:
         path = Path(location.path)
@@ -99,10 +104,17 @@ class Document:
 
     def fix_action(self, finding: Finding, diagnostic: types.Diagnostic) -> types.CodeAction:
         assert finding.fix is not None
-        edits = [types.TextEdit(types.Range(self.index.at_byte(e.start), self.index.at_byte(e.end)), e.replacement)
-                 for e in finding.fix.edits]
-        return types.CodeAction(f"{finding.fix.description} ({finding.code})", kind=types.CodeActionKind.QuickFix,
-                                diagnostics=[diagnostic], is_preferred=True, edit=self._edit(edits))
+        edits = [
+            types.TextEdit(types.Range(self.index.at_byte(e.start), self.index.at_byte(e.end)), e.replacement)
+            for e in finding.fix.edits
+        ]
+        return types.CodeAction(
+            f"{finding.fix.description} ({finding.code})",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diagnostic],
+            is_preferred=True,
+            edit=self._edit(edits),
+        )
 
     def fix_all_action(self) -> types.CodeAction | None:
         """Every safe fix at once, as `--fix` would apply them (overlapping ones wait for the
@@ -113,14 +125,18 @@ class Document:
         whole = types.Range(types.Position(0, 0), self.index.at_byte(len(self.index.data)))
         after = planned.after.decode("utf-8", "surrogatepass")
         noun = "fix" if planned.count == 1 else "fixes"
-        return types.CodeAction(f"Apply {planned.count} safe kernel-check {noun}", kind=FIX_ALL,
-                                edit=self._edit([types.TextEdit(whole, after)]))
+        return types.CodeAction(
+            f"Apply {planned.count} safe kernel-check {noun}",
+            kind=FIX_ALL,
+            edit=self._edit([types.TextEdit(whole, after)]),
+        )
 
     def suppress_action(self, finding: Finding, diagnostic: types.Diagnostic) -> types.CodeAction:
         edit, also = self.suppression(finding)
         title = f"Suppress {finding.code} on this line" + (f" (and on line {also + 1})" if also is not None else "")
-        return types.CodeAction(title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                                edit=self._edit([edit]))
+        return types.CodeAction(
+            title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic], edit=self._edit([edit])
+        )
 
     def suppression(self, finding: Finding) -> tuple[types.TextEdit, int | None]:
         """The edit that makes `filter.py` suppress `finding`, and the other line (0-based)
@@ -145,7 +161,7 @@ class Document:
             at_row = existing.line - 1
             if existing.scope == "ignore" and at_row in (row, row - 1):
                 line = self.index.line(at_row)
-                close = types.Position(at_row, self.index.units(line[:line.index("]", existing.column - 1)]))
+                close = types.Position(at_row, self.index.units(line[: line.index("]", existing.column - 1)]))
                 text = f", {code}" if existing.codes else code
                 places.append((types.TextEdit(types.Range(close, close), text), row + 1 if at_row == row else row - 1))
         return places
@@ -155,7 +171,7 @@ class Document:
         line = self.index.line(row)
         continued = _CONTINUED.search(line)
         above_allowed = row == 0 or not _CONTINUED.search(self.index.line(row - 1))
-        indent = line[:len(line) - len(line.lstrip())]
+        indent = line[: len(line) - len(line.lstrip())]
         start, end = types.Position(row, 0), self.index.end_of_line(row)
         places = []
         if self.python:
@@ -166,7 +182,7 @@ class Document:
                 places.append((types.TextEdit(types.Range(start, start), above), row - 1))
             return places
         if continued:
-            before = types.Position(row, self.index.units(line[:continued.start()]))
+            before = types.Position(row, self.index.units(line[: continued.start()]))
             return [(types.TextEdit(types.Range(before, before), f"/* kernel-check: ignore[{code}] */ "), row + 1)]
         places.append((types.TextEdit(types.Range(end, end), f"  // kernel-check: ignore[{code}]"), row + 1))
         if above_allowed:

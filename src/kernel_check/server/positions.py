@@ -50,13 +50,13 @@ class LineIndex:
         """A 1-based line and character column, clamped into the document."""
         row = min(max(line, 1), len(self.lines)) - 1
         text = self.lines[row]
-        return types.Position(row, self.units(text[:min(max(column, 1) - 1, len(text))]))
+        return types.Position(row, self.units(text[: min(max(column, 1) - 1, len(text))]))
 
     def at_byte(self, offset: int) -> types.Position:
         """A byte offset into `data` (an edit's start or end)."""
         offset = min(max(offset, 0), len(self.data))
         row = bisect_right(self._starts, offset) - 1
-        raw = self.data[self._starts[row]:offset]
+        raw = self.data[self._starts[row] : offset]
         try:
             before = raw.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:  # inside a character: count the whole ones before it
