@@ -334,8 +334,8 @@ def test_files_the_run_could_not_check_keep_their_entries(project, capsys, monke
     capsys.readouterr()
     real_run_static = engine.run_static
 
-    def timing_out(files, options, *more):
-        results = real_run_static(files, options, *more)
+    def timing_out(files, options, *more, **keywords):
+        results = real_run_static(files, options, *more, **keywords)
         for result in results:
             if result.path.endswith("more.py"):
                 stopped = TimedOut(

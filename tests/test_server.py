@@ -475,5 +475,5 @@ def test_without_pygls_the_server_is_a_one_line_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
-        "kernel-check: error: the language server needs pygls: pip install 'kernel-check[server]'"
+        "kernel-check: error: the language server needs pygls: pip install 'pygls>=2,<3' (the `server` extra)"
     ]

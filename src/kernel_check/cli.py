@@ -460,7 +460,7 @@ def _server_parser() -> argparse.ArgumentParser:
         prog="kernel-check server",
         description="A language server (LSP over standard input/output) for editors: the static "
         "check's findings on open .cuh/.cu/.py documents as you type, with quick fixes "
-        "and suppressions (docs/editors.md). Needs pip install 'kernel-check[server]'.",
+        "and suppressions (docs/editors.md). Needs pygls (the `server` extra).",
     )
     parser.add_argument(
         "--stdio",
@@ -580,7 +580,7 @@ def command_server(argv: Sequence[str]) -> int:
     except ImportError as error:
         if (error.name or "").partition(".")[0] not in ("pygls", "lsprotocol"):
             raise
-        raise UsageError("the language server needs pygls: pip install 'kernel-check[server]'") from None
+        raise UsageError("the language server needs pygls: pip install 'pygls>=2,<3' (the `server` extra)") from None
     flags = ["--cache-dir", str(args.cache_dir)] if args.cache_dir is not None else []
     return serve(functools.partial(check_document, flags=flags))
 
