@@ -296,9 +296,8 @@ def run_cases(
 
     start, attempt = 0, 0
     while start < len(plan):
-        job = Job(
-            spec.spec_path,
-            spec.name,
+        job = Job.of(
+            spec,
             "cases",
             libraries,
             probe=builds.probe,
@@ -391,7 +390,7 @@ def run_sanitizer(
     # racecheck (~2000x slower) instruments only this spec's kernels; initcheck must see
     # every kernel, or the writes of torch's fill kernels go unseen and inputs look uninitialized
     filters = kernels if tool == "racecheck" else []
-    job = Job(spec.spec_path, spec.name, "sanitize", live, tool=tool, exports=lineinfo.exports_of(spec.name, live))
+    job = Job.of(spec, "sanitize", live, tool=tool, exports=lineinfo.exports_of(spec.name, live))
     command = _child_command(job, workdir, f"{spec.name}-{tool}")
     progress.status(f"{spec.name}: {tool}")
     for attempt in range(2):  # once more when the environment failed (a busy GPU, a sanitizer that did not run)
@@ -440,13 +439,8 @@ def run_bandwidth(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: st
     live = {i: lib for i, lib in builds.libraries.get(spec.name, {}).items() if i not in run.hung}
     if not plan or not live:
         return
-    job = Job(
-        spec.spec_path,
-        spec.name,
-        "bandwidth",
-        live,
-        bandwidth_floor=options.bandwidth_floor,
-        exports=builds.exports_of(spec.name, live),
+    job = Job.of(
+        spec, "bandwidth", live, bandwidth_floor=options.bandwidth_floor, exports=builds.exports_of(spec.name, live)
     )
     exit_ = run_child(
         _child_command(job, workdir, f"{spec.name}-bandwidth"),
@@ -467,9 +461,8 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
             batch.append((run, live))
     if not batch:
         return
-    job = Job(
-        batch[0][0].spec.spec_path,
-        batch[0][0].spec.name,
+    job = Job.of(
+        batch[0][0].spec,
         "bandwidth",
         batch[0][1],
         bandwidth_floor=options.bandwidth_floor,
@@ -479,6 +472,7 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
                 "spec_name": r.spec.name,
                 "libraries": live,
                 "exports": builds.exports_of(r.spec.name, live),
+                "instantiations": r.spec.instantiation_keys,
             }
             for r, live in batch
         ],

@@ -335,6 +335,10 @@ class KernelSpec:
             return self.reference.for_instantiation(inst)
         return self.reference
 
+    @property
+    def instantiation_keys(self) -> list[str]:
+        return [inst.key for inst in self.instantiations]
+
     def narrowed(self, keys: Collection[str]) -> KernelSpec:
         """This spec with only the instantiations whose ``key`` is in ``keys``, in its order."""
         return replace(self, instantiations=tuple(i for i in self.instantiations if i.key in keys))
