@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from conftest import git
+from kernel_check.harness.cases import CaseKind, plan_cases
 from kernel_check.harness.differential import (
     AgainstError,
     RevisionReference,
@@ -20,7 +21,8 @@ from kernel_check.harness.differential import (
     pair_specs,
     repository_root,
 )
-from kernel_check.harness.execute import compare
+from kernel_check.harness.discover import discover
+from kernel_check.harness.execute import CaseContext, compare, expected_outputs
 from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor
 
 KERNEL = """\
@@ -119,7 +121,7 @@ def test_specs_pair_by_name_and_signature():
     assert [s.split(":")[0] for s in pairing.skipped] == ["fresh", "changed", "other_inst"]
 
 
-def test_rev_reference_allocates_outputs_picks_the_build_and_compares():
+def test_rev_reference_allocates_outputs_runs_the_instantiations_build_and_compares():
     spec = _spec(
         "scale2",
         (
@@ -142,16 +144,102 @@ def test_rev_reference_allocates_outputs_picks_the_build_and_compares():
 
     reference = RevisionReference(spec, {"float16": "old16.so", "float32": "old32.so"}, "scale2", "HEAD~1", loader)
     src = torch.arange(6, dtype=torch.float32).view(2, 3)
-    out = reference(src=src, acc=torch.zeros(2), factor=2.0)
+    out = reference.for_instantiation(spec.variant("float32"))(src=src, acc=torch.zeros(2), factor=2.0)
     assert calls == [("old32.so", "scale2", (2, 3))]
     assert torch.equal(out["dst"], src * 2) and torch.equal(out["acc"], torch.ones(2))
     assert compare(out["dst"], src * 2, 1.3e-6, 1e-5) is None
     changed = compare(src * 2 + 0.5, out["dst"], 1.3e-6, 1e-5)
     assert changed is not None and changed.count == 6
-    with pytest.raises(ValueError, match="no build at HEAD~1"):
-        reference(src=src.double(), acc=torch.zeros(2), factor=2.0)
     one = against_revision(spec, {"float32": "old32.so"}, "scale2", "HEAD~1", loader)
     assert [i.id for i in one.instantiations] == ["float32"] and Path(one.source).is_absolute()
+    with pytest.raises(ValueError, match=r"scale2\[float16\]: not in HEAD~1"):
+        one.reference_for(spec.variant("float16"))
+
+
+# ----- pairing by the full key, on the bundled fp8 quantization specs -----
+
+CSRC = Path(__file__).resolve().parents[1] / "csrc"
+QUANT_SPEC = CSRC / "quant" / "per_tensor_quant_fp8_spec.py"
+# The working tree's edit of the dynamic spec: its instantiations reordered, one dropped
+# (float16), one PDL flag flipped (bfloat16: a different key) and one added (k=126)
+REORDERED = """
+
+DYNAMIC = dataclasses.replace(
+    DYNAMIC,
+    instantiations=(
+        DYNAMIC.instantiations[3],
+        DYNAMIC.instantiations[2],
+        instantiation("float16", 4, False, False, k=126),
+        dataclasses.replace(DYNAMIC.instantiations[1], pdl=False),
+    ),
+)
+SPECS = [STATIC, DYNAMIC]
+"""
+
+
+def test_instantiations_pair_by_their_full_key_whatever_the_order(tmp_path):
+    """REV holds the bundled spec; the working tree lists the instantiations in another
+    order, without one, with one changed and one new: each pairs with REV's of the same
+    key, and the others are named "not in REV" and never compared."""
+    repo = tmp_path / "repo"
+    (repo / "quant").mkdir(parents=True)
+    spec_file = repo / "quant" / QUANT_SPEC.name
+    spec_file.write_text(QUANT_SPEC.read_text())
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "rev")
+    spec_file.write_text(QUANT_SPEC.read_text() + REORDERED)
+    tree = materialize(repository_root(repo), "HEAD", tmp_path / "scratch")
+    new = discover([repo]).specs
+    old = discover([tree]).specs
+    assert (
+        [s.name for s in new]
+        == [s.name for s in old]
+        == ["per_tensor_quant_fp8_static", "per_tensor_quant_fp8_dynamic"]
+    )
+
+    pairing = pair_specs(new, old, "HEAD")
+    dynamic = pairing.instantiations["per_tensor_quant_fp8_dynamic"]
+    assert [(a.key, b.key) for a, b in dynamic.pairs] == [(a.key, a.key) for a, _ in dynamic.pairs]
+    assert [a.id for a, _ in dynamic.pairs] == ["float32-4-false-false", "float32-16-false-true-pdl"]
+    assert [b.sizes for _, b in dynamic.pairs] == [{"k": 127}, {}]  # the fixed-size build with its like
+    assert [i.id for i in dynamic.unpaired] == ["float16-4-false-false", "bfloat16-16-false-true"]
+    assert pairing.skipped == [
+        "per_tensor_quant_fp8_dynamic[float16-4-false-false]: not in HEAD",
+        "per_tensor_quant_fp8_dynamic[bfloat16-16-false-true]: not in HEAD",
+    ]
+    static = pairing.instantiations["per_tensor_quant_fp8_static"]
+    assert not static.unpaired and len(static.pairs) == 2
+
+    # what prepare() hands the run: REV's builds of the paired instantiations only
+    spec = next(s for s in new if s.name == "per_tensor_quant_fp8_dynamic")
+    rev_builds = {b.id: f"rev-{b.id}.so" for _, b in dynamic.pairs}
+    compared = against_revision(spec, rev_builds, spec.export, "HEAD")
+    assert [i.id for i in compared.instantiations] == ["float32-4-false-false", "float32-16-false-true-pdl"]
+
+
+def test_a_case_is_compared_with_revs_build_of_its_own_instantiation():
+    """The dynamic fp8 spec has a size-generic float32 build and one pinned to k=127: a case
+    of the pinned one runs REV's pinned build (the former reference took the first build
+    that accepts float32 inputs, the size-generic one)."""
+    spec = next(s for s in discover([QUANT_SPEC]).specs if s.name == "per_tensor_quant_fp8_dynamic")
+    calls = []
+
+    def loader(library: str, export: str):
+        def old_kernel(out, input, scale):
+            calls.append(library)
+            scale.fill_(1.0)
+
+        return old_kernel
+
+    libraries = {v.id: f"rev-{v.id}.so" for v in spec.variants}
+    compared = against_revision(spec, libraries, spec.export, "HEAD~1", loader)
+    case = next(c for c in plan_cases(compared) if c.inst == "float32-4-false-false" and c.kind is CaseKind.REFERENCE)
+    sizes = case.size_map
+    initial = {"input": torch.randn(sizes["m"], sizes["k"]), "scale": torch.zeros(1)}
+    expected = expected_outputs(CaseContext(spec=compared, kernels={}), case, initial)
+    assert calls == ["rev-float32-4-false-false.so"]
+    assert expected["out"].shape == (sizes["m"], 127) and expected["scale"].item() == 1.0
 
 
 HAS_GPU = torch.cuda.is_available()

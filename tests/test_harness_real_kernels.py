@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -19,9 +20,15 @@ from kernel_check.harness import profiles
 from kernel_check.harness.cases import BadKind, CaseKind, bad_inputs, plan_cases, plan_sanitize, wrong_dtype
 from kernel_check.harness.child import CASE_MARKER
 from kernel_check.harness.discover import discover
-from kernel_check.harness.environment import CASE_OUT_OF_MEMORY, environment_failure, is_out_of_memory
+from kernel_check.harness.environment import (
+    CASE_OUT_OF_MEMORY,
+    environment_failure,
+    is_out_of_memory,
+    sanitizer_failure,
+)
 from kernel_check.harness.report import reference_note
-from kernel_check.harness.sanitize import parse_output, report_findings
+from kernel_check.harness.run import SpecRun
+from kernel_check.harness.sanitize import ToolRun, parse_output, report_findings
 from kernel_check.harness.spec import (
     Instantiation,
     Role,
@@ -167,6 +174,135 @@ def test_a_kernel_fault_is_not_retried(tmp_path):
     script = "print('CUDA error: an illegal memory access was encountered'); raise SystemExit(3)"
     exit_, failure = run_mod.run_child_retrying([sys.executable, "-c", script], {}, startup_timeout=30, case_timeout=30)
     assert failure is None and exit_.returncode == 3
+
+
+# compute-sanitizer's last lines when the target (the harness child) exited with status 3
+# (its FATAL_EXIT) and the tool saw no error in the spec's kernels: nothing to blame them for
+NO_REPORT_EXIT_3 = "\n".join(
+    [
+        "========= COMPUTE-SANITIZER",
+        f"{CASE_MARKER}true-false sanitize n=1",
+        "========= Target application returned an error",
+        "========= ERROR SUMMARY: 0 errors",
+    ]
+)
+INTERNAL_ERROR = "\n".join(
+    [
+        "========= COMPUTE-SANITIZER",
+        "========= Internal Sanitizer Error: The Sanitizer failed to initialize the target",
+        "========= ERROR SUMMARY: 0 errors",
+    ]
+)
+
+
+def _tool_run(output: str, returncode: int | None) -> ToolRun:
+    return ToolRun("memcheck", returncode, False, parse_output("memcheck", output), output)
+
+
+def test_a_sanitizer_run_failing_without_a_report_is_the_environment():
+    failure = sanitizer_failure(_tool_run(NO_REPORT_EXIT_3, 3), reported=False)
+    assert failure == (
+        "compute-sanitizer exited with status 3 while running true-false sanitize n=1: "
+        "no report; its last line: ========= ERROR SUMMARY: 0 errors"
+    )
+    internal = sanitizer_failure(_tool_run(INTERNAL_ERROR, 255), reported=False)
+    assert internal is not None and "\n" not in internal
+    assert internal.startswith("compute-sanitizer exited with status 255: compute-sanitizer could not start")
+    assert "The Sanitizer failed to initialize the target" in internal
+
+
+def test_a_sanitizer_report_stays_the_kernels_finding():
+    """A real memcheck report (captured on the H200) with the error exit status, or with the
+    child's own failure after it: KD201, and no environment failure."""
+    output = (SAMPLES / "harness-anon_shift-memcheck.txt").read_text()
+    for status in (86, 3):
+        run = _tool_run(output, status)
+        findings = report_findings(run.reports, fallback=Location("x", 1), kernels=["anon_shift_kernel"])
+        assert {f.code for f in findings} == {"KD201"}
+        assert sanitizer_failure(run, reported=bool(findings)) is None
+    assert sanitizer_failure(_tool_run("========= ERROR SUMMARY: 0 errors", 0), reported=False) is None
+    timed_out = ToolRun("memcheck", -9, True, [], "")
+    assert sanitizer_failure(timed_out, reported=False) is None  # a hang is KD002
+
+
+def _fake_sanitizer(folder: Path, fail_times: int) -> Path:
+    """A stand-in for the compute-sanitizer binary (this machine has no GPU to run the real
+    one): it prints what the real one prints when the harness child exited with status 3
+    and nothing was reported, the first ``fail_times`` times (each start counted in a
+    file), then a clean run."""
+    starts = folder / "starts"
+    script = folder / "compute-sanitizer"
+    lines = "".join(f"echo '{line}'\n" for line in NO_REPORT_EXIT_3.splitlines())
+    script.write_text(
+        "#!/bin/sh\n"
+        f"echo x >> '{starts}'\n"
+        f"if [ $(wc -l < '{starts}') -le {fail_times} ]; then\n{lines}exit 3\nfi\n"
+        "echo '========= COMPUTE-SANITIZER'\necho '========= ERROR SUMMARY: 0 errors'\n"
+    )
+    script.chmod(0o755)
+    return starts
+
+
+def _sanitize_once(tmp_path: Path) -> SpecRun:
+    """run.run_sanitizer's memcheck run of a real fixture spec, on a build that says it exists."""
+    from kernel_check.harness.build import SpecBuilds
+    from kernel_check.harness.report import Progress
+    from kernel_check.harness.run import RunOptions, run_sanitizer
+
+    spec = SPECS["fixture_anon_shift"]
+    run = SpecRun(spec)
+    builds = SpecBuilds(libraries={spec.name: {"true-false": str(tmp_path / "k.so")}})
+    options = RunOptions(sanitize_timeout=60)
+    run_sanitizer(run, "memcheck", builds, options, "0", tmp_path, Progress(enabled=False))
+    return run
+
+
+@pytest.fixture
+def sanitizer_bin(monkeypatch, tmp_path) -> Path:
+    from kernel_check.harness import run as run_mod
+
+    monkeypatch.setattr(run_mod, "ENVIRONMENT_RETRY_DELAY", 0.0)
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+    return folder
+
+
+def test_a_sanitizer_that_fails_once_is_retried(sanitizer_bin, tmp_path):
+    starts = _fake_sanitizer(sanitizer_bin, fail_times=1)
+    run = _sanitize_once(tmp_path)
+    assert starts.read_text() == "x\nx\n"  # once more after the failure
+    assert run.environment == [] and run.findings == [] and run.sanitizer == {"memcheck": 0}
+
+
+def test_a_sanitizer_that_always_fails_is_one_environment_error_never_kd001(sanitizer_bin, tmp_path, capsys):
+    from kernel_check.harness.cli import EXIT_USAGE, _report_environment
+
+    starts = _fake_sanitizer(sanitizer_bin, fail_times=2)
+    run = _sanitize_once(tmp_path)
+    assert starts.read_text() == "x\nx\n"  # tried twice, then given up
+    assert run.findings == [] and "memcheck" not in run.sanitizer and not run.complete
+    assert run.environment == [
+        "fixture_anon_shift: memcheck: compute-sanitizer exited with status 3 while running "
+        "true-false sanitize n=1: no report; its last line: ========= ERROR SUMMARY: 0 errors"
+    ]
+    assert _report_environment(run.environment) == EXIT_USAGE
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("kernel-check: environment error, not a kernel finding: fixture_anon_shift: memcheck:")
+
+
+def test_a_sanitizer_that_cannot_start_is_an_environment_error(monkeypatch, sanitizer_bin, tmp_path):
+    """A compute-sanitizer file without execute permission (found through CUDA_HOME) does not
+    start: an environment error after one retry, not a traceback."""
+    home = tmp_path / "cuda"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "compute-sanitizer").write_text("#!/bin/sh\n")
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    monkeypatch.setenv("PATH", str(sanitizer_bin))  # an empty folder: no compute-sanitizer on PATH
+    run = _sanitize_once(tmp_path)
+    (line,) = run.environment
+    assert line.startswith("fixture_anon_shift: memcheck: compute-sanitizer did not start: ")
+    assert "Permission denied" in line and run.findings == []
 
 
 def test_one_build_serves_cases_and_sanitizers(monkeypatch, tmp_path):

@@ -230,6 +230,7 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
         "fix",
         "detail",
         "file_status",
+        "shard",
     ]
     assert rows[0] == {
         "code": "KC999",
@@ -245,6 +246,7 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
         "fix": None,
         "detail": "",
         "file_status": None,  # the caller gave no statuses
+        "shard": None,  # not a shard of a harness run
     }
     assert rows[1]["name"] == "KC901"
     assert rows[1]["related"] == [

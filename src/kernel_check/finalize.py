@@ -52,6 +52,9 @@ class Policy:
     baseline: Baseline | None = None
     diff: DiffScope | None = None
     paths: tuple[Path, ...] = ()  # the paths the command was given (baseline coverage)
+    # the run covered only part of each file's work (`test --shard K/N`): its baseline entries
+    # are still matched, but none counts as fixed (another shard may be the one that hits it)
+    partial: bool = False
 
     @cached_property
     def selection(self) -> Selection:
@@ -60,6 +63,8 @@ class Policy:
     def covers(self, code: str, relative_path: str) -> bool:
         """Whether this run reports `code` in that file (so a baseline entry may match). A
         code no longer in the table can never match again: every run covers it."""
+        if self.partial:
+            return False
         entry = TABLE.get(code)
         return (entry is None or entry.language in self.stages) and self.selection.enabled(code, relative_path)
 

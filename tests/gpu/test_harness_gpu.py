@@ -20,6 +20,7 @@ from kernel_check.harness.draft import TODO, draft_text
 from kernel_check.harness.report import Progress, render_table
 from kernel_check.harness.run import RunOptions, run_specs, visible_gpus
 from kernel_check.harness.sanitize import find_sanitizer
+from kernel_check.harness.shard import Shard, shard_specs
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "harness"
 CSRC = Path(__file__).resolve().parents[2] / "csrc"
@@ -91,6 +92,26 @@ def test_an_unusable_gpu_is_an_environment_error_not_a_finding():
     result = run_specs([spec], options, Progress(sys.stderr))
     assert result.environment and "cases" in result.environment[0], result.environment
     assert not [f for f in result.findings if f.code.startswith("KD")]
+
+
+def test_two_shards_reach_the_verdicts_of_one_run():
+    """`--shard`: each shard's children reload the spec narrowed to that shard (case numbers,
+    sanitizer and bandwidth jobs included); together the shards give every instantiation the
+    verdicts of one unsharded run (bandwidth figures aside: they are timings)."""
+    specs = discover([CSRC / "elementwise" / "scale_spec.py", CSRC / "norm" / "rmsnorm_spec.py"]).specs
+    options = RunOptions(timeout=20.0, sanitize=("memcheck",), sanitize_timeout=300.0)
+
+    def table(result) -> dict[str, dict[str, str]]:
+        assert not result.environment and not result.stopped, (result.environment, result.stopped)
+        return {
+            row.kernel: {column: cell.text() for column, cell in row.cells.items() if column != "KD501"}
+            for row in result.rows
+        }
+
+    whole = table(run_specs(specs, options, Progress(sys.stderr)))
+    first, second = (table(run_specs(shard_specs(specs, Shard(k, 2)), options, Progress(sys.stderr))) for k in (1, 2))
+    assert first and second and not set(first) & set(second)
+    assert {**first, **second} == whole
 
 
 # what the user writes in place of the draft's TODOs: the hand-written spec's reference and factor

@@ -18,7 +18,7 @@ import sys
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: the functions below import what they run
     from .cases import Case, Outcome
@@ -46,10 +46,20 @@ class Job:
     start: int = 0
     skip: list[int] = field(default_factory=list)
     bandwidth_floor: float = 0.8
-    # bandwidth mode only: several specs in one child, each {"spec_path", "spec_name", "libraries", "exports"}
+    # bandwidth mode only: several specs in one child, each {"spec_path", "spec_name", "libraries", "exports",
+    # "instantiations"}
     batch: list[dict] = field(default_factory=list)
     # instantiation id -> the name its library exports it under (default: the spec's export)
     exports: dict[str, str] = field(default_factory=dict)
+    # the keys (``Instantiation.key``) of the instantiations the parent's spec holds, which
+    # may be fewer than its file declares (``--shard``): the child plans the same cases from
+    # them, so that case numbers agree; None: every one
+    instantiations: list[str] | None = None
+
+    @classmethod
+    def of(cls, spec: KernelSpec, mode: str, libraries: dict[str, str], **fields: Any) -> Job:
+        """A job over ``spec`` as the parent holds it."""
+        return cls(spec.spec_path, spec.name, mode, libraries, instantiations=spec.instantiation_keys, **fields)
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -93,20 +103,24 @@ def raised_outcome(case: Case, exc: Exception) -> Outcome:
     )
 
 
+def load_spec(spec_path: str, name: str, keys: list[str] | None) -> KernelSpec:
+    """The spec the parent runs: reloaded from its file, narrowed to ``keys`` (see ``Job``)."""
+    from .discover import find_spec
+
+    spec = find_spec(spec_path, name)
+    return spec if keys is None else spec.narrowed(set(keys))
+
+
 def run(job: Job) -> int:
     if job.batch:
         return run_batch(job)
-    from .discover import find_spec
-
-    spec = find_spec(job.spec_path, job.spec_name)
+    spec = load_spec(job.spec_path, job.spec_name, job.instantiations)
     return run_spec(job, spec, _context(job, spec))
 
 
 def run_batch(job: Job) -> int:
     """Several specs' bandwidth cases, one after the other; events name their spec."""
     from dataclasses import replace
-
-    from .discover import find_spec
 
     copy_bandwidth = None
     for item in job.batch:
@@ -116,9 +130,10 @@ def run_batch(job: Job) -> int:
             spec_name=item["spec_name"],
             libraries=item["libraries"],
             exports=item.get("exports", {}),
+            instantiations=item.get("instantiations"),
             batch=[],
         )
-        spec = find_spec(one.spec_path, one.spec_name)
+        spec = load_spec(one.spec_path, one.spec_name, one.instantiations)
         ctx = _context(one, spec)
         ctx._copy_bandwidth = copy_bandwidth
         status = run_spec(one, spec, ctx, tag=spec.name)

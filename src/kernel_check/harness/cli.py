@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fnmatch
 import os
 import signal
@@ -52,6 +53,7 @@ from .process import stop_all
 from .report import Progress, reference_note, render_table
 from .run import HarnessResult, RunOptions, launcher_location, run_specs, visible_gpus
 from .sanitize import TOOLS, find_sanitizer, sanitize_command
+from .shard import Shard, instantiation_count, parse_shard, shard_specs, shard_targets
 from .spec import KernelSpec
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -87,6 +89,15 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
     add_selection_options(parser)
     add_baseline_options(parser)
+
+
+def _shard_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shard",
+        type=parse_shard,
+        metavar="K/N",
+        help="only shard K of N (counted from 1): a fixed split of the instantiations, for N CI runners",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -134,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument(
         "--against", metavar="REV", help="use the kernels as built at git revision REV as the reference (KD101)"
     )
+    _shard_option(test)
     _output_options(test)
 
     spec = sub.add_parser("spec", help="draft a kernel spec from the code: spec new FILE.cuh")
@@ -168,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATTERN",
         help="only specs, and wrapper instantiations (WRAPPER:SYMBOL), whose name contains (or matches) this",
     )
+    _shard_option(build)
     _output_options(build)
 
     sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
@@ -235,13 +248,21 @@ def _config(args: argparse.Namespace) -> Config:
 
 
 def _policy(args: argparse.Namespace, config: Config, stages: frozenset) -> Policy:
-    """Codes, baseline and gate: checked before the (slow) build, so a typo costs nothing."""
+    """Codes, baseline and gate: checked before the (slow) build, so a typo costs nothing.
+    Under `--shard` no baseline entry counts as fixed, and none is written."""
+    sharded = getattr(args, "shard", None) is not None
+    if sharded and args.write_baseline is not None:
+        raise CommandLineError(
+            "--write-baseline cannot be combined with --shard (a shard runs part of each kernel's "
+            "instantiations); write the baseline from a run without --shard"
+        )
     try:
-        return policy_from_args(args, config, stages)
+        policy = policy_from_args(args, config, stages)
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc
     except (BaselineError, DiffError) as exc:
         raise UsageError(f"kernel-check: error: {exc}") from exc
+    return dataclasses.replace(policy, partial=True) if sharded else policy
 
 
 def _refuse_output_over_inputs(
@@ -269,8 +290,12 @@ def _emit(
     if args.write_baseline is not None:
         return record_baseline(args.write_baseline, results, policy)
     verdict = finalize(results, policy)
+    shard = getattr(args, "shard", None)
     summary = Summary(
-        suppressed=verdict.suppressed, baseline_hidden=verdict.baseline_hidden, baseline_fixed=verdict.baseline_fixed
+        suppressed=verdict.suppressed,
+        baseline_hidden=verdict.baseline_hidden,
+        baseline_fixed=verdict.baseline_fixed,
+        shard="" if shard is None else str(shard),
     )
     emit(
         render(
@@ -289,6 +314,23 @@ def _emit(
 def _sources(specs: Sequence[KernelSpec]) -> list[str]:
     """The kernel sources of `specs`, named as their findings name them."""
     return sorted({launcher_location(spec).path for spec in specs})
+
+
+def _shard(
+    shard: Shard | None, specs: list[KernelSpec], wrappers: Sequence[BuildTarget] = ()
+) -> tuple[list[KernelSpec], list[BuildTarget]]:
+    """`--shard K/N`: this shard's part of the specs' instantiations and of the wrappers'
+    (a wrapper instantiation a spec builds is the spec's), said on stderr."""
+    if shard is None:
+        return specs, list(wrappers)
+    total = instantiation_count(specs) + len(wrappers)
+    mine, mine_wrappers = shard_specs(specs, shard), shard_targets(wrappers, shard)
+    count = instantiation_count(mine) + len(mine_wrappers)
+    if count:
+        print(f"kernel-check: shard {shard}: {count} of {total} instantiations", file=sys.stderr)
+    else:
+        print(f"kernel-check: shard {shard}: none of the {total} instantiations; nothing to run", file=sys.stderr)
+    return mine, mine_wrappers
 
 
 def _build_options(config: Config) -> dict:
@@ -338,6 +380,9 @@ def _build(args: argparse.Namespace, config: Config) -> int:
         )
     wrapper_sources = [Path(t.csrc_root) / f for t in wrappers for f in t.cuda_files]
     _refuse_output_over_inputs(args, policy, specs, [*_python_files(args.paths), *wrapper_sources])
+    specs, wrappers = _shard(args.shard, specs, wrappers)
+    if not specs and not wrappers:
+        return _emit([], args, policy)
     _require_nvcc()
     ensure_arch_for_compile_only()
     progress = Progress()
@@ -356,6 +401,9 @@ def _test(args: argparse.Namespace, config: Config) -> int:
     policy = _policy(args, config, TEST_STAGES)
     specs = _load_specs(args.paths, args.filter)
     _refuse_output_over_inputs(args, policy, specs)
+    specs, _ = _shard(args.shard, specs)
+    if not specs:
+        return _emit([], args, policy)
     _require_nvcc()
     if not visible_gpus():
         raise UsageError("no CUDA GPU visible; `kernel-check test --compile-only` builds without one")

@@ -11,15 +11,17 @@ needed. Every other check runs as usual.
 
 The child processes reload specs by file, so the paired specs live in a generated spec
 file (``against_spec.py`` plus ``against.json``, in the temporary directory) that rebuilds
-them with ``differential_specs``. A reference sees the call's inputs, not its
-instantiation: the instantiation is the first of REV's builds whose dtypes and fixed sizes
-fit those inputs (two instantiations that accept the same inputs, such as a PDL and a
-plain launch, are compared with the first one's build).
+them with ``differential_specs``. Instantiations pair by their full key (``Instantiation.key``:
+template arguments, dtypes, PDL), and each case's reference is REV's build of the
+instantiation the case runs (never another build that happens to take the same inputs,
+such as a size-generic one in place of one a template argument pins). A working-tree
+instantiation REV does not declare is named as "not in REV" and not run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import subprocess
@@ -86,11 +88,39 @@ def counterpart(path: Path, root: Path, tree: Path) -> Path:
 
 
 @dataclass
+class InstantiationPairing:
+    """A spec's instantiations paired with REV's by ``Instantiation.key``."""
+
+    pairs: list[tuple[Instantiation, Instantiation]] = field(default_factory=list)  # (working tree, REV)
+    unpaired: list[Instantiation] = field(default_factory=list)  # the working tree's that REV lacks
+
+    def keys(self) -> set[str]:
+        """The keys of the paired instantiations: equal keys give equal variants, so REV's
+        builds of them carry the working tree's instantiation ids."""
+        return {new.key for new, _ in self.pairs}
+
+
+def pair_instantiations(new: KernelSpec, old: KernelSpec) -> InstantiationPairing:
+    """Each of ``new``'s instantiations with REV's of the same key, in ``new``'s order,
+    whatever order or company REV lists them in."""
+    by_key = {inst.key: inst for inst in old.instantiations}
+    result = InstantiationPairing()
+    for inst in new.instantiations:
+        before = by_key.get(inst.key)
+        if before is None:
+            result.unpaired.append(inst)
+        else:
+            result.pairs.append((inst, before))
+    return result
+
+
+@dataclass
 class Pairing:
     """Working-tree specs with their REV counterpart, and why the others are not compared."""
 
     pairs: list[tuple[KernelSpec, KernelSpec]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    instantiations: dict[str, InstantiationPairing] = field(default_factory=dict)  # spec name -> pairing
 
 
 def _signature(spec: KernelSpec) -> tuple:
@@ -98,19 +128,25 @@ def _signature(spec: KernelSpec) -> tuple:
 
 
 def pair_specs(new: Sequence[KernelSpec], old: Sequence[KernelSpec], rev: str) -> Pairing:
-    """Pair by spec name; a changed argument list or no common instantiation is skipped."""
+    """Pair by spec name, then instantiations by key; a changed argument list or no common
+    instantiation skips the spec, an instantiation REV lacks is named and not compared."""
     by_name = {s.name: s for s in old}
     result = Pairing()
     for spec in new:
         before = by_name.get(spec.name)
         if before is None:
             result.skipped.append(f"{spec.name}: no spec of that name at {rev} (a new kernel?)")
-        elif _signature(before) != _signature(spec):
+            continue
+        if _signature(before) != _signature(spec):
             result.skipped.append(f"{spec.name}: its arguments changed since {rev}; nothing to compare with")
-        elif not {i.id for i in before.instantiations} & {i.id for i in spec.instantiations}:
+            continue
+        insts = pair_instantiations(spec, before)
+        if not insts.pairs:
             result.skipped.append(f"{spec.name}: no instantiation in common with {rev}")
-        else:
-            result.pairs.append((spec, before))
+            continue
+        result.skipped += [f"{spec.name}[{inst.id}]: not in {rev}" for inst in insts.unpaired]
+        result.pairs.append((spec, before))
+        result.instantiations[spec.name] = insts
     return result
 
 
@@ -128,10 +164,10 @@ def load_export(library: str, export: str) -> Callable[..., Any]:
 
 @dataclass
 class RevisionReference:
-    """A ``reference`` that runs REV's build of the kernel on the call's inputs."""
+    """The reference of each instantiation: REV's build of it, run on the call's inputs."""
 
     spec: KernelSpec
-    libraries: Mapping[str, str]  # instantiation id -> REV's library
+    libraries: Mapping[str, str]  # instantiation id -> REV's library (paired instantiations only)
     export: str
     rev: str
     loader: Loader = load_export
@@ -139,11 +175,16 @@ class RevisionReference:
     exports: Mapping[str, str] = field(default_factory=dict)
     _kernels: dict[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
 
-    def __call__(self, **inputs: Any) -> dict[str, Any]:
+    def for_instantiation(self, inst: Instantiation) -> Callable[..., Any]:
+        if inst.id not in self.libraries:
+            raise ValueError(f"{self.spec.name}[{inst.id}]: not in {self.rev}, nothing to compare with")
+        return functools.partial(self.run, inst)
+
+    def run(self, inst: Instantiation, **inputs: Any) -> dict[str, Any]:
+        """REV's build of ``inst`` on ``inputs``, into freshly allocated outputs."""
         import torch
 
         sizes = self.sizes_of(inputs)
-        inst = self.instantiation_for(inputs, sizes)
         sizes.update({k: int(v) for k, v in inst.sizes.items()})
         values = dict(inputs)
         for tensor in self.spec.tensors:
@@ -172,22 +213,6 @@ class RevisionReference:
                     if isinstance(dim, str):
                         sizes.setdefault(dim, int(size))
         return sizes
-
-    def instantiation_for(self, inputs: Mapping[str, Any], sizes: Mapping[str, int]) -> Instantiation:
-        """The first of REV's builds (a run-time dtype choice each) that takes these inputs."""
-        for inst in (v for i in self.spec.instantiations for v in i.variants()):
-            if inst.id not in self.libraries:
-                continue
-            dtypes_fit = all(
-                str(inputs[t.name].dtype).rsplit(".", 1)[-1] == self.spec.tensor_dtype(t, inst)
-                for t in self.spec.tensors
-                if t.read and t.name in inputs
-            )
-            sizes_fit = all(sizes.get(k, int(v)) == int(v) for k, v in inst.sizes.items())
-            if dtypes_fit and sizes_fit:
-                return inst
-        dtypes = [str(v.dtype) for v in inputs.values() if hasattr(v, "dtype")]
-        raise ValueError(f"no build at {self.rev} takes these inputs (dtypes {dtypes}, sizes {dict(sizes)})")
 
     def _shape(self, tensor: Tensor, sizes: Mapping[str, int]) -> tuple[int, ...]:
         missing = [d for d in tensor.shape if isinstance(d, str) and d not in sizes]
@@ -314,7 +339,8 @@ def prepare(
     found = discover([f for f in old_files if Path(f).is_file()])
     pairing = pair_specs(specs, found.specs, rev)
     pairing.skipped += [f"at {rev}: {error}" for error in found.errors]
-    old = [before for _, before in pairing.pairs]  # REV's headers: found walking up from REV's sources
+    # REV's paired instantiations only, against REV's headers (found walking up from REV's sources)
+    old = [before.narrowed(pairing.instantiations[spec.name].keys()) for spec, before in pairing.pairs]
     builds = build_specs(
         old,
         register_budget=register_budget,
@@ -324,8 +350,7 @@ def prepare(
     )
     items = []
     for spec, before in pairing.pairs:
-        common = {v.id for i in spec.instantiations for v in i.variants()}
-        libraries = {k: v for k, v in builds.libraries.get(before.name, {}).items() if k in common}
+        libraries = builds.libraries.get(before.name, {})
         if not libraries:
             errors = [f.message for f in builds.by_spec.get(before.name, [])]
             pairing.skipped.append(

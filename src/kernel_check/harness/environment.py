@@ -3,13 +3,27 @@
 A kernel fault and a broken machine both end a child with an error; only the first is a
 finding. ``environment_failure`` reads a child's output (or compute-sanitizer's) and, when
 it shows that the GPU, the driver or the sanitizer itself failed, returns one line saying
-what failed. The run then retries the child once, alone-ish (other children may have
-exhausted the GPU), and reports what still fails as an environment error (exit 2).
+what failed; ``child_failure`` and ``sanitizer_failure`` decide it for a case child and for
+a compute-sanitizer run. The run then retries the child once, alone-ish (other children may
+have exhausted the GPU), and reports what still fails as an environment error (exit 2).
+
+A compute-sanitizer run that fails without reporting anything on the spec's kernels is
+always such a failure, whatever its output says: a fault of the kernel shows as a report
+(memcheck), and the same kernel's plain cases, run before, are where a fault without one is
+a finding (KD001). compute-sanitizer's exit status is then the target's own or its own
+error, never a verdict on the kernel.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+from .child import CASE_MARKER
+
+if TYPE_CHECKING:  # types only: this module is imported by every child
+    from .process import ChildExit
+    from .sanitize import ToolRun
 
 # What a child reports when allocating a case's tensors fails: no kernel ran yet, so no verdict.
 CASE_OUT_OF_MEMORY = "CUDA out of memory while allocating a case's tensors"
@@ -64,6 +78,28 @@ def environment_failure(output: str) -> str | None:
     return None
 
 
+def child_failure(exit_: ChildExit) -> str | None:
+    """What failed in the environment when a case child ended badly (None: the kernel's doing)."""
+    if exit_.stopped or exit_.timed_out or (exit_.returncode == 0 and exit_.running_case is None):
+        return None
+    errors = "\n".join(e.get("error", "") for e in exit_.events if e["event"] in ("error", "fatal"))
+    return environment_failure(errors + "\n" + exit_.output_tail)
+
+
+def sanitizer_failure(run: ToolRun, reported: bool) -> str | None:
+    """What failed when a compute-sanitizer run ended badly with no report on the spec's
+    kernels (``reported``: it has some): one line with its exit status, the case that was
+    running and its last output line (or the known cause, when the output names one).
+    None when the run ended as runs do: clean, with reports, timed out (KD002) or stopped."""
+    if reported or run.timed_out or run.stopped or not run.command_failed:
+        return None
+    status = "did not start" if run.returncode is None else f"exited with status {run.returncode}"
+    case = _running_case(run.output)
+    where = f" while running {case}" if case else ""
+    cause = environment_failure(run.output) or f"no report; its last line: {_last_line(run.output)[:200]}"
+    return f"compute-sanitizer {status}{where}: {cause}"
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """Whether `exc` is torch's allocation failure on the GPU (checked by name, so that this
     module needs no torch import)."""
@@ -74,3 +110,13 @@ def _line_around(text: str, pos: int) -> str:
     start = text.rfind("\n", 0, pos) + 1
     end = text.find("\n", pos)
     return text[start : end if end >= 0 else len(text)].strip().lstrip("=").strip()
+
+
+def _running_case(output: str) -> str:
+    """The harness case a sanitizer run had begun last (its CASE_MARKER line), "" if none."""
+    markers = [ln[len(CASE_MARKER) :].strip() for ln in output.splitlines() if ln.startswith(CASE_MARKER)]
+    return markers[-1] if markers else ""
+
+
+def _last_line(output: str) -> str:
+    return next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()), "(no output)")

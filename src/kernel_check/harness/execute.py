@@ -318,7 +318,7 @@ def expected_outputs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.T
     """The reference's values for every written tensor, keyed by name."""
     kwargs: dict[str, Any] = {name: t.clone() for name, t in initial.items()}
     kwargs.update({s.name: s.resolve(case.size_map) for s in ctx.spec.scalars})
-    reference = ctx.spec.reference
+    reference = ctx.spec.reference_for(ctx.instantiation(case.inst))
     if reference is None:
         raise ValueError(f"spec {ctx.spec.name} has no reference to compute the expected outputs")
     result = reference(**kwargs)

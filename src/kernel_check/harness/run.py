@@ -51,10 +51,10 @@ from .cases import (
     plan_sanitize,
 )
 from .child import Job
-from .environment import environment_failure
+from .environment import child_failure, sanitizer_failure
 from .process import ChildExit, run_child, stop_all, stopping
 from .report import NO_REFERENCE, Cell, Progress, SummaryRow
-from .sanitize import ToolRun, report_findings, run_tool
+from .sanitize import report_findings, run_tool
 from .spec import KernelSpec
 
 STARTUP_TIMEOUT = 180.0
@@ -270,23 +270,15 @@ def _record_stop(run: SpecRun, case: Case, exit_: ChildExit, plan: list[Case], s
     skip.update(c.index for c in plan if c.inst == case.inst and c.kind is not CaseKind.BAD_INPUT)
 
 
-def _child_failure(exit_: ChildExit) -> str | None:
-    """What failed in the environment when a child ended badly (None: the kernel's doing)."""
-    if exit_.stopped or exit_.timed_out or (exit_.returncode == 0 and exit_.running_case is None):
-        return None
-    errors = "\n".join(e.get("error", "") for e in exit_.events if e["event"] in ("error", "fatal"))
-    return environment_failure(errors + "\n" + exit_.output_tail)
-
-
 def run_child_retrying(command: list[str], env: dict[str, str], **kwargs: Any) -> tuple[ChildExit, str | None]:
     """``run_child``, once more after a pause when the environment failed (a GPU busy with
     other children); the exit and what still failed in the environment (None: nothing)."""
     exit_ = run_child(command, env, **kwargs)
-    if _child_failure(exit_) is None or stopping():
+    if child_failure(exit_) is None or stopping():
         return exit_, None
     time.sleep(ENVIRONMENT_RETRY_DELAY)
     exit_ = run_child(command, env, **kwargs)
-    return exit_, _child_failure(exit_)
+    return exit_, child_failure(exit_)
 
 
 def run_cases(
@@ -304,9 +296,8 @@ def run_cases(
 
     start, attempt = 0, 0
     while start < len(plan):
-        job = Job(
-            spec.spec_path,
-            spec.name,
+        job = Job.of(
+            spec,
             "cases",
             libraries,
             probe=builds.probe,
@@ -399,17 +390,23 @@ def run_sanitizer(
     # racecheck (~2000x slower) instruments only this spec's kernels; initcheck must see
     # every kernel, or the writes of torch's fill kernels go unseen and inputs look uninitialized
     filters = kernels if tool == "racecheck" else []
-    job = Job(spec.spec_path, spec.name, "sanitize", live, tool=tool, exports=lineinfo.exports_of(spec.name, live))
+    job = Job.of(spec, "sanitize", live, tool=tool, exports=lineinfo.exports_of(spec.name, live))
     command = _child_command(job, workdir, f"{spec.name}-{tool}")
     progress.status(f"{spec.name}: {tool}")
-    failure = None
-    for attempt in range(2):  # once more when the environment failed (a busy GPU)
+    for attempt in range(2):  # once more when the environment failed (a busy GPU, a sanitizer that did not run)
         if attempt:
             time.sleep(ENVIRONMENT_RETRY_DELAY)
         tool_run = run_tool(
             tool, command, timeout=options.sanitize_timeout, kernels=filters, api_errors=False, env=_child_env(gpu)
         )
-        failure = _sanitizer_failure(tool_run, kernels)
+        found = report_findings(
+            tool_run.reports,
+            fallback=launcher_location(spec),
+            context=spec.name,
+            kernels=kernels,
+            search=source_dirs(spec),
+        )
+        failure = sanitizer_failure(tool_run, reported=bool(found))
         if failure is None or tool_run.stopped:
             break
     if tool_run.stopped or failure is not None:
@@ -421,9 +418,6 @@ def run_sanitizer(
     if options.sanitizer_log_dir is not None:
         options.sanitizer_log_dir.mkdir(parents=True, exist_ok=True)
         (options.sanitizer_log_dir / f"{spec.name}-{tool}.txt").write_text(tool_run.output)
-    found = report_findings(
-        tool_run.reports, fallback=launcher_location(spec), context=spec.name, kernels=kernels, search=source_dirs(spec)
-    )
     if tool_run.timed_out:
         found.append(
             make_finding(
@@ -433,29 +427,10 @@ def run_sanitizer(
                 tool_run.output[-4000:],
             )
         )
-    elif tool_run.command_failed and not found:
-        error = next((ln for ln in reversed(tool_run.output.splitlines()) if ln.strip()), "")
-        found.append(
-            make_finding(
-                spec,
-                codes.KERNEL_FAULT,
-                f"{spec.name}: the {tool} run failed (exit {tool_run.returncode}) without a report: {error[:300]}",
-                tool_run.output[-4000:],
-            )
-        )
     with run.lock:
         run.findings.extend(found)
         run.sanitizer[tool] = len(found)
     progress.finished(f"{spec.name}: {tool} " + (f"{len(found)} finding(s)" if found else "clean"))
-
-
-def _sanitizer_failure(tool_run: ToolRun, kernels: list[str]) -> str | None:
-    """What failed in the environment when a tool's run failed without a report on the kernels."""
-    if tool_run.timed_out or tool_run.stopped or not tool_run.command_failed:
-        return None
-    if any(report.kernel in kernels for report in tool_run.reports):
-        return None
-    return environment_failure(tool_run.output)
 
 
 def run_bandwidth(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: str, workdir: Path) -> None:
@@ -464,13 +439,8 @@ def run_bandwidth(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: st
     live = {i: lib for i, lib in builds.libraries.get(spec.name, {}).items() if i not in run.hung}
     if not plan or not live:
         return
-    job = Job(
-        spec.spec_path,
-        spec.name,
-        "bandwidth",
-        live,
-        bandwidth_floor=options.bandwidth_floor,
-        exports=builds.exports_of(spec.name, live),
+    job = Job.of(
+        spec, "bandwidth", live, bandwidth_floor=options.bandwidth_floor, exports=builds.exports_of(spec.name, live)
     )
     exit_ = run_child(
         _child_command(job, workdir, f"{spec.name}-bandwidth"),
@@ -491,9 +461,8 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
             batch.append((run, live))
     if not batch:
         return
-    job = Job(
-        batch[0][0].spec.spec_path,
-        batch[0][0].spec.name,
+    job = Job.of(
+        batch[0][0].spec,
         "bandwidth",
         batch[0][1],
         bandwidth_floor=options.bandwidth_floor,
@@ -503,6 +472,7 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
                 "spec_name": r.spec.name,
                 "libraries": live,
                 "exports": builds.exports_of(r.spec.name, live),
+                "instantiations": r.spec.instantiation_keys,
             }
             for r, live in batch
         ],

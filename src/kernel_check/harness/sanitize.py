@@ -282,13 +282,16 @@ def run_tool(
     sanitizer = find_sanitizer()
     if sanitizer is None:
         raise FileNotFoundError("compute-sanitizer not found (it ships with the CUDA toolkit)")
-    exit_ = run_child(
-        sanitizer_command(sanitizer, tool, command, kernels=kernels, api_errors=api_errors),
-        sanitizer_env(env),
-        startup_timeout=timeout,
-        case_timeout=timeout,
-        keep_output=True,
-    )
+    try:
+        exit_ = run_child(
+            sanitizer_command(sanitizer, tool, command, kernels=kernels, api_errors=api_errors),
+            sanitizer_env(env),
+            startup_timeout=timeout,
+            case_timeout=timeout,
+            keep_output=True,
+        )
+    except OSError as error:  # not executable, or a broken interpreter line: it never started
+        return ToolRun(tool, None, False, output=f"cannot run {sanitizer}: {error}")
     output = "\n".join(exit_.output)
     return ToolRun(tool, exit_.returncode, exit_.timed_out, parse_output(tool, output), output, exit_.stopped)
 

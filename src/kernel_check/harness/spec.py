@@ -53,12 +53,13 @@ from __future__ import annotations
 import ast
 import enum
 import itertools
+import json
 import operator
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .profiles import check_profile
 
@@ -231,6 +232,14 @@ class Instantiation:
         """The build's id, plus the run-time dtype choices (``float16-pdl-int64``)."""
         return "-".join([self.build_id, *(dtype for _, dtype in self.runtime)])
 
+    @property
+    def key(self) -> str:
+        """What identifies this instantiation within its spec, the same in every process and
+        on every machine: the template arguments with their types (``128`` is not ``"128"``),
+        the dtypes (a run-time choice as its tuple) and PDL. ``id`` is its short spelling."""
+        dtypes = {var: d if isinstance(d, str) else list(d) for var, d in self.dtypes.items()}
+        return json.dumps([list(self.template_args), dtypes, self.pdl], sort_keys=True)
+
     def variants(self) -> list[Instantiation]:
         """One instantiation per choice of the run-time dtypes (itself when there are none)."""
         choices = {var: d for var, d in self.dtypes.items() if not isinstance(d, str)}
@@ -259,6 +268,14 @@ def _cpp_spelling(arg: str | int | bool) -> str:
     return str(arg)
 
 
+@runtime_checkable
+class InstantiationReference(Protocol):
+    """A reference that depends on the instantiation a case runs, not only on its inputs
+    (``--against REV``: REV's build of that same instantiation)."""
+
+    def for_instantiation(self, inst: Instantiation) -> Callable[..., Any]: ...
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """Everything the harness needs to build, run and judge one kernel."""
@@ -271,7 +288,7 @@ class KernelSpec:
     symbol: str
     args: tuple[Arg, ...]
     # None: no reference; every check that needs none still runs (see ``REFERENCE_FREE``)
-    reference: Callable[..., Any] | None
+    reference: Callable[..., Any] | InstantiationReference | None
     instantiations: tuple[Instantiation, ...]
     grid: Mapping[str, tuple[int, ...]]
     tolerance: Mapping[str, tuple[float, float]] = field(default_factory=dict)
@@ -311,6 +328,20 @@ class KernelSpec:
 
     def variant(self, variant_id: str) -> Instantiation:
         return next(v for v in self.variants if v.id == variant_id)
+
+    def reference_for(self, inst: Instantiation) -> Callable[..., Any] | None:
+        """The reference of the cases of ``inst`` (the spec's own, unless it depends on the instantiation)."""
+        if isinstance(self.reference, InstantiationReference):
+            return self.reference.for_instantiation(inst)
+        return self.reference
+
+    @property
+    def instantiation_keys(self) -> list[str]:
+        return [inst.key for inst in self.instantiations]
+
+    def narrowed(self, keys: Collection[str]) -> KernelSpec:
+        """This spec with only the instantiations whose ``key`` is in ``keys``, in its order."""
+        return replace(self, instantiations=tuple(i for i in self.instantiations if i.key in keys))
 
     def launcher(self, inst: Instantiation) -> str:
         """The C++ expression the build exports: ``scale<fp16_t, true>``, ``K<fp16_t>::run``."""
@@ -526,7 +557,9 @@ def validate_spec(spec: KernelSpec) -> None:
     for attr in ("name", "source", "export", "symbol"):
         if not getattr(spec, attr):
             _fail(spec, f"`{attr}` is empty")
-    if spec.reference is not None and not callable(spec.reference):
+    if spec.reference is not None and not (
+        callable(spec.reference) or isinstance(spec.reference, InstantiationReference)
+    ):
         _fail(spec, "`reference` is neither callable nor None")
     if spec.symbol.count("<>") > 1:
         _fail(spec, f"`symbol` {spec.symbol!r} has more than one `<>` for the template arguments")

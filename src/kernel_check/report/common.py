@@ -29,6 +29,7 @@ class Summary:
     baseline_fixed: int = 0
     fixed: int = 0
     cached: int = 0
+    shard: str = ""  # `K/N` when the harness ran one shard of the instantiations (`--shard`)
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

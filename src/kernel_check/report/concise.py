@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from ..finding import Finding
 from .common import Context
-from .text import headline, summary_text
+from .text import headline, shard_header, summary_text
 
 
 def render(findings: list[Finding], ctx: Context) -> str:
     lines = [headline(finding, ctx.path(finding.path), ctx.color) for finding in findings]
-    return "\n".join([*lines, summary_text(findings, ctx.summary)])
+    return "\n".join([*shard_header(ctx.summary), *lines, summary_text(findings, ctx.summary)])

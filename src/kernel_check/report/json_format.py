@@ -3,7 +3,8 @@
 `file_status` is the status of the finding's file (`results.FileStatus`: "checked", "parse
 error", "not checked", "internal error"; null when the caller did not give it): a script
 tells a file the run could not check from one that failed to parse by it, not by the
-message's wording."""
+message's wording. `shard` is `"K/N"` when the harness ran one shard of the instantiations
+(`kernel-check test --shard K/N`), null otherwise."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def _finding(finding: Finding, ctx: Context) -> dict[str, Any]:
         "fix": _fix(finding.fix),
         "detail": finding.detail,
         "file_status": _status(finding, ctx),
+        "shard": ctx.summary.shard or None,
     }
 
 

@@ -125,6 +125,11 @@ def summary_text(findings: list[Finding], summary: Summary) -> str:
     return "\n".join(lines)
 
 
+def shard_header(summary: Summary) -> list[str]:
+    """The report's first line when it covers one shard of the run (`--shard K/N`)."""
+    return [f"Shard {summary.shard}: only this shard's instantiations ran."] if summary.shard else []
+
+
 def render(findings: list[Finding], ctx: Context) -> str:
     blocks = [_block(f, ctx) for f in findings]
-    return "\n\n".join([*blocks, summary_text(findings, ctx.summary)])
+    return "\n\n".join([*shard_header(ctx.summary), *blocks, summary_text(findings, ctx.summary)])
