@@ -20,15 +20,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .protocol import CASE_MARKER, EVENT_PREFIX
+
 if TYPE_CHECKING:  # types only: the functions below import what they run
     from .cases import Case, Outcome
     from .execute import CaseContext
     from .spec import KernelSpec
 
-EVENT_PREFIX = "@@kernel-check "
-# printed (as plain output) before each case of a sanitizer run: compute-sanitizer's reports
-# that follow it belong to that case, so a finding names the shape and value profile
-CASE_MARKER = "kernel-check case: "
 FATAL_EXIT = 3
 ERROR_EXIT = 4
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .child import CASE_MARKER
+from .protocol import CASE_MARKER
 
 if TYPE_CHECKING:  # types only: this module is imported by every child
     from .process import ChildExit

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
-from .child import EVENT_PREFIX
+from .protocol import EVENT_PREFIX
 
 OUTPUT_TAIL_LINES = 200
 POLL_SECONDS = 0.5  # how soon a running child notices stop_all()

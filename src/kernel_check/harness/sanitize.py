@@ -25,7 +25,7 @@ from ..build import kernel_identifier
 from ..finding import Finding, Location
 from ..paths import display_path
 from ..registry import get_rule
-from .child import CASE_MARKER
+from .protocol import CASE_MARKER
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 TOOL_CODE = {
