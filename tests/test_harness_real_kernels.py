@@ -18,7 +18,6 @@ from kernel_check.build import kernel_identifier
 from kernel_check.finding import Location
 from kernel_check.harness import profiles
 from kernel_check.harness.cases import BadKind, CaseKind, bad_inputs, plan_cases, plan_sanitize, wrong_dtype
-from kernel_check.harness.protocol import CASE_MARKER
 from kernel_check.harness.discover import discover
 from kernel_check.harness.environment import (
     CASE_OUT_OF_MEMORY,
@@ -26,6 +25,7 @@ from kernel_check.harness.environment import (
     is_out_of_memory,
     sanitizer_failure,
 )
+from kernel_check.harness.protocol import CASE_MARKER
 from kernel_check.harness.report import reference_note
 from kernel_check.harness.run import SpecRun
 from kernel_check.harness.sanitize import ToolRun, parse_output, report_findings
