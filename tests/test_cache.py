@@ -162,6 +162,7 @@ def test_corrupt_result_entries_are_ignored(tree) -> None:
     assert sum(r.cached for r in results) <= 1  # only the untouched Python entry may hit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["garbage", "truncate", "delete", "touch-header"])
 def test_damaged_preamble_falls_back_and_is_rebuilt(tree, damage: str) -> None:
     root, files, cache = tree
@@ -225,6 +226,7 @@ def test_a_rule_that_raises_marks_the_file_and_is_not_cached(tree, monkeypatch) 
     assert fixed.status is FileStatus.CHECKED and not any(f.code == "KC000" for f in fixed.findings)
 
 
+@pytest.mark.slow
 def test_selection_changes_reuse_the_raw_findings(tree) -> None:
     """The cache holds findings before the filter stage: `--select`/`--ignore` and the
     filter-stage keys re-filter cached entries, and agree with a plain run."""

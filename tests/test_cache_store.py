@@ -15,11 +15,15 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from kernel_check.cache import format_size, project_dir, static_root, tree_size
 from kernel_check.clang.parse import resolve_settings
 from kernel_check.clang.preamble import evict
 from kernel_check.engine import CacheOptions, RunOptions, RunStats, check_file, run_static
 from test_cache import findings, make_tree, options, plain
+
+pytestmark = pytest.mark.slow  # several projects, processes and preamble builds per test
 
 
 def project(root: Path, extra_include: bool = False) -> list[Path]:

@@ -222,6 +222,7 @@ def test_concise_is_one_line_per_finding(project: Path, capsys) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_force_color_and_no_color(project: Path) -> None:
     kernel_tree(project)
     piped = cli("csrc", "--no-cache", cwd=project)
@@ -236,6 +237,7 @@ def test_force_color_and_no_color(project: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_and_leaves_a_good_cache(project: Path) -> None:
     """A real SIGINT in the middle of a run: exit 130 (128 + SIGINT, what shells and CI
     expect of a command Ctrl-C ended) with one line, and the cache it leaves gives the same
@@ -331,6 +333,7 @@ def test_fix_diff_prints_the_fix_and_writes_nothing(project: Path, capsys) -> No
     assert "not allowed with argument" in one_line_error(cli("csrc", "--fix", "--fix-diff", cwd=project))
 
 
+@pytest.mark.slow
 def test_printed_paths_open_from_the_current_directory(project: Path) -> None:
     """text and concise name a file from where the command ran (ruff's way): from the
     project root `csrc/scale.cuh`, from `csrc/` `scale.cuh`, and a file outside the current
@@ -476,6 +479,7 @@ def progress_tree(root: Path) -> list[str]:
     return ["csrc", "--no-cache", "--jobs", "2"]
 
 
+@pytest.mark.slow
 def test_progress_on_a_terminal(project: Path) -> None:
     code, screen = run_on_a_terminal(progress_tree(project), project)
     assert code == 1, screen
@@ -490,6 +494,7 @@ def test_progress_on_a_terminal(project: Path) -> None:
     assert "/6 " not in report
 
 
+@pytest.mark.slow
 def test_term_dumb_gets_neither_colors_nor_the_live_line(project: Path) -> None:
     """TERM=dumb (Emacs' shell, some CI runners) declares a terminal that takes no escape
     sequences: a real terminal with it gets the plain report, as a pipe does."""
@@ -501,6 +506,7 @@ def test_term_dumb_gets_neither_colors_nor_the_live_line(project: Path) -> None:
         assert ("\x1b[K" in screen) is escapes, (term, screen)
 
 
+@pytest.mark.slow
 def test_no_progress_when_not_a_terminal_or_machine_readable(project: Path) -> None:
     argv = progress_tree(project)
     piped = cli(*argv, cwd=project)

@@ -13,6 +13,8 @@ from kernel_check.harness.discover import discover
 from kernel_check.harness.draft import TODO, draft_text
 from kernel_check.harness.spec import Role
 
+pytestmark = pytest.mark.slow  # each test drafts from real parses of csrc/ or a tree of wrappers
+
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
 SGL_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "sgl" / "row_scale.cuh"
@@ -41,7 +43,6 @@ def csrc_drafts(tmp_path_factory) -> dict[tuple[str, str], object]:
     return drafts
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not CSRC.is_dir(), reason="csrc/ is not in this checkout")
 def test_every_csrc_kernel_gets_a_loadable_draft(csrc_drafts):
     assert {source for source, _ in csrc_drafts} == {p.name for p in CSRC.rglob("*.cuh")}

@@ -63,6 +63,7 @@ def _kc101_copy(path: Path, mode: int = 0o644) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.slow
 def test_fix_refuses_a_read_only_file_and_writes_no_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A file made read-only (even for root, who could write it) is refused before anything
     is written: the writable file beside it, sorted first, is left as it was too."""
@@ -78,6 +79,7 @@ def test_fix_refuses_a_read_only_file_and_writes_no_file(tmp_path: Path, capsys:
     assert stat.S_IMODE(read_only.stat().st_mode) == 0o444
 
 
+@pytest.mark.slow
 def test_fix_through_a_symlink_rewrites_its_target_and_keeps_the_link(tmp_path: Path) -> None:
     target, link = tmp_path / "real.cuh", tmp_path / "link.cuh"
     before = _kc101_copy(target, 0o640)
@@ -89,6 +91,7 @@ def test_fix_through_a_symlink_rewrites_its_target_and_keeps_the_link(tmp_path: 
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
 
+@pytest.mark.slow
 @needs_root
 def test_fix_by_root_keeps_the_owner_group_and_mode_of_another_users_file(tmp_path: Path) -> None:
     kernel = tmp_path / "theirs.cuh"

@@ -40,6 +40,7 @@ def test_fix_turns_the_fixture_into_its_fixed_twin(path: Path, tmp_path: Path) -
     assert target.read_text(encoding="utf-8") == expected
 
 
+@pytest.mark.slow
 def test_kc203_reports_a_launch_once_per_kernel() -> None:
     """A launch that picks among instantiations of one kernel that never waits is one finding,
     not one per instantiation (the markers above compare sets, so this counts)."""
@@ -56,6 +57,7 @@ def test_every_cpp_rule_has_a_firing_fixture() -> None:
     assert not missing, f"rules without a fixture line that must fire: {missing}"
 
 
+@pytest.mark.slow
 def test_device_pass_reports_each_finding_once() -> None:
     """Code seen by the host pass and by a device pass is described by one of them only, so a
     finding there is reported once (the markers above compare sets, so this counts)."""

@@ -230,6 +230,7 @@ def test_system_mode_accepts_nvcc_host_code(tmp_path: Path) -> None:
     assert errors_of(tmp_path, NVCC_HOST_CODE, resolve_settings("system")) == []
 
 
+@pytest.mark.slow
 @needs_cuda
 def test_system_mode_finds_cuda13_cccl(tmp_path: Path) -> None:
     """CUDA 13's cooperative groups include `cuda/std/...`, which lives in include/cccl."""
@@ -256,6 +257,7 @@ def _pip_layout(root: Path, split: bool) -> Path:
     return home
 
 
+@pytest.mark.slow
 @needs_cuda
 @pytest.mark.parametrize("split", [False, True], ids=["cu13", "cu12-split"])
 def test_system_mode_with_pip_cuda_headers(tmp_path: Path, split: bool) -> None:

@@ -67,6 +67,7 @@ def test_rounds_never_plant_one_file_twice(tree: Path) -> None:
         assert len(paths) == len(set(paths))
 
 
+@pytest.mark.slow
 def test_found_and_missed_plantings_are_told_apart(tree: Path, tmp_path: Path) -> None:
     plantings = planting.choose_plantings(tree, {"t": [NON_ASCII, HARMLESS]}, per_mutation=2, codes=None)
     originals = {p.path: (tree / p.path).read_text() for p in plantings}
@@ -80,6 +81,7 @@ def test_found_and_missed_plantings_are_told_apart(tree: Path, tmp_path: Path) -
     assert "Misses:" in planting.markdown(summary, results)
 
 
+@pytest.mark.slow
 def test_files_that_do_not_parse_are_never_planted(tree: Path, tmp_path: Path) -> None:
     broken = tree / planting.KERNELS_SUBDIR / "csrc" / "b.cuh"
     broken.write_text(KERNEL.replace("int32_t n) {", "undeclared_t n) {"))

@@ -20,6 +20,8 @@ from kernel_check.clang.preamble import PreambleCache, _scan_project, _unconditi
 from kernel_check.engine import RunStats, run_static
 from test_cache import ALPHA, BETA, findings, make_tree, options, plain
 
+pytestmark = pytest.mark.slow  # preamble builds, several per test
+
 KERNEL_HEAD = """namespace sglang {{
 /// \\brief Copies.
 __global__ void copy_{name}(float* __restrict__ dst, const float* src) {{ dst[0] = src[0]; }}

@@ -23,6 +23,8 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 from conftest import FIXTURES, expectations
 from kernel_check.cli import main
 
+pytestmark = pytest.mark.slow  # each test starts a language server and its checks
+
 in_server_loop = pytest.mark.asyncio(loop_scope="module")  # the module-scoped client's event loop
 
 CACHE = Path(tempfile.gettempdir()) / f"kernel-check-server-tests-{os.getpid()}"  # never the user's cache
