@@ -140,6 +140,19 @@ def project(tmp_path, monkeypatch):
 # ----- pre-commit from a tagged commit of this checkout (test_precommit, test_wheel) -----
 
 
+@pytest.fixture
+def tail_overrun_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The planted tail overrun of tests/fixtures/harness and its spec in a project of their
+    own (an empty `[tool.kernel-check]`); the working directory."""
+    root = tmp_path / "project"
+    (root / "kernels").mkdir(parents=True)
+    for name in ("tail_overrun.cuh", "tail_overrun_spec.py"):
+        shutil.copy(FIXTURES / "harness" / name, root / "kernels" / name)
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n\n[tool.kernel-check]\n')
+    monkeypatch.chdir(root)
+    return root
+
+
 def git(repo: Path, *args: str) -> None:
     subprocess.run(
         ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True, capture_output=True

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,14 +47,8 @@ needs_nvcc = pytest.mark.skipif(
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project with the planted tail overrun and its spec; the working directory."""
-    root = tmp_path / "project"
-    (root / "kernels").mkdir(parents=True)
-    for name in ("tail_overrun.cuh", "tail_overrun_spec.py"):
-        shutil.copy(FIXTURES / name, root / "kernels" / name)
-    configure(root, "")
-    monkeypatch.chdir(root)
+def project(tail_overrun_project: Path) -> Path:
+    root = tail_overrun_project
     load_rules()
     return root
 

@@ -336,18 +336,24 @@ async def test_a_second_suppression_joins_the_comment_already_on_the_line(
     document.close()
 
 
-@in_server_loop
-async def test_a_header_changed_on_disk_is_seen_by_the_next_check(client: LanguageClient, tmp_path: Path) -> None:
-    """The server keeps its caches warm between checks; a header that changes under them
-    must not leave a cached verdict behind (here: the same buffer, checked again)."""
-    (tmp_path / "kernel-check.toml").write_text('mode = "hermetic"\n')
-    header = tmp_path / "scale.h"
+def _header_and_its_user(root: Path) -> tuple[Path, Path]:
+    """A header (`kScale`) and a source that includes it, clean, in a hermetic project."""
+    (root / "kernel-check.toml").write_text('mode = "hermetic"\n')
+    header = root / "scale.h"
     header.write_text("#pragma once\n\nnamespace sglang {\n\n/// \\brief The factor.\nconstexpr int kScale = 2;\n\n}\n")
-    kernel = tmp_path / "use.cuh"
+    kernel = root / "use.cuh"
     kernel.write_text(
         '#include "scale.h"\n\nnamespace sglang {\n\n/// \\brief Twice the factor.\n'
         "constexpr int kTwice = 2 * kScale;\n\n}\n"
     )
+    return header, kernel
+
+
+@in_server_loop
+async def test_a_header_changed_on_disk_is_seen_by_the_next_check(client: LanguageClient, tmp_path: Path) -> None:
+    """The server keeps its caches warm between checks; a header that changes under them
+    must not leave a cached verdict behind (here: the same buffer, checked again)."""
+    header, kernel = _header_and_its_user(tmp_path)
     document = Opened(client, kernel)
     assert found(await document.diagnostics()) == set()
     document.change(document.text)  # the same bytes: answered by the result cache, the header hashed
@@ -378,14 +384,7 @@ async def test_a_suppression_in_a_macro_body_keeps_the_macro_whole(client: Langu
 
 @in_server_loop
 async def test_saving_a_header_rechecks_the_open_sources(client: LanguageClient, tmp_path: Path) -> None:
-    (tmp_path / "kernel-check.toml").write_text('mode = "hermetic"\n')
-    header = tmp_path / "scale.h"
-    header.write_text("#pragma once\n\nnamespace sglang {\n\n/// \\brief The factor.\nconstexpr int kScale = 2;\n\n}\n")
-    kernel = tmp_path / "use.cuh"
-    kernel.write_text(
-        '#include "scale.h"\n\nnamespace sglang {\n\n/// \\brief Twice the factor.\n'
-        "constexpr int kTwice = 2 * kScale;\n\n}\n"
-    )
+    header, kernel = _header_and_its_user(tmp_path)
     user = Opened(client, kernel)
     assert found(await user.diagnostics()) == set()
     edited = Opened(client, header)

@@ -194,16 +194,9 @@ def test_writing_a_baseline_from_a_shard_is_refused(tmp_path):
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The planted tail overrun and its spec in a project of their own; the working directory."""
-    root = tmp_path / "project"
-    (root / "kernels").mkdir(parents=True)
-    for name in ("tail_overrun.cuh", "tail_overrun_spec.py"):
-        shutil.copy(FIXTURES / name, root / "kernels" / name)
-    (root / "pyproject.toml").write_text('[project]\nname = "p"\n\n[tool.kernel-check]\n')
-    monkeypatch.chdir(root)
+def project(tail_overrun_project: Path) -> Path:
     load_rules()
-    return root
+    return tail_overrun_project
 
 
 def test_a_shard_counts_no_baseline_entry_fixed_and_names_itself(project, capsys):
