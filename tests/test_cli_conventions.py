@@ -243,23 +243,42 @@ def test_ctrl_c_exits_130_and_leaves_a_good_cache(project: Path) -> None:
     expect of a command Ctrl-C ended) with one line, and the cache it leaves gives the same
     report as no cache at all."""
     kernel_tree(project)
-    for index in range(10):
+    for index in range(30):
         write(project / "csrc" / f"copy{index}.cuh", KERNEL.replace("scale_kernel", f"copy{index}_kernel"))
-    cache = project.parent / "cache"
-    argv = [sys.executable, "-m", "kernel_check", "csrc", "--cache-dir", str(cache), "--jobs", "2", "--format", "json"]
-    run = subprocess.Popen(argv, cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 240
-    while not any((cache / "static-v1" / "projects").rglob("results/*/*.json")):  # files are done
-        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
-        time.sleep(0.02)
-    run.send_signal(signal.SIGINT)
+    for attempt in range(3):
+        cache = project.parent / f"cache{attempt}"
+        run, finished_first = _interrupt_once_files_are_done(project, cache)
+        if not finished_first:
+            break
+    else:
+        pytest.fail("every run finished before the signal reached it")
     out, err = run.communicate(timeout=120)
     assert run.returncode == 130, (out, err)
     assert err.decode().strip().splitlines() == ["kernel-check: interrupted"] and out == b""
     fresh = cli("csrc", "--no-cache", "--format", "json", cwd=project)
     cached = cli("csrc", "--cache-dir", str(cache), "--format", "json", cwd=project)
     assert (cached.returncode, cached.stdout) == (fresh.returncode, fresh.stdout) == (1, fresh.stdout)
-    assert len(json.loads(fresh.stdout)) == 11, fresh.stdout  # a KC101 per kernel
+    assert len(json.loads(fresh.stdout)) == 31, fresh.stdout  # a KC101 per kernel
+
+
+def _interrupt_once_files_are_done(project: Path, cache: Path) -> tuple[subprocess.Popen[bytes], bool]:
+    """Start a run and send it SIGINT once its first results are cached; True beside it when
+    the run had already ended by then (a loaded machine can let it finish between two
+    looks: the signal then tested nothing, and the caller tries again)."""
+    argv = [sys.executable, "-m", "kernel_check", "csrc", "--cache-dir", str(cache), "--jobs", "2", "--format", "json"]
+    run = subprocess.Popen(argv, cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    while not any((cache / "static-v1" / "projects").rglob("results/*/*.json")):  # files are done
+        if run.poll() is not None:
+            break
+        assert time.monotonic() < deadline, "no result was cached in 240 s"
+        time.sleep(0.02)
+    if run.poll() is not None:
+        out, err = run.communicate()
+        assert run.returncode in (0, 1), (out, err)  # it ended by itself, not by a crash
+        return run, True
+    run.send_signal(signal.SIGINT)
+    return run, False
 
 
 def test_help_lists_the_subcommands_and_every_argument_is_described(tmp_path: Path) -> None:
