@@ -205,8 +205,10 @@ def test_the_json_report_carries_each_files_status(project: Path, capsys: pytest
     sources = project / "src"
     sources.mkdir()
     (sources / "broken.cuh").write_text("#pragma once\nint broken( {\n")
-    (sources / "bomb.cuh").write_text(macro_bomb())
-    configure(project, "file-timeout = 1")
+    # 2**24 tokens (seconds of CPU past the limit) against a 3 s limit that a parse error,
+    # a cold libclang and a loaded machine stay well inside
+    (sources / "bomb.cuh").write_text(macro_bomb(depth=24))
+    configure(project, "file-timeout = 3")
     assert main(["--no-cache", "--jobs", "1", "--format", "json", "src"]) == 1
     rows = json.loads(capsys.readouterr().out)
     assert sorted((row["path"], row["code"], row["file_status"]) for row in rows) == [
