@@ -30,8 +30,9 @@ PDL_REPEATS = 3
 # An ordered case (stream, graph, PDL) reports a difference only when it shows this many
 # times; after a first difference it runs up to ``CONFIRM_RUNS`` more times to see it again.
 CONFIRM_SEEN, CONFIRM_RUNS = 2, 2
-# How far beyond the spread of two plain runs a nondeterministic kernel's third run may land.
-NOISE_MARGIN = 4.0
+# The plain runs an ordered case is judged against (poisons A and B in turn), and how far
+# beyond their range a nondeterministic kernel's next run may land.
+PLAIN_RUNS, NOISE_MARGIN = 4, 4.0
 # The canary's stale and late words (see probe.cuh's pdl_canary).
 CANARY_STALE, CANARY_LATE = 0, 0x5A5A5A5A
 STREAM_DELAY_NS = 20_000_000
@@ -340,17 +341,18 @@ def expected_outputs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.T
 
 @dataclass
 class Yardstick:
-    """What an ordered call (stream, graph, PDL) is judged against: two plain launches of the
-    same inputs and state (default stream, no graph, poisons A then B).
+    """What an ordered call (stream, graph, PDL) is judged against: ``PLAIN_RUNS`` plain
+    launches of the same inputs and state (default stream, no graph, poisons A and B in
+    turn), made afresh for every attempt of the ordered call.
 
-    The ordered call is compared with plain run A, not with the reference: KD101 already
-    judges the reference, and KD401-KD403 report only what the ordering changes. Elements
-    the plain runs never wrote are left out (KD102 reports them). Where the two plain runs
-    differ (atomics, a sum at a rounding boundary) the kernel has noise of its own, which
-    KD103 reports; it widens the tolerance of every element of that tensor by
-    ``NOISE_MARGIN`` times the largest spread seen, since a third run's noise lands
-    elsewhere than the first two's. A stale read or a lost ordering changes values by their
-    own size, far beyond rounding.
+    The ordered call is compared with the first plain run, not with the reference: KD101
+    already judges the reference, and KD401-KD403 report only what the ordering changes.
+    Elements the plain runs never wrote are left out (KD102 reports them). Where the plain
+    runs differ among themselves (atomics, a sum at a rounding boundary) the kernel has
+    noise of its own, which KD103 reports: every element of that tensor gets
+    ``NOISE_MARGIN`` times the widest range seen on top of its tolerance, since another
+    run's noise lands elsewhere than these runs'. A stale read or a lost ordering changes
+    values by their own size, far beyond rounding.
     """
 
     expected: dict[str, torch.Tensor]
@@ -358,21 +360,25 @@ class Yardstick:
     noise: dict[str, torch.Tensor]
 
 
-def _noise(run_a: torch.Tensor, run_b: torch.Tensor, unwritten: torch.Tensor | None) -> torch.Tensor:
-    """The slack per element: ``NOISE_MARGIN`` x the largest finite |A - B|, and inf where
-    one run holds NaN and the other does not."""
-    a, b = run_a.double(), run_b.double()
-    spread = torch.where(torch.isnan(a) & torch.isnan(b), torch.zeros_like(a), (a - b).abs())
+def _noise(runs: Sequence[torch.Tensor], unwritten: torch.Tensor | None) -> torch.Tensor:
+    """The slack per element: ``NOISE_MARGIN`` x the widest finite range (max - min) over
+    ``runs``, and inf where some runs hold NaN and others do not."""
+    stacked = torch.stack([r.double() for r in runs])
+    nans = torch.isnan(stacked)
+    some_nan = nans.any(0) & ~nans.all(0)
+    finite = stacked.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
+    spread = finite.amax(0) - finite.amin(0)
+    spread = torch.where(nans.any(0), torch.zeros_like(spread), spread)
     if unwritten is not None:
         spread = torch.where(unwritten, torch.zeros_like(spread), spread)
-    finite = spread.nan_to_num(nan=0.0, posinf=0.0)
-    widest = float(finite.max()) if finite.numel() else 0.0
-    return torch.where(torch.isnan(spread), float("inf"), NOISE_MARGIN * widest)
+        some_nan &= ~unwritten
+    widest = float(spread.max()) if spread.numel() else 0.0
+    return torch.where(some_nan, float("inf"), NOISE_MARGIN * widest)
 
 
 def yardstick(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]) -> Yardstick:
     runs = []
-    for which in POISON_SEQUENCE[:2]:
+    for which in (0, 1) * (PLAIN_RUNS // 2):
         args = make_arguments(ctx, case, initial, which)
         call(ctx, case, args)
         synchronize()
@@ -380,7 +386,7 @@ def yardstick(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor])
     unwritten = {
         t.name: unwritten_mask(runs[0][t.name], runs[1][t.name]) for t in ctx.spec.tensors if t.role is Role.OUT
     }
-    noise = {name: _noise(run_a, runs[1][name], unwritten.get(name)) for name, run_a in runs[0].items()}
+    noise = {name: _noise([run[name] for run in runs], unwritten.get(name)) for name in runs[0]}
     return Yardstick(runs[0], unwritten, noise)
 
 
@@ -613,9 +619,9 @@ def run_graph(ctx: CaseContext, case: Case) -> list[Outcome]:
             )
         ]
     fresh = make_initial(ctx, case, salt=7)
-    stick = yardstick(ctx, case, fresh)
 
     def replay(_attempt: int) -> Outcome:
+        stick = yardstick(ctx, case, fresh)
         for name, value in fresh.items():  # the same state each time: in-place tensors too
             args.values[name].copy_(value)
         for name, out in _outputs(ctx, case, 0).items():
@@ -675,9 +681,10 @@ def _ordered_call(
     code: str,
     delay_ns: int,
     pdl: bool,
-    stick: Yardstick,
     salt: int,
 ) -> Outcome:
+    """One ordered call on late-written inputs, judged against fresh plain runs."""
+    stick = yardstick(ctx, case, make_initial(ctx, case))
     arena, staging = _late_inputs(ctx, case, salt)
     stream = torch.cuda.Stream()
     args = make_arguments(ctx, case, arena.views)
@@ -721,10 +728,9 @@ def _confirmed(attempt: Callable[[int], Outcome], runs: int) -> Outcome:
 
 
 def run_stream(ctx: CaseContext, case: Case) -> list[Outcome]:
-    stick = yardstick(ctx, case, make_initial(ctx, case))
     return [
         _confirmed(
-            lambda attempt: _ordered_call(ctx, case, codes.WRONG_STREAM, STREAM_DELAY_NS, False, stick, 13 + attempt), 1
+            lambda attempt: _ordered_call(ctx, case, codes.WRONG_STREAM, STREAM_DELAY_NS, False, 13 + attempt), 1
         )
     ]
 
@@ -767,9 +773,8 @@ def run_pdl(ctx: CaseContext, case: Case) -> list[Outcome]:
     canary shows that PDL launches do not overlap here at all, a pass says nothing: it is
     reported as inconclusive.
     """
-    stick = yardstick(ctx, case, make_initial(ctx, case))
     outcome = _confirmed(
-        lambda attempt: _ordered_call(ctx, case, codes.PDL_STALE_READ, PDL_DELAY_NS, True, stick, 13 + attempt),
+        lambda attempt: _ordered_call(ctx, case, codes.PDL_STALE_READ, PDL_DELAY_NS, True, 13 + attempt),
         PDL_REPEATS,
     )
     if not outcome.passed:
