@@ -328,3 +328,46 @@ def test_a_compile_error_points_at_its_line_after_lines_the_patterns_do_not_take
     )
     location = _compiler_error_location(log, str(tmp_path / "fallback.cuh"))
     assert (Path(location.path).resolve(), location.line) == (source.resolve(), 3)
+
+
+ARCH_GATED_SOURCE = """#include <tvm/ffi/container/tensor.h>
+namespace sglang {
+/// \\brief Compiles only for sm_90 and newer.
+__global__ void needs_sm90_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "needs_sm90_kernel: built for an arch below sm_90"
+#endif
+}
+/// \\brief Launches nothing; the build is the test.
+inline void needs_sm90(tvm::ffi::TensorView x) { (void)x; }
+}  // namespace sglang
+"""
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.parametrize(("env_arch", "built"), [(None, False), ("9.0", True)])
+def test_build_targets_the_configured_arch_unless_the_environment_names_one(tmp_path, env_arch, built):
+    """`[tool.kernel-check] arch` is the arch a compile-only build targets, as it is the one the
+    parse assumes; TVM_FFI_CUDA_ARCH_LIST, when set, still wins."""
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-check]\narch = "80"\n')
+    (tmp_path / "k.cuh").write_text(ARCH_GATED_SOURCE)
+    (tmp_path / "k.py").write_text('CUDA_FILES = ["k.cuh"]\nINSTANTIATIONS = [("needs_sm90", "needs_sm90")]\n')
+    env = {k: v for k, v in os.environ.items() if k != "TVM_FFI_CUDA_ARCH_LIST"}
+    env["KERNEL_CHECK_JIT_CACHE"] = str(tmp_path / "jit")
+    if env_arch:
+        env["TVM_FFI_CUDA_ARCH_LIST"] = env_arch
+    run = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "build", ".", "--format", "json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    findings = json.loads(run.stdout)
+    if built:
+        assert (run.returncode, findings) == (0, []), run.stdout + run.stderr
+    else:
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert [f["code"] for f in findings] == ["KC600"] and "below sm_90" in findings[0]["detail"]

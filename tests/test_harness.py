@@ -16,6 +16,7 @@ from kernel_check.harness.cases import (
     CaseKind,
     bad_inputs,
     base_sizes,
+    medium_sizes,
     plan_bandwidth,
     plan_cases,
     plan_sanitize,
@@ -166,6 +167,40 @@ def _row_spec(**changes) -> KernelSpec:
         grid={"m": TAILS},
     )
     return dataclasses.replace(spec, **changes)
+
+
+def _batch_spec(**changes) -> KernelSpec:
+    """Rows of a batch: the grid writes a dispatch threshold (16) as values on both sides."""
+    args = (
+        Tensor("dst", ("batch", "n"), role=Role.OUT, vector_bytes=16),
+        Tensor("src", ("batch", "n"), vector_bytes=16),
+        Scalar("factor", 2.0),
+    )
+    return make_spec(args=args, grid={"n": TAILS, "batch": (1, 16, 17, 512)}, **changes)
+
+
+def test_sanitizer_shapes_reach_every_value_of_every_axis():
+    spec = _batch_spec()
+    points = sanitize_sizes(spec, "memcheck")
+    for axis, values in spec.grid.items():
+        assert {p[axis] for p in points} == set(values), axis
+    # each value at its cheapest point: the large batch with the smallest row
+    assert {"n": 1, "batch": 512} in points and {"n": 4097, "batch": 1} in points
+    assert len(points) == len({tuple(p.items()) for p in points})
+
+
+def test_a_spec_adds_sanitizer_shapes_and_racecheck_keeps_one():
+    spec = _batch_spec(sanitize_extra=({"n": 200, "batch": 3},))
+    assert {"n": 200, "batch": 3} in sanitize_sizes(spec, "memcheck")
+    assert len(sanitize_sizes(spec, "racecheck")) == 1
+
+
+def test_value_profiles_run_at_the_small_and_the_large_shape():
+    spec = _batch_spec()
+    inst = spec.variants[0]
+    shapes = {c.sizes for c in plan_cases(spec) if c.kind is CaseKind.PROFILE and c.inst == inst.id}
+    assert sorted(dict(s)["n"] for s in shapes) == [127, 4097]
+    assert {tuple(base_sizes(spec, inst).items()), tuple(medium_sizes(spec, inst).items())} == shapes
 
 
 def test_instantiation_sizes_pin_axes():

@@ -67,9 +67,10 @@ def nvcc_available() -> bool:
     return runtime._find_nvcc() is not None
 
 
-def ensure_arch_for_compile_only() -> None:
-    """Without a GPU the target arch must be named; default to H200's sm_90."""
-    os.environ.setdefault("TVM_FFI_CUDA_ARCH_LIST", DEFAULT_ARCH)
+def ensure_arch_for_compile_only(arch: str | None = None) -> None:
+    """Without a GPU the target arch must be named: ``TVM_FFI_CUDA_ARCH_LIST`` when set, else
+    the configured ``arch`` (``"90"``, as the parse names it), else H200's sm_90."""
+    os.environ.setdefault("TVM_FFI_CUDA_ARCH_LIST", f"{arch[:-1]}.{arch[-1]}" if arch else DEFAULT_ARCH)
 
 
 def build_one(target: BuildTarget, *, lineinfo: bool = False) -> BuildOutcome:

@@ -33,7 +33,10 @@ from .spec import Instantiation, KernelSpec, Sizes, Tensor, dim_axes, dim_size, 
 # Largest total element count (over all tensors) for sanitizer runs, and for racecheck.
 SANITIZE_MAX_ELEMENTS = 1 << 16
 RACECHECK_MAX_ELEMENTS = 1 << 13
-SANITIZE_MAX_POINTS = 6
+# A sanitizer shape chosen for an axis's value (its largest, say: the large-batch path) may
+# be this big; the rest stay under SANITIZE_MAX_ELEMENTS.
+SANITIZE_EXTREME_MAX_ELEMENTS = 1 << 20
+SANITIZE_MAX_POINTS = 8
 # Largest total element count for the single-shape cases (graph, stream, PDL).
 MEDIUM_MAX_ELEMENTS = 1 << 22
 
@@ -166,20 +169,42 @@ def medium_sizes(spec: KernelSpec, inst: Instantiation | None = None) -> dict[st
     return max(fitting, key=lambda p: total_elements(spec, p))
 
 
+def covering_points(spec: KernelSpec, points: list[dict[str, int]]) -> list[dict[str, int]]:
+    """Grid points that reach every value of every axis, extremes first: for each axis its
+    smallest and largest value, then the values between (a dispatch threshold written into
+    the grid as values on both sides of it), each at the cheapest point that has it. A value
+    whose cheapest point is over ``SANITIZE_EXTREME_MAX_ELEMENTS`` is left out; at most
+    ``SANITIZE_MAX_POINTS``, and never none."""
+    by_cost = sorted(points, key=lambda p: total_elements(spec, p))
+    values = {axis: sorted({p[axis] for p in points}) for axis in (points[0] if points else {})}
+    wanted = [(axis, v) for axis, vs in values.items() for v in dict.fromkeys((vs[0], vs[-1]))]
+    wanted += [(axis, v) for axis, vs in values.items() for v in vs[1:-1]]
+    chosen: list[dict[str, int]] = []
+    for axis, value in wanted:
+        if len(chosen) >= SANITIZE_MAX_POINTS:
+            break
+        if any(p[axis] == value for p in chosen):
+            continue
+        cheapest = next(p for p in by_cost if p[axis] == value)
+        limit = SANITIZE_EXTREME_MAX_ELEMENTS if value == values[axis][-1] else SANITIZE_MAX_ELEMENTS
+        if total_elements(spec, cheapest) <= limit:
+            chosen.append(cheapest)
+    return chosen or by_cost[:1]
+
+
 def sanitize_sizes(spec: KernelSpec, tool: str, inst: Instantiation | None = None) -> list[dict[str, int]]:
-    """Small shapes for compute-sanitizer; racecheck (about 2000x slower) gets one."""
+    """Shapes for compute-sanitizer: the spec's own, else the points that reach every axis's
+    extremes (``covering_points``), plus the spec's ``sanitize_extra``; racecheck (about
+    2000x slower) gets one small shape."""
+    fixed = dict(inst.sizes) if inst is not None else {}
     if spec.sanitize_sizes:
-        fixed = dict(inst.sizes) if inst is not None else {}
         points = [{**dict(p), **fixed} for p in spec.sanitize_sizes]
-        if spec.constraint is not None:
-            points = [p for p in points if spec.constraint(p)] or points
     else:
-        all_points = list(spec.grid_points(inst))
-        points = [p for p in all_points if total_elements(spec, p) <= SANITIZE_MAX_ELEMENTS]
-        points = points or [min(all_points, key=lambda p: total_elements(spec, p))]
-        if len(points) > SANITIZE_MAX_POINTS:
-            step = len(points) / SANITIZE_MAX_POINTS
-            points = [points[int(i * step)] for i in range(SANITIZE_MAX_POINTS)]
+        points = covering_points(spec, list(spec.grid_points(inst)))
+    points += [{**dict(p), **fixed} for p in spec.sanitize_extra]
+    if spec.constraint is not None:
+        points = [p for p in points if spec.constraint(p)] or points
+    points = [dict(frozen) for frozen in dict.fromkeys(_freeze(p) for p in points)]
     if tool != "racecheck":
         return points
     small = [p for p in points if total_elements(spec, p) <= RACECHECK_MAX_ELEMENTS]
@@ -301,8 +326,9 @@ def _instantiation_cases(spec: KernelSpec, inst: Instantiation, options: PlanOpt
         cases.append((CaseKind.STREAM, medium, None, None))
     if options.pdl and inst.pdl:
         cases.append((CaseKind.PDL, medium, None, None))
-    if options.profiles:
-        cases.extend((CaseKind.PROFILE, base, None, p) for p in value_profiles(spec, inst))
+    if options.profiles:  # the smallest shape, and the large one (a large-batch path)
+        for sizes in dict.fromkeys((_freeze(base), _freeze(medium))):
+            cases.extend((CaseKind.PROFILE, dict(sizes), None, p) for p in value_profiles(spec, inst))
     if options.bad_inputs:
         cases.extend((CaseKind.BAD_INPUT, base, bad, None) for bad in bad_inputs(spec, inst, base))
     return cases

@@ -384,7 +384,7 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     if not specs and not wrappers:
         return _emit([], args, policy)
     _require_nvcc()
-    ensure_arch_for_compile_only()
+    ensure_arch_for_compile_only(str(config.get("arch")))
     progress = Progress()
     progress.add(len(specs) + len(wrappers))  # one module per spec
     on_done = progress_lines(progress)

@@ -302,8 +302,10 @@ class KernelSpec:
     # bytes one call moves (KD501), from the call's arguments by name; default: every tensor
     # once, in-place ones twice
     bytes_moved: Callable[[Mapping[str, Any]], int] | None = None
-    # shapes for compute-sanitizer; default: small grid points (see cases.sanitize_sizes)
+    # shapes for compute-sanitizer; default: points reaching every axis's values (see
+    # cases.sanitize_sizes); sanitize_extra adds shapes to whichever is used
     sanitize_sizes: tuple[Mapping[str, int], ...] = ()
+    sanitize_extra: tuple[Mapping[str, int], ...] = ()
     # registers per thread allowed (KC601): one number, or per kernel name with "default"
     register_budget: int | Mapping[str, int] | None = None
     extra_cuda_cflags: tuple[str, ...] = ()
@@ -588,7 +590,7 @@ def validate_spec(spec: KernelSpec) -> None:
         if next(spec.grid_points(inst), None) is None:
             _fail(spec, f"instantiation {inst.id}: the grid has no point that passes `constraint`")
     fixed_somewhere = set().union(*(set(i.sizes) for i in spec.instantiations))
-    shapes = list(spec.sanitize_sizes)
+    shapes = [*spec.sanitize_sizes, *spec.sanitize_extra]
     if spec.bandwidth_sizes is not None and not callable(spec.bandwidth_sizes):
         shapes.append(spec.bandwidth_sizes)
     for sizes in shapes:

@@ -1,6 +1,7 @@
 """## What it does
 Runs each case three times on identical inputs and compares the outputs bitwise, unless
-the spec declares `deterministic=False`.
+the spec declares `deterministic=False`. Outputs the spec canonicalizes (an order the kernel
+does not fix, `canonicalize={"out": "sort"}`) are compared in their canonical form.
 
 ## Why is this bad?
 Run-to-run differences (the order of floating-point atomics, a race) make results

@@ -7,6 +7,10 @@ The producer runs few blocks (so the kernel finds free SMs), spins on the GPU cl
 case repeats; a canary kernel first checks that PDL launches really overlap on the device,
 and where they do not, a pass is reported as inconclusive.
 
+The comparison is the one of every ordered run (docs/harness.md, "How the ordered runs are
+judged"): with plain launches of the same inputs, the kernel's own noise and never-written
+elements left out, and a difference reported only when it shows twice.
+
 ## Why is this bad?
 With PDL the kernel starts while its predecessor is still running: any read of the
 predecessor's output before the wait is a race that ordinary tests (where the
