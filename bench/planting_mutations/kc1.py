@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -32,7 +33,7 @@ _VECTOR_TYPEDEF = re.compile(
 )
 
 
-def _only_where(idiom: re.Pattern, plant):
+def _only_where(idiom: re.Pattern, plant: Callable[[str], Planted | None]) -> Callable[[str], Planted | None]:
     """`plant`, restricted to files that use an idiom (so its recall is told per idiom)."""
     return lambda text: plant(text) if idiom.search(text) else None
 

@@ -216,33 +216,34 @@ _STATEMENT_LAUNCH = re.compile(r"^([ \t]*)(?:host::)?LaunchKernel\(", re.M)
 _ENABLE_PDL = re.compile(r"\s*\.enable_pdl\(((?:[^()]|\([^()]*\))*)\)\s*\(")
 
 
-def _named_launch(text: str, keep_pdl: bool) -> tuple[str, int] | None:
-    """The file's only `LaunchKernel(config).enable_pdl(flag)(kernel, args);` statement
-    written with a named launch object; the text and the offset of the launching call."""
-    statement = _STATEMENT_LAUNCH.search(text)
-    if statement is None:
-        return None
-    depth, config_end = 1, statement.end()
-    for config_end in range(statement.end(), len(text)):
-        depth += {"(": 1, ")": -1}.get(text[config_end], 0)
-        if depth == 0:
-            break
-    enable = _ENABLE_PDL.match(text, config_end + 1)
-    if enable is None:
-        return None
-    depth, args_end = 1, enable.end()
-    while depth and args_end < len(text):
-        depth += {"(": 1, ")": -1}.get(text[args_end], 0)
-        args_end += 1
-    if text[args_end : args_end + 1] != ";":
-        return None
-    indent = statement.group(1)
-    head = f"{indent}auto kc_launch = {text[len(indent) + statement.start() : config_end + 1]};\n"
-    if keep_pdl:
-        head += f"{indent}kc_launch.enable_pdl({enable.group(1)});\n"
-    call = f"{indent}kc_launch({text[enable.end() : args_end - 1]})"
-    planted = text[: statement.start()] + head + call + text[args_end:]
-    return planted, statement.start() + len(head)
+def _named_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | None:
+    """The first `LaunchKernel(config).enable_pdl(flag)(kernel, args);` statement written with a
+    named launch object: the text, the offset of the statement and that of the launching call."""
+    for statement in _STATEMENT_LAUNCH.finditer(text):
+        depth, config_end = 1, statement.end()
+        while depth and config_end < len(text):
+            depth += {"(": 1, ")": -1}.get(text[config_end], 0)
+            config_end += 1
+        enable = _ENABLE_PDL.match(text, config_end)
+        if enable is None:
+            continue
+        depth, args_end = 1, enable.end()
+        while depth and args_end < len(text):
+            depth += {"(": 1, ")": -1}.get(text[args_end], 0)
+            args_end += 1
+        if text[args_end : args_end + 1] != ";":
+            continue
+        indent = statement.group(1)
+        head = f"{indent}auto kc_launch = {text[statement.start() + len(indent) : config_end]};\n"
+        if keep_pdl:
+            head += f"{indent}kc_launch.enable_pdl({enable.group(1)});\n"
+        call = f"{indent}kc_launch({text[enable.end() : args_end - 1]})"
+        return (
+            text[: statement.start()] + head + call + text[args_end:],
+            statement.start(),
+            statement.start() + len(head),
+        )
+    return None
 
 
 def drop_wait_named_launch(text: str) -> Planted | None:
@@ -253,7 +254,7 @@ def drop_wait_named_launch(text: str) -> Planted | None:
     named = _named_launch(_WAIT.sub(lambda m: f"{m.group(1)}// PDL wait removed", text), keep_pdl=True)
     if named is None:
         return None
-    planted, call = named
+    planted, _, call = named
     return Planted(planted, _line_of(planted, call))
 
 
@@ -264,11 +265,10 @@ def drop_enable_pdl_named_launch(text: str) -> Planted | None:
     named = _named_launch(text, keep_pdl=False) if plain is not None else None
     if named is None:
         return None
-    planted, _ = named
-    launch_line = _line_of(text, _STATEMENT_LAUNCH.search(text).start())
+    planted, statement, _ = named
     # The rewrite adds lines at the launch only: a wait below it moves down by as many.
     added = planted.count("\n") - text.count("\n")
-    return Planted(planted, plain.line + (added if plain.line > launch_line else 0))
+    return Planted(planted, plain.line + (added if plain.line > _line_of(text, statement) else 0))
 
 
 MUTATIONS = [
