@@ -23,6 +23,11 @@ those files (as pre-commit does) and restores them. A planting counts as
 Recall per rule is found / planted; the report lists every miss and every extra finding, so
 each one can be judged (a miss is a bug of the analysis, or a mutation that did not plant
 what it meant to).
+
+Each mutation names the idiom of the real code it plants into (`Mutation.idiom`: a read
+through a structured binding, a launch through a named `LaunchKernel` object, a wait inside a
+helper, ...; `any` for a mutation that takes whatever form the file has), and the report gives
+recall per code and per idiom, so an idiom the analysis does not follow shows as its own row.
 """
 
 from __future__ import annotations
@@ -61,14 +66,20 @@ class Planted:
     line: int
 
 
+# The idiom of a mutation that plants into whatever form the file has.
+ANY_IDIOM = "any"
+
+
 @dataclass(frozen=True)
 class Mutation:
-    """One kind of violation: which rule must catch it and how to plant it into a file."""
+    """One kind of violation: which rule must catch it, how to plant it into a file and the
+    idiom of the real code it is planted into."""
 
     code: str
     name: str
     suffixes: tuple[str, ...]
     plant: Callable[[str], Planted | None]
+    idiom: str = ANY_IDIOM
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -261,6 +272,7 @@ def judge(planting: Planting) -> dict:
     return {
         "family": planting.family,
         "code": code,
+        "idiom": planting.mutation.idiom,
         "mutation": planting.mutation.name,
         "path": str(planting.path),
         "line": line,
@@ -270,14 +282,25 @@ def judge(planting: Planting) -> dict:
     }
 
 
-def summarize(results: list[dict]) -> dict[str, dict]:
-    by_code: dict[str, dict] = {}
+def _tally(results: list[dict], key: Callable[[dict], str]) -> dict[str, dict]:
+    """Planted, found and clean counts of the results grouped by `key`, in key order."""
+    rows: dict[str, dict] = {}
     for result in results:
-        row = by_code.setdefault(result["code"], {"family": result["family"], "planted": 0, "found": 0, "clean": 0})
+        row = rows.setdefault(key(result), {"family": result["family"], "planted": 0, "found": 0, "clean": 0})
         row["planted"] += 1
         row["found"] += result["found"]
         row["clean"] += result["found"] and not result["extra"]
-    return dict(sorted(by_code.items()))
+    return dict(sorted(rows.items()))
+
+
+def summarize(results: list[dict]) -> dict[str, dict]:
+    """Counts per code."""
+    return _tally(results, lambda result: result["code"])
+
+
+def summarize_idioms(results: list[dict]) -> dict[str, dict]:
+    """Counts per code and idiom, keyed `CODE idiom`."""
+    return _tally(results, lambda result: f"{result['code']} {result['idiom']}")
 
 
 def _recall(found: int, planted: int) -> str:
@@ -297,6 +320,12 @@ def markdown(summary: dict[str, dict], results: list[dict]) -> str:
         f"{_recall(row['found'], row['planted'])} |"
         for code, row in summary.items()
     ]
+    lines += ["", "| code | idiom | planted | found at line | clean | recall |", "|---|---|---:|---:|---:|---:|"]
+    lines += [
+        f"| {key.split(' ', 1)[0]} | {key.split(' ', 1)[1]} | {row['planted']} | {row['found']} | {row['clean']} | "
+        f"{_recall(row['found'], row['planted'])} |"
+        for key, row in summarize_idioms(results).items()
+    ]
     families: dict[str, list[int]] = {}
     for row in summary.values():
         totals = families.setdefault(row["family"], [0, 0])
@@ -311,7 +340,7 @@ def markdown(summary: dict[str, dict], results: list[dict]) -> str:
     extras = [r for r in results if r["extra"]]
     if misses:
         lines += ["", "Misses:"] + [
-            f"- {r['code']} {r['mutation']}: {r['path']}:{r['line']}{_elsewhere(r)}" for r in misses
+            f"- {r['code']} {r['mutation']} ({r['idiom']}): {r['path']}:{r['line']}{_elsewhere(r)}" for r in misses
         ]
     if extras:
         lines += ["", "Other new findings:"] + [
@@ -361,7 +390,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"mode": args.mode, "unparsable": sorted(map(str, unparsable)), "summary": summary, "results": results},
+                {
+                    "mode": args.mode,
+                    "unparsable": sorted(map(str, unparsable)),
+                    "summary": summary,
+                    "idioms": summarize_idioms(results),
+                    "results": results,
+                },
                 indent=1,
             )
         )

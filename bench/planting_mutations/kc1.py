@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -19,6 +20,22 @@ from planting import Mutation, Planted  # the framework's types
 _CUDA = (".cuh", ".cu", ".h")
 _OPEN, _CLOSE = "([{", ")]}"
 _COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+
+
+# The idioms of the census of issue 26 some of these mutations are planted into: files whose
+# kernels name their vector type through a typedef (`using vec_t = AlignedVector<T, N>;`,
+# `typename Plan<N>::vec_t`) and files that reach tensor data through a local helper returning
+# `t.data_ptr()`.
+VECTOR_TYPEDEF = "vector type through a typedef"
+POINTER_HELPER = "local pointer helper"
+_VECTOR_TYPEDEF = re.compile(
+    r"\busing\s+\w+\s*=\s*(?:typename\s+)?[^;]*(?:[Vv]ec|AlignedVector)[^;]*;|\btypename\s+[\w:]+<[^;]*?>::\w*vec\w*"
+)
+
+
+def _only_where(idiom: re.Pattern, plant: Callable[[str], Planted | None]) -> Callable[[str], Planted | None]:
+    """`plant`, restricted to files that use an idiom (so its recall is told per idiom)."""
+    return lambda text: plant(text) if idiom.search(text) else None
 
 
 def _line(text: str, offset: int) -> int:
@@ -273,6 +290,46 @@ def drop_second_verify(text: str) -> Planted | None:
     return None
 
 
+def _statement_start(text: str, offset: int) -> int:
+    """The offset of the line where the statement holding `offset` starts: just after the last
+    `;` or block brace before it that is not inside brackets (an initializer's `{` is not a
+    block: a block's brace follows `)`, `;`, a brace, `else`, `do` or `try`)."""
+    depth = 0
+    for index in range(offset - 1, -1, -1):
+        char = text[index]
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            if depth:
+                depth -= 1
+                continue
+            before = text[:index].rstrip()
+            if char != "{" or not (before.endswith((")", ";", "{", "}")) or re.search(r"\b(?:else|do|try)$", before)):
+                return -1  # inside a call or an initializer that starts on an earlier line
+            return text.index("\n", index) + 1
+        elif char == ";" and depth == 0:
+            return text.index("\n", index) + 1
+    return 0
+
+
+def unverified_through_helper(text: str) -> Planted | None:
+    """`drop_second_verify`, with the unverified tensor's data reached through a local pointer
+    helper (`auto kc_ptr = [](const auto& t) { return t.data_ptr(); };`, declared just before
+    the statement) instead of `t.data_ptr()` directly."""
+    planted = drop_second_verify(text)
+    if planted is None:
+        return None
+    use_line = sum(len(line) for line in planted.text.splitlines(keepends=True)[: planted.line - 1])
+    use = re.compile(r"\b(\w+)\.data_ptr\(\)").search(planted.text, use_line)
+    start = _statement_start(planted.text, use_line) if use is not None else -1
+    if start < 0 or "#define" in planted.text[start:use_line] or text[start:use_line].count("\\\n"):
+        return None
+    indent = re.match(r"[ \t]*", planted.text[start:]).group(0)
+    helper = f"{indent}auto kc_ptr = [](const auto& t) {{ return t.data_ptr(); }};\n"
+    rewritten = planted.text[: use.start()] + f"kc_ptr({use.group(1)})" + planted.text[use.end() :]
+    return Planted(rewritten[:start] + helper + rewritten[start:], planted.line + 1)
+
+
 def _macro_call_start(text: str, offset: int) -> int:
     """Where the macro call around `offset` starts (`CHECK_HOST(\n  ... x.data_ptr() ...)`),
     else `offset`: code in a macro argument is located at the macro's expansion, as clang does."""
@@ -338,10 +395,31 @@ MUTATIONS = [
     Mutation("KC112", "64-bit flat index from a 32-bit product", _CUDA, late_widening),
     Mutation("KC120", "hand-written alignment check removed", _CUDA, drop_hand_alignment_check),
     Mutation("KC120", "run-time alignment test replaced by true", _CUDA, drop_alignment_test),
+    Mutation(
+        "KC120",
+        "hand-written alignment check removed",
+        _CUDA,
+        _only_where(_VECTOR_TYPEDEF, drop_hand_alignment_check),
+        VECTOR_TYPEDEF,
+    ),
+    Mutation(
+        "KC120",
+        "run-time alignment test replaced by true",
+        _CUDA,
+        _only_where(_VECTOR_TYPEDEF, drop_alignment_test),
+        VECTOR_TYPEDEF,
+    ),
     Mutation("KC130", "LaunchKernel rewritten as <<<...>>>", _CUDA, raw_launch),
     Mutation("KC131", "CUDA call unwrapped from its check", _CUDA, unchecked_cuda_call),
     Mutation("KC140", "tensor rank checked by hand", _CUDA, manual_tensor_check),
     Mutation("KC141", "second .verify of a chain removed", _CUDA, drop_second_verify),
+    Mutation(
+        "KC141",
+        "second .verify removed, data reached through a pointer helper",
+        _CUDA,
+        unverified_through_helper,
+        POINTER_HELPER,
+    ),
     Mutation("KC150", "compute capability queried with cudaDeviceGetAttribute", _CUDA, arch_query_attribute),
     Mutation("KC150", "compute capability queried with runtime::get_sm_version", _CUDA, arch_query_runtime),
     Mutation("KC151", "threadIdx.x % 32 used as a subscript", _CUDA, lane_modulo),

@@ -9,6 +9,13 @@ import re
 
 from planting import Mutation, Planted
 
+# The idioms these mutations plant into (the census of issue 26: how real kernels read their
+# parameters, wait and launch).
+BINDING = "structured binding"
+PARAMS_STRUCT = "__grid_constant__ params struct"
+HELPER_WAIT = "wait inside a helper"
+NAMED_LAUNCH = "named launch object"
+
 CPP = (".cuh", ".cu")
 # A kernel definition up to its opening brace: `__global__ ... name(params) {`.
 _KERNEL = re.compile(r"__global__\b[^;{}]*?\b(\w+)\s*\(([^;{}]*?)\)\s*\{", re.S)
@@ -103,10 +110,182 @@ def asm_wait_without_clobber(text: str) -> Planted | None:
     return None
 
 
+# ---- the same violations inside the idioms real kernels use -------------------------------------
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_BINDING = re.compile(r"\bauto\s*&{0,2}\s*\[([^\]]*)\]\s*=\s*(\w+)\s*;")
+_FUNCTION = re.compile(r"\b(\w+)\s*\(([^;{}()]*)\)\s*(?:const\s*)?(?:noexcept\s*)?\{")
+_NOT_FUNCTIONS = frozenset(("if", "constexpr", "for", "while", "switch", "catch", "return", "sizeof"))
+
+
+def _params_struct(text: str, kernel: re.Match, name: str) -> list[tuple[str, str]]:
+    """(type, field) of each data member, in order, of the struct type of the kernel's
+    parameter `name` when the file defines it (what a structured binding of it names)."""
+    declaration = next((p for p in kernel.group(2).split(",") if re.search(rf"\b{name}\s*$", p.strip())), None)
+    if declaration is None:
+        return []
+    words = [w for w in re.findall(r"\w+", declaration) if w not in ("const", "__grid_constant__", name)]
+    if not words:
+        return []
+    struct = re.search(rf"\bstruct\s+{words[-1]}\s*\{{", text)
+    if struct is None:
+        return []
+    body = _COMMENTS.sub("", text[struct.end() : _body_end(text, struct.end()) - 1])
+    fields = []
+    for member in body.split(";"):
+        member = " ".join(member.split())
+        field = re.fullmatch(r"(?!static\b|using\b|typedef\b)([^(){}=]+?)\s*\b(\w+)(?:\s*=[^(){}]*)?", member)
+        if field is not None:
+            fields.append((field.group(1), field.group(2)))
+    return fields
+
+
+def _typed_pointer(type_spelling: str) -> bool:
+    """A pointer to a type one can index (not `void*`)."""
+    return "*" in type_spelling and not re.search(r"\bvoid\b", type_spelling)
+
+
+def read_binding_member_before_wait(text: str) -> Planted | None:
+    """A load through a pointer the kernel took from its params struct with a structured
+    binding (`const auto& [in, out, n] = params;`), just before its PDL wait."""
+    for kernel, wait in _kernels_with_wait(text):
+        for binding in _BINDING.finditer(text, kernel.end(), wait.start()):
+            names = [n.strip() for n in binding.group(1).split(",")]
+            fields = _params_struct(text, kernel, binding.group(2))
+            if len(fields) != len(names):
+                continue
+            pointer = next((n for n, (spelling, _) in zip(names, fields) if _typed_pointer(spelling)), None)
+            if pointer is not None:
+                return _insert_line(text, wait.start(), f"{wait.group(1)}const auto kc_planted_early = {pointer}[0];")
+    return None
+
+
+def _params_pointer_field(text: str, kernel: re.Match) -> str | None:
+    """`params.field` for a pointer field of the kernel's `__grid_constant__` params struct."""
+    param = re.search(r"__grid_constant__[^,]*?\b(\w+)\s*(?:,|$)", kernel.group(2))
+    if param is None:
+        return None
+    fields = _params_struct(text, kernel, param.group(1))
+    field = next((name for spelling, name in fields if _typed_pointer(spelling)), None)
+    return f"{param.group(1)}.{field}" if field is not None else None
+
+
+def read_params_field_before_wait(text: str) -> Planted | None:
+    """A load through a pointer field of the kernel's `__grid_constant__` params struct
+    (`params.in[0]`), just before its PDL wait."""
+    for kernel, wait in _kernels_with_wait(text):
+        pointer = _params_pointer_field(text, kernel)
+        if pointer is not None:
+            return _insert_line(text, wait.start(), f"{wait.group(1)}const auto kc_planted_early = {pointer}[0];")
+    return None
+
+
+def _waiting_helpers(text: str) -> set[str]:
+    """Names of the file's functions (device helpers, static methods) that wait for PDL."""
+    helpers = set()
+    kernels = {kernel.group(1) for kernel in _KERNEL.finditer(text)}
+    for function in _FUNCTION.finditer(text):
+        if function.group(1) in _NOT_FUNCTIONS or function.group(1) in kernels:
+            continue
+        if _WAIT.search(text, function.end(), _body_end(text, function.end())):
+            helpers.add(function.group(1))
+    return helpers
+
+
+def read_before_helper_wait(text: str) -> Planted | None:
+    """A load through a kernel's const pointer parameter (else a pointer field of its params
+    struct), just before the call of the helper that waits for it (the kernel itself has no
+    wait of its own)."""
+    helpers = _waiting_helpers(text)
+    if not helpers:
+        return None
+    call = re.compile(r"^([ \t]*)[^\n;]*?\b(?:" + "|".join(sorted(helpers)) + r")\s*(?:<[^;\n]*?>)?\s*\(", re.M)
+    for kernel in _KERNEL.finditer(text):
+        end = _body_end(text, kernel.end())
+        helper_call = call.search(text, kernel.end(), end)
+        if helper_call is None or _WAIT.search(text, kernel.end(), end):
+            continue
+        param = _CONST_POINTER_PARAM.search(kernel.group(2))
+        pointer = param.group(1) if param is not None else _params_pointer_field(text, kernel)
+        if pointer is not None:
+            line = f"{helper_call.group(1)}const auto kc_planted_early = {pointer}[0];"
+            return _insert_line(text, helper_call.start(), line)
+    return None
+
+
+_STATEMENT_LAUNCH = re.compile(r"^([ \t]*)(?:host::)?LaunchKernel\(", re.M)
+_ENABLE_PDL = re.compile(r"\s*\.enable_pdl\(((?:[^()]|\([^()]*\))*)\)\s*\(")
+
+
+def _named_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | None:
+    """The first `LaunchKernel(config).enable_pdl(flag)(kernel, args);` statement written with a
+    named launch object: the text, the offset of the statement and that of the launching call."""
+    for statement in _STATEMENT_LAUNCH.finditer(text):
+        depth, config_end = 1, statement.end()
+        while depth and config_end < len(text):
+            depth += {"(": 1, ")": -1}.get(text[config_end], 0)
+            config_end += 1
+        enable = _ENABLE_PDL.match(text, config_end)
+        if enable is None:
+            continue
+        depth, args_end = 1, enable.end()
+        while depth and args_end < len(text):
+            depth += {"(": 1, ")": -1}.get(text[args_end], 0)
+            args_end += 1
+        if text[args_end : args_end + 1] != ";":
+            continue
+        indent = statement.group(1)
+        head = f"{indent}auto kc_launch = {text[statement.start() + len(indent) : config_end]};\n"
+        if keep_pdl:
+            head += f"{indent}kc_launch.enable_pdl({enable.group(1)});\n"
+        call = f"{indent}kc_launch({text[enable.end() : args_end - 1]})"
+        return (
+            text[: statement.start()] + head + call + text[args_end:],
+            statement.start(),
+            statement.start() + len(head),
+        )
+    return None
+
+
+def drop_wait_named_launch(text: str) -> Planted | None:
+    """`drop_wait` where the kernel is launched through a named launch object
+    (`auto launch = LaunchKernel(...); launch.enable_pdl(flag); launch(kernel, ...);`)."""
+    if drop_wait(text) is None:
+        return None
+    named = _named_launch(_WAIT.sub(lambda m: f"{m.group(1)}// PDL wait removed", text), keep_pdl=True)
+    if named is None:
+        return None
+    planted, _, call = named
+    return Planted(planted, _line_of(planted, call))
+
+
+def drop_enable_pdl_named_launch(text: str) -> Planted | None:
+    """`drop_enable_pdl` where the kernel is launched through a named launch object that is
+    never told to enable PDL."""
+    plain = drop_enable_pdl(text)
+    named = _named_launch(text, keep_pdl=False) if plain is not None else None
+    if named is None:
+        return None
+    planted, statement, _ = named
+    # The rewrite adds lines at the launch only: a wait below it moves down by as many.
+    added = planted.count("\n") - text.count("\n")
+    return Planted(planted, plain.line + (added if plain.line > _line_of(text, statement) else 0))
+
+
 MUTATIONS = [
     Mutation("KC201", "load through a const pointer parameter before the wait", CPP, read_before_wait),
     Mutation("KC202", "wait as the kernel's first statement", CPP, wait_first),
     Mutation("KC203", "PDL launch of a kernel whose waits were removed", CPP, drop_wait),
     Mutation("KC204", "the only launch without .enable_pdl", CPP, drop_enable_pdl),
     Mutation("KC205", "asm griddepcontrol.wait without a memory clobber", CPP, asm_wait_without_clobber),
+    Mutation(
+        "KC201", "load through a bound params member before the wait", CPP, read_binding_member_before_wait, BINDING
+    ),
+    Mutation(
+        "KC201", "load through a params struct field before the wait", CPP, read_params_field_before_wait, PARAMS_STRUCT
+    ),
+    Mutation("KC201", "load before the helper call that waits", CPP, read_before_helper_wait, HELPER_WAIT),
+    Mutation(
+        "KC203", "named PDL launch of a kernel whose waits were removed", CPP, drop_wait_named_launch, NAMED_LAUNCH
+    ),
+    Mutation("KC204", "named launch object never told to enable PDL", CPP, drop_enable_pdl_named_launch, NAMED_LAUNCH),
 ]
