@@ -30,7 +30,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, TextEdit
 from kernel_check.model import Field, Param, SourceModel, Struct
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of, struct_for_type
 
 
@@ -46,7 +46,7 @@ def _restrict_fix(data: bytes, offset: int | None) -> Fix | None:
     return Fix("insert __restrict__", (TextEdit(offset, offset, replacement),))
 
 
-@rule("KC101")
+@rule("KC101", needs={Need.DECLARATIONS})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     reported_structs: set[str] = set()
     for kernel in model.kernels:

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import AccessKind, FunctionDataflow, Param, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import dataflow_of, location_of
 
 
@@ -65,7 +65,7 @@ def _may_be_written(flow: FunctionDataflow, index: int) -> bool:
     )
 
 
-@rule("KC102")
+@rule("KC102", needs={Need.DATAFLOW})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)

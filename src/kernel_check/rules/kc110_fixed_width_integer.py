@@ -51,13 +51,13 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
 
 _TYPED = {"pointer": "points to", "reference": "refers to", "array": "is an array of"}
 
 
-@rule("KC110")
+@rule("KC110", needs={Need.INTEGERS, Need.LAUNCHES})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     roles = IntegerRoles(model)
     for decl in model.integer_facts.integer_decls:

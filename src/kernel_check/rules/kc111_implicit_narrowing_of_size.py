@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, Launch, Param, ShapeArgument, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
 
 _NARROW_CANONICAL = frozenset(
@@ -40,7 +40,7 @@ _NARROW_CANONICAL = frozenset(
 )
 
 
-@rule("KC111")
+@rule("KC111", needs={Need.INTEGERS, Need.LAUNCHES})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     roles = IntegerRoles(model)
     left_to_kc110 = {d.name_span.start for d in model.integer_facts.integer_decls if roles.role(d) is not None}

@@ -42,14 +42,14 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, IndexProduct, SourceModel, Span, TypeInfo
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of, struct_for_type
 
 _WIDE_CANONICAL = frozenset({"long", "unsigned long", "long long", "unsigned long long"})
 _LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
 
 
-@rule("KC112")
+@rule("KC112", needs={Need.INTEGERS})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     wide_kernels = {k.usr: evidence for k in model.kernels if (evidence := _wide_size(model, k)) is not None}
     for product in model.integer_facts.index_products:

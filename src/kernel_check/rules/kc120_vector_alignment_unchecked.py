@@ -51,7 +51,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import MatcherChain, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._alignment import (
     LauncherScope,
     VectorFeed,
@@ -64,7 +64,7 @@ from kernel_check.rules._alignment import (
 from kernel_check.rules._common import location_of
 
 
-@rule("KC120")
+@rule("KC120", needs={Need.INTERFACE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for launcher, chains in launchers_with_chains(model):
         feeds = vector_feeds(model, launcher)

@@ -47,7 +47,7 @@ from kernel_check.model import (
     MatcherChain,
     SourceModel,
 )
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._alignment import (
     DEFAULT_ELEMENT_SIZES,
     LauncherScope,
@@ -62,7 +62,7 @@ from kernel_check.rules._alignment import (
 from kernel_check.rules._common import location_of
 
 
-@rule("KC121")
+@rule("KC121", needs={Need.INTERFACE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for launcher, chains in launchers_with_chains(model, aligned_only=True):
         launcher_wide, type_params = launcher_scope(model, launcher)

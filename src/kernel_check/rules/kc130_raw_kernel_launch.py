@@ -24,11 +24,11 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC130")
+@rule("KC130", needs={Need.LAUNCHES})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for launch in model.launches:
         if launch.syntax == "triple_chevron":

@@ -37,7 +37,7 @@ from itertools import groupby
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
@@ -52,7 +52,7 @@ def _validating_functions(model: SourceModel) -> set[str]:
     return functions
 
 
-@rule("KC140")
+@rule("KC140", needs={Need.INTERFACE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
     checks = [

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
@@ -64,7 +64,7 @@ def _verified_by_callers(model: SourceModel, function: Function, seen: frozenset
     return False
 
 
-@rule("KC141")
+@rule("KC141", needs={Need.INTERFACE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
     launchers = {launch.launcher_usr for launch in model.launches}

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import ApiCall, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _ARCH_FUNCTIONS = frozenset({"get_cc_major", "get_cc_minor", "get_sm_version"})
@@ -62,7 +62,7 @@ def _what(call: ApiCall) -> str | None:
     return None
 
 
-@rule("KC150")
+@rule("KC150", needs={Need.INTERFACE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         what = _what(call)

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _USES = {
@@ -56,7 +56,7 @@ def _advice(model: SourceModel, width: int) -> str:
     )
 
 
-@rule("KC151")
+@rule("KC151", needs={Need.INTEGERS})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for lane in model.integer_facts.lane_modulos:
         if lane.address_use is None:

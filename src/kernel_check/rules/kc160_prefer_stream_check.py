@@ -38,7 +38,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import ApiCall, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _REPLACEMENTS = {"RuntimeCheck": "CHECK_HOST(cond) << ...", "RuntimeDeviceCheck": "CHECK_CUDA(expr) << ..."}
@@ -64,7 +64,7 @@ def _costs_something(call: ApiCall) -> bool:
     return any(not argument.startswith(('"', 'u8"', 'R"')) for argument in arguments[1:])
 
 
-@rule("KC160")
+@rule("KC160", needs={Need.INTERFACE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         if (

@@ -43,11 +43,11 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC170")
+@rule("KC170", needs={Need.THREADS})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for barrier in model.divergent_barriers:
         if barrier.matched_by_rest:

@@ -47,7 +47,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import AccessKind, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
 
 # What a weight's pointer is called (the last name of `params.q_gamma`, `w`, `conv_weight`).
@@ -66,7 +66,7 @@ def _describe(how: str) -> str:
     return _HOW.get(how, f"`{how}`")
 
 
-@rule("KC201")
+@rule("KC201", needs={Need.DATAFLOW})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)

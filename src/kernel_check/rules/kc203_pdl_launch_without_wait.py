@@ -52,7 +52,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import ConstExpr, Function, Launch, LaunchedKernel, PdlCall, PdlFlag, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
 
 
@@ -89,7 +89,7 @@ def _is_name(value: ConstExpr) -> bool:
     return value.op == "param" or (value.op == "unknown" and bool(value.name))
 
 
-@rule("KC203")
+@rule("KC203", needs={Need.DATAFLOW, Need.LAUNCHES})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     kernels: dict[str, Function] = {}
     for kernel in model.kernels:  # the first definition: the host pass's, before a device-only fallback's

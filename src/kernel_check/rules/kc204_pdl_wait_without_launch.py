@@ -37,11 +37,11 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import dataflow_of, launches_of, location_of, pdl_waits
 
 
-@rule("KC204")
+@rule("KC204", needs={Need.DATAFLOW, Need.LAUNCHES})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = dataflow_of(model, kernel)

@@ -32,11 +32,11 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC205")
+@rule("KC205", needs={Need.DATAFLOW})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for statement in model.dataflow_facts.inline_asm:
         if "griddepcontrol.wait" in statement.template and "memory" not in statement.clobbers:

@@ -47,13 +47,13 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import DocComment, Function, FunctionKind, SourceModel, Struct
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _HIDDEN_ACCESS = ("private", "protected")
 
 
-@rule("KC301")
+@rule("KC301", needs={Need.DECLARATIONS, Need.LAUNCHES})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     launchers = {f.usr for f in model.launchers}
     records = {struct.usr: struct for struct in model.structs if struct.usr}

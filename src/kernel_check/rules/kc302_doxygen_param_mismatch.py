@@ -48,11 +48,11 @@ from typing import TypeGuard
 
 from kernel_check.finding import Finding, Location
 from kernel_check.model import DocComment, SourceModel, Span
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC302")
+@rule("KC302", needs={Need.DECLARATIONS})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for function in model.functions:
         doc = function.doc

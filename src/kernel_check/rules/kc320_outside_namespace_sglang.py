@@ -43,14 +43,14 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding
 from kernel_check.model import GlobalDeclaration, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _HOME = "sglang"
 _EXPORT_MACRO_PREFIX = "TVM_FFI_"
 
 
-@rule("KC320")
+@rule("KC320", needs={Need.SCOPE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     declarations = model.scope_facts.global_declarations
     exports = any(d.macro.startswith(_EXPORT_MACRO_PREFIX) for d in declarations)

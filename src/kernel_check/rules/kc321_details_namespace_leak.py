@@ -39,11 +39,11 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Location, Related
 from kernel_check.model import DetailsReference, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 
-@rule("KC321")
+@rule("KC321", needs={Need.SCOPE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     for reference in model.scope_facts.details_references:
         if reference.is_using_directive:

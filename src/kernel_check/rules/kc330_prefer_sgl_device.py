@@ -30,14 +30,14 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, TextEdit
 from kernel_check.model import SourceModel, Span
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 
 _CUDA_KEYWORD_RE = re.compile(rb"\b(?:__device__|__forceinline__|__host__)\b")
 _MACRO_HEADER = "sgl_kernel/utils.h"
 
 
-@rule("KC330")
+@rule("KC330", needs={Need.DECLARATIONS, Need.SCOPE})
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     fixable = any(path.replace("\\", "/").endswith(_MACRO_HEADER) for path in model.scope_facts.included_files)
     for function in model.functions:
