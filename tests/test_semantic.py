@@ -172,9 +172,7 @@ void launch(float* out) { k<<<1, 1>>>(out); }
 
 
 def _run(root: Path, cache: Path, *select: str) -> tuple[list[str], RunStats]:
-    options = RunOptions(
-        load_config(root), resolve_settings("hermetic"), select=select, cache=CacheOptions(root=cache)
-    )
+    options = RunOptions(load_config(root), resolve_settings("hermetic"), select=select, cache=CacheOptions(root=cache))
     stats = RunStats()
     results = run_static([root / "launch.cuh"], options, stats=stats)
     return sorted(f.code for r in results for f in r.findings), stats
