@@ -77,6 +77,11 @@ def _index(items: Iterable[_Item], key: Callable[[_Item], str]) -> dict[str, lis
     return grouped
 
 
+def _definition_or_last(declarations: list[_Item], defines: Callable[[_Item], bool]) -> _Item | None:
+    """The first of an entity's declarations that defines it, else the last one."""
+    return next((d for d in declarations if defines(d)), declarations[-1] if declarations else None)
+
+
 class SemanticModel:
     """Queries over one file's extracted model (see the module doc)."""
 
@@ -123,8 +128,7 @@ class SemanticModel:
     def function(self, usr: str) -> Function | None:
         """The function `usr` names: its definition (the first, the host pass's), else its
         last declaration; None when the file does not declare it."""
-        declarations = self._functions_by_usr.get(usr, [])
-        return next((f for f in declarations if f.body is not None), declarations[-1] if declarations else None)
+        return _definition_or_last(self._functions_by_usr.get(usr, []), lambda f: f.body is not None)
 
     def function_groups(self) -> list[list[Function]]:
         """The file's declarations of each function, one group per entity (its USR, or its
@@ -137,8 +141,7 @@ class SemanticModel:
 
     def record(self, usr: str) -> Struct | None:
         """The struct or class `usr` names: its definition, else its last declaration."""
-        declarations = self._records_by_usr.get(usr, [])
-        return next((s for s in declarations if s.is_definition), declarations[-1] if declarations else None)
+        return _definition_or_last(self._records_by_usr.get(usr, []), lambda s: s.is_definition)
 
     @functools.cached_property
     def _defined_structs_by_name(self) -> dict[str, list[Struct]]:

@@ -63,7 +63,7 @@ class IntegerRoles:
     def role(self, decl: IntegerDecl) -> str | None:
         if decl.kind is IntegerDeclKind.FIELD:
             return "params-struct field" if decl.owner in self.model.params_struct_names() else None
-        function = self.model.function(decl.owner_usr) if decl.owner_usr else None
+        function = self.model.function(decl.owner_usr)
         if function is None:
             return None
         if function.kind is FunctionKind.HOST and not self.model.is_launcher(function):

@@ -60,7 +60,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
 
 def _launch_arguments(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for site in model.launches:
-        kernel = model.function(site.kernels[0].usr) if site.kernels and site.kernels[0].usr else None
+        kernel = model.function(site.kernels[0].usr) if site.kernels else None
         if site.syntax != "launch_kernel" or kernel is None:
             continue
         for argument, param in _bound_parameters(site, kernel, model.integer_facts.shape_arguments):

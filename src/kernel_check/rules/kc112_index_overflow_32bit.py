@@ -53,7 +53,7 @@ _LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
 @rule("KC112", needs={Need.INTEGERS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for product in model.integer_facts.index_products:
-        kernel = model.function(product.function_usr) if product.function_usr else None
+        kernel = model.function(product.function_usr)
         if kernel is None or kernel.kind is not FunctionKind.KERNEL:
             continue
         evidence = _wide_size(model, kernel)

@@ -98,7 +98,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         reported: set[str] = set()  # one finding per kernel, however many instantiations the launch picks from
         for launched in site.kernels:
-            defined = model.function(launched.usr) if launched.usr else None  # the host pass's definition
+            defined = model.function(launched.usr)  # the host pass's definition
             if _defined_kernel(defined) and defined.usr not in reported:
                 findings = list(_check_launch(model, ctx, site, launched, defined))
                 if findings:
