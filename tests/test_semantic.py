@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES, run_one
 from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.config import load_config
 from kernel_check.engine import CacheOptions, RunOptions, RunStats, run_static
 from kernel_check.model import FunctionKind, SourceModel
-from kernel_check.registry import Need, all_rules, needs_of
+from kernel_check.registry import Language, Need, all_rules, needs_of, rules_for
 from kernel_check.semantic import SemanticModel
 
 SOURCE = """\
@@ -194,3 +195,20 @@ def test_select_of_a_text_rule_parses_nothing_and_keeps_its_own_cached_result(tm
     # KC000 is reported by the parse: selecting it parses the file
     codes, stats = _run(root, cache, "KC310", "KC000")
     assert codes == ["KC310"] and stats.text_only == 0 and stats.cached == 0
+
+
+def _rule_fixture(code: str) -> Path | None:
+    found = [p for p in sorted((FIXTURES / "cpp").glob(f"{code.lower()}_*.cuh")) if ".fixed." not in p.name]
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize(
+    "code", [r.meta.code for r in rules_for(Language.CPP) if _rule_fixture(r.meta.code) is not None]
+)
+def test_a_rule_selected_alone_finds_what_a_full_run_finds(code: str) -> None:
+    """Its declared needs are all it reads: built for them alone, it misses nothing."""
+    path = _rule_fixture(code)
+    assert path is not None
+    full = [f for f in run_one(path).findings if f.code == code]
+    alone = [f for f in run_one(path, select=[code]).findings if f.code == code]
+    assert full and alone == full

@@ -256,7 +256,7 @@ def _python_findings(path: Path, relative: str, text: str, options: RunOptions) 
     return replace(_run_rules(Language.PYTHON, model, path, relative, options), deps=Deps())
 
 
-def _text_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions) -> Raw:
+def _unparsed_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions) -> Raw:
     """A C++ file whose selected rules read its text alone: no parse, no header read."""
     from .model import SourceModel
     from .result_cache import Deps
@@ -270,7 +270,7 @@ def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: Ru
     from .clang.deep_stack import on_deep_stack
 
     if not parses(options.needs(path)):
-        return _text_findings(path, relative, text, data, options)
+        return _unparsed_findings(path, relative, text, data, options)
     # deeply nested sources make clang recurse past a default stack (deep_stack.py)
     return on_deep_stack(_cpp_findings_here, path, relative, text, data, options, preamble)
 
