@@ -55,7 +55,7 @@ from kernel_check.semantic import SemanticModel
 
 # its name, severity and summary: its line in src/kernel_check/codes.py; `needs`: what the
 # check reads (registry.Need), so that a run that does not select it skips the rest
-@rule("{code}", needs={{Need.DECLARATIONS}})
+@rule("{code}", needs={Need.DECLARATIONS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     # Query the model (kernel_check.semantic.SemanticModel), never cursors or source text,
     # and yield ctx.finding(location_of(model, span), "message") for each violation
