@@ -172,7 +172,7 @@ void launch(float* out) { k<<<1, 1>>>(out); }
 """
 
 
-def _run(root: Path, cache: Path, *select: str) -> tuple[list[str], RunStats]:
+def _run(root: Path, cache: Path | None, *select: str) -> tuple[list[str], RunStats]:
     options = RunOptions(load_config(root), resolve_settings("hermetic"), select=select, cache=CacheOptions(root=cache))
     stats = RunStats()
     results = run_static([root / "launch.cuh"], options, stats=stats)
@@ -192,9 +192,13 @@ def test_select_of_a_text_rule_parses_nothing_and_keeps_its_own_cached_result(tm
     codes, stats = _run(root, cache)
     assert "KC130" in codes and "KC310" in codes
     assert stats.cached == 0 and stats.text_only == 0
+    # a selection is answered by its own result, else by the full run's (which any selection filters)
+    assert _run(root, cache, "KC310")[1].cached == 1
+    codes, stats = _run(root, cache, "KC1")
+    assert codes == ["KC130"] and stats.cached == 1
     # KC000 is reported by the parse: selecting it parses the file
-    codes, stats = _run(root, cache, "KC310", "KC000")
-    assert codes == ["KC310"] and stats.text_only == 0 and stats.cached == 0
+    codes, stats = _run(root, None, "KC310", "KC000")
+    assert codes == ["KC310"] and stats.text_only == 0 and stats.plain_parses == 1
 
 
 def _rule_fixture(code: str) -> Path | None:

@@ -19,6 +19,7 @@ from typing import Any
 from .config import Config
 from .discover import is_python
 from .pipeline import RunOptions, check, compile_args, options_table, parses, read_limited, selected
+from .registry import Need
 from .results import FileResult
 
 BUILD_TIMEOUT_MIN_S = 300.0
@@ -105,8 +106,9 @@ class CacheSession:
         if self._preamble is not None:
             self._preamble.close()
 
-    def key(self, path: Path, data: bytes) -> str:
-        needs = self.options.needs(path)
+    def key(self, path: Path, data: bytes, needs: frozenset[Need] | None = None) -> str:
+        """The result's key; `needs`: what its check built (this run's, by default)."""
+        needs = needs if needs is not None else self.options.needs(path)
         args = compile_args(path, self.options.settings) if not is_python(path) and parses(needs) else None
         named = ",".join(sorted(need.value for need in needs))
         return self.results.key(str(path), self.options.config.relative(path), data, args, named)
@@ -124,6 +126,8 @@ class CacheSession:
         if self.results is None:
             return None, data
         typed = self.results.load(self.key(path, data))
+        if typed is None and self.options.needs(path) != (everything := self.options.all_needs(path)):
+            typed = self.results.load(self.key(path, data, everything))  # a full run's result serves any selection
         if typed is None:
             return None, data
         result = selected(path, typed, data.decode("utf-8", errors="replace"), self.options)

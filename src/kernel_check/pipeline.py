@@ -66,13 +66,24 @@ class RunOptions:
         """What a check of `path` builds: what its selected rules read (`registry.Need`),
         and the parse whenever `KC000` is selected by name or prefix (or nothing is), since
         the parse is what reports it. `--select KC310` reads a C++ file's text alone."""
-        language = Language.PYTHON if is_python(path) else Language.CPP
+        language = _language_of(path)
         relative = self.config.relative(path)
         enabled = [r for r in rules_for(language) if self.selection.enabled(r.meta.code, relative)]
         needs = needs_of(enabled)
         if language is Language.CPP and _parse_selected(self.selection):
             needs |= {Need.DECLARATIONS}
         return needs
+
+    def all_needs(self, path: Path) -> frozenset[Need]:
+        """What a check of `path` with every rule selected builds (its result holds every
+        rule's findings, which any selection can filter)."""
+        language = _language_of(path)
+        needs = needs_of(rules_for(language))
+        return needs | {Need.DECLARATIONS} if language is Language.CPP else needs
+
+
+def _language_of(path: Path) -> Language:
+    return Language.PYTHON if is_python(path) else Language.CPP
 
 
 def _parse_selected(selection: Selection) -> bool:
