@@ -202,8 +202,10 @@ def test_select_of_a_text_rule_parses_nothing_and_keeps_its_own_cached_result(tm
 
 
 def _rule_fixture(code: str) -> Path | None:
-    found = [p for p in sorted((FIXTURES / "cpp").glob(f"{code.lower()}_*.cuh")) if ".fixed." not in p.name]
-    return found[0] if found else None
+    """The fixture named after the rule (`kc120_vector_alignment_unchecked.cuh`), if any."""
+    registered = next(r for r in all_rules() if r.meta.code == code)
+    path = FIXTURES / "cpp" / f"{code.lower()}_{registered.meta.name.replace('-', '_')}.cuh"
+    return path if path.is_file() else None
 
 
 @pytest.mark.parametrize(
