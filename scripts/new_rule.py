@@ -49,14 +49,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.semantic import SemanticModel
 
 
-@rule("{code}")  # its name, severity and summary: its line in src/kernel_check/codes.py
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    # Query the model (kernel_check.model.SourceModel), never cursors or source text, and
-    # yield ctx.finding(location_of(model, span), "message") for each violation
+# its name, severity and summary: its line in src/kernel_check/codes.py; `needs`: what the
+# check reads (registry.Need), so that a run that does not select it skips the rest
+@rule("{code}", needs={Need.DECLARATIONS})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+    # Query the model (kernel_check.semantic.SemanticModel), never cursors or source text,
+    # and yield ctx.finding(location_of(model, span), "message") for each violation
     # (location_of comes from kernel_check.rules._common).
     yield from ()
 '''

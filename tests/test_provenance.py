@@ -23,7 +23,7 @@ from kernel_check.clang.provenance import (
     parameter,
     record_fields,
 )
-from kernel_check.summaries import VectorSummaries
+from kernel_check.semantic import SemanticModel
 
 P, S, PA, SA = Shape.POINTER, Shape.STRUCT, Shape.POINTER_ARRAY, Shape.STRUCT_ARRAY
 
@@ -280,7 +280,7 @@ def test_callee_summaries_rename_accesses_into_the_caller(tmp_path: Path) -> Non
     assert not unit.errors, [e.message for e in unit.errors]
     model = extract(unit, SUMMARY, SUMMARY.encode())
     kernel = next(f.usr for f in model.functions if f.name == "kernel")
-    uses = VectorSummaries(model).uses(kernel)
+    uses = SemanticModel(model).vector_uses(kernel)
     widths = {key: sorted(u.width.evaluate({"kVec": 4}) for u in found) for key, found in uses.items()}
     # params.src through copy (a struct passed whole) and load_row<kVec * 2>: 4 bytes * 8;
     # params.dst stored as 2 floats in copy; extra through load_row<4>

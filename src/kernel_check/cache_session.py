@@ -18,7 +18,8 @@ from typing import Any
 
 from .config import Config
 from .discover import is_python
-from .pipeline import RunOptions, check, compile_args, options_table, read_limited, selected
+from .pipeline import RunOptions, check, compile_args, options_table, parses, read_limited, selected
+from .registry import Need
 from .results import FileResult
 
 BUILD_TIMEOUT_MIN_S = 300.0
@@ -41,11 +42,13 @@ class ParseCounts:
     preambles_built: int = 0
     preamble_parses: int = 0  # files parsed against a preamble
     plain_parses: int = 0  # C++ files parsed without one
+    text_only: int = 0  # C++ files not parsed: the selected rules read their text alone
 
     def add(self, other: ParseCounts) -> None:
         self.preambles_built += other.preambles_built
         self.preamble_parses += other.preamble_parses
         self.plain_parses += other.plain_parses
+        self.text_only += other.text_only
 
 
 def open_result_cache(options: RunOptions) -> Any:
@@ -72,6 +75,9 @@ class CacheSession:
     """The caches of one process of a run (the preamble cache lazily)."""
 
     def __init__(self, options: RunOptions, results: Any, bound: Any = None) -> None:
+        from .clang.parse import forget_compile_args
+
+        forget_compile_args()  # a new session: include directories are looked for again
         self.options = options
         self.results = results  # ResultCache or None
         self.bound = bound  # how each file is bounded (None: `run_bounded`, see `pipeline.check`)
@@ -100,9 +106,12 @@ class CacheSession:
         if self._preamble is not None:
             self._preamble.close()
 
-    def key(self, path: Path, data: bytes) -> str:
-        args = None if is_python(path) else compile_args(path, self.options.settings)
-        return self.results.key(str(path), self.options.config.relative(path), data, args)
+    def key(self, path: Path, data: bytes, needs: frozenset[Need] | None = None) -> str:
+        """The result's key; `needs`: what its check built (this run's, by default)."""
+        needs = needs if needs is not None else self.options.needs(path)
+        args = compile_args(path, self.options.settings) if not is_python(path) and parses(needs) else None
+        named = ",".join(sorted(need.value for need in needs))
+        return self.results.key(str(path), self.options.config.relative(path), data, args, named)
 
     def lookup(self, path: Path, data: bytes | None = None) -> tuple[FileResult | None, bytes | None]:
         """A cached result for `path` (its bytes `data`, read here unless given), filtered
@@ -117,6 +126,8 @@ class CacheSession:
         if self.results is None:
             return None, data
         typed = self.results.load(self.key(path, data))
+        if typed is None and self.options.needs(path) != (everything := self.options.all_needs(path)):
+            typed = self.results.load(self.key(path, data, everything))  # a full run's result serves any selection
         if typed is None:
             return None, data
         result = selected(path, typed, data.decode("utf-8", errors="replace"), self.options)
@@ -126,7 +137,9 @@ class CacheSession:
         """Check one file (with the preamble) and store its result."""
         result, outcome = check(path, self.options, self.preamble, data, self.bound)
         if outcome.deps is not None and not is_python(path):
-            if outcome.deps.groups:
+            if not parses(self.options.needs(path)):
+                self._parses.text_only += 1
+            elif outcome.deps.groups:
                 self._parses.preamble_parses += 1
             else:
                 self._parses.plain_parses += 1

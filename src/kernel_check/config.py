@@ -53,7 +53,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("defines", "list[str]", [], 'Preprocessor definitions, e.g. ["USE_FOO=1"].'),
     Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
-    Option("select", "list[str]", [], "Codes or prefixes to enable (empty: every rule). `KC1` selects KC1xx."),
+    Option(
+        "select",
+        "list[str]",
+        [],
+        "Codes or prefixes to enable (empty: every rule). `KC1` selects KC1xx. A file is read only as far as "
+        "the selected rules need: with text rules alone (`KC310`) C++ files are not parsed, so a file clang "
+        "cannot parse gets its KC000 only when `KC000` is selected too.",
+    ),
     Option("ignore", "list[str]", [], "Codes or prefixes to disable."),
     Option("severity", "table[str]", {}, 'Severity overrides per code: {KC301 = "error", KC202 = "info"}.'),
     Option(

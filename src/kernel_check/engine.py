@@ -30,7 +30,7 @@ from typing import Any
 
 from .cache_session import CacheSession, ParseCounts, WarmSessions, open_result_cache
 from .discover import is_python
-from .filter import PARSE_ERROR, Selection
+from .filter import PARSE_ERROR
 from .paths import display_path
 from .pipeline import CacheOptions, RunOptions, check_file
 from .pool import Pool
@@ -145,7 +145,7 @@ def _languages_wanted(options: RunOptions) -> Any:
     prefix of it) or `KC001` keeps every language: both come from the parse itself."""
     from .filter import UNUSED_SUPPRESSION
 
-    selection = Selection(options.config, list(options.select), list(options.ignore))
+    selection = options.selection
     codes = {language: [r.meta.code for r in rules_for(language)] for language in Language}
     if not selection.select or any(PARSE_ERROR.startswith(s) for s in selection.select):
         return lambda relative: tuple(Language)

@@ -12,6 +12,7 @@ per file) unless the caller gives its own bound (a pool worker's `watchdog.Bound
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import re
@@ -28,7 +29,7 @@ from .discover import is_python
 from .filter import PARSE_ERROR, Selection, filter_file_findings, typed_findings
 from .finding import Finding, Location, Severity
 from .model import Span
-from .registry import Language, RuleContext, rules_for
+from .registry import Language, Need, RegisteredRule, RuleContext, needs_of, rules_for
 from .results import FileResult, FileStatus, status_of
 
 MAX_QUOTED_ERRORS = 3
@@ -56,6 +57,49 @@ class RunOptions:
     cache: CacheOptions | None = None  # None: plain parses, no result cache (library default)
     jobs: int = 1
 
+    @functools.cached_property
+    def selection(self) -> Selection:
+        """`select`/`ignore` with the configuration's, read once per run (and per worker)."""
+        return Selection(self.config, list(self.select), list(self.ignore))
+
+    def needs(self, path: Path) -> frozenset[Need]:
+        """What a check of `path` builds: what its selected rules read (`registry.Need`),
+        and the parse whenever `KC000` is selected by name or prefix (or nothing is), since
+        the parse is what reports it. `--select KC310` reads a C++ file's text alone."""
+        language = _language_of(path)
+        relative = self.config.relative(path)
+        enabled = [r for r in rules_for(language) if self.selection.enabled(r.meta.code, relative)]
+        needs = needs_of(enabled)
+        if language is Language.CPP and _parse_selected(self.selection):
+            needs |= {Need.DECLARATIONS}
+        return needs
+
+    def all_needs(self, path: Path) -> frozenset[Need]:
+        """What a check of `path` with every rule selected builds (its result holds every
+        rule's findings, which any selection can filter)."""
+        language = _language_of(path)
+        needs = needs_of(rules_for(language))
+        return needs | {Need.DECLARATIONS} if language is Language.CPP else needs
+
+
+def _language_of(path: Path) -> Language:
+    return Language.PYTHON if is_python(path) else Language.CPP
+
+
+def _parse_selected(selection: Selection) -> bool:
+    return not selection.select or any(PARSE_ERROR.startswith(s) for s in selection.select)
+
+
+def runs_with(rule: RegisteredRule, needs: frozenset[Need]) -> bool:
+    """Whether `rule` runs on a model built for `needs`: every rule whose needs it covers
+    (so a file's findings depend on `needs` alone, which keys its cached result)."""
+    return rule.needs <= needs
+
+
+def parses(needs: frozenset[Need]) -> bool:
+    """Whether a C++ check with these needs parses the file (else it reads the text alone)."""
+    return Need.DECLARATIONS in needs
+
 
 def options_table(config: Config) -> dict[str, Any]:
     from .config import OPTIONS
@@ -66,6 +110,9 @@ def options_table(config: Config) -> dict[str, Any]:
 # -- one file ---------------------------------------------------------------------------------
 def check_file(path: Path, options: RunOptions, preamble: Any = None) -> FileResult:
     """Run the whole static pipeline on one file; never raises for a bad input file."""
+    from .clang.parse import forget_compile_args
+
+    forget_compile_args()  # each call looks for the file's include directories afresh
     return check(path, options, preamble)[0]
 
 
@@ -109,8 +156,10 @@ def check(
     text = data.decode("utf-8", errors="replace")
     from .watchdog import Stopped, run_bounded  # file-timeout and a memory cap (watchdog.py)
 
-    if not is_python(path):  # here, not in each bounded child: libclang, the extractors and the
-        from .clang.extract import extract  # noqa: F401  (shared) preamble, built or loaded once
+    # here, not in each bounded child: libclang, the extractors and the (shared) preamble,
+    # built or loaded once (none of it for a C++ file whose selected rules read its text alone)
+    if not is_python(path) and parses(options.needs(path)):
+        from .clang.extract import extract  # noqa: F401
         from .clang.parse import _get_index
 
         _get_index()
@@ -135,14 +184,13 @@ def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -
     """The filter stage on a file's typed findings: selection, suppressions, severities (run
     on every result, fresh or cached, so that the cache holds findings before it)."""
     config = options.config
-    selection = Selection(config, list(options.select), list(options.ignore))
     outcome = filter_file_findings(
         typed,
         path=str(path),
         relative_path=config.relative(path),
         text=text,
         error_spans=[],
-        selection=selection,
+        selection=options.selection,
         config=config,
     )
     status = FileStatus.PARSE_ERROR if any(f.code == PARSE_ERROR for f in typed) else FileStatus.CHECKED
@@ -219,9 +267,21 @@ def _python_findings(path: Path, relative: str, text: str, options: RunOptions) 
     return replace(_run_rules(Language.PYTHON, model, path, relative, options), deps=Deps())
 
 
+def _unparsed_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions) -> Raw:
+    """A C++ file whose selected rules read its text alone: no parse, no header read."""
+    from .model import SourceModel
+    from .result_cache import Deps
+    from .semantic import SemanticModel
+
+    model = SemanticModel(SourceModel(path=str(path), text=text, data=data))
+    return replace(_run_rules(Language.CPP, model, path, relative, options), deps=Deps())
+
+
 def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions, preamble: Any) -> Raw:
     from .clang.deep_stack import on_deep_stack
 
+    if not parses(options.needs(path)):
+        return _unparsed_findings(path, relative, text, data, options)
     # deeply nested sources make clang recurse past a default stack (deep_stack.py)
     return on_deep_stack(_cpp_findings_here, path, relative, text, data, options, preamble)
 
@@ -230,15 +290,16 @@ def _cpp_findings_here(path: Path, relative: str, text: str, data: bytes, option
     from .clang.cursors import NestedTooDeeply
     from .clang.extract import extract
     from .clang.parse import parse_file
+    from .semantic import SemanticModel
 
     # clang parses the raw bytes: its offsets and columns then index the file itself, as
     # the model, the rules and `--fix` expect (decoded text shifts them after a bad byte)
     unit = parse_file(path, data, options.settings, preamble)
     try:
-        model = extract(unit, text, data)
+        model = extract(unit, text, data, options.needs(path))
     except NestedTooDeeply as error:  # the model would be cut off: no rule runs on the file
         return Raw([parse_error(str(path), error.line, error.column, str(error))], deps=_unit_deps(unit, preamble))
-    raw = _run_rules(Language.CPP, model, path, relative, options)
+    raw = _run_rules(Language.CPP, SemanticModel(model), path, relative, options)
     if unit.errors:
         raw.findings.append(_clang_error_finding(str(path), unit.errors))
     return replace(raw, error_spans=model.error_spans, deps=_unit_deps(unit, preamble))
@@ -311,11 +372,13 @@ def _undeclared_hint(error: Any) -> str:
 
 
 def _run_rules(language: Language, model: Any, path: Path, relative: str, options: RunOptions) -> Raw:
-    """Every rule of `language` on the model; a rule that raises costs its own findings
-    (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
+    """Every rule of `language` that the model was built for (`runs_with`); a rule that
+    raises costs its own findings (a KC000 says which rule) and makes the file's status
+    INTERNAL_ERROR."""
     table = options_table(options.config)
     raw = Raw([])
-    for registered in rules_for(language):
+    needs = options.needs(path)
+    for registered in (r for r in rules_for(language) if runs_with(r, needs)):
         context = RuleContext(registered.meta, str(path), relative, table)
         check = registered.check
         assert check is not None  # rules_for yields the rules that have a check

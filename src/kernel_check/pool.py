@@ -28,7 +28,7 @@ from typing import Any
 from .cache_session import CacheSession, ParseCounts, build_timeout
 from .discover import is_python
 from .paths import display_path
-from .pipeline import RunOptions, compile_args, device_compile_args, parse_error, read_limited
+from .pipeline import RunOptions, compile_args, device_compile_args, parse_error, parses, read_limited
 from .progress import Progress
 from .results import FileResult, FileStatus
 from .watchdog import Clock, TimedOut, timed_out_message
@@ -182,8 +182,8 @@ def plan(paths: list[Path], pending: list[int], session: CacheSession) -> tuple[
         return recipes, waits
     for index in pending:
         path = paths[index]
-        if is_python(path):
-            continue
+        if is_python(path) or not parses(session.options.needs(path)):
+            continue  # nothing to parse, no preamble to wait for
         try:
             data = read_limited(path, session.options.config.get("max-file-bytes"))
         except OSError:

@@ -7,9 +7,12 @@ static rule, the check::
 
     from kernel_check.registry import RuleContext, rule
 
-    @rule("KC101")
+    @rule("KC101", needs={Need.DECLARATIONS})
     def check(model, ctx):
         yield ctx.finding(location, "message")
+
+`needs` says what the check reads (`Need`): the run builds only what its selected rules
+need (`needs_of`), so `--select KC310` reads the file's text and parses nothing.
 
 A build (KC6xx), dynamic (KD) or meta (KC000, KC001) code's module is its docstring alone:
 other stages produce its findings, but docs and reporting are shared.
@@ -17,6 +20,7 @@ other stages produce its findings, but docs and reporting are shared.
 
 from __future__ import annotations
 
+import enum
 import importlib
 import pkgutil
 import sys
@@ -30,12 +34,14 @@ from .finding import Finding, Fix, Location, Related, Severity
 
 __all__ = [
     "Language",
+    "Need",
     "RegisteredRule",
     "RuleContext",
     "RuleMeta",
     "all_rules",
     "get_rule",
     "load_rules",
+    "needs_of",
     "rule",
     "rules_for",
 ]
@@ -59,10 +65,50 @@ class RuleMeta:
 CheckFn = Callable[[Any, "RuleContext"], Iterable[Finding]]
 
 
+class Need(enum.Enum):
+    """What a static rule reads. A C++ rule that reads only `TEXT` runs without a parse; each
+    tier-2 analysis (`src/kernel_check/clang/extract.py`) runs only when a selected rule
+    needs it."""
+
+    TEXT = "text"  # the file's bytes and lines
+    PYTHON = "python"  # the Python model (pymodel.py)
+    DECLARATIONS = "declarations"  # the C++ parse: functions, structs, docs, error spans
+    LAUNCHES = "launches"  # clang/launches.py: `SourceModel.launches`
+    INTERFACE = "interface"  # clang/kernel_interface.py: launcher facts, each launch's tensors
+    DATAFLOW = "dataflow"  # clang/pointer_accesses.py: dataflow facts
+    THREADS = "threads"  # clang/thread_dependence.py: divergent barriers
+    INTEGERS = "integers"  # clang/index_values.py: integer facts
+    SCOPE = "scope"  # clang/scope_facts.py: scope facts
+
+
+# What each need builds on: a tier-2 analysis reads the parse, the launcher facts fill in
+# the tensors of the launches.
+_IMPLIED = {
+    Need.LAUNCHES: {Need.DECLARATIONS},
+    Need.INTERFACE: {Need.DECLARATIONS, Need.LAUNCHES},
+    Need.DATAFLOW: {Need.DECLARATIONS},
+    Need.THREADS: {Need.DECLARATIONS},
+    Need.INTEGERS: {Need.DECLARATIONS},
+    Need.SCOPE: {Need.DECLARATIONS},
+}
+_ALL_NEEDS = {
+    Language.CPP: frozenset(Need) - {Need.PYTHON},
+    Language.PYTHON: frozenset({Need.TEXT, Need.PYTHON}),
+}
+
+
+def needs_of(rules: Iterable[RegisteredRule]) -> frozenset[Need]:
+    """What running `rules` takes, with what each need builds on."""
+    needs = {need for registered in rules for need in registered.needs}
+    return frozenset(needs.union(*(_IMPLIED.get(need, set()) for need in needs)))
+
+
 @dataclass(frozen=True)
 class RegisteredRule:
     meta: RuleMeta
     check: CheckFn | None = None
+    # What the check reads; a rule that does not say gets everything of its language.
+    needs: frozenset[Need] = frozenset()
 
 
 @dataclass
@@ -109,20 +155,23 @@ def _table_entry(code: str, where: str) -> Code:
     return entry
 
 
-def _add(code: str, module: ModuleType | None, check: CheckFn | None) -> None:
+def _add(code: str, module: ModuleType | None, check: CheckFn | None, needs: Iterable[Need] = ()) -> None:
     where = module.__name__ if module else code
     if code in _REGISTRY:
         raise RuntimeError(f"{where}: code {code} registered twice")
     doc = ((module.__doc__ if module else None) or "").strip()
-    _REGISTRY[code] = RegisteredRule(RuleMeta.of(_table_entry(code, where), doc), check)
+    meta = RuleMeta.of(_table_entry(code, where), doc)
+    declared = frozenset(needs) or _ALL_NEEDS.get(meta.language, frozenset())
+    _REGISTRY[code] = RegisteredRule(meta, check, declared)
 
 
-def rule(code: str) -> Callable[[CheckFn], CheckFn]:
+def rule(code: str, needs: Iterable[Need] = ()) -> Callable[[CheckFn], CheckFn]:
     """Register a static rule's check for `code` (a line of the code table); the doc page is
-    the module docstring."""
+    the module docstring. `needs`: what the check reads (everything of its language when
+    not given)."""
 
     def decorate(fn: CheckFn) -> CheckFn:
-        _add(code, sys.modules.get(fn.__module__), fn)
+        _add(code, sys.modules.get(fn.__module__), fn, needs)
         return fn
 
     return decorate

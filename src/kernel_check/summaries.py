@@ -13,9 +13,12 @@ on keeps the callee's field `f`). Recursion-safe; at most `MAX_CALL_DEPTH` calls
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from .model import AccessKind, ConstExpr, PointerPass, SourceModel, VectorAccess
+from .model import AccessKind, ConstExpr, PointerPass, VectorAccess
+
+if TYPE_CHECKING:
+    from .semantic import SemanticModel
 
 MAX_CALL_DEPTH = 4
 _UNKNOWN = ConstExpr("unknown")
@@ -39,11 +42,11 @@ def bind_template_arguments(params: tuple[str, ...], args: tuple[ConstExpr, ...]
 
 class _CalleeSummaries(Generic[Use]):
     """The uses of each parameter of the model's kernels and device functions (by USR),
-    their callees' included, memoized per model. A kind of use says what a function does
-    itself (`_own`), how a callee's use reads in the caller (`_carried`) and how it joins
-    the caller's own (`_joined`)."""
+    their callees' included, memoized per model (`SemanticModel` keeps one of each kind).
+    A kind of use says what a function does itself (`_own`), how a callee's use reads in
+    the caller (`_carried`) and how it joins the caller's own (`_joined`)."""
 
-    def __init__(self, model: SourceModel) -> None:
+    def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.memo: dict[str, dict[ParamField, list[Use]]] = {}
 
@@ -52,8 +55,8 @@ class _CalleeSummaries(Generic[Use]):
             return self.memo[usr]
         self.memo[usr] = {}  # cuts recursion
         uses = self._own(usr)
-        for handoff in self.model.launcher_facts.pointer_passes:
-            if handoff.function != usr or not handoff.callee_usr or depth >= MAX_CALL_DEPTH:
+        for handoff in self.model.facts_of(usr).pointer_passes:
+            if not handoff.callee_usr or depth >= MAX_CALL_DEPTH:
                 continue
             for (param, field), callee_uses in self.uses(handoff.callee_usr, depth + 1).items():
                 if param == handoff.argument and callee_uses:
@@ -78,9 +81,8 @@ class VectorSummaries(_CalleeSummaries[VectorUse]):
 
     def _own(self, usr: str) -> dict[ParamField, list[VectorUse]]:
         own: dict[ParamField, list[VectorUse]] = {}
-        for access in self.model.launcher_facts.vector_accesses:
-            if access.function == usr:
-                own.setdefault((access.param_index, access.field), []).append(VectorUse(access, access.width))
+        for access in self.model.facts_of(usr).vector_accesses:
+            own.setdefault((access.param_index, access.field), []).append(VectorUse(access, access.width))
         return own
 
     def _carried(self, handoff: PointerPass, callee_uses: list[VectorUse]) -> list[VectorUse]:
@@ -94,12 +96,9 @@ class AccessSummaries(_CalleeSummaries[AccessKind]):
 
     def _own(self, usr: str) -> dict[ParamField, list[AccessKind]]:
         own: dict[ParamField, list[AccessKind]] = {}
-        for function in self.model.dataflow_facts.functions:
-            if function.function_usr == usr:
-                for access in function.accesses:
-                    own.setdefault((access.param_index, access.fields[0] if access.fields else ""), []).append(
-                        access.kind
-                    )
+        for function in self.model.flows_of(usr):
+            for access in function.accesses:
+                own.setdefault((access.param_index, access.fields[0] if access.fields else ""), []).append(access.kind)
         return own
 
     def _joined(self, mine: list[AccessKind], passed: list[AccessKind]) -> list[AccessKind]:

@@ -1,7 +1,8 @@
 """Model stage: one pass over a translation unit into a `SourceModel`.
 
 The walk visits the declarations of the checked file; each kind of fact has its own
-small extractor below so that rules never touch cursors.
+small extractor below so that rules never touch cursors. Each tier-2 analysis runs only
+when `needs` (what the selected rules read, `registry.Need`) asks for it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..model import (
     TemplateParam,
     line_starts,
 )
+from ..registry import Need
 from .capi import is_invalid_declaration
 from .cursors import (
     FUNCTION_KINDS,
@@ -67,8 +69,12 @@ _DEVICE_SPECIFIER_TOKENS = (
 )
 
 
+ALL_ANALYSES = frozenset(Need) - {Need.PYTHON}
+
+
 class _Extractor:
-    def __init__(self, unit: ParsedUnit, text: str, data: bytes) -> None:
+    def __init__(self, unit: ParsedUnit, text: str, data: bytes, needs: frozenset[Need]) -> None:
+        self.needs = needs
         self.unit = unit
         self.path = unit.path
         self.data = data
@@ -84,8 +90,10 @@ class _Extractor:
     # -- traversal -----------------------------------------------------------------------
     def run(self) -> SourceModel:
         self._visit_scope(self.unit.root)
-        extract_index_values(self.program, self.top_level, self.data, self.model)
-        extract_scope_facts(self.top_level, self.unit, self.model)
+        if Need.INTEGERS in self.needs:
+            extract_index_values(self.program, self.top_level, self.data, self.model)
+        if Need.SCOPE in self.needs:
+            extract_scope_facts(self.top_level, self.unit, self.model)
         self.model.error_spans = self._error_spans()
         self.model.header_library = _header_library(self.unit.args)
         return self.model
@@ -135,12 +143,15 @@ class _Extractor:
         )
         self.model.functions.append(function)
         if body is not None:
-            self._collect_launches(cursor, function)
-            collect_function_facts(
-                self.model, self.program, function, self.program.function(cursor), self.data, self.path
-            )
-            self.dataflow.add_function(cursor, body, function)
-            if kind is not FunctionKind.HOST:
+            if Need.LAUNCHES in self.needs:
+                self._collect_launches(cursor, function)
+            if Need.INTERFACE in self.needs:
+                collect_function_facts(
+                    self.model, self.program, function, self.program.function(cursor), self.data, self.path
+                )
+            if Need.DATAFLOW in self.needs:
+                self.dataflow.add_function(cursor, body, function)
+            if kind is not FunctionKind.HOST and Need.THREADS in self.needs:
                 tree = self.program.function(cursor).body
                 assert tree is not None  # a definition's
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(tree))
@@ -221,8 +232,9 @@ class _Extractor:
     def _collect_launches(self, cursor: ci.Cursor, launcher: Function) -> None:
         for launch, kernels in self.launches.launches(self.program.function(cursor), launcher):
             self.model.launches.append(launch)
-            for kernel in kernels:  # a header's kernel: its facts are followed into
-                analyze_elsewhere(self.model, self.program, kernel, self.path)
+            if Need.INTERFACE in self.needs:
+                for kernel in kernels:  # a header's kernel: its facts are followed into
+                    analyze_elsewhere(self.model, self.program, kernel, self.path)
 
     # -- parse errors ------------------------------------------------------------------------
     def _error_spans(self) -> list[Span]:
@@ -309,12 +321,13 @@ def _declarator_tokens(cursor: ci.Cursor) -> tuple[int | None, bool]:
     return offset, grid_constant
 
 
-def extract(unit: ParsedUnit, text: str, data: bytes) -> SourceModel:
-    """Build the model of one parsed file."""
+def extract(unit: ParsedUnit, text: str, data: bytes, needs: frozenset[Need] = ALL_ANALYSES) -> SourceModel:
+    """Build the model of one parsed file: its declarations, and the analyses `needs` names
+    (the fact lists of the others stay empty)."""
     share_reads(ci)  # every pass below reads the same cursor objects, each once (tree.py)
-    model = _Extractor(unit, text, data).run()
+    model = _Extractor(unit, text, data, needs).run()
     for device in unit.device_passes:  # code only a device-side parse sees (device_pass.py)
-        merge_device_model(model, _Extractor(device.unit, text, data).run(), device.regions)
+        merge_device_model(model, _Extractor(device.unit, text, data, needs).run(), device.regions)
     return model
 
 

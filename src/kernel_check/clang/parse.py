@@ -295,7 +295,19 @@ def _arch_defines(arch: str) -> list[str]:
 
 def compile_args(path: Path, settings: ParseSettings, device: bool = False) -> list[str]:
     """The full libclang argument list for one file (without the file itself); `device`: the
-    device-side pass (`device_pass.py`) instead of the host side."""
+    device-side pass (`device_pass.py`) instead of the host side. Built once per file and
+    kept (the result cache's key, the preamble's recipe, the pool's plan and the parse all
+    ask): `forget_compile_args` drops what was kept, as each cache session starts."""
+    return list(_compile_args(path, settings, device))
+
+
+def forget_compile_args() -> None:
+    """Look at the disk afresh (include directories found for a file may have changed)."""
+    _compile_args.cache_clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile_args(path: Path, settings: ParseSettings, device: bool) -> tuple[str, ...]:
     side = "--cuda-device-only" if device else "--cuda-host-only"
     args = [
         "-x",
@@ -325,7 +337,7 @@ def compile_args(path: Path, settings: ParseSettings, device: bool = False) -> l
     args += _arch_defines(settings.arch)
     args += [f"-D{d}" for d in settings.defines]
     args += list(settings.extra_args)
-    return args
+    return tuple(args)
 
 
 def system_cuda_args(root: Path) -> list[str]:

@@ -44,7 +44,7 @@ from ..model import (
     TemplateParam,
     split_template_arguments,
 )
-from ..summaries import AccessSummaries
+from ..semantic import SemanticModel
 from .draft_model import TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
 from .spec import DTYPES, TAILS, Role
@@ -296,7 +296,7 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
     """Each tensor's role from what the launched kernels do with its data pointer; the
     tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
-    summaries = AccessSummaries(model)
+    semantic = SemanticModel(model)
     for launch in model.launches:
         if launch.launcher_usr != launcher.usr:
             continue
@@ -304,7 +304,7 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
             kinds: set[AccessKind] = set()
             consts: list[bool] = []
             for kernel in launch.kernels:
-                kinds |= summaries.kinds(kernel.usr, arg.argument, arg.field)
+                kinds |= semantic.access_kinds(kernel.usr, arg.argument, arg.field)
                 consts += _pointee_const(model, kernel.usr, arg.argument, arg.field)
             # None: the pointer goes where the model cannot follow it (a struct of a header):
             # it may be written, so it is compared but never poisoned

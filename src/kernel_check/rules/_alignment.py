@@ -1,11 +1,10 @@
 """Shared analysis of KC120 and KC121 (one home for both rules).
 
-`vector_feeds` answers: which tensors of a launcher carry their data into a kernel
-parameter that the kernel (or a device function it passes the pointer to) accesses with
-vectorized loads/stores, and at which width. Widths are rewritten from the kernel's
-template parameters into the launcher's scope by substituting the launch's explicit
-template arguments, so they can be compared with the `ensure_alignment` argument under
-the same instantiation.
+`SemanticModel.vector_feeds` answers which tensors of a launcher carry their data into a
+kernel parameter that the kernel (or a device function it passes the pointer to) accesses
+with vectorized loads/stores, and at which width, in the launcher's scope. This module
+says which instantiations of the launcher to evaluate those widths and the
+`ensure_alignment` arguments under.
 """
 
 from __future__ import annotations
@@ -13,20 +12,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kernel_check.finding import Location
-from kernel_check.model import (
-    ConstExpr,
-    Function,
-    FunctionKind,
-    Launch,
-    MatcherChain,
-    SourceModel,
-    VectorAccess,
-)
+from kernel_check.model import ConstExpr, Function, FunctionKind, MatcherChain, VectorAccess
 from kernel_check.rules._common import location_of
-from kernel_check.summaries import MAX_CALL_DEPTH, VectorSummaries, bind_template_arguments
+from kernel_check.semantic import SemanticModel
 
 # Values tried for a template parameter the launcher leaves open: element sizes for a type
 # (fp8, fp16 / bf16, fp32, fp64 / int64), and common sizes, head dims and splits for an
@@ -37,79 +28,20 @@ BOOL_SAMPLES = (0, 1)
 MAX_INSTANTIATIONS = 4096
 
 
-@dataclass(frozen=True)
-class VectorFeed:
-    """Tensor `tensor` feeds `access` of the kernel launched at `launch`."""
-
-    tensor: str
-    launch: Launch
-    kernel: str  # the kernel's name
-    access: VectorAccess
-    width: ConstExpr  # bytes per access, over the launcher's template parameters
-    guard: ConstExpr | None  # when this kernel is the one launched (None: always)
-
-
 def launchers_with_chains(
-    model: SourceModel, *, aligned_only: bool = False
+    model: SemanticModel, *, aligned_only: bool = False
 ) -> Iterator[tuple[Function, list[MatcherChain]]]:
     """Each host function of the file with its TensorMatcher chains (those with an
     `ensure_alignment` only, when `aligned_only`); launchers without chains are skipped."""
     for launcher in model.functions:
         if launcher.kind is not FunctionKind.HOST or not launcher.usr:
             continue
-        chains = [
-            c
-            for c in model.launcher_facts.matcher_chains
-            if c.function == launcher.usr and (c.alignments or not aligned_only)
-        ]
+        chains = [c for c in model.facts_of(launcher.usr).matcher_chains if c.alignments or not aligned_only]
         if chains:
             yield launcher, chains
 
 
-def vector_feeds(model: SourceModel, launcher: Function, depth: int = 0) -> list[VectorFeed]:
-    """Every (tensor, vectorized kernel access) pair that a launcher's launches create, also
-    through host helpers of the file it hands a tensor's data pointer to."""
-    accesses = VectorSummaries(model)
-    feeds = []
-    for launch in model.launches:
-        if launch.launcher_usr != launcher.usr:
-            continue
-        for kernel in launch.kernels:
-            mapping = bind_template_arguments(kernel.template_params, kernel.template_args)
-            uses = accesses.uses(kernel.usr)
-            for argument in launch.tensors:
-                for (param, field), param_uses in uses.items():
-                    if param != argument.argument or argument.field not in (field, "*"):
-                        continue
-                    tensor = f"{argument.tensor}.{field}" if argument.field == "*" else argument.tensor
-                    widths = [(use, use.width.substitute(mapping)) for use in param_uses]
-                    # a one-byte "vector" (`AlignedVector<fp8_t, 1>`, a `kVecN = 1` fallback) needs no alignment
-                    feeds += [
-                        VectorFeed(tensor, launch, kernel.name, use.access, width, kernel.guard)
-                        for use, width in widths
-                        if width.evaluate({}) not in (0, 1)
-                    ]
-    return feeds + _helper_feeds(model, launcher, depth)
-
-
-def _helper_feeds(model: SourceModel, launcher: Function, depth: int) -> list[VectorFeed]:
-    """The feeds of the helpers a launcher hands tensor data to, renamed to its tensors."""
-    helpers = {f.usr: f for f in model.functions if f.kind is FunctionKind.HOST and f.usr}
-    feeds = []
-    for handoff in model.launcher_facts.data_handoffs:
-        helper = helpers.get(handoff.callee_usr)
-        if handoff.function != launcher.usr or helper is None or helper is launcher or depth >= MAX_CALL_DEPTH:
-            continue
-        name = f"#{handoff.argument}.{handoff.field}" if handoff.field else f"#{handoff.argument}"
-        feeds += [
-            replace(feed, tensor=handoff.tensor)
-            for feed in vector_feeds(model, helper, depth + 1)
-            if feed.tensor == name
-        ]
-    return feeds
-
-
-def access_location(model: SourceModel, access: VectorAccess) -> Location:
+def access_location(model: SemanticModel, access: VectorAccess) -> Location:
     """Where a vector access is: in the checked file or in an included header."""
     if not access.path:
         return location_of(model, access.span)
@@ -128,7 +60,7 @@ class LauncherScope:
         return LauncherScope({**self.samples, **dict.fromkeys(type_params, sizes)})
 
 
-def launcher_scope(model: SourceModel, launcher: Function) -> tuple[LauncherScope, frozenset[str]]:
+def launcher_scope(model: SemanticModel, launcher: Function) -> tuple[LauncherScope, frozenset[str]]:
     """The launcher's scope and the names of its template type parameters."""
     params = list(launcher.template_params)
     for struct in model.structs:

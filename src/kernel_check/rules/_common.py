@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from kernel_check.finding import Location
 from kernel_check.model import (
     Function,
@@ -11,20 +9,14 @@ from kernel_check.model import (
     FunctionKind,
     IntegerDecl,
     IntegerDeclKind,
-    Launch,
-    LaunchedKernel,
     PdlCall,
     PdlCallKind,
-    SourceModel,
     Span,
-    Struct,
-    TypeInfo,
 )
+from kernel_check.semantic import SemanticModel
 
-_QUALIFIERS = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")
 
-
-def location_of(model: SourceModel, span: Span) -> Location:
+def location_of(model: SemanticModel, span: Span) -> Location:
     """A reportable location; clang's byte columns become character columns."""
     return Location(
         model.path,
@@ -35,44 +27,14 @@ def location_of(model: SourceModel, span: Span) -> Location:
     )
 
 
-def _char_column(model: SourceModel, line: int, byte_column: int) -> int:
+def _char_column(model: SemanticModel, line: int, byte_column: int) -> int:
     raw = model.line_bytes(line)
     if raw.isascii():
         return byte_column
     return len(raw[: byte_column - 1].decode("utf-8", errors="replace")) + 1
 
 
-def bare_type_name(spelling: str) -> str:
-    """`const sglang::Params<T> &` -> `Params`: the unqualified record name of a type."""
-    name = _QUALIFIERS.sub(" ", spelling).strip()
-    name = name.split("<", 1)[0].strip()
-    return name.split("::")[-1].strip()
-
-
-def struct_for_type(model: SourceModel, type_: TypeInfo) -> Struct | None:
-    """The struct of this file a by-value (or const-reference) parameter type names."""
-    if type_.is_pointer:
-        return None
-    name = bare_type_name(type_.spelling)
-    matches = [s for s in model.structs if s.name == name and s.is_definition]
-    return matches[0] if matches else None
-
-
 # ---- dataflow and PDL helpers (KC102, KC201-KC204) ----
-
-
-def dataflow_of(model: SourceModel, function: Function) -> FunctionDataflow | None:
-    """The body facts of a kernel or device function definition (None for declarations)."""
-    if function.body is None:
-        return None
-    return next(
-        (
-            flow
-            for flow in model.dataflow_facts.functions
-            if flow.function_usr == function.usr and flow.body == function.body
-        ),
-        None,
-    )
 
 
 def pdl_waits(flow: FunctionDataflow) -> list[PdlCall]:
@@ -81,19 +43,7 @@ def pdl_waits(flow: FunctionDataflow) -> list[PdlCall]:
     return sorted(waits, key=lambda call: (call.order is None, call.order or 0))
 
 
-def launches_of(model: SourceModel, kernel: Function) -> list[tuple[Launch, LaunchedKernel]]:
-    """The launches of this file that can launch `kernel` (matched by clang USR)."""
-    return [
-        (launch, launched)
-        for launch in model.launches
-        for launched in launch.kernels
-        if kernel.usr and launched.usr == kernel.usr
-    ]
-
-
 # ---- integer declarations (KC110, KC111) ----
-
-_PARAMS_STRUCT_SUFFIXES = ("Params", "Param")
 
 
 class IntegerRoles:
@@ -107,18 +57,16 @@ class IntegerRoles:
     device and launcher bodies `int` is 32 bits on every CUDA target, so the width there is
     fixed by the platform; only `long` (32 bits on Windows, 64 on Linux) is reported there."""
 
-    def __init__(self, model: SourceModel) -> None:
-        self.functions = {f.usr: f for f in model.functions if f.usr}
-        self.launchers = {f.usr for f in model.launchers}
-        self.params_structs = params_struct_names(model)
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
 
     def role(self, decl: IntegerDecl) -> str | None:
         if decl.kind is IntegerDeclKind.FIELD:
-            return "params-struct field" if decl.owner in self.params_structs else None
-        function = self.functions.get(decl.owner_usr)
+            return "params-struct field" if decl.owner in self.model.params_struct_names() else None
+        function = self.model.function(decl.owner_usr)
         if function is None:
             return None
-        if function.kind is FunctionKind.HOST and function.usr not in self.launchers:
+        if function.kind is FunctionKind.HOST and not self.model.is_launcher(function):
             return None  # plain host helpers are neither the kernel side nor the FFI boundary
         if decl.kind is IntegerDeclKind.PARAM:
             return self._param_role(decl, function)
@@ -149,15 +97,3 @@ class IntegerRoles:
 def _platform_width(decl: IntegerDecl) -> bool:
     """`long` and `unsigned long`: the one spelling whose width differs between CUDA hosts."""
     return decl.keywords.split().count("long") == 1
-
-
-def params_struct_names(model: SourceModel) -> set[str]:
-    """Qualified names of the params structs: passed by value to a kernel of this file, or
-    named `...Params` by the convention."""
-    names = {s.qualified_name for s in model.structs if s.name.endswith(_PARAMS_STRUCT_SUFFIXES)}
-    for kernel in model.kernels:
-        for param in kernel.params:
-            struct = struct_for_type(model, param.type)
-            if struct is not None:
-                names.add(struct.qualified_name)
-    return names

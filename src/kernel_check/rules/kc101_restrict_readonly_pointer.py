@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, TextEdit
-from kernel_check.model import Field, Param, SourceModel, Struct
-from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import location_of, struct_for_type
+from kernel_check.model import Field, Param, Struct
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
 def _needs_restrict(entity: Param | Field) -> bool:
@@ -46,8 +47,8 @@ def _restrict_fix(data: bytes, offset: int | None) -> Fix | None:
     return Fix("insert __restrict__", (TextEdit(offset, offset, replacement),))
 
 
-@rule("KC101")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC101", needs={Need.DECLARATIONS})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     reported_structs: set[str] = set()
     for kernel in model.kernels:
         for param in kernel.params:
@@ -58,13 +59,13 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
                     "should be `const T* __restrict__`",
                     fix=_restrict_fix(model.data, param.restrict_insert_offset),
                 )
-            struct = struct_for_type(model, param.type) if not param.type.is_pointer else None
+            struct = model.struct_of(param.type)
             if struct is not None and struct.qualified_name not in reported_structs:
                 reported_structs.add(struct.qualified_name)
                 yield from _struct_fields(model, ctx, struct, kernel.name)
 
 
-def _struct_fields(model: SourceModel, ctx: RuleContext, struct: Struct, kernel: str) -> Iterator[Finding]:
+def _struct_fields(model: SemanticModel, ctx: RuleContext, struct: Struct, kernel: str) -> Iterator[Finding]:
     for field in struct.fields:
         if _needs_restrict(field):
             yield ctx.finding(

@@ -41,9 +41,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import AccessKind, FunctionDataflow, Param, SourceModel
-from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import dataflow_of, location_of
+from kernel_check.model import AccessKind, FunctionDataflow, Param
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
 def _candidate(param: Param) -> bool:
@@ -65,10 +66,10 @@ def _may_be_written(flow: FunctionDataflow, index: int) -> bool:
     )
 
 
-@rule("KC102")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC102", needs={Need.DATAFLOW})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
-        flow = dataflow_of(model, kernel)
+        flow = model.dataflow(kernel)
         if flow is None:
             continue
         for index, param in enumerate(kernel.params):

@@ -50,15 +50,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
+from kernel_check.semantic import SemanticModel
 
 _TYPED = {"pointer": "points to", "reference": "refers to", "array": "is an array of"}
 
 
-@rule("KC110")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC110", needs={Need.INTEGERS, Need.LAUNCHES})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     roles = IntegerRoles(model)
     for decl in model.integer_facts.integer_decls:
         role = roles.role(decl)

@@ -31,17 +31,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Function, Launch, Param, ShapeArgument, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import Function, Launch, Param, ShapeArgument
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
+from kernel_check.semantic import SemanticModel
 
 _NARROW_CANONICAL = frozenset(
     {"int", "unsigned int", "short", "unsigned short", "char", "signed char", "unsigned char"}
 )
 
 
-@rule("KC111")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC111", needs={Need.INTEGERS, Need.LAUNCHES})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     roles = IntegerRoles(model)
     left_to_kc110 = {d.name_span.start for d in model.integer_facts.integer_decls if roles.role(d) is not None}
     for narrowing in model.integer_facts.size_narrowings:
@@ -54,12 +55,12 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             f"{value} is narrowed implicitly to `{narrowing.target_type}` ({narrowing.context}{into}); "
             "write the `static_cast` where the range is known, or keep `int64_t`",
         )
-    yield from _launch_arguments(model, ctx, roles.functions)
+    yield from _launch_arguments(model, ctx)
 
 
-def _launch_arguments(model: SourceModel, ctx: RuleContext, functions: dict[str, Function]) -> Iterator[Finding]:
+def _launch_arguments(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for site in model.launches:
-        kernel = functions.get(site.kernels[0].usr) if site.kernels else None
+        kernel = model.function(site.kernels[0].usr) if site.kernels else None
         if site.syntax != "launch_kernel" or kernel is None:
             continue
         for argument, param in _bound_parameters(site, kernel, model.integer_facts.shape_arguments):

@@ -41,19 +41,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Function, IndexProduct, SourceModel, Span, TypeInfo
-from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import location_of, struct_for_type
+from kernel_check.model import Function, FunctionKind, IndexProduct, Span, TypeInfo
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 _WIDE_CANONICAL = frozenset({"long", "unsigned long", "long long", "unsigned long long"})
 _LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
 
 
-@rule("KC112")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    wide_kernels = {k.usr: evidence for k in model.kernels if (evidence := _wide_size(model, k)) is not None}
+@rule("KC112", needs={Need.INTEGERS})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for product in model.integer_facts.index_products:
-        evidence = wide_kernels.get(product.function_usr)
+        kernel = model.function(product.function_usr)
+        if kernel is None or kernel.kind is not FunctionKind.KERNEL:
+            continue
+        evidence = _wide_size(model, kernel)
         if evidence is None or not product.widened or not _can_overflow(product):
             continue
         name, span = evidence
@@ -73,12 +76,12 @@ def _can_overflow(product: IndexProduct) -> bool:
     return bool(product.value_factors)
 
 
-def _wide_size(model: SourceModel, kernel: Function) -> tuple[str, Span] | None:
+def _wide_size(model: SemanticModel, kernel: Function) -> tuple[str, Span] | None:
     """A 64-bit size/stride the kernel receives: (its name, where it is declared)."""
     for param in kernel.params:
         if _is_wide(param.type):
             return param.name, param.span
-        struct = struct_for_type(model, param.type)
+        struct = model.struct_of(param.type)
         if struct is not None:
             field = next((f for f in struct.fields if _is_wide(f.type)), None)
             if field is not None:

@@ -50,31 +50,29 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import MatcherChain, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import MatcherChain
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._alignment import (
     LauncherScope,
-    VectorFeed,
     access_location,
     fixed_value,
     launcher_scope,
     launchers_with_chains,
-    vector_feeds,
 )
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel, VectorFeed
 
 
-@rule("KC120")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC120", needs={Need.INTERFACE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for launcher, chains in launchers_with_chains(model):
-        feeds = vector_feeds(model, launcher)
+        feeds = model.vector_feeds(launcher)
         if not feeds:
             continue
         aligned = {v.name for c in chains for v in c.verified if v.alignment is not None}
-        checked_by_hand = {
-            u.tensor for u in model.launcher_facts.tensor_data_uses if u.function == launcher.usr and u.in_check
-        }
-        checked_by_hand |= {t.tensor for t in model.launcher_facts.alignment_tests if t.function == launcher.usr}
+        facts = model.facts_of(launcher.usr)
+        checked_by_hand = {u.tensor for u in facts.tensor_data_uses if u.in_check}
+        checked_by_hand |= {t.tensor for t in facts.alignment_tests}
         for chain in chains:
             unaligned = _unaligned_feeds(chain, feeds, aligned | checked_by_hand)
             if unaligned:
@@ -92,7 +90,7 @@ def _unaligned_feeds(chain: MatcherChain, feeds: list[VectorFeed], aligned: set[
 
 
 def _finding(
-    model: SourceModel, ctx: RuleContext, chain: MatcherChain, feeds: list[VectorFeed], scope: LauncherScope
+    model: SemanticModel, ctx: RuleContext, chain: MatcherChain, feeds: list[VectorFeed], scope: LauncherScope
 ) -> Finding:
     tensors = sorted({f.tensor for f in feeds})
     first = feeds[0]
@@ -116,7 +114,7 @@ def _finding(
     )
 
 
-def _suggestion(model: SourceModel, tensor: str, width: int | None) -> str:
+def _suggestion(model: SemanticModel, tensor: str, width: int | None) -> str:
     """`.ensure_alignment(w)`, or the check by hand when the user's TensorMatcher lacks it."""
     if model.header_library.provides("ensure_alignment"):
         return f"add `.ensure_alignment({width or 'w'})` before `.verify`"

@@ -41,32 +41,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import (
-    AlignmentRequest,
-    ConstExpr,
-    MatcherChain,
-    SourceModel,
-)
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import AlignmentRequest, ConstExpr, MatcherChain
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._alignment import (
     DEFAULT_ELEMENT_SIZES,
     LauncherScope,
-    VectorFeed,
     access_location,
     instantiations,
     is_power_of_two,
     launcher_scope,
     launchers_with_chains,
-    vector_feeds,
 )
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel, VectorFeed
 
 
-@rule("KC121")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC121", needs={Need.INTERFACE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for launcher, chains in launchers_with_chains(model, aligned_only=True):
         launcher_wide, type_params = launcher_scope(model, launcher)
-        feeds = vector_feeds(model, launcher)
+        feeds = model.vector_feeds(launcher)
         reported: set[int] = set()
         for chain in chains:
             scope = launcher_wide.with_element_sizes(_element_sizes(chain), type_params)
@@ -90,7 +84,7 @@ def _element_sizes(chain: MatcherChain) -> tuple[int, ...]:
 
 
 def _not_power_of_two(
-    model: SourceModel, ctx: RuleContext, request: AlignmentRequest, scope: LauncherScope
+    model: SemanticModel, ctx: RuleContext, request: AlignmentRequest, scope: LauncherScope
 ) -> Finding | None:
     bindings = instantiations([request.value], scope)
     evaluated = (request.value.evaluate(env) for env in bindings or [])
@@ -105,7 +99,7 @@ def _not_power_of_two(
 
 
 def _below_width(
-    model: SourceModel,
+    model: SemanticModel,
     ctx: RuleContext,
     chain: MatcherChain,
     request: AlignmentRequest,

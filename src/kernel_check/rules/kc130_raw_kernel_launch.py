@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
-@rule("KC130")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC130", needs={Need.LAUNCHES})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for launch in model.launches:
         if launch.syntax == "triple_chevron":
             name = launch.kernels[0].name if launch.kernels else "kernel"

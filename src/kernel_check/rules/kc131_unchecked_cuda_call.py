@@ -32,13 +32,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
-@rule("KC131")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC131", needs={Need.INTERFACE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         if call.name.startswith("cuda") and call.returns_cuda_error and call.result_use == "discarded":
             yield ctx.finding(
@@ -47,7 +47,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-def _advice(model: SourceModel) -> str:
+def _advice(model: SemanticModel) -> str:
     """The check that the user's header library offers."""
     for wrapper in ("CHECK_CUDA", "RuntimeDeviceCheck"):
         if model.header_library.provides(wrapper):

@@ -36,24 +36,21 @@ from collections.abc import Iterator
 from itertools import groupby
 
 from kernel_check.finding import Finding
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
-def _validating_functions(model: SourceModel) -> set[str]:
+def _validating_functions(model: SemanticModel) -> frozenset[str]:
     """Launchers, functions with a TensorMatcher, and the entry points that hand tensors to
     them: the places whose tensor checks belong in a matcher."""
-    facts = model.launcher_facts
-    functions = {launch.launcher_usr for launch in model.launches}
-    functions |= {chain.function for chain in facts.matcher_chains}
-    names = {f.name for f in model.functions if f.usr in functions}
-    functions |= {h.function for h in facts.tensor_handoffs if h.callee_usr in functions or h.callee in names}
-    return functions
+    functions = model.launching_usrs | {chain.function for chain in model.launcher_facts.matcher_chains}
+    validating = [f for f in model.functions if f.usr in functions]
+    return functions.union(*(model.tensor_callers(f) for f in validating))
 
 
-@rule("KC140")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC140", needs={Need.INTERFACE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     facts = model.launcher_facts
     checks = [
         i for i in facts.tensor_inspections if i.function in _validating_functions(model) and i.context == "check"

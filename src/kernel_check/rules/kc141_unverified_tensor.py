@@ -31,9 +31,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Function, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import Function
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
 def _tensor_params(function: Function) -> list[str]:
@@ -44,40 +45,29 @@ def _tensor_params(function: Function) -> list[str]:
     ]
 
 
-def _verified_by_callers(model: SourceModel, function: Function, seen: frozenset[str] = frozenset()) -> bool:
+def _verified_by_callers(model: SemanticModel, function: Function, seen: frozenset[str] = frozenset()) -> bool:
     """Whether a caller in this file that receives or verifies tensors takes on the checks:
     one with a TensorMatcher of its own, or one whose callers do (a pure forwarder does not)."""
-    facts = model.launcher_facts
-    callers = {
-        h.function
-        for h in facts.tensor_handoffs
-        if h.function != function.usr
-        and (h.callee_usr == function.usr or (not h.callee_usr and h.callee == function.name))
-    }
-    by_usr = {f.usr: f for f in model.functions}
-    for usr in callers - seen:
-        if any(c.function == usr and c.verified for c in facts.matcher_chains):
+    for usr in model.tensor_callers(function) - seen:
+        if any(c.verified for c in model.facts_of(usr).matcher_chains):
             return True
-        caller = by_usr.get(usr)
+        caller = model.function(usr)
         if caller is not None and _verified_by_callers(model, caller, seen | {function.usr}):
             return True
     return False
 
 
-@rule("KC141")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    facts = model.launcher_facts
-    launchers = {launch.launcher_usr for launch in model.launches}
+@rule("KC141", needs={Need.INTERFACE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for function in model.functions:
-        if function.usr not in launchers or _verified_by_callers(model, function):
+        if function.usr not in model.launching_usrs or _verified_by_callers(model, function):
             continue
-        reached = [
-            (v.name, v.span.start) for c in facts.matcher_chains if c.function == function.usr for v in c.verified
-        ]
-        reached += [(h.tensor, h.span.start) for h in facts.tensor_handoffs if h.function == function.usr]
+        facts = model.facts_of(function.usr)
+        reached = [(v.name, v.span.start) for c in facts.matcher_chains for v in c.verified]
+        reached += [(h.tensor, h.span.start) for h in facts.tensor_handoffs]
         for name in _tensor_params(function):
             uses = sorted(
-                (u for u in facts.tensor_data_uses if u.function == function.usr and u.tensor == name),
+                (u for u in facts.tensor_data_uses if u.tensor == name),
                 key=lambda u: u.span.start,
             )
             if not uses:

@@ -33,9 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import ApiCall, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import ApiCall
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 _ARCH_FUNCTIONS = frozenset({"get_cc_major", "get_cc_minor", "get_sm_version"})
 _PROPERTY_QUERIES = frozenset({"cudaGetDeviceProperties", "cudaGetDeviceProperties_v2"})
@@ -62,8 +63,8 @@ def _what(call: ApiCall) -> str | None:
     return None
 
 
-@rule("KC150")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC150", needs={Need.INTERFACE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         what = _what(call)
         if what is not None:

@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 _USES = {
     "subscript": "used as a subscript here",
@@ -44,7 +44,7 @@ _USES = {
 }
 
 
-def _advice(model: SourceModel, width: int) -> str:
+def _advice(model: SemanticModel, width: int) -> str:
     """The fix that works with the user's header library."""
     replacement = "device::get_lane_id()" if width == 32 else f"device::get_lane_id<{width}>()"
     if model.header_library.provides("get_lane_id"):
@@ -56,8 +56,8 @@ def _advice(model: SourceModel, width: int) -> str:
     )
 
 
-@rule("KC151")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC151", needs={Need.INTEGERS})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for lane in model.integer_facts.lane_modulos:
         if lane.address_use is None:
             continue

@@ -37,9 +37,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import ApiCall, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import ApiCall
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 _REPLACEMENTS = {"RuntimeCheck": "CHECK_HOST(cond) << ...", "RuntimeDeviceCheck": "CHECK_CUDA(expr) << ..."}
 _MACROS = {"RuntimeCheck": "CHECK_HOST", "RuntimeDeviceCheck": "CHECK_CUDA"}
@@ -64,8 +65,8 @@ def _costs_something(call: ApiCall) -> bool:
     return any(not argument.startswith(('"', 'u8"', 'R"')) for argument in arguments[1:])
 
 
-@rule("KC160")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC160", needs={Need.INTERFACE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         if (
             _is_library_check(call)

@@ -42,13 +42,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
-@rule("KC170")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC170", needs={Need.THREADS})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for barrier in model.divergent_barriers:
         if barrier.matched_by_rest:
             continue  # every thread reaches the same number of barriers (see the doc page)

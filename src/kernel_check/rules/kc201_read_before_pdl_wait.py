@@ -46,9 +46,10 @@ import re
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import AccessKind, SourceModel
-from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
+from kernel_check.model import AccessKind
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of, pdl_waits
+from kernel_check.semantic import SemanticModel
 
 # What a weight's pointer is called (the last name of `params.q_gamma`, `w`, `conv_weight`).
 _WEIGHT_NAME = re.compile(r"(?:\w+_)?(?:weights?|gamma|beta|bias|w)")
@@ -66,10 +67,10 @@ def _describe(how: str) -> str:
     return _HOW.get(how, f"`{how}`")
 
 
-@rule("KC201")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC201", needs={Need.DATAFLOW})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
-        flow = dataflow_of(model, kernel)
+        flow = model.dataflow(kernel)
         if flow is None:
             continue
         waits = [(wait, wait.order) for wait in pdl_waits(flow) if wait.order is not None]

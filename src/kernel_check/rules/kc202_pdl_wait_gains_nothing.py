@@ -36,15 +36,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of, pdl_waits
+from kernel_check.semantic import SemanticModel
 
 
-@rule("KC202")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC202", needs={Need.DATAFLOW})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
-        flow = dataflow_of(model, kernel)
+        flow = model.dataflow(kernel)
         leading = next((wait for wait in pdl_waits(flow) if wait.leads_body), None) if flow else None
         if leading is not None:
             yield ctx.finding(

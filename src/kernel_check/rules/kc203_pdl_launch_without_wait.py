@@ -49,11 +49,13 @@ __global__ void copy_kernel(T* __restrict__ dst, const T* __restrict__ src, uint
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeGuard
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import ConstExpr, Function, Launch, LaunchedKernel, PdlCall, PdlFlag, SourceModel
-from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import dataflow_of, location_of, pdl_waits
+from kernel_check.model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, PdlCall, PdlFlag
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of, pdl_waits
+from kernel_check.semantic import SemanticModel
 
 
 def instantiated_flag(wait: PdlCall, kernel: Function, launched: LaunchedKernel) -> tuple[str, ConstExpr] | None:
@@ -89,29 +91,29 @@ def _is_name(value: ConstExpr) -> bool:
     return value.op == "param" or (value.op == "unknown" and bool(value.name))
 
 
-@rule("KC203")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    kernels: dict[str, Function] = {}
-    for kernel in model.kernels:  # the first definition: the host pass's, before a device-only fallback's
-        if kernel.body is not None and kernel.usr:
-            kernels.setdefault(kernel.usr, kernel)
+@rule("KC203", needs={Need.DATAFLOW, Need.LAUNCHES})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for site in model.launches:
         if site.pdl_off:
             continue
         reported: set[str] = set()  # one finding per kernel, however many instantiations the launch picks from
         for launched in site.kernels:
-            defined = kernels.get(launched.usr)
-            if defined is not None and defined.usr not in reported:
+            defined = model.function(launched.usr)  # the host pass's definition
+            if _defined_kernel(defined) and defined.usr not in reported:
                 findings = list(_check_launch(model, ctx, site, launched, defined))
                 if findings:
                     reported.add(defined.usr)
                 yield from findings
 
 
+def _defined_kernel(function: Function | None) -> TypeGuard[Function]:
+    return function is not None and function.kind is FunctionKind.KERNEL and function.body is not None
+
+
 def _check_launch(
-    model: SourceModel, ctx: RuleContext, site: Launch, launched: LaunchedKernel, kernel: Function
+    model: SemanticModel, ctx: RuleContext, site: Launch, launched: LaunchedKernel, kernel: Function
 ) -> Iterator[Finding]:
-    flow = dataflow_of(model, kernel)
+    flow = model.dataflow(kernel)
     if flow is None:
         return
     kernel_here = Related(location_of(model, kernel.name_span), f"kernel '{kernel.name}' is defined here")

@@ -36,17 +36,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
-from kernel_check.rules._common import dataflow_of, launches_of, location_of, pdl_waits
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of, pdl_waits
+from kernel_check.semantic import SemanticModel
 
 
-@rule("KC204")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC204", needs={Need.DATAFLOW, Need.LAUNCHES})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
-        flow = dataflow_of(model, kernel)
+        flow = model.dataflow(kernel)
         waits = [wait for wait in pdl_waits(flow) if not wait.always_off] if flow else []
-        sites = [launch for launch, _ in launches_of(model, kernel)]
+        sites = [launch for launch, _ in model.launches_of(kernel)]
         if not waits or not sites or not all(site.pdl_off for site in sites):
             continue
         yield ctx.finding(

@@ -31,13 +31,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
-@rule("KC205")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC205", needs={Need.DATAFLOW})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for statement in model.dataflow_facts.inline_asm:
         if "griddepcontrol.wait" in statement.template and "memory" not in statement.clobbers:
             yield ctx.finding(

@@ -46,41 +46,33 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import DocComment, Function, FunctionKind, SourceModel, Struct
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import DocComment, Function, FunctionKind, Struct
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 _HIDDEN_ACCESS = ("private", "protected")
 
 
-@rule("KC301")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
-    launchers = {f.usr for f in model.launchers}
-    records = {struct.usr: struct for struct in model.structs if struct.usr}
-    for declarations in _functions_by_entity(model).values():
-        subject = _function_subject(declarations[0], launchers)
+@rule("KC301", needs={Need.DECLARATIONS, Need.LAUNCHES})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+    for declarations in model.function_groups():
+        subject = _function_subject(declarations[0], model.is_launcher(declarations[0]))
         if subject is None or any(_documents(f.doc) for f in declarations):
             continue
-        if not _owner_checked(declarations[0].owner_usr, records):
+        if not _owner_checked(declarations[0].owner_usr, model):
             continue
         reported = next((f for f in declarations if f.is_definition), declarations[0])
         yield ctx.finding(
             location_of(model, reported.name_span), f"{subject} '{reported.name}' {_problem(reported.doc)}"
         )
     for struct in model.structs:
-        if _struct_in_scope(struct) and _owner_checked(struct.owner_usr, records) and not _documents(struct.doc):
+        if _struct_in_scope(struct) and _owner_checked(struct.owner_usr, model) and not _documents(struct.doc):
             what = "class template" if struct.template_params else "class" if struct.is_class else "struct"
             yield ctx.finding(location_of(model, struct.name_span), f"{what} '{struct.name}' {_problem(struct.doc)}")
 
 
-def _functions_by_entity(model: SourceModel) -> dict[str, list[Function]]:
-    groups: dict[str, list[Function]] = {}
-    for function in model.functions:
-        groups.setdefault(function.usr or f"{function.qualified_name}@{function.span.start}", []).append(function)
-    return groups
-
-
-def _function_subject(function: Function, launchers: set[str]) -> str | None:
+def _function_subject(function: Function, is_launcher: bool) -> str | None:
     """What the function is in this rule's scope, or None when it is out of scope."""
     if not function.is_exported or function.is_deleted or function.is_defaulted:
         return None
@@ -92,7 +84,7 @@ def _function_subject(function: Function, launchers: set[str]) -> str | None:
         return "kernel"
     if function.kind is FunctionKind.DEVICE:
         return "device function"
-    return "launcher" if function.usr in launchers else None
+    return "launcher" if is_launcher else None
 
 
 def _struct_in_scope(struct: Struct) -> bool:
@@ -106,12 +98,12 @@ def _struct_in_scope(struct: Struct) -> bool:
     )
 
 
-def _owner_checked(owner_usr: str, records: dict[str, Struct]) -> bool:
+def _owner_checked(owner_usr: str, model: SemanticModel) -> bool:
     """Whether a member's documentation is checked: at namespace scope (no owner), or in a
     class that is itself in scope and documented (an undocumented class is the one finding)."""
     if not owner_usr:
         return True
-    owner = records.get(owner_usr)
+    owner = model.record(owner_usr)
     return owner is not None and _struct_in_scope(owner) and _documents(owner.doc)
 
 

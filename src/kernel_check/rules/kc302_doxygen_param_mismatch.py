@@ -47,13 +47,14 @@ from collections.abc import Iterator
 from typing import TypeGuard
 
 from kernel_check.finding import Finding, Location
-from kernel_check.model import DocComment, SourceModel, Span
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import DocComment, Span
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
-@rule("KC302")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC302", needs={Need.DECLARATIONS})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for function in model.functions:
         doc = function.doc
         if _checked(doc):
@@ -92,7 +93,7 @@ def _documents_parameters(doc: DocComment) -> bool:
 
 
 def _stale_names(
-    model: SourceModel,
+    model: SemanticModel,
     ctx: RuleContext,
     doc: DocComment,
     command: str,
@@ -109,7 +110,7 @@ def _stale_names(
 
 
 def _undocumented(
-    model: SourceModel, ctx: RuleContext, span: Span, name: str, params: list[str], tparams: list[str]
+    model: SemanticModel, ctx: RuleContext, span: Span, name: str, params: list[str], tparams: list[str]
 ) -> Iterator[Finding]:
     missing = [f"`\\param {p}`" for p in params] + [f"`\\tparam {t}`" for t in tparams]
     if missing:
@@ -120,7 +121,7 @@ def _noun(command: str) -> str:
     return "template parameter" if command == "tparam" else "parameter"
 
 
-def _command_location(model: SourceModel, doc: DocComment, command: str, name: str) -> Location:
+def _command_location(model: SemanticModel, doc: DocComment, command: str, name: str) -> Location:
     """The `\\param name` text inside the block; the whole block when it cannot be placed."""
     written = next(
         (documented for documented in doc.param_spans if documented.command == command and documented.name == name),

@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, Location, TextEdit
-from kernel_check.model import SourceModel, line_starts
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import line_starts
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.semantic import SemanticModel
 
 ASCII_REPLACEMENTS = {
     "\u2014": "--",
@@ -53,8 +54,8 @@ ASCII_REPLACEMENTS = {
 }
 
 
-@rule("KC310")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC310", needs={Need.TEXT})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     data = model.data
     starts = line_starts(data)  # lines as clang numbers them (a lone \r ends one too)
     for number, (start, end) in enumerate(zip(starts, [*starts[1:], len(data)]), start=1):

@@ -42,16 +42,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import GlobalDeclaration, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import GlobalDeclaration
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 _HOME = "sglang"
 _EXPORT_MACRO_PREFIX = "TVM_FFI_"
 
 
-@rule("KC320")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC320", needs={Need.SCOPE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     declarations = model.scope_facts.global_declarations
     exports = any(d.macro.startswith(_EXPORT_MACRO_PREFIX) for d in declarations)
     for declaration in declarations:

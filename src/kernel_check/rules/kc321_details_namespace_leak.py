@@ -38,13 +38,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Location, Related
-from kernel_check.model import DetailsReference, SourceModel
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import DetailsReference
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 
-@rule("KC321")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC321", needs={Need.SCOPE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for reference in model.scope_facts.details_references:
         if reference.is_using_directive:
             yield ctx.finding(
@@ -68,7 +69,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-def _leaks(model: SourceModel, reference: DetailsReference) -> bool:
+def _leaks(model: SemanticModel, reference: DetailsReference) -> bool:
     if reference.target_path:
         return reference.target_path != model.path
     return not reference.namespace_opened_here

@@ -29,16 +29,17 @@ import re
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, TextEdit
-from kernel_check.model import SourceModel, Span
-from kernel_check.registry import RuleContext, rule
+from kernel_check.model import Span
+from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
 
 _CUDA_KEYWORD_RE = re.compile(rb"\b(?:__device__|__forceinline__|__host__)\b")
 _MACRO_HEADER = "sgl_kernel/utils.h"
 
 
-@rule("KC330")
-def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
+@rule("KC330", needs={Need.DECLARATIONS, Need.SCOPE})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     fixable = any(path.replace("\\", "/").endswith(_MACRO_HEADER) for path in model.scope_facts.included_files)
     for function in model.functions:
         words = function.specifier_spelling.split()
@@ -52,7 +53,7 @@ def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
-def _fix(model: SourceModel, span: Span, macro: str) -> Fix:
+def _fix(model: SemanticModel, span: Span, macro: str) -> Fix:
     """The first CUDA keyword becomes the macro; each other one is deleted together with the
     blank after it (before it, for the last word of the run), so `static`, `constexpr`...
     stay where they were."""
