@@ -1,7 +1,9 @@
 """Kernel launches, resolved once: the one `Launch` type every rule reads.
 
 A launch is `LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)` or
-`kernel<<<grid, block>>>(args...)`. Its kernel expression is followed to every kernel it can
+`kernel<<<grid, block>>>(args...)`; a named launch object (`auto launch = LaunchKernel{...};
+launch.enable_pdl(x); launch(kernel, args...);`) takes the PDL flag its methods set before
+the launch. Its kernel expression is followed to every kernel it can
 name, each with its template arguments evaluated in the launcher's scope (`consteval`) and
 the condition under which it is the one launched:
 
@@ -217,7 +219,8 @@ class LaunchResolver:
         named = _launch_object_variable(launch_object)
         if flag is not None or named is None:
             return flag
-        earlier = [(c, conditional) for c, conditional in body.method_calls.get(named.key, ()) if c.span.end <= call.span.start]
+        calls = body.method_calls.get(named.key, ())
+        earlier = [(c, conditional) for c, conditional in calls if c.span.end <= call.span.start]
         for method_call, conditional in reversed(earlier):
             flag = self._pdl_flag(method_call)
             if flag is not None:
@@ -540,7 +543,8 @@ def _method_call_object(call: Expr) -> int | None:
     if callee is None or callee.kind is not ExprKind.MEMBER or not callee.children:
         return None
     base = callee.children[0].stripped()
-    return base.ref.key if base.kind is ExprKind.REF and base.ref is not None and base.ref.kind is DeclKind.VARIABLE else None
+    ref = base.ref if base.kind is ExprKind.REF else None
+    return ref.key if ref is not None and ref.kind is DeclKind.VARIABLE else None
 
 
 def _launch_object_variable(launch_object: Expr) -> DeclRef | None:

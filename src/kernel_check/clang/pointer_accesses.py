@@ -996,6 +996,7 @@ def _has_initializer(var: Var, source: _SourceBytes) -> bool:
 
 def _is_compile_time_only(statement: Stmt, source: _SourceBytes) -> bool:
     """Statements that run no code: aliases, static_assert, constexpr or uninitialized locals,
+    structured bindings by reference of a named object (`const auto& [in, out] = params;`),
     empty statements."""
     if statement.kind is StmtKind.OTHER:
         return not (statement.stmts or statement.exprs or statement.variables)
@@ -1003,7 +1004,8 @@ def _is_compile_time_only(statement: Stmt, source: _SourceBytes) -> bool:
         return False
     for var in statement.variables:
         name_at = max(var.name_offset - var.span.start, 0)
-        if b"constexpr" not in source.text(var)[:name_at] and _has_initializer(var, source):
+        names_only = bool(var.bindings) and var.is_reference and var.exprs[-1].stripped().kind is ExprKind.REF
+        if b"constexpr" not in source.text(var)[:name_at] and _has_initializer(var, source) and not names_only:
             return False
     return True
 
