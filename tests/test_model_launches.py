@@ -247,3 +247,44 @@ struct Attention {
     assert kernel.template_arg_texts == ("kHeads * 2", "true", "false")
     assert kernel.template_args[0].op == "unknown"
     assert kernel.template_args[1:] == (ConstExpr("int", 1), ConstExpr("int", 0))
+
+
+def test_a_named_launch_object_takes_the_flag_its_methods_set_before_the_launch(tmp_path) -> None:
+    """`auto launch = LaunchKernel{...}; launch.enable_pdl(x); launch(kernel, ...);`: the flag
+    set between construction and launch is the launch's; one set after it, or only under a
+    condition of the launcher's, is not known to apply."""
+    source = """
+#include <sgl_kernel/utils.cuh>
+namespace sglang {
+template <bool kUsePDL>
+__global__ void k(float* __restrict__ out) {
+  device::PDLWaitPrimary<kUsePDL>();
+  out[threadIdx.x] = 1.0f;
+}
+template <bool kUsePDL>
+void run(float* out, bool pdl, cudaStream_t stream) {
+  auto launch = host::LaunchKernel{dim3(1), dim3(32), stream};
+  launch.enable_pdl(kUsePDL);
+  launch(k<kUsePDL>, out);
+  host::LaunchKernel plain(dim3(1), dim3(32), stream);
+  plain(k<kUsePDL>, out);
+  plain.enable_pdl(true);
+  host::LaunchKernel maybe(dim3(1), dim3(32), stream);
+  if (pdl) maybe.enable_pdl();
+  maybe(k<kUsePDL>, out);
+  host::LaunchKernel chained(dim3(1), dim3(32), stream);
+  chained.config({.use_pdl = false});
+  chained.enable_pdl(true)(k<kUsePDL>, out);
+}
+}  // namespace sglang
+"""
+    path = tmp_path / "named.cuh"
+    path.write_text(source)
+    unit = parse_file(path, source, resolve_settings("hermetic"))
+    assert not unit.errors, [e.message for e in unit.errors]
+    named, plain, maybe, chained = extract(unit, source, source.encode()).launches
+    assert [k.name for launch in (named, plain, maybe, chained) for k in launch.kernels] == ["k"] * 4
+    assert named.pdl is not None and (named.pdl.text, named.pdl.value.op) == ("kUsePDL", "param")
+    assert plain.pdl is None and plain.pdl_off
+    assert maybe.pdl is not None and not maybe.pdl_off and not maybe.pdl.always_on
+    assert chained.pdl is not None and chained.pdl.always_on  # the launch's own expression wins

@@ -364,3 +364,64 @@ struct Launcher {
         [("a_kernel", ("true",)), ("b_kernel", ("false",))],
         [("a_kernel", ("kUsePDL",)), ("b_kernel", ("kUsePDL",))],
     ]
+
+
+def test_structured_bindings_name_the_fields_and_elements_they_bind(tmp_path: Path) -> None:
+    """`const auto& [input, ...] = params;` reads as `params.input`; a decomposed array of
+    pointers gives its elements; a copy of a struct still holds its pointers; a binding by
+    reference to memory behind a pointer is an access where it is used."""
+    model = build(
+        tmp_path,
+        """
+template <typename T> struct Params { const T* src; const T* parts[2]; T* dst; uint32_t n; };
+struct Pair { const float* a; float* b; };
+struct Entry { int32_t row; int32_t col; };
+template <typename T>
+__global__ void k(const __grid_constant__ Params<T> p, const Pair q, const Entry* __restrict__ plan) {
+  const auto& [src, parts, dst, n] = p;
+  const auto& [first, second] = parts;
+  auto [a, b] = q;
+  const auto& [row, col] = plan[blockIdx.x];
+  const T* shifted = src + n;
+  dst[row] = shifted[0] + first[1] + static_cast<T>(a[col]);
+}
+""",
+    )
+    # nothing is read where the names are bound; `row` and `col` read `plan` where used
+    assert events(model, "k") == [
+        ("read", "p.src", 6),
+        ("read", "p.parts", 6),
+        ("read", "plan", 6),
+        ("read", "q.a", 6),
+        ("read", "plan", 6),
+        ("write", "p.dst", 6),
+    ]
+
+
+def test_a_wait_inside_a_static_member_of_a_class_template_is_the_kernels(tmp_path: Path) -> None:
+    """`Pdl<kUsePDL>::wait()` in a template names no function until instantiation: the class
+    template's member of that name is the callee, through traits structs too."""
+    model = build(
+        tmp_path,
+        """
+template <bool kUsePDL> struct Pdl {
+  static SGL_DEVICE void wait() { device::PDLWaitPrimary<kUsePDL>(); }
+};
+template <typename T, bool kUsePDL> struct Traits {
+  static SGL_DEVICE void wait_primary() { Pdl<kUsePDL>::template wait(); }
+};
+template <typename T, bool kUsePDL>
+__global__ void k(T* __restrict__ out, const T* __restrict__ in) {
+  const T x = in[0];
+  Pdl<kUsePDL>::wait();
+  Traits<T, kUsePDL>::wait_primary();
+  out[0] = x;
+}
+""",
+    )
+    assert events(model, "k") == [
+        ("read", "in", 1),
+        ("wait", "wait()", 2),
+        ("wait", "wait_primary()", 3),
+        ("write", "out", 4),
+    ]

@@ -1,7 +1,9 @@
 """Kernel launches, resolved once: the one `Launch` type every rule reads.
 
 A launch is `LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)` or
-`kernel<<<grid, block>>>(args...)`. Its kernel expression is followed to every kernel it can
+`kernel<<<grid, block>>>(args...)`; a named launch object (`auto launch = LaunchKernel{...};
+launch.enable_pdl(x); launch(kernel, args...);`) takes the PDL flag its methods set before
+the launch. Its kernel expression is followed to every kernel it can
 name, each with its template arguments evaluated in the launcher's scope (`consteval`) and
 the condition under which it is the one launched:
 
@@ -61,6 +63,16 @@ from .variable_templates import VariableTemplate, argument_value, initialized_fu
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _CASTS = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 _HELPER_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
+# statements whose parts run only under a condition (or not at all, or many times)
+_CONDITIONAL_STATEMENTS = (
+    StmtKind.IF,
+    StmtKind.FOR,
+    StmtKind.RANGE_FOR,
+    StmtKind.WHILE,
+    StmtKind.DO,
+    StmtKind.SWITCH,
+    StmtKind.CASE,
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,9 @@ class _Code:
     variables: list[Var] = field(default_factory=list)
     returned: list[Expr] = field(default_factory=list)
     assigned: dict[int, list[Expr]] = field(default_factory=dict)  # `x = value`, by variable (`DeclRef.key`)
+    # `launch.enable_pdl(x)`: the calls of a variable's methods, by variable, each with whether
+    # it runs only under a condition (a branch or a loop of the body)
+    method_calls: dict[int, list[tuple[Expr, bool]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, body: Stmt) -> _Code:
@@ -91,24 +106,28 @@ class _Code:
         return code
 
     def _statement(self, stmt: Stmt) -> None:
-        pending = [stmt]
+        pending = [(stmt, False)]
         while pending:
-            node = pending.pop()
+            node, conditional = pending.pop()
             for var in node.variables:
                 self.variables.append(var)
                 for expr in var.exprs:
-                    self._expression(expr)
+                    self._expression(expr, conditional)
             for expr in node.exprs:
-                self._expression(expr)
+                self._expression(expr, conditional)
             if node.kind is StmtKind.RETURN and node.exprs:
                 self.returned.append(node.exprs[0])
-            pending.extend(reversed(node.stmts))
+            nested = conditional or node.kind in _CONDITIONAL_STATEMENTS
+            pending.extend((child, nested) for child in reversed(node.stmts))
 
-    def _expression(self, expr: Expr) -> None:
+    def _expression(self, expr: Expr, conditional: bool = False) -> None:
         for node in expr.walk():
             self.expressions.append(node)
             if node.kind is ExprKind.CALL:
                 self.calls.append(node)
+                variable = _method_call_object(node)
+                if variable is not None:
+                    self.method_calls.setdefault(variable, []).append((node, conditional))
             elif node.kind is ExprKind.BINARY and len(node.children) == 2 and node.operator == "=":
                 target = node.children[0].stripped()
                 if target.kind is ExprKind.REF and target.ref is not None and target.ref.kind is DeclKind.VARIABLE:
@@ -162,7 +181,7 @@ class LaunchResolver:
             parts = _launch_kernel_parts(call) or _chevron_parts(call)
             if parts is not None:
                 syntax, kernel, arguments, launch_object = parts
-                pdl = self._pdl_flag(launch_object) if launch_object is not None else None
+                pdl = self._launch_flag(launch_object, call, body) if launch_object is not None else None
                 yield self._launch(call, launcher, syntax, kernel, arguments, pdl, bound)
 
     def _launch(
@@ -188,6 +207,27 @@ class LaunchResolver:
             pdl=pdl,
         )
         return launch, list(found.values())
+
+    def _launch_flag(self, launch_object: Expr, call: Expr, body: _Code) -> PdlFlag | None:
+        """The PDL flag of the launch object `call` calls: set in its own expression
+        (`LaunchKernel(...).enable_pdl(x)(...)`), else, for a named launch object (`auto launch =
+        LaunchKernel{...}; launch.enable_pdl(x); launch(kernel, ...);`), by the last call of its
+        methods that sets it before this launch, or by its initializer. A flag set only under
+        a condition of the launcher's (`if (pdl) launch.enable_pdl();`) may be on or off: its
+        value is not known."""
+        flag = self._pdl_flag(launch_object)
+        named = _launch_object_variable(launch_object)
+        if flag is not None or named is None:
+            return flag
+        calls = body.method_calls.get(named.key, ())
+        earlier = [(c, conditional) for c, conditional in calls if c.span.end <= call.span.start]
+        for method_call, conditional in reversed(earlier):
+            flag = self._pdl_flag(method_call)
+            if flag is not None:
+                return PdlFlag(ConstExpr("unknown", text=flag.text), flag.text) if conditional else flag
+        declaration = next((v for v in body.variables if v.key == named.key), None)
+        initializer = declaration.exprs[-1] if declaration is not None and declaration.exprs else None
+        return self._pdl_flag(initializer) if initializer is not None else None
 
     def _pdl_flag(self, launch_object: Expr) -> PdlFlag | None:
         """`x` of `.enable_pdl(x)` or `.config({.use_pdl = x, ...})`."""
@@ -494,6 +534,31 @@ def _is_call_operator_ref(expr: Expr) -> bool:
     if expr.kind not in (ExprKind.REF, ExprKind.IMPLICIT):
         return False  # before `ref`: a C call, asked of every call's every child
     return expr.ref is not None and expr.ref.name == "operator()"
+
+
+def _method_call_object(call: Expr) -> int | None:
+    """The variable (`DeclRef.key`) whose method a call calls directly: `launch` of
+    `launch.enable_pdl(x)`; None for other calls."""
+    callee = call.children[0].stripped() if call.children else None
+    if callee is None or callee.kind is not ExprKind.MEMBER or not callee.children:
+        return None
+    base = callee.children[0].stripped()
+    ref = base.ref if base.kind is ExprKind.REF else None
+    return ref.key if ref is not None and ref.kind is DeclKind.VARIABLE else None
+
+
+def _launch_object_variable(launch_object: Expr) -> DeclRef | None:
+    """The local variable a launch object expression starts from (`launch` of `launch(...)`
+    or `launch.enable_pdl(x)(...)`), when it holds a `LaunchKernel`."""
+    node = launch_object.stripped()
+    while node.kind is ExprKind.CALL and node.children and node.children[0].stripped().kind is ExprKind.MEMBER:
+        member = node.children[0].stripped()
+        if not member.children:
+            return None
+        node = member.children[0].stripped()
+    ref = node.ref if node.kind is ExprKind.REF else None
+    is_variable = ref is not None and ref.kind is DeclKind.VARIABLE
+    return ref if is_variable and _is_launch_kernel_object(node) else None
 
 
 def _is_launch_kernel_object(expr: Expr) -> bool:

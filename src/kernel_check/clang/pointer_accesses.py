@@ -9,8 +9,8 @@ For every kernel and device function of the checked file, one walk over its tier
   spellings, and calls of device functions that do any of these;
 * the accesses through the pointers the function received: a pointer parameter, a pointer
   field of a by-value params struct (also in arrays and nested structs of it), or a pointer
-  derived from those by arithmetic, casts, `pointer::offset`, local copies and references (the
-  rules of `provenance.py`, shared with the launcher facts). An
+  derived from those by arithmetic, casts, `pointer::offset`, local copies, references and
+  structured bindings (the rules of `provenance.py`, shared with the launcher facts). An
   access is a load, a store, or the pointer escaping to code that may write through it (a
   callee whose body is not visible and whose parameter is not pointer-to-const, a store into
   memory or a global, an object's constructor, an asm operand of unknown effect);
@@ -74,6 +74,7 @@ from .provenance import (
     offset,
     parameter,
     pointers,
+    structured_binding,
     union,
 )
 
@@ -570,6 +571,9 @@ class _Walker:
         for expression in expressions[:-1]:
             self.visit(expression)
         initializer = expressions[-1]
+        if var.bindings:
+            self._decompose(var, initializer)
+            return
         is_reference = var.is_reference
         # an object (a record, or a dependent type: `Writer<N> w(out, n)`) may write later
         # through a pointer it is built from
@@ -579,9 +583,7 @@ class _Walker:
             self.lambda_vars[var.key] = lam
             return
         if is_reference and _is_memory_access(initializer.stripped(), self.source):
-            values = tuple(
-                o.reshaped(Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS) if o.shape is Shape.POINTER
-            )
+            values = self._referenced_memory(initializer)
         else:
             values = self._visit_constructor_arguments(initializer) if is_object else self.visit(initializer)
             if is_object:  # a struct copy stays a struct
@@ -589,6 +591,26 @@ class _Walker:
                 values = tuple(o for o in values if o.shape is Shape.STRUCT)
         if values:
             self.env[var.key] = union(self.env.get(var.key, ()), values)
+
+    def _referenced_memory(self, initializer: Expr) -> Origins:
+        """A reference bound to memory behind a pointer (`auto& x = out[i];`): using it is an
+        access through that pointer."""
+        return tuple(
+            o.reshaped(Shape.ELEMENT) for o in self.visit(initializer, _Use.ADDRESS) if o.shape is Shape.POINTER
+        )
+
+    def _decompose(self, var: Var, initializer: Expr) -> None:
+        """`const auto& [input, weight] = params;`: each name holds what
+        `provenance.structured_binding` makes of the decomposed value."""
+        if var.is_reference and _is_memory_access(initializer.stripped(), self.source):
+            decomposed = self._referenced_memory(initializer)
+        else:
+            decomposed = self.visit(initializer)
+        for binding in var.bindings:
+            self.locals.add(binding.key)
+            values = structured_binding(decomposed, binding.index, cursor_of(binding))
+            if values:
+                self.env[binding.key] = values
 
     def _visit_constructor_arguments(self, initializer: Expr) -> Origins:
         """The values of an object's initializer; of every argument of a dependent type's
@@ -974,6 +996,7 @@ def _has_initializer(var: Var, source: _SourceBytes) -> bool:
 
 def _is_compile_time_only(statement: Stmt, source: _SourceBytes) -> bool:
     """Statements that run no code: aliases, static_assert, constexpr or uninitialized locals,
+    structured bindings by reference of a named object (`const auto& [in, out] = params;`),
     empty statements."""
     if statement.kind is StmtKind.OTHER:
         return not (statement.stmts or statement.exprs or statement.variables)
@@ -981,7 +1004,8 @@ def _is_compile_time_only(statement: Stmt, source: _SourceBytes) -> bool:
         return False
     for var in statement.variables:
         name_at = max(var.name_offset - var.span.start, 0)
-        if b"constexpr" not in source.text(var)[:name_at] and _has_initializer(var, source):
+        names_only = bool(var.bindings) and var.is_reference and var.exprs[-1].stripped().kind is ExprKind.REF
+        if b"constexpr" not in source.text(var)[:name_at] and _has_initializer(var, source) and not names_only:
             return False
     return True
 

@@ -551,14 +551,28 @@ class Expr(_Typed):
 
 
 @dataclass(eq=False)
+class Binding(_Typed):
+    """One name a structured binding declaration introduces (`input` in `const auto& [input,
+    weight] = params;`) and its position in the brackets; references to it name its `key`."""
+
+    name: str
+    key: int  # as `DeclRef.key`
+    index: int
+    _cursor: ci.Cursor = field(repr=False)
+
+
+@dataclass(eq=False)
 class Var(_Typed):
     """A declared variable (or parameter): its name and the expressions its declaration
-    evaluates (array bounds, the initializer)."""
+    evaluates (array bounds, the initializer). A structured binding declaration is one `Var`
+    (named as written, `[input, weight]`) whose `bindings` are the names it introduces; what
+    each one holds is `provenance.structured_binding` of the initializer's value."""
 
     name: str
     key: int  # as `DeclRef.key`
     exprs: tuple[Expr, ...]
     _cursor: ci.Cursor = field(repr=False)
+    bindings: tuple[Binding, ...] = ()
 
     @cached_property
     def name_offset(self) -> int:
@@ -773,7 +787,7 @@ class Program:
         stmts: list[Stmt] = []
         variables: list[Var] = []
         for index, child in enumerate(children):
-            if child.kind == K.VAR_DECL:
+            if child.kind == K.VAR_DECL or _is_decomposition(child):
                 variables.append(self.var(child, depth + 1))
             elif kind is StmtKind.DECL:
                 continue  # a local type or alias: not code
@@ -800,7 +814,11 @@ class Program:
 
     def var(self, cursor: ci.Cursor, depth: int = 0) -> Var:
         exprs = tuple(self.expression(c, depth + 1) for c in cursor.get_children() if c.kind.is_expression())
-        return Var(cursor.spelling, cursor.hash, exprs, cursor)
+        bindings: tuple[Binding, ...] = ()
+        if _is_decomposition(cursor):
+            names = (c for c in cursor.get_children() if c.kind == K.UNEXPOSED_DECL)
+            bindings = tuple(Binding(c.spelling, c.hash, index, c) for index, c in enumerate(names))
+        return Var(cursor.spelling, cursor.hash, exprs, cursor, bindings)
 
     def definition(self, declaration: ci.Cursor) -> Function | None:
         """The function whose body a call of `declaration` runs: its definition, through the
@@ -813,6 +831,12 @@ class Program:
             return None
         has_body = any(c.kind == K.COMPOUND_STMT for c in definition.get_children())  # not built yet
         return self.function(definition) if has_body else None
+
+
+def _is_decomposition(cursor: ci.Cursor) -> bool:
+    """A structured binding declaration: libclang leaves it unexposed, its bindings (unexposed
+    too) and its initializer as children."""
+    return cursor.kind == K.UNEXPOSED_DECL and has_child_kind(cursor, K.UNEXPOSED_DECL)
 
 
 def _nested_statements(kind: StmtKind, children: list[ci.Cursor]) -> frozenset[int]:
@@ -864,7 +888,7 @@ def _second_token(cursor: ci.Cursor) -> str:
     return spellings[1] if len(spellings) == 2 else ""
 
 
-def cursor_of(node: Expr | Stmt | Var | DeclRef | Function) -> ci.Cursor:
+def cursor_of(node: Expr | Stmt | Var | Binding | DeclRef | Function) -> ci.Cursor:
     """The libclang cursor behind a tier-1 node, for the tier-2 evaluators of this package
     that still read libclang themselves (`consteval`, `provenance`); the model handed to
     rules never holds a node, so no rule reaches a cursor through it."""
@@ -895,7 +919,34 @@ def declarations_named(callee: ci.Cursor) -> list[ci.Cursor] | None:
         overloaded = referenced
     if overloaded is not None:
         return overloaded_decls(overloaded)[:MAX_CALLEES]
-    return [referenced] if referenced is not None and referenced.kind in FUNCTION_KINDS else None
+    if referenced is None:
+        return _class_template_members(inner)
+    return [referenced] if referenced.kind in FUNCTION_KINDS else None
+
+
+def _class_template_members(reference: ci.Cursor) -> list[ci.Cursor] | None:
+    """`Pdl<kUsePDL>::wait` inside a template, a name clang leaves unresolved until the class
+    template is instantiated: the template's member functions of that name (its definitions
+    are every instantiation's); None when the qualifier is no class template or it has none."""
+    template = next((c.referenced for c in reference.get_children() if c.kind == K.TEMPLATE_REF), None)
+    if template is None or template.kind != K.CLASS_TEMPLATE:
+        return None
+    name = _last_qualified_name(tokens_of(reference))
+    members = [c for c in template.get_children() if c.kind in FUNCTION_KINDS and c.spelling == name]
+    return members[:MAX_CALLEES] or None
+
+
+def _last_qualified_name(tokens: Sequence[Token]) -> str:
+    """`wait` of `ns::Pdl<kUsePDL>::wait` (or of `Pdl<A, B>::template wait<C>`): the name after
+    the last `::` outside template arguments."""
+    depth, name = 0, ""
+    for index, token in enumerate(tokens):
+        depth += _NESTING.get(token.spelling, 0)
+        if depth == 0 and token.spelling == "::":
+            following = tokens[index + 1 : index + 3]
+            names = [t.spelling for t in following if t.spelling != "template"]
+            name = names[0] if names else ""
+    return name
 
 
 def _named_functions(callee: ci.Cursor) -> list[ci.Cursor]:

@@ -1,7 +1,11 @@
 """## What it does
 Flags a load through a kernel's incoming pointers (a pointer parameter, a pointer field of a
 by-value params struct, or any pointer derived from them) that can execute before the
-kernel's `PDLWaitPrimary()`. Loads through `AlignedVector::load`, `tile::Memory::load`,
+kernel's `PDLWaitPrimary()` (or a device function, or a static member of a helper struct such
+as `Pdl<kUsePDL>::wait()`, that waits). A params struct's fields are followed however the
+kernel reaches them: `params.input`, a reference alias (`auto& p = params;`), a pointer
+copied out (`const float* x = params.input;`) or a structured binding (`const auto& [input,
+weight, output, n] = params;`). Loads through `AlignedVector::load`, `tile::Memory::load`,
 `warp::load_bytes`, `load_as`, `__ldg`, subscripts, dereferences and device functions that
 read through a pointer argument all count; a lambda counts where it is called.
 

@@ -1,7 +1,8 @@
 """## What it does
 Reports a kernel whose first statement is the PDL wait (`PDLWaitPrimary()`, or the raw
 `griddepcontrol.wait`), compile-time-only statements (type aliases, `static_assert`,
-`constexpr` constants, uninitialized declarations) aside.
+`constexpr` constants, uninitialized declarations, names bound to a params struct's fields:
+`const auto& [input, output, n] = params;`) aside.
 
 ## Why is this bad?
 Programmatic Dependent Launch pays off only through the work a kernel does *before* its

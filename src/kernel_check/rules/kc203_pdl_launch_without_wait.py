@@ -1,8 +1,10 @@
 """## What it does
 Flags a launch that enables Programmatic Dependent Launch (`.enable_pdl(x)` or
-`.config({.use_pdl = x})` with `x` not a constant `false`) of a kernel that never waits for the
-primary (`PDLWaitPrimary`, the raw `griddepcontrol.wait`, or a device function that does either),
-and a launch whose kernel
+`.config({.use_pdl = x})` with `x` not a constant `false`, on the launch expression or, for a
+named launch object, `launch.enable_pdl(x);` before `launch(kernel, ...)`) of a kernel that
+never waits for the primary (`PDLWaitPrimary`, the raw `griddepcontrol.wait`, or a device
+function that does either, a static member of a helper class template such as
+`Pdl<kUsePDL>::wait()` included, wherever it is defined), and a launch whose kernel
 waits on a different flag than the one the launch enables PDL with: the wait's template
 argument, mapped through the launch's template arguments, is `false` or names another flag.
 

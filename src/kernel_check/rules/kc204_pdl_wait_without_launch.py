@@ -2,7 +2,9 @@
 Reports a kernel that waits for a PDL primary (`PDLWaitPrimary<flag>()` with a flag that is
 not a constant `false`, or the raw `griddepcontrol.wait`) when the file launches it, and no
 launch enables PDL (neither `.enable_pdl(x)` nor `.config({.use_pdl = x})`, or `x` a constant
-`false`). Kernels the file does
+`false`). A named launch object counts with the flag its methods set before the launch
+(`auto launch = LaunchKernel{grid, block, stream}; launch.enable_pdl(kUsePDL); launch(kernel,
+args...);`); a flag set only under a condition may be on. Kernels the file does
 not launch are not reported: their launcher lives elsewhere.
 
 ## Why is this bad?
