@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from kernel_check.finding import Location
 from kernel_check.model import (
+    AccessKind,
     Function,
     FunctionDataflow,
     FunctionKind,
@@ -89,6 +91,52 @@ def launches_of(model: SourceModel, kernel: Function) -> list[tuple[Launch, Laun
         for launched in launch.kernels
         if kernel.usr and launched.usr == kernel.usr
     ]
+
+
+# ---- in-place aliasing (KC101, KC102) ----
+
+# A pointer a kernel receives: (parameter index, params-struct field or "").
+Slot = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class Partner:
+    """A pointer the kernel writes that a launch fills from another tensor than the read one."""
+
+    written: str  # the written pointer as spelled in the kernel: "dst", "params.dst"
+    read_tensor: str
+    written_tensor: str
+    launcher: str
+
+
+def _written_slots(model: SourceModel, kernel: Function) -> dict[Slot, str]:
+    """The pointers the kernel writes through (or hands on to code that may), with their spelling."""
+    flow = dataflow_of(model, kernel)
+    if flow is None:
+        return {}
+    return {
+        (access.param_index, access.fields[0] if access.fields else ""): access.root
+        for access in flow.accesses
+        if access.kind in (AccessKind.WRITE, AccessKind.ESCAPE) and len(access.fields) <= 1
+    }
+
+
+def aliasing(model: SourceModel, kernel: Function, read: Slot) -> tuple[bool, Partner | None]:
+    """(in place, partner): whether a launch fills `read` and a written pointer from one
+    tensor, else a written pointer that a launch fills from another tensor."""
+    written = _written_slots(model, kernel)
+    partner: Partner | None = None
+    for launch, _ in launches_of(model, kernel):
+        read_tensors = {t.tensor for t in launch.tensors if (t.argument, t.field) == read}
+        for argument in launch.tensors:
+            slot = (argument.argument, argument.field)
+            if slot == read or slot not in written or not read_tensors:
+                continue
+            if argument.tensor in read_tensors:
+                return True, None
+            if partner is None:
+                partner = Partner(written[slot], min(read_tensors), argument.tensor, launch.launcher)
+    return False, partner
 
 
 # ---- integer declarations (KC110, KC111) ----
