@@ -71,6 +71,7 @@ from .provenance import (
     parameter,
     record_fields,
     referred_record_fields,
+    structured_binding,
 )
 
 Node = Stmt | Var | Expr
@@ -535,7 +536,11 @@ class _BodyFacts:
         initializer = decl.exprs[0]
         if self.device:
             origins = self._origins(initializer)
-            if origins:
+            for binding in decl.bindings:  # `const auto& [input, output, n] = params;`
+                held = structured_binding(origins, binding.index, cursor_of(binding))
+                if held:
+                    self.state.origins[binding.key] = held
+            if origins and not decl.bindings:
                 self.state.origins[decl.key] = origins
             return
         if _is_named_record(decl.type, "TensorMatcher"):

@@ -551,14 +551,28 @@ class Expr(_Typed):
 
 
 @dataclass(eq=False)
+class Binding(_Typed):
+    """One name a structured binding declaration introduces (`input` in `const auto& [input,
+    weight] = params;`) and its position in the brackets; references to it name its `key`."""
+
+    name: str
+    key: int  # as `DeclRef.key`
+    index: int
+    _cursor: ci.Cursor = field(repr=False)
+
+
+@dataclass(eq=False)
 class Var(_Typed):
     """A declared variable (or parameter): its name and the expressions its declaration
-    evaluates (array bounds, the initializer)."""
+    evaluates (array bounds, the initializer). A structured binding declaration is one `Var`
+    (named as written, `[input, weight]`) whose `bindings` are the names it introduces; what
+    each one holds is `provenance.structured_binding` of the initializer's value."""
 
     name: str
     key: int  # as `DeclRef.key`
     exprs: tuple[Expr, ...]
     _cursor: ci.Cursor = field(repr=False)
+    bindings: tuple[Binding, ...] = ()
 
     @cached_property
     def name_offset(self) -> int:
@@ -773,7 +787,7 @@ class Program:
         stmts: list[Stmt] = []
         variables: list[Var] = []
         for index, child in enumerate(children):
-            if child.kind == K.VAR_DECL:
+            if child.kind == K.VAR_DECL or _is_decomposition(child):
                 variables.append(self.var(child, depth + 1))
             elif kind is StmtKind.DECL:
                 continue  # a local type or alias: not code
@@ -800,7 +814,11 @@ class Program:
 
     def var(self, cursor: ci.Cursor, depth: int = 0) -> Var:
         exprs = tuple(self.expression(c, depth + 1) for c in cursor.get_children() if c.kind.is_expression())
-        return Var(cursor.spelling, cursor.hash, exprs, cursor)
+        bindings: tuple[Binding, ...] = ()
+        if _is_decomposition(cursor):
+            names = (c for c in cursor.get_children() if c.kind == K.UNEXPOSED_DECL)
+            bindings = tuple(Binding(c.spelling, c.hash, index, c) for index, c in enumerate(names))
+        return Var(cursor.spelling, cursor.hash, exprs, cursor, bindings)
 
     def definition(self, declaration: ci.Cursor) -> Function | None:
         """The function whose body a call of `declaration` runs: its definition, through the
@@ -813,6 +831,12 @@ class Program:
             return None
         has_body = any(c.kind == K.COMPOUND_STMT for c in definition.get_children())  # not built yet
         return self.function(definition) if has_body else None
+
+
+def _is_decomposition(cursor: ci.Cursor) -> bool:
+    """A structured binding declaration: libclang leaves it unexposed, its bindings (unexposed
+    too) and its initializer as children."""
+    return cursor.kind == K.UNEXPOSED_DECL and has_child_kind(cursor, K.UNEXPOSED_DECL)
 
 
 def _nested_statements(kind: StmtKind, children: list[ci.Cursor]) -> frozenset[int]:
@@ -864,7 +888,7 @@ def _second_token(cursor: ci.Cursor) -> str:
     return spellings[1] if len(spellings) == 2 else ""
 
 
-def cursor_of(node: Expr | Stmt | Var | DeclRef | Function) -> ci.Cursor:
+def cursor_of(node: Expr | Stmt | Var | Binding | DeclRef | Function) -> ci.Cursor:
     """The libclang cursor behind a tier-1 node, for the tier-2 evaluators of this package
     that still read libclang themselves (`consteval`, `provenance`); the model handed to
     rules never holds a node, so no rule reaches a cursor through it."""

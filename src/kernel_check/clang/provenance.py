@@ -19,6 +19,8 @@ The combination rules, each written once here:
 * `c ? a : b` is either branch (`union`), never the condition;
 * `ptrs[i]` / `*ptrs` of an array of pointers (or of structs) inside a params struct is
   an element of it (`element`); `&p[i]` is `p` again (`address_of`);
+* each name of a structured binding (`const auto& [input, weight] = params;`) is the field
+  at its position, or an element of a decomposed array (`structured_binding`);
 * what a callee does to `param.fields` is, at a call, what it does to the caller's
   argument extended by those fields (`Origin.extended`).
 
@@ -146,6 +148,24 @@ def member(bases: Origins, name: str, expression: ci.Cursor) -> Origins:
         elif origin.shape is Shape.UNKNOWN:
             result.append(origin.member(name, Shape.UNKNOWN, None))
     return tuple(result)
+
+
+def structured_binding(decomposed: Origins, index: int, binding: ci.Cursor) -> Origins:
+    """What the `index`-th name of a structured binding holds (`input` of `const auto& [input,
+    weight] = params;`), given the origins of the decomposed value: a params struct's field at
+    that position (in declaration order), an element of an array of pointers or structs, or
+    memory behind a pointer the declaration binds by reference (using a name accesses it)."""
+    result: list[Origin] = []
+    for origin in decomposed:
+        if origin.shape is Shape.STRUCT and origin.record is not None:
+            fields = _field_declarations(origin.record)
+            if index < len(fields):
+                result.extend(member((origin,), fields[index].spelling, binding))
+        elif origin.shape in (Shape.POINTER_ARRAY, Shape.STRUCT_ARRAY):
+            result.extend(element((origin,)))
+        elif origin.shape is Shape.ELEMENT:
+            result.append(origin)
+    return union(result)
 
 
 def at_call(arguments: Sequence[Origins], target: Origin) -> Origins:
