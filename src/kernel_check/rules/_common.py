@@ -121,9 +121,26 @@ def _written_slots(model: SourceModel, kernel: Function) -> dict[Slot, str]:
     }
 
 
+def _dtypes(model: SourceModel, launcher: str, tensor: str) -> frozenset[str]:
+    """The dtypes (as written) a launcher's TensorMatchers accept for `tensor`; empty when unchecked."""
+    return frozenset(
+        dtype.text
+        for chain in model.launcher_facts.matcher_chains
+        if chain.function == launcher and any(v.name == tensor for v in chain.verified)
+        for dtype in chain.dtypes
+    )
+
+
+def _may_be_one_tensor(model: SourceModel, launcher: str, first: str, second: str) -> bool:
+    """Whether two tensors of a launcher may be one: not when its matchers give them no dtype in common."""
+    first_dtypes, second_dtypes = _dtypes(model, launcher, first), _dtypes(model, launcher, second)
+    return not (first_dtypes and second_dtypes) or bool(first_dtypes & second_dtypes)
+
+
 def aliasing(model: SourceModel, kernel: Function, read: Slot) -> tuple[bool, Partner | None]:
     """(in place, partner): whether a launch fills `read` and a written pointer from one
-    tensor, else a written pointer that a launch fills from another tensor."""
+    tensor, else a written pointer that a launch fills from another tensor that may be the
+    same one (not when the launcher's matchers accept no common dtype for the two)."""
     written = _written_slots(model, kernel)
     partner: Partner | None = None
     for launch, _ in launches_of(model, kernel):
@@ -134,8 +151,9 @@ def aliasing(model: SourceModel, kernel: Function, read: Slot) -> tuple[bool, Pa
                 continue
             if argument.tensor in read_tensors:
                 return True, None
-            if partner is None:
-                partner = Partner(written[slot], min(read_tensors), argument.tensor, launch.launcher)
+            read_tensor = min(read_tensors)
+            if partner is None and _may_be_one_tensor(model, launch.launcher_usr, read_tensor, argument.tensor):
+                partner = Partner(written[slot], read_tensor, argument.tensor, launch.launcher)
     return False, partner
 
 

@@ -35,7 +35,9 @@ whose `data_ptr()` fill the two pointers:
   choice (a wrapper's `out = out if out is not None else x`, or the same tensor passed
   twice). The Python wrappers are not part of a C++ file's check, so the message says
   that the pointers may alias in place and asks to add `__restrict__` only if no caller
-  passes the same tensor; `--fix` offers nothing there.
+  passes the same tensor; `--fix` offers nothing there. Two tensors that the launcher's
+  `TensorMatcher`s give no dtype in common (`int32_t` ids, an `fp32_t` output) are never
+  one: the usual advice.
 
 A kernel without a launch in the file gets the convention's advice and the fix.
 """
