@@ -262,16 +262,48 @@ def test_entry_point_facts() -> None:
         ),
     )
     entry = next(f for f in model.functions if f.name == "entry")
-    assert [(c.kind, c.subject, c.span.line) for c in entry.checks] == [
-        (CheckKind.RAISE, "raise", 4),
-        (CheckKind.ASSERT, "assert", 5),
-        (CheckKind.TENSOR_TEST, "x.is_contiguous()", 6),
-        (CheckKind.TENSOR_TEST, "x.dtype", 8),
+    assert [(c.kind, c.subject, c.span.line, c.converts) for c in entry.checks] == [
+        (CheckKind.RAISE, "raise", 4, False),
+        (CheckKind.ASSERT, "assert", 5, False),
+        (CheckKind.TENSOR_TEST, "x.is_contiguous()", 6, True),
+        (CheckKind.TENSOR_TEST, "x.dtype", 8, False),
     ]
     kernel_calls = {(c.producer, c.attribute) for c in entry.result_calls if c.producer.startswith("_jit")}
     assert kernel_calls == {("_jit_a_module", "run"), ("_jit_b_module", "run"), ("_jit_c_module", "run")}
     nested = next(f for f in model.functions if f.name == "nested")
     assert nested.qualname == "entry.nested" and [c.kind for c in nested.checks] == [CheckKind.RAISE]
+
+
+def test_what_a_tests_branches_do() -> None:
+    """Branches that only convert inputs, or only pick which call's result to use."""
+    model = build_python_model(
+        "ops.py",
+        textwrap.dedent(
+            """
+            from m import load_a as la
+
+            def entry(x, r):
+                r = r if r.dtype == x.dtype else r.to(x.dtype).contiguous()
+                if x.shape[-1] == 128:
+                    mod = la()
+                elif x.shape[-1] == 64:
+                    mod = load_b()
+                else:
+                    load_c().run(x)
+                mod = load_a() if x.numel() > 0 else x
+                if x.dtype == r.dtype:
+                    x = x.view(-1)
+            """
+        ),
+    )
+    (entry,) = model.functions
+    assert [(c.span.line, c.converts, c.selects) for c in entry.checks] == [
+        (5, True, ()),
+        (6, False, ("m.load_a", "load_b", "load_c")),
+        (8, False, ("load_b", "load_c")),
+        (12, False, ()),
+        (13, False, ("x.view",)),
+    ]
 
 
 def test_calls_in_separates_nested_functions_and_classes() -> None:

@@ -366,7 +366,8 @@ class MatcherChain:
 
 @dataclass(frozen=True)
 class TensorDataUse:
-    """`x.data_ptr()` of a TensorView `x`."""
+    """`x.data_ptr()` of a TensorView `x`, or a call of a helper that only returns it
+    (`cptr(x)`); not one only compared with null or tested as a bool."""
 
     function: str
     tensor: str

@@ -156,11 +156,18 @@ class Check:
     A test that guards a `raise` (`if x.dim() != 2: raise ...`) or sits in an `assert` is
     not listed separately: the `raise`/`assert` stands for it. `subject` is `raise`,
     `assert`, or the metadata as written (`x.dim()`).
+
+    What a test's branches do: `converts` when they only convert inputs or keep them
+    (`x = x.contiguous()`, `r if r.dtype == x.dtype else r.to(x.dtype)`); `selects` the
+    resolved callees whose results they pick between when they only assign call results
+    (`mod = load_a()` / `mod = load_b()`) or call an export of one (`load_a().run(x)`).
     """
 
     kind: CheckKind
     subject: str
     span: Span
+    converts: bool = False
+    selects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -392,6 +399,70 @@ def _raises_directly(body: list[ast.stmt]) -> bool:
     return any(isinstance(statement, ast.Raise) for statement in body)
 
 
+# Tensor methods that convert an input into the form a kernel takes.
+_CONVERSIONS = frozenset({"to", "contiguous", "float", "half", "bfloat16", "type"})
+
+
+def _is_conversion(expr: ast.expr) -> bool:
+    """`x.to(dtype)`, `x.contiguous()`, chains of them (`x.to(d).contiguous()`)."""
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _CONVERSIONS
+        and (isinstance(expr.func.value, (ast.Name, ast.Attribute)) or _is_conversion(expr.func.value))
+    )
+
+
+def _converts(values: list[ast.expr]) -> bool:
+    """Whether branch values only convert inputs or keep them, at least one converting."""
+    kept = all(_is_conversion(v) or isinstance(v, (ast.Name, ast.Attribute)) for v in values)
+    return kept and any(_is_conversion(v) for v in values)
+
+
+@dataclass(frozen=True)
+class _Branches:
+    """What the branches of a condition do (see `Check.converts` / `Check.selects`)."""
+
+    converts: bool = False
+    selects: tuple[str, ...] = ()
+
+
+def _expression_branches(values: list[ast.expr], scope: _Scope) -> _Branches:
+    if _converts(values):
+        return _Branches(converts=True)
+    picked = [_called_names(v, scope) for v in values]
+    return _Branches(selects=tuple(n for names in picked for n in names)) if all(picked) else _Branches()
+
+
+def _branch_values(statements: list[ast.stmt]) -> list[ast.expr] | None:
+    """The values the statements of `if` branches assign to names or call an export of
+    (`mod = load()`, `load().run(x)`, an `elif` in turn); None for any other statement."""
+    values: list[ast.expr] = []
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            nested = _branch_values([*statement.body, *statement.orelse])
+            if nested is None:
+                return None
+            values.extend(nested)
+        elif (assignment := _simple_assignment(statement)) is not None:
+            values.append(assignment[1])
+        elif (
+            isinstance(statement, (ast.Expr, ast.Return))
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Attribute)
+            and isinstance(statement.value.func.value, ast.Call)
+        ):
+            values.append(statement.value.func.value)  # `load().run(x)`: the export of `load()`
+        else:
+            return None
+    return values
+
+
+def _statement_branches(node: ast.If, scope: _Scope) -> _Branches:
+    values = _branch_values([*node.body, *node.orelse])
+    return _expression_branches(values, scope) if values else _Branches()
+
+
 # --------------------------------------------------------------------------- the pass
 
 
@@ -443,6 +514,8 @@ class _Builder(ast.NodeVisitor):
         # > 0 inside `if out is None:`: what picks the default output's dtype or shape there
         # is part of allocating it, not a check.
         self._default_depth = 0
+        # What the branches of the condition being visited do (`Check.converts` / `selects`).
+        self._branches = _Branches()
         self.functions: list[Function] = []
         self.calls: list[Call] = []
 
@@ -552,13 +625,22 @@ class _Builder(ast.NodeVisitor):
 
     # ---- checks
 
-    def _add_check(self, kind: CheckKind, subject: str, node: _Located) -> None:
+    def _add_check(self, kind: CheckKind, subject: str, node: _Located, branches: _Branches = _Branches()) -> None:
         if self._function is not None:
-            self._function.checks.append(Check(kind, subject, self._positions.span(node)))
+            span = self._positions.span(node)
+            self._function.checks.append(Check(kind, subject, span, branches.converts, branches.selects))
+
+    @contextmanager
+    def _branching(self, branches: _Branches) -> Iterator[None]:
+        saved, self._branches = self._branches, branches
+        try:
+            yield
+        finally:
+            self._branches = saved
 
     def _add_tensor_test(self, subject: str | None, node: _Located) -> None:
         if subject is not None and self._guard_depth == 0 and self._condition_depth > 0 and self._default_depth == 0:
-            self._add_check(CheckKind.TENSOR_TEST, subject, node)
+            self._add_check(CheckKind.TENSOR_TEST, subject, node, self._branches)
 
     def _add_predicate_tests(self, test: ast.expr) -> None:
         for operand in _boolean_operands(test):
@@ -574,7 +656,12 @@ class _Builder(ast.NodeVisitor):
             self._visit_all([node.test, node.msg])
 
     def visit_If(self, node: ast.If) -> None:
-        with self._deeper("_guard_depth", _raises_directly(node.body)), self._deeper("_condition_depth"):
+        branches = _statement_branches(node, self._scope)
+        with (
+            self._deeper("_guard_depth", _raises_directly(node.body)),
+            self._deeper("_condition_depth"),
+            self._branching(branches),
+        ):
             self._add_predicate_tests(node.test)
             self.visit(node.test)
         with self._deeper("_default_depth", _is_none_test(node.test)):
@@ -582,13 +669,14 @@ class _Builder(ast.NodeVisitor):
         self._visit_all(node.orelse)
 
     def visit_While(self, node: ast.While) -> None:
-        with self._deeper("_condition_depth"):
+        with self._deeper("_condition_depth"), self._branching(_Branches()):
             self._add_predicate_tests(node.test)
             self.visit(node.test)
         self._visit_all([*node.body, *node.orelse])
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
-        with self._deeper("_condition_depth"):
+        branches = _expression_branches([node.body, node.orelse], self._scope)
+        with self._deeper("_condition_depth"), self._branching(branches):
             self._add_predicate_tests(node.test)
             self.visit(node.test)
         self._visit_all([node.body, node.orelse])

@@ -380,7 +380,33 @@ class Constants:
             return VectorType(ConstExpr("*", args=(ConstExpr("int", 2), self.type_size(args[0]))), text)
         if len(args) == 1 and args[0].kind == K.TYPE_REF and template is None:
             return self.vector_type(args[0].type)  # an alias of another alias
-        return None
+        return self._member_vector(declaration, text)
+
+    def _member_vector(self, declaration: ci.Cursor, text: str) -> VectorType | None:
+        """`using vec_t = typename Plan<N>::vec_t;`: the vector type the class template's member
+        alias spells, its width with the class template's parameters bound to the arguments
+        written here (symbolic over the enclosing template's, so each instantiation evaluates it)."""
+        if declaration.kind not in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+            return None
+        _, separator, member = declaration.underlying_typedef_type.spelling.rpartition("::")
+        templates = [referenced_of(c) for c in declaration.get_children() if c.kind == K.TEMPLATE_REF]
+        if not separator or len(templates) != 1 or templates[0] is None or templates[0].kind != K.CLASS_TEMPLATE:
+            return None
+        template = templates[0]
+        aliases = [
+            c for c in template.get_children() if c.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and c.spelling == member
+        ]
+        names = template_param_names(template)
+        _, args = template_spelling(declaration)
+        if len(aliases) != 1 or len(args) != len(names):
+            return None
+        inner = self._vector_from_spelling(aliases[0], text)
+        if inner is None:
+            return None
+        mapping = {
+            name: self.type_size(arg) if arg.kind == K.TYPE_REF else self.value(arg) for name, arg in zip(names, args)
+        }
+        return VectorType(inner.width.substitute(mapping), text)
 
     def _aligned_vector_parts(self, type_: ci.Type) -> tuple[ConstExpr, ConstExpr] | None:
         decl = type_.get_declaration()

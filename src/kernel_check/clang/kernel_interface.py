@@ -71,6 +71,7 @@ from .provenance import (
     parameter,
     record_fields,
     referred_record_fields,
+    structured_binding,
 )
 
 Node = Stmt | Var | Expr
@@ -118,6 +119,55 @@ def _named(expression: Expr) -> DeclRef | None:
     """The declaration an expression names, inside casts (a variable, a field, a callee)."""
     inner = _strip_casts(expression)
     return inner.ref if inner.kind in (ExprKind.REF, ExprKind.MEMBER, ExprKind.CALL) else None
+
+
+def _is_null_constant(expression: Expr) -> bool:
+    """`nullptr`, `NULL` or `0`."""
+    inner = _strip_casts(expression)
+    return inner.value == 0 or (inner.kind is ExprKind.LITERAL and inner.type.canonical.endswith("nullptr_t"))
+
+
+def _only_tested_for_null(pointer: Expr, ancestors: list[Node]) -> bool:
+    """Whether a pointer value is only compared with null or tested as a bool (`p == nullptr`,
+    `!p`, `if (p)`): nothing is read through it."""
+    child: Node = pointer
+    for parent in reversed(ancestors):
+        if not isinstance(parent, Expr):
+            return False
+        if parent.kind in (ExprKind.IMPLICIT, ExprKind.CAST) and parent.type.canonical == "bool":
+            return True
+        if parent.kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST):
+            child = parent
+            continue
+        if parent.kind is ExprKind.UNARY:
+            return parent.operator == "!"
+        if parent.kind is ExprKind.BINARY and parent.operator in ("==", "!=") and len(parent.children) == 2:
+            other = parent.children[1] if parent.children[0] is child else parent.children[0]
+            return _is_null_constant(other)
+        return False
+    return False
+
+
+def data_pointer_parameter(call: Expr) -> int | None:
+    """The argument whose data pointer a called helper only hands out: a function whose body
+    is `return t.data_ptr();` (through casts) for a TensorView parameter `t`, such as
+    `cptr(t)`. Such a call is a `data_ptr()` use, not a hand-off that may verify."""
+    found: set[int] = set()
+    for callee in call.callees:
+        body = callee.buildable_body
+        if body is None or body.kind is not StmtKind.BLOCK or len(body.stmts) != 1:
+            return None
+        returned = body.stmts[0]
+        if returned.kind is not StmtKind.RETURN or len(returned.exprs) != 1:
+            return None
+        value = _strip_casts(returned.exprs[0])
+        obj = _member_call_object(value) if value.kind is ExprKind.CALL and value.name == "data_ptr" else None
+        ref = _strip_casts(obj).ref if obj is not None else None
+        keys = [p.key for p in callee.params]
+        if ref is None or ref.key not in keys or not _is_tensor_type(ref.type):
+            return None
+        found.add(keys.index(ref.key))
+    return found.pop() if len(found) == 1 else None
 
 
 def _callee(call: Expr) -> Expr | None:
@@ -415,15 +465,20 @@ class _BodyFacts:
         if launch is not None:
             self._add_launch(call, launch)
         arguments = _call_arguments(call)
-        self._add_handoffs(call, name, arguments)
+        handed_out = data_pointer_parameter(call)
+        if handed_out is None:
+            self._add_handoffs(call, name, arguments)
         self._add_data_handoffs(call, arguments)
         if "align" in name.lower() and name != "ensure_alignment":
             self._add_alignment_tests(call, arguments)
         obj = _member_call_object(call)
+        if handed_out is not None and handed_out < len(arguments):
+            obj, name = arguments[handed_out], "data_ptr"  # `cptr(x)` reads as `x.data_ptr()`
         tensor = self._tensor_name(obj) if obj is not None else None
         if tensor is not None and name == "data_ptr":
-            in_check = condition_context(call, self.ancestors) == "check"
-            self.facts.tensor_data_uses.append(TensorDataUse(self.function.usr, tensor, call.span, in_check))
+            if not _only_tested_for_null(call, self.ancestors):
+                in_check = condition_context(call, self.ancestors) == "check"
+                self.facts.tensor_data_uses.append(TensorDataUse(self.function.usr, tensor, call.span, in_check))
         elif tensor is not None and name in _INSPECTIONS:
             self.facts.tensor_inspections.append(
                 TensorInspection(self.function.usr, tensor, name, call.span, condition_context(call, self.ancestors))
@@ -481,7 +536,11 @@ class _BodyFacts:
         initializer = decl.exprs[0]
         if self.device:
             origins = self._origins(initializer)
-            if origins:
+            for binding in decl.bindings:  # `const auto& [input, output, n] = params;`
+                held = structured_binding(origins, binding.index, cursor_of(binding))
+                if held:
+                    self.state.origins[binding.key] = held
+            if origins and not decl.bindings:
                 self.state.origins[decl.key] = origins
             return
         if _is_named_record(decl.type, "TensorMatcher"):
@@ -545,9 +604,8 @@ class _BodyFacts:
         while pending:
             expression, field_name, record = pending.pop()
             node = expression.stripped()
-            if node.kind is ExprKind.CALL and callee_name(cursor_of(node)) == "data_ptr":
-                obj = _member_call_object(node)
-                tensor = self._tensor_name(obj) if obj is not None else None
+            if node.kind is ExprKind.CALL and (obj := self._data_pointer_of(node)) is not None:
+                tensor = self._tensor_name(obj)
                 if tensor is not None:
                     yield _TensorSource(field_name, tensor, node.span)
                     continue
@@ -563,6 +621,14 @@ class _BodyFacts:
                 continue
             own_record = type_ if record_fields(type_) else record
             pending.extend((child, field_name, own_record) for child in reversed(node.children))
+
+    def _data_pointer_of(self, call: Expr) -> Expr | None:
+        """The object of `x.data_ptr()`, or the argument of a helper that hands it out."""
+        if callee_name(cursor_of(call)) == "data_ptr":
+            return _member_call_object(call)
+        index = data_pointer_parameter(call)
+        arguments = _call_arguments(call)
+        return arguments[index] if index is not None and index < len(arguments) else None
 
     def _reference_sources(self, node: Expr, field_name: str) -> Iterator[_TensorSource]:
         decl = node.ref

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kernel_check.finding import Location
 from kernel_check.model import (
+    AccessKind,
     Function,
     FunctionDataflow,
     FunctionKind,
@@ -41,6 +44,70 @@ def pdl_waits(flow: FunctionDataflow) -> list[PdlCall]:
     """The PDL waits of a body, earliest first (unplaceable ones last)."""
     waits = [call for call in flow.pdl_calls if call.kind is PdlCallKind.WAIT]
     return sorted(waits, key=lambda call: (call.order is None, call.order or 0))
+
+
+# ---- in-place aliasing (KC101, KC102) ----
+
+# A pointer a kernel receives: (parameter index, params-struct field or "").
+Slot = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class Partner:
+    """A pointer the kernel writes that a launch fills from another tensor than the read one."""
+
+    written: str  # the written pointer as spelled in the kernel: "dst", "params.dst"
+    read_tensor: str
+    written_tensor: str
+    launcher: str
+
+
+def _written_slots(model: SemanticModel, kernel: Function) -> dict[Slot, str]:
+    """The pointers the kernel writes through (or hands on to code that may), with their spelling."""
+    flow = model.dataflow(kernel)
+    if flow is None:
+        return {}
+    return {
+        (access.param_index, access.fields[0] if access.fields else ""): access.root
+        for access in flow.accesses
+        if access.kind in (AccessKind.WRITE, AccessKind.ESCAPE) and len(access.fields) <= 1
+    }
+
+
+def _dtypes(model: SemanticModel, launcher: str, tensor: str) -> frozenset[str]:
+    """The dtypes (as written) a launcher's TensorMatchers accept for `tensor`; empty when unchecked."""
+    return frozenset(
+        dtype.text
+        for chain in model.facts_of(launcher).matcher_chains
+        if any(v.name == tensor for v in chain.verified)
+        for dtype in chain.dtypes
+    )
+
+
+def _may_be_one_tensor(model: SemanticModel, launcher: str, first: str, second: str) -> bool:
+    """Whether two tensors of a launcher may be one: not when its matchers give them no dtype in common."""
+    first_dtypes, second_dtypes = _dtypes(model, launcher, first), _dtypes(model, launcher, second)
+    return not (first_dtypes and second_dtypes) or bool(first_dtypes & second_dtypes)
+
+
+def aliasing(model: SemanticModel, kernel: Function, read: Slot) -> tuple[bool, Partner | None]:
+    """(in place, partner): whether a launch fills `read` and a written pointer from one
+    tensor, else a written pointer that a launch fills from another tensor that may be the
+    same one (not when the launcher's matchers accept no common dtype for the two)."""
+    written = _written_slots(model, kernel)
+    partner: Partner | None = None
+    for launch, _ in model.launches_of(kernel):
+        read_tensors = {t.tensor for t in launch.tensors if (t.argument, t.field) == read}
+        for argument in launch.tensors:
+            slot = (argument.argument, argument.field)
+            if slot == read or slot not in written or not read_tensors:
+                continue
+            if argument.tensor in read_tensors:
+                return True, None
+            read_tensor = min(read_tensors)
+            if partner is None and _may_be_one_tensor(model, launch.launcher_usr, read_tensor, argument.tensor):
+                partner = Partner(written[slot], read_tensor, argument.tensor, launch.launcher)
+    return False, partner
 
 
 # ---- integer declarations (KC110, KC111) ----

@@ -22,6 +22,24 @@ __global__ void scale_kernel(T* __restrict__ dst, const T* __restrict__ src, flo
 ```
 
 `--fix` inserts the `__restrict__`.
+
+## In-place kernels
+`__restrict__` promises that no other pointer the kernel uses reaches the same memory;
+when a read pointer and a pointer the kernel writes do alias, the promise is undefined
+behaviour. So the rule follows each launch of the kernel in the file back to the tensors
+whose `data_ptr()` fill the two pointers:
+
+- one tensor fills both (the launcher passes `x` as input and output): the kernel works in
+  place by design, and nothing is reported;
+- two tensors of the launcher fill them: whether they may be one tensor is the caller's
+  choice (a wrapper's `out = out if out is not None else x`, or the same tensor passed
+  twice). The Python wrappers are not part of a C++ file's check, so the message says
+  that the pointers may alias in place and asks to add `__restrict__` only if no caller
+  passes the same tensor; `--fix` offers nothing there. Two tensors that the launcher's
+  `TensorMatcher`s give no dtype in common (`int32_t` ids, an `fp32_t` output) are never
+  one: the usual advice.
+
+A kernel without a launch in the file gets the convention's advice and the fix.
 """
 
 from __future__ import annotations
@@ -29,9 +47,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, TextEdit
-from kernel_check.model import Field, Param, Struct
+from kernel_check.model import Field, Function, Param, Struct
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules._common import location_of
+from kernel_check.rules._common import Partner, Slot, aliasing, location_of
 from kernel_check.semantic import SemanticModel
 
 
@@ -47,30 +65,55 @@ def _restrict_fix(data: bytes, offset: int | None) -> Fix | None:
     return Fix("insert __restrict__", (TextEdit(offset, offset, replacement),))
 
 
-@rule("KC101", needs={Need.DECLARATIONS})
+def _tensor(name: str) -> str:
+    return f"parameter {int(name[1:]) + 1} of a helper" if name.startswith("#") else f"'{name}'"
+
+
+def _may_alias(partner: Partner) -> str:
+    return (
+        f"; but launcher '{partner.launcher}' fills it from tensor {_tensor(partner.read_tensor)} and the "
+        f"written pointer '{partner.written}' from {_tensor(partner.written_tensor)}, which a caller may pass "
+        "as one tensor (in place), and the Python wrapper that calls it is not among the checked files: "
+        "add `__restrict__` only if no caller does (restrict on aliasing pointers is undefined behaviour)"
+    )
+
+
+def _finding(
+    model: SemanticModel, ctx: RuleContext, kernel: Function, read: Slot, entity: Param | Field, subject: str
+) -> Finding | None:
+    in_place, partner = aliasing(model, kernel, read)
+    if in_place:
+        return None  # one tensor is read and written: restrict would be undefined behaviour
+    advice = f"{subject} should be `const T* __restrict__`"
+    fix = _restrict_fix(model.data, entity.restrict_insert_offset)
+    if partner is not None:
+        advice, fix = advice + _may_alias(partner), None
+    return ctx.finding(location_of(model, entity.span), advice, fix=fix)
+
+
+@rule("KC101", needs={Need.DECLARATIONS, Need.LAUNCHES, Need.INTERFACE, Need.DATAFLOW})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     reported_structs: set[str] = set()
     for kernel in model.kernels:
-        for param in kernel.params:
+        for index, param in enumerate(kernel.params):
             if _needs_restrict(param):
-                yield ctx.finding(
-                    location_of(model, param.span),
-                    f"read-only pointer parameter '{param.name}' of kernel '{kernel.name}' "
-                    "should be `const T* __restrict__`",
-                    fix=_restrict_fix(model.data, param.restrict_insert_offset),
-                )
-            struct = model.struct_of(param.type)
+                subject = f"read-only pointer parameter '{param.name}' of kernel '{kernel.name}'"
+                if (found := _finding(model, ctx, kernel, (index, ""), param, subject)) is not None:
+                    yield found
+            struct = model.struct_of(param.type) if not param.type.is_pointer else None
             if struct is not None and struct.qualified_name not in reported_structs:
                 reported_structs.add(struct.qualified_name)
-                yield from _struct_fields(model, ctx, struct, kernel.name)
+                yield from _struct_fields(model, ctx, struct, kernel, index)
 
 
-def _struct_fields(model: SemanticModel, ctx: RuleContext, struct: Struct, kernel: str) -> Iterator[Finding]:
+def _struct_fields(
+    model: SemanticModel, ctx: RuleContext, struct: Struct, kernel: Function, index: int
+) -> Iterator[Finding]:
     for field in struct.fields:
         if _needs_restrict(field):
-            yield ctx.finding(
-                location_of(model, field.span),
+            subject = (
                 f"read-only pointer field '{field.name}' of params struct '{struct.name}' "
-                f"(passed to kernel '{kernel}') should be `const T* __restrict__`",
-                fix=_restrict_fix(model.data, field.restrict_insert_offset),
+                f"(passed to kernel '{kernel.name}')"
             )
+            if (found := _finding(model, ctx, kernel, (index, field.name), field, subject)) is not None:
+                yield found

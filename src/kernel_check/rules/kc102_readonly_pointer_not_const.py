@@ -10,6 +10,11 @@ parameters that a preprocessor-inactive region (an `#if` branch not taken) of th
 mentions, since that code may write through them. A `void*` is treated like any other
 pointer: casts are followed, so `static_cast<float*>(p)[i] = x` is a write.
 
+Where a launch in the file fills the pointer and one the kernel writes from the same
+tensor, or from two tensors a caller may pass as one (see KC101's in-place kernels), the
+message asks for `const T*` alone: `const` is right for a read through an aliasing
+pointer, `__restrict__` is not.
+
 ## Why is this bad?
 A read-only buffer spelled `T*` hides the kernel's contract from readers and from the
 compiler: only `const T* __restrict__` lets it use the non-coherent read-only load path, and
@@ -41,9 +46,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
-from kernel_check.model import AccessKind, FunctionDataflow, Param
+from kernel_check.model import AccessKind, Function, FunctionDataflow, Param
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules._common import location_of
+from kernel_check.rules._common import aliasing, location_of
 from kernel_check.semantic import SemanticModel
 
 
@@ -66,7 +71,7 @@ def _may_be_written(flow: FunctionDataflow, index: int) -> bool:
     )
 
 
-@rule("KC102", needs={Need.DATAFLOW})
+@rule("KC102", needs={Need.DATAFLOW, Need.LAUNCHES, Need.INTERFACE})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel in model.kernels:
         flow = model.dataflow(kernel)
@@ -80,5 +85,18 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             yield ctx.finding(
                 location_of(model, param.span),
                 f"kernel '{kernel.name}' never writes through pointer parameter '{param.name}': "
-                "declare it pointer-to-const (`const T* __restrict__`)",
+                f"declare it pointer-to-const ({_declaration(model, kernel, index)})",
             )
+
+
+def _declaration(model: SemanticModel, kernel: Function, index: int) -> str:
+    """`const T* __restrict__`, or `const T*` alone where the pointer may alias one the kernel writes."""
+    in_place, partner = aliasing(model, kernel, (index, ""))
+    if in_place:
+        return "`const T*`; a launch passes the same tensor to a pointer the kernel writes, so not `__restrict__`"
+    if partner is not None:
+        return (
+            f"`const T*`; it may alias the written pointer '{partner.written}' in place (see KC101), "
+            "so `__restrict__` only if no caller passes the same tensor"
+        )
+    return "`const T* __restrict__`"

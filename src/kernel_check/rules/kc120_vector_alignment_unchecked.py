@@ -4,7 +4,11 @@ Flags a `TensorMatcher` chain in a launcher that verifies a tensor without
 kernel accesses with vectorized loads or stores: `AlignedVector::load/store`,
 `tile::Memory` of a vector type, `warp::load_bytes/store_bytes`, `load_as/store_as` of a
 multi-element type, or a cast to `int4`/`float4`/`uint2`/`half2`... The pointer is
-followed through local copies, params-struct fields and device functions of the same file.
+followed through local copies, params-struct fields, helpers that only return a tensor's
+data pointer (`cptr(t)`), structured bindings of a params struct in the kernel
+(`const auto& [input, output, n] = params;`) and device functions of the same file. A vector type reached
+through a class template's member (`using vec_t = typename Plan<T, N>::vec_t;`,
+`typename Traits<T>::Vec`) has the width that member spells for the arguments launched.
 
 ## Why is this bad?
 A vector access of `w` bytes needs an address that is a multiple of `w`. `TensorMatcher`

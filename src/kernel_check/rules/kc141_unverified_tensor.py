@@ -5,6 +5,11 @@ function first (which may verify it) counts as reached, and so does every parame
 launcher that a function of the same file calls with tensors after verifying tensors of
 its own (that caller checks; a caller that only forwards does not count).
 
+A helper whose body only returns its tensor's data pointer (`cptr(t)` returning
+`t.data_ptr()`, through casts) verifies nothing: calling it is a `data_ptr()` use. Comparing
+`data_ptr()` with null, or testing it as a bool (`if (!t.data_ptr()) return;`), reads no data
+and is not a use.
+
 ## Why is this bad?
 An unverified tensor can have any rank, shape, dtype, device or layout. The kernel then
 reads a CPU pointer, the wrong element type or past the end of the buffer: a crash or a

@@ -1,6 +1,6 @@
 """## What it does
 Checks for `raise`, `assert` and tensor-metadata tests (`x.dim() != 2`, `x.dtype in ...`,
-`if not x.is_contiguous():`) in a kernel entry point: a function that gets a module from a
+`if not x.is_cuda:`) in a kernel entry point: a function that gets a module from a
 JIT module factory and calls one of its exports (`module = _jit_scale_module(dtype)` then
 `module.scale(...)`, or `_jit_scale_module(dtype).scale(...)`).
 
@@ -10,7 +10,11 @@ convention that identifies factories imported from other files. Checks inside a 
 fine: they run once per specialisation. A test that guards a `raise` is reported once, at
 the `raise`. Allocating an optional output (`if out is None: out = torch.empty_like(x)`),
 including the tests that pick its dtype or shape there, is not a check; nor is a comparison
-that only computes a value (`has_bias = bias.numel() > 0`, a kernel argument). Tests and
+that only computes a value (`has_bias = bias.numel() > 0`, a kernel argument). Nor is a test
+that only picks the module or variant to call (`if x.shape[-1] == 128: mod = _jit_a_module()
+else: mod = _jit_b_module()`, or the same as a conditional expression: the entry point's
+job), or one whose branches only convert an input (`x = x.contiguous()`,
+`r if r.dtype == x.dtype else r.to(x.dtype)`: the conversion is the work, not a check). Tests and
 benchmarks (`test_*.py`, `bench_*.py`, `conftest.py`, and any file under the registered-tests
 root) are not entry points: they call exports and assert on purpose.
 
@@ -101,7 +105,10 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         kernel = kernel_calls[0]
         related = [Related(kernel.span.location(ctx.path), f"kernel `{kernel.attribute}` is called here")]
+        modules = {call.producer for call in kernel_calls}
         for found in function.checks:
+            if found.converts or (found.selects and modules.issuperset(found.selects)):
+                continue  # converting an input, or picking the module to call: not validation
             what = f"`{found.subject}` test" if found.kind is CheckKind.TENSOR_TEST else f"`{found.subject}`"
             yield ctx.finding(
                 found.span.location(ctx.path),
