@@ -148,8 +148,10 @@ def _parser() -> argparse.ArgumentParser:
     _shard_option(test)
     _output_options(test)
 
-    spec = sub.add_parser("spec", help="draft a kernel spec from the code: spec new FILE.cuh")
-    spec_sub = spec.add_subparsers(dest="spec_command", required=True, help="what to do: new")
+    spec = sub.add_parser(
+        "spec", help="draft a kernel spec from the code (spec new FILE.cuh), or compile-probe specs (spec check PATH)"
+    )
+    spec_sub = spec.add_subparsers(dest="spec_command", required=True, help="what to do: new, check")
     new = spec_sub.add_parser("new", help="write a *_spec.py drafted from a kernel's launcher")
     new.add_argument("source", type=Path, help="the kernel's .cuh")
     new.add_argument("--launcher", help="draft only this launcher (name or Class::method)")
@@ -164,10 +166,27 @@ def _parser() -> argparse.ArgumentParser:
         help="a macro the wrapper defines for the build (repeatable)",
     )
     new.add_argument(
+        "--no-probe",
+        dest="probe",
+        action="store_false",
+        help="keep every candidate instantiation (default: compile each with nvcc, when found, keep those that build)",
+    )
+    new.add_argument(
         "--tree-env",
         metavar="VARIABLE",
         help="the spec finds the kernel tree through this environment variable (set now)",
     )
+
+    check = spec_sub.add_parser(
+        "check",
+        help="compile every instantiation of the specs with nvcc, no GPU: built or the first error "
+        "(exit 1 if one fails; results cached by source and flags)",
+    )
+    check.add_argument("paths", nargs="+", type=Path, help="kernel specs (*_spec.py) or directories holding them")
+    check.add_argument(
+        "-k", dest="filter", default="", metavar="PATTERN", help="only specs whose name contains (or matches) this"
+    )
+    check.add_argument("--jobs", type=int, default=0, help="nvcc processes at a time (default: one per core)")
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
     build.add_argument(
@@ -468,6 +487,33 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
 
 
 def _spec(args: argparse.Namespace, config: Config) -> int:
+    return _spec_check(args, config) if args.spec_command == "check" else _spec_new(args)
+
+
+def _spec_check(args: argparse.Namespace, config: Config) -> int:
+    """``spec check PATH``: one line per instantiation, built or its first compile error."""
+    from .compile_probe import check_specs
+
+    specs = _load_specs(args.paths, args.filter)
+    _require_nvcc()
+    progress = Progress()
+    progress.add(len(specs))
+    result = check_specs(
+        specs,
+        include_dirs=config.include_dirs(),
+        jobs=args.jobs or None,
+        on_done=progress_lines(progress),
+    )
+    for probe in result.results:
+        print(f"built   {probe.label}" if probe.built else f"FAILED  {probe.label}: {probe.error}")
+    built = len(result.results) - len(result.failed)
+    print(f"{built} of {len(result.results)} instantiations build", file=sys.stderr)
+    if result.failed:
+        return _report_environment(result.environment) or EXIT_FINDINGS
+    return _report_environment(result.environment)
+
+
+def _spec_new(args: argparse.Namespace) -> int:
     """``spec new FILE.cuh``: write a drafted spec (draft.py); never overwrites a file."""
     from .draft import DraftError, default_spec_path, draft_text
 
@@ -488,6 +534,7 @@ def _spec(args: argparse.Namespace, config: Config) -> int:
             args.wrapper,
             tuple(args.defines),
             tree,
+            probe=args.probe and nvcc_available(),
         )
     except DraftError as exc:
         raise UsageError(f"{args.source}: {exc}") from exc

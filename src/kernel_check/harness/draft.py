@@ -78,9 +78,14 @@ OTHER_AXIS = (1, 3, 32)
 # The tail axis: the tails and a multiple of every vector width.
 TAIL_AXIS = TAILS + (4096,)
 MAX_INSTANTIATIONS = 12
+# Tried for an integer template parameter nobody gives a value for, when the drafter probes
+# with nvcc (element bytes, a group size, a warp, a block): those that compile are kept.
+PROBED_VALUES = (1, 2, 8, 32, 128)
 # Python files read when looking for a wrapper that is not beside the kernel.
 WRAPPER_SEARCH_LIMIT = 5000
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_ANGLE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^>]+)>", re.MULTILINE)
+_OWN_EXPORT = re.compile(r"\bTVM_FFI_DLL_EXPORT_TYPED_FUNC\s*\(\s*(\w+)")
 _SYMBOLIC_SIZE = re.compile(r"(?:SymbolicSize\s+(\w+)\s*[{(;]|(\w+)\s*=\s*SymbolicSize\b)")
 
 
@@ -520,6 +525,7 @@ def _candidates(
     source: str,
     dim_params: set[str],
     notes: list[str],
+    probing: bool = False,
 ) -> tuple:
     if source and source not in ("pdl", "dtype") and not source.isidentifier():
         return (ast.literal_eval(source),)
@@ -534,6 +540,11 @@ def _candidates(
     if param.name in dim_params:
         notes.append(f"{TODO}: {param.name} sizes a dimension: {DEFAULT_FIXED_SIZES} assumed")
         return DEFAULT_FIXED_SIZES
+    if probing:
+        notes.append(
+            f"{TODO}: template parameter {param.name}: no value known; those of {PROBED_VALUES} that compile kept"
+        )
+        return PROBED_VALUES
     notes.append(f"{TODO}: template parameter {param.name}: no candidate value known; 1 assumed")
     return (1,)
 
@@ -552,6 +563,7 @@ def _value_tuples(
     wrapper: WrapperCall | None,
     tensors: list[DraftTensor],
     notes: list[str],
+    probing: bool = False,
 ) -> list[tuple]:
     params = template_params(model, launcher)
     if wrapper is not None and wrapper.manifest:
@@ -562,7 +574,7 @@ def _value_tuples(
     sources += [""] * (len(params) - len(sources))
     if wrapper is not None and pdl == "" and "pdl" in sources:
         pdl = params[sources.index("pdl")].name
-    per_param = [_candidates(p, pdl, used, s, dims, notes) for p, s in zip(params, sources)]
+    per_param = [_candidates(p, pdl, used, s, dims, notes, probing) for p, s in zip(params, sources)]
     tuples = list(itertools.product(*per_param))
     if len(tuples) > MAX_INSTANTIATIONS:
         notes.append(f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} kept")
@@ -644,7 +656,12 @@ def grid_for(tensors: list[DraftTensor], pinned: set[str], notes: list[str]) -> 
 
 
 def draft_launcher(
-    model: SourceModel, launcher: Function, cuh: Path, spec_dir: Path, wrapper_calls: Sequence[WrapperCall]
+    model: SourceModel,
+    launcher: Function,
+    cuh: Path,
+    spec_dir: Path,
+    wrapper_calls: Sequence[WrapperCall],
+    probing: bool = False,
 ) -> Draft:
     notes: list[str] = []
     symbol = symbol_of(model, launcher)
@@ -673,7 +690,7 @@ def draft_launcher(
     _ensure_written(tensors, roles, notes)
     pdl = _pdl_param(model, facts)
     insts = instantiations(
-        model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes), tensors, notes
+        model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes, probing), tensors, notes
     )
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
@@ -790,17 +807,19 @@ def draft_file(
     wrapper: Path | None = None,
     defines: tuple[str, ...] = (),
     tree: tuple[str, Path] | None = None,
+    probe: bool = False,
 ) -> list[Draft]:
     """Drafts for every launcher of ``cuh`` (or the one named), for a spec at ``spec_path``;
     ``defines`` (``NAME=VALUE``) are macros the wrapper passes to the build; ``tree``
-    (variable, folder): paths are written relative to that variable's folder."""
+    (variable, folder): paths are written relative to that variable's folder; ``probe``:
+    each instantiation is compiled with nvcc and only those that build are kept."""
     model = parse_model(cuh, defines)
     chosen = pick_launchers(model, launcher)
     wrapper = wrapper or find_wrapper(cuh)
     calls = read_wrapper(wrapper, cuh.resolve().as_posix()) if wrapper else []
     exported = [f for f in chosen if _matching_call(calls, symbol_of(model, f))]
     chosen = exported or chosen  # a wrapper names what is exported: the rest are internal
-    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls) for f in chosen]
+    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe) for f in chosen]
     base = tree[1] if tree else spec_path.parent
     includes = tree_includes(cuh, spec_path)
     for draft in drafts:
@@ -814,16 +833,77 @@ def draft_file(
     for draft in drafts:
         if names.count(draft.name) > 1:
             draft.name = f"{draft.name}_{draft.export}"
+    _own_exports(cuh, drafts)
+    if probe:
+        keep_building(drafts, cuh, spec_path)
     return drafts
+
+
+def keep_building(drafts: Sequence[Draft], cuh: Path, spec_path: Path) -> None:
+    """Compile each draft's instantiations (``compile_probe``: cached, no GPU) and drop those
+    that do not build, saying so; a draft none of whose instantiations builds keeps them all
+    with the first error, for the user to see."""
+    import uuid
+
+    from .compile_probe import check_specs
+    from .discover import discover
+
+    probe_file = spec_path.parent / f".kernel-check-probe-{uuid.uuid4().hex[:8]}_spec.py"
+    probe_file.write_text(render(drafts, cuh), encoding="utf-8")
+    try:
+        found = discover([probe_file])
+        if found.errors:
+            raise DraftError(f"the drafted spec does not load: {found.errors[0]}")
+        result = check_specs(found.specs)
+    finally:
+        probe_file.unlink(missing_ok=True)
+    if result.environment:
+        raise DraftError(f"cannot compile-probe the draft: {result.environment[0]}")
+    for draft, spec in zip(drafts, found.specs):
+        outcomes = [r for r in result.results if r.label.startswith(f"{spec.name}[")]
+        built = [inst for inst, r in zip(draft.instantiations, outcomes) if r.built]
+        failed = [r for r in outcomes if not r.built]
+        if not failed:
+            continue
+        if not built:
+            draft.notes.append(f"{TODO}: no drafted instantiation compiles: {failed[0].label}: {failed[0].error}")
+            continue
+        draft.notes.append(
+            f"{TODO}: {len(failed)} of {len(outcomes)} candidate instantiations do not compile (nvcc) and were "
+            f"left out; the first: {failed[0].label}: {failed[0].error}"
+        )
+        draft.instantiations = built
 
 
 def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
     """The kernel tree's own ``include/`` (the one holding ``sgl_kernel/`` above ``cuh``),
-    when a build from the spec's folder would not find it: a spec kept outside the tree."""
-    from ..includes import find_repo_include_dir
+    when a build from the spec's folder would not find it: a spec kept outside the tree;
+    and, for each ``#include <...>`` of ``cuh`` no such folder holds, the nearest ``include/``
+    above ``cuh`` that does (FlashInfer's ``csrc/norm.cu`` includes ``<flashinfer/norm.cuh>``
+    from ``include/``)."""
+    from ..includes import find_repo_include_dir, sgl_include_dirs
 
     own = find_repo_include_dir(cuh)
-    return (own,) if own is not None and own != find_repo_include_dir(spec_path) else ()
+    dirs = [own] if own is not None and own != find_repo_include_dir(spec_path) else []
+    searched = [*sgl_include_dirs(cuh), cuh.parent]
+    for header in _ANGLE_INCLUDE.findall(cuh.read_text(encoding="utf-8", errors="replace")):
+        if any((d / header).is_file() for d in [*searched, *dirs]):
+            continue
+        found = next((a / "include" for a in cuh.resolve().parents if (a / "include" / header).is_file()), None)
+        if found is not None:
+            dirs.append(found)
+    return tuple(dirs)
+
+
+def _own_exports(cuh: Path, drafts: Sequence[Draft]) -> None:
+    """A source that exports its launcher itself (``TVM_FFI_DLL_EXPORT_TYPED_FUNC(name, name)``)
+    holds that name already: the harness's module exports the launcher under another one."""
+    exported = set(_OWN_EXPORT.findall(cuh.read_text(encoding="utf-8", errors="replace")))
+    for draft in drafts:
+        if draft.export in exported:
+            renamed = f"{draft.export}_under_test"
+            draft.notes.append(f"{TODO}: {cuh.name} exports {draft.export} itself; the harness exports it as {renamed}")
+            draft.export = renamed
 
 
 def draft_text(
@@ -833,9 +913,10 @@ def draft_text(
     wrapper: Path | None = None,
     defines: tuple[str, ...] = (),
     tree: tuple[str, Path] | None = None,
+    probe: bool = False,
 ) -> str:
     """The spec file's text for ``cuh`` (see ``draft_render``)."""
-    return render(draft_file(cuh, spec_path, launcher, wrapper, defines, tree), cuh)
+    return render(draft_file(cuh, spec_path, launcher, wrapper, defines, tree, probe), cuh)
 
 
 def default_spec_path(cuh: Path) -> Path:
