@@ -295,3 +295,29 @@ def test_the_wrapper_search_never_reads_a_fifo(tmp_path):
     search.start()
     search.join(timeout=60)
     assert found == [None]
+
+
+def test_spec_new_on_a_folder_drafts_each_kernel_and_tables_the_guesses(tmp_path):
+    tree = tmp_path / "kernels"
+    (tree / "rows").mkdir(parents=True)
+    (tree / "rows" / "row_scale.cuh").write_bytes(SGL_FIXTURE.read_bytes())
+    (tree / "plain.cuh").write_text("#pragma once\ninline int twice(int x) { return 2 * x; }\n")
+    (tree / "kept.cuh").write_bytes(SGL_FIXTURE.read_bytes())
+    (tree / "kept_spec.py").write_text("# the user's own spec\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "spec", "new", str(tree), "--no-probe"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    assert set(rows) == {"kernels/kept.cuh", "kernels/plain.cuh", "kernels/rows/row_scale.cuh"}
+    assert "exists, kept" in rows["kernels/kept.cuh"] and "no launcher found" in rows["kernels/plain.cuh"]
+    drafted = rows["kernels/rows/row_scale.cuh"].split()
+    assert drafted[1:4] == ["row_scale_spec.py", "row_scale", "6"]  # 3 dtypes x PDL on/off
+    assert drafted[5] in ("high", "medium", "low")
+    assert (tree / "kept_spec.py").read_text() == "# the user's own spec\n"
+    assert not (tree / "plain_spec.py").exists()
+    assert discover([tree / "rows" / "row_scale_spec.py"]).specs[0].export == "row_scale"
+    assert "wrote 1 spec file(s)" in done.stderr

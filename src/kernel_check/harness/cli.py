@@ -153,10 +153,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     spec_sub = spec.add_subparsers(dest="spec_command", required=True, help="what to do: new, check")
     new = spec_sub.add_parser("new", help="write a *_spec.py drafted from a kernel's launcher")
-    new.add_argument("source", type=Path, help="the kernel's .cuh")
+    new.add_argument("source", type=Path, help="the kernel's .cuh, or a folder: every kernel under it")
     new.add_argument("--launcher", help="draft only this launcher (name or Class::method)")
     new.add_argument("--wrapper", type=Path, help="the Python wrapper that loads it (default: NAME.py beside it)")
-    new.add_argument("-o", "--output", type=Path, help="the spec file (default NAME_spec.py beside it; - for stdout)")
+    new.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="the spec file (default NAME_spec.py beside it; - for stdout); for a folder: where the specs go",
+    )
     new.add_argument(
         "-D",
         dest="defines",
@@ -517,6 +522,8 @@ def _spec_new(args: argparse.Namespace) -> int:
     """``spec new FILE.cuh``: write a drafted spec (draft.py); never overwrites a file."""
     from .draft import DraftError, default_spec_path, draft_text
 
+    if args.source.is_dir():
+        return _spec_new_tree(args)
     if not args.source.is_file():
         raise UsageError(f"{args.source}: no such file")
     if args.wrapper is not None and not args.wrapper.is_file():
@@ -543,6 +550,21 @@ def _spec_new(args: argparse.Namespace) -> int:
     else:
         target.write_text(text, encoding="utf-8")
         print(f"kernel-check: wrote {target}; fill in each TODO(kernel-check), the reference first", file=sys.stderr)
+    return EXIT_CLEAN
+
+
+def _spec_new_tree(args: argparse.Namespace) -> int:
+    """``spec new DIR``: a draft beside every kernel source of the tree that has a launcher
+    (none overwritten), and a table of what each one guessed."""
+    from .draft import draft_tree, render_tree_table
+
+    if args.launcher or args.wrapper or (args.output is not None and not args.output.is_dir()):
+        raise UsageError(f"{args.source}: a folder takes neither --launcher nor --wrapper, and -o only as a folder")
+    tree = _draft_tree(args.tree_env, args.source) if args.tree_env else None
+    rows = draft_tree(args.source, args.output, tuple(args.defines), tree, probe=args.probe and nvcc_available())
+    print(render_tree_table(rows))
+    written = sum(1 for row in rows if row.written)
+    print(f"kernel-check: wrote {written} spec file(s); fill in each TODO(kernel-check)", file=sys.stderr)
     return EXIT_CLEAN
 
 

@@ -84,7 +84,9 @@ PROBED_VALUES = (1, 2, 8, 32, 128)
 # Python files read when looking for a wrapper that is not beside the kernel.
 WRAPPER_SEARCH_LIMIT = 5000
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-_ANGLE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^>]+)>", re.MULTILINE)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
+# Files beside a kernel read for the headers they include (tree_includes): a bound, not a walk of the tree.
+MAX_LOCAL_INCLUDES = 32
 _OWN_EXPORT = re.compile(r"\bTVM_FFI_DLL_EXPORT_TYPED_FUNC\s*\(\s*(\w+)")
 _SYMBOLIC_SIZE = re.compile(r"(?:SymbolicSize\s+(\w+)\s*[{(;]|(\w+)\s*=\s*SymbolicSize\b)")
 
@@ -878,21 +880,43 @@ def keep_building(drafts: Sequence[Draft], cuh: Path, spec_path: Path) -> None:
 def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
     """The kernel tree's own ``include/`` (the one holding ``sgl_kernel/`` above ``cuh``),
     when a build from the spec's folder would not find it: a spec kept outside the tree;
-    and, for each ``#include <...>`` of ``cuh`` no such folder holds, the nearest ``include/``
-    above ``cuh`` that does (FlashInfer's ``csrc/norm.cu`` includes ``<flashinfer/norm.cuh>``
-    from ``include/``)."""
+    and, for each header ``cuh`` (or a file beside it that it includes) names that no such
+    folder holds, the nearest ``include/`` above ``cuh`` that does (FlashInfer's
+    ``csrc/norm.cu`` includes ``<flashinfer/norm.cuh>`` from the tree's ``include/``, and its
+    ``csrc/tvm_ffi_utils.h`` includes ``<flashinfer/layout.cuh>``)."""
     from ..includes import find_repo_include_dir, sgl_include_dirs
 
     own = find_repo_include_dir(cuh)
     dirs = [own] if own is not None and own != find_repo_include_dir(spec_path) else []
-    searched = [*sgl_include_dirs(cuh), cuh.parent]
-    for header in _ANGLE_INCLUDE.findall(cuh.read_text(encoding="utf-8", errors="replace")):
-        if any((d / header).is_file() for d in [*searched, *dirs]):
+    searched = sgl_include_dirs(cuh)
+    ancestors = cuh.resolve().parents
+    for header in _unfound_headers(cuh.resolve(), searched):
+        if any((d / header).is_file() for d in dirs):
             continue
-        found = next((a / "include" for a in cuh.resolve().parents if (a / "include" / header).is_file()), None)
+        found = next((a / "include" for a in ancestors if (a / "include" / header).is_file()), None)
         if found is not None:
             dirs.append(found)
     return tuple(dirs)
+
+
+def _unfound_headers(source: Path, searched: Sequence[Path]) -> list[str]:
+    """Headers ``source`` and the files beside it that it includes (``"tvm_ffi_utils.h"``)
+    name that are neither beside the file naming them nor in ``searched``."""
+    unfound: list[str] = []
+    seen: set[Path] = set()
+    stack = [source]
+    while stack and len(seen) < MAX_LOCAL_INCLUDES:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for quote, header in _INCLUDE.findall(current.read_text(encoding="utf-8", errors="replace")):
+            beside = current.parent / header
+            if quote == '"' and beside.is_file():
+                stack.append(beside.resolve())
+            elif not any((d / header).is_file() for d in searched) and header not in unfound:
+                unfound.append(header)
+    return unfound
 
 
 def _own_exports(cuh: Path, drafts: Sequence[Draft]) -> None:
@@ -921,3 +945,77 @@ def draft_text(
 
 def default_spec_path(cuh: Path) -> Path:
     return cuh.with_name(f"{cuh.stem}_spec.py")
+
+
+# ----- a whole tree -----
+
+KERNEL_SUFFIXES = (".cuh", ".cu")
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One kernel source of ``spec new DIR``: what was drafted, and how much of it is a guess."""
+
+    source: Path
+    spec: Path | None  # None: nothing drafted
+    launchers: tuple[str, ...] = ()
+    instantiations: int = 0
+    guesses: tuple[str, ...] = ()
+    status: str = "drafted"  # or "exists" (kept), or why nothing was drafted
+    written: bool = False
+
+    @property
+    def sure(self) -> str:
+        """How much of the draft the code said, by the number of guesses left to check."""
+        if not self.written:
+            return "-"
+        return "high" if len(self.guesses) <= 1 else "medium" if len(self.guesses) <= 4 else "low"
+
+
+def draft_tree(
+    root: Path,
+    out_dir: Path | None,
+    defines: tuple[str, ...] = (),
+    tree: tuple[str, Path] | None = None,
+    probe: bool = False,
+) -> list[TreeRow]:
+    """A draft beside (or in ``out_dir`` for) every ``.cuh``/``.cu`` under ``root`` that has a
+    launcher; an existing spec file is never overwritten."""
+    rows = []
+    for source in sorted(p for suffix in KERNEL_SUFFIXES for p in root.rglob(f"*{suffix}") if p.is_file()):
+        target = (out_dir / default_spec_path(source).name) if out_dir is not None else default_spec_path(source)
+        if target.exists():
+            rows.append(TreeRow(source, target, status="exists, kept"))
+            continue
+        try:
+            drafts = draft_file(source, target, None, None, defines, tree, probe)
+        except DraftError as exc:
+            rows.append(TreeRow(source, None, status=str(exc).split(" (", 1)[0]))
+            continue
+        target.write_text(render(drafts, source), encoding="utf-8")
+        notes = tuple(dict.fromkeys(n.removeprefix(f"{TODO}: ") for d in drafts for n in d.notes))
+        launchers = tuple(d.export for d in drafts)
+        count = sum(len(d.instantiations) for d in drafts)
+        rows.append(TreeRow(source, target, launchers, count, notes, written=True))
+    return rows
+
+
+def render_tree_table(rows: Sequence[TreeRow]) -> str:
+    """One line per kernel source: its spec, launchers, instantiations, guesses and how sure."""
+    header = ("source", "spec", "launchers", "insts", "guesses", "sure", "first guess / status")
+    lines = [header]
+    for row in rows:
+        detail = row.guesses[0] if row.guesses else row.status
+        lines.append(
+            (
+                row.source.as_posix(),
+                row.spec.name if row.spec is not None else "-",
+                ", ".join(row.launchers) or "-",
+                str(row.instantiations),
+                str(len(row.guesses)),
+                row.sure,
+                detail[:80],
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1] for line in lines)
