@@ -511,13 +511,20 @@ def _matching_call(calls: Sequence[WrapperCall], symbol: str) -> WrapperCall | N
 # ----- instantiations -----
 
 
-def _cpp_value(text: str) -> str | int | bool:
+def _cpp_literal(text: str) -> str | int | bool:
+    """A template argument's text: a bool, an integer, else the spelling itself."""
     text = text.strip()
     if text in ("true", "false"):
         return text == "true"
     if re.fullmatch(r"-?\d+", text):
         return int(text)
-    return CPP_DTYPES.get(text, text)
+    return text
+
+
+def _cpp_value(text: str) -> str | int | bool:
+    """A template argument's text, a C++ type spelled as the harness's dtype name."""
+    value = _cpp_literal(text)
+    return CPP_DTYPES.get(value, value) if isinstance(value, str) else value
 
 
 def _candidates(
@@ -570,6 +577,10 @@ def _value_tuples(
     params = template_params(model, launcher)
     if wrapper is not None and wrapper.manifest:
         return [tuple(_cpp_value(a) for a in args) for args in wrapper.manifest]
+    called = dispatched_arguments(model, launcher, len(params)) if wrapper is None else []
+    if called:
+        notes.append(f"{TODO}: template arguments of {launcher.name} from the calls that dispatch to it in the source")
+        return called
     used = {t.dtype for t in tensors}
     dims = {d for t in tensors for d in t.shape if isinstance(d, str)}
     sources = list(wrapper.argument_sources) if wrapper else []
@@ -584,6 +595,47 @@ def _value_tuples(
     return tuples
 
 
+def dispatched_arguments(model: SourceModel, launcher: Function, count: int) -> list[tuple]:
+    """The template arguments the source's own dispatch passes the launcher
+    (``generic_router_gemm_op<float, float32_code, 256, 7168, 1, 16>(...)``,
+    ``Kernel<fp16_t, true>::run(...)``): what the code is built with, in order, each once."""
+    if count == 0:
+        return []
+    text = model.data.decode("utf-8", errors="replace")
+    owner = _owner(model, launcher)
+    name = owner.name if owner is not None and owner.template_params else launcher.name
+    after = rf"\s*::\s*{re.escape(launcher.name)}\s*\(" if name != launcher.name else r"\s*\("
+    # a call inside another template passes that template's parameters: no value
+    dependent = {p.name for f in model.functions for p in f.template_params}
+    dependent |= {p.name for st in model.structs for p in st.template_params}
+    found: list[tuple] = []
+    for match in re.finditer(rf"\b{re.escape(name)}\s*<", text):
+        close = _closing_bracket(text, match.end())
+        if close is None or not re.match(after, text[close + 1 :]):
+            continue
+        # as spelled (``float``, not the project's ``fp32_t``, which the tree may not define)
+        args = tuple(_cpp_literal(a) for a in split_template_arguments(text[match.end() : close]))
+        if len(args) == count and args not in found and not dependent & {a for a in args if isinstance(a, str)}:
+            found.append(args)
+    return found
+
+
+def _closing_bracket(text: str, start: int) -> int | None:
+    """The index of the ``>`` closing the ``<`` just before ``start`` (None: not on this statement)."""
+    depth = 1
+    for index in range(start, min(len(text), start + 400)):
+        char = text[index]
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+            if depth == 0:
+                return index
+        elif char in ";{}":
+            return None
+    return None
+
+
 def _width(tensor: DraftTensor, env: dict[str, int]) -> int | None:
     if tensor.alignment is None:
         return 0
@@ -596,7 +648,8 @@ def instantiations(
     params = template_params(model, launcher)
     result = []
     for args in values:
-        named = dict(zip((p.name for p in params), args))
+        # a C++ spelling the source's dispatch used (``float``, ``__nv_bfloat16``) binds its dtype
+        named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
         env = {
             name: DTYPES[v][0] if isinstance(v, str) and v in DTYPES else v
             for name, v in named.items()
