@@ -651,7 +651,7 @@ def instantiations(
         # a C++ spelling the source's dispatch used (``float``, ``__nv_bfloat16``) binds its dtype
         named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
         env = {
-            name: DTYPES[v][0] if isinstance(v, str) and v in DTYPES else v
+            name: DTYPES[v][0] if isinstance(v, str) else int(v)
             for name, v in named.items()
             if not isinstance(v, str) or v in DTYPES
         }
