@@ -295,3 +295,45 @@ def test_the_wrapper_search_never_reads_a_fifo(tmp_path):
     search.start()
     search.join(timeout=60)
     assert found == [None]
+
+
+def test_spec_new_on_a_folder_drafts_each_kernel_and_tables_the_guesses(tmp_path):
+    tree = tmp_path / "kernels"
+    (tree / "rows").mkdir(parents=True)
+    (tree / "rows" / "row_scale.cuh").write_bytes(SGL_FIXTURE.read_bytes())
+    (tree / "plain.cuh").write_text("#pragma once\ninline int twice(int x) { return 2 * x; }\n")
+    (tree / "kept.cuh").write_bytes(SGL_FIXTURE.read_bytes())
+    (tree / "kept_spec.py").write_text("# the user's own spec\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "spec", "new", "kernels", "--no-probe"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    assert set(rows) == {"kernels/kept.cuh", "kernels/plain.cuh", "kernels/rows/row_scale.cuh"}
+    assert "exists, kept" in rows["kernels/kept.cuh"] and "no launcher found" in rows["kernels/plain.cuh"]
+    drafted = rows["kernels/rows/row_scale.cuh"].split()
+    assert drafted[1:4] == ["row_scale_spec.py", "run", "6"]  # RowScale<>::run; 3 dtypes x PDL on/off
+    assert drafted[5] in ("high", "medium", "low")
+    assert (tree / "kept_spec.py").read_text() == "# the user's own spec\n"
+    assert not (tree / "plain_spec.py").exists()
+    assert discover([tree / "rows" / "row_scale_spec.py"]).specs[0].symbol == "RowScale<>::run"
+    assert "wrote 1 spec file(s)" in done.stderr
+
+
+def test_template_values_come_from_the_dispatch_in_the_source(tmp_path):
+    """No wrapper: the values the source's own calls pass, as the source spells them (a tree
+    without the project's headers has no `fp32_t`), each binding its dtype."""
+    source = ROOT / "tests" / "fixtures" / "draft" / "own_tree" / "csrc" / "dispatch.cu"
+    out = tmp_path / "dispatch_spec.py"
+    out.write_text(draft_text(source, out, launcher="fill_rows"))
+    spec = discover([out]).specs[0]
+    assert [(i.template_args, dict(i.dtypes)) for i in spec.instantiations] == [
+        (("float", 4, 128), {"T": "float32"}),
+        (("__nv_bfloat16", 8, 256), {"T": "bfloat16"}),
+        (("__nv_bfloat16", 8, 64), {"T": "bfloat16"}),
+    ]
+    assert spec.launcher(spec.instantiations[1]) == "fill_rows<__nv_bfloat16, 8, 256>"
+    assert "from the calls that dispatch to it" in out.read_text()

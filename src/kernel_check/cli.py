@@ -57,6 +57,7 @@ commands:
   kernel-check test PATH ...     the dynamic harness on a GPU (docs/harness.md)
   kernel-check sanitize -- CMD   run a command under compute-sanitizer
   kernel-check spec new FILE.cuh draft a kernel spec from the code (docs/harness.md)
+  kernel-check spec check PATH   compile every instantiation of the specs, no GPU
   kernel-check server            language server for editors (docs/editors.md)
 
 `kernel-check COMMAND --help` describes a command's options."""

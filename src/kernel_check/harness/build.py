@@ -151,16 +151,18 @@ def build_specs(
     include_dirs: tuple[str, ...] = (),
     jobs: int | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
+    builder: Callable[..., list[BuildOutcome]] = build_all,
 ) -> SpecBuilds:
     """Build every spec's module (and the probe); a module that fails is built again one
-    instantiation at a time; failures become findings."""
+    instantiation at a time; failures become findings. ``builder`` compiles a list of
+    targets (``build_all``'s signature): ``compile_probe.probe_all`` remembers failures too."""
     budgets = {
         spec.name: merge_budgets(register_budget, per_kernel_budget or {}, spec.register_budget) for spec in specs
     }
     targets = [spec_module_target(spec, budgets[spec.name], include_dirs) for spec in specs]
     if with_probe:
         targets.append(probe_target())
-    outcomes = _build_once(targets, lineinfo=lineinfo, jobs=jobs, on_done=on_done)
+    outcomes = _build_once(targets, builder, lineinfo=lineinfo, jobs=jobs, on_done=on_done)
     builds = SpecBuilds()
     if with_probe:
         probe: BuildOutcome = outcomes.pop()
@@ -171,7 +173,7 @@ def build_specs(
     retry = [spec for spec, outcome in zip(specs, outcomes) if not outcome.ok and len(spec.instantiations) > 1]
     alone = [(spec, inst) for spec in retry for inst in spec.instantiations]
     alone_outcomes = (
-        build_all(
+        builder(
             [spec_target(spec, inst, budgets[spec.name], include_dirs) for spec, inst in alone],
             lineinfo=lineinfo,
             jobs=jobs,
@@ -188,7 +190,9 @@ def build_specs(
     return builds
 
 
-def _build_once(targets: list[BuildTarget], **options: Any) -> list[BuildOutcome]:
+def _build_once(
+    targets: list[BuildTarget], builder: Callable[..., list[BuildOutcome]], **options: Any
+) -> list[BuildOutcome]:
     """``build_all``, compiling each distinct module once: two specs of one launcher (the
     same source, exports, flags and headers, a spec per value contract) share its build,
     each outcome keeping its own target for the findings' labels."""
@@ -205,7 +209,7 @@ def _build_once(targets: list[BuildTarget], **options: Any) -> list[BuildOutcome
     first: dict[tuple, BuildTarget] = {}
     for target in targets:
         first.setdefault(key(target), target)
-    built = dict(zip(first, build_all(list(first.values()), **options)))
+    built = dict(zip(first, builder(list(first.values()), **options)))
     outcomes = [dataclasses.replace(built[key(t)], target=t) for t in targets]
     on_done = options.get("on_done")
     for outcome in outcomes:

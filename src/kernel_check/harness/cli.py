@@ -148,13 +148,20 @@ def _parser() -> argparse.ArgumentParser:
     _shard_option(test)
     _output_options(test)
 
-    spec = sub.add_parser("spec", help="draft a kernel spec from the code: spec new FILE.cuh")
-    spec_sub = spec.add_subparsers(dest="spec_command", required=True, help="what to do: new")
+    spec = sub.add_parser(
+        "spec", help="draft a kernel spec from the code (spec new FILE.cuh), or compile-probe specs (spec check PATH)"
+    )
+    spec_sub = spec.add_subparsers(dest="spec_command", required=True, help="what to do: new, check")
     new = spec_sub.add_parser("new", help="write a *_spec.py drafted from a kernel's launcher")
-    new.add_argument("source", type=Path, help="the kernel's .cuh")
+    new.add_argument("source", type=Path, help="the kernel's .cuh, or a folder: every kernel under it")
     new.add_argument("--launcher", help="draft only this launcher (name or Class::method)")
     new.add_argument("--wrapper", type=Path, help="the Python wrapper that loads it (default: NAME.py beside it)")
-    new.add_argument("-o", "--output", type=Path, help="the spec file (default NAME_spec.py beside it; - for stdout)")
+    new.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="the spec file (default NAME_spec.py beside it; - for stdout); for a folder: where the specs go",
+    )
     new.add_argument(
         "-D",
         dest="defines",
@@ -164,10 +171,27 @@ def _parser() -> argparse.ArgumentParser:
         help="a macro the wrapper defines for the build (repeatable)",
     )
     new.add_argument(
+        "--no-probe",
+        dest="probe",
+        action="store_false",
+        help="keep every candidate instantiation (default: compile each with nvcc, when found, keep those that build)",
+    )
+    new.add_argument(
         "--tree-env",
         metavar="VARIABLE",
         help="the spec finds the kernel tree through this environment variable (set now)",
     )
+
+    check = spec_sub.add_parser(
+        "check",
+        help="compile every instantiation of the specs with nvcc, no GPU: built or the first error "
+        "(exit 1 if one fails; results cached by source and flags)",
+    )
+    check.add_argument("paths", nargs="+", type=Path, help="kernel specs (*_spec.py) or directories holding them")
+    check.add_argument(
+        "-k", dest="filter", default="", metavar="PATTERN", help="only specs whose name contains (or matches) this"
+    )
+    check.add_argument("--jobs", type=int, default=0, help="nvcc processes at a time (default: one per core)")
 
     build = sub.add_parser("build", help="compile every instantiation the specs declare (KC600-KC602)")
     build.add_argument(
@@ -468,9 +492,38 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
 
 
 def _spec(args: argparse.Namespace, config: Config) -> int:
+    return _spec_check(args, config) if args.spec_command == "check" else _spec_new(args)
+
+
+def _spec_check(args: argparse.Namespace, config: Config) -> int:
+    """``spec check PATH``: one line per instantiation, built or its first compile error."""
+    from .compile_probe import check_specs
+
+    specs = _load_specs(args.paths, args.filter)
+    _require_nvcc()
+    progress = Progress()
+    progress.add(len(specs))
+    result = check_specs(
+        specs,
+        include_dirs=config.include_dirs(),
+        jobs=args.jobs or None,
+        on_done=progress_lines(progress),
+    )
+    for probe in result.results:
+        print(f"built   {probe.label}" if probe.built else f"FAILED  {probe.label}: {probe.error}")
+    built = len(result.results) - len(result.failed)
+    print(f"{built} of {len(result.results)} instantiations build", file=sys.stderr)
+    if result.failed:
+        return _report_environment(result.environment) or EXIT_FINDINGS
+    return _report_environment(result.environment)
+
+
+def _spec_new(args: argparse.Namespace) -> int:
     """``spec new FILE.cuh``: write a drafted spec (draft.py); never overwrites a file."""
     from .draft import DraftError, default_spec_path, draft_text
 
+    if args.source.is_dir():
+        return _spec_new_tree(args)
     if not args.source.is_file():
         raise UsageError(f"{args.source}: no such file")
     if args.wrapper is not None and not args.wrapper.is_file():
@@ -488,6 +541,7 @@ def _spec(args: argparse.Namespace, config: Config) -> int:
             args.wrapper,
             tuple(args.defines),
             tree,
+            probe=args.probe and nvcc_available(),
         )
     except DraftError as exc:
         raise UsageError(f"{args.source}: {exc}") from exc
@@ -496,6 +550,21 @@ def _spec(args: argparse.Namespace, config: Config) -> int:
     else:
         target.write_text(text, encoding="utf-8")
         print(f"kernel-check: wrote {target}; fill in each TODO(kernel-check), the reference first", file=sys.stderr)
+    return EXIT_CLEAN
+
+
+def _spec_new_tree(args: argparse.Namespace) -> int:
+    """``spec new DIR``: a draft beside every kernel source of the tree that has a launcher
+    (none overwritten), and a table of what each one guessed."""
+    from .draft import draft_tree, render_tree_table
+
+    if args.launcher or args.wrapper or (args.output is not None and not args.output.is_dir()):
+        raise UsageError(f"{args.source}: a folder takes neither --launcher nor --wrapper, and -o only as a folder")
+    tree = _draft_tree(args.tree_env, args.source) if args.tree_env else None
+    rows = draft_tree(args.source, args.output, tuple(args.defines), tree, probe=args.probe and nvcc_available())
+    print(render_tree_table(rows))
+    written = sum(1 for row in rows if row.written)
+    print(f"kernel-check: wrote {written} spec file(s); fill in each TODO(kernel-check)", file=sys.stderr)
     return EXIT_CLEAN
 
 

@@ -78,9 +78,16 @@ OTHER_AXIS = (1, 3, 32)
 # The tail axis: the tails and a multiple of every vector width.
 TAIL_AXIS = TAILS + (4096,)
 MAX_INSTANTIATIONS = 12
+# Tried for an integer template parameter nobody gives a value for, when the drafter probes
+# with nvcc (element bytes, a group size, a warp, a block): those that compile are kept.
+PROBED_VALUES = (1, 2, 8, 32, 128)
 # Python files read when looking for a wrapper that is not beside the kernel.
 WRAPPER_SEARCH_LIMIT = 5000
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
+# Files beside a kernel read for the headers they include (tree_includes): a bound, not a walk of the tree.
+MAX_LOCAL_INCLUDES = 32
+_OWN_EXPORT = re.compile(r"\bTVM_FFI_DLL_EXPORT_TYPED_FUNC\s*\(\s*(\w+)")
 _SYMBOLIC_SIZE = re.compile(r"(?:SymbolicSize\s+(\w+)\s*[{(;]|(\w+)\s*=\s*SymbolicSize\b)")
 
 
@@ -504,13 +511,20 @@ def _matching_call(calls: Sequence[WrapperCall], symbol: str) -> WrapperCall | N
 # ----- instantiations -----
 
 
-def _cpp_value(text: str) -> str | int | bool:
+def _cpp_literal(text: str) -> str | int | bool:
+    """A template argument's text: a bool, an integer, else the spelling itself."""
     text = text.strip()
     if text in ("true", "false"):
         return text == "true"
     if re.fullmatch(r"-?\d+", text):
         return int(text)
-    return CPP_DTYPES.get(text, text)
+    return text
+
+
+def _cpp_value(text: str) -> str | int | bool:
+    """A template argument's text, a C++ type spelled as the harness's dtype name."""
+    value = _cpp_literal(text)
+    return CPP_DTYPES.get(value, value) if isinstance(value, str) else value
 
 
 def _candidates(
@@ -520,6 +534,7 @@ def _candidates(
     source: str,
     dim_params: set[str],
     notes: list[str],
+    probing: bool = False,
 ) -> tuple:
     if source and source not in ("pdl", "dtype") and not source.isidentifier():
         return (ast.literal_eval(source),)
@@ -534,6 +549,11 @@ def _candidates(
     if param.name in dim_params:
         notes.append(f"{TODO}: {param.name} sizes a dimension: {DEFAULT_FIXED_SIZES} assumed")
         return DEFAULT_FIXED_SIZES
+    if probing:
+        notes.append(
+            f"{TODO}: template parameter {param.name}: no value known; those of {PROBED_VALUES} that compile kept"
+        )
+        return PROBED_VALUES
     notes.append(f"{TODO}: template parameter {param.name}: no candidate value known; 1 assumed")
     return (1,)
 
@@ -552,22 +572,68 @@ def _value_tuples(
     wrapper: WrapperCall | None,
     tensors: list[DraftTensor],
     notes: list[str],
+    probing: bool = False,
 ) -> list[tuple]:
     params = template_params(model, launcher)
     if wrapper is not None and wrapper.manifest:
         return [tuple(_cpp_value(a) for a in args) for args in wrapper.manifest]
+    called = dispatched_arguments(model, launcher, len(params)) if wrapper is None else []
+    if called:
+        notes.append(f"{TODO}: template arguments of {launcher.name} from the calls that dispatch to it in the source")
+        return called
     used = {t.dtype for t in tensors}
     dims = {d for t in tensors for d in t.shape if isinstance(d, str)}
     sources = list(wrapper.argument_sources) if wrapper else []
     sources += [""] * (len(params) - len(sources))
     if wrapper is not None and pdl == "" and "pdl" in sources:
         pdl = params[sources.index("pdl")].name
-    per_param = [_candidates(p, pdl, used, s, dims, notes) for p, s in zip(params, sources)]
+    per_param = [_candidates(p, pdl, used, s, dims, notes, probing) for p, s in zip(params, sources)]
     tuples = list(itertools.product(*per_param))
     if len(tuples) > MAX_INSTANTIATIONS:
         notes.append(f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} kept")
         tuples = tuples[:MAX_INSTANTIATIONS]
     return tuples
+
+
+def dispatched_arguments(model: SourceModel, launcher: Function, count: int) -> list[tuple]:
+    """The template arguments the source's own dispatch passes the launcher
+    (``generic_router_gemm_op<float, float32_code, 256, 7168, 1, 16>(...)``,
+    ``Kernel<fp16_t, true>::run(...)``): what the code is built with, in order, each once."""
+    if count == 0:
+        return []
+    text = model.data.decode("utf-8", errors="replace")
+    owner = _owner(model, launcher)
+    name = owner.name if owner is not None and owner.template_params else launcher.name
+    after = rf"\s*::\s*{re.escape(launcher.name)}\s*\(" if name != launcher.name else r"\s*\("
+    # a call inside another template passes that template's parameters: no value
+    dependent = {p.name for f in model.functions for p in f.template_params}
+    dependent |= {p.name for st in model.structs for p in st.template_params}
+    found: list[tuple] = []
+    for match in re.finditer(rf"\b{re.escape(name)}\s*<", text):
+        close = _closing_bracket(text, match.end())
+        if close is None or not re.match(after, text[close + 1 :]):
+            continue
+        # as spelled (``float``, not the project's ``fp32_t``, which the tree may not define)
+        args = tuple(_cpp_literal(a) for a in split_template_arguments(text[match.end() : close]))
+        if len(args) == count and args not in found and not dependent & {a for a in args if isinstance(a, str)}:
+            found.append(args)
+    return found
+
+
+def _closing_bracket(text: str, start: int) -> int | None:
+    """The index of the ``>`` closing the ``<`` just before ``start`` (None: not on this statement)."""
+    depth = 1
+    for index in range(start, min(len(text), start + 400)):
+        char = text[index]
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+            if depth == 0:
+                return index
+        elif char in ";{}":
+            return None
+    return None
 
 
 def _width(tensor: DraftTensor, env: dict[str, int]) -> int | None:
@@ -582,9 +648,10 @@ def instantiations(
     params = template_params(model, launcher)
     result = []
     for args in values:
-        named = dict(zip((p.name for p in params), args))
+        # a C++ spelling the source's dispatch used (``float``, ``__nv_bfloat16``) binds its dtype
+        named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
         env = {
-            name: DTYPES[v][0] if isinstance(v, str) and v in DTYPES else v
+            name: DTYPES[v][0] if isinstance(v, str) else int(v)
             for name, v in named.items()
             if not isinstance(v, str) or v in DTYPES
         }
@@ -644,7 +711,12 @@ def grid_for(tensors: list[DraftTensor], pinned: set[str], notes: list[str]) -> 
 
 
 def draft_launcher(
-    model: SourceModel, launcher: Function, cuh: Path, spec_dir: Path, wrapper_calls: Sequence[WrapperCall]
+    model: SourceModel,
+    launcher: Function,
+    cuh: Path,
+    spec_dir: Path,
+    wrapper_calls: Sequence[WrapperCall],
+    probing: bool = False,
 ) -> Draft:
     notes: list[str] = []
     symbol = symbol_of(model, launcher)
@@ -673,7 +745,7 @@ def draft_launcher(
     _ensure_written(tensors, roles, notes)
     pdl = _pdl_param(model, facts)
     insts = instantiations(
-        model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes), tensors, notes
+        model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes, probing), tensors, notes
     )
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
@@ -790,17 +862,19 @@ def draft_file(
     wrapper: Path | None = None,
     defines: tuple[str, ...] = (),
     tree: tuple[str, Path] | None = None,
+    probe: bool = False,
 ) -> list[Draft]:
     """Drafts for every launcher of ``cuh`` (or the one named), for a spec at ``spec_path``;
     ``defines`` (``NAME=VALUE``) are macros the wrapper passes to the build; ``tree``
-    (variable, folder): paths are written relative to that variable's folder."""
+    (variable, folder): paths are written relative to that variable's folder; ``probe``:
+    each instantiation is compiled with nvcc and only those that build are kept."""
     model = parse_model(cuh, defines)
     chosen = pick_launchers(model, launcher)
     wrapper = wrapper or find_wrapper(cuh)
     calls = read_wrapper(wrapper, cuh.resolve().as_posix()) if wrapper else []
     exported = [f for f in chosen if _matching_call(calls, symbol_of(model, f))]
     chosen = exported or chosen  # a wrapper names what is exported: the rest are internal
-    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls) for f in chosen]
+    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe) for f in chosen]
     base = tree[1] if tree else spec_path.parent
     includes = tree_includes(cuh, spec_path)
     for draft in drafts:
@@ -814,16 +888,99 @@ def draft_file(
     for draft in drafts:
         if names.count(draft.name) > 1:
             draft.name = f"{draft.name}_{draft.export}"
+    _own_exports(cuh, drafts)
+    if probe:
+        keep_building(drafts, cuh, spec_path)
     return drafts
+
+
+def keep_building(drafts: Sequence[Draft], cuh: Path, spec_path: Path) -> None:
+    """Compile each draft's instantiations (``compile_probe``: cached, no GPU) and drop those
+    that do not build, saying so; a draft none of whose instantiations builds keeps them all
+    with the first error, for the user to see."""
+    import uuid
+
+    from .compile_probe import check_specs
+    from .discover import discover
+
+    probe_file = spec_path.parent / f".kernel-check-probe-{uuid.uuid4().hex[:8]}_spec.py"
+    probe_file.write_text(render(drafts, cuh), encoding="utf-8")
+    try:
+        found = discover([probe_file])
+        if found.errors:
+            raise DraftError(f"the drafted spec does not load: {found.errors[0]}")
+        result = check_specs(found.specs)
+    finally:
+        probe_file.unlink(missing_ok=True)
+    if result.environment:
+        raise DraftError(f"cannot compile-probe the draft: {result.environment[0]}")
+    for draft, spec in zip(drafts, found.specs):
+        outcomes = [r for r in result.results if r.label.startswith(f"{spec.name}[")]
+        built = [inst for inst, r in zip(draft.instantiations, outcomes) if r.built]
+        failed = [r for r in outcomes if not r.built]
+        if not failed:
+            continue
+        if not built:
+            draft.notes.append(f"{TODO}: no drafted instantiation compiles: {failed[0].label}: {failed[0].error}")
+            continue
+        draft.notes.append(
+            f"{TODO}: {len(failed)} of {len(outcomes)} candidate instantiations do not compile (nvcc) and were "
+            f"left out; the first: {failed[0].label}: {failed[0].error}"
+        )
+        draft.instantiations = built
 
 
 def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
     """The kernel tree's own ``include/`` (the one holding ``sgl_kernel/`` above ``cuh``),
-    when a build from the spec's folder would not find it: a spec kept outside the tree."""
-    from ..includes import find_repo_include_dir
+    when a build from the spec's folder would not find it: a spec kept outside the tree;
+    and, for each header ``cuh`` (or a file beside it that it includes) names that no such
+    folder holds, the nearest ``include/`` above ``cuh`` that does (FlashInfer's
+    ``csrc/norm.cu`` includes ``<flashinfer/norm.cuh>`` from the tree's ``include/``, and its
+    ``csrc/tvm_ffi_utils.h`` includes ``<flashinfer/layout.cuh>``)."""
+    from ..includes import find_repo_include_dir, sgl_include_dirs
 
     own = find_repo_include_dir(cuh)
-    return (own,) if own is not None and own != find_repo_include_dir(spec_path) else ()
+    dirs = [own] if own is not None and own != find_repo_include_dir(spec_path) else []
+    searched = sgl_include_dirs(cuh)
+    ancestors = cuh.resolve().parents
+    for header in _unfound_headers(cuh.resolve(), searched):
+        if any((d / header).is_file() for d in dirs):
+            continue
+        found = next((a / "include" for a in ancestors if (a / "include" / header).is_file()), None)
+        if found is not None:
+            dirs.append(found)
+    return tuple(dirs)
+
+
+def _unfound_headers(source: Path, searched: Sequence[Path]) -> list[str]:
+    """Headers ``source`` and the files beside it that it includes (``"tvm_ffi_utils.h"``)
+    name that are neither beside the file naming them nor in ``searched``."""
+    unfound: list[str] = []
+    seen: set[Path] = set()
+    stack = [source]
+    while stack and len(seen) < MAX_LOCAL_INCLUDES:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for quote, header in _INCLUDE.findall(current.read_text(encoding="utf-8", errors="replace")):
+            beside = current.parent / header
+            if quote == '"' and beside.is_file():
+                stack.append(beside.resolve())
+            elif not any((d / header).is_file() for d in searched) and header not in unfound:
+                unfound.append(header)
+    return unfound
+
+
+def _own_exports(cuh: Path, drafts: Sequence[Draft]) -> None:
+    """A source that exports its launcher itself (``TVM_FFI_DLL_EXPORT_TYPED_FUNC(name, name)``)
+    holds that name already: the harness's module exports the launcher under another one."""
+    exported = set(_OWN_EXPORT.findall(cuh.read_text(encoding="utf-8", errors="replace")))
+    for draft in drafts:
+        if draft.export in exported:
+            renamed = f"{draft.export}_under_test"
+            draft.notes.append(f"{TODO}: {cuh.name} exports {draft.export} itself; the harness exports it as {renamed}")
+            draft.export = renamed
 
 
 def draft_text(
@@ -833,10 +990,85 @@ def draft_text(
     wrapper: Path | None = None,
     defines: tuple[str, ...] = (),
     tree: tuple[str, Path] | None = None,
+    probe: bool = False,
 ) -> str:
     """The spec file's text for ``cuh`` (see ``draft_render``)."""
-    return render(draft_file(cuh, spec_path, launcher, wrapper, defines, tree), cuh)
+    return render(draft_file(cuh, spec_path, launcher, wrapper, defines, tree, probe), cuh)
 
 
 def default_spec_path(cuh: Path) -> Path:
     return cuh.with_name(f"{cuh.stem}_spec.py")
+
+
+# ----- a whole tree -----
+
+KERNEL_SUFFIXES = (".cuh", ".cu")
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One kernel source of ``spec new DIR``: what was drafted, and how much of it is a guess."""
+
+    source: Path
+    spec: Path | None  # None: nothing drafted
+    launchers: tuple[str, ...] = ()
+    instantiations: int = 0
+    guesses: tuple[str, ...] = ()
+    status: str = "drafted"  # or "exists" (kept), or why nothing was drafted
+    written: bool = False
+
+    @property
+    def sure(self) -> str:
+        """How much of the draft the code said, by the number of guesses left to check."""
+        if not self.written:
+            return "-"
+        return "high" if len(self.guesses) <= 1 else "medium" if len(self.guesses) <= 4 else "low"
+
+
+def draft_tree(
+    root: Path,
+    out_dir: Path | None,
+    defines: tuple[str, ...] = (),
+    tree: tuple[str, Path] | None = None,
+    probe: bool = False,
+) -> list[TreeRow]:
+    """A draft beside (or in ``out_dir`` for) every ``.cuh``/``.cu`` under ``root`` that has a
+    launcher; an existing spec file is never overwritten."""
+    rows = []
+    for source in sorted(p for suffix in KERNEL_SUFFIXES for p in root.rglob(f"*{suffix}") if p.is_file()):
+        target = (out_dir / default_spec_path(source).name) if out_dir is not None else default_spec_path(source)
+        if target.exists():
+            rows.append(TreeRow(source, target, status="exists, kept"))
+            continue
+        try:
+            drafts = draft_file(source, target, None, None, defines, tree, probe)
+        except DraftError as exc:
+            rows.append(TreeRow(source, None, status=str(exc).split(" (", 1)[0]))
+            continue
+        target.write_text(render(drafts, source), encoding="utf-8")
+        notes = tuple(dict.fromkeys(n.removeprefix(f"{TODO}: ") for d in drafts for n in d.notes))
+        launchers = tuple(d.export for d in drafts)
+        count = sum(len(d.instantiations) for d in drafts)
+        rows.append(TreeRow(source, target, launchers, count, notes, written=True))
+    return rows
+
+
+def render_tree_table(rows: Sequence[TreeRow]) -> str:
+    """One line per kernel source: its spec, launchers, instantiations, guesses and how sure."""
+    header = ("source", "spec", "launchers", "insts", "guesses", "sure", "first guess / status")
+    lines = [header]
+    for row in rows:
+        detail = row.guesses[0] if row.guesses else row.status
+        lines.append(
+            (
+                row.source.as_posix(),
+                row.spec.name if row.spec is not None else "-",
+                ", ".join(row.launchers) or "-",
+                str(row.instantiations),
+                str(len(row.guesses)),
+                row.sure,
+                detail[:80],
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1] for line in lines)
