@@ -316,7 +316,7 @@ def _run_rules(language: Language, model: Any, path: Path, relative: str, option
     table = options_table(options.config)
     raw = Raw([])
     for registered in rules_for(language):
-        context = RuleContext(registered.meta, str(path), relative, table)
+        context = RuleContext(registered.meta, str(path), relative, table, str(options.config.root))
         check = registered.check
         assert check is not None  # rules_for yields the rules that have a check
         try:
