@@ -79,14 +79,14 @@ OPTIONS: tuple[Option, ...] = (
         "str",
         "test/registered/",
         "KC506: the tree whose test_*.py / bench_*.py must register with CI. KC504 reports only "
-        "where this directory exists (under the project root or a directory above it).",
+        "where this directory exists (in the checked file's directory or one above it).",
     ),
     Option(
         "benchmark-marker",
         "str",
         "python/sglang/kernels/jit/benchmark/marker.py",
         "KC505: the module of the benchmark framework that benchmarks must use; KC505 reports "
-        "only where this file exists (under the project root or a directory above it).",
+        "only where this file exists (in the checked file's directory or one above it).",
     ),
     Option(
         "conventions",

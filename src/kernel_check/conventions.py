@@ -13,8 +13,9 @@ library what it offers before they recommend it:
 - KC504: the registered-tests tree (`registered-tests-root`) exists.
 - KC505: the benchmark framework's module (`benchmark-marker`) exists.
 
-The paths of KC504 and KC505 are looked up under the project root and, when not there, under
-each directory above it (the project root of a checked subtree of a checkout is the subtree).
+The paths of KC504 and KC505 are looked up in the checked file's directory and each directory
+above it, the project root's among them, so a subtree of a checkout checked on its own (its
+project root is the subtree) still finds them at the checkout's root.
 The `conventions` key overrides the detection per code: "on", "off" or "auto" (the default).
 """
 
@@ -34,17 +35,18 @@ def setting(options: dict[str, Any], code: str) -> str:
     return str(options["conventions"].get(code, "auto"))
 
 
-def project_convention(code: str, root: str, options: dict[str, Any]) -> str:
-    """What establishes the convention of KC504 or KC505 in the project at `root`, as a
+def project_convention(code: str, path: str, root: str, options: dict[str, Any]) -> str:
+    """What establishes the convention of KC504 or KC505 for the checked file `path`, as a
     message names it: the path of the registered-tests tree or of the benchmark module (in
-    backquotes, relative to `root` when inside it), `FORCED` when the configuration turns the
-    convention on, "" when the tree has not adopted it."""
+    backquotes, relative to the project root `root` when inside it), `FORCED` when the
+    configuration turns the convention on, "" when the tree has not adopted it."""
     chosen = setting(options, code)
     if chosen != "auto":
         return FORCED if chosen == "on" else ""
+    start = Path(path).resolve().parent if path else Path(root)
     if code == "KC504":
-        return _found(root, str(options["registered-tests-root"]), directory=True)
-    return _found(root, str(options["benchmark-marker"]), directory=False)
+        return _found(start, str(options["registered-tests-root"]), root, directory=True)
+    return _found(start, str(options["benchmark-marker"]), root, directory=False)
 
 
 def shown(path: str, root: str) -> str:
@@ -56,10 +58,11 @@ def shown(path: str, root: str) -> str:
     return path
 
 
-def _found(root: str, relative: str, directory: bool) -> str:
-    if not root or not relative:
+def _found(start: Path, relative: str, root: str, directory: bool) -> str:
+    """`relative` under `start` or the nearest directory above it that holds it."""
+    if not relative or start == Path():
         return ""
-    for base in (Path(root), *Path(root).parents):
+    for base in (start, *start.parents):
         candidate = base / relative
         if candidate.is_dir() if directory else candidate.is_file():
             return f"`{shown(str(candidate), root)}{'/' if directory else ''}`"
@@ -67,6 +70,7 @@ def _found(root: str, relative: str, directory: bool) -> str:
 
 
 def fingerprint(root: str, options: dict[str, Any]) -> dict[str, str]:
-    """The project-level detections, for the result cache's key: a registered-tests tree or
-    a benchmark module that appears or goes changes the findings of files that did not."""
-    return {code: project_convention(code, root, options) for code in ("KC504", "KC505")}
+    """The detections from the project root, for the result cache's key: a registered-tests
+    tree or a benchmark module that appears or goes at or above the root changes the findings
+    of files that did not change."""
+    return {code: project_convention(code, "", root, options) for code in ("KC504", "KC505")}

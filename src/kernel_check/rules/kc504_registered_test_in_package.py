@@ -3,9 +3,10 @@ Checks for `register_*_ci(...)` calls in files under the package source root
 (`python/sglang/` by default): a registered CI test inside the importable package.
 
 Only in a tree that keeps its registered tests apart: the registered-tests tree
-(`registered-tests-root`, `test/registered/` by default) exists under the project root or a
-directory above it; the message names it. A tree without one (code written before the
-convention) gets no finding: there is nowhere to move the test to.
+(`registered-tests-root`, `test/registered/` by default) exists in the checked file's
+directory or one above it (the project root's among them); the message names it. A tree
+without one (code written before the convention) gets no finding: there is nowhere to move
+the test to.
 `conventions = { KC504 = "on" }` (or `"off"`) decides it instead of the detection.
 
 ## Why is this bad?
@@ -54,7 +55,7 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     if not path_under(ctx.rel_path, ctx.options["package-root"]):
         return
     registrations = [call for call in model.calls if call.is_ci_registration]
-    tests_root = project_convention("KC504", ctx.root, ctx.options) if registrations else ""
+    tests_root = project_convention("KC504", ctx.path, ctx.root, ctx.options) if registrations else ""
     if not tests_root:
         return  # the tree keeps no registered-tests tree: nowhere to move the test to
     if tests_root == FORCED:

@@ -5,9 +5,10 @@ however they are imported (`from triton.testing import do_bench`,
 `import triton.testing as tt`, an import inside the benchmark function...).
 
 Only in a tree that has the framework: the module `benchmark-marker` names
-(`python/sglang/kernels/jit/benchmark/marker.py` by default) exists under the project root or
-a directory above it; the message names it. A tree without it (code written before the
-framework existed, or another project) gets no finding: there is nothing to use instead.
+(`python/sglang/kernels/jit/benchmark/marker.py` by default) exists in the checked file's
+directory or one above it (the project root's among them); the message names it. A tree
+without it (code written before the framework existed, or another project) gets no finding:
+there is nothing to use instead.
 `conventions = { KC505 = "on" }` (or `"off"`) decides it instead of the detection.
 
 ## Why is this bad?
@@ -81,7 +82,7 @@ def check(model: PyModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls:
         if (helper := _triton_helper(call.callee)) is None:
             continue
-        framework = framework or project_convention("KC505", ctx.root, ctx.options)
+        framework = framework or project_convention("KC505", ctx.path, ctx.root, ctx.options)
         if not framework:
             return  # the tree has no marker framework: nothing to use instead
         origin = f"the convention {FORCED} turns on" if framework == FORCED else f"this tree's {framework}"
