@@ -112,8 +112,8 @@ A `pyproject.toml` table that looks meant for kernel-check but is spelled otherw
 warning line on stderr.
 
 Relative paths in the table (`include-dirs`, `exclude`, `per-file-ignores`, `baseline`,
-`package-root`, `registered-tests-root`) are relative to the project root, the directory of
-that `pyproject.toml`. Command-line flags override the file: `--select`/`--ignore` replace or
+`package-root`, `registered-tests-root`, `benchmark-marker`) are relative to the project root,
+the directory of that `pyproject.toml`. Command-line flags override the file: `--select`/`--ignore` replace or
 extend `select`/`ignore`, `--strict` sets `strict`, `--mode` sets `mode`, `--baseline` replaces
 `baseline`.
 

@@ -42,7 +42,7 @@ struct ScaleParams {
 def report(tmp_path_factory) -> dict:
     tree = tmp_path_factory.mktemp("tree")
     (tree / "include" / "sgl_kernel").mkdir(parents=True)
-    (tree / "include" / "sgl_kernel" / "marker.h").write_text("#pragma once\n")
+    (tree / "include" / "sgl_kernel" / "marker.h").write_text("#pragma once\nnamespace sglang {}\n")  # KC320 applies
     (tree / "csrc").mkdir()
     (tree / "csrc" / "scale.cuh").write_text(SCALE)
     (tree / "csrc" / "gemm.cuh").write_text("#include <cute/tensor.hpp>\n")

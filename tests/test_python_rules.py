@@ -46,11 +46,13 @@ def fixture_options() -> dict[str, Any]:
         return options_table(tomllib.load(handle)["tool"]["kernel-check"])
 
 
-def run_rules(model: PyModel, rel_path: str, options: dict[str, Any], rules: Iterable[RegisteredRule]) -> list[Finding]:
+def run_rules(
+    model: PyModel, rel_path: str, options: dict[str, Any], rules: Iterable[RegisteredRule], root: str = ""
+) -> list[Finding]:
     findings: list[Finding] = []
     for registered in rules:
         assert registered.check is not None
-        ctx = RuleContext(registered.meta, model.path, rel_path, options)
+        ctx = RuleContext(registered.meta, model.path, rel_path, options, root)
         findings.extend(registered.check(model, ctx))
     return findings
 
@@ -111,7 +113,7 @@ def test_every_code_has_a_firing_fixture() -> None:
 def test_fixture_findings_match_markers(path: Path) -> None:
     text = path.read_text()
     model = build_python_model(str(path), text)
-    findings = run_rules(model, fixture_id(path), fixture_options(), rules_for(Language.PYTHON))
+    findings = run_rules(model, fixture_id(path), fixture_options(), rules_for(Language.PYTHON), str(FIXTURE_REPO))
     actual = {(finding.line, finding.code) for finding in findings}
     expected = expected_markers(text)
     lines = text.splitlines()
@@ -125,7 +127,7 @@ def test_fixture_findings_match_markers(path: Path) -> None:
 def test_findings_point_into_the_file() -> None:
     path = FIXTURE_REPO / "test/registered/kernels/ops/elementwise/test_scale_ci_values.py"
     model = build_python_model(str(path), path.read_text())
-    for finding in run_rules(model, fixture_id(path), fixture_options(), rules_for(Language.PYTHON)):
+    for finding in run_rules(model, fixture_id(path), fixture_options(), rules_for(Language.PYTHON), str(FIXTURE_REPO)):
         assert finding.path == str(path)
         assert not finding.message[0].isupper() and ";" in finding.message, finding.message
 
@@ -350,11 +352,11 @@ REGISTERED = 'register_cuda_ci(est_time=1, stage="s", runner_config="r")\n'
 
 
 def test_package_root_option() -> None:
-    options = {"package-root": "src/mypkg/", "registered-tests-root": "tests/ci/"}
+    options = {"package-root": "src/mypkg/", "registered-tests-root": "tests/ci/", "conventions": {"KC504": "on"}}
     (finding,) = check_source(REGISTERED, "src/mypkg/ops/t.py", "KC504", options)
     assert "`tests/ci/`" in finding.message
     assert check_source(REGISTERED, "python/sglang/ops/t.py", "KC504", options) == []
-    assert len(check_source(REGISTERED, "python/sglang/ops/t.py", "KC504")) == 1  # the default root
+    assert len(check_source(REGISTERED, "python/sglang/ops/t.py", "KC504", {"conventions": {"KC504": "on"}})) == 1
 
 
 def test_registered_tests_root_option() -> None:

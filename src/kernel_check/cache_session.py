@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import conventions
 from .config import Config
 from .discover import is_python
 from .pipeline import RunOptions, check, compile_args, options_table, parses, read_limited, selected
@@ -60,10 +61,13 @@ def open_result_cache(options: RunOptions) -> Any:
     from .result_cache import ResultCache, run_fingerprint
 
     config = options.config
+    table = options_table(config)
+    root = str(config.root.resolve())
     fingerprint = run_fingerprint(
         {
-            "config": {key: value for key, value in options_table(config).items() if key not in FILTER_KEYS},
-            "root": str(config.root.resolve()),
+            "config": {key: value for key, value in table.items() if key not in FILTER_KEYS},
+            "root": root,
+            "conventions": conventions.fingerprint(root, table),
             "settings": asdict(options.settings),
             "preamble": cache.preamble,
         }

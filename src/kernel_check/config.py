@@ -21,6 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from .conventions import CONVENTION_CODES, SETTINGS
 from .finding import Severity
 
 
@@ -84,7 +85,22 @@ OPTIONS: tuple[Option, ...] = (
         "registered-tests-root",
         "str",
         "test/registered/",
-        "KC506: the tree whose test_*.py / bench_*.py must register with CI.",
+        "KC506: the tree whose test_*.py / bench_*.py must register with CI. KC504 reports only "
+        "where this directory exists (in the checked file's directory or one above it).",
+    ),
+    Option(
+        "benchmark-marker",
+        "str",
+        "python/sglang/kernels/jit/benchmark/marker.py",
+        "KC505: the module of the benchmark framework that benchmarks must use; KC505 reports "
+        "only where this file exists (in the checked file's directory or one above it).",
+    ),
+    Option(
+        "conventions",
+        "table[str]",
+        {},
+        "Whether the tree follows the convention a convention rule enforces (KC320, KC504, "
+        'KC505): "auto" (detected, see each rule\'s page), "on" or "off", e.g. {KC505 = "off"}.',
     ),
     Option(
         "file-timeout",
@@ -287,6 +303,10 @@ _VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "file-timeout": (_positive, "a positive number of seconds"),
     "max-file-bytes": (_positive, "a positive number of bytes"),
     "cache-max-size": (_is_size, 'a size such as "1GiB", "500MB" or "0"'),
+    "conventions": (
+        lambda value: all(code in CONVENTION_CODES and setting in SETTINGS for code, setting in value.items()),
+        f'a table of {", ".join(CONVENTION_CODES)} to "auto", "on" or "off"',
+    ),
 }
 
 

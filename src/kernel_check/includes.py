@@ -60,6 +60,7 @@ def sgl_include_dirs(path: Path, configured: Iterable[str | os.PathLike[str]] = 
 _HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".cuhpp", ".inl")
 _COMMENT_OR_STRING = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.DOTALL)
 _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+_SGLANG_NAMESPACE = re.compile(rb"\bnamespace\s+sglang\b")
 
 
 def library_root(args: Sequence[str]) -> Path | None:
@@ -75,15 +76,24 @@ def library_names(root: Path) -> frozenset[str]:
     """Every identifier the code of `root/sgl_kernel/` spells (comments and string literals
     left out): the functions, members, types and macros the user's header library has.
     Read once per run for each library, and again when one of its headers changes."""
+    return read_library(root)[0]
+
+
+def read_library(root: Path) -> tuple[frozenset[str], str]:
+    """`library_names(root)`, and the first header of `root/sgl_kernel/` (by path) whose code
+    opens `namespace sglang` ("" when none does): where the library establishes the namespace
+    its users write their code in (KC320). One read of the headers for both."""
     headers = sorted(p for p in (root / LIBRARY).rglob("*") if p.suffix in _HEADER_SUFFIXES and p.is_file())
-    signature = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in headers)
-    return _names(signature)
+    return _read(tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in headers))
 
 
 @functools.lru_cache(maxsize=8)
-def _names(signature: tuple[tuple[str, int, int], ...]) -> frozenset[str]:
+def _read(signature: tuple[tuple[str, int, int], ...]) -> tuple[frozenset[str], str]:
     names: set[str] = set()
+    namespace_home = ""
     for path, _, _ in signature:
         code = _COMMENT_OR_STRING.sub(b" ", Path(path).read_bytes())
         names.update(match.decode("ascii") for match in _IDENTIFIER.findall(code))
-    return frozenset(names)
+        if not namespace_home and _SGLANG_NAMESPACE.search(code):
+            namespace_home = path
+    return frozenset(names), namespace_home

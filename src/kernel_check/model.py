@@ -816,10 +816,20 @@ class HeaderLibrary:
 
     root: str = ""  # the include directory holding `sgl_kernel/`; "" when there is none
     names: frozenset[str] = frozenset()  # the identifiers its headers spell
+    # The tree's own library (found walking up from the file, or configured), not the copy
+    # bundled with kernel-check that a tree without one is parsed against.
+    own: bool = False
+    included: bool = False  # the file includes one of its headers (directly or through others)
+    namespace_home: str = ""  # a header of it that opens `namespace sglang`; "" when none does
 
     def provides(self, name: str) -> bool:
         """Whether the library has `name` (assumed when no library was found)."""
         return not self.root or name in self.names
+
+    def namespace_convention(self) -> str:
+        """The header that makes `namespace sglang` this file's convention (KC320): the
+        library's, when the library is the tree's own or the file includes it; else ""."""
+        return self.namespace_home if self.own or self.included else ""
 
 
 @dataclass

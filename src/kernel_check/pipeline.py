@@ -379,7 +379,7 @@ def _run_rules(language: Language, model: Any, path: Path, relative: str, option
     raw = Raw([])
     needs = options.needs(path)
     for registered in (r for r in rules_for(language) if runs_with(r, needs)):
-        context = RuleContext(registered.meta, str(path), relative, table)
+        context = RuleContext(registered.meta, str(path), relative, table, str(options.config.root))
         check = registered.check
         assert check is not None  # rules_for yields the rules that have a check
         try:

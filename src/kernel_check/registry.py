@@ -117,13 +117,16 @@ class RuleContext:
 
     `path` is the file as given on the command line; `rel_path` is its POSIX path relative to
     the project root (the directory of the governing `pyproject.toml`, else the current
-    directory); `options` is the `[tool.kernel-check]` table with defaults filled in.
+    directory); `options` is the `[tool.kernel-check]` table with defaults filled in; `root`
+    is the project root itself ("" outside a project: the convention rules then detect no
+    convention, `conventions.py`).
     """
 
     meta: RuleMeta
     path: str
     rel_path: str
     options: dict[str, Any] = field(default_factory=dict)
+    root: str = ""
 
     def finding(
         self,

@@ -243,7 +243,9 @@ def test_a_suppression_after_a_form_feed_covers_its_line(project: Path) -> None:
     """Suppression lines are numbered as clang numbers them (`str.splitlines()` also breaks at
     \\f, \\v, \\x1c-\\x1e, \\x85, U+2028, U+2029)."""
     main = project / "kernel.cuh"
-    main.write_bytes(b"// page\x0cbreak\nvoid outside_namespace() {}  // kernel-check: ignore[KC320]\n")
+    main.write_bytes(
+        b"// page\x0cbreak\nvoid outside_namespace() {}  // kernel-check: ignore[KC320]\nnamespace sglang {}\n"
+    )  # the file's own `namespace sglang` makes KC320 apply to it
     codes = [(f.code, f.line) for f in _check(main).findings]
     assert codes == [], codes
 
@@ -258,8 +260,9 @@ def test_deep_nesting_is_checked_not_crashed(project: Path) -> None:
     import subprocess
     import sys
 
-    (project / "deep.cuh").write_text("int nest_v = " + "(" * 2000 + "1" + ")" * 2000 + ";\n")
-    (project / "fine.cuh").write_text("void outside_namespace() {}\n")
+    # each file opens `namespace sglang` itself, which makes KC320 apply to it
+    (project / "deep.cuh").write_text("int nest_v = " + "(" * 2000 + "1" + ")" * 2000 + ";\nnamespace sglang {}\n")
+    (project / "fine.cuh").write_text("void outside_namespace() {}\nnamespace sglang {}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_CHECK_")}
     proc = subprocess.run(
         [sys.executable, "-m", "kernel_check", ".", "--format", "json", "--no-cache", "--jobs", "1"],

@@ -7,11 +7,14 @@ when `needs` (what the selected rules read, `registry.Need`) asks for it.
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import clang.cindex as ci
 
-from ..includes import library_names, library_root
+from ..config import real_path
+from ..includes import LIBRARY, bundled_include_dir, find_repo_include_dir, library_root, read_library
 from ..model import (
     Field,
     Function,
@@ -95,7 +98,7 @@ class _Extractor:
         if Need.SCOPE in self.needs:
             extract_scope_facts(self.top_level, self.unit, self.model)
         self.model.error_spans = self._error_spans()
-        self.model.header_library = _header_library(self.unit.args)
+        self.model.header_library = _header_library(self.unit)
         return self.model
 
     def _visit_scope(self, root: ci.Cursor) -> None:
@@ -331,9 +334,21 @@ def extract(unit: ParsedUnit, text: str, data: bytes, needs: frozenset[Need] = A
     return model
 
 
-def _header_library(args: list[str]) -> HeaderLibrary:
-    root = library_root(args)
-    return HeaderLibrary(str(root), library_names(root)) if root is not None else HeaderLibrary()
+def _header_library(unit: ParsedUnit) -> HeaderLibrary:
+    root = library_root(unit.args)
+    if root is None:
+        return HeaderLibrary()
+    names, namespace_home = read_library(root)
+    headers = f"{root / LIBRARY}{os.sep}"
+    preamble_deps = (path for path, _ in unit.preamble.deps) if unit.preamble is not None else ()
+    resolved = real_path(root)
+    return HeaderLibrary(
+        str(root),
+        names,
+        own=resolved != real_path(bundled_include_dir()) or find_repo_include_dir(Path(unit.path)) == resolved,
+        included=any(dep.startswith(headers) for dep in (*unit.deps, *preamble_deps)),
+        namespace_home=namespace_home,
+    )
 
 
 def _owner_usr(cursor: ci.Cursor) -> str:

@@ -147,8 +147,9 @@ class _Value:
     shape: str = ""  # the shape/stride expression a 64-bit value derives from
     builtin: str = ""  # "blockIdx.x" when the expression is (a copy of) a CUDA built-in index
     product: _Product | None = None
-    # Finished products whose 32-bit value still flows on through 32-bit arithmetic: whether
-    # it is widened to 64 bits later is learned where that flow ends.
+    # Finished products whose 32-bit value still flows on through 32-bit arithmetic (or sits
+    # in a 32-bit local): whether it is widened to 64 bits later is learned where that flow
+    # ends, at every read of the local.
     flowing: tuple[_Product, ...] = ()
 
 
@@ -207,6 +208,21 @@ class _State:
     c_api_outputs: dict[int, str] = field(default_factory=dict)  # local -> C function writing it
     decls: list[_PendingDecl] = field(default_factory=list)
     lanes: list[_LaneUse] = field(default_factory=list)
+    products: dict[int, int] = field(default_factory=dict)  # product node (by id) -> its fact's index
+
+
+def _held(name: str, width: int | None, value: _Value) -> _Value:
+    """What a local of `width` bits named `name` holds once `value` is stored into it: a
+    64-bit one keeps a shape, a 32-bit one a built-in and the grid products it was computed
+    from (`const uint32_t row = blockIdx.x * kWarps + warp;` and later `row * stride`)."""
+    narrow = width is not None and width <= 32
+    return _Value(
+        lanes=value.lanes,
+        via=name if value.lanes else "",
+        shape=value.shape if width == 64 else "",
+        builtin=value.builtin if narrow else "",
+        flowing=tuple(_ended([value])) if width == 32 else (),
+    )
 
 
 # ---- the reading -----------------------------------------------------------------------------
@@ -590,13 +606,7 @@ class _Reader:
 
     # -- declarations --------------------------------------------------------------------------
     def _local(self, var: Var, initializer: Expr | None, init_value: _Value) -> None:
-        width = _width(var.type)
-        self.state.variables[var.key] = _Value(
-            lanes=init_value.lanes,
-            via=var.name if init_value.lanes else "",
-            shape=init_value.shape if width == 64 else "",
-            builtin=init_value.builtin if width is not None and width <= 32 else "",
-        )
+        self.state.variables[var.key] = _held(var.name, _width(var.type), init_value)
         written = self._written_integer_type(var)
         words = written[2] if written is not None else self._specifier_words(var)
         if initializer is not None and ("constexpr" in words or ("const" in words and self._is_constant(initializer))):
@@ -717,13 +727,7 @@ class _Reader:
         variable = _referenced_variable(target)
         if variable is None or variable.key not in self.state.variables:
             return
-        width = _width(variable.type)
-        self.state.variables[variable.key] = _Value(
-            lanes=value.lanes,
-            via=variable.name if value.lanes else "",
-            shape=value.shape if width == 64 else "",
-            builtin=value.builtin if width is not None and width <= 32 else "",
-        )
+        self.state.variables[variable.key] = _held(variable.name, _width(variable.type), value)
 
     def _stored(self, target: Expr) -> _Value:
         variable = _referenced_variable(target)
@@ -834,9 +838,17 @@ class _Reader:
         return replace(value, flowing=())
 
     def _emit_product(self, product: _Product, widened: bool) -> None:
+        """Record where a product's flow ends. A product held in a 32-bit local ends at every
+        read of the local: it is one fact, widened when any of those reads widens it."""
         if not any(b.startswith(_GRID_SCALE_BUILTINS) for b in product.builtins):
             return
         node = product.node
+        index = self.state.products.get(id(node))
+        if index is not None:
+            if widened:
+                self.facts.index_products[index] = replace(self.facts.index_products[index], widened=True)
+            return
+        self.state.products[id(node)] = len(self.facts.index_products)
         self.facts.index_products.append(
             IndexProduct(
                 span=node.span,

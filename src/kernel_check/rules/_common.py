@@ -120,9 +120,11 @@ class IntegerRoles:
 
     The scope is where the guide puts the reason for the convention: values that cross the
     FFI boundary (launcher parameters) or the host/device boundary (kernel parameters,
-    params-struct fields), and locals that take a 64-bit shape or stride. Inside kernel,
-    device and launcher bodies `int` is 32 bits on every CUDA target, so the width there is
-    fixed by the platform; only `long` (32 bits on Windows, 64 on Linux) is reported there."""
+    params-struct fields), and locals that take a 64-bit shape or stride -- in any function,
+    a host helper that launches nothing included (KC111 leaves every such `int`/`unsigned`
+    local to KC110, so one of the two reports it wherever it is). Inside kernel, device and
+    launcher bodies `int` is 32 bits on every CUDA target, so the width there is fixed by the
+    platform; only `long` (32 bits on Windows, 64 on Linux) is reported there."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
@@ -131,10 +133,10 @@ class IntegerRoles:
         if decl.kind is IntegerDeclKind.FIELD:
             return "params-struct field" if decl.owner in self.model.params_struct_names() else None
         function = self.model.function(decl.owner_usr)
-        if function is None:
-            return None
-        if function.kind is FunctionKind.HOST and not self.model.is_launcher(function):
-            return None  # plain host helpers are neither the kernel side nor the FFI boundary
+        if function is None or (function.kind is FunctionKind.HOST and not self.model.is_launcher(function)):
+            # plain host helpers (and lambdas outside functions) are neither the kernel side nor
+            # the FFI boundary, but a shape narrowed into an `int` local there is narrowed all the same
+            return _SHAPE_LOCAL if decl.kind is IntegerDeclKind.LOCAL and _takes_shape(decl) else None
         if decl.kind is IntegerDeclKind.PARAM:
             return self._param_role(decl, function)
         return self._local_role(decl)
@@ -150,15 +152,27 @@ class IntegerRoles:
 
     @staticmethod
     def _local_role(decl: IntegerDecl) -> str | None:
-        if decl.declarator in ("pointer", "array") or decl.is_constexpr or decl.has_constant_init or decl.c_api:
+        if _exempt_local(decl):
             return None
         if decl.shape_source:
-            return "shape/stride value"
+            return _SHAPE_LOCAL
         if not _platform_width(decl) or decl.loop_bound_constant is True:
             return None
         if decl.loop_bound_constant is False:
             return "loop counter (over a runtime bound)"
         return "index/size variable"
+
+
+_SHAPE_LOCAL = "shape/stride value"
+
+
+def _exempt_local(decl: IntegerDecl) -> bool:
+    """Storage, a compile-time constant, or an `int` a C API dictates: never KC110's."""
+    return decl.declarator in ("pointer", "array") or decl.is_constexpr or decl.has_constant_init or bool(decl.c_api)
+
+
+def _takes_shape(decl: IntegerDecl) -> bool:
+    return bool(decl.shape_source) and not _exempt_local(decl)
 
 
 def _platform_width(decl: IntegerDecl) -> bool:

@@ -11,8 +11,10 @@ is the same type as `int` to the compiler and is the recommended way to say it.
 Exempt: template non-type parameters, `constexpr` (or `const` with a constant initializer)
 locals, an `int` that a C API dictates (`int device; cudaGetDevice(&device);`,
 `int rc = c_function();`), pointers and arrays declared locally (storage, not an index), host
-helpers that launch nothing, and `main`. A params struct is one passed by value to a kernel
-of the file, or one named `...Params`.
+helpers that launch nothing (their parameters and other locals; a local there that takes a
+64-bit shape or stride is reported all the same, since it narrows the shape wherever it is
+written, and KC111 leaves it to this rule), and `main`. A params struct is one passed by value
+to a kernel of the file, or one named `...Params`.
 
 Narrowed on real code: an earlier version also flagged every `int` local index, loop counter
 and device-function parameter, about 1,300 findings on a tree whose authors follow this

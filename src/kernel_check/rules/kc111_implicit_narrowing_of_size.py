@@ -5,7 +5,8 @@ kernel, or arithmetic on those -- that is converted implicitly to a narrower int
 in an initialization, an assignment (compound ones included), a call argument or a return.
 It also flags such a value passed to `LaunchKernel(...)(kernel, ...)` for a 32-bit kernel
 parameter, which the launcher narrows silently. Grid and block sizes (`dim3`) are exempt, and
-so is an initialization of a variable declared `int`/`unsigned`, which KC110 already reports.
+so is an initialization of a variable declared `int`/`unsigned` (outside `main`), which KC110
+reports as a shape/stride value in every function, host helpers that launch nothing included.
 
 ## Why is this bad?
 Shapes cross the TVM-FFI boundary as `int64_t`. Narrowing one to `uint32_t` for in-kernel

@@ -3,16 +3,19 @@ Flags a flat global index (or grid stride) computed as a 32-bit product of the g
 built-ins -- `blockIdx.x * blockDim.x`, `blockIdx.x * kBlockSize`, `gridDim.x * blockDim.x`,
 `blockIdx.y * num_heads * head_dim` -- whose value is then widened to 64 bits (stored in an
 `int64_t`/`size_t`, added to or compared with a 64-bit value, passed as a 64-bit argument,
-cast to 64 bits) although no operand was widened before the multiplication, inside a kernel
-whose sizes or strides are 64-bit (a parameter, or a field of a by-value params struct, of
-type `int64_t`, `uint64_t`, `size_t`...). A product of the y/z grid dimensions with only
+cast to 64 bits) although no operand was widened before the multiplication, directly or
+through a 32-bit local that holds it (`const int row = blockIdx.x * kWarps + warp_id;` then
+`row < num_rows` or `row * stride` with 64-bit sizes), inside a kernel whose sizes or strides
+are 64-bit (a parameter, or a field of a by-value params struct, of type `int64_t`,
+`uint64_t`, `size_t`...). A product of the y/z grid dimensions with only
 built-ins or constants is not flagged: those are capped at 65535, so such a product cannot
 overflow. Only the kernel's own body (and its lambdas) is checked.
 
 Narrowed on real code: an index that is computed and kept in 32 bits
-(`const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;`, a 32-bit offset) is counting
-in 32 bits on purpose, against a 32-bit total, the way the guide's own example kernel does;
-it is no longer reported. The finding is the 64-bit intent that the 32-bit product defeats.
+(`const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;`, a 32-bit offset) and only
+compared with or combined with 32-bit values is counting in 32 bits on purpose, against a
+32-bit total, the way the guide's own example kernel does; it is not reported. The finding is
+the 64-bit intent that the 32-bit product defeats.
 
 ## Why is this bad?
 The product is evaluated in 32 bits and wraps at 2^32 (or overflows `int` at 2^31) before it
