@@ -14,6 +14,7 @@ import pytest
 
 from conftest import run_one
 from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
+from kernel_check.registry import Language, Needs, load_rules, rules_for
 
 CUDA_HOME = find_cuda_home()
 needs_cuda = pytest.mark.skipif(
@@ -293,3 +294,31 @@ def test_header_that_is_not_self_contained_says_so(tmp_path: Path) -> None:
     assert len(findings) == 1
     assert "use of undeclared identifier 'scale_by'" in findings[0].message
     assert "must include what it uses" in findings[0].message
+
+
+# -- text rules run whatever the parse outcome --
+NON_ASCII_COMMENT = "// rows \u2265 128 use the CTA variant\n"
+
+
+def _codes(result) -> list[tuple[int, str]]:
+    return sorted((f.location.line, f.code) for f in result.findings)
+
+
+def test_kc310_declares_it_reads_the_text_alone() -> None:
+    load_rules()
+    assert "KC310" in {r.meta.code for r in rules_for(Language.CPP, Needs.TEXT)}
+    assert "KC310" not in {r.meta.code for r in rules_for(Language.CPP, Needs.MODEL)}
+
+
+def test_text_rules_run_where_a_header_is_missing(tmp_path: Path) -> None:
+    """A fatal error (a header nobody provides) makes the whole file one error span: the
+    model rules' findings are dropped, the text rule's stand."""
+    source = tmp_path / "k.cuh"
+    source.write_text("#include <not_installed_anywhere/gemm.h>\n" + NON_ASCII_COMMENT + "int x;\n")
+    assert _codes(run_one(source)) == [(1, "KC000"), (2, "KC310")]
+
+
+def test_text_rules_run_inside_a_declaration_clang_could_not_type(tmp_path: Path) -> None:
+    source = tmp_path / "k.cuh"
+    source.write_text("inline int f() {\n  " + NON_ASCII_COMMENT + "  return undeclared_name;\n}\n")
+    assert _codes(run_one(source)) == [(2, "KC310"), (3, "KC000")]

@@ -28,7 +28,7 @@ from .discover import is_python
 from .filter import PARSE_ERROR, Selection, filter_file_findings, typed_findings
 from .finding import Finding, Location, Severity
 from .model import Span
-from .registry import Language, RuleContext, rules_for
+from .registry import Language, Needs, RuleContext, rules_for
 from .results import FileResult, FileStatus, status_of
 
 MAX_QUOTED_ERRORS = 3
@@ -107,6 +107,7 @@ def check(
     if problem:  # found again from the bytes at once: not worth a cache entry
         return _single(path, problem), Outcome(data)
     text = data.decode("utf-8", errors="replace")
+    text_raw = _text_findings(path, relative, text, data, options)  # whatever the parse gives
     from .watchdog import Stopped, run_bounded  # file-timeout and a memory cap (watchdog.py)
 
     if not is_python(path):  # here, not in each bounded child: libclang, the extractors and the
@@ -121,13 +122,14 @@ def check(
         _raw_findings, (path, relative, text, data, options, preamble), float(config.get("file-timeout"))
     )
     if isinstance(bounded, Stopped):  # too slow, out of memory, crashed or raised: one KC000
-        return FileResult(
-            str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)], status=status_of(bounded)
-        ), Outcome(data, None)
-    typed = typed_findings(bounded.findings, bounded.error_spans)
+        stopped = parse_error(str(path), 1, 1, bounded.message, bounded.detail)
+        return _stopped_result(path, stopped, text_raw.findings, text, options, status_of(bounded)), Outcome(data, None)
+    # a text rule's findings stand even inside declarations clang could not type
+    typed = [*typed_findings(bounded.findings, bounded.error_spans), *text_raw.findings]
     result = selected(path, typed, text, options)
-    if bounded.status is not FileStatus.CHECKED:  # a crashing rule is worth a second look next run
-        return replace(result, status=bounded.status), Outcome(data, None, typed)
+    status = bounded.status if bounded.status is not FileStatus.CHECKED else text_raw.status
+    if status is not FileStatus.CHECKED:  # a crashing rule is worth a second look next run
+        return replace(result, status=status), Outcome(data, None, typed)
     return result, Outcome(data, bounded.deps, typed)
 
 
@@ -147,6 +149,37 @@ def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -
     )
     status = FileStatus.PARSE_ERROR if any(f.code == PARSE_ERROR for f in typed) else FileStatus.CHECKED
     return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed, status=status)
+
+
+def _text_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions) -> Raw:
+    """The rules that read the text alone (`Needs.TEXT`), run here rather than in the
+    bounded pipeline so that they report on every file: one clang cannot parse, one past
+    `file-timeout`, one whose model stops short. They get a model of the text alone."""
+    from .model import SourceModel
+
+    language = Language.PYTHON if is_python(path) else Language.CPP
+    return _run_rules(language, SourceModel(path=str(path), text=text, data=data), path, relative, options, Needs.TEXT)
+
+
+def _stopped_result(
+    path: Path, stopped: Finding, text_findings: list[Finding], text: str, options: RunOptions, status: FileStatus
+) -> FileResult:
+    """A file the bounded pipeline gave up on: its KC000 and the text rules' findings, these
+    through the filter stage (no unused-suppression report: the rules that a suppression
+    may be meant for did not run)."""
+    config = options.config
+    outcome = filter_file_findings(
+        text_findings,
+        path=str(path),
+        relative_path=config.relative(path),
+        text=text,
+        error_spans=[],
+        selection=Selection(config, list(options.select), list(options.ignore)),
+        config=config,
+        report_unused=False,
+    )
+    findings = sorted([stopped, *outcome.findings], key=Finding.sort_key)
+    return FileResult(str(path), findings, outcome.suppressed, status=status)
 
 
 def read_limited(path: Path, limit: int) -> bytes:
@@ -310,12 +343,14 @@ def _undeclared_hint(error: Any) -> str:
     return MACRO_HINT if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) else SELF_CONTAINED_HINT
 
 
-def _run_rules(language: Language, model: Any, path: Path, relative: str, options: RunOptions) -> Raw:
-    """Every rule of `language` on the model; a rule that raises costs its own findings
-    (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
+def _run_rules(
+    language: Language, model: Any, path: Path, relative: str, options: RunOptions, needs: Needs = Needs.MODEL
+) -> Raw:
+    """Every rule of `language` that needs `needs` on the model; a rule that raises costs its
+    own findings (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
     table = options_table(options.config)
     raw = Raw([])
-    for registered in rules_for(language):
+    for registered in rules_for(language, needs):
         context = RuleContext(registered.meta, str(path), relative, table)
         check = registered.check
         assert check is not None  # rules_for yields the rules that have a check

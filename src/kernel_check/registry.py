@@ -11,6 +11,11 @@ static rule, the check::
     def check(model, ctx):
         yield ctx.finding(location, "message")
 
+A rule declares what it needs: the whole model (the default), or the file's text alone
+(`@rule("KC310", needs=Needs.TEXT)`): a text rule gets a model holding only the path, text
+and bytes, and runs on every file whatever its parse outcome (a missing header, a file
+clang gives up on, a file past `file-timeout`), because nothing it reads depends on clang.
+
 A build (KC6xx), dynamic (KD) or meta (KC000, KC001) code's module is its docstring alone:
 other stages produce its findings, but docs and reporting are shared.
 """
@@ -22,6 +27,7 @@ import pkgutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +36,7 @@ from .finding import Finding, Fix, Location, Related, Severity
 
 __all__ = [
     "Language",
+    "Needs",
     "RegisteredRule",
     "RuleContext",
     "RuleMeta",
@@ -59,10 +66,18 @@ class RuleMeta:
 CheckFn = Callable[[Any, "RuleContext"], Iterable[Finding]]
 
 
+class Needs(str, Enum):
+    """What a static rule's check reads: the file's text alone, or the parsed model."""
+
+    TEXT = "text"
+    MODEL = "model"
+
+
 @dataclass(frozen=True)
 class RegisteredRule:
     meta: RuleMeta
     check: CheckFn | None = None
+    needs: Needs = Needs.MODEL
 
 
 @dataclass
@@ -109,20 +124,20 @@ def _table_entry(code: str, where: str) -> Code:
     return entry
 
 
-def _add(code: str, module: ModuleType | None, check: CheckFn | None) -> None:
+def _add(code: str, module: ModuleType | None, check: CheckFn | None, needs: Needs = Needs.MODEL) -> None:
     where = module.__name__ if module else code
     if code in _REGISTRY:
         raise RuntimeError(f"{where}: code {code} registered twice")
     doc = ((module.__doc__ if module else None) or "").strip()
-    _REGISTRY[code] = RegisteredRule(RuleMeta.of(_table_entry(code, where), doc), check)
+    _REGISTRY[code] = RegisteredRule(RuleMeta.of(_table_entry(code, where), doc), check, needs)
 
 
-def rule(code: str) -> Callable[[CheckFn], CheckFn]:
+def rule(code: str, needs: Needs = Needs.MODEL) -> Callable[[CheckFn], CheckFn]:
     """Register a static rule's check for `code` (a line of the code table); the doc page is
-    the module docstring."""
+    the module docstring; `needs`: what the check reads (see the module docstring)."""
 
     def decorate(fn: CheckFn) -> CheckFn:
-        _add(code, sys.modules.get(fn.__module__), fn)
+        _add(code, sys.modules.get(fn.__module__), fn, needs)
         return fn
 
     return decorate
@@ -164,5 +179,10 @@ def get_rule(code: str) -> RegisteredRule | None:
     return _REGISTRY.get(code.upper())
 
 
-def rules_for(language: Language) -> Iterator[RegisteredRule]:
-    return (r for r in all_rules() if r.meta.language is language and r.check is not None)
+def rules_for(language: Language, needs: Needs | None = None) -> Iterator[RegisteredRule]:
+    """The static rules of `language` that have a check; with `needs`, only those that need it."""
+    return (
+        r
+        for r in all_rules()
+        if r.meta.language is language and r.check is not None and (needs is None or r.needs is needs)
+    )

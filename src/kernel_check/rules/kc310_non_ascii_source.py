@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Fix, Location, TextEdit
 from kernel_check.model import SourceModel, line_starts
-from kernel_check.registry import RuleContext, rule
+from kernel_check.registry import Needs, RuleContext, rule
 
 ASCII_REPLACEMENTS = {
     "\u2014": "--",
@@ -53,7 +53,7 @@ ASCII_REPLACEMENTS = {
 }
 
 
-@rule("KC310")
+@rule("KC310", needs=Needs.TEXT)
 def check(model: SourceModel, ctx: RuleContext) -> Iterator[Finding]:
     data = model.data
     starts = line_starts(data)  # lines as clang numbers them (a lone \r ends one too)
