@@ -8,6 +8,9 @@ header nobody provided. Every test is a real libclang parse.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from conftest import run_one
 from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
 from kernel_check.registry import Language, Needs, load_rules, rules_for
 
+SRC = Path(__file__).resolve().parent.parent / "src"
 CUDA_HOME = find_cuda_home()
 needs_cuda = pytest.mark.skipif(
     CUDA_HOME is None or not (Path(CUDA_HOME) / "include" / "cccl").is_dir(),
@@ -322,3 +326,47 @@ def test_text_rules_run_inside_a_declaration_clang_could_not_type(tmp_path: Path
     source = tmp_path / "k.cuh"
     source.write_text("inline int f() {\n  " + NON_ASCII_COMMENT + "  return undeclared_name;\n}\n")
     assert _codes(run_one(source)) == [(2, "KC310"), (3, "KC000")]
+
+
+# -- header-only dependencies where the kernels' own JIT finds them --
+CUTE_KERNEL = r"""
+#include <cute/tensor.hpp>
+
+template <class Layout>
+__global__ void fill(float* out, Layout layout) {
+  auto tensor = cute::make_tensor(cute::make_gmem_ptr(out), layout);
+  tensor(threadIdx.x) = 1.0f;
+}
+"""
+CUTLASS_WHEEL = "nvidia-cutlass==4.2.0.0"  # 6.4 MB: CUTLASS and CuTe under cutlass_library/source/
+
+
+def _kc000_lines(project: Path, python_path: list[str]) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), *python_path])}
+    command = [sys.executable, "-m", "kernel_check", "--no-cache", "--mode", "system", "--output-format", "concise"]
+    done = subprocess.run([*command, "gemm.cuh"], cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    return [line for line in done.stdout.splitlines() if "KC000" in line]
+
+
+@pytest.mark.slow
+@needs_cuda
+def test_cutlass_from_an_installed_distribution_is_found(tmp_path: Path) -> None:
+    """nvidia-cutlass installed (into a --target folder on the path): CuTe code parses; the
+    same file without it is a KC000 naming the header."""
+    target = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile"]
+    install = subprocess.run(
+        [*pip, "--target", str(target), CUTLASS_WHEEL],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if install.returncode != 0:
+        pytest.skip(f"cannot install {CUTLASS_WHEEL} (package index unreachable?): {install.stderr.strip()[-200:]}")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (project / "gemm.cuh").write_text(CUTE_KERNEL)
+    assert any("'cute/tensor.hpp' not found" in line for line in _kc000_lines(project, []))
+    assert _kc000_lines(project, [str(target)]) == []

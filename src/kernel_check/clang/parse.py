@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..includes import sgl_include_dirs
+from ..includes import dependency_include_dirs, sgl_include_dirs
 from .deep_stack import use_calling_thread
 from .device_pass import ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 
@@ -160,6 +160,9 @@ class ParseSettings:
     arch: str = "90"
     std: str = "c++20"
     extra_args: tuple[str, ...] = ()
+    # header folders of installed header-only dependencies (`includes.dependency_include_dirs`),
+    # searched after everything else, as the JIT that builds the kernels finds them
+    dependency_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -284,8 +287,10 @@ def tvm_ffi_include_dirs() -> tuple[str, ...]:
 
 
 def include_dirs_for(path: Path, settings: ParseSettings) -> list[str]:
-    """Search path for one file: the sgl_kernel directories (`includes.py`), then tvm-ffi's."""
-    return [*(str(d) for d in sgl_include_dirs(path, settings.include_dirs)), *tvm_ffi_include_dirs()]
+    """Search path for one file: the sgl_kernel directories (`includes.py`), then tvm-ffi's,
+    then the installed header-only dependencies'."""
+    found = [*(str(d) for d in sgl_include_dirs(path, settings.include_dirs)), *tvm_ffi_include_dirs()]
+    return [*found, *(d for d in settings.dependency_dirs if d not in found)]
 
 
 def _arch_defines(arch: str) -> list[str]:
@@ -448,7 +453,8 @@ def resolve_settings(
     if mode == "system" and cuda_home is None:
         raise ParseConfigError("system mode needs a CUDA install: set CUDA_HOME or put nvcc on PATH")
     effective = "system" if cuda_home else "hermetic"
-    return ParseSettings(effective, cuda_home, include_dirs, defines, arch)
+    dependencies = tuple(directory for _, directory in dependency_include_dirs())
+    return ParseSettings(effective, cuda_home, include_dirs, defines, arch, dependency_dirs=dependencies)
 
 
 class ParseConfigError(Exception):
