@@ -16,7 +16,11 @@ from pathlib import Path
 import pytest
 
 from conftest import run_one
+from kernel_check.cache import static_root
 from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
+from kernel_check.config import load_config
+from kernel_check.engine import run_static
+from kernel_check.pipeline import CacheOptions, RunOptions
 from kernel_check.registry import Language, Needs, load_rules, rules_for
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -370,3 +374,30 @@ def test_cutlass_from_an_installed_distribution_is_found(tmp_path: Path) -> None
     (project / "gemm.cuh").write_text(CUTE_KERNEL)
     assert any("'cute/tensor.hpp' not found" in line for line in _kc000_lines(project, []))
     assert _kc000_lines(project, [str(target)]) == []
+
+
+# -- a header analysed in the context of its includer --
+INCLUDER_CONTEXT = Path(__file__).resolve().parent / "fixtures" / "includer_context"
+
+
+def _kc000_by_file(paths: list[Path], cache: Path, mode: str = "hermetic") -> dict[str, int]:
+    load_rules()
+    options = RunOptions(
+        load_config(INCLUDER_CONTEXT), resolve_settings(mode), cache=CacheOptions(static_root(cache), results=True)
+    )
+    results = run_static(paths, options)
+    return {Path(r.path).name: sum(f.code == "KC000" for f in r.findings) for r in results}
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_a_header_that_is_not_self_contained_parses_in_its_includers_context(tmp_path: Path, mode: str) -> None:
+    """`bit_tuple_helpers.cuh` uses `std::has_single_bit` and `std::tuple_cat` without
+    `<bit>` or `<tuple>`; its includer includes both first. Checked with its includer it
+    parses as in a real build; checked alone (nobody includes it) it stays a KC000."""
+    helpers = INCLUDER_CONTEXT / "bit_tuple_helpers.cuh"
+    includer = INCLUDER_CONTEXT / "launch_shapes.cuh"
+    cache = tmp_path / "cache"
+    assert _kc000_by_file([helpers], cache, mode) == {"bit_tuple_helpers.cuh": 1}
+    assert _kc000_by_file([helpers, includer], cache, mode) == {"bit_tuple_helpers.cuh": 0, "launch_shapes.cuh": 0}
+    # the cached results are per context: alone again, the header is a KC000 again
+    assert _kc000_by_file([helpers], cache, mode) == {"bit_tuple_helpers.cuh": 1}

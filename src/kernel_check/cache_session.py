@@ -61,7 +61,7 @@ def open_result_cache(options: RunOptions) -> Any:
         {
             "config": {key: value for key, value in options_table(config).items() if key not in FILTER_KEYS},
             "root": str(config.root.resolve()),
-            "settings": asdict(options.settings),
+            "settings": {key: value for key, value in asdict(options.settings).items() if key != "include_context"},
             "preamble": cache.preamble,
         }
     )
@@ -101,7 +101,8 @@ class CacheSession:
             self._preamble.close()
 
     def key(self, path: Path, data: bytes) -> str:
-        args = None if is_python(path) else compile_args(path, self.options.settings)
+        settings = self.options.settings
+        args = None if is_python(path) else [*compile_args(path, settings), *settings.context_args(path)]
         return self.results.key(str(path), self.options.config.relative(path), data, args)
 
     def lookup(self, path: Path, data: bytes | None = None) -> tuple[FileResult | None, bytes | None]:

@@ -57,6 +57,20 @@ class RunStats(ParseCounts):
     seconds: float = 0.0
 
 
+def _with_include_contexts(options: RunOptions, paths: list[Path], buffers: dict[Path, bytes]) -> RunOptions:
+    """`options` whose parse settings hold, for each header another C++ file of the run
+    includes, the context it is parsed in should it fail alone (`clang/includers.py`)."""
+    cpp = [path for path in paths if not is_python(path)]
+    if len(cpp) < 2:
+        return options
+    from .clang.includers import include_contexts
+
+    sources = {path.resolve(): data for path, data in buffers.items()}
+    contexts = include_contexts(cpp, options.settings.include_dirs, sources)
+    settings = replace(options.settings, include_context=tuple(sorted(contexts.items())))
+    return replace(options, settings=settings)
+
+
 def run_static(
     paths: list[Path],
     options: RunOptions,
@@ -76,6 +90,7 @@ def run_static(
     progress = progress or Progress(enabled=False)
     progress.add(len(paths))
     buffers = buffers or {}
+    options = _with_include_contexts(options, paths, buffers)
     warm = sessions.get(options) if sessions is not None else None
     session = warm if warm is not None else CacheSession(options, open_result_cache(options))
     results: list[FileResult | None] = [None] * len(paths)

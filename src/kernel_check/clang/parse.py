@@ -163,6 +163,19 @@ class ParseSettings:
     # header folders of installed header-only dependencies (`includes.dependency_include_dirs`),
     # searched after everything else, as the JIT that builds the kernels finds them
     dependency_dirs: tuple[str, ...] = ()
+    # (header, forced-include arguments): the context a header is parsed in when it fails
+    # alone (`includers.py`); per file, so left out of the run's fingerprint (`context_args`
+    # is part of the file's result key instead)
+    include_context: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def context_args(self, path: Path) -> tuple[str, ...]:
+        """The forced includes of `path`'s includer context (empty: none)."""
+        return _context_map(self.include_context).get(str(path.resolve()), ())
+
+
+@functools.lru_cache(maxsize=4)
+def _context_map(pairs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, tuple[str, ...]]:
+    return dict(pairs)
 
 
 @dataclass(frozen=True)
@@ -497,8 +510,19 @@ def parse_file(
     unit = preamble.parse(path, source, args) if preamble is not None else None
     if unit is None:
         unit = parse_plain(str(path), source, args)
+    context = settings.context_args(path)
+    if unit.errors and context:  # a header that fails alone: as its includer sees it (includers.py)
+        in_context = parse_plain(str(path), source, [*args, *context])  # plainly: no PCH build per context
+        if _badness(in_context) < _badness(unit):
+            settings = replace(settings, extra_args=(*settings.extra_args, *context))
+            unit, preamble = in_context, None
     add_device_passes(unit, path, source, settings, preamble)  # code the host pass skips under __CUDA_ARCH__
     return unit
+
+
+def _badness(unit: ParsedUnit) -> tuple[bool, int]:
+    """How far a parse is from clean: a fatal error (clang stopped) first, then the count."""
+    return any(e.fatal for e in unit.errors), len(unit.errors)
 
 
 def parse_plain(name: str, source: str | bytes, args: list[str]) -> ParsedUnit:
