@@ -20,6 +20,7 @@ from kernel_check.cache import static_root
 from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
 from kernel_check.config import load_config
 from kernel_check.engine import run_static
+from kernel_check.jit_flags import wrapper_flags
 from kernel_check.pipeline import CacheOptions, RunOptions
 from kernel_check.registry import Language, Needs, load_rules, rules_for
 
@@ -383,7 +384,7 @@ INCLUDER_CONTEXT = Path(__file__).resolve().parent / "fixtures" / "includer_cont
 def _kc000_by_file(paths: list[Path], cache: Path, mode: str = "hermetic") -> dict[str, int]:
     load_rules()
     options = RunOptions(
-        load_config(INCLUDER_CONTEXT), resolve_settings(mode), cache=CacheOptions(static_root(cache), results=True)
+        load_config(paths[0]), resolve_settings(mode), cache=CacheOptions(static_root(cache), results=True)
     )
     results = run_static(paths, options)
     return {Path(r.path).name: sum(f.code == "KC000" for f in r.findings) for r in results}
@@ -401,3 +402,19 @@ def test_a_header_that_is_not_self_contained_parses_in_its_includers_context(tmp
     assert _kc000_by_file([helpers, includer], cache, mode) == {"bit_tuple_helpers.cuh": 0, "launch_shapes.cuh": 0}
     # the cached results are per context: alone again, the header is a KC000 again
     assert _kc000_by_file([helpers], cache, mode) == {"bit_tuple_helpers.cuh": 1}
+
+
+# -- the flags a wrapper's load_jit call builds its C++ file with --
+WRAPPER_FLAGS = Path(__file__).resolve().parent / "fixtures" / "wrapper_flags"
+
+
+def test_defines_of_the_wrappers_load_jit_call_apply_to_the_file_it_builds(tmp_path: Path) -> None:
+    """`rope_dim.cuh` uses `JIT_HEAD_DIM` (computed: the first value the file compares it
+    with) and `JIT_HEADS_PER_GROUP` (a literal), which only `rope_dim.py`'s build defines."""
+    kernel = WRAPPER_FLAGS / "csrc" / "rope_dim.cuh"
+    wrapper = WRAPPER_FLAGS / "rope_dim.py"
+    cache = tmp_path / "cache"
+    assert _kc000_by_file([kernel], cache) == {"rope_dim.cuh": 1}
+    assert _kc000_by_file([kernel, wrapper], cache) == {"rope_dim.cuh": 0, "rope_dim.py": 0}
+    flags = wrapper_flags([wrapper])
+    assert flags == {str(kernel): ("-DJIT_HEAD_DIM=64", "-DJIT_HEADS_PER_GROUP=2")}

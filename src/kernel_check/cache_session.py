@@ -54,6 +54,7 @@ def open_result_cache(options: RunOptions) -> Any:
     if cache is None or cache.root is None or not cache.results:
         return None
     from .cache import project_dir
+    from .clang.parse import PER_FILE_SETTINGS
     from .result_cache import ResultCache, run_fingerprint
 
     config = options.config
@@ -61,7 +62,7 @@ def open_result_cache(options: RunOptions) -> Any:
         {
             "config": {key: value for key, value in options_table(config).items() if key not in FILTER_KEYS},
             "root": str(config.root.resolve()),
-            "settings": {key: value for key, value in asdict(options.settings).items() if key != "include_context"},
+            "settings": {key: value for key, value in asdict(options.settings).items() if key not in PER_FILE_SETTINGS},
             "preamble": cache.preamble,
         }
     )

@@ -167,10 +167,20 @@ class ParseSettings:
     # alone (`includers.py`); per file, so left out of the run's fingerprint (`context_args`
     # is part of the file's result key instead)
     include_context: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (C++ file, -D/-I arguments): what the wrapper that builds the file passes to its
+    # `load_jit` call (`jit_flags.py`); per file, so left out of the run's fingerprint too
+    wrapper_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def context_args(self, path: Path) -> tuple[str, ...]:
         """The forced includes of `path`'s includer context (empty: none)."""
         return _context_map(self.include_context).get(str(path.resolve()), ())
+
+    def wrapper_args(self, path: Path) -> tuple[str, ...]:
+        """The -D/-I arguments `path`'s wrapper builds it with (empty: none known)."""
+        return _context_map(self.wrapper_flags).get(str(path.resolve()), ())
+
+
+PER_FILE_SETTINGS = ("include_context", "wrapper_flags")  # in each file's arguments instead of a run's fingerprint
 
 
 @functools.lru_cache(maxsize=4)
@@ -342,6 +352,7 @@ def compile_args(path: Path, settings: ParseSettings, device: bool = False) -> l
         args += ["-I", directory]
     args += _arch_defines(settings.arch)
     args += [f"-D{d}" for d in settings.defines]
+    args += settings.wrapper_args(path)
     args += list(settings.extra_args)
     return args
 
