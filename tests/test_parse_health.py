@@ -410,7 +410,8 @@ WRAPPER_FLAGS = Path(__file__).resolve().parent / "fixtures" / "wrapper_flags"
 
 def test_defines_of_the_wrappers_load_jit_call_apply_to_the_file_it_builds(tmp_path: Path) -> None:
     """`rope_dim.cuh` uses `JIT_HEAD_DIM` (computed: the first value the file compares it
-    with) and `JIT_HEADS_PER_GROUP` (a literal), which only `rope_dim.py`'s build defines."""
+    with) and `JIT_HEADS_PER_GROUP` (a literal), which only the `load_jit` call of
+    `tests/fixtures/wrapper_flags/rope_dim.py` defines."""
     kernel = WRAPPER_FLAGS / "csrc" / "rope_dim.cuh"
     wrapper = WRAPPER_FLAGS / "rope_dim.py"
     cache = tmp_path / "cache"
