@@ -209,8 +209,8 @@ def test_a_rule_that_raises_marks_the_file_and_is_not_cached(tree, monkeypatch) 
     def broken(model, context):
         raise RuntimeError("a rule bug")
 
-    def with_a_broken_rule(language):
-        return (replace(r, check=broken) if r.meta.code == "KC101" else r for r in rules_for(language))
+    def with_a_broken_rule(language, needs=None):
+        return (replace(r, check=broken) if r.meta.code == "KC101" else r for r in rules_for(language, needs))
 
     monkeypatch.setattr(pipeline, "rules_for", with_a_broken_rule)
     kernel = files[0]
