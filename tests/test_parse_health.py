@@ -8,13 +8,23 @@ header nobody provided. Every test is a real libclang parse.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import run_one
+from kernel_check.cache import static_root
 from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
+from kernel_check.config import load_config
+from kernel_check.engine import run_static
+from kernel_check.jit_flags import wrapper_flags
+from kernel_check.pipeline import CacheOptions, RunOptions, reads_text_alone
+from kernel_check.registry import Language, load_rules, rules_for
 
+SRC = Path(__file__).resolve().parent.parent / "src"
 CUDA_HOME = find_cuda_home()
 needs_cuda = pytest.mark.skipif(
     CUDA_HOME is None or not (Path(CUDA_HOME) / "include" / "cccl").is_dir(),
@@ -293,3 +303,120 @@ def test_header_that_is_not_self_contained_says_so(tmp_path: Path) -> None:
     assert len(findings) == 1
     assert "use of undeclared identifier 'scale_by'" in findings[0].message
     assert "must include what it uses" in findings[0].message
+
+
+# -- text rules run whatever the parse outcome --
+NON_ASCII_COMMENT = "// rows \u2265 128 use the CTA variant\n"
+
+
+def _codes(result) -> list[tuple[int, str]]:
+    return sorted((f.location.line, f.code) for f in result.findings)
+
+
+def test_kc310_declares_it_reads_the_text_alone() -> None:
+    load_rules()
+    text_rules = {r.meta.code for r in rules_for(Language.CPP) if reads_text_alone(r)}
+    assert "KC310" in text_rules
+    assert "KC101" not in text_rules
+
+
+def test_text_rules_run_where_a_header_is_missing(tmp_path: Path) -> None:
+    """A fatal error (a header nobody provides) makes the whole file one error span: the
+    model rules' findings are dropped, the text rule's stand."""
+    source = tmp_path / "k.cuh"
+    source.write_text("#include <not_installed_anywhere/gemm.h>\n" + NON_ASCII_COMMENT + "int x;\n")
+    assert _codes(run_one(source)) == [(1, "KC000"), (2, "KC310")]
+
+
+def test_text_rules_run_inside_a_declaration_clang_could_not_type(tmp_path: Path) -> None:
+    source = tmp_path / "k.cuh"
+    source.write_text("inline int f() {\n  " + NON_ASCII_COMMENT + "  return undeclared_name;\n}\n")
+    assert _codes(run_one(source)) == [(2, "KC310"), (3, "KC000")]
+
+
+# -- header-only dependencies where the kernels' own JIT finds them --
+CUTE_KERNEL = r"""
+#include <cute/tensor.hpp>
+
+template <class Layout>
+__global__ void fill(float* out, Layout layout) {
+  auto tensor = cute::make_tensor(cute::make_gmem_ptr(out), layout);
+  tensor(threadIdx.x) = 1.0f;
+}
+"""
+CUTLASS_WHEEL = "nvidia-cutlass==4.2.0.0"  # 6.4 MB: CUTLASS and CuTe under cutlass_library/source/
+
+
+def _kc000_lines(project: Path, python_path: list[str]) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), *python_path])}
+    command = [sys.executable, "-m", "kernel_check", "--no-cache", "--mode", "system", "--output-format", "concise"]
+    done = subprocess.run([*command, "gemm.cuh"], cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    return [line for line in done.stdout.splitlines() if "KC000" in line]
+
+
+@pytest.mark.slow
+@needs_cuda
+def test_cutlass_from_an_installed_distribution_is_found(tmp_path: Path) -> None:
+    """nvidia-cutlass installed (into a --target folder on the path): CuTe code parses; the
+    same file without it is a KC000 naming the header."""
+    target = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile"]
+    install = subprocess.run(
+        [*pip, "--target", str(target), CUTLASS_WHEEL],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if install.returncode != 0:
+        pytest.skip(f"cannot install {CUTLASS_WHEEL} (package index unreachable?): {install.stderr.strip()[-200:]}")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (project / "gemm.cuh").write_text(CUTE_KERNEL)
+    assert any("'cute/tensor.hpp' not found" in line for line in _kc000_lines(project, []))
+    assert _kc000_lines(project, [str(target)]) == []
+
+
+# -- a header analysed in the context of its includer --
+INCLUDER_CONTEXT = Path(__file__).resolve().parent / "fixtures" / "includer_context"
+
+
+def _kc000_by_file(paths: list[Path], cache: Path, mode: str = "hermetic") -> dict[str, int]:
+    load_rules()
+    options = RunOptions(
+        load_config(paths[0]), resolve_settings(mode), cache=CacheOptions(static_root(cache), results=True)
+    )
+    results = run_static(paths, options)
+    return {Path(r.path).name: sum(f.code == "KC000" for f in r.findings) for r in results}
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_a_header_that_is_not_self_contained_parses_in_its_includers_context(tmp_path: Path, mode: str) -> None:
+    """`bit_tuple_helpers.cuh` uses `std::has_single_bit` and `std::tuple_cat` without
+    `<bit>` or `<tuple>`; its includer includes both first. Checked with its includer it
+    parses as in a real build; checked alone (nobody includes it) it stays a KC000."""
+    helpers = INCLUDER_CONTEXT / "bit_tuple_helpers.cuh"
+    includer = INCLUDER_CONTEXT / "launch_shapes.cuh"
+    cache = tmp_path / "cache"
+    assert _kc000_by_file([helpers], cache, mode) == {"bit_tuple_helpers.cuh": 1}
+    assert _kc000_by_file([helpers, includer], cache, mode) == {"bit_tuple_helpers.cuh": 0, "launch_shapes.cuh": 0}
+    # the cached results are per context: alone again, the header is a KC000 again
+    assert _kc000_by_file([helpers], cache, mode) == {"bit_tuple_helpers.cuh": 1}
+
+
+# -- the flags a wrapper's load_jit call builds its C++ file with --
+WRAPPER_FLAGS = Path(__file__).resolve().parent / "fixtures" / "wrapper_flags"
+
+
+def test_defines_of_the_wrappers_load_jit_call_apply_to_the_file_it_builds(tmp_path: Path) -> None:
+    """`rope_dim.cuh` uses `JIT_HEAD_DIM` (computed: the first value the file compares it
+    with) and `JIT_HEADS_PER_GROUP` (a literal), which only the `load_jit` call of
+    `tests/fixtures/wrapper_flags/rope_dim.py` defines."""
+    kernel = WRAPPER_FLAGS / "csrc" / "rope_dim.cuh"
+    wrapper = WRAPPER_FLAGS / "rope_dim.py"
+    cache = tmp_path / "cache"
+    assert _kc000_by_file([kernel], cache) == {"rope_dim.cuh": 1}
+    assert _kc000_by_file([kernel, wrapper], cache) == {"rope_dim.cuh": 0, "rope_dim.py": 0}
+    flags = wrapper_flags([wrapper])
+    assert flags == {str(kernel): ("-DJIT_HEAD_DIM=64", "-DJIT_HEADS_PER_GROUP=2")}

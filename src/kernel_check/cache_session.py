@@ -58,6 +58,7 @@ def open_result_cache(options: RunOptions) -> Any:
     if cache is None or cache.root is None or not cache.results:
         return None
     from .cache import project_dir
+    from .clang.parse import PER_FILE_SETTINGS
     from .result_cache import ResultCache, run_fingerprint
 
     config = options.config
@@ -68,7 +69,7 @@ def open_result_cache(options: RunOptions) -> Any:
             "config": {key: value for key, value in table.items() if key not in FILTER_KEYS},
             "root": root,
             "conventions": conventions.fingerprint(root, table),
-            "settings": asdict(options.settings),
+            "settings": {key: value for key, value in asdict(options.settings).items() if key not in PER_FILE_SETTINGS},
             "preamble": cache.preamble,
         }
     )
@@ -111,9 +112,13 @@ class CacheSession:
             self._preamble.close()
 
     def key(self, path: Path, data: bytes, needs: frozenset[Need] | None = None) -> str:
-        """The result's key; `needs`: what its check built (this run's, by default)."""
+        """The result's key; `needs`: what its check built (this run's, by default). A header
+        parsed in its includer's context (`ParseSettings.context_args`) is keyed by it too."""
         needs = needs if needs is not None else self.options.needs(path)
-        args = compile_args(path, self.options.settings) if not is_python(path) and parses(needs) else None
+        settings = self.options.settings
+        args = None
+        if not is_python(path) and parses(needs):
+            args = [*compile_args(path, settings), *settings.context_args(path)]
         named = ",".join(sorted(need.value for need in needs))
         return self.results.key(str(path), self.options.config.relative(path), data, args, named)
 

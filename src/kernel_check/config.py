@@ -50,9 +50,18 @@ OPTIONS: tuple[Option, ...] = (
         [],
         "Extra include directories (relative to the project root), searched after the "
         "discovered `include/` that holds `sgl_kernel/` and before the bundled header library "
-        "(the static check, `build` and `test` alike).",
+        "(the static check, `build` and `test` alike). The static check also searches, last, the "
+        "header folders of installed header-only dependencies (flashinfer-python's CUTLASS and "
+        "CuTe, nvidia-cutlass, nvidia-mathdx, deep_gemm) and the `-I` paths of the `load_jit` call "
+        "that builds the file (docs/getting-started.md).",
     ),
-    Option("defines", "list[str]", [], 'Preprocessor definitions, e.g. ["USE_FOO=1"].'),
+    Option(
+        "defines",
+        "list[str]",
+        [],
+        'Preprocessor definitions, e.g. ["USE_FOO=1"], for every file. The static check adds to a '
+        "C++ file the `-D` flags of the `load_jit` call of a checked Python wrapper that builds it.",
+    ),
     Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
     Option(
         "select",

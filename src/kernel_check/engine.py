@@ -57,6 +57,28 @@ class RunStats(ParseCounts):
     seconds: float = 0.0
 
 
+def _with_file_contexts(options: RunOptions, paths: list[Path], buffers: dict[Path, bytes]) -> RunOptions:
+    """`options` whose parse settings hold what the run's files say about each other: for
+    each header another C++ file includes, the context it is parsed in should it fail alone
+    (`clang/includers.py`); for each C++ file a Python wrapper of the run builds, the -D/-I
+    arguments of its `load_jit` call (`jit_flags.py`)."""
+    cpp = [path for path in paths if not is_python(path)]
+    wrappers = [path for path in paths if is_python(path)]
+    sources = {path.resolve(): data for path, data in buffers.items()}
+    settings = options.settings
+    if len(cpp) >= 2:
+        from .clang.includers import include_contexts
+
+        contexts = include_contexts(cpp, settings.include_dirs, sources)
+        settings = replace(settings, include_context=tuple(sorted(contexts.items())))
+    if cpp and wrappers:
+        from .jit_flags import wrapper_flags
+
+        flags = wrapper_flags(wrappers, sources)
+        settings = replace(settings, wrapper_flags=tuple(sorted(flags.items())))
+    return replace(options, settings=settings)
+
+
 def run_static(
     paths: list[Path],
     options: RunOptions,
@@ -76,6 +98,7 @@ def run_static(
     progress = progress or Progress(enabled=False)
     progress.add(len(paths))
     buffers = buffers or {}
+    options = _with_file_contexts(options, paths, buffers)
     warm = sessions.get(options) if sessions is not None else None
     session = warm if warm is not None else CacheSession(options, open_result_cache(options))
     results: list[FileResult | None] = [None] * len(paths)

@@ -97,3 +97,50 @@ def _read(signature: tuple[tuple[str, int, int], ...]) -> tuple[frozenset[str], 
         if not namespace_home and _SGLANG_NAMESPACE.search(code):
             namespace_home = path
     return frozenset(names), namespace_home
+
+
+# -- header-only dependencies of installed distributions --------------------------------------
+# Where JIT kernel trees' own dependency registries find CUTLASS, CuTe, cuBLASDx...: folders
+# inside installed Python distributions, relative to the package directory (`package`).
+# Each is (top-level module, folders under it); only folders that exist are used.
+DEPENDENCY_FOLDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "flashinfer",  # flashinfer-python: its headers and the CUTLASS/CuTe and spdlog it bundles
+        ("data/include", "data/cutlass/include", "data/cutlass/tools/util/include", "data/spdlog/include"),
+    ),
+    ("cutlass_library", ("source/include", "source/tools/util/include")),  # nvidia-cutlass
+    ("nvidia.mathdx", ("include", "external/cutlass/include")),  # nvidia-mathdx: cuBLASDx & co.
+    ("deep_gemm", ("include",)),
+)
+
+
+def dependency_include_dirs() -> tuple[tuple[str, str], ...]:
+    """(module, directory) for every header folder of an installed header-only dependency
+    (`DEPENDENCY_FOLDERS`, and `$MATHDX_HOME/include` as JIT trees read it), in that order.
+
+    Found with `importlib.util.find_spec`, which locates a package without running it
+    (flashinfer imports torch); read again on each call, as `sys.path` may change."""
+    found: list[tuple[str, str]] = []
+    mathdx_home = os.environ.get("MATHDX_HOME")
+    if mathdx_home and (Path(mathdx_home) / "include").is_dir():
+        found.append(("MATHDX_HOME", str((Path(mathdx_home) / "include").resolve())))
+    for module, folders in DEPENDENCY_FOLDERS:
+        for package in _package_dirs(module):
+            found += [(module, str((package / f).resolve())) for f in folders if (package / f).is_dir()]
+    first: dict[str, str] = {}  # directory -> module, the first that provides it
+    for module, directory in found:
+        first.setdefault(directory, module)
+    return tuple((module, directory) for directory, module in first.items())
+
+
+def _package_dirs(module: str) -> list[Path]:
+    """The directories of an installed package (several for a namespace package), unimported."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # a parent that is not a package, a broken install
+        return []
+    if spec is None:
+        return []
+    return [Path(location) for location in (spec.submodule_search_locations or ())]

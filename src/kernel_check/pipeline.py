@@ -90,6 +90,12 @@ def _parse_selected(selection: Selection) -> bool:
     return not selection.select or any(PARSE_ERROR.startswith(s) for s in selection.select)
 
 
+def reads_text_alone(rule: RegisteredRule) -> bool:
+    """Whether `rule` reads nothing but the file's text: it runs on every file, before and
+    whatever the parse (`_text_findings`)."""
+    return rule.needs <= {Need.TEXT}
+
+
 def runs_with(rule: RegisteredRule, needs: frozenset[Need]) -> bool:
     """Whether `rule` runs on a model built for `needs`: every rule whose needs it covers
     (so a file's findings depend on `needs` alone, which keys its cached result)."""
@@ -154,6 +160,7 @@ def check(
     if problem:  # found again from the bytes at once: not worth a cache entry
         return _single(path, problem), Outcome(data)
     text = data.decode("utf-8", errors="replace")
+    text_raw = _text_findings(path, relative, text, data, options)  # whatever the parse gives
     from .watchdog import Stopped, run_bounded  # file-timeout and a memory cap (watchdog.py)
 
     # here, not in each bounded child: libclang, the extractors and the (shared) preamble,
@@ -170,13 +177,14 @@ def check(
         _raw_findings, (path, relative, text, data, options, preamble), float(config.get("file-timeout"))
     )
     if isinstance(bounded, Stopped):  # too slow, out of memory, crashed or raised: one KC000
-        return FileResult(
-            str(path), [parse_error(str(path), 1, 1, bounded.message, bounded.detail)], status=status_of(bounded)
-        ), Outcome(data, None)
-    typed = typed_findings(bounded.findings, bounded.error_spans)
+        stopped = parse_error(str(path), 1, 1, bounded.message, bounded.detail)
+        return _stopped_result(path, stopped, text_raw.findings, text, options, status_of(bounded)), Outcome(data, None)
+    # a text rule's findings stand even inside declarations clang could not type
+    typed = [*typed_findings(bounded.findings, bounded.error_spans), *text_raw.findings]
     result = selected(path, typed, text, options)
-    if bounded.status is not FileStatus.CHECKED:  # a crashing rule is worth a second look next run
-        return replace(result, status=bounded.status), Outcome(data, None, typed)
+    status = bounded.status if bounded.status is not FileStatus.CHECKED else text_raw.status
+    if status is not FileStatus.CHECKED:  # a crashing rule is worth a second look next run
+        return replace(result, status=status), Outcome(data, None, typed)
     return result, Outcome(data, bounded.deps, typed)
 
 
@@ -195,6 +203,38 @@ def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -
     )
     status = FileStatus.PARSE_ERROR if any(f.code == PARSE_ERROR for f in typed) else FileStatus.CHECKED
     return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed, status=status)
+
+
+def _text_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions) -> Raw:
+    """The rules that read the text alone (`Need.TEXT`), run here rather than in the
+    bounded pipeline so that they report on every file: one clang cannot parse, one past
+    `file-timeout`, one whose model stops short. They get a model of the text alone."""
+    from .model import SourceModel
+    from .semantic import SemanticModel
+
+    model = SemanticModel(SourceModel(path=str(path), text=text, data=data))
+    return _run_rules(_language_of(path), model, path, relative, options, text_only=True)
+
+
+def _stopped_result(
+    path: Path, stopped: Finding, text_findings: list[Finding], text: str, options: RunOptions, status: FileStatus
+) -> FileResult:
+    """A file the bounded pipeline gave up on: its KC000 and the text rules' findings, these
+    through the filter stage (no unused-suppression report: the rules that a suppression
+    may be meant for did not run)."""
+    config = options.config
+    outcome = filter_file_findings(
+        text_findings,
+        path=str(path),
+        relative_path=config.relative(path),
+        text=text,
+        error_spans=[],
+        selection=Selection(config, list(options.select), list(options.ignore)),
+        config=config,
+        report_unused=False,
+    )
+    findings = sorted([stopped, *outcome.findings], key=Finding.sort_key)
+    return FileResult(str(path), findings, outcome.suppressed, status=status)
 
 
 def read_limited(path: Path, limit: int) -> bytes:
@@ -267,21 +307,13 @@ def _python_findings(path: Path, relative: str, text: str, options: RunOptions) 
     return replace(_run_rules(Language.PYTHON, model, path, relative, options), deps=Deps())
 
 
-def _unparsed_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions) -> Raw:
-    """A C++ file whose selected rules read its text alone: no parse, no header read."""
-    from .model import SourceModel
-    from .result_cache import Deps
-    from .semantic import SemanticModel
-
-    model = SemanticModel(SourceModel(path=str(path), text=text, data=data))
-    return replace(_run_rules(Language.CPP, model, path, relative, options), deps=Deps())
-
-
 def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions, preamble: Any) -> Raw:
     from .clang.deep_stack import on_deep_stack
 
-    if not parses(options.needs(path)):
-        return _unparsed_findings(path, relative, text, data, options)
+    if not parses(options.needs(path)):  # the selected rules read the text alone: they ran
+        from .result_cache import Deps
+
+        return Raw([], deps=Deps())
     # deeply nested sources make clang recurse past a default stack (deep_stack.py)
     return on_deep_stack(_cpp_findings_here, path, relative, text, data, options, preamble)
 
@@ -371,14 +403,17 @@ def _undeclared_hint(error: Any) -> str:
     return MACRO_HINT if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) else SELF_CONTAINED_HINT
 
 
-def _run_rules(language: Language, model: Any, path: Path, relative: str, options: RunOptions) -> Raw:
-    """Every rule of `language` that the model was built for (`runs_with`); a rule that
-    raises costs its own findings (a KC000 says which rule) and makes the file's status
-    INTERNAL_ERROR."""
+def _run_rules(
+    language: Language, model: Any, path: Path, relative: str, options: RunOptions, text_only: bool = False
+) -> Raw:
+    """The rules of `language` that read the text alone (`text_only`), else the others that
+    the model was built for (`runs_with`); a rule that raises costs its own findings (a
+    KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
     table = options_table(options.config)
     raw = Raw([])
     needs = options.needs(path)
-    for registered in (r for r in rules_for(language) if runs_with(r, needs)):
+    chosen = (r for r in rules_for(language) if (reads_text_alone(r) if text_only else runs_with(r, needs)))
+    for registered in (r for r in chosen if text_only or not reads_text_alone(r)):
         context = RuleContext(registered.meta, str(path), relative, table, str(options.config.root))
         check = registered.check
         assert check is not None  # rules_for yields the rules that have a check

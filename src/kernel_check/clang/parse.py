@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..includes import sgl_include_dirs
+from ..includes import dependency_include_dirs, sgl_include_dirs
 from .deep_stack import use_calling_thread
 from .device_pass import ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 
@@ -160,6 +160,32 @@ class ParseSettings:
     arch: str = "90"
     std: str = "c++20"
     extra_args: tuple[str, ...] = ()
+    # header folders of installed header-only dependencies (`includes.dependency_include_dirs`),
+    # searched after everything else, as the JIT that builds the kernels finds them
+    dependency_dirs: tuple[str, ...] = ()
+    # (header, forced-include arguments): the context a header is parsed in when it fails
+    # alone (`includers.py`); per file, so left out of the run's fingerprint (`context_args`
+    # is part of the file's result key instead)
+    include_context: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (C++ file, -D/-I arguments): what the wrapper that builds the file passes to its
+    # `load_jit` call (`jit_flags.py`); per file, so left out of the run's fingerprint too
+    wrapper_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def context_args(self, path: Path) -> tuple[str, ...]:
+        """The forced includes of `path`'s includer context (empty: none)."""
+        return _context_map(self.include_context).get(str(path.resolve()), ())
+
+    def wrapper_args(self, path: Path) -> tuple[str, ...]:
+        """The -D/-I arguments `path`'s wrapper builds it with (empty: none known)."""
+        return _context_map(self.wrapper_flags).get(str(path.resolve()), ())
+
+
+PER_FILE_SETTINGS = ("include_context", "wrapper_flags")  # in each file's arguments instead of a run's fingerprint
+
+
+@functools.lru_cache(maxsize=4)
+def _context_map(pairs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, tuple[str, ...]]:
+    return dict(pairs)
 
 
 @dataclass(frozen=True)
@@ -284,8 +310,10 @@ def tvm_ffi_include_dirs() -> tuple[str, ...]:
 
 
 def include_dirs_for(path: Path, settings: ParseSettings) -> list[str]:
-    """Search path for one file: the sgl_kernel directories (`includes.py`), then tvm-ffi's."""
-    return [*(str(d) for d in sgl_include_dirs(path, settings.include_dirs)), *tvm_ffi_include_dirs()]
+    """Search path for one file: the sgl_kernel directories (`includes.py`), then tvm-ffi's,
+    then the installed header-only dependencies'."""
+    found = [*(str(d) for d in sgl_include_dirs(path, settings.include_dirs)), *tvm_ffi_include_dirs()]
+    return [*found, *(d for d in settings.dependency_dirs if d not in found)]
 
 
 def _arch_defines(arch: str) -> list[str]:
@@ -336,6 +364,7 @@ def _compile_args(path: Path, settings: ParseSettings, device: bool) -> tuple[st
         args += ["-I", directory]
     args += _arch_defines(settings.arch)
     args += [f"-D{d}" for d in settings.defines]
+    args += settings.wrapper_args(path)
     args += list(settings.extra_args)
     return tuple(args)
 
@@ -460,7 +489,8 @@ def resolve_settings(
     if mode == "system" and cuda_home is None:
         raise ParseConfigError("system mode needs a CUDA install: set CUDA_HOME or put nvcc on PATH")
     effective = "system" if cuda_home else "hermetic"
-    return ParseSettings(effective, cuda_home, include_dirs, defines, arch)
+    dependencies = tuple(directory for _, directory in dependency_include_dirs())
+    return ParseSettings(effective, cuda_home, include_dirs, defines, arch, dependency_dirs=dependencies)
 
 
 class ParseConfigError(Exception):
@@ -503,8 +533,19 @@ def parse_file(
     unit = preamble.parse(path, source, args) if preamble is not None else None
     if unit is None:
         unit = parse_plain(str(path), source, args)
+    context = settings.context_args(path)
+    if unit.errors and context:  # a header that fails alone: as its includer sees it (includers.py)
+        in_context = parse_plain(str(path), source, [*args, *context])  # plainly: no PCH build per context
+        if _badness(in_context) < _badness(unit):
+            settings = replace(settings, extra_args=(*settings.extra_args, *context))
+            unit, preamble = in_context, None
     add_device_passes(unit, path, source, settings, preamble)  # code the host pass skips under __CUDA_ARCH__
     return unit
+
+
+def _badness(unit: ParsedUnit) -> tuple[bool, int]:
+    """How far a parse is from clean: a fatal error (clang stopped) first, then the count."""
+    return any(e.fatal for e in unit.errors), len(unit.errors)
 
 
 def parse_plain(name: str, source: str | bytes, args: list[str]) -> ParsedUnit:

@@ -1,0 +1,152 @@
+"""The flags a Python wrapper builds its C++ files with, read from its `load_jit` call.
+
+A JIT kernel's C++ file often uses macros its wrapper defines (`load_jit(...,
+cuda_files=["rope.cuh"], extra_cuda_cflags=[f"-DJIT_HEAD_DIM={head_dim}"])`): parsed
+without them it fails. `wrapper_flags` reads the wrappers' source (`ast`, never imported
+or run) for calls of `load_jit` / `build_jit` (kernel-check's `runtime.py` and the JIT
+helpers shaped like it) and gives each C++ file such a call builds the `-D` and `-I`
+arguments of the call's `extra_cflags`, `extra_cuda_cflags` and `extra_include_paths`.
+
+What is read: list or tuple literals, directly or through a module-level name bound to one
+(`CUDA_FILES = [...]`), of string literals or f-strings. A define whose value is computed at
+run time (`f"-DJIT_HEAD_DIM={head_dim}"`) takes the first integer the C++ file compares the
+macro with (`JIT_HEAD_DIM == 64`), else 1: one valid instantiation is all the static check
+needs. File names resolve as the JIT does: relative to `csrc_root` when it is a literal,
+else to the wrapper's folder or its nearest ancestor that holds the file, directly or in
+its `csrc/`. The first wrapper (in path order) that builds a file gives its flags.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+_BUILDERS = ("load_jit", "build_jit")
+_FILE_KEYWORDS = ("cuda_files", "cpp_files")
+_FLAG_KEYWORDS = ("extra_cflags", "extra_cuda_cflags")
+_UNKNOWN = "\0"  # stands for a value computed at run time inside an f-string
+
+
+def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None = None) -> dict[str, tuple[str, ...]]:
+    """For each C++ file a wrapper of `wrappers` builds: its `-D`/`-I` arguments."""
+    found: dict[str, tuple[str, ...]] = {}
+    for wrapper in sorted({Path(w).resolve() for w in wrappers}):
+        data = (sources or {}).get(wrapper)
+        try:
+            tree = ast.parse(data if data is not None else wrapper.read_bytes())
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            continue  # an unreadable wrapper builds nothing we can know of
+        constants = _module_lists(tree)
+        for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+            if _callee(call) in _BUILDERS:
+                for path, args in _built_files(call, wrapper, constants):
+                    found.setdefault(path, args)
+    return found
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _module_lists(tree: ast.Module) -> dict[str, ast.expr]:
+    """Module-level `NAME = [...]` / `(...)` bindings (the last one wins, as at run time)."""
+    bound: dict[str, ast.expr] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.List, ast.Tuple)):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    bound[target.id] = statement.value
+        elif (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and isinstance(statement.value, (ast.List, ast.Tuple))
+        ):
+            bound[statement.target.id] = statement.value
+    return bound
+
+
+def _strings(node: ast.expr | None, constants: dict[str, ast.expr]) -> list[str]:
+    """The strings of a list/tuple literal (or a module-level name bound to one); an
+    f-string's computed parts read as `_UNKNOWN`; anything else is left out."""
+    if isinstance(node, ast.Name):
+        node = constants.get(node.id)
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return []
+    found = []
+    for item in node.elts:
+        if isinstance(item, ast.Constant) and isinstance(item.value, str):
+            found.append(item.value)
+        elif isinstance(item, ast.JoinedStr):
+            parts = [
+                part.value if isinstance(part, ast.Constant) and isinstance(part.value, str) else _UNKNOWN
+                for part in item.values
+            ]
+            found.append("".join(parts))
+    return found
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _built_files(call: ast.Call, wrapper: Path, constants: dict[str, ast.expr]) -> list[tuple[str, tuple[str, ...]]]:
+    names = [name for keyword in _FILE_KEYWORDS for name in _strings(_keyword(call, keyword), constants)]
+    root = _keyword(call, "csrc_root")
+    explicit = wrapper.parent / root.value if isinstance(root, ast.Constant) and isinstance(root.value, str) else None
+    flags = [flag for keyword in _FLAG_KEYWORDS for flag in _strings(_keyword(call, keyword), constants)]
+    includes = [d for d in _strings(_keyword(call, "extra_include_paths"), constants) if _UNKNOWN not in d]
+    built = []
+    for name in names:
+        path = _resolve(name, wrapper, explicit) if _UNKNOWN not in name else None
+        if path is not None:
+            args = _arguments(flags, includes, wrapper, path)
+            if args:
+                built.append((str(path), args))
+    return built
+
+
+def _resolve(name: str, wrapper: Path, root: Path | None) -> Path | None:
+    if Path(name).is_absolute():
+        return Path(name).resolve() if Path(name).is_file() else None
+    folders = [root] if root is not None else [wrapper.parent, *wrapper.parent.parents]
+    for folder in folders:
+        for candidate in (folder / name, folder / "csrc" / name):
+            if candidate.is_file():
+                return candidate.resolve()
+    return None
+
+
+def _arguments(flags: list[str], includes: list[str], wrapper: Path, source: Path) -> tuple[str, ...]:
+    """The `-D` and `-I` arguments of a build's flags (each spelled as one argument)."""
+    args: list[str] = []
+    includes = list(includes)
+    for flag in flags:
+        if flag.startswith("-D") and len(flag) > 2:
+            args.append(_define(flag[2:], source))
+        elif flag.startswith("-I") and len(flag) > 2 and _UNKNOWN not in flag:
+            includes.append(flag[2:])
+    for directory in includes:
+        args += ["-I", str((wrapper.parent / directory).resolve())]
+    return tuple(args)
+
+
+def _define(definition: str, source: Path) -> str:
+    name, _, value = definition.partition("=")
+    if _UNKNOWN not in definition:
+        return f"-D{definition}"
+    if _UNKNOWN in name:
+        return f"-D{name.replace(_UNKNOWN, '')}"  # a computed name: nothing sensible to define
+    return f"-D{name}={_compared_value(name, source)}" if value else f"-D{name}"
+
+
+def _compared_value(name: str, source: Path) -> str:
+    """The first integer `source` compares macro `name` with (`NAME == 64`), else "1"."""
+    try:
+        text = source.read_text(errors="replace")
+    except OSError:
+        return "1"
+    match = re.search(rf"\b{re.escape(name)}\s*==\s*(\d+)|\b(\d+)\s*==\s*{re.escape(name)}\b", text)
+    return (match.group(1) or match.group(2)) if match else "1"
