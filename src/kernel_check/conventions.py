@@ -25,7 +25,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-CONVENTION_CODES = ("KC320", "KC504", "KC505")
+from .codes import BENCHMARK_BYPASSES_MARKER, OUTSIDE_NAMESPACE_SGLANG, REGISTERED_TEST_IN_PACKAGE
+
+CONVENTION_CODES = (OUTSIDE_NAMESPACE_SGLANG, REGISTERED_TEST_IN_PACKAGE, BENCHMARK_BYPASSES_MARKER)
 SETTINGS = ("auto", "on", "off")
 FORCED = "`conventions` in the project configuration"  # what a message names when forced on
 
@@ -44,7 +46,7 @@ def project_convention(code: str, path: str, root: str, options: dict[str, Any])
     if chosen != "auto":
         return FORCED if chosen == "on" else ""
     start = Path(path).resolve().parent if path else Path(root)
-    if code == "KC504":
+    if code == REGISTERED_TEST_IN_PACKAGE:
         return _found(start, str(options["registered-tests-root"]), root, directory=True)
     return _found(start, str(options["benchmark-marker"]), root, directory=False)
 
@@ -73,4 +75,7 @@ def fingerprint(root: str, options: dict[str, Any]) -> dict[str, str]:
     """The detections from the project root, for the result cache's key: a registered-tests
     tree or a benchmark module that appears or goes at or above the root changes the findings
     of files that did not change."""
-    return {code: project_convention(code, "", root, options) for code in ("KC504", "KC505")}
+    return {
+        code: project_convention(code, "", root, options)
+        for code in (REGISTERED_TEST_IN_PACKAGE, BENCHMARK_BYPASSES_MARKER)
+    }

@@ -13,12 +13,18 @@ on keeps the callee's field `f`). Recursion-safe; at most `MAX_CALL_DEPTH` calls
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from .model import AccessKind, ConstExpr, PointerPass, VectorAccess
+from .model import AccessKind, ConstExpr, FunctionDataflow, LauncherFacts, PointerPass, VectorAccess
 
-if TYPE_CHECKING:
-    from .semantic import SemanticModel
+
+class FunctionFacts(Protocol):
+    """The two queries of the semantic model the summaries read (`semantic.SemanticModel`;
+    named here, not imported, as the semantic model is what keeps the summaries)."""
+
+    def facts_of(self, usr: str) -> LauncherFacts: ...
+
+    def flows_of(self, usr: str) -> list[FunctionDataflow]: ...
 
 MAX_CALL_DEPTH = 4
 _UNKNOWN = ConstExpr("unknown")
@@ -46,7 +52,7 @@ class _CalleeSummaries(Generic[Use]):
     A kind of use says what a function does itself (`_own`), how a callee's use reads in
     the caller (`_carried`) and how it joins the caller's own (`_joined`)."""
 
-    def __init__(self, model: SemanticModel) -> None:
+    def __init__(self, model: FunctionFacts) -> None:
         self.model = model
         self.memo: dict[str, dict[ParamField, list[Use]]] = {}
 

@@ -43,13 +43,21 @@ def _resolve(name: str, quoted: bool, includer: Path, search: list[Path]) -> Pat
     return None
 
 
+def _resolved(file: Path) -> Path | None:
+    """`file` with its links resolved; None for a symlink loop (reported where it is read)."""
+    try:
+        return Path(file).resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
+        return None
+
+
 def include_contexts(
     files: Iterable[Path], include_dirs: Iterable[str] = (), sources: Mapping[Path, bytes] | None = None
 ) -> dict[str, tuple[str, ...]]:
     """For each of `files` that another of them includes: the forced-include arguments of
     its context (the includer's context, then the includer's includes before it). `sources`:
     contents to use instead of reading a file (`--stdin-filename`)."""
-    given = sorted({Path(f).resolve() for f in files})
+    given = sorted({path for path in map(_resolved, files) if path is not None})
     wanted = set(given)
     configured = list(include_dirs)
     contexts: dict[Path, tuple[Path, list[str]]] = {}  # header -> (its includer, forced includes)
