@@ -26,6 +26,7 @@ class FunctionFacts(Protocol):
 
     def flows_of(self, usr: str) -> list[FunctionDataflow]: ...
 
+
 MAX_CALL_DEPTH = 4
 _UNKNOWN = ConstExpr("unknown")
 
