@@ -259,9 +259,9 @@ async def test_fix_all_makes_what_the_command_line_fix_makes(
 @pytest.mark.parametrize(
     "fixture, code, line, place, silenced",
     [
-        (KC101, "KC101", 10, "end", 1),  # a struct field: the comment goes at the end of the line
+        (KC101, "KC101", 14, "end", 1),  # a struct field: the comment goes at the end of the line
         (KC310, "KC310", 8, "end", 1),  # after a non-ASCII character: UTF-16 columns
-        (PYTHON_REPO / RMSNORM_PY, "KC502", 47, "end", 1),  # Python: `#`
+        (PYTHON_REPO / RMSNORM_PY, "KC502", 74, "end", 1),  # Python: `#`
         (PYTHON_REPO / RMSNORM_PY, "KC502", 32, "above", 1),  # line 33 has one too: not the next line's
         (PYTHON_REPO / RMSNORM_PY, "KC502", 33, "end", 2),  # 32 and 34 too: one of them goes, and the title says so
     ],
@@ -327,12 +327,12 @@ async def test_a_second_suppression_joins_the_comment_already_on_the_line(
     path.write_text(source, encoding="utf-8")
     document = Opened(client, path)
     before = await document.diagnostics()
-    assert (10, "KC001") in found(before)  # the KC102 suppression suppresses nothing
-    target = next(d for d in before if d.code == "KC101" and d.range.start.line == 9)
+    assert (14, "KC001") in found(before)  # the KC102 suppression suppresses nothing
+    target = next(d for d in before if d.code == "KC101" and d.range.start.line == 13)
     suppress = next(a for a in await document.actions(target) if a.title == "Suppress KC101 on this line")
     document.change(document.apply(suppress))
-    assert "// kernel-check: ignore[KC102, KC101]" in document.text.splitlines()[9]
-    assert (10, "KC101") not in found(await document.diagnostics())
+    assert "// kernel-check: ignore[KC102, KC101]" in document.text.splitlines()[13]
+    assert (14, "KC101") not in found(await document.diagnostics())
     document.close()
 
 

@@ -502,8 +502,18 @@ def judge_file(
             if rule_findings:
                 problems.append(f"rules fired on unparsable python: {[f.code for f in rule_findings]}")
         return
-    if rule_findings and any(f.message.startswith("clang could not parse") for f in kc000):
-        _check_erroneous_declarations(path, case, env, rule_findings, problems, preamble)
+    # rules that read the text alone report on every file, whatever clang made of it
+    model_findings = [f for f in rule_findings if not _reads_text_alone(f.code)]
+    if model_findings and any(f.message.startswith("clang could not parse") for f in kc000):
+        _check_erroneous_declarations(path, case, env, model_findings, problems, preamble)
+
+
+def _reads_text_alone(code: str) -> bool:
+    from kernel_check.pipeline import reads_text_alone
+    from kernel_check.registry import get_rule
+
+    registered = get_rule(code)
+    return registered is not None and reads_text_alone(registered)
 
 
 def _python_unparsable(data: bytes) -> bool:
