@@ -26,7 +26,7 @@ from typing import Any
 from .clang.parse import ParseSettings
 from .config import Config
 from .discover import is_python
-from .filter import PARSE_ERROR, Selection, filter_file_findings, typed_findings
+from .filter import PARSE_ERROR, FilterOutcome, Selection, filter_file_findings, typed_findings
 from .finding import Finding, Location, Severity
 from .model import Span
 from .registry import Language, Need, RegisteredRule, RuleContext, needs_of, rules_for
@@ -191,8 +191,17 @@ def check(
 def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -> FileResult:
     """The filter stage on a file's typed findings: selection, suppressions, severities (run
     on every result, fresh or cached, so that the cache holds findings before it)."""
+    outcome = _filtered(path, typed, text, options)
+    status = FileStatus.PARSE_ERROR if any(f.code == PARSE_ERROR for f in typed) else FileStatus.CHECKED
+    return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed, status=status)
+
+
+def _filtered(
+    path: Path, typed: list[Finding], text: str, options: RunOptions, report_unused: bool = True
+) -> FilterOutcome:
+    """`filter.filter_file_findings` with this run's selection and configuration."""
     config = options.config
-    outcome = filter_file_findings(
+    return filter_file_findings(
         typed,
         path=str(path),
         relative_path=config.relative(path),
@@ -200,9 +209,8 @@ def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -
         error_spans=[],
         selection=options.selection,
         config=config,
+        report_unused=report_unused,
     )
-    status = FileStatus.PARSE_ERROR if any(f.code == PARSE_ERROR for f in typed) else FileStatus.CHECKED
-    return FileResult(str(path), sorted(outcome.findings, key=Finding.sort_key), outcome.suppressed, status=status)
 
 
 def _text_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions) -> Raw:
@@ -222,17 +230,7 @@ def _stopped_result(
     """A file the bounded pipeline gave up on: its KC000 and the text rules' findings, these
     through the filter stage (no unused-suppression report: the rules that a suppression
     may be meant for did not run)."""
-    config = options.config
-    outcome = filter_file_findings(
-        text_findings,
-        path=str(path),
-        relative_path=config.relative(path),
-        text=text,
-        error_spans=[],
-        selection=Selection(config, list(options.select), list(options.ignore)),
-        config=config,
-        report_unused=False,
-    )
+    outcome = _filtered(path, text_findings, text, options, report_unused=False)
     findings = sorted([stopped, *outcome.findings], key=Finding.sort_key)
     return FileResult(str(path), findings, outcome.suppressed, status=status)
 
