@@ -55,6 +55,37 @@ def _kc320(path: Path, **overrides) -> list[str]:
     return [f.message for f in run_one(path, **overrides).findings if f.code == "KC320"]
 
 
+_GUIDE_KERNEL = """\
+#include <cstdint>
+
+namespace sglang {
+
+__device__ __forceinline__ float twice(float x) { return 2.0f * x; }
+
+__global__ void undocumented_kernel(float* __restrict__ dst) { dst[0] = twice(dst[0]); }
+
+}  // namespace sglang
+"""
+_GUIDE_CODES = {"KC301", "KC330"}
+
+
+@pytest.mark.parametrize(
+    ("kernel", "library", "expected"),
+    [
+        (_GUIDE_KERNEL, None, set()),  # no library of its own, none included: not its conventions
+        ("#include <sgl_kernel/utils.cuh>\n" + _GUIDE_KERNEL, None, _GUIDE_CODES),  # includes the bundled one
+        (_GUIDE_KERNEL, "#pragma once\n", _GUIDE_CODES),  # the tree's own library
+    ],
+)
+def test_the_guides_conventions_apply_where_the_tree_uses_the_library(
+    tmp_path: Path, kernel: str, library: str | None, expected: set[str]
+) -> None:
+    """KC301 (Doxygen) and KC330 (`SGL_DEVICE`), like KC140 (`TensorMatcher`) and KC160 (the
+    check macros), state the conventions of trees built on the `sgl_kernel/` library."""
+    found = {f.code for f in run_one(_tree(tmp_path, kernel, library)).findings}
+    assert found & _GUIDE_CODES == expected
+
+
 def test_kc320_is_silent_where_nothing_establishes_namespace_sglang(tmp_path: Path) -> None:
     """Another project's kernel: no library of its own, no include of the bundled one, no
     `namespace sglang` anywhere."""

@@ -43,8 +43,25 @@ def test_fix_text(tmp_path: Path, before: str, after: str) -> None:
     assert _fixed(path) == HEADER + after + FOOTER
 
 
+BARE = "namespace sglang {\n__device__ __forceinline__ float f(float x) { return x; }\n}\n"
+
+
 def test_no_fix_without_the_macro_header(tmp_path: Path) -> None:
-    path = tmp_path / "bare.cuh"
-    path.write_text("namespace sglang {\n__device__ __forceinline__ float f(float x) { return x; }\n}\n")
+    """A tree with its own `sgl_kernel/` library: the file should use the macro, but it does
+    not include the header that defines it, so no fix is offered."""
+    library = tmp_path / "repo" / "include" / "sgl_kernel"
+    library.mkdir(parents=True)
+    (library / "utils.h").write_text("#pragma once\n#define SGL_DEVICE __device__ __forceinline__\n")
+    path = tmp_path / "repo" / "csrc" / "bare.cuh"
+    path.parent.mkdir()
+    path.write_text(BARE)
     findings = [f for f in run_one(path).findings if f.code == "KC330"]
     assert len(findings) == 1 and findings[0].fix is None
+
+
+def test_a_tree_without_the_library_is_not_asked_for_its_macro(tmp_path: Path) -> None:
+    """No `sgl_kernel/` library of its own and none included: `SGL_DEVICE` is not this tree's
+    convention (the bundled copy it is parsed against is no reason to ask for it)."""
+    path = tmp_path / "bare.cuh"
+    path.write_text(BARE)
+    assert [f for f in run_one(path).findings if f.code == "KC330"] == []

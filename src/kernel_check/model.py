@@ -822,9 +822,17 @@ class HeaderLibrary:
     included: bool = False  # the file includes one of its headers (directly or through others)
     namespace_home: str = ""  # a header of it that opens `namespace sglang`; "" when none does
 
+    def adopted(self) -> bool:
+        """Whether the file's tree uses the library: its own copy, or a file that includes
+        it. The guide's conventions (Doxygen, `SGL_DEVICE`, `TensorMatcher`, the check
+        macros) are that tree's conventions; the bundled copy a tree without the library is
+        parsed against is no reason to ask for them."""
+        return bool(self.root) and (self.own or self.included)
+
     def provides(self, name: str) -> bool:
-        """Whether the library has `name` (assumed when no library was found)."""
-        return not self.root or name in self.names
+        """Whether the file's tree has `name` in the library it uses (assumed when no
+        library was found at all)."""
+        return not self.root or (self.adopted() and name in self.names)
 
     def namespace_convention(self) -> str:
         """The header that makes `namespace sglang` this file's convention (KC320): the

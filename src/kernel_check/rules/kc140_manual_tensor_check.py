@@ -6,6 +6,11 @@ inside the condition of `CHECK_HOST`, `RuntimeCheck`, `assert`, `TVM_FFI_ICHECK`
 `if` whose branch throws. Using those values for computation, or branching on them
 without failing, is not reported.
 
+Like every rule that states the guide's conventions, it reports only in a tree that uses the
+`sgl_kernel/` library: its own copy (found walking up from the file, or in `include-dirs`),
+or a file that includes one of its headers. A tree without it is parsed against the copy
+bundled with kernel-check, which is no reason to ask for the library's conventions.
+
 ## Why is this bad?
 `TensorMatcher` is the one place tensor preconditions live: it checks rank, every
 dimension, dtype, device and strides together, binds symbolic sizes that later tensors
@@ -51,6 +56,8 @@ def _validating_functions(model: SemanticModel) -> frozenset[str]:
 
 @rule("KC140", needs={Need.INTERFACE})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+    if not model.header_library.adopted():  # `TensorMatcher` is the library's: a tree without it checks by hand
+        return
     facts = model.launcher_facts
     checks = [
         i for i in facts.tensor_inspections if i.function in _validating_functions(model) and i.context == "check"

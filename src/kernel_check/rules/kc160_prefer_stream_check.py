@@ -3,6 +3,9 @@ Flags `host::RuntimeCheck(cond, args...)` used as a statement, where
 `CHECK_HOST(cond) << args...` fits, and `host::RuntimeDeviceCheck(expr)` where
 `CHECK_CUDA(expr)` fits.
 
+It reports only where the library the file uses defines the macro (`CHECK_HOST`,
+`CHECK_CUDA`): the tree's own copy, or the bundled one where the file includes it.
+
 ## Why is this bad?
 `RuntimeCheck` is an ordinary function, so its message arguments are evaluated (strings
 built, numbers formatted) on every call, also when the check passes. `CHECK_HOST` only

@@ -16,6 +16,11 @@ members with them), declarations a macro expands to are documented at the macro,
 speak for themselves, and the members of an undocumented class are not reported on top of
 the class (document the class first; its members are checked once it is).
 
+Like every rule that states the guide's conventions, it reports only in a tree that uses the
+`sgl_kernel/` library: its own copy (found walking up from the file, or in `include-dirs`),
+or a file that includes one of its headers. A tree without it is parsed against the copy
+bundled with kernel-check, which is no reason to ask for the library's conventions.
+
 ## Why is this bad?
 `include/sgl_kernel/` documents every exported entity this way, and the JIT tooling
 configures clangd to render these comments on hover. An undocumented kernel or helper leaves
@@ -56,6 +61,8 @@ _HIDDEN_ACCESS = ("private", "protected")
 
 @rule("KC301", needs={Need.DECLARATIONS, Need.LAUNCHES})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+    if not model.header_library.adopted():  # the guide's convention, where the tree uses the library
+        return
     for declarations in model.function_groups():
         subject = _function_subject(declarations[0], model.is_launcher(declarations[0]))
         if subject is None or any(_documents(f.doc) for f in declarations):

@@ -7,6 +7,11 @@ Flags a device function whose specifiers are spelled `__device__ __forceinline__
 is among them) and keeps the other specifiers; it is offered only when the file includes
 `sgl_kernel/utils.h`, which defines the macros.
 
+Like every rule that states the guide's conventions, it reports only in a tree that uses the
+`sgl_kernel/` library: its own copy (found walking up from the file, or in `include-dirs`),
+or a file that includes one of its headers. A tree without it is parsed against the copy
+bundled with kernel-check, which is no reason to ask for the library's conventions.
+
 ## Why is this bad?
 `SGL_DEVICE` and `SGL_DEVICE_HOST` are the project's spelling of these specifier sets. They
 say at a glance that a helper is an inlined device (or host-and-device) function, and they
@@ -40,6 +45,8 @@ _MACRO_HEADER = "sgl_kernel/utils.h"
 
 @rule("KC330", needs={Need.DECLARATIONS, Need.SCOPE})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+    if not model.header_library.adopted():  # the macro is the library's: no reason to ask for it elsewhere
+        return
     fixable = any(path.replace("\\", "/").endswith(_MACRO_HEADER) for path in model.scope_facts.included_files)
     for function in model.functions:
         words = function.specifier_spelling.split()
