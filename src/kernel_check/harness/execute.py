@@ -377,17 +377,29 @@ def _noise(runs: Sequence[torch.Tensor], unwritten: torch.Tensor | None) -> torc
 
 
 def yardstick(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]) -> Yardstick:
+    runs = plain_runs(ctx, case, initial, (0, 1) * (PLAIN_RUNS // 2))
+    unwritten = never_written(ctx, runs)
+    noise = {name: _noise([run[name] for run in runs], unwritten.get(name)) for name in runs[0]}
+    return Yardstick(runs[0], unwritten, noise)
+
+
+def plain_runs(
+    ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor], poisons: Sequence[int]
+) -> list[dict[str, torch.Tensor]]:
+    """What plain launches (default stream, no graph) write, one per poison of ``poisons``,
+    each on fresh outputs and fresh copies of the in-place tensors."""
     runs = []
-    for which in (0, 1) * (PLAIN_RUNS // 2):
+    for which in poisons:
         args = make_arguments(ctx, case, initial, which)
         call(ctx, case, args)
         synchronize()
-        runs.append({name: t.clone() for name, t in _written(ctx, args).items()})
-    unwritten = {
-        t.name: unwritten_mask(runs[0][t.name], runs[1][t.name]) for t in ctx.spec.tensors if t.role is Role.OUT
-    }
-    noise = {name: _noise([run[name] for run in runs], unwritten.get(name)) for name in runs[0]}
-    return Yardstick(runs[0], unwritten, noise)
+        runs.append(_written(ctx, args))
+    return runs
+
+
+def never_written(ctx: CaseContext, runs: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Per output tensor, the elements that held poison A after run 0 and poison B after run 1."""
+    return {t.name: unwritten_mask(runs[0][t.name], runs[1][t.name]) for t in ctx.spec.tensors if t.role is Role.OUT}
 
 
 def canonical(spec: KernelSpec, outputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -527,14 +539,8 @@ def check_runs(
     expected = expected_outputs(ctx, case, initial) if compare_values else None
     read_only = {t.name for t in ctx.spec.tensors if t.role is Role.IN}
     snapshot = {name: _bits(t).clone() for name, t in initial.items() if name in read_only}
-    runs: list[dict[str, torch.Tensor]] = []
-    for which in POISON_SEQUENCE:
-        args = make_arguments(ctx, case, initial, which)
-        call(ctx, case, args)
-        synchronize()
-        runs.append(_written(ctx, args))
-    poisoned = {t.name for t in ctx.spec.tensors if t.role is Role.OUT}
-    unwritten = {name: unwritten_mask(runs[0][name], runs[1][name]) for name in poisoned}
+    runs = plain_runs(ctx, case, initial, POISON_SEQUENCE)
+    unwritten = never_written(ctx, runs)
     outcomes = [_poison(unwritten)]
     if expected is not None:
         outcomes.append(
@@ -663,9 +669,10 @@ def _arena(initial: Mapping[str, torch.Tensor]) -> Arena:
     return Arena(buffer, views)
 
 
-def _late_inputs(ctx: CaseContext, case: Case, salt: int) -> tuple[Arena, torch.Tensor]:
-    """An arena holding stale values, and the staging bytes of the real ones."""
-    real = make_initial(ctx, case)
+def _late_inputs(
+    ctx: CaseContext, case: Case, real: Mapping[str, torch.Tensor], salt: int
+) -> tuple[Arena, torch.Tensor]:
+    """An arena holding stale values, and the staging bytes of the ``real`` ones."""
     arena = _arena(real)
     for name, value in real.items():
         arena.views[name].copy_(value)
@@ -684,8 +691,9 @@ def _ordered_call(
     salt: int,
 ) -> Outcome:
     """One ordered call on late-written inputs, judged against fresh plain runs."""
-    stick = yardstick(ctx, case, make_initial(ctx, case))
-    arena, staging = _late_inputs(ctx, case, salt)
+    real = make_initial(ctx, case)
+    arena, staging = _late_inputs(ctx, case, real, salt)  # copies `real`: before any launch reads it
+    stick = yardstick(ctx, case, real)
     stream = torch.cuda.Stream()
     args = make_arguments(ctx, case, arena.views)
     for name, view in arena.views.items():  # the kernel must see the arena itself, in place
