@@ -401,6 +401,15 @@ def _undeclared_hint(error: Any) -> str:
     return MACRO_HINT if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) else SELF_CONTAINED_HINT
 
 
+def _rules_to_run(language: Language, path: Path, options: RunOptions, text_only: bool) -> list[RegisteredRule]:
+    """The rules that read the text alone, or the others that the model built for the
+    file's selection (`RunOptions.needs`) serves."""
+    if text_only:
+        return [r for r in rules_for(language) if reads_text_alone(r)]
+    needs = options.needs(path)
+    return [r for r in rules_for(language) if runs_with(r, needs) and not reads_text_alone(r)]
+
+
 def _run_rules(
     language: Language, model: Any, path: Path, relative: str, options: RunOptions, text_only: bool = False
 ) -> Raw:
@@ -409,9 +418,7 @@ def _run_rules(
     KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
     table = options_table(options.config)
     raw = Raw([])
-    needs = options.needs(path)
-    chosen = (r for r in rules_for(language) if (reads_text_alone(r) if text_only else runs_with(r, needs)))
-    for registered in (r for r in chosen if text_only or not reads_text_alone(r)):
+    for registered in _rules_to_run(language, path, options, text_only):
         context = RuleContext(registered.meta, str(path), relative, table, str(options.config.root))
         check = registered.check
         assert check is not None  # rules_for yields the rules that have a check

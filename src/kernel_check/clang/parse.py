@@ -173,18 +173,23 @@ class ParseSettings:
 
     def context_args(self, path: Path) -> tuple[str, ...]:
         """The forced includes of `path`'s includer context (empty: none)."""
-        return _context_map(self.include_context).get(str(path.resolve()), ())
+        return _for_file(self.include_context, path)
 
     def wrapper_args(self, path: Path) -> tuple[str, ...]:
         """The -D/-I arguments `path`'s wrapper builds it with (empty: none known)."""
-        return _context_map(self.wrapper_flags).get(str(path.resolve()), ())
+        return _for_file(self.wrapper_flags, path)
 
 
 PER_FILE_SETTINGS = ("include_context", "wrapper_flags")  # in each file's arguments instead of a run's fingerprint
 
 
+def _for_file(pairs: tuple[tuple[str, tuple[str, ...]], ...], path: Path) -> tuple[str, ...]:
+    """`path`'s arguments in a per-file setting (empty: none)."""
+    return _as_map(pairs).get(str(path.resolve()), ())
+
+
 @functools.lru_cache(maxsize=4)
-def _context_map(pairs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, tuple[str, ...]]:
+def _as_map(pairs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, tuple[str, ...]]:
     return dict(pairs)
 
 
