@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..clang.includers import include_lines
 from ..model import (
     AccessKind,
     Function,
@@ -84,7 +85,6 @@ PROBED_VALUES = (1, 2, 8, 32, 128)
 # Python files read when looking for a wrapper that is not beside the kernel.
 WRAPPER_SEARCH_LIMIT = 5000
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
 # Files beside a kernel read for the headers they include (tree_includes): a bound, not a walk of the tree.
 MAX_LOCAL_INCLUDES = 32
 _OWN_EXPORT = re.compile(r"\bTVM_FFI_DLL_EXPORT_TYPED_FUNC\s*\(\s*(\w+)")
@@ -304,9 +304,7 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
     tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
     semantic = SemanticModel(model)
-    for launch in model.launches:
-        if launch.launcher_usr != launcher.usr:
-            continue
+    for launch in semantic.launches_in(launcher):
         for arg in launch.tensors:
             kinds: set[AccessKind] = set()
             consts: list[bool] = []
@@ -963,9 +961,9 @@ def _unfound_headers(source: Path, searched: Sequence[Path]) -> list[str]:
         if current in seen:
             continue
         seen.add(current)
-        for quote, header in _INCLUDE.findall(current.read_text(encoding="utf-8", errors="replace")):
+        for header, quoted in include_lines(current.read_bytes()):
             beside = current.parent / header
-            if quote == '"' and beside.is_file():
+            if quoted and beside.is_file():
                 stack.append(beside.resolve())
             elif not any((d / header).is_file() for d in searched) and header not in unfound:
                 unfound.append(header)
