@@ -92,3 +92,31 @@ def test_the_drafter_keeps_the_template_values_that_compile(tmp_path):
     text = (tmp_path / "groups_spec.py").read_text()
     assert "2 of 5 candidate instantiations do not compile" in text and "kGroup must be a multiple of 8" in text
     assert not list(tmp_path.glob(".kernel-check-probe-*"))  # the probe's spec file is gone
+
+
+def test_spec_check_targets_the_configured_arch(tmp_path):
+    """Without `TVM_FFI_CUDA_ARCH_LIST`, `spec check` builds for `[tool.kernel-check] arch`, as
+    `kernel-check build` does: a kernel that needs sm_90 fails for a project set to sm_80."""
+    tree = tmp_path / "kernels"
+    shutil.copytree(FIXTURES / "spec_check", tree)
+    source = tree / "widths.cuh"
+    source.write_text(
+        source.read_text().replace(
+            "__global__ void fill_kernel(float* data, int64_t n) {\n",
+            "__global__ void fill_kernel(float* data, int64_t n) {\n"
+            '#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n#error "built below sm_90"\n#endif\n',
+        )
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-check]\narch = "80"\n')
+    env = {k: v for k, v in os.environ.items() if k != "TVM_FFI_CUDA_ARCH_LIST"}
+    env["KERNEL_CHECK_JIT_CACHE"] = str(tmp_path / "jit")
+    run = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "spec", "check", str(tree)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=900,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.startswith("FAILED  fill[2]: ") and "built below sm_90" in run.stdout, run.stdout

@@ -508,6 +508,7 @@ def _spec_check(args: argparse.Namespace, config: Config) -> int:
         include_dirs=config.include_dirs(),
         jobs=args.jobs or None,
         on_done=progress_lines(progress),
+        arch=str(config.get("arch")),
     )
     for probe in result.results:
         print(f"built   {probe.label}" if probe.built else f"FAILED  {probe.label}: {probe.error}")

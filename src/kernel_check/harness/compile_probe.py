@@ -136,9 +136,11 @@ def check_specs(
     include_dirs: tuple[str, ...] = (),
     jobs: int | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
+    arch: str | None = None,
 ) -> CheckResult:
-    """Whether each instantiation of each spec builds (for ``TVM_FFI_CUDA_ARCH_LIST``, sm_90 by default)."""
-    ensure_arch_for_compile_only()
+    """Whether each instantiation of each spec builds, for ``TVM_FFI_CUDA_ARCH_LIST``, else
+    ``arch`` (the configured one, ``"90"``), else sm_90."""
+    ensure_arch_for_compile_only(arch)
     builds = build_specs(list(specs), include_dirs=include_dirs, jobs=jobs, on_done=on_done, builder=probe_all)
     results = []
     for spec in specs:
