@@ -34,9 +34,11 @@ finding* unless the kernel really has that defect, which the report leaves to a 
 that stops on an environment error, a spec that does not load or the time budget is `error`,
 never a verdict.
 
-The runs go through a pool (`--parallel` `kernel-check test` processes at a time, each with
-`--jobs`), the plain runs first; no run starts after `--deadline` seconds, and each gets
-`--max-time` so that it ends by then. `--max-instantiations K` runs only the first K
+The drafts are written `--draft-parallel` at a time; as each is done, its variants join a
+pool of runs (`--parallel` `kernel-check test` processes at a time, each with `--jobs`) in
+the first mode, and the second mode's runs join once every kernel is drafted. No run starts
+after `--deadline` seconds (counted from the start), and each gets `--max-time` so that it
+ends by then. `--max-instantiations K` runs only the first K
 instantiations of a draft (through a spec file that loads the draft and keeps K of them:
 the draft's guesses are unchanged). The results go to OUT/plant_dynamic.json, one folder of
 logs per kernel, and a table on stdout.
@@ -46,14 +48,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -337,91 +338,111 @@ def verdict(unplanted: Run | None, planted: Run | None) -> Verdict:
 
 
 # -- the whole measurement ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Setup:
+    """What every variant and run of one measurement shares."""
+
+    plant_dir: Path
+    work: Path  # one folder per kernel: base/ (the copy drafted), one folder per variant
+    out: Path  # logs/KERNEL/VARIANT-MODE.json and .stderr
+    modes: tuple[str, ...]
+    options: TestOptions
+    max_instantiations: int  # 0: all
+    deadline: float  # time.monotonic() after which no run starts
+
+
 @dataclass
 class Job:
     run: Run
     root: Path
     spec: Path
 
+    def in_mode(self, mode: str) -> Job:
+        return Job(Run(self.run.kernel, self.run.variant, mode), self.root, self.spec)
 
-def prepare(
-    plant_dir: Path, work: Path, kernels: Sequence[Kernel], plantings: Sequence[Planting], max_inst: int, parallel: int
-) -> tuple[dict[str, Draft], list[Job], dict[tuple[str, str], str]]:
-    """Draft every kernel (in parallel), then one folder per variant: the kernel, its draft,
-    a git HEAD without the planting, the planting applied. Returns the drafts, one job per
-    variant (mode not yet set) and the variants that could not be made, with why."""
-    bases = {}
-    for kernel in kernels:
-        base = work / kernel.name / "base"
-        shutil.rmtree(base, ignore_errors=True)
-        shutil.copytree(plant_dir / "kernels" / kernel.name, base)
-        bases[kernel.name] = base
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        drafts = dict(zip((k.name for k in kernels), pool.map(lambda k: draft_spec(bases[k.name], k), kernels)))
+
+def copy_base(setup: Setup, kernel: Kernel) -> Path:
+    base = setup.work / kernel.name / "base"
+    shutil.rmtree(base, ignore_errors=True)
+    shutil.copytree(setup.plant_dir / "kernels" / kernel.name, base)
+    return base
+
+
+def make_variants(
+    setup: Setup, kernel: Kernel, draft: Draft, plantings: Sequence[Planting]
+) -> tuple[list[Job], dict[tuple[str, str], str]]:
+    """One folder per variant of a drafted kernel (the unplanted one first): the kernel and
+    its draft, a git HEAD without the planting, the planting applied. Returns a job per
+    variant (its mode not yet set) and the variants that could not be made, with why."""
     jobs: list[Job] = []
     broken: dict[tuple[str, str], str] = {}
-    for kernel in kernels:
-        draft = drafts[kernel.name]
-        variants: list[Planting | None] = [None, *(p for p in plantings if p.kernel == kernel.name)]
-        for planting in variants:
-            name = planting.variant if planting else UNPLANTED
-            if draft.error:
-                broken[(kernel.name, name)] = f"{NO_DRAFT}: {draft.error}"
-                continue
-            root = work / kernel.name / name
-            shutil.rmtree(root, ignore_errors=True)
-            shutil.copytree(bases[kernel.name], root)
-            spec = root / draft.spec
-            if max_inst and draft.instantiations > max_inst:
-                trim_instantiations(spec, max_inst)
-            try:
-                error = git_commit_all(root)
-                if planting is not None:
-                    apply_planting(root, planting)
-            except (OSError, PlantError) as exc:
-                error = str(exc)
-            if error:
-                broken[(kernel.name, name)] = error
-                continue
-            jobs.append(Job(Run(kernel.name, name, ""), root, spec))
-    return drafts, jobs, broken
-
-
-def run_all(
-    jobs: Sequence[Job], modes: Sequence[str], options: TestOptions, parallel: int, deadline: float, out: Path
-) -> list[Run]:
-    """Every variant in every mode, the unplanted ones of a mode first; nothing starts after
-    the deadline (monotonic seconds) and every run is told to end by it. Each run's JSON
-    report and stderr go to OUT/logs/KERNEL/VARIANT-MODE.*."""
-    ordered = [
-        Job(Run(job.run.kernel, job.run.variant, mode), job.root, job.spec)
-        for mode in modes
-        for first in (True, False)
-        for job in jobs
-        if (job.run.variant == UNPLANTED) == first
-    ]
-
-    def one(job: Job) -> Run:
-        left = int(deadline - time.monotonic())
-        if left < 30:
-            job.run.status, job.run.error = "skipped", "past the deadline"
-            return job.run
-        logs = out / "logs" / job.run.kernel
-        logs.mkdir(parents=True, exist_ok=True)
+    for planting in [None, *(p for p in plantings if p.kernel == kernel.name)]:
+        name = planting.variant if planting else UNPLANTED
+        if draft.error:
+            broken[(kernel.name, name)] = f"{NO_DRAFT}: {draft.error}"
+            continue
+        root = setup.work / kernel.name / name
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(setup.work / kernel.name / "base", root)
+        spec = root / draft.spec
+        if setup.max_instantiations and draft.instantiations > setup.max_instantiations:
+            trim_instantiations(spec, setup.max_instantiations)
         try:
-            run_test(job.run, job.root, job.spec, options, left, logs)
-        except Exception as exc:  # one kernel's failure never stops the measurement
-            job.run.status, job.run.error = "error", f"{type(exc).__name__}: {exc}"
-        print(
-            f"{job.run.kernel} {job.run.variant} {job.run.mode}: {job.run.status} {job.run.codes}"
-            f" {job.run.error} ({job.run.seconds} s)",
-            file=sys.stderr,
-            flush=True,
-        )
-        return job.run
+            error = git_commit_all(root)
+            if planting is not None and not error:
+                apply_planting(root, planting)
+        except (OSError, PlantError) as exc:
+            error = str(exc)
+        if error:
+            broken[(kernel.name, name)] = error
+            continue
+        jobs.append(Job(Run(kernel.name, name, ""), root, spec))
+    return jobs, broken
 
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        return list(pool.map(one, ordered))
+
+def run_one(job: Job, setup: Setup) -> Run:
+    """One variant in one mode, unless the deadline has passed; told to end by the deadline."""
+    left = int(setup.deadline - time.monotonic())
+    if left < 30:
+        job.run.status, job.run.error = "skipped", "past the deadline"
+        return job.run
+    logs = setup.out / "logs" / job.run.kernel
+    logs.mkdir(parents=True, exist_ok=True)
+    try:
+        run_test(job.run, job.root, job.spec, setup.options, left, logs)
+    except Exception as exc:  # one kernel's failure never stops the measurement
+        job.run.status, job.run.error = "error", f"{type(exc).__name__}: {exc}"
+    state = f"{job.run.status} {job.run.codes} {job.run.error} ({job.run.seconds} s)"
+    print(f"{job.run.kernel} {job.run.variant} {job.run.mode}: {state}", file=sys.stderr, flush=True)
+    return job.run
+
+
+def measure(
+    setup: Setup, kernels: Sequence[Kernel], plantings: Sequence[Planting], parallel: int, drafting: int, run: bool
+) -> tuple[dict[str, Draft], list[Run], dict[tuple[str, str], str]]:
+    """Draft every kernel (`drafting` at a time); as each draft is done, its variants' runs in
+    the first mode join the queue of `parallel` runs, and the other modes' runs join it once
+    every kernel is drafted (so the first mode's runs go first). `run` False: no run."""
+    bases = {kernel.name: copy_base(setup, kernel) for kernel in kernels}
+    drafts: dict[str, Draft] = {}
+    broken: dict[tuple[str, str], str] = {}
+    queued: list[Future[Run]] = []
+    later: list[Job] = []
+    first, *rest = setup.modes
+    with ThreadPoolExecutor(max_workers=drafting) as drafters, ThreadPoolExecutor(max_workers=parallel) as runners:
+        pending = {drafters.submit(draft_spec, bases[k.name], k): k for k in kernels}
+        for done in as_completed(pending):
+            kernel = pending[done]
+            drafts[kernel.name] = draft = done.result()
+            print(f"drafted {kernel.name}: {draft.error or 'ok'} ({draft.seconds} s)", file=sys.stderr, flush=True)
+            jobs, why = make_variants(setup, kernel, draft, plantings)
+            broken.update(why)
+            if run:
+                queued += [runners.submit(run_one, job.in_mode(first), setup) for job in jobs]
+                later += [job.in_mode(mode) for mode in rest for job in jobs]
+        queued += [runners.submit(run_one, job, setup) for job in later]
+        runs = [future.result() for future in queued]
+    return {k.name: drafts[k.name] for k in kernels}, runs, broken
 
 
 def summarize(
@@ -488,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", help="comma-separated kernel names (default: all)")
     parser.add_argument("--parallel", type=int, default=5, help="kernel-check test processes at a time")
     parser.add_argument("--jobs", type=int, default=2, help="--jobs of each kernel-check test")
+    parser.add_argument("--draft-parallel", type=int, default=10, help="kernel-check spec new processes at a time")
     parser.add_argument("--deadline", type=int, default=420, help="seconds after which no run starts")
     parser.add_argument("--timeout", type=int, default=30, help="--timeout of each kernel-check test (per case)")
     parser.add_argument("--sanitize", default="memcheck,initcheck", help="'' for none")
@@ -498,8 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     modes = ["plain"] if args.compile_only else [m for m in args.modes.split(",") if m]
-    if unknown := set(modes) - set(MODES):
-        print(f"plant_dynamic: --modes: unknown {', '.join(sorted(unknown))}", file=sys.stderr)
+    if not modes or set(modes) - set(MODES):
+        print(f"plant_dynamic: --modes: give some of {', '.join(MODES)}", file=sys.stderr)
         return 2
     try:
         kernels = load_kernels(args.plant_dir)
@@ -511,21 +533,23 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.kernels.split(","))
         kernels = [k for k in kernels if k.name in wanted]
         plantings = [p for p in plantings if p.kernel in wanted]
-    work = (args.work or args.out / "work").resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     import kernel_check  # which tree is measured: the one this interpreter imports
 
     print(f"plant_dynamic: kernel-check from {Path(kernel_check.__file__).parent}", file=sys.stderr)
-    drafts, jobs, broken = prepare(
-        args.plant_dir.resolve(), work, kernels, plantings, args.max_instantiations, args.parallel
+    setup = Setup(
+        args.plant_dir.resolve(),
+        (args.work or args.out / "work").resolve(),
+        args.out.resolve(),
+        tuple(modes),
+        TestOptions(args.sanitize, args.timeout, args.jobs, args.compile_only),
+        args.max_instantiations,
+        started + args.deadline,
     )
-    _keep_drafts(work, drafts, args.out / "drafts")
+    drafts, runs, broken = measure(setup, kernels, plantings, args.parallel, args.draft_parallel, not args.dry_run)
+    _keep_drafts(setup.work, drafts, args.out / "drafts")
     for (kernel, variant), why in broken.items():
         print(f"plant_dynamic: {kernel} {variant}: not run: {why}", file=sys.stderr)
-    options = TestOptions(args.sanitize, args.timeout, args.jobs, args.compile_only)
-    runs: list[Run] = []
-    if not args.dry_run:
-        runs = run_all(jobs, modes, options, args.parallel, started + args.deadline, args.out)
     runs += [
         Run(k, v, m, NO_DRAFT if why.startswith(NO_DRAFT) else "error", error=why)
         for (k, v), why in broken.items()
@@ -558,5 +582,4 @@ def _keep_drafts(work: Path, drafts: Mapping[str, Draft], folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     sys.exit(main())
