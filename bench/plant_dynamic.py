@@ -261,7 +261,7 @@ class Run:
     kernel: str
     variant: str  # UNPLANTED or a planting's class
     mode: str
-    status: str = "pending"  # ok (0 or 1 exit), error, skipped
+    status: str = "pending"  # ok (exit 0 or 1), error, skipped (past the deadline), no-draft
     exit_code: int | None = None
     findings: list[dict] = field(default_factory=list)
     error: str = ""
