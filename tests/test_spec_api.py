@@ -126,3 +126,65 @@ def test_a_size_only_a_returned_output_shares_is_no_size_the_launcher_must_check
     kinds = {b.kind for b in bad_inputs(spec, spec.instantiations[0], {"n": 127})}
     assert BadKind.SHAPE not in kinds  # x alone sizes n: any length is valid
     assert {c.kind.value for c in plan_cases(spec)} >= {"reference", "graph", "stream", "bad-input"}
+
+
+# ----- drafts (real libclang parses) -----
+
+HOST_CHECK = """\
+#include <sgl_kernel/tensor.h>
+#include <sgl_kernel/utils.cuh>
+#include <sgl_kernel/utils.h>
+
+#include <tvm/ffi/container/tensor.h>
+
+#include <cstdint>
+
+namespace sglang {
+
+__global__ void fill_lens_kernel(float* out, const int32_t* lens, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = static_cast<float>(lens[0]);
+}
+
+void fill_lens(tvm::ffi::TensorView out, tvm::ffi::TensorView lens) {
+  using namespace host;
+  RuntimeCheck(lens.device().device_type == kDLCPU, "lens must be on the host");
+  auto n = SymbolicSize{"n"};
+  TensorMatcher({n}).with_dtype<float>().with_device<kDLCUDA>().verify(out);
+  LaunchKernel(1, 256, out.device())(fill_lens_kernel, static_cast<float*>(out.data_ptr()),
+                                     static_cast<const int32_t*>(lens.data_ptr()), n.unwrap());
+}
+
+}  // namespace sglang
+"""
+
+
+def _drafted(cuh: Path, tmp_path: Path, launcher: str | None = None) -> KernelSpec:
+    from kernel_check.harness.draft import draft_text
+
+    out = tmp_path / f"{launcher or cuh.stem}_spec.py"
+    out.write_text(draft_text(cuh, out, launcher=launcher))
+    found = discover([out])
+    assert not found.errors, found.errors
+    return found.specs[0]
+
+
+@pytest.mark.slow
+def test_drafts_of_launchers_that_return_their_outputs_name_them(tmp_path):
+    pair = _drafted(FIXTURES / "sum_diff.cuh", tmp_path, "sum_diff")
+    assert pair.returns == ("out0", "out1") and [a.name for a in pair.passed_args] == ["a", "b"]
+    assert all(t.role is Role.OUT and t.shape == ("n",) for t in pair.tensors if t.name in pair.returns)
+    single = _drafted(FIXTURES / "sum_diff.cuh", tmp_path, "doubled")
+    assert single.returns == ("out",) and [a.name for a in single.passed_args] == ["x"]
+    assert "doubled returns out: shape ('n',) and dtype float32 assumed" in (tmp_path / "doubled_spec.py").read_text()
+
+
+@pytest.mark.slow
+def test_drafts_take_a_tensor_checked_to_be_on_the_host_as_a_pinned_host_buffer(tmp_path):
+    matcher = _drafted(FIXTURES / "pinned_scale.cuh", tmp_path)  # with_device<kDLCPU>()
+    placed = {t.name: (t.device, t.pinned) for t in matcher.tensors}
+    assert placed == {"out": ("cuda", False), "x": ("cuda", False), "factors": ("cpu", True)}
+    (tmp_path / "host_lens.cuh").write_text(HOST_CHECK)  # RuntimeCheck(lens.device().device_type == kDLCPU)
+    checked = _drafted(tmp_path / "host_lens.cuh", tmp_path)
+    assert {t.name: t.device for t in checked.tensors} == {"out": "cuda", "lens": "cpu"}
+    assert checked.returns == ()
