@@ -5,11 +5,15 @@ gives back, and the bad inputs planned for them. The GPU run is tests/gpu/test_s
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from kernel_check import runtime
 from kernel_check.harness.cases import BadKind, bad_inputs, base_sizes, plan_cases
 from kernel_check.harness.discover import discover
 from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, SpecError, Tensor
@@ -146,9 +150,12 @@ __global__ void fill_lens_kernel(float* out, const int32_t* lens, int64_t n) {
   if (i < n) out[i] = static_cast<float>(lens[0]);
 }
 
-void fill_lens(tvm::ffi::TensorView out, tvm::ffi::TensorView lens) {
+inline bool is_cpu(const tvm::ffi::TensorView& t) { return t.device().device_type == kDLCPU; }
+
+void fill_lens(tvm::ffi::TensorView out, tvm::ffi::TensorView lens, tvm::ffi::TensorView ids) {
   using namespace host;
   RuntimeCheck(lens.device().device_type == kDLCPU, "lens must be on the host");
+  RuntimeCheck(is_cpu(ids), "ids must be on the host");
   auto n = SymbolicSize{"n"};
   TensorMatcher({n}).with_dtype<float>().with_device<kDLCUDA>().verify(out);
   LaunchKernel(1, 256, out.device())(fill_lens_kernel, static_cast<float*>(out.data_ptr()),
@@ -184,7 +191,28 @@ def test_drafts_take_a_tensor_checked_to_be_on_the_host_as_a_pinned_host_buffer(
     matcher = _drafted(FIXTURES / "pinned_scale.cuh", tmp_path)  # with_device<kDLCPU>()
     placed = {t.name: (t.device, t.pinned) for t in matcher.tensors}
     assert placed == {"out": ("cuda", False), "x": ("cuda", False), "factors": ("cpu", True)}
-    (tmp_path / "host_lens.cuh").write_text(HOST_CHECK)  # RuntimeCheck(lens.device().device_type == kDLCPU)
+    (tmp_path / "host_lens.cuh").write_text(HOST_CHECK)  # a device() check, an is_cpu() check
     checked = _drafted(tmp_path / "host_lens.cuh", tmp_path)
-    assert {t.name: t.device for t in checked.tensors} == {"out": "cuda", "lens": "cpu"}
+    assert {t.name: t.device for t in checked.tensors} == {"out": "cuda", "lens": "cpu", "ids": "cpu"}
     assert checked.returns == ()
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_the_fixture_launchers_build_as_exported_with_no_shim(tmp_path):
+    """The generated export of a launcher that returns a tuple, one that returns a tensor and
+    one that takes a host buffer compiles as it is (no GPU: `kernel-check spec check`)."""
+    env = {**os.environ, "KERNEL_CHECK_JIT_CACHE": str(tmp_path / "jit"), "TVM_FFI_CUDA_ARCH_LIST": "9.0"}
+    run = subprocess.run(
+        [sys.executable, "-m", "kernel_check", "spec", "check", str(FIXTURES)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(run.stdout.splitlines()) == [
+        "built   fixture_doubled[default]",
+        "built   fixture_pinned_scale[default]",
+        "built   fixture_sum_diff[default]",
+    ]

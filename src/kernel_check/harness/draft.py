@@ -292,14 +292,22 @@ def _tensor(
 
 
 _HOST_DEVICE = re.compile(r"\bkDL(?:CPU|CUDAHost)\b")
+# helpers a launcher asks whether a tensor is in host memory (``RuntimeCheck(is_cpu(lens))``)
+_HOST_PREDICATES = frozenset({"is_cpu", "is_host", "is_pinned"})
 
 
 def host_buffer(model: SourceModel, launcher: Function, name: str, chain_text: str) -> bool:
     """Whether ``launcher`` takes tensor ``name`` in host memory: its matcher allows only a
-    host device (``with_device<kDLCPU>``), or a check on its ``device()`` compares it with one."""
+    host device (``with_device<kDLCPU>``), a check on its ``device()`` compares it with one,
+    or it is handed to a host predicate (``is_cpu(x)``)."""
     if re.search(r"\.with_device\s*<\s*kDL(?:CPU|CUDAHost)\s*>", chain_text):
         return True
-    for seen in model.launcher_facts.tensor_inspections:
+    facts = model.launcher_facts
+    if any(
+        (h.function, h.tensor) == (launcher.usr, name) and h.callee in _HOST_PREDICATES for h in facts.tensor_handoffs
+    ):
+        return True
+    for seen in facts.tensor_inspections:
         if (seen.function, seen.tensor, seen.method, seen.context) == (launcher.usr, name, "device", "check"):
             start = model.data.rfind(b"\n", 0, seen.span.start) + 1
             end = model.data.find(b"\n", seen.span.end)
