@@ -178,7 +178,7 @@ def _drafted(cuh: Path, tmp_path: Path, launcher: str | None = None) -> KernelSp
 
 @pytest.mark.slow
 def test_drafts_of_launchers_that_return_their_outputs_name_them(tmp_path):
-    pair = _drafted(FIXTURES / "sum_diff.cuh", tmp_path, "sum_diff")
+    pair = _drafted(FIXTURES / "sum_diff.cuh", tmp_path, "sum_diff")  # returns an alias of a Tuple
     assert pair.returns == ("out0", "out1") and [a.name for a in pair.passed_args] == ["a", "b"]
     assert all(t.role is Role.OUT and t.shape == ("n",) for t in pair.tensors if t.name in pair.returns)
     single = _drafted(FIXTURES / "sum_diff.cuh", tmp_path, "doubled")

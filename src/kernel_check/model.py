@@ -180,6 +180,7 @@ class Function:
     is_defaulted: bool = False  # `= default`
     owner_usr: str = ""  # the enclosing record's USR for a member, "" at namespace scope
     from_macro: bool = False  # declared by a macro expansion (its name is not written here)
+    return_canonical: str = ""  # the return type with aliases resolved (`PrefillPlan` -> `tvm::ffi::Tuple<...>`)
 
 
 # ---- launcher facts (KC120, KC121, KC131, KC140, KC141, KC150, KC160) ----

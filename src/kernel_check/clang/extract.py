@@ -129,6 +129,7 @@ class _Extractor:
             params=[self._param(p) for p in cursor.get_children() if p.kind == K.PARM_DECL],
             template_params=_template_params(cursor),
             return_type=cursor.result_type.spelling,
+            return_canonical=cursor.result_type.get_canonical().spelling,
             doc=self.comments.preceding(cursor.extent.start.offset),
             is_exported=is_exported(cursor),
             is_definition=body is not None,

@@ -320,7 +320,7 @@ def returned_outputs(launcher: Function, tensors: Sequence[DraftTensor], notes: 
     """The outputs a launcher returns (``tvm::ffi::Tensor``, ``tvm::ffi::Tuple<Tensor, ...>``),
     each shaped and typed as its first tensor argument (a guess to check); another return
     type that is not ``void`` (an alias of a tuple) is a note."""
-    spelling = launcher.return_type.replace(" ", "")
+    spelling = (launcher.return_canonical or launcher.return_type).replace(" ", "")
     tuple_of = re.fullmatch(r"(?:\w+::)*Tuple<(.*)>", spelling)
     parts = split_template_arguments(tuple_of.group(1)) if tuple_of else [spelling]
     if not parts or not all(re.fullmatch(r"(?:\w+::)*Tensor", p) for p in parts):
