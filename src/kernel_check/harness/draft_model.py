@@ -21,6 +21,7 @@ class DraftTensor:
     alignment: ConstExpr | None = None
     init: str = ""  # "" : the default (randn)
     runtime: tuple[str, ...] = ()  # the dtypes one build takes at run time (``dtype`` is then a variable)
+    device: str = "cuda"  # "cpu": a host buffer (always drafted pinned: it serves a kernel reading it too)
 
 
 @dataclass
@@ -59,3 +60,5 @@ class Draft:
     # ``source`` and ``include_dirs`` are relative to the folder this environment variable
     # names (``--tree-env``) instead of to the spec
     tree_variable: str = ""
+    # the outputs the launcher returns, in order (OUT tensors of ``args``)
+    returns: tuple[str, ...] = ()
