@@ -337,3 +337,26 @@ def test_template_values_come_from_the_dispatch_in_the_source(tmp_path):
     ]
     assert spec.launcher(spec.instantiations[1]) == "fill_rows<__nv_bfloat16, 8, 256>"
     assert "from the calls that dispatch to it" in out.read_text()
+
+
+ARG_KINDS_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "argtree" / "csrc" / "scale.cu"
+
+
+def test_optional_tensors_and_strings_are_drafted_as_the_launcher_accepts_them(tmp_path):
+    """An ``Optional<TensorView>`` tested with ``has_value()`` is left out (None), one used
+    untested is a tensor; a string gets the first literal the launcher compares it with, ""
+    where it compares it with none. The types come from a header of the tree's own
+    ``include/``, so the parse must search it as the build does."""
+    (spec,) = _draft(ARG_KINDS_FIXTURE, tmp_path)
+    kinds = [(type(a).__name__, a.name, getattr(a, "value", None)) for a in spec.args]
+    assert kinds == [
+        ("Tensor", "x", None),
+        ("Tensor", "y", None),
+        ("Scalar", "bias", None),
+        ("Tensor", "gain", None),
+        ("Scalar", "order", "forward"),
+        ("Scalar", "label", ""),
+    ]
+    text = (tmp_path / "scale_spec.py").read_text()
+    assert "it also compares it with 'reversed'" in text
+    assert "compares label with no string literal" in text

@@ -75,11 +75,19 @@ def test_valid_spec_and_cpp_args():
         (dict(args=(Tensor("dst", ("n",), role=Role.OUT, init="perm:m"),)), "names no grid axis"),
         (dict(constraint=lambda sizes: False), "no point"),
         (dict(args=(Tensor("x", ("n",), role=Role.OUT), Tensor("x", ("n",)))), "repeat"),
+        (dict(args=(Tensor("dst", ("n",), role=Role.OUT), Scalar("order", ["big"]))), "not a bool, int, float, str"),
     ],
 )
 def test_invalid_specs_are_rejected(changes, message):
     with pytest.raises(SpecError, match=message):
         make_spec(**changes).validate()
+
+
+def test_a_string_and_an_absent_optional_are_scalar_values():
+    """A ``std::string`` parameter takes a str, an ``Optional<TensorView>`` left out None."""
+    spec = make_spec(args=(Tensor("dst", ("n",), role=Role.OUT), Scalar("order", "big"), Scalar("bias", None)))
+    spec.validate()
+    assert [s.resolve({"n": 1}) for s in spec.scalars] == ["big", None]
 
 
 def test_discovery_finds_every_fixture_and_reports_broken_files(tmp_path):

@@ -362,3 +362,28 @@ inline void g(int64_t n, checks::DebugInfo info = {}) {
     )
     calls = [(c.argument_names, c.result_use) for c in model.launcher_facts.api_calls if c.name == "RuntimeCheck"]
     assert calls == [(("info", "n > 0", '"n must be positive, got "', "n"), "discarded")]
+
+
+def test_parameter_tests_of_optional_and_string_parameters(tmp_path: Path) -> None:
+    """`has_value()` / `defined()` of a parameter and `==` / `!=` of one with a string literal,
+    in source order; a comparison with a local or with no literal is not one."""
+    model = model_of(
+        tmp_path,
+        """
+        void launch(tvm::ffi::TensorView x, tvm::ffi::Optional<tvm::ffi::TensorView> bias,
+                    std::string order, tvm::ffi::String mode, int n) {
+          std::string local = "a";
+          if (bias.has_value()) { n += 1; }
+          if (order != "up" && local == "b") { n += 2; }
+          if (mode == tvm::ffi::String("fast") || order == "down" || order == mode) { n += 3; }
+        }
+        """,
+    )
+    found = [(t.parameter, t.test, t.literal) for t in model.launcher_facts.parameter_tests]
+    assert found == [
+        ("bias", "present", ""),
+        ("order", "equals", "up"),
+        ("mode", "equals", "fast"),
+        ("order", "equals", "down"),
+    ]
+    assert {t.function for t in model.launcher_facts.parameter_tests} == {usr_of(model, "launch")}

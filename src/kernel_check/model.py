@@ -569,6 +569,19 @@ class TemplateCheck:
     span: Span
 
 
+@dataclass(frozen=True)
+class ParameterTest:
+    """A host function's test of a parameter that is not a tensor: `x.has_value()` or
+    `x.defined()` of an `Optional` (the function accepts it absent), or `s == "literal"` /
+    `s != "literal"` of a string (a value the function accepts or rejects)."""
+
+    function: str
+    parameter: str
+    test: str  # "present" (has_value / defined) or "equals" (== / != a string literal)
+    span: Span
+    literal: str = ""  # the string an "equals" test compares with
+
+
 @dataclass
 class LauncherFacts:
     matcher_chains: list[MatcherChain] = field(default_factory=list)
@@ -581,6 +594,7 @@ class LauncherFacts:
     vector_accesses: list[VectorAccess] = field(default_factory=list)
     pointer_passes: list[PointerPass] = field(default_factory=list)
     template_checks: list[TemplateCheck] = field(default_factory=list)
+    parameter_tests: list[ParameterTest] = field(default_factory=list)
     # USRs of kernels / device functions of included headers whose facts were collected
     # because a launch or a pointer hand-off of this file reaches them.
     foreign_functions: list[str] = field(default_factory=list)

@@ -22,6 +22,7 @@ consteval.py) so that a rule can evaluate them per instantiation. The tier-2 eva
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,7 @@ from ..model import (
     LaunchTensorArgument,
     MatcherChain,
     MatcherDType,
+    ParameterTest,
     PointerPass,
     SourceModel,
     Span,
@@ -121,6 +123,26 @@ def _named(expression: Expr) -> DeclRef | None:
     """The declaration an expression names, inside casts (a variable, a field, a callee)."""
     inner = _strip_casts(expression)
     return inner.ref if inner.kind in (ExprKind.REF, ExprKind.MEMBER, ExprKind.CALL) else None
+
+
+def _parameter_name(expression: Expr) -> str:
+    """The parameter an expression names, inside casts and conversions; "" for anything else."""
+    inner = _strip_casts(expression)
+    decl = inner.ref if inner.kind is ExprKind.REF else None
+    return decl.name if decl is not None and decl.kind is DeclKind.PARAMETER else ""
+
+
+def _string_literal(expression: Expr) -> str | None:
+    """The value of the string literal an operand is (or converts from: `String("a")`)."""
+    for node in expression.walk():
+        spelling = node.tokens[0].spelling if node.kind is ExprKind.LITERAL and node.tokens else ""
+        if spelling.startswith('"'):
+            try:
+                value = ast.literal_eval(spelling)
+            except (ValueError, SyntaxError):
+                return None
+            return value if isinstance(value, str) else None
+    return None
 
 
 def _is_null_constant(expression: Expr) -> bool:
@@ -368,6 +390,8 @@ _INSPECTIONS = frozenset(
         "IsContiguous",
     }
 )
+_PRESENCE_TESTS = frozenset({"has_value", "defined"})  # of a tvm-ffi / std `Optional`
+_EQUALITY_OPERATORS = frozenset({"operator==", "operator!="})  # of a std::string / tvm::ffi::String
 _VECTOR_MEMBER_CALLS = frozenset({"load", "store"})
 _WARP_ROW_CALLS = frozenset({"load_bytes", "store_bytes"})
 _TYPED_CALLS = frozenset({"load_as", "store_as"})
@@ -463,6 +487,7 @@ class _BodyFacts:
         if self.device:
             self._device_call(call, name)
             return
+        self._add_parameter_test(call, name)
         launch = self.launches.get((call.span.start, call.span.end))
         if launch is not None:
             self._add_launch(call, launch)
@@ -500,6 +525,22 @@ class _BodyFacts:
             self.facts.template_checks.append(
                 TemplateCheck(self.function.usr, "RuntimeCheck", value, self._text(condition), condition.span)
             )
+
+    def _add_parameter_test(self, call: Expr, name: str) -> None:
+        """`x.has_value()` / `x.defined()` and `s == "literal"` of a parameter `x` / `s`."""
+        if name in _PRESENCE_TESTS:
+            obj = _member_call_object(call)
+            operands: tuple[Expr, ...] = (obj,) if obj is not None else ()
+            test = "present"
+        elif name in _EQUALITY_OPERATORS:
+            operands, test = call.children, "equals"
+        else:
+            return
+        parameter = next((named for o in operands if (named := _parameter_name(o))), "")
+        literal = next((text for o in operands if (text := _string_literal(o)) is not None), None)
+        if not parameter or (test == "equals" and literal is None):
+            return
+        self.facts.parameter_tests.append(ParameterTest(self.function.usr, parameter, test, call.span, literal or ""))
 
     # -- API calls -------------------------------------------------------------------------
     def _add_api_call(self, call: Expr, name: str) -> None:

@@ -40,6 +40,7 @@ from ..model import (
     Function,
     FunctionKind,
     MatcherChain,
+    ParameterTest,
     SourceModel,
     Struct,
     TemplateCheck,
@@ -400,10 +401,36 @@ def _pointee_const(model: SourceModel, usr: str, param: int, field_name: str) ->
 # ----- scalars -----
 
 
-def _scalar(name: str, spelling: str) -> DraftScalar:
+_STRING_TYPE = re.compile(r"(std::)?string|((tvm::)?ffi::)?String")
+
+
+def parameter_tests(model: SourceModel, functions: set[str]) -> dict[str, list[ParameterTest]]:
+    """The tests (``has_value()``, ``== "literal"``) the launcher (or the function it forwards
+    to) makes of each parameter, by parameter name, in source order."""
+    tests: dict[str, list[ParameterTest]] = {}
+    for test in model.launcher_facts.parameter_tests:
+        if test.function in functions:
+            tests.setdefault(test.parameter, []).append(test)
+    return tests
+
+
+def _is_optional_tensor(spelling: str) -> bool:
+    return "Optional" in spelling and re.search(r"\bTensor(View)?\b", spelling) is not None
+
+
+def _required(spelling: str, tests: Sequence[ParameterTest]) -> bool:
+    """An ``Optional<TensorView>`` the launcher uses without testing whether it was given."""
+    return _is_optional_tensor(spelling) and not any(t.test == "present" for t in tests)
+
+
+def _scalar(name: str, spelling: str, tests: Sequence[ParameterTest]) -> DraftScalar:
     bare = spelling.replace("const", "").replace("&", "").strip()
+    if _is_optional_tensor(bare):
+        return DraftScalar(name, None, f"{TODO}: an optional tensor left out (the launcher tests whether it is given)")
     if "Optional" in bare:
         return DraftScalar(name, None, f"{TODO}: {bare}: None passes nothing")
+    if _STRING_TYPE.fullmatch(bare):
+        return _string(name, tests)
     if bare == "bool":
         return DraftScalar(name, False, f"{TODO}: pick a value")
     if bare in ("float", "double"):
@@ -411,6 +438,15 @@ def _scalar(name: str, spelling: str) -> DraftScalar:
     if re.fullmatch(r"(u?int\d+_t|int|unsigned|long|long long|size_t|unsigned int)", bare):
         return DraftScalar(name, 1, f"{TODO}: pick a value (a size? a function of the case's sizes?)")
     return DraftScalar(name, None, f"{TODO}: {bare} cannot be drafted; pass a value of that type")
+
+
+def _string(name: str, tests: Sequence[ParameterTest]) -> DraftScalar:
+    """The first string the launcher compares the parameter with; "" where it compares it with none."""
+    literals = list(dict.fromkeys(t.literal for t in tests if t.test == "equals"))
+    if not literals:
+        return DraftScalar(name, "", f"{TODO}: a guess: the launcher compares {name} with no string literal")
+    others = f" (it also compares it with {', '.join(map(repr, literals[1:]))})" if literals[1:] else ""
+    return DraftScalar(name, literals[0], f"{TODO}: a guess: the first value the launcher compares {name} with{others}")
 
 
 # ----- wrappers -----
@@ -839,11 +875,17 @@ def draft_launcher(
     unseen: set[str] = set()
     roles = tensor_roles(model, facts, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
+    tests = parameter_tests(model, {launcher.usr, facts.usr})
     args: list[DraftTensor | DraftScalar] = [
         _tensor(model, facts, p.name, type_params, roles, notes)
-        if _is_tensor(p.type.spelling)
-        else _scalar(p.name, p.type.spelling)
+        if _is_tensor(p.type.spelling) or _required(p.type.spelling, tests.get(p.name, []))
+        else _scalar(p.name, p.type.spelling, tests.get(p.name, []))
         for p in launcher.params
+    ]
+    notes += [
+        f"{TODO}: {p.name} is an optional tensor the launcher uses without testing that it is given: drafted given"
+        for p in launcher.params
+        if _required(p.type.spelling, tests.get(p.name, []))
     ]
     for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
         arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
@@ -950,16 +992,19 @@ def _relative(path: Path, start: Path) -> str:
     return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
 
 
-def parse_model(cuh: Path, defines: tuple[str, ...] = ()) -> SourceModel:
+def parse_model(cuh: Path, defines: tuple[str, ...] = (), include_dirs: Sequence[Path] = ()) -> SourceModel:
     """The static model of one file, parsed as ``kernel-check`` parses it (the real CUDA
-    headers when installed: a parse error hides the declaration it is in from the model)."""
+    headers when installed: a parse error hides the declaration it is in from the model),
+    and with the tree's include folders the build gets (``tree_includes``): a header not
+    found leaves the types after it unresolved (an ``Optional<TensorView>`` reads ``int``)."""
     from ..clang.deep_stack import on_deep_stack
     from ..clang.extract import extract
     from ..clang.parse import parse_file, resolve_settings
 
     def parse() -> SourceModel:
         data = cuh.read_bytes()
-        unit = parse_file(cuh, data, resolve_settings("auto", defines=defines))
+        settings = resolve_settings("auto", include_dirs=tuple(map(str, include_dirs)), defines=defines)
+        unit = parse_file(cuh, data, settings)
         return extract(unit, data.decode("utf-8", errors="replace"), data)
 
     return on_deep_stack(parse)
@@ -978,7 +1023,8 @@ def draft_file(
     ``defines`` (``NAME=VALUE``) are macros the wrapper passes to the build; ``tree``
     (variable, folder): paths are written relative to that variable's folder; ``probe``:
     each instantiation is compiled with nvcc and only those that build are kept."""
-    model = parse_model(cuh, defines)
+    includes = tree_includes(cuh, spec_path)
+    model = parse_model(cuh, defines, includes)
     chosen = pick_launchers(model, launcher)
     wrapper = wrapper or find_wrapper(cuh)
     calls = read_wrapper(wrapper, cuh.resolve().as_posix()) if wrapper else []
@@ -986,7 +1032,6 @@ def draft_file(
     chosen = exported or chosen  # a wrapper names what is exported: the rest are internal
     drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe) for f in chosen]
     base = tree[1] if tree else spec_path.parent
-    includes = tree_includes(cuh, spec_path)
     for draft in drafts:
         draft.extra_cuda_cflags = tuple(f"-D{d}" for d in defines)
         draft.source = _relative(cuh, base)

@@ -103,7 +103,8 @@ DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
 
 # a dimension: a fixed size, a grid axis ("n"), or an expression over axes ("h*d", "B+1")
 Dim = str | int
-ScalarValue = bool | int | float
+# a str passes a std::string / tvm::ffi::String; None passes an absent Optional (a tensor left out)
+ScalarValue = bool | int | float | str | None
 Sizes = Mapping[str, int]
 # A custom initializer: (shape, torch dtype, device, torch.Generator, sizes) -> tensor.
 InitFn = Callable[[tuple[int, ...], Any, Any, Any, Sizes], Any]
@@ -190,7 +191,9 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Scalar:
-    """A scalar argument: a constant, or a function of the case's sizes."""
+    """A scalar argument: a constant, or a function of the case's sizes. A ``str`` passes a
+    ``std::string`` / ``tvm::ffi::String`` parameter; ``None`` an absent ``Optional`` (an
+    ``Optional<TensorView>`` the launcher tests with ``has_value()``, left out)."""
 
     name: str
     value: ScalarValue | Callable[[Sizes], ScalarValue]
@@ -633,6 +636,9 @@ def validate_spec(spec: KernelSpec) -> None:
         _fail(spec, "two instantiations have the same id")
     for tensor in spec.tensors:
         _validate_tensor(spec, tensor)
+    for scalar in spec.scalars:
+        if not callable(scalar.value) and not isinstance(scalar.value, (bool, int, float, str, type(None))):
+            _fail(spec, f"scalar {scalar.name!r}: value {scalar.value!r} is not a bool, int, float, str or None")
     for inst in spec.instantiations:
         for var, bound in inst.dtypes.items():
             if not isinstance(bound, str) and not (isinstance(bound, tuple) and bound):
