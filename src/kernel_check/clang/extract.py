@@ -35,6 +35,7 @@ from .cursors import (
     SCOPE_KINDS,
     TEMPLATE_PARAM_KINDS,
     K,
+    MacroRanges,
     Positions,
     has_child_kind,
     in_file,
@@ -54,7 +55,7 @@ from .kernel_interface import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
 from .parse import ParsedUnit
 from .pointer_accesses import DataflowExtractor
-from .program import Program, function_kind
+from .program import Program, code_declarations, function_kind
 from .scope_facts import extract_scope_facts
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
@@ -94,7 +95,8 @@ class _Extractor:
     def run(self) -> SourceModel:
         self._visit_scope(self.unit.root)
         if Need.INTEGERS in self.needs:
-            extract_index_values(self.program, self.top_level, self.data, self.model)
+            declarations = code_declarations(self.top_level)
+            extract_index_values(self.program, declarations, MacroRanges(self.top_level), self.data, self.model)
         if Need.SCOPE in self.needs:
             extract_scope_facts(self.top_level, self.unit, self.model)
         self.model.error_spans = self._error_spans()
@@ -153,7 +155,7 @@ class _Extractor:
                     self.model, self.program, function, self.program.function(cursor), self.data, self.path
                 )
             if Need.DATAFLOW in self.needs:
-                self.dataflow.add_function(cursor, body, function)
+                self.dataflow.add_function(self.program.function(cursor), function)
             if kind is not FunctionKind.HOST and Need.THREADS in self.needs:
                 tree = self.program.function(cursor).body
                 assert tree is not None  # a definition's
