@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check.clang.cursors import in_file
+from kernel_check.clang.cursors import MacroRanges, in_file
 from kernel_check.clang.extract import extract
 from kernel_check.clang.index_values import extract_index_values
 from kernel_check.clang.parse import parse_file, resolve_settings
-from kernel_check.clang.program import Program
+from kernel_check.clang.program import Program, code_declarations
 from kernel_check.clang.scope_facts import extract_scope_facts
 from kernel_check.model import IntegerDecl, IntegerDeclKind, SourceModel, apply_const_op
 
@@ -364,7 +364,8 @@ __global__ void shallow(int rows) {{
     unit = parse_file(path, text, settings)
     top_level = [c for c in unit.tu.cursor.get_children() if in_file(c, str(path))]
     model = SourceModel(path=str(path), text=text, data=text.encode())
-    extract_index_values(Program(str(path)), top_level, text.encode(), model)
+    declarations = code_declarations(top_level)
+    extract_index_values(Program(str(path)), declarations, MacroRanges(top_level), text.encode(), model)
     assert sorted(decls(model)) == ["head", "m", "rows"]
     extract_scope_facts(top_level, unit, model)
     assert [g.name for g in model.scope_facts.global_declarations] == ["sglang"]

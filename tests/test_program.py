@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernel_check.clang.cursors import MAX_NESTING, NestedTooDeeply
-from kernel_check.clang.program import DeclKind, ExprKind, StmtKind, cursor_of
+from kernel_check.clang.program import DeclKind, ExprKind, StmtKind
 from kernel_check.model import FunctionKind
 
 SHAPES = """\
@@ -412,6 +412,6 @@ int host(int n) {
     assert sorted(c.name for c in callee.candidates) == ["pick", "pick"]  # a dependent name: every candidate
     assert all(not e.candidates for e in body.expressions())  # names clang resolved
     calls = {c.name: c for c in body.calls()}
-    assert program.definition(cursor_of(calls["configure"].ref)) is found["configure"]
-    assert program.definition(cursor_of(calls["declared_only"].ref)) is None  # no body in sight
-    assert program.definition(cursor_of(lam.lambda_params[0])) is None  # not a function
+    assert program.definition(calls["configure"].ref) is found["configure"]
+    assert program.definition(calls["declared_only"].ref) is None  # no body in sight
+    assert program.definition(inner[0].ref) is None  # not a function: the lambda's parameter

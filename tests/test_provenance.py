@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import clang.cindex as ci
 import pytest
 
 from kernel_check.clang.consteval import callee_name
 from kernel_check.clang.cursors import K, walk
 from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
+from kernel_check.clang.program import Expr, ExprKind, Function, Program
 from kernel_check.clang.provenance import (
     Origin,
     Origins,
@@ -73,32 +73,34 @@ __device__ void probe(const Params params, const float* x, float* y, int n, bool
 
 
 @pytest.fixture(scope="module")
-def probe(tmp_path_factory: pytest.TempPathFactory) -> ci.Cursor:
+def probe(tmp_path_factory: pytest.TempPathFactory) -> Function:
     path = tmp_path_factory.mktemp("provenance") / "subject.cuh"
     path.write_text(SOURCE)
     tu = parse_file(path, SOURCE, resolve_settings("hermetic")).tu
-    return next(c for c in walk(tu.cursor) if c.kind == K.FUNCTION_DECL and c.spelling == "probe" and c.is_definition())
+    found = next(
+        c for c in walk(tu.cursor) if c.kind == K.FUNCTION_DECL and c.spelling == "probe" and c.is_definition()
+    )
+    return Program(str(path)).function(found)
 
 
-def _locals(function: ci.Cursor) -> dict[str, Origins]:
+def _locals(function: Function) -> dict[str, Origins]:
     """Each local variable's origins, evaluated in order as a walk binds them."""
-    params = [c for c in function.get_children() if c.kind == K.PARM_DECL]
-    bound: dict[ci.Cursor, Origins] = {
-        p: (origin,) for index, p in enumerate(params) if (origin := parameter(p, index)) is not None
+    bound: dict[int, Origins] = {
+        p.key: (origin,) for index, p in enumerate(function.params) if (origin := parameter(p, index)) is not None
     }
     found: dict[str, Origins] = {}
-    for variable in (n for n in walk(function) if n.kind == K.VAR_DECL):
-        initializer = [c for c in variable.get_children() if c.kind.is_expression()][-1]
-        bound[variable] = found[variable.spelling] = origins_of(
-            initializer, lambda d: bound.get(d, ()), _member_name, callee_name
+    assert function.body is not None
+    for variable in (v for stmt in function.body.walk() for v in stmt.variables):
+        bound[variable.key] = found[variable.name] = origins_of(
+            variable.exprs[-1], lambda d: bound.get(d.key, ()), _member_name, callee_name
         )
     return found
 
 
-def _member_name(member: ci.Cursor) -> str:
+def _member_name(member: Expr) -> str:
     """The member's name; libclang leaves a member of a dependent type unnamed, the last
     token names it."""
-    return member.spelling or [t.spelling for t in member.get_tokens()][-1]
+    return member.name or member.tokens[-1].spelling
 
 
 def _summary(origins: Origins) -> set[tuple[int, tuple[str, ...], Shape]]:
@@ -134,7 +136,7 @@ def _summary(origins: Origins) -> set[tuple[int, tuple[str, ...], Shape]]:
         ("not_received", set()),  # a local's address points into no received memory
     ],
 )
-def test_origins_of_each_local(probe: ci.Cursor, variable: str, expected: set) -> None:
+def test_origins_of_each_local(probe: Function, variable: str, expected: set) -> None:
     assert _summary(_locals(probe)[variable]) == expected
 
 
@@ -157,7 +159,8 @@ def test_values_of_a_type_only_the_instantiation_knows_are_followed(tmp_path: Pa
     path = tmp_path / "dependent.cuh"
     path.write_text(DEPENDENT)
     tu = parse_file(path, DEPENDENT, resolve_settings("hermetic")).tu
-    function = next(c for c in walk(tu.cursor) if c.kind == K.FUNCTION_TEMPLATE and c.spelling == "dependent")
+    found = next(c for c in walk(tu.cursor) if c.kind == K.FUNCTION_TEMPLATE and c.spelling == "dependent")
+    function = Program(str(path)).function(found)
     U = Shape.UNKNOWN
     assert {name: _summary(origins) for name, origins in _locals(function).items()} == {
         "from_struct": {(0, ("src",), U)},  # a member of a struct whose type depends on kB
@@ -168,9 +171,8 @@ def test_values_of_a_type_only_the_instantiation_knows_are_followed(tmp_path: Pa
     assert Origin(0, (), U).extended(()) is None  # no access is replayed through an unknown value
 
 
-def test_parameters_take_the_shape_of_their_type(probe: ci.Cursor) -> None:
-    params = [c for c in probe.get_children() if c.kind == K.PARM_DECL]
-    origins = [parameter(p, index) for index, p in enumerate(params)]
+def test_parameters_take_the_shape_of_their_type(probe: Function) -> None:
+    origins = [parameter(p, index) for index, p in enumerate(probe.params)]
     assert [(o.param, o.shape) if o is not None else None for o in origins] == [
         (0, S),
         (1, P),
@@ -182,8 +184,8 @@ def test_parameters_take_the_shape_of_their_type(probe: ci.Cursor) -> None:
     assert origins[0].record is not None and origins[0].record.spelling == "Params"
 
 
-def test_fields_of_the_params_struct_are_classified(probe: ci.Cursor) -> None:
-    record = parameter(next(c for c in probe.get_children() if c.kind == K.PARM_DECL), 0).record
+def test_fields_of_the_params_struct_are_classified(probe: Function) -> None:
+    record = parameter(probe.params[0], 0).record
     shapes = {f.spelling: classify(f.type) for f in record.get_children() if f.kind == K.FIELD_DECL}
     assert {name: shape[0] if shape else None for name, shape in shapes.items()} == {
         "src": P,
@@ -195,7 +197,7 @@ def test_fields_of_the_params_struct_are_classified(probe: ci.Cursor) -> None:
         "callback": None,
     }
     assert shapes["inners"][1].spelling == "Inner"  # the element record, to follow its fields
-    assert record_fields(record.type) == ["src", "dst", "parts", "inner", "inners", "n", "callback"]
+    assert record_fields(probe.params[0]) == ["src", "dst", "parts", "inner", "inners", "n", "callback"]
 
 
 @pytest.mark.parametrize(
@@ -237,12 +239,13 @@ void launch(const float* a, float* b) {
     path = tmp_path / "host.cuh"
     path.write_text(text)
     tu = parse_file(path, text, resolve_settings("hermetic")).tu
+    program = Program(str(path))
     lists = {
-        v.spelling: next(n for n in walk(v) if n.kind == K.INIT_LIST_EXPR)
+        v.spelling: next(n for e in program.var(v).exprs for n in e.walk() if n.kind is ExprKind.INIT_LIST)
         for v in walk(tu.cursor)
         if v.kind == K.VAR_DECL and v.location.file.name == str(path)
     }
-    fields = record_fields(lists["positional"].type)
+    fields = record_fields(lists["positional"])
     named = {name: [field for _, field in initializer_list_fields(lists[name], "", fields)] for name in lists}
     assert named == {"positional": ["src", "dst", "n"], "designated": ["dst", "n"]}
     assert [f for _, f in initializer_list_fields(lists["positional"], "outer", fields)] == ["outer"] * 3

@@ -8,30 +8,40 @@ own (literals, constexpr variables, enumerators, `sizeof` of complete types) is 
 clang; the rest is followed through constant variables, `if constexpr` helpers that only
 return, `min`/`max`/`gcd` and the vector types of the kernel library.
 
-The cursor helpers below are the ones the evaluation needs; the other analyses share them.
+It belongs to tier 1 (docs/architecture.md): it reads what no tier-1 node models (the types
+and template arguments an expression spells, alias declarations, helpers' bodies), so it
+walks cursors; the analyses of tier 2 call it with tier-1 nodes (`Constants.value`,
+`callee_name`, `returns_of`...).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
 
 import clang.cindex as ci
 
-from ..model import BINARY_OPERATOR_SPELLINGS, ConstExpr
+from ..model import BINARY_OPERATOR_SPELLINGS, ConstExpr, Span
 from .capi import folded_int, overloaded_decls
 from .cursors import (
     EXPLICIT_CASTS,
+    FUNCTION_KINDS,
     PARENS_AND_CONVERSIONS,
     TEMPLATE_PARAM_KINDS,
     K,
     children,
+    initializer_of,
+    referenced_of,
     source_text,
     span_of,
     strip_casts,
     strip_parens,
+    walk,
 )
+from .program import DeclRef, Expr, Program, Stmt, Var, _cursor_of, _decl_ref
 
+Value = TypeVar("Value")
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _BINARY_SPELLINGS = frozenset(BINARY_OPERATOR_SPELLINGS.values())
 _UNARY_TOKENS = {"-": "neg", "!": "not", "~": "bitnot", "+": ""}
@@ -60,27 +70,12 @@ def expression_children(cursor: ci.Cursor) -> list[ci.Cursor]:
     return [c for c in cursor.get_children() if c.kind.is_expression()]
 
 
-def initializer_of(decl: ci.Cursor) -> ci.Cursor | None:
-    """The initializer expression of a variable declaration."""
-    for child in decl.get_children():
-        if child.kind.is_expression():
-            return child
-    return None
-
-
 def canonical_name(type_: ci.Type) -> str:
     return type_.get_canonical().spelling.replace("const ", "").replace("volatile ", "").strip()
 
 
 def bare_record_name(spelling: str) -> str:
     return spelling.split("<", 1)[0].replace("const ", "").strip().split("::")[-1]
-
-
-def referenced_of(cursor: ci.Cursor) -> ci.Cursor | None:
-    try:
-        return cursor.referenced
-    except ValueError:  # a cursor kind these bindings do not know
-        return None
 
 
 def function_declaration(decl: ci.Cursor | None) -> ci.Cursor | None:
@@ -93,20 +88,32 @@ def function_declaration(decl: ci.Cursor | None) -> ci.Cursor | None:
     return decl.specialized_template or decl
 
 
-def named_function(reference: ci.Cursor) -> ci.Cursor | None:
+def _named_function(reference: ci.Cursor) -> ci.Cursor | None:
     """`function_declaration` of what a reference names: its overload set when it spells
     one (a dependent call), else the declaration it refers to."""
     named = next((c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
     return function_declaration(named if named is not None else referenced_of(reference))
 
 
-def function_usr(decl: ci.Cursor | None) -> str:
-    """The USR of the function (template) a reference names; "" when none or several."""
-    declaration = function_declaration(decl)
-    return declaration.get_usr() if declaration is not None else ""
+def referenced_function(callee: Expr) -> DeclRef | None:
+    """The function (template) a callee expression refers to, when it refers to exactly one."""
+    declaration = function_declaration(referenced_of(_cursor_of(callee)))
+    return _decl_ref(declaration) if declaration is not None else None
 
 
-def template_param_names(declaration: ci.Cursor) -> tuple[str, ...]:
+def named_function(reference: Expr) -> DeclRef | None:
+    """The function (template) a reference names: through the overload set it spells (a
+    dependent call), else as `referenced_function`."""
+    declaration = _named_function(_cursor_of(reference))
+    return _decl_ref(declaration) if declaration is not None else None
+
+
+def template_param_names(declaration: DeclRef) -> tuple[str, ...]:
+    """The names of a template's parameters (() for a declaration that is no template)."""
+    return _template_param_names(_cursor_of(declaration))
+
+
+def _template_param_names(declaration: ci.Cursor) -> tuple[str, ...]:
     return tuple(c.spelling for c in declaration.get_children() if c.kind in TEMPLATE_PARAM_KINDS)
 
 
@@ -117,25 +124,42 @@ class VectorType:
 
 
 @dataclass(frozen=True)
-class Returns:
+class Returns(Generic[Value]):
     """What a body returns through blocks and `if`s: `value` (a return's), or `taken` when
-    `condition` holds and `otherwise` when not (None: that path returns no value)."""
+    `condition` holds and `otherwise` when not (None: that path returns no value). The
+    values are tier-1 expressions (`returns_of`), or cursors inside this module."""
 
-    value: ci.Cursor | None = None
-    condition: ci.Cursor | None = None
-    taken: Returns | None = None
-    otherwise: Returns | None = None
+    value: Value | None = None
+    condition: Value | None = None
+    taken: Returns[Value] | None = None
+    otherwise: Returns[Value] | None = None
 
 
-def returns_of(block: ci.Cursor, only_returns: bool) -> Returns | None:
-    """The returns of a block (a helper's or a lambda's body), through nested blocks and
-    `if`s (the statements after an `if` without `else` are its `otherwise`). With
-    `only_returns`, a statement other than those and local declarations ends the walk with
-    None (a body that does more than return); else it is passed over."""
+def returns_of(program: Program, body: Stmt, only_returns: bool) -> Returns[Expr] | None:
+    """The returns of a body (a helper's or a lambda's), through nested blocks and `if`s
+    (the statements after an `if` without `else` are its `otherwise`). With `only_returns`,
+    a statement other than those and local declarations ends the walk with None (a body
+    that does more than return); else it is passed over."""
+    return _as_expressions(program, _body_returns(_cursor_of(body), only_returns))
+
+
+def _as_expressions(program: Program, returns: Returns[ci.Cursor] | None) -> Returns[Expr] | None:
+    if returns is None:
+        return None
+    return Returns(
+        value=program.expression(returns.value, 0) if returns.value is not None else None,
+        condition=program.expression(returns.condition, 0) if returns.condition is not None else None,
+        taken=_as_expressions(program, returns.taken),
+        otherwise=_as_expressions(program, returns.otherwise),
+    )
+
+
+def _body_returns(block: ci.Cursor, only_returns: bool) -> Returns[ci.Cursor] | None:
+    """`returns_of` over a body's cursor."""
     return _returns_of(children(block), only_returns)
 
 
-def _returns_of(statements: list[ci.Cursor], only_returns: bool) -> Returns | None:
+def _returns_of(statements: list[ci.Cursor], only_returns: bool) -> Returns[ci.Cursor] | None:
     for index, statement in enumerate(statements):
         if statement.kind == K.RETURN_STMT:
             values = expression_children(statement)
@@ -170,21 +194,43 @@ class Constants:
         self.data = data
         self.path = path
 
-    def text(self, cursor: ci.Cursor) -> str:
+    def _text(self, cursor: ci.Cursor) -> str:
         location = cursor.extent.start
         if location.file is None or location.file.name != self.path:
             return cursor.spelling
         return source_text(self.data, span_of(cursor.extent))
 
     def unknown(self, cursor: ci.Cursor) -> ConstExpr:
-        return ConstExpr("unknown", text=self.text(cursor))
+        return ConstExpr("unknown", text=self._text(cursor))
 
     # -- values --------------------------------------------------------------------------
-    def integer(self, cursor: ci.Cursor) -> int | None:
+    def integer(self, node: Expr) -> int | None:
         """The value of an expression that does not depend on template parameters, else None."""
-        return self.value(cursor).evaluate({})
+        return self._value(_cursor_of(node)).evaluate({})
 
-    def value(self, cursor: ci.Cursor, depth: int = 0) -> ConstExpr:
+    def value(self, node: Expr) -> ConstExpr:
+        """An expression's value, symbolic over template parameters."""
+        return self._value(_cursor_of(node))
+
+    def text(self, node: Expr) -> str:
+        """An expression as written in the checked file (its spelling elsewhere)."""
+        return self._text(_cursor_of(node))
+
+    def static_asserts(self, scope: ci.Cursor) -> list[tuple[ConstExpr, str, Span]]:
+        """(condition, as written, where) of each `static_assert` in a function (its body,
+        nested blocks too) or in a class template's own body (not its member functions':
+        those are theirs)."""
+        found = walk(scope) if scope.kind in FUNCTION_KINDS else scope.get_children()
+        conditions = (
+            next(iter(expression_children(cursor)), None) for cursor in found if cursor.kind == K.STATIC_ASSERT
+        )
+        return [(self._value(c), self._text(c), span_of(c.extent)) for c in conditions if c is not None]
+
+    def template_args(self, reference: Expr) -> tuple[ConstExpr, ...] | None:
+        """`_template_args` of a reference."""
+        return self._template_args(_cursor_of(reference))
+
+    def _value(self, cursor: ci.Cursor, depth: int = 0) -> ConstExpr:
         folded = folded_int(cursor)
         if folded is not None:
             return ConstExpr("int", folded)
@@ -193,7 +239,7 @@ class Constants:
         kind = cursor.kind
         if kind in PARENS_AND_CONVERSIONS or kind in EXPLICIT_CASTS:
             operands = expression_children(cursor)
-            return self.value(operands[-1], depth) if operands else self.unknown(cursor)
+            return self._value(operands[-1], depth) if operands else self.unknown(cursor)
         if kind == K.BINARY_OPERATOR:
             return self._binary(cursor, depth)
         if kind == K.UNARY_OPERATOR:
@@ -201,13 +247,13 @@ class Constants:
         if kind == K.CONDITIONAL_OPERATOR:
             parts = expression_children(cursor)
             if len(parts) == 3:
-                return ConstExpr("?:", args=tuple(self.value(p, depth) for p in parts))
+                return ConstExpr("?:", args=tuple(self._value(p, depth) for p in parts))
         if kind == K.CXX_UNARY_EXPR:
             return self._sizeof(cursor)
         if kind == K.DECL_REF_EXPR:
             value = self._reference(cursor, depth)
             # a named value not known here (`enable_pdl`, `Trait::kUsePDL`) keeps its name
-            return replace(value, name=self.text(cursor)) if value.op == "unknown" and not value.name else value
+            return replace(value, name=self._text(cursor)) if value.op == "unknown" and not value.name else value
         if kind == K.MEMBER_REF_EXPR:
             return self._reference(cursor, depth)
         if kind == K.CALL_EXPR:
@@ -222,7 +268,7 @@ class Constants:
             op = None
         if op is None or len(operands) != 2:
             return self.unknown(cursor)
-        return ConstExpr(op, args=(self.value(operands[0], depth), self.value(operands[1], depth)))
+        return ConstExpr(op, args=(self._value(operands[0], depth), self._value(operands[1], depth)))
 
     def _unary(self, cursor: ci.Cursor, depth: int) -> ConstExpr:
         operands = expression_children(cursor)
@@ -230,7 +276,7 @@ class Constants:
         op = _UNARY_TOKENS.get(first.spelling) if first is not None else None
         if op is None or len(operands) != 1:
             return self.unknown(cursor)
-        inner = self.value(operands[0], depth)
+        inner = self._value(operands[0], depth)
         return ConstExpr(op, args=(inner,)) if op else inner
 
     def _sizeof(self, cursor: ci.Cursor) -> ConstExpr:
@@ -255,7 +301,7 @@ class Constants:
         if ref.kind == K.VAR_DECL and ref.type.is_const_qualified():  # constexpr implies const
             initializer = initializer_of(ref)
             if initializer is not None:
-                return self.value(initializer, depth + 1)
+                return self._value(initializer, depth + 1)
         return self.unknown(cursor)
 
     def _dependent_member(self, cursor: ci.Cursor) -> ConstExpr:
@@ -275,16 +321,16 @@ class Constants:
         if not parts:
             return self.unknown(cursor)
         callee = strip_parens(parts[0])
-        name = callee_name(cursor)
+        name = _callee_name(cursor)
         if name in ("get_vec_bytes",):
-            args = self.template_args(callee)
+            args = self._template_args(callee)
             if args is not None and len(args) == 2:
                 return ConstExpr("vec_bytes", args=args)
         if name in _CONSTEXPR_HELPERS and len(parts) >= 3:
-            return ConstExpr(_CONSTEXPR_HELPERS[name], args=tuple(self.value(p, depth) for p in parts[1:]))
+            return ConstExpr(_CONSTEXPR_HELPERS[name], args=tuple(self._value(p, depth) for p in parts[1:]))
         operator = name[len("operator") :] if name.startswith("operator") else ""
         if operator in _BINARY_SPELLINGS and len(parts) == 3:  # a dependent `a * b`
-            return ConstExpr(operator, args=(self.value(parts[0], depth), self.value(parts[2], depth)))
+            return ConstExpr(operator, args=(self._value(parts[0], depth), self._value(parts[2], depth)))
         inlined = self._inline(cursor, callee, parts[1:], depth)
         return inlined if inlined is not None else self.unknown(cursor)
 
@@ -300,26 +346,26 @@ class Constants:
         if definition is None:
             return None
         body = next((c for c in definition.get_children() if c.kind == K.COMPOUND_STMT), None)
-        returned = self._returned(returns_of(body, only_returns=True), depth + 1) if body is not None else None
+        returned = self._returned(_body_returns(body, only_returns=True), depth + 1) if body is not None else None
         if returned is None:
             return None
-        template_args = self.template_args(callee) or ()
-        mapping = dict(zip(template_param_names(definition), template_args))
+        template_args = self._template_args(callee) or ()
+        mapping = dict(zip(_template_param_names(definition), template_args))
         params = [c.spelling for c in definition.get_children() if c.kind == K.PARM_DECL]
-        mapping.update((ARGUMENT_PREFIX + name, self.value(arg, depth)) for name, arg in zip(params, arguments))
+        mapping.update((ARGUMENT_PREFIX + name, self._value(arg, depth)) for name, arg in zip(params, arguments))
         return returned.substitute(mapping)
 
-    def _returned(self, returns: Returns | None, depth: int) -> ConstExpr | None:
+    def _returned(self, returns: Returns[ci.Cursor] | None, depth: int) -> ConstExpr | None:
         """The value a helper's body returns (`returns_of`), or None unless every path returns."""
         if returns is None or returns.condition is None:
-            return self.value(returns.value, depth) if returns is not None and returns.value is not None else None
+            return self._value(returns.value, depth) if returns is not None and returns.value is not None else None
         taken = self._returned(returns.taken, depth)
         otherwise = self._returned(returns.otherwise, depth)
         if taken is None or otherwise is None:
             return None
-        return ConstExpr("?:", args=(self.value(returns.condition, depth), taken, otherwise))
+        return ConstExpr("?:", args=(self._value(returns.condition, depth), taken, otherwise))
 
-    def template_args(self, reference: ci.Cursor) -> tuple[ConstExpr, ...] | None:
+    def _template_args(self, reference: ci.Cursor) -> tuple[ConstExpr, ...] | None:
         """The explicit template arguments of a DECL_REF_EXPR (types as their size), or
         None when their positions cannot be told apart (a nested template-id)."""
         args = []
@@ -333,7 +379,7 @@ class Constants:
             if child.kind == K.TYPE_REF:
                 args.append(self.type_size(child))
             elif child.kind.is_expression():
-                args.append(self.value(child))
+                args.append(self._value(child))
         return tuple(args)
 
     # -- types ---------------------------------------------------------------------------
@@ -368,12 +414,12 @@ class Constants:
     def _vector_from_spelling(self, declaration: ci.Cursor, text: str) -> VectorType | None:
         template, args = template_spelling(declaration)
         if template in VECTOR_TEMPLATES and len(args) == 2 and args[0].kind == K.TYPE_REF:
-            width = ConstExpr("*", args=(self.type_size(args[0]), self.value(args[1])))
+            width = ConstExpr("*", args=(self.type_size(args[0]), self._value(args[1])))
             return VectorType(width, text)
         if template in VECTOR_TEMPLATES and len(args) == 1 and args[0].kind.is_expression():
             element = _builtin_element_size(declaration)  # `AlignedVector<float, N>`: no TYPE_REF
             if element is not None:
-                return VectorType(ConstExpr("*", args=(ConstExpr("int", element), self.value(args[0]))), text)
+                return VectorType(ConstExpr("*", args=(ConstExpr("int", element), self._value(args[0]))), text)
         if template in VECTOR_TEMPLATES:
             return VectorType(ConstExpr("unknown", text=text), text)
         if template == "packed_t" and len(args) == 1 and args[0].kind == K.TYPE_REF:
@@ -396,7 +442,7 @@ class Constants:
         aliases = [
             c for c in template.get_children() if c.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and c.spelling == member
         ]
-        names = template_param_names(template)
+        names = _template_param_names(template)
         _, args = template_spelling(declaration)
         if len(aliases) != 1 or len(args) != len(names):
             return None
@@ -404,7 +450,7 @@ class Constants:
         if inner is None:
             return None
         mapping = {
-            name: self.type_size(arg) if arg.kind == K.TYPE_REF else self.value(arg) for name, arg in zip(names, args)
+            name: self.type_size(arg) if arg.kind == K.TYPE_REF else self._value(arg) for name, arg in zip(names, args)
         }
         return VectorType(inner.width.substitute(mapping), text)
 
@@ -415,34 +461,42 @@ class Constants:
         template, args = template_spelling(decl)
         if template not in VECTOR_TEMPLATES or len(args) != 2 or args[0].kind != K.TYPE_REF:
             return None
-        count = self.value(args[1])
+        count = self._value(args[1])
         return ConstExpr("*", args=(self.type_size(args[0]), count)), count
 
     # -- the types an access or a template argument list spells (kernel_interface.py) -------
-    def written_types(self, reference: ci.Cursor) -> tuple[tuple[str, ConstExpr], ...]:
+    def written_types(self, reference: Expr) -> tuple[tuple[str, ConstExpr], ...]:
         """(text, size) of each type among a reference's template arguments
         (`.with_dtype<float, half>`)."""
-        return tuple((self.text(c), self.type_size(c)) for c in reference.get_children() if c.kind == K.TYPE_REF)
+        written = _cursor_of(reference).get_children()
+        return tuple((self._text(c), self.type_size(c)) for c in written if c.kind == K.TYPE_REF)
 
-    def written_vector(self, reference: ci.Cursor) -> VectorType | None:
+    def written_vector(self, reference: Expr) -> VectorType | None:
+        """The vector type a reference names as its one written type (`load_as<float4>`)."""
+        return self._written_vector(_cursor_of(reference))
+
+    def _written_vector(self, reference: ci.Cursor) -> VectorType | None:
         """The vector type a reference (or cast) names as its one written type (`load_as<float4>`)."""
         type_refs = [c for c in reference.get_children() if c.kind == K.TYPE_REF]
         return self.vector_type(type_refs[0].type) if len(type_refs) == 1 else None
 
-    def cast_vector(self, cast: ci.Cursor) -> VectorType | None:
+    def cast_vector(self, node: Expr) -> VectorType | None:
         """The vector type a cast to a pointer points to (`reinterpret_cast<const float4*>(p)`),
         from the written type when the target type is dependent."""
-        return self.vector_type(cast.type.get_pointee()) or self.written_vector(cast)
+        cast = _cursor_of(node)
+        return self.vector_type(cast.type.get_pointee()) or self._written_vector(cast)
 
-    def pointee_vector(self, declaration: ci.Cursor) -> tuple[VectorType, str] | None:
+    def pointee_vector(self, param: Var) -> tuple[VectorType, str] | None:
         """A pointer declaration's vector pointee (`const float4* src`) and the pointee as written."""
+        declaration = _cursor_of(param)
         type_ = declaration.type.get_canonical()
         vector = self.vector_type(type_.get_pointee()) if type_.kind == ci.TypeKind.POINTER else None
         return (vector, declaration.type.get_pointee().spelling) if vector is not None else None
 
-    def accessor(self, decl: ci.Cursor) -> tuple[str, VectorType] | None:
+    def accessor(self, declared: DeclRef) -> tuple[str, VectorType] | None:
         """("aligned_vector" | "tile_memory", vector type) for a variable, parameter or field
         whose `.load` / `.store` moves a whole vector (`AlignedVector<T, N>`, `tile::Memory<vec_t>`)."""
+        decl = _cursor_of(declared)
         type_ = decl.type
         if type_.get_canonical().get_size() > 0:
             record = bare_record_name(canonical_name(type_))
@@ -457,11 +511,14 @@ class Constants:
         initializer = initializer_of(decl)
         call = strip_casts(initializer) if initializer is not None else None
         if call is not None and call.kind == K.CALL_EXPR:
-            return self.memory_accessor(strip_parens(children(call)[0])) if children(call) else None
-        return self.memory_accessor(decl)
+            return self._memory_accessor(strip_parens(children(call)[0])) if children(call) else None
+        return self._memory_accessor(decl)
 
-    def memory_accessor(self, spelled: ci.Cursor) -> tuple[str, VectorType] | None:
-        """("tile_memory", element vector type) when `spelled` names `Memory<vec_t>`."""
+    def memory_accessor(self, spelled: Expr) -> tuple[str, VectorType] | None:
+        """("tile_memory", element vector type) when an expression names `Memory<vec_t>`."""
+        return self._memory_accessor(_cursor_of(spelled))
+
+    def _memory_accessor(self, spelled: ci.Cursor) -> tuple[str, VectorType] | None:
         template, args = template_spelling(spelled)
         if template != "Memory" or len(args) != 1 or args[0].kind != K.TYPE_REF:
             return None
@@ -520,8 +577,14 @@ def trailing_name(data: bytes, cursor: ci.Cursor) -> str:
     return data[position:name_end].decode("ascii", errors="replace")
 
 
-def callee_name(call: ci.Cursor, data: bytes | None = None, path: str = "") -> str:
-    """The called function's (or method's) name, also for dependent calls."""
+def callee_name(call: Expr, data: bytes | None = None, path: str = "") -> str:
+    """The called function's (or method's) name, also for dependent calls: with the file's
+    `data` and `path`, a dependent member's name is read from the text (libclang leaves it
+    unnamed)."""
+    return _callee_name(_cursor_of(call), data, path)
+
+
+def _callee_name(call: ci.Cursor, data: bytes | None = None, path: str = "") -> str:
     if call.spelling:
         return call.spelling
     parts = children(call)
@@ -554,15 +617,16 @@ def _operator_part(parts: list[ci.Cursor]) -> str | None:
     return None
 
 
-def member_name(member: ci.Cursor, data: bytes, path: str) -> str:
+def member_name(node: Expr, data: bytes, path: str) -> str:
     """`x.name`'s name, also when `x` has a dependent type (libclang leaves it unnamed; the
-    name is read from the checked file's text)."""
+    name is read from the text of the file `path`, whose bytes are `data`)."""
+    member = _cursor_of(node)
     if member.spelling:
         return member.spelling
     location = member.extent.end
     return trailing_name(data, member) if location.file and location.file.name == path else ""
 
 
-def written_type_names(node: ci.Cursor) -> tuple[str, ...]:
+def written_type_names(node: Expr) -> tuple[str, ...]:
     """The spellings of the types an expression names as written (`T(...)`, `T{...}`)."""
-    return tuple(c.spelling for c in node.get_children() if c.kind == K.TYPE_REF)
+    return tuple(c.spelling for c in _cursor_of(node).get_children() if c.kind == K.TYPE_REF)

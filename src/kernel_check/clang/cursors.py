@@ -175,6 +175,21 @@ def outermost(cursors: Iterable[ci.Cursor]) -> list[ci.Cursor]:
     return kept
 
 
+def initializer_of(decl: ci.Cursor) -> ci.Cursor | None:
+    """The initializer expression of a variable declaration (its first expression)."""
+    for child in decl.get_children():
+        if child.kind.is_expression():
+            return child
+    return None
+
+
+def referenced_of(cursor: ci.Cursor) -> ci.Cursor | None:
+    try:
+        return cursor.referenced
+    except ValueError:  # a cursor kind these bindings do not know
+        return None
+
+
 def has_child_kind(cursor: ci.Cursor, kind: ci.CursorKind) -> bool:
     return any(c.kind == kind for c in cursor.get_children())
 

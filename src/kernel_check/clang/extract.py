@@ -24,17 +24,20 @@ from ..model import (
     SourceModel,
     Span,
     Struct,
+    TemplateCheck,
     TemplateParam,
     line_starts,
 )
 from ..registry import Need
 from .capi import is_invalid_declaration
+from .consteval import Constants
 from .cursors import (
     FUNCTION_KINDS,
     RECORD_KINDS,
     SCOPE_KINDS,
     TEMPLATE_PARAM_KINDS,
     K,
+    MacroRanges,
     Positions,
     has_child_kind,
     in_file,
@@ -50,11 +53,11 @@ from .cursors import (
 from .device_merge import merge_device_model
 from .doxygen import Comments
 from .index_values import extract_index_values
-from .kernel_interface import analyze_elsewhere, collect_function_facts, collect_static_asserts
+from .kernel_interface import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
 from .parse import ParsedUnit
 from .pointer_accesses import DataflowExtractor
-from .program import Program, function_kind
+from .program import Program, code_declarations, function_kind
 from .scope_facts import extract_scope_facts
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
@@ -94,7 +97,8 @@ class _Extractor:
     def run(self) -> SourceModel:
         self._visit_scope(self.unit.root)
         if Need.INTEGERS in self.needs:
-            extract_index_values(self.program, self.top_level, self.data, self.model)
+            declarations = code_declarations(self.top_level)
+            extract_index_values(self.program, declarations, MacroRanges(self.top_level), self.data, self.model)
         if Need.SCOPE in self.needs:
             extract_scope_facts(self.top_level, self.unit, self.model)
         self.model.error_spans = self._error_spans()
@@ -147,18 +151,18 @@ class _Extractor:
         )
         self.model.functions.append(function)
         if body is not None:
+            typed = self.program.function(cursor)  # its tier-1 picture, shared by the analyses
             if Need.LAUNCHES in self.needs:
                 self._collect_launches(cursor, function)
             if Need.INTERFACE in self.needs:
-                collect_function_facts(
-                    self.model, self.program, function, self.program.function(cursor), self.data, self.path
-                )
+                collect_function_facts(self.model, self.program, function, typed, self.data, self.path)
+                if not typed.is_implicit_instantiation:
+                    self._collect_static_asserts(function.usr, cursor)
             if Need.DATAFLOW in self.needs:
-                self.dataflow.add_function(cursor, body, function)
+                self.dataflow.add_function(typed, function)
             if kind is not FunctionKind.HOST and Need.THREADS in self.needs:
-                tree = self.program.function(cursor).body
-                assert tree is not None  # a definition's
-                self.model.divergent_barriers.extend(self.threads.divergent_barriers(tree))
+                assert typed.body is not None  # a definition's
+                self.model.divergent_barriers.extend(self.threads.divergent_barriers(typed.body))
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).
@@ -227,12 +231,20 @@ class _Extractor:
             )
         )
         if Need.INTERFACE in self.needs:
-            collect_static_asserts(self.model, cursor.get_usr(), cursor, self.data, self.path)
+            self._collect_static_asserts(cursor.get_usr(), cursor)
         for member in cursor.get_children():
             if member.kind in FUNCTION_KINDS and in_file(member, self.path):
                 self._add_function(member)
             elif member.kind in RECORD_KINDS and in_file(member, self.path):
                 self._add_struct(member)
+
+    def _collect_static_asserts(self, owner: str, scope: ci.Cursor) -> None:
+        """The `static_assert`s of a function or class template as conditions over its
+        template parameters (`TemplateCheck`: the drafter's filter of template values)."""
+        for condition, text, span in Constants(self.data, self.path).static_asserts(scope):
+            self.model.launcher_facts.template_checks.append(
+                TemplateCheck(owner, "static_assert", condition, text, span)
+            )
 
     # -- launches ------------------------------------------------------------------------------
     def _collect_launches(self, cursor: ci.Cursor, launcher: Function) -> None:

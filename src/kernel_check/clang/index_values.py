@@ -20,8 +20,6 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-import clang.cindex as ci
-
 from ..model import (
     FunctionKind,
     IndexProduct,
@@ -36,17 +34,11 @@ from ..model import (
 )
 from .consteval import Constants
 from .cursors import (
-    FUNCTION_KINDS,
-    RECORD_KINDS,
-    SCOPE_KINDS,
-    K,
     MacroRanges,
     NestedTooDeeply,
     Positions,
-    outermost,
-    qualified_name,
 )
-from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var, cursor_of
+from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var
 
 # ---- vocabulary ------------------------------------------------------------------------------
 
@@ -110,19 +102,22 @@ _NOT_INDEX_KEYWORDS = frozenset({"short", "char"})  # narrow storage types, not 
 _WORD_RE = re.compile(rb"[A-Za-z_]\w*|\S")
 _COMMENT_RE = re.compile(rb"/\*.*?\*/|//[^\n]*", re.DOTALL)
 _MAX_CONSTANT_DEPTH = 16  # constants are small expressions: `kVecN * sizeof(T) / 4`
-# Declarations whose members are read: namespaces, `extern "C"` blocks, unions, friends.
-_CONTAINERS = (*SCOPE_KINDS, K.UNION_DECL, K.FRIEND_DECL)
-_READ_KINDS = frozenset({*_CONTAINERS, *RECORD_KINDS, *FUNCTION_KINDS, K.VAR_DECL})
 
 # What an expression's value flows into: an enclosing expression, a declared variable, a
 # statement, or nothing that names a narrowing context (a parameter's default argument).
 _Parent = Expr | Var | Stmt | None
 
 
-def extract_index_values(program: Program, top_level: list[ci.Cursor], data: bytes, model: SourceModel) -> None:
-    """Fill `model.integer_facts` from the file's top-level declarations."""
-    reader = _Reader(program, data, MacroRanges(top_level))
-    reader.declarations(outermost(c for c in top_level if c.kind in _READ_KINDS), None)
+def extract_index_values(
+    program: Program,
+    declarations: Iterable[tuple[DeclRef, bool]],
+    macros: MacroRanges,
+    data: bytes,
+    model: SourceModel,
+) -> None:
+    """Fill `model.integer_facts` from the file's declarations of code (`program.code_declarations`)."""
+    reader = _Reader(program, data, macros)
+    reader.declarations(declarations)
     model.integer_facts = reader.finish()
 
 
@@ -242,28 +237,21 @@ class _Reader:
         self._previous_prefix: tuple[int, int] | None = None  # (type start, name) of the last declarator
 
     # -- declarations --------------------------------------------------------------------------
-    def declarations(self, cursors: Iterable[ci.Cursor], record: ci.Cursor | None) -> None:
-        """Functions, fields and variables among `cursors` (the members of `record`, when
-        given), descending through namespaces and nested records."""
-        for cursor in cursors:
-            kind = cursor.kind
-            if kind in FUNCTION_KINDS:
-                self._function(cursor)
-            elif kind in (K.FIELD_DECL, K.VAR_DECL):
-                self._data_member_or_variable(cursor, record)
-            elif kind in RECORD_KINDS:
-                self.declarations(cursor.get_children(), cursor)
-            elif kind in _CONTAINERS:
-                self.declarations(cursor.get_children(), None)
+    def declarations(self, declarations: Iterable[tuple[DeclRef, bool]]) -> None:
+        """Functions, fields and variables, each with whether it is a record's member."""
+        for declaration, in_record in declarations:
+            if declaration.kind is DeclKind.FUNCTION:
+                self._function(declaration)
+            else:
+                self._data_member_or_variable(declaration, in_record)
 
-    def _function(self, cursor: ci.Cursor) -> None:
-        function = self.program.function(cursor)
-        parent = cursor.semantic_parent
+    def _function(self, declaration: DeclRef) -> None:
+        function = self.program.declared_function(declaration)
         self.scopes.append(
             _Scope(
                 function.usr,
-                qualified_name(cursor),
-                is_main=function.name == "main" and parent is not None and parent.kind == K.TRANSLATION_UNIT,
+                function.qualified_name,
+                is_main=function.name == "main" and declaration.at_file_scope,
                 is_kernel=function.kind is FunctionKind.KERNEL,
             )
         )
@@ -284,23 +272,23 @@ class _Reader:
         if tree is not None:
             self._statement(tree)
 
-    def _data_member_or_variable(self, cursor: ci.Cursor, record: ci.Cursor | None) -> None:
+    def _data_member_or_variable(self, declaration: DeclRef, in_record: bool) -> None:
         """A field, or a namespace- or class-scope variable (not a local). One whose
         initializer tier 1 finds nested too deeply (generated code) gives no facts: they are
         lost, never made up."""
         try:
-            if cursor.kind == K.FIELD_DECL:
-                self._field(cursor, record)
+            if declaration.kind is DeclKind.FIELD:
+                self._field(declaration, in_record)
             else:
-                self._variable(self.program.var(cursor))
+                self._variable(self.program.declared_variable(declaration))
         except NestedTooDeeply:
             return
 
-    def _field(self, cursor: ci.Cursor, record: ci.Cursor | None) -> None:
-        var = self.program.var(cursor)
+    def _field(self, declaration: DeclRef, in_record: bool) -> None:
+        var = self.program.declared_variable(declaration)
         self._end_flows([self._value(e, None) for e in var.exprs])  # a default member initializer
-        if record is not None and not cursor.is_bitfield():  # a bit-field states its width
-            self._add_integer_decl(var, IntegerDeclKind.FIELD, owner=qualified_name(cursor.semantic_parent))
+        if in_record and not declaration.is_bitfield:  # a bit-field states its width
+            self._add_integer_decl(var, IntegerDeclKind.FIELD, owner=declaration.scope_qualified_name)
 
     def _lambda(self, expr: Expr) -> None:
         outer = self.scopes[-1] if self.scopes else _NO_SCOPE
@@ -790,7 +778,7 @@ class _Reader:
     def _lane_modulo(self, node: Expr, op: str, operands: list[Expr], lhs: _Value) -> int | None:
         if lhs.builtin != "threadIdx.x":
             return None
-        value = self.consts.integer(cursor_of(operands[1]))
+        value = self.consts.integer(operands[1])
         width = value if op == "%" else (value + 1 if value is not None else None)
         if width not in _LANE_WIDTHS:
             return None

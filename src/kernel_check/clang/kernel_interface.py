@@ -15,9 +15,9 @@ the data-flow facts), plus the pointers passed on to other device functions.
 
 Both sides share the one walk, the per-body state and the API-call facts, so they stay one
 module. Compile-time values stay symbolic over template parameters (`ConstExpr`,
-consteval.py) so that a rule can evaluate them per instantiation. The tier-2 evaluators
-(consteval, provenance) still read libclang: they get a node's cursor through
-`program.cursor_of`.
+consteval.py) so that a rule can evaluate them per instantiation. What a node spells beyond
+its tier-1 facts (template arguments, written types, a record's fields) the evaluators of
+tier 1 (consteval, provenance) read for it.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-
-import clang.cindex as ci
 
 from ..model import (
     AlignmentRequest,
@@ -57,16 +55,12 @@ from .consteval import (
     VectorType,
     bare_record_name,
     callee_name,
-    expression_children,
-    function_declaration,
-    function_usr,
     member_name,
-    referenced_of,
+    referenced_function,
     template_param_names,
     written_type_names,
 )
-from .cursors import FUNCTION_KINDS, K, is_implicit_instantiation, span_of, walk
-from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var, cursor_of
+from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var
 from .provenance import (
     Origin,
     Origins,
@@ -243,7 +237,7 @@ def _fails(root: Node) -> bool:
         if node.is_throw:
             return True
         if node.kind is ExprKind.CALL and (
-            callee_name(cursor_of(node)) in _FAILURE_CALLS or bare_record_name(node.type.spelling) in _FAILURE_CALLS
+            callee_name(node) in _FAILURE_CALLS or bare_record_name(node.type.spelling) in _FAILURE_CALLS
         ):
             return True  # `Panic(...)`, `__assert_fail`, a PanicThrower / tvm ErrorBuilder object
     return False
@@ -417,9 +411,7 @@ class _BodyFacts:
         self.device = subject.is_device
         self.params = {p.key: index for index, p in enumerate(function.params)}
         self.param_origins = {
-            p.key: (origin,)
-            for index, p in enumerate(function.params)
-            if (origin := parameter(cursor_of(p), index)) is not None
+            p.key: (origin,) for index, p in enumerate(function.params) if (origin := parameter(p, index)) is not None
         }
         self.launches = {(model.launches[i].span.start, model.launches[i].span.end): i for i in subject.launches}
         self.ancestors: list[Node] = []  # of the node being visited, outermost first
@@ -453,7 +445,7 @@ class _BodyFacts:
         """A parameter declared as a pointer to a vector type (`const float4*`): every
         access through it is vectorized."""
         for index, param in enumerate(self.tree.params):
-            found = self.consts.pointee_vector(cursor_of(param))
+            found = self.consts.pointee_vector(param)
             if found is not None:
                 vector, pointee = found
                 self.facts.vector_accesses.append(
@@ -469,19 +461,20 @@ class _BodyFacts:
                     )
                 )
 
-    def _member_name(self, member: ci.Cursor) -> str:
+    def _member_name(self, member: Expr) -> str:
         return member_name(member, self.data, self.path)
 
     def _text(self, node: Expr) -> str:
-        return self.consts.text(cursor_of(node))
+        return self.consts.text(node)
 
     def _function_usr(self, callee: Expr) -> str:
         """The USR of the one function (template) a callee expression names, else ""."""
-        return function_usr(referenced_of(cursor_of(callee.stripped())))
+        declaration = referenced_function(callee.stripped())
+        return declaration.usr if declaration is not None else ""
 
     # -- dispatch --------------------------------------------------------------------------
     def _on_call(self, call: Expr) -> None:
-        name = callee_name(cursor_of(call), self.data, self.path)
+        name = callee_name(call, self.data, self.path)
         if _is_api_name(name):
             self._add_api_call(call, name)
         if self.device:
@@ -520,7 +513,7 @@ class _BodyFacts:
     def _add_template_check(self, condition: Expr) -> None:
         """A `RuntimeCheck` whose condition names template parameters: a value of theirs
         that breaks it fails every call."""
-        value = self.consts.value(cursor_of(condition))
+        value = self.consts.value(condition)
         if value.free_names():
             self.facts.template_checks.append(
                 TemplateCheck(self.function.usr, "RuntimeCheck", value, self._text(condition), condition.span)
@@ -591,7 +584,7 @@ class _BodyFacts:
         if self.device:
             origins = self._origins(initializer)
             for binding in decl.bindings:  # `const auto& [input, output, n] = params;`
-                held = structured_binding(origins, binding.index, cursor_of(binding))
+                held = structured_binding(origins, binding.index, binding)
                 if held:
                     self.state.origins[binding.key] = held
             if origins and not decl.bindings:
@@ -601,7 +594,7 @@ class _BodyFacts:
             self._add_matcher_chain(initializer, decl.name, variable=decl)
             return
         self._add_handoffs(decl, decl.name, (initializer,))
-        sources = list(self._tensor_sources(initializer, "", cursor_of(decl).type))
+        sources = list(self._tensor_sources(initializer, "", decl))
         if sources:
             self.state.tensor_sources[decl.key] = sources
 
@@ -638,7 +631,7 @@ class _BodyFacts:
             return
         field_name = ""
         if target.kind is ExprKind.MEMBER:  # params.src = x.data_ptr();
-            field_name = self._member_name(cursor_of(target))
+            field_name = self._member_name(target)
             target = _strip_casts(target.children[0]) if target.children else target
         decl = target.ref if target.kind is ExprKind.REF else None
         if decl is None or decl.kind is not DeclKind.VARIABLE:
@@ -648,13 +641,13 @@ class _BodyFacts:
             self.state.tensor_sources.setdefault(decl.key, []).extend(sources)
 
     def _tensor_sources(
-        self, expression: Expr, field_name: str, record: ci.Type | None = None
+        self, expression: Expr, field_name: str, record: Expr | Var | None = None
     ) -> Iterator[_TensorSource]:
         """The tensors whose data an expression carries, with the struct field each fills.
-        `record` is the struct type an initializer list below initializes (a dependent
-        `Params<T>{...}` list has no type of its own). Pre-order with an explicit stack, not
-        recursion: generated code nests expressions thousands of levels deep."""
-        pending: list[tuple[Expr, str, ci.Type | None]] = [(expression, field_name, record)]
+        `record` is what has the struct type an initializer list below initializes (a
+        dependent `Params<T>{...}` list has no type of its own). Pre-order with an explicit
+        stack, not recursion: generated code nests expressions thousands of levels deep."""
+        pending: list[tuple[Expr, str, Expr | Var | None]] = [(expression, field_name, record)]
         while pending:
             expression, field_name, record = pending.pop()
             node = expression.stripped()
@@ -666,19 +659,18 @@ class _BodyFacts:
             if node.kind is ExprKind.REF:
                 yield from self._reference_sources(node, field_name)
                 continue
-            type_ = cursor_of(node).type
             if node.kind is ExprKind.INIT_LIST:
-                fields = record_fields(type_) or (record_fields(record) if record is not None else [])
-                named = initializer_list_fields(cursor_of(node), field_name, fields)
+                fields = record_fields(node) or (record_fields(record) if record is not None else [])
+                named = initializer_list_fields(node, field_name, fields)
                 elements = [(element, name, None) for element, (_, name) in zip(node.children, named)]
                 pending.extend(reversed(elements))
                 continue
-            own_record = type_ if record_fields(type_) else record
+            own_record = node if record_fields(node) else record
             pending.extend((child, field_name, own_record) for child in reversed(node.children))
 
     def _data_pointer_of(self, call: Expr) -> Expr | None:
         """The object of `x.data_ptr()`, or the argument of a helper that hands it out."""
-        if callee_name(cursor_of(call)) == "data_ptr":
+        if callee_name(call) == "data_ptr":
             return _member_call_object(call)
         index = data_pointer_parameter(call)
         arguments = _call_arguments(call)
@@ -690,7 +682,7 @@ class _BodyFacts:
             # a helper's parameter: the tensor (or params struct) a caller hands it
             if decl.type.is_pointer:
                 yield _TensorSource(field_name, f"#{self.params[decl.key]}", node.span)
-            elif referred_record_fields(cursor_of(decl).type):
+            elif referred_record_fields(decl):
                 yield _TensorSource("*", f"#{self.params[decl.key]}", node.span)
             return
         for source in self.state.tensor_sources.get(decl.key if decl is not None else 0, []):
@@ -720,7 +712,7 @@ class _BodyFacts:
 
     def _dtype_list(self, reference: Expr) -> tuple[MatcherDType, ...]:
         """The types a reference's template argument list names (`with_dtype<float, half>`)."""
-        return tuple(MatcherDType(text, size) for text, size in self.consts.written_types(cursor_of(reference)))
+        return tuple(MatcherDType(text, size) for text, size in self.consts.written_types(reference))
 
     def _add_matcher_chain(self, expression: Expr, variable_name: str, variable: Var | None = None) -> None:
         links, root = self._chain_links(expression)
@@ -746,7 +738,7 @@ class _BodyFacts:
                 dtypes += self._dtype_list(member) + self._bound_dtypes(arguments)
             elif name == "ensure_alignment" and arguments:
                 alignment = AlignmentRequest(
-                    self._text(arguments[0]), _link_span(call, member, name), self.consts.value(cursor_of(arguments[0]))
+                    self._text(arguments[0]), _link_span(call, member, name), self.consts.value(arguments[0])
                 )
                 alignments.append(alignment)
             elif name == "verify" and arguments:
@@ -771,7 +763,7 @@ class _BodyFacts:
             callee = _callee(node)
             if callee is None or callee.kind is not ExprKind.MEMBER or not callee.children:
                 break
-            links.append((self._member_name(cursor_of(callee)), node, callee, node.children[1:]))
+            links.append((self._member_name(callee), node, callee, node.children[1:]))
             node = callee.children[0].stripped()
         links.reverse()
         return links, node
@@ -791,13 +783,13 @@ class _BodyFacts:
     # -- device: vector accesses ---------------------------------------------------------------
     def _origins(self, expression: Expr) -> Origins:
         """The parameters (and params-struct fields) a pointer expression may derive from."""
-        return origins_of(cursor_of(expression), self._holds, self._member_name, callee_name)
+        return origins_of(expression, self._holds, self._member_name, callee_name)
 
-    def _holds(self, declaration: ci.Cursor) -> Origins:
+    def _holds(self, declaration: DeclRef) -> Origins:
         """What a parameter or local variable of a device body points into."""
-        if declaration.hash in self.params:
-            return self.param_origins.get(declaration.hash, ())
-        return self.state.origins.get(declaration.hash, ())
+        if declaration.key in self.params:
+            return self.param_origins.get(declaration.key, ())
+        return self.state.origins.get(declaration.key, ())
 
     def _device_call(self, call: Expr, name: str) -> None:
         obj = _member_call_object(call)
@@ -813,14 +805,14 @@ class _BodyFacts:
         if callee is None:
             return
         if name in _WARP_ROW_CALLS and arguments:
-            template_args = self.consts.template_args(cursor_of(callee)) or ()
+            template_args = self.consts.template_args(callee) or ()
             if template_args:
                 pattern = template_args[1] if len(template_args) > 1 else ConstExpr("int", _WARP_UNIFORM_16B)
                 width = ConstExpr("vec_bytes", args=(template_args[0], pattern))
                 self._add_access(arguments[0], call, "warp_bytes", VectorType(width, name))
             return
         if name in _TYPED_CALLS and arguments:
-            vector = self.consts.written_vector(cursor_of(callee))
+            vector = self.consts.written_vector(callee)
             if vector is not None:
                 self._add_access(arguments[0], call, name, vector)
             return
@@ -831,15 +823,15 @@ class _BodyFacts:
         node = _strip_casts(obj)
         decl = node.ref if node.kind in (ExprKind.REF, ExprKind.MEMBER) else None
         if decl is not None and decl.kind in (DeclKind.VARIABLE, DeclKind.PARAMETER, DeclKind.FIELD):
-            return self.consts.accessor(cursor_of(decl))
+            return self.consts.accessor(decl)
         if node.kind is ExprKind.CALL and node.children:  # a temporary: tile::Memory<vec_t>::cta().load(...)
-            return self.consts.memory_accessor(cursor_of(node.children[0].stripped()))
+            return self.consts.memory_accessor(node.children[0].stripped())
         return None
 
     def _on_cast(self, cast: Expr) -> None:
         if not cast.type.is_pointer:
             return
-        vector = self.consts.cast_vector(cursor_of(cast))
+        vector = self.consts.cast_vector(cast)
         if vector is not None and cast.children:
             self._add_access(cast.children[-1], cast, "cast", vector)
 
@@ -873,12 +865,12 @@ class _BodyFacts:
         passed = [(index, origins) for index, origins in passed if origins]
         if not passed:
             return
-        declaration = function_declaration(referenced_of(cursor_of(callee)))
-        callee_usr = declaration.get_usr() if declaration is not None else ""
+        declaration = referenced_function(callee)
+        callee_usr = declaration.usr if declaration is not None else ""
         template_params = template_param_names(declaration) if declaration is not None else ()
         if declaration is not None:
             analyze_elsewhere(self.model, self.program, declaration, self.path)
-        template_args = self.consts.template_args(cursor_of(callee)) or ()
+        template_args = self.consts.template_args(callee) or ()
         for index, origins in passed:
             for param, field_name in _outermost(origins):
                 self.facts.pointer_passes.append(
@@ -927,7 +919,7 @@ def _constructs_matcher(root: Expr) -> bool:
         is_cast = node.kind is ExprKind.CAST and node.cast_kind == "functional"
         if not is_cast and node.kind not in (ExprKind.PAREN, ExprKind.IMPLICIT):
             return False
-        if any(bare_record_name(name) == "TensorMatcher" for name in written_type_names(cursor_of(node))):
+        if any(bare_record_name(name) == "TensorMatcher" for name in written_type_names(node)):
             return True
         if not node.children:
             return False
@@ -939,7 +931,7 @@ def collect_function_facts(
     model: SourceModel, program: Program, function: Function, tree: tier1.Function, data: bytes, path: str
 ) -> None:
     """Add the launcher / kernel-interface facts of one function body to `model`."""
-    if is_implicit_instantiation(cursor_of(tree)):
+    if tree.is_implicit_instantiation:
         return  # the template's own body already gave (more general) facts
     launches = tuple(
         index
@@ -953,44 +945,24 @@ def collect_function_facts(
         return  # generated code nested too deeply: its facts are lost, never made up
     subject = _Subject(function.usr, function.name, is_device, launches)
     _BodyFacts(model, program, subject, tree, data, path).run()
-    collect_static_asserts(model, function.usr, cursor_of(tree), data, path)
 
 
-def collect_static_asserts(model: SourceModel, owner: str, scope: ci.Cursor, data: bytes, path: str) -> None:
-    """The `static_assert`s in a function (its body, nested blocks too) or in a class
-    template's own body (not its member functions': those are theirs), as conditions over
-    template parameters (`TemplateCheck`)."""
-    consts = Constants(data, path)
-    in_class = scope.kind not in FUNCTION_KINDS
-    found = scope.get_children() if in_class else walk(scope)
-    for cursor in found:
-        condition = next(iter(expression_children(cursor)), None) if cursor.kind == K.STATIC_ASSERT else None
-        if condition is not None:
-            model.launcher_facts.template_checks.append(
-                TemplateCheck(
-                    owner, "static_assert", consts.value(condition), consts.text(condition), span_of(condition.extent)
-                )
-            )
-
-
-def analyze_elsewhere(model: SourceModel, program: Program, declaration: ci.Cursor, checked_path: str) -> None:
+def analyze_elsewhere(model: SourceModel, program: Program, declaration: DeclRef, checked_path: str) -> None:
     """Collect the kernel-side facts of a kernel / device function defined in an included
     header (once per translation unit), so a launch or pointer hand-off can be followed
     into it. Its facts carry the header's path."""
-    definition = declaration.get_definition() or declaration
-    location = definition.location
-    if location.file is None or location.file.name == checked_path:
+    tree = program.defined(declaration)
+    if not tree.file or tree.file == checked_path:
         return  # the checked file's own functions are visited by the extractor
-    usr = definition.get_usr()
+    usr = tree.usr
     if not usr or usr in model.launcher_facts.foreign_functions:
         return
     model.launcher_facts.foreign_functions.append(usr)
-    tree = program.function(definition)
-    data = _file_bytes(location.file.name)
+    data = _file_bytes(tree.file)
     if tree.kind is FunctionKind.HOST or tree.body is None or data is None:
         return
-    subject = _Subject(usr, definition.spelling, True, path=location.file.name)
-    _BodyFacts(model, program, subject, tree, data, location.file.name).run()
+    subject = _Subject(usr, tree.name, True, path=tree.file)
+    _BodyFacts(model, program, subject, tree, data, tree.file).run()
 
 
 def _file_bytes(path: str) -> bytes | None:

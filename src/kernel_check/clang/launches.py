@@ -19,7 +19,7 @@ the condition under which it is the one launched:
 
 The launcher's body is read once, through tier 1 (`program.Function.body`): its calls, and the
 lambdas it stores in variables with what each call of them passes. Template arguments and
-conditions are evaluated by `consteval` on the nodes' cursors (`program.cursor_of`). The
+conditions are evaluated by `consteval` (tier 1: it reads what they spell). The
 tensors a launch's arguments carry come from the launcher's body walk (kernel_interface.py),
 which fills `Launch.tensors`.
 """
@@ -29,20 +29,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-import clang.cindex as ci
-
 from ..model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, PdlFlag
 from .consteval import (
     MAX_FOLD_DEPTH,
     Constants,
     Returns,
-    function_declaration,
-    initializer_of,
     named_function,
     returns_of,
     template_param_names,
 )
-from .cursors import K, is_implicit_instantiation, source_text
+from .cursors import source_text
 from .program import (
     DeclKind,
     DeclRef,
@@ -54,15 +50,12 @@ from .program import (
     Token,
     Var,
     angle_groups,
-    cursor_of,
-    function_kind,
 )
 from .program import Function as FunctionCode
 from .variable_templates import VariableTemplate, argument_value, initialized_function, read_variable_template
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _CASTS = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
-_HELPER_KINDS = (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD)
 # statements whose parts run only under a condition (or not at all, or many times)
 _CONDITIONAL_STATEMENTS = (
     StmtKind.IF,
@@ -164,10 +157,9 @@ class LaunchResolver:
         self.data = data
         self.consts = Constants(data, program.path)
         self._files: dict[str, bytes] = {program.path: data}  # the bytes template arguments are read from
-        self._kernels_by_name: dict[str, list[ci.Cursor]] | None = None  # built on first use
-        self._returned: dict[int, list[Expr]] = {}  # by function declaration (`Cursor.hash`)
+        self._returned: dict[int, list[Expr]] = {}  # by function declaration (`DeclRef.key`)
 
-    def launches(self, code: FunctionCode, launcher: Function) -> Iterator[tuple[Launch, list[ci.Cursor]]]:
+    def launches(self, code: FunctionCode, launcher: Function) -> Iterator[tuple[Launch, list[DeclRef]]]:
         """Each launch in a function's body, with the declarations of the kernels it can launch;
         none in a body nested too deeply for tier 1 (a generated `else if` chain of hundreds,
         as kernel-selection helpers have: its launches are not seen)."""
@@ -193,7 +185,7 @@ class LaunchResolver:
         arguments: tuple[Expr, ...],
         pdl: PdlFlag | None,
         bound: dict[int, list[Expr]],
-    ) -> tuple[Launch, list[ci.Cursor]]:
+    ) -> tuple[Launch, list[DeclRef]]:
         found = _Resolution(self, bound).kernels(kernel)
         spans = tuple(a.span for a in arguments)
         launch = Launch(
@@ -245,15 +237,13 @@ class LaunchResolver:
 
     def _flag(self, value: Expr) -> PdlFlag:
         text = " ".join(source_text(self.data, value.span).split())
-        return PdlFlag(self.consts.value(cursor_of(value)), text or "true")
+        return PdlFlag(self.consts.value(value), text or "true")
 
-    def candidate(
-        self, arguments: _Arguments | None, declaration: ci.Cursor, guard: ConstExpr | None
-    ) -> LaunchedKernel:
+    def candidate(self, arguments: _Arguments | None, declaration: DeclRef, guard: ConstExpr | None) -> LaunchedKernel:
         """The kernel `declaration` launched with `arguments` (None: not known)."""
         return LaunchedKernel(
-            name=declaration.spelling,
-            usr=declaration.get_usr(),
+            name=declaration.name,
+            usr=declaration.usr,
             template_params=template_param_names(declaration),
             template_args=arguments.values if arguments is not None else (),
             template_arg_texts=arguments.texts if arguments is not None else (),
@@ -265,7 +255,7 @@ class LaunchResolver:
         written (`Cfg<A, B>`, `true`), split at the commas of its outermost `<...>`."""
         groups, _ = angle_groups(reference.tokens)
         return _Arguments(
-            self.consts.template_args(cursor_of(reference)) or (), tuple(self.token_text(tokens) for tokens in groups)
+            self.consts.template_args(reference) or (), tuple(self.token_text(tokens) for tokens in groups)
         )
 
     def token_text(self, tokens: Sequence[Token]) -> str:
@@ -283,35 +273,18 @@ class LaunchResolver:
                 self._files[path] = b""
         return self._files[path]
 
-    def returned(self, declaration: ci.Cursor | None) -> list[Expr]:
+    def returned(self, declaration: DeclRef | None) -> list[Expr]:
         """Every expression a function returns, nested returns too; none without a body, and
         none for a helper nested too deeply for tier 1 (a generated `else if` chain of
         hundreds: the launch keeps what its own expression names)."""
         if declaration is None:
             return []
-        key = declaration.hash
+        key = declaration.key
         if key not in self._returned:
             definition = self.program.definition(declaration)
             body = definition.buildable_body if definition is not None else None
             self._returned[key] = _Code.of(body).returned if body is not None else []
         return self._returned[key]
-
-    def expression(self, cursor: ci.Cursor | None) -> Expr | None:
-        """A declaration-level expression (a variable's initializer) as a tier-1 tree."""
-        return self.program.expression(cursor, 0) if cursor is not None else None
-
-    def kernels_named(self, anchor: Expr, name: str) -> list[ci.Cursor]:
-        """The checked file's kernels (templates) called `name`, indexed on first use."""
-        if self._kernels_by_name is None:
-            self._kernels_by_name = {}
-            for node in _scope_members(cursor_of(anchor).translation_unit.cursor, self.path):
-                if (
-                    node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE)
-                    and not is_implicit_instantiation(node)
-                    and function_kind(node) is FunctionKind.KERNEL
-                ):
-                    self._kernels_by_name.setdefault(node.spelling, []).append(node)
-        return self._kernels_by_name.get(name, [])
 
 
 class _Resolution:
@@ -322,13 +295,13 @@ class _Resolution:
         self.consts = resolver.consts
         self.bound = bound  # what the launcher assigns to its variables and passes to its lambdas
 
-    def kernels(self, expression: Expr) -> dict[LaunchedKernel, ci.Cursor]:
+    def kernels(self, expression: Expr) -> dict[LaunchedKernel, DeclRef]:
         """Every kernel `expression` can name (the one it names directly first), with its
         declaration; one entry per (kernel, written template arguments)."""
-        found: dict[tuple[str, tuple[str, ...]], tuple[LaunchedKernel, ci.Cursor]] = {}
+        found: dict[tuple[str, tuple[str, ...]], tuple[LaunchedKernel, DeclRef]] = {}
 
         def add(
-            arguments: _Arguments | None, declaration: ci.Cursor, guard: ConstExpr | None
+            arguments: _Arguments | None, declaration: DeclRef, guard: ConstExpr | None
         ) -> tuple[str, tuple[str, ...]]:
             kernel = self.resolver.candidate(arguments, declaration, guard)
             key = (kernel.usr, kernel.template_arg_texts)
@@ -348,7 +321,7 @@ class _Resolution:
 
     def _selected(
         self, expression: Expr, guard: ConstExpr | None, depth: int
-    ) -> Iterator[tuple[_Arguments | None, ci.Cursor | None, ConstExpr | None]]:
+    ) -> Iterator[tuple[_Arguments | None, DeclRef | None, ConstExpr | None]]:
         """(template arguments, function, guard) for the `kern<args...>` references a launch's kernel
         expression may come down to, each with the condition under which it is the one:
         through `&kern<...>`, ternaries, `constexpr auto kernel = ...` variables (also
@@ -362,7 +335,7 @@ class _Resolution:
         if node.kind is ExprKind.UNARY and operands:
             yield from self._selected(operands[-1], guard, depth + 1)
         elif node.kind is ExprKind.CONDITIONAL and len(operands) == 3:
-            condition = self.consts.value(cursor_of(operands[0]))
+            condition = self.consts.value(operands[0])
             yield from self._selected(operands[1], _both(guard, condition), depth + 1)
             yield from self._selected(operands[2], _both(guard, ConstExpr("not", args=(condition,))), depth + 1)
         elif node.kind is ExprKind.REF:
@@ -373,50 +346,50 @@ class _Resolution:
                 return
             initializer = self._variable_initializer(node, decl)
             if initializer is None:
-                yield self.resolver.arguments_of(node), named_function(cursor_of(node)), guard
+                yield self.resolver.arguments_of(node), named_function(node), guard
             elif isinstance(initializer, Expr):
                 yield from self._selected(initializer, guard, depth + 1)
             else:  # a variable template: the function it is initialized with, bound at this use
-                function = function_declaration(initialized_function(*initializer))
+                function = initialized_function(*initializer)
                 yield (self._bound(node, initializer[1]) if function is not None else None), function, guard
             for value in self.bound.get(decl.key, ()) if decl is not None else ():  # assigned later
                 yield from self._selected(value, guard, depth + 1)
         elif node.kind is ExprKind.CALL and operands and _strip_casts(operands[0]).kind is ExprKind.LAMBDA:
             body = _strip_casts(operands[0]).lambda_body
-            returns = returns_of(cursor_of(body), only_returns=False) if body is not None else None
+            returns = returns_of(self.resolver.program, body, only_returns=False) if body is not None else None
             for returned, returned_guard in self._returns(returns, guard):
                 yield from self._selected(returned, returned_guard, depth + 1)
         elif node.kind is ExprKind.CALL and operands:
             # any of its returns: the helper's conditions are its own
-            for returned in self.resolver.returned(named_function(cursor_of(operands[0].stripped()))):
+            for returned in self.resolver.returned(named_function(operands[0].stripped())):
                 yield from self._selected(returned, guard, depth + 1)
 
-    def _returns(self, returns: Returns | None, guard: ConstExpr | None) -> Iterator[tuple[Expr, ConstExpr | None]]:
+    def _returns(
+        self, returns: Returns[Expr] | None, guard: ConstExpr | None
+    ) -> Iterator[tuple[Expr, ConstExpr | None]]:
         """The expressions a lambda body returns, with the `if` conditions leading to each."""
         if returns is None:
             return
         if returns.condition is None:
             if returns.value is not None:
-                yield self.resolver.program.expression(returns.value, 0), guard
+                yield returns.value, guard
             return
         condition = self.consts.value(returns.condition)
         yield from self._returns(returns.taken, _both(guard, condition))
         yield from self._returns(returns.otherwise, _both(guard, ConstExpr("not", args=(condition,))))
 
-    def _variable_initializer(
-        self, node: Expr, decl: DeclRef | None
-    ) -> Expr | tuple[ci.Cursor, VariableTemplate] | None:
+    def _variable_initializer(self, node: Expr, decl: DeclRef | None) -> Expr | tuple[DeclRef, VariableTemplate] | None:
         """What a reference to a variable (or a dependent reference to a member variable
         template, `kernel<IdxT, kVec>`) is initialized with: an expression, or the variable
         template as read from its tokens."""
         if decl is not None and decl.kind is DeclKind.VARIABLE:
-            return self.resolver.expression(initializer_of(cursor_of(decl)))
-        candidates = [cursor_of(c) for c in node.candidates]
+            return self.resolver.program.initializer(decl)
+        candidates = node.candidates
         if len(candidates) != 1:
             return None
-        if candidates[0].kind == K.VAR_DECL:
-            return self.resolver.expression(initializer_of(candidates[0]))
-        template = read_variable_template(candidates[0]) if candidates[0].kind == K.UNEXPOSED_DECL else None
+        if candidates[0].kind is DeclKind.VARIABLE:
+            return self.resolver.program.initializer(candidates[0])
+        template = read_variable_template(candidates[0])
         return (candidates[0], template) if template is not None else None
 
     def _bound(self, use: Expr, template: VariableTemplate) -> _Arguments:
@@ -447,7 +420,7 @@ class _Resolution:
         text = self.resolver.token_text(tokens)
         return text, argument_value(tokens, text, template)
 
-    def _named(self, expression: Expr) -> Iterator[tuple[_Arguments | None, ci.Cursor]]:
+    def _named(self, expression: Expr) -> Iterator[tuple[_Arguments | None, DeclRef]]:
         """(template arguments, kernel) for the `__global__` functions named anywhere in the expression,
         following variables to their initializers, helpers to every expression they return,
         lambda parameters to the arguments of the lambda's calls, and member variable
@@ -461,46 +434,43 @@ class _Resolution:
                     continue
                 targets = reference.candidates or ((reference.ref,) if reference.ref is not None else ())
                 for target in (t for t in targets if t.key not in followed):
-                    declaration = cursor_of(target)
                     if target.kind is DeclKind.VARIABLE:
                         followed.add(target.key)
-                        pending.extend((*self.resolver.program.var(declaration).exprs, *self.bound.get(target.key, ())))
+                        variable = self.resolver.program.declared_variable(target)
+                        pending.extend((*variable.exprs, *self.bound.get(target.key, ())))
                     elif target.kind is DeclKind.PARAMETER:
                         followed.add(target.key)
                         pending.extend(self.bound.get(target.key, ()))
-                    elif declaration.kind == K.UNEXPOSED_DECL:  # a variable template, bound at each use
-                        template = read_variable_template(declaration)
-                        if template is None:
-                            continue
+                    elif (template := read_variable_template(target)) is not None:  # bound at each use
                         arguments = self._bound(reference, template)
+                        program = self.resolver.program
                         for name in template.initializer_names:
                             bound = arguments if name == template.function_name else None
-                            yield from ((bound, kernel) for kernel in self.resolver.kernels_named(expression, name))
-                    elif declaration.kind in _HELPER_KINDS:
-                        kernel = declaration.specialized_template or declaration
-                        if function_kind(kernel) is FunctionKind.KERNEL:
+                            yield from ((bound, kernel) for kernel in program.kernels_named(expression, name))
+                    elif target.kind is DeclKind.FUNCTION and not target.is_special_member:
+                        kernel = target.template
+                        if kernel.function_kind is FunctionKind.KERNEL:
                             yield self.resolver.arguments_of(reference), kernel
                         else:  # a helper that returns the kernel to launch
                             followed.add(target.key)
-                            pending.extend(self.resolver.returned(declaration))
+                            pending.extend(self.resolver.returned(target))
 
-    def _direct(self, expression: Expr) -> tuple[_Arguments, ci.Cursor] | None:
+    def _direct(self, expression: Expr) -> tuple[_Arguments, DeclRef] | None:
         """(template arguments, function) of the first function the expression names, following a
         variable to its initializer: the kernel a launch names when nothing selects one."""
         for node in _written(expression):
             if node.candidates:  # a dependent `kern<T>`: this reference spells the arguments
-                declaration = named_function(cursor_of(node))
+                declaration = named_function(node)
                 return (self.resolver.arguments_of(node), declaration) if declaration is not None else None
             ref = node.ref if node.kind in (ExprKind.REF, ExprKind.IMPLICIT, ExprKind.MEMBER) else None
             if ref is None:
                 continue
-            declaration = cursor_of(ref)
-            if declaration.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
-                return self.resolver.arguments_of(node.stripped()), declaration.specialized_template or declaration
-            if declaration.kind == K.VAR_DECL:
-                initializer = initializer_of(declaration)
-                if initializer is not None and initializer != cursor_of(expression):
-                    return self._direct(self.resolver.program.expression(initializer, 0))
+            if ref.kind is DeclKind.FUNCTION and not ref.is_method and not ref.is_special_member:
+                return self.resolver.arguments_of(node.stripped()), ref.template
+            if ref.kind is DeclKind.VARIABLE:
+                initializer = self.resolver.program.initializer(ref)
+                if initializer is not None and not initializer.same_node(expression):
+                    return self._direct(initializer)
         return None
 
 
@@ -585,13 +555,3 @@ def _lambda_call_arguments(call: Expr, variable: Var) -> tuple[Expr, ...] | None
 
 def _both(guard: ConstExpr | None, condition: ConstExpr) -> ConstExpr:
     return condition if guard is None else ConstExpr("&&", args=(guard, condition))
-
-
-def _scope_members(scope: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
-    """The checked file's declarations directly in `scope` and in the namespaces inside it."""
-    for child in scope.get_children():
-        if child.location.file is None or child.location.file.name != path:
-            continue
-        yield child
-        if child.kind == K.NAMESPACE:
-            yield from _scope_members(child, path)

@@ -41,8 +41,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import clang.cindex as ci
-
 from ..model import (
     AccessKind,
     ConstExpr,
@@ -56,10 +54,9 @@ from ..model import (
     PointerAccess,
     Span,
 )
-from .capi import skipped_spans
 from .consteval import Constants
-from .cursors import FUNCTION_KINDS, MAX_NESTING, RECORD_KINDS, K, NestedTooDeeply, qualified_name, span_of
-from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Var, cursor_of, declarations_named
+from .cursors import MAX_NESTING
+from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, Var, too_deep
 from .program import Function as TreeFunction
 from .provenance import (
     PASS_THROUGH,
@@ -77,8 +74,6 @@ from .provenance import (
     structured_binding,
     union,
 )
-
-T = ci.TypeKind
 
 # -- what is known about callees by name -------------------------------------------------------
 
@@ -277,12 +272,6 @@ class _SourceBytes:
         self.main_path = main_path
         self._files = {main_path: main_data}
 
-    def of(self, extent: ci.SourceRange) -> bytes:
-        start, end = extent.start, extent.end
-        if start.file is None or end.file is None or start.file.name != end.file.name:
-            return b""
-        return self.at(start.file.name, span_of(extent))
-
     def at(self, name: str, span: Span) -> bytes:
         """The bytes of `span` in file `name` (b"" for no file)."""
         if not name:
@@ -358,7 +347,7 @@ class _Walker:
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def _bind_param(self, param: Var, scope: int, index: int) -> None:
-        origin = parameter(cursor_of(param), index, scope)
+        origin = parameter(param, index, scope)
         if origin is not None:
             self.env[param.key] = (origin,)
 
@@ -381,7 +370,7 @@ class _Walker:
         # summaries too, since those nest inside a call's visit on the same stack.
         extractor = self.extractor
         if extractor.nesting >= MAX_NESTING:
-            raise NestedTooDeeply(cursor_of(node), extractor.path)
+            raise too_deep(node, extractor.path)
         extractor.nesting += 1
 
     # -- statements ----------------------------------------------------------------------------
@@ -434,11 +423,7 @@ class _Walker:
         """A call clang could not resolve shows as an expression over the callee (written
         first) and the arguments."""
         children = node.children
-        if (
-            not children
-            or declarations_named(cursor_of(children[0])) is None
-            or node.span.start != children[0].span.start
-        ):
+        if not children or children[0].declarations_named is None or node.span.start != children[0].span.start:
             return False
         return len(children) > 1 or node.span.end > children[0].span.end
 
@@ -476,7 +461,7 @@ class _Walker:
             self._access(pointers(bases), use, node.span, "->")
             return ()
         bases = self.visit(children[0], use)
-        fields = member(bases, name, cursor_of(node))
+        fields = member(bases, name, node)
         if use is _Use.ADDRESS:  # `&p[i].x`: still an address inside the same buffer
             return union(fields, pointers(bases))
         return fields
@@ -608,7 +593,7 @@ class _Walker:
             decomposed = self.visit(initializer)
         for binding in var.bindings:
             self.locals.add(binding.key)
-            values = structured_binding(decomposed, binding.index, cursor_of(binding))
+            values = structured_binding(decomposed, binding.index, binding)
             if values:
                 self.env[binding.key] = values
 
@@ -693,7 +678,7 @@ class _Walker:
         if pdl_kind is not None:
             for arg in args:
                 self.visit(arg)
-            flags = self.extractor.consts.template_args(cursor_of(callee.stripped()))
+            flags = self.extractor.consts.template_args(callee.stripped())
             self._pdl(
                 pdl_kind,
                 node,
@@ -733,18 +718,18 @@ class _Walker:
             elif children:
                 self.visit(children[0])
             if referenced is not None and referenced.kind is DeclKind.FUNCTION:
-                return name, [self.extractor.program.function(cursor_of(referenced))]
+                return name, [self.extractor.program.declared_function(referenced)]
             methods = children[0].record_methods(name) if children else None
             return name, (list(methods) or None) if methods is not None else None
-        decls = declarations_named(cursor_of(inner))
+        decls = inner.declarations_named
         if decls is None:
             trait_member = _member_of_type_parameter(inner, self.source)
             if trait_member is not None:  # `Trait::forward(params)`: a static member of some trait
-                return trait_member, self.extractor.static_members_named(cursor_of(inner), trait_member)
+                return trait_member, self.extractor.static_members_named(inner, trait_member)
             self.visit(callee)
             return "", None
-        name = decls[0].spelling if decls else inner.name
-        return name, [self.extractor.program.function(d) for d in decls if d.kind in FUNCTION_KINDS]
+        name = decls[0].name if decls else inner.name
+        return name, [self.extractor.program.declared_function(d) for d in decls if d.kind is DeclKind.FUNCTION]
 
     def _apply_callee(
         self,
@@ -791,7 +776,7 @@ class _Walker:
         """Summaries of the candidates whose bodies are visible (outside system headers)."""
         summaries = []
         for candidate in candidates:
-            function = self.extractor.program.definition(cursor_of(candidate))
+            function = self.extractor.program.definition(candidate)
             if function is None:
                 continue
             params = function.params
@@ -882,9 +867,7 @@ class _Walker:
         parts = node.asm
         assert parts is not None  # an ASM statement's
         self.asm.append(
-            InlineAsm(
-                node.span, parts.template, parts.clobbers, parts.is_volatile, qualified_name(cursor_of(self.function))
-            )
+            InlineAsm(node.span, parts.template, parts.clobbers, parts.is_volatile, self.function.qualified_name)
         )
         outputs = node.asm_outputs
         for output in outputs:
@@ -956,18 +939,6 @@ def _member_of_type_parameter(callee: Expr, source: _SourceBytes) -> str | None:
         return None
     match = _LAST_NAME.search(source.text(callee))
     return match.group(1).decode() if match else None
-
-
-def _main_file_records(cursor: ci.Cursor, path: str) -> Iterator[ci.Cursor]:
-    """The struct and class (template) definitions of the checked file, nested ones included."""
-    for child in cursor.get_children():
-        if child.location.file is None or child.location.file.name != path:
-            continue
-        if child.kind in RECORD_KINDS:
-            yield child
-            yield from _main_file_records(child, path)
-        elif child.kind == K.NAMESPACE:
-            yield from _main_file_records(child, path)
 
 
 def _operator_name(node: Expr) -> str:
@@ -1044,20 +1015,18 @@ class DataflowExtractor:
         self.source = _SourceBytes(path, data)
         self.consts = Constants(data, path)
         self._walks: dict[TreeFunction, _WalkResult | None] = {}  # per definition; None while in progress
-        self._skipped: list[Span] | None = None
-        self._static_members: dict[str, list[ci.Cursor]] | None = None  # by name, built on first use
         self.nesting = 0  # tree levels open now in `_Walker`, in all walks (see MAX_NESTING)
 
-    def add_function(self, cursor: ci.Cursor, body: ci.Cursor | None, function: Function) -> None:
+    def add_function(self, tree: TreeFunction, function: Function) -> None:
         """Record the facts of a kernel or device function definition of the checked file."""
-        if body is None or function.kind is FunctionKind.HOST:
+        body_span = function.body
+        if body_span is None or function.kind is FunctionKind.HOST:
             return
-        result = self._walk(self.program.function(cursor))
+        result = self._walk(tree)
         if result is None:
             return
         names = [p.name for p in result.params]
-        body_span = span_of(body.extent)
-        inactive = tuple(s for s in self._skipped_in(cursor) if body_span.contains(s))
+        inactive = tuple(s for s in self.program.skipped_spans(tree) if body_span.contains(s))
         self.facts.functions.append(
             FunctionDataflow(
                 function_usr=function.usr,
@@ -1080,23 +1049,12 @@ class DataflowExtractor:
         )
         self.facts.inline_asm.extend(result.asm)
 
-    def _skipped_in(self, cursor: ci.Cursor) -> list[Span]:
-        if self._skipped is None:
-            self._skipped = skipped_spans(cursor.translation_unit, self.path)
-        return self._skipped
-
-    def static_members_named(self, anchor: ci.Cursor, name: str) -> list[TreeFunction] | None:
-        """The static member functions called `name` of the checked file's records (struct and
-        class templates, nested ones too): what `Trait::name(...)` can call once `Trait` is
-        bound. None when there are none (the callee stays unknown)."""
-        if self._static_members is None:
-            self._static_members = {}
-            for record in _main_file_records(anchor.translation_unit.cursor, self.path):
-                for method in record.get_children():
-                    if method.kind in FUNCTION_KINDS and method.is_static_method():  # defined here or out of line
-                        self._static_members.setdefault(method.spelling, []).append(method)
-        methods = self._static_members.get(name)
-        return [self.program.function(m) for m in methods[:_MAX_CANDIDATES]] if methods else None
+    def static_members_named(self, anchor: Expr, name: str) -> list[TreeFunction] | None:
+        """The static member functions called `name` of the checked file's records: what
+        `Trait::name(...)` can call once `Trait` is bound. None when there are none (the
+        callee stays unknown)."""
+        methods = self.program.static_methods_named(anchor, name)
+        return methods[:_MAX_CANDIDATES] if methods else None
 
     def summary(self, definition: TreeFunction) -> _Summary | None:
         """What calling `definition` does to its parameters; None while it is being walked."""

@@ -17,28 +17,36 @@ nodes keep their cursor privately (`_cursor`) and expose only plain values.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import clang.cindex as ci
 
 from ..model import FunctionKind, Span
-from .capi import asm_parts, folded_int, overloaded_decls, unary_operator
+from .capi import asm_parts, folded_int, overloaded_decls, skipped_spans, unary_operator
 from .cursors import (
     EXPLICIT_CASTS,
     FUNCTION_KINDS,
     MAX_NESTING,
     RECORD_KINDS,
+    SCOPE_KINDS,
     TEMPLATE_PARAM_KINDS,
     K,
     NestedTooDeeply,
     has_child_kind,
+    initializer_of,
+    is_implicit_instantiation,
+    outermost,
+    qualified_name,
     span_of,
     strip_parens,
 )
 
 MAX_CALLEES = 8  # overloads considered behind one call (a name can have dozens in a header)
+# Declarations whose members `code_declarations` reads: namespaces, `extern "C"` blocks,
+# unions, friends (and records, whose fields it names as theirs).
+_CONTAINERS = (*SCOPE_KINDS, K.UNION_DECL, K.FRIEND_DECL)
 
 
 class StmtKind(enum.Enum):
@@ -142,6 +150,7 @@ _DECL_KINDS = {
     )
     for kind in kinds
 }
+_CODE_DECLARATIONS = frozenset({*_CONTAINERS, *RECORD_KINDS, *FUNCTION_KINDS, K.VAR_DECL})
 # clang's BinaryOperatorKind and UnaryOperatorKind values, spelled
 _BINARY_SPELLINGS = (
     "",
@@ -318,6 +327,38 @@ class DeclRef:
         return self._cursor.kind == K.CXX_METHOD
 
     @cached_property
+    def at_file_scope(self) -> bool:
+        """Declared at translation-unit level, outside every namespace and record."""
+        parent = self._cursor.semantic_parent
+        return parent is not None and parent.kind == K.TRANSLATION_UNIT
+
+    @cached_property
+    def is_bitfield(self) -> bool:
+        """A bit-field (`unsigned flag : 1`)."""
+        return bool(self._cursor.is_bitfield())
+
+    @cached_property
+    def scope_qualified_name(self) -> str:
+        """The qualified name of the scope declaring it (a field's record: `ns::Params`)."""
+        return qualified_name(self._cursor.semantic_parent)
+
+    @cached_property
+    def is_special_member(self) -> bool:
+        """A constructor or destructor."""
+        return self._cursor.kind in (K.CONSTRUCTOR, K.DESTRUCTOR)
+
+    @cached_property
+    def template(self) -> DeclRef:
+        """The template a specialization instantiates; the declaration itself otherwise."""
+        template = self._cursor.specialized_template
+        return _decl_ref(template) if template is not None else self
+
+    @cached_property
+    def function_kind(self) -> FunctionKind:
+        """A function's kind (kernel, device, host) by its CUDA attributes."""
+        return function_kind(self._cursor)
+
+    @cached_property
     def result_type(self) -> str:
         """A function's result type as written ("" for other declarations)."""
         return self._cursor.result_type.spelling if self.kind is DeclKind.FUNCTION else ""
@@ -398,6 +439,10 @@ class Expr(_Typed):
             return ()
         return tuple(self._program.function(_definition(c)) for c in _named_functions(self.children[0]._cursor))
 
+    def same_node(self, other: Expr) -> bool:
+        """Whether both trees were built from the same expression of the translation unit."""
+        return bool(self._cursor == other._cursor)
+
     def walk(self) -> Iterator[Expr]:
         """This expression and every one inside it, pre-order."""
         pending = [self]
@@ -430,6 +475,13 @@ class Expr(_Typed):
         first = next(iter(self._cursor.get_children()), None)
         has_callee = first is not None and first.kind.is_expression() and not self.is_construction
         return self.children[1:] if has_callee else self.children
+
+    @cached_property
+    def declarations_named(self) -> tuple[DeclRef, ...] | None:
+        """The function declarations a callee expression names (`declarations_named`): one,
+        or an overload set's candidates; None when it names no function."""
+        named = declarations_named(self._cursor)
+        return tuple(_decl_ref(c) for c in named) if named is not None else None
 
     @cached_property
     def is_size_query(self) -> bool:
@@ -741,6 +793,21 @@ class Function:
         parent = self._cursor.semantic_parent
         return parent.spelling if parent is not None else ""
 
+    @cached_property
+    def file(self) -> str:
+        """The file its name is in ("" for none)."""
+        return _file_of(self._cursor)
+
+    @cached_property
+    def qualified_name(self) -> str:
+        """`ns::Class::name`, an anonymous namespace as `(anonymous)`."""
+        return qualified_name(self._cursor)
+
+    @cached_property
+    def is_implicit_instantiation(self) -> bool:
+        """An instantiation libclang lists beside its template (whose own body is the one read)."""
+        return is_implicit_instantiation(self._cursor)
+
     @property
     def buildable_body(self) -> Stmt | None:
         """`body`, or None where it nests deeper than tier 1 builds (generated code). The
@@ -759,6 +826,28 @@ class Program:
     def __init__(self, path: str) -> None:
         self.path = path
         self._functions: dict[int, Function] = {}
+        self._skipped: list[Span] | None = None
+        self._static_methods: dict[str, list[ci.Cursor]] | None = None  # by name, built on first use
+        self._kernels: dict[str, list[ci.Cursor]] | None = None  # by name, built on first use
+
+    # -- facts of the checked file, read through any node of its translation unit -------------
+    def skipped_spans(self, anchor: Function) -> list[Span]:
+        """The preprocessor-inactive regions (`#if` branches not taken) of the checked file."""
+        if self._skipped is None:
+            self._skipped = skipped_spans(anchor._cursor.translation_unit, self.path)
+        return self._skipped
+
+    def static_methods_named(self, anchor: Expr, name: str) -> list[Function]:
+        """The static member functions called `name` of the checked file's records (struct
+        and class templates, nested ones too), defined there or out of line."""
+        if self._static_methods is None:
+            self._static_methods = {}
+            members = _file_members(anchor._cursor.translation_unit.cursor, self.path, (K.NAMESPACE, *RECORD_KINDS))
+            for record in (c for c in members if c.kind in RECORD_KINDS):
+                for method in record.get_children():
+                    if method.kind in FUNCTION_KINDS and method.is_static_method():
+                        self._static_methods.setdefault(method.spelling, []).append(method)
+        return [self.function(m) for m in self._static_methods.get(name, ())]
 
     def function(self, cursor: ci.Cursor) -> Function:
         """The function (or function template) declared by `cursor`."""
@@ -820,10 +909,44 @@ class Program:
             bindings = tuple(Binding(c.spelling, c.hash, index, c) for index, c in enumerate(names))
         return Var(cursor.spelling, cursor.hash, exprs, cursor, bindings)
 
-    def definition(self, declaration: ci.Cursor) -> Function | None:
-        """The function whose body a call of `declaration` runs: its definition, through the
+    def declared_function(self, declaration: DeclRef) -> Function:
+        """The function (or function template) a declaration names."""
+        return self.function(declaration._cursor)
+
+    def declared_variable(self, declaration: DeclRef) -> Var:
+        """The variable a declaration declares, with the expressions of its declaration."""
+        return self.var(declaration._cursor)
+
+    def initializer(self, declaration: DeclRef) -> Expr | None:
+        """The first expression a variable's declaration evaluates: its initializer (a
+        declaration-level expression, built as a tree of its own)."""
+        first = initializer_of(declaration._cursor)
+        return self.expression(first, 0) if first is not None else None
+
+    def kernels_named(self, anchor: Expr, name: str) -> list[DeclRef]:
+        """The kernels (templates) called `name` declared in the checked file (at namespace
+        scope), indexed on first use."""
+        if self._kernels is None:
+            self._kernels = {}
+            for node in _file_members(anchor._cursor.translation_unit.cursor, self.path, (K.NAMESPACE,)):
+                if (
+                    node.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE)
+                    and not is_implicit_instantiation(node)
+                    and function_kind(node) is FunctionKind.KERNEL
+                ):
+                    self._kernels.setdefault(node.spelling, []).append(node)
+        return [_decl_ref(c) for c in self._kernels.get(name, ())]
+
+    def defined(self, declaration: DeclRef) -> Function:
+        """The function a declaration declares, at its definition when one is in sight."""
+        cursor = declaration._cursor
+        return self.function(cursor.get_definition() or cursor)
+
+    def definition(self, function: DeclRef | Function) -> Function | None:
+        """The function whose body a call of `function` runs: its definition, through the
         template a specialization instantiates; None when no body is in sight (a declaration
         only, a system header's function, or no function at all)."""
+        declaration = function._cursor
         if declaration.kind not in FUNCTION_KINDS:
             return None
         definition = (declaration.specialized_template or declaration).get_definition()
@@ -831,6 +954,39 @@ class Program:
             return None
         has_body = any(c.kind == K.COMPOUND_STMT for c in definition.get_children())  # not built yet
         return self.function(definition) if has_body else None
+
+
+def code_declarations(top_level: list[ci.Cursor]) -> Iterator[tuple[DeclRef, bool]]:
+    """The functions, variables and fields among a file's top-level declarations (in source
+    order, through namespaces, `extern "C"` blocks, records, unions and friend declarations),
+    each with whether it is a member of a record (a union's are not)."""
+    return _code_declarations(outermost(c for c in top_level if c.kind in _CODE_DECLARATIONS), False)
+
+
+def _code_declarations(cursors: Iterable[ci.Cursor], in_record: bool) -> Iterator[tuple[DeclRef, bool]]:
+    for cursor in cursors:
+        kind = cursor.kind
+        if kind in FUNCTION_KINDS or kind in (K.FIELD_DECL, K.VAR_DECL):
+            yield _decl_ref(cursor), in_record
+        elif kind in RECORD_KINDS:
+            yield from _code_declarations(cursor.get_children(), True)
+        elif kind in _CONTAINERS:
+            yield from _code_declarations(cursor.get_children(), False)
+
+
+def _file_members(scope: ci.Cursor, path: str, descend: tuple[ci.CursorKind, ...]) -> Iterator[ci.Cursor]:
+    """The declarations of file `path` in `scope`, pre-order, and inside those of kinds `descend`."""
+    for child in scope.get_children():
+        if child.location.file is None or child.location.file.name != path:
+            continue
+        yield child
+        if child.kind in descend:
+            yield from _file_members(child, path, descend)
+
+
+def too_deep(node: Expr | Stmt | Var, path: str) -> NestedTooDeeply:
+    """The error a walk raises at `node` when it nests past `MAX_NESTING` (checking `path`)."""
+    return NestedTooDeeply(node._cursor, path)
 
 
 def _is_decomposition(cursor: ci.Cursor) -> bool:
@@ -888,10 +1044,10 @@ def _second_token(cursor: ci.Cursor) -> str:
     return spellings[1] if len(spellings) == 2 else ""
 
 
-def cursor_of(node: Expr | Stmt | Var | Binding | DeclRef | Function) -> ci.Cursor:
-    """The libclang cursor behind a tier-1 node, for the tier-2 evaluators of this package
-    that still read libclang themselves (`consteval`, `provenance`); the model handed to
-    rules never holds a node, so no rule reaches a cursor through it."""
+def _cursor_of(node: Expr | Stmt | Var | Binding | DeclRef | Function) -> ci.Cursor:
+    """The libclang cursor behind a tier-1 node: for the other modules of tier 1 only (the
+    evaluators `consteval` and `provenance`, the declaration passes), never for a tier-2
+    analysis (tests/test_architecture.py holds to that)."""
     return node._cursor
 
 

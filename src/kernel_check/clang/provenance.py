@@ -24,8 +24,10 @@ The combination rules, each written once here:
 * what a callee does to `param.fields` is, at a call, what it does to the caller's
   argument extended by those fields (`Origin.extended`).
 
-`origins_of` evaluates a pointer expression under these rules without side effects (the
-launcher facts); the data-flow walk applies the same rules while it records accesses.
+`origins_of` evaluates a pointer expression (a tier-1 tree) under these rules without side
+effects (the launcher facts); the data-flow walk applies the same rules while it records
+accesses. The shapes of types and the fields of records are read from libclang here, which
+makes this module part of tier 1 (docs/architecture.md); its callers hand it tier-1 nodes.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from dataclasses import dataclass, field
 
 import clang.cindex as ci
 
-from .capi import UNARY_ADDRESS_OF, UNARY_DEREF, unary_operator
-from .cursors import RECORD_KINDS, K, children, strip_casts
+from .cursors import RECORD_KINDS, K, children
+from .program import Binding, DeclRef, Expr, ExprKind, Var, _cursor_of
 
 T = ci.TypeKind
 
@@ -47,6 +49,7 @@ _UNKNOWN_TYPE_KINDS = (T.DEPENDENT, T.UNEXPOSED, T.INVALID)
 POINTER_OFFSET = "offset"
 PASS_THROUGH = ("__builtin_assume_aligned",)
 _MAX_DEPTH = 12  # nested operands followed by `origins_of`
+_TRANSPARENT = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 
 
 class Shape(enum.Enum):
@@ -136,13 +139,13 @@ def address_of(bases: Origins) -> Origins:
     return union(pointers(bases), element(bases), _unknown(bases))
 
 
-def member(bases: Origins, name: str, expression: ci.Cursor) -> Origins:
+def member(bases: Origins, name: str, expression: Expr | Binding) -> Origins:
     """`s.name` for each params struct `s` among `bases`, with the field's shape (a member of
     a value of unknown type is unknown too)."""
     result: list[Origin] = []
     for origin in bases:
         if origin.shape is Shape.STRUCT:
-            shape = field_shape(origin.record, name, expression)
+            shape = field_shape(origin.record, name, _cursor_of(expression).type)
             if shape is not None:
                 result.append(origin.member(name, *shape))
         elif origin.shape is Shape.UNKNOWN:
@@ -150,7 +153,7 @@ def member(bases: Origins, name: str, expression: ci.Cursor) -> Origins:
     return tuple(result)
 
 
-def structured_binding(decomposed: Origins, index: int, binding: ci.Cursor) -> Origins:
+def structured_binding(decomposed: Origins, index: int, binding: Binding) -> Origins:
     """What the `index`-th name of a structured binding holds (`input` of `const auto& [input,
     weight] = params;`), given the origins of the decomposed value: a params struct's field at
     that position (in declaration order), an element of an array of pointers or structs, or
@@ -204,20 +207,24 @@ def classify(type_: ci.Type) -> tuple[Shape, ci.Cursor | None] | None:
     return (Shape.UNKNOWN, None) if canonical.kind in _UNKNOWN_TYPE_KINDS else None
 
 
-def field_shape(owner: ci.Cursor | None, name: str, expression: ci.Cursor) -> tuple[Shape, ci.Cursor | None] | None:
-    """The shape of field `name`: from the member expression, else from the struct declaration
-    (a member of a dependent `Params<T>` has no type until instantiation)."""
-    if expression.type.kind not in _UNKNOWN_TYPE_KINDS:
-        return classify(expression.type)
+def field_shape(owner: ci.Cursor | None, name: str, type_: ci.Type) -> tuple[Shape, ci.Cursor | None] | None:
+    """The shape of field `name`: from the member expression's type `type_`, else from the
+    struct declaration (a member of a dependent `Params<T>` has no type until instantiation)."""
+    if type_.kind not in _UNKNOWN_TYPE_KINDS:
+        return classify(type_)
     if owner is None or not name:
         return None
     declared = next((f for f in _field_declarations(owner) if f.spelling == name), None)
     return classify(declared.type) if declared is not None else None
 
 
-def record_fields(type_: ci.Type) -> list[str]:
-    """Field names of a struct type in declaration order (of the class template for a
-    dependent specialization)."""
+def record_fields(typed: Expr | Var | DeclRef) -> list[str]:
+    """Field names of the struct type of an expression or declaration, in declaration order
+    (of the class template for a dependent specialization)."""
+    return _type_record_fields(_cursor_of(typed).type)
+
+
+def _type_record_fields(type_: ci.Type) -> list[str]:
     for candidate in (type_, type_.get_canonical()):
         names = [f.spelling for f in _field_declarations(candidate.get_declaration())]
         if names:
@@ -225,12 +232,12 @@ def record_fields(type_: ci.Type) -> list[str]:
     return []
 
 
-def initializer_list_fields(init_list: ci.Cursor, field_name: str, fields: list[str]) -> list[tuple[ci.Cursor, str]]:
+def initializer_list_fields(init_list: Expr, field_name: str, fields: list[str]) -> list[tuple[Expr, str]]:
     """Each element of an initializer list with the field it fills: its designator's, else
     the field at its position (an enclosing list's field name, when given, wins)."""
     elements = []
-    for index, value in enumerate(children(init_list)):
-        designator = next((c for c in children(value) if c.kind == K.MEMBER_REF), None)
+    for index, value in enumerate(init_list.children):
+        designator = next((c for c in children(_cursor_of(value)) if c.kind == K.MEMBER_REF), None)
         if designator is not None:
             name = designator.spelling
         elif index < len(fields):
@@ -245,10 +252,10 @@ def _field_declarations(record: ci.Cursor) -> list[ci.Cursor]:
     return [c for c in record.get_children() if c.kind == K.FIELD_DECL]
 
 
-def parameter(param: ci.Cursor, index: int, scope: int = 0) -> Origin | None:
+def parameter(param: Var, index: int, scope: int = 0) -> Origin | None:
     """The origin a pointer, params-struct or unknown-typed parameter starts as (None for
     scalars and arrays)."""
-    shape = classify(param.type)
+    shape = classify(_cursor_of(param).type)
     if shape is None or shape[0] not in (Shape.POINTER, Shape.STRUCT, Shape.UNKNOWN):
         return None
     return Origin(index, (), shape[0], scope, shape[1])
@@ -258,10 +265,10 @@ def parameter(param: ci.Cursor, index: int, scope: int = 0) -> Origin | None:
 
 
 def origins_of(
-    expression: ci.Cursor,
-    lookup: Callable[[ci.Cursor], Origins],
-    member_name: Callable[[ci.Cursor], str],
-    call_name: Callable[[ci.Cursor], str],
+    expression: Expr,
+    lookup: Callable[[DeclRef], Origins],
+    member_name: Callable[[Expr], str],
+    call_name: Callable[[Expr], str],
     depth: int = 0,
 ) -> Origins:
     """The origins a pointer expression may have. `lookup` gives what a referenced parameter
@@ -270,38 +277,35 @@ def origins_of(
     if depth > _MAX_DEPTH:
         return ()
 
-    def of(operand: ci.Cursor) -> Origins:
+    def of(operand: Expr) -> Origins:
         return origins_of(operand, lookup, member_name, call_name, depth + 1)
 
-    node = strip_casts(expression)
+    node = _strip_casts(expression)
     kind = node.kind
-    operands = [c for c in children(node) if c.kind.is_expression()]
-    if kind == K.DECL_REF_EXPR:
-        declaration = node.referenced
-        return lookup(declaration) if declaration is not None else ()
-    if kind == K.MEMBER_REF_EXPR:
+    operands = node.children
+    if kind is ExprKind.REF:
+        return lookup(node.ref) if node.ref is not None else ()
+    if kind is ExprKind.MEMBER:
         name = member_name(node)
         return member(of(operands[0]), name, node) if operands and name else ()
-    if kind == K.ARRAY_SUBSCRIPT_EXPR and len(operands) == 2:
+    if kind is ExprKind.SUBSCRIPT and len(operands) == 2:
         return element(of(operands[0]))
-    if kind == K.UNARY_OPERATOR and len(operands) == 1:
-        operator = unary_operator(node)
-        if operator == UNARY_ADDRESS_OF:
+    if kind is ExprKind.UNARY and len(operands) == 1:
+        if node.operator == "&":
             return _address(operands[0], of)
-        return element(of(operands[0])) if operator == UNARY_DEREF else ()
-    if kind == K.BINARY_OPERATOR and len(operands) == 2:
-        binary = _binary_operator(node)
-        if binary in (ci.BinaryOperator.Add, ci.BinaryOperator.Sub):
+        return element(of(operands[0])) if node.operator == "*" else ()
+    if kind is ExprKind.BINARY and len(operands) == 2:
+        if node.operator in ("+", "-"):
             return offset(of(operands[0]), of(operands[1]))
-        return of(operands[1]) if binary == ci.BinaryOperator.Comma else ()
-    if kind == K.CONDITIONAL_OPERATOR and len(operands) == 3:
+        return of(operands[1]) if node.operator == "," else ()
+    if kind is ExprKind.CONDITIONAL and len(operands) == 3:
         return union(of(operands[1]), of(operands[2]))
-    if kind == K.CALL_EXPR:
-        return _call_origins(node, call_name(node), children(node), of)
+    if kind is ExprKind.CALL:
+        return _call_origins(call_name(node), operands, of)
     return ()
 
 
-def _call_origins(call: ci.Cursor, name: str, parts: list[ci.Cursor], of: Callable[[ci.Cursor], Origins]) -> Origins:
+def _call_origins(name: str, parts: tuple[Expr, ...], of: Callable[[Expr], Origins]) -> Origins:
     """Calls that compute a pointer from a pointer argument, also dependent operator calls
     (libclang lists a dependent `a + b` as operand, operator, operand)."""
     if (name == POINTER_OFFSET or name in PASS_THROUGH) and len(parts) >= 2:
@@ -315,23 +319,25 @@ def _call_origins(call: ci.Cursor, name: str, parts: list[ci.Cursor], of: Callab
     return ()
 
 
-def _address(operand: ci.Cursor, of: Callable[[ci.Cursor], Origins]) -> Origins:
+def _address(operand: Expr, of: Callable[[Expr], Origins]) -> Origins:
     """`&a[i]` (and `&*a`): the address of an element is inside the same buffer."""
-    inner = strip_casts(operand)
-    parts = [c for c in children(inner) if c.kind.is_expression()]
-    is_dereference = inner.kind == K.UNARY_OPERATOR and unary_operator(inner) == UNARY_DEREF
-    if (inner.kind == K.ARRAY_SUBSCRIPT_EXPR and len(parts) == 2) or (is_dereference and len(parts) == 1):
+    inner = _strip_casts(operand)
+    parts = inner.children
+    is_dereference = inner.kind is ExprKind.UNARY and inner.operator == "*"
+    if (inner.kind is ExprKind.SUBSCRIPT and len(parts) == 2) or (is_dereference and len(parts) == 1):
         return address_of(of(parts[0]))
     return ()
 
 
-def _binary_operator(node: ci.Cursor) -> ci.BinaryOperator | None:
-    try:
-        return node.binary_operator
-    except ValueError:  # an operator these bindings do not know
-        return None
+def _strip_casts(expression: Expr) -> Expr:
+    """The operand inside parentheses, implicit conversions and explicit casts."""
+    while expression.kind in _TRANSPARENT and len(expression.children) == 1:
+        expression = expression.children[0]
+    return expression
 
 
-def referred_record_fields(type_: ci.Type) -> list[str]:
-    """`record_fields` of a struct type, or of the struct an lvalue reference refers to."""
-    return record_fields(type_.get_pointee() if type_.kind == ci.TypeKind.LVALUEREFERENCE else type_)
+def referred_record_fields(declared: DeclRef) -> list[str]:
+    """`record_fields` of a declaration of struct type, or of the struct an lvalue reference
+    refers to."""
+    type_ = _cursor_of(declared).type
+    return _type_record_fields(type_.get_pointee() if type_.kind == ci.TypeKind.LVALUEREFERENCE else type_)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import clang.cindex as ci
 
 from ..model import ConstExpr
+from .consteval import function_declaration
 from .cursors import TEMPLATE_PARAM_KINDS, K
-from .program import Token, angle_groups, tokens_of
+from .program import DeclRef, Token, _cursor_of, _decl_ref, angle_groups, tokens_of
 
 _BOOLEANS = {"true": 1, "false": 0}
 
@@ -37,9 +38,12 @@ class VariableTemplate:
     scope_params: dict[str, str]  # enclosing templates' parameters: name -> "type" / "non_type" / "template"
 
 
-def read_variable_template(declaration: ci.Cursor) -> VariableTemplate | None:
-    """The variable template `declaration` (an UNEXPOSED_DECL) declares; None for any other
-    declaration libclang leaves unexposed."""
+def read_variable_template(declared: DeclRef) -> VariableTemplate | None:
+    """The variable template a declaration declares (libclang leaves it unexposed); None for
+    every other declaration."""
+    declaration = _cursor_of(declared)
+    if declaration.kind != K.UNEXPOSED_DECL:
+        return None
     tokens = tokens_of(declaration)
     if len(tokens) < 2 or tokens[0].spelling != "template" or tokens[1].spelling != "<":
         return None
@@ -66,9 +70,15 @@ def read_variable_template(declaration: ci.Cursor) -> VariableTemplate | None:
     )
 
 
-def initialized_function(declaration: ci.Cursor, template: VariableTemplate) -> ci.Cursor | None:
+def initialized_function(declared: DeclRef, template: VariableTemplate) -> DeclRef | None:
     """The function (template) a variable template is initialized with, looked up by name from
     the template's scope outwards."""
+    found = _initialized_function(_cursor_of(declared), template)
+    function = function_declaration(found) if found is not None else None
+    return _decl_ref(function) if function is not None else None
+
+
+def _initialized_function(declaration: ci.Cursor, template: VariableTemplate) -> ci.Cursor | None:
     scope = declaration.semantic_parent
     while template.function_name and scope is not None and scope.kind != K.TRANSLATION_UNIT:
         found = [
