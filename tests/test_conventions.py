@@ -86,6 +86,48 @@ def test_the_guides_conventions_apply_where_the_tree_uses_the_library(
     assert found & _GUIDE_CODES == expected
 
 
+_RAW_LAUNCHES = """\
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+__global__ void fill_kernel(float* __restrict__ dst) { dst[threadIdx.x] = 1.0f; }
+
+cudaError_t fill(float* dst, cudaStream_t stream) {
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  if (cudaPeekAtLastError() != cudaSuccess) throw std::runtime_error("launch failed");
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  const cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess) return launched;
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  cudaGetLastError();
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  return cudaGetLastError();
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("kernel", "lines"),
+    [
+        (_RAW_LAUNCHES, [13, 14]),  # no `LaunchKernel` to use: those whose error is dropped unread
+        ("#include <sgl_kernel/utils.cuh>\n" + _RAW_LAUNCHES, [9, 11, 14, 15, 17]),  # every raw launch
+    ],
+)
+def test_kc130_outside_the_library_reports_launches_nobody_checks(
+    tmp_path: Path, kernel: str, lines: list[int]
+) -> None:
+    """A raw launch whose launch error a later statement of its block reads (checked, stored,
+    returned; not a `cudaGetLastError();` that clears it) is not reported in a tree without
+    `host::LaunchKernel`; in a tree that uses the library every raw launch goes against its
+    convention."""
+    findings = [f for f in run_one(_tree(tmp_path, kernel)).findings if f.code == "KC130"]
+    assert [f.line for f in findings] == lines
+    if "sgl_kernel" not in kernel:
+        assert all("LaunchKernel" not in f.message and "cudaGetLastError" in f.message for f in findings)
+
+
 def test_kc320_is_silent_where_nothing_establishes_namespace_sglang(tmp_path: Path) -> None:
     """Another project's kernel: no library of its own, no include of the bundled one, no
     `namespace sglang` anywhere."""

@@ -292,11 +292,44 @@ def result_use(node: Expr, ancestors: list[Node]) -> str:
     return "used"
 
 
+def launch_error_checked(node: Expr, ancestors: list[Node]) -> bool:
+    """Whether a later statement of the block a launch sits in reads the launch error: the
+    first `cudaGetLastError()` / `cudaPeekAtLastError()` after it has its value used (checked,
+    returned, stored), as `kernel<<<...>>>(...); CHECK(cudaPeekAtLastError());` does. The
+    error of a launch stays the last error until read, so a check further down the block
+    covers it; a read that drops the value (`cudaGetLastError();`) clears it unchecked."""
+    child: Node = node
+    for parent in reversed(ancestors):
+        if isinstance(parent, Stmt) and parent.kind is StmtKind.BLOCK:
+            position = next((i for i, s in enumerate(parent.stmts) if s is child), len(parent.stmts))
+            for statement in parent.stmts[position + 1 :]:
+                read = _launch_error_read(parent, statement)
+                if read is not None:
+                    return read == "used"
+            return False
+        child = parent
+    return False
+
+
+def _launch_error_read(block: Stmt, statement: Stmt) -> str | None:
+    """What the first read of the last error in a statement of `block` does with it
+    (`result_use`); None when the statement reads none."""
+    ancestors: list[Node] = [block]
+    for node, depth in _nodes(statement):
+        del ancestors[depth + 1 :]
+        if isinstance(node, Expr) and node.kind is ExprKind.CALL and node.name in _ERROR_QUERIES:
+            return result_use(node, ancestors)
+        ancestors.append(node)
+    return None
+
+
 # ---- API calls ----------------------------------------------------------------------------
 
 _CUDA_API = re.compile(r"(?:cuda|cu)[A-Z]\w*")
 _ARCH_QUERIES = frozenset({"get_cc_major", "get_cc_minor", "get_sm_version"})
 _HOST_CHECKS = frozenset({"RuntimeCheck", "RuntimeDeviceCheck"})
+_ERROR_QUERIES = frozenset({"cudaGetLastError", "cudaPeekAtLastError"})  # the last (launch) error
+_LAUNCH_APIS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel"})
 
 
 def _is_api_name(name: str) -> bool:
@@ -491,6 +524,9 @@ class _BodyFacts:
     # -- API calls -------------------------------------------------------------------------
     def _add_api_call(self, call: Expr, name: str) -> None:
         decl = call.ref
+        use = result_use(call, self.ancestors)
+        if use == "discarded" and name in _LAUNCH_APIS and launch_error_checked(call, self.ancestors):
+            use = "checked_after"
         self.facts.api_calls.append(
             ApiCall(
                 function=self.function.usr,
@@ -499,7 +535,7 @@ class _BodyFacts:
                 qualified_name=decl.qualified_name if decl is not None else "",
                 span=call.span,
                 returns_cuda_error=_returns_cuda_error(call),
-                result_use=result_use(call, self.ancestors),
+                result_use=use,
                 argument_names=tuple(self._argument_name(a) for a in _call_arguments(call)),
             )
         )
@@ -654,7 +690,8 @@ class _BodyFacts:
                 continue
             for source in self._tensor_sources(argument, ""):
                 tensors.append(LaunchTensorArgument(position, source.field, source.tensor, source.data_use))
-        self.model.launches[index] = replace(launch, tensors=tuple(tensors))
+        checked = launch_error_checked(call, self.ancestors)
+        self.model.launches[index] = replace(launch, tensors=tuple(tensors), error_checked=checked)
 
     # -- host: matcher chains ----------------------------------------------------------------
     def _add_dtype_options(self, call: Expr, obj: Expr) -> None:
