@@ -526,6 +526,9 @@ class ApiCall:
     # result is discarded but whose error a later statement reads, as `launch_error_checked`)
     result_use: str
     argument_names: tuple[str, ...]  # each argument's referenced name, else its text
+    # The local it writes its answer to (`&major`) is read, and only to refuse: in the condition
+    # of a check that fails or in that check's failure message (a device precondition)
+    output_only_refuses: bool = False
 
 
 @dataclass(frozen=True)

@@ -261,6 +261,24 @@ def condition_context(node: Expr, ancestors: list[Node]) -> str:
     return "value"
 
 
+def _refuses(node: Expr, ancestors: list[Node]) -> bool:
+    """Whether a read serves only to refuse: it sits in the condition of a check that fails
+    (`TVM_FFI_ICHECK(major == 10)`, `if (major != 10) throw ...`), or in the failure path of
+    one (the message naming the value)."""
+    if condition_context(node, ancestors) == "check":
+        return True
+    child: Node = node
+    for parent in reversed(ancestors):
+        if isinstance(parent, Stmt) and parent.kind is StmtKind.IF and parent.then is child:
+            return _fails(child)
+        if isinstance(parent, Expr) and parent.kind is ExprKind.CONDITIONAL and parent.children[0] is not child:
+            return _fails(child)  # `CHECK_HOST(ok) << value`: `ok ? (void)0 : Panic... << value`
+        if isinstance(parent, Expr) and parent.kind is ExprKind.CALL and parent.name in _CHECK_FUNCTIONS:
+            return True  # `RuntimeCheck(ok, "message", value)`: the condition is a check, the rest its message
+        child = parent
+    return False
+
+
 def result_use(node: Expr, ancestors: list[Node]) -> str:
     """ "discarded", "void_cast" or "used": what happens to a call's value."""
     child: Node = node
@@ -430,6 +448,9 @@ class _BodyFacts:
         }
         self.launches = {(model.launches[i].span.start, model.launches[i].span.end): i for i in subject.launches}
         self.ancestors: list[Node] = []  # of the node being visited, outermost first
+        # the local an API call writes its answer to (`&major`), by variable: the call, its index
+        # in `facts.api_calls`, and whether each later read of it only refuses (`_refuses`)
+        self.api_outputs: dict[int, tuple[Expr, int, list[bool]]] = {}
 
     def run(self) -> None:
         if self.device:
@@ -442,6 +463,9 @@ class _BodyFacts:
             elif isinstance(node, Expr):
                 self._on_expression(node)
             self.ancestors.append(node)
+        for _call, index, reads in self.api_outputs.values():
+            if reads and all(reads):
+                self.facts.api_calls[index] = replace(self.facts.api_calls[index], output_only_refuses=True)
 
     def _on_expression(self, node: Expr) -> None:
         kind = node.kind
@@ -455,6 +479,10 @@ class _BodyFacts:
             self._on_cast(node)
         elif kind is ExprKind.INIT_LIST and not self.device:
             self._add_handoffs(node, "{...}", node.children)
+        elif kind is ExprKind.REF and node.ref is not None and node.ref.key in self.api_outputs:
+            call, _index, reads = self.api_outputs[node.ref.key]
+            if not any(a is call for a in self.ancestors):  # not the `&x` of the call itself
+                reads.append(_refuses(node, self.ancestors))
 
     def _vector_parameters(self) -> None:
         """A parameter declared as a pointer to a vector type (`const float4*`): every
@@ -527,6 +555,12 @@ class _BodyFacts:
         use = result_use(call, self.ancestors)
         if use == "discarded" and name in _LAUNCH_APIS and launch_error_checked(call, self.ancestors):
             use = "checked_after"
+        arguments = _call_arguments(call)
+        output = _strip_casts(arguments[0]) if arguments else None
+        if output is not None and output.kind is ExprKind.UNARY and output.operator == "&" and output.children:
+            written = _named(output.children[0])
+            if written is not None and written.kind is DeclKind.VARIABLE:
+                self.api_outputs[written.key] = (call, len(self.facts.api_calls), [])
         self.facts.api_calls.append(
             ApiCall(
                 function=self.function.usr,
@@ -536,7 +570,7 @@ class _BodyFacts:
                 span=call.span,
                 returns_cuda_error=_returns_cuda_error(call),
                 result_use=use,
-                argument_names=tuple(self._argument_name(a) for a in _call_arguments(call)),
+                argument_names=tuple(self._argument_name(a) for a in arguments),
             )
         )
 
