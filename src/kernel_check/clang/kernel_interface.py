@@ -148,26 +148,52 @@ def _only_tested_for_null(pointer: Expr, ancestors: list[Node]) -> bool:
     return False
 
 
-def data_pointer_parameter(call: Expr) -> int | None:
-    """The argument whose data pointer a called helper only hands out: a function whose body
-    is `return t.data_ptr();` (through casts) for a TensorView parameter `t`, such as
-    `cptr(t)`. Such a call is a `data_ptr()` use, not a hand-off that may verify."""
-    found: set[int] = set()
-    for callee in call.callees:
-        body = callee.buildable_body
+def handed_out_tensor(call: Expr, program: Program, data: bytes, path: str) -> Expr | None:
+    """The argument whose data pointer a called helper only hands out: a function, or a lambda
+    a local holds (`auto ptr = [](const auto& t) { return t.data_ptr(); };`), whose body is
+    `return t.data_ptr();` (through casts) for its tensor parameter `t`, such as `cptr(t)`.
+    Such a call is a `data_ptr()` use, not a hand-off that may verify."""
+    found: dict[int, Expr] = {}
+    for body, params, arguments in _called_bodies(call, program):
         if body is None or body.kind is not StmtKind.BLOCK or len(body.stmts) != 1:
             return None
         returned = body.stmts[0]
         if returned.kind is not StmtKind.RETURN or len(returned.exprs) != 1:
             return None
         value = _strip_casts(returned.exprs[0])
-        obj = _member_call_object(value) if value.kind is ExprKind.CALL and value.name == "data_ptr" else None
+        # `callee_name` names a dependent call too: `t.data_ptr()` of a lambda's `const auto& t`
+        is_data_ptr = value.kind is ExprKind.CALL and callee_name(cursor_of(value), data, path) == "data_ptr"
+        obj = _member_call_object(value) if is_data_ptr else None
         ref = _strip_casts(obj).ref if obj is not None else None
-        keys = [p.key for p in callee.params]
-        if ref is None or ref.key not in keys or not _is_tensor_type(ref.type):
+        keys = [p.key for p in params]
+        if ref is None or ref.key not in keys or keys.index(ref.key) >= len(arguments):
             return None
-        found.add(keys.index(ref.key))
-    return found.pop() if len(found) == 1 else None
+        argument = arguments[keys.index(ref.key)]
+        if not (_is_tensor_type(ref.type) or _is_tensor_type(argument.type)):  # `const auto& t`: the argument's
+            return None
+        found[keys.index(ref.key)] = argument
+    return found.popitem()[1] if len(found) == 1 else None
+
+
+def _called_bodies(call: Expr, program: Program) -> Iterator[tuple[Stmt | None, tuple[Var, ...], tuple[Expr, ...]]]:
+    """(body, parameters, arguments) of each function a call can run: the functions it names,
+    or the lambda held by the local it calls (`ptr(x)`: `operator()` of its closure)."""
+    if call.callees:
+        arguments = _call_arguments(call)
+        yield from ((callee.buildable_body, callee.params, arguments) for callee in call.callees)
+        return
+    if call.name != "operator()":
+        return
+    for index, part in enumerate(call.children[:2]):  # `ptr` then `operator()`, or the other way round
+        ref = part.stripped().ref
+        if ref is None or ref.kind is not DeclKind.VARIABLE:
+            continue
+        held = (n for e in program.var(cursor_of(ref)).exprs for n in e.walk() if n.kind is ExprKind.LAMBDA)
+        lam = next(held, None)
+        if lam is not None:
+            arguments = tuple(c for c in call.children[index + 1 :] if c.stripped().name != "operator()")
+            yield lam.lambda_body, lam.lambda_params, arguments
+        return
 
 
 def _callee(call: Expr) -> Expr | None:
@@ -526,15 +552,15 @@ class _BodyFacts:
         if launch is not None:
             self._add_launch(call, launch)
         arguments = _call_arguments(call)
-        handed_out = data_pointer_parameter(call)
+        handed_out = handed_out_tensor(call, self.program, self.data, self.path)
         if handed_out is None:
             self._add_handoffs(call, name, arguments)
         self._add_data_handoffs(call, arguments)
         if "align" in name.lower() and name != "ensure_alignment":
             self._add_alignment_tests(call, arguments)
         obj = _member_call_object(call)
-        if handed_out is not None and handed_out < len(arguments):
-            obj, name = arguments[handed_out], "data_ptr"  # `cptr(x)` reads as `x.data_ptr()`
+        if handed_out is not None:
+            obj, name = handed_out, "data_ptr"  # `cptr(x)` reads as `x.data_ptr()`
         tensor = self._tensor_name(obj) if obj is not None else None
         if tensor is not None and name == "data_ptr":
             if not _only_tested_for_null(call, self.ancestors):
@@ -696,9 +722,7 @@ class _BodyFacts:
         """The object of `x.data_ptr()`, or the argument of a helper that hands it out."""
         if callee_name(cursor_of(call)) == "data_ptr":
             return _member_call_object(call)
-        index = data_pointer_parameter(call)
-        arguments = _call_arguments(call)
-        return arguments[index] if index is not None and index < len(arguments) else None
+        return handed_out_tensor(call, self.program, self.data, self.path)
 
     def _reference_sources(self, node: Expr, field_name: str) -> Iterator[_TensorSource]:
         decl = node.ref
