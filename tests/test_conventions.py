@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 
 from conftest import run_one
+from kernel_check.cache import static_root
+from kernel_check.clang.parse import parse_file
+from kernel_check.clang.preamble import PreambleCache
 from kernel_check.cli import main
+from kernel_check.engine import RunStats, run_static
 from kernel_check.includes import bundled_include_dir
+from test_cache import options
 
 _GLOBAL_KERNEL = """\
 #include <cstdint>
@@ -126,6 +131,21 @@ def test_kc130_outside_the_library_reports_launches_nobody_checks(
     assert [f.line for f in findings] == lines
     if "sgl_kernel" not in kernel:
         assert all("LaunchKernel" not in f.message and "cudaGetLastError" in f.message for f in findings)
+
+
+def test_a_header_the_preamble_planner_cannot_follow_adopts_nothing(tmp_path: Path) -> None:
+    """The file's own header includes `"dlpack/dlpack.h"`, which the compiler finds on its
+    include path but the preamble planner does not: the file is parsed against the shared
+    preamble that holds the whole bundled library, whose headers the file still does not
+    include (the library's conventions stay off, as in a plain parse)."""
+    path = _tree(tmp_path, '#include "own.h"\n' + _GUIDE_KERNEL)
+    (path.parent / "own.h").write_text('#pragma once\n#include "dlpack/dlpack.h"\n')
+    cache = tmp_path / "cache"
+    opts = options(path.parent.parent, cache)
+    (result,) = run_static([path], opts, stats=RunStats())
+    assert not {f.code for f in result.findings} & (_GUIDE_CODES | {"KC000"})
+    unit = parse_file(path, path.read_bytes(), opts.settings, PreambleCache(static_root(cache) / "preamble"))
+    assert unit.preamble is not None and unit.preamble.recipe.tier == "project"
 
 
 def test_kc320_is_silent_where_nothing_establishes_namespace_sglang(tmp_path: Path) -> None:
