@@ -94,6 +94,7 @@ def test_the_guides_conventions_apply_where_the_tree_uses_the_library(
 _RAW_LAUNCHES = """\
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <stdexcept>
 
 __global__ void fill_kernel(float* __restrict__ dst) { dst[threadIdx.x] = 1.0f; }
@@ -108,6 +109,15 @@ cudaError_t fill(float* dst, cudaStream_t stream) {
   fill_kernel<<<1, 32, 0, stream>>>(dst);
   cudaGetLastError();
   fill_kernel<<<1, 32, 0, stream>>>(dst);
+  if (cudaGetLastError() != cudaSuccess) return cudaErrorInvalidValue;
+  switch (reinterpret_cast<uintptr_t>(dst) % 2) {
+    case 0: {
+      fill_kernel<<<1, 32, 0, stream>>>(dst);
+      break;
+    }
+    default:
+      fill_kernel<<<2, 32, 0, stream>>>(dst);
+  }
   return cudaGetLastError();
 }
 """
@@ -116,8 +126,8 @@ cudaError_t fill(float* dst, cudaStream_t stream) {
 @pytest.mark.parametrize(
     ("kernel", "lines"),
     [
-        (_RAW_LAUNCHES, [13, 14]),  # no `LaunchKernel` to use: those whose error is dropped unread
-        ("#include <sgl_kernel/utils.cuh>\n" + _RAW_LAUNCHES, [9, 11, 14, 15, 17]),  # every raw launch
+        (_RAW_LAUNCHES, [14, 15]),  # no `LaunchKernel` to use: those whose error is dropped unread
+        ("#include <sgl_kernel/utils.cuh>\n" + _RAW_LAUNCHES, [10, 12, 15, 16, 18, 22, 26]),  # every raw launch
     ],
 )
 def test_kc130_outside_the_library_reports_launches_nobody_checks(

@@ -337,10 +337,11 @@ def result_use(node: Expr, ancestors: list[Node]) -> str:
 
 
 def launch_error_checked(node: Expr, ancestors: list[Node]) -> bool:
-    """Whether a later statement of the block a launch sits in reads the launch error: the
-    first `cudaGetLastError()` / `cudaPeekAtLastError()` after it has its value used (checked,
-    returned, stored), as `kernel<<<...>>>(...); CHECK(cudaPeekAtLastError());` does. The
-    error of a launch stays the last error until read, so a check further down the block
+    """Whether a later statement reads the launch error: the first `cudaGetLastError()` /
+    `cudaPeekAtLastError()` after the launch -- in the rest of its block, else of the blocks
+    around it (a launch in a dispatch `switch`, checked after it) -- has its value used
+    (checked, returned, stored), as `kernel<<<...>>>(...); CHECK(cudaPeekAtLastError());`
+    does. The error of a launch stays the last error until read, so a check further down
     covers it; a read that drops the value (`cudaGetLastError();`) clears it unchecked."""
     child: Node = node
     for parent in reversed(ancestors):
@@ -350,7 +351,6 @@ def launch_error_checked(node: Expr, ancestors: list[Node]) -> bool:
                 read = _launch_error_read(parent, statement)
                 if read is not None:
                     return read == "used"
-            return False
         child = parent
     return False
 
