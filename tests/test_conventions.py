@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 
 from conftest import run_one
+from kernel_check.cache import static_root
+from kernel_check.clang.parse import parse_file
+from kernel_check.clang.preamble import PreambleCache
 from kernel_check.cli import main
+from kernel_check.engine import RunStats, run_static
 from kernel_check.includes import bundled_include_dir
+from test_cache import options
 
 _GLOBAL_KERNEL = """\
 #include <cstdint>
@@ -84,6 +89,73 @@ def test_the_guides_conventions_apply_where_the_tree_uses_the_library(
     check macros), state the conventions of trees built on the `sgl_kernel/` library."""
     found = {f.code for f in run_one(_tree(tmp_path, kernel, library)).findings}
     assert found & _GUIDE_CODES == expected
+
+
+_RAW_LAUNCHES = """\
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+__global__ void fill_kernel(float* __restrict__ dst) { dst[threadIdx.x] = 1.0f; }
+
+cudaError_t fill(float* dst, cudaStream_t stream) {
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  if (cudaPeekAtLastError() != cudaSuccess) throw std::runtime_error("launch failed");
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  const cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess) return launched;
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  cudaGetLastError();
+  fill_kernel<<<1, 32, 0, stream>>>(dst);
+  if (cudaGetLastError() != cudaSuccess) return cudaErrorInvalidValue;
+  switch (reinterpret_cast<uintptr_t>(dst) % 2) {
+    case 0: {
+      fill_kernel<<<1, 32, 0, stream>>>(dst);
+      break;
+    }
+    default:
+      fill_kernel<<<2, 32, 0, stream>>>(dst);
+  }
+  return cudaGetLastError();
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("kernel", "lines"),
+    [
+        (_RAW_LAUNCHES, [14, 15]),  # no `LaunchKernel` to use: those whose error is dropped unread
+        ("#include <sgl_kernel/utils.cuh>\n" + _RAW_LAUNCHES, [10, 12, 15, 16, 18, 22, 26]),  # every raw launch
+    ],
+)
+def test_kc130_outside_the_library_reports_launches_nobody_checks(
+    tmp_path: Path, kernel: str, lines: list[int]
+) -> None:
+    """A raw launch whose launch error a later statement of its block reads (checked, stored,
+    returned; not a `cudaGetLastError();` that clears it) is not reported in a tree without
+    `host::LaunchKernel`; in a tree that uses the library every raw launch goes against its
+    convention."""
+    findings = [f for f in run_one(_tree(tmp_path, kernel)).findings if f.code == "KC130"]
+    assert [f.line for f in findings] == lines
+    if "sgl_kernel" not in kernel:
+        assert all("LaunchKernel" not in f.message and "cudaGetLastError" in f.message for f in findings)
+
+
+def test_a_header_the_preamble_planner_cannot_follow_adopts_nothing(tmp_path: Path) -> None:
+    """The file's own header includes `"dlpack/dlpack.h"`, which the compiler finds on its
+    include path but the preamble planner does not: the file is parsed against the shared
+    preamble that holds the whole bundled library, whose headers the file still does not
+    include (the library's conventions stay off, as in a plain parse)."""
+    path = _tree(tmp_path, '#include "own.h"\n' + _GUIDE_KERNEL)
+    (path.parent / "own.h").write_text('#pragma once\n#include "dlpack/dlpack.h"\n')
+    cache = tmp_path / "cache"
+    opts = options(path.parent.parent, cache)
+    (result,) = run_static([path], opts, stats=RunStats())
+    assert not {f.code for f in result.findings} & (_GUIDE_CODES | {"KC000"})
+    unit = parse_file(path, path.read_bytes(), opts.settings, PreambleCache(static_root(cache) / "preamble"))
+    assert unit.preamble is not None and unit.preamble.recipe.tier == "project"
 
 
 def test_kc320_is_silent_where_nothing_establishes_namespace_sglang(tmp_path: Path) -> None:

@@ -477,6 +477,9 @@ class Launch:
     # The arguments that carry a tensor's data (filled by the launcher's body walk,
     # kernel_interface.py; () for a launch in device code).
     tensors: tuple[LaunchTensorArgument, ...] = ()
+    # A later statement of its block reads the launch error (`cudaPeekAtLastError()` checked,
+    # returned or stored; filled by the launcher's body walk)
+    error_checked: bool = False
 
     @property
     def pdl_off(self) -> bool:
@@ -520,8 +523,13 @@ class ApiCall:
     qualified_name: str  # the callee's qualified name ("" when unresolved)
     span: Span
     returns_cuda_error: bool
-    result_use: str  # "discarded", "void_cast" (explicit `(void)`), "used"
+    # "discarded", "void_cast" (explicit `(void)`), "used", or "checked_after" (a launch whose
+    # result is discarded but whose error a later statement reads, as `launch_error_checked`)
+    result_use: str
     argument_names: tuple[str, ...]  # each argument's referenced name, else its text
+    # The local it writes its answer to (`&major`) is read, and only to refuse: in the condition
+    # of a check that fails or in that check's failure message (a device precondition)
+    output_only_refuses: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import clang.cindex as ci
 
+from ..cache import read_bytes
 from ..config import real_path
 from ..includes import LIBRARY, bundled_include_dir, find_repo_include_dir, library_root, read_library
 from ..model import (
@@ -52,6 +53,7 @@ from .cursors import (
 )
 from .device_merge import merge_device_model
 from .doxygen import Comments
+from .includers import include_lines
 from .index_values import extract_index_values
 from .kernel_interface import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
@@ -102,7 +104,7 @@ class _Extractor:
         if Need.SCOPE in self.needs:
             extract_scope_facts(self.top_level, self.unit, self.model)
         self.model.error_spans = self._error_spans()
-        self.model.header_library = _header_library(self.unit)
+        self.model.header_library = _header_library(self.unit, self.data)
         return self.model
 
     def _visit_scope(self, root: ci.Cursor) -> None:
@@ -349,21 +351,33 @@ def extract(unit: ParsedUnit, text: str, data: bytes, needs: frozenset[Need] = A
     return model
 
 
-def _header_library(unit: ParsedUnit) -> HeaderLibrary:
+def _header_library(unit: ParsedUnit, data: bytes) -> HeaderLibrary:
     root = library_root(unit.args)
     if root is None:
         return HeaderLibrary()
     names, namespace_home = read_library(root)
-    headers = f"{root / LIBRARY}{os.sep}"
-    preamble_deps = (path for path, _ in unit.preamble.deps) if unit.preamble is not None else ()
     resolved = real_path(root)
     return HeaderLibrary(
         str(root),
         names,
         own=resolved != real_path(bundled_include_dir()) or find_repo_include_dir(Path(unit.path)) == resolved,
-        included=any(dep.startswith(headers) for dep in (*unit.deps, *preamble_deps)),
+        included=_includes_library(unit, data, f"{root / LIBRARY}{os.sep}"),
         namespace_home=namespace_home,
     )
+
+
+def _includes_library(unit: ParsedUnit, data: bytes, headers: str) -> bool:
+    """Whether the file includes a header of the library (under `headers`), itself or through
+    the headers it parsed. A precompiled preamble that holds the library hides its headers
+    from the deps, so then the file's own `#include` lines and those of the headers it
+    parsed itself tell; the preamble's deps do not: the shared preamble holds the whole
+    library for every file that may reach it (an include the planner cannot follow counts)."""
+    if any(dep.startswith(headers) for dep in unit.deps):
+        return True
+    if unit.preamble is None:
+        return False
+    texts = (data, *(read_bytes(Path(dep)) or b"" for dep in unit.deps))
+    return any(name.startswith(f"{LIBRARY}/") for text in texts for name, _ in include_lines(text))
 
 
 def _owner_usr(cursor: ci.Cursor) -> str:

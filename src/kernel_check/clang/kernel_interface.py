@@ -166,26 +166,52 @@ def _only_tested_for_null(pointer: Expr, ancestors: list[Node]) -> bool:
     return False
 
 
-def data_pointer_parameter(call: Expr) -> int | None:
-    """The argument whose data pointer a called helper only hands out: a function whose body
-    is `return t.data_ptr();` (through casts) for a TensorView parameter `t`, such as
-    `cptr(t)`. Such a call is a `data_ptr()` use, not a hand-off that may verify."""
-    found: set[int] = set()
-    for callee in call.callees:
-        body = callee.buildable_body
+def handed_out_tensor(call: Expr, program: Program, data: bytes, path: str) -> Expr | None:
+    """The argument whose data pointer a called helper only hands out: a function, or a lambda
+    a local holds (`auto ptr = [](const auto& t) { return t.data_ptr(); };`), whose body is
+    `return t.data_ptr();` (through casts) for its tensor parameter `t`, such as `cptr(t)`.
+    Such a call is a `data_ptr()` use, not a hand-off that may verify."""
+    found: dict[int, Expr] = {}
+    for body, params, arguments in _called_bodies(call, program):
         if body is None or body.kind is not StmtKind.BLOCK or len(body.stmts) != 1:
             return None
         returned = body.stmts[0]
         if returned.kind is not StmtKind.RETURN or len(returned.exprs) != 1:
             return None
         value = _strip_casts(returned.exprs[0])
-        obj = _member_call_object(value) if value.kind is ExprKind.CALL and value.name == "data_ptr" else None
+        # `callee_name` names a dependent call too: `t.data_ptr()` of a lambda's `const auto& t`
+        is_data_ptr = value.kind is ExprKind.CALL and callee_name(value, data, path) == "data_ptr"
+        obj = _member_call_object(value) if is_data_ptr else None
         ref = _strip_casts(obj).ref if obj is not None else None
-        keys = [p.key for p in callee.params]
-        if ref is None or ref.key not in keys or not _is_tensor_type(ref.type):
+        keys = [p.key for p in params]
+        if ref is None or ref.key not in keys or keys.index(ref.key) >= len(arguments):
             return None
-        found.add(keys.index(ref.key))
-    return found.pop() if len(found) == 1 else None
+        argument = arguments[keys.index(ref.key)]
+        if not (_is_tensor_type(ref.type) or _is_tensor_type(argument.type)):  # `const auto& t`: the argument's
+            return None
+        found[keys.index(ref.key)] = argument
+    return found.popitem()[1] if len(found) == 1 else None
+
+
+def _called_bodies(call: Expr, program: Program) -> Iterator[tuple[Stmt | None, tuple[Var, ...], tuple[Expr, ...]]]:
+    """(body, parameters, arguments) of each function a call can run: the functions it names,
+    or the lambda held by the local it calls (`ptr(x)`: `operator()` of its closure)."""
+    if call.callees:
+        arguments = _call_arguments(call)
+        yield from ((callee.buildable_body, callee.params, arguments) for callee in call.callees)
+        return
+    if call.name != "operator()":
+        return
+    for index, part in enumerate(call.children[:2]):  # `ptr` then `operator()`, or the other way round
+        ref = part.stripped().ref
+        if ref is None or ref.kind is not DeclKind.VARIABLE:
+            continue
+        held = (n for e in program.declared_variable(ref).exprs for n in e.walk() if n.kind is ExprKind.LAMBDA)
+        lam = next(held, None)
+        if lam is not None:
+            arguments = tuple(c for c in call.children[index + 1 :] if c.stripped().name != "operator()")
+            yield lam.lambda_body, lam.lambda_params, arguments
+        return
 
 
 def _callee(call: Expr) -> Expr | None:
@@ -279,6 +305,24 @@ def condition_context(node: Expr, ancestors: list[Node]) -> str:
     return "value"
 
 
+def _refuses(node: Expr, ancestors: list[Node]) -> bool:
+    """Whether a read serves only to refuse: it sits in the condition of a check that fails
+    (`TVM_FFI_ICHECK(major == 10)`, `if (major != 10) throw ...`), or in the failure path of
+    one (the message naming the value)."""
+    if condition_context(node, ancestors) == "check":
+        return True
+    child: Node = node
+    for parent in reversed(ancestors):
+        if isinstance(parent, Stmt) and parent.kind is StmtKind.IF and parent.then is child:
+            return _fails(child)
+        if isinstance(parent, Expr) and parent.kind is ExprKind.CONDITIONAL and parent.children[0] is not child:
+            return _fails(child)  # `CHECK_HOST(ok) << value`: `ok ? (void)0 : Panic... << value`
+        if isinstance(parent, Expr) and parent.kind is ExprKind.CALL and parent.name in _CHECK_FUNCTIONS:
+            return True  # `RuntimeCheck(ok, "message", value)`: the condition is a check, the rest its message
+        child = parent
+    return False
+
+
 def result_use(node: Expr, ancestors: list[Node]) -> str:
     """ "discarded", "void_cast" or "used": what happens to a call's value."""
     child: Node = node
@@ -310,11 +354,44 @@ def result_use(node: Expr, ancestors: list[Node]) -> str:
     return "used"
 
 
+def launch_error_checked(node: Expr, ancestors: list[Node]) -> bool:
+    """Whether a later statement reads the launch error: the first `cudaGetLastError()` /
+    `cudaPeekAtLastError()` after the launch -- in the rest of its block, else of the blocks
+    around it (a launch in a dispatch `switch`, checked after it) -- has its value used
+    (checked, returned, stored), as `kernel<<<...>>>(...); CHECK(cudaPeekAtLastError());`
+    does. The error of a launch stays the last error until read, so a check further down
+    covers it; a read that drops the value (`cudaGetLastError();`) clears it unchecked."""
+    child: Node = node
+    for parent in reversed(ancestors):
+        if isinstance(parent, Stmt) and parent.kind is StmtKind.BLOCK:
+            position = next((i for i, s in enumerate(parent.stmts) if s is child), len(parent.stmts))
+            for statement in parent.stmts[position + 1 :]:
+                read = _launch_error_read(parent, statement)
+                if read is not None:
+                    return read == "used"
+        child = parent
+    return False
+
+
+def _launch_error_read(block: Stmt, statement: Stmt) -> str | None:
+    """What the first read of the last error in a statement of `block` does with it
+    (`result_use`); None when the statement reads none."""
+    ancestors: list[Node] = [block]
+    for node, depth in _nodes(statement):
+        del ancestors[depth + 1 :]
+        if isinstance(node, Expr) and node.kind is ExprKind.CALL and node.name in _ERROR_QUERIES:
+            return result_use(node, ancestors)
+        ancestors.append(node)
+    return None
+
+
 # ---- API calls ----------------------------------------------------------------------------
 
 _CUDA_API = re.compile(r"(?:cuda|cu)[A-Z]\w*")
 _ARCH_QUERIES = frozenset({"get_cc_major", "get_cc_minor", "get_sm_version"})
 _HOST_CHECKS = frozenset({"RuntimeCheck", "RuntimeDeviceCheck"})
+_ERROR_QUERIES = frozenset({"cudaGetLastError", "cudaPeekAtLastError"})  # the last (launch) error
+_LAUNCH_APIS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel"})
 
 
 def _is_api_name(name: str) -> bool:
@@ -415,6 +492,9 @@ class _BodyFacts:
         }
         self.launches = {(model.launches[i].span.start, model.launches[i].span.end): i for i in subject.launches}
         self.ancestors: list[Node] = []  # of the node being visited, outermost first
+        # the local an API call writes its answer to (`&major`), by variable: the call, its index
+        # in `facts.api_calls`, and whether each later read of it only refuses (`_refuses`)
+        self.api_outputs: dict[int, tuple[Expr, int, list[bool]]] = {}
 
     def run(self) -> None:
         if self.device:
@@ -427,6 +507,9 @@ class _BodyFacts:
             elif isinstance(node, Expr):
                 self._on_expression(node)
             self.ancestors.append(node)
+        for _call, index, reads in self.api_outputs.values():
+            if reads and all(reads):
+                self.facts.api_calls[index] = replace(self.facts.api_calls[index], output_only_refuses=True)
 
     def _on_expression(self, node: Expr) -> None:
         kind = node.kind
@@ -440,6 +523,10 @@ class _BodyFacts:
             self._on_cast(node)
         elif kind is ExprKind.INIT_LIST and not self.device:
             self._add_handoffs(node, "{...}", node.children)
+        elif kind is ExprKind.REF and node.ref is not None and node.ref.key in self.api_outputs:
+            call, _index, reads = self.api_outputs[node.ref.key]
+            if not any(a is call for a in self.ancestors):  # not the `&x` of the call itself
+                reads.append(_refuses(node, self.ancestors))
 
     def _vector_parameters(self) -> None:
         """A parameter declared as a pointer to a vector type (`const float4*`): every
@@ -485,15 +572,15 @@ class _BodyFacts:
         if launch is not None:
             self._add_launch(call, launch)
         arguments = _call_arguments(call)
-        handed_out = data_pointer_parameter(call)
+        handed_out = handed_out_tensor(call, self.program, self.data, self.path)
         if handed_out is None:
             self._add_handoffs(call, name, arguments)
         self._add_data_handoffs(call, arguments)
         if "align" in name.lower() and name != "ensure_alignment":
             self._add_alignment_tests(call, arguments)
         obj = _member_call_object(call)
-        if handed_out is not None and handed_out < len(arguments):
-            obj, name = arguments[handed_out], "data_ptr"  # `cptr(x)` reads as `x.data_ptr()`
+        if handed_out is not None:
+            obj, name = handed_out, "data_ptr"  # `cptr(x)` reads as `x.data_ptr()`
         tensor = self._tensor_name(obj) if obj is not None else None
         if tensor is not None and name == "data_ptr":
             if not _only_tested_for_null(call, self.ancestors):
@@ -538,6 +625,15 @@ class _BodyFacts:
     # -- API calls -------------------------------------------------------------------------
     def _add_api_call(self, call: Expr, name: str) -> None:
         decl = call.ref
+        use = result_use(call, self.ancestors)
+        if use == "discarded" and name in _LAUNCH_APIS and launch_error_checked(call, self.ancestors):
+            use = "checked_after"
+        arguments = _call_arguments(call)
+        output = _strip_casts(arguments[0]) if arguments else None
+        if output is not None and output.kind is ExprKind.UNARY and output.operator == "&" and output.children:
+            written = _named(output.children[0])
+            if written is not None and written.kind is DeclKind.VARIABLE:
+                self.api_outputs[written.key] = (call, len(self.facts.api_calls), [])
         self.facts.api_calls.append(
             ApiCall(
                 function=self.function.usr,
@@ -546,8 +642,8 @@ class _BodyFacts:
                 qualified_name=decl.qualified_name if decl is not None else "",
                 span=call.span,
                 returns_cuda_error=_returns_cuda_error(call),
-                result_use=result_use(call, self.ancestors),
-                argument_names=tuple(self._argument_name(a) for a in _call_arguments(call)),
+                result_use=use,
+                argument_names=tuple(self._argument_name(a) for a in arguments),
             )
         )
 
@@ -672,9 +768,7 @@ class _BodyFacts:
         """The object of `x.data_ptr()`, or the argument of a helper that hands it out."""
         if callee_name(call) == "data_ptr":
             return _member_call_object(call)
-        index = data_pointer_parameter(call)
-        arguments = _call_arguments(call)
-        return arguments[index] if index is not None and index < len(arguments) else None
+        return handed_out_tensor(call, self.program, self.data, self.path)
 
     def _reference_sources(self, node: Expr, field_name: str) -> Iterator[_TensorSource]:
         decl = node.ref
@@ -700,7 +794,8 @@ class _BodyFacts:
                 continue
             for source in self._tensor_sources(argument, ""):
                 tensors.append(LaunchTensorArgument(position, source.field, source.tensor, source.data_use))
-        self.model.launches[index] = replace(launch, tensors=tuple(tensors))
+        checked = launch_error_checked(call, self.ancestors)
+        self.model.launches[index] = replace(launch, tensors=tuple(tensors), error_checked=checked)
 
     # -- host: matcher chains ----------------------------------------------------------------
     def _add_dtype_options(self, call: Expr, obj: Expr) -> None:

@@ -55,6 +55,10 @@ from .program import Function as FunctionCode
 from .variable_templates import VariableTemplate, argument_value, initialized_function, read_variable_template
 
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
+# what a launcher's method that turns PDL on sets (`with_attr(use_pdl)` of a tree's own launcher)
+_PDL_ATTRIBUTE = frozenset(
+    {"cudaLaunchAttributeProgrammaticStreamSerialization", "programmaticStreamSerializationAllowed"}
+)
 _CASTS = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 # statements whose parts run only under a condition (or not at all, or many times)
 _CONDITIONAL_STATEMENTS = (
@@ -158,6 +162,7 @@ class LaunchResolver:
         self.consts = Constants(data, program.path)
         self._files: dict[str, bytes] = {program.path: data}  # the bytes template arguments are read from
         self._returned: dict[int, list[Expr]] = {}  # by function declaration (`DeclRef.key`)
+        self._pdl_methods: dict[int, bool] = {}  # by method declaration (`DeclRef.key`): whether it turns PDL on
 
     def launches(self, code: FunctionCode, launcher: Function) -> Iterator[tuple[Launch, list[DeclRef]]]:
         """Each launch in a function's body, with the declarations of the kernels it can launch;
@@ -222,9 +227,10 @@ class LaunchResolver:
         return self._pdl_flag(initializer) if initializer is not None else None
 
     def _pdl_flag(self, launch_object: Expr) -> PdlFlag | None:
-        """`x` of `.enable_pdl(x)` or `.config({.use_pdl = x, ...})`."""
+        """`x` of `.enable_pdl(x)` or `.config({.use_pdl = x, ...})`, or of another method of
+        the launch object that sets the PDL launch attribute (`.with_attr(use_pdl)`)."""
         for node in launch_object.walk():
-            if node.kind is ExprKind.CALL and node.name == "enable_pdl":
+            if node.kind is ExprKind.CALL and (node.name == "enable_pdl" or self._sets_pdl(node)):
                 args = [c for c in node.children if c.kind is not ExprKind.MEMBER]
                 if not args:  # `enable_pdl()` uses its default argument, true
                     return PdlFlag(ConstExpr("int", 1), "true")
@@ -234,6 +240,21 @@ class LaunchResolver:
                 if value is not None:
                     return self._flag(value)
         return None
+
+    def _sets_pdl(self, call: Expr) -> bool:
+        """Whether `call` calls a method (`launch.with_attr(use_pdl)`) whose body sets the
+        programmatic-stream-serialization launch attribute: a launcher of the tree's own
+        whose PDL switch has another name than `enable_pdl`."""
+        callee = call.children[0].stripped() if call.children else None
+        if callee is None or callee.kind is not ExprKind.MEMBER or call.ref is None:
+            return False
+        key = call.ref.key
+        if key not in self._pdl_methods:
+            definition = self.program.definition(call.ref)
+            body = definition.buildable_body if definition is not None else None
+            expressions = _Code.of(body).expressions if body is not None else []
+            self._pdl_methods[key] = any(node.name in _PDL_ATTRIBUTE for node in expressions)
+        return self._pdl_methods[key]
 
     def _flag(self, value: Expr) -> PdlFlag:
         text = " ".join(source_text(self.data, value.span).split())

@@ -2,7 +2,9 @@
 Flags a call of a `cuda*` runtime API function whose `cudaError_t` result is thrown away:
 the call is a statement of its own instead of being wrapped in `CHECK_CUDA(...)` (or
 `host::RuntimeDeviceCheck(...)`), assigned, returned or compared. An explicit `(void)`
-cast is taken as a deliberate discard and not reported. The suggested wrapper is one the
+cast is taken as a deliberate discard and not reported, and so is the result of a launch
+(`cudaLaunchKernelEx`, `cudaLaunchKernel`) when a later statement of its block reads the
+launch error (`CHECK(cudaPeekAtLastError())`, `return cudaGetLastError();`). The suggested wrapper is one the
 header library on the include path has (`CHECK_CUDA`, else `host::RuntimeDeviceCheck`).
 
 ## Why is this bad?

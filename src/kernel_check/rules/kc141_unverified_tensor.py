@@ -6,7 +6,8 @@ launcher that a function of the same file calls with tensors after verifying ten
 its own (that caller checks; a caller that only forwards does not count).
 
 A helper whose body only returns its tensor's data pointer (`cptr(t)` returning
-`t.data_ptr()`, through casts) verifies nothing: calling it is a `data_ptr()` use. Comparing
+`t.data_ptr()`, through casts), or such a lambda held by a local (`auto ptr = [](const auto&
+t) { return t.data_ptr(); };`), verifies nothing: calling it is a `data_ptr()` use. Comparing
 `data_ptr()` with null, or testing it as a bool (`if (!t.data_ptr()) return;`), reads no data
 and is not a use.
 

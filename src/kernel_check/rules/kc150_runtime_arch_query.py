@@ -1,7 +1,10 @@
 """## What it does
 Flags run-time queries of the GPU architecture: `get_cc_major`, `get_cc_minor`,
 `get_sm_version`, `cudaGetDeviceProperties`, and `cudaDeviceGetAttribute` (or the driver's
-`cuDeviceGetAttribute`) asked for the compute capability.
+`cuDeviceGetAttribute`) asked for the compute capability. A query whose answer is read only
+to refuse a device (the condition of a check that fails, and its message: `major == 10 &&
+(minor == 0 || minor == 3)` for a module built for the `sm_100f` family, which no compile-time
+arch macro can tell apart) is a precondition, not a code path, and is not reported.
 
 ## Why is this bad?
 JIT kernels are compiled for the exact GPU they run on, so the architecture is a
@@ -67,7 +70,7 @@ def _what(call: ApiCall) -> str | None:
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.launcher_facts.api_calls:
         what = _what(call)
-        if what is not None:
+        if what is not None and not call.output_only_refuses:
             yield ctx.finding(
                 location_of(model, call.span),
                 f"{what}; the JIT build compiles for one architecture, so use `SGL_CUDA_ARCH` "

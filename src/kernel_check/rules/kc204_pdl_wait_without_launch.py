@@ -1,10 +1,12 @@
 """## What it does
 Reports a kernel that waits for a PDL primary (`PDLWaitPrimary<flag>()` with a flag that is
 not a constant `false`, or the raw `griddepcontrol.wait`) when the file launches it, and no
-launch enables PDL (neither `.enable_pdl(x)` nor `.config({.use_pdl = x})`, or `x` a constant
-`false`). A named launch object counts with the flag its methods set before the launch
-(`auto launch = LaunchKernel{grid, block, stream}; launch.enable_pdl(kUsePDL); launch(kernel,
-args...);`); a flag set only under a condition may be on. Kernels the file does
+launch enables PDL (neither `.enable_pdl(x)` nor `.config({.use_pdl = x})` nor another method
+of the launch object whose body sets the programmatic-stream-serialization attribute, as a
+tree's own launcher's `.with_attr(use_pdl)` does; or `x` a constant `false`). A named launch
+object counts with the flag its methods set before the launch (`auto launch =
+LaunchKernel{grid, block, stream}; launch.enable_pdl(kUsePDL); launch(kernel, args...);`); a
+flag set only under a condition may be on. Kernels the file does
 not launch are not reported: their launcher lives elsewhere.
 
 ## Why is this bad?
