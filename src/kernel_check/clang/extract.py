@@ -56,6 +56,7 @@ from .parse import ParsedUnit
 from .pointer_accesses import DataflowExtractor
 from .program import Program, function_kind
 from .scope_facts import extract_scope_facts
+from .symbolic import symbolic_accesses
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
@@ -158,6 +159,8 @@ class _Extractor:
                 tree = self.program.function(cursor).body
                 assert tree is not None  # a definition's
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(tree))
+            if kind is FunctionKind.KERNEL and Need.SYMBOLIC in self.needs:
+                self.model.symbolic_accesses.extend(symbolic_accesses(self.program.function(cursor)))
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).
