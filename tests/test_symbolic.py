@@ -11,11 +11,13 @@ import pytest
 
 from conftest import FIXTURES, run_one
 from kernel_check.clang.symbolic import render, symbolic_accesses
+from kernel_check.clang.thread_dependence import ThreadDependence
 from kernel_check.cli import main
 from kernel_check.model import Symbol, SymbolKind, Term
-from kernel_check.solver import Budget, Outcome, check, launch_constraints, within
+from kernel_check.solver import Budget, Outcome, check, launch_constraints, renamed, within
 
 FIXTURE = FIXTURES / "cpp" / "kc401_unbounded_loaded_index.cuh"
+RACES = FIXTURES / "cpp" / "kc402_shared_write_race.cuh"
 
 ACCESSES = """\
 #include <cstdint>
@@ -39,6 +41,54 @@ __global__ void k(Params params, const int32_t* ids, float* table, int n) {
 """
 
 
+SHARED = """\
+#include <cstdint>
+
+__device__ void helper_sync() { __syncthreads(); }
+
+__global__ void k(float* out, uint32_t n) {
+  __shared__ float smem[256];
+  float local[4];
+  smem[threadIdx.x] = 0.0f;
+  local[threadIdx.x % 4] = smem[threadIdx.x];
+  __syncthreads();
+  smem[threadIdx.x / 2] = 1.0f;
+  helper_sync();
+  for (uint32_t i = 0; i < n; ++i) {
+    smem[i] = 2.0f;
+    __syncthreads();
+  }
+  smem[get_lane()] = 3.0f;
+  out[threadIdx.x] = smem[threadIdx.x] + local[0];
+}
+"""
+
+
+def test_shared_writes_and_their_barrier_intervals(functions_of) -> None:
+    found = functions_of(SHARED.replace("get_lane()", "threadIdx.x % 32"))
+    writes = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
+    # the per-thread array and the reads are not recorded; a call that reaches a barrier
+    # ends an interval as `__syncthreads()` does; a loop with a barrier has no interval
+    assert [(re.sub(r"#\d+", "", render(w.offset)), w.phase) for w in writes] == [
+        ("threadIdx.x", 0),
+        ("(threadIdx.x / 2)", 1),
+        ("(i * 1)", None),  # the counter: start 0, iteration `i`, step 1
+        ("(threadIdx.x % 32)", 3),
+    ]
+
+
+def test_a_shared_write_through_an_unknown_call_is_not_recorded(functions_of) -> None:
+    source = SHARED.replace("get_lane()", "lane_of(threadIdx.x)")
+    found = functions_of("__device__ unsigned lane_of(unsigned t);\n" + source)
+    writes = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
+    assert len(writes) == 3
+
+
+def test_renamed_gives_a_second_threads_copy() -> None:
+    term = Term("+", (_sym("threadIdx.x"), _sym("n")))
+    assert renamed(term, {"threadIdx.x": "t2:threadIdx.x"}) == Term("+", (_sym("t2:threadIdx.x"), _sym("n")))
+
+
 def _sym(name: str) -> Term:
     return Term("sym", name=name)
 
@@ -49,7 +99,7 @@ def _const(value: int) -> Term:
 
 def test_an_access_through_a_row_pointer_under_its_guards(functions_of) -> None:
     found = functions_of(ACCESSES)
-    accesses = symbolic_accesses(found["k"])
+    accesses = symbolic_accesses(found["k"], ThreadDependence(found["program"]))
     # the row store depends on the id read from `params.loc`; `moved` is assigned after its
     # declaration (not followed) and `table[threadIdx.x]` reads no id: neither is recorded
     assert [a.pointer for a in accesses] == ["params.out"]
@@ -84,16 +134,17 @@ def test_a_spent_budget_answers_unknown() -> None:
     assert check([Term("<", (_sym("a"), _sym("b")))], budget).outcome is Outcome.UNKNOWN
 
 
-def test_unknown_is_never_a_finding() -> None:
-    """With no time for the solver, the fixture's firing lines give nothing."""
-    result = run_one(FIXTURE, solver_budget=1e-9)
-    assert not [f for f in result.findings if f.code == "KC401"]
+@pytest.mark.parametrize("fixture", [FIXTURE, RACES], ids=["KC401", "KC402"])
+def test_unknown_is_never_a_finding(fixture: Path) -> None:
+    """With no time for the solver, the fixtures' firing lines give nothing."""
+    result = run_one(fixture, solver_budget=1e-9)
+    assert not [f for f in result.findings if f.code.startswith("KC4")]
 
 
 def test_select_kc4_runs_the_family_alone(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(FIXTURE), "--select", "KC4", "--no-cache", "--mode", "hermetic", "--exit-zero"]) == 0
+    assert main([str(FIXTURE), str(RACES), "--select", "KC4", "--no-cache", "--mode", "hermetic", "--exit-zero"]) == 0
     codes = [m.group(1) for m in re.finditer(r"^\S+:\d+:\d+: (KC\d+) ", capsys.readouterr().out, re.MULTILINE)]
-    assert codes == ["KC401"] * 3, codes
+    assert codes == ["KC401"] * 3 + ["KC402"] * 4, codes
 
 
 def test_a_solver_budget_that_is_not_positive_is_a_config_error(

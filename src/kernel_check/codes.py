@@ -189,6 +189,13 @@ UNBOUNDED_LOADED_INDEX = _define(
     Language.CPP,
     "an index read from a tensor reaches another tensor's offset with no bound on one side",
 )
+SHARED_WRITE_RACE = _define(
+    "KC402",
+    "shared-write-race",
+    Severity.ERROR,
+    Language.CPP,
+    "two threads of a block write the same shared-memory element with no barrier between",
+)
 
 # C++/CUDA: programmatic dependent launch (PDL).
 READ_BEFORE_PDL_WAIT = _define(

@@ -879,16 +879,21 @@ class Symbol:
 
 @dataclass(frozen=True)
 class SymbolicAccess:
-    """A global-memory access whose offset depends on an integer read from global memory
-    (clang/symbolic.py): the offset, as a term, and the guards on its path (KC401)."""
+    """An access as a term under the guards on its path (clang/symbolic.py): a global one
+    whose offset depends on an integer read from global memory (KC401), or a write into a
+    `__shared__` array whose offset and guards the walk follows entirely (KC402)."""
 
     function_usr: str
     span: Span  # the access expression
-    pointer: str  # the tensor accessed, as written (`out`, `params.out_loc`)
+    pointer: str  # the tensor or shared array accessed, as written (`out`, `params.out_loc`, `smem`)
     offset: Term  # in elements of the pointer (of the vector type for `.load(p, i)`)
     guards: tuple[Term, ...]
     symbols: tuple[Symbol, ...]  # every symbol the offset and guards name
     is_write: bool
+    shared: bool = False  # into a `__shared__` array
+    # A shared write's barrier interval: how many block-wide barriers (or anything that may
+    # be one) come before it in the body; None inside a loop that reaches one.
+    phase: int | None = None
 
 
 @dataclass

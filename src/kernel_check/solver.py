@@ -141,3 +141,10 @@ def _int(term: Term, names: dict[str, z3.ArithRef]) -> z3.ArithRef:
     if op == "%":
         return left % right
     raise z3.Z3Exception(f"no term {op!r}")
+
+
+def renamed(term: Term, names: Mapping[str, str]) -> Term:
+    """`term` with the symbols `names` maps renamed (a second thread's copy of its values)."""
+    if term.op == "sym":
+        return Term("sym", name=names.get(term.name, term.name))
+    return Term(term.op, tuple(renamed(arg, names) for arg in term.args), term.name, term.value) if term.args else term

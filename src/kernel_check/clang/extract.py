@@ -160,7 +160,7 @@ class _Extractor:
                 assert tree is not None  # a definition's
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(tree))
             if kind is FunctionKind.KERNEL and Need.SYMBOLIC in self.needs:
-                self.model.symbolic_accesses.extend(symbolic_accesses(self.program.function(cursor)))
+                self.model.symbolic_accesses.extend(symbolic_accesses(self.program.function(cursor), self.threads))
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).

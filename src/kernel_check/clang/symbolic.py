@@ -19,10 +19,11 @@ on an integer read from global memory; solver.py decides what they can reach.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..model import Span, Symbol, SymbolicAccess, SymbolKind, Term
 from .program import DeclKind, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
+from .thread_dependence import ThreadDependence
 
 _AXES = ("x", "y", "z")
 _BUILTINS = {
@@ -41,15 +42,24 @@ _MAX_CALLS = frozenset({"max", "umax"})
 _LOAD_CALLS = frozenset({"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"})
 _VECTOR_ACCESSES = {"load": False, "store": True}  # `vec.load(ptr, i)`: a read; `vec.store(ptr, i)`: a write
 _EXITS = (StmtKind.RETURN, StmtKind.CONTINUE, StmtKind.BREAK)
+_WARP_SIZE = 32
+# The lane and warp helpers, over a one-dimensional block (`threadIdx.x % 32`, `/ 32`).
+_LANE_CALLS = {"get_lane_id": "%", "__lane_id": "%", "get_warp_id": "/"}
+# Words in a callee's name that may make it a block-wide barrier the walk cannot see into
+# (`block.sync()`, `cuda::barrier::arrive_and_wait`): a shared write's interval ends there.
+_SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
+_UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _DEFAULT_BITS = 32
 
 
 @dataclass(frozen=True)
 class _Pointer:
-    """A value pointing into a received tensor: which one, and the offset (in elements)."""
+    """A value pointing into a received tensor or a `__shared__` array: which one, and the
+    offset (in elements)."""
 
     base: str
     offset: Term
+    shared: bool = False
 
 
 _ZERO = Term("const", value=0)
@@ -84,6 +94,9 @@ def symbol_names(term: Term) -> Iterator[str]:
 @dataclass
 class _Walk:
     function: Function
+    threads: ThreadDependence
+    phase: int = 0  # the barriers (or possible ones) passed so far
+    synchronizing_loops: int = 0  # the loops around here that reach a barrier
     symbols: dict[str, Symbol] = field(default_factory=dict)
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
@@ -245,18 +258,40 @@ class _Walk:
             return Term("ite", (smaller, a, b))
         if name in _LOAD_CALLS and arguments:
             return self.read(expr, self.value(arguments[0], guards), _ZERO, guards)
+        if name in _LANE_CALLS and not arguments:
+            lane = self.symbol("threadIdx.x", SymbolKind.THREAD, "threadIdx.x", (0, 2**31 - 1))
+            return Term(_LANE_CALLS[name], (lane, const(_WARP_SIZE)))
         if name in _VECTOR_ACCESSES and len(arguments) == 2:
             pointer, index = (self.value(argument, guards) for argument in arguments)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
         self.visit_children(expr, guards)
+        if self.synchronizes(expr):
+            self.phase += 1
         return self.opaque(expr) if expr.type.bits is not None else None
+
+    def synchronizes(self, call: Expr) -> bool:
+        """Whether a call is, reaches or may be a block-wide barrier."""
+        name = call.name.lower()
+        return bool(self.threads.barrier(call)) or any(word in name for word in _SYNC_WORDS)
+
+    def loop_body(self, body: Stmt, guards: tuple[Term, ...]) -> None:
+        """A loop's body: shared writes in it have no interval when it reaches a barrier
+        (one iteration's writes race with the next one's only across it)."""
+        synchronizing = any(self.synchronizes(call) for call in body.calls()) or any(
+            stmt.kind is StmtKind.ASM for stmt in body.walk()
+        )
+        self.synchronizing_loops += synchronizing
+        self.statement(body, guards)
+        self.synchronizing_loops -= synchronizing
 
     def read(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...]) -> _Value:
         """`pointer[index]` read: the access, and the value it reads when an integer."""
         self.record(expr, pointer, index, guards, is_write=False)
         if not isinstance(pointer, _Pointer) or not isinstance(index, Term) or expr.type.bits is None:
             return None
+        if pointer.shared:  # what another thread wrote there: not followed
+            return self.opaque(expr)
         offset = _add(pointer.offset, index)
         key = (pointer.base, offset)
         if key not in self.loads:
@@ -265,14 +300,17 @@ class _Walk:
         return self.loads[key]
 
     def record(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...], *, is_write: bool) -> None:
-        """An access of a received tensor whose offset reads global memory."""
+        """An access of a received tensor whose offset reads global memory, or a write into a
+        shared array whose offset and guards name only values the walk follows."""
         if not isinstance(pointer, _Pointer) or not isinstance(index, Term):
             return
         offset = _add(pointer.offset, index)
-        loads = {name for name, s in self.symbols.items() if s.kind is SymbolKind.LOAD}
-        if not mentions(offset, loads):
-            return
         named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
+        if pointer.shared:
+            if not is_write or any(self.symbols[n].kind in _UNFOLLOWED for n in named):
+                return
+        elif not any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset)):
+            return
         self.accesses.append(
             SymbolicAccess(
                 function_usr=self.function.usr,
@@ -282,6 +320,8 @@ class _Walk:
                 guards=guards,
                 symbols=tuple(self.symbols[n] for n in sorted(named)),
                 is_write=is_write,
+                shared=pointer.shared,
+                phase=None if self.synchronizing_loops else self.phase,
             )
         )
 
@@ -318,15 +358,24 @@ class _Walk:
             condition = self.condition(stmt.condition, guards) if stmt.condition is not None else None
             inner = (*guards, condition) if condition is not None and kind is StmtKind.WHILE else guards
             if stmt.body is not None:
-                self.statement(stmt.body, inner)
+                self.loop_body(stmt.body, inner)
+        elif kind is StmtKind.RANGE_FOR:
+            self.visit_statement_parts(stmt, guards)
+            for child in stmt.live_stmts():
+                self.loop_body(child, guards)
+        elif kind is StmtKind.ASM:  # may be a barrier (`bar.sync`)
+            self.visit_statement_parts(stmt, guards)
+            self.phase += 1
         else:
-            for expr in stmt.exprs:
-                if expr.kind is not ExprKind.LAMBDA:
-                    self.value(expr, guards)
-            for child in (stmt.body, *stmt.stmts):
-                if child is not None:
-                    self.statement(child, guards)
+            self.visit_statement_parts(stmt, guards)
+            for child in stmt.live_stmts():
+                self.statement(child, guards)
         return None
+
+    def visit_statement_parts(self, stmt: Stmt, guards: tuple[Term, ...]) -> None:
+        for expr in stmt.exprs:
+            if expr.kind is not ExprKind.LAMBDA:
+                self.value(expr, guards)
 
     def branch(self, stmt: Stmt, guards: tuple[Term, ...]) -> Term | None:
         taken = stmt.taken
@@ -348,25 +397,30 @@ class _Walk:
 
     def loop(self, stmt: Stmt, guards: tuple[Term, ...]) -> None:
         """A `for`: a counter declared in its init, compared in its condition and stepped up
-        by its increment alone is a loop symbol from its start on."""
+        by its increment alone is `start + k * step` for a loop symbol `k` from 0 on."""
         inner = guards
         init = stmt.stmts[0] if len(stmt.stmts) == 2 else None
         for var in init.variables if init is not None else ():
-            if var.key in self.assigned and var.type.bits is not None and var.exprs and _counts_up(stmt, var.key):
-                start = self.term(var.exprs[-1], guards)
-                counter = self.symbol(f"{var.name}#{var.key}", SymbolKind.LOOP, var.name, _range(var.type))
-                self.values[var.key] = counter
-                self.assigned.discard(var.key)
-                inner = (*inner, Term("<=", (start, counter)))
-            else:
+            step = _step(stmt, var.key) if var.key in self.assigned and var.type.bits is not None else None
+            if step is None or not var.exprs:
                 self.declare(var, guards)
+                continue
+            start = self.term(var.exprs[-1], guards)
+            iteration = self.symbol(f"{var.name}#{var.key}", SymbolKind.LOOP, var.name, _range(var.type))
+            stride = const(1) if step == 1 else self.term(step, guards) if isinstance(step, Expr) else None
+            self.values[var.key] = _add(start, Term("*", (iteration, stride))) if stride is not None else None
+            self.assigned.discard(var.key)
+            inner = (*inner, Term("<=", (_ZERO, iteration)))
         for expr in stmt.exprs:
             if expr.stripped().kind is ExprKind.BINARY and expr.stripped().operator in _CONDITIONS:
                 inner = (*inner, self.condition(expr, inner))
         if stmt.body is not None:
-            self.statement(stmt.body, inner)
+            self.loop_body(stmt.body, inner)
 
     def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
+        if var.is_shared and var.declarator == "array":
+            self.values[var.key] = _Pointer(var.name, _ZERO, shared=True)
+            return
         value = self.value(var.exprs[-1], guards) if var.exprs else None
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
@@ -379,13 +433,18 @@ def _leaves(stmt: Stmt) -> bool:
     return stmt.kind is StmtKind.BLOCK and bool(stmt.live_stmts()) and _leaves(stmt.live_stmts()[-1])
 
 
-def _counts_up(stmt: Stmt, key: int) -> bool:
-    """Whether a `for`'s increment steps counter `key` up (`++i`, `i++`, `i += step`) and its
-    body never writes it."""
-    steps = [e for e in stmt.exprs if _writes(e, key)]
-    if len(steps) != 1 or not _steps_up(steps[0]):
-        return False
-    return stmt.body is None or not any(_writes(e, key) for s in stmt.body.walk() for e in s.exprs)
+def _step(stmt: Stmt, key: int) -> Expr | int | None:
+    """How a `for`'s increment steps counter `key` up: 1 (`++i`, `i++`), the expression of
+    `i += step`; None when it does otherwise or the body writes the counter too."""
+    steps = [e.stripped() for e in stmt.exprs if _writes(e, key)]
+    if len(steps) != 1 or (stmt.body is not None and any(_writes(e, key) for e in stmt.body.expressions())):
+        return None
+    step = steps[0]
+    if step.kind is ExprKind.UNARY and step.operator in ("++", "x++"):
+        return 1
+    if step.kind is ExprKind.BINARY and step.operator == "+=" and len(step.children) == 2:
+        return step.children[1]
+    return None
 
 
 def _writes(expr: Expr, key: int) -> bool:
@@ -403,13 +462,6 @@ def _written_local(node: Expr) -> int | None:
     return target.ref.key
 
 
-def _steps_up(expr: Expr) -> bool:
-    node = expr.stripped()
-    if node.kind is ExprKind.UNARY:
-        return node.operator in ("++", "x++")
-    return node.kind is ExprKind.BINARY and node.operator == "+="
-
-
 def _assigned_locals(body: Stmt) -> set[int]:
     """The locals written after their declaration (their value is not followed)."""
     return {key for node in body.expressions() if (key := _written_local(node)) is not None}
@@ -423,11 +475,11 @@ def _add(left: Term, right: Term) -> Term:
 
 def _pointer_arithmetic(op: str, left: _Value, right: _Value) -> _Value:
     if op == "+" and isinstance(left, _Pointer) and isinstance(right, Term):
-        return _Pointer(left.base, _add(left.offset, right))
+        return replace(left, offset=_add(left.offset, right))
     if op == "+" and isinstance(right, _Pointer) and isinstance(left, Term):
-        return _Pointer(right.base, _add(right.offset, left))
+        return replace(right, offset=_add(right.offset, left))
     if op == "-" and isinstance(left, _Pointer) and isinstance(right, Term):
-        return _Pointer(left.base, Term("-", (left.offset, right)))
+        return replace(left, offset=Term("-", (left.offset, right)))
     return None
 
 
@@ -459,12 +511,13 @@ def render(term: Term) -> str:
     return f"{term.op}({', '.join(render(a) for a in term.args)})"
 
 
-def symbolic_accesses(function: Function) -> list[SymbolicAccess]:
-    """The accesses of a kernel whose offset depends on an integer read from global memory."""
+def symbolic_accesses(function: Function, threads: ThreadDependence) -> list[SymbolicAccess]:
+    """A kernel's global accesses whose offset depends on an integer read from global
+    memory, and its writes into shared arrays (`threads` knows which calls are barriers)."""
     body = function.body
     if body is None:
         return []
-    walk = _Walk(function, assigned=_assigned_locals(body))
+    walk = _Walk(function, threads, assigned=_assigned_locals(body))
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
     walk.statement(body, ())

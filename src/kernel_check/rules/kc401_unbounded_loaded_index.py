@@ -99,21 +99,24 @@ def _unbounded_side(access: SymbolicAccess, budget: Budget) -> tuple[str, Answer
         ("lower", Term("<", (access.offset, _ZERO)), [Term("<=", (_ZERO, t)) for t in loads]),
     )
     for (side, out_of_range, ids_tame), typical in zip(sides, (FAR, -1)):
-        answer = solver.check([*base, out_of_range], budget)
+        # a witness in the first thread, block and iteration first: a linear query, quick
+        answer = _readable(access, [*base, out_of_range], typical, budget) or solver.check(
+            [*base, out_of_range], budget
+        )
         if answer.outcome is not Outcome.SAT:
             continue
         if solver.check([*base, out_of_range, *ids_tame], budget).outcome is Outcome.UNSAT:
-            return side, _readable(access, [*base, out_of_range], typical, budget) or answer
+            return side, answer
     return None
 
 
 def _readable(access: SymbolicAccess, constraints: list[Term], typical: int, budget: Budget) -> Answer | None:
-    """The same witness in the first thread and block, with the ids at `typical` (past any
-    small extent, or the padding marker -1), where the guards allow it."""
+    """A witness in the first thread, block and loop iteration, with the ids at `typical`
+    (past any small extent, or the padding marker -1), where the guards allow one."""
     pinned = [
         Term("==", (Term("sym", name=s.name), Term("const", value=typical if s.kind is SymbolKind.LOAD else 0)))
         for s in access.symbols
-        if s.kind in (SymbolKind.LOAD, SymbolKind.THREAD, SymbolKind.BLOCK)
+        if s.kind in (SymbolKind.LOAD, SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
     ]
     answer = solver.check([*constraints, *pinned], budget)
     return answer if answer.outcome is Outcome.SAT else None
