@@ -16,6 +16,8 @@ below zero, and no such offset exists once the id is small too. The message give
 witness: the id's value and the thread and block it is read by. A query the solver cannot
 answer within the kernel's budget (`solver-budget`, default 2 s) is never a finding.
 
+One access is reported per kernel, tensor and set of ids (the first in the body).
+
 Not followed yet: ids that pass through a device function, a local assigned after its
 declaration, or shared memory; the tensor's real extent from its `TensorMatcher` (the
 witness names the id's value, not the smallest shape that breaks).
@@ -70,11 +72,17 @@ _ZERO = Term("const", value=0)
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     budgets: dict[str, Budget] = {}
     seconds = float(ctx.options.get("solver-budget", 2.0))
+    reported: set[tuple[str, str, frozenset[str]]] = set()  # one finding per kernel, tensor and ids
     for access in model.symbolic_accesses:
+        ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD)
+        key = (access.function_usr, access.pointer, ids)
+        if access.shared or key in reported:
+            continue
         budget = budgets.setdefault(access.function_usr, Budget(seconds))
         found = _unbounded_side(access, budget)
         if found is None:
             continue
+        reported.add(key)
         side, answer = found
         load = _culprit(access, answer)
         yield ctx.finding(
