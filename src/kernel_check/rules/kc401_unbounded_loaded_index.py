@@ -55,6 +55,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check import solver
+from kernel_check.clang.symbolic import symbol_names
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
@@ -74,7 +75,8 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     reported: set[tuple[str, str, frozenset[str]]] = set()  # one finding per kernel, tensor and ids
     for access in model.symbolic_accesses:
-        ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD)
+        in_offset = set(symbol_names(access.offset))
+        ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset)
         key = (access.function_usr, access.pointer, ids)
         if access.shared or key in reported:
             continue
