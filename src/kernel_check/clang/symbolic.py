@@ -49,6 +49,7 @@ _LANE_CALLS = {"get_lane_id": "%", "__lane_id": "%", "get_warp_id": "/"}
 # (`block.sync()`, `cuda::barrier::arrive_and_wait`): a shared write's interval ends there.
 _SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
+_FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DEFAULT_BITS = 32
 
 
@@ -359,6 +360,10 @@ class _Walk:
             inner = (*guards, condition) if condition is not None and kind is StmtKind.WHILE else guards
             if stmt.body is not None:
                 self.loop_body(stmt.body, inner)
+        elif kind is StmtKind.EXPR and (checked := _asserted(stmt.exprs[0])) is not None:
+            condition = self.condition(checked, guards)
+            self.visit_statement_parts(stmt, guards)
+            return Term("not", (condition,))  # the thread stops (traps) where it fails
         elif kind is StmtKind.RANGE_FOR:
             self.visit_statement_parts(stmt, guards)
             for child in stmt.live_stmts():
@@ -424,6 +429,19 @@ class _Walk:
         value = self.value(var.exprs[-1], guards) if var.exprs else None
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
+
+
+def _asserted(expr: Expr) -> Expr | None:
+    """The condition of an `assert(c)` (`c ? (void)0 : __assert_fail(...)`): a conditional
+    whose else branch calls a function that fails, traps or aborts."""
+    node = expr.stripped()
+    if node.kind is not ExprKind.CONDITIONAL or len(node.children) != 3:
+        return None
+    fails = any(
+        call.kind is ExprKind.CALL and any(word in call.name.lower() for word in _FAILING_CALLS)
+        for call in node.children[2].walk()
+    )
+    return node.children[0] if fails else None
 
 
 def _leaves(stmt: Stmt) -> bool:

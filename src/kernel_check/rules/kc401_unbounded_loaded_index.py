@@ -7,7 +7,7 @@ only, `idx[i] < n` for a signed id that may be negative), no clamp (`min(idx[i],
 no early `return`/`continue` for ids out of range.
 
 The check is a proof, not a pattern (solver.py, z3): the offset and the guards on its
-path (`if` conditions, loop bounds, `?:`, an earlier `if (...) return;`) become terms over
+path (`if` conditions, loop bounds, `?:`, an earlier `if (...) return;` or `assert`) become terms over
 the thread and block indices, the launch's dimensions, the kernel's scalar arguments and
 the integers it reads. The access is reported when the offset can leave the range with the
 integer read from memory as the only cause: with every other value small (shapes, grid
