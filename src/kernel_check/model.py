@@ -894,6 +894,10 @@ class SymbolicAccess:
     # A shared write's barrier interval: how many block-wide barriers (or anything that may
     # be one) come before it in the body; None inside a loop that reaches one.
     phase: int | None = None
+    # A shared write's value may differ from thread to thread (it reads the thread's index
+    # and calls no function): two threads storing one value (a flag, a warp's reduced sum)
+    # leave the element the same whichever runs last.
+    value_varies: bool = False
 
 
 @dataclass

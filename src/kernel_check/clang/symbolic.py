@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import Span, Symbol, SymbolicAccess, SymbolKind, Term
 from .program import DeclKind, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
-from .thread_dependence import ThreadDependence
+from .thread_dependence import ThreadDependence, ThreadLocals
 
 _AXES = ("x", "y", "z")
 _BUILTINS = {
@@ -96,7 +96,9 @@ def symbol_names(term: Term) -> Iterator[str]:
 class _Walk:
     function: Function
     threads: ThreadDependence
+    thread_locals: ThreadLocals = field(default_factory=dict)
     phase: int = 0  # the barriers (or possible ones) passed so far
+    stored: Expr | None = None  # the value the assignment being walked stores
     synchronizing_loops: int = 0  # the loops around here that reach a barrier
     symbols: dict[str, Symbol] = field(default_factory=dict)
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
@@ -323,18 +325,27 @@ class _Walk:
                 is_write=is_write,
                 shared=pointer.shared,
                 phase=None if self.synchronizing_loops else self.phase,
+                value_varies=pointer.shared and self.varies(self.stored),
             )
         )
 
     def assign(self, target: Expr, source: Expr, guards: tuple[Term, ...]) -> None:
         stripped = target.stripped()
-        value = self.value(source, guards)
+        self.value(source, guards)
+        self.stored = source
         if stripped.kind is ExprKind.SUBSCRIPT and len(stripped.children) == 2:
             pointer = self.value(stripped.children[0], guards)
             self.record(stripped, pointer, self.value(stripped.children[1], guards), guards, is_write=True)
         elif stripped.kind is ExprKind.UNARY and stripped.operator == "*" and stripped.children:
             self.record(stripped, self.value(stripped.children[0], guards), _ZERO, guards, is_write=True)
-        del value  # what is stored matters to no access recorded here
+        self.stored = None
+
+    def varies(self, value: Expr | None) -> bool:
+        """Whether a stored value may differ from thread to thread: it reads the thread's
+        index and calls no function (a warp or block collective returns one value to all)."""
+        if value is None or not self.threads.source(value, self.thread_locals):
+            return False
+        return not any(node.kind is ExprKind.CALL and not node.is_construction for node in value.walk())
 
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], guards: tuple[Term, ...]) -> None:
@@ -535,7 +546,7 @@ def symbolic_accesses(function: Function, threads: ThreadDependence) -> list[Sym
     body = function.body
     if body is None:
         return []
-    walk = _Walk(function, threads, assigned=_assigned_locals(body))
+    walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
     walk.statement(body, ())

@@ -16,7 +16,10 @@ and the block shape. A kernel that indexes with `threadIdx.x` alone is taken to 
 one-dimensional blocks; scalar arguments are taken between 1 and 65536. A query the
 solver cannot answer within the kernel's budget (`solver-budget`, default 2 s) is never a
 finding, nor is a write whose offset or guards read memory or call a function the walk
-does not follow.
+does not follow. One write made by two threads is reported only when the value it stores
+may differ between them (it reads the thread index and calls no function): all lanes
+storing their warp's reduced value, or every thread setting one flag, leave the same
+result whichever runs last.
 
 ## Why is this bad?
 Which of the two values the element holds after the barrier depends on the order the
@@ -79,6 +82,8 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
         reported: set[int] = set()
         for first, second in combinations_with_replacement(kernel_writes[:MAX_WRITES], 2):
             if first.pointer != second.pointer or first.phase != second.phase or id(second) in reported:
+                continue
+            if first is second and not first.value_varies:  # every thread stores the same value
                 continue
             answer = _race(first, second, budget)
             if answer is None:
