@@ -155,3 +155,18 @@ def test_a_solver_budget_that_is_not_positive_is_a_config_error(
     source.write_text("__global__ void k() {}\n")
     assert main([str(source), "--no-cache"]) == 2
     assert "solver-budget" in capsys.readouterr().err
+
+
+def test_the_symbolic_layer_is_built_only_for_the_rules_that_read_it() -> None:
+    from kernel_check.clang.extract import extract
+    from kernel_check.clang.parse import parse_file, resolve_settings
+    from kernel_check.registry import Need, all_rules, needs_of
+
+    data = FIXTURE.read_bytes()
+    unit = parse_file(FIXTURE, data, resolve_settings("hermetic"))
+    declarations = extract(unit, data.decode(), data, frozenset({Need.DECLARATIONS}))
+    symbolic = extract(unit, data.decode(), data, frozenset({Need.DECLARATIONS, Need.SYMBOLIC}))
+    assert declarations.symbolic_accesses == [] and len(symbolic.symbolic_accesses) >= 3
+    family = [r for r in all_rules() if r.meta.code.startswith("KC4")]
+    assert [r.meta.code for r in family] == ["KC401", "KC402"]
+    assert needs_of(family) == {Need.SYMBOLIC, Need.DECLARATIONS}
