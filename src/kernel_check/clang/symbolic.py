@@ -247,7 +247,7 @@ class _Walk:
         if not isinstance(value, Term):
             return None
         if op == "-":
-            return Term("-", (_ZERO, value))
+            return const(-value.value) if value.op == "const" else Term("-", (_ZERO, value))
         if op == "!":
             return Term("not", (self.condition(operand, guards),))
         return value if op == "+" else None
@@ -298,7 +298,7 @@ class _Walk:
         offset = _add(pointer.offset, index)
         key = (pointer.base, offset)
         if key not in self.loads:
-            text = "".join(token.spelling for token in expr.tokens) or expr_text(pointer.base, offset)
+            text = _spelled(expr) or expr_text(pointer.base, offset)
             self.loads[key] = self.symbol(f"load{len(self.loads)}", SymbolKind.LOAD, text, _range(expr.type), expr.span)
         return self.loads[key]
 
@@ -523,6 +523,20 @@ def _bit_operation(op: str, left: Term, right: Term) -> Term | None:
     if op == "&" and right.value > 0 and right.value & (right.value + 1) == 0:
         return Term("%", (left, const(right.value + 1)))
     return None
+
+
+def _spelled(expr: Expr) -> str:
+    """An expression as written, its tokens joined (a space only between two words)."""
+    text = ""
+    for token in expr.tokens:
+        if text and _is_word(text[-1]) and _is_word(token.spelling[0]):
+            text += " "
+        text += token.spelling
+    return text
+
+
+def _is_word(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 def expr_text(base: str, offset: Term) -> str:

@@ -16,7 +16,9 @@ below zero, and no such offset exists once the id is small too. The message give
 witness: the id's value and the thread and block it is read by. A query the solver cannot
 answer within the kernel's budget (`solver-budget`, default 2 s) is never a finding.
 
-One access is reported per kernel, tensor and set of ids (the first in the body).
+The lower side is not reported when a guard (or a `?:` in the offset) compares the id with
+a negative constant (`slot != kPadSlot`, `if (id == -1) return;`): the code knows the one negative marker its
+callers pass. One access is reported per kernel, tensor and set of ids (the first in the body).
 
 Not followed yet: ids that pass through a device function, a local assigned after its
 declaration, or shared memory; the tensor's real extent from its `TensorMatcher` (the
@@ -55,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check import solver
-from kernel_check.clang.symbolic import symbol_names
+from kernel_check.clang.symbolic import mentions, symbol_names
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
@@ -108,6 +110,8 @@ def _unbounded_side(access: SymbolicAccess, budget: Budget) -> tuple[str, Answer
         ),
         ("lower", Term("<", (access.offset, _ZERO)), [Term("<=", (_ZERO, t)) for t in loads]),
     )
+    if _tests_a_sentinel((*access.guards, access.offset), {t.name for t in loads}):
+        sides = sides[:1]  # `id != -1`: the only negative value the caller passes is handled
     for (side, out_of_range, ids_tame), typical in zip(sides, (FAR, -1)):
         # a witness in the first thread, block and iteration first: a linear query, quick
         answer = _readable(access, [*base, out_of_range], typical, budget) or solver.check(
@@ -118,6 +122,20 @@ def _unbounded_side(access: SymbolicAccess, budget: Budget) -> tuple[str, Answer
         if solver.check([*base, out_of_range, *ids_tame], budget).outcome is Outcome.UNSAT:
             return side, answer
     return None
+
+
+def _tests_a_sentinel(terms: tuple[Term, ...], ids: set[str]) -> bool:
+    """Whether a guard (or a `?:` in the offset) compares an id with a negative constant for
+    (in)equality: the code knows the negative marker its callers use (`slot != kPadSlot`,
+    `if (id == -1) return;`, `valid ? id : 0`)."""
+    pending = list(terms)
+    while pending:
+        term = pending.pop()
+        negative = any(a.op == "const" and a.value < 0 for a in term.args)
+        if term.op in ("==", "!=") and negative and any(mentions(a, ids) for a in term.args):
+            return True
+        pending.extend(term.args)
+    return False
 
 
 def _readable(access: SymbolicAccess, constraints: list[Term], typical: int, budget: Budget) -> Answer | None:
