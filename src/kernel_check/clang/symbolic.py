@@ -51,6 +51,7 @@ _SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DEFAULT_BITS = 32
+_NARROW_BITS = 16
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,10 @@ class _Walk:
         """The term (or pointer) `expr` evaluates to, recording the accesses inside it."""
         kind = expr.kind
         if kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and expr.children:
-            return self.value(expr.children[-1], guards)
+            inner = self.value(expr.children[-1], guards)
+            narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS
+            # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
+            return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op != "const" else inner
         if kind is ExprKind.LITERAL:
             return const(expr.value) if expr.value is not None else None
         if kind is ExprKind.REF:
