@@ -52,6 +52,7 @@ _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DEFAULT_BITS = 32
 _NARROW_BITS = 16
+_KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
 
 
 @dataclass(frozen=True)
@@ -123,9 +124,9 @@ class _Walk:
         kind = expr.kind
         if kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and expr.children:
             inner = self.value(expr.children[-1], guards)
-            narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS
+            narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
-            return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op != "const" else inner
+            return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
         if kind is ExprKind.LITERAL:
             return const(expr.value) if expr.value is not None else None
         if kind is ExprKind.REF:

@@ -164,8 +164,9 @@ def _world(symbols: tuple[Symbol, ...]) -> list[Term]:
 
 
 def _culprit(access: SymbolicAccess, answer: Answer) -> Symbol:
-    """The id of the witness furthest from zero."""
-    loads = [s for s in access.symbols if s.kind is SymbolKind.LOAD]
+    """The id in the offset furthest from zero in the witness."""
+    in_offset = set(symbol_names(access.offset))
+    loads = [s for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset]
     return max(loads, key=lambda s: abs(answer.model.get(s.name, 0)))
 
 
