@@ -102,14 +102,14 @@ def _unbounded_side(access: SymbolicAccess, budget: Budget) -> tuple[str, Answer
     world = _world(access.symbols)
     loads = [Term("sym", name=s.name) for s in access.symbols if s.kind is SymbolKind.LOAD]
     base = [*world, *access.guards]
-    sides = (
+    sides: list[tuple[str, Term, list[Term]]] = [
         (
             "upper",
             Term("<=", (Term("const", value=FAR), access.offset)),
             [c for t in loads for c in within(t, 0, SMALL)],
         ),
         ("lower", Term("<", (access.offset, _ZERO)), [Term("<=", (_ZERO, t)) for t in loads]),
-    )
+    ]
     if _tests_a_sentinel((*access.guards, access.offset), {t.name for t in loads}):
         sides = sides[:1]  # `id != -1`: the only negative value the caller passes is handled
     for (side, out_of_range, ids_tame), typical in zip(sides, (FAR, -1)):
