@@ -48,6 +48,7 @@ FAMILIES = (  # (code prefix, heading), first match wins
     ("KC1", "Kernel interface and memory (KC1xx)"),
     ("KC2", "Programmatic Dependent Launch (KC2xx)"),
     ("KC3", "Documentation, source hygiene and structure (KC3xx)"),
+    ("KC4", "Static sanitizers, proven by a solver (KC4xx)"),
     ("KC5", "Python wrappers, tests and benchmarks (KC5xx)"),
     ("KC6", "Build (KC6xx, `kernel-check build`)"),
     ("KD", "Dynamic harness (KD, `kernel-check test`)"),

@@ -181,6 +181,22 @@ BARRIER_IN_DIVERGENT_BRANCH = _define(
     "`__syncthreads()` or a `cta::` reduction under a thread-dependent branch",
 )
 
+# C++/CUDA: what the kernel's accesses can reach, proven by the solver (solver.py).
+UNBOUNDED_LOADED_INDEX = _define(
+    "KC401",
+    "unbounded-loaded-index",
+    Severity.ERROR,
+    Language.CPP,
+    "an index read from a tensor reaches another tensor's offset with no bound on one side",
+)
+SHARED_WRITE_RACE = _define(
+    "KC402",
+    "shared-write-race",
+    Severity.ERROR,
+    Language.CPP,
+    "two threads of a block write the same shared-memory element with no barrier between",
+)
+
 # C++/CUDA: programmatic dependent launch (PDL).
 READ_BEFORE_PDL_WAIT = _define(
     "KC201", "read-before-pdl-wait", Severity.ERROR, Language.CPP, "upstream read can execute before PDLWaitPrimary"

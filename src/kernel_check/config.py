@@ -120,6 +120,13 @@ OPTIONS: tuple[Option, ...] = (
         "waits instead (a blocking read) is stopped at 3x this in wall-clock time, more on a "
         "loaded machine (times the load average per CPU). The KC000 says which bound it hit.",
     ),
+    Option(
+        "solver-budget",
+        "float",
+        2.0,
+        "Seconds the solver may spend on one kernel's KC4xx queries together; a query it cannot "
+        "answer in time is never a finding.",
+    ),
     Option("max-file-bytes", "int", 2_000_000, "Files larger than this are not parsed; they get one KC000 finding."),
     Option(
         "cache-max-size",
@@ -310,6 +317,7 @@ _VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
         'the SM version in digits, e.g. "90" for sm_90 or "100" for sm_100',
     ),
     "file-timeout": (_positive, "a positive number of seconds"),
+    "solver-budget": (_positive, "a positive number of seconds"),
     "max-file-bytes": (_positive, "a positive number of bytes"),
     "cache-max-size": (_is_size, 'a size such as "1GiB", "500MB" or "0"'),
     "conventions": (

@@ -877,6 +877,66 @@ class HeaderLibrary:
         return self.namespace_home if self.own or self.included else ""
 
 
+@dataclass(frozen=True)
+class Term:
+    """A symbolic integer or truth value over a kernel's symbols (built by
+    clang/symbolic.py, handed to the solver by solver.py). `op` is "const" (`value`),
+    "sym" (`name`, one of the access's `symbols`), an arithmetic operator ("+", "-", "*",
+    "/", "%"), a comparison ("<", "<=", "==", "!="), "and", "or", "not", or "ite"
+    (condition, then, else)."""
+
+    op: str
+    args: tuple[Term, ...] = ()
+    name: str = ""
+    value: int = 0
+
+
+class SymbolKind(enum.Enum):
+    """What a symbol of a kernel stands for; the solver gives each kind its range."""
+
+    THREAD = "thread"  # threadIdx.{x,y,z}: below the block dimension of the same axis
+    BLOCK = "block"  # blockIdx.{x,y,z}: below the grid dimension of the same axis
+    BLOCK_DIM = "block_dim"  # blockDim.{x,y,z}
+    GRID_DIM = "grid_dim"  # gridDim.{x,y,z}
+    SCALAR = "scalar"  # a scalar argument, or a field of a by-value params struct
+    LOOP = "loop"  # a loop counter (its bounds are guards)
+    LOAD = "load"  # an integer read from global memory: whatever the tensor holds
+    OPAQUE = "opaque"  # a value the walk does not follow (a call, a local assigned later)
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str  # as the terms name it
+    kind: SymbolKind
+    text: str  # the source it stands for: `threadIdx.x`, `idx[i]`, `n`
+    low: int  # the range of its type
+    high: int
+    span: Span | None = None  # where a load reads
+
+
+@dataclass(frozen=True)
+class SymbolicAccess:
+    """An access as a term under the guards on its path (clang/symbolic.py): a global one
+    whose offset depends on an integer read from global memory (KC401), or a write into a
+    `__shared__` array whose offset and guards the walk follows entirely (KC402)."""
+
+    function_usr: str
+    span: Span  # the access expression
+    pointer: str  # the tensor or shared array accessed, as written (`out`, `params.out_loc`, `smem`)
+    offset: Term  # in elements of the pointer (of the vector type for `.load(p, i)`)
+    guards: tuple[Term, ...]
+    symbols: tuple[Symbol, ...]  # every symbol the offset and guards name
+    is_write: bool
+    shared: bool = False  # into a `__shared__` array
+    # A shared write's barrier interval: how many block-wide barriers (or anything that may
+    # be one) come before it in the body; None inside a loop that reaches one.
+    phase: int | None = None
+    # A shared write's value may differ from thread to thread (it reads the thread's index
+    # and calls no function): two threads storing one value (a flag, a warp's reduced sum)
+    # leave the element the same whichever runs last.
+    value_varies: bool = False
+
+
 @dataclass
 class SourceModel:
     """Everything the C++ rules know about one file."""
@@ -894,6 +954,7 @@ class SourceModel:
     scope_facts: ScopeFacts = field(default_factory=ScopeFacts)
     dataflow_facts: DataflowFacts = field(default_factory=DataflowFacts)
     divergent_barriers: list[DivergentBarrier] = field(default_factory=list)
+    symbolic_accesses: list[SymbolicAccess] = field(default_factory=list)
     header_library: HeaderLibrary = field(default_factory=HeaderLibrary)
 
     @property

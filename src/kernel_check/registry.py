@@ -79,6 +79,7 @@ class Need(enum.Enum):
     THREADS = "threads"  # clang/thread_dependence.py: divergent barriers
     INTEGERS = "integers"  # clang/index_values.py: integer facts
     SCOPE = "scope"  # clang/scope_facts.py: scope facts
+    SYMBOLIC = "symbolic"  # clang/symbolic.py: symbolic offsets of global accesses
 
 
 # What each need builds on: a tier-2 analysis reads the parse, the launcher facts fill in
@@ -90,6 +91,7 @@ _IMPLIED = {
     Need.THREADS: {Need.DECLARATIONS},
     Need.INTEGERS: {Need.DECLARATIONS},
     Need.SCOPE: {Need.DECLARATIONS},
+    Need.SYMBOLIC: {Need.DECLARATIONS},
 }
 _ALL_NEEDS = {
     Language.CPP: frozenset(Need) - {Need.PYTHON},

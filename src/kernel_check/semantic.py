@@ -98,6 +98,7 @@ class SemanticModel:
         self.scope_facts = source.scope_facts
         self.dataflow_facts = source.dataflow_facts
         self.divergent_barriers = source.divergent_barriers
+        self.symbolic_accesses = source.symbolic_accesses
         self.header_library = source.header_library
         self._feeds: dict[str, list[VectorFeed]] = {}  # vector_feeds by launcher USR
 

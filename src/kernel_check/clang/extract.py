@@ -61,6 +61,7 @@ from .parse import ParsedUnit
 from .pointer_accesses import DataflowExtractor
 from .program import Program, code_declarations, function_kind
 from .scope_facts import extract_scope_facts
+from .symbolic import symbolic_accesses
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
@@ -165,6 +166,8 @@ class _Extractor:
             if kind is not FunctionKind.HOST and Need.THREADS in self.needs:
                 assert typed.body is not None  # a definition's
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(typed.body))
+            if kind is FunctionKind.KERNEL and Need.SYMBOLIC in self.needs:
+                self.model.symbolic_accesses.extend(symbolic_accesses(typed, self.threads))
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).

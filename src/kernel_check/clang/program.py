@@ -658,6 +658,11 @@ class Var(_Typed):
         return _type_facts(canonical)
 
     @cached_property
+    def is_shared(self) -> bool:
+        """Whether it is declared `__shared__` (one copy for the whole block)."""
+        return has_child_kind(self._cursor, K.CUDASHARED_ATTR)
+
+    @cached_property
     def is_reference(self) -> bool:
         """Whether the declared type is a reference (`T&`, `auto&&`)."""
         return self._cursor.type.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE)

@@ -1,0 +1,572 @@
+"""Tier 2: a kernel's global accesses as symbolic offsets under the guards on their path.
+
+One walk of a kernel's body (`program.py`'s trees, no cursors) in execution order turns
+each integer expression into a `Term` over the kernel's symbols: the thread and block
+indices and dimensions, scalar arguments (parameters, fields of a by-value params struct),
+loop counters (their bounds become guards), integers read from global memory (one symbol
+per pointer and offset, so `if (idx[i] < n) out[idx[i]]` reads the same value twice) and
+opaque values the walk does not follow (a call's result, a local assigned after its
+declaration). A pointer value is a received pointer plus an offset term, so
+`const T* row = out + loc * d; row[j]` is an access of `out` at `loc * d + j`.
+
+The guards of a statement are the conditions of the `if`s, loops and `?:` it sits in, and
+the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same block.
+
+What it records (`SymbolicAccess`, read by KC401) are the accesses whose offset depends
+on an integer read from global memory; solver.py decides what they can reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from ..model import Span, Symbol, SymbolicAccess, SymbolKind, Term
+from .program import DeclKind, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
+from .thread_dependence import ThreadDependence, ThreadLocals
+
+_AXES = ("x", "y", "z")
+_BUILTINS = {
+    "threadIdx": SymbolKind.THREAD,
+    "blockIdx": SymbolKind.BLOCK,
+    "blockDim": SymbolKind.BLOCK_DIM,
+    "gridDim": SymbolKind.GRID_DIM,
+}
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
+_COMPARISONS = {"<": "<", "<=": "<=", "==": "==", "!=": "!=", ">": "<", ">=": "<="}  # > and >= swap operands
+_CONDITIONS = frozenset({*_COMPARISONS, "&&", "||"})
+_ASSIGNMENTS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="})
+_INCREMENTS = frozenset({"++", "--", "x++", "x--"})
+_MIN_CALLS = frozenset({"min", "umin", "fminf", "__vimin_s32"})
+_MAX_CALLS = frozenset({"max", "umax"})
+_LOAD_CALLS = frozenset({"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"})
+_VECTOR_ACCESSES = {"load": False, "store": True}  # `vec.load(ptr, i)`: a read; `vec.store(ptr, i)`: a write
+_EXITS = (StmtKind.RETURN, StmtKind.CONTINUE, StmtKind.BREAK)
+_WARP_SIZE = 32
+# The lane and warp helpers, over a one-dimensional block (`threadIdx.x % 32`, `/ 32`).
+_LANE_CALLS = {"get_lane_id": "%", "__lane_id": "%", "get_warp_id": "/"}
+# Words in a callee's name that may make it a block-wide barrier the walk cannot see into
+# (`block.sync()`, `cuda::barrier::arrive_and_wait`): a shared write's interval ends there.
+_SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
+_UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
+_FAILING_CALLS = ("assert", "fail", "trap", "abort")
+_DEFAULT_BITS = 32
+_NARROW_BITS = 16
+_KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
+
+
+@dataclass(frozen=True)
+class _Pointer:
+    """A value pointing into a received tensor or a `__shared__` array: which one, and the
+    offset (in elements)."""
+
+    base: str
+    offset: Term
+    shared: bool = False
+
+
+_ZERO = Term("const", value=0)
+_Value = Term | _Pointer | None
+
+
+def const(value: int) -> Term:
+    return Term("const", value=value)
+
+
+def _range(type_: TypeFacts | None) -> tuple[int, int]:
+    bits = (type_.bits if type_ is not None else None) or _DEFAULT_BITS
+    if type_ is not None and type_.is_signed is False:
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def mentions(term: Term, names: set[str] | frozenset[str]) -> bool:
+    """Whether `term` names one of the symbols `names`."""
+    if term.op == "sym":
+        return term.name in names
+    return any(mentions(arg, names) for arg in term.args)
+
+
+def symbol_names(term: Term) -> Iterator[str]:
+    if term.op == "sym":
+        yield term.name
+    for arg in term.args:
+        yield from symbol_names(arg)
+
+
+@dataclass
+class _Walk:
+    function: Function
+    threads: ThreadDependence
+    thread_locals: ThreadLocals = field(default_factory=dict)
+    phase: int = 0  # the barriers (or possible ones) passed so far
+    stored: Expr | None = None  # the value the assignment being walked stores
+    synchronizing_loops: int = 0  # the loops around here that reach a barrier
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+    values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
+    assigned: set[int] = field(default_factory=set)  # locals written after their declaration
+    loads: dict[tuple[str, Term], Term] = field(default_factory=dict)
+    accesses: list[SymbolicAccess] = field(default_factory=list)
+
+    # -- symbols -----------------------------------------------------------------------------
+    def symbol(self, name: str, kind: SymbolKind, text: str, bounds: tuple[int, int], span: Span | None = None) -> Term:
+        if name not in self.symbols:
+            self.symbols[name] = Symbol(name, kind, text, bounds[0], bounds[1], span)
+        return Term("sym", name=name)
+
+    def opaque(self, expr: Expr | None) -> Term:
+        text = expr.name if expr is not None and expr.name else "value"
+        return self.symbol(f"opaque{len(self.symbols)}", SymbolKind.OPAQUE, text, (0, 0))
+
+    # -- expressions -------------------------------------------------------------------------
+    def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        """The term (or pointer) `expr` evaluates to, recording the accesses inside it."""
+        kind = expr.kind
+        if kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and expr.children:
+            inner = self.value(expr.children[-1], guards)
+            narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
+            # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
+            return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
+        if kind is ExprKind.LITERAL:
+            return const(expr.value) if expr.value is not None else None
+        if kind is ExprKind.REF:
+            return self.reference(expr)
+        if kind is ExprKind.MEMBER:
+            return self.member(expr, guards)
+        if kind is ExprKind.BINARY:
+            return self.binary(expr, guards)
+        if kind is ExprKind.UNARY:
+            return self.unary(expr, guards)
+        if kind is ExprKind.CONDITIONAL and len(expr.children) == 3:
+            condition = self.condition(expr.children[0], guards)
+            then = self.value(expr.children[1], (*guards, condition))
+            orelse = self.value(expr.children[2], (*guards, Term("not", (condition,))))
+            if isinstance(then, Term) and isinstance(orelse, Term):
+                return Term("ite", (condition, then, orelse))
+            return None
+        if kind is ExprKind.SUBSCRIPT and len(expr.children) == 2:
+            return self.read(expr, self.value(expr.children[0], guards), self.value(expr.children[1], guards), guards)
+        if kind is ExprKind.CALL:
+            return self.call(expr, guards)
+        self.visit_children(expr, guards)
+        return None
+
+    def visit_children(self, expr: Expr, guards: tuple[Term, ...]) -> None:
+        for child in expr.children:
+            if child.kind is not ExprKind.LAMBDA:
+                self.value(child, guards)
+
+    def term(self, expr: Expr, guards: tuple[Term, ...]) -> Term:
+        """`expr` as an integer term (an opaque symbol where it is none the walk follows)."""
+        value = self.value(expr, guards)
+        return value if isinstance(value, Term) else self.opaque(expr)
+
+    def condition(self, expr: Expr, guards: tuple[Term, ...]) -> Term:
+        """`expr` as a truth value: a comparison or logic, else `expr != 0`."""
+        value = self.value(expr, guards)
+        if isinstance(value, Term) and value.op in ("<", "<=", "==", "!=", "and", "or", "not"):
+            return value
+        if isinstance(value, Term):
+            return Term("!=", (value, _ZERO))
+        return Term("!=", (self.opaque(expr), _ZERO))
+
+    def reference(self, expr: Expr) -> _Value:
+        ref = expr.ref
+        if ref is None:
+            return const(expr.value) if expr.value is not None else None
+        if ref.kind is DeclKind.PARAMETER and ref.key in self.values:
+            return self.values[ref.key]
+        if ref.kind in (DeclKind.VARIABLE, DeclKind.PARAMETER) and ref.is_local:
+            if ref.key in self.assigned:
+                return self.opaque(expr) if not ref.type.is_pointer else None
+            return self.values.get(ref.key)
+        folded = expr.value
+        return const(folded) if folded is not None else None
+
+    def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        if not expr.children:
+            return None
+        base = expr.children[0].stripped()
+        if base.kind is not ExprKind.REF:
+            self.value(base, guards)
+            return None
+        # clang gives the built-ins' members no name (a property): the axis is the last token
+        axis = expr.tokens[-1].spelling if expr.tokens else ""
+        if base.name in _BUILTINS and axis in _AXES:
+            text = f"{base.name}.{axis}"
+            return self.symbol(text, _BUILTINS[base.name], text, (0, 2**31 - 1))
+        ref = base.ref
+        if ref is not None and ref.kind is DeclKind.PARAMETER and ref.key in self.values and not ref.type.is_pointer:
+            return self.received(f"{base.name}.{expr.name}", expr.type)  # a field of a by-value params struct
+        return None
+
+    def received(self, name: str, type_: TypeFacts) -> _Value:
+        """A scalar argument or params field: a pointer into a tensor, or a scalar symbol."""
+        if type_.is_pointer:
+            return _Pointer(name, _ZERO)
+        if type_.bits is None:
+            return None
+        return self.symbol(name, SymbolKind.SCALAR, name, _range(type_))
+
+    def binary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        op = expr.operator
+        if len(expr.children) != 2:
+            self.visit_children(expr, guards)
+            return None
+        left_expr, right_expr = expr.children
+        if op in _ASSIGNMENTS:
+            self.assign(left_expr, right_expr, guards)
+            return None
+        if op in ("&&", "||"):
+            first = self.condition(left_expr, guards)
+            second = self.condition(right_expr, (*guards, first if op == "&&" else Term("not", (first,))))
+            return Term("and" if op == "&&" else "or", (first, second))
+        left, right = self.value(left_expr, guards), self.value(right_expr, guards)
+        if isinstance(left, _Pointer) or isinstance(right, _Pointer):
+            return _pointer_arithmetic(op, left, right)
+        if not isinstance(left, Term) or not isinstance(right, Term):
+            return None
+        if op in _ARITHMETIC:
+            return Term(op, (left, right))
+        if op in _COMPARISONS:
+            pair = (right, left) if op in (">", ">=") else (left, right)
+            return Term(_COMPARISONS[op], pair)
+        return _bit_operation(op, left, right)
+
+    def unary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        op = expr.operator
+        operand = expr.children[0] if expr.children else None
+        if operand is None:
+            return None
+        if op in _INCREMENTS:
+            self.value(operand, guards)
+            return None
+        if op == "*":
+            return self.read(expr, self.value(operand, guards), _ZERO, guards)
+        if op == "&" and operand.stripped().kind is ExprKind.SUBSCRIPT:
+            subscript = operand.stripped()
+            base = self.value(subscript.children[0], guards)
+            index = self.value(subscript.children[1], guards)
+            return _pointer_arithmetic("+", base, index)
+        value = self.value(operand, guards)
+        if not isinstance(value, Term):
+            return None
+        if op == "-":
+            return const(-value.value) if value.op == "const" else Term("-", (_ZERO, value))
+        if op == "!":
+            return Term("not", (self.condition(operand, guards),))
+        return value if op == "+" else None
+
+    def call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        name = expr.name
+        arguments = expr.arguments
+        if name in _MIN_CALLS | _MAX_CALLS and len(arguments) == 2:
+            a, b = (self.term(argument, guards) for argument in arguments)
+            smaller = Term("<=", (a, b)) if name in _MIN_CALLS else Term("<=", (b, a))
+            return Term("ite", (smaller, a, b))
+        if name in _LOAD_CALLS and arguments:
+            return self.read(expr, self.value(arguments[0], guards), _ZERO, guards)
+        if name in _LANE_CALLS and not arguments:
+            lane = self.symbol("threadIdx.x", SymbolKind.THREAD, "threadIdx.x", (0, 2**31 - 1))
+            return Term(_LANE_CALLS[name], (lane, const(_WARP_SIZE)))
+        if name in _VECTOR_ACCESSES and len(arguments) == 2:
+            pointer, index = (self.value(argument, guards) for argument in arguments)
+            self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
+            return None
+        self.visit_children(expr, guards)
+        if self.synchronizes(expr):
+            self.phase += 1
+        return self.opaque(expr) if expr.type.bits is not None else None
+
+    def synchronizes(self, call: Expr) -> bool:
+        """Whether a call is, reaches or may be a block-wide barrier."""
+        name = call.name.lower()
+        return bool(self.threads.barrier(call)) or any(word in name for word in _SYNC_WORDS)
+
+    def loop_body(self, body: Stmt, guards: tuple[Term, ...]) -> None:
+        """A loop's body: shared writes in it have no interval when it reaches a barrier
+        (one iteration's writes race with the next one's only across it)."""
+        synchronizing = any(self.synchronizes(call) for call in body.calls()) or any(
+            stmt.kind is StmtKind.ASM for stmt in body.walk()
+        )
+        self.synchronizing_loops += synchronizing
+        self.statement(body, guards)
+        self.synchronizing_loops -= synchronizing
+
+    def read(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...]) -> _Value:
+        """`pointer[index]` read: the access, and the value it reads when an integer."""
+        self.record(expr, pointer, index, guards, is_write=False)
+        if not isinstance(pointer, _Pointer) or not isinstance(index, Term) or expr.type.bits is None:
+            return None
+        if pointer.shared:  # what another thread wrote there: not followed
+            return self.opaque(expr)
+        offset = _add(pointer.offset, index)
+        key = (pointer.base, offset)
+        if key not in self.loads:
+            text = _spelled(expr) or expr_text(pointer.base, offset)
+            self.loads[key] = self.symbol(f"load{len(self.loads)}", SymbolKind.LOAD, text, _range(expr.type), expr.span)
+        return self.loads[key]
+
+    def record(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...], *, is_write: bool) -> None:
+        """An access of a received tensor whose offset reads global memory, or a write into a
+        shared array whose offset and guards name only values the walk follows."""
+        if not isinstance(pointer, _Pointer) or not isinstance(index, Term):
+            return
+        offset = _add(pointer.offset, index)
+        named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
+        if pointer.shared:
+            if not is_write or any(self.symbols[n].kind in _UNFOLLOWED for n in named):
+                return
+        elif not any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset)):
+            return
+        self.accesses.append(
+            SymbolicAccess(
+                function_usr=self.function.usr,
+                span=expr.span,
+                pointer=pointer.base,
+                offset=offset,
+                guards=guards,
+                symbols=tuple(self.symbols[n] for n in sorted(named)),
+                is_write=is_write,
+                shared=pointer.shared,
+                phase=None if self.synchronizing_loops else self.phase,
+                value_varies=pointer.shared and self.varies(self.stored),
+            )
+        )
+
+    def assign(self, target: Expr, source: Expr, guards: tuple[Term, ...]) -> None:
+        stripped = target.stripped()
+        self.value(source, guards)
+        self.stored = source
+        if stripped.kind is ExprKind.SUBSCRIPT and len(stripped.children) == 2:
+            pointer = self.value(stripped.children[0], guards)
+            self.record(stripped, pointer, self.value(stripped.children[1], guards), guards, is_write=True)
+        elif stripped.kind is ExprKind.UNARY and stripped.operator == "*" and stripped.children:
+            self.record(stripped, self.value(stripped.children[0], guards), _ZERO, guards, is_write=True)
+        self.stored = None
+
+    def varies(self, value: Expr | None) -> bool:
+        """Whether a stored value may differ from thread to thread: it reads the thread's
+        index and calls no function (a warp or block collective returns one value to all)."""
+        if value is None or not self.threads.source(value, self.thread_locals):
+            return False
+        return not any(node.kind is ExprKind.CALL and not node.is_construction for node in value.walk())
+
+    # -- statements --------------------------------------------------------------------------
+    def block(self, stmts: tuple[Stmt, ...], guards: tuple[Term, ...]) -> None:
+        for stmt in stmts:
+            exit_condition = self.statement(stmt, guards)
+            if exit_condition is not None:
+                guards = (*guards, Term("not", (exit_condition,)))
+
+    def statement(self, stmt: Stmt, guards: tuple[Term, ...]) -> Term | None:
+        """Walk `stmt`; the condition under which it leaves the block (`if (c) return;`)."""
+        kind = stmt.kind
+        if kind is StmtKind.BLOCK:
+            self.block(stmt.live_stmts(), guards)
+        elif kind is StmtKind.DECL:
+            for var in stmt.variables:
+                self.declare(var, guards)
+        elif kind is StmtKind.IF:
+            return self.branch(stmt, guards)
+        elif kind is StmtKind.FOR:
+            self.loop(stmt, guards)
+        elif kind in (StmtKind.WHILE, StmtKind.DO):
+            condition = self.condition(stmt.condition, guards) if stmt.condition is not None else None
+            inner = (*guards, condition) if condition is not None and kind is StmtKind.WHILE else guards
+            if stmt.body is not None:
+                self.loop_body(stmt.body, inner)
+        elif kind is StmtKind.EXPR and (checked := _asserted(stmt.exprs[0])) is not None:
+            condition = self.condition(checked, guards)
+            self.visit_statement_parts(stmt, guards)
+            return Term("not", (condition,))  # the thread stops (traps) where it fails
+        elif kind is StmtKind.RANGE_FOR:
+            self.visit_statement_parts(stmt, guards)
+            for child in stmt.live_stmts():
+                self.loop_body(child, guards)
+        elif kind is StmtKind.ASM:  # may be a barrier (`bar.sync`)
+            self.visit_statement_parts(stmt, guards)
+            self.phase += 1
+        else:
+            self.visit_statement_parts(stmt, guards)
+            for child in stmt.live_stmts():
+                self.statement(child, guards)
+        return None
+
+    def visit_statement_parts(self, stmt: Stmt, guards: tuple[Term, ...]) -> None:
+        for expr in stmt.exprs:
+            if expr.kind is not ExprKind.LAMBDA:
+                self.value(expr, guards)
+
+    def branch(self, stmt: Stmt, guards: tuple[Term, ...]) -> Term | None:
+        taken = stmt.taken
+        if taken is not None:  # `if constexpr` that folds: one branch runs
+            chosen = stmt.then if taken else stmt.orelse
+            return self.statement(chosen, guards) if chosen is not None else None
+        if stmt.condition is None:
+            return None
+        for variable in stmt.variables:
+            self.declare(variable, guards)
+        condition = self.condition(stmt.condition, guards)
+        if stmt.then is not None:
+            self.statement(stmt.then, (*guards, condition))
+        if stmt.orelse is not None:
+            self.statement(stmt.orelse, (*guards, Term("not", (condition,))))
+        if stmt.orelse is None and stmt.then is not None and _leaves(stmt.then):
+            return condition
+        return None
+
+    def loop(self, stmt: Stmt, guards: tuple[Term, ...]) -> None:
+        """A `for`: a counter declared in its init, compared in its condition and stepped up
+        by its increment alone is `start + k * step` for a loop symbol `k` from 0 on."""
+        inner = guards
+        init = stmt.stmts[0] if len(stmt.stmts) == 2 else None
+        for var in init.variables if init is not None else ():
+            step = _step(stmt, var.key) if var.key in self.assigned and var.type.bits is not None else None
+            if step is None or not var.exprs:
+                self.declare(var, guards)
+                continue
+            start = self.term(var.exprs[-1], guards)
+            iteration = self.symbol(f"{var.name}#{var.key}", SymbolKind.LOOP, var.name, _range(var.type))
+            stride = const(1) if step == 1 else self.term(step, guards) if isinstance(step, Expr) else None
+            self.values[var.key] = _add(start, Term("*", (iteration, stride))) if stride is not None else None
+            self.assigned.discard(var.key)
+            inner = (*inner, Term("<=", (_ZERO, iteration)))
+        for expr in stmt.exprs:
+            if expr.stripped().kind is ExprKind.BINARY and expr.stripped().operator in _CONDITIONS:
+                inner = (*inner, self.condition(expr, inner))
+        if stmt.body is not None:
+            self.loop_body(stmt.body, inner)
+
+    def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
+        if var.is_shared and var.declarator == "array":
+            self.values[var.key] = _Pointer(var.name, _ZERO, shared=True)
+            return
+        value = self.value(var.exprs[-1], guards) if var.exprs else None
+        if var.key not in self.assigned and not var.bindings:
+            self.values[var.key] = value
+
+
+def _asserted(expr: Expr) -> Expr | None:
+    """The condition of an `assert(c)` (`c ? (void)0 : __assert_fail(...)`): a conditional
+    whose else branch calls a function that fails, traps or aborts."""
+    node = expr.stripped()
+    if node.kind is not ExprKind.CONDITIONAL or len(node.children) != 3:
+        return None
+    fails = any(
+        call.kind is ExprKind.CALL and any(word in call.name.lower() for word in _FAILING_CALLS)
+        for call in node.children[2].walk()
+    )
+    return node.children[0] if fails else None
+
+
+def _leaves(stmt: Stmt) -> bool:
+    """Whether `stmt` always ends in `return`, `continue` or `break`."""
+    if stmt.kind in _EXITS:
+        return True
+    return stmt.kind is StmtKind.BLOCK and bool(stmt.live_stmts()) and _leaves(stmt.live_stmts()[-1])
+
+
+def _step(stmt: Stmt, key: int) -> Expr | int | None:
+    """How a `for`'s increment steps counter `key` up: 1 (`++i`, `i++`), the expression of
+    `i += step`; None when it does otherwise or the body writes the counter too."""
+    steps = [e.stripped() for e in stmt.exprs if _writes(e, key)]
+    if len(steps) != 1 or (stmt.body is not None and any(_writes(e, key) for e in stmt.body.expressions())):
+        return None
+    step = steps[0]
+    if step.kind is ExprKind.UNARY and step.operator in ("++", "x++"):
+        return 1
+    if step.kind is ExprKind.BINARY and step.operator == "+=" and len(step.children) == 2:
+        return step.children[1]
+    return None
+
+
+def _writes(expr: Expr, key: int) -> bool:
+    return any(_written_local(node) == key for node in expr.walk())
+
+
+def _written_local(node: Expr) -> int | None:
+    """The local an assignment or increment writes (its `DeclRef.key`), else None."""
+    writes = (node.kind is ExprKind.BINARY and node.operator in _ASSIGNMENTS) or (
+        node.kind is ExprKind.UNARY and node.operator in _INCREMENTS
+    )
+    target = node.children[0].stripped() if writes and node.children else None
+    if target is None or target.kind is not ExprKind.REF or target.ref is None:
+        return None
+    return target.ref.key
+
+
+def _assigned_locals(body: Stmt) -> set[int]:
+    """The locals written after their declaration (their value is not followed)."""
+    return {key for node in body.expressions() if (key := _written_local(node)) is not None}
+
+
+def _add(left: Term, right: Term) -> Term:
+    if left == _ZERO:
+        return right
+    return left if right == _ZERO else Term("+", (left, right))
+
+
+def _pointer_arithmetic(op: str, left: _Value, right: _Value) -> _Value:
+    if op == "+" and isinstance(left, _Pointer) and isinstance(right, Term):
+        return replace(left, offset=_add(left.offset, right))
+    if op == "+" and isinstance(right, _Pointer) and isinstance(left, Term):
+        return replace(right, offset=_add(right.offset, left))
+    if op == "-" and isinstance(left, _Pointer) and isinstance(right, Term):
+        return replace(left, offset=Term("-", (left.offset, right)))
+    return None
+
+
+def _bit_operation(op: str, left: Term, right: Term) -> Term | None:
+    """Shifts and masks by constants, as arithmetic."""
+    if right.op != "const" or not 0 <= right.value < 63:
+        return None
+    if op == "<<":
+        return Term("*", (left, const(2**right.value)))
+    if op == ">>":
+        return Term("/", (left, const(2**right.value)))
+    if op == "&" and right.value > 0 and right.value & (right.value + 1) == 0:
+        return Term("%", (left, const(right.value + 1)))
+    return None
+
+
+def _spelled(expr: Expr) -> str:
+    """An expression as written, its tokens joined (a space only between two words)."""
+    text = ""
+    for token in expr.tokens:
+        if text and _is_word(text[-1]) and _is_word(token.spelling[0]):
+            text += " "
+        text += token.spelling
+    return text
+
+
+def _is_word(character: str) -> bool:
+    return character.isalnum() or character == "_"
+
+
+def expr_text(base: str, offset: Term) -> str:
+    return f"{base}[{render(offset)}]"
+
+
+def render(term: Term) -> str:
+    """A term as C-like text (for messages)."""
+    if term.op == "const":
+        return str(term.value)
+    if term.op == "sym":
+        return term.name
+    if term.op in _ARITHMETIC or term.op in ("<", "<=", "==", "!="):
+        return f"({render(term.args[0])} {term.op} {render(term.args[1])})"
+    return f"{term.op}({', '.join(render(a) for a in term.args)})"
+
+
+def symbolic_accesses(function: Function, threads: ThreadDependence) -> list[SymbolicAccess]:
+    """A kernel's global accesses whose offset depends on an integer read from global
+    memory, and its writes into shared arrays (`threads` knows which calls are barriers)."""
+    body = function.body
+    if body is None:
+        return []
+    walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
+    for param in function.params:
+        walk.values[param.key] = walk.received(param.name, param.type)
+    walk.statement(body, ())
+    return walk.accesses

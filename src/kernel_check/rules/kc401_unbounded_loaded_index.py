@@ -1,0 +1,182 @@
+"""## What it does
+Flags a global-memory access of a kernel whose offset depends on an integer the kernel
+read from another tensor -- a token position, a page or slot location, an expert or row
+id (`out[idx[i] * d + j]`, `cache + loc * stride`) -- when nothing on the access's path
+bounds that integer on one side: no `idx[i] < n` guard (or a guard on the other side
+only, `idx[i] < n` for a signed id that may be negative), no clamp (`min(idx[i], n - 1)`),
+no early `return`/`continue` for ids out of range.
+
+The check is a proof, not a pattern (solver.py, z3): the offset and the guards on its
+path (`if` conditions, loop bounds, `?:`, an earlier `if (...) return;` or `assert`) become terms over
+the thread and block indices, the launch's dimensions, the kernel's scalar arguments and
+the integers it reads. The access is reported when the offset can leave the range with the
+integer read from memory as the only cause: with every other value small (shapes, grid
+and scalars up to 256), some value of the id drives the offset past 2^30 elements or
+below zero, and no such offset exists once the id is small too. The message gives the
+witness: the id's value and the thread and block it is read by. A query the solver cannot
+answer within the kernel's budget (`solver-budget`, default 2 s) is never a finding.
+
+The lower side is not reported when a guard (or a `?:` in the offset) compares the id with
+a negative constant (`slot != kPadSlot`, `if (id == -1) return;`): the code knows the one negative marker its
+callers pass. One access is reported per kernel, tensor and set of ids (the first in the body).
+
+Not followed yet: ids that pass through a device function, a local assigned after its
+declaration, or shared memory; the tensor's real extent from its `TensorMatcher` (the
+witness names the id's value, not the smallest shape that breaks).
+
+## Why is this bad?
+An id read from a tensor is whatever the caller put there: a padding marker (`-1`), a
+stale slot, a position past the cache. With no bound the kernel reads or writes outside
+the tensor -- an illegal address at best, silent corruption of a neighbouring allocation
+at worst -- and nothing in the contract (`TensorMatcher` checks shapes, not values)
+rules it out.
+
+## Example
+```cpp
+__global__ void gather_rows(float* out, const float* table, const int32_t* ids, int64_t num_rows, int64_t d) {
+  const int32_t id = ids[blockIdx.x];
+  if (id < num_rows) {  // -1 still passes
+    out[blockIdx.x * d + threadIdx.x] = table[id * d + threadIdx.x];
+  }
+}
+```
+
+## Use instead
+```cpp
+__global__ void gather_rows(float* out, const float* table, const int32_t* ids, int64_t num_rows, int64_t d) {
+  const int32_t id = ids[blockIdx.x];
+  if (id >= 0 && id < num_rows) {
+    out[blockIdx.x * d + threadIdx.x] = table[id * d + threadIdx.x];
+  }
+}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kernel_check import solver
+from kernel_check.clang.symbolic import mentions, symbol_names
+from kernel_check.finding import Finding, Related
+from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
+from kernel_check.solver import Answer, Budget, Outcome, launch_constraints, within
+
+SMALL = 256  # every value but the ids: shapes, grid and scalars this small still break
+FAR = 2**30  # an offset this far is past any extent a small shape gives
+_SMALL_KINDS = (SymbolKind.SCALAR, SymbolKind.OPAQUE, SymbolKind.GRID_DIM)
+_ZERO = Term("const", value=0)
+
+
+@rule("KC401", needs={Need.SYMBOLIC})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+    budgets: dict[str, Budget] = {}
+    seconds = float(ctx.options.get("solver-budget", 2.0))
+    reported: set[tuple[str, str, frozenset[str]]] = set()  # one finding per kernel, tensor and ids
+    for access in model.symbolic_accesses:
+        in_offset = set(symbol_names(access.offset))
+        ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset)
+        key = (access.function_usr, access.pointer, ids)
+        if access.shared or key in reported:
+            continue
+        budget = budgets.setdefault(access.function_usr, Budget(seconds))
+        found = _unbounded_side(access, budget)
+        if found is None:
+            continue
+        reported.add(key)
+        side, answer = found
+        load = _culprit(access, answer)
+        yield ctx.finding(
+            location_of(model, access.span),
+            f"`{load.text}` is read from memory and reaches the offset of `{access.pointer}` with no "
+            f"{side} bound: {_witness(access, answer, load)}; guard it on both sides or clamp it",
+            related=[Related(location_of(model, load.span), f"`{load.text}` is read here")] if load.span else [],
+        )
+
+
+def _unbounded_side(access: SymbolicAccess, budget: Budget) -> tuple[str, Answer] | None:
+    """("upper" or "lower", the witness) when the ids alone can drive the offset out."""
+    world = _world(access.symbols)
+    loads = [Term("sym", name=s.name) for s in access.symbols if s.kind is SymbolKind.LOAD]
+    base = [*world, *access.guards]
+    sides: list[tuple[str, Term, list[Term]]] = [
+        (
+            "upper",
+            Term("<=", (Term("const", value=FAR), access.offset)),
+            [c for t in loads for c in within(t, 0, SMALL)],
+        ),
+        ("lower", Term("<", (access.offset, _ZERO)), [Term("<=", (_ZERO, t)) for t in loads]),
+    ]
+    if _tests_a_sentinel((*access.guards, access.offset), {t.name for t in loads}):
+        sides = sides[:1]  # `id != -1`: the only negative value the caller passes is handled
+    for (side, out_of_range, ids_tame), typical in zip(sides, (FAR, -1)):
+        # a witness in the first thread, block and iteration first: a linear query, quick
+        answer = _readable(access, [*base, out_of_range], typical, budget) or solver.check(
+            [*base, out_of_range], budget
+        )
+        if answer.outcome is not Outcome.SAT:
+            continue
+        if solver.check([*base, out_of_range, *ids_tame], budget).outcome is Outcome.UNSAT:
+            return side, answer
+    return None
+
+
+def _tests_a_sentinel(terms: tuple[Term, ...], ids: set[str]) -> bool:
+    """Whether a guard (or a `?:` in the offset) compares an id with a negative constant for
+    (in)equality: the code knows the negative marker its callers use (`slot != kPadSlot`,
+    `if (id == -1) return;`, `valid ? id : 0`)."""
+    pending = list(terms)
+    while pending:
+        term = pending.pop()
+        negative = any(a.op == "const" and a.value < 0 for a in term.args)
+        if term.op in ("==", "!=") and negative and any(mentions(a, ids) for a in term.args):
+            return True
+        pending.extend(term.args)
+    return False
+
+
+def _readable(access: SymbolicAccess, constraints: list[Term], typical: int, budget: Budget) -> Answer | None:
+    """A witness in the first thread, block and loop iteration, with the ids at `typical`
+    (past any small extent, or the padding marker -1), where the guards allow one."""
+    pinned = [
+        Term("==", (Term("sym", name=s.name), Term("const", value=typical if s.kind is SymbolKind.LOAD else 0)))
+        for s in access.symbols
+        if s.kind in (SymbolKind.LOAD, SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
+    ]
+    answer = solver.check([*constraints, *pinned], budget)
+    return answer if answer.outcome is Outcome.SAT else None
+
+
+def _world(symbols: tuple[Symbol, ...]) -> list[Term]:
+    """The launch's guarantees, each symbol within its type, and every value but the ids
+    and loop counters small."""
+    constraints = launch_constraints(symbols)
+    for symbol in symbols:
+        variable = Term("sym", name=symbol.name)
+        if symbol.kind in _SMALL_KINDS:
+            constraints += within(variable, 0, SMALL)
+        elif symbol.kind in (SymbolKind.LOAD, SymbolKind.LOOP):
+            constraints += within(variable, symbol.low, symbol.high)
+    return constraints
+
+
+def _culprit(access: SymbolicAccess, answer: Answer) -> Symbol:
+    """The id in the offset furthest from zero in the witness."""
+    in_offset = set(symbol_names(access.offset))
+    loads = [s for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset]
+    return max(loads, key=lambda s: abs(answer.model.get(s.name, 0)))
+
+
+def _witness(access: SymbolicAccess, answer: Answer, load: Symbol) -> str:
+    values = answer.model
+    where = [
+        f"{s.text} = {values[s.name]}"
+        for kind in (SymbolKind.BLOCK, SymbolKind.THREAD)
+        for s in access.symbols
+        if s.kind is kind and s.name in values
+    ]
+    at = f" at {', '.join(where)}" if where else ""
+    return f"`{load.text}` = {values.get(load.name, 0)}{at} passes every guard on the path"
