@@ -30,7 +30,7 @@ import ast
 import itertools
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,30 +46,11 @@ from ..model import (
     split_template_arguments,
 )
 from ..semantic import SemanticModel
-from .draft_model import TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
+from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
-from .spec import DTYPES, TAILS, Role
+from .hand_checks import HandChecks, constants_of, read_hand_checks
+from .spec import DTYPES, TAILS, Role, dim_axes
 
-# C++ spellings of element types -> the harness's dtype names (the project's aliases come
-# from DTYPES; the rest are the CUDA and standard spellings kernels use directly)
-CPP_DTYPES: dict[str, str] = {
-    **{alias: name for name, (_, alias) in DTYPES.items()},
-    "float": "float32",
-    "double": "float64",
-    "half": "float16",
-    "__half": "float16",
-    "nv_bfloat16": "bfloat16",
-    "__nv_bfloat16": "bfloat16",
-    "__nv_fp8_e4m3": "float8_e4m3fn",
-    "fp8_e4m3fn_t": "float8_e4m3fn",
-    "int": "int32",
-    "int32_t": "int32",
-    "int64_t": "int64",
-    "uint8_t": "uint8",
-    "int8_t": "int8",
-    "int16_t": "int16",
-    "bool": "bool",
-}
 # A template type parameter nobody lists the values of: the float types kernels usually take.
 DEFAULT_FLOAT_TYPES = ("float16", "bfloat16", "float32")
 # Values tried for an integer template parameter that sizes a dimension.
@@ -268,14 +249,19 @@ def runtime_dtypes(chain: MatcherChain | None) -> tuple[str, ...]:
 
 
 def _tensor(
-    model: SourceModel, launcher: Function, name: str, type_params: set[str], roles: dict[str, Role], notes: list[str]
+    model: SourceModel,
+    launcher: Function,
+    name: str,
+    type_params: set[str],
+    roles: dict[str, Role],
+    notes: list[str],
+    checks: HandChecks,
 ) -> DraftTensor:
     """One tensor argument; ``launcher`` is where its matcher runs (``facts_function``)."""
     chain = _chain_of(model, launcher, name)
     params = {p.name for p in template_params(model, launcher)}
     if chain is None:
-        notes.append(f"{TODO}: tensor {name} is not verified by a TensorMatcher here; shape 1-D assumed")
-        return DraftTensor(name, (f"{name}_0",), "float32", roles.get(name, Role.IN))
+        return _hand_checked_tensor(name, roles.get(name, Role.IN), checks, notes)
     text = _chain_text(model, chain)
     aliases = dim_aliases(model, launcher, params)
     shape = tuple(_dim(d, name, i, params, aliases) for i, d in enumerate(chain.dims))
@@ -287,6 +273,32 @@ def _tensor(
     # tensors of one matcher share its dtype: one variable per chain
     dtype = f"{chain.verified[0].name}_dtype" if runtime else _dtype(chain, type_params, notes, name)
     return DraftTensor(name, shape, dtype, roles.get(name, Role.IN), strided, alignment, runtime=runtime)
+
+
+def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[str]) -> DraftTensor:
+    """A tensor no ``TensorMatcher`` verifies: its rank, dimensions and dtype from the
+    launcher's own checks (``hand_checks``); a tensor nothing checks takes the shape of a
+    checked one whose data the launcher casts to the same type (an output beside its input)."""
+    dtypes = checks.dtypes.get(name, ())
+    if not dtypes:
+        notes.append(f"{TODO}: tensor {name}: no dtype check nor cast of its data; float32 assumed")
+    dtype, accepts = (dtypes[0], dtypes[1:]) if dtypes else ("float32", ())
+    shape = checks.shapes.get(name)
+    if shape is None:
+        cast = checks.casts.get(name)
+        # an output beside its input: only a written tensor takes a twin's shape
+        twin = (
+            next((t for t, c in checks.casts.items() if c == cast and t in checks.shapes), None)
+            if cast and role is not Role.IN
+            else None
+        )
+        if twin is not None:
+            shape = checks.shapes[twin]
+            notes.append(f"{TODO}: tensor {name}: no check of its shape; {twin}'s assumed (its data is a {cast} too)")
+        else:
+            shape = (f"{name}_0",)
+            notes.append(f"{TODO}: tensor {name}: neither a TensorMatcher nor a check gives its shape; 1-D assumed")
+    return DraftTensor(name, shape, dtype, role, accepts=accepts)
 
 
 def padded_rows(chain_text: str, dims: Sequence[str]) -> bool:
@@ -693,16 +705,22 @@ def _dedupe(found: list[DraftInstantiation]) -> list[DraftInstantiation]:
 # ----- the grid -----
 
 
-def grid_for(tensors: list[DraftTensor], pinned: set[str], notes: list[str]) -> dict[str, tuple[int, ...]]:
+def grid_for(
+    tensors: list[DraftTensor], pinned: set[str], notes: list[str], multiples: Mapping[str, int] | None = None
+) -> dict[str, tuple[int, ...]]:
     """Free axes in order of appearance; the last dimension of the first written tensor (the
-    vectorized one, usually) gets the tails."""
-    free = list(dict.fromkeys(d for t in tensors for d in t.shape if isinstance(d, str) and d not in pinned))
-    if not free:
+    vectorized one, usually) gets the tails. An axis the launcher requires a multiple of
+    (``multiples``) takes multiples, and never the tails."""
+    multiples = multiples or {}
+    free = list(dict.fromkeys(a for t in tensors for d in t.shape for a in sorted(dim_axes(d)) if a not in pinned))
+    tails = [axis for axis in free if axis not in multiples]
+    if not tails:
         notes.append(f"{TODO}: every dimension is fixed; a dummy axis holds the tails")
-        return {"tail": TAIL_AXIS}
     written = [t for t in tensors if t.role is not Role.IN] + tensors
-    tail = next((d for t in written for d in reversed(t.shape) if d in free), free[-1])
-    return {axis: TAIL_AXIS if axis == tail else OTHER_AXIS for axis in free}
+    tail = next((d for t in written for d in reversed(t.shape) if d in tails), tails[-1] if tails else "tail")
+    grid = {axis: tuple(multiples[axis] * v for v in OTHER_AXIS) if axis in multiples else OTHER_AXIS for axis in free}
+    grid[tail] = TAIL_AXIS
+    return grid
 
 
 # ----- the whole draft -----
@@ -715,7 +733,9 @@ def draft_launcher(
     spec_dir: Path,
     wrapper_calls: Sequence[WrapperCall],
     probing: bool = False,
+    constants: Mapping[str, int] | None = None,
 ) -> Draft:
+    """The draft of one launcher; ``constants``: the named integers its checks may pin a dimension to."""
     notes: list[str] = []
     symbol = symbol_of(model, launcher)
     wrapper = _matching_call(wrapper_calls, symbol)
@@ -731,8 +751,9 @@ def draft_launcher(
     unseen: set[str] = set()
     roles = tensor_roles(model, facts, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
+    checks = hand_checks_of(model, facts, constants or {})
     args: list[DraftTensor | DraftScalar] = [
-        _tensor(model, facts, p.name, type_params, roles, notes)
+        _tensor(model, facts, p.name, type_params, roles, notes, checks)
         if _is_tensor(p.type.spelling)
         else _scalar(p.name, p.type.spelling)
         for p in launcher.params
@@ -747,7 +768,7 @@ def draft_launcher(
     )
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
-    grid = grid_for(tensors, pinned, notes)
+    grid = grid_for(tensors, pinned, notes, checks.divisible)
     if constraint and not _every_instantiation_runs(grid, insts, constraint):
         constraint = _fewer_ids(tensors, notes)
     name = _spec_name(launcher)
@@ -763,6 +784,16 @@ def draft_launcher(
         notes=list(dict.fromkeys(notes)),
         constraint=constraint,
     )
+
+
+def hand_checks_of(model: SourceModel, launcher: Function, constants: Mapping[str, int]) -> HandChecks:
+    """What the launcher's own checks say about its tensors (``hand_checks``)."""
+    if launcher.body is None:
+        return HandChecks()
+    body = model.data[launcher.body.start : launcher.body.end].decode("utf-8", errors="replace")
+    tensors = [p.name for p in launcher.params if _is_tensor(p.type.spelling)]
+    params = {p.name for p in template_params(model, launcher)}
+    return read_hand_checks(body, tensors, constants, params)
 
 
 def _index_inits(
@@ -784,13 +815,15 @@ def _index_inits(
             ),
             None,
         )
-        if rows is None or len(tensor.shape) != 1 or not isinstance(tensor.shape[0], str):
+        ids = tensor.shape[0] if len(tensor.shape) == 1 else None
+        # a derived dimension (``batch+1``) is no axis to draw ids below or to count them
+        if rows is None or not isinstance(ids, str) or not (rows.isidentifier() and ids.isidentifier()):
             continue
         tensor.init = f"perm:{rows}"
         for target in tensors:  # a scatter: the rows no id names keep their values
             if target.role is Role.OUT and target.shape and target.shape[0] == rows:
                 target.role = Role.INPLACE
-        constraints.append((rows, tensor.shape[0]))
+        constraints.append((rows, ids))
         notes.append(f"{TODO}: {tensor.name} assumed to hold distinct row ids of dimension {rows}")
     return constraints
 
@@ -872,9 +905,10 @@ def draft_file(
     calls = read_wrapper(wrapper, cuh.resolve().as_posix()) if wrapper else []
     exported = [f for f in chosen if _matching_call(calls, symbol_of(model, f))]
     chosen = exported or chosen  # a wrapper names what is exported: the rest are internal
-    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe) for f in chosen]
-    base = tree[1] if tree else spec_path.parent
     includes = tree_includes(cuh, spec_path)
+    constants = constants_of(cuh, includes)
+    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe, constants) for f in chosen]
+    base = tree[1] if tree else spec_path.parent
     for draft in drafts:
         draft.extra_cuda_cflags = tuple(f"-D{d}" for d in defines)
         draft.source = _relative(cuh, base)

@@ -96,6 +96,8 @@ def _render_arg(arg: DraftTensor | DraftScalar, draft: Draft) -> str:
     width = _uniform_width(arg, draft)
     if width:
         parts.append(f"vector_bytes={width}")
+    if arg.accepts:
+        parts.append(f"accepts={arg.accepts!r}")
     if arg.strided_rows:
         parts.append("strided_rows=True")
     if arg.init:

@@ -1,0 +1,75 @@
+"""Drafted inputs that the launcher accepts as they are (issue 29, item 2): rank, dimensions
+and dtypes read from a launcher that checks its tensors by hand (no TensorMatcher)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel_check.harness.discover import discover
+from kernel_check.harness.draft import draft_text
+from kernel_check.harness.hand_checks import read_hand_checks
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "draft" / "handcheck"
+
+
+def _spec(source: Path, tmp_path: Path):
+    out = tmp_path / f"{source.stem}_spec.py"
+    out.write_text(draft_text(source, out))
+    found = discover([out])
+    assert not found.errors, found.errors
+    (spec,) = found.specs
+    return spec
+
+
+@pytest.mark.slow
+def test_a_hand_checked_launcher_gets_ranks_shared_dims_pins_and_dtypes(tmp_path):
+    spec = _spec(FIXTURES / "gather_rows.cu", tmp_path)
+    tensors = {t.name: t for t in spec.tensors}
+    # CHECK_DIM(3, src); src.size(0) named num_rows; size(2) == kHeadDim (a constexpr: 64)
+    assert tensors["src"].shape == ("num_rows", "src_1", 64)
+    # CHECK_SHAPE(out, src): the same rank and dimensions
+    assert tensors["out"].shape == tensors["src"].shape
+    # ids.size(0) == num_rows: the shared symbol
+    assert tensors["ids"].shape == ("num_rows",)
+    # batch = indptr.size(0) - 1: indptr is one longer than the axis `batch`
+    assert tensors["indptr"].shape == ("batch+1",) and tensors["scales"].shape == ("batch",)
+    # dtypes: a DISPATCH over fp16 (bf16 also accepted), dl_int32 checks, a float* cast
+    assert (tensors["src"].dtype, tensors["src"].accepts) == ("float16", ("bfloat16",))
+    assert tensors["out"].dtype == "float16"
+    assert tensors["ids"].dtype == tensors["indptr"].dtype == "int32"
+    assert tensors["scales"].dtype == "float32"
+    # src.size(1) % kBlock == 0: that axis takes multiples of 16 only, never the tails
+    assert all(v % 16 == 0 for v in spec.grid["src_1"])
+
+
+def test_the_first_branch_of_a_layout_switch_names_the_dimensions():
+    body = """{
+      CHECK_DIM(4, cache);
+      CHECK_DIM(3, keys);
+      unsigned int heads, page;
+      if (layout == 0) { heads = cache.size(1); page = cache.size(2); }
+      else { page = cache.size(1); heads = cache.size(2); }
+      TVM_FFI_ICHECK_EQ(keys.size(1), heads);
+      TVM_FFI_ICHECK_EQ(keys.size(-1), cache.size(-1)) << "head_dim == " << 3;
+    }"""
+    checks = read_hand_checks(body, ["keys", "cache"], {}, set())
+    assert checks.shapes["cache"] == ("cache_0", "heads", "page", "keys_2")
+    # size(-1) is the last dimension: one symbol, named by the first tensor (argument order)
+    assert checks.shapes["keys"] == ("keys_0", "heads", "keys_2")
+
+
+def test_without_a_rank_check_the_highest_dimension_read_gives_the_rank():
+    checks = read_hand_checks("{ int d = x.stride(2); int n = y.size(0); }", ["x", "y", "z"], {}, set())
+    assert checks.shapes == {"x": ("x_0", "x_1", "x_2"), "y": ("n",)}
+
+
+def test_a_template_parameter_and_a_derived_dimension():
+    body = """{
+      RuntimeCheck(x.size(1) == kDim, "x");
+      const int64_t n = x.size(0);
+      TVM_FFI_ICHECK(y.ndim() == 2 && y.size(0) == n && y.size(1) == kDim / 2);
+    }"""
+    checks = read_hand_checks(body, ["x", "y"], {}, {"kDim"})
+    assert checks.shapes == {"x": ("n", "kDim"), "y": ("n", "kDim//2")}
