@@ -73,3 +73,19 @@ def test_a_template_parameter_and_a_derived_dimension():
     }"""
     checks = read_hand_checks(body, ["x", "y"], {}, {"kDim"})
     assert checks.shapes == {"x": ("n", "kDim"), "y": ("n", "kDim//2")}
+
+
+@pytest.mark.slow
+def test_index_like_inputs_and_an_unordered_output_from_how_the_kernel_uses_loaded_values(tmp_path):
+    spec = _spec(FIXTURES / "segment_gather.cu", tmp_path)
+    tensors = {t.name: t for t in spec.tensors}
+    # table[ids[i] * width + ...]: ids hold rows of table
+    assert tensors["ids"].init == "randint:table_0"
+    # offsets[segment] .. offsets[segment + 1], and ids[offsets[segment]]: a prefix sum over ids
+    assert tensors["offsets"].init == "cumsum:ids_0"
+    # picked[atomicAdd(count, 1)]: the order of picked's rows is the atomics' order
+    assert spec.canonicalize == {"picked": "sort"}
+    # the index profiles (duplicates, edges, out of range) are the attack on both
+    from kernel_check.harness.profiles import applicable
+
+    assert applicable(tensors["offsets"].init, "int32") == ("dup", "edge", "oob")

@@ -766,6 +766,7 @@ def draft_launcher(
     insts = instantiations(
         model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes, probing), tensors, notes
     )
+    canonical = _loaded_value_uses(model, facts, tensors, insts, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
     grid = grid_for(tensors, pinned, notes, checks.divisible)
@@ -783,7 +784,58 @@ def draft_launcher(
         grid=grid,
         notes=list(dict.fromkeys(notes)),
         constraint=constraint,
+        canonicalize=canonical,
     )
+
+
+def _integer(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:
+    dtypes = {d for i in insts for d in _bound(i.dtypes, tensor.dtype)}
+    return bool(dtypes) and all(d.startswith(("int", "uint")) for d in dtypes)
+
+
+def _loaded_value_uses(
+    model: SourceModel,
+    launcher: Function,
+    tensors: list[DraftTensor],
+    insts: list[DraftInstantiation],
+    notes: list[str],
+) -> dict[str, str]:
+    """Index-like inputs and unordered outputs, from how the launched kernels use the values
+    they load (``SemanticModel.index_uses``, ``prefix_sums``): an integer input read inside
+    the index of another tensor's access holds indices below that tensor's first dimension
+    (``randint:``), one read as ``p[e]`` and ``p[e + 1]`` is a prefix sum from 0 to that
+    dimension (``cumsum:``), so random inputs are valid and the index profiles are the
+    attack; an output written at an atomic's old value has no fixed order: compared sorted.
+    Returns the draft's ``canonicalize``."""
+    semantic = SemanticModel(model)
+    by_name = {t.name: t for t in tensors}
+    canonical: dict[str, str] = {}
+    for launch in semantic.launches_in(launcher):
+        names = {a.argument: a.tensor for a in launch.tensors if not a.field}
+        for launched in launch.kernels:
+            kernel = semantic.function(launched.usr)
+            if kernel is None:
+                continue
+            sums = {names[p] for p in semantic.prefix_sums(kernel) if p in names}
+            for use in semantic.index_uses(kernel):
+                target = by_name.get(names.get(use.outer.param_index, ""))
+                source = by_name.get(names.get(use.inner.param_index, ""))
+                if target is None:
+                    continue
+                if use.inner.how.startswith("atomic") and target.role is not Role.IN and target.name not in canonical:
+                    canonical[target.name] = "sort"
+                    notes.append(f"{TODO}: {target.name} is written at an atomic counter's value: compared sorted")
+                    continue
+                if source is None or source.role is not Role.IN or source.init or not _integer(source, insts):
+                    continue
+                bound = target.shape[0] if target.shape else None
+                if not (isinstance(bound, str) and bound.isidentifier()):
+                    continue
+                kind = "cumsum" if source.name in sums else "randint"
+                source.init = f"{kind}:{bound}"
+                what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
+                notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} its dimension 0 ({bound}) assumed")
+    return canonical
 
 
 def hand_checks_of(model: SourceModel, launcher: Function, constants: Mapping[str, int]) -> HandChecks:
@@ -804,8 +856,7 @@ def _index_inits(
     scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
     constraints = []
     for tensor in tensors:
-        dtypes = {d for i in insts for d in _bound(i.dtypes, tensor.dtype)}
-        if tensor.role is not Role.IN or not dtypes or not all(d.startswith(("int", "uint")) for d in dtypes):
+        if tensor.role is not Role.IN or tensor.init or not _integer(tensor, insts):
             continue
         rows = next(
             (

@@ -40,7 +40,7 @@ class DraftTensor:
     role: Role
     strided_rows: bool = False
     alignment: ConstExpr | None = None
-    init: str = ""  # "" : the default (randn)
+    init: str = ""  # "" : the default (randn); ``randint:n``, ``cumsum:n``, ``perm:n`` for index-like inputs
     runtime: tuple[str, ...] = ()  # the dtypes one build takes at run time (``dtype`` is then a variable)
     accepts: tuple[str, ...] = ()  # further dtypes the launcher's own checks allow
 
@@ -75,6 +75,8 @@ class Draft:
     notes: list[str] = field(default_factory=list)
     # (rows, ids) axis pairs: a grid point needs sizes[rows] >= sizes[ids] (distinct ids)
     constraint: list[tuple[str, str]] = field(default_factory=list)
+    # outputs whose order the kernel does not fix -> "sort" (the spec's ``canonicalize``)
+    canonicalize: dict[str, str] = field(default_factory=dict)
     extra_cuda_cflags: tuple[str, ...] = ()
     # the kernel tree's own include/ when the spec's location would not find it
     include_dirs: tuple[str, ...] = ()

@@ -59,6 +59,8 @@ def _render_spec(draft: Draft) -> str:
     if draft.constraint:
         test = " and ".join(f"sizes[{rows!r}] >= sizes[{ids!r}]" for rows, ids in draft.constraint)
         fields.append(("constraint", f"lambda sizes: {test}"))
+    if draft.canonicalize:
+        fields.append(("canonicalize", repr(draft.canonicalize)))
     if draft.extra_cuda_cflags:
         fields.append(("extra_cuda_cflags", repr(draft.extra_cuda_cflags)))
     if draft.include_dirs:
