@@ -42,6 +42,8 @@ def test_a_hand_checked_launcher_gets_ranks_shared_dims_pins_and_dtypes(tmp_path
     assert tensors["scales"].dtype == "float32"
     # src.size(1) % kBlock == 0: that axis takes multiples of 16 only, never the tails
     assert all(v % 16 == 0 for v in spec.grid["src_1"])
+    # an Optional<TensorView> the parse cannot resolve is passed as None, not as an int
+    assert {s.name: s.value for s in spec.scalars} == {"mask": None}
 
 
 def test_the_first_branch_of_a_layout_switch_names_the_dimensions():
@@ -89,3 +91,32 @@ def test_index_like_inputs_and_an_unordered_output_from_how_the_kernel_uses_load
     from kernel_check.harness.profiles import applicable
 
     assert applicable(tensors["offsets"].init, "int32") == ("dup", "edge", "oob")
+
+
+@pytest.mark.slow
+def test_a_template_helper_holding_the_launch_is_no_launcher_of_its_own(tmp_path):
+    """`halve` dispatches to `halve_impl<T, 256>`, which launches: one spec, for `halve`, its
+    tensors read through the helper (a size local is no tensor whose use is out of sight)."""
+    source = FIXTURES / "dispatch_helper.cu"
+    out = tmp_path / "dispatch_helper_spec.py"
+    text = draft_text(source, out)
+    out.write_text(text)
+    found = discover([out])
+    assert not found.errors, found.errors
+    assert [s.name for s in found.specs] == ["halve"]
+    assert [(t.name, t.shape, t.role.name) for t in found.specs[0].tensors] == [
+        ("src", ("n",), "IN"),
+        ("dst", ("n",), "OUT"),
+    ]
+    assert "#0" not in text
+
+
+@pytest.mark.slow
+def test_behind_an_unseen_launch_the_casts_say_which_tensors_are_outputs_and_their_shapes(tmp_path):
+    """`merged` is cast to `float*` like the checked `a`: an output beside it, of its shape;
+    `order` (a `const int32_t*`) is no output and takes no one's shape."""
+    spec = _spec(FIXTURES / "merge_pair.cu", tmp_path)
+    tensors = {t.name: t for t in spec.tensors}
+    assert tensors["merged"].shape == tensors["a"].shape == ("rows", "a_1")
+    assert tensors["order"].shape == ("order_0",)
+    assert {n for n, t in tensors.items() if t.written} == {"merged", "slots"}

@@ -40,6 +40,7 @@ from ..model import (
     Function,
     FunctionKind,
     MatcherChain,
+    Param,
     SourceModel,
     Struct,
     TemplateParam,
@@ -109,6 +110,17 @@ def launchers(model: SourceModel) -> list[Function]:
     # parse error): the entry points, the tensor-taking functions no other one calls.
     called = {h.callee for h in model.launcher_facts.tensor_handoffs}
     return [f for f in taking if f.name not in called]
+
+
+def entry_points(model: SourceModel, found: Sequence[Function]) -> list[Function]:
+    """The launchers no other one hands its tensors to: a helper (``generic_op<T, 128>``
+    called by each exported ``op``, ``act_and_mul<...>`` by ``silu_and_mul<...>``) is reached
+    through its callers, whose drafts read its facts (``facts_function``), and is no launcher
+    of its own. All of them when every one is called (a cycle)."""
+    semantic = SemanticModel(model)
+    usrs = {f.usr for f in found}
+    entries = [f for f in found if not semantic.tensor_callers(f) & usrs]
+    return entries or list(found)
 
 
 def forward_target(model: SourceModel, function: Function, direct: Sequence[Function]) -> Function | None:
@@ -286,10 +298,11 @@ def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[
     shape = checks.shapes.get(name)
     if shape is None:
         cast = checks.casts.get(name)
-        # an output beside its input: only a written tensor takes a twin's shape
+        # an output beside its input: only a tensor written (or cast to a non-const pointer) takes a twin's shape
+        writable = role is not Role.IN or name in checks.mutable
         twin = (
             next((t for t, c in checks.casts.items() if c == cast and t in checks.shapes), None)
-            if cast and role is not Role.IN
+            if cast and writable
             else None
         )
         if twin is not None:
@@ -316,8 +329,11 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
     tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
     semantic = SemanticModel(model)
+    own = {p.name for p in launcher.params}
     for launch in semantic.launches_in(launcher):
         for arg in launch.tensors:
+            if arg.tensor not in own:  # ``#0``: a size the model took for a parameter's data
+                continue
             kinds: set[AccessKind] = set()
             consts: list[bool] = []
             for kernel in launch.kernels:
@@ -362,6 +378,16 @@ def _pointee_const(model: SourceModel, usr: str, param: int, field_name: str) ->
 
 
 # ----- scalars -----
+
+
+def _written_type(model: SourceModel, param: Param) -> str:
+    """A parameter's type; as written where clang fell back to ``int`` (a type it could not
+    resolve, ``Optional<TensorView>`` without the tree's headers)."""
+    if param.type.spelling != "int":
+        return param.type.spelling
+    text = model.data[param.span.start : param.span.end].decode("utf-8", errors="replace")
+    written = text[: text.rfind(param.name)].strip() if param.name in text else ""
+    return written if written and not re.search(r"\bint\b", written) else param.type.spelling
 
 
 def _scalar(name: str, spelling: str) -> DraftScalar:
@@ -755,13 +781,13 @@ def draft_launcher(
     args: list[DraftTensor | DraftScalar] = [
         _tensor(model, facts, p.name, type_params, roles, notes, checks)
         if _is_tensor(p.type.spelling)
-        else _scalar(p.name, p.type.spelling)
+        else _scalar(p.name, _written_type(model, p))
         for p in launcher.params
     ]
     for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
         arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
     tensors = [a for a in args if isinstance(a, DraftTensor)]
-    _ensure_written(tensors, roles, notes)
+    _ensure_written(tensors, checks, notes)
     pdl = _pdl_param(model, facts)
     insts = instantiations(
         model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes, probing), tensors, notes
@@ -901,12 +927,17 @@ def _fewer_ids(tensors: list[DraftTensor], notes: list[str]) -> list[tuple[str, 
     return []
 
 
-def _ensure_written(tensors: list[DraftTensor], roles: dict[str, Role], notes: list[str]) -> None:
-    """A spec needs a written tensor; where no access says which, guess the last one."""
+def _ensure_written(tensors: list[DraftTensor], checks: HandChecks, notes: list[str]) -> None:
+    """A spec needs a written tensor; where no access says which, guess: the tensors whose
+    data the launcher casts to a non-const pointer and whose shape it does not check (the
+    outputs a launcher hands on), else the last one."""
     if any(t.role is not Role.IN for t in tensors) or not tensors:
         return
-    tensors[-1].role = Role.INPLACE
-    notes.append(f"{TODO}: no tensor is seen written; {tensors[-1].name} assumed INPLACE")
+    unchecked = [t for t in tensors if t.name in checks.mutable and t.name not in checks.shapes]
+    for tensor in unchecked or tensors[-1:]:
+        tensor.role = Role.INPLACE
+    names = ", ".join(t.name for t in unchecked or tensors[-1:])
+    notes.append(f"{TODO}: no tensor is seen written; {names} assumed INPLACE")
 
 
 def _spec_name(launcher: Function) -> str:
@@ -955,7 +986,8 @@ def draft_file(
     wrapper = wrapper or find_wrapper(cuh)
     calls = read_wrapper(wrapper, cuh.resolve().as_posix()) if wrapper else []
     exported = [f for f in chosen if _matching_call(calls, symbol_of(model, f))]
-    chosen = exported or chosen  # a wrapper names what is exported: the rest are internal
+    # a wrapper names what is exported: the rest are internal; without one, the entry points
+    chosen = exported or (entry_points(model, chosen) if launcher is None else chosen)
     includes = tree_includes(cuh, spec_path)
     constants = constants_of(cuh, includes)
     drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe, constants) for f in chosen]

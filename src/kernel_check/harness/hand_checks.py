@@ -70,7 +70,7 @@ _SIZE_ACCESS = re.compile(
 )
 # ``static_cast<const T*>(x.data_ptr())``: the element type the launcher reads x as
 _CAST = re.compile(
-    r"\b(?:static_cast|reinterpret_cast)\s*<\s*(?:const\s+)?([\w:]+)\s*(?:const\s*)?\*\s*>"
+    r"\b(?:static_cast|reinterpret_cast)\s*<\s*(const\s+)?([\w:]+)\s*(const\s*)?\*\s*>"
     r"\s*\(\s*(\w+)\s*\.\s*data_ptr\s*\(\s*\)\s*\)"
 )
 _C_CAST = re.compile(
@@ -119,6 +119,7 @@ class HandChecks:
     divisible: dict[str, int] = field(default_factory=dict)  # axis -> a multiple it must be
     shapes: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
     casts: dict[str, str] = field(default_factory=dict)  # tensor -> the C++ type its data is cast to
+    mutable: set[str] = field(default_factory=set)  # tensors whose data is cast to a non-const pointer
 
 
 def _arguments(text: str, start: int) -> tuple[list[str], int]:
@@ -334,8 +335,10 @@ class _Reader:
                 dispatched[match.group(3)] = family
                 self.result.dtypes.setdefault(match.group(2), family)
         for match in _CAST.finditer(body):
-            ctype, tensor = match.group(1).split("::")[-1], match.group(2)
+            ctype, tensor = match.group(2).split("::")[-1], match.group(4)
             self.result.casts.setdefault(tensor, ctype)
+            if not (match.group(1) or match.group(3)):
+                self.result.mutable.add(tensor)
             types = dispatched.get(ctype) or ((CPP_DTYPES[ctype],) if ctype in CPP_DTYPES else None)
             if types and tensor in self.tensors:
                 self.result.dtypes.setdefault(tensor, types)
