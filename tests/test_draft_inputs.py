@@ -120,3 +120,12 @@ def test_behind_an_unseen_launch_the_casts_say_which_tensors_are_outputs_and_the
     assert tensors["merged"].shape == tensors["a"].shape == ("rows", "a_1")
     assert tensors["order"].shape == ("order_0",)
     assert {n for n, t in tensors.items() if t.written} == {"merged", "slots"}
+
+
+@pytest.mark.slow
+def test_a_helper_whose_call_the_parse_lost_is_read_through_its_caller(tmp_path):
+    """`scale_f32` calls `scale_impl<float, float32_code>` (a constant the parse cannot see):
+    one spec, for `scale_f32`, with the shapes `scale_impl` checks."""
+    spec = _spec(FIXTURES / "lost_call.cu", tmp_path)
+    assert spec.name == "scale_f32"
+    assert [t.shape for t in spec.tensors] == [("x_0", "x_1"), ("x_0", "x_1")]

@@ -49,7 +49,7 @@ from ..model import (
 from ..semantic import SemanticModel
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
-from .hand_checks import HandChecks, constants_of, read_hand_checks
+from .hand_checks import HandChecks, clean, constants_of, read_hand_checks
 from .spec import DTYPES, TAILS, Role, dim_axes
 
 # A template type parameter nobody lists the values of: the float types kernels usually take.
@@ -109,7 +109,27 @@ def launchers(model: SourceModel) -> list[Function]:
     # Nothing launches where the model sees it (a launch behind a raw-pointer helper, a
     # parse error): the entry points, the tensor-taking functions no other one calls.
     called = {h.callee for h in model.launcher_facts.tensor_handoffs}
+    called |= {c.name for f in taking for c in _written_tensor_callees(model, f, taking)}
     return [f for f in taking if f.name not in called]
+
+
+def _written_tensor_callees(model: SourceModel, function: Function, candidates: Sequence[Function]) -> list[Function]:
+    """The candidates ``function``'s body calls with one of its tensors, read from the text:
+    for the calls the parse lost (``helper<float, float32_code>(a, b)`` with
+    ``float32_code`` from a header the parse did not reach), so no handoff records them."""
+    if function.body is None:
+        return []
+    body = clean(model.data[function.body.start : function.body.end].decode("utf-8", errors="replace"))
+    tensors = [p.name for p in function.params if _is_tensor(p.type.spelling)]
+    found = []
+    for callee in candidates:
+        if callee.usr == function.usr:
+            continue
+        for match in re.finditer(rf"\b{re.escape(callee.name)}\s*(?:<[^;{{}}]*?>)?\s*\(([^;]*?)\)\s*;", body):
+            if any(re.search(rf"\b{re.escape(t)}\b", match.group(1)) for t in tensors):
+                found.append(callee)
+                break
+    return found
 
 
 def entry_points(model: SourceModel, found: Sequence[Function]) -> list[Function]:
@@ -143,7 +163,14 @@ def facts_function(model: SourceModel, launcher: Function) -> Function:
     if launcher.qualified_name in busy or launcher.usr in verifying:
         return launcher
     direct = [f for f in model.functions if f.qualified_name in busy or f.usr in verifying]
-    return forward_target(model, launcher, direct) or launcher
+    target = forward_target(model, launcher, direct)
+    if target is None:  # a call the parse lost: the one tensor-taking function the text calls
+        taking = [f for f in launchers(model) if f.body is not None] + [
+            f for f in model.functions if f.kind is FunctionKind.HOST and f.is_definition and f.template_params
+        ]
+        callees = list({f.usr: f for f in _written_tensor_callees(model, launcher, taking)}.values())
+        target = callees[0] if len(callees) == 1 else None
+    return target or launcher
 
 
 def pick_launchers(model: SourceModel, wanted: str | None) -> list[Function]:
