@@ -129,3 +129,17 @@ def test_a_helper_whose_call_the_parse_lost_is_read_through_its_caller(tmp_path)
     spec = _spec(FIXTURES / "lost_call.cu", tmp_path)
     assert spec.name == "scale_f32"
     assert [t.shape for t in spec.tensors] == [("x_0", "x_1"), ("x_0", "x_1")]
+
+
+def test_a_dispatch_over_two_families_drafts_the_first_and_accepts_the_rest():
+    checks = read_hand_checks(
+        "{ DISPATCH_DLPACK_DTYPE_TO_CTYPE_FP16_FP8(k.dtype(), c_type, [&] {}); "
+        "DISPATCH_DLPACK_IDTYPE_TO_CTYPE(ids.dtype(), i_type, [&] {}); }",
+        ["k", "ids"],
+        {},
+        set(),
+    )
+    assert checks.dtypes == {
+        "k": ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"),
+        "ids": ("int32", "int64"),
+    }

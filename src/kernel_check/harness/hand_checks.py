@@ -48,15 +48,17 @@ DL_DTYPES = {
     "dl_uint8": "uint8",
     "dl_bool": "bool",
 }
-# a dispatch macro's name -> the dtypes its cases take (the first is drafted): the name says
-# the family (FlashInfer's DISPATCH_DLPACK_*, sglang's and PyTorch's DISPATCH_*_TYPES)
+# a dispatch macro's name -> the dtypes its cases take (the first is drafted): each family its
+# name spells, in this order (``..._FP16_FP8`` takes both), else the generic ``..._DTYPE...``
+# (FlashInfer's DISPATCH_DLPACK_*, sglang's and PyTorch's DISPATCH_*_TYPES)
 _DISPATCH_FAMILIES = (
     ("IDTYPE", ("int32", "int64")),
-    ("FP8", ("float8_e4m3fn", "float8_e5m2")),
     ("FP32_FP16", ("float32", "float16", "bfloat16")),
     ("FP16", ("float16", "bfloat16")),
-    ("DTYPE", ("float16", "bfloat16", "float32")),
+    ("FP8", ("float8_e4m3fn", "float8_e5m2")),
 )
+_DISPATCH_GENERIC = ("DTYPE", ("float16", "bfloat16", "float32"))
+
 _EQUALITY_MACRO = re.compile(r"\b(\w*CHECK_EQ)\s*\(")
 # a check of a condition: TVM_FFI_ICHECK, TORCH_CHECK, RuntimeCheck, a tree's own *_CHECK, assert
 _CONDITION_MACRO = re.compile(r"\b(\w*(?:CHECK|Check)|assert)\s*\(")
@@ -86,6 +88,18 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _STRING = re.compile(r'"(?:\\.|[^"\\])*"')
 _NODE = "N__"  # an ``x.size(i)`` rewritten as a name: N__x__i (``m1`` for -1)
 _MAX_DEPTH = 8
+
+
+def dispatch_family(macro: str) -> tuple[str, ...]:
+    """The dtypes a dispatch macro's cases take, by its name (``()``: not a dtype dispatch)."""
+    found: list[str] = []
+    for key, types in _DISPATCH_FAMILIES:
+        if key in macro:
+            found += types
+            macro = macro.replace(key, "")
+    if not found and _DISPATCH_GENERIC[0] in macro:
+        found += _DISPATCH_GENERIC[1]
+    return tuple(dict.fromkeys(found))
 
 
 def clean(text: str) -> str:
@@ -330,8 +344,8 @@ class _Reader:
         """Dtypes from the dispatch on a tensor's dtype and from the casts of its data pointer."""
         dispatched: dict[str, tuple[str, ...]] = {}
         for match in re.finditer(r"\b(DISPATCH_\w+)\s*\(\s*(\w+)\s*\.\s*dtype\s*\(\s*\)\s*,\s*(\w+)", body):
-            family = next((types for key, types in _DISPATCH_FAMILIES if key in match.group(1)), None)
-            if family is not None:
+            family = dispatch_family(match.group(1))
+            if family:
                 dispatched[match.group(3)] = family
                 self.result.dtypes.setdefault(match.group(2), family)
         for match in _CAST.finditer(body):
