@@ -143,3 +143,9 @@ def test_a_dispatch_over_two_families_drafts_the_first_and_accepts_the_rest():
         "k": ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"),
         "ids": ("int32", "int64"),
     }
+
+
+def test_a_multiple_required_of_a_derived_dimension_falls_on_its_axis():
+    body = "{ const int K = x.size(1) * 2; TVM_FFI_ICHECK(x.ndim() == 2); TVM_FFI_ICHECK(K % kBlock == 0); }"
+    checks = read_hand_checks(body, ["x"], {"kBlock": 16}, set())
+    assert checks.shapes["x"] == ("x_0", "x_1") and checks.divisible == {"x_1": 8}

@@ -24,6 +24,7 @@ tensor nothing checks the rank of is the highest dimension the launcher reads, p
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -382,9 +383,9 @@ class _Reader:
         for tensor, atoms in nodes.items():  # every negative spelling folded in first
             self.result.shapes[tensor] = tuple(self.resolve(atom, 0) for atom in atoms)
         for atom, value in self.divisors:
-            name = self.resolve(atom, 0)
-            if isinstance(name, str) and name.isidentifier():
-                self.result.divisible[name] = value
+            axis, multiple = _multiple_of(self.resolve(atom, 0), value)
+            if axis:
+                self.result.divisible[axis] = multiple
         return self.result
 
     def node(self, tensor: str, index: int) -> str:
@@ -424,6 +425,21 @@ def _folded(text: str) -> str | int:
     if any(isinstance(n, ast.Name) for n in ast.walk(tree)):
         return text
     return dim_size(text, {})
+
+
+def _multiple_of(dim: str | int, value: int) -> tuple[str, int]:
+    """The axis and the multiple it must be for ``dim % value == 0``: ``k`` -> (k, value);
+    ``k*2`` (``K = x.size(1) * 2``) -> (k, value / gcd(value, 2)); else ("", 0)."""
+    if not isinstance(dim, str):
+        return "", 0
+    if dim.isidentifier():
+        return dim, value
+    found = re.fullmatch(r"(\w+)\*(\d+)|(\d+)\*(\w+)", dim)
+    if found is None:
+        return "", 0
+    axis = found.group(1) or found.group(4)
+    factor = int(found.group(2) or found.group(3))
+    return (axis, value // math.gcd(value, factor)) if axis.isidentifier() else ("", 0)
 
 
 def _unwrap(text: str) -> str:
