@@ -149,3 +149,13 @@ def test_a_multiple_required_of_a_derived_dimension_falls_on_its_axis():
     body = "{ const int K = x.size(1) * 2; TVM_FFI_ICHECK(x.ndim() == 2); TVM_FFI_ICHECK(K % kBlock == 0); }"
     checks = read_hand_checks(body, ["x"], {"kBlock": 16}, set())
     assert checks.shapes["x"] == ("x_0", "x_1") and checks.divisible == {"x_1": 8}
+
+
+def test_a_rank_switch_is_read_in_its_first_branch():
+    """`if (x.ndim() == 2) {...} else if (x.ndim() == 3) {...}`: the 2-D branch's dimensions."""
+    body = """{
+      if (x.ndim() == 2) { unsigned int rows = x.size(0); TVM_FFI_ICHECK_EQ(y.size(0), x.size(1)); }
+      else if (x.ndim() == 3) { TVM_FFI_ICHECK_EQ(y.size(0), x.size(2)); }
+    }"""
+    checks = read_hand_checks(body, ["x", "y"], {}, set())
+    assert checks.shapes == {"x": ("rows", "x_1"), "y": ("x_1",)}

@@ -451,13 +451,22 @@ def _unwrap(text: str) -> str:
 
 
 def _else_branches_blanked(body: str) -> str:
-    """The first branch of each ``if``/``else`` kept: a local set per branch (a layout switch)
-    is read as the first branch sets it, and the checks of the other branch are not mixed in."""
+    """The first branch of each ``if``/``else if``/``else`` kept: a local set per branch (a
+    layout switch, a rank switch) is read as the first branch sets it, and the checks of the
+    other branches are not mixed in."""
+    brackets = body.replace("{", "(").replace("}", ")")  # one kind of bracket for _arguments
     out, start = [], 0
-    for match in re.finditer(r"\belse\s*\{", body):
+    for match in re.finditer(r"\belse\b\s*", body):
         if match.start() < start:
             continue
-        _, close = _arguments(body.replace("{", "(").replace("}", ")"), match.end())
+        position = match.end()
+        condition = re.match(r"if\s*\(", body[position:])
+        if condition:  # ``else if (...)``: past its condition
+            _, position = _arguments(brackets, position + condition.end())
+            position = len(body) - len(body[position + 1 :].lstrip())
+        if not body.startswith("{", position):
+            continue
+        _, close = _arguments(brackets, position + 1)
         out.append(body[start : match.start()])
         start = close + 1
     return "".join(out) + body[start:]
