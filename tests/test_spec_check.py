@@ -81,7 +81,10 @@ def test_a_draft_of_a_tree_with_its_own_include_folder_builds_as_drafted(tmp_pat
 
 def test_the_drafter_keeps_the_template_values_that_compile(tmp_path):
     cuh = tmp_path / "groups.cuh"
-    shutil.copy(FIXTURES / "draft" / "probe" / "groups.cuh", cuh)
+    assertion = 'static_assert(kGroup % 8 == 0, "kGroup must be a multiple of 8");'
+    source = (FIXTURES / "draft" / "probe" / "groups.cuh").read_text().replace(f"  {assertion}\n", "")
+    # in the kernel, where the drafter's model does not evaluate it: only the compiler sees it
+    cuh.write_text(source.replace("  const int64_t g = ", f"  {assertion}\n  const int64_t g = ", 1))
     cache = tmp_path / "jit"
     guessed = _kernel_check("spec", "new", str(cuh), "--no-probe", "-o", "-", cwd=tmp_path, cache=cache)
     assert "Instantiation((1,))," in guessed.stdout  # no value known: 1, which breaks the static_assert

@@ -180,6 +180,7 @@ class Function:
     is_defaulted: bool = False  # `= default`
     owner_usr: str = ""  # the enclosing record's USR for a member, "" at namespace scope
     from_macro: bool = False  # declared by a macro expansion (its name is not written here)
+    return_canonical: str = ""  # the return type with aliases resolved (`PrefillPlan` -> `tvm::ffi::Tuple<...>`)
 
 
 # ---- launcher facts (KC120, KC121, KC131, KC140, KC141, KC150, KC160) ----
@@ -555,6 +556,19 @@ class PointerPass:
     callee_template_params: tuple[str, ...] = ()  # the callee's template parameter names
 
 
+@dataclass(frozen=True)
+class TemplateCheck:
+    """A condition over template parameters the code requires: a `static_assert` (the build
+    fails without it) or a `RuntimeCheck` whose condition names template parameters (the call
+    fails without it), in a function body or a class template's body."""
+
+    function: str  # USR of the function, or of the class template whose body holds it
+    kind: str  # "static_assert" or "RuntimeCheck"
+    condition: ConstExpr  # evaluates to None where it names something the model does not know
+    text: str  # the condition as written
+    span: Span
+
+
 @dataclass
 class LauncherFacts:
     matcher_chains: list[MatcherChain] = field(default_factory=list)
@@ -566,6 +580,7 @@ class LauncherFacts:
     api_calls: list[ApiCall] = field(default_factory=list)
     vector_accesses: list[VectorAccess] = field(default_factory=list)
     pointer_passes: list[PointerPass] = field(default_factory=list)
+    template_checks: list[TemplateCheck] = field(default_factory=list)
     # USRs of kernels / device functions of included headers whose facts were collected
     # because a launch or a pointer hand-off of this file reaches them.
     foreign_functions: list[str] = field(default_factory=list)

@@ -50,7 +50,7 @@ from .cursors import (
 from .device_merge import merge_device_model
 from .doxygen import Comments
 from .index_values import extract_index_values
-from .kernel_interface import analyze_elsewhere, collect_function_facts
+from .kernel_interface import analyze_elsewhere, collect_function_facts, collect_static_asserts
 from .launches import LaunchResolver
 from .parse import ParsedUnit
 from .pointer_accesses import DataflowExtractor
@@ -129,6 +129,7 @@ class _Extractor:
             params=[self._param(p) for p in cursor.get_children() if p.kind == K.PARM_DECL],
             template_params=_template_params(cursor),
             return_type=cursor.result_type.spelling,
+            return_canonical=cursor.result_type.get_canonical().spelling,
             doc=self.comments.preceding(cursor.extent.start.offset),
             is_exported=is_exported(cursor),
             is_definition=body is not None,
@@ -225,6 +226,8 @@ class _Extractor:
                 from_macro=self._from_macro(cursor),
             )
         )
+        if Need.INTERFACE in self.needs:
+            collect_static_asserts(self.model, cursor.get_usr(), cursor, self.data, self.path)
         for member in cursor.get_children():
             if member.kind in FUNCTION_KINDS and in_file(member, self.path):
                 self._add_function(member)

@@ -42,6 +42,7 @@ from ..model import (
     PointerPass,
     SourceModel,
     Span,
+    TemplateCheck,
     TensorDataUse,
     TensorHandOff,
     TensorInspection,
@@ -54,6 +55,7 @@ from .consteval import (
     VectorType,
     bare_record_name,
     callee_name,
+    expression_children,
     function_declaration,
     function_usr,
     member_name,
@@ -61,7 +63,7 @@ from .consteval import (
     template_param_names,
     written_type_names,
 )
-from .cursors import is_implicit_instantiation
+from .cursors import FUNCTION_KINDS, K, is_implicit_instantiation, span_of, walk
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var, cursor_of
 from .provenance import (
     Origin,
@@ -487,6 +489,17 @@ class _BodyFacts:
             self._add_dtype_options(call, obj)
         elif id(call) not in self.state.chain_calls:
             self._add_matcher_chain(call, "")
+        if name in _CHECK_FUNCTIONS and arguments:
+            self._add_template_check(arguments[0])
+
+    def _add_template_check(self, condition: Expr) -> None:
+        """A `RuntimeCheck` whose condition names template parameters: a value of theirs
+        that breaks it fails every call."""
+        value = self.consts.value(cursor_of(condition))
+        if value.free_names():
+            self.facts.template_checks.append(
+                TemplateCheck(self.function.usr, "RuntimeCheck", value, self._text(condition), condition.span)
+            )
 
     # -- API calls -------------------------------------------------------------------------
     def _add_api_call(self, call: Expr, name: str) -> None:
@@ -899,6 +912,24 @@ def collect_function_facts(
         return  # generated code nested too deeply: its facts are lost, never made up
     subject = _Subject(function.usr, function.name, is_device, launches)
     _BodyFacts(model, program, subject, tree, data, path).run()
+    collect_static_asserts(model, function.usr, cursor_of(tree), data, path)
+
+
+def collect_static_asserts(model: SourceModel, owner: str, scope: ci.Cursor, data: bytes, path: str) -> None:
+    """The `static_assert`s in a function (its body, nested blocks too) or in a class
+    template's own body (not its member functions': those are theirs), as conditions over
+    template parameters (`TemplateCheck`)."""
+    consts = Constants(data, path)
+    in_class = scope.kind not in FUNCTION_KINDS
+    found = scope.get_children() if in_class else walk(scope)
+    for cursor in found:
+        condition = next(iter(expression_children(cursor)), None) if cursor.kind == K.STATIC_ASSERT else None
+        if condition is not None:
+            model.launcher_facts.template_checks.append(
+                TemplateCheck(
+                    owner, "static_assert", consts.value(condition), consts.text(condition), span_of(condition.extent)
+                )
+            )
 
 
 def analyze_elsewhere(model: SourceModel, program: Program, declaration: ci.Cursor, checked_path: str) -> None:

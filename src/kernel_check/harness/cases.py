@@ -12,8 +12,9 @@ Per instantiation, in order:
 - ``graph`` (KD403), ``stream`` (KD402), ``pdl`` (KD401, PDL instantiations only);
 - ``values``: one adversarial value profile of one input tensor (``profiles.py``), judged
   by its contract (KD101-KD104, or KD301 for ``reject``);
-- ``bad-input`` (KD301): CPU tensor, wrong dtype, wrong rank, wrong shape, non-contiguous,
-  base pointer offset by one element, padded row stride that breaks the vector width.
+- ``bad-input`` (KD301): CPU tensor (a CUDA one where the launcher takes a host buffer),
+  wrong dtype, wrong rank, wrong shape, non-contiguous, base pointer offset by one element,
+  padded row stride that breaks the vector width. Returned outputs are not arguments: none.
 An instantiation whose ``dtypes`` lists several run-time dtypes plans all of this once
 per choice (``KernelSpec.variants``); the build is shared.
 Bandwidth (KD501) and sanitizer cases are planned separately: they run in their own
@@ -83,6 +84,7 @@ CHECK_CODE = {
 
 class BadKind(enum.Enum):
     CPU = "cpu tensor"
+    CUDA = "cuda tensor"  # where the launcher takes a host buffer
     DTYPE = "wrong dtype"
     RANK = "wrong rank"
     SHAPE = "wrong shape"
@@ -224,7 +226,7 @@ def _checked_dims(spec: KernelSpec, tensor: Tensor, inst: Instantiation | None =
     """Dimensions whose size the launcher must check: fixed (in the spec, or by the
     instantiation's template arguments), derived from other axes, or shared with another use."""
     uses: dict[str, int] = {}
-    for t in spec.tensors:
+    for t in spec.passed_tensors:  # a returned tensor's size is the launcher's choice, not a check
         for d in t.shape:
             for axis in dim_axes(d):
                 uses[axis] = uses.get(axis, 0) + 1
@@ -258,11 +260,11 @@ def bad_inputs(spec: KernelSpec, inst: Instantiation, sizes: Sizes) -> list[BadI
     non-contiguous, and none when every wide dimension is free.
     """
     variants: list[BadInput] = []
-    for tensor in spec.tensors:
+    for tensor in spec.passed_tensors:
         dtype = spec.tensor_dtype(tensor, inst)
         shape = shape_of(tensor, sizes)
         width = spec.vector_bytes_of(tensor, inst)
-        variants.append(BadInput(tensor.name, BadKind.CPU))
+        variants.append(BadInput(tensor.name, BadKind.CUDA if tensor.device == "cpu" else BadKind.CPU))
         other = wrong_dtype(spec, tensor, inst)
         if other:
             variants.append(BadInput(tensor.name, BadKind.DTYPE, dtype=other))

@@ -124,7 +124,10 @@ class Pairing:
 
 
 def _signature(spec: KernelSpec) -> tuple:
-    return tuple((a.name, type(a).__name__, getattr(a, "role", None), len(getattr(a, "shape", ()))) for a in spec.args)
+    return tuple(
+        (a.name, type(a).__name__, getattr(a, "role", None), len(getattr(a, "shape", ())), getattr(a, "device", None))
+        for a in spec.args
+    ) + (spec.returns,)
 
 
 def pair_specs(new: Sequence[KernelSpec], old: Sequence[KernelSpec], rev: str) -> Pairing:
@@ -186,16 +189,20 @@ class RevisionReference:
 
         sizes = self.sizes_of(inputs)
         sizes.update({k: int(v) for k, v in inst.sizes.items()})
+        from .execute import empty_for, returned_outputs
+
         values = dict(inputs)
-        for tensor in self.spec.tensors:
+        gpu_inputs = [inputs[t.name] for t in self.spec.tensors if t.device == "cuda" and t.name in inputs]
+        for tensor in self.spec.passed_tensors:
             if tensor.role is Role.OUT:
-                device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), None)
-                values[tensor.name] = torch.zeros(
-                    self._shape(tensor, sizes),
-                    device=device,
-                    dtype=getattr(torch, self.spec.tensor_dtype(tensor, inst)),
-                )
-        self.kernel(inst.id)(*(values[a.name] for a in self.spec.args))
+                shape, dtype = self._shape(tensor, sizes), getattr(torch, self.spec.tensor_dtype(tensor, inst))
+                if tensor.device == "cpu":
+                    out = empty_for(tensor, shape, dtype)
+                else:  # beside the call's device tensors
+                    out = torch.empty(shape, dtype=dtype, device=gpu_inputs[0].device if gpu_inputs else "cuda")
+                values[tensor.name] = out.zero_()
+        result = self.kernel(inst.id)(*(values[a.name] for a in self.spec.passed_args))
+        values.update(returned_outputs(self.spec, inst, sizes, result))
         return {t.name: values[t.name] for t in self.spec.tensors if t.written}
 
     def kernel(self, inst_id: str) -> Callable[..., Any]:

@@ -43,6 +43,7 @@ from ..model import (
     Param,
     SourceModel,
     Struct,
+    TemplateCheck,
     TemplateParam,
     split_template_arguments,
 )
@@ -299,22 +300,69 @@ def _tensor(
     """One tensor argument; ``launcher`` is where its matcher runs (``facts_function``)."""
     chain = _chain_of(model, launcher, name)
     params = {p.name for p in template_params(model, launcher)}
+    text = _chain_text(model, chain) if chain is not None else ""
+    device = "cpu" if host_buffer(model, launcher, name, text) else "cuda"
+    if device == "cpu":
+        notes.append(f"{TODO}: tensor {name} is a host buffer; pinned assumed (a kernel may read it over the bus)")
     if chain is None:
-        return _hand_checked_tensor(name, roles.get(name, Role.IN), checks, notes)
-    text = _chain_text(model, chain)
+        return _hand_checked_tensor(name, roles.get(name, Role.IN), checks, notes, device)
     aliases = dim_aliases(model, launcher, params)
     shape = tuple(_dim(d, name, i, params, aliases) for i, d in enumerate(chain.dims))
-    if "with_device<kDLCPU>" in text.replace(" ", ""):
-        notes.append(f"{TODO}: tensor {name} is a CPU tensor; the harness allocates on CUDA")
     strided = len(shape) >= 2 and padded_rows(text, chain.dims)
     alignment = next((v.alignment.value for v in chain.verified if v.name == name and v.alignment), None)
     runtime = runtime_dtypes(chain)
     # tensors of one matcher share its dtype: one variable per chain
     dtype = f"{chain.verified[0].name}_dtype" if runtime else _dtype(chain, type_params, notes, name)
-    return DraftTensor(name, shape, dtype, roles.get(name, Role.IN), strided, alignment, runtime=runtime)
+    return DraftTensor(name, shape, dtype, roles.get(name, Role.IN), strided, alignment, runtime=runtime, device=device)
 
 
-def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[str]) -> DraftTensor:
+_HOST_DEVICE = re.compile(r"\bkDL(?:CPU|CUDAHost)\b")
+# helpers a launcher asks whether a tensor is in host memory (``RuntimeCheck(is_cpu(lens))``)
+_HOST_PREDICATES = frozenset({"is_cpu", "is_host", "is_pinned"})
+
+
+def host_buffer(model: SourceModel, launcher: Function, name: str, chain_text: str) -> bool:
+    """Whether ``launcher`` takes tensor ``name`` in host memory: its matcher allows only a
+    host device (``with_device<kDLCPU>``), a check on its ``device()`` compares it with one,
+    or it is handed to a host predicate (``is_cpu(x)``)."""
+    if re.search(r"\.with_device\s*<\s*kDL(?:CPU|CUDAHost)\s*>", chain_text):
+        return True
+    facts = model.launcher_facts
+    if any(
+        (h.function, h.tensor) == (launcher.usr, name) and h.callee in _HOST_PREDICATES for h in facts.tensor_handoffs
+    ):
+        return True
+    for seen in facts.tensor_inspections:
+        if (seen.function, seen.tensor, seen.method, seen.context) == (launcher.usr, name, "device", "check"):
+            start = model.data.rfind(b"\n", 0, seen.span.start) + 1
+            end = model.data.find(b"\n", seen.span.end)
+            if _HOST_DEVICE.search(model.data[start : end if end >= 0 else None].decode("utf-8", errors="replace")):
+                return True
+    return False
+
+
+def returned_outputs(launcher: Function, tensors: Sequence[DraftTensor], notes: list[str]) -> list[DraftTensor]:
+    """The outputs a launcher returns (``tvm::ffi::Tensor``, ``tvm::ffi::Tuple<Tensor, ...>``),
+    each shaped and typed as its first tensor argument (a guess to check); another return
+    type that is not ``void`` (an alias of a tuple) is a note."""
+    spelling = (launcher.return_canonical or launcher.return_type).replace(" ", "")
+    tuple_of = re.fullmatch(r"(?:\w+::)*Tuple<(.*)>", spelling)
+    parts = split_template_arguments(tuple_of.group(1)) if tuple_of else [spelling]
+    if not parts or not all(re.fullmatch(r"(?:\w+::)*Tensor", p) for p in parts):
+        if spelling not in ("void", ""):
+            notes.append(f"{TODO}: {launcher.name} returns {launcher.return_type}: if that is its outputs, name them")
+        return []
+    taken = {t.name for t in tensors}
+    names = ["out"] if len(parts) == 1 else [f"out{i}" for i in range(len(parts))]
+    names = [n if n not in taken else f"{n}_returned" for n in names]
+    like = tensors[0] if tensors else DraftTensor("", ("n",), "float32", Role.OUT)
+    notes.append(
+        f"{TODO}: {launcher.name} returns {', '.join(names)}: shape {like.shape} and dtype {like.dtype} assumed"
+    )
+    return [DraftTensor(n, like.shape, like.dtype, Role.OUT, runtime=like.runtime) for n in names]
+
+
+def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[str], device: str) -> DraftTensor:
     """A tensor no ``TensorMatcher`` verifies: its rank, dimensions and dtype from the
     launcher's own checks (``hand_checks``); a tensor nothing checks takes the shape of a
     checked one whose data the launcher casts to the same type (an output beside its input)."""
@@ -338,7 +386,7 @@ def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[
         else:
             shape = (f"{name}_0",)
             notes.append(f"{TODO}: tensor {name}: neither a TensorMatcher nor a check gives its shape; 1-D assumed")
-    return DraftTensor(name, shape, dtype, role, accepts=accepts)
+    return DraftTensor(name, shape, dtype, role, accepts=accepts, device=device)
 
 
 def padded_rows(chain_text: str, dims: Sequence[str]) -> bool:
@@ -598,7 +646,10 @@ def _candidates(
     dim_params: set[str],
     notes: list[str],
     probing: bool = False,
+    guessed: set[str] | None = None,
 ) -> tuple:
+    """A template parameter's candidate values; one the kernel's checks constrain and nothing
+    else gives a value for joins ``guessed`` (``satisfying`` then picks its value)."""
     if source and source not in ("pdl", "dtype") and not source.isidentifier():
         return (ast.literal_eval(source),)
     if param.kind == "type":
@@ -616,6 +667,9 @@ def _candidates(
         notes.append(
             f"{TODO}: template parameter {param.name}: no value known; those of {PROBED_VALUES} that compile kept"
         )
+        return PROBED_VALUES
+    if guessed is not None:
+        guessed.add(param.name)
         return PROBED_VALUES
     notes.append(f"{TODO}: template parameter {param.name}: no candidate value known; 1 assumed")
     return (1,)
@@ -650,12 +704,70 @@ def _value_tuples(
     sources += [""] * (len(params) - len(sources))
     if wrapper is not None and pdl == "" and "pdl" in sources:
         pdl = params[sources.index("pdl")].name
-    per_param = [_candidates(p, pdl, used, s, dims, notes, probing) for p, s in zip(params, sources)]
-    tuples = list(itertools.product(*per_param))
+    checks = template_checks(model, launcher)
+    constrained = {name for check in checks for name in check.condition.free_names()}
+    guessed: set[str] = set()
+    per_param = [
+        _candidates(p, pdl, used, s, dims, notes, probing, guessed if p.name in constrained else None)
+        for p, s in zip(params, sources)
+    ]
+    tuples = satisfying(list(itertools.product(*per_param)), params, checks, guessed, notes)
     if len(tuples) > MAX_INSTANTIATIONS:
         notes.append(f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} kept")
         tuples = tuples[:MAX_INSTANTIATIONS]
     return tuples
+
+
+def template_checks(model: SourceModel, launcher: Function) -> list[TemplateCheck]:
+    """The ``static_assert``s and template-valued ``RuntimeCheck``s of the launcher, of the
+    function it forwards to, and of its class template's body."""
+    owner = _owner(model, launcher)
+    owners = {launcher.usr, facts_function(model, launcher).usr, owner.usr if owner is not None else ""}
+    return [c for c in model.launcher_facts.template_checks if c.function in owners]
+
+
+def template_env(params: Sequence[TemplateParam], args: Sequence[str | int | bool]) -> dict[str, int]:
+    """Template arguments as the model's constant evaluator reads them: a dtype as its size in
+    bytes (``sizeof(T)``), an integer or a bool as itself; other types are left out."""
+    named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
+    return {
+        name: DTYPES[v][0] if isinstance(v, str) else int(v)
+        for name, v in named.items()
+        if not isinstance(v, str) or v in DTYPES
+    }
+
+
+def satisfying(
+    tuples: list[tuple],
+    params: Sequence[TemplateParam],
+    checks: Sequence[TemplateCheck],
+    guessed: set[str],
+    notes: list[str],
+) -> list[tuple]:
+    """The candidate template arguments that break none of ``checks``, evaluated with the
+    model (no compiler; a check it cannot evaluate breaks none). A ``guessed`` parameter keeps
+    only the value of the first candidate that satisfies them, marked as a guess."""
+    if not checks:
+        return tuples
+
+    def broken(args: tuple) -> TemplateCheck | None:
+        env = template_env(params, args)
+        return next((c for c in checks if c.condition.evaluate(env) == 0), None)
+
+    kept = [args for args in tuples if broken(args) is None]
+    if not kept:
+        notes.append(f"{TODO}: no candidate template arguments satisfy `{checks[0].text}`; all kept")
+        return tuples
+    if len(kept) < len(tuples):
+        first = next(c for args in tuples if (c := broken(args)) is not None)
+        notes.append(f"{TODO}: {len(tuples) - len(kept)} candidate instantiations break `{first.text}`: left out")
+    picked = [i for i, p in enumerate(params) if p.name in guessed]
+    for i in picked:
+        notes.append(
+            f"{TODO}: template parameter {params[i].name}: no value known; {kept[0][i]!r}, the first of "
+            f"{PROBED_VALUES} that satisfies the kernel's static_assert/RuntimeCheck, assumed"
+        )
+    return [args for args in kept if all(args[i] == kept[0][i] for i in picked)]
 
 
 def dispatched_arguments(model: SourceModel, launcher: Function, count: int) -> list[tuple]:
@@ -713,11 +825,7 @@ def instantiations(
     for args in values:
         # a C++ spelling the source's dispatch used (``float``, ``__nv_bfloat16``) binds its dtype
         named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
-        env = {
-            name: DTYPES[v][0] if isinstance(v, str) else int(v)
-            for name, v in named.items()
-            if not isinstance(v, str) or v in DTYPES
-        }
+        env = template_env(params, args)
         dtypes: dict[str, str | tuple[str, ...]] = {
             n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES
         }
@@ -814,6 +922,9 @@ def draft_launcher(
     for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
         arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
     tensors = [a for a in args if isinstance(a, DraftTensor)]
+    returned = returned_outputs(launcher, tensors, notes)
+    args += returned
+    tensors += returned
     _ensure_written(tensors, checks, notes)
     pdl = _pdl_param(model, facts)
     insts = instantiations(
@@ -838,6 +949,7 @@ def draft_launcher(
         notes=list(dict.fromkeys(notes)),
         constraint=constraint,
         canonicalize=canonical,
+        returns=tuple(t.name for t in returned),
     )
 
 

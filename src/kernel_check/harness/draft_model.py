@@ -43,6 +43,7 @@ class DraftTensor:
     init: str = ""  # "" : the default (randn); ``randint:n``, ``cumsum:n``, ``perm:n`` for index-like inputs
     runtime: tuple[str, ...] = ()  # the dtypes one build takes at run time (``dtype`` is then a variable)
     accepts: tuple[str, ...] = ()  # further dtypes the launcher's own checks allow
+    device: str = "cuda"  # "cpu": a host buffer (always drafted pinned: it serves a kernel reading it too)
 
 
 @dataclass
@@ -83,3 +84,5 @@ class Draft:
     # ``source`` and ``include_dirs`` are relative to the folder this environment variable
     # names (``--tree-env``) instead of to the spec
     tree_variable: str = ""
+    # the outputs the launcher returns, in order (OUT tensors of ``args``)
+    returns: tuple[str, ...] = ()

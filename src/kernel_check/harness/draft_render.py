@@ -49,6 +49,7 @@ def _render_spec(draft: Draft) -> str:
         ("export", repr(draft.export)),
         ("symbol", repr(draft.symbol)),
         ("args", "(\n" + "".join(f"        {_render_arg(a, draft)},{_comment(a)}\n" for a in draft.args) + "    )"),
+        *([("returns", repr(draft.returns))] if draft.returns else []),
         ("reference", "None"),
         (
             "instantiations",
@@ -104,6 +105,8 @@ def _render_arg(arg: DraftTensor | DraftScalar, draft: Draft) -> str:
         parts.append("strided_rows=True")
     if arg.init:
         parts.append(f"init={arg.init!r}")
+    if arg.device != "cuda":
+        parts.append(f"device={arg.device!r}, pinned=True")
     return f"Tensor({', '.join(parts)})"
 
 

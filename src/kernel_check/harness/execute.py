@@ -129,6 +129,18 @@ def _fill(
     return values.to(dtype)
 
 
+def empty_for(tensor: Tensor, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """An uninitialized tensor where the launcher takes ``tensor``: on the GPU, or in (pinned) host memory."""
+    return torch.empty(tuple(shape), dtype=dtype, device=tensor.device, pin_memory=tensor.pinned)
+
+
+def placed(tensor: Tensor, values: torch.Tensor) -> torch.Tensor:
+    """A copy of ``values`` where the launcher takes ``tensor`` (a host tensor pinned when the spec says so)."""
+    copy = empty_for(tensor, values.shape, values.dtype)
+    copy.copy_(values)
+    return copy
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).rsplit(".", 1)[-1]
 
@@ -207,7 +219,7 @@ class Arguments:
     initial: dict[str, torch.Tensor]
 
     def ordered(self, spec: KernelSpec) -> list[Any]:
-        return [self.values[a.name] for a in spec.args]
+        return [self.values[a.name] for a in spec.passed_args]
 
 
 def padded_strides(shape: tuple[int, ...], free: tuple[int, ...], pad: int) -> tuple[int, ...]:
@@ -225,6 +237,8 @@ def padded_strides(shape: tuple[int, ...], free: tuple[int, ...], pad: int) -> t
 def _strided_copy(values: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
     span = 1 + sum((n - 1) * st for n, st in zip(values.shape, strides)) if values.numel() else 1
     buffer = _zeros((span,), values.dtype, values.device)
+    if values.is_pinned():
+        buffer = buffer.pin_memory()
     view = buffer.as_strided(values.shape, strides)
     view.copy_(values)
     return view
@@ -240,13 +254,14 @@ def _layout(ctx: CaseContext, tensor: Tensor, values: torch.Tensor, case: Case) 
 
 
 def _outputs(ctx: CaseContext, case: Case, which_poison: int | None) -> dict[str, torch.Tensor]:
-    """Output tensors filled with poison ``which_poison`` (None: left uninitialized)."""
+    """Output tensors filled with poison ``which_poison`` (None: left uninitialized); the
+    ones the launcher returns are its own to allocate."""
     sizes = case.size_map
     outs = {}
-    for tensor in ctx.spec.tensors:
+    for tensor in ctx.spec.passed_tensors:
         if tensor.role is Role.OUT:
             dtype = ctx.dtype_of(tensor, case.inst)
-            out = torch.empty(shape_of(tensor, sizes), dtype=dtype, device="cuda")
+            out = empty_for(tensor, shape_of(tensor, sizes), dtype)
             if which_poison is not None:
                 fill_poison(out, which_poison)
             outs[tensor.name] = _layout(ctx, tensor, out, case)
@@ -255,19 +270,19 @@ def _outputs(ctx: CaseContext, case: Case, which_poison: int | None) -> dict[str
 
 def make_initial(ctx: CaseContext, case: Case, salt: int = 0) -> dict[str, torch.Tensor]:
     """Contiguous initial values of every tensor the kernel reads (IN and INPLACE), one of
-    them replaced by the case's value profile."""
+    them replaced by the case's value profile; each where the launcher takes it (made on
+    the GPU, then a host tensor copied to pinned or pageable memory)."""
     gen = _generator(case, salt)
     sizes = case.size_map
-    initial = {
-        t.name: _fill(t, ctx.dtype_of(t, case.inst), shape_of(t, sizes), sizes, gen) for t in ctx.spec.tensors if t.read
-    }
+    read = [t for t in ctx.spec.tensors if t.read]
+    initial = {t.name: _fill(t, ctx.dtype_of(t, case.inst), shape_of(t, sizes), sizes, gen) for t in read}
     if case.profile is not None:
         tensor = next(t for t in ctx.spec.tensors if t.name == case.profile.tensor)
         bound = index_bound(tensor.init)
         initial[tensor.name] = profile_values(
             initial[tensor.name], case.profile.name, dim_size(bound, sizes) if bound else 0, gen
         )
-    return initial
+    return {t.name: initial[t.name] if t.device == "cuda" else placed(t, initial[t.name]) for t in read}
 
 
 def _sprinkled(values: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -320,7 +335,7 @@ def make_arguments(
         if tensor.role is Role.IN:
             values[tensor.name] = _layout(ctx, tensor, initial[tensor.name], case)
         elif tensor.role is Role.INPLACE:
-            values[tensor.name] = _layout(ctx, tensor, initial[tensor.name].clone(), case)
+            values[tensor.name] = _layout(ctx, tensor, placed(tensor, initial[tensor.name]), case)
     values.update(_outputs(ctx, case, which_poison))
     return Arguments(values, dict(initial))
 
@@ -403,8 +418,11 @@ def plain_runs(
 
 
 def never_written(ctx: CaseContext, runs: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Per output tensor, the elements that held poison A after run 0 and poison B after run 1."""
-    return {t.name: unwritten_mask(runs[0][t.name], runs[1][t.name]) for t in ctx.spec.tensors if t.role is Role.OUT}
+    """Per output tensor, the elements that held poison A after run 0 and poison B after run 1
+    (a returned output was never poisoned: none)."""
+    return {
+        t.name: unwritten_mask(runs[0][t.name], runs[1][t.name]) for t in ctx.spec.passed_tensors if t.role is Role.OUT
+    }
 
 
 def canonical(spec: KernelSpec, outputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -471,7 +489,7 @@ def compare(
     """assert_close's rule (|a - e| <= atol + rtol * |e|, NaN equal to NaN) with a report;
     ``slack`` widens the bound per element (inf: any value)."""
     a = actual.float().double() if actual.dtype.is_floating_point else actual.double()
-    e = expected.to(actual.dtype)
+    e = expected.to(device=actual.device, dtype=actual.dtype)
     e = e.float().double() if e.dtype.is_floating_point else e.double()
     diff = (a - e).abs()
     bound = atol + rtol * e.abs()
@@ -525,7 +543,24 @@ def _written(ctx: CaseContext, args: Arguments) -> dict[str, torch.Tensor]:
 
 
 def call(ctx: CaseContext, case: Case, args: Arguments) -> None:
-    ctx.kernels[case.inst](*args.ordered(ctx.spec))
+    """One launch; the outputs the launcher returns join ``args`` by name."""
+    result = ctx.kernels[case.inst](*args.ordered(ctx.spec))
+    args.values.update(returned_outputs(ctx.spec, ctx.instantiation(case.inst), case.size_map, result))
+
+
+def returned_outputs(spec: KernelSpec, inst: Instantiation, sizes: Mapping[str, int], result: Any) -> dict[str, Any]:
+    """The launcher's returned outputs as torch tensors by name, each checked against its
+    declaration (shape, dtype, device): a mismatch is a ValueError naming the output."""
+    found = {}
+    for name, value in spec.returned(result).items():
+        tensor = next(t for t in spec.tensors if t.name == name)
+        value = value if isinstance(value, torch.Tensor) else torch.from_dlpack(value)
+        want = (shape_of(tensor, sizes), spec.tensor_dtype(tensor, inst), tensor.device)
+        got = (tuple(value.shape), _dtype_name(value.dtype), value.device.type)
+        if got != want:
+            raise ValueError(f"returned output {name} is {got} (shape, dtype, device); the spec declares {want}")
+        found[name] = value
+    return found
 
 
 def run_reference(ctx: CaseContext, case: Case) -> list[Outcome]:
@@ -677,13 +712,15 @@ def _arena(initial: Mapping[str, torch.Tensor]) -> Arena:
 def _late_inputs(
     ctx: CaseContext, case: Case, real: Mapping[str, torch.Tensor], salt: int
 ) -> tuple[Arena, torch.Tensor]:
-    """An arena holding stale values, and the staging bytes of the ``real`` ones."""
-    arena = _arena(real)
-    for name, value in real.items():
-        arena.views[name].copy_(value)
+    """An arena holding stale values, and the staging bytes of the ``real`` ones: the GPU
+    inputs only (a host buffer holds its real values: the producer writes device memory)."""
+    arena = _arena({name: value for name, value in real.items() if value.is_cuda})
+    for name, view in arena.views.items():
+        view.copy_(real[name])
     staging = arena.buffer.clone()
-    for name, stale in make_initial(ctx, case, salt=salt).items():
-        arena.views[name].copy_(stale)
+    stale = make_initial(ctx, case, salt=salt)
+    for name, view in arena.views.items():
+        view.copy_(stale[name])
     return arena, staging
 
 
@@ -700,7 +737,7 @@ def _ordered_call(
     arena, staging = _late_inputs(ctx, case, real, salt)  # copies `real`: before any launch reads it
     stick = yardstick(ctx, case, real)
     stream = torch.cuda.Stream()
-    args = make_arguments(ctx, case, arena.views)
+    args = make_arguments(ctx, case, {**real, **arena.views})
     for name, view in arena.views.items():  # the kernel must see the arena itself, in place
         args.values[name] = view
     synchronize()
@@ -885,6 +922,7 @@ def copy_bandwidth(ctx: CaseContext) -> float:
 def run_bandwidth(ctx: CaseContext, case: Case) -> list[Outcome]:
     """KD501 (advisory): bytes moved per second against the device's copy bandwidth."""
     args = make_arguments(ctx, case, make_initial(ctx, case), None)
+    call(ctx, case, args)  # the outputs the launcher returns count too
     if ctx.spec.bytes_moved is not None:
         moved = int(ctx.spec.bytes_moved(args.values))
     else:

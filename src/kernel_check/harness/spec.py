@@ -25,7 +25,9 @@ A spec file (``*_spec.py``, next to the kernel) defines ``SPEC`` (or a list ``SP
 
 The harness calls the exported function directly with the arguments in ``args`` order
 (outputs are allocated by the harness, so it can poison them), and compares every
-``OUT``/``INPLACE`` tensor with what ``reference`` returns. ``reference`` receives the
+``OUT``/``INPLACE`` tensor with what ``reference`` returns. A launcher that returns its
+outputs instead names them in ``returns=("sum", "diff")`` (``OUT`` tensors of ``args``, left
+out of the call); a host buffer is ``Tensor(..., device="cpu", pinned=True)``. ``reference`` receives the
 ``IN``/``INPLACE`` tensors (fresh clones) and the scalars as keyword arguments and returns
 one tensor (a kernel with one output) or a dict keyed by output name.
 
@@ -106,6 +108,7 @@ Sizes = Mapping[str, int]
 # A custom initializer: (shape, torch dtype, device, torch.Generator, sizes) -> tensor.
 InitFn = Callable[[tuple[int, ...], Any, Any, Any, Sizes], Any]
 
+DEVICES = ("cuda", "cpu")
 INIT_PRESETS = ("randn", "uniform", "zeros", "ones", "perm", "randint", "cumsum")
 CANONICAL_FORMS = ("sort", "set")
 
@@ -154,6 +157,8 @@ class Tensor:
     wrong-dtype case of KD301 picks one outside them). ``profiles`` maps a value profile
     (``profiles.PROFILES``: ``nan``, ``oob``, ...) to its contract (``match``, ``safe``,
     ``reject``, ``off``); unnamed profiles get ``profiles.default_contract``.
+    ``device`` is where the launcher takes the tensor: ``"cuda"``, or ``"cpu"`` for a host
+    buffer (``pinned=True``: page-locked, as a kernel that reads it over the bus needs).
     """
 
     name: str
@@ -166,6 +171,8 @@ class Tensor:
     strided_dims: tuple[int, ...] = ()
     accepts: tuple[str, ...] = ()
     profiles: Mapping[str, str] = field(default_factory=dict)
+    device: str = "cuda"
+    pinned: bool = False
 
     def free_strides(self) -> tuple[int, ...]:
         """The dimensions (0-based, ascending) whose stride the launcher leaves free."""
@@ -319,6 +326,10 @@ class KernelSpec:
     # its last dimension ("set" says the same), or a function over the dict of outputs
     # returning them in a canonical form; applied to results and reference alike
     canonicalize: Mapping[str, str] | Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
+    # outputs the exported function returns instead of writing into buffers the harness
+    # passes: OUT tensors of ``args`` (their shape and dtype), in the order the launcher
+    # returns them (one: a tensor; several: a tuple); they are left out of the call
+    returns: tuple[str, ...] = ()
     # filled in by discovery: the spec file that defined this spec
     spec_path: str = ""
 
@@ -365,6 +376,30 @@ class KernelSpec:
     @property
     def scalars(self) -> tuple[Scalar, ...]:
         return tuple(a for a in self.args if isinstance(a, Scalar))
+
+    @property
+    def passed_args(self) -> tuple[Arg, ...]:
+        """The arguments the exported function takes, in order: ``args`` less ``returns``."""
+        return tuple(a for a in self.args if a.name not in self.returns)
+
+    @property
+    def passed_tensors(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.tensors if t.name not in self.returns)
+
+    def returned(self, result: Any) -> dict[str, Any]:
+        """The launcher's return value by output name: one tensor for one name in ``returns``,
+        else a tuple (or any sequence) of them in ``returns`` order; ValueError otherwise."""
+        if not self.returns:
+            return {}
+        if hasattr(result, "__dlpack__"):  # a tensor (iterable too: tested first)
+            values = [result]
+        elif result is None or isinstance(result, (str, bytes)) or not hasattr(result, "__len__"):
+            raise ValueError(f"the launcher returned {type(result).__name__}, not the outputs {list(self.returns)}")
+        else:
+            values = list(result)
+        if len(values) != len(self.returns):
+            raise ValueError(f"the launcher returned {len(values)} value(s) for the outputs {list(self.returns)}")
+        return dict(zip(self.returns, values))
 
     def tensor_dtype(self, tensor: Tensor, inst: Instantiation) -> str:
         """The tensor's dtype in a variant (a build with several run-time dtypes: its first)."""
@@ -499,6 +534,10 @@ def _validate_tensor(spec: KernelSpec, tensor: Tensor) -> None:
     for dim in tensor.strided_dims:
         if not -rank <= dim < rank:
             _fail(spec, f"tensor {tensor.name}: strided_dims names dimension {dim} of a rank-{rank} tensor")
+    if tensor.device not in DEVICES:
+        _fail(spec, f"tensor {tensor.name}: device {tensor.device!r} is not one of {DEVICES}")
+    if tensor.pinned and tensor.device != "cpu":
+        _fail(spec, f"tensor {tensor.name}: pinned=True needs device='cpu' (pinned memory is host memory)")
     for dtype in tensor.accepts:
         if dtype not in DTYPES:
             _fail(spec, f"tensor {tensor.name}: accepts names an unknown dtype {dtype!r}")
@@ -555,6 +594,22 @@ def _validate_canonicalize(spec: KernelSpec) -> None:
             _fail(spec, f"canonicalize[{name!r}] is {how!r}; one of {CANONICAL_FORMS}")
 
 
+def _validate_returns(spec: KernelSpec) -> None:
+    if not isinstance(spec.returns, tuple) or not all(isinstance(n, str) for n in spec.returns):
+        _fail(spec, f"`returns` must be a tuple of output names, not {spec.returns!r}")
+    if len(set(spec.returns)) != len(spec.returns):
+        _fail(spec, f"`returns` names an output twice: {list(spec.returns)}")
+    tensors = {t.name: t for t in spec.tensors}
+    for name in spec.returns:
+        tensor = tensors.get(name)
+        if tensor is None:
+            _fail(spec, f"`returns` names {name!r}, which is no Tensor of `args` (declare its shape and dtype there)")
+        elif tensor.role is not Role.OUT:
+            _fail(spec, f"`returns` names {name!r}, whose role is {tensor.role.name}: a returned tensor is an OUT")
+        elif tensor.free_strides():
+            _fail(spec, f"tensor {name}: a returned tensor's layout is the launcher's, so no strided_rows/strided_dims")
+
+
 def validate_spec(spec: KernelSpec) -> None:
     """Check a spec's internal consistency (no GPU, no torch)."""
     for attr in ("name", "source", "export", "symbol"):
@@ -567,6 +622,7 @@ def validate_spec(spec: KernelSpec) -> None:
     if spec.symbol.count("<>") > 1:
         _fail(spec, f"`symbol` {spec.symbol!r} has more than one `<>` for the template arguments")
     _validate_canonicalize(spec)
+    _validate_returns(spec)
     names = [a.name for a in spec.args]
     if len(set(names)) != len(names):
         _fail(spec, f"argument names repeat: {names}")
