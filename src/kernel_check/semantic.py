@@ -10,6 +10,8 @@ are built on the first question that needs them and kept for every later rule:
 - launches: `launches_in(launcher)`, `launches_of(kernel)`, `launching_usrs`;
 - per-function facts: `facts_of(usr)` (the launcher facts of one function),
   `dataflow(function)`, `tensor_callers(function)`;
+- how a kernel uses the values it loads: `index_uses(function)` (a load, or an atomic's old
+  value, inside the index of another access), `prefix_sums(function)` (`p[e]` and `p[e + 1]`);
 - callee summaries (`summaries.py`): `vector_uses(usr)`, `access_kinds(usr, param, field)`,
   and what a launcher's launches feed into vectorized accesses: `vector_feeds(launcher)`.
 
@@ -34,6 +36,7 @@ from .model import (
     Launch,
     LaunchedKernel,
     LauncherFacts,
+    PointerAccess,
     SourceModel,
     Struct,
     TypeInfo,
@@ -41,7 +44,7 @@ from .model import (
 )
 from .summaries import MAX_CALL_DEPTH, AccessSummaries, VectorSummaries, VectorUse, bind_template_arguments
 
-__all__ = ["SemanticModel", "VectorFeed"]
+__all__ = ["IndexUse", "SemanticModel", "VectorFeed"]
 
 _PARAMS_STRUCT_SUFFIXES = ("Params", "Param")
 _QUALIFIERS = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")
@@ -60,6 +63,15 @@ class VectorFeed:
     access: VectorAccess
     width: ConstExpr  # bytes per access, over the launcher's template parameters
     guard: ConstExpr | None  # when this kernel is the one launched (None: always)
+
+
+@dataclass(frozen=True)
+class IndexUse:
+    """The value `inner` gives (a load, or the old value of an atomic) is part of the index of
+    the access `outer` (``table[ids[i] * w]``, ``out[atomicAdd(count, 1)]``)."""
+
+    inner: PointerAccess
+    outer: PointerAccess
 
 
 def bare_type_name(spelling: str) -> str:
@@ -236,6 +248,46 @@ class SemanticModel:
             *self._tensor_handoffs_by_callee.get(f"name:{function.name}", []),
         ]
         return {caller for caller, _ in calls if caller != function.usr}
+
+    # -- loaded values ------------------------------------------------------------------------
+    def _index_text(self, access: PointerAccess) -> str | None:
+        """The index of a subscript access as written (``p[i + 1]`` -> ``i + 1``), else None."""
+        if access.how != "subscript":
+            return None
+        text = self.data[access.span.start : access.span.end].decode("utf-8", errors="replace")
+        opened = text.find("[")
+        return " ".join(text[opened + 1 : -1].split()) if opened >= 0 and text.endswith("]") else None
+
+    def index_uses(self, function: Function) -> list[IndexUse]:
+        """The accesses of `function`'s body whose index holds another access of it: the
+        value read (or an atomic's old value) indexes the outer pointer's memory. Directly
+        nested only: a value kept in a local first is not followed."""
+        flow = self.dataflow(function)
+        if flow is None:
+            return []
+        uses = []
+        for outer in flow.accesses:
+            if self._index_text(outer) is None:
+                continue
+            base_end = outer.span.start + self.data[outer.span.start : outer.span.end].find(b"[")
+            for inner in flow.accesses:
+                nested = base_end < inner.span.start and inner.span.end <= outer.span.end
+                if nested and inner.param_index != outer.param_index and inner.kind is not AccessKind.ESCAPE:
+                    uses.append(IndexUse(inner, outer))
+        return uses
+
+    def prefix_sums(self, function: Function) -> set[int]:
+        """The parameters `function` reads as ``p[e]`` and ``p[e + 1]``: the bounds of
+        segment `e` of a prefix sum (an ``indptr``)."""
+        flow = self.dataflow(function)
+        if flow is None:
+            return set()
+        indexes: dict[int, set[str]] = {}
+        for access in flow.accesses:
+            text = self._index_text(access)
+            if text is not None and access.kind is AccessKind.READ:
+                indexes.setdefault(access.param_index, set()).add(text)
+        return {param for param, texts in indexes.items() if any(f"{t} + 1" in texts for t in texts)}
 
     # -- callee summaries --------------------------------------------------------------------
     @functools.cached_property

@@ -30,7 +30,7 @@ import ast
 import itertools
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from ..model import (
     Function,
     FunctionKind,
     MatcherChain,
+    Param,
     ParameterTest,
     SourceModel,
     Struct,
@@ -48,30 +49,11 @@ from ..model import (
     split_template_arguments,
 )
 from ..semantic import SemanticModel
-from .draft_model import TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
+from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
-from .spec import DTYPES, TAILS, Role
+from .hand_checks import HandChecks, clean, constants_of, read_hand_checks
+from .spec import DTYPES, TAILS, Role, dim_axes
 
-# C++ spellings of element types -> the harness's dtype names (the project's aliases come
-# from DTYPES; the rest are the CUDA and standard spellings kernels use directly)
-CPP_DTYPES: dict[str, str] = {
-    **{alias: name for name, (_, alias) in DTYPES.items()},
-    "float": "float32",
-    "double": "float64",
-    "half": "float16",
-    "__half": "float16",
-    "nv_bfloat16": "bfloat16",
-    "__nv_bfloat16": "bfloat16",
-    "__nv_fp8_e4m3": "float8_e4m3fn",
-    "fp8_e4m3fn_t": "float8_e4m3fn",
-    "int": "int32",
-    "int32_t": "int32",
-    "int64_t": "int64",
-    "uint8_t": "uint8",
-    "int8_t": "int8",
-    "int16_t": "int16",
-    "bool": "bool",
-}
 # A template type parameter nobody lists the values of: the float types kernels usually take.
 DEFAULT_FLOAT_TYPES = ("float16", "bfloat16", "float32")
 # Values tried for an integer template parameter that sizes a dimension.
@@ -129,7 +111,38 @@ def launchers(model: SourceModel) -> list[Function]:
     # Nothing launches where the model sees it (a launch behind a raw-pointer helper, a
     # parse error): the entry points, the tensor-taking functions no other one calls.
     called = {h.callee for h in model.launcher_facts.tensor_handoffs}
+    called |= {c.name for f in taking for c in _written_tensor_callees(model, f, taking)}
     return [f for f in taking if f.name not in called]
+
+
+def _written_tensor_callees(model: SourceModel, function: Function, candidates: Sequence[Function]) -> list[Function]:
+    """The candidates ``function``'s body calls with one of its tensors, read from the text:
+    for the calls the parse lost (``helper<float, float32_code>(a, b)`` with
+    ``float32_code`` from a header the parse did not reach), so no handoff records them."""
+    if function.body is None:
+        return []
+    body = clean(model.data[function.body.start : function.body.end].decode("utf-8", errors="replace"))
+    tensors = [p.name for p in function.params if _is_tensor(p.type.spelling)]
+    found = []
+    for callee in candidates:
+        if callee.usr == function.usr:
+            continue
+        for match in re.finditer(rf"\b{re.escape(callee.name)}\s*(?:<[^;{{}}]*?>)?\s*\(([^;]*?)\)\s*;", body):
+            if any(re.search(rf"\b{re.escape(t)}\b", match.group(1)) for t in tensors):
+                found.append(callee)
+                break
+    return found
+
+
+def entry_points(model: SourceModel, found: Sequence[Function]) -> list[Function]:
+    """The launchers no other one hands its tensors to: a helper (``generic_op<T, 128>``
+    called by each exported ``op``, ``act_and_mul<...>`` by ``silu_and_mul<...>``) is reached
+    through its callers, whose drafts read its facts (``facts_function``), and is no launcher
+    of its own. All of them when every one is called (a cycle)."""
+    semantic = SemanticModel(model)
+    usrs = {f.usr for f in found}
+    entries = [f for f in found if not semantic.tensor_callers(f) & usrs]
+    return entries or list(found)
 
 
 def forward_target(model: SourceModel, function: Function, direct: Sequence[Function]) -> Function | None:
@@ -152,7 +165,14 @@ def facts_function(model: SourceModel, launcher: Function) -> Function:
     if launcher.qualified_name in busy or launcher.usr in verifying:
         return launcher
     direct = [f for f in model.functions if f.qualified_name in busy or f.usr in verifying]
-    return forward_target(model, launcher, direct) or launcher
+    target = forward_target(model, launcher, direct)
+    if target is None:  # a call the parse lost: the one tensor-taking function the text calls
+        taking = [f for f in launchers(model) if f.body is not None] + [
+            f for f in model.functions if f.kind is FunctionKind.HOST and f.is_definition and f.template_params
+        ]
+        callees = list({f.usr: f for f in _written_tensor_callees(model, launcher, taking)}.values())
+        target = callees[0] if len(callees) == 1 else None
+    return target or launcher
 
 
 def pick_launchers(model: SourceModel, wanted: str | None) -> list[Function]:
@@ -270,7 +290,13 @@ def runtime_dtypes(chain: MatcherChain | None) -> tuple[str, ...]:
 
 
 def _tensor(
-    model: SourceModel, launcher: Function, name: str, type_params: set[str], roles: dict[str, Role], notes: list[str]
+    model: SourceModel,
+    launcher: Function,
+    name: str,
+    type_params: set[str],
+    roles: dict[str, Role],
+    notes: list[str],
+    checks: HandChecks,
 ) -> DraftTensor:
     """One tensor argument; ``launcher`` is where its matcher runs (``facts_function``)."""
     chain = _chain_of(model, launcher, name)
@@ -280,8 +306,7 @@ def _tensor(
     if device == "cpu":
         notes.append(f"{TODO}: tensor {name} is a host buffer; pinned assumed (a kernel may read it over the bus)")
     if chain is None:
-        notes.append(f"{TODO}: tensor {name} is not verified by a TensorMatcher here; shape 1-D assumed")
-        return DraftTensor(name, (f"{name}_0",), "float32", roles.get(name, Role.IN), device=device)
+        return _hand_checked_tensor(name, roles.get(name, Role.IN), checks, notes, device)
     aliases = dim_aliases(model, launcher, params)
     shape = tuple(_dim(d, name, i, params, aliases) for i, d in enumerate(chain.dims))
     strided = len(shape) >= 2 and padded_rows(text, chain.dims)
@@ -338,6 +363,33 @@ def returned_outputs(launcher: Function, tensors: Sequence[DraftTensor], notes: 
     return [DraftTensor(n, like.shape, like.dtype, Role.OUT, runtime=like.runtime) for n in names]
 
 
+def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[str], device: str) -> DraftTensor:
+    """A tensor no ``TensorMatcher`` verifies: its rank, dimensions and dtype from the
+    launcher's own checks (``hand_checks``); a tensor nothing checks takes the shape of a
+    checked one whose data the launcher casts to the same type (an output beside its input)."""
+    dtypes = checks.dtypes.get(name, ())
+    if not dtypes:
+        notes.append(f"{TODO}: tensor {name}: no dtype check nor cast of its data; float32 assumed")
+    dtype, accepts = (dtypes[0], dtypes[1:]) if dtypes else ("float32", ())
+    shape = checks.shapes.get(name)
+    if shape is None:
+        cast = checks.casts.get(name)
+        # an output beside its input: only a tensor written (or cast to a non-const pointer) takes a twin's shape
+        writable = role is not Role.IN or name in checks.mutable
+        twin = (
+            next((t for t, c in checks.casts.items() if c == cast and t in checks.shapes), None)
+            if cast and writable
+            else None
+        )
+        if twin is not None:
+            shape = checks.shapes[twin]
+            notes.append(f"{TODO}: tensor {name}: no check of its shape; {twin}'s assumed (its data is a {cast} too)")
+        else:
+            shape = (f"{name}_0",)
+            notes.append(f"{TODO}: tensor {name}: neither a TensorMatcher nor a check gives its shape; 1-D assumed")
+    return DraftTensor(name, shape, dtype, role, accepts=accepts, device=device)
+
+
 def padded_rows(chain_text: str, dims: Sequence[str]) -> bool:
     """Whether ``with_strides`` lets the rows be padded: ``{S, 1}`` with a stride of its own
     does, ``{D, 1}`` naming the row length (or no ``with_strides``) keeps them contiguous."""
@@ -353,8 +405,11 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
     tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
     semantic = SemanticModel(model)
+    own = {p.name for p in launcher.params}
     for launch in semantic.launches_in(launcher):
         for arg in launch.tensors:
+            if arg.tensor not in own:  # ``#0``: a size the model took for a parameter's data
+                continue
             kinds: set[AccessKind] = set()
             consts: list[bool] = []
             for kernel in launch.kernels:
@@ -421,6 +476,16 @@ def _is_optional_tensor(spelling: str) -> bool:
 def _required(spelling: str, tests: Sequence[ParameterTest]) -> bool:
     """An ``Optional<TensorView>`` the launcher uses without testing whether it was given."""
     return _is_optional_tensor(spelling) and not any(t.test == "present" for t in tests)
+
+
+def _written_type(model: SourceModel, param: Param) -> str:
+    """A parameter's type; as written where clang fell back to ``int`` (a type it could not
+    resolve, ``Optional<TensorView>`` without the tree's headers)."""
+    if param.type.spelling != "int":
+        return param.type.spelling
+    text = model.data[param.span.start : param.span.end].decode("utf-8", errors="replace")
+    written = text[: text.rfind(param.name)].strip() if param.name in text else ""
+    return written if written and not re.search(r"\bint\b", written) else param.type.spelling
 
 
 def _scalar(name: str, spelling: str, tests: Sequence[ParameterTest]) -> DraftScalar:
@@ -837,16 +902,22 @@ def _dedupe(found: list[DraftInstantiation]) -> list[DraftInstantiation]:
 # ----- the grid -----
 
 
-def grid_for(tensors: list[DraftTensor], pinned: set[str], notes: list[str]) -> dict[str, tuple[int, ...]]:
+def grid_for(
+    tensors: list[DraftTensor], pinned: set[str], notes: list[str], multiples: Mapping[str, int] | None = None
+) -> dict[str, tuple[int, ...]]:
     """Free axes in order of appearance; the last dimension of the first written tensor (the
-    vectorized one, usually) gets the tails."""
-    free = list(dict.fromkeys(d for t in tensors for d in t.shape if isinstance(d, str) and d not in pinned))
-    if not free:
+    vectorized one, usually) gets the tails. An axis the launcher requires a multiple of
+    (``multiples``) takes multiples, and never the tails."""
+    multiples = multiples or {}
+    free = list(dict.fromkeys(a for t in tensors for d in t.shape for a in sorted(dim_axes(d)) if a not in pinned))
+    tails = [axis for axis in free if axis not in multiples]
+    if not tails:
         notes.append(f"{TODO}: every dimension is fixed; a dummy axis holds the tails")
-        return {"tail": TAIL_AXIS}
     written = [t for t in tensors if t.role is not Role.IN] + tensors
-    tail = next((d for t in written for d in reversed(t.shape) if d in free), free[-1])
-    return {axis: TAIL_AXIS if axis == tail else OTHER_AXIS for axis in free}
+    tail = next((d for t in written for d in reversed(t.shape) if d in tails), tails[-1] if tails else "tail")
+    grid = {axis: tuple(multiples[axis] * v for v in OTHER_AXIS) if axis in multiples else OTHER_AXIS for axis in free}
+    grid[tail] = TAIL_AXIS
+    return grid
 
 
 # ----- the whole draft -----
@@ -859,7 +930,9 @@ def draft_launcher(
     spec_dir: Path,
     wrapper_calls: Sequence[WrapperCall],
     probing: bool = False,
+    constants: Mapping[str, int] | None = None,
 ) -> Draft:
+    """The draft of one launcher; ``constants``: the named integers its checks may pin a dimension to."""
     notes: list[str] = []
     symbol = symbol_of(model, launcher)
     wrapper = _matching_call(wrapper_calls, symbol)
@@ -876,16 +949,18 @@ def draft_launcher(
     roles = tensor_roles(model, facts, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
     tests = parameter_tests(model, {launcher.usr, facts.usr})
+    checks = hand_checks_of(model, facts, constants or {})
+    written = {p.name: _written_type(model, p) for p in launcher.params}
     args: list[DraftTensor | DraftScalar] = [
-        _tensor(model, facts, p.name, type_params, roles, notes)
-        if _is_tensor(p.type.spelling) or _required(p.type.spelling, tests.get(p.name, []))
-        else _scalar(p.name, p.type.spelling, tests.get(p.name, []))
+        _tensor(model, facts, p.name, type_params, roles, notes, checks)
+        if _is_tensor(p.type.spelling) or _required(written[p.name], tests.get(p.name, []))
+        else _scalar(p.name, written[p.name], tests.get(p.name, []))
         for p in launcher.params
     ]
     notes += [
         f"{TODO}: {p.name} is an optional tensor the launcher uses without testing that it is given: drafted given"
         for p in launcher.params
-        if _required(p.type.spelling, tests.get(p.name, []))
+        if _required(written[p.name], tests.get(p.name, []))
     ]
     for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
         arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
@@ -893,14 +968,15 @@ def draft_launcher(
     returned = returned_outputs(launcher, tensors, notes)
     args += returned
     tensors += returned
-    _ensure_written(tensors, roles, notes)
+    _ensure_written(tensors, checks, notes)
     pdl = _pdl_param(model, facts)
     insts = instantiations(
         model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes, probing), tensors, notes
     )
+    canonical = _loaded_value_uses(model, facts, tensors, insts, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
-    grid = grid_for(tensors, pinned, notes)
+    grid = grid_for(tensors, pinned, notes, checks.divisible)
     if constraint and not _every_instantiation_runs(grid, insts, constraint):
         constraint = _fewer_ids(tensors, notes)
     name = _spec_name(launcher)
@@ -915,8 +991,69 @@ def draft_launcher(
         grid=grid,
         notes=list(dict.fromkeys(notes)),
         constraint=constraint,
+        canonicalize=canonical,
         returns=tuple(t.name for t in returned),
     )
+
+
+def _integer(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:
+    dtypes = {d for i in insts for d in _bound(i.dtypes, tensor.dtype)}
+    return bool(dtypes) and all(d.startswith(("int", "uint")) for d in dtypes)
+
+
+def _loaded_value_uses(
+    model: SourceModel,
+    launcher: Function,
+    tensors: list[DraftTensor],
+    insts: list[DraftInstantiation],
+    notes: list[str],
+) -> dict[str, str]:
+    """Index-like inputs and unordered outputs, from how the launched kernels use the values
+    they load (``SemanticModel.index_uses``, ``prefix_sums``): an integer input read inside
+    the index of another tensor's access holds indices below that tensor's first dimension
+    (``randint:``), one read as ``p[e]`` and ``p[e + 1]`` is a prefix sum from 0 to that
+    dimension (``cumsum:``), so random inputs are valid and the index profiles are the
+    attack; an output written at an atomic's old value has no fixed order: compared sorted.
+    Returns the draft's ``canonicalize``."""
+    semantic = SemanticModel(model)
+    by_name = {t.name: t for t in tensors}
+    canonical: dict[str, str] = {}
+    for launch in semantic.launches_in(launcher):
+        names = {a.argument: a.tensor for a in launch.tensors if not a.field}
+        for launched in launch.kernels:
+            kernel = semantic.function(launched.usr)
+            if kernel is None:
+                continue
+            sums = {names[p] for p in semantic.prefix_sums(kernel) if p in names}
+            for use in semantic.index_uses(kernel):
+                target = by_name.get(names.get(use.outer.param_index, ""))
+                source = by_name.get(names.get(use.inner.param_index, ""))
+                if target is None:
+                    continue
+                if use.inner.how.startswith("atomic") and target.role is not Role.IN and target.name not in canonical:
+                    canonical[target.name] = "sort"
+                    notes.append(f"{TODO}: {target.name} is written at an atomic counter's value: compared sorted")
+                    continue
+                if source is None or source.role is not Role.IN or source.init or not _integer(source, insts):
+                    continue
+                bound = target.shape[0] if target.shape else None
+                if not (isinstance(bound, str) and bound.isidentifier()):
+                    continue
+                kind = "cumsum" if source.name in sums else "randint"
+                source.init = f"{kind}:{bound}"
+                what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
+                notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} its dimension 0 ({bound}) assumed")
+    return canonical
+
+
+def hand_checks_of(model: SourceModel, launcher: Function, constants: Mapping[str, int]) -> HandChecks:
+    """What the launcher's own checks say about its tensors (``hand_checks``)."""
+    if launcher.body is None:
+        return HandChecks()
+    body = model.data[launcher.body.start : launcher.body.end].decode("utf-8", errors="replace")
+    tensors = [p.name for p in launcher.params if _is_tensor(p.type.spelling)]
+    params = {p.name for p in template_params(model, launcher)}
+    return read_hand_checks(body, tensors, constants, params)
 
 
 def _index_inits(
@@ -927,8 +1064,7 @@ def _index_inits(
     scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
     constraints = []
     for tensor in tensors:
-        dtypes = {d for i in insts for d in _bound(i.dtypes, tensor.dtype)}
-        if tensor.role is not Role.IN or not dtypes or not all(d.startswith(("int", "uint")) for d in dtypes):
+        if tensor.role is not Role.IN or tensor.init or not _integer(tensor, insts):
             continue
         rows = next(
             (
@@ -938,13 +1074,15 @@ def _index_inits(
             ),
             None,
         )
-        if rows is None or len(tensor.shape) != 1 or not isinstance(tensor.shape[0], str):
+        ids = tensor.shape[0] if len(tensor.shape) == 1 else None
+        # a derived dimension (``batch+1``) is no axis to draw ids below or to count them
+        if rows is None or not isinstance(ids, str) or not (rows.isidentifier() and ids.isidentifier()):
             continue
         tensor.init = f"perm:{rows}"
         for target in tensors:  # a scatter: the rows no id names keep their values
             if target.role is Role.OUT and target.shape and target.shape[0] == rows:
                 target.role = Role.INPLACE
-        constraints.append((rows, tensor.shape[0]))
+        constraints.append((rows, ids))
         notes.append(f"{TODO}: {tensor.name} assumed to hold distinct row ids of dimension {rows}")
     return constraints
 
@@ -971,12 +1109,17 @@ def _fewer_ids(tensors: list[DraftTensor], notes: list[str]) -> list[tuple[str, 
     return []
 
 
-def _ensure_written(tensors: list[DraftTensor], roles: dict[str, Role], notes: list[str]) -> None:
-    """A spec needs a written tensor; where no access says which, guess the last one."""
+def _ensure_written(tensors: list[DraftTensor], checks: HandChecks, notes: list[str]) -> None:
+    """A spec needs a written tensor; where no access says which, guess: the tensors whose
+    data the launcher casts to a non-const pointer and whose shape it does not check (the
+    outputs a launcher hands on), else the last one."""
     if any(t.role is not Role.IN for t in tensors) or not tensors:
         return
-    tensors[-1].role = Role.INPLACE
-    notes.append(f"{TODO}: no tensor is seen written; {tensors[-1].name} assumed INPLACE")
+    unchecked = [t for t in tensors if t.name in checks.mutable and t.name not in checks.shapes]
+    for tensor in unchecked or tensors[-1:]:
+        tensor.role = Role.INPLACE
+    names = ", ".join(t.name for t in unchecked or tensors[-1:])
+    notes.append(f"{TODO}: no tensor is seen written; {names} assumed INPLACE")
 
 
 def _spec_name(launcher: Function) -> str:
@@ -1029,8 +1172,10 @@ def draft_file(
     wrapper = wrapper or find_wrapper(cuh)
     calls = read_wrapper(wrapper, cuh.resolve().as_posix()) if wrapper else []
     exported = [f for f in chosen if _matching_call(calls, symbol_of(model, f))]
-    chosen = exported or chosen  # a wrapper names what is exported: the rest are internal
-    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe) for f in chosen]
+    # a wrapper names what is exported: the rest are internal; without one, the entry points
+    chosen = exported or (entry_points(model, chosen) if launcher is None else chosen)
+    constants = constants_of(cuh, includes)
+    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe, constants) for f in chosen]
     base = tree[1] if tree else spec_path.parent
     for draft in drafts:
         draft.extra_cuda_cflags = tuple(f"-D{d}" for d in defines)

@@ -6,9 +6,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import ConstExpr
-from .spec import Role
+from .spec import DTYPES, Role
 
 TODO = "TODO(kernel-check)"  # marks each guess a user has to check
+
+# C++ spellings of element types -> the harness's dtype names (the project's aliases come
+# from DTYPES; the rest are the CUDA and standard spellings kernels use directly)
+CPP_DTYPES: dict[str, str] = {
+    **{alias: name for name, (_, alias) in DTYPES.items()},
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "__half": "float16",
+    "nv_bfloat16": "bfloat16",
+    "__nv_bfloat16": "bfloat16",
+    "__nv_fp8_e4m3": "float8_e4m3fn",
+    "fp8_e4m3fn_t": "float8_e4m3fn",
+    "int": "int32",
+    "int32_t": "int32",
+    "int64_t": "int64",
+    "uint8_t": "uint8",
+    "int8_t": "int8",
+    "int16_t": "int16",
+    "bool": "bool",
+}
 
 
 @dataclass
@@ -19,8 +40,9 @@ class DraftTensor:
     role: Role
     strided_rows: bool = False
     alignment: ConstExpr | None = None
-    init: str = ""  # "" : the default (randn)
+    init: str = ""  # "" : the default (randn); ``randint:n``, ``cumsum:n``, ``perm:n`` for index-like inputs
     runtime: tuple[str, ...] = ()  # the dtypes one build takes at run time (``dtype`` is then a variable)
+    accepts: tuple[str, ...] = ()  # further dtypes the launcher's own checks allow
     device: str = "cuda"  # "cpu": a host buffer (always drafted pinned: it serves a kernel reading it too)
 
 
@@ -54,6 +76,8 @@ class Draft:
     notes: list[str] = field(default_factory=list)
     # (rows, ids) axis pairs: a grid point needs sizes[rows] >= sizes[ids] (distinct ids)
     constraint: list[tuple[str, str]] = field(default_factory=list)
+    # outputs whose order the kernel does not fix -> "sort" (the spec's ``canonicalize``)
+    canonicalize: dict[str, str] = field(default_factory=dict)
     extra_cuda_cflags: tuple[str, ...] = ()
     # the kernel tree's own include/ when the spec's location would not find it
     include_dirs: tuple[str, ...] = ()

@@ -60,6 +60,8 @@ def _render_spec(draft: Draft) -> str:
     if draft.constraint:
         test = " and ".join(f"sizes[{rows!r}] >= sizes[{ids!r}]" for rows, ids in draft.constraint)
         fields.append(("constraint", f"lambda sizes: {test}"))
+    if draft.canonicalize:
+        fields.append(("canonicalize", repr(draft.canonicalize)))
     if draft.extra_cuda_cflags:
         fields.append(("extra_cuda_cflags", repr(draft.extra_cuda_cflags)))
     if draft.include_dirs:
@@ -97,6 +99,8 @@ def _render_arg(arg: DraftTensor | DraftScalar, draft: Draft) -> str:
     width = _uniform_width(arg, draft)
     if width:
         parts.append(f"vector_bytes={width}")
+    if arg.accepts:
+        parts.append(f"accepts={arg.accepts!r}")
     if arg.strided_rows:
         parts.append("strided_rows=True")
     if arg.init:

@@ -114,6 +114,11 @@ def _fill(
         return torch.randperm(bound, generator=gen, device=cuda)[:count].view(shape).to(dtype)
     if preset == "randint":
         return torch.randint(0, dim_size(dim, sizes), shape, generator=gen, device=cuda).to(dtype)
+    if preset == "cumsum":  # a prefix sum: 0 first, the dimension's size last, sorted between
+        count, bound = numel(shape), dim_size(dim, sizes)
+        inner = torch.randint(0, bound + 1, (max(count - 2, 0),), generator=gen, device=cuda).sort().values
+        ends = torch.tensor([0, bound][: min(count, 2)], device=cuda)
+        return torch.cat([ends[:1], inner, ends[1:]]).view(shape).to(dtype)
     if preset in ("zeros", "ones"):
         return (torch.zeros if preset == "zeros" else torch.ones)(shape, dtype=dtype, device=cuda)
     if not dtype.is_floating_point:

@@ -2,8 +2,8 @@
 
 Per input tensor, the harness runs the kernel on a few extra value profiles besides the
 spec's ``init``: for floating inputs zeros, all-equal values (ties), a few huge
-magnitudes, a few +-inf, a few NaN, subnormals; for index tensors (``init`` ``perm:`` or
-``randint:``) all-equal ids (duplicates), ids at the ends of the valid range, and ids
+magnitudes, a few +-inf, a few NaN, subnormals; for index tensors (``init`` ``perm:``,
+``randint:`` or ``cumsum:``) all-equal ids (duplicates), ids at the ends of the valid range, and ids
 beyond it (negative and ``== n``). Both integer widths a launcher accepts are covered by
 an instantiation whose ``dtypes`` lists both (every case runs per choice).
 
@@ -32,6 +32,8 @@ from dataclasses import dataclass
 FLOAT_PROFILES = ("zeros", "equal", "huge", "inf", "nan", "subnormal")
 INDEX_PROFILES = ("dup", "edge", "oob")
 PROFILES = FLOAT_PROFILES + INDEX_PROFILES
+# ``init`` presets whose values index a dimension (``randint:n``): the index profiles apply
+INDEX_PRESETS = ("perm", "randint", "cumsum")
 CONTRACTS = ("match", "safe", "reject", "off")
 # profiles whose values stay ordinary: compared with the reference by default
 _ORDINARY = {"zeros", "equal", "dup", "edge"}
@@ -76,7 +78,7 @@ def index_bound(init: object) -> str | None:
     if not isinstance(init, str):
         return None
     preset, _, dim = init.partition(":")
-    return dim if preset in ("perm", "randint") and dim else None
+    return dim if preset in INDEX_PRESETS and dim else None
 
 
 def applicable(init: object, dtype: str) -> tuple[str, ...]:

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .profiles import check_profile
+from .profiles import INDEX_PRESETS, check_profile
 
 # The tails every spec's grid must cover on some axis: a single element, one short of a
 # power of two, one past one (both non-multiples of any vector width).
@@ -110,7 +110,7 @@ Sizes = Mapping[str, int]
 InitFn = Callable[[tuple[int, ...], Any, Any, Any, Sizes], Any]
 
 DEVICES = ("cuda", "cpu")
-INIT_PRESETS = ("randn", "uniform", "zeros", "ones", "perm", "randint")
+INIT_PRESETS = ("randn", "uniform", "zeros", "ones", "perm", "randint", "cumsum")
 CANONICAL_FORMS = ("sort", "set")
 
 
@@ -152,7 +152,8 @@ class Tensor:
     from the end; ``strided_rows`` is ``(-2,)``); the other dimensions must be contiguous.
     ``init`` fills inputs: ``randn``, ``uniform`` (in [-1, 1)), ``zeros``, ``ones``,
     ``perm:<dim>`` (distinct indices below that dimension's size), ``randint:<dim>``
-    (indices below it), or a callable ``InitFn``.
+    (indices below it), ``cumsum:<dim>`` (a prefix sum, an ``indptr``: sorted, from 0 to that
+    dimension's size), or a callable ``InitFn``.
     ``accepts`` lists further dtypes the launcher's matcher allows for this tensor (the
     wrong-dtype case of KD301 picks one outside them). ``profiles`` maps a value profile
     (``profiles.PROFILES``: ``nan``, ``oob``, ...) to its contract (``match``, ``safe``,
@@ -551,7 +552,7 @@ def _validate_tensor(spec: KernelSpec, tensor: Tensor) -> None:
         preset, _, dim = tensor.init.partition(":")
         if preset not in INIT_PRESETS:
             _fail(spec, f"tensor {tensor.name}: unknown init {tensor.init!r} (one of {INIT_PRESETS})")
-        if preset in ("perm", "randint") and dim not in _known_axes(spec):
+        if preset in INDEX_PRESETS and dim not in _known_axes(spec):
             _fail(spec, f"tensor {tensor.name}: init {tensor.init!r} names no grid axis")
     elif not callable(tensor.init):
         _fail(spec, f"tensor {tensor.name}: init must be a preset name or a callable")

@@ -1,0 +1,161 @@
+"""Drafted inputs that the launcher accepts as they are (issue 29, item 2): rank, dimensions
+and dtypes read from a launcher that checks its tensors by hand (no TensorMatcher)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel_check.harness.discover import discover
+from kernel_check.harness.draft import draft_text
+from kernel_check.harness.hand_checks import read_hand_checks
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "draft" / "handcheck"
+
+
+def _spec(source: Path, tmp_path: Path):
+    out = tmp_path / f"{source.stem}_spec.py"
+    out.write_text(draft_text(source, out))
+    found = discover([out])
+    assert not found.errors, found.errors
+    (spec,) = found.specs
+    return spec
+
+
+@pytest.mark.slow
+def test_a_hand_checked_launcher_gets_ranks_shared_dims_pins_and_dtypes(tmp_path):
+    spec = _spec(FIXTURES / "gather_rows.cu", tmp_path)
+    tensors = {t.name: t for t in spec.tensors}
+    # CHECK_DIM(3, src); src.size(0) named num_rows; size(2) == kHeadDim (a constexpr: 64)
+    assert tensors["src"].shape == ("num_rows", "src_1", 64)
+    # CHECK_SHAPE(out, src): the same rank and dimensions
+    assert tensors["out"].shape == tensors["src"].shape
+    # ids.size(0) == num_rows: the shared symbol
+    assert tensors["ids"].shape == ("num_rows",)
+    # batch = indptr.size(0) - 1: indptr is one longer than the axis `batch`
+    assert tensors["indptr"].shape == ("batch+1",) and tensors["scales"].shape == ("batch",)
+    # dtypes: a DISPATCH over fp16 (bf16 also accepted), dl_int32 checks, a float* cast
+    assert (tensors["src"].dtype, tensors["src"].accepts) == ("float16", ("bfloat16",))
+    assert tensors["out"].dtype == "float16"
+    assert tensors["ids"].dtype == tensors["indptr"].dtype == "int32"
+    assert tensors["scales"].dtype == "float32"
+    # src.size(1) % kBlock == 0: that axis takes multiples of 16 only, never the tails
+    assert all(v % 16 == 0 for v in spec.grid["src_1"])
+    # an Optional<TensorView> the parse cannot resolve is passed as None, not as an int
+    assert {s.name: s.value for s in spec.scalars} == {"mask": None}
+
+
+def test_the_first_branch_of_a_layout_switch_names_the_dimensions():
+    body = """{
+      CHECK_DIM(4, cache);
+      CHECK_DIM(3, keys);
+      unsigned int heads, page;
+      if (layout == 0) { heads = cache.size(1); page = cache.size(2); }
+      else { page = cache.size(1); heads = cache.size(2); }
+      TVM_FFI_ICHECK_EQ(keys.size(1), heads);
+      TVM_FFI_ICHECK_EQ(keys.size(-1), cache.size(-1)) << "head_dim == " << 3;
+    }"""
+    checks = read_hand_checks(body, ["keys", "cache"], {}, set())
+    assert checks.shapes["cache"] == ("cache_0", "heads", "page", "keys_2")
+    # size(-1) is the last dimension: one symbol, named by the first tensor (argument order)
+    assert checks.shapes["keys"] == ("keys_0", "heads", "keys_2")
+
+
+def test_without_a_rank_check_the_highest_dimension_read_gives_the_rank():
+    checks = read_hand_checks("{ int d = x.stride(2); int n = y.size(0); }", ["x", "y", "z"], {}, set())
+    assert checks.shapes == {"x": ("x_0", "x_1", "x_2"), "y": ("n",)}
+
+
+def test_a_template_parameter_and_a_derived_dimension():
+    body = """{
+      RuntimeCheck(x.size(1) == kDim, "x");
+      const int64_t n = x.size(0);
+      TVM_FFI_ICHECK(y.ndim() == 2 && y.size(0) == n && y.size(1) == kDim / 2);
+    }"""
+    checks = read_hand_checks(body, ["x", "y"], {}, {"kDim"})
+    assert checks.shapes == {"x": ("n", "kDim"), "y": ("n", "kDim//2")}
+
+
+@pytest.mark.slow
+def test_index_like_inputs_and_an_unordered_output_from_how_the_kernel_uses_loaded_values(tmp_path):
+    spec = _spec(FIXTURES / "segment_gather.cu", tmp_path)
+    tensors = {t.name: t for t in spec.tensors}
+    # table[ids[i] * width + ...]: ids hold rows of table
+    assert tensors["ids"].init == "randint:table_0"
+    # offsets[segment] .. offsets[segment + 1], and ids[offsets[segment]]: a prefix sum over ids
+    assert tensors["offsets"].init == "cumsum:ids_0"
+    # picked[atomicAdd(count, 1)]: the order of picked's rows is the atomics' order
+    assert spec.canonicalize == {"picked": "sort"}
+    # the index profiles (duplicates, edges, out of range) are the attack on both
+    from kernel_check.harness.profiles import applicable
+
+    assert applicable(tensors["offsets"].init, "int32") == ("dup", "edge", "oob")
+
+
+@pytest.mark.slow
+def test_a_template_helper_holding_the_launch_is_no_launcher_of_its_own(tmp_path):
+    """`halve` dispatches to `halve_impl<T, 256>`, which launches: one spec, for `halve`, its
+    tensors read through the helper (a size local is no tensor whose use is out of sight)."""
+    source = FIXTURES / "dispatch_helper.cu"
+    out = tmp_path / "dispatch_helper_spec.py"
+    text = draft_text(source, out)
+    out.write_text(text)
+    found = discover([out])
+    assert not found.errors, found.errors
+    assert [s.name for s in found.specs] == ["halve"]
+    assert [(t.name, t.shape, t.role.name) for t in found.specs[0].tensors] == [
+        ("src", ("n",), "IN"),
+        ("dst", ("n",), "OUT"),
+    ]
+    assert "#0" not in text
+
+
+@pytest.mark.slow
+def test_behind_an_unseen_launch_the_casts_say_which_tensors_are_outputs_and_their_shapes(tmp_path):
+    """`merged` is cast to `float*` like the checked `a`: an output beside it, of its shape;
+    `order` (a `const int32_t*`) is no output and takes no one's shape."""
+    spec = _spec(FIXTURES / "merge_pair.cu", tmp_path)
+    tensors = {t.name: t for t in spec.tensors}
+    assert tensors["merged"].shape == tensors["a"].shape == ("rows", "a_1")
+    assert tensors["order"].shape == ("order_0",)
+    assert {n for n, t in tensors.items() if t.written} == {"merged", "slots"}
+
+
+@pytest.mark.slow
+def test_a_helper_whose_call_the_parse_lost_is_read_through_its_caller(tmp_path):
+    """`scale_f32` calls `scale_impl<float, float32_code>` (a constant the parse cannot see):
+    one spec, for `scale_f32`, with the shapes `scale_impl` checks."""
+    spec = _spec(FIXTURES / "lost_call.cu", tmp_path)
+    assert spec.name == "scale_f32"
+    assert [t.shape for t in spec.tensors] == [("x_0", "x_1"), ("x_0", "x_1")]
+
+
+def test_a_dispatch_over_two_families_drafts_the_first_and_accepts_the_rest():
+    checks = read_hand_checks(
+        "{ DISPATCH_DLPACK_DTYPE_TO_CTYPE_FP16_FP8(k.dtype(), c_type, [&] {}); "
+        "DISPATCH_DLPACK_IDTYPE_TO_CTYPE(ids.dtype(), i_type, [&] {}); }",
+        ["k", "ids"],
+        {},
+        set(),
+    )
+    assert checks.dtypes == {
+        "k": ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"),
+        "ids": ("int32", "int64"),
+    }
+
+
+def test_a_multiple_required_of_a_derived_dimension_falls_on_its_axis():
+    body = "{ const int K = x.size(1) * 2; TVM_FFI_ICHECK(x.ndim() == 2); TVM_FFI_ICHECK(K % kBlock == 0); }"
+    checks = read_hand_checks(body, ["x"], {"kBlock": 16}, set())
+    assert checks.shapes["x"] == ("x_0", "x_1") and checks.divisible == {"x_1": 8}
+
+
+def test_a_rank_switch_is_read_in_its_first_branch():
+    """`if (x.ndim() == 2) {...} else if (x.ndim() == 3) {...}`: the 2-D branch's dimensions."""
+    body = """{
+      if (x.ndim() == 2) { unsigned int rows = x.size(0); TVM_FFI_ICHECK_EQ(y.size(0), x.size(1)); }
+      else if (x.ndim() == 3) { TVM_FFI_ICHECK_EQ(y.size(0), x.size(2)); }
+    }"""
+    checks = read_hand_checks(body, ["x", "y"], {}, set())
+    assert checks.shapes == {"x": ("rows", "x_1"), "y": ("x_1",)}
