@@ -121,7 +121,7 @@ def _written_tensor_callees(model: SourceModel, function: Function, candidates: 
     ``float32_code`` from a header the parse did not reach), so no handoff records them."""
     if function.body is None:
         return []
-    body = clean(model.data[function.body.start : function.body.end].decode("utf-8", errors="replace"))
+    body = clean(_body_text(model, function))
     tensors = [p.name for p in function.params if _is_tensor(p.type.spelling)]
     found = []
     for callee in candidates:
@@ -246,7 +246,7 @@ def dim_aliases(model: SourceModel, launcher: Function, params: set[str]) -> dic
     kHiddenSize;``, ``D.set_value(kHeadDim)``): a dimension named by one is pinned by it."""
     if launcher.body is None:
         return {}
-    body = model.data[launcher.body.start : launcher.body.end].decode("utf-8", errors="replace")
+    body = _body_text(model, launcher)
     aliases = {}
     for local, value in re.findall(r"(\w+)\s*=\s*(?:static_cast<[^>]*>\()?\s*(\w+)\s*\)?\s*;", body):
         if value in params:
@@ -473,9 +473,19 @@ def _is_optional_tensor(spelling: str) -> bool:
     return "Optional" in spelling and re.search(r"\bTensor(View)?\b", spelling) is not None
 
 
-def _required(spelling: str, tests: Sequence[ParameterTest]) -> bool:
-    """An ``Optional<TensorView>`` the launcher uses without testing whether it was given."""
-    return _is_optional_tensor(spelling) and not any(t.test == "present" for t in tests)
+def _required(spelling: str, tests: Sequence[ParameterTest], body: str, name: str) -> bool:
+    """An ``Optional<TensorView>`` the launcher uses (``body`` names it) without testing
+    whether it was given; one it never names is left out too."""
+    if not _is_optional_tensor(spelling) or any(t.test == "present" for t in tests):
+        return False
+    return re.search(rf"\b{re.escape(name)}\b", body) is not None
+
+
+def _body_text(model: SourceModel, function: Function) -> str:
+    """A definition's body as written (a declaration's: empty)."""
+    if function.body is None:
+        return ""
+    return model.data[function.body.start : function.body.end].decode("utf-8", errors="replace")
 
 
 def _written_type(model: SourceModel, param: Param) -> str:
@@ -951,16 +961,18 @@ def draft_launcher(
     tests = parameter_tests(model, {launcher.usr, facts.usr})
     checks = hand_checks_of(model, facts, constants or {})
     written = {p.name: _written_type(model, p) for p in launcher.params}
+    body = _body_text(model, launcher) + _body_text(model, facts)
+    required = {p.name for p in launcher.params if _required(written[p.name], tests.get(p.name, []), body, p.name)}
     args: list[DraftTensor | DraftScalar] = [
         _tensor(model, facts, p.name, type_params, roles, notes, checks)
-        if _is_tensor(p.type.spelling) or _required(written[p.name], tests.get(p.name, []))
+        if _is_tensor(p.type.spelling) or p.name in required
         else _scalar(p.name, written[p.name], tests.get(p.name, []))
         for p in launcher.params
     ]
     notes += [
         f"{TODO}: {p.name} is an optional tensor the launcher uses without testing that it is given: drafted given"
         for p in launcher.params
-        if _required(written[p.name], tests.get(p.name, []))
+        if p.name in required
     ]
     for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
         arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
@@ -1050,7 +1062,7 @@ def hand_checks_of(model: SourceModel, launcher: Function, constants: Mapping[st
     """What the launcher's own checks say about its tensors (``hand_checks``)."""
     if launcher.body is None:
         return HandChecks()
-    body = model.data[launcher.body.start : launcher.body.end].decode("utf-8", errors="replace")
+    body = _body_text(model, launcher)
     tensors = [p.name for p in launcher.params if _is_tensor(p.type.spelling)]
     params = {p.name for p in template_params(model, launcher)}
     return read_hand_checks(body, tensors, constants, params)
