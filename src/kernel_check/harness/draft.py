@@ -477,8 +477,9 @@ class _WrapperModule:
         """The fields of a ``NamedTuple``/dataclass ``name`` in order, with their defaults."""
         found = self._class(self.tree, name)
         if found is None:
-            for node in self.tree.body:
-                sibling_import = isinstance(node, ast.ImportFrom) and 0 < node.level <= len(self.path.parents)
+            imports = [node for node in self.tree.body if isinstance(node, ast.ImportFrom)]
+            for node in imports:
+                sibling_import = 0 < node.level <= len(self.path.parents)
                 if sibling_import and any(a.name == name for a in node.names):
                     sibling = self.path.parents[node.level - 1].joinpath(*(node.module or "").split("."))
                     imported = _parse_python(sibling.with_suffix(".py"))
