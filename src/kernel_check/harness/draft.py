@@ -33,6 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..clang.includers import include_lines
 from ..model import (
@@ -54,6 +55,9 @@ from .draft_render import render
 from .hand_checks import HandChecks, clean, constants_of, read_hand_checks
 from .spec import DTYPES, TAILS, Role, dim_axes
 
+if TYPE_CHECKING:
+    from .compile_probe import ProbeResult
+
 # A template type parameter nobody lists the values of: the float types kernels usually take.
 DEFAULT_FLOAT_TYPES = ("float16", "bfloat16", "float32")
 # Values tried for an integer template parameter that sizes a dimension.
@@ -63,6 +67,9 @@ OTHER_AXIS = (1, 3, 32)
 # The tail axis: the tails and a multiple of every vector width.
 TAIL_AXIS = TAILS + (4096,)
 MAX_INSTANTIATIONS = 12
+# With nvcc probing, the candidates compiled at most (a batch of MAX_INSTANTIATIONS at a
+# time, until that many build): a cap applied before probing could keep only failing ones.
+MAX_PROBED_INSTANTIATIONS = 48
 # Tried for an integer template parameter nobody gives a value for, when the drafter probes
 # with nvcc (element bytes, a group size, a warp, a block): those that compile are kept.
 PROBED_VALUES = (1, 2, 8, 32, 128)
@@ -542,16 +549,63 @@ def read_wrapper(path: Path, cuda_file: str) -> list[WrapperCall]:
             args = tuple(split_template_arguments(rest.rsplit(">", 1)[0])) if rest else ()
             grouped.setdefault((str(export), base.strip()), []).append(args)
         return [WrapperCall(export, symbol, manifest=tuple(args)) for (export, symbol), args in grouped.items()]
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+    tree = _parse_python(path)
+    if tree is None:
         return []
+    module = _WrapperModule(path, tree)
     return [
         call
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef)
-        for call in _load_jit_calls(node, cuda_file)
+        for call in _load_jit_calls(node, cuda_file, module)
     ]
+
+
+def _parse_python(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class _WrapperModule:
+    """A wrapper module, for the names its ``make_cpp_args`` arguments are made of: its
+    module-level constants and the config classes it defines or imports from a sibling
+    module (``from .utils import KernelConfig``)."""
+
+    path: Path
+    tree: ast.Module
+
+    def constant(self, name: str) -> ast.expr | None:
+        """The value a module-level ``NAME = ...`` gives ``name``."""
+        for node in self.tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                return node.value
+        return None
+
+    def class_fields(self, name: str) -> list[tuple[str, ast.expr | None]] | None:
+        """The fields of a ``NamedTuple``/dataclass ``name`` in order, with their defaults."""
+        found = self._class(self.tree, name)
+        if found is None:
+            imports = [node for node in self.tree.body if isinstance(node, ast.ImportFrom)]
+            for node in imports:
+                sibling_import = 0 < node.level <= len(self.path.parents)
+                if sibling_import and any(a.name == name for a in node.names):
+                    sibling = self.path.parents[node.level - 1].joinpath(*(node.module or "").split("."))
+                    imported = _parse_python(sibling.with_suffix(".py"))
+                    found = self._class(imported, name) if imported is not None else None
+        if found is None:
+            return None
+        return [
+            (field.target.id, field.value)
+            for field in found.body
+            if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+        ]
+
+    @staticmethod
+    def _class(tree: ast.Module, name: str) -> ast.ClassDef | None:
+        return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
 
 
 def _call_name(node: ast.AST) -> str:
@@ -559,7 +613,7 @@ def _call_name(node: ast.AST) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
-def _load_jit_calls(function: ast.FunctionDef, cuda_file: str) -> list[WrapperCall]:
+def _load_jit_calls(function: ast.FunctionDef, cuda_file: str, module: _WrapperModule) -> list[WrapperCall]:
     cpp_args: dict[str, tuple[str, ...]] = {}
     for node in ast.walk(function):
         if (
@@ -569,7 +623,7 @@ def _load_jit_calls(function: ast.FunctionDef, cuda_file: str) -> list[WrapperCa
         ):
             for target in node.targets:
                 if isinstance(target, ast.Name):
-                    cpp_args[target.id] = tuple(_argument_source(a) for a in node.value.args)
+                    cpp_args[target.id] = _argument_sources(node.value.args, function, module)
     calls = []
     for node in ast.walk(function):
         if not (isinstance(node, ast.Call) and _call_name(node) == "load_jit"):
@@ -587,6 +641,65 @@ def _load_jit_calls(function: ast.FunctionDef, cuda_file: str) -> list[WrapperCa
                 symbol, used = _symbol_shape(item.elts[1])
                 calls.append(WrapperCall(str(item.elts[0].value), symbol, cpp_args.get(used, ())))
     return calls
+
+
+def _argument_sources(args: Sequence[ast.expr], function: ast.FunctionDef, module: _WrapperModule) -> tuple[str, ...]:
+    """Each template argument's source (see ``_argument_source``); ``*config`` unpacks a
+    config the wrapper constructs (``KernelConfig(num_threads=128, ...)``, the parameter's
+    default or a module constant) into its fields, and a parameter with an integer default
+    (``num_splits: int = 1``) gives that value."""
+    sources: list[str] = []
+    for arg in args:
+        if isinstance(arg, ast.Starred):
+            fields = _unpacked(_value_of(arg.value, function, module), module)
+            if fields is None:
+                break  # how many arguments it stands for is unknown: the rest are unknown too
+            sources += fields
+            continue
+        value = _value_of(arg, function, module) if isinstance(arg, ast.Name) else None
+        sources.append(_integer_literal(value) or _argument_source(arg))
+    return tuple(sources)
+
+
+def _value_of(node: ast.expr, function: ast.FunctionDef, module: _WrapperModule) -> ast.expr | None:
+    """What a name stands for: the function parameter's default, else a module constant."""
+    if not isinstance(node, ast.Name):
+        return node
+    parameters = function.args.posonlyargs + function.args.args
+    defaults: dict[str, ast.expr | None] = dict(
+        zip([a.arg for a in parameters[len(parameters) - len(function.args.defaults) :]], function.args.defaults)
+    )
+    defaults.update({a.arg: d for a, d in zip(function.args.kwonlyargs, function.args.kw_defaults)})
+    if node.id in defaults:
+        default = defaults[node.id]
+        return module.constant(default.id) if isinstance(default, ast.Name) else default
+    if node.id in {a.arg for a in parameters + function.args.kwonlyargs}:
+        return None  # a parameter the caller always passes
+    return module.constant(node.id)
+
+
+def _unpacked(value: ast.expr | None, module: _WrapperModule) -> list[str] | None:
+    """The sources of a ``*value`` (a tuple literal, or a config class constructed with
+    literals); None when it cannot be read. A bool field is left unknown ("") so that both
+    of its values are drafted, as for any ``bool`` parameter."""
+    if isinstance(value, ast.Tuple):
+        return [_integer_literal(v) for v in value.elts]
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return None
+    fields = module.class_fields(value.func.id)
+    if not fields:
+        return None
+    given: dict[str, ast.expr | None] = dict(fields)
+    given.update(zip([name for name, _ in fields], value.args))
+    given.update({k.arg: k.value for k in value.keywords if k.arg is not None})
+    return [_integer_literal(given[name]) for name, _ in fields]
+
+
+def _integer_literal(value: ast.expr | None) -> str:
+    """A literal integer's repr (not a bool), else ""."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return repr(value.value)
+    return ""
 
 
 def _argument_source(arg: ast.expr) -> str:
@@ -617,21 +730,23 @@ def names_file(entry: str, cuda_file: str) -> bool:
     return cuda_file == entry or cuda_file.endswith("/" + entry) or entry.endswith("/" + cuda_file)
 
 
-def find_wrapper(cuh: Path) -> Path | None:
+def find_wrapper(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | None:
     """A wrapper beside the kernel (``NAME.py`` next to ``NAME.cuh``), else one elsewhere in
     the kernel package that loads it (see ``_wrapper_in_package``)."""
     candidate = cuh.with_suffix(".py")
-    return candidate if candidate.is_file() else _wrapper_in_package(cuh)
+    return candidate if candidate.is_file() else _wrapper_in_package(cuh, include_dirs)
 
 
-def _wrapper_in_package(cuh: Path) -> Path | None:
+def _wrapper_in_package(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | None:
     """A tree whose wrappers live in a package of their own (``jit/csrc/elementwise/add3.cuh``
-    loaded by ``ops/elementwise/add3.py``): the first Python file, in path order, below the
-    folder above the one holding the tree's ``include/`` whose ``load_jit`` names this file.
+    loaded by ``ops/elementwise/add3.py``, ``kernel/csrc/jit/store.cu`` by ``kernel/store.py``):
+    the first Python file, in path order, below the folder above the one holding the tree's
+    ``include/`` (the one with ``sgl_kernel/``, else the first of ``include_dirs``, the tree's
+    own header folders) whose ``load_jit`` names this file (a path, or its bare name).
     Files are read as text first and parsed only when they mention its name."""
     from ..includes import find_repo_include_dir
 
-    include = find_repo_include_dir(cuh)
+    include = find_repo_include_dir(cuh) or next(iter(include_dirs), None)
     scope = (include.parent if include is not None else cuh.parent).parent
     cuda_file = cuh.resolve().as_posix()
     for path in sorted(itertools.islice(scope.rglob("*.py"), WRAPPER_SEARCH_LIMIT)):
@@ -697,7 +812,10 @@ def _candidates(
     """A template parameter's candidate values; one the kernel's checks constrain and nothing
     else gives a value for joins ``guessed`` (``satisfying`` then picks its value)."""
     if source and source not in ("pdl", "dtype") and not source.isidentifier():
-        return (ast.literal_eval(source),)
+        try:
+            return (ast.literal_eval(source),)
+        except (ValueError, SyntaxError):
+            pass  # an expression of the wrapper's (``size * 2``): no value known
     if param.kind == "type":
         if param.name not in type_params_used:
             notes.append(f"{TODO}: type parameter {param.name} is no tensor's dtype; float32 assumed")
@@ -758,6 +876,12 @@ def _value_tuples(
         for p, s in zip(params, sources)
     ]
     tuples = satisfying(list(itertools.product(*per_param)), params, checks, guessed, notes)
+    if probing and len(tuples) > MAX_INSTANTIATIONS:
+        notes.append(
+            f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} of the "
+            f"first {min(len(tuples), MAX_PROBED_INSTANTIATIONS)} that compile kept"
+        )
+        return tuples[:MAX_PROBED_INSTANTIATIONS]
     if len(tuples) > MAX_INSTANTIATIONS:
         notes.append(f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} kept")
         tuples = tuples[:MAX_INSTANTIATIONS]
@@ -1008,7 +1132,7 @@ def draft_launcher(
     )
 
 
-def _integer(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:
+def _integer_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:
     dtypes = {d for i in insts for d in _bound(i.dtypes, tensor.dtype)}
     return bool(dtypes) and all(d.startswith(("int", "uint")) for d in dtypes)
 
@@ -1046,7 +1170,7 @@ def _loaded_value_uses(
                     canonical[target.name] = "sort"
                     notes.append(f"{TODO}: {target.name} is written at an atomic counter's value: compared sorted")
                     continue
-                if source is None or source.role is not Role.IN or source.init or not _integer(source, insts):
+                if source is None or source.role is not Role.IN or source.init or not _integer_typed(source, insts):
                     continue
                 bound = target.shape[0] if target.shape else None
                 if not (isinstance(bound, str) and bound.isidentifier()):
@@ -1076,7 +1200,7 @@ def _index_inits(
     scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
     constraints = []
     for tensor in tensors:
-        if tensor.role is not Role.IN or tensor.init or not _integer(tensor, insts):
+        if tensor.role is not Role.IN or tensor.init or not _integer_typed(tensor, insts):
             continue
         rows = next(
             (
@@ -1151,14 +1275,15 @@ def parse_model(cuh: Path, defines: tuple[str, ...] = (), include_dirs: Sequence
     """The static model of one file, parsed as ``kernel-check`` parses it (the real CUDA
     headers when installed: a parse error hides the declaration it is in from the model),
     and with the tree's include folders the build gets (``tree_includes``): a header not
-    found leaves the types after it unresolved (an ``Optional<TensorView>`` reads ``int``)."""
+    found leaves the types after it unresolved (an ``Optional<TensorView>`` reads ``int``)
+    and hides a tree's own matchers (mini-sglang's ``<minisgl/tensor.h>``)."""
     from ..clang.deep_stack import on_deep_stack
     from ..clang.extract import extract
     from ..clang.parse import parse_file, resolve_settings
 
     def parse() -> SourceModel:
         data = cuh.read_bytes()
-        settings = resolve_settings("auto", include_dirs=tuple(map(str, include_dirs)), defines=defines)
+        settings = resolve_settings("auto", include_dirs=tuple(str(d) for d in include_dirs), defines=defines)
         unit = parse_file(cuh, data, settings)
         return extract(unit, data.decode("utf-8", errors="replace"), data)
 
@@ -1181,7 +1306,7 @@ def draft_file(
     includes = tree_includes(cuh, spec_path)
     model = parse_model(cuh, defines, includes)
     chosen = pick_launchers(model, launcher)
-    wrapper = wrapper or find_wrapper(cuh)
+    wrapper = wrapper or find_wrapper(cuh, includes)
     calls = read_wrapper(wrapper, cuh.resolve().as_posix()) if wrapper else []
     exported = [f for f in chosen if _matching_call(calls, symbol_of(model, f))]
     # a wrapper names what is exported: the rest are internal; without one, the entry points
@@ -1207,9 +1332,44 @@ def draft_file(
 
 
 def keep_building(drafts: Sequence[Draft], cuh: Path, spec_path: Path) -> None:
-    """Compile each draft's instantiations (``compile_probe``: cached, no GPU) and drop those
-    that do not build, saying so; a draft none of whose instantiations builds keeps them all
-    with the first error, for the user to see."""
+    """Compile each draft's candidate instantiations (``compile_probe``: cached, no GPU), a
+    batch at a time, and keep the first ``MAX_INSTANTIATIONS`` that build, saying how many
+    did not; a draft none of whose candidates builds keeps its first ones with the first
+    error, for the user to see."""
+    candidates = {id(d): list(d.instantiations) for d in drafts}
+    built: dict[int, list[DraftInstantiation]] = {id(d): [] for d in drafts}
+    failed: dict[int, list[ProbeResult]] = {id(d): [] for d in drafts}
+    probed = dict.fromkeys(candidates, 0)
+    while True:
+        batch = []
+        for draft in drafts:
+            start = probed[id(draft)]
+            draft.instantiations = candidates[id(draft)][start : start + MAX_INSTANTIATIONS - len(built[id(draft)])]
+            if draft.instantiations:
+                batch.append(draft)
+        if not batch:
+            break
+        for draft, outcomes in zip(batch, _probe(batch, cuh, spec_path)):
+            probed[id(draft)] += len(draft.instantiations)
+            built[id(draft)] += [inst for inst, r in zip(draft.instantiations, outcomes) if r.built]
+            failed[id(draft)] += [r for r in outcomes if not r.built]
+    for draft in drafts:
+        failures, kept = failed[id(draft)], built[id(draft)]
+        draft.instantiations = kept or candidates[id(draft)][:MAX_INSTANTIATIONS]
+        if not failures:
+            continue
+        first = f"{failures[0].label}: {failures[0].error}"
+        if not kept:
+            draft.notes.append(f"{TODO}: no drafted instantiation compiles: {first}")
+            continue
+        draft.notes.append(
+            f"{TODO}: {len(failures)} of {len(failures) + len(kept)} candidate instantiations do not compile (nvcc) "
+            f"and were left out; the first: {first}"
+        )
+
+
+def _probe(drafts: Sequence[Draft], cuh: Path, spec_path: Path) -> list[list[ProbeResult]]:
+    """Each draft's instantiations compiled (``check_specs``): one result each, in order."""
     import uuid
 
     from .compile_probe import check_specs
@@ -1226,20 +1386,7 @@ def keep_building(drafts: Sequence[Draft], cuh: Path, spec_path: Path) -> None:
         probe_file.unlink(missing_ok=True)
     if result.environment:
         raise DraftError(f"cannot compile-probe the draft: {result.environment[0]}")
-    for draft, spec in zip(drafts, found.specs):
-        outcomes = [r for r in result.results if r.label.startswith(f"{spec.name}[")]
-        built = [inst for inst, r in zip(draft.instantiations, outcomes) if r.built]
-        failed = [r for r in outcomes if not r.built]
-        if not failed:
-            continue
-        if not built:
-            draft.notes.append(f"{TODO}: no drafted instantiation compiles: {failed[0].label}: {failed[0].error}")
-            continue
-        draft.notes.append(
-            f"{TODO}: {len(failed)} of {len(outcomes)} candidate instantiations do not compile (nvcc) and were "
-            f"left out; the first: {failed[0].label}: {failed[0].error}"
-        )
-        draft.instantiations = built
+    return [[r for r in result.results if r.label.startswith(f"{spec.name}[")] for spec in found.specs]
 
 
 def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
