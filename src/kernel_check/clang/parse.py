@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..includes import dependency_include_dirs, sgl_include_dirs
+from ..includes import cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
 from .deep_stack import use_calling_thread
 from .device_pass import ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 
@@ -163,6 +163,9 @@ class ParseSettings:
     # header folders of installed header-only dependencies (`includes.dependency_include_dirs`),
     # searched after everything else, as the JIT that builds the kernels finds them
     dependency_dirs: tuple[str, ...] = ()
+    # CCCL folders of installed packages (`includes.cccl_include_dirs`), searched after the CUDA
+    # headers and the hermetic stubs (`-idirafter`): only what neither of those has
+    fallback_dirs: tuple[str, ...] = ()
     # (header, forced-include arguments): the context a header is parsed in when it fails
     # alone (`includers.py`); per file, so left out of the run's fingerprint (`context_args`
     # is part of the file's result key instead)
@@ -367,6 +370,8 @@ def _compile_args(path: Path, settings: ParseSettings, device: bool) -> tuple[st
             args += ["-nostdinc++", "-isystem", str(_bundled_libcxx_dir())]
     for directory in include_dirs_for(path, settings):
         args += ["-I", directory]
+    for directory in settings.fallback_dirs:
+        args += ["-idirafter", directory]
     args += _arch_defines(settings.arch)
     args += [f"-D{d}" for d in settings.defines]
     args += settings.wrapper_args(path)
@@ -495,7 +500,10 @@ def resolve_settings(
         raise ParseConfigError("system mode needs a CUDA install: set CUDA_HOME or put nvcc on PATH")
     effective = "system" if cuda_home else "hermetic"
     dependencies = tuple(directory for _, directory in dependency_include_dirs())
-    return ParseSettings(effective, cuda_home, include_dirs, defines, arch, dependency_dirs=dependencies)
+    cccl = tuple(directory for _, directory in cccl_include_dirs())
+    return ParseSettings(
+        effective, cuda_home, include_dirs, defines, arch, dependency_dirs=dependencies, fallback_dirs=cccl
+    )
 
 
 class ParseConfigError(Exception):
