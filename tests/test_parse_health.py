@@ -21,6 +21,7 @@ from kernel_check.clang.includers import include_contexts
 from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
 from kernel_check.config import load_config
 from kernel_check.engine import run_static
+from kernel_check.includes import header_provider
 from kernel_check.jit_flags import inline_build_args, wrapper_flags
 from kernel_check.pipeline import CacheOptions, RunOptions, reads_text_alone
 from kernel_check.registry import Language, load_rules, rules_for
@@ -183,6 +184,51 @@ inline unsigned int clamp_tiles(unsigned int start_tile, int num_tiles, long lon
 }
 """
 
+# What CUTLASS 4 / CuTe and CUDA 13 kernels name from the toolkit beyond the runtime: the
+# aligned 32-byte vectors, address-space tests, complex numbers, driver entry points looked up
+# through the runtime, WMMA fragments, preferred cluster shapes and occupancy with flags.
+TOOLKIT_EXTRAS = r"""
+#include <cuComplex.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+#include <cstdint>
+
+__global__ void pack(const long4_32a* in, double4_16a* out, const void* table) {
+  if (__isConstant(table) || __isLocal(table)) return;
+  uint64_t bits = __shfl_xor_sync(0xffffffffu, static_cast<uint64_t>(in[0].x), 1);
+  out[0].x = static_cast<double>(bits + __dp4a(1, 2, 3));
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc;
+  nvcuda::wmma::fill_fragment(acc, 0.0f);
+}
+
+inline float magnitude(cuFloatComplex z) { return cuCrealf(z) * cuCrealf(z) + cuCimagf(z) * cuCimagf(z); }
+
+inline bool encode(CUtensorMap* map, void* base, const cuuint64_t* dims, const cuuint64_t* strides,
+                   const cuuint32_t* box, const cuuint32_t* elem_strides) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &found);
+  auto encode_tiled = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
+  CUresult result = encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, 2, base, dims, strides, box, elem_strides,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return result == CUresult::CUDA_SUCCESS;
+}
+
+inline int clusters(cudaLaunchConfig_t* config) {
+  cudaLaunchAttribute preferred;
+  preferred.id = cudaLaunchAttributePreferredClusterDimension;
+  preferred.val.preferredClusterDim.x = 2;
+  int blocks = 0;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, pack, 128, 0, cudaOccupancyDisableCachingOverride);
+  int count = 0;
+  cudaOccupancyMaxActiveClusters(&count, reinterpret_cast<const void*>(pack), config);
+  return blocks + count + static_cast<int>(preferred.val.preferredClusterDim.x);
+}
+"""
+
 # Not relaxed: a non-constexpr device function called from the host stays an error.
 WRONG_SIDE_CALL = r"""
 __device__ int lane_count(int warps) { return warps * 32; }
@@ -217,8 +263,8 @@ inline void host_bits(const float* in, uint32_t* bits) { std::memcpy(bits, in, s
 
 @pytest.mark.parametrize(
     "source",
-    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE],
-    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code"],
+    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE, TOOLKIT_EXTRAS],
+    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code", "toolkit-extras"],
 )
 def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: str) -> None:
     assert errors_of(tmp_path, source, resolve_settings("hermetic")) == []
@@ -287,6 +333,21 @@ def test_missing_third_party_header_is_one_clear_finding(tmp_path: Path) -> None
     assert [(f.code, f.line) for f in findings] == [("KC000", 1)]
     assert "header 'cute/tensor.hpp' not found" in findings[0].message
     assert "`include-dirs`" in findings[0].message
+    assert "it comes with flashinfer-python or nvidia-cutlass" in findings[0].message
+
+
+@pytest.mark.parametrize(
+    ("header", "provider"),
+    [
+        ("cublasdx.hpp", "nvidia-mathdx"),
+        ("cuda/std/utility", "nvidia-cuda-cccl or a CUDA install"),
+        ("ATen/cuda/CUDAContext.h", "torch (its `include/`)"),
+        ("cusparse.h", "a CUDA toolkit (system mode)"),
+        ("project/own_header.h", None),
+    ],
+)
+def test_a_missing_header_names_the_package_that_provides_it(header: str, provider: str | None) -> None:
+    assert header_provider(header) == provider
 
 
 def test_undeclared_macro_points_at_defines(tmp_path: Path) -> None:

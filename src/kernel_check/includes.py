@@ -126,6 +126,39 @@ CCCL_FOLDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# Which package provides a header that no include directory holds, by how its name starts:
+# what a KC000 for a missing header names (`header_provider`). The first match wins.
+HEADER_PROVIDERS: tuple[tuple[str, str], ...] = (
+    ("cute/", "flashinfer-python or nvidia-cutlass"),
+    ("cutlass/", "flashinfer-python or nvidia-cutlass"),
+    ("cccl/", "nvidia-cuda-cccl or a CUDA 13 install"),
+    ("cuda/", "nvidia-cuda-cccl or a CUDA install"),
+    ("cub/", "nvidia-cuda-cccl or a CUDA install"),
+    ("thrust/", "nvidia-cuda-cccl or a CUDA install"),
+    ("cublasdx", "nvidia-mathdx"),
+    ("cufftdx", "nvidia-mathdx"),
+    ("cusolverdx", "nvidia-mathdx"),
+    ("curanddx", "nvidia-mathdx"),
+    ("commondx", "nvidia-mathdx"),
+    ("deep_gemm/", "deep_gemm"),
+    ("tvm/ffi/", "apache-tvm-ffi"),
+    ("dlpack/", "apache-tvm-ffi"),
+    ("ATen/", "torch (its `include/`)"),
+    ("c10/", "torch (its `include/`)"),
+    ("torch/", "torch (its `include/`)"),
+    ("spdlog/", "flashinfer-python (bundles spdlog) or spdlog"),
+)
+_TOOLKIT_HEADER = re.compile(r"^(?:cu|nv|cuda|curand|cufft|cusparse|cusolver|cublas|nccl)\w*\.h$")
+
+
+def header_provider(name: str) -> str | None:
+    """The package (or install) that provides the header `#include` names as `name`, if known."""
+    found = next((provider for prefix, provider in HEADER_PROVIDERS if name.startswith(prefix)), None)
+    if found is None and _TOOLKIT_HEADER.match(name):
+        return "a CUDA toolkit (system mode)"
+    return found
+
+
 def dependency_include_dirs() -> tuple[tuple[str, str], ...]:
     """(module, directory) for every header folder of an installed header-only dependency
     (`DEPENDENCY_FOLDERS`, and `$MATHDX_HOME/include` as JIT trees read it), in that order.
