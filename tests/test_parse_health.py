@@ -270,6 +270,26 @@ def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: st
     assert errors_of(tmp_path, source, resolve_settings("hermetic")) == []
 
 
+# A library that declares its driver wrappers only for nvcc 12 and later, by nvcc's version
+# macros (as CUTLASS's `call_cuTensorMapEncodeTiled`), and a user of the wrapper.
+NVCC_VERSION_GATED = r"""
+#include <cuda.h>
+#if (__CUDACC_VER_MAJOR__ >= 12)
+template <typename... Args>
+CUresult call_encode(Args... args) { return CUDA_SUCCESS; }
+#endif
+inline bool encoded() { return call_encode(1, 2) == CUDA_SUCCESS; }
+#if __CUDACC_VER_MAJOR__ * 1000 + __CUDACC_VER_MINOR__ * 10 != CUDA_VERSION
+#error the version macros do not match the CUDA headers
+#endif
+"""
+
+
+@needs_cuda
+def test_system_mode_defines_nvccs_version_macros(tmp_path: Path) -> None:
+    assert errors_of(tmp_path, NVCC_VERSION_GATED, resolve_settings("system")) == []
+
+
 @pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
 def test_only_constexpr_device_functions_are_relaxed(tmp_path: Path, mode: str) -> None:
     assert errors_of(tmp_path, WRONG_SIDE_CALL, resolve_settings(mode)) == [

@@ -386,6 +386,7 @@ def system_cuda_args(root: Path) -> list[str]:
     layout (`nvidia/cu13`, `nvidia/cuda_runtime`) has no `bin/`, which the driver does not
     accept as an installation: the same setup is then spelled out (clang's CUDA wrapper
     headers, the CUDA include directory, the force-included runtime wrapper)."""
+    version = cuda_header_version(root)
     if (root / "bin").is_dir():
         args = [f"--cuda-path={root}"]
     else:
@@ -399,9 +400,12 @@ def system_cuda_args(root: Path) -> list[str]:
             "-include",
             "__clang_cuda_runtime_wrapper.h",
         ]
-        version = cuda_header_version(root)
         if version:  # what the driver tells clang for an installation: `<<<>>>` lowers by version
             args += ["-Xclang", f"-target-sdk-version={version}"]
+    if version:  # nvcc's own version macros, which clang does not define: CUTLASS declares its
+        # driver entry points (`cutlass::call_cuTensorMapEncodeTiled`) only under them
+        major, minor = version.split(".")
+        args += [f"-D__CUDACC_VER_MAJOR__={major}", f"-D__CUDACC_VER_MINOR__={minor}", "-D__CUDACC_VER_BUILD__=0"]
     # cooperative groups declare `this_cluster()` only for nvcc or a compiler that has the
     # cluster intrinsics, which clang has (sm_90+); the host-only pass would otherwise miss it
     args += [
