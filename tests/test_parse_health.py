@@ -186,11 +186,14 @@ inline unsigned int clamp_tiles(unsigned int start_tile, int num_tiles, long lon
 
 # What CUTLASS 4 / CuTe and CUDA 13 kernels name from the toolkit beyond the runtime: the
 # aligned 32-byte vectors, address-space tests, complex numbers, driver entry points looked up
-# through the runtime, WMMA fragments, preferred cluster shapes and occupancy with flags.
+# through the runtime, WMMA fragments, preferred cluster shapes, occupancy with flags and
+# the asynchronous-copy pipeline primitives.
 TOOLKIT_EXTRAS = r"""
 #include <cuComplex.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cuda_device_runtime_api.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 #include <mma.h>
 #include <cstdint>
@@ -201,6 +204,10 @@ __global__ void pack(const long4_32a* in, double4_16a* out, const void* table) {
   out[0].x = static_cast<double>(bits + __dp4a(1, 2, 3));
   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc;
   nvcuda::wmma::fill_fragment(acc, 0.0f);
+  __shared__ long4_32a staged[32];
+  __pipeline_memcpy_async(&staged[threadIdx.x], &in[threadIdx.x], sizeof(long4_32a));
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
 }
 
 inline float magnitude(cuFloatComplex z) { return cuCrealf(z) * cuCrealf(z) + cuCimagf(z) * cuCimagf(z); }

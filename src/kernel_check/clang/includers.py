@@ -114,16 +114,16 @@ def include_contexts(
                 data = includer.read_bytes()
             except OSError:
                 continue
-        for target, forced in _contexts_in(includer, data, sgl_include_dirs(includer, configured)):
+        for target, standalone, preceding in _contexts_in(includer, data, sgl_include_dirs(includer, configured)):
             if target in wanted and target != includer and target not in contexts:
-                contexts[target] = (includer, forced)
+                whole = _prefix_file(standalone) if standalone is not None else None
+                contexts[target] = (includer, [whole] if whole is not None else preceding)
     return {str(header): _chain(header, contexts) for header in contexts}
 
 
-def _contexts_in(includer: Path, data: bytes, search: list[Path]) -> Iterable[tuple[Path, list[str]]]:
-    """(header, the forced includes of what precedes it) for each `#include` of `includer`
-    that names a file found in `search`: the prefix file, else (inside a namespace) the
-    includes before it."""
+def _contexts_in(includer: Path, data: bytes, search: list[Path]) -> Iterable[tuple[Path, bytes | None, list[str]]]:
+    """(header, what precedes it as a file of its own or None inside a namespace, the includes
+    before it) for each `#include` of `includer` that names a file found in `search`."""
     code = _without_comments(data)
     rewritten: list[bytes] = []  # the code so far, its resolved includes spelled by full path
     preceding: list[str] = []
@@ -134,9 +134,7 @@ def _contexts_in(includer: Path, data: bytes, search: list[Path]) -> Iterable[tu
         name, quoted = match.group(2).decode("utf-8", "replace").strip(), match.group(1) == b'"'
         target = _resolve(name, quoted, includer, search)
         if target is not None:
-            standalone = _standalone(b"".join(rewritten))
-            whole = _prefix_file(standalone) if standalone is not None else None
-            yield target, ([whole] if whole is not None else list(preceding))
+            yield target, _standalone(b"".join(rewritten)), list(preceding)
         preceding.append(str(target) if target is not None else name)
         spelled = f'#include "{target}"'.encode() if target is not None else match.group(0)
         rewritten.append(spelled)
