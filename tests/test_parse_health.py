@@ -187,7 +187,7 @@ inline unsigned int clamp_tiles(unsigned int start_tile, int num_tiles, long lon
 # What CUTLASS 4 / CuTe and CUDA 13 kernels name from the toolkit beyond the runtime: the
 # aligned 32-byte vectors, address-space tests, complex numbers, driver entry points looked up
 # through the runtime, WMMA fragments, preferred cluster shapes, occupancy with flags and
-# the asynchronous-copy pipeline primitives.
+# the asynchronous-copy pipeline primitives, device `ldexpf`.
 TOOLKIT_EXTRAS = r"""
 #include <cuComplex.h>
 #include <cuda.h>
@@ -201,7 +201,7 @@ TOOLKIT_EXTRAS = r"""
 __global__ void pack(const long4_32a* in, double4_16a* out, const void* table) {
   if (__isConstant(table) || __isLocal(table)) return;
   uint64_t bits = __shfl_xor_sync(0xffffffffu, static_cast<uint64_t>(in[0].x), 1);
-  out[0].x = static_cast<double>(bits + __dp4a(1, 2, 3));
+  out[0].x = static_cast<double>(bits + __dp4a(1, 2, 3)) + ldexpf(1.0f, -6);
   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc;
   nvcuda::wmma::fill_fragment(acc, 0.0f);
   __shared__ long4_32a staged[32];

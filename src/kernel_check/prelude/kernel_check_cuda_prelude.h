@@ -766,6 +766,10 @@ KC_MATH1(tanf) KC_MATH1(atanf) KC_MATH1(sinhf) KC_MATH1(coshf) KC_MATH1(cbrtf) K
 KC_MATH1(__frsqrt_rn) KC_MATH1(normcdff) KC_MATH1(erfcf) KC_MATH1(exp10f) KC_MATH1(log10f)
 KC_MATH2(fmaxf) KC_MATH2(fminf) KC_MATH2(powf) KC_MATH2(fmodf) KC_MATH2(atan2f) KC_MATH2(copysignf)
 KC_MATH2(__fadd_rn) KC_MATH2(__fmul_rn) KC_MATH2(__fdiv_rn) KC_MATH2(__fsub_rn)
+KC_D float ldexpf(float, int);
+KC_D float scalbnf(float, int);
+KC_D float frexpf(float, int*);
+KC_D int ilogbf(float);
 KC_D float fmaf(float, float, float);
 KC_D float __fmaf_rn(float, float, float);
 KC_D void sincosf(float, float*, float*);
