@@ -17,10 +17,12 @@ import pytest
 
 from conftest import run_one
 from kernel_check.cache import static_root
+from kernel_check.clang.includers import include_contexts
 from kernel_check.clang.parse import ParseSettings, find_cuda_home, parse_file, resolve_settings
 from kernel_check.config import load_config
 from kernel_check.engine import run_static
-from kernel_check.jit_flags import wrapper_flags
+from kernel_check.includes import header_provider
+from kernel_check.jit_flags import inline_build_args, wrapper_flags
 from kernel_check.pipeline import CacheOptions, RunOptions, reads_text_alone
 from kernel_check.registry import Language, load_rules, rules_for
 
@@ -182,6 +184,58 @@ inline unsigned int clamp_tiles(unsigned int start_tile, int num_tiles, long lon
 }
 """
 
+# What CUTLASS 4 / CuTe and CUDA 13 kernels name from the toolkit beyond the runtime: the
+# aligned 32-byte vectors, address-space tests, complex numbers, driver entry points looked up
+# through the runtime, WMMA fragments, preferred cluster shapes, occupancy with flags and
+# the asynchronous-copy pipeline primitives, device `ldexpf`.
+TOOLKIT_EXTRAS = r"""
+#include <cuComplex.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_device_runtime_api.h>
+#include <cuda_pipeline.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+#include <cstdint>
+
+__global__ void pack(const long4_32a* in, double4_16a* out, const void* table) {
+  if (__isConstant(table) || __isLocal(table)) return;
+  uint64_t bits = __shfl_xor_sync(0xffffffffu, static_cast<uint64_t>(in[0].x), 1);
+  out[0].x = static_cast<double>(bits + __dp4a(1, 2, 3)) + ldexpf(1.0f, -6);
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc;
+  nvcuda::wmma::fill_fragment(acc, 0.0f);
+  __shared__ long4_32a staged[32];
+  __pipeline_memcpy_async(&staged[threadIdx.x], &in[threadIdx.x], sizeof(long4_32a));
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+}
+
+inline float magnitude(cuFloatComplex z) { return cuCrealf(z) * cuCrealf(z) + cuCimagf(z) * cuCimagf(z); }
+
+inline bool encode(CUtensorMap* map, void* base, const cuuint64_t* dims, const cuuint64_t* strides,
+                   const cuuint32_t* box, const cuuint32_t* elem_strides) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &found);
+  auto encode_tiled = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
+  CUresult result = encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, 2, base, dims, strides, box, elem_strides,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return result == CUresult::CUDA_SUCCESS;
+}
+
+inline int clusters(cudaLaunchConfig_t* config) {
+  cudaLaunchAttribute preferred;
+  preferred.id = cudaLaunchAttributePreferredClusterDimension;
+  preferred.val.preferredClusterDim.x = 2;
+  int blocks = 0;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, pack, 128, 0, cudaOccupancyDisableCachingOverride);
+  int count = 0;
+  cudaOccupancyMaxActiveClusters(&count, reinterpret_cast<const void*>(pack), config);
+  return blocks + count + static_cast<int>(preferred.val.preferredClusterDim.x);
+}
+"""
+
 # Not relaxed: a non-constexpr device function called from the host stays an error.
 WRONG_SIDE_CALL = r"""
 __device__ int lane_count(int warps) { return warps * 32; }
@@ -216,11 +270,31 @@ inline void host_bits(const float* in, uint32_t* bits) { std::memcpy(bits, in, s
 
 @pytest.mark.parametrize(
     "source",
-    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE],
-    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code"],
+    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE, TOOLKIT_EXTRAS],
+    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code", "toolkit-extras"],
 )
 def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: str) -> None:
     assert errors_of(tmp_path, source, resolve_settings("hermetic")) == []
+
+
+# A library that declares its driver wrappers only for nvcc 12 and later, by nvcc's version
+# macros (as CUTLASS's `call_cuTensorMapEncodeTiled`), and a user of the wrapper.
+NVCC_VERSION_GATED = r"""
+#include <cuda.h>
+#if (__CUDACC_VER_MAJOR__ >= 12)
+template <typename... Args>
+CUresult call_encode(Args... args) { return CUDA_SUCCESS; }
+#endif
+inline bool encoded() { return call_encode(1, 2) == CUDA_SUCCESS; }
+#if __CUDACC_VER_MAJOR__ * 1000 + __CUDACC_VER_MINOR__ * 10 != CUDA_VERSION
+#error the version macros do not match the CUDA headers
+#endif
+"""
+
+
+@needs_cuda
+def test_system_mode_defines_nvccs_version_macros(tmp_path: Path) -> None:
+    assert errors_of(tmp_path, NVCC_VERSION_GATED, resolve_settings("system")) == []
 
 
 @pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
@@ -286,6 +360,21 @@ def test_missing_third_party_header_is_one_clear_finding(tmp_path: Path) -> None
     assert [(f.code, f.line) for f in findings] == [("KC000", 1)]
     assert "header 'cute/tensor.hpp' not found" in findings[0].message
     assert "`include-dirs`" in findings[0].message
+    assert "it comes with flashinfer-python or nvidia-cutlass" in findings[0].message
+
+
+@pytest.mark.parametrize(
+    ("header", "provider"),
+    [
+        ("cublasdx.hpp", "nvidia-mathdx"),
+        ("cuda/std/utility", "nvidia-cuda-cccl or a CUDA install"),
+        ("ATen/cuda/CUDAContext.h", "torch (its `include/`)"),
+        ("cusparse.h", "a CUDA toolkit (system mode)"),
+        ("project/own_header.h", None),
+    ],
+)
+def test_a_missing_header_names_the_package_that_provides_it(header: str, provider: str | None) -> None:
+    assert header_provider(header) == provider
 
 
 def test_undeclared_macro_points_at_defines(tmp_path: Path) -> None:
@@ -345,11 +434,20 @@ __global__ void fill(float* out, Layout layout) {
 }
 """
 CUTLASS_WHEEL = "nvidia-cutlass==4.2.0.0"  # 6.4 MB: CUTLASS and CuTe under cutlass_library/source/
+CCCL_WHEEL = "nvidia-cuda-cccl==13.0.85"  # 4 MB: CUDA 13's CCCL (libcu++, CUB, Thrust) in nvidia/cu13/include/cccl
 
 
-def _kc000_lines(project: Path, python_path: list[str]) -> list[str]:
+def _pip_target(target: Path, *wheels: str) -> None:
+    """Install `wheels` into the folder `target` (no dependencies), or skip when pip cannot."""
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(target)]
+    install = subprocess.run([*pip, *wheels], capture_output=True, text=True, timeout=600)
+    if install.returncode != 0:
+        pytest.skip(f"cannot install {' '.join(wheels)} (package index unreachable?): {install.stderr.strip()[-200:]}")
+
+
+def _kc000_lines(project: Path, python_path: list[str], mode: str = "system") -> list[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), *python_path])}
-    command = [sys.executable, "-m", "kernel_check", "--no-cache", "--mode", "system", "--output-format", "concise"]
+    command = [sys.executable, "-m", "kernel_check", "--no-cache", "--mode", mode, "--output-format", "concise"]
     done = subprocess.run([*command, "gemm.cuh"], cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode in (0, 1), done.stderr
     return [line for line in done.stdout.splitlines() if "KC000" in line]
@@ -361,21 +459,31 @@ def test_cutlass_from_an_installed_distribution_is_found(tmp_path: Path) -> None
     """nvidia-cutlass installed (into a --target folder on the path): CuTe code parses; the
     same file without it is a KC000 naming the header."""
     target = tmp_path / "site"
-    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile"]
-    install = subprocess.run(
-        [*pip, "--target", str(target), CUTLASS_WHEEL],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if install.returncode != 0:
-        pytest.skip(f"cannot install {CUTLASS_WHEEL} (package index unreachable?): {install.stderr.strip()[-200:]}")
+    _pip_target(target, CUTLASS_WHEEL)
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
     (project / "gemm.cuh").write_text(CUTE_KERNEL)
     assert any("'cute/tensor.hpp' not found" in line for line in _kc000_lines(project, []))
     assert _kc000_lines(project, [str(target)]) == []
+
+
+@pytest.mark.slow
+def test_cutlass_parses_in_hermetic_mode_with_an_installed_cccl(tmp_path: Path) -> None:
+    """CuTe includes CCCL's `cuda/std/utility`, which no CUDA install gives in hermetic mode:
+    with nvidia-cutlass alone the file is a KC000 naming that header; with nvidia-cuda-cccl
+    installed too (a package, as flashinfer-python also bundles one) it parses, the CCCL
+    searched after the hermetic stubs."""
+    cutlass, cccl = tmp_path / "cutlass-site", tmp_path / "cccl-site"
+    _pip_target(cutlass, CUTLASS_WHEEL)
+    _pip_target(cccl, CCCL_WHEEL)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (project / "gemm.cuh").write_text(CUTE_KERNEL)
+    alone = _kc000_lines(project, [str(cutlass)], "hermetic")
+    assert any("cuda/std/utility' not found" in line for line in alone), alone  # `cccl/cuda/...` in CUTLASS 4.2
+    assert _kc000_lines(project, [str(cutlass), str(cccl)], "hermetic") == []
 
 
 # -- a header analysed in the context of its includer --
@@ -403,6 +511,44 @@ def test_a_header_that_is_not_self_contained_parses_in_its_includers_context(tmp
     assert _kc000_by_file([helpers, includer], cache, mode) == {"bit_tuple_helpers.cuh": 0, "launch_shapes.cuh": 0}
     # the cached results are per context: alone again, the header is a KC000 again
     assert _kc000_by_file([helpers], cache, mode) == {"bit_tuple_helpers.cuh": 1}
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_a_header_parses_after_its_includers_using_directive(tmp_path: Path, mode: str) -> None:
+    """`row_tiles.cuh` names `RowMajor` and `kTileRows` unqualified: its includer (behind an
+    include guard) writes `using namespace tile_layouts;` between its includes. The context is
+    the includer's code before the `#include`, not only its includes."""
+    helpers = INCLUDER_CONTEXT / "row_tiles.cuh"
+    includer = INCLUDER_CONTEXT / "row_kernel.cuh"
+    cache = tmp_path / "cache"
+    assert _kc000_by_file([helpers], cache, mode) == {"row_tiles.cuh": 1}
+    assert _kc000_by_file([helpers, includer], cache, mode) == {"row_tiles.cuh": 0, "row_kernel.cuh": 0}
+
+
+def test_an_include_inside_a_namespace_gets_the_includes_before_it(tmp_path: Path) -> None:
+    """A prefix that ends inside braces cannot be a file of its own: the context is then the
+    includes before the line, as full paths."""
+    (tmp_path / "inner.cuh").write_text("#pragma once\nint inner_value();\n")
+    (tmp_path / "outer.cuh").write_text('#include <tuple>\nnamespace wrap {\n#include "inner.cuh"\n}\n')
+    contexts = include_contexts([tmp_path / "inner.cuh", tmp_path / "outer.cuh"])
+    assert contexts == {str((tmp_path / "inner.cuh").resolve()): ("-include", "tuple")}
+
+
+# -- the headers tvm_ffi.cpp.load_inline puts before the source it builds --
+INLINE_BUILD = Path(__file__).resolve().parent / "fixtures" / "inline_build"
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_a_source_load_inline_builds_gets_the_headers_load_inline_puts_first(tmp_path: Path, mode: str) -> None:
+    """`scale_rows.cu` names `tvm::ffi::TensorView` and includes no tvm-ffi header, as a
+    source built by `tvm_ffi.cpp.load_inline` does; a header relying on its includer the
+    same way gets nothing (its includer's context is what it needs)."""
+    source = INLINE_BUILD / "scale_rows.cu"
+    assert _kc000_by_file([source], tmp_path / "cache", mode) == {"scale_rows.cu": 0}
+    header = tmp_path / "scale_rows.cuh"
+    header.write_bytes(source.read_bytes())
+    assert inline_build_args(header, header.read_bytes()) == ()
+    assert _kc000_by_file([header], tmp_path / "cache", mode) == {"scale_rows.cuh": 1}
 
 
 # -- the flags a wrapper's load_jit call builds its C++ file with --

@@ -53,7 +53,8 @@ OPTIONS: tuple[Option, ...] = (
         "(the static check, `build` and `test` alike). The static check also searches, last, the "
         "header folders of installed header-only dependencies (flashinfer-python's CUTLASS and "
         "CuTe, nvidia-cutlass, nvidia-mathdx, deep_gemm) and the `-I` paths of the `load_jit` call "
-        "that builds the file (docs/getting-started.md).",
+        "that builds the file, and after the CUDA headers the CCCL of installed packages "
+        "(flashinfer-python, nvidia-cuda-cccl) (docs/getting-started.md).",
     ),
     Option(
         "defines",

@@ -61,7 +61,8 @@ def _with_file_contexts(options: RunOptions, paths: list[Path], buffers: dict[Pa
     """`options` whose parse settings hold what the run's files say about each other: for
     each header another C++ file includes, the context it is parsed in should it fail alone
     (`clang/includers.py`); for each C++ file a Python wrapper of the run builds, the -D/-I
-    arguments of its `load_jit` call (`jit_flags.py`)."""
+    arguments of its `load_jit` call, and for each source `load_inline` builds, the headers
+    it puts first (`jit_flags.py`)."""
     cpp = [path for path in paths if not is_python(path)]
     wrappers = [path for path in paths if is_python(path)]
     sources = {path.resolve(): data for path, data in buffers.items()}
@@ -71,12 +72,27 @@ def _with_file_contexts(options: RunOptions, paths: list[Path], buffers: dict[Pa
 
         contexts = include_contexts(cpp, settings.include_dirs, sources)
         settings = replace(settings, include_context=tuple(sorted(contexts.items())))
-    if cpp and wrappers:
-        from .jit_flags import wrapper_flags
+    if cpp:
+        from .jit_flags import inline_build_args, wrapper_flags
 
-        flags = wrapper_flags(wrappers, sources)
+        flags = wrapper_flags(wrappers, sources) if wrappers else {}
+        for path in cpp:
+            inline = inline_build_args(path, _bytes_of(path.resolve(), sources))
+            if inline:
+                key = str(path.resolve())
+                flags[key] = (*inline, *flags.get(key, ()))
         settings = replace(settings, wrapper_flags=tuple(sorted(flags.items())))
     return replace(options, settings=settings)
+
+
+def _bytes_of(path: Path, sources: dict[Path, bytes]) -> bytes:
+    """`path`'s contents: the buffer given for it, else the file (empty when unreadable)."""
+    if path in sources:
+        return sources[path]
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def run_static(

@@ -114,6 +114,51 @@ DEPENDENCY_FOLDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# CCCL (libcu++ `cuda/std/...`, CUB, Thrust) as installed packages carry it: flashinfer-python's
+# copy (what its JIT puts first), pip's nvidia-cuda-cccl for CUDA 12 and for CUDA 13 (which keeps
+# it in `include/cccl`, spelled `<cccl/cuda/std/...>` by CUTLASS 4.2 too). CUTLASS 4 and CuTe
+# include `cuda/std/utility`. A CUDA install has CCCL too, so these are searched after the CUDA
+# headers and the hermetic stubs (`-idirafter`) and give a file only what neither of those has.
+CCCL_FOLDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("flashinfer", ("data/cccl/libcudacxx/include", "data/cccl/cub", "data/cccl/thrust")),
+    ("nvidia.cuda_cccl", ("include",)),
+    ("nvidia.cu13", ("include/cccl", "include")),
+)
+
+
+# Which package provides a header that no include directory holds, by how its name starts:
+# what a KC000 for a missing header names (`header_provider`). The first match wins.
+HEADER_PROVIDERS: tuple[tuple[str, str], ...] = (
+    ("cute/", "flashinfer-python or nvidia-cutlass"),
+    ("cutlass/", "flashinfer-python or nvidia-cutlass"),
+    ("cccl/", "nvidia-cuda-cccl or a CUDA 13 install"),
+    ("cuda/", "nvidia-cuda-cccl or a CUDA install"),
+    ("cub/", "nvidia-cuda-cccl or a CUDA install"),
+    ("thrust/", "nvidia-cuda-cccl or a CUDA install"),
+    ("cublasdx", "nvidia-mathdx"),
+    ("cufftdx", "nvidia-mathdx"),
+    ("cusolverdx", "nvidia-mathdx"),
+    ("curanddx", "nvidia-mathdx"),
+    ("commondx", "nvidia-mathdx"),
+    ("deep_gemm/", "deep_gemm"),
+    ("tvm/ffi/", "apache-tvm-ffi"),
+    ("dlpack/", "apache-tvm-ffi"),
+    ("ATen/", "torch (its `include/`)"),
+    ("c10/", "torch (its `include/`)"),
+    ("torch/", "torch (its `include/`)"),
+    ("spdlog/", "flashinfer-python (bundles spdlog) or spdlog"),
+)
+_TOOLKIT_HEADER = re.compile(r"^(?:cu|nv|cuda|curand|cufft|cusparse|cusolver|cublas|nccl)\w*\.h$")
+
+
+def header_provider(name: str) -> str | None:
+    """The package (or install) that provides the header `#include` names as `name`, if known."""
+    found = next((provider for prefix, provider in HEADER_PROVIDERS if name.startswith(prefix)), None)
+    if found is None and _TOOLKIT_HEADER.match(name):
+        return "a CUDA toolkit (system mode)"
+    return found
+
+
 def dependency_include_dirs() -> tuple[tuple[str, str], ...]:
     """(module, directory) for every header folder of an installed header-only dependency
     (`DEPENDENCY_FOLDERS`, and `$MATHDX_HOME/include` as JIT trees read it), in that order.
@@ -124,10 +169,28 @@ def dependency_include_dirs() -> tuple[tuple[str, str], ...]:
     mathdx_home = os.environ.get("MATHDX_HOME")
     if mathdx_home and (Path(mathdx_home) / "include").is_dir():
         found.append(("MATHDX_HOME", str((Path(mathdx_home) / "include").resolve())))
-    for module, folders in DEPENDENCY_FOLDERS:
-        for package in _package_dirs(module):
-            found += [(module, str((package / f).resolve())) for f in folders if (package / f).is_dir()]
-    first: dict[str, str] = {}  # directory -> module, the first that provides it
+    return _first_provider([*found, *_installed_folders(DEPENDENCY_FOLDERS)])
+
+
+def cccl_include_dirs() -> tuple[tuple[str, str], ...]:
+    """(module, directory) for every CCCL header folder of an installed package (`CCCL_FOLDERS`)."""
+    return _first_provider(_installed_folders(CCCL_FOLDERS))
+
+
+def _installed_folders(table: tuple[tuple[str, tuple[str, ...]], ...]) -> list[tuple[str, str]]:
+    """(module, directory) for each folder of `table` that an installed package has."""
+    return [
+        (module, str((package / folder).resolve()))
+        for module, folders in table
+        for package in _package_dirs(module)
+        for folder in folders
+        if (package / folder).is_dir()
+    ]
+
+
+def _first_provider(found: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """`found` without repeated directories, each kept with the first module that provides it."""
+    first: dict[str, str] = {}  # directory -> module
     for module, directory in found:
         first.setdefault(directory, module)
     return tuple((module, directory) for directory, module in first.items())

@@ -14,6 +14,11 @@ macro with (`JIT_HEAD_DIM == 64`), else 1: one valid instantiation is all the st
 needs. File names resolve as the JIT does: relative to `csrc_root` when it is a literal,
 else to the wrapper's folder or its nearest ancestor that holds the file, directly or in
 its `csrc/`. The first wrapper (in path order) that builds a file gives its flags.
+
+`inline_build_args` gives the other implicit part of a build: `tvm_ffi.cpp.load_inline` puts
+tvm-ffi's own headers before the source it compiles, so a source built that way names
+`tvm::ffi` without including them (the wrapper often reaches `load_inline` through a helper of
+its own, so the file is recognised by its text instead).
 """
 
 from __future__ import annotations
@@ -27,6 +32,30 @@ _BUILDERS = ("load_jit", "build_jit")
 _FILE_KEYWORDS = ("cuda_files", "cpp_files")
 _FLAG_KEYWORDS = ("extra_cflags", "extra_cuda_cflags")
 _UNKNOWN = "\0"  # stands for a value computed at run time inside an f-string
+# the headers `tvm_ffi.cpp.load_inline` includes before the source it is given
+INLINE_BUILD_HEADERS = (
+    "tvm/ffi/container/tensor.h",
+    "tvm/ffi/dtype.h",
+    "tvm/ffi/error.h",
+    "tvm/ffi/extra/c_env_api.h",
+    "tvm/ffi/function.h",
+)
+_SOURCE_SUFFIXES = (".cu", ".cc", ".cpp", ".cxx")
+_COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_NAMES_TVM_FFI = re.compile(rb"\btvm::ffi::")
+_INCLUDES_TVM_FFI = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]tvm/ffi/", re.MULTILINE)
+
+
+def inline_build_args(path: Path, data: bytes) -> tuple[str, ...]:
+    """The forced includes of a source `tvm_ffi.cpp.load_inline` builds (empty for any other
+    file): a source (not a header: a header relies on its includer) whose code names
+    `tvm::ffi::` and includes no `tvm/ffi/` header."""
+    if path.suffix not in _SOURCE_SUFFIXES:
+        return ()
+    code = _COMMENT.sub(b" ", data)
+    if not _NAMES_TVM_FFI.search(code) or _INCLUDES_TVM_FFI.search(code):
+        return ()
+    return tuple(arg for header in INLINE_BUILD_HEADERS for arg in ("-include", header))
 
 
 def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None = None) -> dict[str, tuple[str, ...]]:

@@ -28,6 +28,7 @@ from .config import Config
 from .discover import is_python
 from .filter import PARSE_ERROR, FilterOutcome, Selection, filter_file_findings, typed_findings
 from .finding import Finding, Location, Severity
+from .includes import header_provider
 from .model import Span
 from .registry import Language, Need, RegisteredRule, RuleContext, needs_of, rules_for
 from .results import FileResult, FileStatus, status_of
@@ -363,11 +364,13 @@ def _clang_error_finding(path: str, errors: list) -> Finding:
     if missing is not None:  # a dependency nobody provided: say which, and which setting provides it
         line, column = (missing.line, missing.column) if missing.in_main_file else (1, 1)
         where = "" if missing.in_main_file else f" (included from {Path(missing.path).name}:{missing.line})"
+        provider = header_provider(missing.missing_header)
+        provided = f"; it comes with {provider}: install it, or" if provider else ";"
         return parse_error(
             path,
             line,
             column,
-            f"clang could not parse this file: header '{missing.missing_header}' not found{where}; "
+            f"clang could not parse this file: header '{missing.missing_header}' not found{where}{provided} "
             "add the directory that holds it to `include-dirs` (or pass -I DIR)",
             detail="\n".join(quoted),
         )

@@ -1,13 +1,18 @@
 """A header analysed in the context of a file that includes it (clangd's approach).
 
 Headers of real kernel trees are often not self-contained: one uses `std::tuple_cat` and
-relies on its includer to have included `<tuple>` first, which every real build does. Parsed
-alone it fails. `include_contexts` reads the `#include` lines of the run's files (their text
-only, no parse) and gives each header that another file of the run includes the includes
-that come before it there, as forced includes (`-include`); when the includer is itself a
-header with a context, that context comes first. `parse.parse_file` parses a header in its
-context only when it fails alone, and keeps that parse when it is better (see there): a
-self-contained header is analysed exactly as before, and its preamble stays shared.
+relies on its includer to have included `<tuple>` first, which every real build does; another
+relies on its includer's `using namespace cute;` written between two includes. Parsed alone
+it fails. `include_contexts` reads the run's files (their text only, no parse) and gives each
+header that another file of the run includes what comes before it there, as a forced include
+(`-include`): the includer's code up to that `#include` line (its own includes spelled by
+full path, so they resolve from anywhere), written to a content-named file
+(`context_folder()`, the `#if` groups it opens closed); when the `#include` is inside a
+namespace, which a file of its own could not leave open, only the includes before it. When
+the includer is itself a header with a context, that context comes first. `parse.parse_file`
+parses a header in its context only when it fails alone, and keeps that parse when it is
+better (see there): a self-contained header is analysed exactly as before, and its preamble
+stays shared.
 
 The includer chosen is the first, in path order, among the run's files that include the
 header: a run of one header (pre-commit, the language server) gets no context.
@@ -15,7 +20,10 @@ header: a run of one header (pre-commit, the language server) gets no context.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -24,12 +32,50 @@ from ..includes import sgl_include_dirs
 _COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 _MAX_DEPTH = 8  # includer chains longer than this are cut (a cycle is cut at once)
+_STRING_OR_CHAR = re.compile(rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+_OPENS_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*if", re.MULTILINE)  # #if, #ifdef, #ifndef
+_CLOSES_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*endif\b", re.MULTILINE)
 
 
 def include_lines(data: bytes) -> list[tuple[str, bool]]:
     """The file's `#include` directives in order: (name, quoted), comments left out."""
     code = _COMMENT.sub(lambda match: b"\n" * match.group().count(b"\n"), data)
     return [(name.decode("utf-8", "replace").strip(), kind == b'"') for kind, name in _INCLUDE.findall(code)]
+
+
+def _without_comments(data: bytes) -> bytes:
+    """`data` with its comments blanked, line breaks kept (so lines and offsets still match)."""
+    return _COMMENT.sub(lambda match: b"\n" * match.group().count(b"\n"), data)
+
+
+def _standalone(prefix: bytes) -> bytes | None:
+    """`prefix` as a file of its own: its open `#if` groups (an include guard) closed after it,
+    as they hold the `#include` that follows it; None when it ends inside braces (a namespace),
+    which no file of its own could leave open."""
+    code = _STRING_OR_CHAR.sub(b"", prefix)
+    if code.count(b"{") != code.count(b"}"):
+        return None
+    unclosed = len(_OPENS_CONDITIONAL.findall(code)) - len(_CLOSES_CONDITIONAL.findall(code))
+    return prefix + b"\n#endif" * max(unclosed, 0) + b"\n"
+
+
+def context_folder() -> Path:
+    """Where the includer prefixes used as forced includes are written (per user)."""
+    return Path(tempfile.gettempdir()) / f"kernel-check-contexts-{os.getuid()}"
+
+
+def _prefix_file(text: bytes) -> str | None:
+    """A file holding `text`, named by its content (written once); None when it cannot be."""
+    path = context_folder() / f"{hashlib.sha256(text).hexdigest()[:32]}.h"
+    try:
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_bytes(text)
+            temporary.replace(path)  # whole or not at all, whoever else writes it
+    except OSError:
+        return None
+    return str(path)
 
 
 def _resolve(name: str, quoted: bool, includer: Path, search: list[Path]) -> Path | None:
@@ -60,7 +106,7 @@ def include_contexts(
     given = sorted({path for path in map(_resolved, files) if path is not None})
     wanted = set(given)
     configured = list(include_dirs)
-    contexts: dict[Path, tuple[Path, list[str]]] = {}  # header -> (its includer, forced includes)
+    contexts: dict[Path, tuple[Path, list[str]]] = {}  # header -> (its includer, its own forced includes)
     for includer in given:
         data = (sources or {}).get(includer)
         if data is None:
@@ -68,14 +114,30 @@ def include_contexts(
                 data = includer.read_bytes()
             except OSError:
                 continue
-        search = sgl_include_dirs(includer, configured)
-        preceding: list[str] = []
-        for name, quoted in include_lines(data):
-            target = _resolve(name, quoted, includer, search)
-            if target is not None and target in wanted and target != includer and target not in contexts:
-                contexts[target] = (includer, list(preceding))
-            preceding.append(str(target) if target is not None else name)
+        for target, standalone, preceding in _contexts_in(includer, data, sgl_include_dirs(includer, configured)):
+            if target in wanted and target != includer and target not in contexts:
+                whole = _prefix_file(standalone) if standalone is not None else None
+                contexts[target] = (includer, [whole] if whole is not None else preceding)
     return {str(header): _chain(header, contexts) for header in contexts}
+
+
+def _contexts_in(includer: Path, data: bytes, search: list[Path]) -> Iterable[tuple[Path, bytes | None, list[str]]]:
+    """(header, what precedes it as a file of its own or None inside a namespace, the includes
+    before it) for each `#include` of `includer` that names a file found in `search`."""
+    code = _without_comments(data)
+    rewritten: list[bytes] = []  # the code so far, its resolved includes spelled by full path
+    preceding: list[str] = []
+    start = 0
+    for match in _INCLUDE.finditer(code):
+        rewritten.append(code[start : match.start()])
+        start = match.end()
+        name, quoted = match.group(2).decode("utf-8", "replace").strip(), match.group(1) == b'"'
+        target = _resolve(name, quoted, includer, search)
+        if target is not None:
+            yield target, _standalone(b"".join(rewritten)), list(preceding)
+        preceding.append(str(target) if target is not None else name)
+        spelled = f'#include "{target}"'.encode() if target is not None else match.group(0)
+        rewritten.append(spelled)
 
 
 def _chain(header: Path, contexts: dict[Path, tuple[Path, list[str]]]) -> tuple[str, ...]:
@@ -84,8 +146,8 @@ def _chain(header: Path, contexts: dict[Path, tuple[Path, list[str]]]) -> tuple[
     seen = {header}
     current = header
     for _ in range(_MAX_DEPTH):
-        includer, preceding = contexts[current]
-        names[:0] = preceding
+        includer, forced = contexts[current]
+        names[:0] = forced
         if includer in seen or includer not in contexts:
             break
         seen.add(includer)

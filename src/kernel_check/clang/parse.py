@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..includes import dependency_include_dirs, sgl_include_dirs
+from ..includes import cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
 from .deep_stack import use_calling_thread
 from .device_pass import ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 
@@ -163,6 +163,9 @@ class ParseSettings:
     # header folders of installed header-only dependencies (`includes.dependency_include_dirs`),
     # searched after everything else, as the JIT that builds the kernels finds them
     dependency_dirs: tuple[str, ...] = ()
+    # CCCL folders of installed packages (`includes.cccl_include_dirs`), searched after the CUDA
+    # headers and the hermetic stubs (`-idirafter`): only what neither of those has
+    fallback_dirs: tuple[str, ...] = ()
     # (header, forced-include arguments): the context a header is parsed in when it fails
     # alone (`includers.py`); per file, so left out of the run's fingerprint (`context_args`
     # is part of the file's result key instead)
@@ -367,6 +370,8 @@ def _compile_args(path: Path, settings: ParseSettings, device: bool) -> tuple[st
             args += ["-nostdinc++", "-isystem", str(_bundled_libcxx_dir())]
     for directory in include_dirs_for(path, settings):
         args += ["-I", directory]
+    for directory in settings.fallback_dirs:
+        args += ["-idirafter", directory]
     args += _arch_defines(settings.arch)
     args += [f"-D{d}" for d in settings.defines]
     args += settings.wrapper_args(path)
@@ -381,6 +386,7 @@ def system_cuda_args(root: Path) -> list[str]:
     layout (`nvidia/cu13`, `nvidia/cuda_runtime`) has no `bin/`, which the driver does not
     accept as an installation: the same setup is then spelled out (clang's CUDA wrapper
     headers, the CUDA include directory, the force-included runtime wrapper)."""
+    version = cuda_header_version(root)
     if (root / "bin").is_dir():
         args = [f"--cuda-path={root}"]
     else:
@@ -394,9 +400,12 @@ def system_cuda_args(root: Path) -> list[str]:
             "-include",
             "__clang_cuda_runtime_wrapper.h",
         ]
-        version = cuda_header_version(root)
         if version:  # what the driver tells clang for an installation: `<<<>>>` lowers by version
             args += ["-Xclang", f"-target-sdk-version={version}"]
+    if version:  # nvcc's own version macros, which clang does not define: CUTLASS declares its
+        # driver entry points (`cutlass::call_cuTensorMapEncodeTiled`) only under them
+        major, minor = version.split(".")
+        args += [f"-D__CUDACC_VER_MAJOR__={major}", f"-D__CUDACC_VER_MINOR__={minor}", "-D__CUDACC_VER_BUILD__=0"]
     # cooperative groups declare `this_cluster()` only for nvcc or a compiler that has the
     # cluster intrinsics, which clang has (sm_90+); the host-only pass would otherwise miss it
     args += [
@@ -495,7 +504,10 @@ def resolve_settings(
         raise ParseConfigError("system mode needs a CUDA install: set CUDA_HOME or put nvcc on PATH")
     effective = "system" if cuda_home else "hermetic"
     dependencies = tuple(directory for _, directory in dependency_include_dirs())
-    return ParseSettings(effective, cuda_home, include_dirs, defines, arch, dependency_dirs=dependencies)
+    cccl = tuple(directory for _, directory in cccl_include_dirs())
+    return ParseSettings(
+        effective, cuda_home, include_dirs, defines, arch, dependency_dirs=dependencies, fallback_dirs=cccl
+    )
 
 
 class ParseConfigError(Exception):

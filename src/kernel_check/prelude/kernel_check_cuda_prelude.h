@@ -90,6 +90,22 @@ KC_VEC1(long, long, 8)
 KC_VEC2(long, long, 16)
 KC_VEC1(unsigned long, ulong, 8)
 KC_VEC2(unsigned long, ulong, 16)
+KC_VEC3(long, long)
+KC_VEC3(unsigned long, ulong)
+KC_VEC4(long, long, 16)
+KC_VEC4(unsigned long, ulong, 16)
+// CUDA 13 spells the alignment of its 32-byte vectors in the name (`long4` is deprecated there);
+// libcu++ and CUTLASS name them all
+#define KC_VEC4_ALIGNED(T, N)                                                  \
+  struct __attribute__((aligned(16))) N##4_16a { T x, y, z, w; };             \
+  struct __attribute__((aligned(32))) N##4_32a { T x, y, z, w; };             \
+  KC_HD N##4_16a make_##N##4_16a(T, T, T, T);                                  \
+  KC_HD N##4_32a make_##N##4_32a(T, T, T, T);
+KC_VEC4_ALIGNED(long, long)
+KC_VEC4_ALIGNED(unsigned long, ulong)
+KC_VEC4_ALIGNED(long long, longlong)
+KC_VEC4_ALIGNED(unsigned long long, ulonglong)
+KC_VEC4_ALIGNED(double, double)
 
 // ---- runtime API types -------------------------------------------------------------------
 enum cudaError {
@@ -150,7 +166,12 @@ enum cudaDeviceAttr {
 };
 enum cudaFuncAttribute {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
-  cudaFuncAttributePreferredSharedMemoryCarveout = 9
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9,
+  cudaFuncAttributeRequiredClusterWidth = 11,
+  cudaFuncAttributeRequiredClusterHeight = 12,
+  cudaFuncAttributeRequiredClusterDepth = 13,
+  cudaFuncAttributeNonPortableClusterSizeAllowed = 14,
+  cudaFuncAttributeClusterSchedulingPolicyPreference = 15
 };
 struct cudaDeviceProp {
   char name[256];
@@ -168,7 +189,8 @@ enum cudaLaunchAttributeID {
   cudaLaunchAttributeClusterDimension = 4,
   cudaLaunchAttributeClusterSchedulingPolicyPreference = 5,
   cudaLaunchAttributeProgrammaticStreamSerialization = 6,
-  cudaLaunchAttributeProgrammaticEvent = 7
+  cudaLaunchAttributeProgrammaticEvent = 7,
+  cudaLaunchAttributePreferredClusterDimension = 11
 };
 enum cudaClusterSchedulingPolicy {
   cudaClusterSchedulingPolicyDefault = 0,
@@ -183,6 +205,9 @@ union cudaLaunchAttributeValue {
   struct {
     unsigned int x, y, z;
   } clusterDim;
+  struct {
+    unsigned int x, y, z;
+  } preferredClusterDim;
   cudaClusterSchedulingPolicy clusterSchedulingPolicyPreference;
 };
 struct cudaLaunchAttribute {
@@ -197,7 +222,7 @@ struct cudaLaunchConfig_t {
   unsigned int numAttrs;
 };
 // Driver API types that tensor-map (TMA) code names.
-typedef int CUresult;
+typedef enum cudaError_enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_UNKNOWN = 999 } CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st* CUcontext;
@@ -205,7 +230,13 @@ typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };
-#define CUDA_SUCCESS 0
+typedef struct CUlaunchAttribute_st { int id; unsigned char value[64]; } CUlaunchAttribute;
+typedef struct CUlaunchConfig_st {
+  unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
 // Tensor-map (TMA) descriptor encoding, driver API.
 enum CUtensorMapDataType {
   CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
@@ -217,14 +248,23 @@ enum CUtensorMapDataType {
   CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
   CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
   CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
-  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ,
+  CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
+  CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ,
+  CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B,
+  CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B,
+  CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B
 };
 enum CUtensorMapInterleave { CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_INTERLEAVE_16B, CU_TENSOR_MAP_INTERLEAVE_32B };
 enum CUtensorMapSwizzle {
   CU_TENSOR_MAP_SWIZZLE_NONE = 0,
   CU_TENSOR_MAP_SWIZZLE_32B,
   CU_TENSOR_MAP_SWIZZLE_64B,
-  CU_TENSOR_MAP_SWIZZLE_128B
+  CU_TENSOR_MAP_SWIZZLE_128B,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B
 };
 enum CUtensorMapL2promotion {
   CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
@@ -239,11 +279,32 @@ extern "C" {
 CUresult cuGetErrorName(CUresult, const char**);
 CUresult cuGetErrorString(CUresult, const char**);
 CUresult cuMemGetAddressRange(CUdeviceptr*, size_t*, CUdeviceptr);
+CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuMemsetD16Async(CUdeviceptr, unsigned short, size_t, CUstream);
+CUresult cuMemsetD32Async(CUdeviceptr, unsigned int, size_t, CUstream);
 CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+CUresult cuTensorMapEncodeIm2col(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const int*, const int*, cuuint32_t, cuuint32_t, const cuuint32_t*,
+                                 CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                 CUtensorMapFloatOOBfill);
+}
+// Driver entry points reached through the runtime (CUTLASS's `call_cuTensorMapEncodeTiled`).
+enum cudaDriverEntryPointQueryResult {
+  cudaDriverEntryPointSuccess = 0,
+  cudaDriverEntryPointSymbolNotFound = 1,
+  cudaDriverEntryPointVersionNotSufficent = 2
+};
+enum { cudaEnableDefault = 0x0, cudaEnableLegacyStream = 0x1, cudaEnablePerThreadDefaultStream = 0x2 };
+extern "C" {
+cudaError_t cudaGetDriverEntryPoint(const char*, void**, unsigned long long, cudaDriverEntryPointQueryResult*);
+cudaError_t cudaGetDriverEntryPointByVersion(const char*, void**, unsigned int, unsigned long long,
+                                             cudaDriverEntryPointQueryResult*);
 }
 #define cudaStreamNonBlocking 0x01
+#define cudaOccupancyDefault 0x00
+#define cudaOccupancyDisableCachingOverride 0x01
 #define cudaEventDisableTiming 0x02
 
 extern "C" {
@@ -255,6 +316,8 @@ cudaError_t cudaIpcCloseMemHandle(void*);
 cudaError_t cudaMemcpyBatchAsync(void**, void**, size_t*, size_t, cudaMemcpyAttributes*, size_t*, size_t,
                                  size_t*, cudaStream_t);
 cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t*, const void*, int, int);
+cudaError_t cudaOccupancyMaxActiveClusters(int*, const void*, const cudaLaunchConfig_t*);
+cudaError_t cudaOccupancyMaxPotentialClusterSize(int*, const void*, const cudaLaunchConfig_t*);
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes*, const void*);
 cudaError_t cudaMemGetInfo(size_t*, size_t*);
 cudaError_t cudaHostAlloc(void**, size_t, unsigned int);
@@ -305,6 +368,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int = 0);
 cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int);
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes*, const void*);
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int*, const void*, int, size_t);
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int*, const void*, int, size_t, unsigned int);
 cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t);
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t*, const void*, void**);
 cudaError_t cudaLaunchCooperativeKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t);
@@ -320,6 +384,8 @@ template <typename T>
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes*, T*);
 template <typename T>
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int*, T, int, size_t);
+template <typename T>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int*, T, int, size_t, unsigned int);
 template <typename T>
 cudaError_t cudaMalloc(T**, size_t);
 
@@ -587,6 +653,13 @@ KC_D void* __cvta_shared_to_generic(size_t);
 KC_D void* __cvta_global_to_generic(size_t);
 KC_D unsigned int __isShared(const void*);
 KC_D unsigned int __isGlobal(const void*);
+KC_D unsigned int __isConstant(const void*);
+KC_D int __dp4a(int, int, int);
+KC_D unsigned int __dp4a(unsigned int, unsigned int, unsigned int);
+KC_D int __dp2a_lo(int, int, int);
+KC_D int __dp2a_hi(int, int, int);
+KC_D unsigned int __isLocal(const void*);
+KC_D unsigned int __isGridConstant(const void*);
 KC_D double __dadd_rn(double, double);
 KC_D double __dsub_rn(double, double);
 KC_D double __dmul_rn(double, double);
@@ -627,6 +700,8 @@ KC_D float2 __ffma2_rn(float2, float2, float2);
   KC_D T __shfl_xor_sync(unsigned int, T, int, int = 32);
 KC_SHFL(int)
 KC_SHFL(unsigned int)
+KC_SHFL(long)
+KC_SHFL(unsigned long)
 KC_SHFL(long long)
 KC_SHFL(unsigned long long)
 KC_SHFL(float)
@@ -691,6 +766,10 @@ KC_MATH1(tanf) KC_MATH1(atanf) KC_MATH1(sinhf) KC_MATH1(coshf) KC_MATH1(cbrtf) K
 KC_MATH1(__frsqrt_rn) KC_MATH1(normcdff) KC_MATH1(erfcf) KC_MATH1(exp10f) KC_MATH1(log10f)
 KC_MATH2(fmaxf) KC_MATH2(fminf) KC_MATH2(powf) KC_MATH2(fmodf) KC_MATH2(atan2f) KC_MATH2(copysignf)
 KC_MATH2(__fadd_rn) KC_MATH2(__fmul_rn) KC_MATH2(__fdiv_rn) KC_MATH2(__fsub_rn)
+KC_D float ldexpf(float, int);
+KC_D float scalbnf(float, int);
+KC_D float frexpf(float, int*);
+KC_D int ilogbf(float);
 KC_D float fmaf(float, float, float);
 KC_D float __fmaf_rn(float, float, float);
 KC_D void sincosf(float, float*, float*);
