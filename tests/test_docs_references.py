@@ -30,6 +30,8 @@ ELSEWHERE = {
     "test/registered/": "sglang's registered tests (the default `registered-tests-root`)",
     "test/run_suite.py": "sglang's CI runner, which KC503-KC506 are about",
     "ops/elementwise/add3.py": "sglang's wrapper of add3.cuh, the example of a wrapper in its own package",
+    "kernel/store.py": "mini-sglang's wrapper of store.cu, the example of a wrapper found by bare file name",
+    "pkg/copy_rows.py": "the wrapper in the fixture tree tests/fixtures/draft/matcher_tree/ (copied out to run)",
     "setup.py": "a file test_no_side_effects plants in the tree it checks",
     "against_spec.py": "the spec file `kernel-check test --against` writes into a temporary directory",
 }

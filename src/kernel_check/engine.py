@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache_session import CacheSession, ParseCounts, WarmSessions, open_result_cache
+from .config import real_path
 from .discover import is_python
 from .filter import PARSE_ERROR
 from .paths import display_path
@@ -65,7 +66,7 @@ def _with_file_contexts(options: RunOptions, paths: list[Path], buffers: dict[Pa
     it puts first (`jit_flags.py`)."""
     cpp = [path for path in paths if not is_python(path)]
     wrappers = [path for path in paths if is_python(path)]
-    sources = {path.resolve(): data for path, data in buffers.items()}
+    sources = {real_path(path): data for path, data in buffers.items()}
     settings = options.settings
     if len(cpp) >= 2:
         from .clang.includers import include_contexts
@@ -77,9 +78,9 @@ def _with_file_contexts(options: RunOptions, paths: list[Path], buffers: dict[Pa
 
         flags = wrapper_flags(wrappers, sources) if wrappers else {}
         for path in cpp:
-            inline = inline_build_args(path, _bytes_of(path.resolve(), sources))
+            inline = inline_build_args(path, _bytes_of(real_path(path), sources))
             if inline:
-                key = str(path.resolve())
+                key = str(real_path(path))
                 flags[key] = (*inline, *flags.get(key, ()))
         settings = replace(settings, wrapper_flags=tuple(sorted(flags.items())))
     return replace(options, settings=settings)

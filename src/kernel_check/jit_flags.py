@@ -28,6 +28,8 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from .config import real_path
+
 _BUILDERS = ("load_jit", "build_jit")
 _FILE_KEYWORDS = ("cuda_files", "cpp_files")
 _FLAG_KEYWORDS = ("extra_cflags", "extra_cuda_cflags")
@@ -61,7 +63,7 @@ def inline_build_args(path: Path, data: bytes) -> tuple[str, ...]:
 def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None = None) -> dict[str, tuple[str, ...]]:
     """For each C++ file a wrapper of `wrappers` builds: its `-D`/`-I` arguments."""
     found: dict[str, tuple[str, ...]] = {}
-    for wrapper in sorted({Path(w).resolve() for w in wrappers}):
+    for wrapper in sorted({real_path(Path(w)) for w in wrappers}):
         data = (sources or {}).get(wrapper)
         try:
             tree = ast.parse(data if data is not None else wrapper.read_bytes())
@@ -139,12 +141,12 @@ def _built_files(call: ast.Call, wrapper: Path, constants: dict[str, ast.expr]) 
 
 def _resolve(name: str, wrapper: Path, root: Path | None) -> Path | None:
     if Path(name).is_absolute():
-        return Path(name).resolve() if Path(name).is_file() else None
+        return real_path(Path(name)) if Path(name).is_file() else None
     folders = [root] if root is not None else [wrapper.parent, *wrapper.parent.parents]
     for folder in folders:
         for candidate in (folder / name, folder / "csrc" / name):
             if candidate.is_file():
-                return candidate.resolve()
+                return real_path(candidate)
     return None
 
 
@@ -158,7 +160,7 @@ def _arguments(flags: list[str], includes: list[str], wrapper: Path, source: Pat
         elif flag.startswith("-I") and len(flag) > 2 and _UNKNOWN not in flag:
             includes.append(flag[2:])
     for directory in includes:
-        args += ["-I", str((wrapper.parent / directory).resolve())]
+        args += ["-I", str(real_path(wrapper.parent / directory))]
     return tuple(args)
 
 

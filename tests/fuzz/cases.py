@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernel_check.report import STATISTICS_FORMATS
+
 from . import corpus
 from .mutate import OPERATORS, Context, mutate
 
@@ -197,7 +199,7 @@ def _cli_case(profile: Profile, index: int, rng: random.Random, config: str) -> 
         names.extend(ops)
     fmt = rng.choice(("json", "json", "sarif", "text", "github", "junit"))
     args = ["--format", fmt, "-j", str(rng.choice((1, 2)))]
-    if rng.random() < 0.3:
+    if rng.random() < 0.3 and fmt in STATISTICS_FORMATS:  # the others refuse it: a usage error, no case
         args.append("--statistics")
     if rng.random() < 0.2:
         args.append("--strict")

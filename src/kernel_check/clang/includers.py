@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..config import real_path
 from ..includes import sgl_include_dirs
 
 _COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
@@ -85,14 +86,14 @@ def _resolve(name: str, quoted: bool, includer: Path, search: list[Path]) -> Pat
     for folder in folders:
         candidate = folder / name
         if candidate.is_file():
-            return Path(candidate.resolve())
+            return real_path(candidate)
     return None
 
 
 def _resolved(file: Path) -> Path | None:
     """`file` with its links resolved; None for a symlink loop (reported where it is read)."""
     try:
-        return Path(file).resolve()
+        return real_path(Path(file))
     except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
         return None
 
