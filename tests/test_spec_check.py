@@ -123,3 +123,21 @@ def test_spec_check_targets_the_configured_arch(tmp_path):
     )
     assert run.returncode == 1, run.stdout + run.stderr
     assert run.stdout.startswith("FAILED  fill[2]: ") and "built below sm_90" in run.stdout, run.stdout
+
+
+def test_the_configured_defines_reach_every_build(tmp_path):
+    """`defines` of the configuration hold for the harness's builds as for the static check:
+    a kernel that compiles only under a macro the tree's build defines (FlashInfer's dtype
+    dispatch and its ENABLE macros) builds once the configuration names it."""
+    tree = tmp_path / "kernels"
+    shutil.copytree(FIXTURES / "spec_check", tree)
+    source = tree / "widths.cuh"
+    guard = '#ifndef FILL_ENABLED\n#error "FILL_ENABLED is defined by the build"\n#endif\n'
+    source.write_text(source.read_text().replace("#pragma once\n", "#pragma once\n" + guard))
+    spec = tree / "widths_spec.py"
+    spec.write_text(spec.read_text().replace("Instantiation((2,)), Instantiation((3,))", "Instantiation((2,)),"))
+    unset = _kernel_check("spec", "check", ".", cwd=tree, cache=tmp_path / "jit")
+    assert unset.returncode == 1 and "FILL_ENABLED is defined by the build" in unset.stdout, unset.stdout
+    (tree / "kernel-check.toml").write_text('defines = ["FILL_ENABLED=1"]\n')
+    configured = _kernel_check("spec", "check", ".", cwd=tree, cache=tmp_path / "jit")
+    assert configured.returncode == 0 and configured.stdout.splitlines() == ["built   fill[2]"], configured.stdout

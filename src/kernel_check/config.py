@@ -60,8 +60,9 @@ OPTIONS: tuple[Option, ...] = (
         "defines",
         "list[str]",
         [],
-        'Preprocessor definitions, e.g. ["USE_FOO=1"], for every file. The static check adds to a '
-        "C++ file the `-D` flags of the `load_jit` call of a checked Python wrapper that builds it.",
+        'Preprocessor definitions, e.g. ["USE_FOO=1"], for every file: the static check, and the '
+        "harness's builds (`build`, `test`, `spec check`) and drafts (`spec new`). The static check "
+        "adds to a C++ file the `-D` flags of the `load_jit` call of a checked Python wrapper that builds it.",
     ),
     Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
     Option(

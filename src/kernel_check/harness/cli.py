@@ -238,7 +238,20 @@ def _select(specs: list[KernelSpec], pattern: str) -> list[KernelSpec]:
     return [s for s in specs if _selected(s.name, pattern)]
 
 
-def _load_specs(paths: Sequence[Path], pattern: str) -> list[KernelSpec]:
+def _with_config_defines(specs: list[KernelSpec], config: Config) -> list[KernelSpec]:
+    """Each spec built with the configuration's `defines` too (after its own flags, none
+    twice): the macros a tree's kernels need in every build, as the static check reads them
+    (FlashInfer's dtype dispatch compiles its fp16/bf16 cases only under its ENABLE macros)."""
+    flags = tuple(f"-D{define}" for define in config.get("defines"))
+    return [
+        dataclasses.replace(spec, extra_cuda_cflags=(*spec.extra_cuda_cflags, *missing))
+        if (missing := tuple(f for f in flags if f not in spec.extra_cuda_cflags))
+        else spec
+        for spec in specs
+    ]
+
+
+def _load_specs(paths: Sequence[Path], pattern: str, config: Config) -> list[KernelSpec]:
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
@@ -251,7 +264,7 @@ def _load_specs(paths: Sequence[Path], pattern: str) -> list[KernelSpec]:
             f"no kernel specs (*_spec.py) under {', '.join(map(str, paths))}"
             + (f" matching -k {pattern!r}" if pattern else "")
         )
-    return specs
+    return _with_config_defines(specs, config)
 
 
 def _require_nvcc() -> None:
@@ -394,7 +407,7 @@ def _build(args: argparse.Namespace, config: Config) -> int:
     found = discover(args.paths)
     if found.errors:
         raise UsageError("cannot load specs:\n  " + "\n  ".join(found.errors))
-    specs = _select(found.specs, args.filter)
+    specs = _with_config_defines(_select(found.specs, args.filter), config)
     wrappers = [t for t in _wrapper_targets(args.paths, specs, config) if _selected(t.label, args.filter)]
     if not specs and not wrappers:
         raise UsageError(
@@ -423,7 +436,7 @@ def _test(args: argparse.Namespace, config: Config) -> int:
     if args.compile_only:
         return _build(args, config)
     policy = _policy(args, config, TEST_STAGES)
-    specs = _load_specs(args.paths, args.filter)
+    specs = _load_specs(args.paths, args.filter, config)
     _refuse_output_over_inputs(args, policy, specs)
     specs, _ = _shard(args.shard, specs)
     if not specs:
@@ -492,14 +505,14 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
 
 
 def _spec(args: argparse.Namespace, config: Config) -> int:
-    return _spec_check(args, config) if args.spec_command == "check" else _spec_new(args)
+    return _spec_check(args, config) if args.spec_command == "check" else _spec_new(args, config)
 
 
 def _spec_check(args: argparse.Namespace, config: Config) -> int:
     """``spec check PATH``: one line per instantiation, built or its first compile error."""
     from .compile_probe import check_specs
 
-    specs = _load_specs(args.paths, args.filter)
+    specs = _load_specs(args.paths, args.filter, config)
     _require_nvcc()
     progress = Progress()
     progress.add(len(specs))
@@ -519,12 +532,17 @@ def _spec_check(args: argparse.Namespace, config: Config) -> int:
     return _report_environment(result.environment)
 
 
-def _spec_new(args: argparse.Namespace) -> int:
+def _draft_defines(args: argparse.Namespace, config: Config) -> tuple[str, ...]:
+    """The macros a draft is parsed, probed and built with: the configuration's, then `-D`."""
+    return tuple(dict.fromkeys((*config.get("defines"), *args.defines)))
+
+
+def _spec_new(args: argparse.Namespace, config: Config) -> int:
     """``spec new FILE.cuh``: write a drafted spec (draft.py); never overwrites a file."""
     from .draft import DraftError, default_spec_path, draft_text
 
     if args.source.is_dir():
-        return _spec_new_tree(args)
+        return _spec_new_tree(args, config)
     if not args.source.is_file():
         raise UsageError(f"{args.source}: no such file")
     if args.wrapper is not None and not args.wrapper.is_file():
@@ -540,7 +558,7 @@ def _spec_new(args: argparse.Namespace) -> int:
             Path.cwd() / "stdout_spec.py" if to_stdout else target,
             args.launcher,
             args.wrapper,
-            tuple(args.defines),
+            _draft_defines(args, config),
             tree,
             probe=args.probe and nvcc_available(),
         )
@@ -554,7 +572,7 @@ def _spec_new(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _spec_new_tree(args: argparse.Namespace) -> int:
+def _spec_new_tree(args: argparse.Namespace, config: Config) -> int:
     """``spec new DIR``: a draft beside every kernel source of the tree that has a launcher
     (none overwritten), and a table of what each one guessed."""
     from .draft import draft_tree, render_tree_table
@@ -562,7 +580,8 @@ def _spec_new_tree(args: argparse.Namespace) -> int:
     if args.launcher or args.wrapper or (args.output is not None and not args.output.is_dir()):
         raise UsageError(f"{args.source}: a folder takes neither --launcher nor --wrapper, and -o only as a folder")
     tree = _draft_tree(args.tree_env, args.source) if args.tree_env else None
-    rows = draft_tree(args.source, args.output, tuple(args.defines), tree, probe=args.probe and nvcc_available())
+    defines = _draft_defines(args, config)
+    rows = draft_tree(args.source, args.output, defines, tree, probe=args.probe and nvcc_available())
     print(render_tree_table(rows))
     written = sum(1 for row in rows if row.written)
     print(f"kernel-check: wrote {written} spec file(s); fill in each TODO(kernel-check)", file=sys.stderr)
