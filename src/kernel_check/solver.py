@@ -92,6 +92,9 @@ def check(constraints: Iterable[Term], budget: Budget) -> Answer:
     # solver nothing (pre-commit on a file without KC4xx work, the harness) should not pay
     import z3
 
+    # z3 catches SIGINT while it solves (to stop a query) and swallows it: Ctrl-C must end
+    # the run, and a query has its own budget
+    z3.set_param("ctrl_c", False)
     solver = z3.Solver()
     solver.set("timeout", remaining)
     names: dict[str, z3.ArithRef] = {}
