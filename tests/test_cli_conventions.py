@@ -270,7 +270,16 @@ def _interrupt_once_files_are_done(project: Path, cache: Path) -> tuple[subproce
     beside it when the run had already ended by then (a loaded machine can let it finish between two
     looks: the signal then tested nothing, and the caller tries again)."""
     argv = [sys.executable, "-m", "kernel_check", "csrc", "--cache-dir", str(cache), "--jobs", "2", "--format", "json"]
-    run = subprocess.Popen(argv, cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = subprocess.Popen(
+        argv,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # an ignored SIGINT is inherited (Python then keeps ignoring it): a test of this
+        # worker process that ran code which ignores it must not decide what this run does
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     started = time.monotonic()
     # files are done, or the run is well under way (a loaded machine can hold every result
     # back until the last one: the signal then lands in the run all the same)
