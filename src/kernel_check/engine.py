@@ -78,10 +78,10 @@ def _with_file_contexts(options: RunOptions, paths: list[Path], buffers: dict[Pa
 
         flags = wrapper_flags(wrappers, sources) if wrappers else {}
         for path in cpp:
-            inline = inline_build_args(path, _bytes_of(real_path(path), sources))
+            resolved = real_path(path)
+            inline = inline_build_args(path, _bytes_of(resolved, sources))
             if inline:
-                key = str(real_path(path))
-                flags[key] = (*inline, *flags.get(key, ()))
+                flags[str(resolved)] = (*inline, *flags.get(str(resolved), ()))
         settings = replace(settings, wrapper_flags=tuple(sorted(flags.items())))
     return replace(options, settings=settings)
 

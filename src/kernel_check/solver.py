@@ -13,9 +13,11 @@ term z3 gives up on, a budget already spent) is never a finding. Each kernel get
 from __future__ import annotations
 
 import enum
+import functools
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .model import Symbol, SymbolKind, Term
@@ -83,30 +85,37 @@ def within(term: Term, low: int, high: int) -> list[Term]:
     return [_at_least(term, low), Term("<=", (term, Term("const", value=high)))]
 
 
-def check(constraints: Iterable[Term], budget: Budget) -> Answer:
-    """Whether the constraints hold together, within what is left of `budget`."""
-    remaining = budget.remaining_ms()
-    if remaining <= 0:
-        return Answer(Outcome.UNKNOWN)
-    # imported here, not with the module: the import costs ~0.1 s, which a run that asks the
-    # solver nothing (pre-commit on a file without KC4xx work, the harness) should not pay
+@functools.cache
+def _z3() -> ModuleType:
+    """z3, imported and set up once. Imported on the first query, not with the module: the
+    import costs ~0.1 s, which a run that asks the solver nothing (pre-commit on a file
+    without KC4xx work, the harness) should not pay."""
     import z3
 
     # z3 catches SIGINT while it solves (to stop a query) and swallows it: Ctrl-C must end
     # the run, and a query has its own budget
     z3.set_param("ctrl_c", False)
-    solver = z3.Solver()
+    return z3
+
+
+def check(constraints: Iterable[Term], budget: Budget) -> Answer:
+    """Whether the constraints hold together, within what is left of `budget`."""
+    remaining = budget.remaining_ms()
+    if remaining <= 0:
+        return Answer(Outcome.UNKNOWN)
+    lib = _z3()
+    solver = lib.Solver()
     solver.set("timeout", remaining)
     names: dict[str, z3.ArithRef] = {}
     try:
         for constraint in constraints:
             solver.add(_bool(constraint, names))
         result = solver.check()
-    except z3.Z3Exception:
+    except lib.Z3Exception:
         return Answer(Outcome.UNKNOWN)
-    if result == z3.unsat:
+    if result == lib.unsat:
         return Answer(Outcome.UNSAT)
-    if result != z3.sat:
+    if result != lib.sat:
         return Answer(Outcome.UNKNOWN)
     model = solver.model()
     values = {name: model.eval(variable, model_completion=True).as_long() for name, variable in names.items()}
@@ -114,34 +123,34 @@ def check(constraints: Iterable[Term], budget: Budget) -> Answer:
 
 
 def _bool(term: Term, names: dict[str, z3.ArithRef]) -> z3.BoolRef:
-    import z3  # loaded by `check` already
+    lib = _z3()
 
     op = term.op
     if op in _COMPARE:
         return _COMPARE[op](_int(term.args[0], names), _int(term.args[1], names))
     if op == "and":
-        return z3.And(*(_bool(a, names) for a in term.args))
+        return lib.And(*(_bool(a, names) for a in term.args))
     if op == "or":
-        return z3.Or(*(_bool(a, names) for a in term.args))
+        return lib.Or(*(_bool(a, names) for a in term.args))
     if op == "not":
-        return z3.Not(_bool(term.args[0], names))
+        return lib.Not(_bool(term.args[0], names))
     return _int(term, names) != 0
 
 
 def _int(term: Term, names: dict[str, z3.ArithRef]) -> z3.ArithRef:
-    import z3  # loaded by `check` already
+    lib = _z3()
 
     op = term.op
     if op == "const":
-        return z3.IntVal(term.value)
+        return lib.IntVal(term.value)
     if op == "sym":
         if term.name not in names:
-            names[term.name] = z3.Int(term.name)
+            names[term.name] = lib.Int(term.name)
         return names[term.name]
     if op in _LOGIC:
-        return z3.If(_bool(term, names), z3.IntVal(1), z3.IntVal(0))
+        return lib.If(_bool(term, names), lib.IntVal(1), lib.IntVal(0))
     if op == "ite":
-        return z3.If(_bool(term.args[0], names), _int(term.args[1], names), _int(term.args[2], names))
+        return lib.If(_bool(term.args[0], names), _int(term.args[1], names), _int(term.args[2], names))
     left, right = (_int(a, names) for a in term.args)
     if op == "+":
         return left + right
@@ -153,7 +162,7 @@ def _int(term: Term, names: dict[str, z3.ArithRef]) -> z3.ArithRef:
         return left / right
     if op == "%":
         return left % right
-    raise z3.Z3Exception(f"no term {op!r}")
+    raise lib.Z3Exception(f"no term {op!r}")
 
 
 def renamed(term: Term, names: Mapping[str, str]) -> Term:
