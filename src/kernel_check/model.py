@@ -363,6 +363,7 @@ class MatcherChain:
     verified: tuple[VerifiedTensor, ...]
     alignments: tuple[AlignmentRequest, ...]
     matcher_variable: str = ""  # the TensorMatcher local it builds or continues, if any
+    dim_values: tuple[ConstExpr, ...] = ()  # each of `dims` evaluated ("unknown" for a SymbolicSize)
 
 
 @dataclass(frozen=True)
@@ -902,6 +903,7 @@ class SymbolKind(enum.Enum):
     LOOP = "loop"  # a loop counter (its bounds are guards)
     LOAD = "load"  # an integer read from global memory: whatever the tensor holds
     OPAQUE = "opaque"  # a value the walk does not follow (a call, a local assigned later)
+    DIM = "dim"  # a launcher's symbolic size (`SymbolicSize N` of its TensorMatcher chains)
 
 
 @dataclass(frozen=True)
@@ -937,6 +939,34 @@ class SymbolicAccess:
     value_varies: bool = False
 
 
+@dataclass(frozen=True)
+class SymbolicProduct:
+    """A multiplication of a kernel with a `blockIdx` or `gridDim` factor, as a term
+    (clang/symbolic.py): what KC112's witness evaluates."""
+
+    function_usr: str
+    span: Span  # the `*` expression
+    term: Term
+    symbols: tuple[Symbol, ...]  # every symbol the term names
+
+
+@dataclass(frozen=True)
+class LaunchContract:
+    """What a launcher's code guarantees at one launch (clang/symbolic.py, from its body and
+    its `MatcherChain`s): terms over its symbolic sizes (`SymbolKind.DIM`) for the grid, the
+    block and each kernel argument, and the conditions that hold there (`RuntimeCheck`s,
+    early returns, `if`s around the launch)."""
+
+    launch: int  # index in `SourceModel.launches`
+    guards: tuple[Term, ...]
+    symbols: tuple[Symbol, ...]  # every symbol the terms name
+    grid: tuple[Term | None, Term | None, Term | None]  # x, y, z; None where not known
+    block: tuple[Term | None, Term | None, Term | None]
+    arguments: tuple[Term | None, ...]  # each kernel argument's value (None: not an integer followed)
+    fields: tuple[tuple[int, str, Term], ...] = ()  # (argument, field, value) of a params struct argument
+    extents: tuple[tuple[str, tuple[Term, ...]], ...] = ()  # (tensor, its dims) of each verified tensor
+
+
 @dataclass
 class SourceModel:
     """Everything the C++ rules know about one file."""
@@ -955,6 +985,8 @@ class SourceModel:
     dataflow_facts: DataflowFacts = field(default_factory=DataflowFacts)
     divergent_barriers: list[DivergentBarrier] = field(default_factory=list)
     symbolic_accesses: list[SymbolicAccess] = field(default_factory=list)
+    symbolic_products: list[SymbolicProduct] = field(default_factory=list)
+    launch_contracts: list[LaunchContract] = field(default_factory=list)
     header_library: HeaderLibrary = field(default_factory=HeaderLibrary)
 
     @property

@@ -80,6 +80,7 @@ class Need(enum.Enum):
     INTEGERS = "integers"  # clang/index_values.py: integer facts
     SCOPE = "scope"  # clang/scope_facts.py: scope facts
     SYMBOLIC = "symbolic"  # clang/symbolic.py: symbolic offsets of global accesses
+    CONTRACTS = "contracts"  # clang/symbolic.py: each launch's contract over the launcher's sizes
 
 
 # What each need builds on: a tier-2 analysis reads the parse, the launcher facts fill in
@@ -92,6 +93,7 @@ _IMPLIED = {
     Need.INTEGERS: {Need.DECLARATIONS},
     Need.SCOPE: {Need.DECLARATIONS},
     Need.SYMBOLIC: {Need.DECLARATIONS},
+    Need.CONTRACTS: {Need.DECLARATIONS, Need.LAUNCHES, Need.INTERFACE},
 }
 _ALL_NEEDS = {
     Language.CPP: frozenset(Need) - {Need.PYTHON},

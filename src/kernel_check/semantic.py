@@ -111,6 +111,8 @@ class SemanticModel:
         self.dataflow_facts = source.dataflow_facts
         self.divergent_barriers = source.divergent_barriers
         self.symbolic_accesses = source.symbolic_accesses
+        self.symbolic_products = source.symbolic_products
+        self.launch_contracts = source.launch_contracts
         self.header_library = source.header_library
         self._feeds: dict[str, list[VectorFeed]] = {}  # vector_feeds by launcher USR
 

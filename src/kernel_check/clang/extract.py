@@ -59,9 +59,10 @@ from .kernel_interface import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
 from .parse import ParsedUnit
 from .pointer_accesses import DataflowExtractor
+from .program import Function as FunctionCode
 from .program import Program, code_declarations, function_kind
 from .scope_facts import extract_scope_facts
-from .symbolic import symbolic_accesses
+from .symbolic import kernel_terms, launch_contracts
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
@@ -167,7 +168,21 @@ class _Extractor:
                 assert typed.body is not None  # a definition's
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(typed.body))
             if kind is FunctionKind.KERNEL and Need.SYMBOLIC in self.needs:
-                self.model.symbolic_accesses.extend(symbolic_accesses(typed, self.threads))
+                accesses, products = kernel_terms(typed, self.threads)
+                self.model.symbolic_accesses.extend(accesses)
+                self.model.symbolic_products.extend(products)
+            if kind is FunctionKind.HOST and Need.CONTRACTS in self.needs:
+                self._collect_contracts(function, typed)
+
+    def _collect_contracts(self, function: Function, typed: FunctionCode) -> None:
+        """The contract at each launch of a launcher, over its matcher chains' sizes."""
+        launches = {
+            index: launch
+            for index, launch in enumerate(self.model.launches)
+            if launch.launcher_usr == function.usr and function.body is not None and function.body.contains(launch.span)
+        }
+        chains = tuple(c for c in self.model.launcher_facts.matcher_chains if c.function == function.usr)
+        self.model.launch_contracts.extend(launch_contracts(typed, self.threads, launches, chains))
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).

@@ -817,7 +817,7 @@ class _BodyFacts:
             variable_name = root_variable.name
             alignment = self.state.matcher_alignment.get(root_variable.key)
             dtypes = self.state.matcher_dtypes.get(root_variable.key, ())
-            dims: tuple[str, ...] = ()
+            dims: tuple[Expr, ...] = ()
         elif _constructs_matcher(root):
             key = variable.key if variable is not None else None
             alignment, dtypes = None, ()
@@ -845,7 +845,14 @@ class _BodyFacts:
             self.state.matcher_dtypes[key] = dtypes
         self.facts.matcher_chains.append(
             MatcherChain(
-                self.function.usr, expression.span, dims, dtypes, tuple(verified), tuple(alignments), variable_name
+                self.function.usr,
+                expression.span,
+                tuple(self._text(d) for d in dims),
+                dtypes,
+                tuple(verified),
+                tuple(alignments),
+                variable_name,
+                tuple(self.consts.value(d) for d in dims),
             )
         )
 
@@ -869,10 +876,10 @@ class _BodyFacts:
         decl = _named(arguments[0])
         return self.state.dtype_options.get(decl.key, ()) if decl is not None else ()
 
-    def _matcher_dims(self, root: Expr) -> tuple[str, ...]:
+    def _matcher_dims(self, root: Expr) -> tuple[Expr, ...]:
         for node in root.walk():
             if node.kind is ExprKind.INIT_LIST:
-                return tuple(self._text(c) for c in node.children)
+                return node.children
         return ()
 
     # -- device: vector accesses ---------------------------------------------------------------

@@ -521,6 +521,26 @@ def _chevron_parts(call: Expr) -> tuple[str, Expr, tuple[Expr, ...], None] | Non
     return "triple_chevron", parts[0], tuple(c for c in parts[1:] if c not in config), None
 
 
+def launch_dimensions(call: Expr) -> tuple[Expr, Expr] | None:
+    """The grid and block expressions of a launch call: the first two arguments of the
+    `LaunchKernel(...)` object it calls (through `.enable_pdl(x)` and the like), or the
+    `<<<grid, block>>>` of a chevron launch; None for a named launch object."""
+    chevron = _chevron_parts(call)
+    if chevron is not None:
+        config = next(c for c in call.children if c.kind is ExprKind.CALL and c.name in LAUNCH_CONFIG_FUNCTIONS)
+        arguments = config.arguments
+    else:
+        parts = _launch_kernel_parts(call)
+        if parts is None:
+            return None
+        node = parts[3].stripped()
+        while node.kind is ExprKind.CALL and node.children and node.children[0].stripped().kind is ExprKind.MEMBER:
+            member = node.children[0].stripped()
+            node = member.children[0].stripped() if member.children else member
+        arguments = node.arguments if node.kind is ExprKind.CALL else node.children
+    return (arguments[0], arguments[1]) if len(arguments) >= 2 else None
+
+
 def _is_call_operator_ref(expr: Expr) -> bool:
     if expr.kind not in (ExprKind.REF, ExprKind.IMPLICIT):
         return False  # before `ref`: a C call, asked of every call's every child

@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from ..model import Span, Symbol, SymbolicAccess, SymbolKind, Term
+from ..model import Launch, LaunchContract, MatcherChain, Span, Symbol, SymbolicAccess, SymbolicProduct, SymbolKind, Term
+from .launches import launch_dimensions
 from .program import DeclKind, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
+from .provenance import initializer_list_fields, record_fields
 from .thread_dependence import ThreadDependence, ThreadLocals
 
 _AXES = ("x", "y", "z")
@@ -50,6 +52,10 @@ _LANE_CALLS = {"get_lane_id": "%", "__lane_id": "%", "get_warp_id": "/"}
 _SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort")
+_CHECK_CALLS = frozenset({"RuntimeCheck"})  # a launcher's check: it throws where its condition fails
+_DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
+_LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
+_DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
 _DEFAULT_BITS = 32
 _NARROW_BITS = 16
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
@@ -107,6 +113,7 @@ class _Walk:
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
     loads: dict[tuple[str, Term], Term] = field(default_factory=dict)
     accesses: list[SymbolicAccess] = field(default_factory=list)
+    products: list[SymbolicProduct] = field(default_factory=list)
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(self, name: str, kind: SymbolKind, text: str, bounds: tuple[int, int], span: Span | None = None) -> Term:
@@ -117,6 +124,13 @@ class _Walk:
     def opaque(self, expr: Expr | None) -> Term:
         text = expr.name if expr is not None and expr.name else "value"
         return self.symbol(f"opaque{len(self.symbols)}", SymbolKind.OPAQUE, text, (0, 0))
+
+    def product(self, expr: Expr, term: Term) -> None:
+        """Record a multiplication by a block index or grid dimension (KC112's witness)."""
+        named = set(symbol_names(term))
+        if any(self.symbols[n].kind in _LARGE_INDICES for n in named):
+            symbols = tuple(self.symbols[n] for n in sorted(named))
+            self.products.append(SymbolicProduct(self.function.usr, expr.span, term, symbols))
 
     # -- expressions -------------------------------------------------------------------------
     def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
@@ -227,7 +241,10 @@ class _Walk:
         if not isinstance(left, Term) or not isinstance(right, Term):
             return None
         if op in _ARITHMETIC:
-            return Term(op, (left, right))
+            term = Term(op, (left, right))
+            if op == "*":
+                self.product(expr, term)
+            return term
         if op in _COMPARISONS:
             pair = (right, left) if op in (">", ">=") else (left, right)
             return Term(_COMPARISONS[op], pair)
@@ -447,10 +464,24 @@ class _Walk:
             self.values[var.key] = value
 
 
+def _narrows(expr: Expr) -> bool:
+    """Whether a conversion may not keep its operand's value: to fewer than 64 bits from a
+    wider or unknown type, or between signedness."""
+    if expr.kind not in (ExprKind.CAST, ExprKind.IMPLICIT) or not expr.children or expr.type.bits is None:
+        return False
+    inner = expr.children[-1].type
+    if expr.type.bits >= 64 and inner.is_signed is not False:
+        return False
+    return inner.bits is None or inner.bits > expr.type.bits or inner.is_signed != expr.type.is_signed
+
+
 def _asserted(expr: Expr) -> Expr | None:
     """The condition of an `assert(c)` (`c ? (void)0 : __assert_fail(...)`): a conditional
-    whose else branch calls a function that fails, traps or aborts."""
+    whose else branch calls a function that fails, traps or aborts; or of a launcher's
+    `RuntimeCheck(c, ...)`."""
     node = expr.stripped()
+    if node.kind is ExprKind.CALL and node.name in _CHECK_CALLS and node.arguments:
+        return node.arguments[0]
     if node.kind is not ExprKind.CONDITIONAL or len(node.children) != 3:
         return None
     fails = any(
@@ -562,11 +593,165 @@ def render(term: Term) -> str:
 def symbolic_accesses(function: Function, threads: ThreadDependence) -> list[SymbolicAccess]:
     """A kernel's global accesses whose offset depends on an integer read from global
     memory, and its writes into shared arrays (`threads` knows which calls are barriers)."""
+    return kernel_terms(function, threads)[0]
+
+
+def kernel_terms(function: Function, threads: ThreadDependence) -> tuple[list[SymbolicAccess], list[SymbolicProduct]]:
+    """A kernel's recorded accesses (`symbolic_accesses`) and its multiplications by a block
+    index or grid dimension."""
     body = function.body
     if body is None:
-        return []
+        return [], []
     walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
     walk.statement(body, ())
-    return walk.accesses
+    return walk.accesses, walk.products
+
+
+@dataclass
+class _LauncherWalk(_Walk):
+    """A launcher's body: its symbolic sizes, its checks and, at each launch, the grid, the
+    block and the kernel arguments as terms over them."""
+
+    launches: dict[tuple[int, int], int] = field(default_factory=dict)  # launch span -> index
+    launch_argument_spans: dict[int, tuple[Span, ...]] = field(default_factory=dict)  # by index
+    chains: tuple[MatcherChain, ...] = ()
+    records: dict[int, dict[str, Term]] = field(default_factory=dict)  # params-struct locals' fields
+    contracts: list[LaunchContract] = field(default_factory=list)
+    fits: list[Term] = field(default_factory=list)  # each integer conversion keeps its value
+
+    def dim(self, name: str) -> Term:
+        return self.symbol(f"dim:{name}", SymbolKind.DIM, name, (1, _DIM_LIMIT))
+
+    def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        found = super().value(expr, guards)
+        if isinstance(found, Term) and found.op not in _KEPT and _narrows(expr):
+            low, high = _range(expr.type)  # a witness where a conversion wraps would be wrong
+            self.fits += [Term("<=", (const(low), found)), Term("<=", (found, const(high)))]
+        return found
+
+    def call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        index = self.launches.get((expr.span.start, expr.span.end))
+        if index is not None:
+            self.launch(expr, index, guards)
+            return None
+        name, arguments = expr.name, expr.arguments
+        if name == "unwrap" and not arguments and (size := self.symbolic_size(expr)) is not None:
+            return self.dim(size)
+        if name in _DIV_CEIL_CALLS and len(arguments) == 2:
+            a, b = (self.term(argument, guards) for argument in arguments)
+            return Term("/", (Term("-", (Term("+", (a, b)), const(1))), b))
+        return super().call(expr, guards)
+
+    def symbolic_size(self, call: Expr) -> str | None:
+        """The `SymbolicSize` local whose `unwrap()` `call` is."""
+        callee = call.children[0].stripped() if call.children else None
+        base = callee.children[0].stripped() if callee is not None and callee.children else None
+        ref = base.ref if base is not None and base.kind is ExprKind.REF else None
+        return ref.name if ref is not None and "SymbolicSize" in ref.type.canonical else None
+
+    def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
+        super().declare(var, guards)
+        fields = self.record_value(var.exprs[-1], guards) if var.exprs else None
+        if fields is not None:
+            self.records[var.key] = fields
+
+    def record_value(self, expr: Expr, guards: tuple[Term, ...]) -> dict[str, Term] | None:
+        """The fields of a params struct an initializer list fills (`Params{.n = n, ...}`), or a
+        params-struct local's."""
+        node = expr.stripped()
+        while node.kind in (ExprKind.CAST, ExprKind.CALL) and len(node.children) == 1:
+            node = node.children[0].stripped()  # `Params{...}`: a functional cast or construction
+        if node.kind is ExprKind.REF and node.ref is not None:
+            return self.records.get(node.ref.key)
+        if node.kind is not ExprKind.INIT_LIST:
+            return None
+        fields = {}
+        for element, name in initializer_list_fields(node, "", record_fields(node)):
+            value = self.value(element, guards)
+            if name and isinstance(value, Term):
+                fields[name] = value
+        return fields
+
+    def assign(self, target: Expr, source: Expr, guards: tuple[Term, ...]) -> None:
+        stripped = target.stripped()
+        base = stripped.children[0].stripped() if stripped.kind is ExprKind.MEMBER and stripped.children else None
+        if base is not None and base.kind is ExprKind.REF and base.ref is not None and base.ref.key in self.records:
+            value = self.value(source, guards)
+            if isinstance(value, Term):
+                self.records[base.ref.key][stripped.name] = value
+            return
+        super().assign(target, source, guards)
+
+    def launch(self, call: Expr, index: int, guards: tuple[Term, ...]) -> None:
+        dimensions = launch_dimensions(call)
+        grid, block = (self.axes(d, guards) for d in dimensions) if dimensions is not None else ((None,) * 3,) * 2
+        arguments: list[Term | None] = []
+        fields: list[tuple[int, str, Term]] = []
+        by_extent = {(c.span.start, c.span.end): c for c in call.children}
+        for position, span in enumerate(self.launch_argument_spans[index]):
+            argument = by_extent.get((span.start, span.end))
+            record = self.record_value(argument, guards) if argument is not None else None
+            fields += [(position, name, term) for name, term in (record or {}).items()]
+            value = self.value(argument, guards) if argument is not None and record is None else None
+            arguments.append(value if isinstance(value, Term) else None)
+        extents = tuple(self.extents())
+        terms = [*guards, *self.fits, *(t for t in (*grid, *block, *arguments) if t is not None)]
+        terms += [t for _, _, t in fields] + [d for _, dims in extents for d in dims]
+        named = sorted({n for term in terms for n in symbol_names(term)})
+        self.contracts.append(
+            LaunchContract(
+                launch=index,
+                guards=(*guards, *self.fits),
+                symbols=tuple(self.symbols[n] for n in named),
+                grid=grid,
+                block=block,
+                arguments=tuple(arguments),
+                fields=tuple(fields),
+                extents=extents,
+            )
+        )
+
+    def axes(self, expr: Expr, guards: tuple[Term, ...]) -> tuple[Term | None, Term | None, Term | None]:
+        """A launch dimension's x, y and z: a `dim3(x, y, z)` or `{x, y}`, else the x alone."""
+        node = expr.stripped()
+        while node.kind in (ExprKind.CAST, ExprKind.IMPLICIT, ExprKind.PAREN) and len(node.children) == 1:
+            node = node.children[0].stripped()
+        parts = node.children if node.kind is ExprKind.INIT_LIST else node.arguments if node.kind is ExprKind.CALL and node.is_construction and len(node.arguments) > 1 else (node,)
+        values = [self.value(part, guards) for part in parts[:3]]
+        terms = [v if isinstance(v, Term) else None for v in values]
+        return terms[0] if terms else None, terms[1] if len(terms) > 1 else const(1), terms[2] if len(terms) > 2 else const(1)
+
+    def extents(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
+        """Each verified tensor's dims: the launcher's `SymbolicSize`s by name, its
+        compile-time constants, and a size of its own for any other (`-1`)."""
+        for chain in self.chains:
+            for tensor in chain.verified:
+                dims = []
+                for position, (text, value) in enumerate(zip(chain.dims, chain.dim_values)):
+                    if value.op == "int" and value.value >= 0:
+                        dims.append(const(value.value))
+                    elif text.isidentifier():
+                        dims.append(self.dim(text))
+                    else:
+                        dims.append(self.dim(f"{tensor.name}.size({position})"))
+                yield tensor.name, tuple(dims)
+
+
+def launch_contracts(
+    function: Function, threads: ThreadDependence, launches: dict[int, Launch], chains: tuple[MatcherChain, ...]
+) -> list[LaunchContract]:
+    """The contract at each of a launcher's `launches` (by index in the model), over the
+    symbolic sizes of its matcher `chains`."""
+    body = function.body
+    if body is None or not launches:
+        return []
+    walk = _LauncherWalk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
+    walk.launches = {(launch.span.start, launch.span.end): index for index, launch in launches.items()}
+    walk.launch_argument_spans = {index: launch.argument_spans for index, launch in launches.items()}
+    walk.chains = chains
+    for param in function.params:
+        walk.values[param.key] = walk.received(param.name, param.type)
+    walk.statement(body, ())
+    return walk.contracts

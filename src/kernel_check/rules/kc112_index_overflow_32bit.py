@@ -43,18 +43,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from kernel_check import witness
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Function, FunctionKind, IndexProduct, Span, TypeInfo
+from kernel_check.model import Function, FunctionKind, IndexProduct, Span, SymbolicProduct, Term, TypeInfo
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.semantic import SemanticModel
+from kernel_check.solver import Answer, Budget, Outcome, launch_constraints
+from kernel_check.witness import Witness
 
 _WIDE_CANONICAL = frozenset({"long", "unsigned long", "long long", "unsigned long long"})
 _LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
 
 
-@rule("KC112", needs={Need.INTEGERS})
+@rule("KC112", needs={Need.INTEGERS, Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+    seconds = float(ctx.options.get("solver-budget", 2.0))
+    budgets: dict[str, Budget] = {}
+    terms = {(p.function_usr, p.span.start, p.span.end): p for p in model.symbolic_products}
     for product in model.integer_facts.index_products:
         kernel = model.function(product.function_usr)
         if kernel is None or kernel.kind is not FunctionKind.KERNEL:
@@ -62,13 +68,52 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
         evidence = _wide_size(model, kernel)
         if evidence is None or not product.widened or not _can_overflow(product):
             continue
+        term = terms.get((product.function_usr, product.span.start, product.span.end))
+        budget = budgets.setdefault(kernel.usr, Budget(seconds))
+        found = _overflow(model, kernel, term, _limit(product), budget) if term is not None else None
+        if found is _NEVER:
+            continue  # every launch's contract keeps it below the limit
         name, span = evidence
         yield ctx.finding(
             location_of(model, product.span),
             f"`{product.text}` is computed in 32 bits (`{product.result_type}`) although the kernel's sizes "
-            f"are 64-bit; widen a factor first: `static_cast<int64_t>({product.builtins[0]}) * ...`",
+            f"are 64-bit{_witnessed(found, term)}; widen a factor first: "
+            f"`static_cast<int64_t>({product.builtins[0]}) * ...`",
             related=[Related(location_of(model, span), f"'{name}' is 64-bit")],
         )
+
+
+_NEVER = Witness(Answer(Outcome.UNSAT), ())
+
+
+def _limit(product: IndexProduct) -> int:
+    """The first value the product's type cannot hold: 2^31 signed, 2^32 unsigned."""
+    return 2**32 if "unsigned" in product.result_type or product.result_type.startswith("uint") else 2**31
+
+
+def _overflow(model: SemanticModel, kernel: Function, product: SymbolicProduct, limit: int, budget: Budget) -> Witness | None:
+    """The smallest shape a launch's contract allows for which `product` reaches `limit`;
+    `_NEVER` when every launch of the kernel in the file proves it cannot; None when the
+    solver cannot tell (no contract, a value not followed, the budget spent)."""
+    proven = 0
+    launches = list(witness.bindings(model, kernel, product.symbols))
+    for _, binding in launches:
+        if binding is None:
+            continue
+        world = [*launch_constraints(product.symbols), *binding.constraints]
+        reaches = Term("<=", (Term("const", value=limit), product.term))
+        answer = witness.smallest([*world, reaches], binding.inputs, budget)
+        if answer.outcome is Outcome.SAT:
+            return Witness(answer, binding.inputs)
+        proven += answer.outcome is Outcome.UNSAT
+    return _NEVER if launches and proven == len(launches) else None
+
+
+def _witnessed(found: Witness | None, product: SymbolicProduct | None) -> str:
+    if found is None or product is None or not found.inputs:
+        return ""
+    at = witness.where(product.symbols, found.answer)
+    return f"; it overflows for {found.shape()}" + (f" ({at})" if at else "")
 
 
 def _can_overflow(product: IndexProduct) -> bool:

@@ -56,7 +56,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check import solver
+import functools
+
+from kernel_check import solver, witness
 from kernel_check.clang.symbolic import mentions, symbol_names
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
@@ -64,6 +66,7 @@ from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import Answer, Budget, Outcome, launch_constraints, within
+from kernel_check.witness import Witness, render_dim
 
 SMALL = 256  # every value but the ids: shapes, grid and scalars this small still break
 FAR = 2**30  # an offset this far is past any extent a small shape gives
@@ -71,7 +74,7 @@ _SMALL_KINDS = (SymbolKind.SCALAR, SymbolKind.OPAQUE, SymbolKind.GRID_DIM)
 _ZERO = Term("const", value=0)
 
 
-@rule("KC401", needs={Need.SYMBOLIC})
+@rule("KC401", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     budgets: dict[str, Budget] = {}
     seconds = float(ctx.options.get("solver-budget", 2.0))
@@ -88,11 +91,12 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         reported.add(key)
         side, answer = found
-        load = _culprit(access, answer)
+        shaped = _in_contract(model, access, side, budget)
+        load = _culprit(access, shaped[0].answer if shaped is not None else answer)
         yield ctx.finding(
             location_of(model, access.span),
             f"`{load.text}` is read from memory and reaches the offset of `{access.pointer}` with no "
-            f"{side} bound: {_witness(access, answer, load)}; guard it on both sides or clamp it",
+            f"{side} bound: {_witness(access, answer, load, shaped)}; guard it on both sides or clamp it",
             related=[Related(location_of(model, load.span), f"`{load.text}` is read here")] if load.span else [],
         )
 
@@ -170,13 +174,60 @@ def _culprit(access: SymbolicAccess, answer: Answer) -> Symbol:
     return max(loads, key=lambda s: abs(answer.model.get(s.name, 0)))
 
 
-def _witness(access: SymbolicAccess, answer: Answer, load: Symbol) -> str:
-    values = answer.model
-    where = [
-        f"{s.text} = {values[s.name]}"
-        for kind in (SymbolKind.BLOCK, SymbolKind.THREAD)
-        for s in access.symbols
-        if s.kind is kind and s.name in values
+def _in_contract(
+    model: SemanticModel, access: SymbolicAccess, side: str, budget: Budget
+) -> tuple[Witness, str, tuple[Term, ...]] | None:
+    """The smallest shape a launch's contract allows for which the id takes the offset
+    past the indexed tensor's elements (its matcher dims multiplied) or below zero, with
+    the tensor and its dims; None where no launch in the file gives the kernel's values."""
+    kernel = model.function(access.function_usr)
+    if kernel is None:
+        return None
+    for launch, binding in witness.bindings(model, kernel, access.symbols):
+        extent = witness.tensor_extent(model, kernel, access.pointer, launch) if binding is not None else None
+        if binding is None or extent is None:
+            continue
+        tensor, dims = extent
+        elements = functools.reduce(lambda a, b: Term("*", (a, b)), dims)
+        outside = Term("<=", (elements, access.offset)) if side == "upper" else Term("<", (access.offset, _ZERO))
+        world = [*launch_constraints(access.symbols), *_typed(access.symbols), *binding.constraints, *access.guards]
+        # the ids as small as they go after the sizes: the first value past the end, or -1
+        chosen = (*binding.inputs, *(s for s in access.symbols if s.kind is SymbolKind.LOAD))
+        for pinned in (_first_iteration(access), []):  # the first thread, block and iteration when it can be
+            answer = witness.smallest([*world, *pinned, outside], chosen, budget)
+            if answer.outcome is Outcome.SAT:
+                return Witness(answer, binding.inputs), tensor, dims
+    return None
+
+
+def _typed(symbols: tuple[Symbol, ...]) -> list[Term]:
+    """Ids and loop counters within their types."""
+    return [
+        c
+        for s in symbols
+        if s.kind in (SymbolKind.LOAD, SymbolKind.LOOP)
+        for c in within(Term("sym", name=s.name), s.low, s.high)
     ]
-    at = f" at {', '.join(where)}" if where else ""
-    return f"`{load.text}` = {values.get(load.name, 0)}{at} passes every guard on the path"
+
+
+def _first_iteration(access: SymbolicAccess) -> list[Term]:
+    return [
+        Term("==", (Term("sym", name=s.name), _ZERO))
+        for s in access.symbols
+        if s.kind in (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
+    ]
+
+
+def _witness(
+    access: SymbolicAccess, answer: Answer, load: Symbol, shaped: tuple[Witness, str, tuple[Term, ...]] | None
+) -> str:
+    if shaped is not None:
+        found, tensor, dims = shaped
+        answer = found.answer
+    values = answer.model
+    at = witness.where(access.symbols, answer)
+    said = f"`{load.text}` = {values.get(load.name, 0)}{f' at {at}' if at else ''} passes every guard on the path"
+    if shaped is None:
+        return said
+    shape = ", ".join(render_dim(d) for d in dims)
+    return f"for {found.shape()} (`{tensor}` is [{shape}]), {said}"

@@ -1,0 +1,196 @@
+"""Witnesses tied to a kernel's contract: the launcher's `LaunchContract`s (clang/symbolic.py)
+bind a kernel's symbols (its scalar arguments and params fields, the grid and block
+dimensions) to terms over the launcher's symbolic sizes, and the solver looks for the
+smallest sizes under which a condition holds (KC112, KC401).
+
+"Smallest": the least common bound on every size (and launcher scalar) for which the
+condition still holds, found by bisection with plain checks (an `Optimize` over these
+nonlinear terms does not finish within the budget), then each size in turn made as small
+as it can be with the ones before it fixed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from . import solver
+from .clang.symbolic import mentions
+from .model import Function, LaunchContract, Symbol, SymbolKind, Term
+from .semantic import SemanticModel
+from .solver import Answer, Budget, Outcome
+
+_FREE = (SymbolKind.DIM, SymbolKind.SCALAR)  # what a witness chooses: the launcher's inputs
+_DIMENSION_SYMBOLS = {"blockDim": "block", "gridDim": "grid"}
+_HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
+# kernel symbols the contract does not give: the launch constraints bound the indices, the
+# caller's query the values read from memory and the loop counters
+_CALLER_BOUND = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOAD, SymbolKind.LOOP)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One launch's contract with the kernel's symbols bound to it."""
+
+    constraints: tuple[Term, ...]
+    inputs: tuple[Symbol, ...]  # the launcher's sizes and scalars, renamed apart
+
+
+@dataclass(frozen=True)
+class Witness:
+    answer: Answer
+    inputs: tuple[Symbol, ...]
+
+    def shape(self) -> str:
+        """`N = 4096, D = 128`: each input with its value."""
+        return ", ".join(f"{s.text} = {self.answer.model.get(s.name, 0)}" for s in self.inputs)
+
+
+def kernel_launches(model: SemanticModel, kernel_usr: str) -> Iterator[int]:
+    """The indices of the launches in the file that can launch a kernel."""
+    for index, launch in enumerate(model.launches):
+        if any(k.usr == kernel_usr for k in launch.kernels):
+            yield index
+
+
+def bindings(
+    model: SemanticModel, kernel: Function, symbols: Iterable[Symbol]
+) -> Iterator[tuple[int, Binding | None]]:
+    """For each launch of `kernel` in the file (by index), its contract bound to the kernel's
+    `symbols`; None for a launch without a contract or one that leaves a symbol the
+    contract should give (a scalar argument, the grid or block) unknown. The caller
+    bounds the `_CALLER_BOUND` symbols."""
+    contracts = {c.launch: c for c in model.launch_contracts}
+    needed = list(symbols)
+    for index in kernel_launches(model, kernel.usr):
+        contract = contracts.get(index)
+        yield index, _bind(contract, kernel, needed) if contract is not None else None
+
+
+def _bind(contract: LaunchContract, kernel: Function, symbols: list[Symbol]) -> Binding | None:
+    host = {s.name: _HOST + s.name for s in contract.symbols}
+    constraints = [solver.renamed(g, host) for g in contract.guards]
+    for symbol in contract.symbols:
+        if symbol.kind in _FREE:
+            constraints += solver.within(Term("sym", name=host[symbol.name]), symbol.low, symbol.high)
+    unknown = {s.name for s in contract.symbols if s.kind not in _FREE}
+    by_name = {s.name: s for s in symbols}
+    for name in sorted(set(by_name) | set(_dimensions_of(symbols))):
+        if name in by_name and by_name[name].kind in _CALLER_BOUND:
+            continue  # below their dimensions, or whatever memory holds: the caller bounds them
+        value = _contract_value(contract, kernel, name)
+        if value is None or mentions(value, unknown):  # a value the launcher's walk did not follow
+            return None
+        constraints.append(Term("==", (Term("sym", name=name), solver.renamed(value, host))))
+        if (symbol := by_name.get(name)) is not None and symbol.kind is SymbolKind.SCALAR:
+            constraints += solver.within(Term("sym", name=name), symbol.low, symbol.high)  # as the kernel receives it
+    inputs = tuple(
+        Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE
+    )
+    return Binding(tuple(constraints), inputs)
+
+
+def tensor_extent(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> tuple[str, tuple[Term, ...]] | None:
+    """The tensor a kernel's pointer (`table`, `params.cache`) is at a launch, and its dims
+    from the launcher's matcher chains (renamed as `Binding` names them)."""
+    head, _, field = pointer.partition(".")
+    position = next((i for i, p in enumerate(kernel.params) if p.name == head), None)
+    argument = next(
+        (a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")), None
+    )
+    contract = next((c for c in model.launch_contracts if c.launch == launch), None)
+    if argument is None or contract is None:
+        return None
+    host = {s.name: _HOST + s.name for s in contract.symbols}
+    dims = dict(contract.extents).get(argument.tensor)
+    return (argument.tensor, tuple(solver.renamed(d, host) for d in dims)) if dims else None
+
+
+def _dimensions_of(symbols: list[Symbol]) -> Iterator[str]:
+    """`blockDim.x` for `threadIdx.x`, `gridDim.x` for `blockIdx.x`."""
+    for symbol in symbols:
+        if symbol.kind in (SymbolKind.THREAD, SymbolKind.BLOCK):
+            axis = symbol.name.rsplit(".", 1)[-1]
+            yield f"{'blockDim' if symbol.kind is SymbolKind.THREAD else 'gridDim'}.{axis}"
+
+
+def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Term | None:
+    """What the launch gives a kernel symbol: a grid or block dimension, a scalar argument
+    (`n`) or a params field (`params.n`)."""
+    head, _, rest = name.partition(".")
+    if head in _DIMENSION_SYMBOLS and rest in ("x", "y", "z"):
+        axes = contract.block if head == "blockDim" else contract.grid
+        return axes["xyz".index(rest)]
+    position = next((i for i, p in enumerate(kernel.params) if p.name == head), None)
+    if position is None:
+        return None
+    if not rest:
+        return contract.arguments[position] if position < len(contract.arguments) else None
+    return next((t for p, f, t in contract.fields if p == position and f == rest), None)
+
+
+def smallest(constraints: list[Term], inputs: tuple[Symbol, ...], budget: Budget) -> Answer:
+    """The constraints' answer with the launcher's inputs as small as the budget finds:
+    SAT with the smallest model found, UNSAT, or UNKNOWN."""
+    best = solver.check(constraints, budget)
+    if best.outcome is not Outcome.SAT or not inputs:
+        return best
+    best, bound, finished = _least_bound(constraints, inputs, best, budget)
+    fixed: list[Term] = [*constraints, *_bounded(inputs, bound)]
+    for symbol in inputs:
+        if not finished:
+            break
+        best, _, finished = _least_bound(fixed, (symbol,), best, budget)
+        fixed.append(_equal(symbol, best.model))
+    return best
+
+
+def _least_bound(
+    constraints: list[Term], symbols: tuple[Symbol, ...], best: Answer, budget: Budget
+) -> tuple[Answer, int, bool]:
+    """The least bound on the magnitude of `symbols` under which the constraints still hold
+    (`best` holds within the bound it starts from), the model there, and whether the search
+    finished within the budget. The first steps halve the bound's logarithm: a nonlinear
+    check costs up to 0.25 s, too much for forty halvings of the bound itself."""
+    low, high = -1, _largest(best, symbols)  # no model within `low`; one within `high`
+    while high - low > 1:
+        floor = max(low, 1)
+        middle = math.isqrt(floor * high) if high > 4 * floor else (low + high) // 2
+        answer = solver.check([*constraints, *_bounded(symbols, middle)], budget)
+        if answer.outcome is Outcome.UNKNOWN:
+            return best, high, False
+        if answer.outcome is Outcome.SAT:
+            best, high = answer, _largest(answer, symbols)
+        else:
+            low = middle
+    return best, high, True
+
+
+def _largest(answer: Answer, inputs: tuple[Symbol, ...]) -> int:
+    return max(abs(answer.model.get(s.name, 0)) for s in inputs)
+
+
+def _bounded(inputs: tuple[Symbol, ...], bound: int) -> list[Term]:
+    return [c for s in inputs for c in solver.within(Term("sym", name=s.name), -bound, bound)]
+
+
+def _equal(symbol: Symbol, model: Mapping[str, int]) -> Term:
+    return Term("==", (Term("sym", name=symbol.name), Term("const", value=model.get(symbol.name, 0))))
+
+
+def where(symbols: Iterable[Symbol], answer: Answer) -> str:
+    """`blockIdx.x = 3, threadIdx.x = 0`: the block and thread indices of a witness."""
+    listed = list(symbols)
+    return ", ".join(
+        f"{s.text} = {answer.model[s.name]}"
+        for kind in (SymbolKind.BLOCK, SymbolKind.THREAD)
+        for s in listed
+        if s.kind is kind and s.name in answer.model
+    )
+
+
+
+def render_dim(term: Term) -> str:
+    """A tensor's dim as its matcher states it: its size's name (`N`) or its constant."""
+    return str(term.value) if term.op == "const" else term.name.removeprefix(_HOST).removeprefix("dim:")
