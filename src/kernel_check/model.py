@@ -965,6 +965,10 @@ class LaunchContract:
     arguments: tuple[Term | None, ...]  # each kernel argument's value (None: not an integer followed)
     fields: tuple[tuple[int, str, Term], ...] = ()  # (argument, field, value) of a params struct argument
     extents: tuple[tuple[str, tuple[Term, ...]], ...] = ()  # (tensor, its dims) of each verified tensor
+    # Each sum, product and narrowing conversion of the launcher's integers stays within its
+    # type where it runs: a witness must hold them (the launcher computes no wrapped grid),
+    # a proof must not need them (a launcher that wraps first is no proof of safety).
+    fits: tuple[Term, ...] = ()
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from . import solver
-from .clang.symbolic import mentions
+from .clang.symbolic import mentions, symbol_names
 from .model import Function, LaunchContract, Symbol, SymbolKind, Term
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
@@ -35,6 +35,13 @@ class Binding:
 
     constraints: tuple[Term, ...]
     inputs: tuple[Symbol, ...]  # the launcher's sizes and scalars, renamed apart
+    given: frozenset[str]  # those the values given to the kernel's symbols name
+    fits: tuple[Term, ...]  # the launcher's integers hold their values (`LaunchContract.fits`)
+
+    def shown(self, *terms: Term) -> tuple[Symbol, ...]:
+        """The inputs a witness names: those the kernel's values (or `terms`) depend on."""
+        named = self.given.union(*(symbol_names(t) for t in terms))
+        return tuple(s for s in self.inputs if s.name in named)
 
 
 @dataclass(frozen=True)
@@ -54,9 +61,7 @@ def kernel_launches(model: SemanticModel, kernel_usr: str) -> Iterator[int]:
             yield index
 
 
-def bindings(
-    model: SemanticModel, kernel: Function, symbols: Iterable[Symbol]
-) -> Iterator[tuple[int, Binding | None]]:
+def bindings(model: SemanticModel, kernel: Function, symbols: Iterable[Symbol]) -> Iterator[tuple[int, Binding | None]]:
     """For each launch of `kernel` in the file (by index), its contract bound to the kernel's
     `symbols`; None for a launch without a contract or one that leaves a symbol the
     contract should give (a scalar argument, the grid or block) unknown. The caller
@@ -76,22 +81,27 @@ def _bind(contract: LaunchContract, kernel: Function, symbols: list[Symbol]) -> 
             constraints += solver.within(Term("sym", name=host[symbol.name]), symbol.low, symbol.high)
     unknown = {s.name for s in contract.symbols if s.kind not in _FREE}
     by_name = {s.name: s for s in symbols}
+    named: set[str] = set()
     for name in sorted(set(by_name) | set(_dimensions_of(symbols))):
         if name in by_name and by_name[name].kind in _CALLER_BOUND:
             continue  # below their dimensions, or whatever memory holds: the caller bounds them
         value = _contract_value(contract, kernel, name)
         if value is None or mentions(value, unknown):  # a value the launcher's walk did not follow
             return None
-        constraints.append(Term("==", (Term("sym", name=name), solver.renamed(value, host))))
-        if (symbol := by_name.get(name)) is not None and symbol.kind is SymbolKind.SCALAR:
-            constraints += solver.within(Term("sym", name=name), symbol.low, symbol.high)  # as the kernel receives it
-    inputs = tuple(
-        Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE
-    )
-    return Binding(tuple(constraints), inputs)
+        given = solver.renamed(value, host)
+        named.update(symbol_names(given))
+        constraints.append(Term("==", (Term("sym", name=name), given)))
+        if (received := by_name.get(name)) is not None and received.kind is SymbolKind.SCALAR:
+            # the value as the kernel receives it: a witness whose argument wraps would be wrong
+            constraints += solver.within(Term("sym", name=name), received.low, received.high)
+    inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
+    fits = tuple(solver.renamed(f, host) for f in contract.fits)
+    return Binding(tuple(constraints), inputs, frozenset(named), fits)
 
 
-def tensor_extent(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> tuple[str, tuple[Term, ...]] | None:
+def tensor_extent(
+    model: SemanticModel, kernel: Function, pointer: str, launch: int
+) -> tuple[str, tuple[Term, ...]] | None:
     """The tensor a kernel's pointer (`table`, `params.cache`) is at a launch, and its dims
     from the launcher's matcher chains (renamed as `Binding` names them)."""
     head, _, field = pointer.partition(".")
@@ -188,7 +198,6 @@ def where(symbols: Iterable[Symbol], answer: Answer) -> str:
         for s in listed
         if s.kind is kind and s.name in answer.model
     )
-
 
 
 def render_dim(term: Term) -> str:

@@ -21,9 +21,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from ..model import Launch, LaunchContract, MatcherChain, Span, Symbol, SymbolicAccess, SymbolicProduct, SymbolKind, Term
+from ..model import (
+    Launch,
+    LaunchContract,
+    MatcherChain,
+    Span,
+    Symbol,
+    SymbolicAccess,
+    SymbolicProduct,
+    SymbolKind,
+    Term,
+)
 from .launches import launch_dimensions
-from .program import DeclKind, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
+from .program import DeclKind, DeclRef, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
 from .provenance import initializer_list_fields, record_fields
 from .thread_dependence import ThreadDependence, ThreadLocals
 
@@ -464,10 +474,30 @@ class _Walk:
             self.values[var.key] = value
 
 
-def _narrows(expr: Expr) -> bool:
-    """Whether a conversion may not keep its operand's value: to fewer than 64 bits from a
-    wider or unknown type, or between signedness."""
-    if expr.kind not in (ExprKind.CAST, ExprKind.IMPLICIT) or not expr.children or expr.type.bits is None:
+def _method_object(call: Expr) -> DeclRef | None:
+    """The variable or parameter whose method `call` calls (`N` of `N.unwrap()`)."""
+    callee = call.children[0].stripped() if call.children else None
+    base = (
+        callee.children[0].stripped()
+        if callee is not None and callee.kind is ExprKind.MEMBER and callee.children
+        else None
+    )
+    return base.ref if base is not None and base.kind is ExprKind.REF else None
+
+
+def _all(terms: tuple[Term, ...]) -> Term:
+    return terms[0] if len(terms) == 1 else Term("and", terms)
+
+
+def _may_wrap(expr: Expr) -> bool:
+    """Whether an integer expression may not hold its mathematical value: a sum, difference
+    or product in its type, or a conversion to fewer than 64 bits from a wider or unknown
+    type, or between signedness."""
+    if expr.type.bits is None:
+        return False
+    if expr.kind is ExprKind.BINARY:
+        return expr.operator in ("+", "-", "*")
+    if expr.kind not in (ExprKind.CAST, ExprKind.IMPLICIT) or not expr.children:
         return False
     inner = expr.children[-1].type
     if expr.type.bits >= 64 and inner.is_signed is not False:
@@ -619,16 +649,18 @@ class _LauncherWalk(_Walk):
     chains: tuple[MatcherChain, ...] = ()
     records: dict[int, dict[str, Term]] = field(default_factory=dict)  # params-struct locals' fields
     contracts: list[LaunchContract] = field(default_factory=list)
-    fits: list[Term] = field(default_factory=list)  # each integer conversion keeps its value
+    fits: list[Term] = field(default_factory=list)  # each integer sum, product, conversion keeps its value
 
     def dim(self, name: str) -> Term:
         return self.symbol(f"dim:{name}", SymbolKind.DIM, name, (1, _DIM_LIMIT))
 
     def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         found = super().value(expr, guards)
-        if isinstance(found, Term) and found.op not in _KEPT and _narrows(expr):
-            low, high = _range(expr.type)  # a witness where a conversion wraps would be wrong
-            self.fits += [Term("<=", (const(low), found)), Term("<=", (found, const(high)))]
+        if isinstance(found, Term) and found.op not in _KEPT and _may_wrap(expr):
+            low, high = _range(expr.type)  # a witness where the launcher's integers wrap would be wrong
+            fits = Term("and", (Term("<=", (const(low), found)), Term("<=", (found, const(high)))))
+            # where the conversion runs: under the guards of its path
+            self.fits.append(Term("or", (Term("not", (_all(guards),)), fits)) if guards else fits)
         return found
 
     def call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
@@ -637,8 +669,11 @@ class _LauncherWalk(_Walk):
             self.launch(expr, index, guards)
             return None
         name, arguments = expr.name, expr.arguments
-        if name == "unwrap" and not arguments and (size := self.symbolic_size(expr)) is not None:
+        if name == "unwrap" and (size := self.symbolic_size(expr)) is not None:
             return self.dim(size)
+        if name == "size" and len(arguments) == 1 and (dims := self.tensor_dims(expr)) is not None:
+            position = arguments[0].value
+            return dims[position] if position is not None and 0 <= position < len(dims) else self.opaque(expr)
         if name in _DIV_CEIL_CALLS and len(arguments) == 2:
             a, b = (self.term(argument, guards) for argument in arguments)
             return Term("/", (Term("-", (Term("+", (a, b)), const(1))), b))
@@ -646,10 +681,13 @@ class _LauncherWalk(_Walk):
 
     def symbolic_size(self, call: Expr) -> str | None:
         """The `SymbolicSize` local whose `unwrap()` `call` is."""
-        callee = call.children[0].stripped() if call.children else None
-        base = callee.children[0].stripped() if callee is not None and callee.children else None
-        ref = base.ref if base is not None and base.kind is ExprKind.REF else None
+        ref = _method_object(call)
         return ref.name if ref is not None and "SymbolicSize" in ref.type.canonical else None
+
+    def tensor_dims(self, call: Expr) -> tuple[Term, ...] | None:
+        """The dims of the verified tensor whose `size(i)` `call` is."""
+        ref = _method_object(call)
+        return dict(self.extents()).get(ref.name) if ref is not None else None
 
     def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
         super().declare(var, guards)
@@ -703,7 +741,8 @@ class _LauncherWalk(_Walk):
         self.contracts.append(
             LaunchContract(
                 launch=index,
-                guards=(*guards, *self.fits),
+                guards=guards,
+                fits=tuple(self.fits),
                 symbols=tuple(self.symbols[n] for n in named),
                 grid=grid,
                 block=block,
@@ -718,10 +757,20 @@ class _LauncherWalk(_Walk):
         node = expr.stripped()
         while node.kind in (ExprKind.CAST, ExprKind.IMPLICIT, ExprKind.PAREN) and len(node.children) == 1:
             node = node.children[0].stripped()
-        parts = node.children if node.kind is ExprKind.INIT_LIST else node.arguments if node.kind is ExprKind.CALL and node.is_construction and len(node.arguments) > 1 else (node,)
+        parts = (
+            node.children
+            if node.kind is ExprKind.INIT_LIST
+            else node.arguments
+            if node.kind is ExprKind.CALL and node.is_construction and len(node.arguments) > 1
+            else (node,)
+        )
         values = [self.value(part, guards) for part in parts[:3]]
         terms = [v if isinstance(v, Term) else None for v in values]
-        return terms[0] if terms else None, terms[1] if len(terms) > 1 else const(1), terms[2] if len(terms) > 2 else const(1)
+        return (
+            terms[0] if terms else None,
+            terms[1] if len(terms) > 1 else const(1),
+            terms[2] if len(terms) > 2 else const(1),
+        )
 
     def extents(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
         """Each verified tensor's dims: the launcher's `SymbolicSize`s by name, its

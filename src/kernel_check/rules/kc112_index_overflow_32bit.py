@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check import witness
+from kernel_check import solver, witness
 from kernel_check.finding import Finding, Related
 from kernel_check.model import Function, FunctionKind, IndexProduct, Span, SymbolicProduct, Term, TypeInfo
 from kernel_check.registry import Need, RuleContext, rule
@@ -91,7 +91,9 @@ def _limit(product: IndexProduct) -> int:
     return 2**32 if "unsigned" in product.result_type or product.result_type.startswith("uint") else 2**31
 
 
-def _overflow(model: SemanticModel, kernel: Function, product: SymbolicProduct, limit: int, budget: Budget) -> Witness | None:
+def _overflow(
+    model: SemanticModel, kernel: Function, product: SymbolicProduct, limit: int, budget: Budget
+) -> Witness | None:
     """The smallest shape a launch's contract allows for which `product` reaches `limit`;
     `_NEVER` when every launch of the kernel in the file proves it cannot; None when the
     solver cannot tell (no contract, a value not followed, the budget spent)."""
@@ -102,10 +104,11 @@ def _overflow(model: SemanticModel, kernel: Function, product: SymbolicProduct, 
             continue
         world = [*launch_constraints(product.symbols), *binding.constraints]
         reaches = Term("<=", (Term("const", value=limit), product.term))
-        answer = witness.smallest([*world, reaches], binding.inputs, budget)
+        answer = witness.smallest([*world, *binding.fits, reaches], binding.inputs, budget)
         if answer.outcome is Outcome.SAT:
-            return Witness(answer, binding.inputs)
-        proven += answer.outcome is Outcome.UNSAT
+            return Witness(answer, binding.shown())
+        if answer.outcome is Outcome.UNSAT:  # proven only if it holds where the launcher's integers wrap too
+            proven += solver.check([*world, reaches], budget).outcome is Outcome.UNSAT
     return _NEVER if launches and proven == len(launches) else None
 
 

@@ -54,9 +54,8 @@ __global__ void gather_rows(float* out, const float* table, const int32_t* ids, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import functools
+from collections.abc import Iterator
 
 from kernel_check import solver, witness
 from kernel_check.clang.symbolic import mentions, symbol_names
@@ -190,13 +189,19 @@ def _in_contract(
         tensor, dims = extent
         elements = functools.reduce(lambda a, b: Term("*", (a, b)), dims)
         outside = Term("<=", (elements, access.offset)) if side == "upper" else Term("<", (access.offset, _ZERO))
-        world = [*launch_constraints(access.symbols), *_typed(access.symbols), *binding.constraints, *access.guards]
+        world = [
+            *launch_constraints(access.symbols),
+            *_typed(access.symbols),
+            *binding.constraints,
+            *binding.fits,
+            *access.guards,
+        ]
         # the ids as small as they go after the sizes: the first value past the end, or -1
         chosen = (*binding.inputs, *(s for s in access.symbols if s.kind is SymbolKind.LOAD))
         for pinned in (_first_iteration(access), []):  # the first thread, block and iteration when it can be
             answer = witness.smallest([*world, *pinned, outside], chosen, budget)
             if answer.outcome is Outcome.SAT:
-                return Witness(answer, binding.inputs), tensor, dims
+                return Witness(answer, binding.shown(*dims)), tensor, dims
     return None
 
 

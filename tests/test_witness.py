@@ -1,0 +1,102 @@
+"""Witnesses tied to the launcher's contract (src/kernel_check/witness.py): each launch's
+terms (clang/symbolic.py) over real parses, and the KC112 / KC401 witnesses checked by
+evaluating the launcher's grid and the kernel's offset at the shape they name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_one
+from kernel_check.clang.extract import extract
+from kernel_check.clang.parse import parse_file, resolve_settings
+from kernel_check.clang.symbolic import render
+from kernel_check.model import SourceModel
+
+OVERFLOWS = FIXTURES / "cpp" / "kc112_witness_from_contract.cuh"
+IDS = FIXTURES / "cpp" / "kc401_witness_from_contract.cuh"
+BLOCK = 256  # kBlockSize of the KC112 fixture
+
+
+def _values(message: str) -> dict[str, int]:
+    """`N = 4096, blockIdx.x = 3` and the like, from a message."""
+    return {name: int(value) for name, value in re.findall(r"`?([\w.\[\]()]+)`? = (-?\d+)", message)}
+
+
+def _message(path: Path, line: int, code: str, **overrides) -> str:
+    found = [f.message for f in run_one(path, **overrides).findings if f.line == line and f.code == code]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def overflow_messages() -> dict[int, str]:
+    return {f.line: f.message for f in run_one(OVERFLOWS).findings if f.code == "KC112"}
+
+
+def test_kc112_witness_overflows_at_its_shape_and_not_below(overflow_messages) -> None:
+    values = _values(overflow_messages[21])  # add_one: grid div_ceil(N, 256), block 256
+    n, block_index = values["N"], values["blockIdx.x"]
+    assert block_index < -(-n // BLOCK) <= 2**31 - 1  # a block the launch has
+    assert block_index * BLOCK >= 2**32  # `blockIdx.x * blockDim.x` in `unsigned int`
+    assert (-(-(n - 1) // BLOCK) - 1) * BLOCK < 2**32  # one element fewer: the last block fits
+
+
+def test_kc112_witness_of_a_signed_product_of_two_sizes(overflow_messages) -> None:
+    values = _values(overflow_messages[51])  # fill_rows: one block per row, `int` times `width`
+    rows, width, block_index = values["R"], values["W"], values["blockIdx.x"]
+    assert block_index < rows and width <= 2**31 - 1  # the width reaches the kernel as `int32_t`
+    assert block_index * width >= 2**31
+
+
+def test_kc112_without_witness_where_the_contract_does_not_decide(overflow_messages) -> None:
+    # the launcher's own 32-bit count wraps first (line 118) or no launch is in the file
+    # (line 97): reported as before, with no shape; the capped launch (line 76) is proven safe
+    assert sorted(overflow_messages) == [21, 51, 97, 118]
+    assert all("overflows for" not in overflow_messages[line] for line in (97, 118))
+
+
+def test_a_spent_budget_keeps_every_kc112_finding_without_a_witness() -> None:
+    findings = [f for f in run_one(OVERFLOWS, solver_budget=1e-9).findings if f.code == "KC112"]
+    assert sorted(f.line for f in findings) == [21, 51, 76, 97, 118]  # the capped one too: not proven
+    assert all("overflows for" not in f.message for f in findings)
+
+
+def test_kc401_witness_names_the_indexed_tensor_and_goes_past_it() -> None:
+    values = _values(_message(IDS, 22, "KC401"))  # gather: `table` is [R, D], guard `id < R`
+    rows, width, row, thread = values["R"], values["D"], values["ids[blockIdx.x]"], values["threadIdx.x"]
+    assert row < rows and thread < width <= 1024  # every guard and RuntimeCheck holds
+    assert row * width + thread < 0  # before `table`
+    values = _values(_message(IDS, 50, "KC401"))  # scatter: `cache` is [S, 128]
+    slots, slot, thread = values["S"], values["loc[blockIdx.x]"], values["threadIdx.x"]
+    assert slot * 128 + thread >= slots * 128  # past `cache`
+
+
+def _model(path: Path) -> SourceModel:
+    text = path.read_text(encoding="utf-8")
+    unit = parse_file(path, text, resolve_settings("hermetic"))
+    assert not unit.errors
+    return extract(unit, text, text.encode())
+
+
+def test_launch_contracts_over_the_matcher_sizes() -> None:
+    model = _model(OVERFLOWS)
+    by_kernel = {model.launches[c.launch].kernels[0].name: c for c in model.launch_contracts}
+    add_one = by_kernel["add_one_kernel"]
+    assert render(add_one.grid[0]) == "(((dim:N + 256) - 1) / 256)"  # div_ceil(num_elements, kBlockSize)
+    assert [render(b) for b in add_one.block[:1]] == ["256"]
+    assert add_one.arguments[:2] == (None, None) and render(add_one.arguments[2]) == "dim:N"
+    assert [render(g) for g in add_one.guards] == ["not((dim:N == 0))"]  # the early return
+    assert [(tensor, [render(d) for d in dims]) for tensor, dims in add_one.extents] == [
+        ("dst", ["dim:N"]),
+        ("src", ["dim:N"]),
+    ]
+    fill_rows = by_kernel["fill_rows_kernel"]  # a params struct built with designators
+    assert [(p, f, render(t)) for p, f, t in fill_rows.fields] == [(0, "num_rows", "dim:R"), (0, "width", "dim:W")]
+    small = by_kernel["small_copy_kernel"]  # RuntimeCheck, and a matcher constant
+    assert "not(not((dim:N <= 65536)))" in [render(g) for g in small.guards]
+    assert [render(d) for d in dict(small.extents)["dst"]] == ["dim:N", "128"]
+    wide = by_kernel["fill_wide_kernel"]  # the launcher's 32-bit product must not wrap in a witness
+    assert "and((0 <= (dim:N * 4)), ((dim:N * 4) <= 4294967295))" in [render(f) for f in wide.fits]
