@@ -126,8 +126,9 @@ OPTIONS: tuple[Option, ...] = (
         "solver-budget",
         "float",
         2.0,
-        "Seconds the solver may spend on one kernel's KC4xx queries together; a query it cannot "
-        "answer in time is never a finding.",
+        "Seconds the solver may spend on one kernel's queries together, for each rule that asks it "
+        "(the KC4xx rules, KC112's witness); a query it cannot answer in time is never a finding "
+        "(KC112 then reports without a witness).",
     ),
     Option("max-file-bytes", "int", 2_000_000, "Files larger than this are not parsed; they get one KC000 finding."),
     Option(

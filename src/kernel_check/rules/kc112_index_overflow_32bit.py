@@ -17,6 +17,21 @@ compared with or combined with 32-bit values is counting in 32 bits on purpose, 
 32-bit total, the way the guide's own example kernel does; it is not reported. The finding is
 the 64-bit intent that the 32-bit product defeats.
 
+The witness comes from the kernel's contract: each launch of the kernel in the file, with
+the grid, the block and the kernel's arguments (a params struct's fields too) as the
+launcher computes them from its `TensorMatcher` sizes (`N.unwrap()`, `x.size(i)`), under
+its `RuntimeCheck`s and early returns. The solver (z3, the kernel's `solver-budget`) looks
+for the smallest sizes (dims at least 1) for which the product reaches 2^32 (2^31 when
+signed) in some block, and the message names them: "it overflows for N = 4294967297
+(blockIdx.x = 16777216)". Smallest: the least bound on every size that still overflows,
+then each size in turn as small as it goes; the launcher's own sums, products and
+conversions must keep their values at the witness (a launcher whose count wraps first
+gives none). A product the contract keeps below the limit at every launch of the kernel in
+the file -- a size the matcher pins, a `RuntimeCheck` that caps it, with the launcher's
+integers allowed to wrap -- is not reported. Where there is no launch in the file, a value
+the walk does not follow (a call's result, a template parameter), or the budget runs out,
+the finding is reported as before, without a witness.
+
 ## Why is this bad?
 The product is evaluated in 32 bits and wraps at 2^32 (or overflows `int` at 2^31) before it
 is added to anything 64-bit, so widening the result (`int64_t idx = blockIdx.x * blockDim.x`)

@@ -12,17 +12,25 @@ the thread and block indices, the launch's dimensions, the kernel's scalar argum
 the integers it reads. The access is reported when the offset can leave the range with the
 integer read from memory as the only cause: with every other value small (shapes, grid
 and scalars up to 256), some value of the id drives the offset past 2^30 elements or
-below zero, and no such offset exists once the id is small too. The message gives the
-witness: the id's value and the thread and block it is read by. A query the solver cannot
+below zero, and no such offset exists once the id is small too. A query the solver cannot
 answer within the kernel's budget (`solver-budget`, default 2 s) is never a finding.
+
+The witness comes from the kernel's contract where a launch of the kernel in the file
+gives it: the launcher's `TensorMatcher` sizes, the grid, block and arguments it computes
+from them, its `RuntimeCheck`s, and the indexed tensor's dims from its matcher. The message
+names the smallest such sizes and the id's smallest value that takes the offset past the
+tensor's elements (or -1, below it): "for N = 1, S = 1 (`cache` is [S, 128]),
+`loc[blockIdx.x]` = 1 at threadIdx.x = 0 passes every guard on the path". Without such a
+launch (or within no budget) it gives the id's value and the thread and block it is read
+by, as found with every other value small.
 
 The lower side is not reported when a guard (or a `?:` in the offset) compares the id with
 a negative constant (`slot != kPadSlot`, `if (id == -1) return;`): the code knows the one negative marker its
 callers pass. One access is reported per kernel, tensor and set of ids (the first in the body).
 
 Not followed yet: ids that pass through a device function, a local assigned after its
-declaration, or shared memory; the tensor's real extent from its `TensorMatcher` (the
-witness names the id's value, not the smallest shape that breaks).
+declaration, or shared memory; strides the matcher allows (the extent is the product of
+the dims).
 
 ## Why is this bad?
 An id read from a tensor is whatever the caller put there: a padding marker (`-1`), a
