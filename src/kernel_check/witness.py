@@ -22,7 +22,7 @@ from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
 _FREE = (SymbolKind.DIM, SymbolKind.SCALAR)  # what a witness chooses: the launcher's inputs
-_DIMENSION_SYMBOLS = {"blockDim": "block", "gridDim": "grid"}
+_DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
 # kernel symbols the contract does not give: the launch constraints bound the indices, the
 # caller's query the values read from memory and the loop counters
@@ -54,7 +54,7 @@ class Witness:
         return ", ".join(f"{s.text} = {self.answer.model.get(s.name, 0)}" for s in self.inputs)
 
 
-def kernel_launches(model: SemanticModel, kernel_usr: str) -> Iterator[int]:
+def _kernel_launches(model: SemanticModel, kernel_usr: str) -> Iterator[int]:
     """The indices of the launches in the file that can launch a kernel."""
     for index, launch in enumerate(model.launches):
         if any(k.usr == kernel_usr for k in launch.kernels):
@@ -68,13 +68,13 @@ def bindings(model: SemanticModel, kernel: Function, symbols: Iterable[Symbol]) 
     bounds the `_CALLER_BOUND` symbols."""
     contracts = {c.launch: c for c in model.launch_contracts}
     needed = list(symbols)
-    for index in kernel_launches(model, kernel.usr):
+    for index in _kernel_launches(model, kernel.usr):
         contract = contracts.get(index)
         yield index, _bind(contract, kernel, needed) if contract is not None else None
 
 
 def _bind(contract: LaunchContract, kernel: Function, symbols: list[Symbol]) -> Binding | None:
-    host = {s.name: _HOST + s.name for s in contract.symbols}
+    host = _host_names(contract)
     constraints = [solver.renamed(g, host) for g in contract.guards]
     for symbol in contract.symbols:
         if symbol.kind in _FREE:
@@ -105,16 +105,26 @@ def tensor_extent(
     """The tensor a kernel's pointer (`table`, `params.cache`) is at a launch, and its dims
     from the launcher's matcher chains (renamed as `Binding` names them)."""
     head, _, field = pointer.partition(".")
-    position = next((i for i, p in enumerate(kernel.params) if p.name == head), None)
+    position = _parameter(kernel, head)
     argument = next(
         (a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")), None
     )
     contract = next((c for c in model.launch_contracts if c.launch == launch), None)
     if argument is None or contract is None:
         return None
-    host = {s.name: _HOST + s.name for s in contract.symbols}
+    host = _host_names(contract)
     dims = dict(contract.extents).get(argument.tensor)
     return (argument.tensor, tuple(solver.renamed(d, host) for d in dims)) if dims else None
+
+
+def _host_names(contract: LaunchContract) -> dict[str, str]:
+    """The launcher's symbols renamed apart from the kernel's (a launcher's `n` is not the
+    kernel's `n`)."""
+    return {s.name: _HOST + s.name for s in contract.symbols}
+
+
+def _parameter(kernel: Function, name: str) -> int | None:
+    return next((i for i, p in enumerate(kernel.params) if p.name == name), None)
 
 
 def _dimensions_of(symbols: list[Symbol]) -> Iterator[str]:
@@ -132,7 +142,7 @@ def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Te
     if head in _DIMENSION_SYMBOLS and rest in ("x", "y", "z"):
         axes = contract.block if head == "blockDim" else contract.grid
         return axes["xyz".index(rest)]
-    position = next((i for i, p in enumerate(kernel.params) if p.name == head), None)
+    position = _parameter(kernel, head)
     if position is None:
         return None
     if not rest:
