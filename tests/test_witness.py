@@ -53,16 +53,23 @@ def test_kc112_witness_of_a_signed_product_of_two_sizes(overflow_messages) -> No
     assert block_index * width >= 2**31
 
 
+def test_kc112_witness_on_the_grid_y_axis_of_a_dim3_local(overflow_messages) -> None:
+    values = _values(overflow_messages[119])  # rows_by_y: `dim3 grid{1, R}`, `int` times `width`
+    rows, width, row = values["R"], values["W"], values["blockIdx.y"]
+    assert row < rows <= 65535 and width <= 2**31 - 1  # the grid's y limit; `int32_t width`
+    assert row * width >= 2**31
+
+
 def test_kc112_without_witness_where_the_contract_does_not_decide(overflow_messages) -> None:
-    # the launcher's own 32-bit count wraps first (line 118) or no launch is in the file
-    # (line 97): reported as before, with no shape; the capped launch (line 76) is proven safe
-    assert sorted(overflow_messages) == [21, 51, 97, 118]
-    assert all("overflows for" not in overflow_messages[line] for line in (97, 118))
+    # the launcher's own 32-bit count wraps first (line 97) or no launch is in the file
+    # (line 139): reported as before, with no shape; the capped launch (line 76) is proven safe
+    assert sorted(overflow_messages) == [21, 51, 97, 119, 139]
+    assert all("overflows for" not in overflow_messages[line] for line in (97, 139))
 
 
 def test_a_spent_budget_keeps_every_kc112_finding_without_a_witness() -> None:
     findings = [f for f in run_one(OVERFLOWS, solver_budget=1e-9).findings if f.code == "KC112"]
-    assert sorted(f.line for f in findings) == [21, 51, 76, 97, 118]  # the capped one too: not proven
+    assert sorted(f.line for f in findings) == [21, 51, 76, 97, 119, 139]  # the capped one too: not proven
     assert all("overflows for" not in f.message for f in findings)
 
 

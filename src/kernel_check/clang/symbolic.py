@@ -474,6 +474,14 @@ class _Walk:
             self.values[var.key] = value
 
 
+def _unwrapped(expr: Expr) -> Expr:
+    """`expr` without the parentheses, casts and conversions around it."""
+    node = expr.stripped()
+    while node.kind in (ExprKind.CAST, ExprKind.IMPLICIT, ExprKind.PAREN) and len(node.children) == 1:
+        node = node.children[0].stripped()
+    return node
+
+
 def _method_object(call: Expr) -> DeclRef | None:
     """The variable or parameter whose method `call` calls (`N` of `N.unwrap()`)."""
     callee = call.children[0].stripped() if call.children else None
@@ -648,6 +656,7 @@ class _LauncherWalk(_Walk):
     launch_argument_spans: dict[int, tuple[Span, ...]] = field(default_factory=dict)  # by index
     chains: tuple[MatcherChain, ...] = ()
     records: dict[int, dict[str, Term]] = field(default_factory=dict)  # params-struct locals' fields
+    dim3s: dict[int, tuple[Term | None, Term | None, Term | None]] = field(default_factory=dict)  # dim3 locals
     contracts: list[LaunchContract] = field(default_factory=list)
     fits: list[Term] = field(default_factory=list)  # each integer sum, product, conversion keeps its value
 
@@ -691,6 +700,9 @@ class _LauncherWalk(_Walk):
 
     def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
         super().declare(var, guards)
+        if var.exprs and "dim3" in var.type.canonical and var.key not in self.assigned:
+            self.dim3s[var.key] = self.axes(var.exprs[-1], guards)
+            return
         fields = self.record_value(var.exprs[-1], guards) if var.exprs else None
         if fields is not None:
             self.records[var.key] = fields
@@ -753,24 +765,27 @@ class _LauncherWalk(_Walk):
         )
 
     def axes(self, expr: Expr, guards: tuple[Term, ...]) -> tuple[Term | None, Term | None, Term | None]:
-        """A launch dimension's x, y and z: a `dim3(x, y, z)` or `{x, y}`, else the x alone."""
-        node = expr.stripped()
-        while node.kind in (ExprKind.CAST, ExprKind.IMPLICIT, ExprKind.PAREN) and len(node.children) == 1:
-            node = node.children[0].stripped()
-        parts = (
-            node.children
-            if node.kind is ExprKind.INIT_LIST
-            else node.arguments
-            if node.kind is ExprKind.CALL and node.is_construction and len(node.arguments) > 1
-            else (node,)
-        )
-        values = [self.value(part, guards) for part in parts[:3]]
-        terms = [v if isinstance(v, Term) else None for v in values]
-        return (
-            terms[0] if terms else None,
-            terms[1] if len(terms) > 1 else const(1),
-            terms[2] if len(terms) > 2 else const(1),
-        )
+        """A launch dimension's x, y and z: an integer (the x axis), a `dim3` built in place
+        (`dim3(x, y)`, `{x, y}`: 1 for each axis not given) or held by a local; None for
+        each axis of anything else."""
+        node = _unwrapped(expr)
+        if node.type.bits is not None:
+            value = self.value(node, guards)
+            return (value if isinstance(value, Term) else None, const(1), const(1))
+        if node.kind is ExprKind.REF and node.ref is not None:
+            return self.dim3s.get(node.ref.key, (None, None, None))
+        if node.kind is ExprKind.INIT_LIST:
+            parts = node.children
+        elif node.kind is ExprKind.CALL and node.is_construction:
+            parts = node.arguments
+            if len(parts) == 1 and _unwrapped(parts[0]).type.bits is None:
+                return self.axes(parts[0], guards)  # a copy of another dim3
+        else:
+            return (None, None, None)
+        # an argument with no tokens is a default one: dim3's are 1
+        values = [self.value(part, guards) if part.tokens else const(1) for part in parts[:3]]
+        terms = [v if isinstance(v, Term) else None for v in values] + [const(1)] * (3 - len(values))
+        return terms[0], terms[1], terms[2]
 
     def extents(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
         """Each verified tensor's dims: the launcher's `SymbolicSize`s by name, its

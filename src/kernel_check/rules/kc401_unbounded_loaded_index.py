@@ -21,8 +21,9 @@ from them, its `RuntimeCheck`s, and the indexed tensor's dims from its matcher. 
 names the smallest such sizes and the id's smallest value that takes the offset past the
 tensor's elements (or -1, below it): "for N = 1, S = 1 (`cache` is [S, 128]),
 `loc[blockIdx.x]` = 1 at threadIdx.x = 0 passes every guard on the path". Without such a
-launch (or within no budget) it gives the id's value and the thread and block it is read
-by, as found with every other value small.
+launch (or within the budget, a second one of the kernel's for the witnesses, so that a
+shape's search never costs a finding) it gives the id's value and the thread and block it
+is read by, as found with every other value small.
 
 The lower side is not reported when a guard (or a `?:` in the offset) compares the id with
 a negative constant (`slot != kPadSlot`, `if (id == -1) return;`): the code knows the one negative marker its
@@ -84,6 +85,7 @@ _ZERO = Term("const", value=0)
 @rule("KC401", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     budgets: dict[str, Budget] = {}
+    witness_budgets: dict[str, Budget] = {}  # its own: shapes are no reason to miss a finding
     seconds = float(ctx.options.get("solver-budget", 2.0))
     reported: set[tuple[str, str, frozenset[str]]] = set()  # one finding per kernel, tensor and ids
     for access in model.symbolic_accesses:
@@ -98,7 +100,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         reported.add(key)
         side, answer = found
-        shaped = _in_contract(model, access, side, budget)
+        shaped = _in_contract(model, access, side, witness_budgets.setdefault(access.function_usr, Budget(seconds)))
         load = _culprit(access, shaped[0].answer if shaped is not None else answer)
         yield ctx.finding(
             location_of(model, access.span),
