@@ -36,7 +36,9 @@ class Binding:
     constraints: tuple[Term, ...]
     inputs: tuple[Symbol, ...]  # the launcher's sizes and scalars, renamed apart
     given: frozenset[str]  # those the values given to the kernel's symbols name
-    fits: tuple[Term, ...]  # the launcher's integers hold their values (`LaunchContract.fits`)
+    # the launcher's integers hold their values (`LaunchContract.fits`), and so do the
+    # kernel's arguments in their types: what a witness holds, and a proof does not assume
+    fits: tuple[Term, ...]
 
     def shown(self, *terms: Term) -> tuple[Symbol, ...]:
         """The inputs a witness names: those the kernel's values (or `terms`) depend on."""
@@ -82,6 +84,7 @@ def _bind(contract: LaunchContract, kernel: Function, symbols: list[Symbol]) -> 
     unknown = {s.name for s in contract.symbols if s.kind not in _FREE}
     by_name = {s.name: s for s in symbols}
     named: set[str] = set()
+    fits: list[Term] = []
     for name in sorted(set(by_name) | set(_dimensions_of(symbols))):
         if name in by_name and by_name[name].kind in _CALLER_BOUND:
             continue  # below their dimensions, or whatever memory holds: the caller bounds them
@@ -93,10 +96,10 @@ def _bind(contract: LaunchContract, kernel: Function, symbols: list[Symbol]) -> 
         constraints.append(Term("==", (Term("sym", name=name), given)))
         if (received := by_name.get(name)) is not None and received.kind is SymbolKind.SCALAR:
             # the value as the kernel receives it: a witness whose argument wraps would be wrong
-            constraints += solver.within(Term("sym", name=name), received.low, received.high)
+            fits += solver.within(Term("sym", name=name), received.low, received.high)
     inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
-    fits = tuple(solver.renamed(f, host) for f in contract.fits)
-    return Binding(tuple(constraints), inputs, frozenset(named), fits)
+    fits += [solver.renamed(f, host) for f in contract.fits]
+    return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits))
 
 
 def tensor_extent(
