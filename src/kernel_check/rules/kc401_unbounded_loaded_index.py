@@ -84,23 +84,13 @@ _ZERO = Term("const", value=0)
 
 @rule("KC401", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
-    budgets: dict[str, Budget] = {}
-    witness_budgets: dict[str, Budget] = {}  # its own: shapes are no reason to miss a finding
     seconds = float(ctx.options.get("solver-budget", 2.0))
-    reported: set[tuple[str, str, frozenset[str]]] = set()  # one finding per kernel, tensor and ids
-    for access in model.symbolic_accesses:
-        in_offset = set(symbol_names(access.offset))
-        ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset)
-        key = (access.function_usr, access.pointer, ids)
-        if access.shared or key in reported:
-            continue
-        budget = budgets.setdefault(access.function_usr, Budget(seconds))
-        found = _unbounded_side(access, budget)
-        if found is None:
-            continue
-        reported.add(key)
-        side, answer = found
-        shaped = _in_contract(model, access, side, witness_budgets.setdefault(access.function_usr, Budget(seconds)))
+    # the shapes after every decision, on a budget of their own: the budget is wall-clock
+    # from its first query, and a shape's search is no reason to miss a finding
+    witness_budgets: dict[str, Budget] = {}
+    for access, side, answer in _unbounded_accesses(model, seconds):
+        budget = witness_budgets.setdefault(access.function_usr, Budget(seconds))
+        shaped = _in_contract(model, access, side, budget)
         load = _culprit(access, shaped[0].answer if shaped is not None else answer)
         yield ctx.finding(
             location_of(model, access.span),
@@ -108,6 +98,25 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             f"{side} bound: {_witness(access, answer, load, shaped)}; guard it on both sides or clamp it",
             related=[Related(location_of(model, load.span), f"`{load.text}` is read here")] if load.span else [],
         )
+
+
+def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[SymbolicAccess, str, Answer]]:
+    """Each access reported, with its side and the solver's witness (one per kernel, tensor
+    and ids; each kernel's queries share a budget)."""
+    budgets: dict[str, Budget] = {}
+    reported: set[tuple[str, str, frozenset[str]]] = set()
+    found: list[tuple[SymbolicAccess, str, Answer]] = []
+    for access in model.symbolic_accesses:
+        in_offset = set(symbol_names(access.offset))
+        ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset)
+        key = (access.function_usr, access.pointer, ids)
+        if access.shared or key in reported:
+            continue
+        unbounded = _unbounded_side(access, budgets.setdefault(access.function_usr, Budget(seconds)))
+        if unbounded is not None:
+            reported.add(key)
+            found.append((access, *unbounded))
+    return found
 
 
 def _unbounded_side(access: SymbolicAccess, budget: Budget) -> tuple[str, Answer] | None:
