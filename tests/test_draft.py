@@ -381,10 +381,11 @@ UNSEEN_HELPER_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "own_tree" / "cs
 def test_a_tensor_named_as_an_output_is_guessed_out_where_no_access_is_seen(tmp_path):
     """Nothing says which tensor the out-of-sight helper writes: `out` (named as an output,
     its data cast to a non-const pointer) is guessed OUT, so the harness poisons it and sees
-    an element never written; `stats`, also mutable but not named so, stays an input."""
+    an element never written; `stats`, also cast to a non-const pointer but not named so, may
+    be written: INPLACE (compared, never poisoned), never an input; `in` is cast to const."""
     (spec,) = _draft(UNSEEN_HELPER_FIXTURE, tmp_path)
     roles = {a.name: a.role for a in spec.args if hasattr(a, "role")}
-    assert roles == {"out": Role.OUT, "in_": Role.IN, "stats": Role.IN}
+    assert roles == {"out": Role.OUT, "in_": Role.IN, "stats": Role.INPLACE}
     assert "out assumed OUT (named as outputs)" in (tmp_path / "unseen_helper_spec.py").read_text()
 
 

@@ -1346,25 +1346,23 @@ _OUTPUT_NAME = re.compile(r"(^|_)(out|output|dst|result)($|_)")
 
 
 def _ensure_written(tensors: list[DraftTensor], checks: HandChecks, notes: list[str]) -> None:
-    """A spec needs a written tensor; where no access says which, guess: the tensors named
-    as outputs, whose data the launcher casts to a non-const pointer, are outputs (OUT: the
-    harness poisons them, so an element never written is seen); else the tensors cast so
-    whose shape it does not check (the outputs a launcher hands on), else the last one
-    (INPLACE: compared, never poisoned)."""
+    """A spec needs a written tensor; where no access says which, guess from the launcher's
+    casts: a tensor whose data it casts to a non-const pointer may be written, so it is never
+    an input (KD104 would blame the kernel for writing it). Those named as outputs are OUT
+    (the harness poisons them, so an element never written is seen); the others INPLACE
+    (compared, never poisoned); with no such cast, the last tensor is INPLACE."""
     if any(t.role is not Role.IN for t in tensors) or not tensors:
         return
-    named = [t for t in tensors if t.name in checks.mutable and _OUTPUT_NAME.search(t.name)]
-    for tensor in named:
-        tensor.role = Role.OUT
+    mutable = [t for t in tensors if t.name in checks.mutable] or tensors[-1:]
+    named = [t for t in mutable if _OUTPUT_NAME.search(t.name)]
+    for tensor in mutable:
+        tensor.role = Role.OUT if tensor in named else Role.INPLACE
     if named:
         names = ", ".join(t.name for t in named)
         notes.append(f"{TODO}: no tensor is seen written; {names} assumed OUT (named as outputs)")
-        return
-    unchecked = [t for t in tensors if t.name in checks.mutable and t.name not in checks.shapes]
-    for tensor in unchecked or tensors[-1:]:
-        tensor.role = Role.INPLACE
-    names = ", ".join(t.name for t in unchecked or tensors[-1:])
-    notes.append(f"{TODO}: no tensor is seen written; {names} assumed INPLACE")
+    if len(named) < len(mutable):
+        names = ", ".join(t.name for t in mutable if t not in named)
+        notes.append(f"{TODO}: no tensor is seen written; {names} assumed INPLACE")
 
 
 def _spec_name(launcher: Function) -> str:
