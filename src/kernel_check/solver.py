@@ -134,6 +134,8 @@ def _bool(term: Term, names: dict[str, z3.ArithRef]) -> z3.BoolRef:
         return lib.Or(*(_bool(a, names) for a in term.args))
     if op == "not":
         return lib.Not(_bool(term.args[0], names))
+    if op == "forall":
+        return lib.ForAll([_int(a, names) for a in term.args[:-1]], _bool(term.args[-1], names))
     return _int(term, names) != 0
 
 
@@ -163,6 +165,13 @@ def _int(term: Term, names: dict[str, z3.ArithRef]) -> z3.ArithRef:
     if op == "%":
         return left % right
     raise lib.Z3Exception(f"no term {op!r}")
+
+
+def for_all(variables: Iterable[str], body: Term) -> Term:
+    """`body` holds whatever values the symbols `variables` take (a condition over every
+    thread of the block, every iteration of a loop)."""
+    bound = tuple(Term("sym", name=name) for name in variables)
+    return Term("forall", (*bound, body)) if bound else body
 
 
 def renamed(term: Term, names: Mapping[str, str]) -> Term:

@@ -16,7 +16,8 @@ and the block shape. A kernel that indexes with `threadIdx.x` alone is taken to 
 one-dimensional blocks; scalar arguments are taken between 1 and 65536. A query the
 solver cannot answer within the kernel's budget (`solver-budget`, default 2 s) is never a
 finding, nor is a write whose offset or guards read memory or call a function the walk
-does not follow. One write made by two threads is reported only when the value it stores
+does not follow, nor one through a cast to another element type or into a two-dimensional
+array. One write made by two threads is reported only when the value it stores
 may differ between them (it reads the thread index and calls no function): all lanes
 storing their warp's reduced value, or every thread setting one flag, leave the same
 result whichever runs last.
@@ -75,7 +76,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     writes: dict[str, list[SymbolicAccess]] = {}
     for access in model.symbolic_accesses:
-        if access.shared and access.phase is not None:
+        if access.shared and access.is_write and access.followed and not access.in_barrier_loop:
             writes.setdefault(access.function_usr, []).append(access)
     for kernel_writes in writes.values():
         budget = Budget(seconds)
