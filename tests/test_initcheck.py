@@ -43,6 +43,8 @@ __global__ void k(float* out, uint32_t n) {
   set();
   float* p = moved;
   p = moved + 1;
+  uint32_t later;  // declared bare, assigned after
+  later = n;
   reinterpret_cast<Pair*>(cast)[0] = Pair{0.0f, 0.0f};
   grid[1][2] = 1.0f;
   pairs[threadIdx.x].a = 1.0f;
@@ -50,7 +52,7 @@ __global__ void k(float* out, uint32_t n) {
   atomicAdd(&s_count, 1u);
   if (threadIdx.x == 0) s_inv = 1.0f;
   __syncthreads();
-  out[threadIdx.x] = direct[threadIdx.x] + *p + s_inv;
+  out[threadIdx.x] = direct[threadIdx.x] + *p + s_inv + later;
 }
 """
 

@@ -176,11 +176,12 @@ class _Walk:
         element an overloaded assignment takes (`smem[i] += v` on a template's `T`)."""
         operator = _operator(expr) if expr.kind is ExprKind.CALL else ""
         assigning = operator in _ASSIGNMENTS or operator in _INCREMENTS
-        for child in expr.children:
+        for position, child in enumerate(expr.children):
             if child.kind is ExprKind.LAMBDA:
                 self.lambda_escapes(child, guards)
                 continue
-            value = self.element_use(child, guards) if assigning else self.value(child, guards)
+            assigned = assigning and position == 0  # the object assigned: `smem[i]` of `smem[i] += v`
+            value = self.element_use(child, guards) if assigned else self.value(child, guards)
             by_name = child.kind is ExprKind.REF and not operator
             if escaping:
                 self.escape(child, self.shared_scalar(child) if by_name else value, guards)
@@ -530,7 +531,7 @@ class _Walk:
         value = self.value(var.exprs[-1], guards) if var.exprs else None
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
-        else:  # a pointer into a shared array that is moved later: not followed
+        elif var.exprs:  # a pointer into a shared array that is moved later: not followed
             self.escape(var.exprs[-1], value, guards)
 
     def shared_scalar(self, expr: Expr) -> _Pointer | None:

@@ -15,8 +15,10 @@ whose element, inside the array, is one that every counted write -- by every thr
 block, in every iteration of its loops -- leaves alone. The element must be left alone at
 every block size tried (32, 256 and 1024 threads, one-dimensional blocks when the kernel
 indexes with `threadIdx.x` alone): a read that only a small block leaves unwritten is the
-launcher's choice, not this bug. The message gives the witness: the block size, the thread,
-the count and the element. Scalar and compile-time arguments are taken between 1 and 65536.
+launcher's choice, not this bug. Scalar and compile-time arguments are taken between 1 and
+1024, counts a block can cover: a read bounded by a count of warps or threads
+(`if (threadIdx.x < kNumWarps) s_warp[threadIdx.x]`) is covered at the largest block. The
+message gives the witness: the block size, the thread, the counts and the element.
 
 Never a finding: a read inside a loop that reaches a barrier (one iteration's writes feed
 the next), a read whose offset or guards name something the walk does not follow (a value
@@ -74,9 +76,18 @@ from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.semantic import SemanticModel
-from kernel_check.solver import Answer, Budget, Outcome, for_all, launch_constraints, renamed, within
+from kernel_check.solver import (
+    MAX_THREADS_PER_BLOCK,
+    Answer,
+    Budget,
+    Outcome,
+    for_all,
+    launch_constraints,
+    renamed,
+    within,
+)
 
-SCALAR_HIGH = 65536
+SCALAR_HIGH = MAX_THREADS_PER_BLOCK  # scalar and compile-time arguments: counts a block can cover
 BLOCK_SIZES = (1024, 32, 256)  # every one must leave the element unwritten; the last is the witness's
 MAX_READS = 64  # shared reads per kernel checked
 _AXES = ("x", "y", "z")
