@@ -119,8 +119,8 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             yield ctx.finding(
                 location_of(model, read.span),
                 f"this read of `{read.pointer}` can reach an element no thread of the block wrote before it: "
-                f"{_witness(read, writes, answer)}; write every element the reads reach (fill the padding) "
-                f"or guard the read as the write is guarded",
+                f"{_witness(read, writes, answer)}; write every element the reads reach (fill the padding), "
+                f"with a barrier between the writes and the read, or guard the read as the write is guarded",
                 related=[Related(location_of(model, first.span), "a write that leaves it out")] if first else [],
             )
 
