@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import z3
 
 MAX_THREADS_PER_BLOCK = 1024
+AXES = ("x", "y", "z")
 _GRID_LIMITS = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 _DIMENSIONS = {SymbolKind.THREAD: "blockDim", SymbolKind.BLOCK: "gridDim"}
 _COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
@@ -69,6 +70,24 @@ def launch_constraints(symbols: Iterable[Symbol]) -> list[Term]:
         elif symbol.kind in (SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM):
             constraints += _dimension(variable, axis, blocks=symbol.kind is SymbolKind.GRID_DIM)
     return constraints
+
+
+def thread_symbols() -> list[Symbol]:
+    """The thread index of each axis."""
+    return [Symbol(f"threadIdx.{a}", SymbolKind.THREAD, f"threadIdx.{a}", 0, 2**31 - 1) for a in AXES]
+
+
+def block_axes(symbols: Iterable[Symbol]) -> tuple[str, ...]:
+    """The axes a block spans as far as `symbols` show: x, and y and z too when a thread
+    index or block dimension of those axes is named (a `blockIdx.y` says nothing of the
+    block's shape)."""
+    blocky = (SymbolKind.THREAD, SymbolKind.BLOCK_DIM)
+    return AXES if any(s.kind in blocky and s.name.endswith((".y", ".z")) for s in symbols) else AXES[:1]
+
+
+def triple(values: Mapping[str, int], prefix: str, default: int) -> str:
+    """`(x, y, z)`: a witness's values of the symbols `prefix` + axis (`threadIdx.`)."""
+    return "(" + ", ".join(str(values.get(f"{prefix}{a}", default)) for a in AXES) + ")"
 
 
 def _dimension(variable: Term, axis: str, *, blocks: bool) -> list[Term]:

@@ -72,25 +72,28 @@ from collections.abc import Iterator
 
 from kernel_check import solver
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
+from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
+    AXES,
     MAX_THREADS_PER_BLOCK,
     Answer,
     Budget,
     Outcome,
+    block_axes,
     for_all,
     launch_constraints,
     renamed,
+    thread_symbols,
+    triple,
     within,
 )
 
 SCALAR_HIGH = MAX_THREADS_PER_BLOCK  # scalar and compile-time arguments: counts a block can cover
 BLOCK_SIZES = (1024, 32, 256)  # every one must leave the element unwritten; the last is the witness's
 MAX_READS = 64  # shared reads per kernel checked
-_AXES = ("x", "y", "z")
 _PER_THREAD = (SymbolKind.THREAD, SymbolKind.LOOP)
 _ELEMENT = "kc403:element"
 _ZERO = Term("const", value=0)
@@ -153,7 +156,7 @@ def _earlier_writes(accesses: list[SymbolicAccess], read: SymbolicAccess) -> lis
 def _unwritten(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], budget: Budget) -> Answer | None:
     """A witness (at the last block size tried) that every block size leaves the element
     the read reaches unwritten; None when some size does not or the solver cannot tell."""
-    axes = _AXES if _uses_other_axes(read, *(w for w, _ in writes)) else _AXES[:1]
+    axes = block_axes([*read.symbols, *(s for w, _ in writes for s in w.symbols)])
     answer: Answer | None = None
     for size in BLOCK_SIZES:
         constraints = _read_side(read, writes, axes, size)
@@ -169,11 +172,11 @@ def _read_side(
 ) -> list[Term]:
     """The block (`size` threads along x), the arguments, the reading thread within the block
     and its guards, the element it reads inside the array."""
-    threads = [Symbol(f"threadIdx.{a}", SymbolKind.THREAD, f"threadIdx.{a}", 0, 2**31 - 1) for a in _AXES]
+    threads = thread_symbols()
     shared = {s for w, _ in writes for s in w.symbols if s.kind not in _PER_THREAD}
     constraints = launch_constraints([*threads, *read.symbols, *shared])
     constraints.append(Term("==", (_sym("blockDim.x"), Term("const", value=size))))
-    for axis in _AXES[len(axes) :]:
+    for axis in AXES[len(axes) :]:
         constraints += [Term("==", (_sym(f"threadIdx.{axis}"), _ZERO)), Term("==", (_sym(f"blockDim.{axis}"), _one()))]
     for symbol in {*read.symbols, *shared}:
         variable = _sym(symbol.name)
@@ -193,12 +196,9 @@ def _never_writes(write: SymbolicAccess, index: int, own: bool, axes: tuple[str,
     loops: `write`'s guards fail or it writes another element."""
     prefix = f"w{index}:"
     per_thread = [s for s in write.symbols if s.kind is SymbolKind.LOOP or (s.kind is SymbolKind.THREAD and not own)]
-    if not own:
-        per_thread += [
-            Symbol(f"threadIdx.{a}", SymbolKind.THREAD, f"threadIdx.{a}", 0, 2**31 - 1)
-            for a in axes
-            if all(s.name != f"threadIdx.{a}" for s in per_thread)
-        ]
+    if not own:  # every thread of the block, whether its index reaches the write or not
+        named = {s.name for s in per_thread}
+        per_thread += [t for t in thread_symbols()[: len(axes)] if t.name not in named]
     copies = {s.name: prefix + s.name for s in per_thread}
     in_range: list[Term] = []
     for symbol in per_thread:
@@ -219,10 +219,6 @@ def _never_writes(write: SymbolicAccess, index: int, own: bool, axes: tuple[str,
     return for_all(copies.values(), Term("not", (reaches,)))
 
 
-def _uses_other_axes(*accesses: SymbolicAccess) -> bool:
-    return any(s.text.endswith((".y", ".z")) for a in accesses for s in a.symbols if s.kind is not SymbolKind.SCALAR)
-
-
 def _sym(name: str) -> Term:
     return Term("sym", name=name)
 
@@ -233,8 +229,7 @@ def _one() -> Term:
 
 def _witness(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], answer: Answer) -> str:
     values = answer.model
-    thread = "(" + ", ".join(str(values.get(f"threadIdx.{a}", 0)) for a in _AXES) + ")"
-    block = "(" + ", ".join(str(values.get(f"blockDim.{a}", 1)) for a in _AXES) + ")"
+    thread, block = triple(values, "threadIdx.", 0), triple(values, "blockDim.", 1)
     symbols = [*read.symbols, *(s for w, _ in writes for s in w.symbols)]
     scalars = sorted({s.text: values.get(s.name, 0) for s in symbols if s.kind is SymbolKind.SCALAR}.items())
     given = "".join(f", {name} = {value}" for name, value in scalars)
