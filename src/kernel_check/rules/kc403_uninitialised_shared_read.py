@@ -26,7 +26,8 @@ read from memory, a call's result), and any read of an array that the kernel wri
 way the walk does not follow -- through a cast to another element type, as a
 two-dimensional or `extern` array, or handed to a helper, a lambda or inline assembly (a
 cooperative load the walk cannot see). Nor is a query the solver cannot answer within the
-kernel's budget (`solver-budget`, default 2 s). One read is reported per array and kernel.
+kernel's budget (`solver-budget`, default 2 s). One read is reported per array and kernel;
+the first 64 reads a kernel makes are checked.
 
 ## Why is this bad?
 Shared memory starts each block with whatever the previous block on the multiprocessor left
