@@ -360,3 +360,44 @@ def test_optional_tensors_and_strings_are_drafted_as_the_launcher_accepts_them(t
     text = (tmp_path / "scale_spec.py").read_text()
     assert "it also compares it with 'reversed'" in text
     assert "compares label with no string literal" in text
+
+
+HELPER_LAUNCH_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "own_tree" / "csrc" / "helper_launch.cu"
+
+
+def test_roles_follow_the_data_into_a_host_helper_that_launches(tmp_path):
+    """The launcher's own body launches nothing: it hands `out`'s and `in`'s data to a host
+    helper (from a lambda inside a dispatch macro), whose launch writes one and reads the
+    other. The roles come from that launch, not from the "nothing seen written" guess."""
+    (spec,) = _draft(HELPER_LAUNCH_FIXTURE, tmp_path)
+    roles = {a.name: a.role for a in spec.args if hasattr(a, "role")}
+    assert roles == {"out": Role.OUT, "in_": Role.IN}
+    assert "no tensor is seen written" not in (tmp_path / "helper_launch_spec.py").read_text()
+
+
+UNSEEN_HELPER_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "own_tree" / "csrc" / "unseen_helper.cu"
+
+
+def test_a_tensor_named_as_an_output_is_guessed_out_where_no_access_is_seen(tmp_path):
+    """Nothing says which tensor the out-of-sight helper writes: `out` (named as an output,
+    its data cast to a non-const pointer) is guessed OUT, so the harness poisons it and sees
+    an element never written; `stats`, also cast to a non-const pointer but not named so, may
+    be written: INPLACE (compared, never poisoned), never an input; `in` is cast to const."""
+    (spec,) = _draft(UNSEEN_HELPER_FIXTURE, tmp_path)
+    roles = {a.name: a.role for a in spec.args if hasattr(a, "role")}
+    assert roles == {"out": Role.OUT, "in_": Role.IN, "stats": Role.INPLACE}
+    assert "out assumed OUT (named as outputs)" in (tmp_path / "unseen_helper_spec.py").read_text()
+
+
+ROW_BYTES_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "sgl" / "row_bytes.cuh"
+
+
+def test_a_runtime_check_pins_a_dimension_per_instantiation(tmp_path):
+    """`RuntimeCheck(element_bytes(dtype) * D == kRowBytes)`: each drafted instantiation fixes
+    `D` at its row bytes over the element bytes (fp32: 4), and one whose row bytes no whole
+    `D` gives is left out, so every drafted case passes the launcher's own check."""
+    (spec,) = _draft(ROW_BYTES_FIXTURE, tmp_path)
+    assert spec.instantiations, (tmp_path / "row_bytes_spec.py").read_text()
+    for inst in spec.instantiations:
+        (row_bytes,) = inst.template_args
+        assert row_bytes % 4 == 0 and dict(inst.sizes) == {"d": row_bytes // 4}

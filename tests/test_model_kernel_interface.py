@@ -387,3 +387,64 @@ def test_parameter_tests_of_optional_and_string_parameters(tmp_path: Path) -> No
         ("order", "equals", "down"),
     ]
     assert {t.function for t in model.launcher_facts.parameter_tests} == {usr_of(model, "launch")}
+
+
+DISPATCH_MACRO_LAUNCH = """
+template <typename T>
+__global__ void scale_kernel(const T* __restrict__ src, T* __restrict__ dst, float* __restrict__ norm, int n) {}
+
+#define DISPATCH_FLOATS(is_half, T, ...) \\
+  [&] {                                  \\
+    if (is_half) {                       \\
+      using T = __half;                  \\
+      return __VA_ARGS__();              \\
+    }                                    \\
+    using T = float;                     \\
+    return __VA_ARGS__();                \\
+  }()
+
+void scale(tvm::ffi::TensorView src, tvm::ffi::TensorView dst, tvm::ffi::TensorView norm) {
+  const int n = static_cast<int>(src.size(0));
+  DISPATCH_FLOATS(src.dtype().bits == 16, T, [&] {
+    scale_kernel<T><<<1, 128>>>(static_cast<const T*>(src.data_ptr()), static_cast<T*>(dst.data_ptr()),
+                                static_cast<float*>(norm.data_ptr()), n);
+    return true;
+  });
+}
+"""
+
+
+def test_a_launch_in_a_lambda_handed_to_a_dispatch_macro_binds_each_argument(tmp_path: Path) -> None:
+    # inside a macro's arguments every cursor's expansion location is the macro's start; the
+    # launch's arguments are told apart by where they are written
+    model = model_of(tmp_path, DISPATCH_MACRO_LAUNCH)
+    bound = {(a.argument, a.tensor) for launch in model.launches for a in launch.tensors if a.tensor[0] != "#"}
+    assert bound == {(0, "src"), (1, "dst"), (2, "norm")}
+    assert {launch.span.line for launch in model.launches} == {line_of(model, "scale_kernel<T><<<")}
+
+
+DEDUCED_CHECK = """
+namespace mini {
+template <typename... Args>
+struct RuntimeCheck {
+  template <typename T>
+  explicit RuntimeCheck(T&& condition, Args&&... args) {}
+};
+template <typename T, typename... Args>
+explicit RuntimeCheck(T&&, Args&&...) -> RuntimeCheck<Args...>;
+}  // namespace mini
+
+template <int kBytes>
+void copy_rows(tvm::ffi::TensorView out) {
+  const int64_t row = out.size(1) * 4;
+  mini::RuntimeCheck(row == kBytes);
+  mini::RuntimeCheck(row >= kBytes, "with a message");
+}
+"""
+
+
+def test_a_runtime_check_of_a_deduced_class_template_is_a_template_check(tmp_path: Path) -> None:
+    # `RuntimeCheck(ok)` with the condition alone is a functional cast in a template, not a call
+    model = model_of(tmp_path, DEDUCED_CHECK)
+    checks = sorted(c.text for c in model.launcher_facts.template_checks)
+    assert checks == ["row == kBytes", "row >= kBytes"]

@@ -18,6 +18,7 @@ from kernel_check.solver import Budget, Outcome, check, launch_constraints, rena
 
 FIXTURE = FIXTURES / "cpp" / "kc401_unbounded_loaded_index.cuh"
 RACES = FIXTURES / "cpp" / "kc402_shared_write_race.cuh"
+UNWRITTEN = FIXTURES / "cpp" / "kc403_uninitialised_shared_read.cuh"
 
 ACCESSES = """\
 #include <cstdint>
@@ -66,22 +67,23 @@ __global__ void k(float* out, uint32_t n) {
 
 def test_shared_writes_and_their_barrier_intervals(functions_of) -> None:
     found = functions_of(SHARED.replace("get_lane()", "threadIdx.x % 32"))
-    writes = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
-    # the per-thread array and the reads are not recorded; a call that reaches a barrier
-    # ends an interval as `__syncthreads()` does; a loop with a barrier has no interval
-    assert [(re.sub(r"#\d+", "", render(w.offset)), w.phase) for w in writes] == [
-        ("threadIdx.x", 0),
-        ("(threadIdx.x / 2)", 1),
-        ("(i * 1)", None),  # the counter: start 0, iteration `i`, step 1
-        ("(threadIdx.x % 32)", 3),
+    writes = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared and a.is_write]
+    # the per-thread array is not recorded; a call that reaches a barrier ends an interval
+    # as `__syncthreads()` does; a loop with a barrier is marked (its interval is not one)
+    assert [(re.sub(r"#\d+", "", render(w.offset)), w.phase, w.in_barrier_loop) for w in writes] == [
+        ("threadIdx.x", 0, False),
+        ("(threadIdx.x / 2)", 1, False),
+        ("(i * 1)", 2, True),  # the counter: start 0, iteration `i`, step 1
+        ("(threadIdx.x % 32)", 3, False),
     ]
+    assert all(w.followed and w.extent == Term("const", value=256) for w in writes)
 
 
-def test_a_shared_write_through_an_unknown_call_is_not_recorded(functions_of) -> None:
+def test_a_shared_write_through_an_unknown_call_is_not_followed(functions_of) -> None:
     source = SHARED.replace("get_lane()", "lane_of(threadIdx.x)")
     found = functions_of("__device__ unsigned lane_of(unsigned t);\n" + source)
-    writes = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
-    assert len(writes) == 3
+    writes = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared and a.is_write]
+    assert [w.followed for w in writes] == [True, True, True, False]
 
 
 def test_renamed_gives_a_second_threads_copy() -> None:
@@ -134,7 +136,7 @@ def test_a_spent_budget_answers_unknown() -> None:
     assert check([Term("<", (_sym("a"), _sym("b")))], budget).outcome is Outcome.UNKNOWN
 
 
-@pytest.mark.parametrize("fixture", [FIXTURE, RACES], ids=["KC401", "KC402"])
+@pytest.mark.parametrize("fixture", [FIXTURE, RACES, UNWRITTEN], ids=["KC401", "KC402", "KC403"])
 def test_unknown_is_never_a_finding(fixture: Path) -> None:
     """With no time for the solver, the fixtures' firing lines give nothing."""
     result = run_one(fixture, solver_budget=1e-9)
@@ -168,6 +170,6 @@ def test_the_symbolic_layer_is_built_only_for_the_rules_that_read_it() -> None:
     symbolic = extract(unit, data.decode(), data, frozenset({Need.DECLARATIONS, Need.SYMBOLIC}))
     assert declarations.symbolic_accesses == [] and len(symbolic.symbolic_accesses) >= 3
     family = [r for r in all_rules() if r.meta.code.startswith("KC4")]
-    assert [r.meta.code for r in family] == ["KC401", "KC402"]
+    assert [r.meta.code for r in family] == ["KC401", "KC402", "KC403"]
     # KC401's witness reads the launches' contracts, built over the launcher facts
     assert needs_of(family) == {Need.SYMBOLIC, Need.CONTRACTS, Need.DECLARATIONS, Need.LAUNCHES, Need.INTERFACE}

@@ -196,6 +196,13 @@ SHARED_WRITE_RACE = _define(
     Language.CPP,
     "two threads of a block write the same shared-memory element with no barrier between",
 )
+UNINITIALISED_SHARED_READ = _define(
+    "KC403",
+    "uninitialised-shared-read",
+    Severity.ERROR,
+    Language.CPP,
+    "a shared-memory read of an element no thread of the block wrote before it",
+)
 
 # C++/CUDA: programmatic dependent launch (PDL).
 READ_BEFORE_PDL_WAIT = _define(

@@ -883,8 +883,9 @@ class Term:
     """A symbolic integer or truth value over a kernel's symbols (built by
     clang/symbolic.py, handed to the solver by solver.py). `op` is "const" (`value`),
     "sym" (`name`, one of the access's `symbols`), an arithmetic operator ("+", "-", "*",
-    "/", "%"), a comparison ("<", "<=", "==", "!="), "and", "or", "not", or "ite"
-    (condition, then, else)."""
+    "/", "%"), a comparison ("<", "<=", "==", "!="), "and", "or", "not", "ite"
+    (condition, then, else), or "forall" (the symbols it binds, then the condition that
+    holds for every value of them)."""
 
     op: str
     args: tuple[Term, ...] = ()
@@ -919,8 +920,8 @@ class Symbol:
 @dataclass(frozen=True)
 class SymbolicAccess:
     """An access as a term under the guards on its path (clang/symbolic.py): a global one
-    whose offset depends on an integer read from global memory (KC401), or a write into a
-    `__shared__` array whose offset and guards the walk follows entirely (KC402)."""
+    whose offset depends on an integer read from global memory (KC401), or an access of a
+    `__shared__` array (KC402, KC403)."""
 
     function_usr: str
     span: Span  # the access expression
@@ -930,13 +931,20 @@ class SymbolicAccess:
     symbols: tuple[Symbol, ...]  # every symbol the offset and guards name
     is_write: bool
     shared: bool = False  # into a `__shared__` array
-    # A shared write's barrier interval: how many block-wide barriers (or anything that may
-    # be one) come before it in the body; None inside a loop that reaches one.
-    phase: int | None = None
+    # Its barrier interval: how many block-wide barriers (or anything that may be one) the
+    # walk passed before it in the body (a loop's body walked once).
+    phase: int = 0
+    in_barrier_loop: bool = False  # inside a loop that reaches a barrier: its interval is not one
     # A shared write's value may differ from thread to thread (it reads the thread's index
     # and calls no function): two threads storing one value (a flag, a warp's reduced sum)
     # leave the element the same whichever runs last.
     value_varies: bool = False
+    # A shared access the walk follows: its offset and guards name only values it follows,
+    # and it reads or writes the element type of a one-dimensional array. Not followed: an
+    # access through a cast, of `smem[a][b]`, or the array handed to a call, a lambda or
+    # `asm` (recorded as a write at the pointer's offset).
+    followed: bool = True
+    extent: Term | None = None  # a shared array's declared length in elements
 
 
 @dataclass(frozen=True)

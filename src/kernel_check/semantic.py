@@ -36,6 +36,7 @@ from .model import (
     Launch,
     LaunchedKernel,
     LauncherFacts,
+    LaunchTensorArgument,
     PointerAccess,
     SourceModel,
     Struct,
@@ -63,6 +64,15 @@ class VectorFeed:
     access: VectorAccess
     width: ConstExpr  # bytes per access, over the launcher's template parameters
     guard: ConstExpr | None  # when this kernel is the one launched (None: always)
+
+
+@dataclass(frozen=True)
+class TensorLaunch:
+    """A launch argument that carries the data of the tensor a launcher names `tensor`."""
+
+    tensor: str
+    launch: Launch
+    argument: LaunchTensorArgument
 
 
 @dataclass(frozen=True)
@@ -340,17 +350,35 @@ class SemanticModel:
 
     def _helper_feeds(self, launcher: Function, depth: int) -> list[VectorFeed]:
         """The feeds of the host helpers a launcher hands tensor data to, renamed to its tensors."""
-        feeds = []
+        return [
+            replace(feed, tensor=tensor)
+            for helper, name, tensor in self._helpers_handed(launcher, depth)
+            for feed in self._vector_feeds(helper, depth + 1)
+            if feed.tensor == name
+        ]
+
+    def tensor_launches(self, launcher: Function, depth: int = 0) -> list[TensorLaunch]:
+        """Every launch argument carrying the data of one of `launcher`'s tensors: its own
+        launches and those of the host helpers it hands a tensor's data pointer to (a
+        header's `Op<T>(out.data_ptr(), ...)` that launches the kernel), named by the
+        launcher's tensors."""
+        own = [TensorLaunch(a.tensor, launch, a) for launch in self.launches_in(launcher) for a in launch.tensors]
+        handed = [
+            replace(found, tensor=tensor)
+            for helper, name, tensor in self._helpers_handed(launcher, depth)
+            for found in self.tensor_launches(helper, depth + 1)
+            if found.tensor == name
+        ]
+        return own + handed
+
+    def _helpers_handed(self, launcher: Function, depth: int) -> Iterable[tuple[Function, str, str]]:
+        """(host helper, its name for the data, the launcher's tensor) for each tensor data
+        pointer `launcher` hands to a host function of the file (`#2`: its third parameter)."""
+        if depth >= MAX_CALL_DEPTH:
+            return
         for handoff in self.facts_of(launcher.usr).data_handoffs:
             helper = self.function(handoff.callee_usr) if handoff.callee_usr else None
             if helper is None or helper.kind is not FunctionKind.HOST or helper.usr == launcher.usr:
                 continue
-            if depth >= MAX_CALL_DEPTH:
-                continue
             name = f"#{handoff.argument}.{handoff.field}" if handoff.field else f"#{handoff.argument}"
-            feeds += [
-                replace(feed, tensor=handoff.tensor)
-                for feed in self._vector_feeds(helper, depth + 1)
-                if feed.tensor == name
-            ]
-        return feeds
+            yield helper, name, handoff.tensor

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import z3
 
 MAX_THREADS_PER_BLOCK = 1024
+AXES = ("x", "y", "z")
 _GRID_LIMITS = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 _DIMENSIONS = {SymbolKind.THREAD: "blockDim", SymbolKind.BLOCK: "gridDim"}
 _COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
@@ -69,6 +70,24 @@ def launch_constraints(symbols: Iterable[Symbol]) -> list[Term]:
         elif symbol.kind in (SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM):
             constraints += _dimension(variable, axis, blocks=symbol.kind is SymbolKind.GRID_DIM)
     return constraints
+
+
+def thread_symbols() -> list[Symbol]:
+    """The thread index of each axis."""
+    return [Symbol(f"threadIdx.{a}", SymbolKind.THREAD, f"threadIdx.{a}", 0, 2**31 - 1) for a in AXES]
+
+
+def block_axes(symbols: Iterable[Symbol]) -> tuple[str, ...]:
+    """The axes a block spans as far as `symbols` show: x, and y and z too when a thread
+    index or block dimension of those axes is named (a `blockIdx.y` says nothing of the
+    block's shape)."""
+    blocky = (SymbolKind.THREAD, SymbolKind.BLOCK_DIM)
+    return AXES if any(s.kind in blocky and s.name.endswith((".y", ".z")) for s in symbols) else AXES[:1]
+
+
+def triple(values: Mapping[str, int], prefix: str, default: int) -> str:
+    """`(x, y, z)`: a witness's values of the symbols `prefix` + axis (`threadIdx.`)."""
+    return "(" + ", ".join(str(values.get(f"{prefix}{a}", default)) for a in AXES) + ")"
 
 
 def _dimension(variable: Term, axis: str, *, blocks: bool) -> list[Term]:
@@ -134,6 +153,8 @@ def _bool(term: Term, names: dict[str, z3.ArithRef]) -> z3.BoolRef:
         return lib.Or(*(_bool(a, names) for a in term.args))
     if op == "not":
         return lib.Not(_bool(term.args[0], names))
+    if op == "forall":
+        return lib.ForAll([_int(a, names) for a in term.args[:-1]], _bool(term.args[-1], names))
     return _int(term, names) != 0
 
 
@@ -163,6 +184,13 @@ def _int(term: Term, names: dict[str, z3.ArithRef]) -> z3.ArithRef:
     if op == "%":
         return left % right
     raise lib.Z3Exception(f"no term {op!r}")
+
+
+def for_all(variables: Iterable[str], body: Term) -> Term:
+    """`body` holds whatever values the symbols `variables` take (a condition over every
+    thread of the block, every iteration of a loop)."""
+    bound = tuple(Term("sym", name=name) for name in variables)
+    return Term("forall", (*bound, body)) if bound else body
 
 
 def renamed(term: Term, names: Mapping[str, str]) -> Term:

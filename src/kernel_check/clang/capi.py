@@ -51,6 +51,10 @@ _PROTOTYPES: dict[str, tuple[list, object]] = {
         [ci.SourceLocation, POINTER(c_void_p), POINTER(c_uint), POINTER(c_uint), POINTER(c_uint)],
         None,
     ),
+    "clang_getFileLocation": (
+        [ci.SourceLocation, POINTER(c_void_p), POINTER(c_uint), POINTER(c_uint), POINTER(c_uint)],
+        None,
+    ),
 }
 
 
@@ -157,6 +161,23 @@ def file_handle(cursor: ci.Cursor) -> int | None:
     handle = c_void_p()
     lib.clang_getExpansionLocation(lib.clang_getCursorLocation(cursor), byref(handle), None, None, None)
     return handle.value
+
+
+def written_span(extent: ci.SourceRange) -> Span:
+    """Where the code of `extent` is written. Inside a macro's arguments that is the
+    argument's own text (a kernel launch in a lambda handed to a dispatch macro), where the
+    bindings' locations (`span_of`) all answer the macro's start; code of a macro's body
+    still answers the macro's start."""
+    lib = _lib()
+    ends = []
+    for location in (extent.start, extent.end):
+        at = (c_uint(), c_uint(), c_uint())  # line, column, offset
+        lib.clang_getFileLocation(location, None, *(byref(part) for part in at))
+        ends.append(tuple(part.value for part in at))
+    (line, column, start), (end_line, end_column, end) = ends
+    if end < start:  # a written start and an end from the macro's body: the start alone
+        end_line, end_column, end = line, column, start
+    return Span(line, column, end_line, end_column, start, end)
 
 
 def file_name_of(handle: int) -> str:

@@ -585,7 +585,7 @@ class _Reader:
         for argument, value in zip(arguments, values):
             if value.shape and _width(argument.type) == 64:
                 self.facts.shape_arguments.append(
-                    ShapeArgument(argument.span, self._text(argument), argument.type.spelling, value.shape)
+                    ShapeArgument(argument.written_span, self._text(argument), argument.type.spelling, value.shape)
                 )
 
     def _is_external_c_function(self, callee: DeclRef) -> bool:

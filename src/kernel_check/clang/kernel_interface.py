@@ -255,6 +255,22 @@ _CONDITION_STMTS = (StmtKind.IF, StmtKind.WHILE, StmtKind.DO, StmtKind.SWITCH)
 _CHECK_FUNCTIONS = frozenset({"RuntimeCheck"})
 
 
+def is_runtime_check(node: Expr) -> bool:
+    """A `RuntimeCheck(ok, ...)`: a call, or with the condition alone the functional cast that
+    `RuntimeCheck(ok)` of a class template deduced from its arguments is in a template."""
+    if node.kind is ExprKind.CALL:
+        return node.name in _CHECK_FUNCTIONS
+    if node.kind is ExprKind.CAST and node.children:
+        return re.sub(r"<.*", "", node.type.spelling).split("::")[-1].strip() in _CHECK_FUNCTIONS
+    return False
+
+
+def _checked_condition(check: Expr) -> Expr | None:
+    """The condition of a `RuntimeCheck` (`is_runtime_check`)."""
+    arguments = _call_arguments(check) if check.kind is ExprKind.CALL else check.children
+    return arguments[0] if arguments else None
+
+
 def _fails(root: Node) -> bool:
     """Whether a branch throws or aborts (`throw`, `Panic`, a CHECK macro's failure path)."""
     for node, _depth in _nodes(root):
@@ -286,10 +302,8 @@ def condition_context(node: Expr, ancestors: list[Node]) -> str:
         if isinstance(parent, Expr):
             if parent.kind is ExprKind.CONDITIONAL and parent.children and parent.children[0] is child:
                 return "check" if any(_fails(p) for p in parent.children[1:]) else "condition"
-            if parent.kind is ExprKind.CALL and parent.name in _CHECK_FUNCTIONS:
-                arguments = _call_arguments(parent)
-                if arguments and arguments[0] is child:
-                    return "check"
+            if is_runtime_check(parent) and _checked_condition(parent) is child:
+                return "check"
             if parent.kind is ExprKind.LAMBDA:
                 return "value"
         elif isinstance(parent, Stmt):
@@ -317,7 +331,7 @@ def _refuses(node: Expr, ancestors: list[Node]) -> bool:
             return _fails(child)
         if isinstance(parent, Expr) and parent.kind is ExprKind.CONDITIONAL and parent.children[0] is not child:
             return _fails(child)  # `CHECK_HOST(ok) << value`: `ok ? (void)0 : Panic... << value`
-        if isinstance(parent, Expr) and parent.kind is ExprKind.CALL and parent.name in _CHECK_FUNCTIONS:
+        if isinstance(parent, Expr) and is_runtime_check(parent):
             return True  # `RuntimeCheck(ok, "message", value)`: the condition is a check, the rest its message
         child = parent
     return False
@@ -513,6 +527,8 @@ class _BodyFacts:
 
     def _on_expression(self, node: Expr) -> None:
         kind = node.kind
+        if not self.device and is_runtime_check(node) and (condition := _checked_condition(node)) is not None:
+            self._add_template_check(condition)
         if kind is ExprKind.CALL:
             self._on_call(node)
         elif kind is ExprKind.BINARY:
@@ -568,7 +584,7 @@ class _BodyFacts:
             self._device_call(call, name)
             return
         self._add_parameter_test(call, name)
-        launch = self.launches.get((call.span.start, call.span.end))
+        launch = self.launches.get((call.written_span.start, call.written_span.end))
         if launch is not None:
             self._add_launch(call, launch)
         arguments = _call_arguments(call)
@@ -594,8 +610,6 @@ class _BodyFacts:
             self._add_dtype_options(call, obj)
         elif id(call) not in self.state.chain_calls:
             self._add_matcher_chain(call, "")
-        if name in _CHECK_FUNCTIONS and arguments:
-            self._add_template_check(arguments[0])
 
     def _add_template_check(self, condition: Expr) -> None:
         """A `RuntimeCheck` whose condition names template parameters: a value of theirs
@@ -786,7 +800,7 @@ class _BodyFacts:
     def _add_launch(self, call: Expr, index: int) -> None:
         """The tensors whose data the arguments of the launch at `model.launches[index]` carry."""
         launch = self.model.launches[index]
-        by_extent = {(c.span.start, c.span.end): c for c in call.children}
+        by_extent = {(c.written_span.start, c.written_span.end): c for c in call.children}
         tensors = []
         for position, span in enumerate(launch.argument_spans):
             argument = by_extent.get((span.start, span.end))

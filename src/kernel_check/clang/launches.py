@@ -192,9 +192,9 @@ class LaunchResolver:
         bound: dict[int, list[Expr]],
     ) -> tuple[Launch, list[DeclRef]]:
         found = _Resolution(self, bound).kernels(kernel)
-        spans = tuple(a.span for a in arguments)
+        spans = tuple(a.written_span for a in arguments)
         launch = Launch(
-            span=call.span,
+            span=call.written_span,
             syntax=syntax,
             launcher=launcher.qualified_name,
             launcher_usr=launcher.usr,

@@ -24,7 +24,7 @@ from functools import cached_property
 import clang.cindex as ci
 
 from ..model import FunctionKind, Span
-from .capi import asm_parts, folded_int, overloaded_decls, skipped_spans, unary_operator
+from .capi import asm_parts, folded_int, overloaded_decls, skipped_spans, unary_operator, written_span
 from .cursors import (
     EXPLICIT_CASTS,
     FUNCTION_KINDS,
@@ -265,6 +265,12 @@ class _Spanned:
     @cached_property
     def span(self) -> Span:
         return span_of(self._cursor.extent)
+
+    @cached_property
+    def written_span(self) -> Span:
+        """Where the node is written: unlike `span`, a node inside a macro's arguments has
+        its own place, so two launches in one dispatch macro's lambda stay apart."""
+        return written_span(self._cursor.extent)
 
     @cached_property
     def file(self) -> str:

@@ -12,8 +12,12 @@ declaration). A pointer value is a received pointer plus an offset term, so
 The guards of a statement are the conditions of the `if`s, loops and `?:` it sits in, and
 the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same block.
 
-What it records (`SymbolicAccess`, read by KC401) are the accesses whose offset depends
-on an integer read from global memory; solver.py decides what they can reach.
+What it records (`SymbolicAccess`) are the global accesses whose offset depends on an
+integer read from global memory (KC401), and every access of a one-dimensional `__shared__`
+array (KC402, KC403): followed when its offset and guards name only values the walk follows
+and it reads or writes the array's own element type; a shared array handed to a call, an
+`asm` operand, a lambda or a pointer the walk does not follow counts as a write it does not
+follow (a cooperative load through a helper). solver.py decides what they can reach.
 """
 
 from __future__ import annotations
@@ -66,6 +70,12 @@ _CHECK_CALLS = frozenset({"RuntimeCheck"})  # a launcher's check: it throws wher
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
+_DEPENDENT = "<dependent type>"  # an access of `T smem[kN]` in a template
+# The element types of the `__shared__` scalars followed (structs and templates' `T` are not).
+_SCALARS = frozenset(
+    {"float", "double", "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int"}
+    | {"unsigned int", "long", "unsigned long", "long long", "unsigned long long"}
+)
 _DEFAULT_BITS = 32
 _NARROW_BITS = 16
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
@@ -79,6 +89,8 @@ class _Pointer:
     base: str
     offset: Term
     shared: bool = False
+    element: str = ""  # a shared array's element type (canonical); "" when not one-dimensional
+    extent: Term | None = None  # a shared array's length in elements, when declared
 
 
 _ZERO = Term("const", value=0)
@@ -122,6 +134,7 @@ class _Walk:
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
     loads: dict[tuple[str, Term], Term] = field(default_factory=dict)
+    shared_scalars: dict[int, _Pointer] = field(default_factory=dict)  # `__shared__ T s;` by `Var.key`
     accesses: list[SymbolicAccess] = field(default_factory=list)
     products: list[SymbolicProduct] = field(default_factory=list)
 
@@ -148,13 +161,15 @@ class _Walk:
         kind = expr.kind
         if kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and expr.children:
             inner = self.value(expr.children[-1], guards)
+            if kind is ExprKind.CAST and isinstance(inner, _Pointer) and inner.shared:
+                return replace(inner, element="")  # `reinterpret_cast<float4*>(smem)`: other elements
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
             return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
         if kind is ExprKind.LITERAL:
             return const(expr.value) if expr.value is not None else None
         if kind is ExprKind.REF:
-            return self.reference(expr)
+            return self.reference(expr, guards)
         if kind is ExprKind.MEMBER:
             return self.member(expr, guards)
         if kind is ExprKind.BINARY:
@@ -172,13 +187,51 @@ class _Walk:
             return self.read(expr, self.value(expr.children[0], guards), self.value(expr.children[1], guards), guards)
         if kind is ExprKind.CALL:
             return self.call(expr, guards)
-        self.visit_children(expr, guards)
+        if kind is ExprKind.LAMBDA:  # `auto f = [&] { smem[0] = v; };`
+            self.lambda_escapes(expr, guards)
+            return None
+        self.visit_children(expr, guards, escaping=True)  # `{smem, n}`: the array goes where the walk does not
         return None
 
-    def visit_children(self, expr: Expr, guards: tuple[Term, ...]) -> None:
-        for child in expr.children:
-            if child.kind is not ExprKind.LAMBDA:
-                self.value(child, guards)
+    def visit_children(self, expr: Expr, guards: tuple[Term, ...], *, escaping: bool = False) -> None:
+        """Walk `expr`'s operands; `escaping` (a call's): a shared array among them, or named
+        in a lambda's body, is handed where the walk does not follow it; so is a shared
+        scalar passed by name to a function (a reference parameter may write it) and a shared
+        element an overloaded assignment takes (`smem[i] += v` on a template's `T`)."""
+        operator = _operator(expr) if expr.kind is ExprKind.CALL else ""
+        assigning = operator in _ASSIGNMENTS or operator in _INCREMENTS
+        for position, child in enumerate(expr.children):
+            if child.kind is ExprKind.LAMBDA:
+                self.lambda_escapes(child, guards)
+                continue
+            assigned = assigning and position == 0  # the object assigned: `smem[i]` of `smem[i] += v`
+            value = self.element_use(child, guards) if assigned else self.value(child, guards)
+            by_name = child.kind is ExprKind.REF and not operator
+            if escaping:
+                self.escape(child, self.shared_scalar(child) if by_name else value, guards)
+
+    def element_use(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        """`expr`'s value, where a shared element (`smem[i]`, `s_total`) used as an object,
+        which its member or operator may write, counts as a write the walk does not follow."""
+        node = expr.stripped()
+        if (scalar := self.shared_scalar(node)) is not None:
+            self.escape(node, scalar, guards)
+            return None
+        if node.kind is not ExprKind.SUBSCRIPT or len(node.children) != 2:
+            return self.value(expr, guards)
+        pointer, index = (self.value(child, guards) for child in node.children)
+        if isinstance(pointer, _Pointer) and pointer.shared:
+            self.escape(node, _pointer_arithmetic("+", pointer, index) or pointer, guards)
+            return None
+        return self.read(node, pointer, index, guards)
+
+    def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
+        """A lambda's body is not walked (it runs where it is called): the shared arrays it
+        names are written there for all the walk knows."""
+        body = lambda_.lambda_body
+        for node in body.expressions() if body is not None else ():
+            if node.kind is ExprKind.REF and node.ref is not None:
+                self.escape(lambda_, self.values.get(node.ref.key), guards)
 
     def term(self, expr: Expr, guards: tuple[Term, ...]) -> Term:
         """`expr` as an integer term (an opaque symbol where it is none the walk follows)."""
@@ -194,10 +247,12 @@ class _Walk:
             return Term("!=", (value, _ZERO))
         return Term("!=", (self.opaque(expr), _ZERO))
 
-    def reference(self, expr: Expr) -> _Value:
+    def reference(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         ref = expr.ref
         if ref is None:
             return const(expr.value) if expr.value is not None else None
+        if ref.key in self.shared_scalars:  # `s_total` read: element 0 of a one-element array
+            return self.read(expr, self.shared_scalars[ref.key], _ZERO, guards)
         if ref.kind is DeclKind.PARAMETER and ref.key in self.values:
             return self.values[ref.key]
         if ref.kind in (DeclKind.VARIABLE, DeclKind.PARAMETER) and ref.is_local:
@@ -205,6 +260,9 @@ class _Walk:
                 return self.opaque(expr) if not ref.type.is_pointer else None
             return self.values.get(ref.key)
         folded = expr.value
+        if folded is None and ref.kind is DeclKind.TEMPLATE_PARAMETER and ref.type.bits is not None:
+            # a compile-time argument (`kPadded`): one value the kernel was instantiated with
+            return self.symbol(ref.name, SymbolKind.SCALAR, ref.name, _range(ref.type))
         return const(folded) if folded is not None else None
 
     def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
@@ -212,7 +270,7 @@ class _Walk:
             return None
         base = expr.children[0].stripped()
         if base.kind is not ExprKind.REF:
-            self.value(base, guards)
+            self.element_use(base, guards)  # `smem[i].x = v`: the element may be written
             return None
         # clang gives the built-ins' members no name (a property): the axis is the last token
         axis = expr.tokens[-1].spelling if expr.tokens else ""
@@ -267,7 +325,10 @@ class _Walk:
             return None
         if op in _INCREMENTS:
             self.value(operand, guards)
+            self.escape(operand, self.shared_scalar(operand), guards)  # `s_count++`: written, not followed
             return None
+        if op == "&" and (scalar := self.shared_scalar(operand)) is not None:
+            return scalar  # `&s_total`: a pointer to it
         if op == "*":
             return self.read(expr, self.value(operand, guards), _ZERO, guards)
         if op == "&" and operand.stripped().kind is ExprKind.SUBSCRIPT:
@@ -300,7 +361,7 @@ class _Walk:
             pointer, index = (self.value(argument, guards) for argument in arguments)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
-        self.visit_children(expr, guards)
+        self.visit_children(expr, guards, escaping=True)
         if self.synchronizes(expr):
             self.phase += 1
         return self.opaque(expr) if expr.type.bits is not None else None
@@ -335,17 +396,31 @@ class _Walk:
         return self.loads[key]
 
     def record(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...], *, is_write: bool) -> None:
-        """An access of a received tensor whose offset reads global memory, or a write into a
-        shared array whose offset and guards name only values the walk follows."""
+        """An access of a received tensor whose offset reads global memory, or any access of
+        a shared array (followed or not, see `SymbolicAccess.followed`)."""
         if not isinstance(pointer, _Pointer) or not isinstance(index, Term):
             return
         offset = _add(pointer.offset, index)
         named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
         if pointer.shared:
-            if not is_write or any(self.symbols[n].kind in _UNFOLLOWED for n in named):
-                return
-        elif not any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset)):
-            return
+            followed = bool(pointer.element) and expr.type.canonical in (pointer.element, _DEPENDENT)
+            followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
+            self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
+        elif any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset)):
+            self.append(expr, pointer, offset, guards, is_write=is_write, followed=True)
+
+    def escape(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:
+        """A shared array handed where the walk does not follow it (a call, an `asm` operand, a
+        pointer stored away): a write it does not follow."""
+        if isinstance(value, _Pointer) and value.shared:
+            self.append(expr, value, value.offset, guards, is_write=True, followed=False)
+
+    def append(
+        self, expr: Expr, pointer: _Pointer, offset: Term, guards: tuple[Term, ...], *, is_write: bool, followed: bool
+    ) -> None:
+        named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
+        if pointer.extent is not None:
+            named.update(symbol_names(pointer.extent))
         self.accesses.append(
             SymbolicAccess(
                 function_usr=self.function.usr,
@@ -356,20 +431,27 @@ class _Walk:
                 symbols=tuple(self.symbols[n] for n in sorted(named)),
                 is_write=is_write,
                 shared=pointer.shared,
-                phase=None if self.synchronizing_loops else self.phase,
-                value_varies=pointer.shared and self.varies(self.stored),
+                phase=self.phase,
+                in_barrier_loop=self.synchronizing_loops > 0,
+                value_varies=pointer.shared and is_write and self.varies(self.stored),
+                followed=followed,
+                extent=pointer.extent,
             )
         )
 
     def assign(self, target: Expr, source: Expr, guards: tuple[Term, ...]) -> None:
         stripped = target.stripped()
-        self.value(source, guards)
+        self.escape(source, self.value(source, guards), guards)  # `p = smem + o`: `p` is not followed
         self.stored = source
-        if stripped.kind is ExprKind.SUBSCRIPT and len(stripped.children) == 2:
+        if (scalar := self.shared_scalar(stripped)) is not None:
+            self.record(stripped, scalar, _ZERO, guards, is_write=True)
+        elif stripped.kind is ExprKind.SUBSCRIPT and len(stripped.children) == 2:
             pointer = self.value(stripped.children[0], guards)
             self.record(stripped, pointer, self.value(stripped.children[1], guards), guards, is_write=True)
         elif stripped.kind is ExprKind.UNARY and stripped.operator == "*" and stripped.children:
             self.record(stripped, self.value(stripped.children[0], guards), _ZERO, guards, is_write=True)
+        elif stripped.kind is ExprKind.MEMBER:
+            self.member(stripped, guards)  # `smem[i].x = v`
         self.stored = None
 
     def varies(self, value: Expr | None) -> bool:
@@ -411,8 +493,9 @@ class _Walk:
             self.visit_statement_parts(stmt, guards)
             for child in stmt.live_stmts():
                 self.loop_body(child, guards)
-        elif kind is StmtKind.ASM:  # may be a barrier (`bar.sync`)
-            self.visit_statement_parts(stmt, guards)
+        elif kind is StmtKind.ASM:  # may be a barrier (`bar.sync`); may write a shared operand
+            for expr in stmt.exprs:
+                self.escape(expr, self.value(expr, guards), guards)
             self.phase += 1
         else:
             self.visit_statement_parts(stmt, guards)
@@ -467,11 +550,50 @@ class _Walk:
 
     def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
         if var.is_shared and var.declarator == "array":
-            self.values[var.key] = _Pointer(var.name, _ZERO, shared=True)
+            self.values[var.key] = self.shared_array(var, guards)
+            return
+        if var.is_shared and var.declarator == "value" and var.element_type.canonical in _SCALARS:
+            self.shared_scalars[var.key] = _Pointer(var.name, _ZERO, True, var.element_type.canonical, const(1))
             return
         value = self.value(var.exprs[-1], guards) if var.exprs else None
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
+        elif var.exprs:  # a pointer into a shared array that is moved later: not followed
+            self.escape(var.exprs[-1], value, guards)
+
+    def shared_scalar(self, expr: Expr) -> _Pointer | None:
+        """The one-element array a `__shared__` scalar (`__shared__ float s_inv;`) is, when
+        `expr` names one."""
+        node = expr.stripped()
+        if node.kind is ExprKind.REF and node.ref is not None:
+            return self.shared_scalars.get(node.ref.key)
+        return None
+
+    def shared_array(self, var: Var, guards: tuple[Term, ...]) -> _Pointer:
+        """A `__shared__` array: its element type and length when it has one dimension of a
+        length the walk follows and scalar elements (`float smem[kPadded]`), none for
+        `smem[a][b]`, `extern smem[]` or an array of structs."""
+        element = var.element_type.canonical
+        # of a scalar or a template's `T` (a struct's members and operators may write it unseen)
+        one_dimension = len(var.exprs) == 1 and (element in _SCALARS or element.startswith("type-parameter"))
+        extent = self.value(var.exprs[0], guards) if one_dimension else None
+        followed = isinstance(extent, Term) and not any(
+            self.symbols[n].kind in _UNFOLLOWED for n in symbol_names(extent)
+        )
+        if not isinstance(extent, Term) or not followed:
+            return _Pointer(var.name, _ZERO, shared=True)
+        return _Pointer(var.name, _ZERO, shared=True, element=var.element_type.canonical, extent=extent)
+
+
+def _operator(call: Expr) -> str:
+    """The operator an overloaded-operator call spells (`+=`; clang leaves the call unnamed
+    in a template, its callee spelled by the operator), "" for another call."""
+    if call.name.startswith("operator"):
+        return call.name.removeprefix("operator")
+    if call.name:
+        return ""
+    callee = next((c for c in call.children if c.kind is ExprKind.REF and not c.name), None)
+    return "".join(t.spelling for t in callee.tokens) if callee is not None else ""
 
 
 def _unwrapped(expr: Expr) -> Expr:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from ..clang.includers import include_lines
 from ..model import (
     AccessKind,
+    ConstExpr,
     Function,
     FunctionKind,
     MatcherChain,
@@ -413,21 +414,21 @@ def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> di
     roles: dict[str, Role] = {}
     semantic = SemanticModel(model)
     own = {p.name for p in launcher.params}
-    for launch in semantic.launches_in(launcher):
-        for arg in launch.tensors:
-            if arg.tensor not in own:  # ``#0``: a size the model took for a parameter's data
-                continue
-            kinds: set[AccessKind] = set()
-            consts: list[bool] = []
-            for kernel in launch.kernels:
-                kinds |= semantic.access_kinds(kernel.usr, arg.argument, arg.field)
-                consts += _pointee_const(model, kernel.usr, arg.argument, arg.field)
-            # None: the pointer goes where the model cannot follow it (a struct of a header):
-            # it may be written, so it is compared but never poisoned
-            role = _role(kinds, consts) or Role.INPLACE
-            roles[arg.tensor] = _stronger(roles.get(arg.tensor), role)
-            if not kinds and not consts:
-                unseen.add(arg.tensor)
+    for found in semantic.tensor_launches(launcher):
+        arg = found.argument
+        if found.tensor not in own:  # ``#0``: a size the model took for a parameter's data
+            continue
+        kinds: set[AccessKind] = set()
+        consts: list[bool] = []
+        for kernel in found.launch.kernels:
+            kinds |= semantic.access_kinds(kernel.usr, arg.argument, arg.field)
+            consts += _pointee_const(model, kernel.usr, arg.argument, arg.field)
+        # None: the pointer goes where the model cannot follow it (a struct of a header):
+        # it may be written, so it is compared but never poisoned
+        role = _role(kinds, consts) or Role.INPLACE
+        roles[found.tensor] = _stronger(roles.get(found.tensor), role)
+        if not kinds and not consts:
+            unseen.add(found.tensor)
     return roles
 
 
@@ -875,7 +876,7 @@ def _value_tuples(
         _candidates(p, pdl, used, s, dims, notes, probing, guessed if p.name in constrained else None)
         for p, s in zip(params, sources)
     ]
-    tuples = satisfying(list(itertools.product(*per_param)), params, checks, guessed, notes)
+    tuples = satisfying(list(itertools.product(*per_param)), params, checks, guessed, notes, tensors)
     if probing and len(tuples) > MAX_INSTANTIATIONS:
         notes.append(
             f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} of the "
@@ -913,16 +914,25 @@ def satisfying(
     checks: Sequence[TemplateCheck],
     guessed: set[str],
     notes: list[str],
+    tensors: Sequence[DraftTensor] = (),
 ) -> list[tuple]:
     """The candidate template arguments that break none of ``checks``, evaluated with the
-    model (no compiler; a check it cannot evaluate breaks none). A ``guessed`` parameter keeps
+    model (no compiler; a check it cannot evaluate breaks none; a RuntimeCheck that ties a
+    size to them breaks where no whole size satisfies it). A ``guessed`` parameter keeps
     only the value of the first candidate that satisfies them, marked as a guess."""
     if not checks:
         return tuples
+    names = {p.name for p in params}
+
+    def breaks(check: TemplateCheck, args: tuple, env: dict[str, int]) -> bool:
+        if check.condition.evaluate(env) == 0:
+            return True
+        dtypes = _dtypes_of(params, args, tensors)
+        return check.kind == "RuntimeCheck" and _solve_for_size(check.condition, env, tensors, dtypes, names) is None
 
     def broken(args: tuple) -> TemplateCheck | None:
         env = template_env(params, args)
-        return next((c for c in checks if c.condition.evaluate(env) == 0), None)
+        return next((c for c in checks if breaks(c, args, env)), None)
 
     kept = [args for args in tuples if broken(args) is None]
     if not kept:
@@ -991,20 +1001,23 @@ def instantiations(
     model: SourceModel, launcher: Function, pdl: str, values: list[tuple], tensors: list[DraftTensor], notes: list[str]
 ) -> list[DraftInstantiation]:
     params = template_params(model, launcher)
+    checks = [c for c in template_checks(model, launcher) if c.kind == "RuntimeCheck"]
     result = []
     for args in values:
         # a C++ spelling the source's dispatch used (``float``, ``__nv_bfloat16``) binds its dtype
         named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
         env = template_env(params, args)
-        dtypes: dict[str, str | tuple[str, ...]] = {
-            n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES
-        }
-        dtypes.update({t.dtype: t.runtime for t in tensors if t.runtime})
+        dtypes = _dtypes_of(params, args, tensors)
         sizes = {
             n: int(v)
             for n, v in named.items()
             if isinstance(v, int) and not isinstance(v, bool) and any(n in t.shape for t in tensors)
         }
+        pinned = _sizes_runtime_checks_pin(checks, env, tensors, dtypes, {p.name for p in params})
+        if pinned is None:
+            notes.append(f"{TODO}: {args!r}: no size satisfies the launcher's RuntimeCheck: left out")
+            continue
+        sizes.update(pinned)
         widths = {}
         for tensor in tensors:
             width = _width(tensor, env)
@@ -1015,6 +1028,89 @@ def instantiations(
             widths[tensor.name] = width if width >= element and width & (width - 1) == 0 else 0
         result.append(DraftInstantiation(tuple(args), dtypes, bool(named.get(pdl, False)), sizes, widths))
     return _dedupe(result)
+
+
+def _dtypes_of(
+    params: Sequence[TemplateParam], args: Sequence[str | int | bool], tensors: Sequence[DraftTensor]
+) -> dict[str, str | tuple[str, ...]]:
+    """The dtype variables an instantiation binds: its type arguments, and the run-time
+    choices of the tensors' symbolic dtypes."""
+    named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
+    dtypes: dict[str, str | tuple[str, ...]] = {n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES}
+    dtypes.update({t.dtype: t.runtime for t in tensors if t.runtime})
+    return dtypes
+
+
+_UNWRAPPED_SIZE = re.compile(r"(\w+)\.unwrap\(\)")  # a SymbolicSize's value: `D.unwrap()`
+_DTYPE_BITS = re.compile(r"(\w+\.)?bits")  # a DLDataType's bits, as an inlined `dtype.bits / 8` leaves it
+
+
+def _sizes_runtime_checks_pin(
+    checks: Sequence[TemplateCheck],
+    env: Mapping[str, int],
+    tensors: Sequence[DraftTensor],
+    dtypes: dict,
+    params: set[str],
+) -> dict[str, int] | None:
+    """The axes a RuntimeCheck pins for one instantiation: `element_size == dtype_bytes(dt) *
+    D.unwrap()` (a dtype's `bits / 8` read for the dtype of the tensors sized by `D`) makes
+    `D` `element_size` over the element bytes. None where the check admits no whole size."""
+    pinned: dict[str, int] = {}
+    for check in checks:
+        solved = _solve_for_size(check.condition, env, tensors, dtypes, params)
+        if solved is None:
+            return None
+        pinned.update(solved)
+    return pinned
+
+
+def _solve_for_size(
+    condition: ConstExpr, env: Mapping[str, int], tensors: Sequence[DraftTensor], dtypes: dict, params: set[str]
+) -> dict[str, int] | None:
+    """`{axis: value}` from `value_of(...) == product with one unwrapped size`; {} where the
+    condition has another form or a factor is unknown; None where no whole size satisfies it."""
+    if condition.op != "==" or len(condition.args) != 2:
+        return {}
+    for product, other in (condition.args, condition.args[::-1]):
+        target = other.evaluate(env)
+        factors = _factors(product)
+        sizes = [m.group(1) for f in factors if f.op == "unknown" and (m := _UNWRAPPED_SIZE.fullmatch(f.text))]
+        if target is None or len(sizes) != 1:
+            continue
+        axis = str(_dim(sizes[0], "", 0, params, {}))
+        bits = {DTYPES[d][0] * 8 for t in tensors if axis in t.shape for d in _bound(dtypes, t.dtype) if d in DTYPES}
+        others = [_with_bits(f, min(bits) if len(bits) == 1 else None) for f in factors]
+        rest = [f.evaluate(env) for f in others if not _UNWRAPPED_SIZE.fullmatch(f.text)]
+        divisor = 1
+        for value in rest:
+            if value is None:
+                return {}
+            divisor *= value
+        if divisor <= 0 or target % divisor or target // divisor <= 0:
+            return None
+        return {axis: target // divisor}
+    return {}
+
+
+def _factors(expression: ConstExpr) -> list[ConstExpr]:
+    if expression.op == "*":
+        return [f for arg in expression.args for f in _factors(arg)]
+    return [expression]
+
+
+def _with_bits(expression: ConstExpr, bits: int | None) -> ConstExpr:
+    """`expression` with a dtype's `bits` (the unknown `dtype_bytes` leaves) bound to `bits`."""
+    if expression.op == "unknown" and _DTYPE_BITS.fullmatch(expression.text) and bits is not None:
+        return ConstExpr("int", bits)
+    if not expression.args:
+        return expression
+    return ConstExpr(
+        expression.op,
+        expression.value,
+        expression.name,
+        tuple(_with_bits(a, bits) for a in expression.args),
+        expression.text,
+    )
 
 
 def _bound(dtypes: dict, variable: str) -> tuple[str, ...]:
@@ -1245,17 +1341,28 @@ def _fewer_ids(tensors: list[DraftTensor], notes: list[str]) -> list[tuple[str, 
     return []
 
 
+# a tensor named as an output (`out`, `output`, `y_out`, `out_scale`, `dst`, `result`)
+_OUTPUT_NAME = re.compile(r"(^|_)(out|output|dst|result)($|_)")
+
+
 def _ensure_written(tensors: list[DraftTensor], checks: HandChecks, notes: list[str]) -> None:
-    """A spec needs a written tensor; where no access says which, guess: the tensors whose
-    data the launcher casts to a non-const pointer and whose shape it does not check (the
-    outputs a launcher hands on), else the last one."""
+    """A spec needs a written tensor; where no access says which, guess from the launcher's
+    casts: a tensor whose data it casts to a non-const pointer may be written, so it is never
+    an input (KD104 would blame the kernel for writing it). Those named as outputs are OUT
+    (the harness poisons them, so an element never written is seen); the others INPLACE
+    (compared, never poisoned); with no such cast, the last tensor is INPLACE."""
     if any(t.role is not Role.IN for t in tensors) or not tensors:
         return
-    unchecked = [t for t in tensors if t.name in checks.mutable and t.name not in checks.shapes]
-    for tensor in unchecked or tensors[-1:]:
-        tensor.role = Role.INPLACE
-    names = ", ".join(t.name for t in unchecked or tensors[-1:])
-    notes.append(f"{TODO}: no tensor is seen written; {names} assumed INPLACE")
+    mutable = [t for t in tensors if t.name in checks.mutable] or tensors[-1:]
+    named = [t for t in mutable if _OUTPUT_NAME.search(t.name)]
+    for tensor in mutable:
+        tensor.role = Role.OUT if tensor in named else Role.INPLACE
+    if named:
+        names = ", ".join(t.name for t in named)
+        notes.append(f"{TODO}: no tensor is seen written; {names} assumed OUT (named as outputs)")
+    if len(named) < len(mutable):
+        names = ", ".join(t.name for t in mutable if t not in named)
+        notes.append(f"{TODO}: no tensor is seen written; {names} assumed INPLACE")
 
 
 def _spec_name(launcher: Function) -> str:

@@ -16,7 +16,8 @@ and the block shape. A kernel that indexes with `threadIdx.x` alone is taken to 
 one-dimensional blocks; scalar arguments are taken between 1 and 65536. A query the
 solver cannot answer within the kernel's budget (`solver-budget`, default 2 s) is never a
 finding, nor is a write whose offset or guards read memory or call a function the walk
-does not follow. One write made by two threads is reported only when the value it stores
+does not follow, nor one through a cast to another element type or into a two-dimensional
+array. One write made by two threads is reported only when the value it stores
 may differ between them (it reads the thread index and calls no function): all lanes
 storing their warp's reduced value, or every thread setting one flag, leave the same
 result whichever runs last.
@@ -61,11 +62,21 @@ from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.semantic import SemanticModel
-from kernel_check.solver import Answer, Budget, Outcome, launch_constraints, renamed, within
+from kernel_check.solver import (
+    AXES,
+    Answer,
+    Budget,
+    Outcome,
+    block_axes,
+    launch_constraints,
+    renamed,
+    thread_symbols,
+    triple,
+    within,
+)
 
 SCALAR_HIGH = 65536
 MAX_WRITES = 32  # shared writes per kernel compared pairwise
-_AXES = ("x", "y", "z")
 _PER_THREAD = (SymbolKind.THREAD, SymbolKind.LOOP)
 _SECOND = "t2:"
 
@@ -75,7 +86,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     writes: dict[str, list[SymbolicAccess]] = {}
     for access in model.symbolic_accesses:
-        if access.shared and access.phase is not None:
+        if access.shared and access.is_write and access.followed and not access.in_barrier_loop:
             writes.setdefault(access.function_usr, []).append(access)
     for kernel_writes in writes.values():
         budget = Budget(seconds)
@@ -99,24 +110,20 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
 
 def _race(first: SymbolicAccess, second: SymbolicAccess, budget: Budget) -> Answer | None:
     """The two threads (the witness) that reach both writes at one element, when any do."""
-    axes = _AXES if _uses_other_axes(first, second) else _AXES[:1]
-    threads = [Symbol(f"threadIdx.{a}", SymbolKind.THREAD, f"threadIdx.{a}", 0, 2**31 - 1) for a in _AXES]
+    axes = block_axes([*first.symbols, *second.symbols])
+    threads = thread_symbols()
     copies = {s.name: _SECOND + s.name for s in (*threads, *second.symbols) if s.kind in _PER_THREAD}
     copied = [
         Symbol(copies[s.name], s.kind, s.text, s.low, s.high) for s in (*threads, *second.symbols) if s.name in copies
     ]
     constraints = [*launch_constraints([*threads, *first.symbols, *copied]), *_scalars(first, second)]
-    constraints += [c for a in _AXES[len(axes) :] for c in _fixed(f"threadIdx.{a}", copies)]
+    constraints += [c for a in AXES[len(axes) :] for c in _fixed(f"threadIdx.{a}", copies)]
     constraints += [*first.guards, *(renamed(g, copies) for g in second.guards)]
     constraints.append(Term("==", (first.offset, renamed(second.offset, copies))))
     distinct = [Term("!=", (_thread(a), _thread(a, copies))) for a in axes]
     constraints.append(Term("or", tuple(distinct)) if len(distinct) > 1 else distinct[0])
     answer = solver.check(constraints, budget)
     return answer if answer.outcome is Outcome.SAT else None
-
-
-def _uses_other_axes(*accesses: SymbolicAccess) -> bool:
-    return any(s.text.endswith((".y", ".z")) for a in accesses for s in a.symbols if s.kind is not SymbolKind.SCALAR)
 
 
 def _scalars(*accesses: SymbolicAccess) -> list[Term]:
@@ -140,9 +147,5 @@ def _thread(axis: str, copies: dict[str, str] | None = None) -> Term:
 
 def _witness(answer: Answer) -> str:
     values = answer.model
-
-    def triple(prefix: str) -> str:
-        return "(" + ", ".join(str(values.get(f"{prefix}{a}", 0)) for a in _AXES) + ")"
-
-    block = "(" + ", ".join(str(values.get(f"blockDim.{a}", 1)) for a in _AXES) + ")"
-    return f"threads {triple('threadIdx.')} and {triple(_SECOND + 'threadIdx.')} of a block of {block}"
+    first, second = triple(values, "threadIdx.", 0), triple(values, _SECOND + "threadIdx.", 0)
+    return f"threads {first} and {second} of a block of {triple(values, 'blockDim.', 1)}"

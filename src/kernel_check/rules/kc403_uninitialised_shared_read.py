@@ -1,0 +1,240 @@
+"""## What it does
+Flags a read of a one-dimensional `__shared__` array at an element that, for some count the
+kernel is given and some thread of the block, no thread wrote before the read: a loop over
+a padded count (`for (i = tid; i < kPadded; i += blockDim.x) use(smem[i])`) reading entries
+written only below the real count (`if (i < n) smem[i] = ...`) with nothing filling the
+rest, or an entry written only by some threads or on one branch.
+
+The check is a proof over symbolic threads (solver.py, z3), like KC402's: the read's offset
+and the guards on its path become terms over the thread index, the block's dimensions, the
+kernel's scalar and compile-time arguments and loop counters; a write counts when a barrier
+(`__syncthreads()`, a call that reaches one, or a call or inline assembly that might be
+one) comes between it and the read, or when the reading thread made it itself before the
+read. The solver looks for a count, a thread and its loop iteration whose guards hold and
+whose element, inside the array, is one that every counted write -- by every thread of the
+block, in every iteration of its loops -- leaves alone. The element must be left alone at
+every block size tried (32, 256 and 1024 threads, one-dimensional blocks when the kernel
+indexes with `threadIdx.x` alone): a read that only a small block leaves unwritten is the
+launcher's choice, not this bug. Scalar and compile-time arguments are taken between 1 and
+1024, counts a block can cover: a read bounded by a count of warps or threads
+(`if (threadIdx.x < kNumWarps) s_warp[threadIdx.x]`) is covered at the largest block. The
+message gives the witness: the block size, the thread, the counts and the element.
+
+Never a finding: a read inside a loop that reaches a barrier (one iteration's writes feed
+the next), a read whose offset or guards name something the walk does not follow (a value
+read from memory, a call's result), and any read of an array that the kernel writes in a
+way the walk does not follow -- through a cast to another element type, as a
+two-dimensional or `extern` array, or handed to a helper, a lambda or inline assembly (a
+cooperative load the walk cannot see). Nor is a query the solver cannot answer within the
+kernel's budget (`solver-budget`, default 2 s). One read is reported per array and kernel;
+the first 64 reads a kernel makes are checked.
+
+## Why is this bad?
+Shared memory starts each block with whatever the previous block on the multiprocessor left
+there. The read returns garbage -- often zero in testing, something else in production --
+and the kernel's result depends on it: a max over padded scores picks a stale value, a sum
+adds one. `compute-sanitizer --tool initcheck` reports it as an uninitialised
+`__shared__` read.
+
+## Example
+```cpp
+template <int kPadded>
+__global__ void top_score(float* out, const float* scores, int n) {
+  __shared__ float smem[kPadded];
+  for (int i = threadIdx.x; i < kPadded; i += blockDim.x) {
+    if (i < n) smem[i] = scores[blockIdx.x * n + i];
+  }
+  __syncthreads();
+  float best = -1e30f;
+  for (int i = threadIdx.x; i < kPadded; i += blockDim.x) best = fmaxf(best, smem[i]);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = best;
+}
+```
+
+## Use instead
+```cpp
+template <int kPadded>
+__global__ void top_score(float* out, const float* scores, int n) {
+  __shared__ float smem[kPadded];
+  for (int i = threadIdx.x; i < kPadded; i += blockDim.x) {
+    smem[i] = i < n ? scores[blockIdx.x * n + i] : -1e30f;  // the padding holds the identity
+  }
+  __syncthreads();
+  float best = -1e30f;
+  for (int i = threadIdx.x; i < kPadded; i += blockDim.x) best = fmaxf(best, smem[i]);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = best;
+}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kernel_check import solver
+from kernel_check.finding import Finding, Related
+from kernel_check.model import SymbolicAccess, SymbolKind, Term
+from kernel_check.registry import Need, RuleContext, rule
+from kernel_check.rules._common import location_of
+from kernel_check.semantic import SemanticModel
+from kernel_check.solver import (
+    AXES,
+    MAX_THREADS_PER_BLOCK,
+    Answer,
+    Budget,
+    Outcome,
+    block_axes,
+    for_all,
+    launch_constraints,
+    renamed,
+    thread_symbols,
+    triple,
+    within,
+)
+
+SCALAR_HIGH = MAX_THREADS_PER_BLOCK  # scalar and compile-time arguments: counts a block can cover
+BLOCK_SIZES = (1024, 32, 256)  # every one must leave the element unwritten; the last is the witness's
+MAX_READS = 64  # shared reads per kernel checked
+_PER_THREAD = (SymbolKind.THREAD, SymbolKind.LOOP)
+_ELEMENT = "kc403:element"
+_ZERO = Term("const", value=0)
+
+
+@rule("KC403", needs={Need.SYMBOLIC})
+def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+    seconds = float(ctx.options.get("solver-budget", 2.0))
+    kernels: dict[str, list[SymbolicAccess]] = {}
+    for access in model.symbolic_accesses:
+        if access.shared:
+            kernels.setdefault(access.function_usr, []).append(access)
+    for accesses in kernels.values():
+        budget = Budget(seconds)
+        unfollowed = {a.pointer for a in accesses if a.is_write and not a.followed}
+        reported: set[str] = set()
+        for read in _checked_reads(accesses, unfollowed)[:MAX_READS]:
+            if read.pointer in reported:
+                continue
+            writes = _earlier_writes(accesses, read)
+            answer = _unwritten(read, writes, budget)
+            if answer is None:
+                continue
+            reported.add(read.pointer)
+            first = writes[0][0] if writes else None
+            yield ctx.finding(
+                location_of(model, read.span),
+                f"this read of `{read.pointer}` can reach an element no thread of the block wrote before it: "
+                f"{_witness(read, writes, answer)}; write every element the reads reach (fill the padding), "
+                f"with a barrier between the writes and the read, or guard the read as the write is guarded",
+                related=[Related(location_of(model, first.span), "a write that leaves it out")] if first else [],
+            )
+
+
+def _checked_reads(accesses: list[SymbolicAccess], unfollowed: set[str]) -> list[SymbolicAccess]:
+    """The reads the walk follows, outside loops that reach a barrier, of arrays it follows
+    every write of."""
+    return [
+        a for a in accesses if not a.is_write and a.followed and not a.in_barrier_loop and a.pointer not in unfollowed
+    ]
+
+
+def _earlier_writes(accesses: list[SymbolicAccess], read: SymbolicAccess) -> list[tuple[SymbolicAccess, bool]]:
+    """The writes of the read's array that may come before it, each with whether only the
+    reading thread's own counts: one behind a barrier (any thread's), one between the same
+    barriers before it (the thread's own), or after it in a loop around both (the thread's
+    own, from an earlier iteration)."""
+    position = next(i for i, a in enumerate(accesses) if a is read)
+    read_loops = {s.name for s in read.symbols if s.kind is SymbolKind.LOOP}
+    writes: list[tuple[SymbolicAccess, bool]] = []
+    for index, access in enumerate(accesses):
+        if not access.is_write or access.pointer != read.pointer or access.phase > read.phase:
+            continue
+        same_loop = any(s.name in read_loops for s in access.symbols if s.kind is SymbolKind.LOOP)
+        if index < position or (access.phase == read.phase and same_loop):
+            writes.append((access, access.phase == read.phase))
+    return writes
+
+
+def _unwritten(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], budget: Budget) -> Answer | None:
+    """A witness (at the last block size tried) that every block size leaves the element
+    the read reaches unwritten; None when some size does not or the solver cannot tell."""
+    axes = block_axes([*read.symbols, *(s for w, _ in writes for s in w.symbols)])
+    answer: Answer | None = None
+    for size in BLOCK_SIZES:
+        constraints = _read_side(read, writes, axes, size)
+        constraints += [_never_writes(write, index, own, axes) for index, (write, own) in enumerate(writes)]
+        answer = solver.check(constraints, budget)
+        if answer.outcome is not Outcome.SAT:
+            return None
+    return answer
+
+
+def _read_side(
+    read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], axes: tuple[str, ...], size: int
+) -> list[Term]:
+    """The block (`size` threads along x), the arguments, the reading thread within the block
+    and its guards, the element it reads inside the array."""
+    threads = thread_symbols()
+    shared = {s for w, _ in writes for s in w.symbols if s.kind not in _PER_THREAD}
+    constraints = launch_constraints([*threads, *read.symbols, *shared])
+    constraints.append(Term("==", (_sym("blockDim.x"), Term("const", value=size))))
+    for axis in AXES[len(axes) :]:
+        constraints += [Term("==", (_sym(f"threadIdx.{axis}"), _ZERO)), Term("==", (_sym(f"blockDim.{axis}"), _one()))]
+    for symbol in {*read.symbols, *shared}:
+        variable = _sym(symbol.name)
+        if symbol.kind is SymbolKind.SCALAR:
+            constraints += within(variable, 1, SCALAR_HIGH)
+        elif symbol.kind is SymbolKind.LOOP:
+            constraints += within(variable, symbol.low, symbol.high)
+    assert read.extent is not None  # a followed access is of an array of known length
+    element = _sym(_ELEMENT)
+    constraints += [*read.guards, Term("==", (element, read.offset))]
+    constraints += [Term("<=", (_ZERO, element)), Term("<", (element, read.extent))]
+    return constraints
+
+
+def _never_writes(write: SymbolicAccess, index: int, own: bool, axes: tuple[str, ...]) -> Term:
+    """For every thread of the block (the reader alone when `own`) and every iteration of its
+    loops: `write`'s guards fail or it writes another element."""
+    prefix = f"w{index}:"
+    per_thread = [s for s in write.symbols if s.kind is SymbolKind.LOOP or (s.kind is SymbolKind.THREAD and not own)]
+    if not own:  # every thread of the block, whether its index reaches the write or not
+        named = {s.name for s in per_thread}
+        per_thread += [t for t in thread_symbols()[: len(axes)] if t.name not in named]
+    copies = {s.name: prefix + s.name for s in per_thread}
+    in_range: list[Term] = []
+    for symbol in per_thread:
+        variable = _sym(copies[symbol.name])
+        if symbol.kind is SymbolKind.THREAD:
+            axis = symbol.name.rsplit(".", 1)[-1]
+            in_range += [Term("<=", (_ZERO, variable)), Term("<", (variable, _sym(f"blockDim.{axis}")))]
+        else:
+            in_range += within(variable, symbol.low, symbol.high)
+    reaches = Term(
+        "and",
+        (
+            *in_range,
+            *(renamed(g, copies) for g in write.guards),
+            Term("==", (renamed(write.offset, copies), _sym(_ELEMENT))),
+        ),
+    )
+    return for_all(copies.values(), Term("not", (reaches,)))
+
+
+def _sym(name: str) -> Term:
+    return Term("sym", name=name)
+
+
+def _one() -> Term:
+    return Term("const", value=1)
+
+
+def _witness(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], answer: Answer) -> str:
+    values = answer.model
+    thread, block = triple(values, "threadIdx.", 0), triple(values, "blockDim.", 1)
+    symbols = [*read.symbols, *(s for w, _ in writes for s in w.symbols)]
+    scalars = sorted({s.text: values.get(s.name, 0) for s in symbols if s.kind is SymbolKind.SCALAR}.items())
+    given = "".join(f", {name} = {value}" for name, value in scalars)
+    return (
+        f"thread {thread} of a block of {block}{given} reads `{read.pointer}[{values.get(_ELEMENT, 0)}]`, "
+        f"which no write before it reaches"
+    )
