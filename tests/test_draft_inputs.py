@@ -159,3 +159,21 @@ def test_a_rank_switch_is_read_in_its_first_branch():
     }"""
     checks = read_hand_checks(body, ["x", "y"], {}, set())
     assert checks.shapes == {"x": ("rows", "x_1"), "y": ("x_1",)}
+
+
+@pytest.mark.slow
+def test_launchers_a_macro_defines_are_drafted_from_its_expansion(tmp_path):
+    """`SCALE_OP(_f32, float)` defines `scale_f32`: found as a launcher (tvm::ffi resolved as the
+    build includes it), its launch's arguments told apart though they share the macro's
+    extent, and its checks and casts read from the macro's expansion."""
+    out = tmp_path / "macro_launcher_spec.py"
+    out.write_text(draft_text(FIXTURES / "macro_launcher.cu", out))
+    found = discover([out])
+    assert not found.errors, found.errors
+    specs = {s.name: s for s in found.specs}
+    assert set(specs) == {"scale_f32", "scale_i8"}
+    tensors = {t.name: t for t in specs["scale_i8"].tensors}
+    assert (tensors["x"].shape, tensors["x"].dtype, tensors["x"].role.name) == (("rows", "cols"), "int8", "IN")
+    # written by the kernel (not a guess): OUT, shaped as its twin `x`
+    assert (tensors["y"].shape, tensors["y"].dtype, tensors["y"].role.name) == (("rows", "cols"), "int8", "OUT")
+    assert "no tensor is seen written" not in out.read_text()

@@ -503,6 +503,12 @@ def _written(expression: Expr) -> Iterator[Expr]:
             yield from _Code.of(node.lambda_body).expressions
 
 
+def launch_arguments(call: Expr) -> tuple[Expr, ...] | None:
+    """The kernel arguments of a launch call, in order (None: `call` launches nothing)."""
+    parts = _launch_kernel_parts(call) or _chevron_parts(call)
+    return parts[2] if parts is not None else None
+
+
 def _launch_kernel_parts(call: Expr) -> tuple[str, Expr, tuple[Expr, ...], Expr] | None:
     """`LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)`."""
     parts = [c for c in call.children if not _is_call_operator_ref(c)]

@@ -31,7 +31,7 @@ import itertools
 import keyword
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,7 +53,7 @@ from ..model import (
 from ..semantic import SemanticModel
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
-from .hand_checks import HandChecks, clean, constants_of, read_hand_checks
+from .hand_checks import HandChecks, clean, constants_of, expanded_invocation, read_hand_checks
 from .spec import DTYPES, TAILS, Role, dim_axes
 
 if TYPE_CHECKING:
@@ -490,9 +490,13 @@ def _required(spelling: str, tests: Sequence[ParameterTest], body: str, name: st
 
 
 def _body_text(model: SourceModel, function: Function) -> str:
-    """A definition's body as written (a declaration's: empty)."""
+    """A definition's body as written (a declaration's: empty); of a function a macro
+    defines, the macro's expansion (its whole definition: the body is not written out)."""
     if function.body is None:
         return ""
+    if function.from_macro:
+        start = len(model.data[: function.span.start].decode("utf-8", errors="replace"))  # in characters
+        return expanded_invocation(model.data.decode("utf-8", errors="replace"), start) or ""
     return model.data[function.body.start : function.body.end].decode("utf-8", errors="replace")
 
 
@@ -1387,10 +1391,14 @@ def parse_model(cuh: Path, defines: tuple[str, ...] = (), include_dirs: Sequence
     from ..clang.deep_stack import on_deep_stack
     from ..clang.extract import extract
     from ..clang.parse import parse_file, resolve_settings
+    from ..jit_flags import inline_build_args
 
     def parse() -> SourceModel:
         data = cuh.read_bytes()
         settings = resolve_settings("auto", include_dirs=tuple(str(d) for d in include_dirs), defines=defines)
+        inline = inline_build_args(cuh, data)
+        if inline:  # a source that names tvm::ffi without including it: the harness's build includes it first
+            settings = replace(settings, wrapper_flags=((str(cuh.resolve()), inline),))
         unit = parse_file(cuh, data, settings)
         return extract(unit, data.decode("utf-8", errors="replace"), data)
 

@@ -155,6 +155,37 @@ def _arguments(text: str, start: int) -> tuple[list[str], int]:
     return [], len(text)
 
 
+_FUNCTION_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_PASTE = re.compile(r"\s*##\s*")
+
+
+def expanded_invocation(text: str, start: int) -> str | None:
+    """The text a function-like macro invoked at ``start`` expands to, with its arguments
+    put in (``##`` pasted, ``#x`` quoted; macros inside are left as written): what a
+    function the macro defines says, for a launcher whose code is all in one ``FFI_OP(...)``
+    line. None when ``start`` holds no invocation of a macro ``text`` defines."""
+    call = re.compile(r"(\w+)\s*\(").match(text, start)
+    if call is None:
+        return None
+    definition = next((d for d in _FUNCTION_MACRO.finditer(text) if d.group(1) == call.group(1)), None)
+    if definition is None:
+        return None
+    args, _ = _arguments(text, call.end())
+    params = [p.strip() for p in definition.group(2).split(",") if p.strip()]
+    values = dict(zip(params, args))
+    if params and params[-1] == "...":
+        values["__VA_ARGS__"] = ", ".join(args[len(params) - 1 :])
+    body = definition.group(3).replace("\\\n", "\n")
+
+    def put(match: re.Match[str]) -> str:
+        name = match.group(2)
+        if name not in values:
+            return match.group(0)
+        return f'"{values[name]}"' if match.group(1) else values[name]
+
+    return _PASTE.sub("", re.sub(r"(?<!#)(#\s*)?\b(\w+)\b", put, body))
+
+
 def _calls(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[str, list[str]]]:
     for match in pattern.finditer(text):
         args, _ = _arguments(text, match.end())
