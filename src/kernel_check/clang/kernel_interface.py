@@ -60,7 +60,7 @@ from .consteval import (
     template_param_names,
     written_type_names,
 )
-from .launches import launch_arguments
+from .launches import array_elements, launch_arguments
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var
 from .provenance import (
     Origin,
@@ -509,6 +509,7 @@ class _BodyFacts:
         self.launches: dict[tuple[int, int], list[int]] = {}
         for i in subject.launches:
             self.launches.setdefault((model.launches[i].span.start, model.launches[i].span.end), []).append(i)
+        self.arrays: dict[int, tuple[Expr, ...]] = {}  # local arrays' elements (a runtime-API launch's arguments)
         self.ancestors: list[Node] = []  # of the node being visited, outermost first
         # the local an API call writes its answer to (`&major`), by variable: the call, its index
         # in `facts.api_calls`, and whether each later read of it only refuses (`_refuses`)
@@ -590,7 +591,7 @@ class _BodyFacts:
         self._add_parameter_test(call, name)
         pending = self.launches.get((call.written_span.start, call.written_span.end))
         # inside a macro expansion every call has the macro's extent: only a launch call is the launch
-        launched = launch_arguments(call) if pending else None
+        launched = launch_arguments(call, self.arrays) if pending else None
         if pending and launched is not None:
             self._add_launch(call, pending.pop(0), launched)
         arguments = _call_arguments(call)
@@ -710,6 +711,9 @@ class _BodyFacts:
             self._add_matcher_chain(initializer, decl.name, variable=decl)
             return
         self._add_handoffs(decl, decl.name, (initializer,))
+        held = array_elements(decl)
+        if held is not None:
+            self.arrays[decl.key] = held
         sources = list(self._tensor_sources(initializer, "", decl))
         if sources:
             self.state.tensor_sources[decl.key] = sources

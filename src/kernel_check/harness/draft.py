@@ -54,6 +54,7 @@ from ..semantic import SemanticModel
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
 from .hand_checks import HandChecks, clean, constants_of, expanded_invocation, read_hand_checks
+from .launch_sites import GuardedLength, HeaderModels, LaunchSite, guarded_lengths, launch_sites
 from .spec import DTYPES, TAILS, Role, dim_axes
 
 if TYPE_CHECKING:
@@ -371,6 +372,9 @@ def returned_outputs(launcher: Function, tensors: Sequence[DraftTensor], notes: 
     return [DraftTensor(n, like.shape, like.dtype, Role.OUT, runtime=like.runtime) for n in names]
 
 
+_NO_SHAPE = "neither a TensorMatcher nor a check gives its shape; 1-D assumed"
+
+
 def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[str], device: str) -> DraftTensor:
     """A tensor no ``TensorMatcher`` verifies: its rank, dimensions and dtype from the
     launcher's own checks (``hand_checks``); a tensor nothing checks takes the shape of a
@@ -394,7 +398,7 @@ def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[
             notes.append(f"{TODO}: tensor {name}: no check of its shape; {twin}'s assumed (its data is a {cast} too)")
         else:
             shape = (f"{name}_0",)
-            notes.append(f"{TODO}: tensor {name}: neither a TensorMatcher nor a check gives its shape; 1-D assumed")
+            notes.append(f"{TODO}: tensor {name}: {_NO_SHAPE}")
     return DraftTensor(name, shape, dtype, role, accepts=accepts, device=device)
 
 
@@ -408,28 +412,58 @@ def padded_rows(chain_text: str, dims: Sequence[str]) -> bool:
     return not (len(dims) == 2 and len(strides) == 2 and strides[0] == dims[1].strip())
 
 
-def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> dict[str, Role]:
+def tensor_roles(sites: Sequence[LaunchSite], unseen: set[str]) -> dict[str, Role]:
     """Each tensor's role from what the launched kernels do with its data pointer; the
     tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
-    semantic = SemanticModel(model)
-    own = {p.name for p in launcher.params}
-    for found in semantic.tensor_launches(launcher):
-        arg = found.argument
-        if found.tensor not in own:  # ``#0``: a size the model took for a parameter's data
-            continue
-        kinds: set[AccessKind] = set()
-        consts: list[bool] = []
-        for kernel in found.launch.kernels:
-            kinds |= semantic.access_kinds(kernel.usr, arg.argument, arg.field)
-            consts += _pointee_const(model, kernel.usr, arg.argument, arg.field)
-        # None: the pointer goes where the model cannot follow it (a struct of a header):
-        # it may be written, so it is compared but never poisoned
-        role = _role(kinds, consts) or Role.INPLACE
-        roles[found.tensor] = _stronger(roles.get(found.tensor), role)
-        if not kinds and not consts:
-            unseen.add(found.tensor)
+    for site in sites:
+        for argument, field_name, tensor in site.tensors:
+            kinds: set[AccessKind] = set()
+            consts: list[bool] = []
+            for kernel in site.launch.kernels:
+                kinds |= site.semantic.access_kinds(kernel.usr, argument, field_name)
+                consts += _pointee_const(site.semantic.source, kernel.usr, argument, field_name)
+            # None: the pointer goes where the model cannot follow it (a struct of a header):
+            # it may be written, so it is compared but never poisoned
+            role = _role(kinds, consts) or Role.INPLACE
+            roles[tensor] = _stronger(roles.get(tensor), role)
+            if not kinds and not consts:
+                unseen.add(tensor)
     return roles
+
+
+def sized_by_guards(
+    args: Sequence[DraftTensor | DraftScalar], lengths: Sequence[GuardedLength], body: str, notes: list[str]
+) -> None:
+    """A tensor no check gives the shape of holds what the kernel's guards let it reach
+    (``guarded_lengths``): over the axis of a dimension the launcher names (``n_post =
+    w.size(1)``, ``n = x.numel()`` of a 1-D ``x``), or over an integer scalar argument,
+    which then takes that axis's size (``num_seqs`` passed as the case's ``num_seqs``,
+    ``output`` of ``num_seqs+1``). ``body``: the launcher's text."""
+    tensors = {a.name: a for a in args if isinstance(a, DraftTensor)}
+    scalars = {a.name: a for a in args if isinstance(a, DraftScalar)}
+    axes = {d for t in tensors.values() for d in t.shape if isinstance(d, str) and d.isidentifier()}
+    for length in lengths:
+        tensor = tensors.get(length.tensor)
+        if tensor is None or tensor.shape != (f"{tensor.name}_0",):  # a checked shape stands
+            continue
+        scalar = scalars.get(length.scalar)
+        counted = re.search(rf"\b{re.escape(length.scalar)}\s*=\s*(\w+)\s*\.\s*numel\s*\(\s*\)", clean(body))
+        whole = tensors.get(counted.group(1)) if counted else None
+        if whole is not None and len(whole.shape) == 1 and whole is not tensor:  # a 1-D tensor's count: its axis
+            axis = str(whole.shape[0])
+        elif scalar is not None and scalar.value == 1 and not scalar.axis:  # an integer nothing gave a value
+            axis = scalar.axis = scalar.name
+            scalar.comment = f"{TODO}: the size of axis {scalar.name}, which bounds {tensor.name} in the kernel"
+        elif length.scalar in axes or (scalar is not None and scalar.axis == length.scalar):
+            axis = length.scalar
+        else:
+            continue
+        tensor.shape = (length.expression(axis),)
+        notes[:] = [n for n in notes if n != f"{TODO}: tensor {tensor.name}: {_NO_SHAPE}"]
+        notes.append(
+            f"{TODO}: tensor {tensor.name}: {tensor.shape[0]} elements, as the kernel's guards on its accesses say"
+        )
 
 
 def _role(kinds: set[AccessKind], consts: list[bool]) -> Role | None:
@@ -1165,8 +1199,10 @@ def draft_launcher(
     wrapper_calls: Sequence[WrapperCall],
     probing: bool = False,
     constants: Mapping[str, int] | None = None,
+    headers: HeaderModels | None = None,
 ) -> Draft:
-    """The draft of one launcher; ``constants``: the named integers its checks may pin a dimension to."""
+    """The draft of one launcher; ``constants``: the named integers its checks may pin a
+    dimension to; ``headers``: where the helpers it hands tensors to are defined."""
     notes: list[str] = []
     symbol = symbol_of(model, launcher)
     wrapper = _matching_call(wrapper_calls, symbol)
@@ -1180,7 +1216,8 @@ def draft_launcher(
         )
     type_params = {p.name for p in params if p.kind == "type"}
     unseen: set[str] = set()
-    roles = tensor_roles(model, facts, unseen)
+    sites = launch_sites(model, facts, headers)
+    roles = tensor_roles(sites, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
     tests = parameter_tests(model, {launcher.usr, facts.usr})
     checks = hand_checks_of(model, facts, constants or {})
@@ -1198,6 +1235,7 @@ def draft_launcher(
         for p in launcher.params
         if p.name in required
     ]
+    sized_by_guards(args, guarded_lengths(sites), body, notes)
     for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
         arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
     tensors = [a for a in args if isinstance(a, DraftTensor)]
@@ -1400,7 +1438,7 @@ def parse_model(cuh: Path, defines: tuple[str, ...] = (), include_dirs: Sequence
         if inline:  # a source that names tvm::ffi without including it: the harness's build includes it first
             settings = replace(settings, wrapper_flags=((str(cuh.resolve()), inline),))
         unit = parse_file(cuh, data, settings)
-        return extract(unit, data.decode("utf-8", errors="replace"), data)
+        return extract(unit, data.decode("utf-8", errors="replace"), data, every_access=True)
 
     return on_deep_stack(parse)
 
@@ -1427,7 +1465,8 @@ def draft_file(
     # a wrapper names what is exported: the rest are internal; without one, the entry points
     chosen = exported or (entry_points(model, chosen) if launcher is None else chosen)
     constants = constants_of(cuh, includes)
-    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe, constants) for f in chosen]
+    headers = HeaderModels(cuh, includes, defines)
+    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe, constants, headers) for f in chosen]
     base = tree[1] if tree else spec_path.parent
     for draft in drafts:
         draft.extra_cuda_cflags = tuple(f"-D{d}" for d in defines)

@@ -137,7 +137,7 @@ class HandChecks:
     mutable: set[str] = field(default_factory=set)  # tensors whose data is cast to a non-const pointer
 
 
-def _arguments(text: str, start: int) -> tuple[list[str], int]:
+def call_arguments(text: str, start: int) -> tuple[list[str], int]:
     """The top-level comma-separated arguments of the call whose ``(`` is just before ``start``."""
     depth, parts, current = 1, [], start
     for index in range(start, len(text)):
@@ -170,7 +170,7 @@ def expanded_invocation(text: str, start: int) -> str | None:
     definition = next((d for d in _FUNCTION_MACRO.finditer(text) if d.group(1) == call.group(1)), None)
     if definition is None:
         return None
-    args, _ = _arguments(text, call.end())
+    args, _ = call_arguments(text, call.end())
     params = [p.strip() for p in definition.group(2).split(",") if p.strip()]
     values = dict(zip(params, args))
     if params and params[-1] == "...":
@@ -188,7 +188,7 @@ def expanded_invocation(text: str, start: int) -> str | None:
 
 def _calls(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[str, list[str]]]:
     for match in pattern.finditer(text):
-        args, _ = _arguments(text, match.end())
+        args, _ = call_arguments(text, match.end())
         if args:
             yield match.group(1), args
 
@@ -476,7 +476,7 @@ def _multiple_of(dim: str | int, value: int) -> tuple[str, int]:
 def _unwrap(text: str) -> str:
     """``(a == b)`` -> ``a == b``: parentheses around the whole text removed, others kept."""
     text = text.strip()
-    while text.startswith("(") and text.endswith(")") and _arguments(text, 1)[1] == len(text) - 1:
+    while text.startswith("(") and text.endswith(")") and call_arguments(text, 1)[1] == len(text) - 1:
         text = text[1:-1].strip()
     return text
 
@@ -493,11 +493,11 @@ def _else_branches_blanked(body: str) -> str:
         position = match.end()
         condition = re.match(r"if\s*\(", body[position:])
         if condition:  # ``else if (...)``: past its condition
-            _, position = _arguments(brackets, position + condition.end())
+            _, position = call_arguments(brackets, position + condition.end())
             position = len(body) - len(body[position + 1 :].lstrip())
         if not body.startswith("{", position):
             continue
-        _, close = _arguments(brackets, position + 1)
+        _, close = call_arguments(brackets, position + 1)
         out.append(body[start : match.start()])
         start = close + 1
     return "".join(out) + body[start:]
