@@ -200,3 +200,8 @@ def test_sizes_and_size_scalars_from_the_guards_of_kernels_a_header_helper_launc
     # `if (first + lane * 8 < n) packed[first / 8 + lane]`, n = flags.numel(): ceil(n / 8) bytes
     assert (pack["packed"].shape, pack["packed"].role.name) == (("(flags_0+7)//8",), "OUT")
     assert pack["flags"].role.name == "IN"
+    # table[rows[i] * width + cols[i]] in a device function the kernel calls: two loaded
+    # values add up to one index, so each stays below half of table's length
+    gather = {t.name: t for t in specs["gather_picks"].tensors}
+    assert gather["rows"].init == gather["cols"].init == "randint:(table_0+1)//2"
+    assert (gather["out"].shape, gather["out"].role.name) == (("count",), "OUT")

@@ -169,7 +169,8 @@ class _Extractor:
             if kind is not FunctionKind.HOST and Need.THREADS in self.needs:
                 assert typed.body is not None  # a definition's
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(typed.body))
-            if kind is FunctionKind.KERNEL and Need.SYMBOLIC in self.needs:
+            walked = kind is FunctionKind.KERNEL or (self.every_access and kind is not FunctionKind.HOST)
+            if walked and Need.SYMBOLIC in self.needs:
                 self.model.symbolic_accesses.extend(symbolic_accesses(typed, self.threads, self.every_access))
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
@@ -352,7 +353,8 @@ def extract(
 ) -> SourceModel:
     """Build the model of one parsed file: its declarations, and the analyses `needs` names
     (the fact lists of the others stay empty); `every_access`: the symbolic accesses hold
-    every global access of a kernel (the drafter sizes tensors by their guards)."""
+    every global access of a kernel or device function (the drafter sizes tensors by their
+    guards and reads which loaded values index which tensor)."""
     share_reads(ci)  # every pass below reads the same cursor objects, each once (tree.py)
     model = _Extractor(unit, text, data, needs, every_access).run()
     for device in unit.device_passes:  # code only a device-side parse sees (device_pass.py)

@@ -54,7 +54,7 @@ from ..semantic import SemanticModel
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
 from .hand_checks import HandChecks, clean, constants_of, expanded_invocation, read_hand_checks
-from .launch_sites import GuardedLength, HeaderModels, LaunchSite, guarded_lengths, launch_sites
+from .launch_sites import GuardedLength, HeaderModels, LaunchSite, guarded_lengths, launch_sites, loaded_indices
 from .spec import DTYPES, TAILS, Role, dim_axes
 
 if TYPE_CHECKING:
@@ -1247,7 +1247,7 @@ def draft_launcher(
     insts = instantiations(
         model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes, probing), tensors, notes
     )
-    canonical = _loaded_value_uses(model, facts, tensors, insts, notes)
+    canonical = _loaded_value_uses(sites, tensors, insts, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
     grid = grid_for(tensors, pinned, notes, checks.divisible)
@@ -1276,48 +1276,99 @@ def _integer_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool
 
 
 def _loaded_value_uses(
-    model: SourceModel,
-    launcher: Function,
+    sites: Sequence[LaunchSite],
     tensors: list[DraftTensor],
     insts: list[DraftInstantiation],
     notes: list[str],
 ) -> dict[str, str]:
-    """Index-like inputs and unordered outputs, from how the launched kernels use the values
-    they load (``SemanticModel.index_uses``, ``prefix_sums``): an integer input read inside
-    the index of another tensor's access holds indices below that tensor's first dimension
-    (``randint:``), one read as ``p[e]`` and ``p[e + 1]`` is a prefix sum from 0 to that
-    dimension (``cumsum:``), so random inputs are valid and the index profiles are the
-    attack; an output written at an atomic's old value has no fixed order: compared sorted.
-    Returns the draft's ``canonicalize``."""
-    semantic = SemanticModel(model)
+    """Index-like inputs and unordered outputs, from how the launched kernels (and the device
+    functions they hand their pointers to) use the values they load (``SemanticModel.index_uses``,
+    ``prefix_sums``): an integer input read inside the index of another tensor's access holds
+    indices below that tensor's first dimension (``randint:``; ``k`` loaded values summed in
+    one index each below its k-th part, so the sum stays in range), one read as ``p[e]`` and
+    ``p[e + 1]`` is a prefix sum from 0 to that dimension (``cumsum:``), so random inputs are
+    valid and the index profiles are the attack; an output written at an atomic's old value
+    has no fixed order: compared sorted. Returns the draft's ``canonicalize``."""
     by_name = {t.name: t for t in tensors}
     canonical: dict[str, str] = {}
-    for launch in semantic.launches_in(launcher):
-        names = {a.argument: a.tensor for a in launch.tensors if not a.field}
-        for launched in launch.kernels:
+    for site in sites:
+        semantic = site.semantic
+        names = {argument: tensor for argument, field_name, tensor in site.tensors if not field_name}
+        for launched in site.launch.kernels:
             kernel = semantic.function(launched.usr)
             if kernel is None:
                 continue
-            sums = {names[p] for p in semantic.prefix_sums(kernel) if p in names}
-            for use in semantic.index_uses(kernel):
-                target = by_name.get(names.get(use.outer.param_index, ""))
-                source = by_name.get(names.get(use.inner.param_index, ""))
-                if target is None:
-                    continue
-                if use.inner.how.startswith("atomic") and target.role is not Role.IN and target.name not in canonical:
-                    canonical[target.name] = "sort"
-                    notes.append(f"{TODO}: {target.name} is written at an atomic counter's value: compared sorted")
-                    continue
-                if source is None or source.role is not Role.IN or source.init or not _integer_typed(source, insts):
-                    continue
-                bound = target.shape[0] if target.shape else None
-                if not (isinstance(bound, str) and bound.isidentifier()):
-                    continue
-                kind = "cumsum" if source.name in sums else "randint"
-                source.init = f"{kind}:{bound}"
-                what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
-                notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} its dimension 0 ({bound}) assumed")
+            for function, params in _with_callees(semantic, kernel):
+                sums = {names[params[p]] for p in semantic.prefix_sums(function) if params.get(p) in names}
+                uses = semantic.index_uses(function)
+                for use in uses:
+                    target = by_name.get(names.get(params.get(use.outer.param_index, -1), ""))
+                    source = by_name.get(names.get(params.get(use.inner.param_index, -1), ""))
+                    if target is None:
+                        continue
+                    if (
+                        use.inner.how.startswith("atomic")
+                        and target.role is not Role.IN
+                        and target.name not in canonical
+                    ):
+                        canonical[target.name] = "sort"
+                        notes.append(f"{TODO}: {target.name} is written at an atomic counter's value: compared sorted")
+                        continue
+                    if source is None or source.role is not Role.IN or source.init or not _integer_typed(source, insts):
+                        continue
+                    bound = target.shape[0] if target.shape else None
+                    if not (isinstance(bound, str) and bound.isidentifier()):
+                        continue
+                    kind = "cumsum" if source.name in sums else "randint"
+                    summed = len(
+                        {u.inner.param_index for u in uses if u.outer == use.outer and u.inner.kind is AccessKind.READ}
+                    )
+                    below = f"({bound}+{summed - 1})//{summed}" if kind == "randint" and summed > 1 else bound
+                    source.init = f"{kind}:{below}"
+                    what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
+                    part = f" (one of {summed} loaded values its index adds)" if below != bound else ""
+                    notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} {below}{part} assumed")
+                params_by_name = {p.name: i for i, p in enumerate(function.params)}
+                for loaded in loaded_indices(semantic, function):
+                    target = by_name.get(names.get(params.get(params_by_name.get(loaded.target, -1), -1), ""))
+                    source = by_name.get(names.get(params.get(params_by_name.get(loaded.source, -1), -1), ""))
+                    _bounded_ids(source, target, loaded.count, insts, notes)
     return canonical
+
+
+def _bounded_ids(
+    source: DraftTensor | None,
+    target: DraftTensor | None,
+    count: int,
+    insts: list[DraftInstantiation],
+    notes: list[str],
+) -> None:
+    """``source`` holds ids below ``target``'s first dimension, its ``count``-th part when its
+    values are one of ``count`` loaded values an index adds (so the sum stays in range)."""
+    if source is None or target is None or source.role is not Role.IN or source.init:
+        return
+    bound = target.shape[0] if target.shape else None
+    if not _integer_typed(source, insts) or not (isinstance(bound, str) and bound.isidentifier()):
+        return
+    below = f"({bound}+{count - 1})//{count}" if count > 1 else bound
+    source.init = f"randint:{below}"
+    part = f" (one of {count} loaded values its index adds)" if count > 1 else ""
+    notes.append(f"{TODO}: {source.name} indexes {target.name}: indices below {below}{part} assumed")
+
+
+def _with_callees(semantic: SemanticModel, kernel: Function) -> list[tuple[Function, dict[int, int]]]:
+    """The kernel (its parameters as they are) and each device function it hands pointers to,
+    with the kernel parameter each of that function's parameters carries."""
+    found: list[tuple[Function, dict[int, int]]] = [(kernel, {i: i for i in range(len(kernel.params))})]
+    carried: dict[str, dict[int, int]] = {}
+    for handoff in semantic.facts_of(kernel.usr).pointer_passes:
+        if not handoff.field:
+            carried.setdefault(handoff.callee_usr, {})[handoff.argument] = handoff.param_index
+    for usr, params in carried.items():
+        callee = semantic.function(usr)
+        if callee is not None and callee.body is not None:
+            found.append((callee, params))
+    return found
 
 
 def hand_checks_of(model: SourceModel, launcher: Function, constants: Mapping[str, int]) -> HandChecks:
@@ -1337,8 +1388,12 @@ def _index_inits(
     count (random ones would be negative or out of range), and the tensor they index is
     scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
     constraints = []
+    # a tensor other ids index (``table`` of ``table[ids[i]]``) holds data, not ids
+    indexed = {axis for t in tensors if t.init for axis in dim_axes(t.init.partition(":")[2])}
     for tensor in tensors:
         if tensor.role is not Role.IN or tensor.init or not _integer_typed(tensor, insts):
+            continue
+        if tensor.shape and tensor.shape[0] in indexed:
             continue
         rows = next(
             (

@@ -214,3 +214,27 @@ def _names(term: Term) -> set[str]:
 
 def _const(value: int) -> Term:
     return Term("const", value=value)
+
+
+@dataclass(frozen=True)
+class LoadedIndex:
+    """A value read from parameter ``source`` is one of ``count`` loaded values in the offset
+    of an access of parameter ``target`` (``table[ids[i] * w + offs[i]]``: ids and offs, 2)."""
+
+    target: str
+    source: str
+    count: int
+
+
+def loaded_indices(semantic: SemanticModel, function: Function) -> list[LoadedIndex]:
+    """The loaded values in the offsets of ``function``'s global accesses, followed through
+    the locals the symbolic walk follows (``const auto index = ids[i] * w; table[index]``)."""
+    mine = [a for a in semantic.symbolic_accesses if a.function_usr == function.usr and not a.shared]
+    read_at = {(a.span.start, a.span.end): a.pointer for a in mine if not a.is_write}
+    found = []
+    for access in mine:
+        offset = _names(access.offset)
+        loads = [s for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in offset and s.span is not None]
+        sources = {read_at.get((s.span.start, s.span.end), "") for s in loads if s.span is not None} - {""}
+        found += [LoadedIndex(access.pointer, source, len(loads)) for source in sources]
+    return found
