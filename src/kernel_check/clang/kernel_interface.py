@@ -711,9 +711,9 @@ class _BodyFacts:
             self._add_matcher_chain(initializer, decl.name, variable=decl)
             return
         self._add_handoffs(decl, decl.name, (initializer,))
-        held = array_elements(decl)
-        if held is not None:
-            self.arrays[decl.key] = held
+        elements = array_elements(decl)
+        if elements is not None:
+            self.arrays[decl.key] = elements
         sources = list(self._tensor_sources(initializer, "", decl))
         if sources:
             self.state.tensor_sources[decl.key] = sources
