@@ -159,3 +159,49 @@ def test_a_rank_switch_is_read_in_its_first_branch():
     }"""
     checks = read_hand_checks(body, ["x", "y"], {}, set())
     assert checks.shapes == {"x": ("rows", "x_1"), "y": ("x_1",)}
+
+
+@pytest.mark.slow
+def test_launchers_a_macro_defines_are_drafted_from_its_expansion(tmp_path):
+    """`SCALE_OP(_f32, float)` defines `scale_f32`: found as a launcher (tvm::ffi resolved as the
+    build includes it), its launch's arguments told apart though they share the macro's
+    extent, and its checks and casts read from the macro's expansion."""
+    out = tmp_path / "macro_launcher_spec.py"
+    out.write_text(draft_text(FIXTURES / "macro_launcher.cu", out))
+    found = discover([out])
+    assert not found.errors, found.errors
+    specs = {s.name: s for s in found.specs}
+    assert set(specs) == {"scale_f32", "scale_i8"}
+    tensors = {t.name: t for t in specs["scale_i8"].tensors}
+    assert (tensors["x"].shape, tensors["x"].dtype, tensors["x"].role.name) == (("rows", "cols"), "int8", "IN")
+    # written by the kernel (not a guess): OUT, shaped as its twin `x`
+    assert (tensors["y"].shape, tensors["y"].dtype, tensors["y"].role.name) == (("rows", "cols"), "int8", "OUT")
+    assert "no tensor is seen written" not in out.read_text()
+
+
+@pytest.mark.slow
+def test_sizes_and_size_scalars_from_the_guards_of_kernels_a_header_helper_launches(tmp_path):
+    """The launchers hand raw pointers to helpers of a header (one launching with <<<>>>,
+    one with cudaLaunchKernel and an argument array): the roles come from those kernels, and
+    each unchecked tensor holds what their guards let them reach, over the scalar that bounds
+    it (then passed as that axis's size) or over the 1-D tensor whose numel() it is."""
+    out = tmp_path / "bounded_ops_spec.py"
+    out.write_text(draft_text(FIXTURES / "bounded_ops.cu", out))
+    found = discover([out])
+    assert not found.errors, found.errors
+    specs = {s.name: s for s in found.specs}
+    close = {t.name: t for t in specs["close_segments"].tensors}
+    # `if (s <= count) ends[s] = ...`: count + 1 entries; starts[s] only for s < count
+    assert (close["ends"].shape, close["ends"].role.name) == (("count+1",), "OUT")
+    assert (close["starts"].shape, close["starts"].role.name) == (("count",), "IN")
+    (count,) = specs["close_segments"].scalars
+    assert count.resolve({"count": 5}) == 5
+    pack = {t.name: t for t in specs["pack_flags"].tensors}
+    # `if (first + lane * 8 < n) packed[first / 8 + lane]`, n = flags.numel(): ceil(n / 8) bytes
+    assert (pack["packed"].shape, pack["packed"].role.name) == (("(flags_0+7)//8",), "OUT")
+    assert pack["flags"].role.name == "IN"
+    # table[rows[i] * width + cols[i]] in a device function the kernel calls: two loaded
+    # values add up to one index, so each stays below half of table's length
+    gather = {t.name: t for t in specs["gather_picks"].tensors}
+    assert gather["rows"].init == gather["cols"].init == "randint:(table_0+1)//2"
+    assert (gather["out"].shape, gather["out"].role.name) == (("count",), "OUT")

@@ -73,6 +73,8 @@ def test_valid_spec_and_cpp_args():
         (dict(args=(Tensor("dst", ("n",), role=Role.OUT, vector_bytes=12),)), "power of two"),
         (dict(args=(Tensor("dst", ("n",), role=Role.OUT, strided_rows=True),)), "rank 2"),
         (dict(args=(Tensor("dst", ("n",), role=Role.OUT, init="perm:m"),)), "names no grid axis"),
+        (dict(args=(Tensor("dst", ("n",), role=Role.OUT, init="randint:(m+1)//2"),)), "names no grid axis"),
+        (dict(args=(Tensor("dst", ("n",), role=Role.OUT, init="randint:4"),)), "names no grid axis"),
         (dict(constraint=lambda sizes: False), "no point"),
         (dict(args=(Tensor("x", ("n",), role=Role.OUT), Tensor("x", ("n",)))), "repeat"),
         (dict(args=(Tensor("dst", ("n",), role=Role.OUT), Scalar("order", ["big"]))), "not a bool, int, float, str"),
@@ -81,6 +83,12 @@ def test_valid_spec_and_cpp_args():
 def test_invalid_specs_are_rejected(changes, message):
     with pytest.raises(SpecError, match=message):
         make_spec(**changes).validate()
+
+
+def test_an_index_init_may_bound_its_ids_by_an_expression_of_axes():
+    """``randint:(n+1)//2``: each of two ids an index adds stays below half of n."""
+    spec = make_spec(args=(Tensor("dst", ("n",), role=Role.OUT), Tensor("ids", ("n",), init="randint:(n+1)//2")))
+    spec.validate()
 
 
 def test_a_string_and_an_absent_optional_are_scalar_values():

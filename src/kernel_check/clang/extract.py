@@ -83,8 +83,11 @@ ALL_ANALYSES = frozenset(Need) - {Need.PYTHON}
 
 
 class _Extractor:
-    def __init__(self, unit: ParsedUnit, text: str, data: bytes, needs: frozenset[Need]) -> None:
+    def __init__(
+        self, unit: ParsedUnit, text: str, data: bytes, needs: frozenset[Need], every_access: bool = False
+    ) -> None:
         self.needs = needs
+        self.every_access = every_access
         self.unit = unit
         self.path = unit.path
         self.data = data
@@ -167,8 +170,9 @@ class _Extractor:
             if kind is not FunctionKind.HOST and Need.THREADS in self.needs:
                 assert typed.body is not None  # a definition's
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(typed.body))
-            if kind is FunctionKind.KERNEL and Need.SYMBOLIC in self.needs:
-                accesses, products = kernel_terms(typed, self.threads)
+            walked = kind is FunctionKind.KERNEL or (self.every_access and kind is not FunctionKind.HOST)
+            if walked and Need.SYMBOLIC in self.needs:
+                accesses, products = kernel_terms(typed, self.threads, self.every_access)
                 self.model.symbolic_accesses.extend(accesses)
                 self.model.symbolic_products.extend(products)
             if kind is FunctionKind.HOST and Need.CONTRACTS in self.needs:
@@ -359,13 +363,17 @@ def _declarator_tokens(cursor: ci.Cursor) -> tuple[int | None, bool]:
     return offset, grid_constant
 
 
-def extract(unit: ParsedUnit, text: str, data: bytes, needs: frozenset[Need] = ALL_ANALYSES) -> SourceModel:
+def extract(
+    unit: ParsedUnit, text: str, data: bytes, needs: frozenset[Need] = ALL_ANALYSES, every_access: bool = False
+) -> SourceModel:
     """Build the model of one parsed file: its declarations, and the analyses `needs` names
-    (the fact lists of the others stay empty)."""
+    (the fact lists of the others stay empty); `every_access`: the symbolic accesses hold
+    every global access of a kernel or device function (the drafter sizes tensors by their
+    guards and reads which loaded values index which tensor)."""
     share_reads(ci)  # every pass below reads the same cursor objects, each once (tree.py)
-    model = _Extractor(unit, text, data, needs).run()
+    model = _Extractor(unit, text, data, needs, every_access).run()
     for device in unit.device_passes:  # code only a device-side parse sees (device_pass.py)
-        merge_device_model(model, _Extractor(device.unit, text, data, needs).run(), device.regions)
+        merge_device_model(model, _Extractor(device.unit, text, data, needs, every_access).run(), device.regions)
     return model
 
 

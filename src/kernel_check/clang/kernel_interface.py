@@ -60,6 +60,7 @@ from .consteval import (
     template_param_names,
     written_type_names,
 )
+from .launches import array_elements, launch_arguments
 from .program import DeclKind, DeclRef, Expr, ExprKind, Program, Stmt, StmtKind, TypeFacts, Var
 from .provenance import (
     Origin,
@@ -504,7 +505,11 @@ class _BodyFacts:
         self.param_origins = {
             p.key: (origin,) for index, p in enumerate(function.params) if (origin := parameter(p, index)) is not None
         }
-        self.launches = {(model.launches[i].span.start, model.launches[i].span.end): i for i in subject.launches}
+        # by extent, in source order: the launches of one macro expansion share the macro's extent
+        self.launches: dict[tuple[int, int], list[int]] = {}
+        for i in subject.launches:
+            self.launches.setdefault((model.launches[i].span.start, model.launches[i].span.end), []).append(i)
+        self.arrays: dict[int, tuple[Expr, ...]] = {}  # local arrays' elements (a runtime-API launch's arguments)
         self.ancestors: list[Node] = []  # of the node being visited, outermost first
         # the local an API call writes its answer to (`&major`), by variable: the call, its index
         # in `facts.api_calls`, and whether each later read of it only refuses (`_refuses`)
@@ -584,9 +589,11 @@ class _BodyFacts:
             self._device_call(call, name)
             return
         self._add_parameter_test(call, name)
-        launch = self.launches.get((call.written_span.start, call.written_span.end))
-        if launch is not None:
-            self._add_launch(call, launch)
+        pending = self.launches.get((call.written_span.start, call.written_span.end))
+        # inside a macro expansion every call has the macro's extent: only a launch call is the launch
+        launched = launch_arguments(call, self.arrays) if pending else None
+        if pending and launched is not None:
+            self._add_launch(call, pending.pop(0), launched)
         arguments = _call_arguments(call)
         handed_out = handed_out_tensor(call, self.program, self.data, self.path)
         if handed_out is None:
@@ -704,6 +711,9 @@ class _BodyFacts:
             self._add_matcher_chain(initializer, decl.name, variable=decl)
             return
         self._add_handoffs(decl, decl.name, (initializer,))
+        elements = array_elements(decl)
+        if elements is not None:
+            self.arrays[decl.key] = elements
         sources = list(self._tensor_sources(initializer, "", decl))
         if sources:
             self.state.tensor_sources[decl.key] = sources
@@ -797,15 +807,12 @@ class _BodyFacts:
             yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
 
     # -- host: launches ----------------------------------------------------------------------
-    def _add_launch(self, call: Expr, index: int) -> None:
-        """The tensors whose data the arguments of the launch at `model.launches[index]` carry."""
+    def _add_launch(self, call: Expr, index: int, arguments: tuple[Expr, ...]) -> None:
+        """The tensors whose data the `arguments` of the launch at `model.launches[index]`
+        carry (by position: a macro expansion gives every argument the same extent)."""
         launch = self.model.launches[index]
-        by_extent = {(c.written_span.start, c.written_span.end): c for c in call.children}
         tensors = []
-        for position, span in enumerate(launch.argument_spans):
-            argument = by_extent.get((span.start, span.end))
-            if argument is None:
-                continue
+        for position, argument in enumerate(arguments):
             for source in self._tensor_sources(argument, ""):
                 tensors.append(LaunchTensorArgument(position, source.field, source.tensor, source.data_use))
         checked = launch_error_checked(call, self.ancestors)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, PdlFlag
+from ..model import ConstExpr, Function, FunctionKind, Launch, LaunchedKernel, PdlFlag, Span
 from .consteval import (
     MAX_FOLD_DEPTH,
     Constants,
@@ -54,6 +54,8 @@ from .program import (
 from .program import Function as FunctionCode
 from .variable_templates import VariableTemplate, argument_value, initialized_function, read_variable_template
 
+# the runtime's launch calls taking the kernel and an array of its arguments' addresses
+_API_LAUNCHES = frozenset({"cudaLaunchKernel", "cudaLaunchCooperativeKernel"})
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 # what a launcher's method that turns PDL on sets (`with_attr(use_pdl)` of a tree's own launcher)
 _PDL_ATTRIBUTE = frozenset(
@@ -173,9 +175,10 @@ class LaunchResolver:
             return
         body = _Code.of(tree)
         bound = body.bound()
+        arrays = {v.key: held for v in body.variables if (held := array_elements(v)) is not None}
         # in source order, an enclosing call before those inside it (as a pre-order walk)
         for call in sorted(body.calls, key=lambda c: (c.span.start, -c.span.end)):
-            parts = _launch_kernel_parts(call) or _chevron_parts(call)
+            parts = _launch_kernel_parts(call) or _chevron_parts(call) or _api_launch_parts(call, arrays)
             if parts is not None:
                 syntax, kernel, arguments, launch_object = parts
                 pdl = self._launch_flag(launch_object, call, body) if launch_object is not None else None
@@ -199,7 +202,7 @@ class LaunchResolver:
             launcher=launcher.qualified_name,
             launcher_usr=launcher.usr,
             kernels=tuple(found),
-            argument_texts=tuple(source_text(self.data, span) for span in spans),
+            argument_texts=tuple(_argument_text(self.data, a, spans) for a in arguments),
             argument_spans=spans,
             pdl=pdl,
         )
@@ -501,6 +504,49 @@ def _written(expression: Expr) -> Iterator[Expr]:
         yield node
         if node.kind is ExprKind.LAMBDA and node.lambda_body is not None:
             yield from _Code.of(node.lambda_body).expressions
+
+
+def launch_arguments(call: Expr, arrays: dict[int, tuple[Expr, ...]]) -> tuple[Expr, ...] | None:
+    """The kernel arguments of a launch call, in order (None: `call` launches nothing);
+    `arrays`: the elements of the body's local arrays (`array_elements`), by variable."""
+    parts = _launch_kernel_parts(call) or _chevron_parts(call) or _api_launch_parts(call, arrays)
+    return parts[2] if parts is not None else None
+
+
+def _argument_text(data: bytes, argument: Expr, spans: tuple[Span, ...]) -> str:
+    """An argument as written; inside a macro expansion (no text of its own, or the extent
+    of the whole invocation, which every argument shares), the name it refers to (else "")."""
+    text = source_text(data, argument.span)
+    if text.strip() and spans.count(argument.span) == 1:
+        return text
+    node = argument.stripped()
+    return node.ref.name if node.kind is ExprKind.REF and node.ref is not None else ""
+
+
+def array_elements(variable: Var) -> tuple[Expr, ...] | None:
+    """What a local array initialized from a list holds (`void* args[] = {&a, &n}`: `a`, `n`,
+    the values its elements point at when they take addresses)."""
+    initializer = variable.exprs[-1].stripped() if variable.exprs else None
+    if initializer is None or initializer.kind is not ExprKind.INIT_LIST:
+        return None
+    elements = [e.stripped() for e in initializer.children]
+    return tuple(
+        e.children[0].stripped() if e.kind is ExprKind.UNARY and e.operator == "&" and e.children else e
+        for e in elements
+    )
+
+
+def _api_launch_parts(
+    call: Expr, arrays: dict[int, tuple[Expr, ...]]
+) -> tuple[str, Expr, tuple[Expr, ...], None] | None:
+    """`cudaLaunchKernel((void*)kernel, grid, block, args, ...)`, `args` a local array of the
+    arguments' addresses: the kernel and what the array points at."""
+    arguments = call.children[1:]
+    if call.name not in _API_LAUNCHES or len(arguments) < 4:
+        return None
+    array = arguments[3].stripped()
+    held = arrays.get(array.ref.key) if array.kind is ExprKind.REF and array.ref is not None else None
+    return ("runtime_api", arguments[0].stripped(), held, None) if held is not None else None
 
 
 def _launch_kernel_parts(call: Expr) -> tuple[str, Expr, tuple[Expr, ...], Expr] | None:

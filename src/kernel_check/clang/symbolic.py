@@ -137,6 +137,7 @@ class _Walk:
     shared_scalars: dict[int, _Pointer] = field(default_factory=dict)  # `__shared__ T s;` by `Var.key`
     accesses: list[SymbolicAccess] = field(default_factory=list)
     products: list[SymbolicProduct] = field(default_factory=list)
+    every_access: bool = False  # every global access, not only those whose offset reads memory
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(self, name: str, kind: SymbolKind, text: str, bounds: tuple[int, int], span: Span | None = None) -> Term:
@@ -406,7 +407,7 @@ class _Walk:
             followed = bool(pointer.element) and expr.type.canonical in (pointer.element, _DEPENDENT)
             followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
-        elif any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset)):
+        elif self.every_access or any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset)):
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=True)
 
     def escape(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:
@@ -750,19 +751,24 @@ def render(term: Term) -> str:
     return f"{term.op}({', '.join(render(a) for a in term.args)})"
 
 
-def symbolic_accesses(function: Function, threads: ThreadDependence) -> list[SymbolicAccess]:
+def symbolic_accesses(
+    function: Function, threads: ThreadDependence, every_access: bool = False
+) -> list[SymbolicAccess]:
     """A kernel's global accesses whose offset depends on an integer read from global
-    memory, and its writes into shared arrays (`threads` knows which calls are barriers)."""
-    return kernel_terms(function, threads)[0]
+    memory (`every_access`: all of them, for the sizes their guards bound), and its writes
+    into shared arrays (`threads` knows which calls are barriers)."""
+    return kernel_terms(function, threads, every_access)[0]
 
 
-def kernel_terms(function: Function, threads: ThreadDependence) -> tuple[list[SymbolicAccess], list[SymbolicProduct]]:
+def kernel_terms(
+    function: Function, threads: ThreadDependence, every_access: bool = False
+) -> tuple[list[SymbolicAccess], list[SymbolicProduct]]:
     """A kernel's recorded accesses (`symbolic_accesses`) and its multiplications by a block
     index or grid dimension."""
     body = function.body
     if body is None:
         return [], []
-    walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
+    walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body), every_access=every_access)
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
     walk.statement(body, ())

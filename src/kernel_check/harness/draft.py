@@ -31,7 +31,7 @@ import itertools
 import keyword
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,7 +53,8 @@ from ..model import (
 from ..semantic import SemanticModel
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
-from .hand_checks import HandChecks, clean, constants_of, read_hand_checks
+from .hand_checks import HandChecks, clean, constants_of, expanded_invocation, read_hand_checks
+from .launch_sites import GuardedLength, HeaderModels, LaunchSite, guarded_lengths, launch_sites, loaded_indices
 from .spec import DTYPES, TAILS, Role, dim_axes
 
 if TYPE_CHECKING:
@@ -371,6 +372,9 @@ def returned_outputs(launcher: Function, tensors: Sequence[DraftTensor], notes: 
     return [DraftTensor(n, like.shape, like.dtype, Role.OUT, runtime=like.runtime) for n in names]
 
 
+_NO_SHAPE = "neither a TensorMatcher nor a check gives its shape; 1-D assumed"
+
+
 def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[str], device: str) -> DraftTensor:
     """A tensor no ``TensorMatcher`` verifies: its rank, dimensions and dtype from the
     launcher's own checks (``hand_checks``); a tensor nothing checks takes the shape of a
@@ -394,7 +398,7 @@ def _hand_checked_tensor(name: str, role: Role, checks: HandChecks, notes: list[
             notes.append(f"{TODO}: tensor {name}: no check of its shape; {twin}'s assumed (its data is a {cast} too)")
         else:
             shape = (f"{name}_0",)
-            notes.append(f"{TODO}: tensor {name}: neither a TensorMatcher nor a check gives its shape; 1-D assumed")
+            notes.append(f"{TODO}: tensor {name}: {_NO_SHAPE}")
     return DraftTensor(name, shape, dtype, role, accepts=accepts, device=device)
 
 
@@ -408,28 +412,58 @@ def padded_rows(chain_text: str, dims: Sequence[str]) -> bool:
     return not (len(dims) == 2 and len(strides) == 2 and strides[0] == dims[1].strip())
 
 
-def tensor_roles(model: SourceModel, launcher: Function, unseen: set[str]) -> dict[str, Role]:
+def tensor_roles(sites: Sequence[LaunchSite], unseen: set[str]) -> dict[str, Role]:
     """Each tensor's role from what the launched kernels do with its data pointer; the
     tensors whose accesses are out of sight are added to ``unseen``."""
     roles: dict[str, Role] = {}
-    semantic = SemanticModel(model)
-    own = {p.name for p in launcher.params}
-    for found in semantic.tensor_launches(launcher):
-        arg = found.argument
-        if found.tensor not in own:  # ``#0``: a size the model took for a parameter's data
-            continue
-        kinds: set[AccessKind] = set()
-        consts: list[bool] = []
-        for kernel in found.launch.kernels:
-            kinds |= semantic.access_kinds(kernel.usr, arg.argument, arg.field)
-            consts += _pointee_const(model, kernel.usr, arg.argument, arg.field)
-        # None: the pointer goes where the model cannot follow it (a struct of a header):
-        # it may be written, so it is compared but never poisoned
-        role = _role(kinds, consts) or Role.INPLACE
-        roles[found.tensor] = _stronger(roles.get(found.tensor), role)
-        if not kinds and not consts:
-            unseen.add(found.tensor)
+    for site in sites:
+        for argument, field_name, tensor in site.tensors:
+            kinds: set[AccessKind] = set()
+            consts: list[bool] = []
+            for kernel in site.launch.kernels:
+                kinds |= site.semantic.access_kinds(kernel.usr, argument, field_name)
+                consts += _pointee_const(site.semantic.source, kernel.usr, argument, field_name)
+            # None: the pointer goes where the model cannot follow it (a struct of a header):
+            # it may be written, so it is compared but never poisoned
+            role = _role(kinds, consts) or Role.INPLACE
+            roles[tensor] = _stronger(roles.get(tensor), role)
+            if not kinds and not consts:
+                unseen.add(tensor)
     return roles
+
+
+def sized_by_guards(
+    args: Sequence[DraftTensor | DraftScalar], lengths: Sequence[GuardedLength], body: str, notes: list[str]
+) -> None:
+    """A tensor no check gives the shape of holds what the kernel's guards let it reach
+    (``guarded_lengths``): over the axis of a dimension the launcher names (``n_post =
+    w.size(1)``, ``n = x.numel()`` of a 1-D ``x``), or over an integer scalar argument,
+    which then takes that axis's size (``num_seqs`` passed as the case's ``num_seqs``,
+    ``output`` of ``num_seqs+1``). ``body``: the launcher's text."""
+    tensors = {a.name: a for a in args if isinstance(a, DraftTensor)}
+    scalars = {a.name: a for a in args if isinstance(a, DraftScalar)}
+    axes = {d for t in tensors.values() for d in t.shape if isinstance(d, str) and d.isidentifier()}
+    for length in lengths:
+        tensor = tensors.get(length.tensor)
+        if tensor is None or tensor.shape != (f"{tensor.name}_0",):  # a checked shape stands
+            continue
+        scalar = scalars.get(length.scalar)
+        counted = re.search(rf"\b{re.escape(length.scalar)}\s*=\s*(\w+)\s*\.\s*numel\s*\(\s*\)", clean(body))
+        whole = tensors.get(counted.group(1)) if counted else None
+        if whole is not None and len(whole.shape) == 1 and whole is not tensor:  # a 1-D tensor's count: its axis
+            axis = str(whole.shape[0])
+        elif scalar is not None and scalar.value == 1 and not scalar.axis:  # an integer nothing gave a value
+            axis = scalar.axis = scalar.name
+            scalar.comment = f"{TODO}: the size of axis {scalar.name}, which bounds {tensor.name} in the kernel"
+        elif length.scalar in axes or (scalar is not None and scalar.axis == length.scalar):
+            axis = length.scalar
+        else:
+            continue
+        tensor.shape = (length.expression(axis),)
+        notes[:] = [n for n in notes if n != f"{TODO}: tensor {tensor.name}: {_NO_SHAPE}"]
+        notes.append(
+            f"{TODO}: tensor {tensor.name}: {tensor.shape[0]} elements, as the kernel's guards on its accesses say"
+        )
 
 
 def _role(kinds: set[AccessKind], consts: list[bool]) -> Role | None:
@@ -490,9 +524,13 @@ def _required(spelling: str, tests: Sequence[ParameterTest], body: str, name: st
 
 
 def _body_text(model: SourceModel, function: Function) -> str:
-    """A definition's body as written (a declaration's: empty)."""
+    """A definition's body as written (a declaration's: empty); of a function a macro
+    defines, the macro's expansion (its whole definition: the body is not written out)."""
     if function.body is None:
         return ""
+    if function.from_macro:
+        start = len(model.data[: function.span.start].decode("utf-8", errors="replace"))  # in characters
+        return expanded_invocation(model.data.decode("utf-8", errors="replace"), start) or ""
     return model.data[function.body.start : function.body.end].decode("utf-8", errors="replace")
 
 
@@ -1161,8 +1199,10 @@ def draft_launcher(
     wrapper_calls: Sequence[WrapperCall],
     probing: bool = False,
     constants: Mapping[str, int] | None = None,
+    headers: HeaderModels | None = None,
 ) -> Draft:
-    """The draft of one launcher; ``constants``: the named integers its checks may pin a dimension to."""
+    """The draft of one launcher; ``constants``: the named integers its checks may pin a
+    dimension to; ``headers``: where the helpers it hands tensors to are defined."""
     notes: list[str] = []
     symbol = symbol_of(model, launcher)
     wrapper = _matching_call(wrapper_calls, symbol)
@@ -1176,7 +1216,8 @@ def draft_launcher(
         )
     type_params = {p.name for p in params if p.kind == "type"}
     unseen: set[str] = set()
-    roles = tensor_roles(model, facts, unseen)
+    sites = launch_sites(model, facts, headers)
+    roles = tensor_roles(sites, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
     tests = parameter_tests(model, {launcher.usr, facts.usr})
     checks = hand_checks_of(model, facts, constants or {})
@@ -1194,6 +1235,7 @@ def draft_launcher(
         for p in launcher.params
         if p.name in required
     ]
+    sized_by_guards(args, guarded_lengths(sites), body, notes)
     for arg in args:  # the reference takes them as keyword arguments: `in` cannot be one
         arg.name = arg.name + "_" if keyword.iskeyword(arg.name) else arg.name
     tensors = [a for a in args if isinstance(a, DraftTensor)]
@@ -1205,7 +1247,7 @@ def draft_launcher(
     insts = instantiations(
         model, launcher, pdl, _value_tuples(model, launcher, pdl, wrapper, tensors, notes, probing), tensors, notes
     )
-    canonical = _loaded_value_uses(model, facts, tensors, insts, notes)
+    canonical = _loaded_value_uses(sites, tensors, insts, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
     grid = grid_for(tensors, pinned, notes, checks.divisible)
@@ -1234,48 +1276,99 @@ def _integer_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool
 
 
 def _loaded_value_uses(
-    model: SourceModel,
-    launcher: Function,
+    sites: Sequence[LaunchSite],
     tensors: list[DraftTensor],
     insts: list[DraftInstantiation],
     notes: list[str],
 ) -> dict[str, str]:
-    """Index-like inputs and unordered outputs, from how the launched kernels use the values
-    they load (``SemanticModel.index_uses``, ``prefix_sums``): an integer input read inside
-    the index of another tensor's access holds indices below that tensor's first dimension
-    (``randint:``), one read as ``p[e]`` and ``p[e + 1]`` is a prefix sum from 0 to that
-    dimension (``cumsum:``), so random inputs are valid and the index profiles are the
-    attack; an output written at an atomic's old value has no fixed order: compared sorted.
-    Returns the draft's ``canonicalize``."""
-    semantic = SemanticModel(model)
+    """Index-like inputs and unordered outputs, from how the launched kernels (and the device
+    functions they hand their pointers to) use the values they load (``SemanticModel.index_uses``,
+    ``prefix_sums``): an integer input read inside the index of another tensor's access holds
+    indices below that tensor's first dimension (``randint:``; ``k`` loaded values summed in
+    one index each below its k-th part, so the sum stays in range), one read as ``p[e]`` and
+    ``p[e + 1]`` is a prefix sum from 0 to that dimension (``cumsum:``), so random inputs are
+    valid and the index profiles are the attack; an output written at an atomic's old value
+    has no fixed order: compared sorted. Returns the draft's ``canonicalize``."""
     by_name = {t.name: t for t in tensors}
     canonical: dict[str, str] = {}
-    for launch in semantic.launches_in(launcher):
-        names = {a.argument: a.tensor for a in launch.tensors if not a.field}
-        for launched in launch.kernels:
+    for site in sites:
+        semantic = site.semantic
+        names = {argument: tensor for argument, field_name, tensor in site.tensors if not field_name}
+        for launched in site.launch.kernels:
             kernel = semantic.function(launched.usr)
             if kernel is None:
                 continue
-            sums = {names[p] for p in semantic.prefix_sums(kernel) if p in names}
-            for use in semantic.index_uses(kernel):
-                target = by_name.get(names.get(use.outer.param_index, ""))
-                source = by_name.get(names.get(use.inner.param_index, ""))
-                if target is None:
-                    continue
-                if use.inner.how.startswith("atomic") and target.role is not Role.IN and target.name not in canonical:
-                    canonical[target.name] = "sort"
-                    notes.append(f"{TODO}: {target.name} is written at an atomic counter's value: compared sorted")
-                    continue
-                if source is None or source.role is not Role.IN or source.init or not _integer_typed(source, insts):
-                    continue
-                bound = target.shape[0] if target.shape else None
-                if not (isinstance(bound, str) and bound.isidentifier()):
-                    continue
-                kind = "cumsum" if source.name in sums else "randint"
-                source.init = f"{kind}:{bound}"
-                what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
-                notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} its dimension 0 ({bound}) assumed")
+            for function, params in _with_callees(semantic, kernel):
+                sums = {names[params[p]] for p in semantic.prefix_sums(function) if params.get(p) in names}
+                uses = semantic.index_uses(function)
+                for use in uses:
+                    target = by_name.get(names.get(params.get(use.outer.param_index, -1), ""))
+                    source = by_name.get(names.get(params.get(use.inner.param_index, -1), ""))
+                    if target is None:
+                        continue
+                    if (
+                        use.inner.how.startswith("atomic")
+                        and target.role is not Role.IN
+                        and target.name not in canonical
+                    ):
+                        canonical[target.name] = "sort"
+                        notes.append(f"{TODO}: {target.name} is written at an atomic counter's value: compared sorted")
+                        continue
+                    if source is None or source.role is not Role.IN or source.init or not _integer_typed(source, insts):
+                        continue
+                    bound = target.shape[0] if target.shape else None
+                    if not (isinstance(bound, str) and bound.isidentifier()):
+                        continue
+                    kind = "cumsum" if source.name in sums else "randint"
+                    summed = len(
+                        {u.inner.param_index for u in uses if u.outer == use.outer and u.inner.kind is AccessKind.READ}
+                    )
+                    below = f"({bound}+{summed - 1})//{summed}" if kind == "randint" and summed > 1 else bound
+                    source.init = f"{kind}:{below}"
+                    what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
+                    part = f" (one of {summed} loaded values its index adds)" if below != bound else ""
+                    notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} {below}{part} assumed")
+                params_by_name = {p.name: i for i, p in enumerate(function.params)}
+                for loaded in loaded_indices(semantic, function):
+                    target = by_name.get(names.get(params.get(params_by_name.get(loaded.target, -1), -1), ""))
+                    source = by_name.get(names.get(params.get(params_by_name.get(loaded.source, -1), -1), ""))
+                    _bounded_ids(source, target, loaded.count, insts, notes)
     return canonical
+
+
+def _bounded_ids(
+    source: DraftTensor | None,
+    target: DraftTensor | None,
+    count: int,
+    insts: list[DraftInstantiation],
+    notes: list[str],
+) -> None:
+    """``source`` holds ids below ``target``'s first dimension, its ``count``-th part when its
+    values are one of ``count`` loaded values an index adds (so the sum stays in range)."""
+    if source is None or target is None or source.role is not Role.IN or source.init:
+        return
+    bound = target.shape[0] if target.shape else None
+    if not _integer_typed(source, insts) or not (isinstance(bound, str) and bound.isidentifier()):
+        return
+    below = f"({bound}+{count - 1})//{count}" if count > 1 else bound
+    source.init = f"randint:{below}"
+    part = f" (one of {count} loaded values its index adds)" if count > 1 else ""
+    notes.append(f"{TODO}: {source.name} indexes {target.name}: indices below {below}{part} assumed")
+
+
+def _with_callees(semantic: SemanticModel, kernel: Function) -> list[tuple[Function, dict[int, int]]]:
+    """The kernel (its parameters as they are) and each device function it hands pointers to,
+    with the kernel parameter each of that function's parameters carries."""
+    found: list[tuple[Function, dict[int, int]]] = [(kernel, {i: i for i in range(len(kernel.params))})]
+    carried: dict[str, dict[int, int]] = {}
+    for handoff in semantic.facts_of(kernel.usr).pointer_passes:
+        if not handoff.field:
+            carried.setdefault(handoff.callee_usr, {})[handoff.argument] = handoff.param_index
+    for usr, params in carried.items():
+        callee = semantic.function(usr)
+        if callee is not None and callee.body is not None:
+            found.append((callee, params))
+    return found
 
 
 def hand_checks_of(model: SourceModel, launcher: Function, constants: Mapping[str, int]) -> HandChecks:
@@ -1295,8 +1388,12 @@ def _index_inits(
     count (random ones would be negative or out of range), and the tensor they index is
     scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
     constraints = []
+    # a tensor other ids index (``table`` of ``table[ids[i]]``) holds data, not ids
+    indexed = {axis for t in tensors if t.init for axis in dim_axes(t.init.partition(":")[2])}
     for tensor in tensors:
         if tensor.role is not Role.IN or tensor.init or not _integer_typed(tensor, insts):
+            continue
+        if tensor.shape and tensor.shape[0] in indexed:
             continue
         rows = next(
             (
@@ -1387,12 +1484,16 @@ def parse_model(cuh: Path, defines: tuple[str, ...] = (), include_dirs: Sequence
     from ..clang.deep_stack import on_deep_stack
     from ..clang.extract import extract
     from ..clang.parse import parse_file, resolve_settings
+    from ..jit_flags import inline_build_args
 
     def parse() -> SourceModel:
         data = cuh.read_bytes()
         settings = resolve_settings("auto", include_dirs=tuple(str(d) for d in include_dirs), defines=defines)
+        inline = inline_build_args(cuh, data)
+        if inline:  # a source that names tvm::ffi without including it: the harness's build includes it first
+            settings = replace(settings, wrapper_flags=((str(cuh.resolve()), inline),))
         unit = parse_file(cuh, data, settings)
-        return extract(unit, data.decode("utf-8", errors="replace"), data)
+        return extract(unit, data.decode("utf-8", errors="replace"), data, every_access=True)
 
     return on_deep_stack(parse)
 
@@ -1419,7 +1520,8 @@ def draft_file(
     # a wrapper names what is exported: the rest are internal; without one, the entry points
     chosen = exported or (entry_points(model, chosen) if launcher is None else chosen)
     constants = constants_of(cuh, includes)
-    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe, constants) for f in chosen]
+    headers = HeaderModels(cuh, includes, defines)
+    drafts = [draft_launcher(model, f, cuh, spec_path.parent, calls, probe, constants, headers) for f in chosen]
     base = tree[1] if tree else spec_path.parent
     for draft in drafts:
         draft.extra_cuda_cflags = tuple(f"-D{d}" for d in defines)

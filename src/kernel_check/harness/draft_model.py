@@ -51,6 +51,7 @@ class DraftScalar:
     name: str
     value: object
     comment: str = ""
+    axis: str = ""  # the grid axis whose size it passes (``value`` then unused)
 
 
 @dataclass

@@ -90,7 +90,8 @@ def _uniform_width(tensor: DraftTensor, draft: Draft) -> int | None:
 
 def _render_arg(arg: DraftTensor | DraftScalar, draft: Draft) -> str:
     if isinstance(arg, DraftScalar):
-        return f"Scalar({arg.name!r}, {arg.value!r})"
+        value = f"lambda sizes: sizes[{arg.axis!r}]" if arg.axis else repr(arg.value)
+        return f"Scalar({arg.name!r}, {value})"
     parts = [repr(arg.name), repr(arg.shape)]
     if arg.dtype != "T":
         parts.append(f"dtype={arg.dtype!r}")

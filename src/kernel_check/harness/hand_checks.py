@@ -137,7 +137,7 @@ class HandChecks:
     mutable: set[str] = field(default_factory=set)  # tensors whose data is cast to a non-const pointer
 
 
-def _arguments(text: str, start: int) -> tuple[list[str], int]:
+def call_arguments(text: str, start: int) -> tuple[list[str], int]:
     """The top-level comma-separated arguments of the call whose ``(`` is just before ``start``."""
     depth, parts, current = 1, [], start
     for index in range(start, len(text)):
@@ -155,9 +155,40 @@ def _arguments(text: str, start: int) -> tuple[list[str], int]:
     return [], len(text)
 
 
+_FUNCTION_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_PASTE = re.compile(r"\s*##\s*")
+
+
+def expanded_invocation(text: str, start: int) -> str | None:
+    """The text a function-like macro invoked at ``start`` expands to, with its arguments
+    put in (``##`` pasted, ``#x`` quoted; macros inside are left as written): what a
+    function the macro defines says, for a launcher whose code is all in one ``FFI_OP(...)``
+    line. None when ``start`` holds no invocation of a macro ``text`` defines."""
+    call = re.compile(r"(\w+)\s*\(").match(text, start)
+    if call is None:
+        return None
+    definition = next((d for d in _FUNCTION_MACRO.finditer(text) if d.group(1) == call.group(1)), None)
+    if definition is None:
+        return None
+    args, _ = call_arguments(text, call.end())
+    params = [p.strip() for p in definition.group(2).split(",") if p.strip()]
+    values = dict(zip(params, args))
+    if params and params[-1] == "...":
+        values["__VA_ARGS__"] = ", ".join(args[len(params) - 1 :])
+    body = definition.group(3).replace("\\\n", "\n")
+
+    def put(match: re.Match[str]) -> str:
+        name = match.group(2)
+        if name not in values:
+            return match.group(0)
+        return f'"{values[name]}"' if match.group(1) else values[name]
+
+    return _PASTE.sub("", re.sub(r"(?<!#)(#\s*)?\b(\w+)\b", put, body))
+
+
 def _calls(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[str, list[str]]]:
     for match in pattern.finditer(text):
-        args, _ = _arguments(text, match.end())
+        args, _ = call_arguments(text, match.end())
         if args:
             yield match.group(1), args
 
@@ -445,7 +476,7 @@ def _multiple_of(dim: str | int, value: int) -> tuple[str, int]:
 def _unwrap(text: str) -> str:
     """``(a == b)`` -> ``a == b``: parentheses around the whole text removed, others kept."""
     text = text.strip()
-    while text.startswith("(") and text.endswith(")") and _arguments(text, 1)[1] == len(text) - 1:
+    while text.startswith("(") and text.endswith(")") and call_arguments(text, 1)[1] == len(text) - 1:
         text = text[1:-1].strip()
     return text
 
@@ -462,11 +493,11 @@ def _else_branches_blanked(body: str) -> str:
         position = match.end()
         condition = re.match(r"if\s*\(", body[position:])
         if condition:  # ``else if (...)``: past its condition
-            _, position = _arguments(brackets, position + condition.end())
+            _, position = call_arguments(brackets, position + condition.end())
             position = len(body) - len(body[position + 1 :].lstrip())
         if not body.startswith("{", position):
             continue
-        _, close = _arguments(brackets, position + 1)
+        _, close = call_arguments(brackets, position + 1)
         out.append(body[start : match.start()])
         start = close + 1
     return "".join(out) + body[start:]

@@ -153,7 +153,8 @@ class Tensor:
     ``init`` fills inputs: ``randn``, ``uniform`` (in [-1, 1)), ``zeros``, ``ones``,
     ``perm:<dim>`` (distinct indices below that dimension's size), ``randint:<dim>``
     (indices below it), ``cumsum:<dim>`` (a prefix sum, an ``indptr``: sorted, from 0 to that
-    dimension's size), or a callable ``InitFn``.
+    dimension's size), or a callable ``InitFn``; ``<dim>`` is an axis or an expression of
+    axes, as a shape's dimension is (``randint:(n+1)//2``).
     ``accepts`` lists further dtypes the launcher's matcher allows for this tensor (the
     wrong-dtype case of KD301 picks one outside them). ``profiles`` maps a value profile
     (``profiles.PROFILES``: ``nan``, ``oob``, ...) to its contract (``match``, ``safe``,
@@ -552,7 +553,7 @@ def _validate_tensor(spec: KernelSpec, tensor: Tensor) -> None:
         preset, _, dim = tensor.init.partition(":")
         if preset not in INIT_PRESETS:
             _fail(spec, f"tensor {tensor.name}: unknown init {tensor.init!r} (one of {INIT_PRESETS})")
-        if preset in INDEX_PRESETS and dim not in _known_axes(spec):
+        if preset in INDEX_PRESETS and not (dim_axes(dim) and dim_axes(dim) <= _known_axes(spec)):
             _fail(spec, f"tensor {tensor.name}: init {tensor.init!r} names no grid axis")
     elif not callable(tensor.init):
         _fail(spec, f"tensor {tensor.name}: init must be a preset name or a callable")
