@@ -309,6 +309,90 @@ def test_device_code_calls_memcpy(tmp_path: Path, mode: str) -> None:
     assert errors_of(tmp_path, DEVICE_MEMCPY, resolve_settings(mode)) == []
 
 
+# An activation helper templated on the element type, called with `double` and `float` in
+# device code: the double-precision math overloads are device functions in CUDA.
+DEVICE_DOUBLE_MATH = r"""
+#include <cuda_runtime.h>
+
+template <typename T>
+__device__ T gate(T x) { return tanh(x) * (T(1) + exp(-x)) + log1p(x) + floor(x); }
+
+__global__ void gates(const double* in, double* out, float* half_out) {
+  out[threadIdx.x] = gate<double>(in[threadIdx.x]) + sin(in[0]) + std::erf(in[1]);
+  half_out[threadIdx.x] = gate<float>(static_cast<float>(in[threadIdx.x]));
+}
+"""
+
+# Random draws through cuRAND's counter-based state, as sparse random-matrix kernels make them.
+CURAND_DRAWS = r"""
+#include <curand_kernel.h>
+
+__device__ inline double normal_draw(curandStatePhilox4_32_10_t* state) { return curand_normal_double(state); }
+
+__global__ void random_weights(unsigned long long seed, float* weights, float4* noise, unsigned int* picks) {
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, blockIdx.x * blockDim.x + threadIdx.x, 0, &state);
+  weights[threadIdx.x] = curand_uniform(&state) + static_cast<float>(normal_draw(&state));
+  noise[threadIdx.x] = curand_normal4(&state);
+  picks[threadIdx.x] = curand(&state) % 7u;
+}
+"""
+
+# A 2-D tensor map encoded from arrays the host spells with <stdint.h>'s types.
+TENSOR_MAP_FROM_STDINT = r"""
+#include <cuda.h>
+#include <cstdint>
+
+inline CUresult encode_rows(CUtensorMap* map, void* base, uint64_t rows, uint64_t cols) {
+  uint64_t dims[2] = {cols, rows};
+  uint64_t strides[1] = {cols * 2};
+  uint32_t box[2] = {64, 64};
+  uint32_t elem_strides[2] = {1, 1};
+  return cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, elem_strides,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+"""
+
+# A source nvcc (or NVRTC) builds on its own, without <stdint.h> or cuda.h in scope: it spells
+# the fixed-width types and the tensor-map type itself, and includes a CUDA header after them.
+SELF_CONTAINED_TYPES = r"""
+typedef unsigned char uint8_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef signed int int32_t;
+typedef struct __align__(64) { uint64_t opaque[16]; } CUtensorMap;
+
+#include <cuda_bf16.h>
+
+__global__ void copy_tiles(const __grid_constant__ CUtensorMap map, uint64_t* out, uint8_t flag, int32_t n) {
+  if (threadIdx.x < n) out[threadIdx.x] = map.opaque[threadIdx.x % 16] + flag;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+@pytest.mark.parametrize(
+    "source",
+    [DEVICE_DOUBLE_MATH, CURAND_DRAWS, TENSOR_MAP_FROM_STDINT, SELF_CONTAINED_TYPES],
+    ids=["device-double-math", "curand", "tensor-map-stdint", "self-contained-types"],
+)
+def test_kernels_of_older_trees_parse(tmp_path: Path, source: str, mode: str) -> None:
+    """cuRAND comes from the shim when the CUDA install lacks it (and in hermetic mode); a
+    file's own definitions of names the CUDA setup defines are used under another name."""
+    assert errors_of(tmp_path, source, resolve_settings(mode), name="kernel.cu") == []
+
+
+def test_a_typedef_clashing_with_the_projects_own_header_stays_an_error(tmp_path: Path) -> None:
+    """Only a clash with the CUDA setup's headers is renamed away; one between the tree's
+    own files is a real error."""
+    (tmp_path / "types.h").write_text("typedef int index_t;\n")
+    source = '#include "types.h"\ntypedef long index_t;\n'
+    assert errors_of(tmp_path, source, resolve_settings("hermetic")) == [
+        "kernel.cuh:2: typedef redefinition with different types ('long' vs 'int')"
+    ]
+
+
 @needs_cuda
 def test_system_mode_accepts_nvcc_host_code(tmp_path: Path) -> None:
     assert errors_of(tmp_path, NVCC_HOST_CODE, resolve_settings("system")) == []

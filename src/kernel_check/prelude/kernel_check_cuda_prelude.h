@@ -10,6 +10,11 @@
 #ifndef KERNEL_CHECK_CUDA_PRELUDE
 #define KERNEL_CHECK_CUDA_PRELUDE 1
 
+// The device overloads of the C++ math functions (`tanh(double)` in a kernel), declared
+// before the standard library's as clang's CUDA runtime wrapper does in system mode: declared
+// after, the library's constexpr `float`/`long double` overloads (implicitly host+device)
+// would be the only device candidates, and a `double` argument would be ambiguous.
+#include <__clang_cuda_math_forward_declares.h>
 // clang's CUDA <new> wrapper uses ::malloc / ::free, which it expects a prelude to declare.
 #include <stddef.h>
 #include <stdint.h>
@@ -273,8 +278,8 @@ enum CUtensorMapL2promotion {
   CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 };
 enum CUtensorMapFloatOOBfill { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA };
-typedef unsigned long long cuuint64_t;
-typedef unsigned int cuuint32_t;
+typedef uint64_t cuuint64_t;  // as cuda.h spells them (<stdint.h>)
+typedef uint32_t cuuint32_t;
 extern "C" {
 CUresult cuGetErrorName(CUresult, const char**);
 CUresult cuGetErrorString(CUresult, const char**);
