@@ -370,12 +370,44 @@ __global__ void copy_tiles(const __grid_constant__ CUtensorMap map, uint64_t* ou
 }
 """
 
+# The half/bfloat16/fp8/fp4 conversions, runtime queries and driver types of older
+# all-reduce, attention and quantization code; the tensor map redeclared as libcu++ does.
+LOW_PRECISION_AND_RUNTIME = r"""
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cuda_fp8.h>
+#include <cuda_fp4.h>
+
+typedef struct CUtensorMap_st CUtensorMap;
+typedef struct __CUDA_ALIGN__(16) { half parts[8]; } half8;
+constexpr CUpointer_attribute kRangeStart = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR;
+
+__global__ __maxnreg__(128) void widen(const __nv_fp8_e4m3* in, nv_bfloat162* out, half2* h, const __nv_fp4x2_e2m1* q) {
+  nv_bfloat16 low = nv_bfloat16(in[0]);
+  out[threadIdx.x] = make_bfloat162(low, __double2bfloat16(0.5));
+  nv_half x = __double2half(1.0);
+  if (!__hisnan(x) && __heq(x, x) && q != nullptr) h[threadIdx.x] = make_half2(x, x);
+}
+
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+}
+
+inline int widen_block_size() {
+  int grid = 0, block = 0, shared = 0;
+  if (cudaOccupancyMaxPotentialBlockSize(&grid, &block, widen) == cudaErrorUnknown) return 0;
+  cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0);
+  return block + shared;
+}
+"""
+
 
 @pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
 @pytest.mark.parametrize(
     "source",
-    [DEVICE_DOUBLE_MATH, CURAND_DRAWS, TENSOR_MAP_FROM_STDINT, SELF_CONTAINED_TYPES],
-    ids=["device-double-math", "curand", "tensor-map-stdint", "self-contained-types"],
+    [DEVICE_DOUBLE_MATH, CURAND_DRAWS, TENSOR_MAP_FROM_STDINT, SELF_CONTAINED_TYPES, LOW_PRECISION_AND_RUNTIME],
+    ids=["device-double-math", "curand", "tensor-map-stdint", "self-contained-types", "low-precision-runtime"],
 )
 def test_kernels_of_older_trees_parse(tmp_path: Path, source: str, mode: str) -> None:
     """cuRAND comes from the shim when the CUDA install lacks it (and in hermetic mode); a
@@ -568,6 +600,35 @@ def test_cutlass_parses_in_hermetic_mode_with_an_installed_cccl(tmp_path: Path) 
     alone = _kc000_lines(project, [str(cutlass)], "hermetic")
     assert any("cuda/std/utility' not found" in line for line in alone), alone  # `cccl/cuda/...` in CUTLASS 4.2
     assert _kc000_lines(project, [str(cutlass), str(cccl)], "hermetic") == []
+
+
+# libcu++'s barrier and the PTX wrappers it is built on, as a TMA pipeline uses them.
+CCCL_BARRIER_KERNEL = r"""
+#include <cuda/barrier>
+#include <cuda/ptx>
+
+using block_barrier = cuda::barrier<cuda::thread_scope_block>;
+
+__global__ void staged(float* out, uint64_t* arrivals) {
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  cuda::ptx::mbarrier_arrive(arrivals);
+  out[threadIdx.x] = 0.0f;
+}
+"""
+
+
+@pytest.mark.slow
+def test_an_installed_cccls_ptx_header_is_used_instead_of_the_hermetic_stub(tmp_path: Path) -> None:
+    """<cuda/barrier> of an installed CCCL includes <cuda/ptx>: the stub steps aside for the
+    real header, whose declarations the rest of CCCL shares (beside the stub's, every name
+    was ambiguous)."""
+    cccl = tmp_path / "cccl-site"
+    _pip_target(cccl, CCCL_WHEEL)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (project / "gemm.cuh").write_text(CCCL_BARRIER_KERNEL)
+    assert _kc000_lines(project, [str(cccl)], "hermetic") == []
 
 
 # -- a header analysed in the context of its includer --
