@@ -371,7 +371,8 @@ __global__ void copy_tiles(const __grid_constant__ CUtensorMap map, uint64_t* ou
 """
 
 # The half/bfloat16/fp8/fp4 conversions, runtime queries and driver types of older
-# all-reduce, attention and quantization code; the tensor map redeclared as libcu++ does.
+# all-reduce, attention and quantization code; the tensor map redeclared as libcu++ does;
+# INT_MIN without <climits> (the CUDA setup includes it).
 LOW_PRECISION_AND_RUNTIME = r"""
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -396,7 +397,7 @@ inline bool capturing(cudaStream_t stream) {
 
 inline int widen_block_size() {
   int grid = 0, block = 0, shared = 0;
-  if (cudaOccupancyMaxPotentialBlockSize(&grid, &block, widen) == cudaErrorUnknown) return 0;
+  if (cudaOccupancyMaxPotentialBlockSize(&grid, &block, widen) == cudaErrorUnknown) return INT_MIN;
   cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0);
   return block + shared;
 }

@@ -20,8 +20,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 // The real cuda_runtime.h reaches <math.h>, <string.h> and <assert.h>, so kernels use
-// INFINITY, memcpy and assert without including them.
+// INFINITY, memcpy and assert without including them; clang's CUDA runtime wrapper (system
+// mode) includes <climits> too, and kernels use INT_MIN the same way.
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
