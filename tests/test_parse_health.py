@@ -8,6 +8,7 @@ header nobody provided. Every test is a real libclang parse.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -601,6 +602,23 @@ def test_cutlass_parses_in_hermetic_mode_with_an_installed_cccl(tmp_path: Path) 
     alone = _kc000_lines(project, [str(cutlass)], "hermetic")
     assert any("cuda/std/utility' not found" in line for line in alone), alone  # `cccl/cuda/...` in CUTLASS 4.2
     assert _kc000_lines(project, [str(cutlass), str(cccl)], "hermetic") == []
+
+
+# A torch extension's kernel source: torch's macros and half type, from its include folder.
+TORCH_EXTENSION_KERNEL = r"""
+#include <c10/macros/Macros.h>
+#include <c10/util/Half.h>
+
+__global__ void scale(c10::Half* out, float factor) {
+  out[threadIdx.x] = static_cast<c10::Half>(static_cast<float>(out[threadIdx.x]) * factor);
+}
+C10_HOST_DEVICE inline int twice(int x) { return 2 * x; }
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch installed")
+def test_an_installed_torchs_headers_are_found_as_its_extension_jit_finds_them(tmp_path: Path) -> None:
+    assert errors_of(tmp_path, TORCH_EXTENSION_KERNEL, resolve_settings("hermetic"), name="kernel.cu") == []
 
 
 # libcu++'s barrier and the PTX wrappers it is built on, as a TMA pipeline uses them.

@@ -111,6 +111,8 @@ DEPENDENCY_FOLDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cutlass_library", ("source/include", "source/tools/util/include")),  # nvidia-cutlass
     ("nvidia.mathdx", ("include", "external/cutlass/include")),  # nvidia-mathdx: cuBLASDx & co.
     ("deep_gemm", ("include",)),
+    # torch's C++ API, where `torch.utils.cpp_extension` (the JIT of torch extensions) finds it
+    ("torch", ("include", "include/torch/csrc/api/include")),
 )
 
 
