@@ -559,10 +559,10 @@ def parse_file(
         in_context = parse_plain(str(path), source, [*args, *context])  # plainly: no PCH build per context
         if _badness(in_context) < _badness(unit):
             settings = replace(settings, extra_args=(*settings.extra_args, *context))
-            unit, preamble = in_context, None
+            unit, preamble, args = in_context, None, [*args, *context]
     renames = own_definition_args(unit, source.encode() if isinstance(source, str) else source)
     if renames:  # a file defining names of the headers clang's CUDA setup adds: its own, renamed
-        renamed = parse_plain(str(path), source, [*unit.args, *renames])
+        renamed = parse_plain(str(path), source, [*args, *renames])  # plainly, as a context
         if _badness(renamed) < _badness(unit):
             settings = replace(settings, extra_args=(*settings.extra_args, *renames))
             unit, preamble = renamed, None
