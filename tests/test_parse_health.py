@@ -621,6 +621,33 @@ def test_an_installed_torchs_headers_are_found_as_its_extension_jit_finds_them(t
     assert errors_of(tmp_path, TORCH_EXTENSION_KERNEL, resolve_settings("hermetic"), name="kernel.cu") == []
 
 
+def _parse_errors(path: Path) -> list[str]:
+    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"))
+    return [f"{Path(e.path).name}:{e.line}: {e.message}" for e in unit.errors]
+
+
+def test_a_header_named_from_a_folder_above_is_found_there_up_to_the_project_root(tmp_path: Path) -> None:
+    """Attention code that names its headers from the module's folder (`<tile/traits.h>`,
+    built with `-I` that folder), with angle brackets from that folder itself too; a header
+    that only exists above the project root stays missing."""
+    project = tmp_path / "project"
+    module = project / "csrc" / "attn"
+    (module / "tile").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (module / "tile" / "traits.h").write_text("#pragma once\nstruct TileTraits { static constexpr int kRows = 64; };\n")
+    (module / "tile" / "kernel.cuh").write_text(
+        "#include <tile/traits.h>\n__global__ void rows(int* out) { out[0] = TileTraits::kRows; }\n"
+    )
+    (module / "launch.cuh").write_text("#include <tile/traits.h>\ninline int rows() { return TileTraits::kRows; }\n")
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "outside.h").write_text("#pragma once\nconstexpr int kOutside = 1;\n")
+    (project / "csrc" / "uses_outside.cuh").write_text("#include <shared/outside.h>\nint x = kOutside;\n")
+    assert _parse_errors(module / "tile" / "kernel.cuh") == []
+    assert _parse_errors(module / "launch.cuh") == []
+    outside = _parse_errors(project / "csrc" / "uses_outside.cuh")
+    assert outside == ["uses_outside.cuh:1: 'shared/outside.h' file not found"]
+
+
 # libcu++'s barrier and the PTX wrappers it is built on, as a TMA pipeline uses them.
 CCCL_BARRIER_KERNEL = r"""
 #include <cuda/barrier>

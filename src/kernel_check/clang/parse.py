@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..includes import cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
+from ..includes import ancestor_include_root, cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
 from .deep_stack import use_calling_thread
 from .device_pass import ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 from .includers import content_file
@@ -212,12 +212,14 @@ class ClangError:
 
     @property
     def missing_header(self) -> str | None:
-        """The header an `#include` names that no include directory holds, for that error."""
-        match = _MISSING_HEADER_RE.match(self.message) if self.fatal else None
-        return match.group(1) if match else None
+        """The header an `#include` names that no include directory holds, for that error (also
+        one that only the including file's folder holds, which angle brackets do not search:
+        clang then goes on with it, not a fatal error)."""
+        match = _MISSING_HEADER_RE.match(self.message)
+        return match.group(1) if match and (self.fatal or match.group(2)) else None
 
 
-_MISSING_HEADER_RE = re.compile(r"^'(.+)' file not found$")
+_MISSING_HEADER_RE = re.compile(r"^'(.+)' file not found( with <angled> include; use \"quotes\" instead)?$")
 
 
 @dataclass
@@ -560,6 +562,16 @@ def parse_file(
         if _badness(in_context) < _badness(unit):
             settings = replace(settings, extra_args=(*settings.extra_args, *context))
             unit, preamble, args = in_context, None, [*args, *context]
+    for _ in range(_MAX_INCLUDE_ROOTS):  # a header named from a folder above the file's: that folder, last
+        missing = next((e.missing_header for e in unit.errors if e.missing_header), None)
+        root = ancestor_include_root(path, missing) if missing else None
+        if root is None:
+            break
+        rooted = parse_plain(str(path), source, [*args, "-idirafter", str(root)])  # plainly, as a context
+        if any(e.missing_header == missing for e in rooted.errors):
+            break  # kept once that header is found, as the build finds it, whatever comes next
+        settings = replace(settings, extra_args=(*settings.extra_args, "-idirafter", str(root)))
+        unit, preamble, args = rooted, None, [*args, "-idirafter", str(root)]
     renames = own_definition_args(unit, source.encode() if isinstance(source, str) else source)
     if renames:  # a file defining names of the headers clang's CUDA setup adds: its own, renamed
         renamed = parse_plain(str(path), source, [*args, *renames])  # plainly, as a context
@@ -603,6 +615,9 @@ def _in_cuda_setup(location: Any) -> bool:
     """Whether `location` is in a header of the compiler setup: a system header (the CUDA
     install, the hermetic stubs, the C library) or the prelude."""
     return bool(location.is_in_system_header) or Path(location.file.name).is_relative_to(PRELUDE_DIR)
+
+
+_MAX_INCLUDE_ROOTS = 3  # folders above a file tried as include roots, one per missing header
 
 
 def _badness(unit: ParsedUnit) -> tuple[bool, int]:
