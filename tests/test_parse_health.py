@@ -8,6 +8,7 @@ header nobody provided. Every test is a real libclang parse.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -309,6 +310,123 @@ def test_device_code_calls_memcpy(tmp_path: Path, mode: str) -> None:
     assert errors_of(tmp_path, DEVICE_MEMCPY, resolve_settings(mode)) == []
 
 
+# An activation helper templated on the element type, called with `double` and `float` in
+# device code: the double-precision math overloads are device functions in CUDA.
+DEVICE_DOUBLE_MATH = r"""
+#include <cuda_runtime.h>
+
+template <typename T>
+__device__ T gate(T x) { return tanh(x) * (T(1) + exp(-x)) + log1p(x) + floor(x); }
+
+__global__ void gates(const double* in, double* out, float* half_out) {
+  out[threadIdx.x] = gate<double>(in[threadIdx.x]) + sin(in[0]) + std::erf(in[1]);
+  half_out[threadIdx.x] = gate<float>(static_cast<float>(in[threadIdx.x]));
+}
+"""
+
+# Random draws through cuRAND's counter-based state, as sparse random-matrix kernels make them.
+CURAND_DRAWS = r"""
+#include <curand_kernel.h>
+
+__device__ inline double normal_draw(curandStatePhilox4_32_10_t* state) { return curand_normal_double(state); }
+
+__global__ void random_weights(unsigned long long seed, float* weights, float4* noise, unsigned int* picks) {
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, blockIdx.x * blockDim.x + threadIdx.x, 0, &state);
+  weights[threadIdx.x] = curand_uniform(&state) + static_cast<float>(normal_draw(&state));
+  noise[threadIdx.x] = curand_normal4(&state);
+  picks[threadIdx.x] = curand(&state) % 7u;
+}
+"""
+
+# A 2-D tensor map encoded from arrays the host spells with <stdint.h>'s types.
+TENSOR_MAP_FROM_STDINT = r"""
+#include <cuda.h>
+#include <cstdint>
+
+inline CUresult encode_rows(CUtensorMap* map, void* base, uint64_t rows, uint64_t cols) {
+  uint64_t dims[2] = {cols, rows};
+  uint64_t strides[1] = {cols * 2};
+  uint32_t box[2] = {64, 64};
+  uint32_t elem_strides[2] = {1, 1};
+  return cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, elem_strides,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+"""
+
+# A source nvcc (or NVRTC) builds on its own, without <stdint.h> or cuda.h in scope: it spells
+# the fixed-width types and the tensor-map type itself, and includes a CUDA header after them.
+SELF_CONTAINED_TYPES = r"""
+typedef unsigned char uint8_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef signed int int32_t;
+typedef struct __align__(64) { uint64_t opaque[16]; } CUtensorMap;
+
+#include <cuda_bf16.h>
+
+__global__ void copy_tiles(const __grid_constant__ CUtensorMap map, uint64_t* out, uint8_t flag, int32_t n) {
+  if (threadIdx.x < n) out[threadIdx.x] = map.opaque[threadIdx.x % 16] + flag;
+}
+"""
+
+# The half/bfloat16/fp8/fp4 conversions, runtime queries and driver types of older
+# all-reduce, attention and quantization code; the tensor map redeclared as libcu++ does;
+# INT_MIN without <climits> (the CUDA setup includes it).
+LOW_PRECISION_AND_RUNTIME = r"""
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cuda_fp8.h>
+#include <cuda_fp4.h>
+
+typedef struct CUtensorMap_st CUtensorMap;
+typedef struct __CUDA_ALIGN__(16) { half parts[8]; } half8;
+constexpr CUpointer_attribute kRangeStart = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR;
+
+__global__ __maxnreg__(128) void widen(const __nv_fp8_e4m3* in, nv_bfloat162* out, half2* h, const __nv_fp4x2_e2m1* q) {
+  nv_bfloat16 low = nv_bfloat16(in[0]);
+  out[threadIdx.x] = make_bfloat162(low, __double2bfloat16(0.5));
+  nv_half x = __double2half(1.0);
+  if (!__hisnan(x) && __heq(x, x) && q != nullptr) h[threadIdx.x] = make_half2(x, x);
+}
+
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive;
+}
+
+inline int widen_block_size() {
+  int grid = 0, block = 0, shared = 0;
+  if (cudaOccupancyMaxPotentialBlockSize(&grid, &block, widen) == cudaErrorUnknown) return INT_MIN;
+  cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0);
+  return block + shared;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+@pytest.mark.parametrize(
+    "source",
+    [DEVICE_DOUBLE_MATH, CURAND_DRAWS, TENSOR_MAP_FROM_STDINT, SELF_CONTAINED_TYPES, LOW_PRECISION_AND_RUNTIME],
+    ids=["device-double-math", "curand", "tensor-map-stdint", "self-contained-types", "low-precision-runtime"],
+)
+def test_kernels_of_older_trees_parse(tmp_path: Path, source: str, mode: str) -> None:
+    """cuRAND comes from the shim when the CUDA install lacks it (and in hermetic mode); a
+    file's own definitions of names the CUDA setup defines are used under another name."""
+    assert errors_of(tmp_path, source, resolve_settings(mode), name="kernel.cu") == []
+
+
+def test_a_typedef_clashing_with_the_projects_own_header_stays_an_error(tmp_path: Path) -> None:
+    """Only a clash with the CUDA setup's headers is renamed away; one between the tree's
+    own files is a real error."""
+    (tmp_path / "types.h").write_text("typedef int index_t;\n")
+    source = '#include "types.h"\ntypedef long index_t;\n'
+    assert errors_of(tmp_path, source, resolve_settings("hermetic")) == [
+        "kernel.cuh:2: typedef redefinition with different types ('long' vs 'int')"
+    ]
+
+
 @needs_cuda
 def test_system_mode_accepts_nvcc_host_code(tmp_path: Path) -> None:
     assert errors_of(tmp_path, NVCC_HOST_CODE, resolve_settings("system")) == []
@@ -484,6 +602,79 @@ def test_cutlass_parses_in_hermetic_mode_with_an_installed_cccl(tmp_path: Path) 
     alone = _kc000_lines(project, [str(cutlass)], "hermetic")
     assert any("cuda/std/utility' not found" in line for line in alone), alone  # `cccl/cuda/...` in CUTLASS 4.2
     assert _kc000_lines(project, [str(cutlass), str(cccl)], "hermetic") == []
+
+
+# A torch extension's kernel source: torch's macros and half type, from its include folder.
+TORCH_EXTENSION_KERNEL = r"""
+#include <c10/macros/Macros.h>
+#include <c10/util/Half.h>
+
+__global__ void scale(c10::Half* out, float factor) {
+  out[threadIdx.x] = static_cast<c10::Half>(static_cast<float>(out[threadIdx.x]) * factor);
+}
+C10_HOST_DEVICE inline int twice(int x) { return 2 * x; }
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch installed")
+def test_an_installed_torchs_headers_are_found_as_its_extension_jit_finds_them(tmp_path: Path) -> None:
+    assert errors_of(tmp_path, TORCH_EXTENSION_KERNEL, resolve_settings("hermetic"), name="kernel.cu") == []
+
+
+def _parse_errors(path: Path) -> list[str]:
+    unit = parse_file(path, path.read_bytes(), resolve_settings("hermetic"))
+    return [f"{Path(e.path).name}:{e.line}: {e.message}" for e in unit.errors]
+
+
+def test_a_header_named_from_a_folder_above_is_found_there_up_to_the_project_root(tmp_path: Path) -> None:
+    """Attention code that names its headers from the module's folder (`<tile/traits.h>`,
+    built with `-I` that folder), with angle brackets from that folder itself too; a header
+    that only exists above the project root stays missing."""
+    project = tmp_path / "project"
+    module = project / "csrc" / "attn"
+    (module / "tile").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (module / "tile" / "traits.h").write_text("#pragma once\nstruct TileTraits { static constexpr int kRows = 64; };\n")
+    (module / "tile" / "kernel.cuh").write_text(
+        "#include <tile/traits.h>\n__global__ void rows(int* out) { out[0] = TileTraits::kRows; }\n"
+    )
+    (module / "launch.cuh").write_text("#include <tile/traits.h>\ninline int rows() { return TileTraits::kRows; }\n")
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "outside.h").write_text("#pragma once\nconstexpr int kOutside = 1;\n")
+    (project / "csrc" / "uses_outside.cuh").write_text("#include <shared/outside.h>\nint x = kOutside;\n")
+    assert _parse_errors(module / "tile" / "kernel.cuh") == []
+    assert _parse_errors(module / "launch.cuh") == []
+    outside = _parse_errors(project / "csrc" / "uses_outside.cuh")
+    assert outside == ["uses_outside.cuh:1: 'shared/outside.h' file not found"]
+
+
+# libcu++'s barrier and the PTX wrappers it is built on, as a TMA pipeline uses them.
+CCCL_BARRIER_KERNEL = r"""
+#include <cuda/barrier>
+#include <cuda/ptx>
+
+using block_barrier = cuda::barrier<cuda::thread_scope_block>;
+
+__global__ void staged(float* out, uint64_t* arrivals) {
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  cuda::ptx::mbarrier_arrive(arrivals);
+  out[threadIdx.x] = 0.0f;
+}
+"""
+
+
+@pytest.mark.slow
+def test_an_installed_cccls_ptx_header_is_used_instead_of_the_hermetic_stub(tmp_path: Path) -> None:
+    """<cuda/barrier> of an installed CCCL includes <cuda/ptx>: the stub steps aside for the
+    real header, whose declarations the rest of CCCL shares (beside the stub's, every name
+    was ambiguous)."""
+    cccl = tmp_path / "cccl-site"
+    _pip_target(cccl, CCCL_WHEEL)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (project / "gemm.cuh").write_text(CCCL_BARRIER_KERNEL)
+    assert _kc000_lines(project, [str(cccl)], "hermetic") == []
 
 
 # -- a header analysed in the context of its includer --

@@ -111,6 +111,8 @@ DEPENDENCY_FOLDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cutlass_library", ("source/include", "source/tools/util/include")),  # nvidia-cutlass
     ("nvidia.mathdx", ("include", "external/cutlass/include")),  # nvidia-mathdx: cuBLASDx & co.
     ("deep_gemm", ("include",)),
+    # torch's C++ API, where `torch.utils.cpp_extension` (the JIT of torch extensions) finds it
+    ("torch", ("include", "include/torch/csrc/api/include")),
 )
 
 
@@ -157,6 +159,25 @@ def header_provider(name: str) -> str | None:
     if found is None and _TOOLKIT_HEADER.match(name):
         return "a CUDA toolkit (system mode)"
     return found
+
+
+def ancestor_include_root(path: Path, name: str) -> Path | None:
+    """The nearest folder from `path`'s own up to its project root under which the header
+    `name` exists: the include root a build passes with `-I` for code that names its headers
+    from a folder above it (`<attn/traits.h>` in `kernels/attn/`, built with `-I kernels`), or
+    from its own folder with angle brackets."""
+    from .config import find_project_root, real_path
+
+    start = real_path(path).parent
+    root, _ = find_project_root(start)
+    if start != root and root not in start.parents:
+        return None
+    for folder in (start, *start.parents):
+        if (folder / name).is_file():
+            return folder
+        if folder == root:
+            break
+    return None
 
 
 def dependency_include_dirs() -> tuple[tuple[str, str], ...]:

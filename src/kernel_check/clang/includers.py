@@ -65,8 +65,9 @@ def context_folder() -> Path:
     return Path(tempfile.gettempdir()) / f"kernel-check-contexts-{os.getuid()}"
 
 
-def _prefix_file(text: bytes) -> str | None:
-    """A file holding `text`, named by its content (written once); None when it cannot be."""
+def content_file(text: bytes) -> str | None:
+    """A file holding `text`, named by its content (written once); None when it cannot be.
+    What a forced include of generated text is (`parse.py` renames a file's own definitions)."""
     path = context_folder() / f"{hashlib.sha256(text).hexdigest()[:32]}.h"
     try:
         if not path.is_file():
@@ -117,7 +118,7 @@ def include_contexts(
                 continue
         for target, standalone, preceding in _contexts_in(includer, data, sgl_include_dirs(includer, configured)):
             if target in wanted and target != includer and target not in contexts:
-                whole = _prefix_file(standalone) if standalone is not None else None
+                whole = content_file(standalone) if standalone is not None else None
                 contexts[target] = (includer, [whole] if whole is not None else preceding)
     return {str(header): _chain(header, contexts) for header in contexts}
 

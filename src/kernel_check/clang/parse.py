@@ -34,9 +34,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..includes import cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
+from ..includes import ancestor_include_root, cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
 from .deep_stack import use_calling_thread
 from .device_pass import ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
+from .includers import content_file
 
 if TYPE_CHECKING:
     import clang.cindex as ci
@@ -131,6 +132,7 @@ PRELUDE_DIR = Path(__file__).resolve().parent.parent / "prelude"
 PRELUDE_HEADER = PRELUDE_DIR / "kernel_check_cuda_prelude.h"
 SYSTEM_PRELUDE_HEADER = PRELUDE_DIR / "kernel_check_system_prelude.h"  # nvcc's host min/max
 CUDA_STUBS_DIR = PRELUDE_DIR / "cuda_stubs"
+# headers a CUDA install may lack (cuRAND's), searched last (`-idirafter`) in both modes
 SYSTEM_SHIMS_DIR = PRELUDE_DIR / "system_shims"
 
 CPP_SUFFIXES = (".cuh", ".cu", ".h", ".hpp", ".cuhpp", ".cc", ".cpp", ".cxx", ".hh")
@@ -210,12 +212,14 @@ class ClangError:
 
     @property
     def missing_header(self) -> str | None:
-        """The header an `#include` names that no include directory holds, for that error."""
-        match = _MISSING_HEADER_RE.match(self.message) if self.fatal else None
-        return match.group(1) if match else None
+        """The header an `#include` names that no include directory holds, for that error (also
+        one that only the including file's folder holds, which angle brackets do not search:
+        clang then goes on with it, not a fatal error)."""
+        match = _MISSING_HEADER_RE.match(self.message)
+        return match.group(1) if match and (self.fatal or match.group(2)) else None
 
 
-_MISSING_HEADER_RE = re.compile(r"^'(.+)' file not found$")
+_MISSING_HEADER_RE = re.compile(r"^'(.+)' file not found( with <angled> include; use \"quotes\" instead)?$")
 
 
 @dataclass
@@ -365,6 +369,8 @@ def _compile_args(path: Path, settings: ParseSettings, device: bool) -> tuple[st
             str(PRELUDE_HEADER),
             "-isystem",
             str(CUDA_STUBS_DIR),
+            "-idirafter",
+            str(SYSTEM_SHIMS_DIR),
         ]
         if not has_libstdcxx():
             args += ["-nostdinc++", "-isystem", str(_bundled_libcxx_dir())]
@@ -555,9 +561,63 @@ def parse_file(
         in_context = parse_plain(str(path), source, [*args, *context])  # plainly: no PCH build per context
         if _badness(in_context) < _badness(unit):
             settings = replace(settings, extra_args=(*settings.extra_args, *context))
-            unit, preamble = in_context, None
+            unit, preamble, args = in_context, None, [*args, *context]
+    for _ in range(_MAX_INCLUDE_ROOTS):  # a header named from a folder above the file's: that folder, last
+        missing = next((e.missing_header for e in unit.errors if e.missing_header), None)
+        root = ancestor_include_root(path, missing) if missing else None
+        if root is None:
+            break
+        rooted = parse_plain(str(path), source, [*args, "-idirafter", str(root)])  # plainly, as a context
+        if any(e.missing_header == missing for e in rooted.errors):
+            break  # kept once that header is found, as the build finds it, whatever comes next
+        settings = replace(settings, extra_args=(*settings.extra_args, "-idirafter", str(root)))
+        unit, preamble, args = rooted, None, [*args, "-idirafter", str(root)]
+    renames = own_definition_args(unit, source.encode() if isinstance(source, str) else source)
+    if renames:  # a file defining names of the headers clang's CUDA setup adds: its own, renamed
+        renamed = parse_plain(str(path), source, [*args, *renames])  # plainly, as a context
+        if _badness(renamed) < _badness(unit):
+            settings = replace(settings, extra_args=(*settings.extra_args, *renames))
+            unit, preamble = renamed, None
     add_device_passes(unit, path, source, settings, preamble)  # code the host pass skips under __CUDA_ARCH__
     return unit
+
+
+# Code built without the CUDA headers' fixed-width and driver types in scope (NVRTC-style
+# sources, or sources nvcc compiles on their own: nvcc's implicit `cuda_runtime.h` brings neither
+# <stdint.h> nor cuda.h) may define them itself: `typedef unsigned long long uint64_t;`, its own
+# `CUtensorMap`. clang's CUDA setup has already defined them (its runtime wrapper includes
+# cuda.h, which includes <stdint.h>; so does the hermetic prelude), and the two clash.
+_REDEFINED_TYPEDEF = "typedef redefinition with different types"
+_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+
+
+def own_definition_args(unit: ParsedUnit, data: bytes) -> tuple[str, ...]:
+    """A forced include (after the CUDA setup's) that renames each name `unit`'s file defines
+    over a definition of that setup (a system header or the prelude), so the file's own
+    definition and its uses go together; empty when the file redefines no such name."""
+    names: dict[str, None] = {}
+    for diagnostic in unit.tu.diagnostics:
+        location = diagnostic.location
+        if not diagnostic.spelling.startswith(_REDEFINED_TYPEDEF) or location.file is None:
+            continue
+        previous = [note.location for note in diagnostic.children if note.location.file is not None]
+        if location.file.name != unit.path or not previous or not all(map(_in_cuda_setup, previous)):
+            continue
+        name = _IDENTIFIER.match(data, location.offset)
+        if name is not None:
+            names[name.group().decode()] = None
+    text = "".join(f"#define {name} kernel_check_own_{name}\n" for name in names).encode()
+    forced = content_file(text) if text else None
+    return ("-include", forced) if forced is not None else ()
+
+
+def _in_cuda_setup(location: Any) -> bool:
+    """Whether `location` is in a header of the compiler setup: a system header (the CUDA
+    install, the hermetic stubs, the C library) or the prelude."""
+    return bool(location.is_in_system_header) or Path(location.file.name).is_relative_to(PRELUDE_DIR)
+
+
+_MAX_INCLUDE_ROOTS = 3  # folders above a file tried as include roots, one per missing header
 
 
 def _badness(unit: ParsedUnit) -> tuple[bool, int]:

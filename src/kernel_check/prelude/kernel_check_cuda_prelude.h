@@ -10,13 +10,20 @@
 #ifndef KERNEL_CHECK_CUDA_PRELUDE
 #define KERNEL_CHECK_CUDA_PRELUDE 1
 
+// The device overloads of the C++ math functions (`tanh(double)` in a kernel), declared
+// before the standard library's as clang's CUDA runtime wrapper does in system mode: declared
+// after, the library's constexpr `float`/`long double` overloads (implicitly host+device)
+// would be the only device candidates, and a `double` argument would be ambiguous.
+#include <__clang_cuda_math_forward_declares.h>
 // clang's CUDA <new> wrapper uses ::malloc / ::free, which it expects a prelude to declare.
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 // The real cuda_runtime.h reaches <math.h>, <string.h> and <assert.h>, so kernels use
-// INFINITY, memcpy and assert without including them.
+// INFINITY, memcpy and assert without including them; clang's CUDA runtime wrapper (system
+// mode) includes <climits> too, and kernels use INT_MIN the same way.
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -27,11 +34,13 @@
 #define __constant__ __attribute__((constant))
 #define __managed__ __attribute__((managed))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define __maxnreg__(n) __attribute__((maxnreg(n)))  // as CUDA spells it; clang ignores it
 #define __grid_constant__ __attribute__((grid_constant))
 #define __cluster_dims__(...) __attribute__((cluster_dims(__VA_ARGS__)))
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __align__(n) __attribute__((aligned(n)))
+#define __CUDA_ALIGN__(n) __align__(n)
 #define __device_builtin__
 #define __builtin_align__(n) __attribute__((aligned(n)))
 // nvcc and clang's own CUDA wrapper headers define this; sources gate device code on it.
@@ -115,7 +124,8 @@ enum cudaError {
   cudaErrorCallRequiresNewerDriver = 36,
   cudaErrorNotReady = 600,
   cudaErrorIllegalInstruction = 715,
-  cudaErrorNotSupported = 801
+  cudaErrorNotSupported = 801,
+  cudaErrorUnknown = 999
 };
 typedef enum cudaError cudaError_t;
 typedef struct CUstream_st* cudaStream_t;
@@ -162,6 +172,7 @@ enum cudaDeviceAttr {
   cudaDevAttrMultiProcessorCount = 16,
   cudaDevAttrComputeCapabilityMajor = 75,
   cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
 };
 enum cudaFuncAttribute {
@@ -229,7 +240,7 @@ typedef struct CUctx_st* CUcontext;
 typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
-struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };
+typedef struct __align__(64) CUtensorMap_st { unsigned long long opaque[16]; } CUtensorMap;  // as cuda.h spells it
 typedef struct CUlaunchAttribute_st { int id; unsigned char value[64]; } CUlaunchAttribute;
 typedef struct CUlaunchConfig_st {
   unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
@@ -273,8 +284,8 @@ enum CUtensorMapL2promotion {
   CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 };
 enum CUtensorMapFloatOOBfill { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA };
-typedef unsigned long long cuuint64_t;
-typedef unsigned int cuuint32_t;
+typedef uint64_t cuuint64_t;  // as cuda.h spells them (<stdint.h>)
+typedef uint32_t cuuint32_t;
 extern "C" {
 CUresult cuGetErrorName(CUresult, const char**);
 CUresult cuGetErrorString(CUresult, const char**);
@@ -388,6 +399,23 @@ template <typename T>
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int*, T, int, size_t, unsigned int);
 template <typename T>
 cudaError_t cudaMalloc(T**, size_t);
+template <typename T>
+cudaError_t cudaOccupancyMaxPotentialBlockSize(int*, int*, T, size_t = 0, int = 0);
+// Stream capture (CUDA graphs) and pointer attributes, which all-reduce buffers query.
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2
+};
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus*);
+typedef enum CUpointer_attribute_enum {
+  CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+  CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+  CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
+  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 12,
+  CU_POINTER_ATTRIBUTE_RANGE_SIZE = 13
+} CUpointer_attribute;
+extern "C" CUresult cuPointerGetAttribute(void*, CUpointer_attribute, CUdeviceptr);
 
 // ---- half, bfloat16, fp8 -----------------------------------------------------------------
 struct __half_raw { unsigned short x; };
@@ -432,6 +460,8 @@ struct __align__(4) __nv_bfloat162 {
 };
 typedef __half half;
 typedef __half2 half2;
+typedef __half nv_half;
+typedef __half2 nv_half2;
 typedef __nv_bfloat16 nv_bfloat16;
 typedef __nv_bfloat162 nv_bfloat162;
 
@@ -534,6 +564,38 @@ KC_HD __nv_bfloat16 __high2bfloat16(__nv_bfloat162);
   KC_D T2 __shfl_xor_sync(unsigned, T2, int, int = 32);
 KC_HALF_MATH(__half, __half2)
 KC_HALF_MATH(__nv_bfloat16, __nv_bfloat162)
+// Comparisons, classification, rounding and the rest of the math functions (host and device
+// in CUDA 12+), which libcu++'s extended floating-point support (`cuda/std/cmath`) calls.
+#define KC_HALF_MORE(T, T2)                                                                           \
+  KC_HD bool __heq(T, T);                                                                            \
+  KC_HD bool __hne(T, T);                                                                            \
+  KC_HD bool __hlt(T, T);                                                                            \
+  KC_HD bool __hle(T, T);                                                                            \
+  KC_HD bool __hgt(T, T);                                                                            \
+  KC_HD bool __hge(T, T);                                                                            \
+  KC_HD bool __hisnan(T);                                                                            \
+  KC_HD int __hisinf(T);                                                                             \
+  KC_D T htrunc(T);                                                                                  \
+  KC_D T hceil(T);                                                                                   \
+  KC_D T hfloor(T);                                                                                  \
+  KC_D T hrint(T);                                                                                   \
+  KC_D T hsin(T);                                                                                    \
+  KC_D T hcos(T);                                                                                    \
+  KC_D T hexp2(T);                                                                                   \
+  KC_D T hlog2(T);                                                                                   \
+  KC_D T hlog10(T);                                                                                  \
+  KC_D T htanh(T);                                                                                   \
+  KC_D T hrcp(T);                                                                                    \
+  KC_D T2 __hmul2_rn(T2, T2);                                                                        \
+  KC_D T2 __hmax2_nan(T2, T2);                                                                       \
+  KC_D T __hmax_nan(T, T);
+KC_HALF_MORE(__half, __half2)
+KC_HALF_MORE(__nv_bfloat16, __nv_bfloat162)
+#undef KC_HALF_MORE
+KC_HD __half2 make_half2(__half, __half);
+KC_HD __nv_bfloat162 make_bfloat162(__nv_bfloat16, __nv_bfloat16);
+KC_HD __half __double2half(double);
+KC_HD __nv_bfloat16 __double2bfloat16(double);
 
 typedef unsigned char __nv_fp8_storage_t;
 typedef unsigned short __nv_fp8x2_storage_t;
@@ -550,6 +612,7 @@ enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 };
     KC_HD explicit N(__nv_bfloat16);          \
     KC_HD explicit operator float() const;    \
     KC_HD explicit operator __half() const;   \
+    KC_HD explicit operator __nv_bfloat16() const; \
   };
 KC_FP8(__nv_fp8_e4m3)
 KC_FP8(__nv_fp8_e5m2)
@@ -571,11 +634,16 @@ KC_HD __nv_fp8x2_storage_t __nv_cvt_halfraw2_to_fp8x2(__half2_raw, __nv_saturati
 KC_HD __nv_fp8x2_storage_t __nv_cvt_bfloat16raw2_to_fp8x2(__nv_bfloat162_raw, __nv_saturation_t,
                                                           __nv_fp8_interpretation_t);
 KC_HD __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t, __nv_fp8_interpretation_t);
+KC_HD __nv_fp8_storage_t __nv_cvt_double_to_fp8(double, __nv_saturation_t, __nv_fp8_interpretation_t);
+KC_HD __nv_fp8x2_storage_t __nv_cvt_double2_to_fp8x2(double2, __nv_saturation_t, __nv_fp8_interpretation_t);
+KC_HD __nv_fp8_storage_t __nv_cvt_halfraw_to_fp8(__half_raw, __nv_saturation_t, __nv_fp8_interpretation_t);
+KC_HD __nv_fp8_storage_t __nv_cvt_bfloat16raw_to_fp8(__nv_bfloat16_raw, __nv_saturation_t, __nv_fp8_interpretation_t);
 // E8M0 block-scale exponents (MX formats, CUDA 12.8+).
 KC_FP8(__nv_fp8_e8m0)
 KC_HD __nv_fp8_storage_t __nv_cvt_float_to_e8m0(float, __nv_saturation_t, enum cudaRoundMode);
 KC_HD __nv_fp8_storage_t __nv_cvt_bfloat16raw_to_e8m0(__nv_bfloat16_raw, __nv_saturation_t, enum cudaRoundMode);
 KC_HD __nv_bfloat16_raw __nv_cvt_e8m0_to_bf16raw(__nv_fp8_storage_t);
+KC_HD __nv_fp8_storage_t __nv_cvt_double_to_e8m0(double, __nv_saturation_t, enum cudaRoundMode);
 // FP4 (E2M1) storage and types (CUDA 12.8+, cuda_fp4.h).
 typedef unsigned char __nv_fp4_storage_t;
 typedef unsigned char __nv_fp4x2_storage_t;
@@ -647,6 +715,8 @@ KC_D unsigned int __funnelshift_r(unsigned int, unsigned int, unsigned int);
 KC_D int __mul24(int, int);
 KC_D long long __mul64hi(long long, long long);
 KC_D unsigned int __umulhi(unsigned int, unsigned int);
+KC_D int __mulhi(int, int);
+KC_D unsigned long long __umul64hi(unsigned long long, unsigned long long);
 KC_D size_t __cvta_generic_to_shared(const void*);
 KC_D size_t __cvta_generic_to_global(const void*);
 KC_D void* __cvta_shared_to_generic(size_t);
