@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kernel_check.harness.discover import discover
-from kernel_check.harness.draft import TODO, draft_text, parse_model
+from kernel_check.harness.draft import TODO, draft_text
+from kernel_check.harness.parsed import parse_model
 
 pytestmark = pytest.mark.slow  # real parses
 

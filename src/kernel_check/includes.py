@@ -205,8 +205,17 @@ def _installed_folders(table: tuple[tuple[str, tuple[str, ...]], ...]) -> list[t
         for module, folders in table
         for package in _package_dirs(module)
         for folder in folders
-        if (package / folder).is_dir()
+        if _readable_dir(package / folder)
     ]
+
+
+def _readable_dir(path: Path) -> bool:
+    """Whether `path` is a folder this user may look into (a package installed by root may
+    not be: `is_dir` raises there rather than answer False)."""
+    try:
+        return path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+    except OSError:
+        return False
 
 
 def _first_provider(found: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

@@ -39,6 +39,7 @@ from .cursors import (
     TEMPLATE_PARAM_KINDS,
     K,
     MacroRanges,
+    NestedTooDeeply,
     Positions,
     has_child_kind,
     in_file,
@@ -185,8 +186,13 @@ class _Extractor:
             for index, launch in enumerate(self.model.launches)
             if launch.launcher_usr == function.usr and function.body is not None and function.body.contains(launch.span)
         }
+        if not launches:
+            return  # not a launcher: no contract, and no walk of its body
         chains = tuple(c for c in self.model.launcher_facts.matcher_chains if c.function == function.usr)
-        self.model.launch_contracts.extend(launch_contracts(typed, self.threads, launches, chains))
+        try:
+            self.model.launch_contracts.extend(launch_contracts(typed, self.threads, launches, chains))
+        except NestedTooDeeply:
+            return  # a contract only adds witnesses: a launcher too deep to walk has none
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).

@@ -31,7 +31,7 @@ import itertools
 import keyword
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +55,7 @@ from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScala
 from .draft_render import render
 from .hand_checks import HandChecks, clean, constants_of, expanded_invocation, read_hand_checks
 from .launch_sites import GuardedLength, HeaderModels, LaunchSite, guarded_lengths, launch_sites, loaded_indices
+from .parsed import parse_model
 from .spec import DTYPES, TAILS, Role, dim_axes
 
 if TYPE_CHECKING:
@@ -1473,29 +1474,6 @@ def _relative(path: Path, start: Path) -> str:
     import os
 
     return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
-
-
-def parse_model(cuh: Path, defines: tuple[str, ...] = (), include_dirs: Sequence[Path] = ()) -> SourceModel:
-    """The static model of one file, parsed as ``kernel-check`` parses it (the real CUDA
-    headers when installed: a parse error hides the declaration it is in from the model),
-    and with the tree's include folders the build gets (``tree_includes``): a header not
-    found leaves the types after it unresolved (an ``Optional<TensorView>`` reads ``int``)
-    and hides a tree's own matchers (mini-sglang's ``<minisgl/tensor.h>``)."""
-    from ..clang.deep_stack import on_deep_stack
-    from ..clang.extract import extract
-    from ..clang.parse import parse_file, resolve_settings
-    from ..jit_flags import inline_build_args
-
-    def parse() -> SourceModel:
-        data = cuh.read_bytes()
-        settings = resolve_settings("auto", include_dirs=tuple(str(d) for d in include_dirs), defines=defines)
-        inline = inline_build_args(cuh, data)
-        if inline:  # a source that names tvm::ffi without including it: the harness's build includes it first
-            settings = replace(settings, wrapper_flags=((str(cuh.resolve()), inline),))
-        unit = parse_file(cuh, data, settings)
-        return extract(unit, data.decode("utf-8", errors="replace"), data, every_access=True)
-
-    return on_deep_stack(parse)
 
 
 def draft_file(

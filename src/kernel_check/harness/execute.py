@@ -161,16 +161,24 @@ def holds_poison(t: torch.Tensor, which: int) -> torch.Tensor:
     return _bits(t) == poison_bits(t.dtype, which)
 
 
-def _zeros(shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def _zeros(shape: Sequence[int], dtype: torch.dtype, device: torch.device, pinned: bool = False) -> torch.Tensor:
     """Zero-filled, made through bytes: fill kernels do not cover every dtype (fp8)."""
     size = torch.empty((), dtype=dtype).element_size()
-    raw = torch.zeros((*shape[:-1], shape[-1] * size) if shape else (size,), dtype=torch.uint8, device=device)
+    raw_shape = (*shape[:-1], shape[-1] * size) if shape else (size,)
+    raw = torch.zeros(raw_shape, dtype=torch.uint8, device=device, pin_memory=pinned)
     return raw.view(dtype).view(shape) if shape else raw.view(dtype).reshape(())
+
+
+def _zeros_beside(values: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+    """A zeroed buffer where ``values`` lives: a pinned host tensor's in pinned memory too,
+    since a kernel reads a host buffer over the bus, and pageable memory there faults (a
+    fault that surfaces at a later call, blamed on the wrong case)."""
+    return _zeros(shape, values.dtype, values.device, values.is_pinned())
 
 
 def _padded_rows(values: torch.Tensor, pad: int) -> torch.Tensor:
     """``values`` viewed inside a zeroed buffer whose rows are ``pad`` elements longer."""
-    buffer = _zeros((*values.shape[:-1], values.shape[-1] + pad), values.dtype, values.device)
+    buffer = _zeros_beside(values, (*values.shape[:-1], values.shape[-1] + pad))
     view = buffer[..., : values.shape[-1]]
     view.copy_(values)
     return view
@@ -186,25 +194,26 @@ def _apply_bad(values: torch.Tensor, bad: BadInput) -> torch.Tensor:
     if bad.kind is BadKind.CPU:
         return values.cpu()
     if bad.kind is BadKind.DTYPE:
-        return values.to(getattr(torch, bad.dtype))
+        converted = values.to(getattr(torch, bad.dtype))
+        return converted.pin_memory() if values.is_pinned() else converted
     if bad.kind is BadKind.RANK:
         return values.unsqueeze(0)
     if bad.kind is BadKind.SHAPE:
         wider = list(values.shape)
         wider[bad.dim] += 1
-        grown = _zeros(tuple(wider), values.dtype, values.device)
+        grown = _zeros_beside(values, tuple(wider))
         grown.narrow(bad.dim, 0, values.shape[bad.dim]).copy_(values)
         grown.narrow(bad.dim, values.shape[bad.dim], 1).copy_(values.narrow(bad.dim, 0, 1))
         return grown
     if bad.kind is BadKind.NON_CONTIGUOUS:
         wide = list(values.shape)
         wide[bad.dim] *= 2
-        buffer = _zeros(tuple(wide), values.dtype, values.device)
+        buffer = _zeros_beside(values, tuple(wide))
         view = buffer[(slice(None),) * bad.dim + (slice(None, None, 2),)]
         view.copy_(values)
         return view
     if bad.kind is BadKind.OFFSET:
-        flat = _zeros((values.numel() + 1,), values.dtype, values.device)
+        flat = _zeros_beside(values, (values.numel() + 1,))
         view = flat[1:].view(values.shape)
         view.copy_(values)
         return view
@@ -236,9 +245,7 @@ def padded_strides(shape: tuple[int, ...], free: tuple[int, ...], pad: int) -> t
 
 def _strided_copy(values: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
     span = 1 + sum((n - 1) * st for n, st in zip(values.shape, strides)) if values.numel() else 1
-    buffer = _zeros((span,), values.dtype, values.device)
-    if values.is_pinned():
-        buffer = buffer.pin_memory()
+    buffer = _zeros_beside(values, (span,))
     view = buffer.as_strided(values.shape, strides)
     view.copy_(values)
     return view

@@ -26,6 +26,7 @@ from ..model import Function, Launch, SourceModel, SymbolicAccess, SymbolKind, T
 from ..semantic import SemanticModel
 from ..solver import Budget, Outcome, check, launch_constraints
 from .hand_checks import call_arguments, clean
+from .parsed import parse_model
 
 # (elements per step, extra): the forms tried, the tightest first: ``k * offset < n`` says
 # ceil(n / k) elements; ``offset < n + 1``, n + 1
@@ -81,8 +82,6 @@ class HeaderModels:
     def function(self, usr: str) -> tuple[SemanticModel, Function] | None:
         """The definition of ``usr`` in one of the headers, with that header's model."""
         if self._models is None:
-            from .draft import parse_model
-
             self._models = [SemanticModel(parse_model(h, self.defines, self.include_dirs)) for h in self.headers()]
         for semantic in self._models:
             function = semantic.function(usr)
