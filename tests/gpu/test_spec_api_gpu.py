@@ -41,7 +41,9 @@ CLEAN = {s.name: s for s in discover([FIXTURES]).specs}
 # memory, which the kernel cannot read over the bus; the launcher accepted the offset copy, and
 # its fault surfaced at the next call. `execute._zeros_beside` keeps those copies pinned. Not
 # yet re-run on a GPU, so the marker stays (not strict: a pass shows as XPASS).
-HOST_BUFFER_OPEN = pytest.mark.xfail(reason="pinned bad-input copies were pageable (fixed, not re-run on a GPU); issue 29", strict=False)
+HOST_BUFFER_OPEN = pytest.mark.xfail(
+    reason="pinned bad-input copies were pageable (fixed, not re-run on a GPU); issue 29", strict=False
+)
 # every check a spec without PDL instantiations runs, and what the clean fixtures must get
 CHECKED = (
     "build",
