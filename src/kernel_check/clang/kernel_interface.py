@@ -262,7 +262,7 @@ def is_runtime_check(node: Expr) -> bool:
     if node.kind is ExprKind.CALL:
         return node.name in _CHECK_FUNCTIONS
     if node.kind is ExprKind.CAST and node.children:
-        return re.sub(r"<.*", "", node.type.spelling).split("::")[-1].strip() in _CHECK_FUNCTIONS
+        return any(_is_named_record(node.type, name) for name in _CHECK_FUNCTIONS)
     return False
 
 

@@ -936,10 +936,16 @@ def template_checks(model: SourceModel, launcher: Function) -> list[TemplateChec
     return [c for c in model.launcher_facts.template_checks if c.function in owners]
 
 
+def _named_arguments(params: Sequence[TemplateParam], args: Sequence[str | int | bool]) -> dict[str, str | int | bool]:
+    """Template arguments by parameter name, a C++ spelling the source's dispatch used
+    (``float``, ``__nv_bfloat16``) read as its dtype."""
+    return {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
+
+
 def template_env(params: Sequence[TemplateParam], args: Sequence[str | int | bool]) -> dict[str, int]:
     """Template arguments as the model's constant evaluator reads them: a dtype as its size in
     bytes (``sizeof(T)``), an integer or a bool as itself; other types are left out."""
-    named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
+    named = _named_arguments(params, args)
     return {
         name: DTYPES[v][0] if isinstance(v, str) else int(v)
         for name, v in named.items()
@@ -963,15 +969,18 @@ def satisfying(
         return tuples
     names = {p.name for p in params}
 
-    def breaks(check: TemplateCheck, args: tuple, env: dict[str, int]) -> bool:
-        if check.condition.evaluate(env) == 0:
-            return True
-        dtypes = _dtypes_of(params, args, tensors)
-        return check.kind == "RuntimeCheck" and _solve_for_size(check.condition, env, tensors, dtypes, names) is None
-
     def broken(args: tuple) -> TemplateCheck | None:
         env = template_env(params, args)
-        return next((c for c in checks if breaks(c, args, env)), None)
+        dtypes = _dtypes_of(params, args, tensors)
+
+        def breaks(check: TemplateCheck) -> bool:
+            if check.condition.evaluate(env) == 0:
+                return True
+            if check.kind != "RuntimeCheck":
+                return False
+            return _solve_for_size(check.condition, env, tensors, dtypes, names) is None
+
+        return next((c for c in checks if breaks(c)), None)
 
     kept = [args for args in tuples if broken(args) is None]
     if not kept:
@@ -1043,8 +1052,7 @@ def instantiations(
     checks = [c for c in template_checks(model, launcher) if c.kind == "RuntimeCheck"]
     result = []
     for args in values:
-        # a C++ spelling the source's dispatch used (``float``, ``__nv_bfloat16``) binds its dtype
-        named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
+        named = _named_arguments(params, args)
         env = template_env(params, args)
         dtypes = _dtypes_of(params, args, tensors)
         sizes = {
@@ -1074,7 +1082,7 @@ def _dtypes_of(
 ) -> dict[str, str | tuple[str, ...]]:
     """The dtype variables an instantiation binds: its type arguments, and the run-time
     choices of the tensors' symbolic dtypes."""
-    named = {p.name: CPP_DTYPES.get(v, v) if isinstance(v, str) else v for p, v in zip(params, args)}
+    named = _named_arguments(params, args)
     dtypes: dict[str, str | tuple[str, ...]] = {n: v for n, v in named.items() if isinstance(v, str) and v in DTYPES}
     dtypes.update({t.dtype: t.runtime for t in tensors if t.runtime})
     return dtypes
