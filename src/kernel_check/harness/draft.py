@@ -789,7 +789,7 @@ def _wrapper_in_package(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | 
     include = find_repo_include_dir(cuh) or next(iter(include_dirs), None)
     scope = (include.parent if include is not None else cuh.parent).parent
     cuda_file = cuh.resolve().as_posix()
-    for path in sorted(itertools.islice(scope.rglob("*.py"), WRAPPER_SEARCH_LIMIT)):
+    for path in _python_files(scope):
         try:
             if not path.is_file():  # a FIFO or socket named *.py would block the read forever
                 continue
@@ -798,6 +798,18 @@ def _wrapper_in_package(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | 
         except OSError:
             continue
     return None
+
+
+def _python_files(scope: Path) -> list[Path]:
+    """Up to ``WRAPPER_SEARCH_LIMIT`` ``*.py`` files below ``scope``, in path order. A folder
+    that vanishes or cannot be read while the walk is in it (another process's temporary
+    folder) ends the walk there, with what was found kept: `rglob` raises mid-iteration."""
+    found: list[Path] = []
+    try:
+        found.extend(itertools.islice(scope.rglob("*.py"), WRAPPER_SEARCH_LIMIT))
+    except OSError:
+        pass
+    return sorted(found)
 
 
 def _without_template_arguments(symbol: str) -> str:
