@@ -275,7 +275,7 @@ def _dim(text: str, tensor: str, index: int, params: set[str], aliases: dict[str
         return text
     if _IDENTIFIER.fullmatch(text):
         return text.lower() if text.lower() not in params else text
-    return f"{tensor}_{index}"  # a wildcard (-1) or an expression: a free axis of its own
+    return f"{tensor}_{index}"  # a wildcard (-1) or an expression: a free axis of the matcher's own
 
 
 def _dtype(chain: MatcherChain | None, type_params: set[str], notes: list[str], tensor: str) -> str:
@@ -318,13 +318,26 @@ def _tensor(
     if chain is None:
         return _hand_checked_tensor(name, roles.get(name, Role.IN), checks, notes, device)
     aliases = dim_aliases(model, launcher, params)
-    shape = tuple(_dim(d, name, i, params, aliases) for i, d in enumerate(chain.dims))
+    # a wildcard dimension is the matcher's, not the tensor's: a matcher may bind it on its
+    # first verify (mini-sglang's), so every tensor it verifies gets one size
+    shape = tuple(_dim(d, chain.verified[0].name, i, params, aliases) for i, d in enumerate(chain.dims))
     strided = len(shape) >= 2 and padded_rows(text, chain.dims)
     alignment = next((v.alignment.value for v in chain.verified if v.name == name and v.alignment), None)
     runtime = runtime_dtypes(chain)
-    # tensors of one matcher share its dtype: one variable per chain
-    dtype = f"{chain.verified[0].name}_dtype" if runtime else _dtype(chain, type_params, notes, name)
+    dtype = _dtype_variable(model, launcher, chain) if runtime else _dtype(chain, type_params, notes, name)
     return DraftTensor(name, shape, dtype, roles.get(name, Role.IN), strided, alignment, runtime=runtime, device=device)
+
+
+def _dtype_variable(model: SourceModel, launcher: Function, chain: MatcherChain) -> str:
+    """The dtype variable of a matcher allowing several dtypes: one per matcher, and one for
+    every matcher binding the same ``SymbolicDType`` (named by the first tensor they verify)."""
+    if chain.dtype_symbol:
+        chain = next(
+            c
+            for c in model.launcher_facts.matcher_chains
+            if c.function == launcher.usr and c.dtype_symbol == chain.dtype_symbol and c.verified
+        )
+    return f"{chain.verified[0].name}_dtype"
 
 
 _HOST_DEVICE = re.compile(r"\bkDL(?:CPU|CUDAHost)\b")
