@@ -793,16 +793,11 @@ def find_wrapper(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | None:
 def _wrapper_in_package(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | None:
     """A tree whose wrappers live in a package of their own (``jit/csrc/elementwise/add3.cuh``
     loaded by ``ops/elementwise/add3.py``, ``kernel/csrc/jit/store.cu`` by ``kernel/store.py``):
-    the first Python file, in path order, below the folder above the one holding the tree's
-    ``include/`` (the one with ``sgl_kernel/``, else the first of ``include_dirs``, the tree's
-    own header folders) whose ``load_jit`` names this file (a path, or its bare name).
-    Files are read as text first and parsed only when they mention its name."""
-    from ..includes import find_repo_include_dir
-
-    include = find_repo_include_dir(cuh) or next(iter(include_dirs), None)
-    scope = (include.parent if include is not None else cuh.parent).parent
+    the first Python file, in path order, below ``_wrapper_scope`` whose ``load_jit`` names
+    this file (a path, or its bare name). Files are read as text first and parsed only when
+    they mention its name."""
     cuda_file = cuh.resolve().as_posix()
-    for path in _python_files(scope):
+    for path in _python_files(_wrapper_scope(cuh, include_dirs)):
         try:
             if not path.is_file():  # a FIFO or socket named *.py would block the read forever
                 continue
@@ -811,6 +806,22 @@ def _wrapper_in_package(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | 
         except OSError:
             continue
     return None
+
+
+def _wrapper_scope(cuh: Path, include_dirs: Sequence[Path]) -> Path:
+    """Where a kernel's wrapper is looked for: the folder above the one holding the tree's
+    ``include/`` (the one with ``sgl_kernel/``, else the first of ``include_dirs``, the tree's
+    own header folders), or the project root (``find_project_root``: a ``kernel-check.toml``,
+    ``pyproject.toml`` or ``.git``) where that lies below it: a tree's parent holds other
+    projects (a checkout's parent, or all of ``/tmp`` for a tree copied there)."""
+    from ..config import CONFIG_FILES, find_project_root
+    from ..includes import find_repo_include_dir
+
+    include = find_repo_include_dir(cuh) or next(iter(include_dirs), None)
+    scope = (include.parent if include is not None else cuh.parent).resolve().parent
+    root, config = find_project_root(cuh)
+    marked = config is not None or any((root / m).exists() for m in (*CONFIG_FILES, "pyproject.toml", ".git"))
+    return root if marked and root != scope and root.is_relative_to(scope) else scope
 
 
 def _python_files(scope: Path) -> list[Path]:
