@@ -51,6 +51,7 @@ from ..model import (
     split_template_arguments,
 )
 from ..semantic import SemanticModel
+from .dispatch_sizes import dispatched_sizes
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
 from .hand_checks import HandChecks, clean, constants_of, expanded_invocation, read_hand_checks
@@ -1216,21 +1217,44 @@ def _dedupe(found: list[DraftInstantiation]) -> list[DraftInstantiation]:
 
 
 def grid_for(
-    tensors: list[DraftTensor], pinned: set[str], notes: list[str], multiples: Mapping[str, int] | None = None
+    tensors: list[DraftTensor],
+    pinned: set[str],
+    notes: list[str],
+    multiples: Mapping[str, int] | None = None,
+    choices: Mapping[str, tuple[int, ...]] | None = None,
 ) -> dict[str, tuple[int, ...]]:
     """Free axes in order of appearance; the last dimension of the first written tensor (the
     vectorized one, usually) gets the tails. An axis the launcher requires a multiple of
-    (``multiples``) takes multiples, and never the tails."""
-    multiples = multiples or {}
+    (``multiples``) takes multiples, and never the tails; one it dispatches over
+    (``choices``) takes the values dispatched, and when it is that last dimension a dummy
+    axis holds the tails (an outer one would get sizes the dispatch never meant: heads x
+    the dispatched width past a block)."""
+    multiples, choices = multiples or {}, choices or {}
     free = list(dict.fromkeys(a for t in tensors for d in t.shape for a in sorted(dim_axes(d)) if a not in pinned))
-    tails = [axis for axis in free if axis not in multiples]
-    if not tails:
-        notes.append(f"{TODO}: every dimension is fixed; a dummy axis holds the tails")
+    tails = [axis for axis in free if axis not in multiples and axis not in choices]
     written = [t for t in tensors if t.role is not Role.IN] + tensors
-    tail = next((d for t in written for d in reversed(t.shape) if d in tails), tails[-1] if tails else "tail")
-    grid = {axis: tuple(multiples[axis] * v for v in OTHER_AXIS) if axis in multiples else OTHER_AXIS for axis in free}
+    reach = [*tails, *(a for a in free if a in choices)]
+    tail = next((d for t in written for d in reversed(t.shape) if d in reach), tails[-1] if tails else "tail")
+    if tail in choices or tail == "tail":
+        tail = "tail"
+        notes.append(f"{TODO}: no dimension takes the tails (each is fixed or dispatched); a dummy axis holds them")
+    grid = {axis: choices.get(axis) or tuple(multiples.get(axis, 1) * v for v in OTHER_AXIS) for axis in free}
     grid[tail] = TAIL_AXIS
     return grid
+
+
+def _dispatched_axes(
+    dispatched: Mapping[str, tuple[int, ...]], tensors: Sequence[DraftTensor]
+) -> dict[str, tuple[int, ...]]:
+    """The axes a switch dispatches over, by the launcher's name for the variable: the axis
+    a hand check names after it (``head_dim``), or a matcher's symbol (``D`` -> ``d``)."""
+    axes = {a for t in tensors for d in t.shape for a in dim_axes(d)}
+    found = {}
+    for name, values in dispatched.items():
+        axis = name if name in axes else name.lower()
+        if axis in axes:
+            found[axis] = values
+    return found
 
 
 # ----- the whole draft -----
@@ -1295,7 +1319,8 @@ def draft_launcher(
     canonical = _loaded_value_uses(sites, tensors, insts, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
-    grid = grid_for(tensors, pinned, notes, checks.divisible)
+    dispatched = dispatched_sizes(model, facts, body, headers or HeaderModels(cuh))
+    grid = grid_for(tensors, pinned, notes, checks.divisible, _dispatched_axes(dispatched, tensors))
     if constraint and not _every_instantiation_runs(grid, insts, constraint):
         constraint = _fewer_ids(tensors, notes)
     name = _spec_name(launcher)
