@@ -38,7 +38,9 @@ def test_only_a_switch_with_no_other_way_in_restricts_its_variable():
       switch (b.unwrap()) { case 8: { h(); break; } }
       switch (c) { case 4: h(); break; default: generic(c); }
       switch (d) { case 16: RuntimeCheck(false, "no"); break; default: Panic("d"); }
+      switch (e) { case Sizes::kSmall: f(); break; case (8): g(); break; default: throw 1; }
     }"""
     # a: the default throws; b: no default (other values launch nothing); c: the default
-    # does the work; d: an erroring case is still a case the switch names
+    # does the work; d: an erroring case is still a case the switch names; e: a case of a
+    # named constant is a value unknown here, so the switch says nothing
     assert switched_values(body, "") == {"a": (1, 2), "b": (8,), "d": (16,)}

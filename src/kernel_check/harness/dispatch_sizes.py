@@ -25,7 +25,8 @@ from .launch_sites import HeaderModels, header_helpers, uncast
 MAX_HEADERS = 64  # the tree's headers read for macro definitions
 _MACRO_NAME = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(", re.M)
 _SWITCH = re.compile(r"\bswitch\s*\(\s*([\w.:()]+?)\s*\)\s*\{")
-_LABEL = re.compile(r"\b(?:case\s+(-?\d+)[uUlL]*|(default))\s*:(?!:)")
+_LABEL = re.compile(r"\b(?:case\s+((?:[^:;{}]|::)+?)|(default))\s*:(?!:)")
+_INTEGER = re.compile(r"\(?\s*(-?\d+)[uUlL]*\s*\)?")
 # how an erroring branch reads: a throw, an error or panic call, a check of `false`
 _ERROR = re.compile(
     r"\bthrow\b|\b\w*(?:ERROR|Error|THROW|Throw|FAIL|Fail|PANIC|Panic|abort|Unreachable|UNREACHABLE)\w*\s*\("
@@ -98,8 +99,9 @@ def _switches(text: str) -> Iterator[tuple[str, tuple[int, ...]]]:
     for switch in _SWITCH.finditer(text):
         block = _block(text, switch.end())
         values, default = _labels(block)
-        if values and (default is None or _ERROR.search(default)):
-            yield _SUBJECT_CALL.sub("", switch.group(1)), tuple(dict.fromkeys(values))
+        known = [v for v in values if v is not None]
+        if known and len(known) == len(values) and (default is None or _ERROR.search(default)):
+            yield _SUBJECT_CALL.sub("", switch.group(1)), tuple(dict.fromkeys(known))
 
 
 def _block(text: str, start: int) -> str:
@@ -112,10 +114,12 @@ def _block(text: str, start: int) -> str:
     return text[start:]
 
 
-def _labels(block: str) -> tuple[list[int], str | None]:
-    """The case values at the top of a switch block and its ``default`` branch's text (None
-    without one): up to the next label, or the block's end."""
-    depth, values, default_at, default_end = 0, [], -1, len(block)
+def _labels(block: str) -> tuple[list[int | None], str | None]:
+    """The case values at the top of a switch block (None for one that is no integer
+    literal: a named constant) and its ``default`` branch's text (None without one): up to
+    the next label, or the block's end."""
+    values: list[int | None] = []
+    depth, default_at, default_end = 0, -1, len(block)
     index = 0
     while index < len(block):
         char = block[index]
@@ -127,7 +131,8 @@ def _labels(block: str) -> tuple[list[int], str | None]:
                 if default_at >= 0 and default_end == len(block):
                     default_end = index
                 if label.group(1) is not None:
-                    values.append(int(label.group(1)))
+                    literal = _INTEGER.fullmatch(label.group(1).strip())
+                    values.append(int(literal.group(1)) if literal else None)
                 else:
                     default_at = label.end()
                 index = label.end()
