@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernel_check.harness.discover import discover
-from kernel_check.harness.dispatch_sizes import switched_values
+from kernel_check.harness.dispatch_sizes import switched_values, tree_macros
 from kernel_check.harness.draft import TAIL_AXIS, draft_text
 
 TREE = Path(__file__).resolve().parent / "fixtures" / "draft" / "width_tree"
@@ -44,3 +44,17 @@ def test_only_a_switch_with_no_other_way_in_restricts_its_variable():
     # does the work; d: an erroring case is still a case the switch names; e: a case of a
     # named constant is a value unknown here, so the switch says nothing
     assert switched_values(body, "") == {"a": (1, 2), "b": (8,), "d": (16,)}
+
+
+def test_dispatch_macros_of_the_source_itself_and_of_its_headers_are_expanded(tmp_path):
+    source = tmp_path / "k.cu"
+    (tmp_path / "sizes.h").write_text(
+        "#define DISPATCH_LANES(lanes, L, ...) switch (lanes) { case 2: { __VA_ARGS__ } break; default: abort(); }\n"
+    )
+    source.write_text(
+        '#include "sizes.h"\n'
+        "#define DISPATCH_COUNT(count, N, ...) \\\n"
+        "  switch (count) { case 4: { constexpr int N = 4; __VA_ARGS__ } break; default: throw 0; }\n"
+    )
+    body = "{ DISPATCH_COUNT(n, N, { DISPATCH_LANES(lanes, L, { f<N, L>(); }) }) }"
+    assert switched_values(body, tree_macros(source, ())) == {"n": (4,), "lanes": (2,)}

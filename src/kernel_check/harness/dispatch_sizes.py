@@ -36,9 +36,10 @@ _SUBJECT_CALL = re.compile(r"\.(?:unwrap|value)\(\)$")
 
 
 def tree_macros(source: Path, include_dirs: Sequence[Path]) -> str:
-    """The ``#define``s of the headers ``source`` includes from its own tree (beside the
-    including file or in ``include_dirs``), followed transitively: where a dispatch macro
-    is defined (FlashInfer's ``<flashinfer/utils.cuh>``, through ``cascade.cuh``)."""
+    """The text of ``source`` and of the headers it includes from its own tree (beside the
+    including file or in ``include_dirs``, followed transitively) that define function-like
+    macros: where a dispatch macro is defined (FlashInfer's ``<flashinfer/utils.cuh>``,
+    through ``cascade.cuh``)."""
     seen: set[Path] = set()
     stack = [source.resolve()]
     texts = []
@@ -48,14 +49,13 @@ def tree_macros(source: Path, include_dirs: Sequence[Path]) -> str:
             continue
         seen.add(current)
         data = current.read_bytes()
-        if current != source.resolve():
-            texts.append(data.decode("utf-8", errors="replace"))
+        texts.append(data.decode("utf-8", errors="replace"))
         for header, quoted in include_lines(data):
             folders = ([current.parent] if quoted else []) + list(include_dirs)
             found = next((f / header for f in folders if (f / header).is_file()), None)
             if found is not None:
                 stack.append(found.resolve())
-    return "\n".join(t for t in texts if "#" in t and _MACRO_NAME.search(t))
+    return "\n".join(t for t in texts if _MACRO_NAME.search(t))
 
 
 def dispatched_sizes(
