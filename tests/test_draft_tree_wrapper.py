@@ -31,10 +31,12 @@ def package(tmp_path) -> Path:
 
 def test_a_trees_own_matcher_in_another_namespace_gives_the_tensor_shapes(package, tmp_path):
     """``host::TensorMatcher`` of the tree's own ``<rows/check.h>``: found through the tree's
-    include folder when parsing, so its dims (``{-1, 32}``) make the tensors 2-D."""
+    include folder when parsing, so its dims (``{-1, 32}``) make the tensors 2-D; the
+    wildcard is one axis for both tensors the matcher verifies (such a matcher may bind it on
+    its first verify)."""
     (found,) = draft_file(package / KERNEL, tmp_path / "copy_rows_spec.py")
     shapes = {t.name: t.shape for t in found.args}
-    assert shapes == {"dst": ("dst_0", 32), "src": ("src_0", 32)}
+    assert shapes == {"dst": ("dst_0", 32), "src": ("dst_0", 32)}
     assert not any("not verified by a TensorMatcher" in note for note in found.notes)
 
 
@@ -100,3 +102,30 @@ def test_the_cap_keeps_the_first_candidates_that_build(tmp_path, monkeypatch):
     assert [i.template_args for i in found.instantiations] == [(8,), (32,)]
     assert any("2 of 4 candidate instantiations do not compile" in note for note in found.notes), found.notes
     assert any("5 combinations of template arguments; the first 2 of the first 5" in n for n in found.notes)
+
+
+def _loading(name: str) -> str:
+    return f"""from .utils import load_jit
+
+
+def _module():
+    return load_jit("m", cuda_files=["{name}"], cuda_wrappers=[("run", "Kernel<>::run")])
+"""
+
+
+@pytest.mark.parametrize("marker", ["pyproject.toml", "kernel-check.toml", ".git", None])
+def test_the_wrapper_search_stops_at_the_project_root(tmp_path, marker):
+    """A tree whose ``include/`` sits at its top: the search starts in the folder above it,
+    which holds other projects (a decoy there loads a file of the same name), so a project
+    marker bounds it; a tree with no marker keeps the wider search (a kernel copied alone)."""
+    project = tmp_path / "project"
+    (project / "include" / "sgl_kernel").mkdir(parents=True)
+    kernel = project / "csrc" / "shift.cuh"
+    kernel.parent.mkdir()
+    kernel.write_text("// a kernel\n")
+    (project / "shift_ops.py").write_text(_loading("shift.cuh"))
+    (tmp_path / "another_project.py").write_text(_loading("shift.cuh"))  # first in path order
+    if marker is not None:
+        (project / marker).mkdir() if marker == ".git" else (project / marker).write_text("")
+    found = find_wrapper(kernel)
+    assert found == (project / "shift_ops.py" if marker else tmp_path / "another_project.py")

@@ -364,6 +364,7 @@ class MatcherChain:
     alignments: tuple[AlignmentRequest, ...]
     matcher_variable: str = ""  # the TensorMatcher local it builds or continues, if any
     dim_values: tuple[ConstExpr, ...] = ()  # each of `dims` evaluated ("unknown" for a SymbolicSize)
+    dtype_symbol: str = ""  # the SymbolicDType local `.with_dtype(sym)` binds: one dtype for its matchers
 
 
 @dataclass(frozen=True)

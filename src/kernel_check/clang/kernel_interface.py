@@ -848,10 +848,12 @@ class _BodyFacts:
         if not links and variable is None:
             return
         verified, alignments = [], []
+        dtype_symbol = ""
         for name, call, member, arguments in links:
             self.state.chain_calls.add(id(call))
             if name == "with_dtype":
                 dtypes += self._dtype_list(member) + self._bound_dtypes(arguments)
+                dtype_symbol = self._bind_dtype_symbol(member, arguments) or dtype_symbol
             elif name == "ensure_alignment" and arguments:
                 alignment = AlignmentRequest(
                     self._text(arguments[0]), _link_span(call, member, name), self.consts.value(arguments[0])
@@ -874,6 +876,7 @@ class _BodyFacts:
                 tuple(alignments),
                 variable_name,
                 tuple(self.consts.value(d) for d in dims),
+                dtype_symbol,
             )
         )
 
@@ -890,6 +893,17 @@ class _BodyFacts:
             node = callee.children[0].stripped()
         links.reverse()
         return links, node
+
+    def _bind_dtype_symbol(self, member: Expr, arguments: tuple[Expr, ...]) -> str:
+        """The ``SymbolicDType`` local a ``.with_dtype<Ts...>(sym)`` link binds ("" for none);
+        the options it lists hold for every later matcher binding ``sym``."""
+        decl = _named(arguments[0]) if arguments else None
+        if decl is None or not _is_named_record(decl.type, "SymbolicDType"):
+            return ""
+        options = self._dtype_list(member)
+        if options and decl.key not in self.state.dtype_options:
+            self.state.dtype_options[decl.key] = options
+        return decl.name
 
     def _bound_dtypes(self, arguments: tuple[Expr, ...]) -> tuple[MatcherDType, ...]:
         if not arguments:

@@ -51,6 +51,7 @@ from ..model import (
     split_template_arguments,
 )
 from ..semantic import SemanticModel
+from .dispatch_sizes import dispatched_sizes
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
 from .hand_checks import HandChecks, clean, constants_of, expanded_invocation, read_hand_checks
@@ -275,7 +276,7 @@ def _dim(text: str, tensor: str, index: int, params: set[str], aliases: dict[str
         return text
     if _IDENTIFIER.fullmatch(text):
         return text.lower() if text.lower() not in params else text
-    return f"{tensor}_{index}"  # a wildcard (-1) or an expression: a free axis of its own
+    return f"{tensor}_{index}"  # a wildcard (-1) or an expression: a free axis of the matcher's own
 
 
 def _dtype(chain: MatcherChain | None, type_params: set[str], notes: list[str], tensor: str) -> str:
@@ -318,13 +319,26 @@ def _tensor(
     if chain is None:
         return _hand_checked_tensor(name, roles.get(name, Role.IN), checks, notes, device)
     aliases = dim_aliases(model, launcher, params)
-    shape = tuple(_dim(d, name, i, params, aliases) for i, d in enumerate(chain.dims))
+    # a wildcard dimension is the matcher's, not the tensor's: a matcher may bind it on its
+    # first verify (mini-sglang's), so every tensor it verifies gets one size
+    shape = tuple(_dim(d, chain.verified[0].name, i, params, aliases) for i, d in enumerate(chain.dims))
     strided = len(shape) >= 2 and padded_rows(text, chain.dims)
     alignment = next((v.alignment.value for v in chain.verified if v.name == name and v.alignment), None)
     runtime = runtime_dtypes(chain)
-    # tensors of one matcher share its dtype: one variable per chain
-    dtype = f"{chain.verified[0].name}_dtype" if runtime else _dtype(chain, type_params, notes, name)
+    dtype = _dtype_variable(model, launcher, chain) if runtime else _dtype(chain, type_params, notes, name)
     return DraftTensor(name, shape, dtype, roles.get(name, Role.IN), strided, alignment, runtime=runtime, device=device)
+
+
+def _dtype_variable(model: SourceModel, launcher: Function, chain: MatcherChain) -> str:
+    """The dtype variable of a matcher allowing several dtypes: one per matcher, and one for
+    every matcher binding the same ``SymbolicDType`` (named by the first tensor they verify)."""
+    if chain.dtype_symbol:
+        chain = next(
+            c
+            for c in model.launcher_facts.matcher_chains
+            if c.function == launcher.usr and c.dtype_symbol == chain.dtype_symbol and c.verified
+        )
+    return f"{chain.verified[0].name}_dtype"
 
 
 _HOST_DEVICE = re.compile(r"\bkDL(?:CPU|CUDAHost)\b")
@@ -780,16 +794,11 @@ def find_wrapper(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | None:
 def _wrapper_in_package(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | None:
     """A tree whose wrappers live in a package of their own (``jit/csrc/elementwise/add3.cuh``
     loaded by ``ops/elementwise/add3.py``, ``kernel/csrc/jit/store.cu`` by ``kernel/store.py``):
-    the first Python file, in path order, below the folder above the one holding the tree's
-    ``include/`` (the one with ``sgl_kernel/``, else the first of ``include_dirs``, the tree's
-    own header folders) whose ``load_jit`` names this file (a path, or its bare name).
-    Files are read as text first and parsed only when they mention its name."""
-    from ..includes import find_repo_include_dir
-
-    include = find_repo_include_dir(cuh) or next(iter(include_dirs), None)
-    scope = (include.parent if include is not None else cuh.parent).parent
+    the first Python file, in path order, below ``_wrapper_scope`` whose ``load_jit`` names
+    this file (a path, or its bare name). Files are read as text first and parsed only when
+    they mention its name."""
     cuda_file = cuh.resolve().as_posix()
-    for path in _python_files(scope):
+    for path in _python_files(_wrapper_scope(cuh, include_dirs)):
         try:
             if not path.is_file():  # a FIFO or socket named *.py would block the read forever
                 continue
@@ -798,6 +807,22 @@ def _wrapper_in_package(cuh: Path, include_dirs: Sequence[Path] = ()) -> Path | 
         except OSError:
             continue
     return None
+
+
+def _wrapper_scope(cuh: Path, include_dirs: Sequence[Path]) -> Path:
+    """Where a kernel's wrapper is looked for: the folder above the one holding the tree's
+    ``include/`` (the one with ``sgl_kernel/``, else the first of ``include_dirs``, the tree's
+    own header folders), or the project root (``find_project_root``: a ``kernel-check.toml``,
+    ``pyproject.toml`` or ``.git``) where that lies below it: a tree's parent holds other
+    projects (a checkout's parent, or all of ``/tmp`` for a tree copied there)."""
+    from ..config import CONFIG_FILES, find_project_root
+    from ..includes import find_repo_include_dir
+
+    include = find_repo_include_dir(cuh) or next(iter(include_dirs), None)
+    scope = (include.parent if include is not None else cuh.parent).resolve().parent
+    root, config = find_project_root(cuh)
+    marked = config is not None or any((root / m).exists() for m in (*CONFIG_FILES, "pyproject.toml", ".git"))
+    return root if marked and root != scope and root.is_relative_to(scope) else scope
 
 
 def _python_files(scope: Path) -> list[Path]:
@@ -1192,21 +1217,44 @@ def _dedupe(found: list[DraftInstantiation]) -> list[DraftInstantiation]:
 
 
 def grid_for(
-    tensors: list[DraftTensor], pinned: set[str], notes: list[str], multiples: Mapping[str, int] | None = None
+    tensors: list[DraftTensor],
+    pinned: set[str],
+    notes: list[str],
+    multiples: Mapping[str, int] | None = None,
+    choices: Mapping[str, tuple[int, ...]] | None = None,
 ) -> dict[str, tuple[int, ...]]:
     """Free axes in order of appearance; the last dimension of the first written tensor (the
     vectorized one, usually) gets the tails. An axis the launcher requires a multiple of
-    (``multiples``) takes multiples, and never the tails."""
-    multiples = multiples or {}
+    (``multiples``) takes multiples, and never the tails; one it dispatches over
+    (``choices``) takes the values dispatched, and when it is that last dimension a dummy
+    axis holds the tails (an outer one would get sizes the dispatch never meant: heads x
+    the dispatched width past a block)."""
+    multiples, choices = multiples or {}, choices or {}
     free = list(dict.fromkeys(a for t in tensors for d in t.shape for a in sorted(dim_axes(d)) if a not in pinned))
-    tails = [axis for axis in free if axis not in multiples]
-    if not tails:
-        notes.append(f"{TODO}: every dimension is fixed; a dummy axis holds the tails")
+    tails = [axis for axis in free if axis not in multiples and axis not in choices]
     written = [t for t in tensors if t.role is not Role.IN] + tensors
-    tail = next((d for t in written for d in reversed(t.shape) if d in tails), tails[-1] if tails else "tail")
-    grid = {axis: tuple(multiples[axis] * v for v in OTHER_AXIS) if axis in multiples else OTHER_AXIS for axis in free}
+    reach = [*tails, *(a for a in free if a in choices)]
+    tail = next((d for t in written for d in reversed(t.shape) if d in reach), tails[-1] if tails else "tail")
+    if tail in choices or tail == "tail":
+        tail = "tail"
+        notes.append(f"{TODO}: no dimension takes the tails (each is fixed or dispatched); a dummy axis holds them")
+    grid = {axis: choices.get(axis) or tuple(multiples.get(axis, 1) * v for v in OTHER_AXIS) for axis in free}
     grid[tail] = TAIL_AXIS
     return grid
+
+
+def _dispatched_axes(
+    dispatched: Mapping[str, tuple[int, ...]], tensors: Sequence[DraftTensor]
+) -> dict[str, tuple[int, ...]]:
+    """The axes a switch dispatches over, by the launcher's name for the variable: the axis
+    a hand check names after it (``head_dim``), or a matcher's symbol (``D`` -> ``d``)."""
+    axes = {a for t in tensors for d in t.shape for a in dim_axes(d)}
+    found = {}
+    for name, values in dispatched.items():
+        axis = name if name in axes else name.lower()
+        if axis in axes:
+            found[axis] = values
+    return found
 
 
 # ----- the whole draft -----
@@ -1271,7 +1319,8 @@ def draft_launcher(
     canonical = _loaded_value_uses(sites, tensors, insts, notes)
     constraint = _index_inits(tensors, insts, notes)
     pinned = set.intersection(*(set(i.sizes) for i in insts)) if insts else set()
-    grid = grid_for(tensors, pinned, notes, checks.divisible)
+    dispatched = dispatched_sizes(model, facts, body, headers or HeaderModels(cuh))
+    grid = grid_for(tensors, pinned, notes, checks.divisible, _dispatched_axes(dispatched, tensors))
     if constraint and not _every_instantiation_runs(grid, insts, constraint):
         constraint = _fewer_ids(tensors, notes)
     name = _spec_name(launcher)

@@ -114,22 +114,41 @@ def launch_sites(model: SourceModel, launcher: Function, headers: HeaderModels |
     return sites + _helper_sites(model, semantic, launcher, headers) if headers is not None else sites
 
 
-def _helper_sites(
+@dataclass(frozen=True)
+class HeaderHelper:
+    """A helper of a header that the launcher hands tensors' data pointers to."""
+
+    semantic: SemanticModel  # the header's model
+    function: Function
+    tensors: dict[int, str]  # the helper's parameter -> the launcher's tensor
+    passed: list[str]  # the launcher's call arguments, as written
+
+
+def header_helpers(
     model: SourceModel, semantic: SemanticModel, launcher: Function, headers: HeaderModels
-) -> list[LaunchSite]:
+) -> list[HeaderHelper]:
+    """The helpers ``launcher`` hands tensors to that the file leaves undefined and a
+    header of the tree defines."""
     own = {p.name for p in launcher.params}
     handed: dict[str, dict[int, str]] = {}  # helper USR -> its parameter -> the launcher's tensor
     for handoff in semantic.facts_of(launcher.usr).data_handoffs:
         known = semantic.function(handoff.callee_usr)
         if handoff.tensor in own and not handoff.field and (known is None or known.body is None):
             handed.setdefault(handoff.callee_usr, {})[handoff.argument] = handoff.tensor
-    sites = []
+    helpers = []
     for usr, tensors in handed.items():
         found = headers.function(usr)
-        if found is None:
-            continue
-        helper_model, helper = found
-        passed = _call_texts(model, launcher, helper.name)
+        if found is not None:
+            helpers.append(HeaderHelper(found[0], found[1], tensors, _call_texts(model, launcher, found[1].name)))
+    return helpers
+
+
+def _helper_sites(
+    model: SourceModel, semantic: SemanticModel, launcher: Function, headers: HeaderModels
+) -> list[LaunchSite]:
+    sites = []
+    for found in header_helpers(model, semantic, launcher, headers):
+        helper_model, helper, tensors, passed = found.semantic, found.function, found.tensors, found.passed
         names = {p.name: i for i, p in enumerate(helper.params)}
         for launch in helper_model.launches_in(helper):
             pointers = tuple(
@@ -139,7 +158,7 @@ def _helper_sites(
             )
             scalars = {}
             for index, text in enumerate(launch.argument_texts):
-                position = names.get(_uncast(text), -1)
+                position = names.get(uncast(text), -1)
                 if 0 <= position < len(passed):
                     scalars[index] = passed[position]
             sites.append(LaunchSite(helper_model, launch, pointers, scalars))
@@ -155,7 +174,7 @@ def _call_texts(model: SourceModel, launcher: Function, callee: str) -> list[str
     return call_arguments(body, found.end())[0] if found else []
 
 
-def _uncast(text: str) -> str:
+def uncast(text: str) -> str:
     """``static_cast<int>(n)`` / ``(int)n`` -> ``n``; other text as it is."""
     found = _CAST.fullmatch(text.strip())
     return (found.group(1) or found.group(2)) if found else text.strip()
@@ -202,7 +221,7 @@ def _lengths(
         for per, extra in _FORMS:
             reach = Term("<=", (Term("+", (bound, _const(extra))), Term("*", (_const(per), access.offset))))
             if check([*world, reach], budget).outcome is Outcome.UNSAT:
-                found.append(GuardedLength(tensor, _uncast(text), per, extra))
+                found.append(GuardedLength(tensor, uncast(text), per, extra))
                 break
     return found
 
