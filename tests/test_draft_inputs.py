@@ -94,6 +94,24 @@ def test_index_like_inputs_and_an_unordered_output_from_how_the_kernel_uses_load
 
 
 @pytest.mark.slow
+def test_ids_read_through_a_params_struct_a_local_and_an_offset_helper_index_the_table(tmp_path):
+    """`take_rows` unpacks its params struct (`take_window` one nested in another), casts the
+    ids to a template's `T`, keeps `ids[i]` in a local and moves `table` by it through
+    `ptr::offset` into a copy helper: ids hold rows of table, and each tensor's role is seen
+    through the nested struct (not "out of sight", so not INPLACE)."""
+    source = FIXTURES / "struct_gather.cu"
+    out = tmp_path / "struct_gather_spec.py"
+    text = draft_text(source, out)
+    out.write_text(text)
+    found = discover([out])
+    assert not found.errors, found.errors
+    tensors = {t.name: t for t in found.specs[0].tensors}
+    assert tensors["ids"].init == "randint:table_0"
+    assert {name: t.role.name for name, t in tensors.items()} == {"table": "IN", "ids": "IN", "out": "OUT"}
+    assert "out of sight" not in text
+
+
+@pytest.mark.slow
 def test_a_template_helper_holding_the_launch_is_no_launcher_of_its_own(tmp_path):
     """`halve` dispatches to `halve_impl<T, 256>`, which launches: one spec, for `halve`, its
     tensors read through the helper (a size local is no tensor whose use is out of sight)."""

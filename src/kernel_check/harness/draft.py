@@ -503,11 +503,20 @@ def _pointee_const(model: SourceModel, usr: str, param: int, field_name: str) ->
     ptype = kernel.params[param].type
     if not field_name:
         return [ptype.pointee_const] if ptype.is_pointer else []
-    record = ptype.spelling.replace("const ", "").strip().split("<")[0].split("::")[-1]
-    for struct in model.structs:
-        if struct.name == record:
-            return [f.type.pointee_const for f in struct.fields if f.name == field_name and f.type.is_pointer]
-    return []
+    *outer, last = field_name.split(".")  # `params.out`: a struct nested in the params struct
+    struct = _record_named(model, ptype.spelling)
+    for name in outer:
+        inner = next((f for f in struct.fields if f.name == name), None) if struct is not None else None
+        struct = _record_named(model, inner.type.spelling) if inner is not None else None
+    if struct is None:
+        return []
+    return [f.type.pointee_const for f in struct.fields if f.name == last and f.type.is_pointer]
+
+
+def _record_named(model: SourceModel, spelling: str) -> Struct | None:
+    """The struct of the file a type spells (`const sglang::Params<T>` -> `Params`)."""
+    record = spelling.replace("const ", "").strip().split("<")[0].split("::")[-1]
+    return next((s for s in model.structs if s.name == record), None)
 
 
 # ----- scalars -----
@@ -1398,12 +1407,21 @@ def _loaded_value_uses(
                     what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
                     part = f" (one of {summed} loaded values its index adds)" if below != bound else ""
                     notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} {below}{part} assumed")
-                params_by_name = {p.name: i for i, p in enumerate(function.params)}
                 for loaded in loaded_indices(semantic, function):
-                    target = by_name.get(names.get(params.get(params_by_name.get(loaded.target, -1), -1), ""))
-                    source = by_name.get(names.get(params.get(params_by_name.get(loaded.source, -1), -1), ""))
+                    target = by_name.get(_pointer_tensor(site, function, params, loaded.target))
+                    source = by_name.get(_pointer_tensor(site, function, params, loaded.source))
                     _bounded_ids(source, target, loaded.count, insts, notes)
     return canonical
+
+
+def _pointer_tensor(site: LaunchSite, function: Function, params: dict[int, int], pointer: str) -> str:
+    """The launcher's tensor behind a pointer of ``function`` as the symbolic walk names it:
+    a parameter (``ids``) or a field of a params struct (``params.ids``, ``p.inner.ids``);
+    ``params`` maps the function's parameters to the kernel's. "" when none."""
+    head, _, path = pointer.partition(".")
+    position = next((i for i, p in enumerate(function.params) if p.name == head), -1)
+    argument = params.get(position)
+    return next((t for a, f, t in site.tensors if a == argument and f == path), "")
 
 
 def _bounded_ids(
