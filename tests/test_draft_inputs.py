@@ -198,6 +198,22 @@ def test_launchers_a_macro_defines_are_drafted_from_its_expansion(tmp_path):
 
 
 @pytest.mark.slow
+def test_guards_on_thread_indices_a_macro_body_reads_size_the_unchecked_tensors(tmp_path):
+    """`threadIdx.x` and `blockIdx.y` are spelled in the kernel macro's body (their tokens run
+    on to the end of the expansion): followed all the same, `c < n_cols` sizes `flags` and
+    `r < n_rows` sizes `bias`; a byte tensor (on/off flags) is no row ids."""
+    out = tmp_path / "macro_guarded_spec.py"
+    out.write_text(draft_text(FIXTURES / "macro_guarded.cu", out))
+    found = discover([out])
+    assert not found.errors, found.errors
+    tensors = {t.name: t for t in found.specs[0].tensors}
+    assert tensors["out"].shape == ("n_rows", "n_cols")
+    assert tensors["flags"].shape == ("n_cols",) and tensors["bias"].shape == ("n_rows",)
+    assert (tensors["flags"].dtype, tensors["flags"].init) == ("int8", "randn")
+    assert found.specs[0].constraint is None
+
+
+@pytest.mark.slow
 def test_sizes_and_size_scalars_from_the_guards_of_kernels_a_header_helper_launches(tmp_path):
     """The launchers hand raw pointers to helpers of a header (one launching with <<<>>>,
     one with cudaLaunchKernel and an argument array): the roles come from those kernels, and

@@ -285,8 +285,7 @@ class _Walk:
         if base.kind is not ExprKind.REF:
             self.element_use(base, guards)  # `smem[i].x = v`: the element may be written
             return None
-        # clang gives the built-ins' members no name (a property): the axis is the last token
-        axis = expr.tokens[-1].spelling if expr.tokens else ""
+        axis = _member_axis(expr)
         if base.name in _BUILTINS and axis in _AXES:
             text = f"{base.name}.{axis}"
             return self.symbol(text, _BUILTINS[base.name], text, (0, 2**31 - 1))
@@ -665,6 +664,14 @@ def _operator(call: Expr) -> str:
         return ""
     callee = next((c for c in call.children if c.kind is ExprKind.REF and not c.name), None)
     return "".join(t.spelling for t in callee.tokens) if callee is not None else ""
+
+
+def _member_axis(member: Expr) -> str:
+    """The member a built-in's member expression names (`x` of `threadIdx.x`). clang gives it
+    no name (a property), so it is read from the tokens: the one after the first `.`, as in
+    a macro's body they run on past the expression (to the end of the macro's expansion)."""
+    spellings = [token.spelling for token in member.tokens]
+    return spellings[spellings.index(".") + 1] if "." in spellings[:-1] else ""
 
 
 def _unwrapped(expr: Expr) -> Expr:

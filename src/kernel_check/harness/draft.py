@@ -1354,6 +1354,10 @@ def _integer_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool
     return bool(dtypes) and all(d.startswith(("int", "uint")) for d in dtypes)
 
 
+def _byte_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:
+    return all(d in ("int8", "uint8") for i in insts for d in _bound(i.dtypes, tensor.dtype))
+
+
 def _loaded_value_uses(
     sites: Sequence[LaunchSite],
     tensors: list[DraftTensor],
@@ -1480,6 +1484,8 @@ def _index_inits(
     indexed = {axis for t in tensors if t.init for axis in dim_axes(t.init.partition(":")[2])}
     for tensor in tensors:
         if tensor.role is not Role.IN or tensor.init or not _integer_typed(tensor, insts):
+            continue
+        if _byte_typed(tensor, insts):  # flags or bytes (spikes, masks): 256 values name no rows
             continue
         if tensor.shape and tensor.shape[0] in indexed:
             continue
