@@ -214,6 +214,31 @@ def test_guards_on_thread_indices_a_macro_body_reads_size_the_unchecked_tensors(
 
 
 @pytest.mark.slow
+def test_a_kernel_that_traps_below_an_architecture_is_named_and_a_scalar_read_is_no_guarded_length(tmp_path):
+    """`pack_new_format` is `__trap()` unless `__CUDA_ARCH__ >= 1000`: the draft says every
+    case faults below sm_100. `*scale_ptr` under `if (row >= rows) return;` reads one element:
+    its tensor is not sized by the guard."""
+    out = tmp_path / "arch_trap_spec.py"
+    text = draft_text(FIXTURES / "arch_trap.cu", out)
+    out.write_text(text)
+    found = discover([out])
+    assert not found.errors, found.errors
+    assert "pack_rows_kernel calls pack_new_format, which traps (`__trap()`) below sm_100" in text
+    tensors = {t.name: t for t in found.specs[0].tensors}
+    assert tensors["scale"].shape == ("scale_0",)
+
+
+def test_the_architecture_a_preprocessor_branch_traps_below():
+    from kernel_check.harness.arch_guards import trapped_below
+
+    assert trapped_below("#if __CUDA_ARCH__ >= 900\n  fast();\n#else\n  __trap();\n#endif") == 900
+    assert trapped_below("#if __CUDA_ARCH__ < 800\n  asm volatile(\"trap;\");\n#endif") == 800
+    # the trap of the new cards' branch, or one no architecture guards: no requirement
+    assert trapped_below("#if __CUDA_ARCH__ >= 900\n  __trap();\n#endif") is None
+    assert trapped_below("#ifdef DEBUG\n  __trap();\n#endif") is None
+
+
+@pytest.mark.slow
 def test_sizes_and_size_scalars_from_the_guards_of_kernels_a_header_helper_launches(tmp_path):
     """The launchers hand raw pointers to helpers of a header (one launching with <<<>>>,
     one with cudaLaunchKernel and an argument array): the roles come from those kernels, and

@@ -51,6 +51,7 @@ from ..model import (
     split_template_arguments,
 )
 from ..semantic import SemanticModel
+from .arch_guards import arch_traps
 from .dispatch_sizes import dispatched_sizes
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
@@ -1297,6 +1298,7 @@ def draft_launcher(
     sites = launch_sites(model, facts, headers)
     roles = tensor_roles(sites, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
+    notes += _arch_notes(sites)
     tests = parameter_tests(model, {launcher.usr, facts.usr})
     checks = hand_checks_of(model, facts, constants or {})
     written = {p.name: _written_type(model, p) for p in launcher.params}
@@ -1347,6 +1349,20 @@ def draft_launcher(
         canonicalize=canonical,
         returns=tuple(t.name for t in returned),
     )
+
+
+def _arch_notes(sites: Sequence[LaunchSite]) -> list[str]:
+    """A launched kernel that traps on older cards (``arch_traps``): every case faults there."""
+    notes = []
+    for site in sites:
+        for launched in site.launch.kernels:
+            kernel = site.semantic.function(launched.usr)
+            for trap in arch_traps(site.semantic.source, kernel) if kernel is not None else ():
+                notes.append(
+                    f"{TODO}: {kernel.name} calls {trap.function}, which traps (`__trap()`) below "
+                    f"sm_{trap.arch // 10}: on an older card every case faults (KD001) whatever the inputs"
+                )
+    return notes
 
 
 def _integer_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:
