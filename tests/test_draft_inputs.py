@@ -232,7 +232,7 @@ def test_the_architecture_a_preprocessor_branch_traps_below():
     from kernel_check.harness.arch_guards import trapped_below
 
     assert trapped_below("#if __CUDA_ARCH__ >= 900\n  fast();\n#else\n  __trap();\n#endif") == 900
-    assert trapped_below("#if __CUDA_ARCH__ < 800\n  asm volatile(\"trap;\");\n#endif") == 800
+    assert trapped_below('#if __CUDA_ARCH__ < 800\n  asm volatile("trap;");\n#endif') == 800
     # the trap of the new cards' branch, or one no architecture guards: no requirement
     assert trapped_below("#if __CUDA_ARCH__ >= 900\n  __trap();\n#endif") is None
     assert trapped_below("#ifdef DEBUG\n  __trap();\n#endif") is None
