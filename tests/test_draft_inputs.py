@@ -98,17 +98,22 @@ def test_ids_read_through_a_params_struct_a_local_and_an_offset_helper_index_the
     """`take_rows` unpacks its params struct (`take_window` one nested in another), casts the
     ids to a template's `T`, keeps `ids[i]` in a local and moves `table` by it through
     `ptr::offset` into a copy helper: ids hold rows of table, and each tensor's role is seen
-    through the nested struct (not "out of sight", so not INPLACE)."""
+    through the nested struct (not "out of sight", so not INPLACE). `put_rows` writes the rows
+    its ids name (a scatter): distinct ids, and the rows none names keep their values."""
     source = FIXTURES / "struct_gather.cu"
     out = tmp_path / "struct_gather_spec.py"
     text = draft_text(source, out)
     out.write_text(text)
     found = discover([out])
     assert not found.errors, found.errors
-    tensors = {t.name: t for t in found.specs[0].tensors}
+    specs = {s.name: s for s in found.specs}
+    tensors = {t.name: t for t in specs["struct_gather"].tensors}
     assert tensors["ids"].init == "randint:table_0"
     assert {name: t.role.name for name, t in tensors.items()} == {"table": "IN", "ids": "IN", "out": "OUT"}
     assert "out of sight" not in text
+    scatter = {t.name: t for t in specs["struct_scatter"].tensors}
+    assert scatter["ids"].init == "perm:cache_0"
+    assert {name: t.role.name for name, t in scatter.items()} == {"cache": "INPLACE", "ids": "IN", "rows": "IN"}
 
 
 @pytest.mark.slow

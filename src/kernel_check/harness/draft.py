@@ -1382,7 +1382,8 @@ def _loaded_value_uses(
 ) -> dict[str, str]:
     """Index-like inputs and unordered outputs, from how the launched kernels (and the device
     functions they hand their pointers to) use the values they load (``SemanticModel.index_uses``,
-    ``prefix_sums``): an integer input read inside the index of another tensor's access holds
+    ``prefix_sums``): an integer input read inside the index of another tensor's read (a
+    gather; a scatter's ids are left to ``_index_inits``: distinct) holds
     indices below that tensor's first dimension (``randint:``; ``k`` loaded values summed in
     one index each below its k-th part, so the sum stays in range), one read as ``p[e]`` and
     ``p[e + 1]`` is a prefix sum from 0 to that dimension (``cumsum:``), so random inputs are
@@ -1419,6 +1420,8 @@ def _loaded_value_uses(
                     if not (isinstance(bound, str) and bound.isidentifier()):
                         continue
                     kind = "cumsum" if source.name in sums else "randint"
+                    if kind == "randint" and target.role is not Role.IN:
+                        continue  # a scatter's ids: distinct row ids (`_index_inits`), not any in range
                     summed = len(
                         {u.inner.param_index for u in uses if u.outer == use.outer and u.inner.kind is AccessKind.READ}
                     )
@@ -1454,6 +1457,8 @@ def _bounded_ids(
     """``source`` holds ids below ``target``'s first dimension, its ``count``-th part when its
     values are one of ``count`` loaded values an index adds (so the sum stays in range)."""
     if source is None or target is None or source.role is not Role.IN or source.init:
+        return
+    if target.role is not Role.IN:  # a scatter's ids: distinct row ids (`_index_inits`), not any in range
         return
     bound = target.shape[0] if target.shape else None
     if not _integer_typed(source, insts) or not (isinstance(bound, str) and bound.isidentifier()):
