@@ -1357,7 +1357,9 @@ def _arch_notes(sites: Sequence[LaunchSite]) -> list[str]:
     for site in sites:
         for launched in site.launch.kernels:
             kernel = site.semantic.function(launched.usr)
-            for trap in arch_traps(site.semantic.source, kernel) if kernel is not None else ():
+            if kernel is None:
+                continue
+            for trap in arch_traps(site.semantic.source, kernel):
                 notes.append(
                     f"{TODO}: {kernel.name} calls {trap.function}, which traps (`__trap()`) below "
                     f"sm_{trap.arch // 10}: on an older card every case faults (KD001) whatever the inputs"
