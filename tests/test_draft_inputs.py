@@ -94,6 +94,29 @@ def test_index_like_inputs_and_an_unordered_output_from_how_the_kernel_uses_load
 
 
 @pytest.mark.slow
+def test_ids_read_through_a_params_struct_a_local_and_an_offset_helper_index_the_table(tmp_path):
+    """`take_rows` unpacks its params struct (`take_window` one nested in another), casts the
+    ids to a template's `T`, keeps `ids[i]` in a local and moves `table` by it through
+    `ptr::offset` into a copy helper: ids hold rows of table, and each tensor's role is seen
+    through the nested struct (not "out of sight", so not INPLACE). `put_rows` writes the rows
+    its ids name (a scatter): distinct ids, and the rows none names keep their values."""
+    source = FIXTURES / "struct_gather.cu"
+    out = tmp_path / "struct_gather_spec.py"
+    text = draft_text(source, out)
+    out.write_text(text)
+    found = discover([out])
+    assert not found.errors, found.errors
+    specs = {s.name: s for s in found.specs}
+    tensors = {t.name: t for t in specs["struct_gather"].tensors}
+    assert tensors["ids"].init == "randint:table_0"
+    assert {name: t.role.name for name, t in tensors.items()} == {"table": "IN", "ids": "IN", "out": "OUT"}
+    assert "out of sight" not in text
+    scatter = {t.name: t for t in specs["struct_scatter"].tensors}
+    assert scatter["ids"].init == "perm:cache_0"
+    assert {name: t.role.name for name, t in scatter.items()} == {"cache": "INPLACE", "ids": "IN", "rows": "IN"}
+
+
+@pytest.mark.slow
 def test_a_template_helper_holding_the_launch_is_no_launcher_of_its_own(tmp_path):
     """`halve` dispatches to `halve_impl<T, 256>`, which launches: one spec, for `halve`, its
     tensors read through the helper (a size local is no tensor whose use is out of sight)."""
@@ -177,6 +200,47 @@ def test_launchers_a_macro_defines_are_drafted_from_its_expansion(tmp_path):
     # written by the kernel (not a guess): OUT, shaped as its twin `x`
     assert (tensors["y"].shape, tensors["y"].dtype, tensors["y"].role.name) == (("rows", "cols"), "int8", "OUT")
     assert "no tensor is seen written" not in out.read_text()
+
+
+@pytest.mark.slow
+def test_guards_on_thread_indices_a_macro_body_reads_size_the_unchecked_tensors(tmp_path):
+    """`threadIdx.x` and `blockIdx.y` are spelled in the kernel macro's body (their tokens run
+    on to the end of the expansion): followed all the same, `c < n_cols` sizes `flags` and
+    `r < n_rows` sizes `bias`; a byte tensor (on/off flags) is no row ids."""
+    out = tmp_path / "macro_guarded_spec.py"
+    out.write_text(draft_text(FIXTURES / "macro_guarded.cu", out))
+    found = discover([out])
+    assert not found.errors, found.errors
+    tensors = {t.name: t for t in found.specs[0].tensors}
+    assert tensors["out"].shape == ("n_rows", "n_cols")
+    assert tensors["flags"].shape == ("n_cols",) and tensors["bias"].shape == ("n_rows",)
+    assert (tensors["flags"].dtype, tensors["flags"].init) == ("int8", "randn")
+    assert found.specs[0].constraint is None
+
+
+@pytest.mark.slow
+def test_a_kernel_that_traps_below_an_architecture_is_named_and_a_scalar_read_is_no_guarded_length(tmp_path):
+    """`pack_new_format` is `__trap()` unless `__CUDA_ARCH__ >= 1000`: the draft says every
+    case faults below sm_100. `*scale_ptr` under `if (row >= rows) return;` reads one element:
+    its tensor is not sized by the guard."""
+    out = tmp_path / "arch_trap_spec.py"
+    text = draft_text(FIXTURES / "arch_trap.cu", out)
+    out.write_text(text)
+    found = discover([out])
+    assert not found.errors, found.errors
+    assert "pack_rows_kernel calls pack_new_format, which traps (`__trap()`) below sm_100" in text
+    tensors = {t.name: t for t in found.specs[0].tensors}
+    assert tensors["scale"].shape == ("scale_0",)
+
+
+def test_the_architecture_a_preprocessor_branch_traps_below():
+    from kernel_check.harness.arch_guards import trapped_below
+
+    assert trapped_below("#if __CUDA_ARCH__ >= 900\n  fast();\n#else\n  __trap();\n#endif") == 900
+    assert trapped_below('#if __CUDA_ARCH__ < 800\n  asm volatile("trap;");\n#endif') == 800
+    # the trap of the new cards' branch, or one no architecture guards: no requirement
+    assert trapped_below("#if __CUDA_ARCH__ >= 900\n  __trap();\n#endif") is None
+    assert trapped_below("#ifdef DEBUG\n  __trap();\n#endif") is None
 
 
 @pytest.mark.slow

@@ -943,7 +943,8 @@ class SymbolicAccess:
     # A shared access the walk follows: its offset and guards name only values it follows,
     # and it reads or writes the element type of a one-dimensional array. Not followed: an
     # access through a cast, of `smem[a][b]`, or the array handed to a call, a lambda or
-    # `asm` (recorded as a write at the pointer's offset).
+    # `asm` (recorded as a write at the pointer's offset). A global pointer handed to a call
+    # (the drafter's walk, `every_access`) is recorded the same way: not followed.
     followed: bool = True
     extent: Term | None = None  # a shared array's declared length in elements
 

@@ -7,7 +7,9 @@ The extraction records, per function, its own uses of its parameters -- vectoriz
 `provenance.Origin.field` gives it. A function's summary is its own uses plus those of its
 callees, renamed into its parameters: a callee's use of its parameter `a` (field `f`) reaches
 the caller's `param.field` when the caller passed that pointer as `a` (a whole struct passed
-on keeps the callee's field `f`). Recursion-safe; at most `MAX_CALL_DEPTH` calls deep.
+on keeps the callee's field `f`). Recursion-safe; at most `MAX_CALL_DEPTH` calls deep. A
+function's own loads and stores are keyed by their whole field path (`params.out` of a struct
+nested in the params struct), which a query by the outer field (`params`) covers.
 """
 
 from __future__ import annotations
@@ -105,18 +107,18 @@ class AccessSummaries(_CalleeSummaries[AccessKind]):
         own: dict[ParamField, list[AccessKind]] = {}
         for function in self.model.flows_of(usr):
             for access in function.accesses:
-                own.setdefault((access.param_index, access.fields[0] if access.fields else ""), []).append(access.kind)
+                own.setdefault((access.param_index, ".".join(access.fields)), []).append(access.kind)
         return own
 
     def _joined(self, mine: list[AccessKind], passed: list[AccessKind]) -> list[AccessKind]:
         return [kind for kind in mine if kind is not AccessKind.ESCAPE] + passed
 
     def kinds(self, usr: str, param: int, field: str) -> set[AccessKind]:
-        """What `usr` does with its parameter `param` (its field `field`; every field of it
-        when "")."""
+        """What `usr` does with its parameter `param` (its field `field`, a path through
+        nested structs such as `params.out`, and the fields inside it; every field when "")."""
         return {
             kind
             for (index, name), kinds in self.uses(usr).items()
-            if index == param and (not field or name == field)
+            if index == param and (not field or name == field or name.startswith(f"{field}."))
             for kind in kinds
         }

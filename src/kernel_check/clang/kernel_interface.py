@@ -804,7 +804,10 @@ class _BodyFacts:
                 yield _TensorSource("*", f"#{self.params[decl.key]}", node.span)
             return
         for source in self.state.tensor_sources.get(decl.key if decl is not None else 0, []):
-            yield _TensorSource(source.field or field_name, source.tensor, source.data_use)
+            # a params struct nested in another (`.params = params`): the field path `params.out`
+            nested = field_name and source.field and source.field != "*"
+            path = f"{field_name}.{source.field}" if nested else source.field or field_name
+            yield _TensorSource(path, source.tensor, source.data_use)
 
     # -- host: launches ----------------------------------------------------------------------
     def _add_launch(self, call: Expr, index: int, arguments: tuple[Expr, ...]) -> None:

@@ -18,6 +18,13 @@ array (KC402, KC403): followed when its offset and guards name only values the w
 and it reads or writes the array's own element type; a shared array handed to a call, an
 `asm` operand, a lambda or a pointer the walk does not follow counts as a write it does not
 follow (a cooperative load through a helper). solver.py decides what they can reach.
+
+The drafter's walk (`every_access`) records every global access and follows further, for the
+sizes and index ranges it drafts (the rules' walk does not, so their verdicts stay as tuned):
+the names of a structured binding of a by-value params struct (`const auto& [out, ids] =
+params;`, also of a struct nested in it), loads of a template's integer `T`, `offset(p, a, b)`
+helpers (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
+(`copy(dst, src)`), recorded as an access at its offset that it does not follow.
 """
 
 from __future__ import annotations
@@ -36,9 +43,10 @@ from ..model import (
     SymbolKind,
     Term,
 )
+from .consteval import callee_name
 from .launches import launch_dimensions
 from .program import DeclKind, DeclRef, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
-from .provenance import initializer_list_fields, record_fields
+from .provenance import POINTER_OFFSET, initializer_list_fields, record_fields
 from .thread_dependence import ThreadDependence, ThreadLocals
 
 _AXES = ("x", "y", "z")
@@ -135,6 +143,7 @@ class _Walk:
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
     loads: dict[tuple[str, Term], Term] = field(default_factory=dict)
     shared_scalars: dict[int, _Pointer] = field(default_factory=dict)  # `__shared__ T s;` by `Var.key`
+    bound_records: dict[int, str] = field(default_factory=dict)  # bindings of a params struct's struct fields
     accesses: list[SymbolicAccess] = field(default_factory=list)
     products: list[SymbolicProduct] = field(default_factory=list)
     every_access: bool = False  # every global access, not only those whose offset reads memory
@@ -254,8 +263,8 @@ class _Walk:
             return const(expr.value) if expr.value is not None else None
         if ref.key in self.shared_scalars:  # `s_total` read: element 0 of a one-element array
             return self.read(expr, self.shared_scalars[ref.key], _ZERO, guards)
-        if ref.kind is DeclKind.PARAMETER and ref.key in self.values:
-            return self.values[ref.key]
+        if ref.kind in (DeclKind.PARAMETER, DeclKind.OTHER) and ref.key in self.values:
+            return self.values[ref.key]  # a parameter, or a structured binding's name (`bind_fields`)
         if ref.kind in (DeclKind.VARIABLE, DeclKind.PARAMETER) and ref.is_local:
             if ref.key in self.assigned:
                 return self.opaque(expr) if not ref.type.is_pointer else None
@@ -270,18 +279,44 @@ class _Walk:
         if not expr.children:
             return None
         base = expr.children[0].stripped()
+        path = self.field_path(expr)
+        if path is not None:
+            return self.received(path, expr.type)  # a field of a by-value params struct
         if base.kind is not ExprKind.REF:
             self.element_use(base, guards)  # `smem[i].x = v`: the element may be written
             return None
-        # clang gives the built-ins' members no name (a property): the axis is the last token
-        axis = expr.tokens[-1].spelling if expr.tokens else ""
+        axis = _member_axis(expr)
         if base.name in _BUILTINS and axis in _AXES:
             text = f"{base.name}.{axis}"
             return self.symbol(text, _BUILTINS[base.name], text, (0, 2**31 - 1))
-        ref = base.ref
-        if ref is not None and ref.kind is DeclKind.PARAMETER and ref.key in self.values and not ref.type.is_pointer:
-            return self.received(f"{base.name}.{expr.name}", expr.type)  # a field of a by-value params struct
         return None
+
+    def field_path(self, expr: Expr) -> str | None:
+        """`params.out` (`mask.params.out`) where `expr` names a by-value params struct
+        parameter or a field of one (also nested), else None."""
+        node = expr.stripped()
+        if node.kind is ExprKind.REF:
+            ref = node.ref
+            if ref is not None and ref.key in self.bound_records:
+                return self.bound_records[ref.key]
+            received = ref is not None and ref.kind is DeclKind.PARAMETER and ref.key in self.values
+            return node.name if received and ref is not None and not ref.type.is_pointer else None
+        if node.kind is ExprKind.MEMBER and node.children and node.name and not node.children[0].type.is_pointer:
+            base = self.field_path(node.children[0])
+            return f"{base}.{node.name}" if base is not None else None
+        return None
+
+    def bind_fields(self, var: Var) -> None:
+        """`const auto& [out, ids, n] = params;` of a by-value params struct (or a struct
+        field of one): each name is the field at its position."""
+        base = self.field_path(var.exprs[-1]) if var.exprs and self.every_access else None
+        fields = record_fields(var.exprs[-1].stripped()) if base is not None else []
+        for binding in var.bindings:
+            if binding.index < len(fields):
+                path = f"{base}.{fields[binding.index]}"
+                self.values[binding.key] = self.received(path, binding.type)
+                if not binding.type.is_pointer and binding.type.bits is None:
+                    self.bound_records[binding.key] = path  # a struct field: its own fields bind on
 
     def received(self, name: str, type_: TypeFacts) -> _Value:
         """A scalar argument or params field: a pointer into a tensor, or a scalar symbol."""
@@ -362,10 +397,39 @@ class _Walk:
             pointer, index = (self.value(argument, guards) for argument in arguments)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
+        if self.every_access and len(arguments) >= 2 and (name or callee_name(expr)) == POINTER_OFFSET:
+            return self.offset_call(expr, guards)
         self.visit_children(expr, guards, escaping=True)
+        if self.every_access:
+            self.handed_on(expr, guards)
         if self.synchronizes(expr):
             self.phase += 1
         return self.opaque(expr) if expr.type.bits is not None else None
+
+    def offset_call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        """`pointer::offset(p, a, b)`: `p` moved by `a + b` (its own units: bytes of a
+        `void*`), when `p` points into a received tensor."""
+        values = [self.value(argument, guards) for argument in expr.arguments]
+        pointer, steps = values[0], values[1:]
+        if isinstance(pointer, _Pointer) and not pointer.shared and all(isinstance(v, Term) for v in steps):
+            moved = pointer.offset
+            for step in steps:
+                assert isinstance(step, Term)
+                moved = _add(moved, step)
+            return replace(pointer, offset=moved)
+        for argument, value in zip(expr.arguments, values):
+            self.escape(argument, value, guards)
+        return None
+
+    def handed_on(self, call: Expr, guards: tuple[Term, ...]) -> None:
+        """A pointer into a received tensor handed to a call (`warp::copy(dst, src)`): an
+        access at its offset that the walk does not follow (for the drafter's sizes and ids:
+        which way and how far past the offset the callee goes is not known)."""
+        for argument in call.arguments:
+            node = argument.stripped()
+            value = self.values.get(node.ref.key) if node.kind is ExprKind.REF and node.ref is not None else None
+            if isinstance(value, _Pointer) and not value.shared:
+                self.append(argument, value, value.offset, guards, is_write=True, followed=False)
 
     def synchronizes(self, call: Expr) -> bool:
         """Whether a call is, reaches or may be a block-wide barrier."""
@@ -385,7 +449,11 @@ class _Walk:
     def read(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...]) -> _Value:
         """`pointer[index]` read: the access, and the value it reads when an integer."""
         self.record(expr, pointer, index, guards, is_write=False)
-        if not isinstance(pointer, _Pointer) or not isinstance(index, Term) or expr.type.bits is None:
+        # the drafter's walk also follows a template's `T` (`std::integral T` ids): a value an
+        # offset can use is an integer
+        dependent = expr.type.canonical == _DEPENDENT or "type-parameter-" in expr.type.canonical
+        integer = expr.type.bits is not None or (self.every_access and dependent)
+        if not isinstance(pointer, _Pointer) or not isinstance(index, Term) or not integer:
             return None
         if pointer.shared:  # what another thread wrote there: not followed
             return self.opaque(expr)
@@ -557,6 +625,7 @@ class _Walk:
             self.shared_scalars[var.key] = _Pointer(var.name, _ZERO, True, var.element_type.canonical, const(1))
             return
         value = self.value(var.exprs[-1], guards) if var.exprs else None
+        self.bind_fields(var)
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
         elif var.exprs:  # a pointer into a shared array that is moved later: not followed
@@ -595,6 +664,14 @@ def _operator(call: Expr) -> str:
         return ""
     callee = next((c for c in call.children if c.kind is ExprKind.REF and not c.name), None)
     return "".join(t.spelling for t in callee.tokens) if callee is not None else ""
+
+
+def _member_axis(member: Expr) -> str:
+    """The member a built-in's member expression names (`x` of `threadIdx.x`). clang gives it
+    no name (a property), so it is read from the tokens: the one after the first `.`, as in
+    a macro's body they run on past the expression (to the end of the macro's expansion)."""
+    spellings = [token.spelling for token in member.tokens]
+    return spellings[spellings.index(".") + 1] if "." in spellings[:-1] else ""
 
 
 def _unwrapped(expr: Expr) -> Expr:

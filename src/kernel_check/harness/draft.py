@@ -51,6 +51,7 @@ from ..model import (
     split_template_arguments,
 )
 from ..semantic import SemanticModel
+from .arch_guards import arch_traps
 from .dispatch_sizes import dispatched_sizes
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
@@ -503,11 +504,20 @@ def _pointee_const(model: SourceModel, usr: str, param: int, field_name: str) ->
     ptype = kernel.params[param].type
     if not field_name:
         return [ptype.pointee_const] if ptype.is_pointer else []
-    record = ptype.spelling.replace("const ", "").strip().split("<")[0].split("::")[-1]
-    for struct in model.structs:
-        if struct.name == record:
-            return [f.type.pointee_const for f in struct.fields if f.name == field_name and f.type.is_pointer]
-    return []
+    *outer, last = field_name.split(".")  # `params.out`: a struct nested in the params struct
+    struct = _record_named(model, ptype.spelling)
+    for name in outer:
+        inner = next((f for f in struct.fields if f.name == name), None) if struct is not None else None
+        struct = _record_named(model, inner.type.spelling) if inner is not None else None
+    if struct is None:
+        return []
+    return [f.type.pointee_const for f in struct.fields if f.name == last and f.type.is_pointer]
+
+
+def _record_named(model: SourceModel, spelling: str) -> Struct | None:
+    """The struct of the file a type spells (`const sglang::Params<T>` -> `Params`)."""
+    record = spelling.replace("const ", "").strip().split("<")[0].split("::")[-1]
+    return next((s for s in model.structs if s.name == record), None)
 
 
 # ----- scalars -----
@@ -1288,6 +1298,7 @@ def draft_launcher(
     sites = launch_sites(model, facts, headers)
     roles = tensor_roles(sites, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
+    notes += _arch_notes(sites)
     tests = parameter_tests(model, {launcher.usr, facts.usr})
     checks = hand_checks_of(model, facts, constants or {})
     written = {p.name: _written_type(model, p) for p in launcher.params}
@@ -1340,9 +1351,29 @@ def draft_launcher(
     )
 
 
+def _arch_notes(sites: Sequence[LaunchSite]) -> list[str]:
+    """A launched kernel that traps on older cards (``arch_traps``): every case faults there."""
+    notes = []
+    for site in sites:
+        for launched in site.launch.kernels:
+            kernel = site.semantic.function(launched.usr)
+            if kernel is None:
+                continue
+            for trap in arch_traps(site.semantic.source, kernel):
+                notes.append(
+                    f"{TODO}: {kernel.name} calls {trap.function}, which traps (`__trap()`) below "
+                    f"sm_{trap.arch // 10}: on an older card every case faults (KD001) whatever the inputs"
+                )
+    return notes
+
+
 def _integer_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:
     dtypes = {d for i in insts for d in _bound(i.dtypes, tensor.dtype)}
     return bool(dtypes) and all(d.startswith(("int", "uint")) for d in dtypes)
+
+
+def _byte_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:
+    return all(d in ("int8", "uint8") for i in insts for d in _bound(i.dtypes, tensor.dtype))
 
 
 def _loaded_value_uses(
@@ -1353,7 +1384,8 @@ def _loaded_value_uses(
 ) -> dict[str, str]:
     """Index-like inputs and unordered outputs, from how the launched kernels (and the device
     functions they hand their pointers to) use the values they load (``SemanticModel.index_uses``,
-    ``prefix_sums``): an integer input read inside the index of another tensor's access holds
+    ``prefix_sums``): an integer input read inside the index of another tensor's read (a
+    gather; a scatter's ids are left to ``_index_inits``: distinct) holds
     indices below that tensor's first dimension (``randint:``; ``k`` loaded values summed in
     one index each below its k-th part, so the sum stays in range), one read as ``p[e]`` and
     ``p[e + 1]`` is a prefix sum from 0 to that dimension (``cumsum:``), so random inputs are
@@ -1390,6 +1422,8 @@ def _loaded_value_uses(
                     if not (isinstance(bound, str) and bound.isidentifier()):
                         continue
                     kind = "cumsum" if source.name in sums else "randint"
+                    if kind == "randint" and target.role is not Role.IN:
+                        continue  # a scatter's ids: distinct row ids (`_index_inits`), not any in range
                     summed = len(
                         {u.inner.param_index for u in uses if u.outer == use.outer and u.inner.kind is AccessKind.READ}
                     )
@@ -1398,12 +1432,21 @@ def _loaded_value_uses(
                     what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
                     part = f" (one of {summed} loaded values its index adds)" if below != bound else ""
                     notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} {below}{part} assumed")
-                params_by_name = {p.name: i for i, p in enumerate(function.params)}
                 for loaded in loaded_indices(semantic, function):
-                    target = by_name.get(names.get(params.get(params_by_name.get(loaded.target, -1), -1), ""))
-                    source = by_name.get(names.get(params.get(params_by_name.get(loaded.source, -1), -1), ""))
+                    target = by_name.get(_pointer_tensor(site, function, params, loaded.target))
+                    source = by_name.get(_pointer_tensor(site, function, params, loaded.source))
                     _bounded_ids(source, target, loaded.count, insts, notes)
     return canonical
+
+
+def _pointer_tensor(site: LaunchSite, function: Function, params: dict[int, int], pointer: str) -> str:
+    """The launcher's tensor behind a pointer of ``function`` as the symbolic walk names it:
+    a parameter (``ids``) or a field of a params struct (``params.ids``, ``p.inner.ids``);
+    ``params`` maps the function's parameters to the kernel's. "" when none."""
+    head, _, path = pointer.partition(".")
+    position = next((i for i, p in enumerate(function.params) if p.name == head), -1)
+    argument = params.get(position)
+    return next((t for a, f, t in site.tensors if a == argument and f == path), "")
 
 
 def _bounded_ids(
@@ -1416,6 +1459,8 @@ def _bounded_ids(
     """``source`` holds ids below ``target``'s first dimension, its ``count``-th part when its
     values are one of ``count`` loaded values an index adds (so the sum stays in range)."""
     if source is None or target is None or source.role is not Role.IN or source.init:
+        return
+    if target.role is not Role.IN:  # a scatter's ids: distinct row ids (`_index_inits`), not any in range
         return
     bound = target.shape[0] if target.shape else None
     if not _integer_typed(source, insts) or not (isinstance(bound, str) and bound.isidentifier()):
@@ -1462,6 +1507,8 @@ def _index_inits(
     indexed = {axis for t in tensors if t.init for axis in dim_axes(t.init.partition(":")[2])}
     for tensor in tensors:
         if tensor.role is not Role.IN or tensor.init or not _integer_typed(tensor, insts):
+            continue
+        if _byte_typed(tensor, insts):  # flags or bytes (spikes, masks): 256 values name no rows
             continue
         if tensor.shape and tensor.shape[0] in indexed:
             continue

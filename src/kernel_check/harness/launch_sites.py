@@ -210,6 +210,8 @@ def _size(length: GuardedLength, at: int = 1 << 20) -> int:
 def _lengths(
     access: SymbolicAccess, tensor: str, params: dict[str, int], scalars: dict[int, str], budget: Budget
 ) -> list[GuardedLength]:
+    if not _names(access.offset):  # `*scale`: one element whatever the guards on the way
+        return []
     guarded = {name for guard in access.guards for name in _names(guard)}
     found = []
     for symbol in access.symbols:
