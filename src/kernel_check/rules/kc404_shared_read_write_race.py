@@ -15,9 +15,12 @@ same element. Two lanes of one warp are not compared: warp-synchronous code orde
 with `__syncwarp()` or shuffles, often inside a helper the walk does not see into. A write
 and a read count as between the same barriers when no `__syncthreads()` -- nor
 `__syncwarp()`, a shuffle, a call that reaches a barrier or whose name says it may be one,
-nor inline assembly -- comes between them in the body; an access in a loop that reaches a
-barrier is not checked. The message gives the witness: the two threads, the element, the
-block shape and the scalar arguments. A kernel that indexes with `threadIdx.x` alone is taken to run
+nor inline assembly -- comes between them in the body. In a loop that reaches a barrier
+the two threads run one iteration between two of its barriers: there a write and a read
+are compared at the same value of the loop's counter, and not across the loop's back edge
+(an iteration's accesses after its last barrier against the next one's before its first).
+The message gives the witness: the two threads, the element, the block shape and the
+scalar arguments. A kernel that indexes with `threadIdx.x` alone is taken to run
 one-dimensional blocks; scalar arguments are taken between 1 and 65536.
 
 Never a finding: a read of the thread's own element (`smem[threadIdx.x]` after
@@ -79,7 +82,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     kernels: dict[str, list[SymbolicAccess]] = {}
     for access in model.symbolic_accesses:
-        if access.shared and access.followed and not access.in_barrier_loop:
+        if access.shared and access.followed:
             kernels.setdefault(access.function_usr, []).append(access)
     for accesses in kernels.values():
         budget = Budget(seconds)
@@ -108,16 +111,22 @@ def _racing_write(
     makes to the element the read reaches, with the witness."""
     position = {id(a): index for index, a in enumerate(accesses)}
     for write in writes:
-        if write.pointer != read.pointer or write.phase != read.phase:
+        if write.pointer != read.pointer or write.phase != read.phase or write.barrier_loops != read.barrier_loops:
             continue
         before = position[id(write)] < position[id(read)]
-        extra = [different_warps()]
+        extra = [different_warps(), *_same_iteration(read)]
         if before and not write.value_varies:
             extra.append(_not_stored_by_reader(write))
         answer = meet(write, read, budget, extra)
         if answer is not None:
             return write, answer
     return None
+
+
+def _same_iteration(access: SymbolicAccess) -> list[Term]:
+    """Both threads at one iteration of each loop around the two accesses that reaches a
+    barrier: between two of its barriers the whole block runs one iteration."""
+    return [Term("==", (Term("sym", name=name), Term("sym", name=SECOND + name))) for name in access.lockstep]
 
 
 def _not_stored_by_reader(write: SymbolicAccess) -> Term:
