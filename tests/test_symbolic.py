@@ -80,6 +80,17 @@ def test_shared_writes_and_their_barrier_intervals(functions_of) -> None:
     assert all(w.followed and w.extent == Term("const", value=256) for w in writes)
 
 
+def test_an_access_in_a_barrier_loop_knows_the_loop_and_its_counter(functions_of) -> None:
+    """The loop that reaches a barrier and its counter (KC404 holds both threads at one value of
+    it between two of its barriers); an access outside that loop has neither."""
+    found = functions_of(SHARED.replace("get_lane()", "threadIdx.x % 32"))
+    writes = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared and a.is_write]
+    in_loop = writes[2]
+    assert len(in_loop.barrier_loops) == 1 and [re.sub(r"#\d+", "", c) for c in in_loop.lockstep] == ["i"]
+    assert in_loop.lockstep[0] in {s.name for s in in_loop.symbols}
+    assert all(w.barrier_loops == () and w.lockstep == () for w in (*writes[:2], writes[3]))
+
+
 def test_a_shared_write_through_an_unknown_call_is_not_followed(functions_of) -> None:
     source = SHARED.replace("get_lane()", "lane_of(threadIdx.x)")
     found = functions_of("__device__ unsigned lane_of(unsigned t);\n" + source)
