@@ -21,7 +21,10 @@ are compared at the same value of the loop's counter, and not across the loop's 
 (an iteration's accesses after its last barrier against the next one's before its first).
 The message gives the witness: the two threads, the element, the block shape and the
 scalar arguments. A kernel that indexes with `threadIdx.x` alone is taken to run
-one-dimensional blocks; scalar arguments are taken between 1 and 65536.
+one-dimensional blocks; scalar arguments are taken between 1 and 65536. Where the file
+launches the kernel, the block, grid and scalar arguments are those a launch gives it (its
+launcher's contract: a kernel launched with one warp a block is never a finding); a kernel
+launched nowhere in view may run any block its code allows.
 
 Never a finding: a read of the thread's own element (`smem[threadIdx.x]` after
 `smem[threadIdx.x] = v`, a block-stride loop reading back what it wrote), a read guarded
@@ -64,20 +67,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from kernel_check import witness
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.rules._two_threads import ELEMENT, SECOND, different_warps, given, meet, threads_of
 from kernel_check.semantic import SemanticModel
-from kernel_check.solver import Answer, Budget, for_all, renamed, within
+from kernel_check.solver import Answer, Budget, for_all, renamed, thread_symbols, within
 
 MAX_READS = 64  # shared reads per kernel checked
 MAX_WRITES = 32  # shared writes per kernel each read is compared with
 _OWN = "own:"  # the reading thread's copies of a write's loop counters (its own earlier store)
 
 
-@rule("KC404", needs={Need.SYMBOLIC})
+@rule("KC404", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     kernels: dict[str, list[SymbolicAccess]] = {}
@@ -87,8 +91,9 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for accesses in kernels.values():
         budget = Budget(seconds)
         writes = [a for a in accesses if a.is_write][:MAX_WRITES]
+        launches = _launches(model, accesses)
         for read in [a for a in accesses if not a.is_write][:MAX_READS]:
-            found = _racing_write(read, writes, accesses, budget)
+            found = _racing_write(read, writes, accesses, launches, budget)
             if found is None:
                 continue
             write, answer = found
@@ -104,11 +109,25 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
+def _launches(model: SemanticModel, accesses: list[SymbolicAccess]) -> list[tuple[Term, ...]]:
+    """What each launch of the kernel in the file gives it (its block, grid and scalar
+    arguments, bound to the launcher's contract); one empty set when no launch in view gives
+    them all, so that any block the code allows is tried."""
+    kernel = model.function(accesses[0].function_usr)
+    symbols = [*thread_symbols(), *(s for a in accesses for s in a.symbols)]
+    bound = [b for _, b in witness.bindings(model, kernel, symbols) if b is not None] if kernel is not None else []
+    return [(*b.constraints, *b.fits) for b in bound] or [()]
+
+
 def _racing_write(
-    read: SymbolicAccess, writes: list[SymbolicAccess], accesses: list[SymbolicAccess], budget: Budget
+    read: SymbolicAccess,
+    writes: list[SymbolicAccess],
+    accesses: list[SymbolicAccess],
+    launches: list[tuple[Term, ...]],
+    budget: Budget,
 ) -> tuple[SymbolicAccess, Answer] | None:
     """The first write of the read's array, between the same barriers, that another thread
-    makes to the element the read reaches, with the witness."""
+    makes to the element the read reaches under one of the `launches`, with the witness."""
     position = {id(a): index for index, a in enumerate(accesses)}
     for write in writes:
         if write.pointer != read.pointer or write.phase != read.phase or write.barrier_loops != read.barrier_loops:
@@ -117,9 +136,10 @@ def _racing_write(
         extra = [different_warps(), *_same_iteration(read)]
         if before and not write.value_varies:
             extra.append(_not_stored_by_reader(write))
-        answer = meet(write, read, budget, extra)
-        if answer is not None:
-            return write, answer
+        for launch in launches:
+            answer = meet(write, read, budget, [*extra, *launch])
+            if answer is not None:
+                return write, answer
     return None
 
 
