@@ -43,7 +43,8 @@ def meet(first: SymbolicAccess, second: SymbolicAccess, budget: Budget, extra: I
     copied = [
         Symbol(copies[s.name], s.kind, s.text, s.low, s.high) for s in (*threads, *second.symbols) if s.name in copies
     ]
-    constraints = [*launch_constraints([*threads, *first.symbols, *copied]), *_scalars(first, second)]
+    shared = [s for s in second.symbols if s.name not in copies]  # the block's: its index, the arguments
+    constraints = [*launch_constraints([*threads, *first.symbols, *shared, *copied]), *_scalars(first, second)]
     constraints += [c for a in AXES[len(axes) :] for c in _flat(a, copies)]
     constraints.append(_at_most_a_block())
     constraints += [*first.guards, *(renamed(g, copies) for g in second.guards)]
