@@ -19,6 +19,7 @@ from kernel_check.solver import Budget, Outcome, check, launch_constraints, rena
 FIXTURE = FIXTURES / "cpp" / "kc401_unbounded_loaded_index.cuh"
 RACES = FIXTURES / "cpp" / "kc402_shared_write_race.cuh"
 UNWRITTEN = FIXTURES / "cpp" / "kc403_uninitialised_shared_read.cuh"
+READ_RACES = FIXTURES / "cpp" / "kc404_shared_read_write_race.cuh"
 
 ACCESSES = """\
 #include <cstdint>
@@ -79,6 +80,17 @@ def test_shared_writes_and_their_barrier_intervals(functions_of) -> None:
     assert all(w.followed and w.extent == Term("const", value=256) for w in writes)
 
 
+def test_an_access_in_a_barrier_loop_knows_the_loop_and_its_counter(functions_of) -> None:
+    """The loop that reaches a barrier and its counter (KC404 holds both threads at one value of
+    it between two of its barriers); an access outside that loop has neither."""
+    found = functions_of(SHARED.replace("get_lane()", "threadIdx.x % 32"))
+    writes = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared and a.is_write]
+    in_loop = writes[2]
+    assert len(in_loop.barrier_loops) == 1 and [re.sub(r"#\d+", "", c) for c in in_loop.lockstep] == ["i"]
+    assert in_loop.lockstep[0] in {s.name for s in in_loop.symbols}
+    assert all(w.barrier_loops == () and w.lockstep == () for w in (*writes[:2], writes[3]))
+
+
 def test_a_shared_write_through_an_unknown_call_is_not_followed(functions_of) -> None:
     source = SHARED.replace("get_lane()", "lane_of(threadIdx.x)")
     found = functions_of("__device__ unsigned lane_of(unsigned t);\n" + source)
@@ -136,7 +148,7 @@ def test_a_spent_budget_answers_unknown() -> None:
     assert check([Term("<", (_sym("a"), _sym("b")))], budget).outcome is Outcome.UNKNOWN
 
 
-@pytest.mark.parametrize("fixture", [FIXTURE, RACES, UNWRITTEN], ids=["KC401", "KC402", "KC403"])
+@pytest.mark.parametrize("fixture", [FIXTURE, RACES, UNWRITTEN, READ_RACES], ids=["KC401", "KC402", "KC403", "KC404"])
 def test_unknown_is_never_a_finding(fixture: Path) -> None:
     """With no time for the solver, the fixtures' firing lines give nothing."""
     result = run_one(fixture, solver_budget=1e-9)
@@ -170,6 +182,35 @@ def test_the_symbolic_layer_is_built_only_for_the_rules_that_read_it() -> None:
     symbolic = extract(unit, data.decode(), data, frozenset({Need.DECLARATIONS, Need.SYMBOLIC}))
     assert declarations.symbolic_accesses == [] and len(symbolic.symbolic_accesses) >= 3
     family = [r for r in all_rules() if r.meta.code.startswith("KC4")]
-    assert [r.meta.code for r in family] == ["KC401", "KC402", "KC403"]
+    assert [r.meta.code for r in family] == ["KC401", "KC402", "KC403", "KC404"]
     # KC401's witness reads the launches' contracts, built over the launcher facts
     assert needs_of(family) == {Need.SYMBOLIC, Need.CONTRACTS, Need.DECLARATIONS, Need.LAUNCHES, Need.INTERFACE}
+
+
+WITNESS_RE = re.compile(
+    r"thread \((\d+), (\d+), (\d+)\) reads `tile\[(\d+)\]` while thread \((\d+), (\d+), (\d+)\) writes it, "
+    r"with no barrier between, in a block of \((\d+), (\d+), (\d+)\)"
+)
+NEIGHBOUR_READS = """\
+__global__ void rows(float* out, const float* in) {
+  __shared__ float tile[1024];
+  const unsigned t = threadIdx.y * blockDim.x + threadIdx.x;
+  if (t < 1023) tile[t + 1] = in[t];
+  out[t] = tile[t];
+}
+"""
+
+
+def test_a_read_write_race_witness_reproduces_the_race(tmp_path: Path) -> None:
+    """KC404's witness: two threads of one block of at most 1024 threads, of different warps,
+    the writer storing at the element the reader reads (`tile[t + 1]` against `tile[t]`)."""
+    source = tmp_path / "rows.cuh"
+    source.write_text(NEIGHBOUR_READS)
+    [finding] = [f for f in run_one(source).findings if f.code == "KC404"]
+    match = WITNESS_RE.search(finding.message)
+    assert match, finding.message
+    rx, ry, rz, element, wx, wy, wz, bx, by, bz = (int(g) for g in match.groups())
+    assert bx * by * bz <= 1024
+    assert rx < bx and wx < bx and ry < by and wy < by and rz < bz and wz < bz
+    assert element == ry * bx + rx == wy * bx + wx + 1
+    assert (rx + bx * (ry + by * rz)) // 32 != (wx + bx * (wy + by * wz)) // 32  # linear index, by warp

@@ -203,6 +203,13 @@ UNINITIALISED_SHARED_READ = _define(
     Language.CPP,
     "a shared-memory read of an element no thread of the block wrote before it",
 )
+SHARED_READ_WRITE_RACE = _define(
+    "KC404",
+    "shared-read-write-race",
+    Severity.ERROR,
+    Language.CPP,
+    "one thread of a block reads a shared-memory element another writes with no barrier between",
+)
 
 # C++/CUDA: programmatic dependent launch (PDL).
 READ_BEFORE_PDL_WAIT = _define(

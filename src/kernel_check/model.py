@@ -936,6 +936,11 @@ class SymbolicAccess:
     # walk passed before it in the body (a loop's body walked once).
     phase: int = 0
     in_barrier_loop: bool = False  # inside a loop that reaches a barrier: its interval is not one
+    # The loops around it that reach a barrier, outermost first (each named by where its body
+    # starts), and their counters: between two barriers of one iteration every thread of the
+    # block runs that iteration (KC404 compares two accesses there at one counter value).
+    barrier_loops: tuple[int, ...] = ()
+    lockstep: tuple[str, ...] = ()
     # A shared write's value may differ from thread to thread (it reads the thread's index
     # and calls no function): two threads storing one value (a flag, a warp's reduced sum)
     # leave the element the same whichever runs last.

@@ -138,6 +138,8 @@ class _Walk:
     phase: int = 0  # the barriers (or possible ones) passed so far
     stored: Expr | None = None  # the value the assignment being walked stores
     synchronizing_loops: int = 0  # the loops around here that reach a barrier
+    barrier_loops: tuple[int, ...] = ()  # those loops, by where their bodies start
+    lockstep: tuple[str, ...] = ()  # their counters' symbols
     symbols: dict[str, Symbol] = field(default_factory=dict)
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
@@ -436,15 +438,20 @@ class _Walk:
         name = call.name.lower()
         return bool(self.threads.barrier(call)) or any(word in name for word in _SYNC_WORDS)
 
-    def loop_body(self, body: Stmt, guards: tuple[Term, ...]) -> None:
+    def loop_body(self, body: Stmt, guards: tuple[Term, ...], counters: tuple[str, ...] = ()) -> None:
         """A loop's body: shared writes in it have no interval when it reaches a barrier
-        (one iteration's writes race with the next one's only across it)."""
+        (one iteration's writes race with the next one's only across it); `counters`: the
+        symbols of its counters."""
         synchronizing = any(self.synchronizes(call) for call in body.calls()) or any(
             stmt.kind is StmtKind.ASM for stmt in body.walk()
         )
+        outer = (self.barrier_loops, self.lockstep)
+        if synchronizing:
+            self.barrier_loops, self.lockstep = (*self.barrier_loops, body.span.start), (*self.lockstep, *counters)
         self.synchronizing_loops += synchronizing
         self.statement(body, guards)
         self.synchronizing_loops -= synchronizing
+        self.barrier_loops, self.lockstep = outer
 
     def read(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...]) -> _Value:
         """`pointer[index]` read: the access, and the value it reads when an integer."""
@@ -502,6 +509,8 @@ class _Walk:
                 shared=pointer.shared,
                 phase=self.phase,
                 in_barrier_loop=self.synchronizing_loops > 0,
+                barrier_loops=self.barrier_loops,
+                lockstep=self.lockstep,
                 value_varies=pointer.shared and is_write and self.varies(self.stored),
                 followed=followed,
                 extent=pointer.extent,
@@ -599,6 +608,7 @@ class _Walk:
         """A `for`: a counter declared in its init, compared in its condition and stepped up
         by its increment alone is `start + k * step` for a loop symbol `k` from 0 on."""
         inner = guards
+        counters: tuple[str, ...] = ()
         init = stmt.stmts[0] if len(stmt.stmts) == 2 else None
         for var in init.variables if init is not None else ():
             step = _step(stmt, var.key) if var.key in self.assigned and var.type.bits is not None else None
@@ -611,11 +621,12 @@ class _Walk:
             self.values[var.key] = _add(start, Term("*", (iteration, stride))) if stride is not None else None
             self.assigned.discard(var.key)
             inner = (*inner, Term("<=", (_ZERO, iteration)))
+            counters = (*counters, iteration.name)
         for expr in stmt.exprs:
             if expr.stripped().kind is ExprKind.BINARY and expr.stripped().operator in _CONDITIONS:
                 inner = (*inner, self.condition(expr, inner))
         if stmt.body is not None:
-            self.loop_body(stmt.body, inner)
+            self.loop_body(stmt.body, inner, counters)
 
     def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
         if var.is_shared and var.declarator == "array":

@@ -56,29 +56,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import combinations_with_replacement
 
-from kernel_check import solver
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
+from kernel_check.model import SymbolicAccess
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.rules._two_threads import meet, threads_of
 from kernel_check.semantic import SemanticModel
-from kernel_check.solver import (
-    AXES,
-    Answer,
-    Budget,
-    Outcome,
-    block_axes,
-    launch_constraints,
-    renamed,
-    thread_symbols,
-    triple,
-    within,
-)
+from kernel_check.solver import Budget
 
-SCALAR_HIGH = 65536
 MAX_WRITES = 32  # shared writes per kernel compared pairwise
-_PER_THREAD = (SymbolKind.THREAD, SymbolKind.LOOP)
-_SECOND = "t2:"
 
 
 @rule("KC402", needs={Need.SYMBOLIC})
@@ -96,56 +82,15 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
                 continue
             if first is second and not first.value_varies:  # every thread stores the same value
                 continue
-            answer = _race(first, second, budget)
+            answer = meet(first, second, budget)
             if answer is None:
                 continue
             reported.add(id(second))
+            one, other, block = threads_of(answer)
             yield ctx.finding(
                 location_of(model, second.span),
                 f"two threads write the same element of `{second.pointer}` with no barrier between: "
-                f"{_witness(answer)}; give each thread its own element or guard the write to one thread",
+                f"threads {one} and {other} of a block of {block}; give each thread its own element or guard "
+                f"the write to one thread",
                 related=[] if first is second else [Related(location_of(model, first.span), "the other write")],
             )
-
-
-def _race(first: SymbolicAccess, second: SymbolicAccess, budget: Budget) -> Answer | None:
-    """The two threads (the witness) that reach both writes at one element, when any do."""
-    axes = block_axes([*first.symbols, *second.symbols])
-    threads = thread_symbols()
-    copies = {s.name: _SECOND + s.name for s in (*threads, *second.symbols) if s.kind in _PER_THREAD}
-    copied = [
-        Symbol(copies[s.name], s.kind, s.text, s.low, s.high) for s in (*threads, *second.symbols) if s.name in copies
-    ]
-    constraints = [*launch_constraints([*threads, *first.symbols, *copied]), *_scalars(first, second)]
-    constraints += [c for a in AXES[len(axes) :] for c in _fixed(f"threadIdx.{a}", copies)]
-    constraints += [*first.guards, *(renamed(g, copies) for g in second.guards)]
-    constraints.append(Term("==", (first.offset, renamed(second.offset, copies))))
-    distinct = [Term("!=", (_thread(a), _thread(a, copies))) for a in axes]
-    constraints.append(Term("or", tuple(distinct)) if len(distinct) > 1 else distinct[0])
-    answer = solver.check(constraints, budget)
-    return answer if answer.outcome is Outcome.SAT else None
-
-
-def _scalars(*accesses: SymbolicAccess) -> list[Term]:
-    """Scalar arguments as the contract plausibly allows them; loop counters within their type."""
-    constraints: list[Term] = []
-    for symbol in {s for a in accesses for s in a.symbols}:
-        if symbol.kind is SymbolKind.SCALAR:
-            constraints += within(Term("sym", name=symbol.name), 1, SCALAR_HIGH)
-    return constraints
-
-
-def _fixed(name: str, copies: dict[str, str]) -> list[Term]:
-    zero = Term("const", value=0)
-    return [Term("==", (Term("sym", name=name), zero)), Term("==", (Term("sym", name=copies[name]), zero))]
-
-
-def _thread(axis: str, copies: dict[str, str] | None = None) -> Term:
-    name = f"threadIdx.{axis}"
-    return Term("sym", name=(copies or {}).get(name, name))
-
-
-def _witness(answer: Answer) -> str:
-    values = answer.model
-    first, second = triple(values, "threadIdx.", 0), triple(values, _SECOND + "threadIdx.", 0)
-    return f"threads {first} and {second} of a block of {triple(values, 'blockDim.', 1)}"

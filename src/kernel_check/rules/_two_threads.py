@@ -1,0 +1,121 @@
+"""Two symbolic threads of one block that reach two shared accesses at one element: the
+query behind KC402 (two writes) and KC404 (a write and a read), and its witness."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kernel_check import solver
+from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
+from kernel_check.solver import (
+    AXES,
+    MAX_THREADS_PER_BLOCK,
+    Answer,
+    Budget,
+    Outcome,
+    block_axes,
+    launch_constraints,
+    renamed,
+    thread_symbols,
+    triple,
+    within,
+)
+
+SCALAR_HIGH = 65536
+SECOND = "t2:"  # the prefix of the second thread's copies of its index and loop counters
+ELEMENT = "race:element"  # the element both accesses reach, for the witness
+PER_THREAD = (SymbolKind.THREAD, SymbolKind.LOOP)
+WARP_SIZE = 32
+
+
+def second_copies(*accesses: SymbolicAccess) -> dict[str, str]:
+    """The second thread's names for the thread index and the loop counters `accesses` name."""
+    return {s.name: SECOND + s.name for s in (*thread_symbols(), *_symbols(accesses)) if s.kind in PER_THREAD}
+
+
+def meet(first: SymbolicAccess, second: SymbolicAccess, budget: Budget, extra: Iterable[Term] = ()) -> Answer | None:
+    """Two distinct threads (the witness), the first reaching `first` and the second reaching
+    `second` at one element, when any do under `extra` too (over the second thread's copies,
+    `second_copies`)."""
+    axes = block_axes([*first.symbols, *second.symbols])
+    threads = thread_symbols()
+    copies = second_copies(second)
+    copied = [
+        Symbol(copies[s.name], s.kind, s.text, s.low, s.high) for s in (*threads, *second.symbols) if s.name in copies
+    ]
+    shared = [s for s in second.symbols if s.name not in copies]  # the block's: its index, the arguments
+    constraints = [*launch_constraints([*threads, *first.symbols, *shared, *copied]), *_scalars(first, second)]
+    constraints += [c for a in AXES[len(axes) :] for c in _flat(a, copies)]
+    constraints.append(_at_most_a_block())
+    constraints += [*first.guards, *(renamed(g, copies) for g in second.guards)]
+    element = Term("sym", name=ELEMENT)
+    constraints += [Term("==", (element, first.offset)), Term("==", (element, renamed(second.offset, copies)))]
+    distinct = [Term("!=", (_thread(a), _thread(a, copies))) for a in axes]
+    constraints.append(Term("or", tuple(distinct)) if len(distinct) > 1 else distinct[0])
+    constraints += extra
+    answer = solver.check(constraints, budget)
+    return answer if answer.outcome is Outcome.SAT else None
+
+
+def different_warps() -> Term:
+    """The two threads are of different warps (of 32 threads, by linear index in the block)."""
+    return Term("!=", (_warp(), _warp(second_copies())))
+
+
+def given(answer: Answer, *accesses: SymbolicAccess) -> str:
+    """The witness's scalar arguments the accesses name: `, n = 4, k = 2` ("" when none)."""
+    values = answer.model
+    scalars = {s.text: values.get(s.name, 0) for s in _symbols(accesses) if s.kind is SymbolKind.SCALAR}
+    return "".join(f", {name} = {value}" for name, value in sorted(scalars.items()))
+
+
+def threads_of(answer: Answer) -> tuple[str, str, str]:
+    """The witness's first thread, second thread and block shape, each as `(x, y, z)`."""
+    values = answer.model
+    return (
+        triple(values, "threadIdx.", 0),
+        triple(values, SECOND + "threadIdx.", 0),
+        triple(values, "blockDim.", 1),
+    )
+
+
+def _symbols(accesses: Iterable[SymbolicAccess]) -> list[Symbol]:
+    return [s for a in accesses for s in a.symbols]
+
+
+def _scalars(*accesses: SymbolicAccess) -> list[Term]:
+    """Scalar arguments as the contract plausibly allows them."""
+    constraints: list[Term] = []
+    for symbol in {s for a in accesses for s in a.symbols}:
+        if symbol.kind is SymbolKind.SCALAR:
+            constraints += within(Term("sym", name=symbol.name), 1, SCALAR_HIGH)
+    return constraints
+
+
+def _flat(axis: str, copies: dict[str, str]) -> list[Term]:
+    """The block does not span `axis`: one thread along it, index 0 for both threads."""
+    zero, one = Term("const", value=0), Term("const", value=1)
+    thread = f"threadIdx.{axis}"
+    return [
+        Term("==", (Term("sym", name=thread), zero)),
+        Term("==", (Term("sym", name=copies[thread]), zero)),
+        Term("==", (Term("sym", name=f"blockDim.{axis}"), one)),
+    ]
+
+
+def _at_most_a_block() -> Term:
+    """At most 1024 threads a block, over its three dimensions together."""
+    x, y, z = (Term("sym", name=f"blockDim.{a}") for a in AXES)
+    return Term("<=", (Term("*", (Term("*", (x, y)), z)), Term("const", value=MAX_THREADS_PER_BLOCK)))
+
+
+def _warp(copies: dict[str, str] | None = None) -> Term:
+    x, y, z = (_thread(a, copies) for a in AXES)
+    width, height = (Term("sym", name=f"blockDim.{a}") for a in AXES[:2])
+    linear = Term("+", (x, Term("*", (width, Term("+", (y, Term("*", (height, z))))))))
+    return Term("/", (linear, Term("const", value=WARP_SIZE)))
+
+
+def _thread(axis: str, copies: dict[str, str] | None = None) -> Term:
+    name = f"threadIdx.{axis}"
+    return Term("sym", name=(copies or {}).get(name, name))
