@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_one
-from kernel_check.clang.symbolic import render, symbolic_accesses
+from kernel_check.clang.symbolic import kernel_terms, render, symbolic_accesses
 from kernel_check.clang.thread_dependence import ThreadDependence
 from kernel_check.cli import main
 from kernel_check.model import Symbol, SymbolKind, Term
-from kernel_check.solver import Budget, Outcome, check, launch_constraints, renamed, within
+from kernel_check.solver import RLIMIT_PER_SECOND, Budget, Outcome, check, launch_constraints, renamed, within
 
 FIXTURE = FIXTURES / "cpp" / "kc401_unbounded_loaded_index.cuh"
 RACES = FIXTURES / "cpp" / "kc402_shared_write_race.cuh"
@@ -79,6 +79,43 @@ def test_shared_writes_and_their_barrier_intervals(functions_of) -> None:
     assert all(w.followed and w.extent == Term("const", value=256) for w in writes)
 
 
+BARRIERS = """\
+#include <cstdint>
+
+__device__ void helper_sync() { __syncthreads(); }
+
+__global__ void k(float* out, uint32_t n) {
+  if (threadIdx.x >= n) return;
+  if (threadIdx.x == 0) {
+    __syncthreads();
+    return;
+  }
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    if (blockIdx.x < i) helper_sync();
+  }
+  assert(threadIdx.x < 512);
+  __syncthreads();
+}
+"""
+
+
+def test_barriers_under_their_branches_and_early_exits(functions_of) -> None:
+    """KC170's facts: a loop's condition and an assert are not counted, and neither is the
+    exit of a branch that synchronizes itself; the first early exit is."""
+    found = functions_of(BARRIERS)
+    barriers = kernel_terms(found["k"], ThreadDependence(found["program"]))[2]
+    rendered = [
+        (b.barrier, [re.sub(r"#\d+", "", render(g)) for g in b.branches], [render(g) for g in b.exits])
+        for b in barriers
+    ]
+    exit_guard = "not((n <= threadIdx.x))"
+    assert rendered == [
+        ("__syncthreads", ["(threadIdx.x == 0)"], [exit_guard]),
+        ("helper_sync", ["(blockIdx.x < (threadIdx.x + (i * blockDim.x)))"], [exit_guard]),
+        ("__syncthreads", [], [exit_guard]),
+    ]
+
+
 def test_a_shared_write_through_an_unknown_call_is_not_followed(functions_of) -> None:
     source = SHARED.replace("get_lane()", "lane_of(threadIdx.x)")
     found = functions_of("__device__ unsigned lane_of(unsigned t);\n" + source)
@@ -130,10 +167,21 @@ def test_the_launch_bounds_make_a_query_unsatisfiable() -> None:
     assert check(constraints, Budget(2.0)).outcome is Outcome.UNSAT
 
 
-def test_a_spent_budget_answers_unknown() -> None:
-    budget = Budget(0.01)
-    time.sleep(0.02)
-    assert check([Term("<", (_sym("a"), _sym("b")))], budget).outcome is Outcome.UNKNOWN
+def test_a_budget_counts_z3_resource_units_not_time() -> None:
+    """A query spends the same units every time (a loaded machine answers as an idle one),
+    and one that needs more than the budget has left answers unknown."""
+    hard = [Term("==", (Term("*", (_sym("a"), _sym("b"))), _const(17 * 23)))]  # a factoring
+    hard += [Term("<", (_const(1), _sym("a"))), Term("<", (_sym("a"), _sym("b")))]
+    spent = []
+    for _ in range(2):
+        budget = Budget(2.0)
+        assert check(hard, budget).outcome is not Outcome.UNKNOWN
+        spent.append(budget.spent)
+    assert spent[0] == spent[1] > 0
+    short = Budget((spent[0] // 2) / RLIMIT_PER_SECOND)
+    time.sleep(0.01)  # time passing spends nothing
+    assert check(hard, short).outcome is Outcome.UNKNOWN
+    assert check([Term("<", (_sym("a"), _sym("b")))], short).outcome is Outcome.UNKNOWN  # spent: nothing left
 
 
 @pytest.mark.parametrize("fixture", [FIXTURE, RACES, UNWRITTEN], ids=["KC401", "KC402", "KC403"])

@@ -32,6 +32,7 @@ from ..model import (
     Span,
     Symbol,
     SymbolicAccess,
+    SymbolicBarrier,
     SymbolicProduct,
     SymbolKind,
     Term,
@@ -137,6 +138,12 @@ class _Walk:
     shared_scalars: dict[int, _Pointer] = field(default_factory=dict)  # `__shared__ T s;` by `Var.key`
     accesses: list[SymbolicAccess] = field(default_factory=list)
     products: list[SymbolicProduct] = field(default_factory=list)
+    barriers: list[SymbolicBarrier] = field(default_factory=list)
+    # The guards a barrier's divergence does not count (by identity: a term may recur):
+    # loop conditions, asserts, and an early exit from a branch that synchronizes itself;
+    # and the early exits that count (`if (c) return;`), told apart from branch conditions.
+    uncounted: list[Term] = field(default_factory=list)
+    exit_guards: list[Term] = field(default_factory=list)
     every_access: bool = False  # every global access, not only those whose offset reads memory
 
     # -- symbols -----------------------------------------------------------------------------
@@ -365,7 +372,19 @@ class _Walk:
         self.visit_children(expr, guards, escaping=True)
         if self.synchronizes(expr):
             self.phase += 1
+        if barrier := self.threads.barrier(expr):
+            self.barrier_at(expr, barrier, guards)
         return self.opaque(expr) if expr.type.bits is not None else None
+
+    def barrier_at(self, call: Expr, barrier: str, guards: tuple[Term, ...]) -> None:
+        """A block-wide barrier under `guards`, the counted ones split into branch
+        conditions and early exits (KC170)."""
+        counted = [g for g in guards if not _among(g, self.uncounted)]
+        exits = tuple(g for g in counted if _among(g, self.exit_guards))
+        branches = tuple(g for g in counted if not _among(g, exits))
+        named = sorted({n for g in counted for n in symbol_names(g)})
+        symbols = tuple(self.symbols[n] for n in named)
+        self.barriers.append(SymbolicBarrier(self.function.usr, call.span, barrier, branches, exits, symbols))
 
     def synchronizes(self, call: Expr) -> bool:
         """Whether a call is, reaches or may be a block-wide barrier."""
@@ -465,9 +484,16 @@ class _Walk:
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], guards: tuple[Term, ...]) -> None:
         for stmt in stmts:
+            phase = self.phase
             exit_condition = self.statement(stmt, guards)
             if exit_condition is not None:
-                guards = (*guards, Term("not", (exit_condition,)))
+                guard = Term("not", (exit_condition,))
+                # an `if (c) return;` whose branch reaches no barrier: the threads that leave
+                # miss the barriers after it; an assert's trap, or a branch that synchronizes
+                # (a split of the block), is no divergence KC170 counts
+                counted = stmt.kind is StmtKind.IF and self.phase == phase
+                (self.exit_guards if counted else self.uncounted).append(guard)
+                guards = (*guards, guard)
 
     def statement(self, stmt: Stmt, guards: tuple[Term, ...]) -> Term | None:
         """Walk `stmt`; the condition under which it leaves the block (`if (c) return;`)."""
@@ -484,6 +510,7 @@ class _Walk:
         elif kind in (StmtKind.WHILE, StmtKind.DO):
             condition = self.condition(stmt.condition, guards) if stmt.condition is not None else None
             inner = (*guards, condition) if condition is not None and kind is StmtKind.WHILE else guards
+            self.uncounted += inner[len(guards) :]
             if stmt.body is not None:
                 self.loop_body(stmt.body, inner)
         elif kind is StmtKind.EXPR and (checked := _asserted(stmt.exprs[0])) is not None:
@@ -546,6 +573,7 @@ class _Walk:
         for expr in stmt.exprs:
             if expr.stripped().kind is ExprKind.BINARY and expr.stripped().operator in _CONDITIONS:
                 inner = (*inner, self.condition(expr, inner))
+        self.uncounted += inner[len(guards) :]
         if stmt.body is not None:
             self.loop_body(stmt.body, inner)
 
@@ -650,6 +678,11 @@ def _asserted(expr: Expr) -> Expr | None:
         for call in node.children[2].walk()
     )
     return node.children[0] if fails else None
+
+
+def _among(term: Term, terms: list[Term] | tuple[Term, ...]) -> bool:
+    """Whether `term` is one of `terms` (the same object, not an equal one)."""
+    return any(term is other for other in terms)
 
 
 def _leaves(stmt: Stmt) -> bool:
@@ -762,17 +795,17 @@ def symbolic_accesses(
 
 def kernel_terms(
     function: Function, threads: ThreadDependence, every_access: bool = False
-) -> tuple[list[SymbolicAccess], list[SymbolicProduct]]:
-    """A kernel's recorded accesses (`symbolic_accesses`) and its multiplications by a block
-    index or grid dimension."""
+) -> tuple[list[SymbolicAccess], list[SymbolicProduct], list[SymbolicBarrier]]:
+    """A kernel's recorded accesses (`symbolic_accesses`), its multiplications by a block
+    index or grid dimension, and its block-wide barriers."""
     body = function.body
     if body is None:
-        return [], []
+        return [], [], []
     walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body), every_access=every_access)
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
     walk.statement(body, ())
-    return walk.accesses, walk.products
+    return walk.accesses, walk.products, walk.barriers
 
 
 @dataclass
