@@ -417,8 +417,9 @@ def _run_rules(
     language: Language, model: Any, path: Path, relative: str, options: RunOptions, text_only: bool = False
 ) -> Raw:
     """The rules of `language` that read the text alone (`text_only`), else the others that
-    the model was built for (`runs_with`); a rule that raises costs its own findings (a
-    KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
+    the model was built for (`runs_with`), then the work they deferred (`RuleContext.defer`:
+    witness searches, after every rule's decisions); a rule that raises costs its own
+    findings (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
     table = options_table(options.config)
     raw = Raw([])
     contexts: list[RuleContext] = []
