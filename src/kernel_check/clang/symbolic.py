@@ -17,7 +17,9 @@ integer read from global memory (KC401), and every access of a one-dimensional `
 array (KC402, KC403): followed when its offset and guards name only values the walk follows
 and it reads or writes the array's own element type; a shared array handed to a call, an
 `asm` operand, a lambda or a pointer the walk does not follow counts as a write it does not
-follow (a cooperative load through a helper). solver.py decides what they can reach.
+follow (a cooperative load through a helper). solver.py decides what they can reach. It
+also records each block-wide barrier (`SymbolicBarrier`, KC170) with the conditions of the
+`if`s around it and the early exits before it, loop conditions left out.
 """
 
 from __future__ import annotations
