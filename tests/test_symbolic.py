@@ -191,6 +191,20 @@ def test_unknown_is_never_a_finding(fixture: Path) -> None:
     assert not [f for f in result.findings if f.code.startswith("KC4")]
 
 
+def test_kc170_falls_back_to_the_branch_shape_where_the_solver_cannot_tell() -> None:
+    """With no budget for the solver, KC170 flags a barrier in a branch over the thread's
+    index, as before the solver decided (the near misses it clears now fire), and no early
+    exit (the lines it proves divergent under the contract do not)."""
+    fixture = FIXTURES / "cpp" / "kc170_divergence_from_contract.cuh"
+    lines = fixture.read_text(encoding="utf-8").splitlines()
+    in_branch = [n for n, text in enumerate(lines, 1) if text.strip().startswith("__syncthreads();  // every")]
+    in_branch += [lines.index("  if (threadIdx.x < blockDim.x) {") + 2]
+    decided = {f.line for f in run_one(fixture).findings if f.code == "KC170"}
+    unknown = {f.line for f in run_one(fixture, solver_budget=1e-9).findings if f.code == "KC170"}
+    assert decided and not decided & unknown
+    assert sorted(unknown) == sorted(in_branch)
+
+
 def test_select_kc4_runs_the_family_alone(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(FIXTURE), str(RACES), "--select", "KC4", "--no-cache", "--mode", "hermetic", "--exit-zero"]) == 0
     codes = [m.group(1) for m in re.finditer(r"^\S+:\d+:\d+: (KC\d+) ", capsys.readouterr().out, re.MULTILINE)]
