@@ -115,16 +115,16 @@ def test_launch_contracts_over_the_matcher_sizes() -> None:
     assert "and((0 <= (dim:N * 4)), ((dim:N * 4) <= 4294967295))" in [render(f) for f in wide.fits]
 
 
-SCARCE = 0.1  # seconds: units for the decisions below, far from enough for KC112's search too
+SCARCE = 0.3  # seconds: units for the decisions below (~5x), not for KC112's search too
 
 
 def test_one_budget_per_kernel_its_decisions_first(tmp_path: Path) -> None:
     """Every rule's queries about a kernel share one budget, spent on the decisions of all
     the rules before any witness: KC112 comes first in the rules' order and its witness
-    search alone needs many times the budget, yet KC401 still decides and reports; the
-    kernel spends its one budget, not one a rule; and the findings are the same every time
-    (the budget counts z3's resource units, not time; a witness found with what is left can
-    still differ between runs, where z3's search order moves a query's units a little)."""
+    search alone needs more than the budget, yet KC401 still decides and reports; the kernel
+    spends its one budget, not one a rule; and the findings are the same every time (the
+    budget counts z3's resource units, not time; the decisions have room to spare, since a
+    hard query's units move with z3's search order from one process to another)."""
     source = tmp_path / "gather.cuh"
     access = "    out[blockIdx.x * d + threadIdx.x] = table[id * d + threadIdx.x];"
     overflowing = (
@@ -136,7 +136,7 @@ def test_one_budget_per_kernel_its_decisions_first(tmp_path: Path) -> None:
 
     roomy, spent = _messages_here(source, ROOMY)
     assert "it overflows for" in roomy[product_line, "KC112"] and "for D = 1" in roomy[access_line, "KC401"]
-    assert spent["gather_rows_kernel"] > 2 * units  # the searches need more than the budget
+    assert spent["gather_rows_kernel"] > units  # the searches need more than the budget
 
     for _ in range(2):  # the same findings every time
         scarce, spent = _messages_here(source, SCARCE)

@@ -15,8 +15,9 @@ same units on an idle machine and on a loaded one, so a run's findings do not de
 load (a wall-clock budget under load once dropped two real findings). Each budget asks in
 a z3 context of its own: a context's caches make a query cheaper after others, so a shared
 one would make a kernel's spending depend on the files checked before. What remains is
-z3's own search order, which can move a query's units by a fraction of a percent between
-runs: it matters only to a query that needs about all that is left.
+z3's own search order, which follows where its terms lie in memory: a hard (nonlinear)
+query's units can differ from one process to another, by a fraction of a percent up to
+a few times over, which matters only to a query that needs about all that is left.
 `RLIMIT_PER_SECOND` turns the configured seconds into units (measured on the KC4xx
 queries); a wall-clock backstop of `BACKSTOP` times the seconds bounds a query z3 spends
 its units slowly on.
