@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_one
-from kernel_check.clang.symbolic import render, symbolic_accesses
+from kernel_check.clang.symbolic import kernel_terms, render, symbolic_accesses
 from kernel_check.clang.thread_dependence import ThreadDependence
 from kernel_check.cli import main
 from kernel_check.model import Symbol, SymbolKind, Term
-from kernel_check.solver import Budget, Outcome, check, launch_constraints, renamed, within
+from kernel_check.solver import RLIMIT_PER_SECOND, Budget, Outcome, check, launch_constraints, renamed, within
 
 FIXTURE = FIXTURES / "cpp" / "kc401_unbounded_loaded_index.cuh"
 RACES = FIXTURES / "cpp" / "kc402_shared_write_race.cuh"
@@ -91,6 +91,43 @@ def test_an_access_in_a_barrier_loop_knows_the_loop_and_its_counter(functions_of
     assert all(w.barrier_loops == () and w.lockstep == () for w in (*writes[:2], writes[3]))
 
 
+BARRIERS = """\
+#include <cstdint>
+
+__device__ void helper_sync() { __syncthreads(); }
+
+__global__ void k(float* out, uint32_t n) {
+  if (threadIdx.x >= n) return;
+  if (threadIdx.x == 0) {
+    __syncthreads();
+    return;
+  }
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    if (blockIdx.x < i) helper_sync();
+  }
+  assert(threadIdx.x < 512);
+  __syncthreads();
+}
+"""
+
+
+def test_barriers_under_their_branches_and_early_exits(functions_of) -> None:
+    """KC170's facts: a loop's condition and an assert are not counted, and neither is the
+    exit of a branch that synchronizes itself; the first early exit is."""
+    found = functions_of(BARRIERS)
+    barriers = kernel_terms(found["k"], ThreadDependence(found["program"]))[2]
+    rendered = [
+        (b.barrier, [re.sub(r"#\d+", "", render(g)) for g in b.branches], [render(g) for g in b.exits])
+        for b in barriers
+    ]
+    exit_guard = "not((n <= threadIdx.x))"
+    assert rendered == [
+        ("__syncthreads", ["(threadIdx.x == 0)"], [exit_guard]),
+        ("helper_sync", ["(blockIdx.x < (threadIdx.x + (i * blockDim.x)))"], [exit_guard]),
+        ("__syncthreads", [], [exit_guard]),
+    ]
+
+
 def test_a_shared_write_through_an_unknown_call_is_not_followed(functions_of) -> None:
     source = SHARED.replace("get_lane()", "lane_of(threadIdx.x)")
     found = functions_of("__device__ unsigned lane_of(unsigned t);\n" + source)
@@ -142,10 +179,21 @@ def test_the_launch_bounds_make_a_query_unsatisfiable() -> None:
     assert check(constraints, Budget(2.0)).outcome is Outcome.UNSAT
 
 
-def test_a_spent_budget_answers_unknown() -> None:
-    budget = Budget(0.01)
-    time.sleep(0.02)
-    assert check([Term("<", (_sym("a"), _sym("b")))], budget).outcome is Outcome.UNKNOWN
+def test_a_budget_counts_z3_resource_units_not_time() -> None:
+    """A query spends the same units every time (a loaded machine answers as an idle one),
+    and one that needs more than the budget has left answers unknown."""
+    hard = [Term("==", (Term("*", (_sym("a"), _sym("b"))), _const(17 * 23)))]  # a factoring
+    hard += [Term("<", (_const(1), _sym("a"))), Term("<", (_sym("a"), _sym("b")))]
+    spent = []
+    for _ in range(2):
+        budget = Budget(2.0)
+        assert check(hard, budget).outcome is not Outcome.UNKNOWN
+        spent.append(budget.spent)
+    assert spent[0] == spent[1] > 0
+    short = Budget((spent[0] // 2) / RLIMIT_PER_SECOND)
+    time.sleep(0.01)  # time passing spends nothing
+    assert check(hard, short).outcome is Outcome.UNKNOWN
+    assert check([Term("<", (_sym("a"), _sym("b")))], short).outcome is Outcome.UNKNOWN  # spent: nothing left
 
 
 @pytest.mark.parametrize("fixture", [FIXTURE, RACES, UNWRITTEN, READ_RACES], ids=["KC401", "KC402", "KC403", "KC404"])
@@ -153,6 +201,20 @@ def test_unknown_is_never_a_finding(fixture: Path) -> None:
     """With no time for the solver, the fixtures' firing lines give nothing."""
     result = run_one(fixture, solver_budget=1e-9)
     assert not [f for f in result.findings if f.code.startswith("KC4")]
+
+
+def test_kc170_falls_back_to_the_branch_shape_where_the_solver_cannot_tell() -> None:
+    """With no budget for the solver, KC170 flags a barrier in a branch over the thread's
+    index, as before the solver decided (the near misses it clears now fire), and no early
+    exit (the lines it proves divergent under the contract do not)."""
+    fixture = FIXTURES / "cpp" / "kc170_divergence_from_contract.cuh"
+    lines = fixture.read_text(encoding="utf-8").splitlines()
+    in_branch = [n for n, text in enumerate(lines, 1) if text.strip().startswith("__syncthreads();  // every")]
+    in_branch += [lines.index("  if (threadIdx.x < blockDim.x) {") + 2]
+    decided = {f.line for f in run_one(fixture).findings if f.code == "KC170"}
+    unknown = {f.line for f in run_one(fixture, solver_budget=1e-9).findings if f.code == "KC170"}
+    assert decided and not decided & unknown
+    assert sorted(unknown) == sorted(in_branch)
 
 
 def test_select_kc4_runs_the_family_alone(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,13 +13,17 @@ from conftest import FIXTURES, run_one
 from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.symbolic import render
+from kernel_check.config import load_config
 from kernel_check.model import SourceModel
+from kernel_check.pipeline import RunOptions, _run_rules
+from kernel_check.registry import Language
+from kernel_check.semantic import SemanticModel
+from kernel_check.solver import RLIMIT_PER_SECOND
 
 OVERFLOWS = FIXTURES / "cpp" / "kc112_witness_from_contract.cuh"
 IDS = FIXTURES / "cpp" / "kc401_witness_from_contract.cuh"
 BLOCK = 256  # kBlockSize of the KC112 fixture
-# the budget is wall-clock: a loaded test machine must not cut a witness's search short
-ROOMY = 60.0
+ROOMY = 60.0  # a budget no witness's search runs out of
 
 
 def _values(message: str) -> dict[str, int]:
@@ -109,3 +113,43 @@ def test_launch_contracts_over_the_matcher_sizes() -> None:
     assert [render(d) for d in dict(small.extents)["dst"]] == ["dim:N", "128"]
     wide = by_kernel["fill_wide_kernel"]  # the launcher's 32-bit product must not wrap in a witness
     assert "and((0 <= (dim:N * 4)), ((dim:N * 4) <= 4294967295))" in [render(f) for f in wide.fits]
+
+
+SCARCE = 0.3  # seconds: units for the decisions below (~5x), not for KC112's search too
+
+
+def test_one_budget_per_kernel_its_decisions_first(tmp_path: Path) -> None:
+    """Every rule's queries about a kernel share one budget, spent on the decisions of all
+    the rules before any witness: KC112 comes first in the rules' order and its witness
+    search alone needs more than the budget, yet KC401 still decides and reports; the kernel
+    spends its one budget, not one a rule; and the findings are the same every time (the
+    budget counts z3's resource units, not time; the decisions have room to spare, since a
+    hard query's units move with z3's search order from one process to another)."""
+    source = tmp_path / "gather.cuh"
+    access = "    out[blockIdx.x * d + threadIdx.x] = table[id * d + threadIdx.x];"
+    overflowing = (
+        "    const int64_t base = blockIdx.x * blockDim.x;\n    out[base + threadIdx.x] = table[id * d + threadIdx.x];"
+    )
+    source.write_text(IDS.read_text(encoding="utf-8").replace(access, overflowing), encoding="utf-8")
+    product_line, access_line = 22, 23
+    units = SCARCE * RLIMIT_PER_SECOND
+
+    roomy, spent = _messages_here(source, ROOMY)
+    assert "it overflows for" in roomy[product_line, "KC112"] and "for D = 1" in roomy[access_line, "KC401"]
+    assert spent["gather_rows_kernel"] > units  # the searches need more than the budget
+
+    for _ in range(2):  # the same findings every time
+        scarce, spent = _messages_here(source, SCARCE)
+        assert {(product_line, "KC112"), (access_line, "KC401")} <= set(scarce)
+        assert "`ids[blockIdx.x]` = -1" in scarce[access_line, "KC401"]  # the decision's own witness
+        assert spent["gather_rows_kernel"] <= 1.01 * units  # z3 stops a query a step past its limit
+
+
+def _messages_here(path: Path, budget: float) -> tuple[dict[tuple[int, str], str], dict[str, int]]:
+    """The pipeline's rules run in this process on a fresh model of `path`: each finding's
+    message by line and code, and the units each kernel spent."""
+    options = RunOptions(load_config(path).with_overrides(solver_budget=budget), resolve_settings("hermetic"))
+    model = SemanticModel(_model(path))
+    raw = _run_rules(Language.CPP, model, path, path.name, options)
+    spent = {k.name: model.solver_budget(k.usr, budget).spent for k in model.kernels}
+    return {(f.location.line, f.code): f.message for f in raw.findings}, spent

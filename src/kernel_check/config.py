@@ -126,9 +126,12 @@ OPTIONS: tuple[Option, ...] = (
         "solver-budget",
         "float",
         2.0,
-        "Seconds the solver may spend on one kernel's queries together, for each rule that asks it "
-        "(the KC4xx rules, KC112's witness); a query it cannot answer in time is never a finding "
-        "(KC112 then reports without a witness).",
+        "Seconds the solver may spend on one kernel's queries together, shared by every rule that "
+        "asks it (KC170, the KC4xx rules, KC112's witness): each rule's decisions first, the "
+        "witnesses' searches with what is left. Counted in z3's resource units, about 3 million "
+        "a second, so that a loaded machine gives the same findings as an idle one. A query it "
+        "cannot answer within the budget is never a finding (KC112 then reports without a "
+        "witness, KC170 falls back to the branch's shape).",
     ),
     Option("max-file-bytes", "int", 2_000_000, "Files larger than this are not parsed; they get one KC000 finding."),
     Option(

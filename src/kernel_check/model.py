@@ -966,6 +966,23 @@ class SymbolicProduct:
 
 
 @dataclass(frozen=True)
+class SymbolicBarrier:
+    """A block-wide barrier of a kernel (`__syncthreads()` or a call of a device function that
+    reaches one) under the guards of its path, as terms (clang/symbolic.py): what KC170
+    decides with two symbolic threads. Loop conditions are left out of its guards (every
+    thread of the block runs the loop's iterations together, as far as KC170 asks), and so
+    is an early exit from a branch that synchronizes itself (a split of the block whose
+    barriers are judged on their own)."""
+
+    function_usr: str
+    span: Span  # the barrier call, or the call of the function that reaches it
+    barrier: str  # "__syncthreads" or the helper called, e.g. "reduce_sum"
+    branches: tuple[Term, ...]  # the conditions of the `if`s and `?:`s it sits in
+    exits: tuple[Term, ...]  # the negated conditions of the earlier `if (c) return;`s (or continue, break)
+    symbols: tuple[Symbol, ...]  # every symbol the guards name
+
+
+@dataclass(frozen=True)
 class LaunchContract:
     """What a launcher's code guarantees at one launch (clang/symbolic.py, from its body and
     its `MatcherChain`s): terms over its symbolic sizes (`SymbolKind.DIM`) for the grid, the
@@ -1005,6 +1022,7 @@ class SourceModel:
     divergent_barriers: list[DivergentBarrier] = field(default_factory=list)
     symbolic_accesses: list[SymbolicAccess] = field(default_factory=list)
     symbolic_products: list[SymbolicProduct] = field(default_factory=list)
+    symbolic_barriers: list[SymbolicBarrier] = field(default_factory=list)
     launch_contracts: list[LaunchContract] = field(default_factory=list)
     header_library: HeaderLibrary = field(default_factory=HeaderLibrary)
 

@@ -17,7 +17,7 @@ import gc
 import os
 import re
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -417,29 +417,41 @@ def _run_rules(
     language: Language, model: Any, path: Path, relative: str, options: RunOptions, text_only: bool = False
 ) -> Raw:
     """The rules of `language` that read the text alone (`text_only`), else the others that
-    the model was built for (`runs_with`); a rule that raises costs its own findings (a
-    KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
+    the model was built for (`runs_with`), then the work they deferred (`RuleContext.defer`:
+    witness searches, after every rule's decisions); a rule that raises costs its own
+    findings (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
     table = options_table(options.config)
     raw = Raw([])
+    contexts: list[RuleContext] = []
     for registered in _rules_to_run(language, path, options, text_only):
         context = RuleContext(registered.meta, str(path), relative, table, str(options.config.root))
         check = registered.check
         assert check is not None  # rules_for yields the rules that have a check
-        try:
-            raw.findings.extend(check(model, context))
-        except Exception as error:  # a rule bug must not take the whole run down
-            last = traceback.format_exception_only(type(error), error)[-1].strip()
-            raw.findings.append(
-                parse_error(
-                    str(path),
-                    1,
-                    1,
-                    f"internal error in rule {registered.meta.code}: {last}",
-                    detail=traceback.format_exc(limit=4),
-                )
-            )
-            raw.status = FileStatus.INTERNAL_ERROR
+        _run_guarded(raw, path, context, functools.partial(check, model, context))
+        contexts.append(context)
+    for context in contexts:  # what the rules deferred: witnesses, after every decision
+        for work in context.deferred:
+            _run_guarded(raw, path, context, work)
     return raw
+
+
+def _run_guarded(raw: Raw, path: Path, context: RuleContext, work: Callable[[], Iterable[Finding]]) -> None:
+    """Add what a rule's `work` reports to `raw`; a rule that raises costs its own findings
+    (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
+    try:
+        raw.findings.extend(work())
+    except Exception as error:  # a rule bug must not take the whole run down
+        last = traceback.format_exception_only(type(error), error)[-1].strip()
+        raw.findings.append(
+            parse_error(
+                str(path),
+                1,
+                1,
+                f"internal error in rule {context.meta.code}: {last}",
+                detail=traceback.format_exc(limit=4),
+            )
+        )
+        raw.status = FileStatus.INTERNAL_ERROR
 
 
 def compile_args(path: Path, settings: ParseSettings) -> list[str]:

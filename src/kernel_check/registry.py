@@ -117,7 +117,7 @@ class RegisteredRule:
 
 @dataclass
 class RuleContext:
-    """What a rule sees besides the model.
+    """What a rule sees besides the model, and the work it defers (`defer`).
 
     `path` is the file as given on the command line; `rel_path` is its POSIX path relative to
     the project root (the directory of the governing `pyproject.toml`, else the current
@@ -131,6 +131,13 @@ class RuleContext:
     rel_path: str
     options: dict[str, Any] = field(default_factory=dict)
     root: str = ""
+    # Work the rule runs after every selected rule's check: its witness searches, which
+    # spend what each kernel's solver budget has left once every rule has decided (solver.py)
+    deferred: list[Callable[[], Iterable[Finding]]] = field(default_factory=list)
+
+    def defer(self, work: Callable[[], Iterable[Finding]]) -> None:
+        """Run `work` (and report what it yields) after every selected rule's check."""
+        self.deferred.append(work)
 
     def finding(
         self,

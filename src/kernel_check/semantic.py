@@ -16,7 +16,9 @@ are built on the first question that needs them and kept for every later rule:
   and what a launcher's launches feed into vectorized accesses: `vector_feeds(launcher)`.
 
 Whole-file fact lists that no query indexes (API calls, integer facts, scope facts, inline
-asm, divergent barriers) are read as attributes of the same names as `SourceModel`'s.
+asm, divergent barriers) are read as attributes of the same names as `SourceModel`'s. Each
+kernel's solver budget (`solver_budget(usr, seconds)`) is kept here too, so that every
+rule's queries about the kernel share one.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from .model import (
     TypeInfo,
     VectorAccess,
 )
+from .solver import Budget
 from .summaries import MAX_CALL_DEPTH, AccessSummaries, VectorSummaries, VectorUse, bind_template_arguments
 
 __all__ = ["IndexUse", "SemanticModel", "VectorFeed"]
@@ -122,9 +125,15 @@ class SemanticModel:
         self.divergent_barriers = source.divergent_barriers
         self.symbolic_accesses = source.symbolic_accesses
         self.symbolic_products = source.symbolic_products
+        self.symbolic_barriers = source.symbolic_barriers
+        self._solver_budgets: dict[str, Budget] = {}  # by kernel USR, shared by every rule
         self.launch_contracts = source.launch_contracts
         self.header_library = source.header_library
         self._feeds: dict[str, list[VectorFeed]] = {}  # vector_feeds by launcher USR
+
+    def solver_budget(self, kernel_usr: str, seconds: float) -> Budget:
+        """The one solver budget of a kernel that every rule's queries about it share."""
+        return self._solver_budgets.setdefault(kernel_usr, Budget(seconds))
 
     def line_bytes(self, line: int) -> bytes:
         return self.source.line_bytes(line)

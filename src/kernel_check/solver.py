@@ -5,9 +5,23 @@ kernels multiply symbols by symbols (`row * stride`, `blockIdx.x * blockDim.x`),
 affine sets cannot state, and 32-bit overflow wants bit-vectors later
 (docs/rules/KC401.md, issue 28).
 
-A check answers SAT with a model (the witness), UNSAT, or UNKNOWN; UNKNOWN (a timeout, a
-term z3 gives up on, a budget already spent) is never a finding. Each kernel gets one
-`Budget` (`solver-budget` seconds, configurable), shared by its queries.
+A check answers SAT with a model (the witness), UNSAT, or UNKNOWN; UNKNOWN (a budget
+spent, a term z3 gives up on) is never a finding. Each kernel gets one `Budget`
+(`solver-budget` seconds, configurable), shared by every rule's queries about it: the
+rules decide first and search for witnesses with what is left (`RuleContext.defer`).
+
+The budget is counted in z3's resource units (`rlimit`), not in time: a query spends the
+same units on an idle machine and on a loaded one, so a run's findings do not depend on the
+load (a wall-clock budget under load once dropped two real findings). Each budget asks in
+a z3 context of its own: a context's caches make a query cheaper after others, so a shared
+one would make a kernel's spending depend on the files checked before. What remains is
+z3's own search order, which follows where its terms lie in memory: a hard (nonlinear)
+query's units can differ from one process to another, by a fraction of a percent up to
+a few times over, which matters only to a query that needs about all that is left.
+`RLIMIT_PER_SECOND` turns the configured seconds into units (measured on the KC4xx
+queries). A backstop of `BACKSTOP` times the seconds in CPU time (not wall-clock time,
+which a loaded machine stretches: a wall-clock backstop dropped real findings under load
+again) stops a kernel whose queries cost more to build than z3 counts.
 """
 
 from __future__ import annotations
@@ -26,6 +40,8 @@ if TYPE_CHECKING:
     import z3
 
 MAX_THREADS_PER_BLOCK = 1024
+RLIMIT_PER_SECOND = 3_000_000  # z3 resource units a CPU second of these queries spends (measured)
+BACKSTOP = 4  # the CPU-time bound on a kernel's queries, in times its budget
 AXES = ("x", "y", "z")
 _GRID_LIMITS = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 _DIMENSIONS = {SymbolKind.THREAD: "blockDim", SymbolKind.BLOCK: "gridDim"}
@@ -41,13 +57,25 @@ class Outcome(enum.Enum):
 
 @dataclass
 class Budget:
-    """Wall-clock seconds the queries of one kernel may take together."""
+    """What the queries of one kernel may spend together: `seconds` worth of z3 resource
+    units, within `BACKSTOP` times as many seconds of the process's CPU time."""
 
     seconds: float
-    started: float = field(default_factory=time.perf_counter)
+    spent: int = 0  # resource units its queries used
+    started: float = field(default_factory=time.process_time)
+    _context: z3.Context | None = field(default=None, repr=False, compare=False)
 
-    def remaining_ms(self) -> int:
-        return max(0, int((self.seconds - (time.perf_counter() - self.started)) * 1000))
+    def context(self) -> z3.Context:
+        """The z3 context its queries share (made on the first)."""
+        if self._context is None:
+            self._context = _z3().Context()
+        return self._context
+
+    def remaining_units(self) -> int:
+        return max(0, int(self.seconds * RLIMIT_PER_SECOND) - self.spent)
+
+    def cpu_left(self) -> float:
+        return BACKSTOP * self.seconds - (time.process_time() - self.started)
 
 
 @dataclass(frozen=True)
@@ -119,29 +147,54 @@ def _z3() -> ModuleType:
 
 def check(constraints: Iterable[Term], budget: Budget) -> Answer:
     """Whether the constraints hold together, within what is left of `budget`."""
-    remaining = budget.remaining_ms()
-    if remaining <= 0:
+    units = budget.remaining_units()
+    if units <= 0 or budget.cpu_left() <= 0:
         return Answer(Outcome.UNKNOWN)
     lib = _z3()
-    solver = lib.Solver()
-    solver.set("timeout", remaining)
-    names: dict[str, z3.ArithRef] = {}
+    solver = lib.Solver(ctx=budget.context())
+    solver.set("rlimit", units)
+    before = _resource_count(solver)
+    names = _Names(budget.context())
     try:
         for constraint in constraints:
             solver.add(_bool(constraint, names))
         result = solver.check()
     except lib.Z3Exception:
         return Answer(Outcome.UNKNOWN)
+    finally:
+        budget.spent += _resource_count(solver) - before
     if result == lib.unsat:
         return Answer(Outcome.UNSAT)
     if result != lib.sat:
         return Answer(Outcome.UNKNOWN)
     model = solver.model()
-    values = {name: model.eval(variable, model_completion=True).as_long() for name, variable in names.items()}
+    values = {name: model.eval(variable, model_completion=True).as_long() for name, variable in names.variables.items()}
     return Answer(Outcome.SAT, values)
 
 
-def _bool(term: Term, names: dict[str, z3.ArithRef]) -> z3.BoolRef:
+def _resource_count(solver: z3.Solver) -> int:
+    """The resource units z3 has counted so far (for the whole context: a query's spend is
+    the difference)."""
+    return int(solver.statistics().get_key_value("rlimit count"))
+
+
+@dataclass
+class _Names:
+    """A query's integer variables by name, in its budget's context."""
+
+    context: z3.Context
+    variables: dict[str, z3.ArithRef] = field(default_factory=dict)
+
+    def of(self, name: str) -> z3.ArithRef:
+        if name not in self.variables:
+            self.variables[name] = _z3().Int(name, self.context)
+        return self.variables[name]
+
+    def constant(self, value: int) -> z3.ArithRef:
+        return _z3().IntVal(value, self.context)
+
+
+def _bool(term: Term, names: _Names) -> z3.BoolRef:
     lib = _z3()
 
     op = term.op
@@ -158,18 +211,16 @@ def _bool(term: Term, names: dict[str, z3.ArithRef]) -> z3.BoolRef:
     return _int(term, names) != 0
 
 
-def _int(term: Term, names: dict[str, z3.ArithRef]) -> z3.ArithRef:
+def _int(term: Term, names: _Names) -> z3.ArithRef:
     lib = _z3()
 
     op = term.op
     if op == "const":
-        return lib.IntVal(term.value)
+        return names.constant(term.value)
     if op == "sym":
-        if term.name not in names:
-            names[term.name] = lib.Int(term.name)
-        return names[term.name]
+        return names.of(term.name)
     if op in _LOGIC:
-        return lib.If(_bool(term, names), lib.IntVal(1), lib.IntVal(0))
+        return lib.If(_bool(term, names), names.constant(1), names.constant(0))
     if op == "ite":
         return lib.If(_bool(term.args[0], names), _int(term.args[1], names), _int(term.args[2], names))
     left, right = (_int(a, names) for a in term.args)

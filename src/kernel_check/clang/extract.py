@@ -173,9 +173,10 @@ class _Extractor:
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(typed.body))
             walked = kind is FunctionKind.KERNEL or (self.every_access and kind is not FunctionKind.HOST)
             if walked and Need.SYMBOLIC in self.needs:
-                accesses, products = kernel_terms(typed, self.threads, self.every_access)
+                accesses, products, barriers = kernel_terms(typed, self.threads, self.every_access)
                 self.model.symbolic_accesses.extend(accesses)
                 self.model.symbolic_products.extend(products)
+                self.model.symbolic_barriers.extend(barriers)
             if kind is FunctionKind.HOST and Need.CONTRACTS in self.needs:
                 self._collect_contracts(function, typed)
 

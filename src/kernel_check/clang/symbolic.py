@@ -17,7 +17,9 @@ integer read from global memory (KC401), and every access of a one-dimensional `
 array (KC402, KC403): followed when its offset and guards name only values the walk follows
 and it reads or writes the array's own element type; a shared array handed to a call, an
 `asm` operand, a lambda or a pointer the walk does not follow counts as a write it does not
-follow (a cooperative load through a helper). solver.py decides what they can reach.
+follow (a cooperative load through a helper). solver.py decides what they can reach. It
+also records each block-wide barrier (`SymbolicBarrier`, KC170) with the conditions of the
+`if`s around it and the early exits before it, loop conditions left out.
 
 The drafter's walk (`every_access`) records every global access and follows further, for the
 sizes and index ranges it drafts (the rules' walk does not, so their verdicts stay as tuned):
@@ -39,6 +41,7 @@ from ..model import (
     Span,
     Symbol,
     SymbolicAccess,
+    SymbolicBarrier,
     SymbolicProduct,
     SymbolKind,
     Term,
@@ -148,6 +151,12 @@ class _Walk:
     bound_records: dict[int, str] = field(default_factory=dict)  # bindings of a params struct's struct fields
     accesses: list[SymbolicAccess] = field(default_factory=list)
     products: list[SymbolicProduct] = field(default_factory=list)
+    barriers: list[SymbolicBarrier] = field(default_factory=list)
+    # The guards a barrier's divergence does not count (by identity: a term may recur):
+    # loop conditions, asserts, and an early exit from a branch that synchronizes itself;
+    # and the early exits that count (`if (c) return;`), told apart from branch conditions.
+    uncounted: list[Term] = field(default_factory=list)
+    exit_guards: list[Term] = field(default_factory=list)
     every_access: bool = False  # every global access, not only those whose offset reads memory
 
     # -- symbols -----------------------------------------------------------------------------
@@ -406,6 +415,8 @@ class _Walk:
             self.handed_on(expr, guards)
         if self.synchronizes(expr):
             self.phase += 1
+        if barrier := self.threads.barrier(expr):
+            self.barrier_at(expr, barrier, guards)
         return self.opaque(expr) if expr.type.bits is not None else None
 
     def offset_call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
@@ -432,6 +443,16 @@ class _Walk:
             value = self.values.get(node.ref.key) if node.kind is ExprKind.REF and node.ref is not None else None
             if isinstance(value, _Pointer) and not value.shared:
                 self.append(argument, value, value.offset, guards, is_write=True, followed=False)
+
+    def barrier_at(self, call: Expr, barrier: str, guards: tuple[Term, ...]) -> None:
+        """A block-wide barrier under `guards`, the counted ones split into branch
+        conditions and early exits (KC170)."""
+        counted = [g for g in guards if not _among(g, self.uncounted)]
+        exits = tuple(g for g in counted if _among(g, self.exit_guards))
+        branches = tuple(g for g in counted if not _among(g, exits))
+        named = sorted({n for g in counted for n in symbol_names(g)})
+        symbols = tuple(self.symbols[n] for n in named)
+        self.barriers.append(SymbolicBarrier(self.function.usr, call.span, barrier, branches, exits, symbols))
 
     def synchronizes(self, call: Expr) -> bool:
         """Whether a call is, reaches or may be a block-wide barrier."""
@@ -542,9 +563,16 @@ class _Walk:
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], guards: tuple[Term, ...]) -> None:
         for stmt in stmts:
+            phase = self.phase
             exit_condition = self.statement(stmt, guards)
             if exit_condition is not None:
-                guards = (*guards, Term("not", (exit_condition,)))
+                guard = Term("not", (exit_condition,))
+                # an `if (c) return;` whose branch reaches no barrier: the threads that leave
+                # miss the barriers after it; an assert's trap, or a branch that synchronizes
+                # (a split of the block), is no divergence KC170 counts
+                counted = stmt.kind is StmtKind.IF and self.phase == phase
+                (self.exit_guards if counted else self.uncounted).append(guard)
+                guards = (*guards, guard)
 
     def statement(self, stmt: Stmt, guards: tuple[Term, ...]) -> Term | None:
         """Walk `stmt`; the condition under which it leaves the block (`if (c) return;`)."""
@@ -561,6 +589,7 @@ class _Walk:
         elif kind in (StmtKind.WHILE, StmtKind.DO):
             condition = self.condition(stmt.condition, guards) if stmt.condition is not None else None
             inner = (*guards, condition) if condition is not None and kind is StmtKind.WHILE else guards
+            self.uncounted += inner[len(guards) :]
             if stmt.body is not None:
                 self.loop_body(stmt.body, inner)
         elif kind is StmtKind.EXPR and (checked := _asserted(stmt.exprs[0])) is not None:
@@ -625,6 +654,7 @@ class _Walk:
         for expr in stmt.exprs:
             if expr.stripped().kind is ExprKind.BINARY and expr.stripped().operator in _CONDITIONS:
                 inner = (*inner, self.condition(expr, inner))
+        self.uncounted += inner[len(guards) :]
         if stmt.body is not None:
             self.loop_body(stmt.body, inner, counters)
 
@@ -740,6 +770,11 @@ def _asserted(expr: Expr) -> Expr | None:
     return node.children[0] if fails else None
 
 
+def _among(term: Term, terms: list[Term] | tuple[Term, ...]) -> bool:
+    """Whether `term` is one of `terms` (the same object, not an equal one)."""
+    return any(term is other for other in terms)
+
+
 def _leaves(stmt: Stmt) -> bool:
     """Whether `stmt` always ends in `return`, `continue` or `break`."""
     if stmt.kind in _EXITS:
@@ -850,17 +885,17 @@ def symbolic_accesses(
 
 def kernel_terms(
     function: Function, threads: ThreadDependence, every_access: bool = False
-) -> tuple[list[SymbolicAccess], list[SymbolicProduct]]:
-    """A kernel's recorded accesses (`symbolic_accesses`) and its multiplications by a block
-    index or grid dimension."""
+) -> tuple[list[SymbolicAccess], list[SymbolicProduct], list[SymbolicBarrier]]:
+    """A kernel's recorded accesses (`symbolic_accesses`), its multiplications by a block
+    index or grid dimension, and its block-wide barriers."""
     body = function.body
     if body is None:
-        return [], []
+        return [], [], []
     walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body), every_access=every_access)
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
     walk.statement(body, ())
-    return walk.accesses, walk.products
+    return walk.accesses, walk.products, walk.barriers
 
 
 @dataclass

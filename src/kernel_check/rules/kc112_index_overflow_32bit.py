@@ -20,9 +20,10 @@ the 64-bit intent that the 32-bit product defeats.
 The witness comes from the kernel's contract: each launch of the kernel in the file, with
 the grid, the block and the kernel's arguments (a params struct's fields too) as the
 launcher computes them from its `TensorMatcher` sizes (`N.unwrap()`, `x.size(i)`), under
-its `RuntimeCheck`s and early returns. The solver (z3, the kernel's `solver-budget`) looks
-for the smallest sizes (dims at least 1) for which the product reaches 2^32 (2^31 when
-signed) in some block, and the message names them: "it overflows for N = 4294967297
+its `RuntimeCheck`s and early returns. The solver (z3, with what the kernel's
+`solver-budget` has left once every rule has decided) looks for the smallest sizes (dims
+at least 1) for which the product reaches 2^32 (2^31 when signed) in some block, and the
+message names them: "it overflows for N = 4294967297
 (blockIdx.x = 16777216)". Smallest: the least bound on every size that still overflows,
 then each size in turn as small as it goes; the launcher's own sums, products and
 conversions must keep their values at the witness (a launcher whose count wraps first
@@ -56,6 +57,7 @@ __global__ void copy_kernel(float* __restrict__ dst, const float* __restrict__ s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from kernel_check import solver, witness
@@ -72,9 +74,15 @@ _LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
 
 
 @rule("KC112", needs={Need.INTEGERS, Need.SYMBOLIC, Need.CONTRACTS})
-def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
+    # its queries look for witnesses (or the proof that drops a finding): they spend what each
+    # kernel's solver budget has left after every rule's decisions
+    ctx.defer(functools.partial(_reported, model, ctx))
+    return []
+
+
+def _reported(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
-    budgets: dict[str, Budget] = {}
     terms = {(p.function_usr, p.span.start, p.span.end): p for p in model.symbolic_products}
     for product in model.integer_facts.index_products:
         kernel = model.function(product.function_usr)
@@ -84,7 +92,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
         if evidence is None or not product.widened or not _can_overflow(product):
             continue
         term = terms.get((product.function_usr, product.span.start, product.span.end))
-        budget = budgets.setdefault(kernel.usr, Budget(seconds))
+        budget = model.solver_budget(kernel.usr, seconds)
         found = _overflow(model, kernel, term, _limit(product), budget) if term is not None else None
         if found is _NEVER:
             continue  # every launch's contract keeps it below the limit

@@ -13,7 +13,8 @@ the integers it reads. The access is reported when the offset can leave the rang
 integer read from memory as the only cause: with every other value small (shapes, grid
 and scalars up to 256), some value of the id drives the offset past 2^30 elements or
 below zero, and no such offset exists once the id is small too. A query the solver cannot
-answer within the kernel's budget (`solver-budget`, default 2 s) is never a finding.
+answer within the kernel's budget (`solver-budget`, default 2 s, shared by every rule's
+queries about the kernel) is never a finding.
 
 The witness comes from the kernel's contract where a launch of the kernel in the file
 gives it: the launcher's `TensorMatcher` sizes, the grid, block and arguments it computes
@@ -21,7 +22,7 @@ from them, its `RuntimeCheck`s, and the indexed tensor's dims from its matcher. 
 names the smallest such sizes and the id's smallest value that takes the offset past the
 tensor's elements (or -1, below it): "for N = 1, S = 1 (`cache` is [S, 128]),
 `loc[blockIdx.x]` = 1 at threadIdx.x = 0 passes every guard on the path". Without such a
-launch (or within the budget, a second one of the kernel's for the witnesses, so that a
+launch (or where the kernel's budget has too little left once every rule has decided: a
 shape's search never costs a finding) it gives the id's value and the thread and block it
 is read by, as found with every other value small.
 
@@ -83,14 +84,20 @@ _ZERO = Term("const", value=0)
 
 
 @rule("KC401", needs={Need.SYMBOLIC, Need.CONTRACTS})
-def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
+def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
-    # the shapes after every decision, on a budget of their own: the budget is wall-clock
-    # from its first query, and a shape's search is no reason to miss a finding
-    witness_budgets: dict[str, Budget] = {}
-    for access, side, answer in _unbounded_accesses(model, seconds):
-        budget = witness_budgets.setdefault(access.function_usr, Budget(seconds))
-        shaped = _in_contract(model, access, side, budget)
+    found = _unbounded_accesses(model, seconds)
+    # the shapes after every rule's decisions, with what the kernel's budget has left: a
+    # shape's search is no reason to miss a finding
+    ctx.defer(functools.partial(_reported, model, ctx, found, seconds))
+    return []
+
+
+def _reported(
+    model: SemanticModel, ctx: RuleContext, found: list[tuple[SymbolicAccess, str, Answer]], seconds: float
+) -> Iterator[Finding]:
+    for access, side, answer in found:
+        shaped = _in_contract(model, access, side, model.solver_budget(access.function_usr, seconds))
         load = _culprit(access, shaped[0].answer if shaped is not None else answer)
         yield ctx.finding(
             location_of(model, access.span),
@@ -102,8 +109,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
 
 def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[SymbolicAccess, str, Answer]]:
     """Each access reported, with its side and the solver's witness (one per kernel, tensor
-    and ids; each kernel's queries share a budget)."""
-    budgets: dict[str, Budget] = {}
+    and ids; each kernel's queries share its budget)."""
     reported: set[tuple[str, str, frozenset[str]]] = set()
     found: list[tuple[SymbolicAccess, str, Answer]] = []
     for access in model.symbolic_accesses:
@@ -112,7 +118,7 @@ def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[Symb
         key = (access.function_usr, access.pointer, ids)
         if access.shared or key in reported:
             continue
-        unbounded = _unbounded_side(access, budgets.setdefault(access.function_usr, Budget(seconds)))
+        unbounded = _unbounded_side(access, model.solver_budget(access.function_usr, seconds))
         if unbounded is not None:
             reported.add(key)
             found.append((access, *unbounded))

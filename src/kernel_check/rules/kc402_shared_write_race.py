@@ -62,7 +62,6 @@ from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.rules._two_threads import meet, threads_of
 from kernel_check.semantic import SemanticModel
-from kernel_check.solver import Budget
 
 MAX_WRITES = 32  # shared writes per kernel compared pairwise
 
@@ -74,8 +73,8 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for access in model.symbolic_accesses:
         if access.shared and access.is_write and access.followed and not access.in_barrier_loop:
             writes.setdefault(access.function_usr, []).append(access)
-    for kernel_writes in writes.values():
-        budget = Budget(seconds)
+    for kernel, kernel_writes in writes.items():
+        budget = model.solver_budget(kernel, seconds)
         reported: set[int] = set()
         for first, second in combinations_with_replacement(kernel_writes[:MAX_WRITES], 2):
             if first.pointer != second.pointer or first.phase != second.phase or id(second) in reported:

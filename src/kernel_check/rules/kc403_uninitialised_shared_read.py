@@ -107,8 +107,8 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for access in model.symbolic_accesses:
         if access.shared:
             kernels.setdefault(access.function_usr, []).append(access)
-    for accesses in kernels.values():
-        budget = Budget(seconds)
+    for kernel, accesses in kernels.items():
+        budget = model.solver_budget(kernel, seconds)
         unfollowed = {a.pointer for a in accesses if a.is_write and not a.followed}
         reported: set[str] = set()
         for read in _checked_reads(accesses, unfollowed)[:MAX_READS]:

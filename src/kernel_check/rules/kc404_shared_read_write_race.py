@@ -88,8 +88,8 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for access in model.symbolic_accesses:
         if access.shared and access.followed:
             kernels.setdefault(access.function_usr, []).append(access)
-    for accesses in kernels.values():
-        budget = Budget(seconds)
+    for kernel, accesses in kernels.items():
+        budget = model.solver_budget(kernel, seconds)
         writes = [a for a in accesses if a.is_write][:MAX_WRITES]
         launches = _launches(model, accesses)
         for read in [a for a in accesses if not a.is_write][:MAX_READS]:
