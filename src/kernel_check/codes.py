@@ -203,6 +203,13 @@ UNINITIALISED_SHARED_READ = _define(
     Language.CPP,
     "a shared-memory read of an element no thread of the block wrote before it",
 )
+UNGUARDED_NARROWING_CONVERSION = _define(
+    "KC405",
+    "unguarded-narrowing-conversion",
+    Severity.ERROR,
+    Language.CPP,
+    "a tensor's value reaches an unsaturated conversion to fp8 or an integer with no clamp or guard",
+)
 
 # C++/CUDA: programmatic dependent launch (PDL).
 READ_BEFORE_PDL_WAIT = _define(

@@ -123,6 +123,7 @@ class SemanticModel:
         self.symbolic_accesses = source.symbolic_accesses
         self.symbolic_products = source.symbolic_products
         self.launch_contracts = source.launch_contracts
+        self.narrowing_conversions = source.narrowing_conversions
         self.header_library = source.header_library
         self._feeds: dict[str, list[VectorFeed]] = {}  # vector_feeds by launcher USR
 
