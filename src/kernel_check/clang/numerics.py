@@ -63,7 +63,20 @@ _MINIMA = frozenset({"fminf", "fmin", "fminl", "min", "__hmin", "__hmin2", "__nv
 _MAXIMA = frozenset({"fmaxf", "fmax", "fmaxl", "max", "__hmax", "__hmax2", "__nv_max"})
 _CLAMPS = frozenset({"clamp", "clampf"})
 _ROUNDING = frozenset(
-    {"roundf", "rintf", "nearbyintf", "truncf", "floorf", "ceilf", "round", "rint", "nearbyint", "trunc", "floor", "ceil"}
+    {
+        "roundf",
+        "rintf",
+        "nearbyintf",
+        "truncf",
+        "floorf",
+        "ceilf",
+        "round",
+        "rint",
+        "nearbyint",
+        "trunc",
+        "floor",
+        "ceil",
+    }
 )
 _ABSOLUTE = frozenset({"fabsf", "fabs", "abs", "__habs"})
 _UNIT_RANGE = {"tanhf": (-1.0, 1.0), "tanh": (-1.0, 1.0), "sinf": (-1.0, 1.0), "cosf": (-1.0, 1.0)}
@@ -122,6 +135,11 @@ class Value:
 
 
 UNKNOWN = Value()
+
+
+def _read(span: Span, key: int | None) -> Value:
+    """An element read from memory at `span` (through the pointer or vector `key`): any value."""
+    return Value(unbounded=True, nan=True, origin=span, deps=frozenset({key}) if key is not None else frozenset())
 
 
 def _constant(number: float) -> Value:
@@ -415,8 +433,7 @@ class Numerics:
         self.value(base, walk)
         if not base.type.is_pointer or _is_integer(expr.type):
             return UNKNOWN
-        deps = frozenset({key}) if key is not None else frozenset()
-        return Value(unbounded=True, nan=True, origin=expr.span, deps=deps)
+        return _read(expr.span, key)
 
     def _member(self, expr: Expr, walk: _Walk) -> Value:
         """`v.x` of a local vector holds what the vector holds; other members are unknown."""
@@ -454,11 +471,11 @@ class Numerics:
         op = expr.operator
         if op == "=":
             value = self.value(right, walk)
-            self._store(left, value, walk)
+            self._assign(left, value, walk)
             return value
         if op in ("+=", "-=", "*=", "/="):
             value = arithmetic(self.value(left, walk), self.value(right, walk), op[0])
-            self._store(left, value, walk)
+            self._assign(left, value, walk)
             return value
         a, b = self.value(left, walk), self.value(right, walk)
         if op in ("+", "-", "*", "/"):
@@ -514,7 +531,7 @@ class Numerics:
         if op in ("+", "-", "*", "/") and len(values) == 2:
             return arithmetic(values[0], values[1], op)
         if op == "=" and len(operands) == 2:
-            self._store(operands[0], values[1], walk)
+            self._assign(operands[0], values[1], walk)
             return values[1]
         return UNKNOWN
 
@@ -550,14 +567,19 @@ class Numerics:
             obj = callee.children[0].stripped()
             if obj.kind is ExprKind.REF and obj.ref is not None and obj.ref.key in walk.env:
                 if expr.name.startswith(_LOAD_METHODS) and any(a.type.is_pointer for a in expr.arguments):
-                    walk.env[obj.ref.key] = Value(unbounded=True, nan=True, origin=expr.span, deps=frozenset({obj.ref.key}))
+                    walk.env[obj.ref.key] = _read(expr.span, obj.ref.key)
                 elif not expr.name.startswith("store") and (expr.ref is None or expr.ref.is_mutating_method):
                     walk.env[obj.ref.key] = UNKNOWN.with_deps(frozenset({obj.ref.key}))
         for argument in expr.arguments:
             stripped = argument.stripped()
-            if stripped.kind is ExprKind.REF and stripped.ref is not None and stripped.ref.key in walk.env:
-                if argument.kind is not ExprKind.IMPLICIT or stripped.type.canonical.endswith("]"):
-                    walk.env[stripped.ref.key] = UNKNOWN.with_deps(frozenset({stripped.ref.key}))
+            by_reference = argument.kind is not ExprKind.IMPLICIT or stripped.type.canonical.endswith("]")
+            if (
+                by_reference
+                and stripped.kind is ExprKind.REF
+                and stripped.ref is not None
+                and stripped.ref.key in walk.env
+            ):
+                walk.env[stripped.ref.key] = UNKNOWN.with_deps(frozenset({stripped.ref.key}))
 
     def _follow(self, expr: Expr, values: list[Value], walk: _Walk) -> None:
         """Walk a device function of the checked file with the arguments' values bound to its
@@ -576,12 +598,9 @@ class Numerics:
             self._walk(callee, env, walk.depth + 1, walk.call or expr.span)
 
     # -- effects -----------------------------------------------------------------------------
-    def _store(self, target: Expr, value: Value, walk: _Walk) -> None:
+    def _assign(self, target: Expr, value: Value, walk: _Walk) -> None:
         """An assignment: a local (or an element or member of a local array or vector) holds
         the value from here on; a store to memory is not followed."""
-        self._assign(target, value, walk)
-
-    def _assign(self, target: Expr, value: Value, walk: _Walk) -> None:
         node = target.stripped()
         while node.kind in (ExprKind.SUBSCRIPT, ExprKind.MEMBER) and node.children:
             if node.kind is ExprKind.SUBSCRIPT:
