@@ -100,6 +100,7 @@ _FLOAT_CONVERSIONS = frozenset(
         "__ldcs",
         "__ldlu",
         "__ldcv",
+        "cast",  # sgl_kernel's `cast<To>(from)` between floating scalars and vectors
     }
 )
 # Float to 32/64-bit integer with saturation (NaN becomes 0): defined, but its result keeps
@@ -109,6 +110,10 @@ _SATURATING_TO_INT = {
     for prefix, bits in (("__float2int_", 32), ("__float2uint_", -32), ("__float2ll_", 64), ("__float2ull_", -64))
     for rounding in ("rn", "rz", "rd", "ru")
 }
+# Build a vector of their arguments: it holds what they hold.
+_VECTOR_BUILDERS = frozenset(
+    {"make_float2", "make_float4", "make_double2", "__floats2half2_rn", "__floats2bfloat162_rn", "__halves2half2"}
+)
 _SHUFFLES = frozenset({"__shfl_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_down_sync"})
 _LOAD_METHODS = ("load", "ld", "cast_load")  # a vector's method that fills it from a pointer
 
@@ -318,6 +323,8 @@ class Numerics:
             if _is_integer(var.type) and not initial.wild:
                 initial = _integer_range(var.type)
             walk.env[var.key] = initial.with_deps(frozenset({var.key}))
+            for binding in var.bindings:  # `auto [x, y] = pair`: each name holds what the pair holds
+                walk.env[binding.key] = initial.with_deps(frozenset({binding.key}))
 
     def _guard(self, condition: Expr | None, walk: _Walk) -> None:
         if condition is None:
@@ -389,6 +396,8 @@ class Numerics:
             return self._conditional(expr, walk)
         if kind is ExprKind.CALL:
             return self._call(expr, walk)
+        if kind is ExprKind.INIT_LIST and expr.children:
+            return _join_all([self.value(child, walk) for child in expr.children])  # `float2{a, b}`
         for child in expr.children:
             self.value(child, walk)
         return UNKNOWN
@@ -510,6 +519,9 @@ class Numerics:
         known = _library_call(name, values)
         if known is not None:
             return known
+        loads = name.startswith(_LOAD_METHODS) and any(a.type.is_pointer for a in arguments)
+        if loads and _bare(expr.type.canonical) != "void":
+            return _read(expr.span, None)  # `gmem.load(ptr, i)`: a vector of memory's values
         if name in FP8_CONVERSIONS and len(arguments) >= 3:
             self._fp8_conversion(expr, arguments, values, walk)
             return UNKNOWN
@@ -661,6 +673,8 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
         return Value(clamp_low, clamp_high, False, False, first.origin, first.deps)
     if bare in _SHUFFLES and len(values) >= 2:
         return values[1]
+    if bare in _VECTOR_BUILDERS:
+        return _join_all(values)
     return None
 
 
