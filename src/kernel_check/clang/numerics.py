@@ -12,7 +12,7 @@ saturate: they are not narrowing conversions in this sense.
 
 Each function of the checked file that runs on the device is walked in execution order
 with an environment from local variables to a `Value`: the bounds known to hold, and what
-is known to be *reachable* -- arbitrarily large magnitudes (`unbounded`) or NaN -- because
+is known to be *reachable* -- arbitrarily large magnitudes (an infinite bound) or NaN -- because
 the value comes, through arithmetic that keeps it so, from a floating element read from
 memory (a tensor's element: the contract bounds its shape, never its values). Clamps
 (`fminf`/`fmaxf`, `min`/`max`, `clamp`, `__saturatef`, `tanhf`) bound it, constants and
@@ -30,7 +30,7 @@ parameter is reported at the conversion, with the call that feeds it a tensor's 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..model import FunctionKind, NarrowingConversion, Span
 from .program import Expr, ExprKind, Function, Program, Stmt, StmtKind, TypeFacts
@@ -118,15 +118,20 @@ _SHUFFLES = frozenset({"__shfl_sync", "__shfl_xor_sync", "__shfl_up_sync", "__sh
 _LOAD_METHODS = ("load", "ld", "cast_load")  # a vector's method that fills it from a pointer
 
 
+INF = math.inf
+
+
 @dataclass(frozen=True)
 class Value:
-    """What is known of a value: `low`/`high` hold (None: no bound known); `unbounded` and
-    `nan` are reachable (from `origin`, the read that makes them so); `deps`: the variables
-    (and the pointers read) it is computed from, for the guards."""
+    """What is known of a value. `low`/`high`: a bound that holds, where an infinite one is a
+    reachable side (the value can be arbitrarily large that way) and None is a side nothing
+    is known of (a finite bound the walk cannot name: never reported); `nan`: NaN is
+    reachable; `origin`: the read of memory that makes the value reachable at all (None for
+    constants and integers); `deps`: the variables (and the pointers read) it is computed
+    from, for the guards."""
 
     low: float | None = None
     high: float | None = None
-    unbounded: bool = False
     nan: bool = False
     origin: Span | None = None
     deps: frozenset[int] = frozenset()
@@ -134,6 +139,10 @@ class Value:
     @property
     def wild(self) -> bool:
         return self.origin is not None
+
+    @property
+    def two_sided(self) -> bool:
+        return self.low == -INF and self.high == INF
 
     def with_deps(self, deps: frozenset[int]) -> Value:
         return replace(self, deps=self.deps | deps)
@@ -144,7 +153,7 @@ UNKNOWN = Value()
 
 def _read(span: Span, key: int | None) -> Value:
     """An element read from memory at `span` (through the pointer or vector `key`): any value."""
-    return Value(unbounded=True, nan=True, origin=span, deps=frozenset({key}) if key is not None else frozenset())
+    return Value(-INF, INF, nan=True, origin=span, deps=frozenset({key}) if key is not None else frozenset())
 
 
 def _constant(number: float) -> Value:
@@ -171,67 +180,77 @@ def _is_integer(type_: TypeFacts) -> bool:
     return type_.bits is not None and _bare(type_.canonical) != "bool"
 
 
+def _lowest(a: float | None, b: float | None) -> float | None:
+    """The lower of two lower bounds: a reachable -inf wins, an unknown one makes it unknown."""
+    if a == -INF or b == -INF:
+        return -INF
+    return None if a is None or b is None else min(a, b)
+
+
+def _highest(a: float | None, b: float | None) -> float | None:
+    if a == INF or b == INF:
+        return INF
+    return None if a is None or b is None else max(a, b)
+
+
+def _combined(a: Value, b: Value, low: float | None, high: float | None, nan: bool) -> Value:
+    return Value(low, high, nan, a.origin or b.origin, a.deps | b.deps)
+
+
 def join(a: Value, b: Value) -> Value:
     """A value that is `a` on one path and `b` on another."""
-    low = min(a.low, b.low) if a.low is not None and b.low is not None else None
-    high = max(a.high, b.high) if a.high is not None and b.high is not None else None
-    return Value(low, high, a.unbounded or b.unbounded, a.nan or b.nan, a.origin or b.origin, a.deps | b.deps)
+    return _combined(a, b, _lowest(a.low, b.low), _highest(a.high, b.high), a.nan or b.nan)
 
 
-def _interval(a: Value, b: Value, op: str) -> tuple[float | None, float | None]:
-    if None in (a.low, a.high, b.low, b.high):
-        return None, None
-    assert a.low is not None and a.high is not None and b.low is not None and b.high is not None
-    if op == "/":
-        if b.low <= 0 <= b.high:
-            return None, None
-        ends = [x / y for x in (a.low, a.high) for y in (b.low, b.high)]
-    elif op == "*":
-        ends = [x * y for x in (a.low, a.high) for y in (b.low, b.high)]
-    elif op == "+":
-        ends = [a.low + b.low, a.high + b.high]
-    else:
-        ends = [a.low - b.high, a.high - b.low]
-    if any(math.isnan(e) or math.isinf(e) for e in ends):
-        return None, None
-    return min(ends), max(ends)
+def _product(x: float, y: float) -> float:
+    return 0.0 if x == 0 or y == 0 else x * y
+
+
+def _ends(values: list[float]) -> tuple[float, float] | None:
+    if any(math.isnan(v) for v in values):
+        return None
+    return min(values), max(values)
 
 
 def arithmetic(a: Value, b: Value, op: str) -> Value:
-    """`a op b` for + - * /: an unbounded operand keeps the result unbounded (a divisor aside),
-    NaN propagates."""
-    low, high = _interval(a, b, op)
+    """`a op b` for + - * /, each side's bound from the operands' (NaN propagates). With an
+    operand unknown, only a value unbounded both ways stays so (`x * scale`, `x / scale`)."""
+    nan = a.nan or b.nan
+    if op in ("+", "-"):
+        b_low, b_high = (b.low, b.high) if op == "+" else (_negated(b.high), _negated(b.low))
+        low = -INF if -INF in (a.low, b_low) else None if None in (a.low, b_low) else a.low + b_low  # type: ignore[operator]
+        high = INF if INF in (a.high, b_high) else None if None in (a.high, b_high) else a.high + b_high  # type: ignore[operator]
+        return _combined(a, b, low, high, nan)
+    known = None not in (a.low, a.high, b.low, b.high)
+    if known and op == "*":
+        ends = _ends([_product(x, y) for x in (a.low, a.high) for y in (b.low, b.high)])  # type: ignore[arg-type]
+        if ends is not None:
+            return _combined(a, b, ends[0], ends[1], nan)
+    if known and op == "/" and not b.low <= 0 <= b.high:  # type: ignore[operator]
+        ends = _ends([x / y for x in (a.low, a.high) for y in (b.low, b.high)])  # type: ignore[operator]
+        if ends is not None:
+            return _combined(a, b, ends[0], ends[1], nan)
     zero = (0.0, 0.0)
-    if op == "/":
-        unbounded = a.unbounded
-    elif op == "*":
-        unbounded = (a.unbounded and (b.low, b.high) != zero) or (b.unbounded and (a.low, a.high) != zero)
-    else:
-        unbounded = a.unbounded or b.unbounded
-    bounded = low is not None and high is not None
-    return Value(low, high, unbounded and not bounded, a.nan or b.nan, a.origin or b.origin, a.deps | b.deps)
+    spread = (a.two_sided and (b.low, b.high) != zero) or (op == "*" and b.two_sided and (a.low, a.high) != zero)
+    return _combined(a, b, -INF, INF, nan) if spread else _combined(a, b, None, None, nan)
 
 
-def _bounded(value: Value, low: float | None, high: float | None, nan: bool) -> Value:
-    """`value` with new bounds (reachable when it was: a clamp's bounds are); no longer
-    unbounded once both are known."""
-    unbounded = value.unbounded and (low is None or high is None)
-    return Value(low, high, unbounded, nan, value.origin, value.deps)
+def _negated(bound: float | None) -> float | None:
+    return -bound if bound is not None else None
 
 
 def minimum(a: Value, b: Value) -> Value:
     """`fminf(a, b)`: at most either's upper bound; NaN only when both can be."""
     highs = [h for h in (a.high, b.high) if h is not None]
-    low = min(a.low, b.low) if a.low is not None and b.low is not None else None
-    value = _bounded(join(a, b), low, min(highs) if highs else None, a.nan and b.nan)
-    return value
+    high = min(highs) if len(highs) == 2 else (highs[0] if highs and highs[0] != INF else None)
+    return _combined(a, b, _lowest(a.low, b.low), high, a.nan and b.nan)
 
 
 def maximum(a: Value, b: Value) -> Value:
     """`fmaxf(a, b)`: at least either's lower bound; NaN only when both can be."""
     lows = [low for low in (a.low, b.low) if low is not None]
-    high = max(a.high, b.high) if a.high is not None and b.high is not None else None
-    return _bounded(join(a, b), max(lows) if lows else None, high, a.nan and b.nan)
+    low = max(lows) if len(lows) == 2 else (lows[0] if lows and lows[0] != -INF else None)
+    return _combined(a, b, low, _highest(a.high, b.high), a.nan and b.nan)
 
 
 def violation(value: Value, low: float, high: float, nan_counts: bool) -> str:
@@ -240,9 +259,12 @@ def violation(value: Value, low: float, high: float, nan_counts: bool) -> str:
         return ""
     if nan_counts and value.nan:
         return "can be NaN"
-    if value.unbounded:
-        side = "upper " if value.low is not None else "lower " if value.high is not None else ""
-        return f"has no {side}bound"
+    if value.two_sided:
+        return "has no bound"
+    if value.low == -INF:
+        return "has no lower bound"
+    if value.high == INF:
+        return "has no upper bound"
     if value.low is not None and value.low < low:
         return f"can be as low as {value.low:g}"
     if value.high is not None and value.high > high:
@@ -259,6 +281,8 @@ class _Walk:
     untracked: set[int]  # shared arrays: their reads are unknown
     depth: int
     call: Span | None  # the call that bound the parameters (for the finding's related location)
+    body: Span  # the function's body
+    returns: list[Value] = field(default_factory=list)  # what its `return` statements give
 
 
 class Numerics:
@@ -268,7 +292,7 @@ class Numerics:
     def __init__(self, program: Program) -> None:
         self.program = program
         self.found: dict[int, NarrowingConversion] = {}  # by the conversion's start offset
-        self._followed: set[tuple[int, tuple[Value, ...]]] = set()
+        self._returns: dict[tuple[int, tuple[Value, ...]], Value] = {}  # by callee and arguments
 
     def add_function(self, function: Function) -> None:
         """Walk a kernel or device function of the checked file, its parameters unknown."""
@@ -282,10 +306,14 @@ class Numerics:
     def conversions(self) -> list[NarrowingConversion]:
         return sorted(self.found.values(), key=lambda c: c.span.start)
 
-    def _walk(self, function: Function, env: dict[int, Value], depth: int, call: Span | None) -> None:
+    def _walk(self, function: Function, env: dict[int, Value], depth: int, call: Span | None) -> Value:
+        """Walk `function`'s body from `env`; what it returns (unknown when nothing is known)."""
         body = function.buildable_body
-        if body is not None:
-            self._block(body, _Walk(dict(env), set(), set(), depth, call))
+        if body is None:
+            return UNKNOWN
+        walk = _Walk(dict(env), set(), set(), depth, call, body.span)
+        self._block(body, walk)
+        return _join_all(walk.returns) if walk.returns else UNKNOWN
 
     # -- statements --------------------------------------------------------------------------
     def _block(self, stmt: Stmt, walk: _Walk) -> None:
@@ -302,7 +330,9 @@ class Numerics:
         else:
             self._declare(stmt, walk)
             for expr in stmt.exprs:
-                self.value(expr, walk)
+                value = self.value(expr, walk)
+                if kind is StmtKind.RETURN:
+                    walk.returns.append(value)
             for nested in stmt.live_stmts():
                 self._block(nested, walk)
 
@@ -426,7 +456,7 @@ class Numerics:
                 self._record(expr, source, inner, expr.type.spelling, reason, walk)
                 return replace(target, deps=inner.deps)
         if from_float:
-            return _bounded(inner, inner.low, inner.high, nan=False)
+            return replace(inner, nan=False)
         return inner
 
     def _element(self, expr: Expr, base: Expr, walk: _Walk, index: Expr | None) -> Value:
@@ -526,8 +556,7 @@ class Numerics:
             self._fp8_conversion(expr, arguments, values, walk)
             return UNKNOWN
         self._method_effects(expr, walk)
-        self._follow(expr, values, walk)
-        return UNKNOWN
+        return self._follow(expr, values, walk)
 
     def _operator(self, expr: Expr, walk: _Walk) -> Value:
         """An overloaded operator call: a conversion operator (`float(h)` of a half) keeps its
@@ -593,21 +622,26 @@ class Numerics:
             ):
                 walk.env[stripped.ref.key] = UNKNOWN.with_deps(frozenset({stripped.ref.key}))
 
-    def _follow(self, expr: Expr, values: list[Value], walk: _Walk) -> None:
-        """Walk a device function of the checked file with the arguments' values bound to its
-        parameters, where one of them is reachably out of range."""
-        if walk.depth >= MAX_CALL_DEPTH or not any(v.wild for v in values):
-            return
-        for callee in expr.callees:
-            if callee.kind is FunctionKind.HOST or callee.file != self.program.path or callee.buildable_body is None:
-                continue
-            bound = tuple(values[: len(callee.params)])
-            key = (id(callee), tuple(replace(v, deps=frozenset()) for v in bound))
-            if key in self._followed:
-                continue
-            self._followed.add(key)
-            env = {p.key: v for p, v in zip(callee.params, bound, strict=False) if not p.is_reference}
-            self._walk(callee, env, walk.depth + 1, walk.call or expr.span)
+    def _follow(self, expr: Expr, values: list[Value], walk: _Walk) -> Value:
+        """Walk the device function of the checked file a call names, the arguments' values bound
+        to its scalar parameters (a non-const reference parameter is an output: unknown); what it
+        returns, once per callee and arguments."""
+        callees = [c for c in expr.callees if c.kind is not FunctionKind.HOST and c.file == self.program.path]
+        if walk.depth >= MAX_CALL_DEPTH or len(callees) != 1 or callees[0].buildable_body is None:
+            return UNKNOWN
+        callee = callees[0]
+        bound = tuple(values[: len(callee.params)])
+        key = (id(callee), tuple(replace(v, deps=frozenset()) for v in bound))
+        if key not in self._returns:
+            self._returns[key] = UNKNOWN  # a recursive call meanwhile is unknown
+            env = {  # a pointer parameter's reads are reads of memory
+                p.key: v
+                for p, v in zip(callee.params, bound, strict=False)
+                if p.declarator == "value" or (p.declarator == "reference" and p.pointee_is_const)
+            }
+            self._returns[key] = self._walk(callee, env, walk.depth + 1, walk.call or expr.span)
+        returned = self._returns[key]
+        return replace(returned, deps=returned.deps | frozenset().union(*(v.deps for v in values)))
 
     # -- effects -----------------------------------------------------------------------------
     def _assign(self, target: Expr, value: Value, walk: _Walk) -> None:
@@ -634,8 +668,14 @@ class Numerics:
             return
         if expr.span.start in self.found:
             return
+        passed_in = walk.call is not None and not walk.body.contains(value.origin)
         self.found[expr.span.start] = NarrowingConversion(
-            span=expr.span, source=source.span, target=target, reason=reason, origin=value.origin, call=walk.call
+            span=expr.span,
+            source=source.span,
+            target=target,
+            reason=reason,
+            origin=value.origin,
+            call=walk.call if passed_in else None,
         )
 
 
@@ -664,13 +704,13 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
         low, high = _UNIT_RANGE[bare]
         return Value(low, high, nan=first.nan, origin=first.origin if first.nan else None, deps=first.deps)
     if bare in _EXPONENTIALS:
-        return Value(0.0, None, first.unbounded, first.nan, first.origin, first.deps)
+        return Value(0.0, INF if first.high == INF else None, first.nan, first.origin, first.deps)
     if bare in _SATURATING_TO_INT:
         bits = _SATURATING_TO_INT[bare]
         low, high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1) - 1) if bits > 0 else (0.0, 2.0 ** (-bits) - 1)
-        clamp_low = max(first.low, low) if first.low is not None else low
-        clamp_high = min(first.high, high) if first.high is not None else high
-        return Value(clamp_low, clamp_high, False, False, first.origin, first.deps)
+        clamp_low = max(first.low, low) if first.low is not None else None
+        clamp_high = min(first.high, high) if first.high is not None else None
+        return Value(clamp_low, clamp_high, False, first.origin, first.deps)
     if bare in _SHUFFLES and len(values) >= 2:
         return values[1]
     if bare in _VECTOR_BUILDERS:
