@@ -13,12 +13,15 @@ past the range of the type it is converted to:
   saturate either.
 
 A value counts when it is read from memory through a pointer (a tensor's element: the
-kernel's contract bounds its shape and dtype, never its values) and only arithmetic lies
-between the read and the conversion (`+ - * /`, rounding, `fabsf`, conversions between
-floating formats, a local variable, array or vector holding it, a device function of the
-same file it is passed to). It is bounded by `fminf`/`fmaxf`, `min`/`max`, `clamp`,
-`__saturatef`, `tanhf` -- a clamp to both ends of the target's range is the fix; a clamp to
-one end still lets the other through.
+kernel's contract bounds its shape and dtype, never its values; a device function's pointer
+or array parameter counts as memory too) and only arithmetic lies between the read and the
+conversion (`+ - * /`, rounding, `fabsf`, conversions between floating formats, a local
+variable, array or vector holding it, a `load` call's result, `make_float2` and braced
+vectors, a device function of the same file it is passed to or returned from). It is
+bounded by `fminf`/`fmaxf`, `min`/`max`, `clamp`, `__saturatef`, `tanhf` -- a clamp to both
+ends of the target's range is the fix; a clamp to one end still lets the other through. A
+finding names the read it comes from and, for a conversion inside a helper, the call that
+passes the value in.
 
 Never a finding: the saturating conversions (the CUDA fp8 and fp4 types' constructors,
 `__NV_SATFINITE`, CUTLASS's `float_e4m3_t`, `cvt...satfinite` in inline assembly: fp4 has
