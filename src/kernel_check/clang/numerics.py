@@ -135,6 +135,9 @@ class Value:
     nan: bool = False
     origin: Span | None = None
     deps: frozenset[int] = frozenset()
+    # An integer that `__float2int_*` made of a floating value: the only integer that is wild
+    # (an integer read from memory has its type's range: narrowing it is KC111's business).
+    saturated: bool = False
 
     @property
     def wild(self) -> bool:
@@ -194,7 +197,7 @@ def _highest(a: float | None, b: float | None) -> float | None:
 
 
 def _combined(a: Value, b: Value, low: float | None, high: float | None, nan: bool) -> Value:
-    return Value(low, high, nan, a.origin or b.origin, a.deps | b.deps)
+    return Value(low, high, nan, a.origin or b.origin, a.deps | b.deps, a.saturated or b.saturated)
 
 
 def join(a: Value, b: Value) -> Value:
@@ -401,8 +404,8 @@ class Numerics:
         """`expr`'s value, recording the narrowing conversions inside it and applying its
         assignments to the environment."""
         result = self._evaluate(expr, walk)
-        if result is UNKNOWN and _is_integer(expr.type):
-            return _integer_range(expr.type)
+        if _is_integer(expr.type) and (result is UNKNOWN or (result.wild and not result.saturated)):
+            return _integer_range(expr.type).with_deps(result.deps)
         return result
 
     def _evaluate(self, expr: Expr, walk: _Walk) -> Value:
@@ -426,11 +429,23 @@ class Numerics:
             return self._conditional(expr, walk)
         if kind is ExprKind.CALL:
             return self._call(expr, walk)
+        if kind is ExprKind.LAMBDA:
+            self._lambda(expr, walk)
+            return UNKNOWN
         if kind is ExprKind.INIT_LIST and expr.children:
             return _join_all([self.value(child, walk) for child in expr.children])  # `float2{a, b}`
         for child in expr.children:
             self.value(child, walk)
         return UNKNOWN
+
+    def _lambda(self, expr: Expr, walk: _Walk) -> None:
+        """A lambda's body, walked where it is written (a kernel's work often sits in one handed
+        to a scheduler): what it captures is what the enclosing code holds there, its own
+        parameters are unknown, and its effects stay inside it."""
+        body = expr.lambda_body
+        if body is not None:
+            inner = _Walk(dict(walk.env), set(walk.guarded), set(walk.untracked), walk.depth, walk.call, walk.body)
+            self._block(body, inner)
 
     def _reference(self, expr: Expr, walk: _Walk) -> Value:
         ref = expr.ref
@@ -535,12 +550,12 @@ class Numerics:
 
     # -- calls -------------------------------------------------------------------------------
     def _call(self, expr: Expr, walk: _Walk) -> Value:
-        name = expr.name
+        name = _callee_name(expr)
         arguments = expr.arguments
         if name.startswith("operator") and name not in ("operator[]", "operator()"):
-            return self._operator(expr, walk)
+            return self._operator(expr, name, walk)
         if name == "operator[]":
-            operands = [c for c in expr.children if not c.name.startswith("operator")]
+            operands = _operands(expr)
             if operands:
                 return self._element(expr, operands[0], walk, operands[1] if len(operands) > 1 else None)
         values = [self.value(a, walk) for a in arguments]
@@ -558,11 +573,10 @@ class Numerics:
         self._method_effects(expr, walk)
         return self._follow(expr, values, walk)
 
-    def _operator(self, expr: Expr, walk: _Walk) -> Value:
-        """An overloaded operator call: a conversion operator (`float(h)` of a half) keeps its
-        object's value; arithmetic on vector types is followed as arithmetic."""
-        name = expr.name
-        operands = [c for c in expr.children if not c.name.startswith("operator")]
+    def _operator(self, expr: Expr, name: str, walk: _Walk) -> Value:
+        """An overloaded operator call (or a dependent one in a template): a conversion operator
+        (`float(h)` of a half) keeps its object's value; arithmetic is followed as arithmetic."""
+        operands = _operands(expr)
         if name.startswith("operator ") and expr.children:  # a conversion: `operator float`
             member = expr.children[0].stripped()
             base = member.children[0] if member.kind is ExprKind.MEMBER and member.children else member
@@ -710,12 +724,33 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
         low, high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1) - 1) if bits > 0 else (0.0, 2.0 ** (-bits) - 1)
         clamp_low = max(first.low, low) if first.low is not None else None
         clamp_high = min(first.high, high) if first.high is not None else None
-        return Value(clamp_low, clamp_high, False, first.origin, first.deps)
+        return Value(clamp_low, clamp_high, False, first.origin, first.deps, saturated=True)
     if bare in _SHUFFLES and len(values) >= 2:
         return values[1]
     if bare in _VECTOR_BUILDERS:
         return _join_all(values)
     return None
+
+
+def _operands(call: Expr) -> list[Expr]:
+    """An operator call's operands: its children but the operator's name."""
+    return [
+        c
+        for c in call.children
+        if not (c.stripped().kind is ExprKind.REF and _callee_name(c.stripped()).startswith("operator"))
+    ]
+
+
+def _callee_name(node: Expr) -> str:
+    """The name a call (or a reference) names; inside a template, where clang leaves a call
+    dependent (`cast<T>(x)`, `x * s`), the name of the candidates it may call."""
+    if node.name:
+        return node.name
+    for part in (node, *node.children):
+        candidates = part.stripped().candidates
+        if candidates:
+            return candidates[0].name
+    return ""
 
 
 def _literal(expr: Expr) -> float | None:
