@@ -23,8 +23,12 @@ inline assembly's outputs) is unknown, which is never reported. A value whose va
 `?:` -- counts as guarded and is not reported either.
 
 A call of a device function defined in the checked file is followed with its arguments'
-values bound to its parameters (`MAX_CALL_DEPTH` deep), so a helper that converts its
-parameter is reported at the conversion, with the call that feeds it a tensor's element.
+values bound to its scalar parameters (`MAX_CALL_DEPTH` deep): a helper that converts its
+parameter is reported at the conversion, with the call that feeds it a tensor's element,
+and what it returns is the join of its `return`s. A lambda's body is walked where it is
+written; inside a template, a call or operator clang leaves dependent is named by its
+candidates (`cast<T>(x)`, `x * s`). A pointer or array parameter of a device function counts
+as memory: what a helper reads through one, a caller's tensor or not, is any value.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ values built from integers (index arithmetic), a value any earlier condition of 
 tests (`if (isnan(v))`, a loop bound, a `?:` comparing it: a guard the walk does not
 evaluate), a value that goes through something the walk does not follow (a call of an
 unknown function, a member of a params struct, shared memory, inline assembly), and
-conversions inside a template whose types are not known.
+conversions to a type a template leaves dependent (`static_cast<T>(v)`: which type is not
+known).
 
 ## Why is this bad?
 Converting a float that is out of range, or NaN, to an integer is undefined behaviour in
