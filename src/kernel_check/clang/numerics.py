@@ -40,6 +40,7 @@ from ..model import FunctionKind, NarrowingConversion, Span
 from .program import Expr, ExprKind, Function, Program, Stmt, StmtKind, TypeFacts
 
 MAX_CALL_DEPTH = 3  # how deep a call of a device function of the file is followed
+MAX_CANDIDATES = 4  # the functions one call may reach that are followed (overloads, specializations)
 FLOATING = frozenset({"float", "double", "long double"})
 FP8_MAX = {0: 448.0, 1: 57344.0}  # `__NV_E4M3`, `__NV_E5M2`: the largest finite value
 # The fp8 conversions that take a saturation argument (second), then the format (third).
@@ -568,14 +569,14 @@ class Numerics:
         known = _library_call(name, values)
         if known is not None:
             return known
-        loads = name.startswith(_LOAD_METHODS) and any(a.type.is_pointer for a in arguments)
-        if loads and _bare(expr.type.canonical) != "void":
+        loads = name.startswith(_LOAD_METHODS) and any(_points(a) for a in arguments)
+        if loads and _bare(expr.type.canonical) not in ("void", "<dependent type>"):
             return _read(expr.span, None)  # `gmem.load(ptr, i)`: a vector of memory's values
         if name in FP8_CONVERSIONS and len(arguments) >= 3:
             self._fp8_conversion(expr, arguments, values, walk)
             return UNKNOWN
-        self._method_effects(expr, walk)
-        return self._follow(expr, values, walk)
+        self._method_effects(expr, name, loads, walk)
+        return self._follow(expr, name, values, walk)
 
     def _operator(self, expr: Expr, name: str, walk: _Walk) -> Value:
         """An overloaded operator call (or a dependent one in a template): a conversion operator
@@ -617,7 +618,7 @@ class Numerics:
         if reason:
             self._record(expr, arguments[0], values[0], f"fp8 (`{expr.name}` with `__NV_NOSAT`)", reason, walk)
 
-    def _method_effects(self, expr: Expr, walk: _Walk) -> None:
+    def _method_effects(self, expr: Expr, name: str, loads: bool, walk: _Walk) -> None:
         """A method of a local vector that fills it from a pointer (`v.load(ptr, i)`) makes it
         hold memory's values; any other non-const method, or a reference argument, makes it
         unknown."""
@@ -625,9 +626,9 @@ class Numerics:
         if callee is not None and callee.kind is ExprKind.MEMBER and callee.children:
             obj = callee.children[0].stripped()
             if obj.kind is ExprKind.REF and obj.ref is not None and obj.ref.key in walk.env:
-                if expr.name.startswith(_LOAD_METHODS) and any(a.type.is_pointer for a in expr.arguments):
+                if loads:
                     walk.env[obj.ref.key] = _read(expr.span, obj.ref.key)
-                elif not expr.name.startswith("store") and (expr.ref is None or expr.ref.is_mutating_method):
+                elif not name.startswith("store") and (expr.ref is None or expr.ref.is_mutating_method):
                     walk.env[obj.ref.key] = UNKNOWN.with_deps(frozenset({obj.ref.key}))
         for argument in expr.arguments:
             stripped = argument.stripped()
@@ -640,14 +641,25 @@ class Numerics:
             ):
                 walk.env[stripped.ref.key] = UNKNOWN.with_deps(frozenset({stripped.ref.key}))
 
-    def _follow(self, expr: Expr, values: list[Value], walk: _Walk) -> Value:
-        """Walk the device function of the checked file a call names, the arguments' values bound
-        to its scalar parameters (a non-const reference parameter is an output: unknown); what it
-        returns, once per callee and arguments."""
-        callees = [c for c in expr.callees if c.kind is not FunctionKind.HOST and c.file == self.program.path]
-        if walk.depth >= MAX_CALL_DEPTH or len(callees) != 1 or callees[0].buildable_body is None:
+    def _follow(self, expr: Expr, name: str, values: list[Value], walk: _Walk) -> Value:
+        """Walk the device functions of the checked file a call may reach, the arguments' values
+        bound to their scalar parameters (a non-const reference parameter is an output:
+        unknown); the join of what they return, once per callee and arguments. A dependent
+        `Trait::f(...)` in a template may reach each static method `f` of the file's records."""
+        if walk.depth >= MAX_CALL_DEPTH:
             return UNKNOWN
-        callee = callees[0]
+        callees = list(expr.callees)
+        if not callees and name and _names_type_member(expr):
+            callees = self.program.static_methods_named(expr, name)
+        callees = [c for c in callees if c.kind is not FunctionKind.HOST and c.file == self.program.path]
+        if not callees or len(callees) > MAX_CANDIDATES:
+            return UNKNOWN
+        returned = _join_all([self._returned(callee, expr, values, walk) for callee in callees])
+        return replace(returned, deps=returned.deps | frozenset().union(*(v.deps for v in values)))
+
+    def _returned(self, callee: Function, call: Expr, values: list[Value], walk: _Walk) -> Value:
+        if callee.buildable_body is None:
+            return UNKNOWN
         bound = tuple(values[: len(callee.params)])
         key = (id(callee), tuple(replace(v, deps=frozenset()) for v in bound))
         if key not in self._returns:
@@ -657,9 +669,8 @@ class Numerics:
                 for p, v in zip(callee.params, bound, strict=False)
                 if p.declarator == "value" or (p.declarator == "reference" and p.pointee_is_const)
             }
-            self._returns[key] = self._walk(callee, env, walk.depth + 1, walk.call or expr.span)
-        returned = self._returns[key]
-        return replace(returned, deps=returned.deps | frozenset().union(*(v.deps for v in values)))
+            self._returns[key] = self._walk(callee, env, walk.depth + 1, call.span)
+        return self._returns[key]
 
     # -- effects -----------------------------------------------------------------------------
     def _assign(self, target: Expr, value: Value, walk: _Walk) -> None:
@@ -747,14 +758,28 @@ def _operands(call: Expr) -> list[Expr]:
 
 def _callee_name(node: Expr) -> str:
     """The name a call (or a reference) names; inside a template, where clang leaves a call
-    dependent (`cast<T>(x)`, `x * s`), the name of the candidates it may call."""
+    dependent, the name of the candidates it may call (`cast<T>(x)`, `x * s`) or the member
+    of a dependent type it names (`Trait::quant(x)`)."""
     if node.name:
         return node.name
     for part in (node, *node.children):
-        candidates = part.stripped().candidates
-        if candidates:
-            return candidates[0].name
+        stripped = part.stripped()
+        if stripped.candidates:
+            return stripped.candidates[0].name
+        named_by_tokens = stripped.names_type_member or stripped.kind is ExprKind.MEMBER  # `in.load` in a template
+        if named_by_tokens and stripped.tokens:
+            return stripped.tokens[-1].spelling
     return ""
+
+
+def _points(argument: Expr) -> bool:
+    """Whether an argument is a pointer, or (in a template) arithmetic on one."""
+    return argument.type.is_pointer or any(n.kind is ExprKind.REF and n.type.is_pointer for n in argument.walk())
+
+
+def _names_type_member(call: Expr) -> bool:
+    """Whether a call's callee is a member named through a type (`Trait::quant`)."""
+    return bool(call.children) and call.children[0].stripped().names_type_member
 
 
 def _literal(expr: Expr) -> float | None:
