@@ -42,7 +42,7 @@ from .program import Expr, ExprKind, Function, Program, Stmt, StmtKind, TypeFact
 MAX_CALL_DEPTH = 3  # how deep a call of a device function of the file is followed
 MAX_CANDIDATES = 4  # the functions one call may reach that are followed (overloads, specializations)
 FLOATING = frozenset({"float", "double", "long double"})
-FP8_MAX = {0: 448.0, 1: 57344.0}  # `__NV_E4M3`, `__NV_E5M2`: the largest finite value
+FP8_MAX: dict[int | None, float] = {0: 448.0, 1: 57344.0}  # `__NV_E4M3`, `__NV_E5M2`: the largest finite value
 # The fp8 conversions that take a saturation argument (second), then the format (third).
 FP8_CONVERSIONS = frozenset(
     {
@@ -612,11 +612,11 @@ class Numerics:
     def _fp8_conversion(self, expr: Expr, arguments: tuple[Expr, ...], values: list[Value], walk: _Walk) -> None:
         if arguments[1].stripped().value != NOSAT:
             return  # `__NV_SATFINITE`, or a saturation not known here
-        interpretation = arguments[2].stripped().value
-        largest = FP8_MAX.get(interpretation, max(FP8_MAX.values())) if interpretation is not None else 57344.0
+        largest = FP8_MAX.get(arguments[2].stripped().value, max(FP8_MAX.values()))  # unknown: e5m2's, the wider
         reason = violation(values[0], -largest, largest, nan_counts=False)
         if reason:
-            self._record(expr, arguments[0], values[0], f"fp8 (`{expr.name}` with `__NV_NOSAT`)", reason, walk)
+            target = f"fp8 (`{_callee_name(expr)}` with `__NV_NOSAT`)"
+            self._record(expr, arguments[0], values[0], target, reason, walk)
 
     def _method_effects(self, expr: Expr, name: str, loads: bool, walk: _Walk) -> None:
         """A method of a local vector that fills it from a pointer (`v.load(ptr, i)`) makes it
