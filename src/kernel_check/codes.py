@@ -210,6 +210,13 @@ SHARED_READ_WRITE_RACE = _define(
     Language.CPP,
     "one thread of a block reads a shared-memory element another writes with no barrier between",
 )
+UNGUARDED_NARROWING_CONVERSION = _define(
+    "KC405",
+    "unguarded-narrowing-conversion",
+    Severity.ERROR,
+    Language.CPP,
+    "a tensor's value reaches an unsaturated conversion to fp8 or an integer with no clamp or guard",
+)
 
 # C++/CUDA: programmatic dependent launch (PDL).
 READ_BEFORE_PDL_WAIT = _define(

@@ -848,6 +848,21 @@ class DivergentBarrier:
 
 
 @dataclass(frozen=True)
+class NarrowingConversion:
+    """A conversion without saturation (a floating value to an integer type, an integer
+    saturated from one to a narrower type, fp8 with `__NV_NOSAT`, a c10 fp8 type) of a value
+    that can reach NaN or past the target's range, from a tensor's element, with no clamp
+    and no guard on the way (built by numerics.py)."""
+
+    span: Span  # the conversion
+    source: Span  # the value converted
+    target: str  # the type (or call) it is converted to
+    reason: str  # "can be NaN", "has no bound", "can be as high as 1000"
+    origin: Span  # the read of memory the value comes from
+    call: Span | None = None  # the call that passes it into the helper holding the conversion
+
+
+@dataclass(frozen=True)
 class HeaderLibrary:
     """The `sgl_kernel/` header library a file is checked against: the user's own (found on
     the include path), whose API can differ from the one the guide describes. Rules whose
@@ -1024,6 +1039,7 @@ class SourceModel:
     symbolic_products: list[SymbolicProduct] = field(default_factory=list)
     symbolic_barriers: list[SymbolicBarrier] = field(default_factory=list)
     launch_contracts: list[LaunchContract] = field(default_factory=list)
+    narrowing_conversions: list[NarrowingConversion] = field(default_factory=list)
     header_library: HeaderLibrary = field(default_factory=HeaderLibrary)
 
     @property

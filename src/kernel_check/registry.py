@@ -81,6 +81,7 @@ class Need(enum.Enum):
     SCOPE = "scope"  # clang/scope_facts.py: scope facts
     SYMBOLIC = "symbolic"  # clang/symbolic.py: symbolic offsets of global accesses
     CONTRACTS = "contracts"  # clang/symbolic.py: each launch's contract over the launcher's sizes
+    NUMERICS = "numerics"  # clang/numerics.py: narrowing conversions of unbounded values
 
 
 # What each need builds on: a tier-2 analysis reads the parse, the launcher facts fill in
@@ -93,6 +94,7 @@ _IMPLIED = {
     Need.INTEGERS: {Need.DECLARATIONS},
     Need.SCOPE: {Need.DECLARATIONS},
     Need.SYMBOLIC: {Need.DECLARATIONS},
+    Need.NUMERICS: {Need.DECLARATIONS},
     Need.CONTRACTS: {Need.DECLARATIONS, Need.LAUNCHES, Need.INTERFACE},
 }
 _ALL_NEEDS = {

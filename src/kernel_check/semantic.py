@@ -128,6 +128,7 @@ class SemanticModel:
         self.symbolic_barriers = source.symbolic_barriers
         self._solver_budgets: dict[str, Budget] = {}  # by kernel USR, shared by every rule
         self.launch_contracts = source.launch_contracts
+        self.narrowing_conversions = source.narrowing_conversions
         self.header_library = source.header_library
         self._feeds: dict[str, list[VectorFeed]] = {}  # vector_feeds by launcher USR
 

@@ -58,6 +58,7 @@ from .includers import include_lines
 from .index_values import extract_index_values
 from .kernel_interface import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver
+from .numerics import Numerics
 from .parse import ParsedUnit
 from .pointer_accesses import DataflowExtractor
 from .program import Function as FunctionCode
@@ -98,6 +99,7 @@ class _Extractor:
         self.dataflow = DataflowExtractor(self.model.dataflow_facts, self.program, data)
         self.threads = ThreadDependence(self.program)
         self.launches = LaunchResolver(self.program, data)
+        self.numerics = Numerics(self.program)
         self.comments = Comments(data)
         self.positions = Positions(data)
 
@@ -109,6 +111,8 @@ class _Extractor:
             extract_index_values(self.program, declarations, MacroRanges(self.top_level), self.data, self.model)
         if Need.SCOPE in self.needs:
             extract_scope_facts(self.top_level, self.unit, self.model)
+        if Need.NUMERICS in self.needs:
+            self.model.narrowing_conversions = self.numerics.conversions()
         self.model.error_spans = self._error_spans()
         self.model.header_library = _header_library(self.unit, self.data)
         return self.model
@@ -179,6 +183,8 @@ class _Extractor:
                 self.model.symbolic_barriers.extend(barriers)
             if kind is FunctionKind.HOST and Need.CONTRACTS in self.needs:
                 self._collect_contracts(function, typed)
+            if kind is not FunctionKind.HOST and Need.NUMERICS in self.needs and not typed.is_implicit_instantiation:
+                self.numerics.add_function(typed)
 
     def _collect_contracts(self, function: Function, typed: FunctionCode) -> None:
         """The contract at each launch of a launcher, over its matcher chains' sizes."""
