@@ -7,6 +7,7 @@ reference-free specs), KD301 cases from what the matcher allows, and value profi
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import sys
@@ -25,7 +26,7 @@ from kernel_check.harness.environment import (
     is_out_of_memory,
     sanitizer_failure,
 )
-from kernel_check.harness.protocol import CASE_MARKER
+from kernel_check.harness.protocol import CASE_MARKER, EVENT_PREFIX
 from kernel_check.harness.report import reference_note
 from kernel_check.harness.run import SpecRun
 from kernel_check.harness.sanitize import ToolRun, parse_output, report_findings
@@ -225,14 +226,16 @@ def test_a_sanitizer_report_stays_the_kernels_finding():
     assert sanitizer_failure(timed_out, reported=False) is None  # a hang is KD002
 
 
-def _fake_sanitizer(folder: Path, fail_times: int) -> Path:
+def _fake_sanitizer(folder: Path, fail_times: int, fatal: str = "") -> Path:
     """A stand-in for the compute-sanitizer binary (this machine has no GPU to run the real
     one): it prints what the real one prints when the harness child exited with status 3
     and nothing was reported, the first ``fail_times`` times (each start counted in a
-    file), then a clean run."""
+    file), then a clean run. ``fatal``: the child's "fatal" event before that (the CUDA
+    error of the case that poisoned its context)."""
     starts = folder / "starts"
     script = folder / "compute-sanitizer"
-    lines = "".join(f"echo '{line}'\n" for line in NO_REPORT_EXIT_3.splitlines())
+    event = [EVENT_PREFIX + json.dumps({"event": "fatal", "case": 0, "error": fatal})] if fatal else []
+    lines = "".join(f"echo '{line}'\n" for line in [*event, *NO_REPORT_EXIT_3.splitlines()])
     script.write_text(
         "#!/bin/sh\n"
         f"echo x >> '{starts}'\n"
@@ -289,6 +292,23 @@ def test_a_sanitizer_that_always_fails_is_one_environment_error_never_kd001(sani
     assert _report_environment(run.environment) == EXIT_USAGE
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("kernel-check: environment error, not a kernel finding: fixture_anon_shift: memcheck:")
+
+
+def test_a_kernel_fault_that_ends_a_sanitizer_run_is_the_kernels_kd001(sanitizer_bin, tmp_path):
+    """initcheck does not report an out-of-bounds access: the case faults, the child ends with
+    its FATAL_EXIT and the tool reports nothing. That is the kernel's fault (KD001, once, not
+    retried), not an environment error; a CUDA error of the environment stays one."""
+    starts = _fake_sanitizer(sanitizer_bin, fail_times=2, fatal="CUDA error: an illegal memory access was encountered")
+    run = _sanitize_once(tmp_path)
+    assert starts.read_text() == "x\n" and run.environment == []
+    [finding] = run.findings
+    assert finding.code == "KD001" and "faulted under memcheck while running true-false sanitize n=1" in finding.message
+    assert "illegal memory access" in finding.message
+    assert "the rest of its memcheck cases did not run" in finding.message
+    (sanitizer_bin / "starts").unlink()
+    _fake_sanitizer(sanitizer_bin, fail_times=2, fatal="RuntimeError: No CUDA GPUs are available")
+    run = _sanitize_once(tmp_path)
+    assert run.findings == [] and len(run.environment) == 1
 
 
 def test_a_sanitizer_that_cannot_start_is_an_environment_error(monkeypatch, sanitizer_bin, tmp_path):

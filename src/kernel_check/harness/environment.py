@@ -28,6 +28,13 @@ if TYPE_CHECKING:  # types only: this module is imported by every child
 # What a child reports when allocating a case's tensors fails: no kernel ran yet, so no verdict.
 CASE_OUT_OF_MEMORY = "CUDA out of memory while allocating a case's tensors"
 
+# CUDA errors a kernel raises itself (a fault on the device), never the environment's
+_DEVICE_FAULT = re.compile(
+    r"illegal memory access|misaligned address|unspecified launch failure|illegal instruction|"
+    r"device-side assert|hardware stack error|illegal address",
+    re.IGNORECASE,
+)
+
 # (pattern, what failed): checked in order, the first match names the failure
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), what)
@@ -90,11 +97,13 @@ def sanitizer_failure(run: ToolRun, reported: bool) -> str | None:
     """What failed when a compute-sanitizer run ended badly with no report on the spec's
     kernels (``reported``: it has some): one line with its exit status, the case that was
     running and its last output line (or the known cause, when the output names one).
-    None when the run ended as runs do: clean, with reports, timed out (KD002) or stopped."""
-    if reported or run.timed_out or run.stopped or not run.command_failed:
+    None when the run ended as runs do: clean, with reports, timed out (KD002), stopped, or
+    cut short by a kernel fault (initcheck, racecheck and synccheck report no out-of-bounds
+    access: the fault itself ends the child, which is the kernel's doing)."""
+    if reported or kernel_fault(run) or run.timed_out or run.stopped or not run.command_failed:
         return None
     status = "did not start" if run.returncode is None else f"exited with status {run.returncode}"
-    case = _running_case(run.output)
+    case = running_case(run.output)
     where = f" while running {case}" if case else ""
     cause = environment_failure(run.output) or f"no report; its last line: {_last_line(run.output)[:200]}"
     return f"compute-sanitizer {status}{where}: {cause}"
@@ -112,7 +121,13 @@ def _line_around(text: str, pos: int) -> str:
     return text[start : end if end >= 0 else len(text)].strip().lstrip("=").strip()
 
 
-def _running_case(output: str) -> str:
+def kernel_fault(run: ToolRun) -> str:
+    """The device fault that ended a sanitizer run's child early ("" if none): a case's own
+    CUDA error (the child's "fatal" event), and one a kernel raises, not the environment."""
+    return run.fault if _DEVICE_FAULT.search(run.fault) and environment_failure(run.fault) is None else ""
+
+
+def running_case(output: str) -> str:
     """The harness case a sanitizer run had begun last (its CASE_MARKER line), "" if none."""
     markers = [ln[len(CASE_MARKER) :].strip() for ln in output.splitlines() if ln.startswith(CASE_MARKER)]
     return markers[-1] if markers else ""

@@ -51,7 +51,7 @@ from .cases import (
     plan_sanitize,
 )
 from .child import Job
-from .environment import child_failure, sanitizer_failure
+from .environment import child_failure, kernel_fault, running_case, sanitizer_failure
 from .process import ChildExit, run_child, stop_all, stopping
 from .report import NO_REFERENCE, Cell, Progress, SummaryRow
 from .sanitize import report_findings, run_tool
@@ -418,6 +418,17 @@ def run_sanitizer(
     if options.sanitizer_log_dir is not None:
         options.sanitizer_log_dir.mkdir(parents=True, exist_ok=True)
         (options.sanitizer_log_dir / f"{spec.name}-{tool}.txt").write_text(tool_run.output)
+    fault = kernel_fault(tool_run)
+    if fault and not found:
+        found.append(
+            make_finding(
+                spec,
+                codes.KERNEL_FAULT,
+                f"{spec.name}: the kernel faulted under {tool} while running {running_case(tool_run.output)}: "
+                f"{fault}; the rest of its {tool} cases did not run",
+                tool_run.output[-4000:],
+            )
+        )
     if tool_run.timed_out:
         found.append(
             make_finding(

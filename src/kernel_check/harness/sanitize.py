@@ -261,6 +261,9 @@ class ToolRun:
     reports: list[SanitizerReport] = field(default_factory=list)
     output: str = ""
     stopped: bool = False  # the run was stopped (signal, overall time limit) before the tool ended
+    # the error of a case that poisoned the CUDA context (the harness child's "fatal" event),
+    # "" when none did: the kernel faulted, so the child ended early with no report of the tool
+    fault: str = ""
 
     @property
     def command_failed(self) -> bool:
@@ -293,7 +296,8 @@ def run_tool(
     except OSError as error:  # not executable, or a broken interpreter line: it never started
         return ToolRun(tool, None, False, output=f"cannot run {sanitizer}: {error}")
     output = "\n".join(exit_.output)
-    return ToolRun(tool, exit_.returncode, exit_.timed_out, parse_output(tool, output), output, exit_.stopped)
+    fault = next((str(e.get("error") or "the kernel faulted") for e in exit_.events if e["event"] == "fatal"), "")
+    return ToolRun(tool, exit_.returncode, exit_.timed_out, parse_output(tool, output), output, exit_.stopped, fault)
 
 
 def sanitize_command(
