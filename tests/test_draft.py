@@ -11,7 +11,7 @@ import pytest
 
 from kernel_check.harness.discover import discover
 from kernel_check.harness.draft import TODO, draft_text
-from kernel_check.harness.spec import Role
+from kernel_check.harness.spec import CURRENT_STREAM, Role
 
 pytestmark = pytest.mark.slow  # each test drafts from real parses of csrc/ or a tree of wrappers
 
@@ -401,3 +401,18 @@ def test_a_runtime_check_pins_a_dimension_per_instantiation(tmp_path):
     for inst in spec.instantiations:
         (row_bytes,) = inst.template_args
         assert row_bytes % 4 == 0 and dict(inst.sizes) == {"d": row_bytes // 4}
+
+
+STREAM_HANDLE_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "own_tree" / "csrc" / "stream_handle.cu"
+
+
+def test_a_stream_handle_the_launcher_launches_on_is_the_calls_stream(tmp_path):
+    """`int64_t stream` cast to `cudaStream_t` and launched on: drafted CURRENT_STREAM (the
+    handle of the stream the harness runs the call on, read at the call), so the stream and
+    graph checks see the launch where they put it; `offset`, an integer it does not cast, is
+    still a value to pick."""
+    (spec,) = _draft(STREAM_HANDLE_FIXTURE, tmp_path)
+    scalars = {a.name: a.value for a in spec.args if not hasattr(a, "role")}
+    assert scalars == {"offset": 1, "stream": CURRENT_STREAM}
+    text = (tmp_path / "stream_handle_spec.py").read_text()
+    assert "Scalar('stream', CURRENT_STREAM)" in text and "Scalar('offset', 1)" in text

@@ -58,7 +58,7 @@ from .draft_render import render
 from .hand_checks import HandChecks, clean, constants_of, expanded_invocation, read_hand_checks
 from .launch_sites import GuardedLength, HeaderModels, LaunchSite, guarded_lengths, launch_sites, loaded_indices
 from .parsed import parse_model
-from .spec import DTYPES, TAILS, Role, dim_axes
+from .spec import CURRENT_STREAM, DTYPES, TAILS, Role, dim_axes
 
 if TYPE_CHECKING:
     from .compile_probe import ProbeResult
@@ -569,8 +569,10 @@ def _written_type(model: SourceModel, param: Param) -> str:
     return written if written and not re.search(r"\bint\b", written) else param.type.spelling
 
 
-def _scalar(name: str, spelling: str, tests: Sequence[ParameterTest]) -> DraftScalar:
+def _scalar(name: str, spelling: str, tests: Sequence[ParameterTest], body: str) -> DraftScalar:
     bare = spelling.replace("const", "").replace("&", "").strip()
+    if _stream_handle(name, body):
+        return DraftScalar(name, CURRENT_STREAM, "the stream the call runs on: the launcher launches on this handle")
     if _is_optional_tensor(bare):
         return DraftScalar(name, None, f"{TODO}: an optional tensor left out (the launcher tests whether it is given)")
     if "Optional" in bare:
@@ -584,6 +586,17 @@ def _scalar(name: str, spelling: str, tests: Sequence[ParameterTest]) -> DraftSc
     if re.fullmatch(r"(u?int\d+_t|int|unsigned|long|long long|size_t|unsigned int)", bare):
         return DraftScalar(name, 1, f"{TODO}: pick a value (a size? a function of the case's sizes?)")
     return DraftScalar(name, None, f"{TODO}: {bare} cannot be drafted; pass a value of that type")
+
+
+def _stream_handle(name: str, body: str) -> bool:
+    """Whether the launcher turns the integer parameter ``name`` into the stream it launches
+    on (``reinterpret_cast<cudaStream_t>(stream)``, ``(cudaStream_t)stream``): a constant
+    there would launch on some other stream than the one the harness runs the call on."""
+    named = re.escape(name)
+    return (
+        re.search(rf"cast\s*<\s*cudaStream_t\s*>\s*\(\s*{named}\s*\)|\(\s*cudaStream_t\s*\)\s*\(?\s*{named}\b", body)
+        is not None
+    )
 
 
 def _string(name: str, tests: Sequence[ParameterTest]) -> DraftScalar:
@@ -1307,7 +1320,7 @@ def draft_launcher(
     args: list[DraftTensor | DraftScalar] = [
         _tensor(model, facts, p.name, type_params, roles, notes, checks)
         if _is_tensor(p.type.spelling) or p.name in required
-        else _scalar(p.name, written[p.name], tests.get(p.name, []))
+        else _scalar(p.name, written[p.name], tests.get(p.name, []), body)
         for p in launcher.params
     ]
     notes += [

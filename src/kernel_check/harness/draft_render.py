@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .draft_model import TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
-from .spec import TAILS, Role
+from .spec import TAILS, CurrentStream, Role
 
 REFERENCE_MARKER = f"  # {TODO}: write the PyTorch reference"
 
@@ -22,15 +22,12 @@ def render(drafts: Sequence[Draft], cuh: Path) -> str:
     lines += [f"- {note}" for note in dict.fromkeys(notes)]
     lines += [f"- {TODO}: write the PyTorch reference (until then: checks without one, or --against REV)", '"""', ""]
     tree = drafts[0].tree_variable if drafts else ""
+    imported = ["TAILS", "Instantiation", "KernelSpec", "Role", "Scalar", "Tensor"]
+    if any(isinstance(a, DraftScalar) and isinstance(a.value, CurrentStream) for d in drafts for a in d.args):
+        imported.insert(0, "CURRENT_STREAM")
+    lines += [f"from kernel_check.harness.spec import {', '.join([*imported, *(['tree_path'] if tree else [])])}", ""]
     if tree:
-        lines += [
-            "from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor, tree_path",
-            "",
-            f"TREE = tree_path({tree!r})  # the kernel tree: set ${tree}",
-            "",
-        ]
-    else:
-        lines += ["from kernel_check.harness.spec import TAILS, Instantiation, KernelSpec, Role, Scalar, Tensor", ""]
+        lines += [f"TREE = tree_path({tree!r})  # the kernel tree: set ${tree}", ""]
     names = []
     for draft in drafts:
         names.append(draft.name.upper())

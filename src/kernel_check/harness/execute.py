@@ -17,7 +17,7 @@ import torch
 from .. import codes
 from .cases import BadInput, BadKind, Case, CaseKind, Outcome, numel, shape_of
 from .profiles import index_bound
-from .spec import Instantiation, KernelSpec, Role, Tensor, dim_size, itemsize
+from .spec import CurrentStream, Instantiation, KernelSpec, Role, Tensor, dim_size, itemsize
 
 # Runs per reference case: poison A, poison B, poison A again (KD102 needs two poisons,
 # KD103 compares every run with the first).
@@ -551,8 +551,15 @@ def _written(ctx: CaseContext, args: Arguments) -> dict[str, torch.Tensor]:
 
 def call(ctx: CaseContext, case: Case, args: Arguments) -> None:
     """One launch; the outputs the launcher returns join ``args`` by name."""
-    result = ctx.kernels[case.inst](*args.ordered(ctx.spec))
+    passed = [_on_stream(value) for value in args.ordered(ctx.spec)]
+    result = ctx.kernels[case.inst](*passed)
     args.values.update(returned_outputs(ctx.spec, ctx.instantiation(case.inst), case.size_map, result))
+
+
+def _on_stream(value: Any) -> Any:
+    """A scalar's value as passed: ``CURRENT_STREAM`` becomes the handle of the stream this
+    call runs on (read at the call: the stream and graph checks run it on their own)."""
+    return torch.cuda.current_stream().cuda_stream if isinstance(value, CurrentStream) else value
 
 
 def returned_outputs(spec: KernelSpec, inst: Instantiation, sizes: Mapping[str, int], result: Any) -> dict[str, Any]:

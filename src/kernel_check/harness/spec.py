@@ -103,8 +103,23 @@ DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
 
 # a dimension: a fixed size, a grid axis ("n"), or an expression over axes ("h*d", "B+1")
 Dim = str | int
+
+
+class CurrentStream:
+    """The value of a scalar that passes the stream the call runs on (the handle of torch's
+    current stream at the call): for a launcher that takes its stream as an integer argument
+    (``int64_t stream`` cast to ``cudaStream_t``) instead of reading the current one, so the
+    stream and graph checks (KD402, KD403) reach its launch as they reach any other."""
+
+    def __repr__(self) -> str:
+        return "CURRENT_STREAM"
+
+
+CURRENT_STREAM = CurrentStream()
+_SCALAR_TYPES = (bool, int, float, str, CurrentStream, type(None))
+
 # a str passes a std::string / tvm::ffi::String; None passes an absent Optional (a tensor left out)
-ScalarValue = bool | int | float | str | None
+ScalarValue = bool | int | float | str | CurrentStream | None
 Sizes = Mapping[str, int]
 # A custom initializer: (shape, torch dtype, device, torch.Generator, sizes) -> tensor.
 InitFn = Callable[[tuple[int, ...], Any, Any, Any, Sizes], Any]
@@ -639,8 +654,9 @@ def validate_spec(spec: KernelSpec) -> None:
     for tensor in spec.tensors:
         _validate_tensor(spec, tensor)
     for scalar in spec.scalars:
-        if not callable(scalar.value) and not isinstance(scalar.value, (bool, int, float, str, type(None))):
-            _fail(spec, f"scalar {scalar.name!r}: value {scalar.value!r} is not a bool, int, float, str or None")
+        if not callable(scalar.value) and not isinstance(scalar.value, _SCALAR_TYPES):
+            kinds = "a bool, int, float, str, CURRENT_STREAM or None"
+            _fail(spec, f"scalar {scalar.name!r}: value {scalar.value!r} is not {kinds}")
     for inst in spec.instantiations:
         for var, bound in inst.dtypes.items():
             if not isinstance(bound, str) and not (isinstance(bound, tuple) and bound):
