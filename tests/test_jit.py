@@ -160,6 +160,17 @@ def test_key_follows_flags_arch_and_lineinfo(built, tree):
 
 
 @needs_nvcc
+def test_key_follows_the_include_search_path_of_the_environment(built, tree, monkeypatch):
+    """A header found through CPATH is not among the sources the key hashes: the key must
+    change with the variable, or a build made with a stand-in there is reused without it."""
+    base = built[0].key
+    monkeypatch.setenv("CPATH", str(tree / "stand-ins"))
+    assert runtime.compute_key("kc_twice", "fp32_t", **_kwargs(tree)) != base
+    monkeypatch.undo()
+    assert runtime.compute_key("kc_twice", "fp32_t", **_kwargs(tree)) == base
+
+
+@needs_nvcc
 def test_compile_error_raises_build_error(tree, jit_env):
     with pytest.raises(runtime.BuildError) as info:
         runtime.build_jit(

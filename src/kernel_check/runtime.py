@@ -83,6 +83,7 @@ __all__ = [
 ]
 
 _KEY_VERSION = "kernel-check-jit-1"
+_INCLUDE_PATH_VARIABLES = ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH")
 _DEFAULT_ARCH = "9.0"
 
 
@@ -651,6 +652,11 @@ def _plan(
     deps = _collect_sources(cuda_paths, include_dirs)
     feed([[Path(s).name if Path(s).is_absolute() else s, d] for s, d in deps])
     feed(flags)
+    # the search paths the compilers read from the environment: a header found through one
+    # is not among the collected sources, so a build or a remembered failure must not
+    # outlive a change to them (a stand-in header on CPATH once made `spec check` say
+    # "built" on a machine that cannot build the file)
+    feed({name: os.environ.get(name, "") for name in _INCLUDE_PATH_VARIABLES})
     feed(arch)
     feed(_nvcc_version(str(nvcc)))
     feed(getattr(tvm_ffi, "__version__", "?"))
