@@ -584,3 +584,25 @@ def test_profile_values():
     dup = profile_values(ids, "dup", 50, gen)
     assert len(set(dup.tolist())) == 1 and 0 <= dup[0] < 50
     assert not math.isnan(float(profile_values(x, "zeros", 0, gen).sum()))
+
+
+def test_a_spec_that_needs_a_newer_gpu_is_not_run_and_says_why():
+    """`min_arch=100` on an sm_90 card: not run, with the reason (a kernel that traps below
+    sm_100 would fault in every case); on sm_100, or where nvidia-smi cannot say, it runs.
+    The card's architecture is the oldest of the GPUs in use, from nvidia-smi's lines."""
+    from kernel_check.harness.run import arch_of, unsupported
+
+    spec = dataclasses.replace(SPECS["fixture_anon_shift"], min_arch=100)
+    assert unsupported(spec, 90) == "fixture_anon_shift: not run: it needs sm_100 or newer, the GPU is sm_90"
+    assert unsupported(spec, 100) is None and unsupported(spec, None) is None
+    assert unsupported(SPECS["fixture_anon_shift"], 75) is None
+    listing = "0, 10.0\n1, 9.0\n2, 12.1\n"
+    assert arch_of(listing, ("0", "2")) == 100 and arch_of(listing, ("0", "1")) == 90
+    assert arch_of("[N/A]\n", ("0",)) is None
+
+
+def test_min_arch_must_be_an_architecture_number():
+    from kernel_check.harness.spec import SpecError, validate_spec
+
+    with pytest.raises(SpecError, match="min_arch '100' is not an architecture number"):
+        validate_spec(dataclasses.replace(SPECS["fixture_anon_shift"], min_arch="100"))

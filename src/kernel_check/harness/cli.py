@@ -464,6 +464,8 @@ def _test(args: argparse.Namespace, config: Config) -> int:
     with _stop_on_signals() as signals:
         result = run_specs(specs, options, Progress())
     print(render_table(result.rows), file=sys.stderr)
+    for line in result.not_run:
+        print(f"kernel-check: {line}", file=sys.stderr)
     note = reference_note([s.name for s in specs if s.reference is None])
     if note:
         print(note, file=sys.stderr)

@@ -51,7 +51,7 @@ from ..model import (
     split_template_arguments,
 )
 from ..semantic import SemanticModel
-from .arch_guards import arch_traps
+from .arch_guards import ArchTrap, arch_traps
 from .dispatch_sizes import dispatched_sizes
 from .draft_model import CPP_DTYPES, TODO, Draft, DraftInstantiation, DraftScalar, DraftTensor
 from .draft_render import render
@@ -1311,7 +1311,12 @@ def draft_launcher(
     sites = launch_sites(model, facts, headers)
     roles = tensor_roles(sites, unseen)
     notes += [f"{TODO}: how the kernel uses {name} is out of sight; INPLACE assumed" for name in sorted(unseen)]
-    notes += _arch_notes(sites)
+    traps = _arch_traps(sites)
+    notes += [
+        f"{TODO}: {kernel} calls {trap.function}, which traps (`__trap()`) below sm_{trap.arch // 10}: "
+        f"min_arch is set, so an older card runs none of its cases (each would fault, KD001)"
+        for kernel, trap in traps
+    ]
     tests = parameter_tests(model, {launcher.usr, facts.usr})
     checks = hand_checks_of(model, facts, constants or {})
     written = {p.name: _written_type(model, p) for p in launcher.params}
@@ -1361,23 +1366,20 @@ def draft_launcher(
         constraint=constraint,
         canonicalize=canonical,
         returns=tuple(t.name for t in returned),
+        min_arch=max((trap.arch // 10 for _, trap in traps), default=None),
     )
 
 
-def _arch_notes(sites: Sequence[LaunchSite]) -> list[str]:
-    """A launched kernel that traps on older cards (``arch_traps``): every case faults there."""
-    notes = []
+def _arch_traps(sites: Sequence[LaunchSite]) -> list[tuple[str, ArchTrap]]:
+    """The calls of each launched kernel that trap on older cards (``arch_traps``), with the
+    kernel's name: every case faults there whatever the inputs."""
+    found = []
     for site in sites:
         for launched in site.launch.kernels:
             kernel = site.semantic.function(launched.usr)
-            if kernel is None:
-                continue
-            for trap in arch_traps(site.semantic.source, kernel):
-                notes.append(
-                    f"{TODO}: {kernel.name} calls {trap.function}, which traps (`__trap()`) below "
-                    f"sm_{trap.arch // 10}: on an older card every case faults (KD001) whatever the inputs"
-                )
-    return notes
+            if kernel is not None:
+                found += [(kernel.name, trap) for trap in arch_traps(site.semantic.source, kernel)]
+    return found
 
 
 def _integer_typed(tensor: DraftTensor, insts: list[DraftInstantiation]) -> bool:

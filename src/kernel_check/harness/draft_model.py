@@ -87,3 +87,5 @@ class Draft:
     tree_variable: str = ""
     # the outputs the launcher returns, in order (OUT tensors of ``args``)
     returns: tuple[str, ...] = ()
+    # the oldest architecture its kernels run on (sm_NN), where one traps below it
+    min_arch: int | None = None

@@ -64,6 +64,8 @@ def _render_spec(draft: Draft) -> str:
     if draft.include_dirs:
         dirs = "".join(f"{_render_path(d, draft)}, " for d in draft.include_dirs).rstrip()
         fields.append(("include_dirs", f"({dirs})"))
+    if draft.min_arch is not None:
+        fields.append(("min_arch", repr(draft.min_arch)))
     body = "".join(f"    {key}={value},{REFERENCE_MARKER if key == 'reference' else ''}\n" for key, value in fields)
     return f"KernelSpec(\n{body})"
 

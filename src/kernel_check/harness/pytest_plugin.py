@@ -120,6 +120,8 @@ class SpecItem(pytest.Item):
             result = run_specs([self.spec], options, Progress(enabled=False))
             if result.environment:  # the machine failed, not the kernel: no verdict
                 pytest.skip("environment error: " + "; ".join(result.environment))
+            if result.not_run:  # the kernel needs a newer GPU than this one: no verdict
+                pytest.skip("; ".join(result.not_run))
             findings = result.findings
         self.judge(findings, policy)
 

@@ -104,6 +104,8 @@ class HarnessResult:
     by_spec: dict[str, list[Finding]] = field(default_factory=dict)
     stopped: list[str] = field(default_factory=list)  # specs the run was stopped before finishing
     environment: list[str] = field(default_factory=list)  # "spec: what failed" (no verdict; exit 2)
+    # "spec: why" for the specs this GPU cannot run (``min_arch`` above its architecture)
+    not_run: list[str] = field(default_factory=list)
 
 
 # ----- GPUs -----
@@ -119,6 +121,39 @@ def visible_gpus() -> tuple[str, ...]:
     except (OSError, subprocess.SubprocessError):
         return ()
     return tuple(str(i) for i, line in enumerate(listing.splitlines()) if line.startswith("GPU "))
+
+
+def card_arch(gpus: tuple[str, ...]) -> int | None:
+    """The oldest architecture among ``gpus`` as in sm_NN (90 for an H100); None when
+    nvidia-smi cannot say (then every spec runs)."""
+    try:
+        listing = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return arch_of(listing, gpus)
+
+
+def arch_of(listing: str, gpus: tuple[str, ...]) -> int | None:
+    """The oldest architecture of ``gpus`` in nvidia-smi's ``index, compute_cap`` lines."""
+    found = []
+    for line in listing.splitlines():
+        index, _, capability = (part.strip() for part in line.partition(","))
+        major, _, minor = capability.partition(".")
+        if index in gpus and major.isdigit() and minor.isdigit():
+            found.append(int(major) * 10 + int(minor))
+    return min(found) if found else None
+
+
+def unsupported(spec: KernelSpec, arch: int | None) -> str | None:
+    """Why ``spec`` does not run on a card of ``arch`` (None: it runs)."""
+    if spec.min_arch is None or arch is None or arch >= spec.min_arch:
+        return None
+    return f"{spec.name}: not run: it needs sm_{spec.min_arch} or newer, the GPU is sm_{arch}"
 
 
 def children_fitting(gpus: tuple[str, ...]) -> int:
@@ -631,7 +666,10 @@ def run_specs(
     default_jobs = len(gpus) * min(DEFAULT_PER_GPU, max(2, (os.cpu_count() or 2) // 2))
     per_gpu = max(1, min((options.jobs or default_jobs) // len(gpus), children_fitting(gpus)))
     slots = GpuSlots(gpus, per_gpu)
-    runs = [SpecRun(spec) for spec in specs]
+    arch = card_arch(gpus)
+    why_not = {spec.name: unsupported(spec, arch) for spec in specs}
+    not_run = [why for why in why_not.values() if why is not None]
+    runs = [SpecRun(spec) for spec in specs if why_not[spec.name] is None]
     for run in runs:
         if run.spec.name in builds.environment:
             run.environment.append(f"{run.spec.name}: build: {builds.environment[run.spec.name]}")
@@ -656,7 +694,8 @@ def run_specs(
     findings = sorted((f for fs in by_spec.values() for f in fs), key=Finding.sort_key)
     environment = [line for run in runs for line in run.environment]
     stopped = [run.spec.name for run in runs if not run.complete and not run.environment]
-    return HarnessResult(findings, summary_rows(runs, builds, options.sanitize), by_spec, stopped, environment)
+    rows = summary_rows(runs, builds, options.sanitize)
+    return HarnessResult(findings, rows, by_spec, stopped, environment, not_run)
 
 
 @contextmanager

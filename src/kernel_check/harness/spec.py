@@ -349,6 +349,10 @@ class KernelSpec:
     # passes: OUT tensors of ``args`` (their shape and dtype), in the order the launcher
     # returns them (one: a tensor; several: a tuple); they are left out of the call
     returns: tuple[str, ...] = ()
+    # the oldest GPU architecture the kernel runs on, as in sm_NN (100: sm_100); on an older
+    # card nothing of the spec runs (a kernel that traps below it would fault in every case)
+    # and the run says so instead of reporting KD001
+    min_arch: int | None = None
     # filled in by discovery: the spec file that defined this spec
     spec_path: str = ""
 
@@ -653,6 +657,8 @@ def validate_spec(spec: KernelSpec) -> None:
         _fail(spec, "two instantiations have the same id")
     for tensor in spec.tensors:
         _validate_tensor(spec, tensor)
+    if spec.min_arch is not None and (isinstance(spec.min_arch, bool) or not isinstance(spec.min_arch, int)):
+        _fail(spec, f"min_arch {spec.min_arch!r} is not an architecture number (100 for sm_100)")
     for scalar in spec.scalars:
         if not callable(scalar.value) and not isinstance(scalar.value, _SCALAR_TYPES):
             kinds = "a bool, int, float, str, CURRENT_STREAM or None"
