@@ -463,15 +463,20 @@ def _test(args: argparse.Namespace, config: Config) -> int:
         return _test_against(specs, options, args, policy)
     with _stop_on_signals() as signals:
         result = run_specs(specs, options, Progress())
-    print(render_table(result.rows), file=sys.stderr)
-    for line in result.not_run:
-        print(f"kernel-check: {line}", file=sys.stderr)
+    _print_table(result)
     note = reference_note([s.name for s in specs if s.reference is None])
     if note:
         print(note, file=sys.stderr)
     stopped = [s for s in specs if s.name in result.stopped]
     status = _emit(result.findings, args, policy, _sources(specs), _sources(stopped))
     return _report_environment(result.environment) or _report_stop(result, len(specs), signals) or status
+
+
+def _print_table(result: HarnessResult) -> None:
+    """The summary table, then each spec this GPU could not run and why."""
+    print(render_table(result.rows), file=sys.stderr)
+    for line in result.not_run:
+        print(f"kernel-check: {line}", file=sys.stderr)
 
 
 def _report_environment(environment: list[str]) -> int:
@@ -498,7 +503,7 @@ def _test_against(specs: list[KernelSpec], options: RunOptions, args: argparse.N
             raise UsageError(f"--against {args.against}: no spec could be compared")
         with _stop_on_signals() as signals:
             result = run_specs(plan.specs, options, Progress())
-        print(render_table(result.rows), file=sys.stderr)
+        _print_table(result)
         findings = plan.build_findings + differential.restore_paths(
             result.findings, plan.originals, plan.generated, args.against
         )
