@@ -673,7 +673,7 @@ def run_specs(
     for run in runs:
         if run.spec.name in builds.environment:
             run.environment.append(f"{run.spec.name}: build: {builds.environment[run.spec.name]}")
-    progress.add(len(specs) * (1 + len(options.sanitize)))
+    progress.add(len(runs) * (1 + len(options.sanitize)))
     with tempfile.TemporaryDirectory(prefix="kernel-check-") as tmp, _time_limit(options.max_time):
         workdir = Path(tmp)
         _run_all(runs, builds, lineinfo, options, slots, per_gpu * len(gpus), workdir, progress)
@@ -687,10 +687,10 @@ def run_specs(
 
             with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
                 list(pool.map(measure, gpus, shares))
-    by_spec = {
-        run.spec.name: builds.by_spec.get(run.spec.name, []) + case_findings(run.spec, run.results) + run.findings
-        for run in runs
-    }
+    # a spec this GPU cannot run still reports its build (a compile error, registers, spills)
+    by_spec = {spec.name: list(builds.by_spec.get(spec.name, [])) for spec in specs}
+    for run in runs:
+        by_spec[run.spec.name] += case_findings(run.spec, run.results) + run.findings
     findings = sorted((f for fs in by_spec.values() for f in fs), key=Finding.sort_key)
     environment = [line for run in runs for line in run.environment]
     stopped = [run.spec.name for run in runs if not run.complete and not run.environment]
