@@ -123,19 +123,25 @@ def visible_gpus() -> tuple[str, ...]:
     return tuple(str(i) for i, line in enumerate(listing.splitlines()) if line.startswith("GPU "))
 
 
-def card_arch(gpus: tuple[str, ...]) -> int | None:
-    """The oldest architecture among ``gpus`` as in sm_NN (90 for an H100); None when
-    nvidia-smi cannot say (then every spec runs)."""
+def _query_gpus(fields: str) -> str | None:
+    """nvidia-smi's ``index,FIELDS`` lines, one per GPU (numbers without units); None when
+    it cannot be run."""
     try:
-        listing = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,compute_cap", "--format=csv,noheader"],
+        return subprocess.run(
+            ["nvidia-smi", f"--query-gpu=index,{fields}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=30,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return arch_of(listing, gpus)
+
+
+def card_arch(gpus: tuple[str, ...]) -> int | None:
+    """The oldest architecture among ``gpus`` as in sm_NN (90 for an H100); None when
+    nvidia-smi cannot say (then every spec runs)."""
+    listing = _query_gpus("compute_cap")
+    return None if listing is None else arch_of(listing, gpus)
 
 
 def arch_of(listing: str, gpus: tuple[str, ...]) -> int | None:
@@ -159,14 +165,8 @@ def unsupported(spec: KernelSpec, arch: int | None) -> str | None:
 def children_fitting(gpus: tuple[str, ...]) -> int:
     """How many children the emptiest of ``gpus`` holds (CHILD_MEMORY_MIB each); a large
     number when nvidia-smi cannot say."""
-    try:
-        listing = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,memory.free", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+    listing = _query_gpus("memory.free")
+    if listing is None:
         return 1 << 10
     free = {}
     for line in listing.splitlines():
