@@ -112,6 +112,20 @@ def run_one(path: Path, mode: str = "hermetic", **overrides) -> FileResult:
     return check_file(path, RunOptions(config, settings))
 
 
+def drafted_specs(source: Path, folder: Path, launcher: str | None = None) -> list:
+    """The specs of ``spec new``'s draft of ``source`` (one ``launcher``, or every one),
+    written to ``folder/NAME_spec.py`` and loaded as ``kernel-check test`` loads them: a
+    draft that does not load fails the test."""
+    from kernel_check.harness.discover import discover
+    from kernel_check.harness.draft import draft_text
+
+    out = folder / f"{launcher or source.stem}_spec.py"
+    out.write_text(draft_text(source, out, launcher=launcher))
+    found = discover([out])
+    assert not found.errors, found.errors
+    return found.specs
+
+
 def describe_mismatch(path: Path, expected: set, actual_findings) -> str:
     actual = {(f.line, f.code) for f in actual_findings}
     lines = [f"{path}:"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import drafted_specs
 from kernel_check.harness.discover import discover
 from kernel_check.harness.draft import TODO, draft_text
 from kernel_check.harness.spec import CURRENT_STREAM, Role
@@ -26,11 +27,7 @@ RENAMED = {"in_": "src"}
 
 
 def _draft(cuh: Path, tmp_path: Path) -> list:
-    out = tmp_path / f"{cuh.stem}_spec.py"
-    out.write_text(draft_text(cuh, out))
-    found = discover([out])
-    assert not found.errors, found.errors
-    return found.specs
+    return drafted_specs(cuh, tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check.harness.discover import discover
-from kernel_check.harness.draft import draft_text
+from conftest import drafted_specs
 
 pytestmark = pytest.mark.slow  # each test drafts from a real libclang parse
 
@@ -16,11 +15,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "draft" / "chains"
 
 
 def _spec(source: Path, tmp_path: Path):
-    out = tmp_path / f"{source.stem}_spec.py"
-    out.write_text(draft_text(source, out))
-    found = discover([out])
-    assert not found.errors, found.errors
-    (spec,) = found.specs
+    (spec,) = drafted_specs(source, tmp_path)
     return spec
 
 

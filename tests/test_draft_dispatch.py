@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check.harness.discover import discover
+from conftest import drafted_specs
 from kernel_check.harness.dispatch_sizes import switched_values, tree_macros
-from kernel_check.harness.draft import TAIL_AXIS, draft_text
+from kernel_check.harness.draft import TAIL_AXIS
 
 TREE = Path(__file__).resolve().parent / "fixtures" / "draft" / "width_tree"
 
@@ -23,11 +23,7 @@ def test_a_width_a_header_helper_dispatches_over_takes_the_dispatched_values(tmp
     tree = tmp_path / "width_tree"
     shutil.copytree(TREE, tree)
     source = tree / "csrc" / "copy_rows.cu"
-    out = source.with_name("copy_rows_spec.py")
-    out.write_text(draft_text(source, out))
-    found = discover([out])
-    assert not found.errors, found.errors
-    (spec,) = found.specs
+    (spec,) = drafted_specs(source, source.parent)
     assert {t.name: t.shape for t in spec.tensors}["in_"] == ("rows", "width")
     assert spec.grid == {"rows": (1, 3, 32), "width": (32, 96), "tail": TAIL_AXIS}
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import drafted_specs
 from kernel_check.harness.discover import discover
 from kernel_check.harness.draft import draft_text
 from kernel_check.harness.hand_checks import read_hand_checks
@@ -15,11 +16,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "draft" / "handcheck"
 
 
 def _spec(source: Path, tmp_path: Path):
-    out = tmp_path / f"{source.stem}_spec.py"
-    out.write_text(draft_text(source, out))
-    found = discover([out])
-    assert not found.errors, found.errors
-    (spec,) = found.specs
+    (spec,) = drafted_specs(source, tmp_path)
     return spec
 
 
@@ -189,17 +186,13 @@ def test_launchers_a_macro_defines_are_drafted_from_its_expansion(tmp_path):
     """`SCALE_OP(_f32, float)` defines `scale_f32`: found as a launcher (tvm::ffi resolved as the
     build includes it), its launch's arguments told apart though they share the macro's
     extent, and its checks and casts read from the macro's expansion."""
-    out = tmp_path / "macro_launcher_spec.py"
-    out.write_text(draft_text(FIXTURES / "macro_launcher.cu", out))
-    found = discover([out])
-    assert not found.errors, found.errors
-    specs = {s.name: s for s in found.specs}
+    specs = {s.name: s for s in drafted_specs(FIXTURES / "macro_launcher.cu", tmp_path)}
     assert set(specs) == {"scale_f32", "scale_i8"}
     tensors = {t.name: t for t in specs["scale_i8"].tensors}
     assert (tensors["x"].shape, tensors["x"].dtype, tensors["x"].role.name) == (("rows", "cols"), "int8", "IN")
     # written by the kernel (not a guess): OUT, shaped as its twin `x`
     assert (tensors["y"].shape, tensors["y"].dtype, tensors["y"].role.name) == (("rows", "cols"), "int8", "OUT")
-    assert "no tensor is seen written" not in out.read_text()
+    assert "no tensor is seen written" not in (tmp_path / "macro_launcher_spec.py").read_text()
 
 
 @pytest.mark.slow
@@ -207,15 +200,12 @@ def test_guards_on_thread_indices_a_macro_body_reads_size_the_unchecked_tensors(
     """`threadIdx.x` and `blockIdx.y` are spelled in the kernel macro's body (their tokens run
     on to the end of the expansion): followed all the same, `c < n_cols` sizes `flags` and
     `r < n_rows` sizes `bias`; a byte tensor (on/off flags) is no row ids."""
-    out = tmp_path / "macro_guarded_spec.py"
-    out.write_text(draft_text(FIXTURES / "macro_guarded.cu", out))
-    found = discover([out])
-    assert not found.errors, found.errors
-    tensors = {t.name: t for t in found.specs[0].tensors}
+    (spec,) = drafted_specs(FIXTURES / "macro_guarded.cu", tmp_path)
+    tensors = {t.name: t for t in spec.tensors}
     assert tensors["out"].shape == ("n_rows", "n_cols")
     assert tensors["flags"].shape == ("n_cols",) and tensors["bias"].shape == ("n_rows",)
     assert (tensors["flags"].dtype, tensors["flags"].init) == ("int8", "randn")
-    assert found.specs[0].constraint is None
+    assert spec.constraint is None
 
 
 @pytest.mark.slow
@@ -223,14 +213,11 @@ def test_a_kernel_that_traps_below_an_architecture_is_named_and_a_scalar_read_is
     """`pack_new_format` is `__trap()` unless `__CUDA_ARCH__ >= 1000`: the draft says every
     case faults below sm_100. `*scale_ptr` under `if (row >= rows) return;` reads one element:
     its tensor is not sized by the guard."""
-    out = tmp_path / "arch_trap_spec.py"
-    text = draft_text(FIXTURES / "arch_trap.cu", out)
-    out.write_text(text)
-    found = discover([out])
-    assert not found.errors, found.errors
+    (spec,) = drafted_specs(FIXTURES / "arch_trap.cu", tmp_path)
+    text = (tmp_path / "arch_trap_spec.py").read_text()
     assert "pack_rows_kernel calls pack_new_format, which traps (`__trap()`) below sm_100" in text
-    assert found.specs[0].min_arch == 100  # an older card runs none of its cases
-    tensors = {t.name: t for t in found.specs[0].tensors}
+    assert spec.min_arch == 100  # an older card runs none of its cases
+    tensors = {t.name: t for t in spec.tensors}
     assert tensors["scale"].shape == ("scale_0",)
 
 
@@ -250,11 +237,7 @@ def test_sizes_and_size_scalars_from_the_guards_of_kernels_a_header_helper_launc
     one with cudaLaunchKernel and an argument array): the roles come from those kernels, and
     each unchecked tensor holds what their guards let them reach, over the scalar that bounds
     it (then passed as that axis's size) or over the 1-D tensor whose numel() it is."""
-    out = tmp_path / "bounded_ops_spec.py"
-    out.write_text(draft_text(FIXTURES / "bounded_ops.cu", out))
-    found = discover([out])
-    assert not found.errors, found.errors
-    specs = {s.name: s for s in found.specs}
+    specs = {s.name: s for s in drafted_specs(FIXTURES / "bounded_ops.cu", tmp_path)}
     close = {t.name: t for t in specs["close_segments"].tensors}
     # `if (s <= count) ends[s] = ...`: count + 1 entries; starts[s] only for s < count
     assert (close["ends"].shape, close["ends"].role.name) == (("count+1",), "OUT")

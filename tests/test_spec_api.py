@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import drafted_specs
 from kernel_check import runtime
 from kernel_check.harness.cases import BadKind, bad_inputs, base_sizes, plan_cases
 from kernel_check.harness.discover import discover
@@ -167,13 +168,7 @@ void fill_lens(tvm::ffi::TensorView out, tvm::ffi::TensorView lens, tvm::ffi::Te
 
 
 def _drafted(cuh: Path, tmp_path: Path, launcher: str | None = None) -> KernelSpec:
-    from kernel_check.harness.draft import draft_text
-
-    out = tmp_path / f"{launcher or cuh.stem}_spec.py"
-    out.write_text(draft_text(cuh, out, launcher=launcher))
-    found = discover([out])
-    assert not found.errors, found.errors
-    return found.specs[0]
+    return drafted_specs(cuh, tmp_path, launcher)[0]
 
 
 @pytest.mark.slow
