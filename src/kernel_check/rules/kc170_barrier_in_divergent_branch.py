@@ -74,6 +74,7 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import DivergentBarrier, Function, Span, Symbol, SymbolicBarrier, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.rules._two_threads import second_copies, threads_of
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
     AXES,
@@ -84,12 +85,10 @@ from kernel_check.solver import (
     launch_constraints,
     renamed,
     thread_symbols,
-    triple,
     within,
 )
 from kernel_check.witness import Binding, Witness
 
-_SECOND = "t2:"  # the second thread's copy of the thread index
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _ONE = Term("const", value=1)
 
@@ -202,7 +201,7 @@ def _divergence(
     return _Divergent(barrier, answer, constraints, None, inputs)
 
 
-_COPIES = {f"threadIdx.{a}": f"{_SECOND}threadIdx.{a}" for a in AXES}
+_COPIES = second_copies()  # the second thread's copy of the thread index
 
 
 def _world(barrier: SymbolicBarrier) -> list[Term]:
@@ -230,8 +229,8 @@ def _witness(barrier: SymbolicBarrier, answer: Answer, shown: Witness | None) ->
     """`(thread (0, 0, 0) reaches it, thread (1, 0, 0) of the same block of (2, 1, 1) does
     not, for N = 1)`."""
     values = answer.model
-    first, second = triple(values, "threadIdx.", 0), triple(values, _SECOND + "threadIdx.", 0)
-    said = f"(thread {first} reaches it, thread {second} of the same block of {triple(values, 'blockDim.', 1)} does not"
+    first, second, block = threads_of(answer)
+    said = f"(thread {first} reaches it, thread {second} of the same block of {block} does not"
     named = [s for s in barrier.symbols if s.kind in (SymbolKind.BLOCK, SymbolKind.SCALAR) and s.name in values]
     if shown is not None and shown.inputs:
         said += f", for {shown.shape()}"

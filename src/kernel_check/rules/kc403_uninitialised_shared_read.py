@@ -76,6 +76,7 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
+from kernel_check.rules._two_threads import PER_THREAD, given, threads_of
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
     AXES,
@@ -88,14 +89,12 @@ from kernel_check.solver import (
     launch_constraints,
     renamed,
     thread_symbols,
-    triple,
     within,
 )
 
 SCALAR_HIGH = MAX_THREADS_PER_BLOCK  # scalar and compile-time arguments: counts a block can cover
 BLOCK_SIZES = (1024, 32, 256)  # every one must leave the element unwritten; the last is the witness's
 MAX_READS = 64  # shared reads per kernel checked
-_PER_THREAD = (SymbolKind.THREAD, SymbolKind.LOOP)
 _ELEMENT = "kc403:element"
 _ZERO = Term("const", value=0)
 
@@ -158,11 +157,10 @@ def _unwritten(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], 
     """A witness (at the last block size tried) that every block size leaves the element
     the read reaches unwritten; None when some size does not or the solver cannot tell."""
     axes = block_axes([*read.symbols, *(s for w, _ in writes for s in w.symbols)])
+    never = [_never_writes(write, index, own, axes) for index, (write, own) in enumerate(writes)]
     answer: Answer | None = None
-    for size in BLOCK_SIZES:
-        constraints = _read_side(read, writes, axes, size)
-        constraints += [_never_writes(write, index, own, axes) for index, (write, own) in enumerate(writes)]
-        answer = solver.check(constraints, budget)
+    for size in BLOCK_SIZES:  # only the read's side names the block size
+        answer = solver.check([*_read_side(read, writes, axes, size), *never], budget)
         if answer.outcome is not Outcome.SAT:
             return None
     return answer
@@ -174,7 +172,7 @@ def _read_side(
     """The block (`size` threads along x), the arguments, the reading thread within the block
     and its guards, the element it reads inside the array."""
     threads = thread_symbols()
-    shared = {s for w, _ in writes for s in w.symbols if s.kind not in _PER_THREAD}
+    shared = {s for w, _ in writes for s in w.symbols if s.kind not in PER_THREAD}
     constraints = launch_constraints([*threads, *read.symbols, *shared])
     constraints.append(Term("==", (_sym("blockDim.x"), Term("const", value=size))))
     for axis in AXES[len(axes) :]:
@@ -229,12 +227,9 @@ def _one() -> Term:
 
 
 def _witness(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], answer: Answer) -> str:
-    values = answer.model
-    thread, block = triple(values, "threadIdx.", 0), triple(values, "blockDim.", 1)
-    symbols = [*read.symbols, *(s for w, _ in writes for s in w.symbols)]
-    scalars = sorted({s.text: values.get(s.name, 0) for s in symbols if s.kind is SymbolKind.SCALAR}.items())
-    given = "".join(f", {name} = {value}" for name, value in scalars)
+    thread, _, block = threads_of(answer)
+    arguments = given(answer, read, *(w for w, _ in writes))
     return (
-        f"thread {thread} of a block of {block}{given} reads `{read.pointer}[{values.get(_ELEMENT, 0)}]`, "
+        f"thread {thread} of a block of {block}{arguments} reads `{read.pointer}[{answer.model.get(_ELEMENT, 0)}]`, "
         f"which no write before it reaches"
     )

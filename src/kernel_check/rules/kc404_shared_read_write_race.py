@@ -92,8 +92,9 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
         budget = model.solver_budget(kernel, seconds)
         writes = [a for a in accesses if a.is_write][:MAX_WRITES]
         launches = _launches(model, accesses)
+        position = {id(a): index for index, a in enumerate(accesses)}  # the order the body runs them
         for read in [a for a in accesses if not a.is_write][:MAX_READS]:
-            found = _racing_write(read, writes, accesses, launches, budget)
+            found = _racing_write(read, writes, position, launches, budget)
             if found is None:
                 continue
             write, answer = found
@@ -122,20 +123,19 @@ def _launches(model: SemanticModel, accesses: list[SymbolicAccess]) -> list[tupl
 def _racing_write(
     read: SymbolicAccess,
     writes: list[SymbolicAccess],
-    accesses: list[SymbolicAccess],
+    position: dict[int, int],
     launches: list[tuple[Term, ...]],
     budget: Budget,
 ) -> tuple[SymbolicAccess, Answer] | None:
     """The first write of the read's array, between the same barriers, that another thread
-    makes to the element the read reaches under one of the `launches`, with the witness."""
-    position = {id(a): index for index, a in enumerate(accesses)}
+    makes to the element the read reaches under one of the `launches`, with the witness
+    (`position`: each access's place in the body, by `id`)."""
+    apart = [different_warps(), *_same_iteration(read)]
     for write in writes:
         if write.pointer != read.pointer or write.phase != read.phase or write.barrier_loops != read.barrier_loops:
             continue
         before = position[id(write)] < position[id(read)]
-        extra = [different_warps(), *_same_iteration(read)]
-        if before and not write.value_varies:
-            extra.append(_not_stored_by_reader(write))
+        extra = [*apart, _not_stored_by_reader(write)] if before and not write.value_varies else apart
         for launch in launches:
             answer = meet(write, read, budget, [*extra, *launch])
             if answer is not None:
