@@ -459,12 +459,13 @@ def sized_by_guards(
     tensors = {a.name: a for a in args if isinstance(a, DraftTensor)}
     scalars = {a.name: a for a in args if isinstance(a, DraftScalar)}
     axes = {d for t in tensors.values() for d in t.shape if isinstance(d, str) and d.isidentifier()}
+    text = clean(body)
     for length in lengths:
         tensor = tensors.get(length.tensor)
         if tensor is None or tensor.shape != (f"{tensor.name}_0",):  # a checked shape stands
             continue
         scalar = scalars.get(length.scalar)
-        counted = re.search(rf"\b{re.escape(length.scalar)}\s*=\s*(\w+)\s*\.\s*numel\s*\(\s*\)", clean(body))
+        counted = re.search(rf"\b{re.escape(length.scalar)}\s*=\s*(\w+)\s*\.\s*numel\s*\(\s*\)", text)
         whole = tensors.get(counted.group(1)) if counted else None
         if whole is not None and len(whole.shape) == 1 and whole is not tensor:  # a 1-D tensor's count: its axis
             axis = str(whole.shape[0])
@@ -1374,10 +1375,12 @@ def _arch_traps(sites: Sequence[LaunchSite]) -> list[tuple[str, ArchTrap]]:
     """The calls of each launched kernel that trap on older cards (``arch_traps``), with the
     kernel's name: every case faults there whatever the inputs."""
     found = []
+    seen: set[tuple[int, str]] = set()  # a kernel launched at several sites (one per template value)
     for site in sites:
         for launched in site.launch.kernels:
             kernel = site.semantic.function(launched.usr)
-            if kernel is not None:
+            if kernel is not None and (id(site.semantic), launched.usr) not in seen:
+                seen.add((id(site.semantic), launched.usr))
                 found += [(kernel.name, trap) for trap in arch_traps(site.semantic.source, kernel)]
     return found
 
@@ -1436,17 +1439,16 @@ def _loaded_value_uses(
                     bound = target.shape[0] if target.shape else None
                     if not (isinstance(bound, str) and bound.isidentifier()):
                         continue
-                    kind = "cumsum" if source.name in sums else "randint"
-                    if kind == "randint" and target.role is not Role.IN:
-                        continue  # a scatter's ids: distinct row ids (`_index_inits`), not any in range
-                    summed = len(
-                        {u.inner.param_index for u in uses if u.outer == use.outer and u.inner.kind is AccessKind.READ}
-                    )
-                    below = f"({bound}+{summed - 1})//{summed}" if kind == "randint" and summed > 1 else bound
-                    source.init = f"{kind}:{below}"
-                    what = "a prefix sum from 0 to" if kind == "cumsum" else "indices below"
-                    part = f" (one of {summed} loaded values its index adds)" if below != bound else ""
-                    notes.append(f"{TODO}: {source.name} indexes {target.name}: {what} {below}{part} assumed")
+                    if source.name not in sums:
+                        summed = {
+                            u.inner.param_index
+                            for u in uses
+                            if u.outer == use.outer and u.inner.kind is AccessKind.READ
+                        }
+                        _bounded_ids(source, target, len(summed), insts, notes)
+                        continue
+                    source.init = f"cumsum:{bound}"
+                    notes.append(f"{TODO}: {source.name} indexes {target.name}: a prefix sum from 0 to {bound} assumed")
                 for loaded in loaded_indices(semantic, function):
                     target = by_name.get(_pointer_tensor(site, function, params, loaded.target))
                     source = by_name.get(_pointer_tensor(site, function, params, loaded.source))
