@@ -266,7 +266,7 @@ def is_runtime_check(node: Expr) -> bool:
     return False
 
 
-def _checked_condition(check: Expr) -> Expr | None:
+def checked_condition(check: Expr) -> Expr | None:
     """The condition of a `RuntimeCheck` (`is_runtime_check`)."""
     arguments = _call_arguments(check) if check.kind is ExprKind.CALL else check.children
     return arguments[0] if arguments else None
@@ -303,7 +303,7 @@ def condition_context(node: Expr, ancestors: list[Node]) -> str:
         if isinstance(parent, Expr):
             if parent.kind is ExprKind.CONDITIONAL and parent.children and parent.children[0] is child:
                 return "check" if any(_fails(p) for p in parent.children[1:]) else "condition"
-            if is_runtime_check(parent) and _checked_condition(parent) is child:
+            if is_runtime_check(parent) and checked_condition(parent) is child:
                 return "check"
             if parent.kind is ExprKind.LAMBDA:
                 return "value"
@@ -532,7 +532,7 @@ class _BodyFacts:
 
     def _on_expression(self, node: Expr) -> None:
         kind = node.kind
-        if not self.device and is_runtime_check(node) and (condition := _checked_condition(node)) is not None:
+        if not self.device and is_runtime_check(node) and (condition := checked_condition(node)) is not None:
             self._add_template_check(condition)
         if kind is ExprKind.CALL:
             self._on_call(node)

@@ -393,8 +393,7 @@ class Numerics:
         for nested in stmt.stmts:
             if nested is not stmt.body:
                 self._block(nested, walk)  # the init statement
-        self._guard(stmt.condition, walk)
-        for expr in stmt.exprs:
+        for expr in stmt.exprs:  # a `while`'s or `do`'s condition among them
             self._guard(expr, walk)
         before = dict(walk.env)
         for _ in range(2):  # the second pass sees what one iteration leaves to the next

@@ -47,6 +47,7 @@ from ..model import (
     Term,
 )
 from .consteval import callee_name
+from .kernel_interface import checked_condition, is_runtime_check
 from .launches import launch_dimensions
 from .program import DeclKind, DeclRef, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
 from .provenance import POINTER_OFFSET, initializer_list_fields, record_fields
@@ -77,7 +78,6 @@ _LANE_CALLS = {"get_lane_id": "%", "__lane_id": "%", "get_warp_id": "/"}
 _SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort")
-_CHECK_CALLS = frozenset({"RuntimeCheck"})  # a launcher's check: it throws where its condition fails
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
@@ -140,8 +140,7 @@ class _Walk:
     thread_locals: ThreadLocals = field(default_factory=dict)
     phase: int = 0  # the barriers (or possible ones) passed so far
     stored: Expr | None = None  # the value the assignment being walked stores
-    synchronizing_loops: int = 0  # the loops around here that reach a barrier
-    barrier_loops: tuple[int, ...] = ()  # those loops, by where their bodies start
+    barrier_loops: tuple[int, ...] = ()  # the loops around here that reach a barrier, by where their bodies start
     lockstep: tuple[str, ...] = ()  # their counters' symbols
     symbols: dict[str, Symbol] = field(default_factory=dict)
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
@@ -413,9 +412,10 @@ class _Walk:
         self.visit_children(expr, guards, escaping=True)
         if self.every_access:
             self.handed_on(expr, guards)
-        if self.synchronizes(expr):
+        barrier = self.threads.barrier(expr)
+        if barrier or self.synchronizes_by_name(expr):
             self.phase += 1
-        if barrier := self.threads.barrier(expr):
+        if barrier:
             self.barrier_at(expr, barrier, guards)
         return self.opaque(expr) if expr.type.bits is not None else None
 
@@ -456,8 +456,13 @@ class _Walk:
 
     def synchronizes(self, call: Expr) -> bool:
         """Whether a call is, reaches or may be a block-wide barrier."""
+        return bool(self.threads.barrier(call)) or self.synchronizes_by_name(call)
+
+    @staticmethod
+    def synchronizes_by_name(call: Expr) -> bool:
+        """Whether a call's name says it may synchronize (a helper the walk does not enter)."""
         name = call.name.lower()
-        return bool(self.threads.barrier(call)) or any(word in name for word in _SYNC_WORDS)
+        return any(word in name for word in _SYNC_WORDS)
 
     def loop_body(self, body: Stmt, guards: tuple[Term, ...], counters: tuple[str, ...] = ()) -> None:
         """A loop's body: shared writes in it have no interval when it reaches a barrier
@@ -469,9 +474,7 @@ class _Walk:
         outer = (self.barrier_loops, self.lockstep)
         if synchronizing:
             self.barrier_loops, self.lockstep = (*self.barrier_loops, body.span.start), (*self.lockstep, *counters)
-        self.synchronizing_loops += synchronizing
         self.statement(body, guards)
-        self.synchronizing_loops -= synchronizing
         self.barrier_loops, self.lockstep = outer
 
     def read(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...]) -> _Value:
@@ -498,8 +501,8 @@ class _Walk:
         if not isinstance(pointer, _Pointer) or not isinstance(index, Term):
             return
         offset = _add(pointer.offset, index)
-        named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
         if pointer.shared:
+            named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
             followed = bool(pointer.element) and expr.type.canonical in (pointer.element, _DEPENDENT)
             followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
@@ -529,7 +532,7 @@ class _Walk:
                 is_write=is_write,
                 shared=pointer.shared,
                 phase=self.phase,
-                in_barrier_loop=self.synchronizing_loops > 0,
+                in_barrier_loop=bool(self.barrier_loops),
                 barrier_loops=self.barrier_loops,
                 lockstep=self.lockstep,
                 value_varies=pointer.shared and is_write and self.varies(self.stored),
@@ -759,8 +762,8 @@ def _asserted(expr: Expr) -> Expr | None:
     whose else branch calls a function that fails, traps or aborts; or of a launcher's
     `RuntimeCheck(c, ...)`."""
     node = expr.stripped()
-    if node.kind is ExprKind.CALL and node.name in _CHECK_CALLS and node.arguments:
-        return node.arguments[0]
+    if node.kind is ExprKind.CALL and is_runtime_check(node):  # it throws where its condition fails
+        return checked_condition(node)
     if node.kind is not ExprKind.CONDITIONAL or len(node.children) != 3:
         return None
     fails = any(
