@@ -114,8 +114,8 @@ def run_one(path: Path, mode: str = "hermetic", **overrides) -> FileResult:
 
 def drafted_specs(source: Path, folder: Path, launcher: str | None = None) -> list:
     """The specs of ``spec new``'s draft of ``source`` (one ``launcher``, or every one),
-    written to ``folder/NAME_spec.py`` and loaded as ``kernel-check test`` loads them: a
-    draft that does not load fails the test."""
+    written into ``folder`` as a ``*_spec.py`` named after the launcher or the source, and
+    loaded as ``kernel-check test`` loads them: a draft that does not load fails the test."""
     from kernel_check.harness.discover import discover
     from kernel_check.harness.draft import draft_text
 
