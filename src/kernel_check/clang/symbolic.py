@@ -21,12 +21,14 @@ follow (a cooperative load through a helper). solver.py decides what they can re
 also records each block-wide barrier (`SymbolicBarrier`, KC170) with the conditions of the
 `if`s around it and the early exits before it, loop conditions left out.
 
-The drafter's walk (`every_access`) records every global access and follows further, for the
-sizes and index ranges it drafts (the rules' walk does not, so their verdicts stay as tuned):
-the names of a structured binding of a by-value params struct (`const auto& [out, ids] =
-params;`, also of a struct nested in it), loads of a template's integer `T`, `offset(p, a, b)`
-helpers (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
-(`copy(dst, src)`), recorded as an access at its offset that it does not follow.
+Both walks (the rules' and the drafter's) follow the same idioms: the names of a structured
+binding of a by-value params struct (`const auto& [out, ids] = params;`, also of a struct
+nested in it), loads of a template's integer `T` (`const TLoc* loc`), `offset(p, a, b)` helpers
+(`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
+(`copy(dst, src)`, a bulk store's destination), recorded as an access at its offset that the
+walk does not follow. The drafter's walk (`every_access`) differs only in what it records:
+every global access, for the sizes and index ranges it drafts, not only those whose offset
+reads memory.
 """
 
 from __future__ import annotations
@@ -213,22 +215,27 @@ class _Walk:
         self.visit_children(expr, guards, escaping=True)  # `{smem, n}`: the array goes where the walk does not
         return None
 
-    def visit_children(self, expr: Expr, guards: tuple[Term, ...], *, escaping: bool = False) -> None:
-        """Walk `expr`'s operands; `escaping` (a call's): a shared array among them, or named
-        in a lambda's body, is handed where the walk does not follow it; so is a shared
-        scalar passed by name to a function (a reference parameter may write it) and a shared
-        element an overloaded assignment takes (`smem[i] += v` on a template's `T`)."""
+    def visit_children(self, expr: Expr, guards: tuple[Term, ...], *, escaping: bool = False) -> list[_Value]:
+        """Walk `expr`'s operands, and their values (None for a lambda); `escaping` (a
+        call's): a shared array among them, or named in a lambda's body, is handed where the
+        walk does not follow it; so is a shared scalar passed by name to a function (a
+        reference parameter may write it) and a shared element an overloaded assignment takes
+        (`smem[i] += v` on a template's `T`)."""
         operator = _operator(expr) if expr.kind is ExprKind.CALL else ""
         assigning = operator in _ASSIGNMENTS or operator in _INCREMENTS
+        values: list[_Value] = []
         for position, child in enumerate(expr.children):
             if child.kind is ExprKind.LAMBDA:
                 self.lambda_escapes(child, guards)
+                values.append(None)
                 continue
             assigned = assigning and position == 0  # the object assigned: `smem[i]` of `smem[i] += v`
             value = self.element_use(child, guards) if assigned else self.value(child, guards)
+            values.append(value)
             by_name = child.kind is ExprKind.REF and not operator
             if escaping:
                 self.escape(child, self.shared_scalar(child) if by_name else value, guards)
+        return values
 
     def element_use(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         """`expr`'s value, where a shared element (`smem[i]`, `s_total`) used as an object,
@@ -319,7 +326,7 @@ class _Walk:
     def bind_fields(self, var: Var) -> None:
         """`const auto& [out, ids, n] = params;` of a by-value params struct (or a struct
         field of one): each name is the field at its position."""
-        base = self.field_path(var.exprs[-1]) if var.exprs and self.every_access else None
+        base = self.field_path(var.exprs[-1]) if var.exprs else None
         fields = record_fields(var.exprs[-1].stripped()) if base is not None else []
         for binding in var.bindings:
             if binding.index < len(fields):
@@ -407,11 +414,10 @@ class _Walk:
             pointer, index = (self.value(argument, guards) for argument in arguments)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
-        if self.every_access and len(arguments) >= 2 and (name or callee_name(expr)) == POINTER_OFFSET:
+        if len(arguments) >= 2 and (name or callee_name(expr)) == POINTER_OFFSET:
             return self.offset_call(expr, guards)
-        self.visit_children(expr, guards, escaping=True)
-        if self.every_access:
-            self.handed_on(expr, guards)
+        handed = self.visit_children(expr, guards, escaping=True)
+        self.handed_on(expr, handed, guards)
         barrier = self.threads.barrier(expr)
         if barrier or self.synchronizes_by_name(expr):
             self.phase += 1
@@ -434,15 +440,21 @@ class _Walk:
             self.escape(argument, value, guards)
         return None
 
-    def handed_on(self, call: Expr, guards: tuple[Term, ...]) -> None:
-        """A pointer into a received tensor handed to a call (`warp::copy(dst, src)`): an
-        access at its offset that the walk does not follow (for the drafter's sizes and ids:
-        which way and how far past the offset the callee goes is not known)."""
+    def handed_on(self, call: Expr, values: list[_Value], guards: tuple[Term, ...]) -> None:
+        """A pointer into a received tensor handed to a call (`warp::copy(dst, src)`,
+        `cp_async_bulk(pointer::offset(dst, loc * stride), smem, n)`; `values`: those of the
+        call's children): the callee accesses its first element at least, an access at its
+        offset that the walk does not follow (how far past it the callee goes is not known)."""
+        handed = {id(child): value for child, value in zip(call.children, values)}
         for argument in call.arguments:
-            node = argument.stripped()
-            value = self.values.get(node.ref.key) if node.kind is ExprKind.REF and node.ref is not None else None
-            if isinstance(value, _Pointer) and not value.shared:
+            value = handed.get(id(argument))
+            if isinstance(value, _Pointer) and not value.shared and self.recorded(value.offset):
                 self.append(argument, value, value.offset, guards, is_write=True, followed=False)
+
+    def recorded(self, offset: Term) -> bool:
+        """Whether a global access at `offset` is recorded: one that reads global memory
+        (KC401's), or any (the drafter's walk)."""
+        return self.every_access or any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset))
 
     def barrier_at(self, call: Expr, barrier: str, guards: tuple[Term, ...]) -> None:
         """A block-wide barrier under `guards`, the counted ones split into branch
@@ -480,10 +492,10 @@ class _Walk:
     def read(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...]) -> _Value:
         """`pointer[index]` read: the access, and the value it reads when an integer."""
         self.record(expr, pointer, index, guards, is_write=False)
-        # the drafter's walk also follows a template's `T` (`std::integral T` ids): a value an
+        # a load of a template's `T` (`const TLoc* loc`, `std::integral T` ids): a value an
         # offset can use is an integer
         dependent = expr.type.canonical == _DEPENDENT or "type-parameter-" in expr.type.canonical
-        integer = expr.type.bits is not None or (self.every_access and dependent)
+        integer = expr.type.bits is not None or dependent
         if not isinstance(pointer, _Pointer) or not isinstance(index, Term) or not integer:
             return None
         if pointer.shared:  # what another thread wrote there: not followed
@@ -506,7 +518,7 @@ class _Walk:
             followed = bool(pointer.element) and expr.type.canonical in (pointer.element, _DEPENDENT)
             followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
-        elif self.every_access or any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset)):
+        elif self.recorded(offset):
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=True)
 
     def escape(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:

@@ -30,9 +30,13 @@ The lower side is not reported when a guard (or a `?:` in the offset) compares t
 a negative constant (`slot != kPadSlot`, `if (id == -1) return;`): the code knows the one negative marker its
 callers pass. One access is reported per kernel, tensor and set of ids (the first in the body).
 
-Not followed yet: ids that pass through a device function, a local assigned after its
-declaration, or shared memory; strides the matcher allows (the extent is the product of
-the dims).
+Followed: ids read through a params struct's fields or a structured binding of it
+(`const auto& [cache, loc] = params;`), ids of a template's type (`static_cast<const
+TLoc*>(loc)[i]`), offsets taken with `pointer::offset(p, ...)`, and a pointer so moved that is
+handed to a call (`cp_async_bulk(pointer::offset(cache, loc * row_bytes), smem, n)`, a copy
+helper): the callee accesses at least the element it points at. Not followed yet: ids that
+pass through a device function, a local assigned after its declaration, or shared memory;
+strides the matcher allows (the extent is the product of the dims).
 
 ## Why is this bad?
 An id read from a tensor is whatever the caller put there: a padding marker (`-1`), a
