@@ -648,6 +648,20 @@ def test_a_header_named_from_a_folder_above_is_found_there_up_to_the_project_roo
     assert outside == ["uses_outside.cuh:1: 'shared/outside.h' file not found"]
 
 
+def test_a_header_library_in_an_include_folder_beside_the_sources_is_found(tmp_path: Path) -> None:
+    """A JIT tree's sources in `csrc/jit/` name their header library from `csrc/include/`
+    (`<lib/tensor.h>`, built with `-I csrc/include` by the tree's own JIT helper)."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    library = project / "csrc" / "include" / "lib"
+    library.mkdir(parents=True)
+    (library / "tensor.h").write_text("#pragma once\nstruct Rows { int n; };\n")
+    (project / "csrc" / "jit").mkdir()
+    store = project / "csrc" / "jit" / "store.cu"
+    store.write_text("#include <lib/tensor.h>\n__global__ void store(Rows rows, int* out) { out[0] = rows.n; }\n")
+    assert _parse_errors(store) == []
+
+
 # libcu++'s barrier and the PTX wrappers it is built on, as a TMA pipeline uses them.
 CCCL_BARRIER_KERNEL = r"""
 #include <cuda/barrier>

@@ -24,22 +24,23 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 LIBRARY = "sgl_kernel"
+INCLUDE_FOLDER = "include"  # where a tree keeps the headers it builds with `-I`
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def bundled_include_dir() -> Path:
     """The folder holding kernel-check's own `sgl_kernel/` header library."""
-    packaged = _PACKAGE_DIR / "include"
-    return packaged if (packaged / LIBRARY).is_dir() else _PACKAGE_DIR.parents[1] / "include"
+    packaged = _PACKAGE_DIR / INCLUDE_FOLDER
+    return packaged if (packaged / LIBRARY).is_dir() else _PACKAGE_DIR.parents[1] / INCLUDE_FOLDER
 
 
 def find_repo_include_dir(path: Path) -> Path | None:
     """The nearest ancestor `include/` directory that holds `sgl_kernel/`, walking up."""
     for ancestor in path.resolve().parents:
-        candidate = ancestor / "include"
+        candidate = ancestor / INCLUDE_FOLDER
         if (candidate / LIBRARY).is_dir():
             return candidate
-        if ancestor.name == LIBRARY and ancestor.parent.name == "include":
+        if ancestor.name == LIBRARY and ancestor.parent.name == INCLUDE_FOLDER:
             return ancestor.parent
     return None
 
@@ -165,7 +166,9 @@ def ancestor_include_root(path: Path, name: str) -> Path | None:
     """The nearest folder from `path`'s own up to its project root under which the header
     `name` exists: the include root a build passes with `-I` for code that names its headers
     from a folder above it (`<attn/traits.h>` in `kernels/attn/`, built with `-I kernels`), or
-    from its own folder with angle brackets."""
+    from its own folder with angle brackets; or the `include/` folder beside one of those, the
+    layout JIT trees give their header library (`csrc/jit/store.cu` including
+    `<lib/tensor.h>` from `csrc/include/lib/`, built with `-I csrc/include`)."""
     from .config import find_project_root, real_path
 
     start = real_path(path).parent
@@ -173,8 +176,9 @@ def ancestor_include_root(path: Path, name: str) -> Path | None:
     if start != root and root not in start.parents:
         return None
     for folder in (start, *start.parents):
-        if (folder / name).is_file():
-            return folder
+        for candidate in (folder, folder / INCLUDE_FOLDER):
+            if (candidate / name).is_file():
+                return candidate
         if folder == root:
             break
     return None
