@@ -112,6 +112,21 @@ def test_returned_outputs_are_not_passed_and_come_back_by_name():
     assert dataclasses.replace(spec, returns=()).returned(None) == {}
 
 
+def test_a_host_buffer_made_bad_is_handed_over_as_a_device_tensor():
+    """The "cuda tensor" variant of a host buffer is the buffer on the GPU: before, it fell
+    through to a padded-row copy on the host, which a launcher rightly accepts (a false KD301
+    on an H100). Without a GPU the move itself must fail, not quietly give a host copy."""
+    from kernel_check.harness.cases import BadInput
+    from kernel_check.harness.execute import _apply_bad
+
+    factors = torch.ones(8)
+    if torch.cuda.is_available():
+        assert _apply_bad(factors, BadInput("factors", BadKind.CUDA)).is_cuda
+    else:
+        with pytest.raises((RuntimeError, AssertionError)):
+            _apply_bad(factors, BadInput("factors", BadKind.CUDA))
+
+
 def test_bad_inputs_skip_returned_outputs_and_move_host_buffers_to_the_gpu():
     spec = returning_spec()
     inst = spec.instantiations[0]

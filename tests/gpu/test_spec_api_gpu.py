@@ -7,7 +7,6 @@ tensor of another dtype than declared) are caught."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -20,7 +19,6 @@ from kernel_check.harness.discover import discover
 from kernel_check.harness.report import Progress, render_table
 from kernel_check.harness.run import RunOptions, run_specs, visible_gpus
 from kernel_check.harness.sanitize import find_sanitizer
-from kernel_check.harness.spec import Role, Tensor
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "spec_api"
 
@@ -34,16 +32,11 @@ pytestmark = [
 ]
 
 CLEAN = {s.name: s for s in discover([FIXTURES]).specs}
-# On an H100 (2026-12-06) the pinned host-buffer fixture failed with KD301 "factors: cuda
-# tensor was not rejected and the kernel faulted: illegal memory access" (and the planted twins
-# of the same module with it). Root cause: the bad-input variants before that case (offset,
-# padded and strided copies, dtype conversions) rebuilt the pinned buffer in pageable host
-# memory, which the kernel cannot read over the bus; the launcher accepted the offset copy, and
-# its fault surfaced at the next call. `execute._zeros_beside` keeps those copies pinned. Not
-# yet re-run on a GPU, so the marker stays (not strict: a pass shows as XPASS).
-HOST_BUFFER_OPEN = pytest.mark.xfail(
-    reason="pinned bad-input copies were pageable (fixed, not re-run on a GPU); issue 29", strict=False
-)
+# Seen on an H100 (2026-12-06) and fixed: the pinned fixture's "cuda tensor" bad input was
+# a padded host copy (`execute._apply_bad` had no case for it), which its launcher rightly
+# accepted (a false KD301); and the planted twins, made inside this module, could not be
+# loaded by the harness child by name (KD001 "no spec named ..."): they now have a module of
+# their own.
 # every check a spec without PDL instantiations runs, and what the clean fixtures must get
 CHECKED = (
     "build",
@@ -60,21 +53,9 @@ CHECKED = (
 )
 
 
-def _planted() -> dict[str, tuple]:
-    """Planted twins, each with the code it must produce."""
-    scale, pair, single = CLEAN["fixture_pinned_scale"], CLEAN["fixture_sum_diff"], CLEAN["fixture_doubled"]
-    wrong_dtype = tuple(
-        dataclasses.replace(a, dtype="float16") if isinstance(a, Tensor) and a.role is Role.OUT else a
-        for a in single.args
-    )
-    return {
-        "KD101 factors ignored": dataclasses.replace(scale, name="planted_pinned_ref", reference=lambda x, factors: x),
-        "KD101 swapped": dataclasses.replace(pair, name="planted_swapped", returns=("diff", "sum")),
-        "KD101 dtype": dataclasses.replace(single, name="planted_returned_dtype", args=wrong_dtype),
-    }
-
-
-PLANTED = _planted()
+PLANTED_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "spec_api_planted"
+# the twins, by the label of the check each must fail (a module the harness child can load)
+PLANTED = {s.name: s for s in discover([PLANTED_DIR]).specs}
 
 
 def _run(specs, options: RunOptions):
@@ -101,9 +82,7 @@ def _cells(result, name: str) -> dict[str, str]:
     return {column: cell.text() for column, cell in row.cells.items()}
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=HOST_BUFFER_OPEN) if n == "fixture_pinned_scale" else n for n in sorted(CLEAN)]
-)
+@pytest.mark.parametrize("name", sorted(CLEAN))
 def test_host_buffers_and_returned_outputs_pass_every_check(harness, name):
     failing = [f"{f.code} {f.message}" for f in harness.by_spec[name] if f.severity is not Severity.INFO]
     assert not failing, failing
@@ -111,11 +90,9 @@ def test_host_buffers_and_returned_outputs_pass_every_check(harness, name):
     assert {column: cells.get(column, "-") for column in CHECKED} == dict.fromkeys(CHECKED, "ok")
 
 
-@HOST_BUFFER_OPEN
-@pytest.mark.parametrize("label", sorted(PLANTED))
-def test_planted_twins_are_caught(planted, label):
-    spec = PLANTED[label]
-    findings = planted.by_spec[spec.name]
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_planted_twins_are_caught(planted, name):
+    findings = planted.by_spec[name]
     assert any(f.code == "KD101" for f in findings), [f"{f.code} {f.message}" for f in findings]
-    if label == "KD101 dtype":  # the call's returned tensor is judged against its declaration
+    if name == "planted_returned_dtype":  # the call's returned tensor is judged against its declaration
         assert any("returned output out" in f.message and "float16" in f.message for f in findings)

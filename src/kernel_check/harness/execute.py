@@ -193,6 +193,8 @@ def _apply_bad(values: torch.Tensor, bad: BadInput) -> torch.Tensor:
     """The invalid view or copy of ``values`` that ``bad`` describes."""
     if bad.kind is BadKind.CPU:
         return values.cpu()
+    if bad.kind is BadKind.CUDA:  # a host buffer's launcher handed a device tensor instead
+        return values.to("cuda")
     if bad.kind is BadKind.DTYPE:
         converted = values.to(getattr(torch, bad.dtype))
         return converted.pin_memory() if values.is_pinned() else converted
