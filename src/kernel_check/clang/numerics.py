@@ -37,7 +37,9 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..model import FunctionKind, NarrowingConversion, Span
+from .kernel_interface import _canonical_name
 from .program import Expr, ExprKind, Function, Program, Stmt, StmtKind, TypeFacts
+from .symbolic import _range as integer_bounds
 
 MAX_CALL_DEPTH = 3  # how deep a call of a device function of the file is followed
 MAX_CANDIDATES = 4  # the functions one call may reach that are followed (overloads, specializations)
@@ -109,10 +111,15 @@ _FLOAT_CONVERSIONS = frozenset(
     }
 )
 # Float to 32/64-bit integer with saturation (NaN becomes 0): defined, but its result keeps
-# the magnitude, which a narrower integer then wraps.
+# the magnitude, which a narrower integer then wraps. Each with the integer type it saturates to.
 _SATURATING_TO_INT = {
-    prefix + rounding: bits
-    for prefix, bits in (("__float2int_", 32), ("__float2uint_", -32), ("__float2ll_", 64), ("__float2ull_", -64))
+    prefix + rounding: TypeFacts(name, name, bits, signed, is_pointer=False)
+    for prefix, name, bits, signed in (
+        ("__float2int_", "int", 32, True),
+        ("__float2uint_", "unsigned int", 32, False),
+        ("__float2ll_", "long long", 64, True),
+        ("__float2ull_", "unsigned long long", 64, False),
+    )
     for rounding in ("rn", "rz", "rd", "ru")
 }
 # Build a vector of their arguments: it holds what they hold.
@@ -171,21 +178,16 @@ def _constant(number: float) -> Value:
 def _integer_range(type_: TypeFacts) -> Value:
     if type_.bits is None or type_.is_signed is None:
         return UNKNOWN
-    if type_.is_signed:
-        return Value(-(2.0 ** (type_.bits - 1)), 2.0 ** (type_.bits - 1) - 1)
-    return Value(0.0, 2.0**type_.bits - 1)
-
-
-def _bare(canonical: str) -> str:
-    return " ".join(w for w in canonical.split() if w not in ("const", "volatile"))
+    low, high = integer_bounds(type_)
+    return Value(float(low), float(high))
 
 
 def is_floating(type_: TypeFacts) -> bool:
-    return _bare(type_.canonical) in FLOATING
+    return _canonical_name(type_) in FLOATING
 
 
 def _is_integer(type_: TypeFacts) -> bool:
-    return type_.bits is not None and _bare(type_.canonical) != "bool"
+    return type_.bits is not None and _canonical_name(type_) != "bool"
 
 
 def _lowest(a: float | None, b: float | None) -> float | None:
@@ -569,7 +571,7 @@ class Numerics:
         if known is not None:
             return known
         loads = name.startswith(_LOAD_METHODS) and any(_points(a) for a in arguments)
-        if loads and _bare(expr.type.canonical) not in ("void", "<dependent type>"):
+        if loads and _canonical_name(expr.type) not in ("void", "<dependent type>"):
             return _read(expr.span, None)  # `gmem.load(ptr, i)`: a vector of memory's values
         if name in FP8_CONVERSIONS and len(arguments) >= 3:
             self._fp8_conversion(expr, arguments, values, walk)
@@ -597,7 +599,7 @@ class Numerics:
     def _construction(self, expr: Expr, values: list[Value], walk: _Walk) -> Value:
         """`T(x)`: a c10 fp8 type converts without saturation; a floating or vector type keeps
         the value."""
-        target = _bare(expr.type.canonical)
+        target = _canonical_name(expr.type)
         largest = C10_FP8.get("c10::" + target.rsplit("c10::", 1)[-1]) if "c10::" in target else None
         if largest is not None and len(values) == 1 and is_floating(expr.arguments[0].type):
             reason = violation(values[0], -largest, largest, nan_counts=False)
@@ -734,8 +736,7 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
     if bare in _EXPONENTIALS:
         return Value(0.0, INF if first.high == INF else None, first.nan, first.origin, first.deps)
     if bare in _SATURATING_TO_INT:
-        bits = _SATURATING_TO_INT[bare]
-        low, high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1) - 1) if bits > 0 else (0.0, 2.0 ** (-bits) - 1)
+        low, high = integer_bounds(_SATURATING_TO_INT[bare])
         clamp_low = max(first.low, low) if first.low is not None else None
         clamp_high = min(first.high, high) if first.high is not None else None
         return Value(clamp_low, clamp_high, False, first.origin, first.deps, saturated=True)
