@@ -37,3 +37,20 @@ def test_a_conversion_in_a_helper_names_the_read_and_the_call_that_feed_it() -> 
     ]
     # the clamped helper is fed the same kind of value and stays quiet
     assert not [f for f in findings if f.location.line == _line("fminf(fmaxf(roundf(value), -128.f), 127.f)")]
+
+
+HEADER_KERNELS = FIXTURES / "cpp" / "kc405_header_helpers" / "kernels.cuh"
+
+
+def test_a_conversion_in_a_header_helper_is_reported_at_the_call_that_leads_there() -> None:
+    findings = [f for f in run_one(HEADER_KERNELS, select=["KC405"]).findings if f.code == "KC405"]
+    lines = HEADER_KERNELS.read_text(encoding="utf-8").splitlines()
+    call = next(n for n, line in enumerate(lines, 1) if "q[i] = quant_helpers::round_to_int8(v);" in line)
+    read = next(n for n, line in enumerate(lines, 1) if "const float v = x[i] * inv_scale;" in line)
+    finding = next(f for f in findings if f.location.line == call)
+    helper = (HEADER_KERNELS.parent / "quant_helpers.cuh").read_text(encoding="utf-8").splitlines()
+    conversion = next(n for n, line in enumerate(helper, 1) if "static_cast<int8_t>(__float2int_rn(value))" in line)
+    assert f"passes a value that quant_helpers.cuh:{conversion} converts to `int8_t`" in finding.message
+    assert [(r.location.line, r.message) for r in finding.related] == [(read, "the read of memory it comes from")]
+    # a helper that reads and converts by itself is the header's finding, not the call's
+    assert not [f for f in findings if "read_to_int8" in lines[f.location.line - 1]]

@@ -860,6 +860,9 @@ class NarrowingConversion:
     reason: str  # "can be NaN", "has no bound", "can be as high as 1000"
     origin: Span  # the read of memory the value comes from
     call: Span | None = None  # the call that passes it into the helper holding the conversion
+    # Where the conversion is ("../include/quant.cuh:12") when it lies in an included header's
+    # function; `span` and `source` are then the checked file's call that leads there.
+    elsewhere: str = ""
 
 
 @dataclass(frozen=True)

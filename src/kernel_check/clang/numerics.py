@@ -18,14 +18,26 @@ memory (a tensor's element: the contract bounds its shape, never its values). Cl
 (`fminf`/`fmaxf`, `min`/`max`, `clamp`, `__saturatef`, `tanhf`) bound it, constants and
 integers have the range of their type, and anything the walk does not follow (an
 unknown call, a member of a params struct, shared memory, a conditional testing the value,
-inline assembly's outputs) is unknown, which is never reported. A value whose variables
+inline assembly's other outputs) is unknown, which is never reported. Inline assembly that
+loads from global, constant or generic memory (`ld.global.nc.f32`), or accumulates a matrix
+product (`mma.sync`, `wgmma`), gives its floating outputs any value, as a read does: the one
+reads memory, the other sums products of tensors' elements, which overflows to inf and
+carries NaN. Its integer outputs keep their type's range, `ld.shared`/`ld.local` read what
+the kernel put there itself, and an instruction that computes (`ex2.approx`, `max.f32`,
+`cvt...sat`) is unknown, since it may bound. A value whose variables
 (or whose memory) an earlier condition tests -- `if (isnan(v)) ...`, a loop bound, a
 `?:` -- counts as guarded and is not reported either.
 
-A call of a device function defined in the checked file is followed with its arguments'
-values bound to its scalar parameters (`MAX_CALL_DEPTH` deep): a helper that converts its
-parameter is reported at the conversion, with the call that feeds it a tensor's element,
-and what it returns is the join of its `return`s. A lambda's body is walked where it is
+A call of a device function whose body is in sight -- defined in the checked file or in a
+header of the project it includes, never a system header's (`Program.definition`, the door
+the pointer-access summaries and the launch resolution use) -- is followed with its
+arguments' values bound to its scalar parameters (`MAX_CALL_DEPTH` deep): a helper that
+converts its parameter is reported at the conversion, with the call that feeds it a
+tensor's element, and what it returns is the join of its `return`s. In a header's
+function, the checked file's call that leads there stands for what happens inside: a read
+of memory there comes from that call, and a conversion there of a value the file passes in
+is reported at that call (one of what the function reads itself is the header's own
+finding, when the header is checked). A lambda's body is walked where it is
 written; inside a template, a call or operator clang leaves dependent is named by its
 candidates (`cast<T>(x)`, `x * s`). A pointer or array parameter of a device function counts
 as memory: what a helper reads through one, a caller's tensor or not, is any value.
@@ -34,10 +46,14 @@ as memory: what a helper reads through one, a caller's tensor or not, is any val
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass, field, replace
 
 from ..model import FunctionKind, NarrowingConversion, Span
+from .kernel_interface import _canonical_name
 from .program import Expr, ExprKind, Function, Program, Stmt, StmtKind, TypeFacts
+from .symbolic import _range as integer_bounds
 
 MAX_CALL_DEPTH = 3  # how deep a call of a device function of the file is followed
 MAX_CANDIDATES = 4  # the functions one call may reach that are followed (overloads, specializations)
@@ -109,10 +125,15 @@ _FLOAT_CONVERSIONS = frozenset(
     }
 )
 # Float to 32/64-bit integer with saturation (NaN becomes 0): defined, but its result keeps
-# the magnitude, which a narrower integer then wraps.
+# the magnitude, which a narrower integer then wraps. Each with the integer type it saturates to.
 _SATURATING_TO_INT = {
-    prefix + rounding: bits
-    for prefix, bits in (("__float2int_", 32), ("__float2uint_", -32), ("__float2ll_", 64), ("__float2ull_", -64))
+    prefix + rounding: TypeFacts(name, name, bits, signed, is_pointer=False)
+    for prefix, name, bits, signed in (
+        ("__float2int_", "int", 32, True),
+        ("__float2uint_", "unsigned int", 32, False),
+        ("__float2ll_", "long long", 64, True),
+        ("__float2ull_", "unsigned long long", 64, False),
+    )
     for rounding in ("rn", "rz", "rd", "ru")
 }
 # Build a vector of their arguments: it holds what they hold.
@@ -121,6 +142,12 @@ _VECTOR_BUILDERS = frozenset(
 )
 _SHUFFLES = frozenset({"__shfl_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_down_sync"})
 _LOAD_METHODS = ("load", "ld", "cast_load")  # a vector's method that fills it from a pointer
+# Inline assembly whose floating outputs are memory's values: a load from global, constant or
+# generic memory (not `ld.shared`/`ld.local`: what the kernel put there itself), and a matrix
+# multiply-accumulate (sums of products of tensors' elements).
+_ASM_LOAD = re.compile(r"\bld\b((?:\.[\w:]+)*)")
+_ASM_MMA = re.compile(r"\b(?:mma\.sync|mma\.sp|wgmma\.mma_async|tcgen05\.mma)\b")
+_OWN_SPACES = frozenset({"shared", "local"})
 
 
 INF = math.inf
@@ -171,21 +198,16 @@ def _constant(number: float) -> Value:
 def _integer_range(type_: TypeFacts) -> Value:
     if type_.bits is None or type_.is_signed is None:
         return UNKNOWN
-    if type_.is_signed:
-        return Value(-(2.0 ** (type_.bits - 1)), 2.0 ** (type_.bits - 1) - 1)
-    return Value(0.0, 2.0**type_.bits - 1)
-
-
-def _bare(canonical: str) -> str:
-    return " ".join(w for w in canonical.split() if w not in ("const", "volatile"))
+    low, high = integer_bounds(type_)
+    return Value(float(low), float(high))
 
 
 def is_floating(type_: TypeFacts) -> bool:
-    return _bare(type_.canonical) in FLOATING
+    return _canonical_name(type_) in FLOATING
 
 
 def _is_integer(type_: TypeFacts) -> bool:
-    return type_.bits is not None and _bare(type_.canonical) != "bool"
+    return type_.bits is not None and _canonical_name(type_) != "bool"
 
 
 def _lowest(a: float | None, b: float | None) -> float | None:
@@ -290,6 +312,9 @@ class _Walk:
     depth: int
     call: Span | None  # the call that bound the parameters (for the finding's related location)
     body: Span  # the function's body
+    # The call of the checked file through which the walk went into a function of an included
+    # header (None in the checked file's own functions): it stands for what happens in there.
+    entry: Expr | None = None
     returns: list[Value] = field(default_factory=list)  # what its `return` statements give
 
 
@@ -300,26 +325,29 @@ class Numerics:
     def __init__(self, program: Program) -> None:
         self.program = program
         self.found: dict[int, NarrowingConversion] = {}  # by the conversion's start offset
-        self._returns: dict[tuple[int, tuple[Value, ...]], Value] = {}  # by callee and arguments
+        # by callee, arguments and (in a header's function) the file's call that leads there
+        self._returns: dict[tuple[int, tuple[Value, ...], int | None], Value] = {}
 
     def add_function(self, function: Function) -> None:
         """Walk a kernel or device function of the checked file, its parameters unknown."""
         if function.kind is FunctionKind.HOST or function.buildable_body is None:
             return
         try:
-            self._walk(function, {}, 0, None)
+            self._walk(function, {}, 0, None, None)
         except RecursionError:
             return  # generated code nested past what the walk follows: nothing is reported of it
 
     def conversions(self) -> list[NarrowingConversion]:
         return sorted(self.found.values(), key=lambda c: c.span.start)
 
-    def _walk(self, function: Function, env: dict[int, Value], depth: int, call: Span | None) -> Value:
+    def _walk(
+        self, function: Function, env: dict[int, Value], depth: int, call: Span | None, entry: Expr | None
+    ) -> Value:
         """Walk `function`'s body from `env`; what it returns (unknown when nothing is known)."""
         body = function.buildable_body
         if body is None:
             return UNKNOWN
-        walk = _Walk(dict(env), set(), set(), depth, call, body.span)
+        walk = _Walk(dict(env), set(), set(), depth, call, body.span, entry)
         self._block(body, walk)
         return _join_all(walk.returns) if walk.returns else UNKNOWN
 
@@ -331,8 +359,12 @@ class Numerics:
         elif kind in (StmtKind.FOR, StmtKind.WHILE, StmtKind.DO, StmtKind.RANGE_FOR):
             self._loop(stmt, walk)
         elif kind is StmtKind.ASM:
+            reads = _asm_reads_memory(stmt)
             for output in stmt.asm_outputs:
-                self._forget(output, walk)
+                if reads and is_floating(output.type):
+                    self._assign(output, _read(_origin(stmt, walk), None), walk)
+                else:
+                    self._forget(output, walk)
             for expr in stmt.exprs[len(stmt.asm_outputs) :]:
                 self.value(expr, walk)
         else:
@@ -448,7 +480,8 @@ class Numerics:
         parameters are unknown, and its effects stay inside it."""
         body = expr.lambda_body
         if body is not None:
-            inner = _Walk(dict(walk.env), set(walk.guarded), set(walk.untracked), walk.depth, walk.call, walk.body)
+            inner = replace(walk, env=dict(walk.env), guarded=set(walk.guarded), untracked=set(walk.untracked))
+            inner.returns = []
             self._block(body, inner)
 
     def _reference(self, expr: Expr, walk: _Walk) -> Value:
@@ -491,7 +524,7 @@ class Numerics:
         self.value(base, walk)
         if not base.type.is_pointer or _is_integer(expr.type):
             return UNKNOWN
-        return _read(expr.span, key)
+        return _read(_origin(expr, walk), key)
 
     def _member(self, expr: Expr, walk: _Walk) -> Value:
         """`v.x` of a local vector holds what the vector holds; other members are unknown."""
@@ -569,8 +602,8 @@ class Numerics:
         if known is not None:
             return known
         loads = name.startswith(_LOAD_METHODS) and any(_points(a) for a in arguments)
-        if loads and _bare(expr.type.canonical) not in ("void", "<dependent type>"):
-            return _read(expr.span, None)  # `gmem.load(ptr, i)`: a vector of memory's values
+        if loads and _canonical_name(expr.type) not in ("void", "<dependent type>"):
+            return _read(_origin(expr, walk), None)  # `gmem.load(ptr, i)`: a vector of memory's values
         if name in FP8_CONVERSIONS and len(arguments) >= 3:
             self._fp8_conversion(expr, arguments, values, walk)
             return UNKNOWN
@@ -597,7 +630,7 @@ class Numerics:
     def _construction(self, expr: Expr, values: list[Value], walk: _Walk) -> Value:
         """`T(x)`: a c10 fp8 type converts without saturation; a floating or vector type keeps
         the value."""
-        target = _bare(expr.type.canonical)
+        target = _canonical_name(expr.type)
         largest = C10_FP8.get("c10::" + target.rsplit("c10::", 1)[-1]) if "c10::" in target else None
         if largest is not None and len(values) == 1 and is_floating(expr.arguments[0].type):
             reason = violation(values[0], -largest, largest, nan_counts=False)
@@ -626,7 +659,7 @@ class Numerics:
             obj = callee.children[0].stripped()
             if obj.kind is ExprKind.REF and obj.ref is not None and obj.ref.key in walk.env:
                 if loads:
-                    walk.env[obj.ref.key] = _read(expr.span, obj.ref.key)
+                    walk.env[obj.ref.key] = _read(_origin(expr, walk), obj.ref.key)
                 elif not name.startswith("store") and (expr.ref is None or expr.ref.is_mutating_method):
                     walk.env[obj.ref.key] = UNKNOWN.with_deps(frozenset({obj.ref.key}))
         for argument in expr.arguments:
@@ -641,16 +674,19 @@ class Numerics:
                 walk.env[stripped.ref.key] = UNKNOWN.with_deps(frozenset({stripped.ref.key}))
 
     def _follow(self, expr: Expr, name: str, values: list[Value], walk: _Walk) -> Value:
-        """Walk the device functions of the checked file a call may reach, the arguments' values
-        bound to their scalar parameters (a non-const reference parameter is an output:
-        unknown); the join of what they return, once per callee and arguments. A dependent
+        """Walk the device functions a call may reach whose bodies are in sight -- the checked
+        file's and those of the project's headers it includes, never a system header's (the
+        door `Program.definition` opens for the other analyses) -- the arguments' values bound
+        to their scalar parameters (a non-const reference parameter is an output: unknown);
+        the join of what they return, once per callee and arguments. A dependent
         `Trait::f(...)` in a template may reach each static method `f` of the file's records."""
         if walk.depth >= MAX_CALL_DEPTH:
             return UNKNOWN
-        callees = list(expr.callees)
-        if not callees and name and _names_type_member(expr):
-            callees = self.program.static_methods_named(expr, name)
-        callees = [c for c in callees if c.kind is not FunctionKind.HOST and c.file == self.program.path]
+        candidates = list(expr.callees)
+        if not candidates and name and _names_type_member(expr):
+            candidates = self.program.static_methods_named(expr, name)
+        defined = [self.program.definition(c) for c in candidates]
+        callees = [c for c in defined if c is not None and c.kind is not FunctionKind.HOST]
         if not callees or len(callees) > MAX_CANDIDATES:
             return UNKNOWN
         returned = _join_all([self._returned(callee, expr, values, walk) for callee in callees])
@@ -660,7 +696,10 @@ class Numerics:
         if callee.buildable_body is None:
             return UNKNOWN
         bound = tuple(values[: len(callee.params)])
-        key = (id(callee), tuple(replace(v, deps=frozenset()) for v in bound))
+        entry = walk.entry if walk.entry is not None or callee.file == self.program.path else call
+        # a header's function is walked once per call of the file that enters it: what it reads
+        # comes from that call, and what it converts is reported there
+        key = (id(callee), tuple(replace(v, deps=frozenset()) for v in bound), entry.span.start if entry else None)
         if key not in self._returns:
             self._returns[key] = UNKNOWN  # a recursive call meanwhile is unknown
             env = {  # a pointer parameter's reads are reads of memory
@@ -668,7 +707,7 @@ class Numerics:
                 for p, v in zip(callee.params, bound, strict=False)
                 if p.declarator == "value" or (p.declarator == "reference" and p.pointee_is_const)
             }
-            self._returns[key] = self._walk(callee, env, walk.depth + 1, call.span)
+            self._returns[key] = self._walk(callee, env, walk.depth + 1, call.span, entry)
         return self._returns[key]
 
     # -- effects -----------------------------------------------------------------------------
@@ -686,13 +725,29 @@ class Numerics:
         if node.kind is ExprKind.REF and node.ref is not None and node.ref.key in walk.env:
             walk.env[node.ref.key] = value.with_deps(frozenset({node.ref.key}))
 
+    def _record_elsewhere(self, expr: Expr, value: Value, target: str, reason: str, walk: _Walk) -> None:
+        """A conversion in an included header's function, of a value the checked file passes
+        in: reported at the checked file's call that leads there. One the function makes of
+        what it reads itself is the header's own finding (its pointer parameters are memory
+        when the header is checked)."""
+        entry = walk.entry
+        if entry is None or value.origin is None or value.origin == entry.span or entry.span.start in self.found:
+            return
+        where = f"{os.path.relpath(expr.file, os.path.dirname(self.program.path))}:{expr.span.line}"
+        self.found[entry.span.start] = NarrowingConversion(
+            span=entry.span, source=entry.span, target=target, reason=reason, origin=value.origin, elsewhere=where
+        )
+
     def _forget(self, target: Expr, walk: _Walk) -> None:
         node = target.stripped()
         if node.kind is ExprKind.REF and node.ref is not None and node.ref.key in walk.env:
             walk.env[node.ref.key] = UNKNOWN.with_deps(frozenset({node.ref.key}))
 
     def _record(self, expr: Expr, source: Expr, value: Value, target: str, reason: str, walk: _Walk) -> None:
-        if value.deps & walk.guarded or value.origin is None or expr.file != self.program.path:
+        if value.deps & walk.guarded or value.origin is None:
+            return
+        if expr.file != self.program.path:
+            self._record_elsewhere(expr, value, target, reason, walk)
             return
         if expr.span.start in self.found:
             return
@@ -734,8 +789,7 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
     if bare in _EXPONENTIALS:
         return Value(0.0, INF if first.high == INF else None, first.nan, first.origin, first.deps)
     if bare in _SATURATING_TO_INT:
-        bits = _SATURATING_TO_INT[bare]
-        low, high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1) - 1) if bits > 0 else (0.0, 2.0 ** (-bits) - 1)
+        low, high = integer_bounds(_SATURATING_TO_INT[bare])
         clamp_low = max(first.low, low) if first.low is not None else None
         clamp_high = min(first.high, high) if first.high is not None else None
         return Value(clamp_low, clamp_high, False, first.origin, first.deps, saturated=True)
@@ -744,6 +798,25 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
     if bare in _VECTOR_BUILDERS:
         return _join_all(values)
     return None
+
+
+def _origin(read: Expr | Stmt, walk: _Walk) -> Span:
+    """Where a read of memory is reported from: itself, or in an included header's function,
+    the checked file's call that leads there."""
+    return walk.entry.span if walk.entry is not None else read.span
+
+
+def _asm_reads_memory(stmt: Stmt) -> bool:
+    """Whether an asm statement loads from memory the kernel did not fill itself, or is a
+    matrix multiply-accumulate: its floating outputs then hold any value."""
+    template = stmt.asm.template if stmt.asm is not None else ""
+    if _ASM_MMA.search(template):
+        return True
+    for load in _ASM_LOAD.finditer(template):
+        spaces = {qualifier.split(":")[0] for qualifier in load.group(1).split(".")}
+        if not spaces & _OWN_SPACES:
+            return True
+    return False
 
 
 def _operands(call: Expr) -> list[Expr]:

@@ -17,11 +17,16 @@ kernel's contract bounds its shape and dtype, never its values; a device functio
 or array parameter counts as memory too) and only arithmetic lies between the read and the
 conversion (`+ - * /`, rounding, `fabsf`, conversions between floating formats, a local
 variable, array or vector holding it, a `load` call's result, `make_float2` and braced
-vectors, a device function of the same file it is passed to or returned from). It is
-bounded by `fminf`/`fmaxf`, `min`/`max`, `clamp`, `__saturatef`, `tanhf` -- a clamp to both
-ends of the target's range is the fix; a clamp to one end still lets the other through. A
-finding names the read it comes from and, for a conversion inside a helper, the call that
-passes the value in.
+vectors, a device function it is passed to or returned from, defined in the same file or in
+a header of the project it includes). A floating output of inline assembly counts too when
+the instruction loads from global memory (`ld.global.nc.f32`) or is a matrix
+multiply-accumulate (`mma.sync`, `wgmma`): the accumulator of a product of tensors
+overflows to inf and carries NaN as surely as an element read does. It is bounded by
+`fminf`/`fmaxf`, `min`/`max`, `clamp`, `__saturatef`, `tanhf` -- a clamp to both ends of the
+target's range is the fix; a clamp to one end still lets the other through. A finding names
+the read it comes from and, for a conversion inside a helper, the call that passes the value
+in; a conversion inside a function of an included header is reported at the file's call
+that leads there, naming the header's line.
 
 Never a finding: the saturating conversions (the CUDA fp8 and fp4 types' constructors,
 `__NV_SATFINITE`, CUTLASS's `float_e4m3_t`, `cvt...satfinite` in inline assembly: fp4 has
@@ -30,7 +35,9 @@ between integer types whose value did not come from a float, compile-time consta
 values built from integers (index arithmetic), a value any earlier condition of the function
 tests (`if (isnan(v))`, a loop bound, a `?:` comparing it: a guard the walk does not
 evaluate), a value that goes through something the walk does not follow (a call of an
-unknown function, a member of a params struct, shared memory, inline assembly), and
+unknown function or of a system header's, a member of a params struct, shared memory,
+inline assembly that computes rather than loads or accumulates -- `ex2.approx`, `max.f32`,
+`ld.shared` -- and asm outputs of integer type), and
 conversions to a type a template leaves dependent (`static_cast<T>(v)`: which type is not
 known).
 
@@ -66,7 +73,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import Span
+from kernel_check.model import NarrowingConversion, Span
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.semantic import SemanticModel
@@ -80,12 +87,20 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             related.append(Related(location_of(model, conversion.call), "the call that passes it in"))
         yield ctx.finding(
             location_of(model, conversion.span),
-            f"`{_text(model, conversion.source)}` is converted to {_target(conversion.target)} with no saturation, "
+            f"{_what(model, conversion)} {_target(conversion.target)} with no saturation, "
             f"and it {conversion.reason}: it comes from `{_text(model, conversion.origin)}` with no clamp or "
             "guard on the way; clamp it to the target's range first (`fminf(fmaxf(v, lo), hi)`), "
             "or use a saturating conversion",
             related=related,
         )
+
+
+def _what(model: SemanticModel, conversion: NarrowingConversion) -> str:
+    """What is converted: the value, or for a conversion in a header's function, the call
+    that passes it there."""
+    if conversion.elsewhere:
+        return f"`{_text(model, conversion.source)}` passes a value that {conversion.elsewhere} converts to"
+    return f"`{_text(model, conversion.source)}` is converted to"
 
 
 def _target(target: str) -> str:
