@@ -942,7 +942,7 @@ class SymbolicAccess:
     function_usr: str
     span: Span  # the access expression
     pointer: str  # the tensor or shared array accessed, as written (`out`, `params.out_loc`, `smem`)
-    offset: Term  # in elements of the pointer (of the vector type for `.load(p, i)`)
+    offset: Term  # in elements of the pointer (of the vector type for `.load(p, i)`; of a shared array: its own)
     guards: tuple[Term, ...]
     symbols: tuple[Symbol, ...]  # every symbol the offset and guards name
     is_write: bool
@@ -967,6 +967,9 @@ class SymbolicAccess:
     # (the drafter's walk, `every_access`) is recorded the same way: not followed.
     followed: bool = True
     extent: Term | None = None  # a shared array's declared length in elements
+    # The array's elements the access covers from `offset` on: more than one through a wider
+    # type (`reinterpret_cast<float4*>(smem)[i]` covers floats 4 * i to 4 * i + 3).
+    width: int = 1
 
 
 @dataclass(frozen=True)

@@ -554,6 +554,17 @@ class Expr(_Typed):
         return _CAST_FORMS.get(self._cursor.kind, "") if self.kind is ExprKind.CAST else ""
 
     @cached_property
+    def pointee(self) -> tuple[str, int] | None:
+        """For an expression of pointer type: what it points to, as the canonical spelling and
+        the size in bytes; None for other types and a size clang cannot tell (dependent)."""
+        canonical = self._cursor.type.get_canonical()
+        if canonical.kind != ci.TypeKind.POINTER:
+            return None
+        pointee = canonical.get_pointee()
+        size = pointee.get_size()
+        return (pointee.spelling, size) if size > 0 else None
+
+    @cached_property
     def is_throw(self) -> bool:
         """Whether this is a `throw` expression."""
         return self._cursor.kind == K.CXX_THROW_EXPR

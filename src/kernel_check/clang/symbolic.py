@@ -14,10 +14,13 @@ the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same 
 
 What it records (`SymbolicAccess`) are the global accesses whose offset depends on an
 integer read from global memory (KC401), and every access of a one-dimensional `__shared__`
-array (KC402, KC403): followed when its offset and guards name only values the walk follows
-and it reads or writes the array's own element type; a shared array handed to a call, an
-`asm` operand, a lambda or a pointer the walk does not follow counts as a write it does not
-follow (a cooperative load through a helper). solver.py decides what they can reach. It
+array (KC402-KC404): followed when its offset and guards name only values the walk follows
+and it reads or writes the array's own element type, or a wider one it spans whole elements
+of (`reinterpret_cast<float4*>(smem)[i]`: elements 4 * i to 4 * i + 3, `SymbolicAccess.width`);
+a shared array handed to a call, an `asm` operand, a lambda or a pointer the walk does not
+follow counts as a write it does not follow (a cooperative load through a helper). A device
+helper the kernel hands a shared array or scalar, whose body is in sight, is walked where
+it is called instead, its parameters bound to the arguments (`inline`). solver.py decides what they can reach. It
 also records each block-wide barrier (`SymbolicBarrier`, KC170) with the conditions of the
 `if`s around it and the early exits before it, loop conditions left out.
 
@@ -81,12 +84,16 @@ _FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
+_MAX_HELPERS = 3  # device helpers walked inside one another, at most
 _DEPENDENT = "<dependent type>"  # an access of `T smem[kN]` in a template
 # The element types of the `__shared__` scalars followed (structs and templates' `T` are not).
 _SCALARS = frozenset(
     {"float", "double", "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int"}
     | {"unsigned int", "long", "unsigned long", "long long", "unsigned long long"}
 )
+# Half-precision element types an array of which is followed: assigned whole (a copy) or
+# read, and any other use of an element (a member, an operator) a write not followed.
+_HALVES = frozenset({"__half", "__nv_bfloat16", "__half2", "__nv_bfloat162"})
 _DEFAULT_BITS = 32
 _NARROW_BITS = 16
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
@@ -102,6 +109,23 @@ class _Pointer:
     shared: bool = False
     element: str = ""  # a shared array's element type (canonical); "" when not one-dimensional
     extent: Term | None = None  # a shared array's length in elements, when declared
+    unit: int = 1  # the array's elements one element of the pointer's type spans (a `float4*` into floats: 4)
+
+    def moved(self, steps: Term, op: str = "+") -> _Pointer:
+        """The pointer `steps` elements of its type on (back, for `op` "-")."""
+        if steps == _ZERO:
+            return self
+        scaled = steps if self.unit == 1 else Term("*", (steps, const(self.unit)))
+        return replace(self, offset=_add(self.offset, scaled) if op == "+" else Term("-", (self.offset, scaled)))
+
+    def recast(self, before: tuple[str, int] | None, after: tuple[str, int] | None) -> _Pointer:
+        """The shared pointer cast from pointing to `before` to pointing to `after` (each the
+        canonical type and its size): a wider type spans several of the array's elements
+        (`reinterpret_cast<float4*>(smem)`); one that does not span a whole number of them,
+        or of a size clang cannot tell, is not followed."""
+        if not self.element or before is None or after is None or (after[1] * self.unit) % before[1] != 0:
+            return replace(self, element="")
+        return replace(self, element=_unqualified(after[0]), unit=after[1] * self.unit // before[1])
 
 
 _ZERO = Term("const", value=0)
@@ -157,6 +181,8 @@ class _Walk:
     uncounted: list[Term] = field(default_factory=list)
     exit_guards: list[Term] = field(default_factory=list)
     every_access: bool = False  # every global access, not only those whose offset reads memory
+    helpers: tuple[str, ...] = ()  # the device helpers being walked in place (`inline`), by USR
+    site: Span | None = None  # where the kernel calls the helper being walked, when it is in another file
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(self, name: str, kind: SymbolKind, text: str, bounds: tuple[int, int], span: Span | None = None) -> Term:
@@ -170,6 +196,8 @@ class _Walk:
 
     def product(self, expr: Expr, term: Term) -> None:
         """Record a multiplication by a block index or grid dimension (KC112's witness)."""
+        if self.helpers:  # a helper walked in place: its shared accesses only
+            return
         named = set(symbol_names(term))
         if any(self.symbols[n].kind in _LARGE_INDICES for n in named):
             symbols = tuple(self.symbols[n] for n in sorted(named))
@@ -182,7 +210,7 @@ class _Walk:
         if kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and expr.children:
             inner = self.value(expr.children[-1], guards)
             if kind is ExprKind.CAST and isinstance(inner, _Pointer) and inner.shared:
-                return replace(inner, element="")  # `reinterpret_cast<float4*>(smem)`: other elements
+                return inner.recast(expr.children[-1].pointee, expr.pointee)  # `reinterpret_cast<float4*>(smem)`
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
             return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
@@ -217,7 +245,9 @@ class _Walk:
         """Walk `expr`'s operands; `escaping` (a call's): a shared array among them, or named
         in a lambda's body, is handed where the walk does not follow it; so is a shared
         scalar passed by name to a function (a reference parameter may write it) and a shared
-        element an overloaded assignment takes (`smem[i] += v` on a template's `T`)."""
+        element an overloaded assignment other than a copy takes (`smem[i] += v` on a
+        template's `T`). A copy (`=` of a struct, `*reinterpret_cast<float4*>(p) = v`)
+        writes the whole element."""
         operator = _operator(expr) if expr.kind is ExprKind.CALL else ""
         assigning = operator in _ASSIGNMENTS or operator in _INCREMENTS
         for position, child in enumerate(expr.children):
@@ -225,25 +255,35 @@ class _Walk:
                 self.lambda_escapes(child, guards)
                 continue
             assigned = assigning and position == 0  # the object assigned: `smem[i]` of `smem[i] += v`
-            value = self.element_use(child, guards) if assigned else self.value(child, guards)
+            if assigned and operator == "=":
+                self.stored = expr.children[-1]
+            value = self.element_use(child, guards, copied=operator == "=") if assigned else self.value(child, guards)
+            self.stored = None
             by_name = child.kind is ExprKind.REF and not operator
             if escaping:
                 self.escape(child, self.shared_scalar(child) if by_name else value, guards)
 
-    def element_use(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
-        """`expr`'s value, where a shared element (`smem[i]`, `s_total`) used as an object,
-        which its member or operator may write, counts as a write the walk does not follow."""
+    def element_use(self, expr: Expr, guards: tuple[Term, ...], *, copied: bool = False) -> _Value:
+        """`expr`'s value, where a shared element (`smem[i]`, `*p`, `s_total`) used as an
+        object counts as written: a write the walk follows when a copy assigns it whole
+        (`copied`), else one it does not (its member or operator may write any part)."""
         node = expr.stripped()
         if (scalar := self.shared_scalar(node)) is not None:
-            self.escape(node, scalar, guards)
-            return None
-        if node.kind is not ExprKind.SUBSCRIPT or len(node.children) != 2:
+            pointer: _Value = scalar
+            index: _Value = _ZERO
+        elif node.kind is ExprKind.SUBSCRIPT and len(node.children) == 2:
+            pointer, index = (self.value(child, guards) for child in node.children)
+        elif node.kind is ExprKind.UNARY and node.operator == "*" and node.children:
+            pointer, index = self.value(node.children[0], guards), _ZERO
+        else:
             return self.value(expr, guards)
-        pointer, index = (self.value(child, guards) for child in node.children)
-        if isinstance(pointer, _Pointer) and pointer.shared:
-            self.escape(node, _pointer_arithmetic("+", pointer, index) or pointer, guards)
-            return None
-        return self.read(node, pointer, index, guards)
+        if not isinstance(pointer, _Pointer) or not pointer.shared:
+            return self.read(node, pointer, index, guards)
+        if copied:
+            self.record(node, pointer, index, guards, is_write=True)
+        else:
+            self.escape(node, pointer.moved(index) if isinstance(index, Term) else pointer, guards)
+        return None
 
     def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
         """A lambda's body is not walked (it runs where it is called): the shared arrays it
@@ -409,15 +449,75 @@ class _Walk:
             return None
         if self.every_access and len(arguments) >= 2 and (name or callee_name(expr)) == POINTER_OFFSET:
             return self.offset_call(expr, guards)
-        self.visit_children(expr, guards, escaping=True)
-        if self.every_access:
+        helper = self.helper(expr)
+        if helper is not None:
+            self.inline(expr, helper, guards)  # its barriers pass where its body reaches them
+        else:
+            self.visit_children(expr, guards, escaping=True)
+        if self.every_access and not self.helpers:
             self.handed_on(expr, guards)
         barrier = self.threads.barrier(expr)
-        if barrier or self.synchronizes_by_name(expr):
+        if helper is None and (barrier or self.synchronizes_by_name(expr)):
             self.phase += 1
-        if barrier:
+        if barrier and not self.helpers:
             self.barrier_at(expr, barrier, guards)
         return self.opaque(expr) if expr.type.bits is not None else None
+
+    def helper(self, call: Expr) -> Function | None:
+        """The device function a call runs, to walk in place, when the call hands it a shared
+        array or scalar (`cta::reduce_max(v, smem)`, `norm(row, warp_sums, &s_inv)`): its one
+        definition in sight (no system header's), not one being walked already."""
+        if _operator(call) or len(self.helpers) >= _MAX_HELPERS:
+            return None
+        if not any(self.names_shared(argument) for argument in call.arguments):
+            return None
+        callees = call.callees
+        helper = self.threads.program.definition(callees[0]) if len(callees) == 1 else None
+        if helper is None or helper.usr in self.helpers or helper.body is None:
+            return None
+        return helper
+
+    def names_shared(self, expr: Expr) -> bool:
+        """Whether `expr` names a shared array or scalar, or a local pointing into one."""
+        for node in expr.walk():
+            ref = node.ref if node.kind is ExprKind.REF else None
+            if ref is None:
+                continue
+            value = self.values.get(ref.key)
+            if ref.key in self.shared_scalars or (isinstance(value, _Pointer) and value.shared):
+                return True
+        return False
+
+    def inline(self, call: Expr, helper: Function, guards: tuple[Term, ...]) -> None:
+        """Walk `helper`'s body where `call` runs it, its parameters bound to the arguments:
+        its shared accesses are the kernel's (at the call when the helper is in another file,
+        so that a finding lands in the checked file), under the guards of the call. A
+        parameter that the body moves, or a reference bound to a shared element, is a write
+        the walk does not follow, as a shared array handed to any other call is."""
+        body = helper.body
+        assert body is not None  # `helper` checked it
+        moved = _assigned_locals(body)
+        self.assigned |= moved
+        dependent: ThreadLocals = {}
+        for argument, param in zip(call.arguments, helper.params):
+            if self.threads.source(argument, self.thread_locals):
+                dependent[param.key] = param.name
+            scalar = self.shared_scalar(argument)
+            if param.is_reference and scalar is not None:
+                self.shared_scalars[param.key] = scalar  # `float& total` bound to `s_total`
+                continue
+            value = self.element_use(argument, guards) if param.is_reference else self.value(argument, guards)
+            if param.key in moved:
+                self.escape(argument, value, guards)
+            else:
+                self.values[param.key] = value
+        self.thread_locals = {**self.thread_locals, **self.threads.locals(body, given=dependent)}
+        outer = (self.helpers, self.site)
+        self.helpers = (*self.helpers, helper.usr)
+        if self.site is None and helper.file != self.function.file:
+            self.site = call.span
+        self.statement(body, guards)
+        self.helpers, self.site = outer
 
     def offset_call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         """`pointer::offset(p, a, b)`: `p` moved by `a + b` (its own units: bytes of a
@@ -488,7 +588,7 @@ class _Walk:
             return None
         if pointer.shared:  # what another thread wrote there: not followed
             return self.opaque(expr)
-        offset = _add(pointer.offset, index)
+        offset = pointer.moved(index).offset
         key = (pointer.base, offset)
         if key not in self.loads:
             text = _spelled(expr) or expr_text(pointer.base, offset)
@@ -500,13 +600,15 @@ class _Walk:
         a shared array (followed or not, see `SymbolicAccess.followed`)."""
         if not isinstance(pointer, _Pointer) or not isinstance(index, Term):
             return
-        offset = _add(pointer.offset, index)
+        offset = pointer.moved(index).offset
         if pointer.shared:
             named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
-            followed = bool(pointer.element) and expr.type.canonical in (pointer.element, _DEPENDENT)
+            followed = bool(pointer.element) and _unqualified(expr.type.canonical) in (pointer.element, _DEPENDENT)
             followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
-        elif self.every_access or any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset)):
+        elif not self.helpers and (  # a helper walked in place: its shared accesses only
+            self.every_access or any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset))
+        ):
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=True)
 
     def escape(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:
@@ -524,7 +626,7 @@ class _Walk:
         self.accesses.append(
             SymbolicAccess(
                 function_usr=self.function.usr,
-                span=expr.span,
+                span=self.site or expr.span,
                 pointer=pointer.base,
                 offset=offset,
                 guards=guards,
@@ -538,6 +640,7 @@ class _Walk:
                 value_varies=pointer.shared and is_write and self.varies(self.stored),
                 followed=followed,
                 extent=pointer.extent,
+                width=pointer.unit,
             )
         )
 
@@ -685,18 +788,21 @@ class _Walk:
 
     def shared_array(self, var: Var, guards: tuple[Term, ...]) -> _Pointer:
         """A `__shared__` array: its element type and length when it has one dimension of a
-        length the walk follows and scalar elements (`float smem[kPadded]`), none for
-        `smem[a][b]`, `extern smem[]` or an array of structs."""
+        length the walk follows and scalar or half-precision elements (`float smem[kPadded]`),
+        none for `smem[a][b]`, `extern smem[]` or an array of other structs."""
         element = var.element_type.canonical
-        # of a scalar or a template's `T` (a struct's members and operators may write it unseen)
-        one_dimension = len(var.exprs) == 1 and (element in _SCALARS or element.startswith("type-parameter"))
+        # of a scalar, a half type or a template's `T` (another struct's members and operators
+        # may write it unseen)
+        known = element in _SCALARS or element in _HALVES or element.startswith("type-parameter")
+        # its length, then nothing but a half type's default construction
+        one_dimension = known and bool(var.exprs) and all(e.is_construction for e in var.exprs[1:])
         extent = self.value(var.exprs[0], guards) if one_dimension else None
         followed = isinstance(extent, Term) and not any(
             self.symbols[n].kind in _UNFOLLOWED for n in symbol_names(extent)
         )
         if not isinstance(extent, Term) or not followed:
             return _Pointer(var.name, _ZERO, shared=True)
-        return _Pointer(var.name, _ZERO, shared=True, element=var.element_type.canonical, extent=extent)
+        return _Pointer(var.name, _ZERO, shared=True, element=_unqualified(element), extent=extent)
 
 
 def _operator(call: Expr) -> str:
@@ -826,13 +932,20 @@ def _add(left: Term, right: Term) -> Term:
 
 
 def _pointer_arithmetic(op: str, left: _Value, right: _Value) -> _Value:
-    if op == "+" and isinstance(left, _Pointer) and isinstance(right, Term):
-        return replace(left, offset=_add(left.offset, right))
+    if op in ("+", "-") and isinstance(left, _Pointer) and isinstance(right, Term):
+        return left.moved(right, op)
     if op == "+" and isinstance(right, _Pointer) and isinstance(left, Term):
-        return replace(right, offset=_add(right.offset, left))
-    if op == "-" and isinstance(left, _Pointer) and isinstance(right, Term):
-        return replace(left, offset=Term("-", (left.offset, right)))
+        return right.moved(left)
     return None
+
+
+def _unqualified(spelling: str) -> str:
+    """A type's spelling without its top-level `const`/`volatile` (an access through a
+    `const float*` reads the array's `float`)."""
+    words = spelling.split(" ")
+    while words and words[0] in ("const", "volatile"):
+        words = words[1:]
+    return " ".join(words)
 
 
 def _bit_operation(op: str, left: Term, right: Term) -> Term | None:

@@ -49,12 +49,20 @@ def meet(first: SymbolicAccess, second: SymbolicAccess, budget: Budget, extra: I
     constraints.append(_at_most_a_block())
     constraints += [*first.guards, *(renamed(g, copies) for g in second.guards)]
     element = Term("sym", name=ELEMENT)
-    constraints += [Term("==", (element, first.offset)), Term("==", (element, renamed(second.offset, copies)))]
+    constraints += covers(first.offset, first.width, element)
+    constraints += covers(renamed(second.offset, copies), second.width, element)
     distinct = [Term("!=", (_thread(a), _thread(a, copies))) for a in axes]
     constraints.append(Term("or", tuple(distinct)) if len(distinct) > 1 else distinct[0])
     constraints += extra
     answer = solver.check(constraints, budget)
     return answer if answer.outcome is Outcome.SAT else None
+
+
+def covers(offset: Term, width: int, element: Term) -> list[Term]:
+    """An access at `offset` covering `width` elements (`SymbolicAccess.width`) reaches `element`."""
+    if width == 1:
+        return [Term("==", (element, offset))]
+    return [Term("<=", (offset, element)), Term("<", (element, Term("+", (offset, Term("const", value=width)))))]
 
 
 def different_warps() -> Term:

@@ -7,10 +7,12 @@ rest, or an entry written only by some threads or on one branch.
 
 The check is a proof over symbolic threads (solver.py, z3), like KC402's: the read's offset
 and the guards on its path become terms over the thread index, the block's dimensions, the
-kernel's scalar and compile-time arguments and loop counters; a write counts when a barrier
-(`__syncthreads()`, a call that reaches one, or a call or inline assembly that might be
-one) comes between it and the read, or when the reading thread made it itself before the
-read. The solver looks for a count, a thread and its loop iteration whose guards hold and
+kernel's scalar and compile-time arguments and loop counters; a write counts when it comes
+before the read, by any thread: behind a barrier (`__syncthreads()`, a call that reaches
+one, or a call or inline assembly that might be one) or between the same barriers as the
+read. An element another thread writes with no barrier before the read is written, out of
+order: that read races with the write, which KC404 reports, and KC403 stays silent (one
+finding for one read). The solver looks for a count, a thread and its loop iteration whose guards hold and
 whose element, inside the array, is one that every counted write -- by every thread of the
 block, in every iteration of its loops -- leaves alone. The element must be left alone at
 every block size tried (32, 256 and 1024 threads, one-dimensional blocks when the kernel
@@ -23,9 +25,11 @@ message gives the witness: the block size, the thread, the counts and the elemen
 Never a finding: a read inside a loop that reaches a barrier (one iteration's writes feed
 the next), a read whose offset or guards name something the walk does not follow (a value
 read from memory, a call's result), and any read of an array that the kernel writes in a
-way the walk does not follow -- through a cast to another element type, as a
-two-dimensional or `extern` array, or handed to a helper, a lambda or inline assembly (a
-cooperative load the walk cannot see). Nor is a query the solver cannot answer within the
+way the walk does not follow -- through a cast to a type narrower than the element, as a
+two-dimensional or `extern` array, or handed to a helper whose body is not in sight, a
+lambda or inline assembly (a cooperative load the walk cannot see). A helper whose body is
+in sight is walked where it is called, and a `float4` store through a cast covers the four
+elements it spans. Nor is a query the solver cannot answer within the
 kernel's budget (`solver-budget`, default 2 s). One read is reported per array and kernel;
 the first 64 reads a kernel makes are checked.
 
@@ -76,7 +80,7 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import PER_THREAD, given, threads_of
+from kernel_check.rules._two_threads import PER_THREAD, covers, given, threads_of
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
     AXES,
@@ -118,7 +122,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             if answer is None:
                 continue
             reported.add(read.pointer)
-            first = writes[0][0] if writes else None
+            first = writes[0] if writes else None
             yield ctx.finding(
                 location_of(model, read.span),
                 f"this read of `{read.pointer}` can reach an element no thread of the block wrote before it: "
@@ -136,28 +140,29 @@ def _checked_reads(accesses: list[SymbolicAccess], unfollowed: set[str]) -> list
     ]
 
 
-def _earlier_writes(accesses: list[SymbolicAccess], read: SymbolicAccess) -> list[tuple[SymbolicAccess, bool]]:
-    """The writes of the read's array that may come before it, each with whether only the
-    reading thread's own counts: one behind a barrier (any thread's), one between the same
-    barriers before it (the thread's own), or after it in a loop around both (the thread's
-    own, from an earlier iteration)."""
+def _earlier_writes(accesses: list[SymbolicAccess], read: SymbolicAccess) -> list[SymbolicAccess]:
+    """The writes of the read's array that may come before it: one behind a barrier, one
+    between the same barriers before it, or after it in a loop around both (an earlier
+    iteration's). Any thread's counts, between the same barriers too: an element another
+    thread writes there with no barrier before the read is written, out of order -- a race,
+    KC404's finding, not an element no thread wrote."""
     position = next(i for i, a in enumerate(accesses) if a is read)
     read_loops = {s.name for s in read.symbols if s.kind is SymbolKind.LOOP}
-    writes: list[tuple[SymbolicAccess, bool]] = []
+    writes: list[SymbolicAccess] = []
     for index, access in enumerate(accesses):
         if not access.is_write or access.pointer != read.pointer or access.phase > read.phase:
             continue
         same_loop = any(s.name in read_loops for s in access.symbols if s.kind is SymbolKind.LOOP)
         if index < position or (access.phase == read.phase and same_loop):
-            writes.append((access, access.phase == read.phase))
+            writes.append(access)
     return writes
 
 
-def _unwritten(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], budget: Budget) -> Answer | None:
+def _unwritten(read: SymbolicAccess, writes: list[SymbolicAccess], budget: Budget) -> Answer | None:
     """A witness (at the last block size tried) that every block size leaves the element
     the read reaches unwritten; None when some size does not or the solver cannot tell."""
-    axes = block_axes([*read.symbols, *(s for w, _ in writes for s in w.symbols)])
-    never = [_never_writes(write, index, own, axes) for index, (write, own) in enumerate(writes)]
+    axes = block_axes([*read.symbols, *(s for w in writes for s in w.symbols)])
+    never = [_never_writes(write, index, axes) for index, write in enumerate(writes)]
     answer: Answer | None = None
     for size in BLOCK_SIZES:  # only the read's side names the block size
         answer = solver.check([*_read_side(read, writes, axes, size), *never], budget)
@@ -166,13 +171,11 @@ def _unwritten(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], 
     return answer
 
 
-def _read_side(
-    read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], axes: tuple[str, ...], size: int
-) -> list[Term]:
+def _read_side(read: SymbolicAccess, writes: list[SymbolicAccess], axes: tuple[str, ...], size: int) -> list[Term]:
     """The block (`size` threads along x), the arguments, the reading thread within the block
     and its guards, the element it reads inside the array."""
     threads = thread_symbols()
-    shared = {s for w, _ in writes for s in w.symbols if s.kind not in PER_THREAD}
+    shared = {s for w in writes for s in w.symbols if s.kind not in PER_THREAD}
     constraints = launch_constraints([*threads, *read.symbols, *shared])
     constraints.append(Term("==", (_sym("blockDim.x"), Term("const", value=size))))
     for axis in AXES[len(axes) :]:
@@ -185,19 +188,18 @@ def _read_side(
             constraints += within(variable, symbol.low, symbol.high)
     assert read.extent is not None  # a followed access is of an array of known length
     element = _sym(_ELEMENT)
-    constraints += [*read.guards, Term("==", (element, read.offset))]
+    constraints += [*read.guards, *covers(read.offset, read.width, element)]
     constraints += [Term("<=", (_ZERO, element)), Term("<", (element, read.extent))]
     return constraints
 
 
-def _never_writes(write: SymbolicAccess, index: int, own: bool, axes: tuple[str, ...]) -> Term:
-    """For every thread of the block (the reader alone when `own`) and every iteration of its
-    loops: `write`'s guards fail or it writes another element."""
+def _never_writes(write: SymbolicAccess, index: int, axes: tuple[str, ...]) -> Term:
+    """For every thread of the block and every iteration of its loops: `write`'s guards fail
+    or it writes another element."""
     prefix = f"w{index}:"
-    per_thread = [s for s in write.symbols if s.kind is SymbolKind.LOOP or (s.kind is SymbolKind.THREAD and not own)]
-    if not own:  # every thread of the block, whether its index reaches the write or not
-        named = {s.name for s in per_thread}
-        per_thread += [t for t in thread_symbols()[: len(axes)] if t.name not in named]
+    per_thread = [s for s in write.symbols if s.kind in PER_THREAD]
+    named = {s.name for s in per_thread}  # every thread of the block, whether its index reaches the write or not
+    per_thread += [t for t in thread_symbols()[: len(axes)] if t.name not in named]
     copies = {s.name: prefix + s.name for s in per_thread}
     in_range: list[Term] = []
     for symbol in per_thread:
@@ -212,7 +214,7 @@ def _never_writes(write: SymbolicAccess, index: int, own: bool, axes: tuple[str,
         (
             *in_range,
             *(renamed(g, copies) for g in write.guards),
-            Term("==", (renamed(write.offset, copies), _sym(_ELEMENT))),
+            *covers(renamed(write.offset, copies), write.width, _sym(_ELEMENT)),
         ),
     )
     return for_all(copies.values(), Term("not", (reaches,)))
@@ -226,9 +228,9 @@ def _one() -> Term:
     return Term("const", value=1)
 
 
-def _witness(read: SymbolicAccess, writes: list[tuple[SymbolicAccess, bool]], answer: Answer) -> str:
+def _witness(read: SymbolicAccess, writes: list[SymbolicAccess], answer: Answer) -> str:
     thread, _, block = threads_of(answer)
-    arguments = given(answer, read, *(w for w, _ in writes))
+    arguments = given(answer, read, *writes)
     return (
         f"thread {thread} of a block of {block}{arguments} reads `{read.pointer}[{answer.model.get(_ELEMENT, 0)}]`, "
         f"which no write before it reaches"

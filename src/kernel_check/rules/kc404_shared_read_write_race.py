@@ -32,8 +32,14 @@ so that only the writing thread makes it, a value every thread stores alike that
 reading thread stored itself before reading it (`s_done = 1; if (s_done) ...`), a query
 the solver cannot answer within the kernel's budget (`solver-budget`, default 2 s), and
 any access whose offset or guards read memory or call a function the walk does not follow,
-through a cast to another element type or into a two-dimensional array. One finding is
-reported per read; the first 64 reads and 32 writes a kernel makes are checked.
+through a cast to a type narrower than the element or into a two-dimensional array. An
+access through a cast to a wider type (`reinterpret_cast<float4*>(smem)[i]`) reaches every
+element it spans, and a device helper handed a shared array or scalar, whose body is in
+sight, is walked where the kernel calls it: its accesses are the kernel's (reported at the
+call when the helper is in another file). One finding is
+reported per read; the first 64 reads and 32 writes a kernel makes are checked. A read that
+races with the only write of its element is not also an uninitialised read: KC403 counts a
+write between the same barriers as written and leaves the read to this rule.
 
 ## Why is this bad?
 Nothing orders the two threads: the reader gets the new value or the old one depending on
@@ -72,7 +78,7 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import ELEMENT, SECOND, different_warps, given, meet, threads_of
+from kernel_check.rules._two_threads import ELEMENT, SECOND, covers, different_warps, given, meet, threads_of
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import Answer, Budget, for_all, renamed, thread_symbols, within
 
@@ -162,7 +168,7 @@ def _not_stored_by_reader(write: SymbolicAccess) -> Term:
         (
             *in_range,
             *(renamed(g, names) for g in write.guards),
-            Term("==", (renamed(write.offset, names), Term("sym", name=ELEMENT))),
+            *covers(renamed(write.offset, names), write.width, Term("sym", name=ELEMENT)),
         ),
     )
     return for_all([names[s.name] for s in loops], Term("not", (reaches,)))
