@@ -10,7 +10,11 @@ declaration). A pointer value is a received pointer plus an offset term, so
 `const T* row = out + loc * d; row[j]` is an access of `out` at `loc * d + j`.
 
 The guards of a statement are the conditions of the `if`s, loops and `?:` it sits in, and
-the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same block.
+the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same block. A
+null test of a received pointer (`if (scale_ptr != nullptr)`) is followed as one symbol per
+pointer (`SymbolKind.ADDRESS`: every thread sees the same pointer). A kernel's
+`__launch_bounds__(N)` is recorded on its shared accesses (`block_limit`) as a term over its
+compile-time arguments.
 
 What it records (`SymbolicAccess`) are the global accesses whose offset depends on an
 integer read from global memory (KC401), and every access of a one-dimensional `__shared__`
@@ -34,7 +38,7 @@ helpers (`pointer::offset`) as pointer arithmetic, and a received pointer handed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..model import (
@@ -110,6 +114,7 @@ class _Pointer:
     element: str = ""  # a shared array's element type (canonical); "" when not one-dimensional
     extent: Term | None = None  # a shared array's length in elements, when declared
     unit: int = 1  # the array's elements one element of the pointer's type spans (a `float4*` into floats: 4)
+    size: int = 0  # the bytes of one element of the pointer's type (0: not known)
 
     def moved(self, steps: Term, op: str = "+") -> _Pointer:
         """The pointer `steps` elements of its type on (back, for `op` "-")."""
@@ -118,14 +123,15 @@ class _Pointer:
         scaled = steps if self.unit == 1 else Term("*", (steps, const(self.unit)))
         return replace(self, offset=_add(self.offset, scaled) if op == "+" else Term("-", (self.offset, scaled)))
 
-    def recast(self, before: tuple[str, int] | None, after: tuple[str, int] | None) -> _Pointer:
-        """The shared pointer cast from pointing to `before` to pointing to `after` (each the
-        canonical type and its size): a wider type spans several of the array's elements
-        (`reinterpret_cast<float4*>(smem)`); one that does not span a whole number of them,
-        or of a size clang cannot tell, is not followed."""
-        if not self.element or before is None or after is None or (after[1] * self.unit) % before[1] != 0:
+    def recast(self, after: tuple[str, int] | None) -> _Pointer:
+        """The shared pointer cast to point to `after` (the canonical type and its size): a
+        wider type spans several of the array's elements (`reinterpret_cast<float4*>(smem)`);
+        one that does not span a whole number of them, or of a size clang cannot tell, is not
+        followed."""
+        array_element = self.size // self.unit
+        if not self.element or not array_element or after is None or after[1] % array_element != 0:
             return replace(self, element="")
-        return replace(self, element=_unqualified(after[0]), unit=after[1] * self.unit // before[1])
+        return replace(self, element=_unqualified(after[0]), unit=after[1] // array_element, size=after[1])
 
 
 _ZERO = Term("const", value=0)
@@ -169,6 +175,7 @@ class _Walk:
     symbols: dict[str, Symbol] = field(default_factory=dict)
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
+    initializers: dict[int, Expr] = field(default_factory=dict)  # the other locals' values, by `Var.key`
     loads: dict[tuple[str, Term], Term] = field(default_factory=dict)
     shared_scalars: dict[int, _Pointer] = field(default_factory=dict)  # `__shared__ T s;` by `Var.key`
     bound_records: dict[int, str] = field(default_factory=dict)  # bindings of a params struct's struct fields
@@ -183,6 +190,7 @@ class _Walk:
     every_access: bool = False  # every global access, not only those whose offset reads memory
     helpers: tuple[str, ...] = ()  # the device helpers being walked in place (`inline`), by USR
     site: Span | None = None  # where the kernel calls the helper being walked, when it is in another file
+    block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(self, name: str, kind: SymbolKind, text: str, bounds: tuple[int, int], span: Span | None = None) -> Term:
@@ -210,7 +218,7 @@ class _Walk:
         if kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and expr.children:
             inner = self.value(expr.children[-1], guards)
             if kind is ExprKind.CAST and isinstance(inner, _Pointer) and inner.shared:
-                return inner.recast(expr.children[-1].pointee, expr.pointee)  # `reinterpret_cast<float4*>(smem)`
+                return inner.recast(expr.pointee)  # `reinterpret_cast<float4*>(smem)`
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
             return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
@@ -305,7 +313,21 @@ class _Walk:
             return value
         if isinstance(value, Term):
             return Term("!=", (value, _ZERO))
+        if (address := self.address(value)) is not None:  # `if (scale_ptr)`
+            return Term("!=", (address, _ZERO))
         return Term("!=", (self.opaque(expr), _ZERO))
+
+    def address(self, pointer: _Value, null: Expr | None = None) -> Term | None:
+        """The address of a received pointer (a kernel's pointer argument or params field, as
+        a helper's parameter too), which every thread of the block sees alike, when the walk
+        tests it against null (`null`, when given, is the null pointer it is compared with):
+        one symbol per pointer, zero for null, so that `if (p) s = v;` and a later `if (p)
+        use(s);` test one value."""
+        if not isinstance(pointer, _Pointer) or pointer.shared or pointer.offset != _ZERO:
+            return None
+        if null is not None and [t.spelling for t in _unwrapped(null).tokens] not in (["nullptr"], ["NULL"], ["0"]):
+            return None
+        return self.symbol(f"address:{pointer.base}", SymbolKind.ADDRESS, pointer.base, (0, 1))
 
     def reference(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         ref = expr.ref
@@ -390,6 +412,8 @@ class _Walk:
             second = self.condition(right_expr, (*guards, first if op == "&&" else Term("not", (first,))))
             return Term("and" if op == "&&" else "or", (first, second))
         left, right = self.value(left_expr, guards), self.value(right_expr, guards)
+        if op in ("==", "!=") and (address := self.address(left, right_expr) or self.address(right, left_expr)):
+            return Term(op, (address, _ZERO))  # `scale_ptr != nullptr`
         if isinstance(left, _Pointer) or isinstance(right, _Pointer):
             return _pointer_arithmetic(op, left, right)
         if not isinstance(left, Term) or not isinstance(right, Term):
@@ -449,6 +473,8 @@ class _Walk:
             return None
         if self.every_access and len(arguments) >= 2 and (name or callee_name(expr)) == POINTER_OFFSET:
             return self.offset_call(expr, guards)
+        if not name and _operator(expr) in ("+", "-"):
+            return self.dependent_arithmetic(expr, guards)
         helper = self.helper(expr)
         if helper is not None:
             self.inline(expr, helper, guards)  # its barriers pass where its body reaches them
@@ -462,6 +488,17 @@ class _Walk:
         if barrier and not self.helpers:
             self.barrier_at(expr, barrier, guards)
         return self.opaque(expr) if expr.type.bits is not None else None
+
+    def dependent_arithmetic(self, call: Expr, guards: tuple[Term, ...]) -> _Value:
+        """A `+` or `-` a template leaves unresolved (`smem + i` of a `T smem[kN]`): a shared
+        pointer moved, when it is one; else its operands are walked as any call's."""
+        operands = [c for c in call.children if not (c.kind is ExprKind.REF and not c.name)]  # not the callee
+        values = [self.value(operand, guards) for operand in operands]
+        if len(values) == 2 and isinstance(values[0], _Pointer) and values[0].shared:
+            return _pointer_arithmetic(_operator(call), values[0], values[1])
+        for operand, value in zip(operands, values):
+            self.escape(operand, value, guards)
+        return self.opaque(call) if call.type.bits is not None else None
 
     def helper(self, call: Expr) -> Function | None:
         """The device function a call runs, to walk in place, when the call hands it a shared
@@ -564,6 +601,21 @@ class _Walk:
         name = call.name.lower()
         return any(word in name for word in _SYNC_WORDS)
 
+    def launch_bound(self) -> Term | None:
+        """The most threads a block of the kernel has, from its `__launch_bounds__(N, ...)`: N
+        as a term over its compile-time arguments (`kDim / 16`); None without one, or for one
+        naming anything but literals and the template's integer parameters."""
+        params = self.function.value_template_params
+
+        def leaf(token: str) -> Term | None:
+            if token[:1].isdigit():
+                digits = token.rstrip("uUlL")
+                return const(int(digits, 0)) if digits.isdigit() and (digits == "0" or digits[0] != "0") else None
+            type_ = params.get(token)
+            return self.symbol(token, SymbolKind.SCALAR, token, _range(type_)) if type_ is not None else None
+
+        return _arithmetic(list(self.function.launch_bound), leaf)
+
     def loop_body(self, body: Stmt, guards: tuple[Term, ...], counters: tuple[str, ...] = ()) -> None:
         """A loop's body: shared writes in it have no interval when it reaches a barrier
         (one iteration's writes race with the next one's only across it); `counters`: the
@@ -621,8 +673,9 @@ class _Walk:
         self, expr: Expr, pointer: _Pointer, offset: Term, guards: tuple[Term, ...], *, is_write: bool, followed: bool
     ) -> None:
         named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
-        if pointer.extent is not None:
-            named.update(symbol_names(pointer.extent))
+        for size in (pointer.extent, self.block_limit):
+            if size is not None:
+                named.update(symbol_names(size))
         self.accesses.append(
             SymbolicAccess(
                 function_usr=self.function.usr,
@@ -641,6 +694,7 @@ class _Walk:
                 followed=followed,
                 extent=pointer.extent,
                 width=pointer.unit,
+                block_limit=self.block_limit if pointer.shared else None,
             )
         )
 
@@ -661,10 +715,23 @@ class _Walk:
 
     def varies(self, value: Expr | None) -> bool:
         """Whether a stored value may differ from thread to thread: it reads the thread's
-        index and calls no function (a warp or block collective returns one value to all)."""
+        index and calls no function (a warp or block collective returns one value to all),
+        nor does the value of a local it reads (`m = warp::reduce_max(v); smem[0] = m;`)."""
         if value is None or not self.threads.source(value, self.thread_locals):
             return False
-        return not any(node.kind is ExprKind.CALL and not node.is_construction for node in value.walk())
+        return not self.calls(value, set())
+
+    def calls(self, value: Expr, seen: set[int]) -> bool:
+        """Whether `value` calls a function, or the value of a local it reads does."""
+        for node in value.walk():
+            if node.kind is ExprKind.CALL and not node.is_construction:
+                return True
+            key = node.ref.key if node.kind is ExprKind.REF and node.ref is not None else None
+            if key is not None and key in self.initializers and key not in seen:
+                seen.add(key)
+                if self.calls(self.initializers[key], seen):
+                    return True
+        return False
 
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], guards: tuple[Term, ...]) -> None:
@@ -769,12 +836,16 @@ class _Walk:
             self.values[var.key] = self.shared_array(var, guards)
             return
         if var.is_shared and var.declarator == "value" and var.element_type.canonical in _SCALARS:
-            self.shared_scalars[var.key] = _Pointer(var.name, _ZERO, True, var.element_type.canonical, const(1))
+            self.shared_scalars[var.key] = _Pointer(
+                var.name, _ZERO, True, var.element_type.canonical, const(1), size=var.element_size or 0
+            )
             return
         value = self.value(var.exprs[-1], guards) if var.exprs else None
         self.bind_fields(var)
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
+            if var.exprs:
+                self.initializers[var.key] = var.exprs[-1]
         elif var.exprs:  # a pointer into a shared array that is moved later: not followed
             self.escape(var.exprs[-1], value, guards)
 
@@ -802,7 +873,9 @@ class _Walk:
         )
         if not isinstance(extent, Term) or not followed:
             return _Pointer(var.name, _ZERO, shared=True)
-        return _Pointer(var.name, _ZERO, shared=True, element=_unqualified(element), extent=extent)
+        return _Pointer(
+            var.name, _ZERO, shared=True, element=_unqualified(element), extent=extent, size=var.element_size or 0
+        )
 
 
 def _operator(call: Expr) -> str:
@@ -939,6 +1012,32 @@ def _pointer_arithmetic(op: str, left: _Value, right: _Value) -> _Value:
     return None
 
 
+def _arithmetic(tokens: list[str], leaf: Callable[[str], Term | None]) -> Term | None:
+    """The term `tokens` spell with `+ - * /` and parentheses over the leaves `leaf` gives
+    (a literal, a name), consumed from `tokens`; None when they spell anything else."""
+
+    def operation(operators: tuple[str, ...], operand: Callable[[], Term | None]) -> Term | None:
+        left = operand()
+        while left is not None and tokens and tokens[0] in operators:
+            op = tokens.pop(0)
+            right = operand()
+            left = Term(op, (left, right)) if right is not None else None
+        return left
+
+    def factor() -> Term | None:
+        token = tokens.pop(0) if tokens else ")"
+        if token != "(":
+            return leaf(token) if token != ")" else None
+        inner = operation(("+", "-"), product)
+        return inner if inner is not None and tokens[:1] == [")"] and tokens.pop(0) else None
+
+    def product() -> Term | None:
+        return operation(("*", "/"), factor)
+
+    term = operation(("+", "-"), product)
+    return term if not tokens else None
+
+
 def _unqualified(spelling: str) -> str:
     """A type's spelling without its top-level `const`/`volatile` (an access through a
     `const float*` reads the array's `float`)."""
@@ -1010,6 +1109,7 @@ def kernel_terms(
     walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body), every_access=every_access)
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
+    walk.block_limit = walk.launch_bound()
     walk.statement(body, ())
     return walk.accesses, walk.products, walk.barriers
 

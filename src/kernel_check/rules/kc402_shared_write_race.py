@@ -19,9 +19,9 @@ finding, nor is a write whose offset or guards read memory or call a function th
 does not follow, nor one through a cast to a type narrower than the element (a cast to a
 wider one, `reinterpret_cast<float4*>(smem)[i]`, writes the elements it spans) or into a
 two-dimensional array. One write made by two threads is reported only when the value it stores
-may differ between them (it reads the thread index and calls no function): all lanes
-storing their warp's reduced value, or every thread setting one flag, leave the same
-result whichever runs last.
+may differ between them (it reads the thread index and calls no function, nor does the
+value of a local it reads): all lanes storing their warp's reduced value, or every thread
+setting one flag, leave the same result whichever runs last.
 
 ## Why is this bad?
 Which of the two values the element holds after the barrier depends on the order the

@@ -12,15 +12,22 @@ before the read, by any thread: behind a barrier (`__syncthreads()`, a call that
 one, or a call or inline assembly that might be one) or between the same barriers as the
 read. An element another thread writes with no barrier before the read is written, out of
 order: that read races with the write, which KC404 reports, and KC403 stays silent (one
-finding for one read). The solver looks for a count, a thread and its loop iteration whose guards hold and
-whose element, inside the array, is one that every counted write -- by every thread of the
-block, in every iteration of its loops -- leaves alone. The element must be left alone at
-every block size tried (32, 256 and 1024 threads, one-dimensional blocks when the kernel
-indexes with `threadIdx.x` alone): a read that only a small block leaves unwritten is the
-launcher's choice, not this bug. Scalar and compile-time arguments are taken between 1 and
-1024, counts a block can cover: a read bounded by a count of warps or threads
-(`if (threadIdx.x < kNumWarps) s_warp[threadIdx.x]`) is covered at the largest block. The
-message gives the witness: the block size, the thread, the counts and the element.
+finding for one read). A null test of a pointer argument (`if (scale_ptr != nullptr)`)
+is one truth value for the whole block, the same at each test of that pointer: a write
+under it and a read under the same test agree, a read outside it may find the write
+skipped. The solver looks for a count, a thread and its loop iteration whose guards hold
+and whose element, inside the array, is one that every counted write -- by every thread of
+the block, in every iteration of its loops -- leaves alone. Where the file launches the
+kernel, the block and the arguments are those a launch gives it (its launcher's contract)
+and one launch that leaves the element alone is enough. Elsewhere the element must be left
+alone at every block size tried: the `N` of the kernel's `__launch_bounds__(N)` (a literal
+or over its template's integer parameters, one-dimensional blocks), else 32, 256 and 1024
+threads (one-dimensional blocks when the kernel indexes with `threadIdx.x` alone): a read
+that only a small block leaves unwritten is the launcher's choice, not this bug. Scalar
+and compile-time arguments are taken between 1 and 1024, counts a block can cover: a read
+bounded by a count of warps or threads (`if (threadIdx.x < kNumWarps) s_warp[threadIdx.x]`)
+is covered at the largest block. The message gives the witness: the block size, the
+thread, the counts, the pointers taken as null and the element.
 
 Never a finding: a read inside a loop that reaches a barrier (one iteration's writes feed
 the next), a read whose offset or guards name something the walk does not follow (a value
@@ -29,8 +36,9 @@ way the walk does not follow -- through a cast to a type narrower than the eleme
 two-dimensional or `extern` array, or handed to a helper whose body is not in sight, a
 lambda or inline assembly (a cooperative load the walk cannot see). A helper whose body is
 in sight is walked where it is called, and a `float4` store through a cast covers the four
-elements it spans. Nor is a query the solver cannot answer within the
-kernel's budget (`solver-budget`, default 2 s). One read is reported per array and kernel;
+elements it spans. Nor is a query the solver cannot answer within a quarter of what is
+left of the kernel's budget (`solver-budget`, default 2 s, which KC402 and KC404 share).
+One read is reported per array and kernel;
 the first 64 reads a kernel makes are checked.
 
 ## Why is this bad?
@@ -80,11 +88,12 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import PER_THREAD, covers, given, threads_of
+from kernel_check.rules._two_threads import PER_THREAD, bound_launches, covers, given, threads_of
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
     AXES,
     MAX_THREADS_PER_BLOCK,
+    RLIMIT_PER_SECOND,
     Answer,
     Budget,
     Outcome,
@@ -99,11 +108,12 @@ from kernel_check.solver import (
 SCALAR_HIGH = MAX_THREADS_PER_BLOCK  # scalar and compile-time arguments: counts a block can cover
 BLOCK_SIZES = (1024, 32, 256)  # every one must leave the element unwritten; the last is the witness's
 MAX_READS = 64  # shared reads per kernel checked
+SHARE = 4  # a query spends at most 1 / SHARE of what the kernel's solver budget has left
 _ELEMENT = "kc403:element"
 _ZERO = Term("const", value=0)
 
 
-@rule("KC403", needs={Need.SYMBOLIC})
+@rule("KC403", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     kernels: dict[str, list[SymbolicAccess]] = {}
@@ -112,13 +122,14 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             kernels.setdefault(access.function_usr, []).append(access)
     for kernel, accesses in kernels.items():
         budget = model.solver_budget(kernel, seconds)
+        launches = bound_launches(model, accesses)
         unfollowed = {a.pointer for a in accesses if a.is_write and not a.followed}
         reported: set[str] = set()
         for read in _checked_reads(accesses, unfollowed)[:MAX_READS]:
             if read.pointer in reported:
                 continue
             writes = _earlier_writes(accesses, read)
-            answer = _unwritten(read, writes, budget)
+            answer = _unwritten(read, writes, launches, budget)
             if answer is None:
                 continue
             reported.add(read.pointer)
@@ -158,26 +169,51 @@ def _earlier_writes(accesses: list[SymbolicAccess], read: SymbolicAccess) -> lis
     return writes
 
 
-def _unwritten(read: SymbolicAccess, writes: list[SymbolicAccess], budget: Budget) -> Answer | None:
-    """A witness (at the last block size tried) that every block size leaves the element
-    the read reaches unwritten; None when some size does not or the solver cannot tell."""
+def _unwritten(
+    read: SymbolicAccess, writes: list[SymbolicAccess], launches: list[tuple[Term, ...]], budget: Budget
+) -> Answer | None:
+    """A witness that the element the read reaches is left unwritten: at one of the
+    `launches` in view (each bound to its launcher's contract), else at every block size
+    tried (the last one's witness); None when there is none or the solver cannot tell."""
     axes = block_axes([*read.symbols, *(s for w in writes for s in w.symbols)])
-    never = [_never_writes(write, index, axes) for index, write in enumerate(writes)]
+    # all of the read's width: vectors, aligned to their size, meet at their first element
+    # (`_two_threads.reaches`), which keeps a strided loop's query as easy as for scalars
+    aligned = all(w.width == read.width for w in writes)
+    terms = [*_read_side(read, writes, axes, aligned)]
+    terms += [_never_writes(w, index, axes, aligned) for index, w in enumerate(writes)]
+    for launch in launches:
+        found = _check([*terms, *launch], budget)
+        if found.outcome is Outcome.SAT:
+            return found
+    if launches:
+        return None
     answer: Answer | None = None
-    for size in BLOCK_SIZES:  # only the read's side names the block size
-        answer = solver.check([*_read_side(read, writes, axes, size), *never], budget)
+    limit = read.block_limit  # `__launch_bounds__(N)`: built for one-dimensional blocks of N threads
+    sizes = [limit] if limit is not None and len(axes) == 1 else [Term("const", value=s) for s in BLOCK_SIZES]
+    for size in sizes:  # only the read's side names the block size
+        answer = _check([*terms, Term("==", (_sym("blockDim.x"), size))], budget)
         if answer.outcome is not Outcome.SAT:
             return None
     return answer
 
 
-def _read_side(read: SymbolicAccess, writes: list[SymbolicAccess], axes: tuple[str, ...], size: int) -> list[Term]:
-    """The block (`size` threads along x), the arguments, the reading thread within the block
-    and its guards, the element it reads inside the array."""
+def _check(constraints: list[Term], budget: Budget) -> Answer:
+    """`solver.check` within a share of what the kernel's budget has left (`SHARE`): a
+    query over every thread and iteration that z3 cannot settle leaves the rest to the
+    kernel's other reads and to KC404's queries, which share the budget."""
+    share = Budget(budget.remaining_units() / RLIMIT_PER_SECOND / SHARE)
+    try:
+        return solver.check(constraints, share)
+    finally:
+        budget.spent += share.spent
+
+
+def _read_side(read: SymbolicAccess, writes: list[SymbolicAccess], axes: tuple[str, ...], aligned: bool) -> list[Term]:
+    """The block (along the `axes` it spans), the arguments, the reading thread within the
+    block and its guards, the element it reads inside the array (its first, when `aligned`)."""
     threads = thread_symbols()
     shared = {s for w in writes for s in w.symbols if s.kind not in PER_THREAD}
     constraints = launch_constraints([*threads, *read.symbols, *shared])
-    constraints.append(Term("==", (_sym("blockDim.x"), Term("const", value=size))))
     for axis in AXES[len(axes) :]:
         constraints += [Term("==", (_sym(f"threadIdx.{axis}"), _ZERO)), Term("==", (_sym(f"blockDim.{axis}"), _one()))]
     for symbol in {*read.symbols, *shared}:
@@ -188,12 +224,12 @@ def _read_side(read: SymbolicAccess, writes: list[SymbolicAccess], axes: tuple[s
             constraints += within(variable, symbol.low, symbol.high)
     assert read.extent is not None  # a followed access is of an array of known length
     element = _sym(_ELEMENT)
-    constraints += [*read.guards, *covers(read.offset, read.width, element)]
+    constraints += [*read.guards, *_reach(read.offset, read.width, aligned)]
     constraints += [Term("<=", (_ZERO, element)), Term("<", (element, read.extent))]
     return constraints
 
 
-def _never_writes(write: SymbolicAccess, index: int, axes: tuple[str, ...]) -> Term:
+def _never_writes(write: SymbolicAccess, index: int, axes: tuple[str, ...], aligned: bool) -> Term:
     """For every thread of the block and every iteration of its loops: `write`'s guards fail
     or it writes another element."""
     prefix = f"w{index}:"
@@ -214,10 +250,16 @@ def _never_writes(write: SymbolicAccess, index: int, axes: tuple[str, ...]) -> T
         (
             *in_range,
             *(renamed(g, copies) for g in write.guards),
-            *covers(renamed(write.offset, copies), write.width, _sym(_ELEMENT)),
+            *_reach(renamed(write.offset, copies), write.width, aligned),
         ),
     )
     return for_all(copies.values(), Term("not", (reaches,)))
+
+
+def _reach(offset: Term, width: int, aligned: bool) -> list[Term]:
+    """An access at `offset` reaches the element checked: at its first element when the
+    accesses compared are `aligned` (all of one width), else any of the `width` it covers."""
+    return [Term("==", (_sym(_ELEMENT), offset))] if aligned else covers(offset, width, _sym(_ELEMENT))
 
 
 def _sym(name: str) -> Term:
