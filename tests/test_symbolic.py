@@ -135,6 +135,86 @@ def test_a_shared_write_through_an_unknown_call_is_not_followed(functions_of) ->
     assert [w.followed for w in writes] == [True, True, True, False]
 
 
+VECTORS = """\
+#include <cstdint>
+
+__global__ void k(float* out, const float* in) {
+  __shared__ float quads[1024];
+  __shared__ __nv_bfloat16 halves[2048];
+  reinterpret_cast<float4*>(quads)[threadIdx.x] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  *reinterpret_cast<float4*>(halves + 8 * threadIdx.x) = reinterpret_cast<const float4*>(in)[threadIdx.x];
+  const float4 next = *reinterpret_cast<const float4*>(halves + 8 * (threadIdx.x + 1));
+  reinterpret_cast<unsigned char*>(quads)[1] = 0;
+  out[threadIdx.x] = quads[threadIdx.x] + next.x;
+}
+"""
+
+
+def test_a_cast_to_a_wider_type_covers_the_elements_it_spans(functions_of) -> None:
+    """An access through a cast to a wider type (`float4` over floats or bf16s) covers the
+    elements it spans from its index times their count: followed, a write where a copy
+    assigns it whole; through a narrower type, part of one element: not followed."""
+    found = functions_of(VECTORS)
+    accesses = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
+    assert [(a.pointer, a.is_write, render(a.offset), a.width, a.followed) for a in accesses] == [
+        ("quads", True, "(threadIdx.x * 4)", 4, True),
+        ("halves", True, "(8 * threadIdx.x)", 8, True),
+        ("halves", False, "(8 * (threadIdx.x + 1))", 8, True),
+        ("quads", True, "1", 1, False),
+        ("quads", False, "threadIdx.x", 1, True),
+    ]
+
+
+HELPER_HEADER = """\
+#pragma once
+__device__ inline float block_max(float v, float* slots) {
+  slots[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) v = slots[threadIdx.x];
+  return v;
+}
+"""
+HELPERS = """\
+#include "helpers.cuh"
+
+__device__ float set_total(float v, float& total, float* moved) {
+  moved += 1;
+  if (threadIdx.x == 0) total = v;
+  return v;
+}
+
+__global__ void k(float* out, const float* in) {
+  __shared__ float slots[32];
+  __shared__ float s_total;
+  __shared__ float elsewhere[32];
+  const float m = block_max(in[threadIdx.x], slots);
+  set_total(m, s_total, elsewhere);
+  __syncthreads();
+  out[threadIdx.x] = s_total;
+}
+"""
+
+
+def test_a_helper_handed_a_shared_array_is_walked_where_it_is_called(functions_of, tmp_path: Path) -> None:
+    """A device helper given a shared array or scalar: its accesses are the kernel's, under
+    its own barriers (the call adds none), at the call when the helper is in another file; a
+    reference parameter writes the scalar it is bound to; a pointer parameter the helper moves
+    is a write the walk does not follow."""
+    (tmp_path / "helpers.cuh").write_text(HELPER_HEADER)
+    found = functions_of(HELPERS)
+    accesses = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
+    call_line = HELPERS.splitlines().index("  const float m = block_max(in[threadIdx.x], slots);") + 1
+    assert [(a.pointer, a.is_write, render(a.offset), a.phase, a.followed) for a in accesses] == [
+        ("slots", True, "(threadIdx.x / 32)", 0, True),
+        ("slots", False, "threadIdx.x", 1, True),
+        ("elsewhere", True, "0", 1, False),
+        ("s_total", True, "0", 1, True),
+        ("s_total", False, "0", 2, True),
+    ]
+    assert [a.span.line for a in accesses[:2]] == [call_line, call_line]
+    assert [render(g) for g in accesses[1].guards] == ["(threadIdx.x < 32)"]
+
+
 def test_renamed_gives_a_second_threads_copy() -> None:
     term = Term("+", (_sym("threadIdx.x"), _sym("n")))
     assert renamed(term, {"threadIdx.x": "t2:threadIdx.x"}) == Term("+", (_sym("t2:threadIdx.x"), _sym("n")))

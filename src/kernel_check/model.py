@@ -923,6 +923,9 @@ class SymbolKind(enum.Enum):
     LOOP = "loop"  # a loop counter (its bounds are guards)
     LOAD = "load"  # an integer read from global memory: whatever the tensor holds
     OPAQUE = "opaque"  # a value the walk does not follow (a call, a local assigned later)
+    # A received pointer's address, of which the walk follows a null test alone
+    # (`if (scale_ptr != nullptr)`): the same for every thread of the block, one per pointer
+    ADDRESS = "address"
     DIM = "dim"  # a launcher's symbolic size (`SymbolicSize N` of its TensorMatcher chains)
 
 
@@ -945,7 +948,7 @@ class SymbolicAccess:
     function_usr: str
     span: Span  # the access expression
     pointer: str  # the tensor or shared array accessed, as written (`out`, `params.out_loc`, `smem`)
-    offset: Term  # in elements of the pointer (of the vector type for `.load(p, i)`)
+    offset: Term  # in elements of the pointer (of the vector type for `.load(p, i)`; of a shared array: its own)
     guards: tuple[Term, ...]
     symbols: tuple[Symbol, ...]  # every symbol the offset and guards name
     is_write: bool
@@ -970,6 +973,12 @@ class SymbolicAccess:
     # (the drafter's walk, `every_access`) is recorded the same way: not followed.
     followed: bool = True
     extent: Term | None = None  # a shared array's declared length in elements
+    # The array's elements the access covers from `offset` on: more than one through a wider
+    # type (`reinterpret_cast<float4*>(smem)[i]` covers floats 4 * i to 4 * i + 3).
+    width: int = 1
+    # A shared access's kernel's `__launch_bounds__`: the most threads its block has, as a
+    # term over its compile-time arguments (None without one the walk follows).
+    block_limit: Term | None = None
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ _FREE = (SymbolKind.DIM, SymbolKind.SCALAR)  # what a witness chooses: the launc
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
 # kernel symbols the contract does not give: the launch constraints bound the indices, the
-# caller's query the values read from memory and the loop counters
-_CALLER_BOUND = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOAD, SymbolKind.LOOP)
+# caller's query the values read from memory, the loop counters and whether a pointer is null
+_CALLER_BOUND = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOAD, SymbolKind.LOOP, SymbolKind.ADDRESS)
 
 
 @dataclass(frozen=True)

@@ -554,6 +554,17 @@ class Expr(_Typed):
         return _CAST_FORMS.get(self._cursor.kind, "") if self.kind is ExprKind.CAST else ""
 
     @cached_property
+    def pointee(self) -> tuple[str, int] | None:
+        """For an expression of pointer type: what it points to, as the canonical spelling and
+        the size in bytes; None for other types and a size clang cannot tell (dependent)."""
+        canonical = self._cursor.type.get_canonical()
+        if canonical.kind != ci.TypeKind.POINTER:
+            return None
+        pointee = canonical.get_pointee()
+        size = pointee.get_size()
+        return (pointee.spelling, size) if size > 0 else None
+
+    @cached_property
     def is_throw(self) -> bool:
         """Whether this is a `throw` expression."""
         return self._cursor.kind == K.CXX_THROW_EXPR
@@ -655,13 +666,22 @@ class Var(_Typed):
     @cached_property
     def element_type(self) -> TypeFacts:
         """The type it holds, points to, refers to or stores an array of."""
+        return _type_facts(self._element())
+
+    @cached_property
+    def element_size(self) -> int | None:
+        """The size in bytes of `element_type`; None where clang cannot tell (a template's `T`)."""
+        size = self._element().get_size()
+        return size if size > 0 else None
+
+    def _element(self) -> ci.Type:
         canonical = self._cursor.type.get_canonical()
         declarator = self.declarator
         if declarator in ("pointer", "reference"):
-            canonical = canonical.get_pointee()
-        elif declarator == "array":
-            canonical = canonical.get_array_element_type()
-        return _type_facts(canonical)
+            return canonical.get_pointee()
+        if declarator == "array":
+            return canonical.get_array_element_type()
+        return canonical
 
     @cached_property
     def is_shared(self) -> bool:
@@ -797,6 +817,36 @@ class Function:
             return None
         block = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
         return self._program.statement(block, 0) if block is not None else None
+
+    @cached_property
+    def launch_bound(self) -> tuple[str, ...]:
+        """The tokens (spellings) of the first argument of the declaration's
+        `__launch_bounds__(...)`, the most threads a block may have; () without one."""
+        body = next((c for c in self._cursor.get_children() if c.kind == K.COMPOUND_STMT), None)
+        start, end = self._cursor.extent.start, body.extent.start if body is not None else self._cursor.extent.end
+        if start.file is None or end.file is None or start.file.name != end.file.name:
+            return ()
+        unit = self._cursor.translation_unit
+        # the declaration's head, from a location of its own (an extent that starts at a
+        # macro, `__global__`, lexes no tokens)
+        opening = ci.SourceLocation.from_position(unit, end.file, start.line, start.column)
+        head = ci.SourceRange.from_locations(opening, end)
+        spellings = [t.spelling for t in unit.get_tokens(extent=head)]
+        rest = spellings[spellings.index("__launch_bounds__") + 1 :] if "__launch_bounds__" in spellings else []
+        if rest[:1] != ["("]:
+            return ()
+        depth = 0
+        for position, spelling in enumerate(rest[1:], 1):
+            if depth == 0 and spelling in (",", ")"):
+                return tuple(rest[1:position])
+            depth += {"(": 1, ")": -1}.get(spelling, 0)
+        return ()
+
+    @cached_property
+    def value_template_params(self) -> dict[str, TypeFacts]:
+        """The template's non-type parameters (`int kDim`), by name, with their types."""
+        children = self._cursor.get_children()
+        return {c.spelling: _type_facts(c.type) for c in children if c.kind == K.TEMPLATE_NON_TYPE_PARAMETER}
 
     @cached_property
     def parent_name(self) -> str:

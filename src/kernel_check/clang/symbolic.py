@@ -10,14 +10,21 @@ declaration). A pointer value is a received pointer plus an offset term, so
 `const T* row = out + loc * d; row[j]` is an access of `out` at `loc * d + j`.
 
 The guards of a statement are the conditions of the `if`s, loops and `?:` it sits in, and
-the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same block.
+the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same block. A
+null test of a received pointer (`if (scale_ptr != nullptr)`) is followed as one symbol per
+pointer (`SymbolKind.ADDRESS`: every thread sees the same pointer). A kernel's
+`__launch_bounds__(N)` is recorded on its shared accesses (`block_limit`) as a term over its
+compile-time arguments.
 
 What it records (`SymbolicAccess`) are the global accesses whose offset depends on an
 integer read from global memory (KC401), and every access of a one-dimensional `__shared__`
-array (KC402, KC403): followed when its offset and guards name only values the walk follows
-and it reads or writes the array's own element type; a shared array handed to a call, an
-`asm` operand, a lambda or a pointer the walk does not follow counts as a write it does not
-follow (a cooperative load through a helper). solver.py decides what they can reach. It
+array (KC402-KC404): followed when its offset and guards name only values the walk follows
+and it reads or writes the array's own element type, or a wider one it spans whole elements
+of (`reinterpret_cast<float4*>(smem)[i]`: elements 4 * i to 4 * i + 3, `SymbolicAccess.width`);
+a shared array handed to a call, an `asm` operand, a lambda or a pointer the walk does not
+follow counts as a write it does not follow (a cooperative load through a helper). A device
+helper the kernel hands a shared array or scalar, whose body is in sight, is walked where
+it is called instead, its parameters bound to the arguments (`inline`). solver.py decides what they can reach. It
 also records each block-wide barrier (`SymbolicBarrier`, KC170) with the conditions of the
 `if`s around it and the early exits before it, loop conditions left out.
 
@@ -33,7 +40,7 @@ reads memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..model import (
@@ -83,12 +90,16 @@ _FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
+_MAX_HELPERS = 3  # device helpers walked inside one another, at most
 _DEPENDENT = "<dependent type>"  # an access of `T smem[kN]` in a template
 # The element types of the `__shared__` scalars followed (structs and templates' `T` are not).
 _SCALARS = frozenset(
     {"float", "double", "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int"}
     | {"unsigned int", "long", "unsigned long", "long long", "unsigned long long"}
 )
+# Half-precision element types an array of which is followed: assigned whole (a copy) or
+# read, and any other use of an element (a member, an operator) a write not followed.
+_HALVES = frozenset({"__half", "__nv_bfloat16", "__half2", "__nv_bfloat162"})
 _DEFAULT_BITS = 32
 _NARROW_BITS = 16
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
@@ -104,6 +115,25 @@ class _Pointer:
     shared: bool = False
     element: str = ""  # a shared array's element type (canonical); "" when not one-dimensional
     extent: Term | None = None  # a shared array's length in elements, when declared
+    unit: int = 1  # the array's elements one element of the pointer's type spans (a `float4*` into floats: 4)
+    size: int = 0  # the bytes of one element of the pointer's type (0: not known)
+
+    def moved(self, steps: Term, op: str = "+") -> _Pointer:
+        """The pointer `steps` elements of its type on (back, for `op` "-")."""
+        if steps == _ZERO:
+            return self
+        scaled = steps if self.unit == 1 else Term("*", (steps, const(self.unit)))
+        return replace(self, offset=_add(self.offset, scaled) if op == "+" else Term("-", (self.offset, scaled)))
+
+    def recast(self, after: tuple[str, int] | None) -> _Pointer:
+        """The shared pointer cast to point to `after` (the canonical type and its size): a
+        wider type spans several of the array's elements (`reinterpret_cast<float4*>(smem)`);
+        one that does not span a whole number of them, or of a size clang cannot tell, is not
+        followed."""
+        array_element = self.size // self.unit
+        if not self.element or not array_element or after is None or after[1] % array_element != 0:
+            return replace(self, element="")
+        return replace(self, element=_unqualified(after[0]), unit=after[1] // array_element, size=after[1])
 
 
 _ZERO = Term("const", value=0)
@@ -147,6 +177,7 @@ class _Walk:
     symbols: dict[str, Symbol] = field(default_factory=dict)
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
+    initializers: dict[int, Expr] = field(default_factory=dict)  # the other locals' values, by `Var.key`
     loads: dict[tuple[str, Term], Term] = field(default_factory=dict)
     shared_scalars: dict[int, _Pointer] = field(default_factory=dict)  # `__shared__ T s;` by `Var.key`
     bound_records: dict[int, str] = field(default_factory=dict)  # bindings of a params struct's struct fields
@@ -159,6 +190,9 @@ class _Walk:
     uncounted: list[Term] = field(default_factory=list)
     exit_guards: list[Term] = field(default_factory=list)
     every_access: bool = False  # every global access, not only those whose offset reads memory
+    helpers: tuple[str, ...] = ()  # the device helpers being walked in place (`inline`), by USR
+    site: Span | None = None  # where the kernel calls the helper being walked, when it is in another file
+    block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(self, name: str, kind: SymbolKind, text: str, bounds: tuple[int, int], span: Span | None = None) -> Term:
@@ -172,6 +206,8 @@ class _Walk:
 
     def product(self, expr: Expr, term: Term) -> None:
         """Record a multiplication by a block index or grid dimension (KC112's witness)."""
+        if self.helpers:  # a helper walked in place: its shared accesses only
+            return
         named = set(symbol_names(term))
         if any(self.symbols[n].kind in _LARGE_INDICES for n in named):
             symbols = tuple(self.symbols[n] for n in sorted(named))
@@ -184,7 +220,7 @@ class _Walk:
         if kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and expr.children:
             inner = self.value(expr.children[-1], guards)
             if kind is ExprKind.CAST and isinstance(inner, _Pointer) and inner.shared:
-                return replace(inner, element="")  # `reinterpret_cast<float4*>(smem)`: other elements
+                return inner.recast(expr.pointee)  # `reinterpret_cast<float4*>(smem)`
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
             return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
@@ -219,8 +255,9 @@ class _Walk:
         """Walk `expr`'s operands, and their values (None for a lambda); `escaping` (a
         call's): a shared array among them, or named in a lambda's body, is handed where the
         walk does not follow it; so is a shared scalar passed by name to a function (a
-        reference parameter may write it) and a shared element an overloaded assignment takes
-        (`smem[i] += v` on a template's `T`)."""
+        reference parameter may write it) and a shared element an overloaded assignment other
+        than a copy takes (`smem[i] += v` on a template's `T`). A copy (`=` of a struct,
+        `*reinterpret_cast<float4*>(p) = v`) writes the whole element."""
         operator = _operator(expr) if expr.kind is ExprKind.CALL else ""
         assigning = operator in _ASSIGNMENTS or operator in _INCREMENTS
         values: list[_Value] = []
@@ -230,27 +267,37 @@ class _Walk:
                 values.append(None)
                 continue
             assigned = assigning and position == 0  # the object assigned: `smem[i]` of `smem[i] += v`
-            value = self.element_use(child, guards) if assigned else self.value(child, guards)
+            if assigned and operator == "=":
+                self.stored = expr.children[-1]
+            value = self.element_use(child, guards, copied=operator == "=") if assigned else self.value(child, guards)
+            self.stored = None
             values.append(value)
             by_name = child.kind is ExprKind.REF and not operator
             if escaping:
                 self.escape(child, self.shared_scalar(child) if by_name else value, guards)
         return values
 
-    def element_use(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
-        """`expr`'s value, where a shared element (`smem[i]`, `s_total`) used as an object,
-        which its member or operator may write, counts as a write the walk does not follow."""
+    def element_use(self, expr: Expr, guards: tuple[Term, ...], *, copied: bool = False) -> _Value:
+        """`expr`'s value, where a shared element (`smem[i]`, `*p`, `s_total`) used as an
+        object counts as written: a write the walk follows when a copy assigns it whole
+        (`copied`), else one it does not (its member or operator may write any part)."""
         node = expr.stripped()
         if (scalar := self.shared_scalar(node)) is not None:
-            self.escape(node, scalar, guards)
-            return None
-        if node.kind is not ExprKind.SUBSCRIPT or len(node.children) != 2:
+            pointer: _Value = scalar
+            index: _Value = _ZERO
+        elif node.kind is ExprKind.SUBSCRIPT and len(node.children) == 2:
+            pointer, index = (self.value(child, guards) for child in node.children)
+        elif node.kind is ExprKind.UNARY and node.operator == "*" and node.children:
+            pointer, index = self.value(node.children[0], guards), _ZERO
+        else:
             return self.value(expr, guards)
-        pointer, index = (self.value(child, guards) for child in node.children)
-        if isinstance(pointer, _Pointer) and pointer.shared:
-            self.escape(node, _pointer_arithmetic("+", pointer, index) or pointer, guards)
-            return None
-        return self.read(node, pointer, index, guards)
+        if not isinstance(pointer, _Pointer) or not pointer.shared:
+            return self.read(node, pointer, index, guards)
+        if copied:
+            self.record(node, pointer, index, guards, is_write=True)
+        else:
+            self.escape(node, pointer.moved(index) if isinstance(index, Term) else pointer, guards)
+        return None
 
     def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
         """A lambda's body is not walked (it runs where it is called): the shared arrays it
@@ -272,7 +319,21 @@ class _Walk:
             return value
         if isinstance(value, Term):
             return Term("!=", (value, _ZERO))
+        if (address := self.address(value)) is not None:  # `if (scale_ptr)`
+            return Term("!=", (address, _ZERO))
         return Term("!=", (self.opaque(expr), _ZERO))
+
+    def address(self, pointer: _Value, null: Expr | None = None) -> Term | None:
+        """The address of a received pointer (a kernel's pointer argument or params field, as
+        a helper's parameter too), which every thread of the block sees alike, when the walk
+        tests it against null (`null`, when given, is the null pointer it is compared with):
+        one symbol per pointer, zero for null, so that `if (p) s = v;` and a later `if (p)
+        use(s);` test one value."""
+        if not isinstance(pointer, _Pointer) or pointer.shared or pointer.offset != _ZERO:
+            return None
+        if null is not None and [t.spelling for t in _unwrapped(null).tokens] not in (["nullptr"], ["NULL"], ["0"]):
+            return None
+        return self.symbol(f"address:{pointer.base}", SymbolKind.ADDRESS, pointer.base, (0, 1))
 
     def reference(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         ref = expr.ref
@@ -357,6 +418,8 @@ class _Walk:
             second = self.condition(right_expr, (*guards, first if op == "&&" else Term("not", (first,))))
             return Term("and" if op == "&&" else "or", (first, second))
         left, right = self.value(left_expr, guards), self.value(right_expr, guards)
+        if op in ("==", "!=") and (address := self.address(left, right_expr) or self.address(right, left_expr)):
+            return Term(op, (address, _ZERO))  # `scale_ptr != nullptr`
         if isinstance(left, _Pointer) or isinstance(right, _Pointer):
             return _pointer_arithmetic(op, left, right)
         if not isinstance(left, Term) or not isinstance(right, Term):
@@ -416,14 +479,88 @@ class _Walk:
             return None
         if len(arguments) >= 2 and (name or callee_name(expr)) == POINTER_OFFSET:
             return self.offset_call(expr, guards)
-        handed = self.visit_children(expr, guards, escaping=True)
-        self.handed_on(expr, handed, guards)
+        if not name and _operator(expr) in ("+", "-"):
+            return self.dependent_arithmetic(expr, guards)
+        helper = self.helper(expr)
+        if helper is not None:
+            self.inline(expr, helper, guards)  # its barriers pass where its body reaches them
+        else:
+            handed = self.visit_children(expr, guards, escaping=True)
+            if not self.helpers:
+                self.handed_on(expr, handed, guards)
         barrier = self.threads.barrier(expr)
-        if barrier or self.synchronizes_by_name(expr):
+        if helper is None and (barrier or self.synchronizes_by_name(expr)):
             self.phase += 1
-        if barrier:
+        if barrier and not self.helpers:
             self.barrier_at(expr, barrier, guards)
         return self.opaque(expr) if expr.type.bits is not None else None
+
+    def dependent_arithmetic(self, call: Expr, guards: tuple[Term, ...]) -> _Value:
+        """A `+` or `-` a template leaves unresolved (`smem + i` of a `T smem[kN]`): a shared
+        pointer moved, when it is one; else its operands are walked as any call's."""
+        operands = [c for c in call.children if not (c.kind is ExprKind.REF and not c.name)]  # not the callee
+        values = [self.value(operand, guards) for operand in operands]
+        if len(values) == 2 and isinstance(values[0], _Pointer) and values[0].shared:
+            return _pointer_arithmetic(_operator(call), values[0], values[1])
+        for operand, value in zip(operands, values):
+            self.escape(operand, value, guards)
+        return self.opaque(call) if call.type.bits is not None else None
+
+    def helper(self, call: Expr) -> Function | None:
+        """The device function a call runs, to walk in place, when the call hands it a shared
+        array or scalar (`cta::reduce_max(v, smem)`, `norm(row, warp_sums, &s_inv)`): its one
+        definition in sight (no system header's), not one being walked already."""
+        if _operator(call) or len(self.helpers) >= _MAX_HELPERS:
+            return None
+        if not any(self.names_shared(argument) for argument in call.arguments):
+            return None
+        callees = call.callees
+        helper = self.threads.program.definition(callees[0]) if len(callees) == 1 else None
+        if helper is None or helper.usr in self.helpers or helper.body is None:
+            return None
+        return helper
+
+    def names_shared(self, expr: Expr) -> bool:
+        """Whether `expr` names a shared array or scalar, or a local pointing into one."""
+        for node in expr.walk():
+            ref = node.ref if node.kind is ExprKind.REF else None
+            if ref is None:
+                continue
+            value = self.values.get(ref.key)
+            if ref.key in self.shared_scalars or (isinstance(value, _Pointer) and value.shared):
+                return True
+        return False
+
+    def inline(self, call: Expr, helper: Function, guards: tuple[Term, ...]) -> None:
+        """Walk `helper`'s body where `call` runs it, its parameters bound to the arguments:
+        its shared accesses are the kernel's (at the call when the helper is in another file,
+        so that a finding lands in the checked file), under the guards of the call. A
+        parameter that the body moves, or a reference bound to a shared element, is a write
+        the walk does not follow, as a shared array handed to any other call is."""
+        body = helper.body
+        assert body is not None  # `helper` checked it
+        moved = _assigned_locals(body)
+        self.assigned |= moved
+        dependent: ThreadLocals = {}
+        for argument, param in zip(call.arguments, helper.params):
+            if self.threads.source(argument, self.thread_locals):
+                dependent[param.key] = param.name
+            scalar = self.shared_scalar(argument)
+            if param.is_reference and scalar is not None:
+                self.shared_scalars[param.key] = scalar  # `float& total` bound to `s_total`
+                continue
+            value = self.element_use(argument, guards) if param.is_reference else self.value(argument, guards)
+            if param.key in moved:
+                self.escape(argument, value, guards)
+            else:
+                self.values[param.key] = value
+        self.thread_locals = {**self.thread_locals, **self.threads.locals(body, given=dependent)}
+        outer = (self.helpers, self.site)
+        self.helpers = (*self.helpers, helper.usr)
+        if self.site is None and helper.file != self.function.file:
+            self.site = call.span
+        self.statement(body, guards)
+        self.helpers, self.site = outer
 
     def offset_call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         """`pointer::offset(p, a, b)`: `p` moved by `a + b` (its own units: bytes of a
@@ -476,6 +613,21 @@ class _Walk:
         name = call.name.lower()
         return any(word in name for word in _SYNC_WORDS)
 
+    def launch_bound(self) -> Term | None:
+        """The most threads a block of the kernel has, from its `__launch_bounds__(N, ...)`: N
+        as a term over its compile-time arguments (`kDim / 16`); None without one, or for one
+        naming anything but literals and the template's integer parameters."""
+        params = self.function.value_template_params
+
+        def leaf(token: str) -> Term | None:
+            if token[:1].isdigit():
+                digits = token.rstrip("uUlL")
+                return const(int(digits, 0)) if digits.isdigit() and (digits == "0" or digits[0] != "0") else None
+            type_ = params.get(token)
+            return self.symbol(token, SymbolKind.SCALAR, token, _range(type_)) if type_ is not None else None
+
+        return _arithmetic(list(self.function.launch_bound), leaf)
+
     def loop_body(self, body: Stmt, guards: tuple[Term, ...], counters: tuple[str, ...] = ()) -> None:
         """A loop's body: shared writes in it have no interval when it reaches a barrier
         (one iteration's writes race with the next one's only across it); `counters`: the
@@ -500,7 +652,7 @@ class _Walk:
             return None
         if pointer.shared:  # what another thread wrote there: not followed
             return self.opaque(expr)
-        offset = _add(pointer.offset, index)
+        offset = pointer.moved(index).offset
         key = (pointer.base, offset)
         if key not in self.loads:
             text = _spelled(expr) or expr_text(pointer.base, offset)
@@ -512,13 +664,13 @@ class _Walk:
         a shared array (followed or not, see `SymbolicAccess.followed`)."""
         if not isinstance(pointer, _Pointer) or not isinstance(index, Term):
             return
-        offset = _add(pointer.offset, index)
+        offset = pointer.moved(index).offset
         if pointer.shared:
             named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
-            followed = bool(pointer.element) and expr.type.canonical in (pointer.element, _DEPENDENT)
+            followed = bool(pointer.element) and _unqualified(expr.type.canonical) in (pointer.element, _DEPENDENT)
             followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
-        elif self.recorded(offset):
+        elif not self.helpers and self.recorded(offset):  # a helper walked in place: its shared accesses only
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=True)
 
     def escape(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:
@@ -531,12 +683,13 @@ class _Walk:
         self, expr: Expr, pointer: _Pointer, offset: Term, guards: tuple[Term, ...], *, is_write: bool, followed: bool
     ) -> None:
         named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
-        if pointer.extent is not None:
-            named.update(symbol_names(pointer.extent))
+        for size in (pointer.extent, self.block_limit):
+            if size is not None:
+                named.update(symbol_names(size))
         self.accesses.append(
             SymbolicAccess(
                 function_usr=self.function.usr,
-                span=expr.span,
+                span=self.site or expr.span,
                 pointer=pointer.base,
                 offset=offset,
                 guards=guards,
@@ -550,6 +703,8 @@ class _Walk:
                 value_varies=pointer.shared and is_write and self.varies(self.stored),
                 followed=followed,
                 extent=pointer.extent,
+                width=pointer.unit,
+                block_limit=self.block_limit if pointer.shared else None,
             )
         )
 
@@ -570,10 +725,23 @@ class _Walk:
 
     def varies(self, value: Expr | None) -> bool:
         """Whether a stored value may differ from thread to thread: it reads the thread's
-        index and calls no function (a warp or block collective returns one value to all)."""
+        index and calls no function (a warp or block collective returns one value to all),
+        nor does the value of a local it reads (`m = warp::reduce_max(v); smem[0] = m;`)."""
         if value is None or not self.threads.source(value, self.thread_locals):
             return False
-        return not any(node.kind is ExprKind.CALL and not node.is_construction for node in value.walk())
+        return not self.calls(value, set())
+
+    def calls(self, value: Expr, seen: set[int]) -> bool:
+        """Whether `value` calls a function, or the value of a local it reads does."""
+        for node in value.walk():
+            if node.kind is ExprKind.CALL and not node.is_construction:
+                return True
+            key = node.ref.key if node.kind is ExprKind.REF and node.ref is not None else None
+            if key is not None and key in self.initializers and key not in seen:
+                seen.add(key)
+                if self.calls(self.initializers[key], seen):
+                    return True
+        return False
 
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], guards: tuple[Term, ...]) -> None:
@@ -678,12 +846,16 @@ class _Walk:
             self.values[var.key] = self.shared_array(var, guards)
             return
         if var.is_shared and var.declarator == "value" and var.element_type.canonical in _SCALARS:
-            self.shared_scalars[var.key] = _Pointer(var.name, _ZERO, True, var.element_type.canonical, const(1))
+            self.shared_scalars[var.key] = _Pointer(
+                var.name, _ZERO, True, var.element_type.canonical, const(1), size=var.element_size or 0
+            )
             return
         value = self.value(var.exprs[-1], guards) if var.exprs else None
         self.bind_fields(var)
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
+            if var.exprs:
+                self.initializers[var.key] = var.exprs[-1]
         elif var.exprs:  # a pointer into a shared array that is moved later: not followed
             self.escape(var.exprs[-1], value, guards)
 
@@ -697,18 +869,23 @@ class _Walk:
 
     def shared_array(self, var: Var, guards: tuple[Term, ...]) -> _Pointer:
         """A `__shared__` array: its element type and length when it has one dimension of a
-        length the walk follows and scalar elements (`float smem[kPadded]`), none for
-        `smem[a][b]`, `extern smem[]` or an array of structs."""
+        length the walk follows and scalar or half-precision elements (`float smem[kPadded]`),
+        none for `smem[a][b]`, `extern smem[]` or an array of other structs."""
         element = var.element_type.canonical
-        # of a scalar or a template's `T` (a struct's members and operators may write it unseen)
-        one_dimension = len(var.exprs) == 1 and (element in _SCALARS or element.startswith("type-parameter"))
+        # of a scalar, a half type or a template's `T` (another struct's members and operators
+        # may write it unseen)
+        known = element in _SCALARS or element in _HALVES or element.startswith("type-parameter")
+        # its length, then nothing but a half type's default construction
+        one_dimension = known and bool(var.exprs) and all(e.is_construction for e in var.exprs[1:])
         extent = self.value(var.exprs[0], guards) if one_dimension else None
         followed = isinstance(extent, Term) and not any(
             self.symbols[n].kind in _UNFOLLOWED for n in symbol_names(extent)
         )
         if not isinstance(extent, Term) or not followed:
             return _Pointer(var.name, _ZERO, shared=True)
-        return _Pointer(var.name, _ZERO, shared=True, element=var.element_type.canonical, extent=extent)
+        return _Pointer(
+            var.name, _ZERO, shared=True, element=_unqualified(element), extent=extent, size=var.element_size or 0
+        )
 
 
 def _operator(call: Expr) -> str:
@@ -838,13 +1015,46 @@ def _add(left: Term, right: Term) -> Term:
 
 
 def _pointer_arithmetic(op: str, left: _Value, right: _Value) -> _Value:
-    if op == "+" and isinstance(left, _Pointer) and isinstance(right, Term):
-        return replace(left, offset=_add(left.offset, right))
+    if op in ("+", "-") and isinstance(left, _Pointer) and isinstance(right, Term):
+        return left.moved(right, op)
     if op == "+" and isinstance(right, _Pointer) and isinstance(left, Term):
-        return replace(right, offset=_add(right.offset, left))
-    if op == "-" and isinstance(left, _Pointer) and isinstance(right, Term):
-        return replace(left, offset=Term("-", (left.offset, right)))
+        return right.moved(left)
     return None
+
+
+def _arithmetic(tokens: list[str], leaf: Callable[[str], Term | None]) -> Term | None:
+    """The term `tokens` spell with `+ - * /` and parentheses over the leaves `leaf` gives
+    (a literal, a name), consumed from `tokens`; None when they spell anything else."""
+
+    def operation(operators: tuple[str, ...], operand: Callable[[], Term | None]) -> Term | None:
+        left = operand()
+        while left is not None and tokens and tokens[0] in operators:
+            op = tokens.pop(0)
+            right = operand()
+            left = Term(op, (left, right)) if right is not None else None
+        return left
+
+    def factor() -> Term | None:
+        token = tokens.pop(0) if tokens else ")"
+        if token != "(":
+            return leaf(token) if token != ")" else None
+        inner = operation(("+", "-"), product)
+        return inner if inner is not None and tokens[:1] == [")"] and tokens.pop(0) else None
+
+    def product() -> Term | None:
+        return operation(("*", "/"), factor)
+
+    term = operation(("+", "-"), product)
+    return term if not tokens else None
+
+
+def _unqualified(spelling: str) -> str:
+    """A type's spelling without its top-level `const`/`volatile` (an access through a
+    `const float*` reads the array's `float`)."""
+    words = spelling.split(" ")
+    while words and words[0] in ("const", "volatile"):
+        words = words[1:]
+    return " ".join(words)
 
 
 def _bit_operation(op: str, left: Term, right: Term) -> Term | None:
@@ -909,6 +1119,7 @@ def kernel_terms(
     walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body), every_access=every_access)
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
+    walk.block_limit = walk.launch_bound()
     walk.statement(body, ())
     return walk.accesses, walk.products, walk.barriers
 

@@ -46,10 +46,11 @@ class ThreadDependence:
         self._reaches: dict[Function, str] = {}  # the barrier a function reaches ("" for none)
 
     # -- values ----------------------------------------------------------------------------
-    def locals(self, body: Stmt, depth: int = 0) -> ThreadLocals:
+    def locals(self, body: Stmt, depth: int = 0, given: ThreadLocals | None = None) -> ThreadLocals:
         """The thread-dependent local variables of a body, in source order (a local counts
-        when its declaration reads a thread-dependent value)."""
-        found: ThreadLocals = {}
+        when its declaration reads a thread-dependent value, or one of `given`: a helper's
+        parameters handed a thread-dependent argument), `given` among them."""
+        found: ThreadLocals = dict(given or {})
         for stmt in body.walk():
             for var in stmt.variables:
                 if any(self.source(e, found, depth) for e in var.exprs):

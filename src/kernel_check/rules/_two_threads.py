@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kernel_check import solver
+from kernel_check import solver, witness
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
+from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
     AXES,
     MAX_THREADS_PER_BLOCK,
@@ -46,15 +47,43 @@ def meet(first: SymbolicAccess, second: SymbolicAccess, budget: Budget, extra: I
     shared = [s for s in second.symbols if s.name not in copies]  # the block's: its index, the arguments
     constraints = [*launch_constraints([*threads, *first.symbols, *shared, *copied]), *_scalars(first, second)]
     constraints += [c for a in AXES[len(axes) :] for c in _flat(a, copies)]
+    constraints += [_at_most_a_block(limit) for limit in {first.block_limit, second.block_limit} if limit is not None]
     constraints.append(_at_most_a_block())
     constraints += [*first.guards, *(renamed(g, copies) for g in second.guards)]
-    element = Term("sym", name=ELEMENT)
-    constraints += [Term("==", (element, first.offset)), Term("==", (element, renamed(second.offset, copies)))]
+    constraints += reaches(first.offset, first.width, second.width)
+    constraints += reaches(renamed(second.offset, copies), second.width, first.width)
     distinct = [Term("!=", (_thread(a), _thread(a, copies))) for a in axes]
     constraints.append(Term("or", tuple(distinct)) if len(distinct) > 1 else distinct[0])
     constraints += extra
     answer = solver.check(constraints, budget)
     return answer if answer.outcome is Outcome.SAT else None
+
+
+def covers(offset: Term, width: int, element: Term) -> list[Term]:
+    """An access at `offset` covering `width` elements (`SymbolicAccess.width`) reaches `element`."""
+    if width == 1:
+        return [Term("==", (element, offset))]
+    return [Term("<=", (offset, element)), Term("<", (element, Term("+", (offset, Term("const", value=width)))))]
+
+
+def reaches(offset: Term, width: int, other_width: int) -> list[Term]:
+    """An access at `offset` covering `width` elements reaches the witness's `ELEMENT`, which
+    an access of `other_width` reaches too. Two of one width meet at their first element: a
+    vector access is aligned to its own size (a misaligned `float4` faults), so two `float4`s
+    overlap only where they coincide -- which z3 decides as readily as for scalars, where
+    the ranges of a strided loop's `float4`s (`i += blockDim.x * 8`) leave it guessing."""
+    element = Term("sym", name=ELEMENT)
+    return [Term("==", (element, offset))] if width == other_width else covers(offset, width, element)
+
+
+def bound_launches(model: SemanticModel, accesses: list[SymbolicAccess]) -> list[tuple[Term, ...]]:
+    """What each launch of the accesses' kernel in the file gives it: its block, grid and
+    scalar arguments, bound to the launcher's contract ([] when no launch in view gives
+    them all)."""
+    kernel = model.function(accesses[0].function_usr)
+    symbols = [*thread_symbols(), *(s for a in accesses for s in a.symbols)]
+    bound = [b for _, b in witness.bindings(model, kernel, symbols) if b is not None] if kernel is not None else []
+    return [(*b.constraints, *b.fits) for b in bound]
 
 
 def different_warps() -> Term:
@@ -63,10 +92,14 @@ def different_warps() -> Term:
 
 
 def given(answer: Answer, *accesses: SymbolicAccess) -> str:
-    """The witness's scalar arguments the accesses name: `, n = 4, k = 2` ("" when none)."""
+    """The witness's scalar arguments the accesses name, and the pointers whose null test
+    they follow: `, n = 4, k = 2, scale = nullptr` ("" when none)."""
     values = answer.model
-    scalars = {s.text: values.get(s.name, 0) for s in _symbols(accesses) if s.kind is SymbolKind.SCALAR}
-    return "".join(f", {name} = {value}" for name, value in sorted(scalars.items()))
+    shown = {s.text: str(values.get(s.name, 0)) for s in _symbols(accesses) if s.kind is SymbolKind.SCALAR}
+    for symbol in _symbols(accesses):
+        if symbol.kind is SymbolKind.ADDRESS:
+            shown[symbol.text] = "nullptr" if values.get(symbol.name, 0) == 0 else "a tensor"
+    return "".join(f", {name} = {value}" for name, value in sorted(shown.items()))
 
 
 def threads_of(answer: Answer) -> tuple[str, str, str]:
@@ -103,10 +136,11 @@ def _flat(axis: str, copies: dict[str, str]) -> list[Term]:
     ]
 
 
-def _at_most_a_block() -> Term:
-    """At most 1024 threads a block, over its three dimensions together."""
+def _at_most_a_block(limit: Term | None = None) -> Term:
+    """At most `limit` threads a block (the kernel's `__launch_bounds__`; 1024, CUDA's limit,
+    by default), over its three dimensions together."""
     x, y, z = (Term("sym", name=f"blockDim.{a}") for a in AXES)
-    return Term("<=", (Term("*", (Term("*", (x, y)), z)), Term("const", value=MAX_THREADS_PER_BLOCK)))
+    return Term("<=", (Term("*", (Term("*", (x, y)), z)), limit or Term("const", value=MAX_THREADS_PER_BLOCK)))
 
 
 def _warp(copies: dict[str, str] | None = None) -> Term:

@@ -16,11 +16,12 @@ and the block shape. A kernel that indexes with `threadIdx.x` alone is taken to 
 one-dimensional blocks; scalar arguments are taken between 1 and 65536. A query the
 solver cannot answer within the kernel's budget (`solver-budget`, default 2 s) is never a
 finding, nor is a write whose offset or guards read memory or call a function the walk
-does not follow, nor one through a cast to another element type or into a two-dimensional
-array. One write made by two threads is reported only when the value it stores
-may differ between them (it reads the thread index and calls no function): all lanes
-storing their warp's reduced value, or every thread setting one flag, leave the same
-result whichever runs last.
+does not follow, nor one through a cast to a type narrower than the element (a cast to a
+wider one, `reinterpret_cast<float4*>(smem)[i]`, writes the elements it spans) or into a
+two-dimensional array. One write made by two threads is reported only when the value it stores
+may differ between them (it reads the thread index and calls no function, nor does the
+value of a local it reads): all lanes storing their warp's reduced value, or every thread
+setting one flag, leave the same result whichever runs last.
 
 ## Why is this bad?
 Which of the two values the element holds after the barrier depends on the order the

@@ -32,8 +32,15 @@ so that only the writing thread makes it, a value every thread stores alike that
 reading thread stored itself before reading it (`s_done = 1; if (s_done) ...`), a query
 the solver cannot answer within the kernel's budget (`solver-budget`, default 2 s), and
 any access whose offset or guards read memory or call a function the walk does not follow,
-through a cast to another element type or into a two-dimensional array. One finding is
-reported per read; the first 64 reads and 32 writes a kernel makes are checked.
+through a cast to a type narrower than the element or into a two-dimensional array. An
+access through a cast to a wider type (`reinterpret_cast<float4*>(smem)[i]`) reaches every
+element it spans, and a device helper handed a shared array or scalar, whose body is in
+sight, is walked where the kernel calls it: its accesses are the kernel's (reported at the
+call when the helper is in another file). A null test of a pointer argument (`if (p)`) is
+one truth value for the whole block. One finding is
+reported per read; the first 64 reads and 32 writes a kernel makes are checked. A read that
+races with the only write of its element is not also an uninitialised read: KC403 counts a
+write between the same barriers as written and leaves the read to this rule.
 
 ## Why is this bad?
 Nothing orders the two threads: the reader gets the new value or the old one depending on
@@ -67,14 +74,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kernel_check import witness
 from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import ELEMENT, SECOND, different_warps, given, meet, threads_of
+from kernel_check.rules._two_threads import (
+    ELEMENT,
+    SECOND,
+    bound_launches,
+    different_warps,
+    given,
+    meet,
+    reaches,
+    threads_of,
+)
 from kernel_check.semantic import SemanticModel
-from kernel_check.solver import Answer, Budget, for_all, renamed, thread_symbols, within
+from kernel_check.solver import Answer, Budget, for_all, renamed, within
 
 MAX_READS = 64  # shared reads per kernel checked
 MAX_WRITES = 32  # shared writes per kernel each read is compared with
@@ -91,7 +106,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     for kernel, accesses in kernels.items():
         budget = model.solver_budget(kernel, seconds)
         writes = [a for a in accesses if a.is_write][:MAX_WRITES]
-        launches = _launches(model, accesses)
+        launches = bound_launches(model, accesses) or [()]  # none in view: any block the code allows
         position = {id(a): index for index, a in enumerate(accesses)}  # the order the body runs them
         for read in [a for a in accesses if not a.is_write][:MAX_READS]:
             found = _racing_write(read, writes, position, launches, budget)
@@ -110,16 +125,6 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-def _launches(model: SemanticModel, accesses: list[SymbolicAccess]) -> list[tuple[Term, ...]]:
-    """What each launch of the kernel in the file gives it (its block, grid and scalar
-    arguments, bound to the launcher's contract); one empty set when no launch in view gives
-    them all, so that any block the code allows is tried."""
-    kernel = model.function(accesses[0].function_usr)
-    symbols = [*thread_symbols(), *(s for a in accesses for s in a.symbols)]
-    bound = [b for _, b in witness.bindings(model, kernel, symbols) if b is not None] if kernel is not None else []
-    return [(*b.constraints, *b.fits) for b in bound] or [()]
-
-
 def _racing_write(
     read: SymbolicAccess,
     writes: list[SymbolicAccess],
@@ -135,7 +140,7 @@ def _racing_write(
         if write.pointer != read.pointer or write.phase != read.phase or write.barrier_loops != read.barrier_loops:
             continue
         before = position[id(write)] < position[id(read)]
-        extra = [*apart, _not_stored_by_reader(write)] if before and not write.value_varies else apart
+        extra = [*apart, _not_stored_by_reader(write, read)] if before and not write.value_varies else apart
         for launch in launches:
             answer = meet(write, read, budget, [*extra, *launch])
             if answer is not None:
@@ -149,7 +154,7 @@ def _same_iteration(access: SymbolicAccess) -> list[Term]:
     return [Term("==", (Term("sym", name=name), Term("sym", name=SECOND + name))) for name in access.lockstep]
 
 
-def _not_stored_by_reader(write: SymbolicAccess) -> Term:
+def _not_stored_by_reader(write: SymbolicAccess, read: SymbolicAccess) -> Term:
     """The reading thread (the second one) did not itself make `write`, which stores one value
     whichever thread runs it, at the element read, in any iteration of its loops: what it
     reads is that value whichever thread wrote last."""
@@ -157,12 +162,12 @@ def _not_stored_by_reader(write: SymbolicAccess) -> Term:
     names = {s.name: _OWN + s.name for s in loops}
     names.update({s.name: SECOND + s.name for s in write.symbols if s.kind is SymbolKind.THREAD})
     in_range = [c for s in loops for c in within(Term("sym", name=names[s.name]), s.low, s.high)]
-    reaches = Term(
+    stored = Term(
         "and",
         (
             *in_range,
             *(renamed(g, names) for g in write.guards),
-            Term("==", (renamed(write.offset, names), Term("sym", name=ELEMENT))),
+            *reaches(renamed(write.offset, names), write.width, read.width),
         ),
     )
-    return for_all([names[s.name] for s in loops], Term("not", (reaches,)))
+    return for_all([names[s.name] for s in loops], Term("not", (stored,)))
