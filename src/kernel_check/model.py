@@ -960,6 +960,9 @@ class SymbolicAccess:
     # and calls no function): two threads storing one value (a flag, a warp's reduced sum)
     # leave the element the same whichever runs last.
     value_varies: bool = False
+    # A shared write's value is provably one for the whole block (it reads no thread index,
+    # calls no function, names only locals of such one value): any two threads store it alike.
+    value_uniform: bool = False
     # A shared access the walk follows: its offset and guards name only values it follows,
     # and it reads or writes the element type of a one-dimensional array. Not followed: an
     # access through a cast, of `smem[a][b]`, or the array handed to a call, a lambda or

@@ -87,7 +87,11 @@ _SCALARS = frozenset(
     {"float", "double", "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int"}
     | {"unsigned int", "long", "unsigned long", "long long", "unsigned long long"}
 )
+# CUDA value types whose assignment stores the whole element (no member of theirs writes it
+# unseen): a shared array of them is followed as one of scalars.
+_VALUE_TYPES = frozenset({"__half", "__half2", "__nv_bfloat16", "__nv_bfloat162"})
 _DEFAULT_BITS = 32
+_UNIFORM_DEPTH = 8  # how many locals deep a stored value's uniformity is followed
 _NARROW_BITS = 16
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
 
@@ -145,6 +149,7 @@ class _Walk:
     symbols: dict[str, Symbol] = field(default_factory=dict)
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
+    initial: dict[int, Expr] = field(default_factory=dict)  # locals' initializers by `Var.key`
     loads: dict[tuple[str, Term], Term] = field(default_factory=dict)
     shared_scalars: dict[int, _Pointer] = field(default_factory=dict)  # `__shared__ T s;` by `Var.key`
     bound_records: dict[int, str] = field(default_factory=dict)  # bindings of a params struct's struct fields
@@ -407,6 +412,10 @@ class _Walk:
             pointer, index = (self.value(argument, guards) for argument in arguments)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
+        if _operator(expr) == "=" and len(expr.children) == 3 and expr.children[0].type.canonical in _VALUE_TYPES:
+            # `smem[i] = v` of `__nv_bfloat16` (children: the object, the operator, the value): a plain store
+            self.assign(expr.children[0], expr.children[2], guards)
+            return None
         if self.every_access and len(arguments) >= 2 and (name or callee_name(expr)) == POINTER_OFFSET:
             return self.offset_call(expr, guards)
         self.visit_children(expr, guards, escaping=True)
@@ -536,6 +545,7 @@ class _Walk:
                 barrier_loops=self.barrier_loops,
                 lockstep=self.lockstep,
                 value_varies=pointer.shared and is_write and self.varies(self.stored),
+                value_uniform=pointer.shared and is_write and self.uniform(self.stored),
                 followed=followed,
                 extent=pointer.extent,
             )
@@ -562,6 +572,28 @@ class _Walk:
         if value is None or not self.threads.source(value, self.thread_locals):
             return False
         return not any(node.kind is ExprKind.CALL and not node.is_construction for node in value.walk())
+
+    def uniform(self, value: Expr | None, depth: int = 0) -> bool:
+        """Whether a stored value is provably one for the whole block: it reads no thread
+        index, calls no function (a warp collective returns one value per warp) and names
+        only shared arrays (at an index so too) and locals whose one value (their
+        initializer) is so too."""
+        if value is None or depth > _UNIFORM_DEPTH or self.threads.source(value, self.thread_locals):
+            return False
+        for node in value.walk():
+            if node.kind is ExprKind.CALL and not node.is_construction:
+                return False
+            ref = node.ref if node.kind is ExprKind.REF else None
+            if ref is not None and ref.is_local and ref.kind is DeclKind.VARIABLE and not self.is_shared(ref):
+                initial = self.initial.get(ref.key)
+                if ref.key in self.assigned or initial is None or not self.uniform(initial, depth + 1):
+                    return False
+        return True
+
+    def is_shared(self, ref: DeclRef) -> bool:
+        """Whether a local names a `__shared__` array or scalar (one for the whole block)."""
+        held = self.values.get(ref.key)
+        return ref.key in self.shared_scalars or (isinstance(held, _Pointer) and held.shared and held.offset == _ZERO)
 
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], guards: tuple[Term, ...]) -> None:
@@ -669,6 +701,8 @@ class _Walk:
             self.shared_scalars[var.key] = _Pointer(var.name, _ZERO, True, var.element_type.canonical, const(1))
             return
         value = self.value(var.exprs[-1], guards) if var.exprs else None
+        if var.exprs:
+            self.initial[var.key] = var.exprs[-1]
         self.bind_fields(var)
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
@@ -689,8 +723,10 @@ class _Walk:
         `smem[a][b]`, `extern smem[]` or an array of structs."""
         element = var.element_type.canonical
         # of a scalar or a template's `T` (a struct's members and operators may write it unseen)
-        one_dimension = len(var.exprs) == 1 and (element in _SCALARS or element.startswith("type-parameter"))
-        extent = self.value(var.exprs[0], guards) if one_dimension else None
+        scalar = element in _SCALARS or element in _VALUE_TYPES or element.startswith("type-parameter")
+        lengths = [e for e in var.exprs if not e.is_construction]  # not a `__half`'s default construction
+        one_dimension = len(lengths) == 1 and scalar
+        extent = self.value(lengths[0], guards) if one_dimension else None
         followed = isinstance(extent, Term) and not any(
             self.symbols[n].kind in _UNFOLLOWED for n in symbol_names(extent)
         )
