@@ -688,6 +688,7 @@ class IndexProduct:
     value_factors: tuple[str, ...]  # the other runtime factors, as written
     result_type: str
     widened: bool = False  # the 32-bit result is converted to 64 bits later: widened too late
+    stored_wide: bool = False  # ... by storing it into a 64-bit variable (`int64_t i = ...`)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ helpers (`pointer::offset`) as pointer arithmetic, and a received pointer handed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
@@ -79,6 +80,10 @@ _SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
+# A launcher's query of the device's SM count (`get_num_sms(device)`, `get_sm_count(id)`): one
+# value per device, 1 to `_MAX_SMS` (no GPU has more), for a persistent grid of `k * num_sms`.
+_SM_COUNT_CALL = re.compile(r"num_?sms|sm_?count|multi_?processor_?count", re.IGNORECASE)
+_MAX_SMS = 1024
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
 _DEPENDENT = "<dependent type>"  # an access of `T smem[kN]` in a template
@@ -976,6 +981,8 @@ class _LauncherWalk(_Walk):
         if name in _DIV_CEIL_CALLS and len(arguments) == 2:
             a, b = (self.term(argument, guards) for argument in arguments)
             return Term("/", (Term("-", (Term("+", (a, b)), const(1))), b))
+        if _SM_COUNT_CALL.search(name):  # (its type may be a template's undeduced `auto`)
+            return self.symbol("sm_count", SymbolKind.SCALAR, "the SM count", (1, _MAX_SMS))
         return super().call(expr, guards)
 
     def symbolic_size(self, call: Expr) -> str | None:
@@ -1023,6 +1030,17 @@ class _LauncherWalk(_Walk):
                 self.records[base.ref.key][stripped.name] = value
             return
         super().assign(target, source, guards)
+
+    def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
+        """A lambda that launches (`auto launch = [&](auto kernel, int64_t n) {...}`) is walked
+        where it is written, its parameters free: whatever a call passes, its launch's grid and
+        block are computed as written from the captured sizes."""
+        body = lambda_.lambda_body
+        if body is not None and any((c.span.start, c.span.end) in self.launches for c in body.calls()):
+            for param in lambda_.lambda_params:
+                self.values[param.key] = self.received(param.name, param.type)
+            self.statement(body, guards)
+        super().lambda_escapes(lambda_, guards)
 
     def launch(self, call: Expr, index: int, guards: tuple[Term, ...]) -> None:
         dimensions = launch_dimensions(call)
