@@ -834,13 +834,19 @@ class _Reader:
         64 bits takes the value (`int64_t i = ...`, `k += ...`, a 64-bit operand or
         parameter), and as kept in 32 bits where the flow ends anywhere else."""
         width = _width(node.type)
-        if _carries_products(node) and width == 32:
+        if _carries_products(node) and width == 32 and not self._remainder(node):
             return replace(value, flowing=tuple(products))
         widened = width == 64 and (node.kind in _CONVERSIONS or node.kind is ExprKind.CAST)
         stored = widened and node.kind in _CONVERSIONS and self._storing_wide
         for product in products:
             self._emit_product(product, widened, stored)
         return replace(value, flowing=())
+
+    def _remainder(self, node: Expr) -> bool:
+        """`x % 32`, `x & 31`: a value below a constant, whatever `x` is (a lane within a flat
+        index): the products in `x` do not flow on through it."""
+        is_remainder = node.kind is ExprKind.BINARY and node.operator in ("%", "&") and len(node.children) == 2
+        return is_remainder and self.consts.integer(node.children[1]) is not None
 
     def _emit_product(self, product: _Product, widened: bool, stored: bool = False) -> None:
         """Record where a product's flow ends. A product held in a 32-bit local ends at every

@@ -10,7 +10,8 @@ are 64-bit (a parameter, or a field of a by-value params struct, of type `int64_
 `uint64_t`, `size_t`...), or that is stored into a 64-bit variable (`const int64_t i =
 blockIdx.x * blockDim.x + threadIdx.x;` without a cast: the destination is the intent
 even where every size is 32-bit). A value computed from such a product (`warp_id = tid /
-32`, with `tid` the flat thread index) carries it on: `warp_id * n` is the product then.
+32`, with `tid` the flat thread index) carries it on: `warp_id * n` is the product then;
+a remainder by a constant (`tid % 32`, a lane) carries none.
 A product of the y/z grid dimensions with only
 built-ins or constants is not flagged: those are capped at 65535, so such a product cannot
 overflow. A kernel's body (and its lambdas) is checked, and a device function's products
