@@ -689,6 +689,7 @@ class IndexProduct:
     result_type: str
     widened: bool = False  # the 32-bit result is converted to 64 bits later: widened too late
     stored_wide: bool = False  # ... by storing it into a 64-bit variable (`int64_t i = ...`)
+    derived: bool = False  # a factor is a value computed from grid products (`warp_id = tid / 32`)
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,7 @@ class _Product:
     builtins: tuple[str, ...] = ()
     constants: int = 0
     values: tuple[str, ...] = ()
+    derived: bool = False  # a factor is a value computed from grid products (`warp_id` of `tid / 32`)
 
 
 @dataclass(frozen=True)
@@ -819,9 +820,13 @@ class _Reader:
             elif value.builtin:
                 product = replace(product, builtins=product.builtins + (value.builtin,))
             elif value.flowing:  # a value computed from grid products (`tid / 32`): they go on in this one
-                derived = tuple(b for p in value.flowing for b in p.builtins)
-                text = self._text(operand).strip()
-                product = replace(product, builtins=product.builtins + derived, values=product.values + (text,))
+                product = replace(
+                    product,
+                    builtins=product.builtins + tuple(b for p in value.flowing for b in p.builtins),
+                    constants=product.constants + sum(p.constants for p in value.flowing),
+                    values=product.values + tuple(v for p in value.flowing for v in p.values),
+                    derived=True,
+                )
             elif self._is_constant(operand):
                 product = replace(product, constants=product.constants + 1)
             else:
@@ -872,6 +877,7 @@ class _Reader:
                 result_type=node.type.spelling,
                 widened=widened,
                 stored_wide=stored,
+                derived=product.derived,
             )
         )
 

@@ -10,8 +10,9 @@ are 64-bit (a parameter, or a field of a by-value params struct, of type `int64_
 `uint64_t`, `size_t`...), or that is stored into a 64-bit variable (`const int64_t i =
 blockIdx.x * blockDim.x + threadIdx.x;` without a cast: the destination is the intent
 even where every size is 32-bit). A value computed from such a product (`warp_id = tid /
-32`, with `tid` the flat thread index) carries it on: `warp_id * n` is the product then;
-a remainder by a constant (`tid % 32`, a lane) carries none.
+32`, with `tid` the flat thread index) carries it on: `warp_id * n` is the product then,
+reported where it is stored into a 64-bit variable (elsewhere it may only scale the quotient
+back, `(w / n) * n`); a remainder by a constant (`tid % 32`, a lane) carries none.
 A product of the y/z grid dimensions with only
 built-ins or constants is not flagged: those are capped at 65535, so such a product cannot
 overflow. A kernel's body (and its lambdas) is checked, and a device function's products
@@ -104,6 +105,9 @@ def _reported(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
         # destination alone tells the intent (which kernel's sizes apply is not known)
         evidence = _wide_size(model, kernel) if kernel.kind is FunctionKind.KERNEL else None
         intended = evidence is not None or product.stored_wide
+        # a product of a quotient may only scale it back (`(w / n) * n <= w`): reported where
+        # its own 64-bit destination names it
+        intended = intended and (product.stored_wide or not product.derived)
         if not intended or not product.widened or not _can_overflow(product):
             continue
         term = terms.get((product.function_usr, product.span.start, product.span.end))
