@@ -688,6 +688,8 @@ class IndexProduct:
     value_factors: tuple[str, ...]  # the other runtime factors, as written
     result_type: str
     widened: bool = False  # the 32-bit result is converted to 64 bits later: widened too late
+    stored_wide: bool = False  # ... by storing it into a 64-bit variable (`int64_t i = ...`)
+    derived: bool = False  # a factor is a value computed from grid products (`warp_id = tid / 32`)
 
 
 @dataclass(frozen=True)
@@ -966,6 +968,9 @@ class SymbolicAccess:
     # and calls no function): two threads storing one value (a flag, a warp's reduced sum)
     # leave the element the same whichever runs last.
     value_varies: bool = False
+    # A shared write's value is provably one for the whole block (it reads no thread index,
+    # calls no function, names only locals of such one value): any two threads store it alike.
+    value_uniform: bool = False
     # A shared access the walk follows: its offset and guards name only values it follows,
     # and it reads or writes the element type of a one-dimensional array. Not followed: an
     # access through a cast, of `smem[a][b]`, or the array handed to a call, a lambda or

@@ -133,6 +133,7 @@ class _Product:
     builtins: tuple[str, ...] = ()
     constants: int = 0
     values: tuple[str, ...] = ()
+    derived: bool = False  # a factor is a value computed from grid products (`warp_id` of `tid / 32`)
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,9 @@ class _Reader:
         self.facts = IntegerFacts()
         self.scopes: list[_Scope] = []
         self._previous_prefix: tuple[int, int] | None = None  # (type start, name) of the last declarator
+        # inside the value stored into a 64-bit variable (its initializer, the right of `=`):
+        # a product converted to 64 bits there without a cast is widened for that variable
+        self._storing_wide = False
 
     # -- declarations --------------------------------------------------------------------------
     def declarations(self, declarations: Iterable[tuple[DeclRef, bool]]) -> None:
@@ -313,7 +317,9 @@ class _Reader:
         self._end_flows(values)
 
     def _variable(self, var: Var) -> None:
+        outer, self._storing_wide = self._storing_wide, bool(self.scopes) and _width(var.type) == 64
         values = [self._value(e, var) for e in var.exprs]
+        self._storing_wide = outer
         if self.scopes:  # a local (namespace- and class-scope variables are not)
             self._local(var, var.exprs[-1] if var.exprs else None, values[-1] if values else _NONE)
         self._end_flows(values)
@@ -331,9 +337,16 @@ class _Reader:
             self._lambda(expr)
             return _NONE
         context = parent if expr.kind in _CONVERSIONS else expr  # conversions look through parentheses
+        outer = self._storing_wide
+        if expr.kind is ExprKind.BINARY and expr.operator == "=":
+            self._storing_wide = _width(expr.type) == 64
+        elif expr.kind in (ExprKind.SUBSCRIPT, ExprKind.CALL, ExprKind.CAST):
+            self._storing_wide = False  # an index, an argument, or a cast's own (explicit) widening
         values = [self._value(child, context) for child in expr.children]
+        self._storing_wide = outer
         value = self._combine(expr, parent, values)
-        ended = _ended(values) if value.product is None else [p for v in values for p in v.flowing]
+        # a product takes on the grid products its operands carry (see `_product`)
+        ended = _ended(values) if value.product is None else []
         if ended:
             value = self._flow_products(expr, value, ended)
         return value
@@ -806,6 +819,14 @@ class _Reader:
                 )
             elif value.builtin:
                 product = replace(product, builtins=product.builtins + (value.builtin,))
+            elif value.flowing:  # a value computed from grid products (`tid / 32`): they go on in this one
+                product = replace(
+                    product,
+                    builtins=product.builtins + tuple(b for p in value.flowing for b in p.builtins),
+                    constants=product.constants + sum(p.constants for p in value.flowing),
+                    values=product.values + tuple(v for p in value.flowing for v in p.values),
+                    derived=True,
+                )
             elif self._is_constant(operand):
                 product = replace(product, constants=product.constants + 1)
             else:
@@ -818,14 +839,21 @@ class _Reader:
         64 bits takes the value (`int64_t i = ...`, `k += ...`, a 64-bit operand or
         parameter), and as kept in 32 bits where the flow ends anywhere else."""
         width = _width(node.type)
-        if _carries_products(node) and width == 32:
+        if _carries_products(node) and width == 32 and not self._remainder(node):
             return replace(value, flowing=tuple(products))
         widened = width == 64 and (node.kind in _CONVERSIONS or node.kind is ExprKind.CAST)
+        stored = widened and node.kind in _CONVERSIONS and self._storing_wide
         for product in products:
-            self._emit_product(product, widened)
+            self._emit_product(product, widened, stored)
         return replace(value, flowing=())
 
-    def _emit_product(self, product: _Product, widened: bool) -> None:
+    def _remainder(self, node: Expr) -> bool:
+        """`x % 32`, `x & 31`: a value below a constant, whatever `x` is (a lane within a flat
+        index): the products in `x` do not flow on through it."""
+        is_remainder = node.kind is ExprKind.BINARY and node.operator in ("%", "&") and len(node.children) == 2
+        return is_remainder and self.consts.integer(node.children[1]) is not None
+
+    def _emit_product(self, product: _Product, widened: bool, stored: bool = False) -> None:
         """Record where a product's flow ends. A product held in a 32-bit local ends at every
         read of the local: it is one fact, widened when any of those reads widens it."""
         if not any(b.startswith(_GRID_SCALE_BUILTINS) for b in product.builtins):
@@ -833,8 +861,9 @@ class _Reader:
         node = product.node
         index = self.state.products.get(id(node))
         if index is not None:
+            fact = self.facts.index_products[index]
             if widened:
-                self.facts.index_products[index] = replace(self.facts.index_products[index], widened=True)
+                self.facts.index_products[index] = replace(fact, widened=True, stored_wide=fact.stored_wide or stored)
             return
         self.state.products[id(node)] = len(self.facts.index_products)
         self.facts.index_products.append(
@@ -847,6 +876,8 @@ class _Reader:
                 value_factors=product.values,
                 result_type=node.type.spelling,
                 widened=widened,
+                stored_wide=stored,
+                derived=product.derived,
             )
         )
 

@@ -40,6 +40,7 @@ reads memory.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -88,6 +89,10 @@ _SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
+# A launcher's query of the device's SM count (`get_num_sms(device)`, `get_sm_count(id)`): one
+# value per device, 1 to `_MAX_SMS` (no GPU has more), for a persistent grid of `k * num_sms`.
+_SM_COUNT_CALL = re.compile(r"num_?sms|sm_?count|multi_?processor_?count", re.IGNORECASE)
+_MAX_SMS = 1024
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
 _MAX_HELPERS = 3  # device helpers walked inside one another, at most
@@ -101,6 +106,7 @@ _SCALARS = frozenset(
 # read, and any other use of an element (a member, an operator) a write not followed.
 _HALVES = frozenset({"__half", "__nv_bfloat16", "__half2", "__nv_bfloat162"})
 _DEFAULT_BITS = 32
+_UNIFORM_DEPTH = 8  # how many locals deep a stored value's uniformity is followed
 _NARROW_BITS = 16
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
 
@@ -477,6 +483,10 @@ class _Walk:
             pointer, index = (self.value(argument, guards) for argument in arguments)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
+        if _operator(expr) == "=" and len(expr.children) == 3 and expr.children[0].type.canonical in _HALVES:
+            # `smem[i] = v` of `__nv_bfloat16` (children: the object, the operator, the value): a plain store
+            self.assign(expr.children[0], expr.children[2], guards)
+            return None
         if len(arguments) >= 2 and (name or callee_name(expr)) == POINTER_OFFSET:
             return self.offset_call(expr, guards)
         if not name and _operator(expr) in ("+", "-"):
@@ -701,6 +711,7 @@ class _Walk:
                 barrier_loops=self.barrier_loops,
                 lockstep=self.lockstep,
                 value_varies=pointer.shared and is_write and self.varies(self.stored),
+                value_uniform=pointer.shared and is_write and self.uniform(self.stored),
                 followed=followed,
                 extent=pointer.extent,
                 width=pointer.unit,
@@ -742,6 +753,28 @@ class _Walk:
                 if self.calls(self.initializers[key], seen):
                     return True
         return False
+
+    def uniform(self, value: Expr | None, depth: int = 0) -> bool:
+        """Whether a stored value is provably one for the whole block: it reads no thread
+        index, calls no function (a warp collective returns one value per warp) and names
+        only shared arrays (at an index so too) and locals whose one value (their
+        initializer) is so too."""
+        if value is None or depth > _UNIFORM_DEPTH or self.threads.source(value, self.thread_locals):
+            return False
+        for node in value.walk():
+            if node.kind is ExprKind.CALL and not node.is_construction:
+                return False
+            ref = node.ref if node.kind is ExprKind.REF else None
+            if ref is not None and ref.is_local and ref.kind is DeclKind.VARIABLE and not self.is_shared(ref):
+                initial = self.initializers.get(ref.key)
+                if ref.key in self.assigned or initial is None or not self.uniform(initial, depth + 1):
+                    return False
+        return True
+
+    def is_shared(self, ref: DeclRef) -> bool:
+        """Whether a local names a `__shared__` array or scalar (one for the whole block)."""
+        held = self.values.get(ref.key)
+        return ref.key in self.shared_scalars or (isinstance(held, _Pointer) and held.shared and held.offset == _ZERO)
 
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], guards: tuple[Term, ...]) -> None:
@@ -1163,6 +1196,8 @@ class _LauncherWalk(_Walk):
         if name in _DIV_CEIL_CALLS and len(arguments) == 2:
             a, b = (self.term(argument, guards) for argument in arguments)
             return Term("/", (Term("-", (Term("+", (a, b)), const(1))), b))
+        if _SM_COUNT_CALL.search(name):  # (its type may be a template's undeduced `auto`)
+            return self.symbol("sm_count", SymbolKind.SCALAR, "the SM count", (1, _MAX_SMS))
         return super().call(expr, guards)
 
     def symbolic_size(self, call: Expr) -> str | None:
@@ -1210,6 +1245,17 @@ class _LauncherWalk(_Walk):
                 self.records[base.ref.key][stripped.name] = value
             return
         super().assign(target, source, guards)
+
+    def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
+        """A lambda that launches (`auto launch = [&](auto kernel, int64_t n) {...}`) is walked
+        where it is written, its parameters free: whatever a call passes, its launch's grid and
+        block are computed as written from the captured sizes."""
+        body = lambda_.lambda_body
+        if body is not None and any((c.span.start, c.span.end) in self.launches for c in body.calls()):
+            for param in lambda_.lambda_params:
+                self.values[param.key] = self.received(param.name, param.type)
+            self.statement(body, guards)
+        super().lambda_escapes(lambda_, guards)
 
     def launch(self, call: Expr, index: int, guards: tuple[Term, ...]) -> None:
         dimensions = launch_dimensions(call)

@@ -7,9 +7,17 @@ cast to 64 bits) although no operand was widened before the multiplication, dire
 through a 32-bit local that holds it (`const int row = blockIdx.x * kWarps + warp_id;` then
 `row < num_rows` or `row * stride` with 64-bit sizes), inside a kernel whose sizes or strides
 are 64-bit (a parameter, or a field of a by-value params struct, of type `int64_t`,
-`uint64_t`, `size_t`...). A product of the y/z grid dimensions with only
+`uint64_t`, `size_t`...), or that is stored into a 64-bit variable (`const int64_t i =
+blockIdx.x * blockDim.x + threadIdx.x;` without a cast: the destination is the intent
+even where every size is 32-bit). A value computed from such a product (`warp_id = tid /
+32`, with `tid` the flat thread index) carries it on: `warp_id * n` is the product then,
+reported where it is stored into a 64-bit variable (elsewhere it may only scale the quotient
+back, `(w / n) * n`); a remainder by a constant (`tid % 32`, a lane) carries none.
+A product of the y/z grid dimensions with only
 built-ins or constants is not flagged: those are capped at 65535, so such a product cannot
-overflow. Only the kernel's own body (and its lambdas) is checked.
+overflow. A kernel's body (and its lambdas) is checked, and a device function's products
+that are stored into a 64-bit variable (the kernels that call it run them; which kernel's
+sizes apply is not known there, so the destination alone is the intent).
 
 Narrowed on real code: an index that is computed and kept in 32 bits
 (`const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;`, a 32-bit offset) and only
@@ -20,7 +28,10 @@ the 64-bit intent that the 32-bit product defeats.
 The witness comes from the kernel's contract: each launch of the kernel in the file, with
 the grid, the block and the kernel's arguments (a params struct's fields too) as the
 launcher computes them from its `TensorMatcher` sizes (`N.unwrap()`, `x.size(i)`), under
-its `RuntimeCheck`s and early returns. The solver (z3, with what the kernel's
+its `RuntimeCheck`s and early returns; a launch inside a lambda of the launcher (`auto
+launch = [&](auto kernel, int64_t n) {...}`) is taken with the lambda's parameters free,
+and a query of the SM count (`get_num_sms(device)`) as one value from 1 to 1024 (a
+persistent grid of `8 * num_sms` blocks). The solver (z3, with what the kernel's
 `solver-budget` has left once every rule has decided) looks for the smallest sizes (dims
 at least 1) for which the product reaches 2^32 (2^31 when signed) in some block, and the
 message names them: "it overflows for N = 4294967297
@@ -58,6 +69,7 @@ __global__ void copy_kernel(float* __restrict__ dst, const float* __restrict__ s
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 
 from kernel_check import solver, witness
@@ -71,6 +83,7 @@ from kernel_check.witness import Witness
 
 _WIDE_CANONICAL = frozenset({"long", "unsigned long", "long long", "unsigned long long"})
 _LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
+_LEADING_NAME = re.compile(r"[A-Za-z_][\w.]*(?![\w.<(])")  # a name or member path, not a call
 
 
 @rule("KC112", needs={Need.INTEGERS, Need.SYMBOLIC, Need.CONTRACTS})
@@ -86,23 +99,29 @@ def _reported(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     terms = {(p.function_usr, p.span.start, p.span.end): p for p in model.symbolic_products}
     for product in model.integer_facts.index_products:
         kernel = model.function(product.function_usr)
-        if kernel is None or kernel.kind is not FunctionKind.KERNEL:
+        if kernel is None or kernel.kind is FunctionKind.HOST:
             continue
-        evidence = _wide_size(model, kernel)
-        if evidence is None or not product.widened or not _can_overflow(product):
+        # a device function's grid products run in the kernels that call it: there the 64-bit
+        # destination alone tells the intent (which kernel's sizes apply is not known)
+        evidence = _wide_size(model, kernel) if kernel.kind is FunctionKind.KERNEL else None
+        intended = evidence is not None or product.stored_wide
+        # a product of a quotient may only scale it back (`(w / n) * n <= w`): reported where
+        # its own 64-bit destination names it
+        intended = intended and (product.stored_wide or not product.derived)
+        if not intended or not product.widened or not _can_overflow(product):
             continue
         term = terms.get((product.function_usr, product.span.start, product.span.end))
         budget = model.solver_budget(kernel.usr, seconds)
         found = _overflow(model, kernel, term, _limit(product), budget) if term is not None else None
         if found is _NEVER:
             continue  # every launch's contract keeps it below the limit
-        name, span = evidence
+        intent = "the kernel's sizes are 64-bit" if evidence is not None else "it is stored in 64 bits"
         yield ctx.finding(
             location_of(model, product.span),
-            f"`{product.text}` is computed in 32 bits (`{product.result_type}`) although the kernel's sizes "
-            f"are 64-bit{_witnessed(found, term)}; widen a factor first: "
-            f"`static_cast<int64_t>({product.builtins[0]}) * ...`",
-            related=[Related(location_of(model, span), f"'{name}' is 64-bit")],
+            f"`{product.text}` is computed in 32 bits (`{product.result_type}`) although {intent}"
+            f"{_witnessed(found, term)}; widen a factor first: "
+            f"`static_cast<int64_t>({_first_factor(product)}) * ...`",
+            related=[Related(location_of(model, evidence[1]), f"'{evidence[0]}' is 64-bit")] if evidence else [],
         )
 
 
@@ -140,6 +159,14 @@ def _witnessed(found: Witness | None, product: SymbolicProduct | None) -> str:
         return ""
     at = witness.where(product.symbols, found.answer)
     return f"; it overflows for {found.shape()}" + (f" ({at})" if at else "")
+
+
+def _first_factor(product: IndexProduct) -> str:
+    """The factor to widen: the product's first, as written (`warp_id` of `warp_id * n`,
+    `token` for a copy of `blockIdx.x`), or its first built-in where that is a literal, a
+    cast or a call."""
+    first = _LEADING_NAME.match(product.text.lstrip("( "))
+    return first.group(0) if first is not None else product.builtins[0]
 
 
 def _can_overflow(product: IndexProduct) -> bool:

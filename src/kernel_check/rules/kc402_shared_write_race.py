@@ -18,10 +18,15 @@ solver cannot answer within the kernel's budget (`solver-budget`, default 2 s) i
 finding, nor is a write whose offset or guards read memory or call a function the walk
 does not follow, nor one through a cast to a type narrower than the element (a cast to a
 wider one, `reinterpret_cast<float4*>(smem)[i]`, writes the elements it spans) or into a
-two-dimensional array. One write made by two threads is reported only when the value it stores
-may differ between them (it reads the thread index and calls no function, nor does the
-value of a local it reads): all lanes storing their warp's reduced value, or every thread
-setting one flag, leave the same result whichever runs last.
+two-dimensional array (an array of `__half`/`__nv_bfloat16` is followed: their assignment
+is a plain store). One write made by two threads is reported for any two threads when the
+value it stores may differ between them (it reads the thread index and calls no function,
+nor does the value of a local it reads); otherwise only for two threads of different warps,
+and not when the value is provably one for the whole block (it reads no thread index, calls
+no function and names only locals that hold such a value): all lanes storing their warp's
+reduced value, or every thread setting one flag, leave the same result whichever runs last,
+but a warp's collective (a shuffle reduction) or a sum a thread kept is one value per warp
+at most.
 
 ## Why is this bad?
 Which of the two values the element holds after the barrier depends on the order the
@@ -58,10 +63,10 @@ from collections.abc import Iterator
 from itertools import combinations_with_replacement
 
 from kernel_check.finding import Finding, Related
-from kernel_check.model import SymbolicAccess
+from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import meet, threads_of
+from kernel_check.rules._two_threads import different_warps, meet, threads_of
 from kernel_check.semantic import SemanticModel
 
 MAX_WRITES = 32  # shared writes per kernel compared pairwise
@@ -80,9 +85,14 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
         for first, second in combinations_with_replacement(kernel_writes[:MAX_WRITES], 2):
             if first.pointer != second.pointer or first.phase != second.phase or id(second) in reported:
                 continue
-            if first is second and not first.value_varies:  # every thread stores the same value
-                continue
-            answer = meet(first, second, budget)
+            apart: list[Term] = []
+            if first is second and not first.value_varies:
+                if first.value_uniform:  # every thread stores the same value
+                    continue
+                # one value per warp at most (a warp's collective, a value the walk does not
+                # trace to the thread): two threads of one warp may store it alike
+                apart = [different_warps()]
+            answer = meet(first, second, budget, apart)
             if answer is None:
                 continue
             reported.add(id(second))
