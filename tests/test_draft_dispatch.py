@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import drafted_specs
-from kernel_check.harness.dispatch_sizes import switched_values, tree_macros
+from kernel_check.harness.dispatch_sizes import dispatched_sizes, switched_values
 from kernel_check.harness.draft import TAIL_AXIS
+from kernel_check.harness.launch_sites import HeaderModels, launch_sites
+from kernel_check.harness.parsed import parse_model
+from kernel_check.semantic import SemanticModel
 
 TREE = Path(__file__).resolve().parent / "fixtures" / "draft" / "width_tree"
 
@@ -53,4 +56,34 @@ def test_dispatch_macros_of_the_source_itself_and_of_its_headers_are_expanded(tm
         "  switch (count) { case 4: { constexpr int N = 4; __VA_ARGS__ } break; default: throw 0; }\n"
     )
     body = "{ DISPATCH_COUNT(n, N, { DISPATCH_LANES(lanes, L, { f<N, L>(); }) }) }"
-    assert switched_values(body, tree_macros(source, ())) == {"n": (4,), "lanes": (2,)}
+    assert switched_values(body, HeaderModels(source).macros) == {"n": (4,), "lanes": (2,)}
+
+
+def test_the_tree_macros_are_read_once_per_tree(tmp_path):
+    """Every launcher of a source asks the same ``HeaderModels``: its headers' macros are
+    read on the first question, not again for each launcher."""
+    source = tmp_path / "k.cu"
+    (tmp_path / "sizes.h").write_text("#define DISPATCH_LANES(lanes, ...) switch (lanes) { default: abort(); }\n")
+    source.write_text('#include "sizes.h"\n')
+    headers = HeaderModels(source)
+    first = headers.macros
+    (tmp_path / "sizes.h").write_text("#define OTHER(x) x\n")
+    assert "DISPATCH_LANES" in first
+    assert headers.macros == first
+
+
+def test_a_launchers_header_helpers_are_found_once_for_its_sites_and_its_dispatched_sizes(tmp_path):
+    """``copy_rows`` hands its tensors to ``widths::CopyRows`` of a header: the launch sites
+    and the dispatched sizes of the launcher ask for that helper, found once."""
+    tree = tmp_path / "width_tree"
+    shutil.copytree(TREE, tree)
+    source, include = tree / "csrc" / "copy_rows.cu", tree / "include"
+    model = parse_model(source, (), (include,))
+    (launcher,) = [f for f in model.functions if f.name == "copy_rows" and f.body is not None]
+    headers = HeaderModels(source, (include,))
+    sites = launch_sites(model, launcher, headers)
+    helpers = headers.helpers(SemanticModel(model), launcher)
+    assert [h.function.name for h in helpers] == ["CopyRows"]
+    assert any(site.semantic is helpers[0].semantic for site in sites)
+    assert dispatched_sizes(model, launcher, "", headers) == {"width": (32, 96)}
+    assert headers.helpers(SemanticModel(model), launcher) is helpers

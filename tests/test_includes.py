@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel_check.clang.parse import ParseSettings, compile_args
-from kernel_check.includes import bundled_include_dir, find_repo_include_dir, sgl_include_dirs
+from kernel_check.includes import bundled_include_dir, find_include, find_repo_include_dir, sgl_include_dirs
 
 
 def _tree(tmp_path: Path, own_headers: bool) -> Path:
@@ -29,6 +29,21 @@ def test_repository_headers_come_first_and_replace_the_bundled_ones(tmp_path: Pa
     assert sgl_include_dirs(kernel, [vendor]) == [tmp_path / "repo" / "include", vendor]
     header = tmp_path / "repo" / "include" / "sgl_kernel" / "tensor.h"
     assert find_repo_include_dir(header) == tmp_path / "repo" / "include"  # a header of the library itself
+
+
+def test_an_include_is_found_as_the_compiler_finds_it(tmp_path: Path) -> None:
+    """A quoted name beside the includer first, then the search folders in order; an angled
+    name in the search folders only; a name in none of them (the standard library) is None."""
+    includer = tmp_path / "csrc" / "k.cuh"
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (includer.parent, first, second):
+        folder.mkdir()
+        (folder / "common.h").write_text("")
+    (second / "only_second.h").write_text("")
+    assert find_include("common.h", True, includer, [first, second]) == includer.parent / "common.h"
+    assert find_include("common.h", False, includer, [first, second]) == first / "common.h"
+    assert find_include("only_second.h", True, includer, [first, second]) == second / "only_second.h"
+    assert find_include("vector", False, includer, [first, second]) is None
 
 
 def test_configured_directories_then_the_bundled_copy(tmp_path: Path) -> None:

@@ -58,6 +58,14 @@ def sgl_include_dirs(path: Path, configured: Iterable[str | os.PathLike[str]] = 
     return dirs
 
 
+def find_include(name: str, quoted: bool, includer: Path, search: Iterable[Path]) -> Path | None:
+    """The file an `#include` of `includer` names, as the compiler finds it: a quoted name
+    (`#include "x.h"`) beside the includer first, then each folder of `search` in order; None
+    for a header outside them (the standard library, CUDA). The path as found, links kept."""
+    folders = [includer.parent, *search] if quoted else search
+    return next((folder / name for folder in folders if (folder / name).is_file()), None)
+
+
 _HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".cuhpp", ".inl")
 _COMMENT_OR_STRING = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.DOTALL)
 _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")

@@ -61,7 +61,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
-from .includes import bundled_include_dir, sgl_include_dirs
+from .includes import bundled_include_dir, find_include, sgl_include_dirs
 
 logger = logging.getLogger(__name__)
 
@@ -496,15 +496,6 @@ def parse_resource_usage(log: str, *, demangle: bool = True) -> list[KernelResou
 _RE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
 
 
-def _resolve_include(spelling: str, quoted: bool, parent: Path, include_dirs: Sequence[Path]) -> Path | None:
-    search = ([parent] if quoted else []) + list(include_dirs)
-    for d in search:
-        cand = d / spelling
-        if cand.is_file():
-            return cand.resolve()
-    return None
-
-
 def _collect_sources(roots: Sequence[Path], include_dirs: Sequence[Path]) -> list[tuple[str, str]]:
     """Every file reachable from ``roots`` through includes found in ``include_dirs``.
 
@@ -527,7 +518,8 @@ def _collect_sources(roots: Sequence[Path], include_dirs: Sequence[Path]) -> lis
         text = data.decode("utf-8", errors="replace")
         children = []
         for m in _RE_INCLUDE.finditer(text):
-            inc = _resolve_include(m.group(2), m.group(1) == '"', path.parent, include_dirs)
+            found = find_include(m.group(2), m.group(1) == '"', path, include_dirs)
+            inc = found.resolve() if found is not None else None
             if inc is not None and inc not in seen:
                 children.append((m.group(2), inc))
         stack.extend(reversed(children))

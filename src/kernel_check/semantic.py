@@ -7,7 +7,8 @@ are built on the first question that needs them and kept for every later rule:
 
 - entities: `function(usr)`, `record(usr)`, `struct_of(type)`, `kernels`, `launchers`,
   `function_groups()`, `params_struct_names()`;
-- launches: `launches_in(launcher)`, `launches_of(kernel)`, `launching_usrs`;
+- launches: `launches_in(launcher)`, `launches_of(kernel)`, `launching_usrs`, and by index in
+  `launches`: `launch_indices_of(kernel_usr)`, `contract_at(launch)` (its `LaunchContract`);
 - per-function facts: `facts_of(usr)` (the launcher facts of one function),
   `dataflow(function)`, `tensor_callers(function)`;
 - how a kernel uses the values it loads: `index_uses(function)` (a load, or an atomic's old
@@ -36,6 +37,7 @@ from .model import (
     FunctionDataflow,
     FunctionKind,
     Launch,
+    LaunchContract,
     LaunchedKernel,
     LauncherFacts,
     LaunchTensorArgument,
@@ -226,6 +228,28 @@ class SemanticModel:
     def launches_of(self, kernel: Function) -> list[tuple[Launch, LaunchedKernel]]:
         """The launches of this file that can launch `kernel` (matched by clang USR)."""
         return self._launches_by_kernel.get(kernel.usr, []) if kernel.usr else []
+
+    @functools.cached_property
+    def _launch_indices_by_kernel(self) -> dict[str, list[int]]:
+        indices: dict[str, list[int]] = {}
+        for index, launch in enumerate(self.launches):
+            # once per launch, which may pick among instantiations of one kernel
+            for usr in dict.fromkeys(k.usr for k in launch.kernels):
+                indices.setdefault(usr, []).append(index)
+        return indices
+
+    def launch_indices_of(self, kernel_usr: str) -> list[int]:
+        """The indices in `launches` of the launches that can launch kernel `kernel_usr`."""
+        return self._launch_indices_by_kernel.get(kernel_usr, [])
+
+    @functools.cached_property
+    def _contracts_by_launch(self) -> dict[int, LaunchContract]:
+        return {contract.launch: contract for contract in self.launch_contracts}
+
+    def contract_at(self, launch: int) -> LaunchContract | None:
+        """The contract of the launch at index `launch` in `launches`, when its launcher's
+        walk gave one."""
+        return self._contracts_by_launch.get(launch)
 
     # -- per-function facts ------------------------------------------------------------------
     @functools.cached_property

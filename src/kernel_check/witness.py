@@ -56,22 +56,14 @@ class Witness:
         return ", ".join(f"{s.text} = {self.answer.model.get(s.name, 0)}" for s in self.inputs)
 
 
-def _kernel_launches(model: SemanticModel, kernel_usr: str) -> Iterator[int]:
-    """The indices of the launches in the file that can launch a kernel."""
-    for index, launch in enumerate(model.launches):
-        if any(k.usr == kernel_usr for k in launch.kernels):
-            yield index
-
-
 def bindings(model: SemanticModel, kernel: Function, symbols: Iterable[Symbol]) -> Iterator[tuple[int, Binding | None]]:
     """For each launch of `kernel` in the file (by index), its contract bound to the kernel's
     `symbols`; None for a launch without a contract or one that leaves a symbol the
     contract should give (a scalar argument, the grid or block) unknown. The caller
     bounds the `_CALLER_BOUND` symbols."""
-    contracts = {c.launch: c for c in model.launch_contracts}
     needed = list(symbols)
-    for index in _kernel_launches(model, kernel.usr):
-        contract = contracts.get(index)
+    for index in model.launch_indices_of(kernel.usr):
+        contract = model.contract_at(index)
         yield index, _bind(contract, kernel, needed) if contract is not None else None
 
 
@@ -112,7 +104,7 @@ def tensor_extent(
     argument = next(
         (a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")), None
     )
-    contract = next((c for c in model.launch_contracts if c.launch == launch), None)
+    contract = model.contract_at(launch)
     if argument is None or contract is None:
         return None
     host = _host_names(contract)
@@ -153,10 +145,13 @@ def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Te
     return next((t for p, f, t in contract.fields if p == position and f == rest), None)
 
 
-def smallest(constraints: list[Term], inputs: tuple[Symbol, ...], budget: Budget) -> Answer:
+def smallest(
+    constraints: list[Term], inputs: tuple[Symbol, ...], budget: Budget, checked: Answer | None = None
+) -> Answer:
     """The constraints' answer with the launcher's inputs as small as the budget finds:
-    SAT with the smallest model found, UNSAT, or UNKNOWN."""
-    best = solver.check(constraints, budget)
+    SAT with the smallest model found, UNSAT, or UNKNOWN. `checked`: the answer the caller's
+    own check of these constraints gave, which is not solved again."""
+    best = checked if checked is not None else solver.check(constraints, budget)
     if best.outcome is not Outcome.SAT or not inputs:
         return best
     best, bound, finished = _least_bound(constraints, inputs, best, budget)

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..config import real_path
-from ..includes import sgl_include_dirs
+from ..includes import find_include, sgl_include_dirs
 
 _COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
@@ -80,17 +80,6 @@ def content_file(text: bytes) -> str | None:
     return str(path)
 
 
-def _resolve(name: str, quoted: bool, includer: Path, search: list[Path]) -> Path | None:
-    """The file an include names, as the compiler would find it (quoted: the includer's
-    folder first), or None for a header outside these folders (the standard library)."""
-    folders = [includer.parent, *search] if quoted else search
-    for folder in folders:
-        candidate = folder / name
-        if candidate.is_file():
-            return real_path(candidate)
-    return None
-
-
 def _resolved(file: Path) -> Path | None:
     """`file` with its links resolved; None for a symlink loop (reported where it is read)."""
     try:
@@ -134,7 +123,8 @@ def _contexts_in(includer: Path, data: bytes, search: list[Path]) -> Iterable[tu
         rewritten.append(code[start : match.start()])
         start = match.end()
         name, quoted = match.group(2).decode("utf-8", "replace").strip(), match.group(1) == b'"'
-        target = _resolve(name, quoted, includer, search)
+        found = find_include(name, quoted, includer, search)
+        target = real_path(found) if found is not None else None
         if target is not None:
             yield target, _standalone(b"".join(rewritten)), list(preceding)
         preceding.append(str(target) if target is not None else name)

@@ -7,23 +7,20 @@ drawing ``head_dim`` from the usual sizes sees the launcher refuse every case. A
 variable whose ``default`` raises an error (or that has none, so other values launch nothing)
 gives that variable its case values; the switch is read in the launcher's body and in the
 header helpers it hands tensors to (a helper's parameter standing for the launcher's text of
-the argument), inside the function-like macros of the tree's headers (one level).
+the argument), inside the function-like macros of the tree's headers (one level;
+``HeaderModels.macros``, read once per tree).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterator
 
-from ..clang.includers import include_lines
 from ..model import Function, SourceModel
 from ..semantic import SemanticModel
 from .hand_checks import clean, expanded_invocation
-from .launch_sites import HeaderModels, header_helpers, uncast
+from .launch_sites import MACRO_DEFINITION, HeaderModels, uncast
 
-MAX_HEADERS = 64  # the tree's headers read for macro definitions
-_MACRO_NAME = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(", re.M)
 _SWITCH = re.compile(r"\bswitch\s*\(\s*([\w.:()]+?)\s*\)\s*\{")
 _LABEL = re.compile(r"\b(?:case\s+((?:[^:;{}]|::)+?)|(default))\s*:(?!:)")
 _INTEGER = re.compile(r"\(?\s*(-?\d+)[uUlL]*\s*\)?")
@@ -35,38 +32,15 @@ _ERROR = re.compile(
 _SUBJECT_CALL = re.compile(r"\.(?:unwrap|value)\(\)$")
 
 
-def tree_macros(source: Path, include_dirs: Sequence[Path]) -> str:
-    """The text of ``source`` and of the headers it includes from its own tree (beside the
-    including file or in ``include_dirs``, followed transitively) that define function-like
-    macros: where a dispatch macro is defined (FlashInfer's ``<flashinfer/utils.cuh>``,
-    through ``cascade.cuh``)."""
-    seen: set[Path] = set()
-    stack = [source.resolve()]
-    texts = []
-    while stack and len(seen) < MAX_HEADERS:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        data = current.read_bytes()
-        texts.append(data.decode("utf-8", errors="replace"))
-        for header, quoted in include_lines(data):
-            folders = ([current.parent] if quoted else []) + list(include_dirs)
-            found = next((f / header for f in folders if (f / header).is_file()), None)
-            if found is not None:
-                stack.append(found.resolve())
-    return "\n".join(t for t in texts if _MACRO_NAME.search(t))
-
-
 def dispatched_sizes(
     model: SourceModel, launcher: Function, body: str, headers: HeaderModels
 ) -> dict[str, tuple[int, ...]]:
     """The values switches let through, by the launcher's name for the variable: in its
     ``body``, and in the header helpers it hands tensors to (over a parameter: the
     launcher's text of that argument)."""
-    macros = tree_macros(headers.source, headers.include_dirs)
+    macros = headers.macros
     found = switched_values(body, macros)
-    for helper in header_helpers(model, SemanticModel(model), launcher, headers):
+    for helper in headers.helpers(SemanticModel(model), launcher):
         span = helper.function.body
         if span is None:
             continue
@@ -83,7 +57,7 @@ def switched_values(body: str, macros: str) -> dict[str, tuple[int, ...]]:
     only its case values of: ``{"head_dim": (64, 128, 256, 512)}``."""
     text = clean(body)
     found = dict(_switches(text))
-    names = set(_MACRO_NAME.findall(macros))
+    names = set(MACRO_DEFINITION.findall(macros))
     if not names:
         return found
     joined = text + "\n" + macros

@@ -16,12 +16,14 @@ the kernel's symbols is false), for each scalar argument the guards name.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clang.includers import include_lines
+from ..includes import find_include
 from ..model import Function, Launch, SourceModel, SymbolicAccess, SymbolKind, Term
 from ..semantic import SemanticModel
 from ..solver import Budget, Outcome, check, launch_constraints
@@ -32,6 +34,8 @@ from .parsed import parse_model
 # ceil(n / k) elements; ``offset < n + 1``, n + 1
 _FORMS = ((32, 0), (16, 0), (8, 0), (4, 0), (2, 0), (1, 0), (1, 1))
 _SOLVER_SECONDS = 2.0  # per kernel
+MAX_HEADERS = 64  # the tree's headers read for macro definitions
+MACRO_DEFINITION = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(", re.M)  # a function-like macro's name
 _CAST = re.compile(r"\b(?:static_cast|reinterpret_cast)\s*<[^<>]*>\s*\(\s*(\w+)\s*\)|^\(\s*[\w\s:]+\)\s*(\w+)$")
 
 
@@ -62,22 +66,22 @@ class GuardedLength:
 
 @dataclass
 class HeaderModels:
-    """The models of the headers a kernel source includes from its own tree (beside it or in
-    ``include_dirs``), each parsed on the first question about a function it may define."""
+    """The headers a kernel source includes from its own tree (beside it or in
+    ``include_dirs``), and what its launchers find there, each worked out once per tree
+    and kept for every launcher: the headers' models (parsed on the first question about a
+    function they may define), the header helpers of each launcher, and the tree's
+    function-like macros."""
 
     source: Path
     include_dirs: tuple[Path, ...] = ()
     defines: tuple[str, ...] = ()
     _models: list[SemanticModel] | None = field(default=None, repr=False)
+    _helpers: dict[str, list[HeaderHelper]] = field(default_factory=dict, repr=False)  # by launcher USR
 
     def headers(self) -> list[Path]:
-        found = []
-        for header, quoted in include_lines(self.source.read_bytes()):
-            folders = ([self.source.parent] if quoted else []) + list(self.include_dirs)
-            path = next((f / header for f in folders if (f / header).is_file()), None)
-            if path is not None:
-                found.append(path)
-        return found
+        named = include_lines(self.source.read_bytes())
+        found = (find_include(header, quoted, self.source, self.include_dirs) for header, quoted in named)
+        return [path for path in found if path is not None]
 
     def function(self, usr: str) -> tuple[SemanticModel, Function] | None:
         """The definition of ``usr`` in one of the headers, with that header's model."""
@@ -88,6 +92,40 @@ class HeaderModels:
             if function is not None and function.body is not None:
                 return semantic, function
         return None
+
+    def helpers(self, semantic: SemanticModel, launcher: Function) -> list[HeaderHelper]:
+        """The helpers ``launcher`` (of ``source``, whose model ``semantic`` is) hands tensors
+        to that its file leaves undefined and a header of the tree defines."""
+        if launcher.usr not in self._helpers:
+            self._helpers[launcher.usr] = _header_helpers(semantic, launcher, self)
+        return self._helpers[launcher.usr]
+
+    @functools.cached_property
+    def macros(self) -> str:
+        """The tree's function-like macros (``tree_macros`` of ``source``)."""
+        return tree_macros(self.source, self.include_dirs)
+
+
+def tree_macros(source: Path, include_dirs: Sequence[Path]) -> str:
+    """The text of ``source`` and of the headers it includes from its own tree (beside the
+    including file or in ``include_dirs``, followed transitively) that define function-like
+    macros: where a dispatch macro is defined (FlashInfer's ``<flashinfer/utils.cuh>``,
+    through ``cascade.cuh``)."""
+    seen: set[Path] = set()
+    stack = [source.resolve()]
+    texts = []
+    while stack and len(seen) < MAX_HEADERS:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        data = current.read_bytes()
+        texts.append(data.decode("utf-8", errors="replace"))
+        for header, quoted in include_lines(data):
+            found = find_include(header, quoted, current, include_dirs)
+            if found is not None:
+                stack.append(found.resolve())
+    return "\n".join(t for t in texts if MACRO_DEFINITION.search(t))
 
 
 def launch_sites(model: SourceModel, launcher: Function, headers: HeaderModels | None) -> list[LaunchSite]:
@@ -111,7 +149,7 @@ def launch_sites(model: SourceModel, launcher: Function, headers: HeaderModels |
         LaunchSite(semantic, launch, tuple(carried.get(key, ())), texts.get(key, {}))
         for key, launch in launches.items()
     ]
-    return sites + _helper_sites(model, semantic, launcher, headers) if headers is not None else sites
+    return sites + _helper_sites(semantic, launcher, headers) if headers is not None else sites
 
 
 @dataclass(frozen=True)
@@ -124,11 +162,8 @@ class HeaderHelper:
     passed: list[str]  # the launcher's call arguments, as written
 
 
-def header_helpers(
-    model: SourceModel, semantic: SemanticModel, launcher: Function, headers: HeaderModels
-) -> list[HeaderHelper]:
-    """The helpers ``launcher`` hands tensors to that the file leaves undefined and a
-    header of the tree defines."""
+def _header_helpers(semantic: SemanticModel, launcher: Function, headers: HeaderModels) -> list[HeaderHelper]:
+    """``HeaderModels.helpers``, worked out."""
     own = {p.name for p in launcher.params}
     handed: dict[str, dict[int, str]] = {}  # helper USR -> its parameter -> the launcher's tensor
     for handoff in semantic.facts_of(launcher.usr).data_handoffs:
@@ -139,15 +174,13 @@ def header_helpers(
     for usr, tensors in handed.items():
         found = headers.function(usr)
         if found is not None:
-            helpers.append(HeaderHelper(found[0], found[1], tensors, _call_texts(model, launcher, found[1].name)))
+            helpers.append(HeaderHelper(found[0], found[1], tensors, _call_texts(semantic, launcher, found[1].name)))
     return helpers
 
 
-def _helper_sites(
-    model: SourceModel, semantic: SemanticModel, launcher: Function, headers: HeaderModels
-) -> list[LaunchSite]:
+def _helper_sites(semantic: SemanticModel, launcher: Function, headers: HeaderModels) -> list[LaunchSite]:
     sites = []
-    for found in header_helpers(model, semantic, launcher, headers):
+    for found in headers.helpers(semantic, launcher):
         helper_model, helper, tensors, passed = found.semantic, found.function, found.tensors, found.passed
         names = {p.name: i for i, p in enumerate(helper.params)}
         for launch in helper_model.launches_in(helper):
@@ -165,11 +198,11 @@ def _helper_sites(
     return sites
 
 
-def _call_texts(model: SourceModel, launcher: Function, callee: str) -> list[str]:
+def _call_texts(semantic: SemanticModel, launcher: Function, callee: str) -> list[str]:
     """The arguments of the launcher's call of ``callee`` (``callee<...>(a, b)``), as written."""
     if launcher.body is None:
         return []
-    body = clean(model.data[launcher.body.start : launcher.body.end].decode("utf-8", errors="replace"))
+    body = clean(semantic.data[launcher.body.start : launcher.body.end].decode("utf-8", errors="replace"))
     found = re.search(rf"\b{re.escape(callee)}\s*(?:<[^;{{}}]*?>)?\s*\(", body)
     return call_arguments(body, found.end())[0] if found else []
 

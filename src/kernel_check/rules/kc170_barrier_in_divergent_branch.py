@@ -142,8 +142,8 @@ def _reported(
     for found in divergent:
         barrier = found.barrier
         budget = model.solver_budget(barrier.function_usr, seconds)
-        smallest = witness.smallest(found.constraints, found.inputs, budget)
-        answer = smallest if smallest.outcome is Outcome.SAT else found.answer
+        # the deciding check's answer (SAT) is where the search for smaller sizes starts
+        answer = witness.smallest(found.constraints, found.inputs, budget, found.answer)
         shown = Witness(answer, found.binding.shown()) if found.binding is not None else None
         how = _witness(barrier, answer, shown)
         yield _finding(model, ctx, barrier.span, barrier.barrier, how, shapes.get(_key(barrier.span)))
