@@ -82,6 +82,7 @@ _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
+_INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
 _DEPENDENT = "<dependent type>"  # an access of `T smem[kN]` in a template
 # The element types of the `__shared__` scalars followed (structs and templates' `T` are not).
@@ -367,9 +368,33 @@ class _Walk:
                 self.product(expr, term)
             return term
         if op in _COMPARISONS:
+            left, right = self.compared(left_expr, left), self.compared(right_expr, right)
             pair = (right, left) if op in (">", ">=") else (left, right)
             return Term(_COMPARISONS[op], pair)
         return _bit_operation(op, left, right)
+
+    def compared(self, operand: Expr, term: Term) -> Term:
+        """A comparison's operand as C++ compares it: a signed value converted to an unsigned
+        type (`id < gridDim.y`, `id >= 0u`: the usual arithmetic conversions) is its value
+        modulo 2^bits, so -1 is the largest value, not the smallest."""
+        bits = _to_unsigned(operand)
+        if bits is None or self.never_negative(term):
+            return term
+        if term.op == "const":
+            return const(term.value % 2**bits)
+        return Term("ite", (Term("<", (term, _ZERO)), Term("+", (term, const(2**bits))), term))
+
+    def never_negative(self, term: Term) -> bool:
+        """Whether `term` is at least 0 whatever its symbols' values: built by `+`, `*`, `/`
+        and `%` of constants, indices, dimensions and values of an unsigned type (a loop's
+        iteration counts from 0; an opaque value may be anything)."""
+        if term.op == "const":
+            return term.value >= 0
+        if term.op == "sym":
+            symbol = self.symbols[term.name]
+            known = symbol.kind is not SymbolKind.OPAQUE and symbol.low >= 0
+            return known or symbol.kind in (*_INDICES, SymbolKind.LOOP)
+        return term.op in ("+", "*", "/", "%") and all(self.never_negative(a) for a in term.args)
 
     def unary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         op = expr.operator
@@ -845,6 +870,19 @@ def _pointer_arithmetic(op: str, left: _Value, right: _Value) -> _Value:
     if op == "-" and isinstance(left, _Pointer) and isinstance(right, Term):
         return replace(left, offset=Term("-", (left.offset, right)))
     return None
+
+
+def _to_unsigned(operand: Expr) -> int | None:
+    """The width of the unsigned type a signed value is converted to on its way to being
+    `operand` (the conversion nearest the value), None where it is not."""
+    bits = None
+    node = operand
+    while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and node.children:
+        inner = node.children[-1]
+        if node.kind is not ExprKind.PAREN and node.type.is_signed is False and inner.type.is_signed:
+            bits = node.type.bits
+        node = inner
+    return bits
 
 
 def _bit_operation(op: str, left: Term, right: Term) -> Term | None:
