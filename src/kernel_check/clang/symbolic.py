@@ -25,10 +25,10 @@ Both walks (the rules' and the drafter's) follow the same idioms: the names of a
 binding of a by-value params struct (`const auto& [out, ids] = params;`, also of a struct
 nested in it), loads of a template's integer `T` (`const TLoc* loc`), `offset(p, a, b)` helpers
 (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
-(`copy(dst, src)`, a bulk store's destination), recorded as an access at its offset that the
-walk does not follow. The drafter's walk (`every_access`) differs only in what it records:
-every global access, for the sizes and index ranges it drafts, not only those whose offset
-reads memory.
+(`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
+recorded as an access at its offset that the walk does not follow. The drafter's walk
+(`every_access`) differs only in what it records: every global access, for the sizes and
+index ranges it drafts, not only those whose offset reads memory.
 """
 
 from __future__ import annotations
@@ -371,7 +371,17 @@ class _Walk:
             left, right = self.compared(left_expr, left), self.compared(right_expr, right)
             pair = (right, left) if op in (">", ">=") else (left, right)
             return Term(_COMPARISONS[op], pair)
-        return _bit_operation(op, left, right)
+        return _bit_operation(op, left, right) or self.shift(op, left, right)
+
+    def shift(self, op: str, left: Term, right: Term) -> Term | None:
+        """`x >> k`, `x << k` by a scalar the kernel is given (a template parameter,
+        `kPageBits`; a field): `x` divided or multiplied by 2^k, a symbol of its own (2^k - 1,
+        from 0 up: a divisor never 0) for up to 30 bits."""
+        if op not in ("<<", ">>") or right.op != "sym" or self.symbols[right.name].kind is not SymbolKind.SCALAR:
+            return None
+        text = f"(1 << {self.symbols[right.name].text}) - 1"
+        power = Term("+", (self.symbol(f"2^{right.name}-1", SymbolKind.SCALAR, text, (0, 2**30 - 1)), const(1)))
+        return Term("*" if op == "<<" else "/", (left, power))
 
     def compared(self, operand: Expr, term: Term) -> Term:
         """A comparison's operand as C++ compares it: a signed value converted to an unsigned
@@ -472,9 +482,14 @@ class _Walk:
         offset that the walk does not follow (how far past it the callee goes is not known)."""
         handed = {id(child): value for child, value in zip(call.children, values)}
         for argument in call.arguments:
-            value = handed.get(id(argument))
-            if isinstance(value, _Pointer) and not value.shared and self.recorded(value.offset):
-                self.append(argument, value, value.offset, guards, is_write=True, followed=False)
+            self.reached(argument, handed.get(id(argument)), guards)
+
+    def reached(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:
+        """A pointer into a received tensor that leaves the walk (a call's argument, an `asm`
+        operand, `"l"(ptr)` of a `ld.global`): an access at its offset the walk does not
+        follow, counted as a write (which it is, read or write, is not known)."""
+        if isinstance(value, _Pointer) and not value.shared and self.recorded(value.offset):
+            self.append(expr, value, value.offset, guards, is_write=True, followed=False)
 
     def recorded(self, offset: Term) -> bool:
         """Whether a global access at `offset` is recorded: one that reads global memory
@@ -640,9 +655,11 @@ class _Walk:
             self.visit_statement_parts(stmt, guards)
             for child in stmt.live_stmts():
                 self.loop_body(child, guards)
-        elif kind is StmtKind.ASM:  # may be a barrier (`bar.sync`); may write a shared operand
+        elif kind is StmtKind.ASM:  # may be a barrier (`bar.sync`); may access a pointer operand
             for expr in stmt.exprs:
-                self.escape(expr, self.value(expr, guards), guards)
+                value = self.value(expr, guards)
+                self.escape(expr, value, guards)
+                self.reached(expr, value, guards)
             self.phase += 1
         else:
             self.visit_statement_parts(stmt, guards)
