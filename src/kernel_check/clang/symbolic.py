@@ -903,16 +903,29 @@ def _to_unsigned(operand: Expr) -> int | None:
 
 
 def _bit_operation(op: str, left: Term, right: Term) -> Term | None:
-    """Shifts and masks by constants, as arithmetic."""
-    if right.op != "const" or not 0 <= right.value < 63:
+    """Shifts and masks by constants (`x & (kSplits - 1)` of a constant local too), as arithmetic."""
+    amount = _constant(right)
+    if amount is None or not 0 <= amount < 63:
         return None
     if op == "<<":
-        return Term("*", (left, const(2**right.value)))
+        return Term("*", (left, const(2**amount)))
     if op == ">>":
-        return Term("/", (left, const(2**right.value)))
-    if op == "&" and right.value > 0 and right.value & (right.value + 1) == 0:
-        return Term("%", (left, const(right.value + 1)))
+        return Term("/", (left, const(2**amount)))
+    if op == "&" and amount > 0 and amount & (amount + 1) == 0:
+        return Term("%", (left, const(amount + 1)))
     return None
+
+
+def _constant(term: Term) -> int | None:
+    """The value of a sum, difference or product of constants, None for another term."""
+    if term.op == "const":
+        return term.value
+    if term.op not in ("+", "-", "*"):
+        return None
+    left, right = (_constant(a) for a in term.args)
+    if left is None or right is None:
+        return None
+    return left + right if term.op == "+" else left - right if term.op == "-" else left * right
 
 
 def _spelled(expr: Expr) -> str:

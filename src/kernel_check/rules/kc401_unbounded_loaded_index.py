@@ -142,17 +142,20 @@ def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[Symb
 
 def _unbounded_sides(access: SymbolicAccess, budget: Budget) -> dict[str, Answer]:
     """The witness of each side ("upper", "lower", in this order) the ids alone can drive
-    the offset out of."""
+    the offset out of: the ids in the offset, as an id that only opens the path (`if (slot
+    < 0) out[row] = 0;`) is not what takes the offset out."""
     world = _world(access.symbols)
     loads = [Term("sym", name=s.name) for s in access.symbols if s.kind is SymbolKind.LOAD]
+    in_offset = set(symbol_names(access.offset))
+    offset_loads = [t for t in loads if t.name in in_offset]
     base = [*world, *access.guards]
     sides: list[tuple[str, Term, list[Term]]] = [
         (
             "upper",
             Term("<=", (Term("const", value=FAR), access.offset)),
-            [c for t in loads for c in within(t, 0, SMALL)],
+            [c for t in offset_loads for c in within(t, 0, SMALL)],
         ),
-        ("lower", Term("<", (access.offset, _ZERO)), [Term("<=", (_ZERO, t)) for t in loads]),
+        ("lower", Term("<", (access.offset, _ZERO)), [Term("<=", (_ZERO, t)) for t in offset_loads]),
     ]
     if _tests_a_sentinel((*access.guards, access.offset), {t.name for t in loads}):
         sides = sides[:1]  # `id != -1`: the only negative value the caller passes is handled
