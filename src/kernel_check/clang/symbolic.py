@@ -82,6 +82,7 @@ _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
+_POWER = "2^"  # the symbol of 2^k - 1 for a shift by a scalar `k` is named "2^k-1"
 _INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
 _DEPENDENT = "<dependent type>"  # an access of `T smem[kN]` in a template
@@ -376,11 +377,14 @@ class _Walk:
     def shift(self, op: str, left: Term, right: Term) -> Term | None:
         """`x >> k`, `x << k` by a scalar the kernel is given (a template parameter,
         `kPageBits`; a field): `x` divided or multiplied by 2^k, a symbol of its own (2^k - 1,
-        from 0 up: a divisor never 0) for up to 30 bits."""
+        from 0 up: a divisor never 0) for up to 30 bits; `x & ((1 << k) - 1)`: `x` modulo 2^k."""
+        if op == "&":
+            power = _power_below(right)
+            return Term("%", (left, power)) if power is not None else None
         if op not in ("<<", ">>") or right.op != "sym" or self.symbols[right.name].kind is not SymbolKind.SCALAR:
             return None
         text = f"(1 << {self.symbols[right.name].text}) - 1"
-        power = Term("+", (self.symbol(f"2^{right.name}-1", SymbolKind.SCALAR, text, (0, 2**30 - 1)), const(1)))
+        power = Term("+", (self.symbol(f"{_POWER}{right.name}-1", SymbolKind.SCALAR, text, (0, 2**30 - 1)), const(1)))
         return Term("*" if op == "<<" else "/", (left, power))
 
     def compared(self, operand: Expr, term: Term) -> Term:
@@ -914,6 +918,15 @@ def _bit_operation(op: str, left: Term, right: Term) -> Term | None:
     if op == "&" and amount > 0 and amount & (amount + 1) == 0:
         return Term("%", (left, const(amount + 1)))
     return None
+
+
+def _power_below(mask: Term) -> Term | None:
+    """2^k where `mask` is `(1 << k) - 1` of a shift by a scalar (`shift`), else None."""
+    if mask.op != "-" or mask.args[1] != const(1) or mask.args[0].op != "*":
+        return None
+    one, power = mask.args[0].args
+    is_power = power.op == "+" and power.args[0].op == "sym" and power.args[0].name.startswith(_POWER)
+    return power if one == const(1) and is_power else None
 
 
 def _constant(term: Term) -> int | None:
