@@ -32,10 +32,10 @@ Both walks (the rules' and the drafter's) follow the same idioms: the names of a
 binding of a by-value params struct (`const auto& [out, ids] = params;`, also of a struct
 nested in it), loads of a template's integer `T` (`const TLoc* loc`), `offset(p, a, b)` helpers
 (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
-(`copy(dst, src)`, a bulk store's destination), recorded as an access at its offset that the
-walk does not follow. The drafter's walk (`every_access`) differs only in what it records:
-every global access, for the sizes and index ranges it drafts, not only those whose offset
-reads memory.
+(`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
+recorded as an access at its offset that the walk does not follow. The drafter's walk
+(`every_access`) differs only in what it records: every global access, for the sizes and
+index ranges it drafts, not only those whose offset reads memory.
 """
 
 from __future__ import annotations
@@ -94,6 +94,8 @@ _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 _SM_COUNT_CALL = re.compile(r"num_?sms|sm_?count|multi_?processor_?count", re.IGNORECASE)
 _MAX_SMS = 1024
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
+_POWER = "2^"  # the symbol of 2^k - 1 for a shift by a scalar `k` is named "2^k-1"
+_INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM)
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
 _MAX_HELPERS = 3  # device helpers walked inside one another, at most
 _DEPENDENT = "<dependent type>"  # an access of `T smem[kN]` in a template
@@ -436,9 +438,46 @@ class _Walk:
                 self.product(expr, term)
             return term
         if op in _COMPARISONS:
+            left, right = self.compared(left_expr, left), self.compared(right_expr, right)
             pair = (right, left) if op in (">", ">=") else (left, right)
             return Term(_COMPARISONS[op], pair)
-        return _bit_operation(op, left, right)
+        return _bit_operation(op, left, right) or self.shift(op, left, right)
+
+    def shift(self, op: str, left: Term, right: Term) -> Term | None:
+        """`x >> k`, `x << k` by a scalar the kernel is given (a template parameter,
+        `kPageBits`; a field): `x` divided or multiplied by 2^k, a symbol of its own (2^k - 1,
+        from 0 up: a divisor never 0) for up to 30 bits; `x & ((1 << k) - 1)`: `x` modulo 2^k."""
+        if op == "&":
+            power = _power_below(right)
+            return Term("%", (left, power)) if power is not None else None
+        if op not in ("<<", ">>") or right.op != "sym" or self.symbols[right.name].kind is not SymbolKind.SCALAR:
+            return None
+        text = f"(1 << {self.symbols[right.name].text}) - 1"
+        power = Term("+", (self.symbol(f"{_POWER}{right.name}-1", SymbolKind.SCALAR, text, (0, 2**30 - 1)), const(1)))
+        return Term("*" if op == "<<" else "/", (left, power))
+
+    def compared(self, operand: Expr, term: Term) -> Term:
+        """A comparison's operand as C++ compares it: a signed value converted to an unsigned
+        type (`id < gridDim.y`, `id >= 0u`: the usual arithmetic conversions) is its value
+        modulo 2^bits, so -1 is the largest value, not the smallest."""
+        bits = _to_unsigned(operand)
+        if bits is None or self.never_negative(term):
+            return term
+        if term.op == "const":
+            return const(term.value % 2**bits)
+        return Term("ite", (Term("<", (term, _ZERO)), Term("+", (term, const(2**bits))), term))
+
+    def never_negative(self, term: Term) -> bool:
+        """Whether `term` is at least 0 whatever its symbols' values: built by `+`, `*`, `/`
+        and `%` of constants, indices, dimensions and values of an unsigned type (a loop's
+        iteration counts from 0; an opaque value may be anything)."""
+        if term.op == "const":
+            return term.value >= 0
+        if term.op == "sym":
+            symbol = self.symbols[term.name]
+            known = symbol.kind is not SymbolKind.OPAQUE and symbol.low >= 0
+            return known or symbol.kind in (*_INDICES, SymbolKind.LOOP)
+        return term.op in ("+", "*", "/", "%") and all(self.never_negative(a) for a in term.args)
 
     def unary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         op = expr.operator
@@ -594,9 +633,14 @@ class _Walk:
         offset that the walk does not follow (how far past it the callee goes is not known)."""
         handed = {id(child): value for child, value in zip(call.children, values)}
         for argument in call.arguments:
-            value = handed.get(id(argument))
-            if isinstance(value, _Pointer) and not value.shared and self.recorded(value.offset):
-                self.append(argument, value, value.offset, guards, is_write=True, followed=False)
+            self.reached(argument, handed.get(id(argument)), guards)
+
+    def reached(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:
+        """A pointer into a received tensor that leaves the walk (a call's argument, an `asm`
+        operand, `"l"(ptr)` of a `ld.global`): an access at its offset the walk does not
+        follow, counted as a write (which it is, read or write, is not known)."""
+        if isinstance(value, _Pointer) and not value.shared and self.recorded(value.offset):
+            self.append(expr, value, value.offset, guards, is_write=True, followed=False)
 
     def recorded(self, offset: Term) -> bool:
         """Whether a global access at `offset` is recorded: one that reads global memory
@@ -816,9 +860,11 @@ class _Walk:
             self.visit_statement_parts(stmt, guards)
             for child in stmt.live_stmts():
                 self.loop_body(child, guards)
-        elif kind is StmtKind.ASM:  # may be a barrier (`bar.sync`); may write a shared operand
+        elif kind is StmtKind.ASM:  # may be a barrier (`bar.sync`); may access a pointer operand
             for expr in stmt.exprs:
-                self.escape(expr, self.value(expr, guards), guards)
+                value = self.value(expr, guards)
+                self.escape(expr, value, guards)
+                self.reached(expr, value, guards)
             self.phase += 1
         else:
             self.visit_statement_parts(stmt, guards)
@@ -1090,17 +1136,52 @@ def _unqualified(spelling: str) -> str:
     return " ".join(words)
 
 
+def _to_unsigned(operand: Expr) -> int | None:
+    """The width of the unsigned type a signed value is converted to on its way to being
+    `operand` (the conversion nearest the value), None where it is not."""
+    bits = None
+    node = operand
+    while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and node.children:
+        inner = node.children[-1]
+        if node.kind is not ExprKind.PAREN and node.type.is_signed is False and inner.type.is_signed:
+            bits = node.type.bits
+        node = inner
+    return bits
+
+
 def _bit_operation(op: str, left: Term, right: Term) -> Term | None:
-    """Shifts and masks by constants, as arithmetic."""
-    if right.op != "const" or not 0 <= right.value < 63:
+    """Shifts and masks by constants (`x & (kSplits - 1)` of a constant local too), as arithmetic."""
+    amount = _constant(right)
+    if amount is None or not 0 <= amount < 63:
         return None
     if op == "<<":
-        return Term("*", (left, const(2**right.value)))
+        return Term("*", (left, const(2**amount)))
     if op == ">>":
-        return Term("/", (left, const(2**right.value)))
-    if op == "&" and right.value > 0 and right.value & (right.value + 1) == 0:
-        return Term("%", (left, const(right.value + 1)))
+        return Term("/", (left, const(2**amount)))
+    if op == "&" and amount > 0 and amount & (amount + 1) == 0:
+        return Term("%", (left, const(amount + 1)))
     return None
+
+
+def _power_below(mask: Term) -> Term | None:
+    """2^k where `mask` is `(1 << k) - 1` of a shift by a scalar (`shift`), else None."""
+    if mask.op != "-" or mask.args[1] != const(1) or mask.args[0].op != "*":
+        return None
+    one, power = mask.args[0].args
+    is_power = power.op == "+" and power.args[0].op == "sym" and power.args[0].name.startswith(_POWER)
+    return power if one == const(1) and is_power else None
+
+
+def _constant(term: Term) -> int | None:
+    """The value of a sum, difference or product of constants, None for another term."""
+    if term.op == "const":
+        return term.value
+    if term.op not in ("+", "-", "*"):
+        return None
+    left, right = (_constant(a) for a in term.args)
+    if left is None or right is None:
+        return None
+    return left + right if term.op == "+" else left - right if term.op == "-" else left * right
 
 
 def _spelled(expr: Expr) -> str:

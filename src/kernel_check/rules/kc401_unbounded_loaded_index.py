@@ -26,15 +26,21 @@ launch (or where the kernel's budget has too little left once every rule has dec
 shape's search never costs a finding) it gives the id's value and the thread and block it
 is read by, as found with every other value small.
 
-The lower side is not reported when a guard (or a `?:` in the offset) compares the id with
-a negative constant (`slot != kPadSlot`, `if (id == -1) return;`): the code knows the one negative marker its
-callers pass. One access is reported per kernel, tensor and set of ids (the first in the body).
+Both sides are asked: an id open on both says so in one finding ("no bound on either side:
+... = 1073741824 ... passes every guard on the path, and so does -1"). The lower side is not
+reported when a guard (or a `?:` in the offset) compares the id with a negative constant
+(`slot != kPadSlot`, `if (id == -1) return;`): the code knows the one negative marker its
+callers pass. A comparison follows C++'s conversions: `id < gridDim.y` (a signed id against
+an unsigned value) rejects -1, which converts to 2^32 - 1; `id >= 0u` rejects nothing. One
+access is reported per kernel, tensor and set of ids (the first in the body).
 
 Followed: ids read through a params struct's fields or a structured binding of it
 (`const auto& [cache, loc] = params;`), ids of a template's type (`static_cast<const
 TLoc*>(loc)[i]`), offsets taken with `pointer::offset(p, ...)`, and a pointer so moved that is
 handed to a call (`cp_async_bulk(pointer::offset(cache, loc * row_bytes), smem, n)`, a copy
-helper): the callee accesses at least the element it points at. Not followed yet: ids that
+helper) or to inline PTX (`asm("ld.global.v4.b32 ..., [%4];" :: "l"(row + i))`): the callee or
+the instruction accesses at least the element it points at. A shift by a template parameter
+(`loc >> kPageBits`) divides by a power of two the kernel is given. Not followed yet: ids that
 pass through a device function, a local assigned after its declaration, or shared memory;
 strides the matcher allows (the extent is the product of the dims).
 
@@ -98,52 +104,62 @@ def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
 
 
 def _reported(
-    model: SemanticModel, ctx: RuleContext, found: list[tuple[SymbolicAccess, str, Answer]], seconds: float
+    model: SemanticModel, ctx: RuleContext, found: list[tuple[SymbolicAccess, dict[str, Answer]]], seconds: float
 ) -> Iterator[Finding]:
-    for access, side, answer in found:
+    for access, open_sides in found:
+        side, answer = next(iter(open_sides.items()))  # the upper side's witness first: the finding's shape
         shaped = _in_contract(model, access, side, model.solver_budget(access.function_usr, seconds))
         load = _culprit(access, shaped[0].answer if shaped is not None else answer)
+        said = _witness(access, answer, load, shaped)
+        if len(open_sides) == 2:
+            said += f", and so does {_lower_witness(access, open_sides['lower'], load)}"
+        bound = f"{side} bound" if len(open_sides) == 1 else "bound on either side"
         yield ctx.finding(
             location_of(model, access.span),
             f"`{load.text}` is read from memory and reaches the offset of `{access.pointer}` with no "
-            f"{side} bound: {_witness(access, answer, load, shaped)}; guard it on both sides or clamp it",
+            f"{bound}: {said}; guard it on both sides or clamp it",
             related=[Related(location_of(model, load.span), f"`{load.text}` is read here")] if load.span else [],
         )
 
 
-def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[SymbolicAccess, str, Answer]]:
-    """Each access reported, with its side and the solver's witness (one per kernel, tensor
-    and ids; each kernel's queries share its budget)."""
+def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[SymbolicAccess, dict[str, Answer]]]:
+    """Each access reported, with the solver's witness for each open side (one per kernel,
+    tensor and ids; each kernel's queries share its budget)."""
     reported: set[tuple[str, str, frozenset[str]]] = set()
-    found: list[tuple[SymbolicAccess, str, Answer]] = []
+    found: list[tuple[SymbolicAccess, dict[str, Answer]]] = []
     for access in model.symbolic_accesses:
         in_offset = set(symbol_names(access.offset))
         ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset)
         key = (access.function_usr, access.pointer, ids)
         if access.shared or key in reported:
             continue
-        unbounded = _unbounded_side(access, model.solver_budget(access.function_usr, seconds))
-        if unbounded is not None:
+        open_sides = _unbounded_sides(access, model.solver_budget(access.function_usr, seconds))
+        if open_sides:
             reported.add(key)
-            found.append((access, *unbounded))
+            found.append((access, open_sides))
     return found
 
 
-def _unbounded_side(access: SymbolicAccess, budget: Budget) -> tuple[str, Answer] | None:
-    """("upper" or "lower", the witness) when the ids alone can drive the offset out."""
+def _unbounded_sides(access: SymbolicAccess, budget: Budget) -> dict[str, Answer]:
+    """The witness of each side ("upper", "lower", in this order) the ids alone can drive
+    the offset out of: the ids in the offset, as an id that only opens the path (`if (slot
+    < 0) out[row] = 0;`) is not what takes the offset out."""
     world = _world(access.symbols)
     loads = [Term("sym", name=s.name) for s in access.symbols if s.kind is SymbolKind.LOAD]
+    in_offset = set(symbol_names(access.offset))
+    offset_loads = [t for t in loads if t.name in in_offset]
     base = [*world, *access.guards]
     sides: list[tuple[str, Term, list[Term]]] = [
         (
             "upper",
             Term("<=", (Term("const", value=FAR), access.offset)),
-            [c for t in loads for c in within(t, 0, SMALL)],
+            [c for t in offset_loads for c in within(t, 0, SMALL)],
         ),
-        ("lower", Term("<", (access.offset, _ZERO)), [Term("<=", (_ZERO, t)) for t in loads]),
+        ("lower", Term("<", (access.offset, _ZERO)), [Term("<=", (_ZERO, t)) for t in offset_loads]),
     ]
     if _tests_a_sentinel((*access.guards, access.offset), {t.name for t in loads}):
         sides = sides[:1]  # `id != -1`: the only negative value the caller passes is handled
+    open_sides: dict[str, Answer] = {}
     for (side, out_of_range, ids_tame), typical in zip(sides, (FAR, -1)):
         # a witness in the first thread, block and iteration first: a linear query, quick
         answer = _readable(access, [*base, out_of_range], typical, budget) or solver.check(
@@ -152,8 +168,8 @@ def _unbounded_side(access: SymbolicAccess, budget: Budget) -> tuple[str, Answer
         if answer.outcome is not Outcome.SAT:
             continue
         if solver.check([*base, out_of_range, *ids_tame], budget).outcome is Outcome.UNSAT:
-            return side, answer
-    return None
+            open_sides[side] = answer
+    return open_sides
 
 
 def _tests_a_sentinel(terms: tuple[Term, ...], ids: set[str]) -> bool:
@@ -250,6 +266,17 @@ def _first_iteration(access: SymbolicAccess) -> list[Term]:
         for s in access.symbols
         if s.kind in (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
     ]
+
+
+def _lower_witness(access: SymbolicAccess, answer: Answer, upper: Symbol) -> str:
+    """`-1`, or `ids[j]` = -1 at blockIdx.x = 0 where another id is the culprit: the lower
+    side's witness beside the upper side's."""
+    load = _culprit(access, answer)
+    value = answer.model.get(load.name, 0)
+    if load == upper:
+        return str(value)
+    at = witness.where(access.symbols, answer)
+    return f"`{load.text}` = {value}{f' at {at}' if at else ''}"
 
 
 def _witness(
