@@ -92,6 +92,8 @@ _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 # A launcher's query of the device's SM count (`get_num_sms(device)`, `get_sm_count(id)`): one
 # value per device, 1 to `_MAX_SMS` (no GPU has more), for a persistent grid of `k * num_sms`.
 _SM_COUNT_CALL = re.compile(r"num_?sms|sm_?count|multi_?processor_?count", re.IGNORECASE)
+# CUDA's vector makers (`make_float4(0.0f, ...)`): a value built from their arguments alone
+_VECTOR_MAKER = re.compile(r"make_[a-z]+[1-4]")
 _MAX_SMS = 1024
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _POWER = "2^"  # the symbol of 2^k - 1 for a shift by a scalar `k` is named "2^k-1"
@@ -800,13 +802,13 @@ class _Walk:
 
     def uniform(self, value: Expr | None, depth: int = 0) -> bool:
         """Whether a stored value is provably one for the whole block: it reads no thread
-        index, calls no function (a warp collective returns one value per warp) and names
-        only shared arrays (at an index so too) and locals whose one value (their
-        initializer) is so too."""
+        index, calls no function but a vector maker (a warp collective returns one value per
+        warp) and names only shared arrays (at an index so too) and locals whose one value
+        (their initializer) is so too."""
         if value is None or depth > _UNIFORM_DEPTH or self.threads.source(value, self.thread_locals):
             return False
         for node in value.walk():
-            if node.kind is ExprKind.CALL and not node.is_construction:
+            if node.kind is ExprKind.CALL and not node.is_construction and not _VECTOR_MAKER.fullmatch(node.name):
                 return False
             ref = node.ref if node.kind is ExprKind.REF else None
             if ref is not None and ref.is_local and ref.kind is DeclKind.VARIABLE and not self.is_shared(ref):
