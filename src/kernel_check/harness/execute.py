@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from .. import codes
 from .cases import BadInput, BadKind, Case, CaseKind, Outcome, numel, shape_of
-from .profiles import index_bound
+from .profiles import FINITE_PROFILES, index_bound
 from .spec import CurrentStream, Instantiation, KernelSpec, Role, Tensor, dim_size, itemsize
 
 # Runs per reference case: poison A, poison B, poison A again (KD102 needs two poisons,
@@ -897,7 +897,10 @@ def run_profile(ctx: CaseContext, case: Case) -> list[Outcome]:
     if case.profile.contract == "match":
         return check_runs(ctx, case, initial, compare_values=True)
     try:
-        return check_runs(ctx, case, initial, compare_values=False)
+        outcomes = check_runs(ctx, case, initial, compare_values=False)
+        if case.profile.name in FINITE_PROFILES:
+            outcomes.append(_nan_from_finite(ctx, case, initial))
+        return outcomes
     except ContextPoisoned:
         raise
     except Exception as exc:  # "safe": a host-side refusal is an acceptable answer
@@ -905,6 +908,40 @@ def run_profile(ctx: CaseContext, case: Case) -> list[Outcome]:
         if CUDA_ERROR_TEXT.search(str(exc)):
             raise
         return [Outcome(codes.RESULT_MISMATCH, True, f"rejected on the host: {_first_line(exc)}")]
+
+
+def _nan_from_finite(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]) -> Outcome:
+    """KD105: a profile of finite values (all zeros, all equal) against the ordinary inputs of
+    the same sizes, one plain call each: with no reference to compare with, a NaN the
+    ordinary values never give is the sign of a missing guard (a division by a zero norm)."""
+    ordinary = replace(case, profile=None)
+    (profiled,) = plain_runs(ctx, case, initial, (0,))
+    (plain,) = plain_runs(ctx, ordinary, make_initial(ctx, ordinary), (0,))
+    message, count = new_nans(profiled, plain, which_poison=0)
+    return Outcome(codes.NAN_FROM_FINITE, not message, message, float(count) if count else None)
+
+
+def new_nans(
+    profiled: Mapping[str, torch.Tensor], ordinary: Mapping[str, torch.Tensor], which_poison: int
+) -> tuple[str, int]:
+    """The written tensors that hold NaN after the profile's call and none after the ordinary
+    one (poison ``which_poison``, the mark of an element never written, is no NaN of the
+    kernel's): what to report ("" when none) and how many NaNs."""
+    parts, total = [], 0
+    for name, value in profiled.items():
+        if not value.is_floating_point() or bool(_computed_nans(ordinary[name], which_poison).any()):
+            continue
+        nans = _computed_nans(value, which_poison)
+        count = int(nans.sum())
+        if count:
+            first = tuple(int(i) for i in nans.nonzero()[0])
+            parts.append(f"{name}: {count} of {nans.numel()} elements NaN (first at index {first})")
+            total += count
+    return "; ".join(parts), total
+
+
+def _computed_nans(value: torch.Tensor, which_poison: int) -> torch.Tensor:
+    return torch.isnan(value) & ~holds_poison(value, which_poison)
 
 
 # ----- bandwidth -----
