@@ -22,6 +22,8 @@ def test_a_nan_that_only_the_finite_profile_gives_is_reported_with_where():
     message, count = new_nans(profiled, ordinary, which_poison=0)
     assert message == "out: 2 of 3 elements NaN (first at index (1,))"
     assert count == 2
+    fp8 = {"out": _rows(float("nan"), 1.0).to(torch.float8_e4m3fn)}
+    assert new_nans(fp8, {"out": _rows(0.5, 1.0).to(torch.float8_e4m3fn)}, which_poison=0)[1] == 1
 
 
 def test_an_unwritten_element_and_a_nan_the_ordinary_inputs_give_too_are_no_finding():
