@@ -56,7 +56,9 @@ def test_drafts_match_the_hand_written_specs(csrc_drafts):
         draft = csrc_drafts[(Path(hand.source).name, hand.export)]
 
         def role(name, t):
-            return Role.INPLACE if (name, t.name) in ROLE_BY_TEMPLATE else t.role
+            # a scatter target: the draft's OUT with `written_rows` (only the named rows must
+            # be written) keeps the other rows as the hand-written INPLACE does
+            return Role.INPLACE if (name, t.name) in ROLE_BY_TEMPLATE or t.written_rows else t.role
 
         assert [(RENAMED.get(t.name, t.name), role(hand.name, t), len(t.shape)) for t in draft.tensors] == [
             (t.name, role(hand.name, t), len(t.shape)) for t in hand.tensors
@@ -85,6 +87,9 @@ def test_widths_and_fixed_sizes_follow_the_template_arguments(csrc_drafts):
     store = csrc_drafts[("store_cache.cuh", "store_cache")]
     indices = next(t for t in store.tensors if t.name == "indices")
     assert indices.init == "perm:s" and store.constraint({"s": 3, "n": 32}) is False
+    # the caches it scatters into are outputs only the rows of which the indices name are written
+    caches = {t.name: (t.role, t.written_rows) for t in store.tensors if t.name.endswith("_cache")}
+    assert caches == {"k_cache": (Role.OUT, "indices"), "v_cache": (Role.OUT, "indices")}
 
 
 def test_sglang_style_launcher_static_member_of_a_class_template(tmp_path):

@@ -96,7 +96,9 @@ def test_ids_read_through_a_params_struct_a_local_and_an_offset_helper_index_the
     ids to a template's `T`, keeps `ids[i]` in a local and moves `table` by it through
     `ptr::offset` into a copy helper: ids hold rows of table, and each tensor's role is seen
     through the nested struct (not "out of sight", so not INPLACE). `put_rows` writes the rows
-    its ids name (a scatter): distinct ids, and the rows none names keep their values."""
+    its ids name (a scatter): distinct ids; the rows none names keep their values, so the
+    cache is an output only those ids' rows of which must be written (`written_rows`): the
+    harness poisons it, and a row a bug leaves unwritten is seen (KD102)."""
     source = FIXTURES / "struct_gather.cu"
     out = tmp_path / "struct_gather_spec.py"
     text = draft_text(source, out)
@@ -110,7 +112,8 @@ def test_ids_read_through_a_params_struct_a_local_and_an_offset_helper_index_the
     assert "out of sight" not in text
     scatter = {t.name: t for t in specs["struct_scatter"].tensors}
     assert scatter["ids"].init == "perm:cache_0"
-    assert {name: t.role.name for name, t in scatter.items()} == {"cache": "INPLACE", "ids": "IN", "rows": "IN"}
+    assert {name: t.role.name for name, t in scatter.items()} == {"cache": "OUT", "ids": "IN", "rows": "IN"}
+    assert scatter["cache"].written_rows == "ids"
 
 
 @pytest.mark.slow

@@ -388,6 +388,13 @@ INPUT_MODIFIED = _define(
     Language.DYNAMIC,
     "a tensor not declared in-place or output changed during the call",
 )
+NAN_FROM_FINITE = _define(
+    "KD105",
+    "nan-from-finite-input",
+    Severity.ERROR,
+    Language.DYNAMIC,
+    "an output holds NaN on finite inputs (all zeros, all equal) where ordinary inputs give none",
+)
 
 # Dynamic: compute-sanitizer.
 MEMCHECK = _define(

@@ -542,11 +542,21 @@ def _api_launch_parts(
     """`cudaLaunchKernel((void*)kernel, grid, block, args, ...)`, `args` a local array of the
     arguments' addresses: the kernel and what the array points at."""
     arguments = call.children[1:]
-    if call.name not in _API_LAUNCHES or len(arguments) < 4:
+    if _called_name(call) not in _API_LAUNCHES or len(arguments) < 4:
         return None
     array = arguments[3].stripped()
     held = arrays.get(array.ref.key) if array.kind is ExprKind.REF and array.ref is not None else None
     return ("runtime_api", arguments[0].stripped(), held, None) if held is not None else None
+
+
+def _called_name(call: Expr) -> str:
+    """The name a call calls; in a template, a call with a dependent argument (`(void*)kernel`
+    of `auto kernel = k<T>`) has none of its own: the name its callee's overload set spells."""
+    if call.name or not call.children:
+        return call.name
+    callee = call.children[0].stripped()
+    names = {d.name for d in callee.candidates} if callee.kind is ExprKind.REF else set()
+    return names.pop() if len(names) == 1 else ""
 
 
 def _launch_kernel_parts(call: Expr) -> tuple[str, Expr, tuple[Expr, ...], Expr] | None:

@@ -112,6 +112,9 @@ _KNOWN_EFFECTS: dict[str, tuple[tuple[int, tuple[AccessKind, ...]], ...]] = {
     "memcpy": ((0, _W), (1, _R)),
     "__builtin_memcpy": ((0, _W), (1, _R)),
 }
+# A bodiless helper named for a load or a store of its first argument (`v.cast_load(src)`,
+# `v.cast_store(dst)`, `store_global_release(p)` of a dependent vector type in a template).
+_LOAD_OR_STORE = re.compile(r"(?:^|_)(load|store)(?:_|$)")
 # Asynchronous copies (`cg::memcpy_async(group, dst, src, n)`, `cuda::memcpy_async(dst, src, ...)`,
 # `__pipeline_memcpy_async(dst, src, n)`): the first pointer argument is written, later ones read.
 _ASYNC_COPIES = ("memcpy_async", "__pipeline_memcpy_async")
@@ -241,6 +244,14 @@ def _may_write_through(candidates: Sequence[TreeFunction], index: int, element: 
         if param.canonical_kind in ("Unexposed", "Dependent", "Invalid"):
             return True
     return False
+
+
+def _named_effects(name: str) -> tuple[tuple[int, tuple[AccessKind, ...]], ...] | None:
+    """A load reads its first argument, a store writes it (a name with both words says neither)."""
+    words = set(_LOAD_OR_STORE.findall(name))
+    if len(words) != 1:
+        return None
+    return ((0, _R),) if words == {"load"} else ((0, _W),)
 
 
 def _ptx_effects(template: str) -> tuple[AccessKind, ...]:
@@ -750,7 +761,7 @@ class _Walker:
             for summary in summaries:
                 result = union(result, self._replay(summary, node, name, args, arg_values))
             return result
-        effects = _KNOWN_EFFECTS.get(name)
+        effects = _KNOWN_EFFECTS.get(name) or _named_effects(name)
         if effects is None and name.startswith(_ATOMIC_PREFIX):
             effects = ((0, _RW),)
         if effects is None and name in _ASYNC_COPIES:
@@ -931,11 +942,12 @@ _LAST_NAME = re.compile(rb"(\w+)\s*(?:<.*)?$", re.S)
 
 def _member_of_type_parameter(callee: Expr, source: _SourceBytes) -> str | None:
     """`forward` for a callee spelled `Trait::forward` / `Trait::template forward<T>` where
-    `Trait` is a template type parameter: a dependent name clang leaves unresolved."""
+    `Trait` is a template type parameter, or an alias of a type that depends on one (`using
+    Traits = VecTraits<T>;`): a dependent name clang leaves unresolved."""
     if callee.kind is not ExprKind.REF or callee.name:
         return None
     qualifier = callee.qualifier
-    if qualifier is None or qualifier.kind is not DeclKind.TEMPLATE_PARAMETER:
+    if qualifier is None or qualifier.kind not in (DeclKind.TEMPLATE_PARAMETER, DeclKind.TYPE):
         return None
     match = _LAST_NAME.search(source.text(callee))
     return match.group(1).decode() if match else None

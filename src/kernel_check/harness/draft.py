@@ -1518,7 +1518,9 @@ def _index_inits(
 ) -> list[tuple[str, str]]:
     """Integer inputs are usually row ids into a written tensor: distinct ids below its row
     count (random ones would be negative or out of range), and the tensor they index is
-    scattered into (INPLACE). Returns the grid constraint's (rows, ids) pairs."""
+    scattered into: the rows no id names keep their values, so a tensor only written stays
+    OUT with those ids as its ``written_rows`` (the rows they name must be written, KD102).
+    Returns the grid constraint's (rows, ids) pairs."""
     constraints = []
     # a tensor other ids index (``table`` of ``table[ids[i]]``) holds data, not ids
     indexed = {axis for t in tensors if t.init for axis in dim_axes(t.init.partition(":")[2])}
@@ -1542,9 +1544,9 @@ def _index_inits(
         if rows is None or not isinstance(ids, str) or not (rows.isidentifier() and ids.isidentifier()):
             continue
         tensor.init = f"perm:{rows}"
-        for target in tensors:  # a scatter: the rows no id names keep their values
+        for target in tensors:
             if target.role is Role.OUT and target.shape and target.shape[0] == rows:
-                target.role = Role.INPLACE
+                target.written_rows = tensor.name
         constraints.append((rows, ids))
         notes.append(f"{TODO}: {tensor.name} assumed to hold distinct row ids of dimension {rows}")
     return constraints

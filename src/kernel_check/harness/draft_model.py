@@ -44,6 +44,7 @@ class DraftTensor:
     runtime: tuple[str, ...] = ()  # the dtypes one build takes at run time (``dtype`` is then a variable)
     accepts: tuple[str, ...] = ()  # further dtypes the launcher's own checks allow
     device: str = "cuda"  # "cpu": a host buffer (always drafted pinned: it serves a kernel reading it too)
+    written_rows: str = ""  # an OUT tensor scattered into: the ids naming the rows the kernel writes
 
 
 @dataclass

@@ -105,6 +105,8 @@ def _render_arg(arg: DraftTensor | DraftScalar, draft: Draft) -> str:
         parts.append("strided_rows=True")
     if arg.init:
         parts.append(f"init={arg.init!r}")
+    if arg.written_rows:
+        parts.append(f"written_rows={arg.written_rows!r}")
     if arg.device != "cuda":
         parts.append(f"device={arg.device!r}, pinned=True")
     return f"Tensor({', '.join(parts)})"

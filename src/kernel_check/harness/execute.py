@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from .. import codes
 from .cases import BadInput, BadKind, Case, CaseKind, Outcome, numel, shape_of
-from .profiles import index_bound
+from .profiles import FINITE_PROFILES, index_bound
 from .spec import CurrentStream, Instantiation, KernelSpec, Role, Tensor, dim_size, itemsize
 
 # Runs per reference case: poison A, poison B, poison A again (KD102 needs two poisons,
@@ -597,7 +597,7 @@ def check_runs(
     snapshot = {name: _bits(t).clone() for name, t in initial.items() if name in read_only}
     runs = plain_runs(ctx, case, initial, POISON_SEQUENCE)
     unwritten = never_written(ctx, runs)
-    outcomes = [_poison(unwritten)]
+    outcomes = [_poison(_must_be_written(ctx, unwritten, initial))]
     if expected is not None:
         outcomes.append(
             _check_values(
@@ -605,6 +605,28 @@ def check_runs(
             )
         )
     return [*outcomes, _determinism(ctx, runs, unwritten), _inputs_unchanged(initial, snapshot)]
+
+
+def _must_be_written(
+    ctx: CaseContext, unwritten: Mapping[str, torch.Tensor], initial: Mapping[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """The never-written elements KD102 reports: of a tensor scattered into (``written_rows``),
+    those of the rows its ids name."""
+    required = dict(unwritten)
+    for tensor in ctx.spec.tensors:
+        if tensor.written_rows and tensor.name in required:
+            required[tensor.name] = in_named_rows(required[tensor.name], initial[tensor.written_rows])
+    return required
+
+
+def in_named_rows(mask: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """``mask`` kept on the rows (first dimension) that the ids in range name; an id out of
+    range (an ``oob`` profile's) names none."""
+    rows = mask.shape[0]
+    flat = ids.reshape(-1).to(device=mask.device, dtype=torch.int64)
+    named = torch.zeros(rows, dtype=torch.bool, device=mask.device)
+    named[flat[(flat >= 0) & (flat < rows)]] = True
+    return mask & named.view(rows, *([1] * (mask.dim() - 1)))
 
 
 def _poison(unwritten: Mapping[str, torch.Tensor]) -> Outcome:
@@ -899,7 +921,10 @@ def run_profile(ctx: CaseContext, case: Case) -> list[Outcome]:
     if case.profile.contract == "match":
         return check_runs(ctx, case, initial, compare_values=True)
     try:
-        return check_runs(ctx, case, initial, compare_values=False)
+        outcomes = check_runs(ctx, case, initial, compare_values=False)
+        if case.profile.name in FINITE_PROFILES:
+            outcomes.append(_nan_from_finite(ctx, case, initial))
+        return outcomes
     except ContextPoisoned:
         raise
     except Exception as exc:  # "safe": a host-side refusal is an acceptable answer
@@ -907,6 +932,41 @@ def run_profile(ctx: CaseContext, case: Case) -> list[Outcome]:
         if CUDA_ERROR_TEXT.search(str(exc)):
             raise
         return [Outcome(codes.RESULT_MISMATCH, True, f"rejected on the host: {_first_line(exc)}")]
+
+
+def _nan_from_finite(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]) -> Outcome:
+    """KD105: a profile of finite values (all zeros, all equal) against the ordinary inputs of
+    the same sizes, one plain call each: with no reference to compare with, a NaN the
+    ordinary values never give is the sign of a missing guard (a division by a zero norm)."""
+    ordinary = replace(case, profile=None)
+    (profiled,) = plain_runs(ctx, case, initial, (0,))
+    (plain,) = plain_runs(ctx, ordinary, make_initial(ctx, ordinary), (0,))
+    message, count = new_nans(profiled, plain, which_poison=0)
+    return Outcome(codes.NAN_FROM_FINITE, not message, message, float(count) if count else None)
+
+
+def new_nans(
+    profiled: Mapping[str, torch.Tensor], ordinary: Mapping[str, torch.Tensor], which_poison: int
+) -> tuple[str, int]:
+    """The written tensors that hold NaN after the profile's call and none after the ordinary
+    one (poison ``which_poison``, the mark of an element never written, is no NaN of the
+    kernel's): what to report ("" when none) and how many NaNs."""
+    parts, total = [], 0
+    for name, value in profiled.items():
+        if not value.is_floating_point() or bool(_computed_nans(ordinary[name], which_poison).any()):
+            continue
+        nans = _computed_nans(value, which_poison)
+        count = int(nans.sum())
+        if count:
+            first = tuple(int(i) for i in nans.nonzero()[0])
+            parts.append(f"{name}: {count} of {nans.numel()} elements NaN (first at index {first})")
+            total += count
+    return "; ".join(parts), total
+
+
+def _computed_nans(value: torch.Tensor, which_poison: int) -> torch.Tensor:
+    # widened first: torch tests no fp8 tensor for NaN
+    return torch.isnan(value.float()) & ~holds_poison(value, which_poison)
 
 
 # ----- bandwidth -----

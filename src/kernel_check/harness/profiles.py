@@ -14,7 +14,9 @@ What a profile must satisfy is its contract, declared per tensor
   in gives, which ids are skipped); without a reference it degrades to ``safe``;
 - ``safe``: no comparison, but no fault, no out-of-bounds or uninitialized access (the
   profile runs under memcheck and initcheck too), every output written, runs bitwise
-  equal, inputs unchanged; a host-side error from the launcher is an acceptable answer;
+  equal, inputs unchanged, and after ``zeros`` or ``equal`` no NaN in an output that the
+  ordinary inputs of the same sizes leave free of NaN (KD105); a host-side error from the
+  launcher is an acceptable answer;
 - ``reject``: the launcher must raise a host-side error (KD301);
 - ``off``: the caller guarantees such values never reach the kernel; not run.
 
@@ -37,6 +39,9 @@ INDEX_PRESETS = ("perm", "randint", "cumsum")
 CONTRACTS = ("match", "safe", "reject", "off")
 # profiles whose values stay ordinary: compared with the reference by default
 _ORDINARY = {"zeros", "equal", "dup", "edge"}
+# profiles of finite values no kernel needs to turn into NaN: under ``safe``, an output NaN
+# that the ordinary inputs never give is KD105 (a missing guard: rsqrt(0), 0/0)
+FINITE_PROFILES = ("zeros", "equal")
 # dtypes without an infinity (e4m3fn saturates to NaN)
 _NO_INF = {"float8_e4m3fn"}
 # the tools that run profiles too (racecheck and synccheck see no value-dependent bug), and

@@ -176,6 +176,9 @@ class Tensor:
     ``reject``, ``off``); unnamed profiles get ``profiles.default_contract``.
     ``device`` is where the launcher takes the tensor: ``"cuda"``, or ``"cpu"`` for a host
     buffer (``pinned=True``: page-locked, as a kernel that reads it over the bus needs).
+    ``written_rows`` names the index tensor of an ``OUT`` tensor scattered into (``cache[ids[i]]
+    = ...``): the kernel writes the rows its ids name and leaves the others alone, so only
+    those must be written (KD102).
     """
 
     name: str
@@ -190,6 +193,7 @@ class Tensor:
     profiles: Mapping[str, str] = field(default_factory=dict)
     device: str = "cuda"
     pinned: bool = False
+    written_rows: str = ""
 
     def free_strides(self) -> tuple[int, ...]:
         """The dimensions (0-based, ascending) whose stride the launcher leaves free."""
@@ -564,6 +568,10 @@ def _validate_tensor(spec: KernelSpec, tensor: Tensor) -> None:
     for dtype in tensor.accepts:
         if dtype not in DTYPES:
             _fail(spec, f"tensor {tensor.name}: accepts names an unknown dtype {dtype!r}")
+    if tensor.written_rows:
+        ids = next((t for t in spec.tensors if t.name == tensor.written_rows), None)
+        if tensor.role is not Role.OUT or ids is None or ids.role is Role.OUT:
+            _fail(spec, f"tensor {tensor.name}: written_rows needs an OUT tensor and the name of an input of ids")
     for profile, contract in tensor.profiles.items():
         problem = check_profile(profile, contract)
         if problem:
