@@ -21,9 +21,11 @@ wider one, `reinterpret_cast<float4*>(smem)[i]`, writes the elements it spans) o
 two-dimensional array (an array of `__half`/`__nv_bfloat16` is followed: their assignment
 is a plain store). One write made by two threads is reported for any two threads when the
 value it stores may differ between them (it reads the thread index and calls no function,
-nor does the value of a local it reads); otherwise only for two threads of different warps,
-and not when the value is provably one for the whole block (it reads no thread index, calls
-no function and names only locals that hold such a value): all lanes storing their warp's
+nor does the value of a local it reads); otherwise only for two threads of different warps
+of a block the launch in the file or `__launch_bounds__` bounds (code written for one block
+size aliases its warps in a larger one), and not when the value is provably one for the
+whole block (it reads no thread index, calls no function but a vector maker, and names only
+locals that hold such a value): all lanes storing their warp's
 reduced value, or every thread setting one flag, leave the same result whichever runs last,
 but a warp's collective (a shuffle reduction) or a sum a thread kept is one value per warp
 at most.
@@ -66,13 +68,13 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import different_warps, meet, threads_of
+from kernel_check.rules._two_threads import bound_launches, different_warps, meet, threads_of
 from kernel_check.semantic import SemanticModel
 
 MAX_WRITES = 32  # shared writes per kernel compared pairwise
 
 
-@rule("KC402", needs={Need.SYMBOLIC})
+@rule("KC402", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     writes: dict[str, list[SymbolicAccess]] = {}
@@ -81,6 +83,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             writes.setdefault(access.function_usr, []).append(access)
     for kernel, kernel_writes in writes.items():
         budget = model.solver_budget(kernel, seconds)
+        launches = bound_launches(model, kernel_writes) or [()]  # none in view: any block the code allows
         reported: set[int] = set()
         for first, second in combinations_with_replacement(kernel_writes[:MAX_WRITES], 2):
             if first.pointer != second.pointer or first.phase != second.phase or id(second) in reported:
@@ -90,9 +93,13 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
                 if first.value_uniform:  # every thread stores the same value
                     continue
                 # one value per warp at most (a warp's collective, a value the walk does not
-                # trace to the thread): two threads of one warp may store it alike
+                # trace to the thread): two threads of one warp may store it alike; asked only
+                # of a block the launch or `__launch_bounds__` gives (any larger block would
+                # alias the warps of code written for one size)
+                if launches == [()] and first.block_limit is None:
+                    continue
                 apart = [different_warps()]
-            answer = meet(first, second, budget, apart)
+            answer = next((a for launch in launches if (a := meet(first, second, budget, [*apart, *launch]))), None)
             if answer is None:
                 continue
             reported.add(id(second))
