@@ -848,10 +848,12 @@ class _Reader:
         return replace(value, flowing=())
 
     def _remainder(self, node: Expr) -> bool:
-        """`x % 32`, `x & 31`: a value below a constant, whatever `x` is (a lane within a flat
-        index): the products in `x` do not flow on through it."""
-        is_remainder = node.kind is ExprKind.BINARY and node.operator in ("%", "&") and len(node.children) == 2
-        return is_remainder and self.consts.integer(node.children[1]) is not None
+        """`x % 32`, `x & 31`, `x % (2 * n)`: a value below a constant or a size, whatever `x`
+        is (a lane, a column within a flat index): the products in `x` do not flow on through
+        it (a mask only by a constant: `x & m` keeps any bit `m` has)."""
+        if node.kind is not ExprKind.BINARY or len(node.children) != 2:
+            return False
+        return node.operator == "%" or (node.operator == "&" and self.consts.integer(node.children[1]) is not None)
 
     def _emit_product(self, product: _Product, widened: bool, stored: bool = False) -> None:
         """Record where a product's flow ends. A product held in a 32-bit local ends at every

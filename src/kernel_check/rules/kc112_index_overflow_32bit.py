@@ -12,7 +12,7 @@ blockIdx.x * blockDim.x + threadIdx.x;` without a cast: the destination is the i
 even where every size is 32-bit). A value computed from such a product (`warp_id = tid /
 32`, with `tid` the flat thread index) carries it on: `warp_id * n` is the product then,
 reported where it is stored into a 64-bit variable (elsewhere it may only scale the quotient
-back, `(w / n) * n`); a remainder by a constant (`tid % 32`, a lane) carries none.
+back, `(w / n) * n`); a remainder (`tid % 32`, a lane; `tid % (2 * n)`, a column) carries none.
 A product of the y/z grid dimensions with only
 built-ins or constants is not flagged: those are capped at 65535, so such a product cannot
 overflow. A kernel's body (and its lambdas) is checked, and a device function's products
