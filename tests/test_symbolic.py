@@ -150,12 +150,16 @@ __global__ void k(float* out, const float* in) {
 """
 
 
+def _shared_accesses(found: dict) -> list:
+    """The shared-memory accesses the rules' walk records for kernel `k` of a parsed source."""
+    return [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
+
+
 def test_a_cast_to_a_wider_type_covers_the_elements_it_spans(functions_of) -> None:
     """An access through a cast to a wider type (`float4` over floats or bf16s) covers the
     elements it spans from its index times their count: followed, a write where a copy
     assigns it whole; through a narrower type, part of one element: not followed."""
-    found = functions_of(VECTORS)
-    accesses = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
+    accesses = _shared_accesses(functions_of(VECTORS))
     assert [(a.pointer, a.is_write, render(a.offset), a.width, a.followed) for a in accesses] == [
         ("quads", True, "(threadIdx.x * 4)", 4, True),
         ("halves", True, "(8 * threadIdx.x)", 8, True),
@@ -201,8 +205,7 @@ def test_a_helper_handed_a_shared_array_is_walked_where_it_is_called(functions_o
     reference parameter writes the scalar it is bound to; a pointer parameter the helper moves
     is a write the walk does not follow."""
     (tmp_path / "helpers.cuh").write_text(HELPER_HEADER)
-    found = functions_of(HELPERS)
-    accesses = [a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"])) if a.shared]
+    accesses = _shared_accesses(functions_of(HELPERS))
     call_line = HELPERS.splitlines().index("  const float m = block_max(in[threadIdx.x], slots);") + 1
     assert [(a.pointer, a.is_write, render(a.offset), a.phase, a.followed) for a in accesses] == [
         ("slots", True, "(threadIdx.x / 32)", 0, True),
