@@ -1,6 +1,6 @@
 """``kernel-check test|build|sanitize``: the harness's command line.
 
-``src/kernel_check/cli.py`` dispatches these subcommands to ``main(argv)`` (argv[0] is the
+``src/kernel_check/cli.py`` dispatches these subcommands (and ``confirm``, confirm.py) to ``main(argv)`` (argv[0] is the
 subcommand). Exit status: 0 clean, 1 findings (errors; warnings too with ``--strict``),
 2 usage or internal error (no nvcc, no GPU, a broken spec) or a ``test`` run that
 ``--max-time`` stopped before it finished, 128 + the signal for one that SIGINT (130, Ctrl-C)
@@ -206,6 +206,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     _shard_option(build)
     _output_options(build)
+
+    confirm = sub.add_parser(
+        "confirm",
+        help="run each static finding's witness (KC4xx, KC112, KC170) on the GPU under the check that shows it, "
+        "and record the verdict for the static report (docs/confirm.md)",
+    )
+    confirm.add_argument("paths", nargs="+", type=Path, help="kernel sources, or folders holding them, to check")
+    confirm.add_argument(
+        "--spec",
+        dest="specs",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="SPEC",
+        help="a kernel spec (*_spec.py) or a folder of them (repeatable; default: the specs under PATH, "
+        "else one drafted as `spec new` drafts it)",
+    )
+    confirm.add_argument(
+        "--timeout", type=positive_seconds, default=300.0, help="seconds one finding's run may take (default 300)"
+    )
+    confirm.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="the cache holding the confirmations file (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)",
+    )
 
     sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
     sanitize.add_argument(
@@ -660,7 +686,95 @@ def _sanitize(args: argparse.Namespace, config: Config) -> int:
     return status
 
 
-COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize, "spec": _spec}
+def _confirm(args: argparse.Namespace, config: Config) -> int:
+    """``confirm PATH``: each static finding's witness run on the GPU (confirm.py), the verdicts
+    recorded in the project's confirmations file and printed as a table."""
+    import tempfile
+
+    from .. import confirmations
+    from .confirm import CHECKS, Machine, confirm_all, needed_specs, plan, render_table
+    from .run import gpu_name
+
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        raise UsageError(f"no such file or directory: {', '.join(missing)}")
+    gpus = visible_gpus()
+    if not gpus:
+        raise UsageError("no CUDA GPU visible: `confirm` runs each finding's witness on one (nothing was checked)")
+    _require_nvcc()
+    if find_sanitizer() is None:
+        raise UsageError("compute-sanitizer not found (it ships with the CUDA toolkit; set CUDA_HOME)")
+    root, findings = _static_findings(args, tuple(CHECKS))
+    progress = Progress()
+    with tempfile.TemporaryDirectory(prefix="kernel-check-confirm-") as scratch:
+        specs = _confirm_specs(args, findings, config, Path(scratch))
+        plans = [plan(f, specs) for f in findings]
+        to_build = needed_specs(plans)
+        progress.add(len(to_build))
+        builds = build_specs(to_build, lineinfo=True, on_done=progress_lines(progress), **_build_options(config))
+        machine = Machine(gpus[0], gpu_name(gpus[0]), Path(scratch), args.timeout)
+
+        def said(each: object, verdict: confirmations.Verdict) -> None:
+            progress.finished(verdict.summary()[:160])
+
+        progress.add(len(plans))
+        rows = confirm_all(plans, builds, machine, said)
+    store = confirmations.store_path(root, args.cache_dir)
+    written = confirmations.record(store, [(p.finding, v) for p, v in rows], root)
+    print(render_table(rows))
+    confirmed = sum(v.confirmed for _, v in rows)
+    print(
+        f"kernel-check: {confirmed} of {len(rows)} finding(s) confirmed on {machine.name}; "
+        + (f"recorded in {store}" if written else f"could not write {store}"),
+        file=sys.stderr,
+    )
+    return EXIT_FINDINGS if confirmed else EXIT_CLEAN
+
+
+def _static_findings(args: argparse.Namespace, selected: tuple[str, ...]) -> tuple[Path, list[Finding]]:
+    """The project root and the static findings of `selected` codes under `args.paths`, as
+    the static check reports them (configuration, suppressions and baseline applied)."""
+    from ..cli import build_check_parser, run_check
+    from ..cli_common import user_errors
+
+    flags = [*map(str, args.paths), "--select", ",".join(selected)]
+    if args.cache_dir is not None:
+        flags += ["--cache-dir", str(args.cache_dir)]
+    try:
+        run = run_check(build_check_parser().parse_args(flags))
+    except user_errors() as exc:
+        raise UsageError(str(exc)) from exc
+    return run.config.root, [f for f in finalize(run.results, run.policy).findings if f.code in selected]
+
+
+def _confirm_specs(
+    args: argparse.Namespace, findings: list[Finding], config: Config, scratch: Path
+) -> list[KernelSpec]:
+    """`--spec`'s specs (else those under PATH), and a draft (`spec new`) for each file with a
+    finding to confirm that none of them covers; a draft that does not load is said on stderr."""
+    from .draft import DraftError, draft_text
+
+    found = discover(args.specs or args.paths)
+    if args.specs and found.errors:
+        raise UsageError("cannot load specs:\n  " + "\n  ".join(found.errors))
+    specs = _with_config_defines(found.specs, config)
+    covered = {(Path(s.spec_path).parent / s.source).resolve() for s in specs}
+    wanted = sorted({Path(f.path).resolve() for f in findings if f.witness is not None} - covered)
+    for number, source in enumerate(wanted):
+        target = scratch / f"draft{number}_{source.stem}_spec.py"
+        try:
+            target.write_text(draft_text(source, target, defines=tuple(config.get("defines"))), encoding="utf-8")
+        except DraftError as exc:
+            print(f"kernel-check: {source}: no spec, and none could be drafted: {exc}", file=sys.stderr)
+            continue
+        drafted = discover([target])
+        for error in drafted.errors:
+            print(f"kernel-check: {source}: the drafted spec does not load: {error}", file=sys.stderr)
+        specs += _with_config_defines(drafted.specs, config)
+    return specs
+
+
+COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize, "spec": _spec, "confirm": _confirm}
 
 
 def main(argv: list[str]) -> int:
