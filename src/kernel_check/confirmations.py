@@ -73,7 +73,7 @@ def finding_key(finding: Finding, project_root: Path) -> str | None:
     if data is None:
         return None
     relative = root_relative(finding.path, project_root) or str(Path(finding.path).resolve())
-    position = f"{finding.line}:{finding.column}"
+    position = f"{finding.line}:{finding.location.column}"
     return digest(relative, finding.code, position, finding.message, data)
 
 

@@ -73,7 +73,9 @@ def counterexample(
     that launcher, its sizes and the shapes they give each tensor it verifies."""
     model_values = answer.model
     listed = list(symbols)
-    launcher, sizes, shapes = "", (), ()
+    launcher = ""
+    sizes: tuple[tuple[str, int], ...] = ()
+    shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if found is not None and found.launch >= 0:
         launcher = model.launches[found.launch].launcher.rsplit("::", 1)[-1]
         sizes = tuple((s.text, model_values[s.name]) for s in found.inputs if s.name in model_values)

@@ -147,9 +147,11 @@ def card_arch(gpus: tuple[str, ...]) -> int | None:
 def gpu_name(gpu: str) -> str:
     """The card's name as nvidia-smi gives it (`NVIDIA H100 80GB HBM3`) for a
     CUDA_VISIBLE_DEVICES value; "a GPU" when nvidia-smi cannot say."""
-    listing = _query_gpus("name") or ""
-    names = dict(tuple(part.strip() for part in line.split(",", 1)) for line in listing.splitlines() if "," in line)
-    return names.get(gpu, "a GPU")
+    for line in (_query_gpus("name") or "").splitlines():
+        index, _, name = line.partition(",")
+        if index.strip() == gpu and name.strip():
+            return name.strip()
+    return "a GPU"
 
 
 def arch_of(listing: str, gpus: tuple[str, ...]) -> int | None:
