@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO_ROOT, run_one
 
+from conftest import FIXTURES, REPO_ROOT, run_one
 from kernel_check import confirmations
 from kernel_check.finding import Counterexample, Finding
 from kernel_check.harness.cases import Case, CaseKind
@@ -116,7 +116,9 @@ def test_a_record_holds_until_the_file_changes(tmp_path: Path) -> None:
     store = tmp_path / "cache" / confirmations.STORE_NAME
     assert confirmations.record(store, [(finding, CONFIRMED)], tmp_path)
     (annotated,) = confirmations.annotate([finding], confirmations.load(store), tmp_path)
-    assert annotated.message == finding.message + "; confirmed on the GPU by memcheck, NVIDIA H100 80GB HBM3, 2026-12-06"
+    assert (
+        annotated.message == finding.message + "; confirmed on the GPU by memcheck, NVIDIA H100 80GB HBM3, 2026-12-06"
+    )
     source.write_text(source.read_text() + "// an edit\n")
     (after_edit,) = confirmations.annotate([finding], confirmations.load(store), tmp_path)
     assert after_edit.message == finding.message
