@@ -50,7 +50,7 @@ def test_the_witness_is_data(kc401: Finding) -> None:
     verified tensor's shape at them, the id and the first thread."""
     assert kc401.witness == Counterexample(
         kernel="unbounded_gather_kernel",
-        launcher="unbounded_gather",
+        launcher="sglang::unbounded_gather",
         sizes=(("D", 1), ("N", 1)),
         shapes=(("out", (1, 1)), ("table", (1, 1)), ("ids", (1,))),
         values=(("ids", 1),),
@@ -82,8 +82,12 @@ def test_the_case_the_witness_names(kc401: Finding, specs: list) -> None:
 def test_a_case_the_spec_cannot_state(kc401: Finding, specs: list) -> None:
     """No spec of the file, a fixed dim the witness contradicts, an input the spec lacks: each
     said, never a guessed case."""
-    assert plan(kc401, [s for s in specs if s.source != SOURCE.name]).why == "no spec of its file"
+    assert plan(kc401, [s for s in specs if s.source != SOURCE.name]).why.startswith("no spec of its file")
+    twin = [s for s in specs if s.name == "confirm_clamped_gather"]  # same file, another launcher
+    assert plan(kc401, twin).why == "no spec of its file and its launcher `sglang::unbounded_gather`"
     spec = specs[0]
+    renamed = dataclasses.replace(kc401.witness, shapes=(("cache", (1, 1)),))
+    assert witness_case(spec, "KC401", renamed) == "it has none of the witness's tensors (`cache`)"
     fixed = dataclasses.replace(spec.tensors[1], shape=("n", 8))
     narrow = dataclasses.replace(spec, args=(spec.args[0], fixed, spec.args[2]))
     assert witness_case(narrow, "KC401", kc401.witness) == "`table` dim 1 is 8 in the spec, 1 in the witness"

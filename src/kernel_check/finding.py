@@ -67,7 +67,7 @@ class Counterexample:
     does not say)."""
 
     kernel: str = ""  # the kernel's name
-    launcher: str = ""  # the function whose launch the sizes belong to ("" without a contract)
+    launcher: str = ""  # the function whose launch the sizes belong to, qualified ("" without a contract)
     sizes: tuple[tuple[str, int], ...] = ()
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     values: tuple[tuple[str, int], ...] = ()

@@ -77,7 +77,7 @@ def counterexample(
     sizes: tuple[tuple[str, int], ...] = ()
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if found is not None and found.launch >= 0:
-        launcher = model.launches[found.launch].launcher.rsplit("::", 1)[-1]
+        launcher = model.launches[found.launch].launcher
         sizes = tuple((s.text, model_values[s.name]) for s in found.inputs if s.name in model_values)
         shapes = _shapes(model, found.launch, model_values)
     return Counterexample(

@@ -72,11 +72,25 @@ class Plan:
 
 
 def specs_for(finding: Finding, specs: Sequence[KernelSpec]) -> list[KernelSpec]:
-    """The specs of the finding's source file; those of the witness's launcher first."""
+    """The specs of the finding's source file that can run its witness: where the witness
+    comes from a launch's contract, those of that launcher (`K<>::run` is `ns::K<T>::run`)."""
     source = Path(finding.path).resolve()
     matching = [s for s in specs if (Path(s.spec_path).parent / s.source).resolve() == source]
-    launcher = finding.witness.launcher if finding.witness is not None else ""
-    return sorted(matching, key=lambda s: s.launcher_name != launcher)
+    launcher = _untemplated(finding.witness.launcher) if finding.witness is not None else ""
+    if not launcher:
+        return matching
+    return [s for s in matching if f"::{launcher}".endswith(f"::{_untemplated(s.symbol)}")]
+
+
+def _untemplated(name: str) -> str:
+    """`ns::K<T, 8>::run` -> `ns::K::run`: a name without its template arguments."""
+    depth, kept = 0, []
+    for char in name:
+        depth += char == "<"
+        if depth == 0:
+            kept.append(char)
+        depth -= char == ">" and depth > 0
+    return "".join(kept)
 
 
 def plan(finding: Finding, specs: Sequence[KernelSpec]) -> Plan:
@@ -87,7 +101,8 @@ def plan(finding: Finding, specs: Sequence[KernelSpec]) -> Plan:
         return Plan(finding, why="the finding has no witness (the solver named no values)")
     candidates = specs_for(finding, specs)
     if not candidates:
-        return Plan(finding, why="no spec of its file")
+        launcher = f" and its launcher `{finding.witness.launcher}`" if finding.witness.launcher else ""
+        return Plan(finding, why=f"no spec of its file{launcher}")
     whys = []
     for spec in candidates:
         case = witness_case(spec, finding.code, finding.witness)
@@ -127,11 +142,14 @@ def witness_axes(spec: KernelSpec, witness: Counterexample) -> dict[str, int] | 
     """The spec's grid axes the witness's tensor shapes decide (a dim that is an axis's name),
     or where a shape contradicts the spec (a fixed dim, an axis given two values)."""
     tensors = {t.name: t for t in spec.tensors}
+    stated = [(tensors[name], dims) for name, dims in witness.shapes if name in tensors]
+    if witness.shapes and not stated:
+        return f"it has none of the witness's tensors ({', '.join(f'`{name}`' for name, _ in witness.shapes)})"
     axes: dict[str, int] = {}
-    for name, dims in witness.shapes:
-        tensor = tensors.get(name)
-        if tensor is None or len(tensor.shape) != len(dims):
-            continue  # a tensor the spec names otherwise, or views at another rank: the spec's sizes
+    for tensor, dims in stated:
+        name = tensor.name
+        if len(tensor.shape) != len(dims):
+            continue  # a view at another rank: the spec's sizes for it
         for position, (dim, value) in enumerate(zip(tensor.shape, dims)):
             if isinstance(dim, int):
                 if dim != value:
