@@ -47,7 +47,7 @@ from ..config import Config, ConfigError, load_config, print_warnings
 from ..diff import DiffError
 from ..finalize import BUILD_STAGES, SANITIZE_STAGES, TEST_STAGES, Policy, filter_results, finalize, record_baseline
 from ..finding import Finding
-from .build import build_specs, progress_lines
+from .build import SpecBuilds, build_specs, progress_lines
 from .discover import discover
 from .process import stop_all
 from .report import Progress, reference_note, render_table
@@ -711,14 +711,15 @@ def _confirm(args: argparse.Namespace, config: Config) -> int:
         plans = [plan(f, specs) for f in findings]
         to_build = needed_specs(plans)
         progress.add(len(to_build))
-        builds = build_specs(to_build, lineinfo=True, on_done=progress_lines(progress), **_build_options(config))
+        built = progress_lines(progress)
+        builds = build_specs(to_build, lineinfo=True, on_done=built, **_build_options(config)) if to_build else None
         machine = Machine(gpus[0], gpu_name(gpus[0]), Path(scratch), args.timeout)
 
         def said(each: object, verdict: confirmations.Verdict) -> None:
             progress.finished(verdict.summary()[:160])
 
         progress.add(len(plans))
-        rows = confirm_all(plans, builds, machine, said)
+        rows = confirm_all(plans, builds or SpecBuilds(), machine, said)
     store = confirmations.store_path(root, args.cache_dir)
     written = confirmations.record(store, [(p.finding, v) for p, v in rows], root)
     print(render_table(rows))
