@@ -598,7 +598,22 @@ def command_server(argv: Sequence[str]) -> int:
 def command_harness(argv: Sequence[str]) -> int:
     from .harness.cli import main as harness_main
 
-    return harness_main(list(argv))
+    return harness_main(list(argv), static_findings)
+
+
+def static_findings(
+    paths: Sequence[Path], selected: Sequence[str], cache_dir: Path | None
+) -> tuple[Path, list[Finding]]:
+    """The project root, and the static findings of the `selected` codes under `paths` as the
+    static check reports them (configuration, suppressions and baseline applied): what
+    `kernel-check confirm` confirms."""
+    from .finalize import finalize
+
+    flags = [*map(str, paths), "--select", ",".join(selected)]
+    if cache_dir is not None:
+        flags += ["--cache-dir", str(cache_dir)]
+    run = run_check(build_check_parser().parse_args(flags))
+    return run.config.root, [f for f in finalize(run.results, run.policy).findings if f.code in selected]
 
 
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {

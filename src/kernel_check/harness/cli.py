@@ -17,7 +17,7 @@ import fnmatch
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ..baseline import BaselineError
@@ -686,7 +686,12 @@ def _sanitize(args: argparse.Namespace, config: Config) -> int:
     return status
 
 
-def _confirm(args: argparse.Namespace, config: Config) -> int:
+# the static check's findings of some codes under some paths, with the project root: what
+# `kernel_check.cli` hands `main` for `confirm` (this module imports nothing of the command line)
+StaticFindings = Callable[[Sequence[Path], Sequence[str], "Path | None"], tuple[Path, list[Finding]]]
+
+
+def _confirm(args: argparse.Namespace, config: Config, static_findings: StaticFindings | None) -> int:
     """``confirm PATH``: each static finding's witness run on the GPU (confirm.py), the verdicts
     recorded in the project's confirmations file and printed as a table."""
     import tempfile
@@ -704,7 +709,9 @@ def _confirm(args: argparse.Namespace, config: Config) -> int:
     _require_nvcc()
     if find_sanitizer() is None:
         raise UsageError("compute-sanitizer not found (it ships with the CUDA toolkit; set CUDA_HOME)")
-    root, findings = _static_findings(args, tuple(CHECKS))
+    if static_findings is None:
+        raise UsageError("`confirm` runs the static check first: run it as `kernel-check confirm`")
+    root, findings = static_findings(args.paths, tuple(CHECKS), args.cache_dir)
     progress = Progress()
     with tempfile.TemporaryDirectory(prefix="kernel-check-confirm-") as scratch:
         specs = _confirm_specs(args, findings, config, Path(scratch))
@@ -730,22 +737,6 @@ def _confirm(args: argparse.Namespace, config: Config) -> int:
         file=sys.stderr,
     )
     return EXIT_FINDINGS if confirmed else EXIT_CLEAN
-
-
-def _static_findings(args: argparse.Namespace, selected: tuple[str, ...]) -> tuple[Path, list[Finding]]:
-    """The project root and the static findings of `selected` codes under `args.paths`, as
-    the static check reports them (configuration, suppressions and baseline applied)."""
-    from ..cli import build_check_parser, run_check
-    from ..cli_common import user_errors
-
-    flags = [*map(str, args.paths), "--select", ",".join(selected)]
-    if args.cache_dir is not None:
-        flags += ["--cache-dir", str(args.cache_dir)]
-    try:
-        run = run_check(build_check_parser().parse_args(flags))
-    except user_errors() as exc:
-        raise UsageError(str(exc)) from exc
-    return run.config.root, [f for f in finalize(run.results, run.policy).findings if f.code in selected]
 
 
 def _confirm_specs(
@@ -775,12 +766,16 @@ def _confirm_specs(
     return specs
 
 
-COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize, "spec": _spec, "confirm": _confirm}
+COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize, "spec": _spec}
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], static_findings: StaticFindings | None = None) -> int:
+    """`static_findings`: the static check, which `confirm` runs first (`kernel_check.cli`
+    hands it in)."""
     try:
         args = _parser().parse_args(argv)
+        if args.command == "confirm":
+            return _confirm(args, _config(args), static_findings)
         return COMMANDS[args.command](args, _config(args))
     except SystemExit as exit_:  # argparse's --help (0)
         return EXIT_CLEAN if exit_.code == 0 else EXIT_USAGE
