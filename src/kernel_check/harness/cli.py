@@ -1,7 +1,8 @@
-"""``kernel-check test|build|sanitize``: the harness's command line.
+"""``kernel-check test|build|sanitize|spec|confirm``: the harness's command line.
 
-``src/kernel_check/cli.py`` dispatches these subcommands (and ``confirm``, confirm.py) to ``main(argv)`` (argv[0] is the
-subcommand). Exit status: 0 clean, 1 findings (errors; warnings too with ``--strict``),
+``src/kernel_check/cli.py`` dispatches these subcommands to ``main(argv)`` (argv[0] is the
+subcommand; ``confirm``, confirm.py, gets the static check handed in too). Exit status: 0
+clean, 1 findings (errors; warnings too with ``--strict``; for ``confirm``, a confirmed one),
 2 usage or internal error (no nvcc, no GPU, a broken spec) or a ``test`` run that
 ``--max-time`` stopped before it finished, 128 + the signal for one that SIGINT (130, Ctrl-C)
 or SIGTERM (143) stopped (what finished is still reported). Ctrl-C in the other commands
@@ -697,7 +698,7 @@ def _confirm(args: argparse.Namespace, config: Config, static_findings: StaticFi
     import tempfile
 
     from .. import confirmations
-    from .confirm import CHECKS, Machine, confirm_all, needed_specs, plan, render_table
+    from .confirm import CHECKS, Machine, Plan, confirm_all, needed_specs, plan, render_table
     from .run import gpu_name
 
     missing = [str(p) for p in args.paths if not p.exists()]
@@ -722,7 +723,7 @@ def _confirm(args: argparse.Namespace, config: Config, static_findings: StaticFi
         builds = build_specs(to_build, lineinfo=True, on_done=built, **_build_options(config)) if to_build else None
         machine = Machine(gpus[0], gpu_name(gpus[0]), Path(scratch), args.timeout)
 
-        def said(each: object, verdict: confirmations.Verdict) -> None:
+        def said(each: Plan, verdict: confirmations.Verdict) -> None:
             progress.finished(verdict.summary()[:160])
 
         progress.add(len(plans))
