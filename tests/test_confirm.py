@@ -60,6 +60,23 @@ def test_the_witness_is_data(kc401: Finding) -> None:
     assert "for D = 1, N = 1 (`table` is [N, D]), `ids[blockIdx.x]` = 1" in kc401.message
 
 
+@pytest.mark.parametrize(
+    ("fixture", "code", "expected"),
+    [
+        # KC112: the launcher's overflowing size and the shapes it gives (a contract's witness)
+        ("kc112_witness_from_contract", "KC112", {"sizes": (("N", 4294967297),), "block_dim": (256, 1, 1)}),
+        # KC405: the input to fill, by the tensor the converted value is read from
+        ("kc405_unguarded_narrowing_conversion", "KC405", {"kernel": "fires", "fill": (("x", "nan"),)}),
+        # KC404: the block's shape and a thread of the race
+        ("kc404_shared_read_write_race", "KC404", {"kernel": "races", "block_dim": (33, 1, 1)}),
+    ],
+)
+def test_other_classes_carry_their_witness(fixture: str, code: str, expected: dict) -> None:
+    first = next(f for f in run_one(FIXTURES / "cpp" / f"{fixture}.cuh").findings if f.code == code)
+    assert first.witness is not None
+    assert {name: getattr(first.witness, name) for name in expected} == expected
+
+
 def test_the_witness_survives_the_result_cache_and_the_reports(kc401: Finding) -> None:
     assert decode(json.loads(json.dumps(encode(kc401)))).witness == kc401.witness
     (row,) = json.loads(render([kc401], "json", root=REPO_ROOT))
