@@ -298,10 +298,10 @@ def _interrupt_once_files_are_done(project: Path, cache: Path) -> tuple[subproce
 def test_help_lists_the_subcommands_and_every_argument_is_described(tmp_path: Path) -> None:
     top = cli("--help", cwd=tmp_path)
     assert top.returncode == 0
-    for command in ("rules", "rule CODE", "clean", "build", "test", "sanitize", "server"):
+    for command in ("rules", "rule CODE", "clean", "build", "test", "sanitize", "server", "confirm"):
         assert f"kernel-check {command}" in top.stdout.decode()
     parsers = kernel_check_cli.all_parsers()
-    assert set(parsers) == {"check", "rule", "rules", "clean", "build", "test", "sanitize", "spec", "server"}
+    assert set(parsers) == {"check", "rule", "rules", "clean", "build", "test", "sanitize", "spec", "server", "confirm"}
     for name, parser in parsers.items():
         undescribed = [a.option_strings or a.dest for a in parser._actions if not a.help]
         assert undescribed == [], name

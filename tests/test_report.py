@@ -231,6 +231,7 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
         "detail",
         "file_status",
         "shard",
+        "witness",
     ]
     assert rows[0] == {
         "code": "KC999",
@@ -247,6 +248,7 @@ def test_json_objects(project: Path, registered: registry.RuleMeta) -> None:
         "detail": "",
         "file_status": None,  # the caller gave no statuses
         "shard": None,  # not a shard of a harness run
+        "witness": None,  # no solver's values
     }
     assert rows[1]["name"] == "KC901"
     assert rows[1]["related"] == [

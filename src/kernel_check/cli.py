@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` n
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command that Ctrl-C ended
-HARNESS_COMMANDS = ("build", "test", "sanitize", "spec")
+HARNESS_COMMANDS = ("build", "test", "sanitize", "spec", "confirm")
 SUBCOMMANDS_HELP = """\
 commands:
   kernel-check [PATH ...]        static check (default: the current directory)
@@ -58,6 +58,7 @@ commands:
   kernel-check sanitize -- CMD   run a command under compute-sanitizer
   kernel-check spec new FILE.cuh draft a kernel spec from the code (docs/harness.md)
   kernel-check spec check PATH   compile every instantiation of the specs, no GPU
+  kernel-check confirm PATH      run static findings' witnesses on the GPU (docs/confirm.md)
   kernel-check server            language server for editors (docs/editors.md)
 
 `kernel-check COMMAND --help` describes a command's options."""
@@ -366,7 +367,7 @@ def command_check(argv: Sequence[str]) -> int:
         fixed=run.fixed,
     )
     report = render(
-        verdict.findings,
+        _with_confirmations(verdict.findings, run.config.root, args.cache_dir),
         args.format,
         root=run.config.root,
         statistics=args.statistics,
@@ -378,6 +379,14 @@ def command_check(argv: Sequence[str]) -> int:
         report = "\n".join(line for line in report.splitlines() if not line.startswith(("Found ", "All checks")))
     emit(report, args.output)
     return verdict.exit_status(args.exit_zero)
+
+
+def _with_confirmations(findings: list[Finding], root: Path, cache_dir: Path | None) -> list[Finding]:
+    """Each finding `kernel-check confirm` confirmed on the GPU (a valid record in the
+    project's confirmations file) with the verdict at the end of its message."""
+    from .confirmations import annotate, load, store_path
+
+    return annotate(findings, load(store_path(root, cache_dir)), root)
 
 
 def _check_statistics_format(args: argparse.Namespace) -> None:
@@ -589,7 +598,22 @@ def command_server(argv: Sequence[str]) -> int:
 def command_harness(argv: Sequence[str]) -> int:
     from .harness.cli import main as harness_main
 
-    return harness_main(list(argv))
+    return harness_main(list(argv), static_findings)
+
+
+def static_findings(
+    paths: Sequence[Path], selected: Sequence[str], cache_dir: Path | None
+) -> tuple[Path, list[Finding]]:
+    """The project root, and the static findings of the `selected` codes under `paths` as the
+    static check reports them (configuration, suppressions and baseline applied): what
+    `kernel-check confirm` confirms."""
+    from .finalize import finalize
+
+    flags = [*map(str, paths), "--select", ",".join(selected)]
+    if cache_dir is not None:
+        flags += ["--cache-dir", str(cache_dir)]
+    run = run_check(build_check_parser().parse_args(flags))
+    return run.config.root, [f for f in finalize(run.results, run.policy).findings if f.code in selected]
 
 
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {

@@ -55,6 +55,55 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Counterexample:
+    """The values a static finding's solver chose under which the defect happens, as data
+    (the message says them in words): what `kernel-check confirm` builds its GPU case from.
+
+    `sizes` are the launcher's sizes as its code names them (`N = 4096`); `shapes` the
+    tensors those sizes give, by the launcher's parameter names; `values` the ids read from
+    memory, by the tensor they are read from; `fill` an input to fill with non-finite or
+    out-of-range values (KC405's, "nan"); `thread`, `block` and `block_dim` the first
+    thread that goes wrong, its block and the block's shape ((x, y, z), () where the finding
+    does not say)."""
+
+    kernel: str = ""  # the kernel's name
+    launcher: str = ""  # the function whose launch the sizes belong to, qualified ("" without a contract)
+    sizes: tuple[tuple[str, int], ...] = ()
+    shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    values: tuple[tuple[str, int], ...] = ()
+    fill: tuple[tuple[str, str], ...] = ()
+    thread: tuple[int, ...] = ()
+    block: tuple[int, ...] = ()
+    block_dim: tuple[int, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        """The report's form: each field by name, pairs as objects."""
+        return {
+            "kernel": self.kernel,
+            "launcher": self.launcher,
+            "sizes": dict(self.sizes),
+            "shapes": {name: list(dims) for name, dims in self.shapes},
+            "values": dict(self.values),
+            "fill": dict(self.fill),
+            "thread": list(self.thread),
+            "block": list(self.block),
+            "block_dim": list(self.block_dim),
+        }
+
+    def describe(self) -> str:
+        """`N=1 S=1 cache=[1,128] loc=-1 thread (0,0,0)`: one line for a table."""
+        parts = [f"{name}={value}" for name, value in self.sizes]
+        parts += [f"{name}=[{','.join(map(str, dims))}]" for name, dims in self.shapes]
+        parts += [f"{name}:={value}" for name, value in self.values]
+        parts += [f"{name}:={how}" for name, how in self.fill]
+        if self.block_dim:
+            parts.append(f"block of ({','.join(map(str, self.block_dim))})")
+        if self.thread:
+            parts.append(f"thread ({','.join(map(str, self.thread))})")
+        return " ".join(parts) or "-"
+
+
+@dataclass(frozen=True)
 class Finding:
     """One diagnostic. `code` is stable (KC101, KD201...); `severity` may be remapped by config."""
 
@@ -66,6 +115,8 @@ class Finding:
     fix: Fix | None = None
     detail: str = ""
     source_line: str = field(default="", compare=False)
+    # the solver's values, where a static rule found them (KC4xx, KC112, KC170)
+    witness: Counterexample | None = field(default=None, compare=False)
 
     @property
     def path(self) -> str:

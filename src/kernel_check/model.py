@@ -939,6 +939,7 @@ class Symbol:
     low: int  # the range of its type
     high: int
     span: Span | None = None  # where a load reads
+    pointer: str = ""  # the tensor a load reads from, as written (`loc`, `params.ids`)
 
 
 @dataclass(frozen=True)

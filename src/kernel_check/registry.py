@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from .codes import TABLE, Code, Language
-from .finding import Finding, Fix, Location, Related, Severity
+from .finding import Counterexample, Finding, Fix, Location, Related, Severity
 
 __all__ = [
     "Language",
@@ -149,6 +149,7 @@ class RuleContext:
         related: Iterable[Related] = (),
         fix: Fix | None = None,
         detail: str = "",
+        witness: Counterexample | None = None,
     ) -> Finding:
         return Finding(
             code=self.meta.code,
@@ -158,6 +159,7 @@ class RuleContext:
             related=tuple(related),
             fix=fix,
             detail=detail,
+            witness=witness,
         )
 
 

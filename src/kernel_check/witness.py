@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from . import solver
 from .clang.symbolic import mentions, symbol_names
+from .finding import Counterexample
 from .model import Function, LaunchContract, Symbol, SymbolKind, Term
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
@@ -50,10 +51,96 @@ class Binding:
 class Witness:
     answer: Answer
     inputs: tuple[Symbol, ...]
+    launch: int = -1  # the launch whose contract gave the inputs (an index of `SourceModel.launches`)
 
     def shape(self) -> str:
         """`N = 4096, D = 128`: each input with its value."""
         return ", ".join(f"{s.text} = {self.answer.model.get(s.name, 0)}" for s in self.inputs)
+
+
+def counterexample(
+    model: SemanticModel,
+    kernel: Function,
+    answer: Answer,
+    symbols: Iterable[Symbol],
+    found: Witness | None = None,
+    *,
+    values: Iterable[tuple[str, int]] = (),
+    fill: Iterable[tuple[str, str]] = (),
+) -> Counterexample:
+    """A finding's witness as data (`finding.Counterexample`): the kernel, the thread and
+    block `answer` chose among `symbols`, and where `found` came from a launch's contract,
+    that launcher, its sizes and the shapes they give each tensor it verifies."""
+    model_values = answer.model
+    listed = list(symbols)
+    launcher = ""
+    sizes: tuple[tuple[str, int], ...] = ()
+    shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    if found is not None and found.launch >= 0:
+        launcher = model.launches[found.launch].launcher
+        sizes = tuple((s.text, model_values[s.name]) for s in found.inputs if s.name in model_values)
+        shapes = _shapes(model, found.launch, model_values)
+    return Counterexample(
+        kernel=kernel.name,
+        launcher=launcher,
+        sizes=sizes,
+        shapes=shapes,
+        values=tuple(values),
+        fill=tuple(fill),
+        thread=_triple(listed, model_values, SymbolKind.THREAD),
+        block=_triple(listed, model_values, SymbolKind.BLOCK),
+        block_dim=_axes(model_values, "blockDim"),
+    )
+
+
+def _shapes(model: SemanticModel, launch: int, values: Mapping[str, int]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Each tensor the launch's matchers verify, with its dims at `values` (those whose every
+    dim the witness decides)."""
+    contract = model.contract_at(launch)
+    if contract is None:
+        return ()
+    host = _host_names(contract)
+    shapes = []
+    for tensor, dims in contract.extents:
+        evaluated = [evaluate(solver.renamed(d, host), values) for d in dims]
+        if dims and all(d is not None for d in evaluated):
+            shapes.append((tensor, tuple(int(d) for d in evaluated if d is not None)))
+    return tuple(shapes)
+
+
+def _triple(symbols: list[Symbol], values: Mapping[str, int], kind: SymbolKind) -> tuple[int, ...]:
+    """(x, y, z) of the thread or block index symbols `values` gives (0 on an axis it does
+    not name); () when it names none."""
+    named = {s.name.rsplit(".", 1)[-1]: values[s.name] for s in symbols if s.kind is kind and s.name in values}
+    return tuple(named.get(axis, 0) for axis in "xyz") if named else ()
+
+
+def _axes(values: Mapping[str, int], prefix: str) -> tuple[int, ...]:
+    """(x, y, z) of `blockDim` where `values` gives it (1 on an axis it leaves out)."""
+    named = {axis: values[f"{prefix}.{axis}"] for axis in "xyz" if f"{prefix}.{axis}" in values}
+    return tuple(named.get(axis, 1) for axis in "xyz") if named else ()
+
+
+def evaluate(term: Term, values: Mapping[str, int]) -> int | None:
+    """An integer term's value under `values` (C's truncating division); None where it names
+    a symbol `values` leaves out, divides by zero, or is not arithmetic."""
+    if term.op == "const":
+        return term.value
+    if term.op == "sym":
+        return values.get(term.name)
+    if term.op not in ("+", "-", "*", "/", "%") or len(term.args) != 2:
+        return None
+    left, right = (evaluate(a, values) for a in term.args)
+    if left is None or right is None or (term.op in "/%" and right == 0):
+        return None
+    if term.op == "+":
+        return left + right
+    if term.op == "-":
+        return left - right
+    if term.op == "*":
+        return left * right
+    quotient = abs(left) // abs(right) * (1 if (left < 0) == (right < 0) else -1)
+    return quotient if term.op == "/" else left - quotient * right
 
 
 def bindings(model: SemanticModel, kernel: Function, symbols: Iterable[Symbol]) -> Iterator[tuple[int, Binding | None]]:
@@ -99,17 +186,31 @@ def tensor_extent(
 ) -> tuple[str, tuple[Term, ...]] | None:
     """The tensor a kernel's pointer (`table`, `params.cache`) is at a launch, and its dims
     from the launcher's matcher chains (renamed as `Binding` names them)."""
+    tensor = tensor_at(model, kernel, pointer, launch)
+    contract = model.contract_at(launch)
+    if tensor is None or contract is None:
+        return None
+    host = _host_names(contract)
+    dims = dict(contract.extents).get(tensor)
+    return (tensor, tuple(solver.renamed(d, host) for d in dims)) if dims else None
+
+
+def tensor_at(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> str | None:
+    """The launcher's tensor whose data a kernel's pointer (`ids`, `params.loc`) receives at
+    a launch; None where the launch hands it no tensor's data."""
     head, _, field = pointer.partition(".")
     position = _parameter(kernel, head)
     argument = next(
         (a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")), None
     )
-    contract = model.contract_at(launch)
-    if argument is None or contract is None:
-        return None
-    host = _host_names(contract)
-    dims = dict(contract.extents).get(argument.tensor)
-    return (argument.tensor, tuple(solver.renamed(d, host) for d in dims)) if dims else None
+    return argument.tensor if argument is not None else None
+
+
+def tensor_of(model: SemanticModel, kernel: Function, pointer: str, launch: int = -1) -> str:
+    """`tensor_at` the given launch, else at the first launch of the kernel that hands the
+    pointer a tensor; "" where none does."""
+    launches = [launch] if launch >= 0 else model.launch_indices_of(kernel.usr)
+    return next((t for i in launches if (t := tensor_at(model, kernel, pointer, i)) is not None), "")
 
 
 def _host_names(contract: LaunchContract) -> dict[str, str]:

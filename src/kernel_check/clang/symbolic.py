@@ -205,9 +205,17 @@ class _Walk:
     block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
 
     # -- symbols -----------------------------------------------------------------------------
-    def symbol(self, name: str, kind: SymbolKind, text: str, bounds: tuple[int, int], span: Span | None = None) -> Term:
+    def symbol(
+        self,
+        name: str,
+        kind: SymbolKind,
+        text: str,
+        bounds: tuple[int, int],
+        span: Span | None = None,
+        pointer: str = "",
+    ) -> Term:
         if name not in self.symbols:
-            self.symbols[name] = Symbol(name, kind, text, bounds[0], bounds[1], span)
+            self.symbols[name] = Symbol(name, kind, text, bounds[0], bounds[1], span, pointer)
         return Term("sym", name=name)
 
     def opaque(self, expr: Expr | None) -> Term:
@@ -712,7 +720,9 @@ class _Walk:
         key = (pointer.base, offset)
         if key not in self.loads:
             text = _spelled(expr) or expr_text(pointer.base, offset)
-            self.loads[key] = self.symbol(f"load{len(self.loads)}", SymbolKind.LOAD, text, _range(expr.type), expr.span)
+            self.loads[key] = self.symbol(
+                f"load{len(self.loads)}", SymbolKind.LOAD, text, _range(expr.type), expr.span, pointer.base
+            )
         return self.loads[key]
 
     def record(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...], *, is_write: bool) -> None:

@@ -122,6 +122,8 @@ class Case:
     sizes: tuple[tuple[str, int], ...]
     bad: BadInput | None = None
     profile: ValueProfile | None = None
+    # inputs filled with one value everywhere: a static finding's witness (its id, `confirm.py`)
+    fills: tuple[tuple[str, int], ...] = ()
 
     @property
     def size_map(self) -> dict[str, int]:
@@ -132,7 +134,32 @@ class Case:
         shape = " ".join(f"{k}={v}" for k, v in self.sizes)
         suffix = f" [{self.bad.label}]" if self.bad else ""
         suffix += f" [{self.profile.label}]" if self.profile else ""
+        suffix += "".join(f" [{name}={value} everywhere]" for name, value in self.fills)
         return f"{self.kind.value} {shape}{suffix}"
+
+    def to_json(self) -> dict:
+        """A case planned outside the spec (`confirm.py`), for the child that runs it (no bad input)."""
+        profile = self.profile
+        return {
+            "index": self.index,
+            "inst": self.inst,
+            "kind": self.kind.value,
+            "sizes": [list(pair) for pair in self.sizes],
+            "profile": [profile.tensor, profile.name, profile.contract] if profile is not None else None,
+            "fills": [list(pair) for pair in self.fills],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Case:
+        profile = data.get("profile")
+        return cls(
+            index=int(data["index"]),
+            inst=str(data["inst"]),
+            kind=CaseKind(data["kind"]),
+            sizes=tuple((str(k), int(v)) for k, v in data["sizes"]),
+            profile=ValueProfile(*profile) if profile else None,
+            fills=tuple((str(k), int(v)) for k, v in data.get("fills", ())),
+        )
 
 
 def shape_of(tensor: Tensor, sizes: Sizes) -> tuple[int, ...]:

@@ -53,6 +53,9 @@ class Job:
     # may be fewer than its file declares (``--shard``): the child plans the same cases from
     # them, so that case numbers agree; None: every one
     instantiations: list[str] | None = None
+    # cases planned outside the spec (`Case.to_json`: a static finding's witness, confirm.py),
+    # run instead of the mode's plan
+    cases: list[dict] = field(default_factory=list)
 
     @classmethod
     def of(cls, spec: KernelSpec, mode: str, libraries: dict[str, str], **fields: Any) -> Job:
@@ -72,8 +75,10 @@ def emit(event: str, **data: object) -> None:
 
 
 def plan(job: Job, spec: KernelSpec) -> list[Case]:
-    from .cases import plan_bandwidth, plan_cases, plan_sanitize
+    from .cases import Case, plan_bandwidth, plan_cases, plan_sanitize
 
+    if job.cases:
+        return [Case.from_json(c) for c in job.cases]
     if job.mode == "sanitize":
         return plan_sanitize(spec, job.tool)
     if job.mode == "bandwidth":

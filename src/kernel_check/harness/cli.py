@@ -1,7 +1,8 @@
-"""``kernel-check test|build|sanitize``: the harness's command line.
+"""``kernel-check test|build|sanitize|spec|confirm``: the harness's command line.
 
 ``src/kernel_check/cli.py`` dispatches these subcommands to ``main(argv)`` (argv[0] is the
-subcommand). Exit status: 0 clean, 1 findings (errors; warnings too with ``--strict``),
+subcommand; ``confirm``, confirm.py, gets the static check handed in too). Exit status: 0
+clean, 1 findings (errors; warnings too with ``--strict``; for ``confirm``, a confirmed one),
 2 usage or internal error (no nvcc, no GPU, a broken spec) or a ``test`` run that
 ``--max-time`` stopped before it finished, 128 + the signal for one that SIGINT (130, Ctrl-C)
 or SIGTERM (143) stopped (what finished is still reported). Ctrl-C in the other commands
@@ -17,7 +18,7 @@ import fnmatch
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ..baseline import BaselineError
@@ -47,7 +48,7 @@ from ..config import Config, ConfigError, load_config, print_warnings
 from ..diff import DiffError
 from ..finalize import BUILD_STAGES, SANITIZE_STAGES, TEST_STAGES, Policy, filter_results, finalize, record_baseline
 from ..finding import Finding
-from .build import build_specs, progress_lines
+from .build import SpecBuilds, build_specs, progress_lines
 from .discover import discover
 from .process import stop_all
 from .report import Progress, reference_note, render_table
@@ -206,6 +207,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     _shard_option(build)
     _output_options(build)
+
+    confirm = sub.add_parser(
+        "confirm",
+        help="run each static finding's witness (KC4xx, KC112, KC170) on the GPU under the check that shows it, "
+        "and record the verdict for the static report (docs/confirm.md)",
+    )
+    confirm.add_argument("paths", nargs="+", type=Path, help="kernel sources, or folders holding them, to check")
+    confirm.add_argument(
+        "--spec",
+        dest="specs",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="SPEC",
+        help="a kernel spec (*_spec.py) or a folder of them (repeatable; default: the specs under PATH, "
+        "else one drafted as `spec new` drafts it)",
+    )
+    confirm.add_argument(
+        "--timeout", type=positive_seconds, default=300.0, help="seconds one finding's run may take (default 300)"
+    )
+    confirm.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="the cache holding the confirmations file (default: $KERNEL_CHECK_CACHE_DIR, else ~/.cache/kernel-check)",
+    )
 
     sanitize = sub.add_parser("sanitize", help="run a command under compute-sanitizer: sanitize -- CMD...")
     sanitize.add_argument(
@@ -660,12 +687,96 @@ def _sanitize(args: argparse.Namespace, config: Config) -> int:
     return status
 
 
+# the static check's findings of some codes under some paths, with the project root: what
+# `kernel_check.cli` hands `main` for `confirm` (this module imports nothing of the command line)
+StaticFindings = Callable[[Sequence[Path], Sequence[str], "Path | None"], tuple[Path, list[Finding]]]
+
+
+def _confirm(args: argparse.Namespace, config: Config, static_findings: StaticFindings | None) -> int:
+    """``confirm PATH``: each static finding's witness run on the GPU (confirm.py), the verdicts
+    recorded in the project's confirmations file and printed as a table."""
+    import tempfile
+
+    from .. import confirmations
+    from .confirm import CHECKS, Machine, Plan, confirm_all, needed_specs, plan, render_table
+    from .run import gpu_name
+
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        raise UsageError(f"no such file or directory: {', '.join(missing)}")
+    gpus = visible_gpus()
+    if not gpus:
+        raise UsageError("no CUDA GPU visible: `confirm` runs each finding's witness on one (nothing was checked)")
+    _require_nvcc()
+    if find_sanitizer() is None:
+        raise UsageError("compute-sanitizer not found (it ships with the CUDA toolkit; set CUDA_HOME)")
+    if static_findings is None:
+        raise UsageError("`confirm` runs the static check first: run it as `kernel-check confirm`")
+    root, findings = static_findings(args.paths, tuple(CHECKS), args.cache_dir)
+    progress = Progress()
+    with tempfile.TemporaryDirectory(prefix="kernel-check-confirm-") as scratch:
+        specs = _confirm_specs(args, findings, config, Path(scratch))
+        plans = [plan(f, specs) for f in findings]
+        to_build = needed_specs(plans)
+        progress.add(len(to_build))
+        built = progress_lines(progress)
+        builds = build_specs(to_build, lineinfo=True, on_done=built, **_build_options(config)) if to_build else None
+        machine = Machine(gpus[0], gpu_name(gpus[0]), Path(scratch), args.timeout)
+
+        def said(each: Plan, verdict: confirmations.Verdict) -> None:
+            progress.finished(verdict.summary()[:160])
+
+        progress.add(len(plans))
+        rows = confirm_all(plans, builds or SpecBuilds(), machine, said)
+    store = confirmations.store_path(root, args.cache_dir)
+    written = confirmations.record(store, [(p.finding, v) for p, v in rows], root)
+    print(render_table(rows))
+    confirmed = sum(v.confirmed for _, v in rows)
+    print(
+        f"kernel-check: {confirmed} of {len(rows)} finding(s) confirmed on {machine.name}; "
+        + (f"recorded in {store}" if written else f"could not write {store}"),
+        file=sys.stderr,
+    )
+    return EXIT_FINDINGS if confirmed else EXIT_CLEAN
+
+
+def _confirm_specs(
+    args: argparse.Namespace, findings: list[Finding], config: Config, scratch: Path
+) -> list[KernelSpec]:
+    """`--spec`'s specs (else those under PATH), and a draft (`spec new`) for each file with a
+    finding to confirm that none of them covers; a draft that does not load is said on stderr."""
+    from .draft import DraftError, draft_text
+
+    found = discover(args.specs or args.paths)
+    if args.specs and found.errors:
+        raise UsageError("cannot load specs:\n  " + "\n  ".join(found.errors))
+    specs = _with_config_defines(found.specs, config)
+    covered = {(Path(s.spec_path).parent / s.source).resolve() for s in specs}
+    wanted = sorted({Path(f.path).resolve() for f in findings if f.witness is not None} - covered)
+    for number, source in enumerate(wanted):
+        target = scratch / f"draft{number}_{source.stem}_spec.py"
+        try:
+            target.write_text(draft_text(source, target, defines=tuple(config.get("defines"))), encoding="utf-8")
+        except DraftError as exc:
+            print(f"kernel-check: {source}: no spec, and none could be drafted: {exc}", file=sys.stderr)
+            continue
+        drafted = discover([target])
+        for error in drafted.errors:
+            print(f"kernel-check: {source}: the drafted spec does not load: {error}", file=sys.stderr)
+        specs += _with_config_defines(drafted.specs, config)
+    return specs
+
+
 COMMANDS = {"test": _test, "build": _build, "sanitize": _sanitize, "spec": _spec}
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], static_findings: StaticFindings | None = None) -> int:
+    """`static_findings`: the static check, which `confirm` runs first (`kernel_check.cli`
+    hands it in)."""
     try:
         args = _parser().parse_args(argv)
+        if args.command == "confirm":
+            return _confirm(args, _config(args), static_findings)
         return COMMANDS[args.command](args, _config(args))
     except SystemExit as exit_:  # argparse's --help (0)
         return EXIT_CLEAN if exit_.code == 0 else EXIT_USAGE

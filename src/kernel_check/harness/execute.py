@@ -279,8 +279,8 @@ def _outputs(ctx: CaseContext, case: Case, which_poison: int | None) -> dict[str
 
 def make_initial(ctx: CaseContext, case: Case, salt: int = 0) -> dict[str, torch.Tensor]:
     """Contiguous initial values of every tensor the kernel reads (IN and INPLACE), one of
-    them replaced by the case's value profile; each where the launcher takes it (made on
-    the GPU, then a host tensor copied to pinned or pageable memory)."""
+    them replaced by the case's value profile, the case's fills filled; each where the launcher
+    takes it (made on the GPU, then a host tensor copied to pinned or pageable memory)."""
     gen = _generator(case, salt)
     sizes = case.size_map
     read = [t for t in ctx.spec.tensors if t.read]
@@ -291,6 +291,8 @@ def make_initial(ctx: CaseContext, case: Case, salt: int = 0) -> dict[str, torch
         initial[tensor.name] = profile_values(
             initial[tensor.name], case.profile.name, dim_size(bound, sizes) if bound else 0, gen
         )
+    for name, value in case.fills:
+        initial[name] = torch.full_like(initial[name], value)
     return {t.name: initial[t.name] if t.device == "cuda" else placed(t, initial[t.name]) for t in read}
 
 

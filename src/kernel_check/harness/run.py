@@ -144,6 +144,16 @@ def card_arch(gpus: tuple[str, ...]) -> int | None:
     return None if listing is None else arch_of(listing, gpus)
 
 
+def gpu_name(gpu: str) -> str:
+    """The card's name as nvidia-smi gives it (`NVIDIA H100 80GB HBM3`) for a
+    CUDA_VISIBLE_DEVICES value; "a GPU" when nvidia-smi cannot say."""
+    for line in (_query_gpus("name") or "").splitlines():
+        index, _, name = line.partition(",")
+        if index.strip() == gpu and name.strip():
+            return name.strip()
+    return "a GPU"
+
+
 def arch_of(listing: str, gpus: tuple[str, ...]) -> int | None:
     """The oldest architecture of ``gpus`` in nvidia-smi's ``index, compute_cap`` lines."""
     found = []
@@ -243,13 +253,13 @@ def case_findings(spec: KernelSpec, results: list[tuple[Case, Outcome]]) -> list
 # ----- one spec's cases -----
 
 
-def _child_command(job: Job, directory: Path, name: str) -> list[str]:
+def child_command(job: Job, directory: Path, name: str) -> list[str]:
     path = directory / f"{name}.json"
     job.write(path)
     return [sys.executable, "-m", "kernel_check.harness.child", str(path)]
 
 
-def _child_env(gpu: str) -> dict[str, str]:
+def child_env(gpu: str) -> dict[str, str]:
     env = dict(os.environ)
     env["CUDA_VISIBLE_DEVICES"] = gpu
     env["PYTHONUNBUFFERED"] = "1"
@@ -341,9 +351,9 @@ def run_cases(
             bandwidth_floor=options.bandwidth_floor,
             exports=builds.exports_of(spec.name, libraries),
         )
-        command = _child_command(job, workdir, f"{spec.name}-cases-{attempt}")
+        command = child_command(job, workdir, f"{spec.name}-cases-{attempt}")
         exit_, failure = run_child_retrying(
-            command, _child_env(gpu), startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout, on_event=on_event
+            command, child_env(gpu), startup_timeout=STARTUP_TIMEOUT, case_timeout=options.timeout, on_event=on_event
         )
         if failure is not None:
             run.environment.append(f"{spec.name}: cases: {failure}")
@@ -426,13 +436,13 @@ def run_sanitizer(
     # every kernel, or the writes of torch's fill kernels go unseen and inputs look uninitialized
     filters = kernels if tool == "racecheck" else []
     job = Job.of(spec, "sanitize", live, tool=tool, exports=lineinfo.exports_of(spec.name, live))
-    command = _child_command(job, workdir, f"{spec.name}-{tool}")
+    command = child_command(job, workdir, f"{spec.name}-{tool}")
     progress.status(f"{spec.name}: {tool}")
     for attempt in range(2):  # once more when the environment failed (a busy GPU, a sanitizer that did not run)
         if attempt:
             time.sleep(ENVIRONMENT_RETRY_DELAY)
         tool_run = run_tool(
-            tool, command, timeout=options.sanitize_timeout, kernels=filters, api_errors=False, env=_child_env(gpu)
+            tool, command, timeout=options.sanitize_timeout, kernels=filters, api_errors=False, env=child_env(gpu)
         )
         found = report_findings(
             tool_run.reports,
@@ -489,8 +499,8 @@ def run_bandwidth(run: SpecRun, builds: SpecBuilds, options: RunOptions, gpu: st
         spec, "bandwidth", live, bandwidth_floor=options.bandwidth_floor, exports=builds.exports_of(spec.name, live)
     )
     exit_ = run_child(
-        _child_command(job, workdir, f"{spec.name}-bandwidth"),
-        _child_env(gpu),
+        child_command(job, workdir, f"{spec.name}-bandwidth"),
+        child_env(gpu),
         startup_timeout=STARTUP_TIMEOUT,
         case_timeout=options.timeout,
     )
@@ -524,8 +534,8 @@ def run_bandwidth_batch(runs: list[SpecRun], builds: SpecBuilds, options: RunOpt
         ],
     )
     exit_ = run_child(
-        _child_command(job, workdir, "bandwidth-batch"),
-        _child_env(gpu),
+        child_command(job, workdir, "bandwidth-batch"),
+        child_env(gpu),
         startup_timeout=STARTUP_TIMEOUT,
         case_timeout=options.timeout,
     )

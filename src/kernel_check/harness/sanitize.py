@@ -264,6 +264,7 @@ class ToolRun:
     # the error of a case that poisoned the CUDA context (the harness child's "fatal" event),
     # "" when none did: the kernel faulted, so the child ended early with no report of the tool
     fault: str = ""
+    events: list[dict] = field(default_factory=list)  # the harness child's events (`child.py`)
 
     @property
     def command_failed(self) -> bool:
@@ -297,7 +298,8 @@ def run_tool(
         return ToolRun(tool, None, False, output=f"cannot run {sanitizer}: {error}")
     output = "\n".join(exit_.output)
     fault = next((str(e.get("error") or "the kernel faulted") for e in exit_.events if e["event"] == "fatal"), "")
-    return ToolRun(tool, exit_.returncode, exit_.timed_out, parse_output(tool, output), output, exit_.stopped, fault)
+    reports = parse_output(tool, output)
+    return ToolRun(tool, exit_.returncode, exit_.timed_out, reports, output, exit_.stopped, fault, exit_.events)
 
 
 def sanitize_command(

@@ -4,7 +4,10 @@
 error", "not checked", "internal error"; null when the caller did not give it): a script
 tells a file the run could not check from one that failed to parse by it, not by the
 message's wording. `shard` is `"K/N"` when the harness ran one shard of the instantiations
-(`kernel-check test --shard K/N`), null otherwise."""
+(`kernel-check test --shard K/N`), null otherwise. `witness` is the values a static rule's
+solver chose under which the defect happens (`finding.Counterexample`: the launcher's sizes,
+the tensors' shapes, the ids read, the input to fill, the thread, block and block shape),
+null where the finding has none; `kernel-check confirm` builds its GPU case from it."""
 
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ def _finding(finding: Finding, ctx: Context) -> dict[str, Any]:
         "detail": finding.detail,
         "file_status": _status(finding, ctx),
         "shard": ctx.summary.shard or None,
+        "witness": finding.witness.as_json() if finding.witness is not None else None,
     }
 
 

@@ -5,7 +5,8 @@ property). Fix edits are byte ranges; SARIF prefers text replacements (3.57), so
 `charOffset`/`charLength` region with `insertedContent.text` when the file is valid UTF-8 up to the
 edit, and a binary region (`byteOffset`/`byteLength`, `insertedContent.binary`) otherwise.
 `partialFingerprints` hash the path, the code and the whitespace-normalized source line (plus an
-occurrence count), not the line number, so a result keeps its identity when lines move.
+occurrence count), not the line number, so a result keeps its identity when lines move. A
+static finding's witness (`finding.Counterexample`) is the result's `properties.witness`.
 """
 
 from __future__ import annotations
@@ -142,8 +143,13 @@ def _result(finding: Finding, rule_index: int, fingerprint: str, ctx: Context) -
         result["relatedLocations"] = [_related(i, r, ctx) for i, r in enumerate(finding.related)]
     if fixes := _fixes(finding, ctx):
         result["fixes"] = fixes
+    properties: JSON = {}
     if finding.detail:
-        result["properties"] = {"detail": finding.detail}
+        properties["detail"] = finding.detail
+    if finding.witness is not None:
+        properties["witness"] = finding.witness.as_json()
+    if properties:
+        result["properties"] = properties
     return result
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kernel_check import solver, witness
+from kernel_check.finding import Counterexample
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
@@ -110,6 +111,12 @@ def threads_of(answer: Answer) -> tuple[str, str, str]:
         triple(values, SECOND + "threadIdx.", 0),
         triple(values, "blockDim.", 1),
     )
+
+
+def counterexample(model: SemanticModel, answer: Answer, *accesses: SymbolicAccess) -> Counterexample | None:
+    """The witness as data: the kernel, the first thread and the block's shape."""
+    kernel = model.function(accesses[0].function_usr)
+    return witness.counterexample(model, kernel, answer, _symbols(accesses)) if kernel is not None else None
 
 
 def _symbols(accesses: Iterable[SymbolicAccess]) -> list[Symbol]:

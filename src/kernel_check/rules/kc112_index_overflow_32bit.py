@@ -73,7 +73,7 @@ import re
 from collections.abc import Iterator
 
 from kernel_check import solver, witness
-from kernel_check.finding import Finding, Related
+from kernel_check.finding import Counterexample, Finding, Related
 from kernel_check.model import Function, FunctionKind, IndexProduct, Span, SymbolicProduct, Term, TypeInfo
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
@@ -122,7 +122,17 @@ def _reported(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             f"{_witnessed(found, term)}; widen a factor first: "
             f"`static_cast<int64_t>({_first_factor(product)}) * ...`",
             related=[Related(location_of(model, evidence[1]), f"'{evidence[0]}' is 64-bit")] if evidence else [],
+            witness=_counterexample(model, kernel, found, term),
         )
+
+
+def _counterexample(
+    model: SemanticModel, kernel: Function, found: Witness | None, product: SymbolicProduct | None
+) -> Counterexample | None:
+    """The overflowing shape as data, where the message names one."""
+    if found is None or product is None or not found.inputs:
+        return None
+    return witness.counterexample(model, kernel, found.answer, product.symbols, found)
 
 
 _NEVER = Witness(Answer(Outcome.UNSAT), ())
@@ -141,14 +151,14 @@ def _overflow(
     solver cannot tell (no contract, a value not followed, the budget spent)."""
     proven = 0
     launches = list(witness.bindings(model, kernel, product.symbols))
-    for _, binding in launches:
+    for launch, binding in launches:
         if binding is None:
             continue
         world = [*launch_constraints(product.symbols), *binding.constraints]
         reaches = Term("<=", (Term("const", value=limit), product.term))
         answer = witness.smallest([*world, *binding.fits, reaches], binding.inputs, budget)
         if answer.outcome is Outcome.SAT:
-            return Witness(answer, binding.shown())
+            return Witness(answer, binding.shown(), launch)
         if answer.outcome is Outcome.UNSAT:  # proven only if it holds where the launcher's integers wrap too
             proven += solver.check([*world, reaches], budget).outcome is Outcome.UNSAT
     return _NEVER if launches and proven == len(launches) else None

@@ -70,7 +70,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kernel_check import solver, witness
-from kernel_check.finding import Finding, Related
+from kernel_check.finding import Counterexample, Finding, Related
 from kernel_check.model import DivergentBarrier, Function, Span, Symbol, SymbolicBarrier, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
@@ -106,6 +106,7 @@ class _Divergent:
     constraints: list[Term]
     binding: Binding | None
     inputs: tuple[Symbol, ...]
+    launch: int = -1  # the launch whose contract `binding` is
 
 
 @rule("KC170", needs={Need.THREADS, Need.SYMBOLIC, Need.CONTRACTS})
@@ -144,9 +145,11 @@ def _reported(
         budget = model.solver_budget(barrier.function_usr, seconds)
         # the deciding check's answer (SAT) is where the search for smaller sizes starts
         answer = witness.smallest(found.constraints, found.inputs, budget, found.answer)
-        shown = Witness(answer, found.binding.shown()) if found.binding is not None else None
+        shown = Witness(answer, found.binding.shown(), found.launch) if found.binding is not None else None
         how = _witness(barrier, answer, shown)
-        yield _finding(model, ctx, barrier.span, barrier.barrier, how, shapes.get(_key(barrier.span)))
+        kernel = model.function(barrier.function_usr)
+        data = witness.counterexample(model, kernel, answer, barrier.symbols, shown) if kernel is not None else None
+        yield _finding(model, ctx, barrier.span, barrier.barrier, how, shapes.get(_key(barrier.span)), data)
     for shape in fallback:
         yield _finding(model, ctx, shape.span, shape.barrier, f"on '{shape.source}'", shape)
 
@@ -156,7 +159,13 @@ def _key(span: Span) -> _Key:
 
 
 def _finding(
-    model: SemanticModel, ctx: RuleContext, span: Span, barrier: str, how: str, shape: DivergentBarrier | None
+    model: SemanticModel,
+    ctx: RuleContext,
+    span: Span,
+    barrier: str,
+    how: str,
+    shape: DivergentBarrier | None,
+    data: Counterexample | None = None,
 ) -> Finding:
     synchronizes = "" if barrier.startswith("__syncthreads") else ", which synchronizes the block,"
     related = [Related(location_of(model, shape.condition), "the thread-dependent condition")] if shape else []
@@ -165,6 +174,7 @@ def _finding(
         f"`{barrier}`{synchronizes} is reached by only some threads of the block {how}; "
         f"move the barrier where every thread of the block reaches it",
         related=related,
+        witness=data,
     )
 
 
@@ -179,14 +189,16 @@ def _divergence(
     if not any(s.kind is SymbolKind.THREAD for s in barrier.symbols):
         return Outcome.UNSAT  # the same for every thread of the block
     threads = thread_symbols()
-    bound = [b for _, b in witness.bindings(model, kernel, [*threads, *barrier.symbols])]
-    if bound and all(b is not None for b in bound):
+    bound = list(witness.bindings(model, kernel, [*threads, *barrier.symbols]))
+    if bound and all(b is not None for _, b in bound):
         guards = _one_of_two((*barrier.branches, *barrier.exits))
-        for binding in (b for b in bound if b is not None):
+        for launch, binding in bound:
+            if binding is None:
+                continue
             constraints = [*_world(barrier), *binding.constraints, *binding.fits, *guards]
             answer = solver.check(constraints, budget)
             if answer.outcome is Outcome.SAT:
-                return _Divergent(barrier, answer, constraints, binding, binding.inputs)
+                return _Divergent(barrier, answer, constraints, binding, binding.inputs, launch)
             if answer.outcome is Outcome.UNKNOWN:
                 return Outcome.UNKNOWN
         return Outcome.UNSAT

@@ -79,7 +79,7 @@ from collections.abc import Iterator
 
 from kernel_check import solver, witness
 from kernel_check.clang.symbolic import mentions, symbol_names
-from kernel_check.finding import Finding, Related
+from kernel_check.finding import Counterexample, Finding, Related
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
@@ -119,7 +119,23 @@ def _reported(
             f"`{load.text}` is read from memory and reaches the offset of `{access.pointer}` with no "
             f"{bound}: {said}; guard it on both sides or clamp it",
             related=[Related(location_of(model, load.span), f"`{load.text}` is read here")] if load.span else [],
+            witness=_counterexample(model, access, load, shaped[0] if shaped is not None else None, answer),
         )
+
+
+def _counterexample(
+    model: SemanticModel, access: SymbolicAccess, load: Symbol, found: Witness | None, answer: Answer
+) -> Counterexample | None:
+    """The message's witness as data: the shape, and the id's value by the tensor it is
+    read from (the launcher's name for it, else the kernel's pointer)."""
+    kernel = model.function(access.function_usr)
+    if kernel is None:
+        return None
+    chosen = found.answer if found is not None else answer
+    launch = found.launch if found is not None else -1
+    ids = witness.tensor_of(model, kernel, load.pointer, launch) or load.pointer
+    value = chosen.model.get(load.name, 0)
+    return witness.counterexample(model, kernel, chosen, access.symbols, found, values=[(ids, value)] if ids else [])
 
 
 def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[SymbolicAccess, dict[str, Answer]]]:
@@ -246,7 +262,7 @@ def _in_contract(
         for pinned in (_first_iteration(access), []):  # the first thread, block and iteration when it can be
             answer = witness.smallest([*world, *pinned, outside], chosen, budget)
             if answer.outcome is Outcome.SAT:
-                return Witness(answer, binding.shown(*dims)), tensor, dims
+                return Witness(answer, binding.shown(*dims), launch), tensor, dims
     return None
 
 

@@ -68,7 +68,7 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import bound_launches, different_warps, meet, threads_of
+from kernel_check.rules._two_threads import bound_launches, counterexample, different_warps, meet, threads_of
 from kernel_check.semantic import SemanticModel
 
 MAX_WRITES = 32  # shared writes per kernel compared pairwise
@@ -110,4 +110,5 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
                 f"threads {one} and {other} of a block of {block}; give each thread its own element or guard "
                 f"the write to one thread",
                 related=[] if first is second else [Related(location_of(model, first.span), "the other write")],
+                witness=counterexample(model, answer, first, second),
             )

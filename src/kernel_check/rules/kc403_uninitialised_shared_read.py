@@ -88,7 +88,7 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import PER_THREAD, bound_launches, covers, given, threads_of
+from kernel_check.rules._two_threads import PER_THREAD, bound_launches, counterexample, covers, given, threads_of
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
     AXES,
@@ -140,6 +140,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
                 f"{_witness(read, writes, answer)}; write every element the reads reach (fill the padding), "
                 f"with a barrier between the writes and the read, or guard the read as the write is guarded",
                 related=[Related(location_of(model, first.span), "a write that leaves it out")] if first else [],
+                witness=counterexample(model, answer, read, *writes),
             )
 
 

@@ -82,6 +82,7 @@ from kernel_check.rules._two_threads import (
     ELEMENT,
     SECOND,
     bound_launches,
+    counterexample,
     different_warps,
     given,
     meet,
@@ -122,6 +123,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
                 f"{witness}; put a `__syncthreads()` between the write and the read, or read only the element "
                 f"the thread wrote itself",
                 related=[Related(location_of(model, write.span), "the write")],
+                witness=counterexample(model, answer, write, read),
             )
 
 

@@ -70,13 +70,18 @@ For fp8, pass `__NV_SATFINITE` (or construct `__nv_fp8_e4m3`, which saturates).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from kernel_check.finding import Finding, Related
-from kernel_check.model import NarrowingConversion, Span
+from kernel_check import witness
+from kernel_check.finding import Counterexample, Finding, Related
+from kernel_check.model import FunctionKind, NarrowingConversion, Span
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
 from kernel_check.semantic import SemanticModel
+
+# the pointer of an element read as written (`input[i]`, `params.x[i]`, `*(src + i)`)
+_READ_POINTER = re.compile(r"^\*?\(?\s*([A-Za-z_][\w.]*)\s*(?:\[|\+)")
 
 
 @rule("KC405", needs={Need.NUMERICS})
@@ -92,7 +97,22 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
             "guard on the way; clamp it to the target's range first (`fminf(fmaxf(v, lo), hi)`), "
             "or use a saturating conversion",
             related=related,
+            witness=_counterexample(model, conversion),
         )
+
+
+def _counterexample(model: SemanticModel, conversion: NarrowingConversion) -> Counterexample | None:
+    """The input to fill, as data: the tensor the value is read from (the launcher's name for
+    it where a launch in the file hands it one), with NaN where the value can be NaN, else
+    with values past the target's range ("huge")."""
+    origin = conversion.origin.start
+    kernels = (f for f in model.functions if f.kind is FunctionKind.KERNEL and f.body is not None)
+    kernel = next((f for f in kernels if f.body is not None and f.body.start <= origin < f.body.end), None)
+    pointer = _READ_POINTER.match(_text(model, conversion.origin))
+    if kernel is None or pointer is None:
+        return None
+    tensor = witness.tensor_of(model, kernel, pointer.group(1)) or pointer.group(1)
+    return Counterexample(kernel=kernel.name, fill=((tensor, "nan" if "NaN" in conversion.reason else "huge"),))
 
 
 def _what(model: SemanticModel, conversion: NarrowingConversion) -> str:
