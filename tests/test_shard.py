@@ -36,6 +36,8 @@ FIXTURES = ROOT / "tests" / "fixtures" / "harness"
 CSRC = ROOT / "csrc"
 SPECS = discover([FIXTURES, CSRC]).specs
 SRC = str(ROOT / "src")
+# the source first, then whatever the run was given (dependencies installed with --target)
+PYTHONPATH = os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
 
 
 def names(specs: list[KernelSpec]) -> list[str]:
@@ -112,7 +114,7 @@ def test_the_split_is_the_same_in_every_python_process():
         " for s in shard_specs(specs, Shard(k, 3)) for i in s.instantiations}))\n"
     )
     for seed in ("1", "2"):
-        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": SRC}
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": PYTHONPATH}
         done = subprocess.run(
             [sys.executable, "-c", script, str(FIXTURES), str(CSRC)],
             capture_output=True,
@@ -158,7 +160,7 @@ def test_parse_reads_k_of_n():
 
 
 def kernel_check(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": SRC}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
     return subprocess.run(
         [sys.executable, "-m", "kernel_check", *argv], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
     )
