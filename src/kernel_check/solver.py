@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import functools
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -238,6 +238,16 @@ def _int(term: Term, names: _Names) -> z3.ArithRef:
     if op == "%":
         return left % right
     raise lib.Z3Exception(f"no term {op!r}")
+
+
+def divisors(terms: Iterable[Term]) -> Iterator[Term]:
+    """The divisor of each `/` and `%` in `terms`."""
+    pending = list(terms)
+    while pending:
+        term = pending.pop()
+        if term.op in ("/", "%"):
+            yield term.args[1]
+        pending.extend(term.args)
 
 
 def for_all(variables: Iterable[str], body: Term) -> Term:
