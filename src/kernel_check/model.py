@@ -905,8 +905,9 @@ class Term:
     clang/symbolic.py, handed to the solver by solver.py). `op` is "const" (`value`),
     "sym" (`name`, one of the access's `symbols`), an arithmetic operator ("+", "-", "*",
     "/", "%"), a comparison ("<", "<=", "==", "!="), "and", "or", "not", "ite"
-    (condition, then, else), or "forall" (the symbols it binds, then the condition that
-    holds for every value of them)."""
+    (condition, then, else), "wrap" (a value, then the constant bounds of the integer type
+    holding it: past the top it wraps), or "forall" (the symbols it binds, then the
+    condition that holds for every value of them)."""
 
     op: str
     args: tuple[Term, ...] = ()

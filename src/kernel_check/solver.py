@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import functools
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -223,6 +223,9 @@ def _int(term: Term, names: _Names) -> z3.ArithRef:
         return lib.If(_bool(term, names), names.constant(1), names.constant(0))
     if op == "ite":
         return lib.If(_bool(term.args[0], names), _int(term.args[1], names), _int(term.args[2], names))
+    if op == "wrap":  # (value, low, high): an integer of low..high holding a larger value wraps
+        value, low, high = _int(term.args[0], names), term.args[1].value, term.args[2].value
+        return lib.If(value <= high, value, (value - low) % (high - low + 1) + low)
     left, right = (_int(a, names) for a in term.args)
     if op == "+":
         return left + right
@@ -235,6 +238,16 @@ def _int(term: Term, names: _Names) -> z3.ArithRef:
     if op == "%":
         return left % right
     raise lib.Z3Exception(f"no term {op!r}")
+
+
+def divisors(terms: Iterable[Term]) -> Iterator[Term]:
+    """The divisor of each `/` and `%` in `terms`."""
+    pending = list(terms)
+    while pending:
+        term = pending.pop()
+        if term.op in ("/", "%"):
+            yield term.args[1]
+        pending.extend(term.args)
 
 
 def for_all(variables: Iterable[str], body: Term) -> Term:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from . import solver
 from .clang.symbolic import mentions, symbol_names
 from .finding import Counterexample
-from .model import Function, LaunchContract, Symbol, SymbolKind, Term
+from .model import Function, LaunchContract, LaunchedKernel, Symbol, SymbolKind, Term
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
@@ -151,10 +151,13 @@ def bindings(model: SemanticModel, kernel: Function, symbols: Iterable[Symbol]) 
     needed = list(symbols)
     for index in model.launch_indices_of(kernel.usr):
         contract = model.contract_at(index)
-        yield index, _bind(contract, kernel, needed) if contract is not None else None
+        launched = tuple(k for k in model.launches[index].kernels if k.usr == kernel.usr)
+        yield index, _bind(contract, kernel, launched, needed) if contract is not None else None
 
 
-def _bind(contract: LaunchContract, kernel: Function, symbols: list[Symbol]) -> Binding | None:
+def _bind(
+    contract: LaunchContract, kernel: Function, launched: tuple[LaunchedKernel, ...], symbols: list[Symbol]
+) -> Binding | None:
     host = _host_names(contract)
     constraints = [solver.renamed(g, host) for g in contract.guards]
     for symbol in contract.symbols:
@@ -167,6 +170,10 @@ def _bind(contract: LaunchContract, kernel: Function, symbols: list[Symbol]) -> 
     for name in sorted(set(by_name) | set(_dimensions_of(symbols))):
         if name in by_name and by_name[name].kind in _CALLER_BOUND:
             continue  # below their dimensions, or whatever memory holds: the caller bounds them
+        instantiated = _template_value(launched, name)
+        if instantiated is not None:
+            constraints.append(instantiated)
+            continue
         value = _contract_value(contract, kernel, name)
         if value is None or mentions(value, unknown):  # a value the launcher's walk did not follow
             return None
@@ -229,6 +236,23 @@ def _dimensions_of(symbols: list[Symbol]) -> Iterator[str]:
         if symbol.kind in (SymbolKind.THREAD, SymbolKind.BLOCK):
             axis = symbol.name.rsplit(".", 1)[-1]
             yield f"{'blockDim' if symbol.kind is SymbolKind.THREAD else 'gridDim'}.{axis}"
+
+
+def _template_value(launched: tuple[LaunchedKernel, ...], name: str) -> Term | None:
+    """What the launch's template arguments give a compile-time parameter of the kernel
+    (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or one of
+    them when the launch picks among instantiations; None when one of them is not a constant
+    the launcher's scope gives (or `name` is no template parameter)."""
+    values: set[int] = set()
+    for kernel in launched:
+        argument = kernel.argument_for(name)
+        value = argument[1].evaluate({}) if argument is not None else None
+        if value is None:
+            return None
+        values.add(value)
+    symbol = Term("sym", name=name)
+    choices = tuple(Term("==", (symbol, Term("const", value=v))) for v in sorted(values))
+    return (choices[0] if len(choices) == 1 else Term("or", choices)) if choices else None
 
 
 def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Term | None:

@@ -161,6 +161,16 @@ def _range(type_: TypeFacts | None) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
+def _wrapped(term: Term, low: int, high: int) -> Term:
+    """`term` as an integer of `low..high` holds it: past `high`, wrapped modulo the range's
+    size (solver.py's `wrap`). A value below `low` (a negative count made unsigned) is left as
+    it is: that wrap is the launcher's own defect, not one of the kernel's products."""
+    value = _constant(term)
+    if value is not None and value <= high:
+        return term
+    return Term("wrap", (term, const(low), const(high)))
+
+
 def mentions(term: Term, names: set[str] | frozenset[str]) -> bool:
     """Whether `term` names one of the symbols `names`."""
     if term.op == "sym":
@@ -1273,6 +1283,10 @@ class _LauncherWalk(_Walk):
             fits = Term("and", (Term("<=", (const(low), found)), Term("<=", (found, const(high)))))
             # where the conversion runs: under the guards of its path
             self.fits.append(Term("or", (Term("not", (_all(guards),)), fits)) if guards else fits)
+            # the value as the launcher computes it, wrapped into its type past its top: equal
+            # to `found` where the fit holds, still within the type where it does not (a proof
+            # without the fits, KC112's, then sees `static_cast<uint32_t>(n)` below 2^32)
+            return _wrapped(found, low, high)
         return found
 
     def call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kernel_check import solver, witness
+from kernel_check.clang.symbolic import mentions
 from kernel_check.finding import Counterexample
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.semantic import SemanticModel
@@ -55,9 +56,20 @@ def meet(first: SymbolicAccess, second: SymbolicAccess, budget: Budget, extra: I
     constraints += reaches(renamed(second.offset, copies), second.width, first.width)
     distinct = [Term("!=", (_thread(a), _thread(a, copies))) for a in axes]
     constraints.append(Term("or", tuple(distinct)) if len(distinct) > 1 else distinct[0])
-    constraints += extra
+    constraints += [*extra, *no_division_by_zero(first, second)]
     answer = solver.check(constraints, budget)
     return answer if answer.outcome is Outcome.SAT else None
+
+
+def no_division_by_zero(*accesses: SymbolicAccess) -> list[Term]:
+    """Each divisor the whole block shares (`kItems / 8` of a template's count) is not zero: a
+    count that makes it zero is no instantiation the kernel can run (every thread divides by
+    it), and z3 lets `x / 0` be anything -- a witness of garbage."""
+    per_thread = {s.name for a in accesses for s in a.symbols if s.kind in PER_THREAD}
+    per_thread.update(t.name for t in thread_symbols())
+    terms = [t for a in accesses for t in (a.offset, *a.guards)]
+    shared = {d for d in solver.divisors(terms) if not mentions(d, per_thread)}
+    return [Term("!=", (d, Term("const", value=0))) for d in shared]
 
 
 def covers(offset: Term, width: int, element: Term) -> list[Term]:

@@ -39,10 +39,12 @@ message names them: "it overflows for N = 4294967297
 then each size in turn as small as it goes; the launcher's own sums, products and
 conversions must keep their values at the witness (a launcher whose count wraps first
 gives none). A product the contract keeps below the limit at every launch of the kernel in
-the file -- a size the matcher pins, a `RuntimeCheck` that caps it, with the launcher's
-integers allowed to wrap -- is not reported. Where there is no launch in the file, a value
-the walk does not follow (a call's result, a template parameter), or the budget runs out,
-the finding is reported as before, without a witness.
+the file -- a size the matcher pins, a `RuntimeCheck` that caps it, a count the launcher
+keeps in 32 bits (`div_ceil(static_cast<uint32_t>(n), kWarps)` blocks: wrapped or not, the
+count stays below 2^32), with the launcher's integers allowed to wrap -- is not reported.
+Where there is no launch in the file, a value the walk does not follow (a call's result, a
+template parameter the launch does not give a constant), or the budget runs out, the
+finding is reported as before, without a witness.
 
 ## Why is this bad?
 The product is evaluated in 32 bits and wraps at 2^32 (or overflows `int` at 2^31) before it

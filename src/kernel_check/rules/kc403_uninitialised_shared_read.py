@@ -18,16 +18,18 @@ under it and a read under the same test agree, a read outside it may find the wr
 skipped. The solver looks for a count, a thread and its loop iteration whose guards hold
 and whose element, inside the array, is one that every counted write -- by every thread of
 the block, in every iteration of its loops -- leaves alone. Where the file launches the
-kernel, the block and the arguments are those a launch gives it (its launcher's contract)
-and one launch that leaves the element alone is enough. Elsewhere the element must be left
-alone at every block size tried: the `N` of the kernel's `__launch_bounds__(N)` (a literal
+kernel, the block and the arguments are those a launch gives it (its launcher's contract,
+its constant template arguments too: `k<kItems>` with `const int kItems = 256;`) and one
+launch that leaves the element alone is enough. Elsewhere the element must be left alone
+at every block size tried: the `N` of the kernel's `__launch_bounds__(N)` (a literal
 or over its template's integer parameters, one-dimensional blocks), else 32, 256 and 1024
 threads (one-dimensional blocks when the kernel indexes with `threadIdx.x` alone): a read
 that only a small block leaves unwritten is the launcher's choice, not this bug. Scalar
 and compile-time arguments are taken between 1 and 1024, counts a block can cover: a read
 bounded by a count of warps or threads (`if (threadIdx.x < kNumWarps) s_warp[threadIdx.x]`)
-is covered at the largest block. The message gives the witness: the block size, the
-thread, the counts, the pointers taken as null and the element.
+is covered at the largest block, and none makes a divisor the block shares zero
+(`kItems / 8` for `kItems` below 8: no instantiation divides by it). The message gives the
+witness: the block size, the thread, the counts, the pointers taken as null and the element.
 
 Never a finding: a read inside a loop that reaches a barrier (one iteration's writes feed
 the next), a read whose offset or guards name something the walk does not follow (a value
@@ -88,7 +90,15 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import PER_THREAD, bound_launches, counterexample, covers, given, threads_of
+from kernel_check.rules._two_threads import (
+    PER_THREAD,
+    bound_launches,
+    counterexample,
+    covers,
+    given,
+    no_division_by_zero,
+    threads_of,
+)
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import (
     AXES,
@@ -180,7 +190,7 @@ def _unwritten(
     # all of the read's width: vectors, aligned to their size, meet at their first element
     # (`_two_threads.reaches`), which keeps a strided loop's query as easy as for scalars
     aligned = all(w.width == read.width for w in writes)
-    terms = [*_read_side(read, writes, axes, aligned)]
+    terms = [*_read_side(read, writes, axes, aligned), *no_division_by_zero(read, *writes)]
     terms += [_never_writes(w, index, axes, aligned) for index, w in enumerate(writes)]
     for launch in launches:
         found = _check([*terms, *launch], budget)
