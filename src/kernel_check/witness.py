@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from . import solver
 from .clang.symbolic import mentions, symbol_names
-from .model import Function, LaunchContract, Symbol, SymbolKind, Term
+from .model import Function, LaunchContract, LaunchTensorArgument, Symbol, SymbolKind, Term
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
@@ -99,17 +99,59 @@ def tensor_extent(
 ) -> tuple[str, tuple[Term, ...]] | None:
     """The tensor a kernel's pointer (`table`, `params.cache`) is at a launch, and its dims
     from the launcher's matcher chains (renamed as `Binding` names them)."""
-    head, _, field = pointer.partition(".")
-    position = _parameter(kernel, head)
-    argument = next(
-        (a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")), None
-    )
+    argument = next(iter(_carried(model, kernel, pointer, launch)), None)
     contract = model.contract_at(launch)
     if argument is None or contract is None:
         return None
     host = _host_names(contract)
     dims = dict(contract.extents).get(argument.tensor)
     return (argument.tensor, tuple(solver.renamed(d, host) for d in dims)) if dims else None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A tensor's place in memory at a launch, from the launcher's one matcher chain of it:
+    its dims and strides (in elements, renamed as `Binding` names them) and element size."""
+
+    tensor: str
+    dims: tuple[Term, ...]
+    strides: tuple[Term, ...]
+    element_size: int  # bytes
+
+    def span_bytes(self) -> Term:
+        """The bytes from its first element to the end of its last: (1 + the sum of (dim - 1)
+        * stride) elements (dims are at least 1)."""
+        last = Term("const", value=1)
+        for dim, stride in zip(self.dims, self.strides):
+            last = Term("+", (last, Term("*", (Term("-", (dim, Term("const", value=1))), stride))))
+        return Term("*", (last, Term("const", value=self.element_size)))
+
+
+def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> Layout | None:
+    """The layout of the tensor a kernel's pointer is at a launch; None where the argument
+    may carry another tensor too (`flag ? a.data_ptr() : b.data_ptr()`) or no one matcher
+    chain fixes its dims, strides and element size (a tensor two chains verify: either's
+    layout may be the one that tells)."""
+    extent = tensor_extent(model, kernel, pointer, launch)
+    contract = model.contract_at(launch)
+    if extent is None or contract is None or len(_carried(model, kernel, pointer, launch)) != 1:
+        return None
+    tensor, dims = extent
+    if sum(1 for name, _ in contract.extents if name == tensor) != 1:
+        return None
+    strides = dict(contract.strides).get(tensor)
+    size = dict(contract.element_sizes).get(tensor)
+    if strides is None or size is None:
+        return None
+    host = _host_names(contract)
+    return Layout(tensor, dims, tuple(solver.renamed(s, host) for s in strides), size)
+
+
+def _carried(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> list[LaunchTensorArgument]:
+    """The tensors whose data the launch hands a kernel's pointer (`table`, `params.cache`)."""
+    head, _, field = pointer.partition(".")
+    position = _parameter(kernel, head)
+    return [a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")]
 
 
 def _host_names(contract: LaunchContract) -> dict[str, str]:
