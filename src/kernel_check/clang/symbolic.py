@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..model import (
+    ConstExpr,
     Launch,
     LaunchContract,
     MatcherChain,
@@ -1444,42 +1445,41 @@ class _LauncherWalk(_Walk):
 
     def extents(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
         """Each verified tensor's dims: the launcher's `SymbolicSize`s by name, its
-        compile-time constants, and a size of its own for any other (`-1`)."""
+        compile-time constants, and a size of its own for any other (`-1`: one size for
+        every tensor the chain verifies, bound by the first)."""
         for chain in self.chains:
+            dims = tuple(self.sizes(chain, chain.dims, chain.dim_values, "size"))
             for tensor in chain.verified:
-                dims = []
-                for position, (text, value) in enumerate(zip(chain.dims, chain.dim_values)):
-                    if value.op == "int" and value.value >= 0:
-                        dims.append(const(value.value))
-                    elif text.isidentifier():
-                        dims.append(self.dim(text))
-                    else:
-                        dims.append(self.dim(f"{tensor.name}.size({position})"))
-                yield tensor.name, tuple(dims)
+                yield tensor.name, dims
+
+    def sizes(
+        self, chain: MatcherChain, texts: tuple[str, ...], values: tuple[ConstExpr, ...], query: str
+    ) -> Iterator[Term]:
+        """A chain's dims (`query` "size") or strides ("stride") as terms."""
+        first = chain.verified[0].name if chain.verified else ""
+        for position, (text, value) in enumerate(zip(texts, values)):
+            if value.op == "int" and value.value >= 0:
+                yield const(value.value)
+            elif text.isidentifier():
+                yield self.dim(text)
+            else:
+                yield self.dim(f"{first}.{query}({position})")
 
     def strides(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
-        """Each verified tensor's strides in elements: those of its `with_strides` (a
-        `SymbolicSize` by name, a constant, a stride of its own for `-1`, from 1 up), or
-        those of its contiguous layout (the product of the dims after each)."""
-        dims_of = dict(self.extents())
+        """Each verified tensor's strides in elements: those of its `with_strides` (as its
+        dims are, a stride from 1 up for `-1`), or those of its contiguous layout (the
+        product of the dims after each)."""
         for chain in self.chains:
+            dims = tuple(self.sizes(chain, chain.dims, chain.dim_values, "size"))
+            if len(chain.strides) == len(dims):
+                strides = tuple(self.sizes(chain, chain.strides, chain.stride_values, "stride"))
+            else:
+                after = [const(1)]
+                for dim in reversed(dims[1:]):
+                    after.insert(0, Term("*", (dim, after[0])))
+                strides = tuple(after)
             for tensor in chain.verified:
-                dims = dims_of[tensor.name]
-                if len(chain.strides) != len(dims):
-                    after = [const(1)]
-                    for dim in reversed(dims[1:]):
-                        after.insert(0, Term("*", (dim, after[0])))
-                    yield tensor.name, tuple(after)
-                    continue
-                strides = []
-                for position, (text, value) in enumerate(zip(chain.strides, chain.stride_values)):
-                    if value.op == "int" and value.value >= 0:
-                        strides.append(const(value.value))
-                    elif text.isidentifier():
-                        strides.append(self.dim(text))
-                    else:
-                        strides.append(self.dim(f"{tensor.name}.stride({position})"))
-                yield tensor.name, tuple(strides)
+                yield tensor.name, strides
 
     def element_sizes(self) -> Iterator[tuple[str, int]]:
         """Each verified tensor's element size in bytes, where its matcher allows one dtype
