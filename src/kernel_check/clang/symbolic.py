@@ -1328,6 +1328,17 @@ class _LauncherWalk(_Walk):
             return self.symbol(f"blocks_per_sm{len(self.symbols)}", SymbolKind.SCALAR, text, (1, _MAX_BLOCKS_PER_SM))
         return super().call(expr, guards)
 
+    def statement(self, stmt: Stmt, guards: tuple[Term, ...]) -> Term | None:
+        """As a kernel's, and `N.set_value(v)` of a `SymbolicSize`: the matchers after it
+        accept `v` alone, as a `RuntimeCheck(N == v)` would (an exit where it differs)."""
+        node = stmt.exprs[0].stripped() if stmt.kind is StmtKind.EXPR and stmt.exprs else None
+        if node is not None and node.kind is ExprKind.CALL and node.name == "set_value" and len(node.arguments) == 1:
+            size = _method_object(node)
+            value = self.value(node.arguments[0], guards)
+            if size is not None and "SymbolicSize" in size.type.canonical and isinstance(value, Term):
+                return Term("!=", (self.dim(size.name), value))
+        return super().statement(stmt, guards)
+
     def symbolic_size(self, call: Expr) -> str | None:
         """The `SymbolicSize` local whose `unwrap()` `call` is."""
         ref = _method_object(call)
