@@ -1040,6 +1040,9 @@ class LaunchContract:
     extents: tuple[tuple[str, tuple[Term, ...]], ...] = ()  # (tensor, its dims) of each verified tensor
     strides: tuple[tuple[str, tuple[Term, ...]], ...] = ()  # (tensor, its strides in elements), as extents
     element_sizes: tuple[tuple[str, int], ...] = ()  # (tensor, bytes of its one dtype) where the matcher fixes one
+    # The tensors whose every dim and stride is as the matcher states it (a constant, a
+    # SymbolicSize, a -1 wildcard), none an expression the contract stands a free size for
+    exact: tuple[str, ...] = ()
     # Each sum, product and narrowing conversion of the launcher's integers stays within its
     # type where it runs: a witness must hold them (the launcher computes no wrapped grid),
     # a proof must not need them (a launcher that wraps first is no proof of safety).

@@ -131,13 +131,14 @@ def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, launch: 
     """The layout of the tensor a kernel's pointer is at a launch; None where the argument
     may carry another tensor too (`flag ? a.data_ptr() : b.data_ptr()`) or no one matcher
     chain fixes its dims, strides and element size (a tensor two chains verify: either's
-    layout may be the one that tells)."""
+    layout may be the one that tells; a dim written as an expression the contract does not
+    tie to its operands)."""
     extent = tensor_extent(model, kernel, pointer, launch)
     contract = model.contract_at(launch)
     if extent is None or contract is None or len(_carried(model, kernel, pointer, launch)) != 1:
         return None
     tensor, dims = extent
-    if sum(1 for name, _ in contract.extents if name == tensor) != 1:
+    if sum(1 for name, _ in contract.extents if name == tensor) != 1 or tensor not in contract.exact:
         return None
     strides = dict(contract.strides).get(tensor)
     size = dict(contract.element_sizes).get(tensor)

@@ -1428,6 +1428,7 @@ class _LauncherWalk(_Walk):
                 extents=extents,
                 strides=strides,
                 element_sizes=tuple(self.element_sizes()),
+                exact=tuple(self.exact_tensors()),
             )
         )
 
@@ -1491,6 +1492,14 @@ class _LauncherWalk(_Walk):
                 strides = tuple(after)
             for tensor in chain.verified:
                 yield tensor.name, strides
+
+    def exact_tensors(self) -> Iterator[str]:
+        """The verified tensors whose dims and strides are constants, `SymbolicSize`s or `-1`
+        (`{static_cast<int64_t>(n)}` is a size the walk does not tie to `n`)."""
+        for chain in self.chains:
+            written = zip((*chain.dims, *chain.strides), (*chain.dim_values, *chain.stride_values))
+            if all(text.isidentifier() or (value.op == "int" and value.value >= -1) for text, value in written):
+                yield from (tensor.name for tensor in chain.verified)
 
     def element_sizes(self) -> Iterator[tuple[str, int]]:
         """Each verified tensor's element size in bytes, where its matcher allows one dtype
