@@ -9,22 +9,26 @@ The check is a proof, not a pattern (solver.py, z3), asked only where the file's
 the kernel tells everything the access depends on: the launcher's `TensorMatcher` gives the
 tensor's dims, its strides (`with_strides`, or the contiguous ones) and one element size, and
 the grid, block and every scalar argument the offset or its guards name are terms over the
-launcher's sizes (`x.size(i)`, `x.stride(i)`, `S.unwrap()`, the SM count). The access's
-offset in bytes -- followed through casts, `pointer::offset` (bytes) and vector loads
-(`vec.load(p, i)`: `i` whole vectors) -- is compared with the tensor's span, the bytes from
-its first element to the end of its last (1 + the sum of (dim - 1) * stride elements), under
-the guards on the access's path (`if`s, loop bounds, early returns) and the launcher's
-`RuntimeCheck`s. A witness names the smallest sizes that take the access out, and the thread
-and block.
+launcher's sizes (`x.size(i)`, `x.stride(i)`, `S.unwrap()`, `S.set_value(v)`, the SM count).
+The access's offset in bytes -- followed through casts, `pointer::offset` (bytes) and vector
+loads (`vec.load(p, i)`: `i` whole vectors) -- is compared with the tensor's span, the bytes
+from its first element to the end of its last (1 + the sum of (dim - 1) * stride elements),
+under the guards on the access's path (`if`s, loop bounds, early returns) and the launcher's
+`RuntimeCheck`s. The search tries small concrete shapes (every size alike, then one apart
+from the rest), under which the offset is linear: a witness names the sizes, the thread and
+the block. A size the matcher leaves free of the kernel's scalar arguments (`{-1, -1}` for a
+tensor the kernel indexes by `ne_n * ne_k`) is a shape the launcher lets through: the finding
+says which check it lacks.
 
 Not asked (never a finding): an offset that depends on an integer read from memory (KC401's),
 on a value the walk does not follow (a call's result, a local assigned after its declaration,
 a loop bound it does not follow), an access of a kernel whose launch leaves a value it needs
 unknown (a template argument, a grid from an unfollowed call), of a tensor two matchers
-verify, or one whose dtype the matcher leaves open in size; a query the solver cannot answer
-within the kernel's budget (`solver-budget`, shared with every rule's queries about it). A
-pointer handed to a call counts as an access of its first byte. One access is reported per
-kernel and tensor (the first in the body).
+verify, one whose dtype the matcher leaves open in size or one a dim of which it writes as an
+expression (`{static_cast<int64_t>(n)}`); a query the solver cannot answer within its budget
+(`solver-budget` per kernel, of its own, each access a quarter at most). A pointer handed to
+a call counts as an access of its first byte. One access is reported per kernel and tensor
+(the first in the body).
 
 ## Why is this bad?
 `TensorMatcher` accepts the shapes and strides it states; a kernel that addresses a tensor
