@@ -214,7 +214,8 @@ def _message(access: SymbolicAccess, found: Witness, layout: Layout, past_end: b
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, {side} "
         f"(`{layout.tensor}` is [{dims}], strides [{strides}], {layout.element_size}-byte elements): "
-        f"for {found.shape()}{at}; address it with its own dims and strides"
+        f"for {found.shape()}{at}; address it with its own dims and strides, or have the launcher check the "
+        "sizes the kernel assumes"
     )
 
 
