@@ -989,8 +989,8 @@ class SymbolicAccess:
     # term over its compile-time arguments (None without one the walk follows).
     block_limit: Term | None = None
     # A global access's offset in bytes from the tensor's start (None where a step's type has
-    # no size clang tells), and the bytes it covers from there (an element, a vector; one
-    # for a pointer handed to a call)
+    # no size clang tells), and the bytes it covers from there (an element, a vector; none
+    # for a pointer handed to a call, which may be a range's end)
     bytes: Term | None = None
     byte_width: int = 0
 

@@ -35,7 +35,8 @@ binding of a by-value params struct (`const auto& [out, ids] = params;`, also of
 nested in it), loads of a template's integer `T` (`const TLoc* loc`), `offset(p, a, b)` helpers
 (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
 (`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
-recorded as an access at its offset that the walk does not follow (of one byte at least).
+recorded as an access at its offset that the walk does not follow (of no width: it may be
+the end of a range).
 The drafter's walk (`every_access` in extract.py) also walks device functions.
 """
 
@@ -671,7 +672,8 @@ class _Walk:
         operand, `"l"(ptr)` of a `ld.global`): an access at its offset the walk does not
         follow, counted as a write (which it is, read or write, is not known)."""
         if isinstance(value, _Pointer) and not value.shared:
-            self.append(expr, value, value.offset, guards, is_write=True, followed=False, width=1)
+            # of no width: a range's end is a pointer one past its last element
+            self.append(expr, value, value.offset, guards, is_write=True, followed=False)
 
     def barrier_at(self, call: Expr, barrier: str, guards: tuple[Term, ...]) -> None:
         """A block-wide barrier under `guards`, the counted ones split into branch

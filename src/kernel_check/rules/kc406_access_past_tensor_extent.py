@@ -27,8 +27,8 @@ unknown (a template argument, a grid from an unfollowed call), of a tensor two m
 verify, one whose dtype the matcher leaves open in size or one a dim of which it writes as an
 expression (`{static_cast<int64_t>(n)}`); a query the solver cannot answer within its budget
 (`solver-budget` per kernel, of its own, each access a quarter at most). A pointer handed to
-a call counts as an access of its first byte. One access is reported per kernel and tensor
-(the first in the body).
+a call is out where it points past the span's end, not at it (a range's end). One access is
+reported per kernel and tensor (the first in the body).
 
 ## Why is this bad?
 `TensorMatcher` accepts the shapes and strides it states; a kernel that addresses a tensor
@@ -207,7 +207,7 @@ def _message(access: SymbolicAccess, found: Witness, layout: Layout, past_end: b
     start, span = values.get(_OFFSET.name, 0), values.get(_SPAN.name, 0)
     where = witness.where(access.symbols, found.answer)
     at = f" at {where}" if where else ""
-    reached = f"bytes {start} to {start + access.byte_width - 1}" if access.byte_width > 1 else f"byte {start}"
+    reached = _bytes_reached(start, access.byte_width)
     side = f"its span is bytes 0 to {span - 1}" if past_end else "before its start"
     dims = ", ".join(render_dim(d) for d in layout.dims)
     strides = ", ".join(_rendered(s) for s in layout.strides)
@@ -217,6 +217,12 @@ def _message(access: SymbolicAccess, found: Witness, layout: Layout, past_end: b
         f"for {found.shape()}{at}; address it with its own dims and strides, or have the launcher check the "
         "sizes the kernel assumes"
     )
+
+
+def _bytes_reached(start: int, width: int) -> str:
+    if not width:
+        return f"byte {start} (a pointer handed to a call)"
+    return f"bytes {start} to {start + width - 1}" if width > 1 else f"byte {start}"
 
 
 def _rendered(stride: Term) -> str:
