@@ -234,10 +234,11 @@ def _const(value: int) -> Term:
 def test_an_access_through_a_row_pointer_under_its_guards(functions_of) -> None:
     found = functions_of(ACCESSES)
     accesses = symbolic_accesses(found["k"], ThreadDependence(found["program"]))
-    # the row store depends on the id read from `params.loc`; `moved` is assigned after its
-    # declaration (not followed) and `table[threadIdx.x]` reads no id: neither is recorded
-    assert [a.pointer for a in accesses] == ["params.out"]
-    access = accesses[0]
+    # every global access, in the body's order; `moved` is assigned after its declaration
+    assert [a.pointer for a in accesses] == ["params.loc", "params.out", "ids", "table", "table"]
+    moved = accesses[3]
+    assert moved.offset.op == "sym" and SymbolKind.OPAQUE in {s.kind for s in moved.symbols}  # not followed
+    access = accesses[1]  # the row store, at the id read from `params.loc`
     assert access.is_write
     kinds = {s.text: s.kind for s in access.symbols}
     assert kinds["params.loc[blockIdx.x]"] is SymbolKind.LOAD
@@ -247,6 +248,47 @@ def test_an_access_through_a_row_pointer_under_its_guards(functions_of) -> None:
     # the early return; `blockIdx.x >= n` converts the int `n` to unsigned (-1 is 2^32 - 1)
     assert guards[0] == "not((ite((n < 0), (n + 4294967296), n) <= blockIdx.x))"
     assert any("params.d" in g for g in guards)  # the loop's bound
+
+
+BYTES = """\
+#include <cstdint>
+
+struct alignas(16) Vec8 {
+  uint16_t lanes[8];
+  __device__ void load(const void* ptr, int64_t offset) { *this = reinterpret_cast<const Vec8*>(ptr)[offset]; }
+};
+
+__device__ const void* offset(const void* ptr, int64_t bytes) { return static_cast<const char*>(ptr) + bytes; }
+
+struct Params {
+  const void* rows;
+  int64_t stride_bytes;
+};
+
+template <typename T>
+__global__ void k(Params params, const uint16_t* x, const T* t, int64_t stride) {
+  const auto* row = static_cast<const float*>(offset(params.rows, blockIdx.x * params.stride_bytes));
+  float a = row[threadIdx.x];
+  Vec8 v;
+  v.load(x + blockIdx.x * stride, threadIdx.x);
+  T b = t[threadIdx.x];
+}
+"""
+
+
+def test_a_global_access_in_bytes_through_casts_offsets_and_vectors(functions_of) -> None:
+    found = functions_of(BYTES)
+    accesses = {a.pointer: a for a in symbolic_accesses(found["k"], ThreadDependence(found["program"]))}
+    # `offset` of a `void*` moves in bytes, the cast to `float*` makes the next steps floats
+    row = accesses["params.rows"]
+    assert render(row.bytes) == "((blockIdx.x * params.stride_bytes) + (threadIdx.x * 4))"
+    assert row.byte_width == 4
+    # a vector's `load(p, i)` steps whole vectors (16 bytes) past a `uint16_t` pointer's elements
+    vector = accesses["x"]
+    assert render(vector.bytes) == "(((blockIdx.x * stride) * 2) + (threadIdx.x * 16))"
+    assert vector.byte_width == 16
+    # a template's `T` has no size clang tells: no offset in bytes
+    assert accesses["t"].bytes is None
 
 
 def test_a_satisfiable_query_gives_its_witness() -> None:
@@ -328,7 +370,7 @@ def test_the_symbolic_layer_is_built_only_for_the_rules_that_read_it() -> None:
     symbolic = extract(unit, data.decode(), data, frozenset({Need.DECLARATIONS, Need.SYMBOLIC}))
     assert declarations.symbolic_accesses == [] and len(symbolic.symbolic_accesses) >= 3
     family = [r for r in all_rules() if r.meta.code.startswith("KC4")]
-    assert [r.meta.code for r in family] == ["KC401", "KC402", "KC403", "KC404", "KC405"]
+    assert [r.meta.code for r in family] == ["KC401", "KC402", "KC403", "KC404", "KC405", "KC406"]
     # KC401's witness reads the launches' contracts, built over the launcher facts
     assert needs_of(family) == {
         Need.SYMBOLIC,

@@ -217,6 +217,13 @@ UNGUARDED_NARROWING_CONVERSION = _define(
     Language.CPP,
     "a tensor's value reaches an unsaturated conversion to fp8 or an integer with no clamp or guard",
 )
+ACCESS_PAST_TENSOR_EXTENT = _define(
+    "KC406",
+    "access-past-tensor-extent",
+    Severity.ERROR,
+    Language.CPP,
+    "a global access the kernel's launch lets reach past its tensor's dims and strides",
+)
 
 # C++/CUDA: programmatic dependent launch (PDL).
 READ_BEFORE_PDL_WAIT = _define(

@@ -365,6 +365,10 @@ class MatcherChain:
     matcher_variable: str = ""  # the TensorMatcher local it builds or continues, if any
     dim_values: tuple[ConstExpr, ...] = ()  # each of `dims` evaluated ("unknown" for a SymbolicSize)
     dtype_symbol: str = ""  # the SymbolicDType local `.with_dtype(sym)` binds: one dtype for its matchers
+    # `.with_strides({S, 1})`: each stride as written and evaluated ("unknown" for a
+    # SymbolicSize, -1 for any); () without one (the tensor is contiguous)
+    strides: tuple[str, ...] = ()
+    stride_values: tuple[ConstExpr, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -946,8 +950,8 @@ class Symbol:
 @dataclass(frozen=True)
 class SymbolicAccess:
     """An access as a term under the guards on its path (clang/symbolic.py): a global one
-    whose offset depends on an integer read from global memory (KC401), or an access of a
-    `__shared__` array (KC402, KC403)."""
+    (KC401 asks those whose offset depends on an integer read from global memory, KC406 all),
+    or an access of a `__shared__` array (KC402, KC403)."""
 
     function_usr: str
     span: Span  # the access expression
@@ -986,6 +990,11 @@ class SymbolicAccess:
     # A shared access's kernel's `__launch_bounds__`: the most threads its block has, as a
     # term over its compile-time arguments (None without one the walk follows).
     block_limit: Term | None = None
+    # A global access's offset in bytes from the tensor's start (None where a step's type has
+    # no size clang tells), and the bytes it covers from there (an element, a vector; none
+    # for a pointer handed to a call, which may be a range's end)
+    bytes: Term | None = None
+    byte_width: int = 0
 
 
 @dataclass(frozen=True)
@@ -1031,6 +1040,11 @@ class LaunchContract:
     arguments: tuple[Term | None, ...]  # each kernel argument's value (None: not an integer followed)
     fields: tuple[tuple[int, str, Term], ...] = ()  # (argument, field, value) of a params struct argument
     extents: tuple[tuple[str, tuple[Term, ...]], ...] = ()  # (tensor, its dims) of each verified tensor
+    strides: tuple[tuple[str, tuple[Term, ...]], ...] = ()  # (tensor, its strides in elements), as extents
+    element_sizes: tuple[tuple[str, int], ...] = ()  # (tensor, bytes of its one dtype) where the matcher fixes one
+    # The tensors whose every dim and stride is as the matcher states it (a constant, a
+    # SymbolicSize, a -1 wildcard), none an expression the contract stands a free size for
+    exact: tuple[str, ...] = ()
     # Each sum, product and narrowing conversion of the launcher's integers stays within its
     # type where it runs: a witness must hold them (the launcher computes no wrapped grid),
     # a proof must not need them (a launcher that wraps first is no proof of safety).

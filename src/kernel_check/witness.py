@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from . import solver
 from .clang.symbolic import mentions, symbol_names
 from .finding import Counterexample
-from .model import Function, LaunchContract, LaunchedKernel, Symbol, SymbolKind, Term
+from .model import Function, LaunchContract, LaunchedKernel, LaunchTensorArgument, Symbol, SymbolKind, Term
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
@@ -205,12 +205,8 @@ def tensor_extent(
 def tensor_at(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> str | None:
     """The launcher's tensor whose data a kernel's pointer (`ids`, `params.loc`) receives at
     a launch; None where the launch hands it no tensor's data."""
-    head, _, field = pointer.partition(".")
-    position = _parameter(kernel, head)
-    argument = next(
-        (a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")), None
-    )
-    return argument.tensor if argument is not None else None
+    carried = _carried(model, kernel, pointer, launch)
+    return carried[0].tensor if carried else None
 
 
 def tensor_of(model: SemanticModel, kernel: Function, pointer: str, launch: int = -1) -> str:
@@ -218,6 +214,53 @@ def tensor_of(model: SemanticModel, kernel: Function, pointer: str, launch: int 
     pointer a tensor; "" where none does."""
     launches = [launch] if launch >= 0 else model.launch_indices_of(kernel.usr)
     return next((t for i in launches if (t := tensor_at(model, kernel, pointer, i)) is not None), "")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A tensor's place in memory at a launch, from the launcher's one matcher chain of it:
+    its dims and strides (in elements, renamed as `Binding` names them) and element size."""
+
+    tensor: str
+    dims: tuple[Term, ...]
+    strides: tuple[Term, ...]
+    element_size: int  # bytes
+
+    def span_bytes(self) -> Term:
+        """The bytes from its first element to the end of its last: (1 + the sum of (dim - 1)
+        * stride) elements (dims are at least 1)."""
+        last = Term("const", value=1)
+        for dim, stride in zip(self.dims, self.strides):
+            last = Term("+", (last, Term("*", (Term("-", (dim, Term("const", value=1))), stride))))
+        return Term("*", (last, Term("const", value=self.element_size)))
+
+
+def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> Layout | None:
+    """The layout of the tensor a kernel's pointer is at a launch; None where the argument
+    may carry another tensor too (`flag ? a.data_ptr() : b.data_ptr()`) or no one matcher
+    chain fixes its dims, strides and element size (a tensor two chains verify: either's
+    layout may be the one that tells; a dim written as an expression the contract does not
+    tie to its operands)."""
+    extent = tensor_extent(model, kernel, pointer, launch)
+    contract = model.contract_at(launch)
+    if extent is None or contract is None or len(_carried(model, kernel, pointer, launch)) != 1:
+        return None
+    tensor, dims = extent
+    if sum(1 for name, _ in contract.extents if name == tensor) != 1 or tensor not in contract.exact:
+        return None
+    strides = dict(contract.strides).get(tensor)
+    size = dict(contract.element_sizes).get(tensor)
+    if strides is None or size is None:
+        return None
+    host = _host_names(contract)
+    return Layout(tensor, dims, tuple(solver.renamed(s, host) for s in strides), size)
+
+
+def _carried(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> list[LaunchTensorArgument]:
+    """The tensors whose data the launch hands a kernel's pointer (`table`, `params.cache`)."""
+    head, _, field = pointer.partition(".")
+    position = _parameter(kernel, head)
+    return [a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")]
 
 
 def _host_names(contract: LaunchContract) -> dict[str, str]:

@@ -177,7 +177,7 @@ class _Extractor:
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(typed.body))
             walked = kind is FunctionKind.KERNEL or (self.every_access and kind is not FunctionKind.HOST)
             if walked and Need.SYMBOLIC in self.needs:
-                accesses, products, barriers = kernel_terms(typed, self.threads, self.every_access)
+                accesses, products, barriers = kernel_terms(typed, self.threads)
                 self.model.symbolic_accesses.extend(accesses)
                 self.model.symbolic_products.extend(products)
                 self.model.symbolic_barriers.extend(barriers)

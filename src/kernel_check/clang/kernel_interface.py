@@ -852,8 +852,11 @@ class _BodyFacts:
             return
         verified, alignments = [], []
         dtype_symbol = ""
+        strides: tuple[Expr, ...] = ()
         for name, call, member, arguments in links:
             self.state.chain_calls.add(id(call))
+            if name == "with_strides" and arguments:
+                strides = self._matcher_dims(arguments[0])
             if name == "with_dtype":
                 dtypes += self._dtype_list(member) + self._bound_dtypes(arguments)
                 dtype_symbol = self._bind_dtype_symbol(member, arguments) or dtype_symbol
@@ -880,6 +883,8 @@ class _BodyFacts:
                 variable_name,
                 tuple(self.consts.value(d) for d in dims),
                 dtype_symbol,
+                tuple(self._text(d) for d in strides),
+                tuple(self.consts.value(d) for d in strides),
             )
         )
 

@@ -231,6 +231,22 @@ _UNSIGNED_INTEGERS = frozenset(
         ci.TypeKind.CHAR32,
     }
 )
+# The kinds whose size `TypeFacts` asks clang: scalars, pointers, records, enums, fixed arrays.
+_SIZED = frozenset(
+    {
+        *_SIGNED_INTEGERS,
+        *_UNSIGNED_INTEGERS,
+        ci.TypeKind.FLOAT,
+        ci.TypeKind.DOUBLE,
+        ci.TypeKind.HALF,
+        ci.TypeKind.FLOAT16,
+        ci.TypeKind.BFLOAT16,
+        ci.TypeKind.POINTER,
+        ci.TypeKind.RECORD,
+        ci.TypeKind.ENUM,
+        ci.TypeKind.CONSTANTARRAY,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -242,19 +258,30 @@ class TypeFacts:
     bits: int | None  # an integer type's width; None for other and dependent types
     is_signed: bool | None  # an integer type's signedness; None for other types
     is_pointer: bool
+    size: int = 0  # bytes of a value of the type; 0 where clang cannot tell (dependent, void)
+    pointee_size: int = 0  # for a pointer: bytes of what it points to (0 as for `size`)
 
 
 def _type_facts(type_: ci.Type) -> TypeFacts:
     canonical = type_.get_canonical()
     integer = canonical.kind in _SIGNED_INTEGERS or canonical.kind in _UNSIGNED_INTEGERS
-    size = canonical.get_size() if integer else -1
+    size = _size(canonical)
+    is_pointer = canonical.kind == ci.TypeKind.POINTER
     return TypeFacts(
         spelling=type_.spelling,
         canonical=canonical.spelling,
-        bits=size * 8 if size > 0 else None,
+        bits=size * 8 if integer and size > 0 else None,
         is_signed=(canonical.kind in _SIGNED_INTEGERS) if integer else None,
-        is_pointer=canonical.kind == ci.TypeKind.POINTER,
+        is_pointer=is_pointer,
+        size=size,
+        pointee_size=_size(canonical.get_pointee().get_canonical()) if is_pointer else 0,
     )
+
+
+def _size(canonical: ci.Type) -> int:
+    """A canonical type's size in bytes, 0 where it has none clang tells: asked only of the
+    kinds it lays out (libclang crashes on some others, an overload set's)."""
+    return max(canonical.get_size(), 0) if canonical.kind in _SIZED else 0
 
 
 class _Spanned:

@@ -16,8 +16,10 @@ pointer (`SymbolKind.ADDRESS`: every thread sees the same pointer). A kernel's
 `__launch_bounds__(N)` is recorded on its shared accesses (`block_limit`) as a term over its
 compile-time arguments.
 
-What it records (`SymbolicAccess`) are the global accesses whose offset depends on an
-integer read from global memory (KC401), and every access of a one-dimensional `__shared__`
+What it records (`SymbolicAccess`) are the global accesses, each with its offset also in
+bytes from the tensor's start where every step's type has a size clang tells (KC401 asks
+those whose offset depends on an integer read from global memory, KC406 all of them),
+and every access of a one-dimensional `__shared__`
 array (KC402-KC404): followed when its offset and guards name only values the walk follows
 and it reads or writes the array's own element type, or a wider one it spans whole elements
 of (`reinterpret_cast<float4*>(smem)[i]`: elements 4 * i to 4 * i + 3, `SymbolicAccess.width`);
@@ -33,9 +35,9 @@ binding of a by-value params struct (`const auto& [out, ids] = params;`, also of
 nested in it), loads of a template's integer `T` (`const TLoc* loc`), `offset(p, a, b)` helpers
 (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
 (`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
-recorded as an access at its offset that the walk does not follow. The drafter's walk
-(`every_access`) differs only in what it records: every global access, for the sizes and
-index ranges it drafts, not only those whose offset reads memory.
+recorded as an access at its offset that the walk does not follow (of no width: it may be
+the end of a range).
+The drafter's walk (`every_access` in extract.py) also walks device functions.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..model import (
+    ConstExpr,
     Launch,
     LaunchContract,
     MatcherChain,
@@ -95,6 +98,10 @@ _SM_COUNT_CALL = re.compile(r"num_?sms|sm_?count|multi_?processor_?count", re.IG
 # CUDA's vector makers (`make_float4(0.0f, ...)`): a value built from their arguments alone
 _VECTOR_MAKER = re.compile(r"make_[a-z]+[1-4]")
 _MAX_SMS = 1024
+# A launcher's occupancy query (`get_blocks_per_sm(kernel, threads)`): the blocks of a kernel
+# one SM holds at once, 1 (a kernel that fits none is not launched) to `_MAX_BLOCKS_PER_SM`.
+_BLOCKS_PER_SM_CALL = re.compile(r"blocks_?per_?sm|max_?active_?blocks", re.IGNORECASE)
+_MAX_BLOCKS_PER_SM = 32
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _POWER = "2^"  # the symbol of 2^k - 1 for a shift by a scalar `k` is named "2^k-1"
 _INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM)
@@ -127,13 +134,25 @@ class _Pointer:
     extent: Term | None = None  # a shared array's length in elements, when declared
     unit: int = 1  # the array's elements one element of the pointer's type spans (a `float4*` into floats: 4)
     size: int = 0  # the bytes of one element of the pointer's type (0: not known)
+    # A global pointer's distance from the tensor's start in bytes, whatever types it was
+    # cast through on the way (`offset` counts steps of each type alike); None where a step
+    # was of a type whose size clang cannot tell (a template's `T*`, `void*`)
+    bytes: Term | None = None
 
     def moved(self, steps: Term, op: str = "+") -> _Pointer:
         """The pointer `steps` elements of its type on (back, for `op` "-")."""
         if steps == _ZERO:
             return self
         scaled = steps if self.unit == 1 else Term("*", (steps, const(self.unit)))
-        return replace(self, offset=_add(self.offset, scaled) if op == "+" else Term("-", (self.offset, scaled)))
+        offset = _add(self.offset, scaled) if op == "+" else Term("-", (self.offset, scaled))
+        return replace(self, offset=offset, bytes=self.bytes_moved(steps, self.size, op))
+
+    def bytes_moved(self, steps: Term, size: int, op: str = "+") -> Term | None:
+        """The byte distance `steps` elements of `size` bytes on: unknown once a size is."""
+        if self.shared or self.bytes is None or not size:
+            return None
+        scaled = steps if size == 1 else Term("*", (steps, const(size)))
+        return _add(self.bytes, scaled) if op == "+" else Term("-", (self.bytes, scaled))
 
     def recast(self, after: tuple[str, int] | None) -> _Pointer:
         """The shared pointer cast to point to `after` (the canonical type and its size): a
@@ -147,6 +166,7 @@ class _Pointer:
 
 
 _ZERO = Term("const", value=0)
+_VOID_POINTER = re.compile(r"(const )?(volatile )?void \*( ?(const|volatile|__restrict))*")
 _Value = Term | _Pointer | None
 
 
@@ -209,7 +229,6 @@ class _Walk:
     # and the early exits that count (`if (c) return;`), told apart from branch conditions.
     uncounted: list[Term] = field(default_factory=list)
     exit_guards: list[Term] = field(default_factory=list)
-    every_access: bool = False  # every global access, not only those whose offset reads memory
     helpers: tuple[str, ...] = ()  # the device helpers being walked in place (`inline`), by USR
     site: Span | None = None  # where the kernel calls the helper being walked, when it is in another file
     block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
@@ -249,6 +268,8 @@ class _Walk:
             inner = self.value(expr.children[-1], guards)
             if kind is ExprKind.CAST and isinstance(inner, _Pointer) and inner.shared:
                 return inner.recast(expr.pointee)  # `reinterpret_cast<float4*>(smem)`
+            if isinstance(inner, _Pointer):  # `static_cast<const bf16_t*>(params.x)`: its steps are of the new type
+                return replace(inner, size=expr.type.pointee_size) if expr.type.is_pointer else inner
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
             return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
@@ -427,7 +448,7 @@ class _Walk:
     def received(self, name: str, type_: TypeFacts) -> _Value:
         """A scalar argument or params field: a pointer into a tensor, or a scalar symbol."""
         if type_.is_pointer:
-            return _Pointer(name, _ZERO)
+            return _Pointer(name, _ZERO, size=type_.pointee_size, bytes=_ZERO)
         if type_.bits is None:
             return None
         return self.symbol(name, SymbolKind.SCALAR, name, _range(type_))
@@ -540,6 +561,9 @@ class _Walk:
             return Term(_LANE_CALLS[name], (lane, const(_WARP_SIZE)))
         if name in _VECTOR_ACCESSES and len(arguments) == 2:
             pointer, index = (self.value(argument, guards) for argument in arguments)
+            vector = _member_object(expr)
+            if isinstance(pointer, _Pointer) and not pointer.shared:  # `i` counts whole vectors
+                pointer = replace(pointer, size=vector.type.size if vector is not None else 0)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
         if _operator(expr) == "=" and len(expr.children) == 3 and expr.children[0].type.canonical in _HALVES:
@@ -638,10 +662,16 @@ class _Walk:
         pointer, steps = values[0], values[1:]
         if isinstance(pointer, _Pointer) and not pointer.shared and all(isinstance(v, Term) for v in steps):
             moved = pointer.offset
+            in_bytes: Term | None = pointer.bytes
+            # steps of bytes from a `void*` (header libraries differ on a typed pointer's
+            # steps, and on a step type the call names: `offset<float>(p, i)`): else unknown
+            untyped = _VOID_POINTER.fullmatch(expr.arguments[0].stripped().type.canonical) is not None
+            step_size = 1 if untyped and "<" not in (t.spelling for t in expr.tokens) else 0
             for step in steps:
                 assert isinstance(step, Term)
                 moved = _add(moved, step)
-            return replace(pointer, offset=moved)
+                in_bytes = replace(pointer, bytes=in_bytes).bytes_moved(step, step_size)
+            return replace(pointer, offset=moved, bytes=in_bytes)
         for argument, value in zip(expr.arguments, values):
             self.escape(argument, value, guards)
         return None
@@ -659,13 +689,9 @@ class _Walk:
         """A pointer into a received tensor that leaves the walk (a call's argument, an `asm`
         operand, `"l"(ptr)` of a `ld.global`): an access at its offset the walk does not
         follow, counted as a write (which it is, read or write, is not known)."""
-        if isinstance(value, _Pointer) and not value.shared and self.recorded(value.offset):
+        if isinstance(value, _Pointer) and not value.shared:
+            # of no width: a range's end is a pointer one past its last element
             self.append(expr, value, value.offset, guards, is_write=True, followed=False)
-
-    def recorded(self, offset: Term) -> bool:
-        """Whether a global access at `offset` is recorded: one that reads global memory
-        (KC401's), or any (the drafter's walk)."""
-        return self.every_access or any(self.symbols[n].kind is SymbolKind.LOAD for n in symbol_names(offset))
 
     def barrier_at(self, call: Expr, barrier: str, guards: tuple[Term, ...]) -> None:
         """A block-wide barrier under `guards`, the counted ones split into branch
@@ -746,8 +772,9 @@ class _Walk:
             followed = bool(pointer.element) and _unqualified(expr.type.canonical) in (pointer.element, _DEPENDENT)
             followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
-        elif not self.helpers and self.recorded(offset):  # a helper walked in place: its shared accesses only
-            self.append(expr, pointer, offset, guards, is_write=is_write, followed=True)
+        elif not self.helpers:  # a helper walked in place: its shared accesses only
+            width = pointer.size or expr.type.size or 1
+            self.append(expr, pointer.moved(index), offset, guards, is_write=is_write, followed=True, width=width)
 
     def escape(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:
         """A shared array handed where the walk does not follow it (a call, an `asm` operand, a
@@ -756,9 +783,21 @@ class _Walk:
             self.append(expr, value, value.offset, guards, is_write=True, followed=False)
 
     def append(
-        self, expr: Expr, pointer: _Pointer, offset: Term, guards: tuple[Term, ...], *, is_write: bool, followed: bool
+        self,
+        expr: Expr,
+        pointer: _Pointer,
+        offset: Term,
+        guards: tuple[Term, ...],
+        *,
+        is_write: bool,
+        followed: bool,
+        width: int = 0,
     ) -> None:
+        """Record an access; `pointer` a global one's at its place (`width`: the bytes it covers)."""
+        in_bytes = pointer.bytes if not pointer.shared else None
         named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
+        if in_bytes is not None:
+            named.update(symbol_names(in_bytes))
         for size in (pointer.extent, self.block_limit):
             if size is not None:
                 named.update(symbol_names(size))
@@ -782,6 +821,8 @@ class _Walk:
                 extent=pointer.extent,
                 width=pointer.unit,
                 block_limit=self.block_limit if pointer.shared else None,
+                bytes=in_bytes,
+                byte_width=width if in_bytes is not None else 0,
             )
         )
 
@@ -1016,6 +1057,12 @@ def _unwrapped(expr: Expr) -> Expr:
     return node
 
 
+def _member_object(call: Expr) -> Expr | None:
+    """`vec` of `vec.load(ptr, i)`."""
+    callee = call.children[0].stripped() if call.children else None
+    return callee.children[0] if callee is not None and callee.kind is ExprKind.MEMBER and callee.children else None
+
+
 def _method_object(call: Expr) -> DeclRef | None:
     """The variable or parameter whose method `call` calls (`N` of `N.unwrap()`)."""
     callee = call.children[0].stripped() if call.children else None
@@ -1235,24 +1282,21 @@ def render(term: Term) -> str:
     return f"{term.op}({', '.join(render(a) for a in term.args)})"
 
 
-def symbolic_accesses(
-    function: Function, threads: ThreadDependence, every_access: bool = False
-) -> list[SymbolicAccess]:
-    """A kernel's global accesses whose offset depends on an integer read from global
-    memory (`every_access`: all of them, for the sizes their guards bound), and its writes
-    into shared arrays (`threads` knows which calls are barriers)."""
-    return kernel_terms(function, threads, every_access)[0]
+def symbolic_accesses(function: Function, threads: ThreadDependence) -> list[SymbolicAccess]:
+    """A kernel's global accesses, and its accesses of shared arrays (`threads` knows which
+    calls are barriers)."""
+    return kernel_terms(function, threads)[0]
 
 
 def kernel_terms(
-    function: Function, threads: ThreadDependence, every_access: bool = False
+    function: Function, threads: ThreadDependence
 ) -> tuple[list[SymbolicAccess], list[SymbolicProduct], list[SymbolicBarrier]]:
     """A kernel's recorded accesses (`symbolic_accesses`), its multiplications by a block
     index or grid dimension, and its block-wide barriers."""
     body = function.body
     if body is None:
         return [], [], []
-    walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body), every_access=every_access)
+    walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
     walk.block_limit = walk.launch_bound()
@@ -1297,7 +1341,7 @@ class _LauncherWalk(_Walk):
         name, arguments = expr.name, expr.arguments
         if name == "unwrap" and (size := self.symbolic_size(expr)) is not None:
             return self.dim(size)
-        if name == "size" and len(arguments) == 1 and (dims := self.tensor_dims(expr)) is not None:
+        if name in ("size", "stride") and len(arguments) == 1 and (dims := self.tensor_dims(expr, name)) is not None:
             position = arguments[0].value
             return dims[position] if position is not None and 0 <= position < len(dims) else self.opaque(expr)
         if name in _DIV_CEIL_CALLS and len(arguments) == 2:
@@ -1305,17 +1349,34 @@ class _LauncherWalk(_Walk):
             return Term("/", (Term("-", (Term("+", (a, b)), const(1))), b))
         if _SM_COUNT_CALL.search(name):  # (its type may be a template's undeduced `auto`)
             return self.symbol("sm_count", SymbolKind.SCALAR, "the SM count", (1, _MAX_SMS))
+        if _BLOCKS_PER_SM_CALL.search(name or callee_name(expr)):  # (a template's call names no callee)
+            text = "the blocks per SM"
+            return self.symbol(f"blocks_per_sm{len(self.symbols)}", SymbolKind.SCALAR, text, (1, _MAX_BLOCKS_PER_SM))
         return super().call(expr, guards)
+
+    def statement(self, stmt: Stmt, guards: tuple[Term, ...]) -> Term | None:
+        """As a kernel's, and `N.set_value(v)` of a `SymbolicSize`: the matchers after it
+        accept `v` alone, as a `RuntimeCheck(N == v)` would (an exit where it differs)."""
+        node = stmt.exprs[0].stripped() if stmt.kind is StmtKind.EXPR and stmt.exprs else None
+        if node is not None and node.kind is ExprKind.CALL and node.name == "set_value" and len(node.arguments) == 1:
+            size = _method_object(node)
+            value = self.value(node.arguments[0], guards)
+            if size is not None and "SymbolicSize" in size.type.canonical and isinstance(value, Term):
+                return Term("!=", (self.dim(size.name), value))
+        return super().statement(stmt, guards)
 
     def symbolic_size(self, call: Expr) -> str | None:
         """The `SymbolicSize` local whose `unwrap()` `call` is."""
         ref = _method_object(call)
         return ref.name if ref is not None and "SymbolicSize" in ref.type.canonical else None
 
-    def tensor_dims(self, call: Expr) -> tuple[Term, ...] | None:
-        """The dims of the verified tensor whose `size(i)` `call` is."""
+    def tensor_dims(self, call: Expr, query: str = "size") -> tuple[Term, ...] | None:
+        """The dims (`query` "stride": the strides) of the verified tensor whose `size(i)`
+        (`stride(i)`) `call` is."""
         ref = _method_object(call)
-        return dict(self.extents()).get(ref.name) if ref is not None else None
+        if ref is None:
+            return None
+        return dict(self.extents() if query == "size" else self.strides()).get(ref.name)
 
     def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
         super().declare(var, guards)
@@ -1376,9 +1437,9 @@ class _LauncherWalk(_Walk):
             fields += [(position, name, term) for name, term in (record or {}).items()]
             value = self.value(argument, guards) if argument is not None and record is None else None
             arguments.append(value if isinstance(value, Term) else None)
-        extents = tuple(self.extents())
+        extents, strides = tuple(self.extents()), tuple(self.strides())
         terms = [*guards, *self.fits, *(t for t in (*grid, *block, *arguments) if t is not None)]
-        terms += [t for _, _, t in fields] + [d for _, dims in extents for d in dims]
+        terms += [t for _, _, t in fields] + [d for _, dims in (*extents, *strides) for d in dims]
         named = sorted({n for term in terms for n in symbol_names(term)})
         self.contracts.append(
             LaunchContract(
@@ -1391,6 +1452,9 @@ class _LauncherWalk(_Walk):
                 arguments=tuple(arguments),
                 fields=tuple(fields),
                 extents=extents,
+                strides=strides,
+                element_sizes=tuple(self.element_sizes()),
+                exact=tuple(self.exact_tensors()),
             )
         )
 
@@ -1419,18 +1483,58 @@ class _LauncherWalk(_Walk):
 
     def extents(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
         """Each verified tensor's dims: the launcher's `SymbolicSize`s by name, its
-        compile-time constants, and a size of its own for any other (`-1`)."""
+        compile-time constants, and a size of its own for any other (`-1`: one size for
+        every tensor the chain verifies, bound by the first)."""
         for chain in self.chains:
+            dims = tuple(self.sizes(chain, chain.dims, chain.dim_values, "size"))
             for tensor in chain.verified:
-                dims = []
-                for position, (text, value) in enumerate(zip(chain.dims, chain.dim_values)):
-                    if value.op == "int" and value.value >= 0:
-                        dims.append(const(value.value))
-                    elif text.isidentifier():
-                        dims.append(self.dim(text))
-                    else:
-                        dims.append(self.dim(f"{tensor.name}.size({position})"))
-                yield tensor.name, tuple(dims)
+                yield tensor.name, dims
+
+    def sizes(
+        self, chain: MatcherChain, texts: tuple[str, ...], values: tuple[ConstExpr, ...], query: str
+    ) -> Iterator[Term]:
+        """A chain's dims (`query` "size") or strides ("stride") as terms."""
+        first = chain.verified[0].name if chain.verified else ""
+        for position, (text, value) in enumerate(zip(texts, values)):
+            if value.op == "int" and value.value >= 0:
+                yield const(value.value)
+            elif text.isidentifier():
+                yield self.dim(text)
+            else:
+                yield self.dim(f"{first}.{query}({position})")
+
+    def strides(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
+        """Each verified tensor's strides in elements: those of its `with_strides` (as its
+        dims are, a stride from 1 up for `-1`), or those of its contiguous layout (the
+        product of the dims after each)."""
+        for chain in self.chains:
+            dims = tuple(self.sizes(chain, chain.dims, chain.dim_values, "size"))
+            if len(chain.strides) == len(dims):
+                strides = tuple(self.sizes(chain, chain.strides, chain.stride_values, "stride"))
+            else:
+                after = [const(1)]
+                for dim in reversed(dims[1:]):
+                    after.insert(0, Term("*", (dim, after[0])))
+                strides = tuple(after)
+            for tensor in chain.verified:
+                yield tensor.name, strides
+
+    def exact_tensors(self) -> Iterator[str]:
+        """The verified tensors whose dims and strides are constants, `SymbolicSize`s or `-1`
+        (`{static_cast<int64_t>(n)}` is a size the walk does not tie to `n`)."""
+        for chain in self.chains:
+            written = zip((*chain.dims, *chain.strides), (*chain.dim_values, *chain.stride_values))
+            if all(text.isidentifier() or (value.op == "int" and value.value >= -1) for text, value in written):
+                yield from (tensor.name for tensor in chain.verified)
+
+    def element_sizes(self) -> Iterator[tuple[str, int]]:
+        """Each verified tensor's element size in bytes, where its matcher allows one dtype
+        (or several of one size)."""
+        for chain in self.chains:
+            sizes = {d.size.value if d.size.op == "int" else 0 for d in chain.dtypes}
+            if len(sizes) == 1 and (size := sizes.pop()) > 0:
+                for tensor in chain.verified:
+                    yield tensor.name, size
 
 
 def launch_contracts(

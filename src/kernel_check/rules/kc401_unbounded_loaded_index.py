@@ -42,7 +42,8 @@ helper) or to inline PTX (`asm("ld.global.v4.b32 ..., [%4];" :: "l"(row + i))`):
 the instruction accesses at least the element it points at. A shift by a template parameter
 (`loc >> kPageBits`) divides by a power of two the kernel is given. Not followed yet: ids that
 pass through a device function, a local assigned after its declaration, or shared memory;
-strides the matcher allows (the extent is the product of the dims).
+strides the matcher allows (the extent is the product of the dims). An offset that reads no
+id yet leaves the tensor's dims and strides is KC406's.
 
 ## Why is this bad?
 An id read from a tensor is whatever the caller put there: a padding marker (`-1`), a
@@ -147,7 +148,7 @@ def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[Symb
         in_offset = set(symbol_names(access.offset))
         ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset)
         key = (access.function_usr, access.pointer, ids)
-        if access.shared or key in reported:
+        if access.shared or not ids or key in reported:  # an offset that reads no id: KC406's
             continue
         open_sides = _unbounded_sides(access, model.solver_budget(access.function_usr, seconds))
         if open_sides:
