@@ -150,6 +150,7 @@ _LOAD_METHODS = ("load", "ld", "cast_load")  # a vector's method that fills it f
 _ASM_LOAD = re.compile(r"\bld\b((?:\.[\w:]+)*)")
 _ASM_MMA = re.compile(r"\b(?:mma\.sync|mma\.sp|wgmma\.mma_async|tcgen05\.mma)\b")
 _OWN_SPACES = frozenset({"shared", "local"})
+_NARROW_FLOATS = re.compile(r"fp8|fp4|e4m3|e5m2|e2m1")  # the byte-sized floating formats' type names
 
 
 INF = math.inf
@@ -338,17 +339,33 @@ class Numerics:
         self.found: dict[int, NarrowingConversion] = {}  # by the conversion's start offset
         # by callee, arguments and (in a header's function) the file's call that leads there
         self._returns: dict[tuple[int, tuple[Value, ...], int | None], _Result] = {}
+        self._called: set[str] = set()  # the functions a call of the walked ones may reach, by USR
+        self._helpers: list[Function] = []  # conversion helpers, walked again once every call is seen
 
     def add_function(self, function: Function) -> None:
         """Walk a kernel or device function of the checked file, its parameters unknown."""
-        if function.kind is FunctionKind.HOST or function.buildable_body is None:
+        body = function.buildable_body
+        if function.kind is FunctionKind.HOST or body is None:
             return
+        self._called.update(callee.usr for call in body.calls() for callee in call.callees)
+        if _converts_floats(function):
+            self._helpers.append(function)
+        self._guarded_walk(function, {})
+
+    def _guarded_walk(self, function: Function, env: dict[int, Value]) -> None:
         try:
-            self._walk(function, {}, 0, None, None, ())
+            self._walk(function, env, 0, None, None, ())
         except RecursionError:
             return  # generated code nested past what the walk follows: nothing is reported of it
 
     def conversions(self) -> list[NarrowingConversion]:
+        """The conversions found; a conversion helper no call in sight reaches is walked with
+        its floating parameters any value first (`_converts_floats`)."""
+        while self._helpers:
+            helper = self._helpers.pop()
+            if helper.usr not in self._called:
+                inputs = [p for p in helper.params if p.declarator == "value" and is_floating(p.type)]
+                self._guarded_walk(helper, {p.key: _read(p.span, p.key) for p in inputs})
         return sorted(self.found.values(), key=lambda c: c.span.start)
 
     def _walk(
@@ -838,6 +855,18 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
     if bare in _VECTOR_BUILDERS:
         return _join_all(values)
     return None
+
+
+def _converts_floats(function: Function) -> bool:
+    """A device function that makes a narrow value of a floating one (`int8_t
+    cvt_rni_sat_s8(float x)`): it takes a floating parameter by value and returns an integer
+    of at most 16 bits or an fp8/fp4 byte. With no caller in sight (they are in other files),
+    its parameter is whatever they pass: a conversion there without a clamp of its own is
+    the helper's."""
+    result = function.result
+    narrow = (result.bits is not None and result.bits <= 16) or bool(_NARROW_FLOATS.search(result.canonical))
+    floating = any(p.declarator == "value" and is_floating(p.type) for p in function.params)
+    return function.kind is FunctionKind.DEVICE and narrow and floating
 
 
 def _origin(read: Expr | Stmt, walk: _Walk) -> Span:
