@@ -8,8 +8,9 @@ per pointer and offset, so `if (idx[i] < n) out[idx[i]]` reads the same value tw
 opaque values the walk does not follow (a call's result, a local assigned after its
 declaration). A call's result is one value for the whole block instead (`SymbolKind.UNIFORM`,
 `uniform_call`) where nothing in the call tells threads apart (`prefix_op.GetTileIdx()`,
-`div_ceil(n, 4)`): then `s = tile * 256 + threadIdx.x` lets the thread index decide. A pointer value is a received pointer plus an offset term, so
-`const T* row = out + loc * d; row[j]` is an access of `out` at `loc * d + j`.
+`div_ceil(n, 4)`): then `s = tile * 256 + threadIdx.x` lets the thread index decide. A
+pointer value is a received pointer plus an offset term, so `const T* row = out + loc * d;
+row[j]` is an access of `out` at `loc * d + j`.
 
 The guards of a statement are the conditions of the `if`s, loops and `?:` it sits in, and
 the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same block. A
