@@ -409,3 +409,55 @@ def test_a_read_write_race_witness_reproduces_the_race(tmp_path: Path) -> None:
     assert rx < bx and wx < bx and ry < by and wy < by and rz < bz and wz < bz
     assert element == ry * bx + rx == wy * bx + wx + 1
     assert (rx + bx * (ry + by * rz)) // 32 != (wx + bx * (wy + by * wz)) // 32  # linear index, by warp
+
+
+CALL_RESULTS = """\
+#include <cooperative_groups.h>
+#include <cstdint>
+
+struct TileCounter {
+  __device__ explicit TileCounter(int* state);
+  __device__ int tile() const;
+};
+__device__ int tile_of(int n) { return n / 4; }
+__device__ int div_up(int a, int b);
+__device__ int lane() {
+  int id;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+  return id;
+}
+__device__ int row_of(int n) { return n + threadIdx.x; }
+
+__global__ void k(int* state, int* counter, int n) {
+  __shared__ int smem[16];
+  TileCounter tiles(state);
+  auto block = cooperative_groups::this_thread_block();
+  if (tiles.tile() > 0) smem[0] = 1;
+  if (tile_of(n) > 0) smem[1] = 1;
+  if (div_up(n, 4) > 0) smem[2] = 1;
+  if (lane() > 0) smem[3] = 1;
+  if (atomicAdd(counter, 1) > 0) smem[4] = 1;
+  if (block.thread_rank() > 0) smem[5] = 1;
+  if (__shfl_sync(0xffffffffu, n, 0) > 0) smem[6] = 1;
+  if (clock64() > 0) smem[7] = 1;
+  if (row_of(n) > 0) smem[8] = 1;
+  if (tile_of(threadIdx.x) > 0) smem[9] = 1;
+  if (tile_of(counter[threadIdx.x]) > 0) smem[10] = 1;
+}
+"""
+
+
+def test_a_call_is_one_value_for_the_block_only_where_nothing_tells_threads_apart(functions_of) -> None:
+    """A call's result the walk does not follow is one value the whole block shares
+    (`SymbolKind.UNIFORM`, the same for both threads of a query) when its arguments are so, a
+    method's object is built from such values and a body in sight reads no thread index:
+    `tiles.tile()`, `tile_of(n)`, `div_up(n, 4)`. A lane read by asm, an atomic, a rank, a
+    shuffle, a clock, a helper returning a thread-dependent value, or an argument that is one
+    keeps a value per thread (`SymbolKind.OPAQUE`)."""
+    found = functions_of(CALL_RESULTS)
+    kinds = {
+        render(a.offset): {s.kind for s in a.symbols if s.kind in (SymbolKind.UNIFORM, SymbolKind.OPAQUE)}
+        for a in _shared_accesses(found)
+    }
+    uniform, opaque = {SymbolKind.UNIFORM}, {SymbolKind.OPAQUE}
+    assert kinds == {"0": uniform, "1": uniform, "2": uniform, **{str(e): opaque for e in range(3, 11)}}

@@ -930,6 +930,9 @@ class SymbolKind(enum.Enum):
     LOOP = "loop"  # a loop counter (its bounds are guards)
     LOAD = "load"  # an integer read from global memory: whatever the tensor holds
     OPAQUE = "opaque"  # a value the walk does not follow (a call, a local assigned later)
+    # A call's result that nothing tells apart from thread to thread (`prefix_op.GetTileIdx()`,
+    # `div_ceil(n, 4)`): one value for the whole block, any within its type
+    UNIFORM = "uniform"
     # A received pointer's address, of which the walk follows a null test alone
     # (`if (scale_ptr != nullptr)`): the same for every thread of the block, one per pointer
     ADDRESS = "address"

@@ -86,7 +86,8 @@ class Answer:
 
 def launch_constraints(symbols: Iterable[Symbol]) -> list[Term]:
     """What every launch guarantees: a thread index below its block dimension, a block index
-    below its grid dimension, at most 1024 threads a block and CUDA's grid limits."""
+    below its grid dimension, at most 1024 threads a block and CUDA's grid limits; and a
+    call's result the block shares within its type."""
     constraints: list[Term] = []
     for symbol in symbols:
         axis = symbol.name.rsplit(".", 1)[-1]
@@ -97,6 +98,8 @@ def launch_constraints(symbols: Iterable[Symbol]) -> list[Term]:
             constraints += _dimension(dimension, axis, blocks=symbol.kind is SymbolKind.BLOCK)
         elif symbol.kind in (SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM):
             constraints += _dimension(variable, axis, blocks=symbol.kind is SymbolKind.GRID_DIM)
+        elif symbol.kind is SymbolKind.UNIFORM:  # a call's result: whatever its type holds
+            constraints += within(variable, symbol.low, symbol.high)
     return constraints
 
 

@@ -25,9 +25,17 @@ from .solver import Answer, Budget, Outcome
 _FREE = (SymbolKind.DIM, SymbolKind.SCALAR)  # what a witness chooses: the launcher's inputs
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
-# kernel symbols the contract does not give: the launch constraints bound the indices, the
-# caller's query the values read from memory, the loop counters and whether a pointer is null
-_CALLER_BOUND = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOAD, SymbolKind.LOOP, SymbolKind.ADDRESS)
+# kernel symbols the contract does not give: the launch constraints bound the indices and the
+# calls' results the block shares, the caller's query the values read from memory, the loop
+# counters and whether a pointer is null
+_CALLER_BOUND = (
+    SymbolKind.THREAD,
+    SymbolKind.BLOCK,
+    SymbolKind.LOAD,
+    SymbolKind.LOOP,
+    SymbolKind.ADDRESS,
+    SymbolKind.UNIFORM,
+)
 
 
 @dataclass(frozen=True)

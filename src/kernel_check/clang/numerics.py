@@ -33,7 +33,9 @@ header of the project it includes, never a system header's (`Program.definition`
 the pointer-access summaries and the launch resolution use) -- is followed with its
 arguments' values bound to its scalar parameters (`MAX_CALL_DEPTH` deep): a helper that
 converts its parameter is reported at the conversion, with the call that feeds it a
-tensor's element, and what it returns is the join of its `return`s. In a header's
+tensor's element, and what it returns is the join of its `return`s; a reference parameter it
+leaves holding memory's values (an MMA wrapper's `asm` accumulating into `float (&d)[4]`) makes
+the caller's local it was handed hold them after the call. In a header's
 function, the checked file's call that leads there stands for what happens inside: a read
 of memory there comes from that call, and a conversion there of a value the file passes in
 is reported at that call (one of what the function reads itself is the header's own
@@ -148,6 +150,7 @@ _LOAD_METHODS = ("load", "ld", "cast_load")  # a vector's method that fills it f
 _ASM_LOAD = re.compile(r"\bld\b((?:\.[\w:]+)*)")
 _ASM_MMA = re.compile(r"\b(?:mma\.sync|mma\.sp|wgmma\.mma_async|tcgen05\.mma)\b")
 _OWN_SPACES = frozenset({"shared", "local"})
+_NARROW_FLOATS = re.compile(r"fp8|fp4|e4m3|e5m2|e2m1")  # the byte-sized floating formats' type names
 
 
 INF = math.inf
@@ -318,6 +321,15 @@ class _Walk:
     returns: list[Value] = field(default_factory=list)  # what its `return` statements give
 
 
+@dataclass(frozen=True)
+class _Result:
+    """What a walked function gives its caller: its return value, and the values it leaves
+    in its reference parameters (by position) that hold memory's values."""
+
+    value: Value
+    outputs: dict[int, Value] = field(default_factory=dict)
+
+
 class Numerics:
     """The analysis for one translation unit: conversions found once, calls followed with
     their arguments' values."""
@@ -326,30 +338,55 @@ class Numerics:
         self.program = program
         self.found: dict[int, NarrowingConversion] = {}  # by the conversion's start offset
         # by callee, arguments and (in a header's function) the file's call that leads there
-        self._returns: dict[tuple[int, tuple[Value, ...], int | None], Value] = {}
+        self._returns: dict[tuple[int, tuple[Value, ...], int | None], _Result] = {}
+        self._called: set[str] = set()  # the functions a call of the walked ones may reach, by USR
+        self._helpers: list[Function] = []  # conversion helpers, walked again once every call is seen
 
     def add_function(self, function: Function) -> None:
         """Walk a kernel or device function of the checked file, its parameters unknown."""
-        if function.kind is FunctionKind.HOST or function.buildable_body is None:
+        body = function.buildable_body
+        if function.kind is FunctionKind.HOST or body is None:
             return
+        self._called.update(callee.usr for call in body.calls() for callee in call.callees)
+        if _converts_floats(function):
+            self._helpers.append(function)
+        self._guarded_walk(function, {})
+
+    def _guarded_walk(self, function: Function, env: dict[int, Value]) -> None:
         try:
-            self._walk(function, {}, 0, None, None)
+            self._walk(function, env, 0, None, None, ())
         except RecursionError:
             return  # generated code nested past what the walk follows: nothing is reported of it
 
     def conversions(self) -> list[NarrowingConversion]:
+        """The conversions found; a conversion helper no call in sight reaches is walked with
+        its floating parameters any value first (`_converts_floats`)."""
+        while self._helpers:
+            helper = self._helpers.pop()
+            if helper.usr not in self._called:
+                inputs = [p for p in helper.params if p.declarator == "value" and is_floating(p.type)]
+                self._guarded_walk(helper, {p.key: _read(p.span, p.key) for p in inputs})
         return sorted(self.found.values(), key=lambda c: c.span.start)
 
     def _walk(
-        self, function: Function, env: dict[int, Value], depth: int, call: Span | None, entry: Expr | None
-    ) -> Value:
-        """Walk `function`'s body from `env`; what it returns (unknown when nothing is known)."""
+        self,
+        function: Function,
+        env: dict[int, Value],
+        depth: int,
+        call: Span | None,
+        entry: Expr | None,
+        outputs: tuple[int, ...],
+    ) -> _Result:
+        """Walk `function`'s body from `env`; what it returns (unknown when nothing is known),
+        and what it leaves in its parameters at the positions `outputs` (references it writes)."""
         body = function.buildable_body
         if body is None:
-            return UNKNOWN
+            return _Result(UNKNOWN)
         walk = _Walk(dict(env), set(), set(), depth, call, body.span, entry)
         self._block(body, walk)
-        return _join_all(walk.returns) if walk.returns else UNKNOWN
+        returned = _join_all(walk.returns) if walk.returns else UNKNOWN
+        left = {i: walk.env[function.params[i].key] for i in outputs if function.params[i].key in walk.env}
+        return _Result(returned, {i: v for i, v in left.items() if v.wild})
 
     # -- statements --------------------------------------------------------------------------
     def _block(self, stmt: Stmt, walk: _Walk) -> None:
@@ -677,7 +714,8 @@ class Numerics:
         """Walk the device functions a call may reach whose bodies are in sight -- the checked
         file's and those of the project's headers it includes, never a system header's (the
         door `Program.definition` opens for the other analyses) -- the arguments' values bound
-        to their scalar parameters (a non-const reference parameter is an output: unknown);
+        to their scalar parameters (a non-const reference parameter is an output: unknown, but
+        for memory's values a callee leaves in it, `_written_back`);
         the join of what they return, once per callee and arguments. A dependent
         `Trait::f(...)` in a template may reach each static method `f` of the file's records."""
         if walk.depth >= MAX_CALL_DEPTH:
@@ -689,25 +727,44 @@ class Numerics:
         callees = [c for c in defined if c is not None and c.kind is not FunctionKind.HOST]
         if not callees or len(callees) > MAX_CANDIDATES:
             return UNKNOWN
-        returned = _join_all([self._returned(callee, expr, values, walk) for callee in callees])
+        results = [self._returned(callee, expr, values, walk) for callee in callees]
+        self._written_back(expr, results, walk)
+        returned = _join_all([r.value for r in results])
         return replace(returned, deps=returned.deps | frozenset().union(*(v.deps for v in values)))
 
-    def _returned(self, callee: Function, call: Expr, values: list[Value], walk: _Walk) -> Value:
+    def _written_back(self, call: Expr, results: list[_Result], walk: _Walk) -> None:
+        """A local the call hands to a reference parameter that a callee leaves holding memory's
+        values (`mma(acc, a, b)`, whose `asm` accumulates into `float (&d)[4]`) holds them after
+        the call."""
+        for position, argument in enumerate(call.arguments):
+            written = [r.outputs[position] for r in results if position in r.outputs]
+            node = argument.stripped()
+            if written and node.kind is ExprKind.REF and node.ref is not None and node.ref.key in walk.env:
+                walk.env[node.ref.key] = _join_all(written).with_deps(frozenset({node.ref.key}))
+
+    def _returned(self, callee: Function, call: Expr, values: list[Value], walk: _Walk) -> _Result:
         if callee.buildable_body is None:
-            return UNKNOWN
+            return _Result(UNKNOWN)
         bound = tuple(values[: len(callee.params)])
         entry = walk.entry if walk.entry is not None or callee.file == self.program.path else call
         # a header's function is walked once per call of the file that enters it: what it reads
         # comes from that call, and what it converts is reported there
         key = (id(callee), tuple(replace(v, deps=frozenset()) for v in bound), entry.span.start if entry else None)
         if key not in self._returns:
-            self._returns[key] = UNKNOWN  # a recursive call meanwhile is unknown
+            self._returns[key] = _Result(UNKNOWN)  # a recursive call meanwhile is unknown
             env = {  # a pointer parameter's reads are reads of memory
                 p.key: v
                 for p, v in zip(callee.params, bound, strict=False)
                 if p.declarator == "value" or (p.declarator == "reference" and p.pointee_is_const)
             }
-            self._returns[key] = self._walk(callee, env, walk.depth + 1, call.span, entry)
+            # a non-const reference parameter is an output: unknown until the body writes it
+            outputs = tuple(
+                i
+                for i, p in enumerate(callee.params[: len(call.arguments)])
+                if p.declarator == "reference" and not p.pointee_is_const
+            )
+            env.update({callee.params[i].key: UNKNOWN for i in outputs})
+            self._returns[key] = self._walk(callee, env, walk.depth + 1, call.span, entry, outputs)
         return self._returns[key]
 
     # -- effects -----------------------------------------------------------------------------
@@ -798,6 +855,18 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
     if bare in _VECTOR_BUILDERS:
         return _join_all(values)
     return None
+
+
+def _converts_floats(function: Function) -> bool:
+    """A device function that makes a narrow value of a floating one (`int8_t
+    cvt_rni_sat_s8(float x)`): it takes a floating parameter by value and returns an integer
+    of at most 16 bits or an fp8/fp4 byte. With no caller in sight (they are in other files),
+    its parameter is whatever they pass: a conversion there without a clamp of its own is
+    the helper's."""
+    result = function.result
+    narrow = (result.bits is not None and result.bits <= 16) or bool(_NARROW_FLOATS.search(result.canonical))
+    floating = any(p.declarator == "value" and is_floating(p.type) for p in function.params)
+    return function.kind is FunctionKind.DEVICE and narrow and floating
 
 
 def _origin(read: Expr | Stmt, walk: _Walk) -> Span:

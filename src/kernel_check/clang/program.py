@@ -839,6 +839,11 @@ class Function:
         return tuple(self._program.var(c) for c in self._cursor.get_children() if c.kind == K.PARM_DECL)
 
     @cached_property
+    def result(self) -> TypeFacts:
+        """The type it returns."""
+        return _type_facts(self._cursor.result_type)
+
+    @cached_property
     def body(self) -> Stmt | None:
         if self._cursor.kind not in FUNCTION_KINDS:
             return None

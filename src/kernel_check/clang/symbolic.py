@@ -6,8 +6,11 @@ indices and dimensions, scalar arguments (parameters, fields of a by-value param
 loop counters (their bounds become guards), integers read from global memory (one symbol
 per pointer and offset, so `if (idx[i] < n) out[idx[i]]` reads the same value twice) and
 opaque values the walk does not follow (a call's result, a local assigned after its
-declaration). A pointer value is a received pointer plus an offset term, so
-`const T* row = out + loc * d; row[j]` is an access of `out` at `loc * d + j`.
+declaration). A call's result is one value for the whole block instead (`SymbolKind.UNIFORM`,
+`uniform_call`) where nothing in the call tells threads apart (`prefix_op.GetTileIdx()`,
+`div_ceil(n, 4)`): then `s = tile * 256 + threadIdx.x` lets the thread index decide. A
+pointer value is a received pointer plus an offset term, so `const T* row = out + loc * d;
+row[j]` is an access of `out` at `loc * d + j`.
 
 The guards of a statement are the conditions of the `if`s, loops and `?:` it sits in, and
 the negation of an earlier `if (c) return;` (or `continue`/`break`) of the same block. A
@@ -102,6 +105,19 @@ _MAX_SMS = 1024
 # one SM holds at once, 1 (a kernel that fits none is not launched) to `_MAX_BLOCKS_PER_SM`.
 _BLOCKS_PER_SM_CALL = re.compile(r"blocks_?per_?sm|max_?active_?blocks", re.IGNORECASE)
 _MAX_BLOCKS_PER_SM = 32
+# Callee names whose result may differ from thread to thread whatever the arguments: a lane,
+# warp or rank, a vote or shuffle, an atomic (each thread gets its own old value), a clock, a
+# random number, a read of memory another block may write meanwhile, a collective, an iterator.
+_PER_THREAD_CALL = re.compile(
+    r"thread|lane|warp|rank|shfl|shuffle|ballot|vote|match|active|elect|atomic|clock|time|rand|load|read|fetch"
+    r"|exch|reduce|scan|sync|wait|poll|acquire|volatile|smid|next|pop|(?:^|_)(?:ld|cas|red)(?:_|$)",
+    re.IGNORECASE,
+)
+# The symbols whose value every thread of the block shares
+_BLOCK_WIDE = frozenset(
+    {SymbolKind.SCALAR, SymbolKind.BLOCK, SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM, SymbolKind.ADDRESS}
+    | {SymbolKind.UNIFORM, SymbolKind.DIM}
+)
 _LARGE_INDICES = (SymbolKind.BLOCK, SymbolKind.GRID_DIM)
 _POWER = "2^"  # the symbol of 2^k - 1 for a shift by a scalar `k` is named "2^k-1"
 _INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.BLOCK_DIM, SymbolKind.GRID_DIM)
@@ -575,6 +591,7 @@ class _Walk:
         if not name and _operator(expr) in ("+", "-"):
             return self.dependent_arithmetic(expr, guards)
         helper = self.helper(expr)
+        handed: list[_Value] = []
         if helper is not None:
             self.inline(expr, helper, guards)  # its barriers pass where its body reaches them
         else:
@@ -586,7 +603,58 @@ class _Walk:
             self.phase += 1
         if barrier and not self.helpers:
             self.barrier_at(expr, barrier, guards)
-        return self.opaque(expr) if expr.type.bits is not None else None
+        if expr.type.bits is None:
+            return None
+        if helper is None and not barrier and self.uniform_call(expr, dict(zip(map(id, expr.children), handed))):
+            text = _spelled(expr) or expr.name
+            return self.symbol(f"uniform{len(self.symbols)}", SymbolKind.UNIFORM, text, _range(expr.type))
+        return self.opaque(expr)
+
+    def uniform_call(self, call: Expr, arguments: dict[int, _Value]) -> bool:
+        """Whether a call's result is one value for the whole block (`arguments`: the values
+        of its children, by `id`): its name is none of a lane, rank, vote, shuffle, atomic,
+        clock, random number or read of memory (`_PER_THREAD_CALL`), every argument is a value
+        all threads hold alike, a method's object is a local or parameter built from such
+        values alone, and a body in sight reads no thread index and runs no `asm`; a free
+        function of no arguments needs its body in sight (`clock64()`, `laneid()` read the
+        thread's own registers)."""
+        name = call.name or callee_name(call)
+        if not name or _operator(call) or call.is_construction or _PER_THREAD_CALL.search(name):
+            return False
+        if self.threads.source(call, self.thread_locals):
+            return False
+        if not all(self.block_wide(arguments.get(id(argument))) for argument in call.arguments):
+            return False
+        callee = call.children[0].stripped() if call.children else None
+        method = callee is not None and callee.kind is ExprKind.MEMBER and bool(callee.children)
+        if method and (callee is None or not self.uniform_object(callee.children[0])):
+            return False
+        definitions = [self.threads.program.definition(c) for c in call.callees]
+        if any(d is not None and d.body is not None for d in definitions):
+            return all(d is not None and self.threads.thread_free(d) for d in definitions)
+        return method or bool(call.arguments)
+
+    def block_wide(self, value: _Value) -> bool:
+        """Whether a walked value is an integer every thread of the block holds alike."""
+        return isinstance(value, Term) and all(self.symbols[n].kind in _BLOCK_WIDE for n in symbol_names(value))
+
+    def uniform_object(self, expr: Expr) -> bool:
+        """Whether a method's object is a parameter, or a local that is not assigned after its
+        declaration, whose value (its initializer) no thread index and no per-thread call
+        reaches (`PrefixOp op(tile_state, storage, scan_op)`, not `cg::this_thread_block()`)."""
+        node = expr.stripped()
+        ref = node.ref if node.kind is ExprKind.REF else None
+        if ref is None or ref.name in _BUILTINS or ref.key in self.thread_locals or ref.key in self.assigned:
+            return False
+        if ref.kind is DeclKind.PARAMETER:
+            return True
+        initial = self.initializers.get(ref.key)
+        if ref.kind is not DeclKind.VARIABLE or not ref.is_local or initial is None:
+            return False
+        calls = (n for n in initial.walk() if n.kind is ExprKind.CALL)
+        return not self.threads.source(initial, self.thread_locals) and not any(
+            _PER_THREAD_CALL.search(c.name or callee_name(c) or "") for c in calls
+        )
 
     def dependent_arithmetic(self, call: Expr, guards: tuple[Term, ...]) -> _Value:
         """A `+` or `-` a template leaves unresolved (`smem + i` of a `T smem[kN]`): a shared

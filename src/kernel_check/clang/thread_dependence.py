@@ -44,6 +44,7 @@ class ThreadDependence:
         self.program = program
         self._returns: dict[Function, str] = {}  # the thread source a function returns ("" for none)
         self._reaches: dict[Function, str] = {}  # the barrier a function reaches ("" for none)
+        self._thread_free: dict[Function, bool] = {}
 
     # -- values ----------------------------------------------------------------------------
     def locals(self, body: Stmt, depth: int = 0, given: ThreadLocals | None = None) -> ThreadLocals:
@@ -103,6 +104,26 @@ class ThreadDependence:
             )
         self._returns[function] = found
         return found
+
+    def thread_free(self, function: Function) -> bool:
+        """Whether a device function's body, with its parameters the same for every thread,
+        computes the same for every thread: it reads no thread index anywhere (a local it
+        returns may be assigned from one), calls no lane or warp index helper and runs no
+        `asm` (`mov %0, %laneid`), and returns no thread-dependent value."""
+        known = self._thread_free.get(function)
+        if known is not None:
+            return known
+        body = function.body
+        free = body is not None and not self.returns(function, 0)
+        if body is not None and free:
+            reads = any(
+                (n.kind is ExprKind.REF and n.name == THREAD_INDEX)
+                or (n.kind is ExprKind.CALL and n.name in THREAD_INDEX_CALLS)
+                for n in body.expressions()
+            )
+            free = not reads and not any(stmt.kind is StmtKind.ASM for stmt in body.walk())
+        self._thread_free[function] = free
+        return free
 
     # -- branches --------------------------------------------------------------------------
     def branches(self, body: Stmt) -> Iterator[ThreadBranch]:

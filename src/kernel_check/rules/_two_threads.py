@@ -28,6 +28,7 @@ SCALAR_HIGH = 65536
 SECOND = "t2:"  # the prefix of the second thread's copies of its index and loop counters
 ELEMENT = "race:element"  # the element both accesses reach, for the witness
 PER_THREAD = (SymbolKind.THREAD, SymbolKind.LOOP)
+_SHOWN = (SymbolKind.SCALAR, SymbolKind.UNIFORM)  # the values a witness names
 WARP_SIZE = 32
 
 
@@ -105,10 +106,10 @@ def different_warps() -> Term:
 
 
 def given(answer: Answer, *accesses: SymbolicAccess) -> str:
-    """The witness's scalar arguments the accesses name, and the pointers whose null test
-    they follow: `, n = 4, k = 2, scale = nullptr` ("" when none)."""
+    """The witness's scalar arguments and calls' results the accesses name, and the pointers
+    whose null test they follow: `, n = 4, op.GetTileIdx() = 0, scale = nullptr` ("" when none)."""
     values = answer.model
-    shown = {s.text: str(values.get(s.name, 0)) for s in _symbols(accesses) if s.kind is SymbolKind.SCALAR}
+    shown = {s.text: str(values.get(s.name, 0)) for s in _symbols(accesses) if s.kind in _SHOWN}
     for symbol in _symbols(accesses):
         if symbol.kind is SymbolKind.ADDRESS:
             shown[symbol.text] = "nullptr" if values.get(symbol.name, 0) == 0 else "a tensor"

@@ -214,6 +214,7 @@ def _divergence(
 
 
 _COPIES = second_copies()  # the second thread's copy of the thread index
+_NAMED = (SymbolKind.BLOCK, SymbolKind.SCALAR, SymbolKind.UNIFORM)  # the values a witness names
 
 
 def _world(barrier: SymbolicBarrier) -> list[Term]:
@@ -239,13 +240,14 @@ def _one_of_two(guards: tuple[Term, ...]) -> list[Term]:
 
 def _witness(barrier: SymbolicBarrier, answer: Answer, shown: Witness | None) -> str:
     """`(thread (0, 0, 0) reaches it, thread (1, 0, 0) of the same block of (2, 1, 1) does
-    not, for N = 1)`."""
+    not, for N = 1)`; the calls' results the block shares are named too (`at op.tile() = 4`)."""
     values = answer.model
     first, second, block = threads_of(answer)
     said = f"(thread {first} reaches it, thread {second} of the same block of {block} does not"
-    named = [s for s in barrier.symbols if s.kind in (SymbolKind.BLOCK, SymbolKind.SCALAR) and s.name in values]
+    named = [s for s in barrier.symbols if s.kind in _NAMED and s.name in values]
     if shown is not None and shown.inputs:
         said += f", for {shown.shape()}"
-    elif named:
+        named = [s for s in named if s.kind is SymbolKind.UNIFORM]  # the launch gives the others
+    if named:
         said += ", at " + ", ".join(f"{s.text} = {values[s.name]}" for s in named)
     return said + ")"

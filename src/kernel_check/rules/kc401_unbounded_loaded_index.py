@@ -90,7 +90,7 @@ from kernel_check.witness import Witness, render_dim
 
 SMALL = 256  # every value but the ids: shapes, grid and scalars this small still break
 FAR = 2**30  # an offset this far is past any extent a small shape gives
-_SMALL_KINDS = (SymbolKind.SCALAR, SymbolKind.OPAQUE, SymbolKind.GRID_DIM)
+_SMALL_KINDS = (SymbolKind.SCALAR, SymbolKind.OPAQUE, SymbolKind.UNIFORM, SymbolKind.GRID_DIM)
 _ZERO = Term("const", value=0)
 
 

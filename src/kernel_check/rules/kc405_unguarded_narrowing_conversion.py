@@ -21,7 +21,12 @@ vectors, a device function it is passed to or returned from, defined in the same
 a header of the project it includes). A floating output of inline assembly counts too when
 the instruction loads from global memory (`ld.global.nc.f32`) or is a matrix
 multiply-accumulate (`mma.sync`, `wgmma`): the accumulator of a product of tensors
-overflows to inf and carries NaN as surely as an element read does. It is bounded by
+overflows to inf and carries NaN as surely as an element read does -- also where a helper's
+`asm` writes it through a reference parameter (`mma(acc, a, b)` with `float (&d)[4]`), into
+the local the caller hands it. A conversion helper's floating parameter counts as well (a
+device function taking a float by value and returning an integer of at most 16 bits or an
+fp8/fp4 byte, `int8_t to_int8(float x)`) when no call in the file reaches it: its callers
+are in other files, and whatever they pass it must clamp itself. It is bounded by
 `fminf`/`fmaxf`, `min`/`max`, `clamp`, `__saturatef`, `tanhf` -- a clamp to both ends of the
 target's range is the fix; a clamp to one end still lets the other through. A finding names
 the read it comes from and, for a conversion inside a helper, the call that passes the value
