@@ -47,13 +47,13 @@ from .spec import KernelSpec, dim_axes, itemsize
 COMPARISON = "the comparison"
 # the check that shows each class of defect
 CHECKS = {
-    "KC401": "memcheck",
-    "KC112": "memcheck",
-    "KC402": "racecheck",
-    "KC404": "racecheck",
-    "KC403": "initcheck",
-    "KC170": "synccheck",
-    "KC405": COMPARISON,
+    codes.UNBOUNDED_LOADED_INDEX: "memcheck",
+    codes.INDEX_OVERFLOW_32BIT: "memcheck",
+    codes.SHARED_WRITE_RACE: "racecheck",
+    codes.SHARED_READ_WRITE_RACE: "racecheck",
+    codes.UNINITIALISED_SHARED_READ: "initcheck",
+    codes.BARRIER_IN_DIVERGENT_BRANCH: "synccheck",
+    codes.UNGUARDED_NARROWING_CONVERSION: COMPARISON,
 }
 # a witness whose tensors take more than this is not run (KC112's sizes past 2^31 elements can)
 MAX_CASE_BYTES = 8 << 30
