@@ -931,7 +931,7 @@ class _Walk:
                 var.name, _ZERO, True, var.element_type.canonical, const(1), size=var.element_size or 0
             )
             return
-        value = self.value(var.exprs[-1], guards) if var.exprs else None
+        value = self.initial_value(var, guards) if var.exprs else None
         self.bind_fields(var)
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
@@ -939,6 +939,10 @@ class _Walk:
                 self.initializers[var.key] = var.exprs[-1]
         elif var.exprs:  # a pointer into a shared array that is moved later: not followed
             self.escape(var.exprs[-1], value, guards)
+
+    def initial_value(self, var: Var, guards: tuple[Term, ...]) -> _Value:
+        """The value of `var`'s initializer, walked once (a walk may keep more of it)."""
+        return self.value(var.exprs[-1], guards)
 
     def shared_scalar(self, expr: Expr) -> _Pointer | None:
         """The one-element array a `__shared__` scalar (`__shared__ float s_inv;`) is, when
@@ -1293,14 +1297,18 @@ class _LauncherWalk(_Walk):
         ref = _method_object(call)
         return dict(self.extents()).get(ref.name) if ref is not None else None
 
-    def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
-        super().declare(var, guards)
-        if var.exprs and "dim3" in var.type.canonical and var.key not in self.assigned:
-            self.dim3s[var.key] = self.axes(var.exprs[-1], guards)
-            return
-        fields = self.record_value(var.exprs[-1], guards) if var.exprs else None
-        if fields is not None:
-            self.records[var.key] = fields
+    def initial_value(self, var: Var, guards: tuple[Term, ...]) -> _Value:
+        """A `dim3` local's axes and a params-struct local's fields are kept instead (the
+        struct itself has no value the walk follows)."""
+        initializer = var.exprs[-1]
+        if "dim3" in var.type.canonical and var.key not in self.assigned:
+            self.dim3s[var.key] = self.axes(initializer, guards)
+            return None
+        fields = self.record_value(initializer, guards)
+        if fields is None:
+            return super().initial_value(var, guards)
+        self.records[var.key] = fields
+        return None
 
     def record_value(self, expr: Expr, guards: tuple[Term, ...]) -> dict[str, Term] | None:
         """The fields of a params struct an initializer list fills (`Params{.n = n, ...}`), or a
