@@ -41,6 +41,7 @@ index ranges it drafts, not only those whose offset reads memory.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -786,36 +787,45 @@ class _Walk:
         nor does the value of a local it reads (`m = warp::reduce_max(v); smem[0] = m;`)."""
         if value is None or not self.threads.source(value, self.thread_locals):
             return False
-        return not self.calls(value, set())
+        return not any(
+            node.kind is ExprKind.CALL and not node.is_construction
+            for read, _ in self.with_initializers(value)
+            for node in read.walk()
+        )
 
-    def calls(self, value: Expr, seen: set[int]) -> bool:
-        """Whether `value` calls a function, or the value of a local it reads does."""
-        for node in value.walk():
-            if node.kind is ExprKind.CALL and not node.is_construction:
-                return True
-            key = node.ref.key if node.kind is ExprKind.REF and node.ref is not None else None
-            if key is not None and key in self.initializers and key not in seen:
-                seen.add(key)
-                if self.calls(self.initializers[key], seen):
-                    return True
-        return False
-
-    def uniform(self, value: Expr | None, depth: int = 0) -> bool:
+    def uniform(self, value: Expr | None) -> bool:
         """Whether a stored value is provably one for the whole block: it reads no thread
         index, calls no function but a vector maker (a warp collective returns one value per
         warp) and names only shared arrays (at an index so too) and locals whose one value
-        (their initializer) is so too."""
-        if value is None or depth > _UNIFORM_DEPTH or self.threads.source(value, self.thread_locals):
+        (their initializer) is so too, at most `_UNIFORM_DEPTH` locals deep."""
+        if value is None:
             return False
-        for node in value.walk():
-            if node.kind is ExprKind.CALL and not node.is_construction and not _VECTOR_MAKER.fullmatch(node.name):
+        for read, depth in self.with_initializers(value):
+            if depth > _UNIFORM_DEPTH or self.threads.source(read, self.thread_locals):
                 return False
-            ref = node.ref if node.kind is ExprKind.REF else None
-            if ref is not None and ref.is_local and ref.kind is DeclKind.VARIABLE and not self.is_shared(ref):
-                initial = self.initializers.get(ref.key)
-                if ref.key in self.assigned or initial is None or not self.uniform(initial, depth + 1):
+            for node in read.walk():
+                if node.kind is ExprKind.CALL and not node.is_construction and not _VECTOR_MAKER.fullmatch(node.name):
                     return False
+                ref = node.ref if node.kind is ExprKind.REF else None
+                if ref is not None and ref.is_local and ref.kind is DeclKind.VARIABLE and not self.is_shared(ref):
+                    held = ref.key in self.initializers and ref.key not in self.assigned  # one value: its initializer's
+                    if not held:
+                        return False
         return True
+
+    def with_initializers(self, value: Expr) -> Iterator[tuple[Expr, int]]:
+        """`value`, then the initializer of each local it reads, of each local those read and
+        so on, each once and nearest first: with how many locals deep it is (0: `value`)."""
+        pending = deque([(value, 0)])
+        seen: set[int] = set()
+        while pending:
+            read, depth = pending.popleft()
+            yield read, depth
+            for node in read.walk():
+                key = node.ref.key if node.kind is ExprKind.REF and node.ref is not None else None
+                if key is not None and key in self.initializers and key not in seen:
+                    seen.add(key)
+                    pending.append((self.initializers[key], depth + 1))
 
     def is_shared(self, ref: DeclRef) -> bool:
         """Whether a local names a `__shared__` array or scalar (one for the whole block)."""
