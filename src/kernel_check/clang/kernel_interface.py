@@ -86,16 +86,12 @@ def _strip_casts(expression: Expr) -> Expr:
     return node
 
 
-def _canonical_name(type_: TypeFacts) -> str:
-    return type_.canonical.replace("const ", "").replace("volatile ", "").strip()
-
-
 def _is_tensor_type(type_: TypeFacts) -> bool:
-    return _canonical_name(type_).rstrip("&").strip() in ("tvm::ffi::TensorView", "tvm::ffi::Tensor")
+    return type_.unqualified.rstrip("&").strip() in ("tvm::ffi::TensorView", "tvm::ffi::Tensor")
 
 
 def _is_named_record(type_: TypeFacts, name: str) -> bool:
-    return bare_record_name(_canonical_name(type_)) == name or bare_record_name(type_.spelling) == name
+    return bare_record_name(type_.unqualified) == name or bare_record_name(type_.spelling) == name
 
 
 def _member_call_object(call: Expr) -> Expr | None:
@@ -419,11 +415,11 @@ _CUDA_ERROR_TYPES = frozenset(
 
 
 def _returns_cuda_error(call: Expr) -> bool:
-    if _canonical_name(call.type) in _CUDA_ERROR_TYPES:
+    if call.type.unqualified in _CUDA_ERROR_TYPES:
         return True
     # A call with dependent arguments has no type yet: ask the functions it may call.
     candidates = call.candidate_result_types
-    return bool(candidates) and all(_canonical_name(t) in _CUDA_ERROR_TYPES for t in candidates)
+    return bool(candidates) and all(t.unqualified in _CUDA_ERROR_TYPES for t in candidates)
 
 
 # ---- the walk ------------------------------------------------------------------------------

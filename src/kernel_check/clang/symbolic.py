@@ -110,7 +110,6 @@ _SCALARS = frozenset(
 # Half-precision element types an array of which is followed: assigned whole (a copy) or
 # read, and any other use of an element (a member, an operator) a write not followed.
 _HALVES = frozenset({"__half", "__nv_bfloat16", "__half2", "__nv_bfloat162"})
-_DEFAULT_BITS = 32
 _UNIFORM_DEPTH = 8  # how many locals deep a stored value's uniformity is followed
 _NARROW_BITS = 16
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
@@ -153,13 +152,6 @@ _Value = Term | _Pointer | None
 
 def const(value: int) -> Term:
     return Term("const", value=value)
-
-
-def _range(type_: TypeFacts | None) -> tuple[int, int]:
-    bits = (type_.bits if type_ is not None else None) or _DEFAULT_BITS
-    if type_ is not None and type_.is_signed is False:
-        return 0, 2**bits - 1
-    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
 def mentions(term: Term, names: set[str] | frozenset[str]) -> bool:
@@ -361,7 +353,7 @@ class _Walk:
         folded = expr.value
         if folded is None and ref.kind is DeclKind.TEMPLATE_PARAMETER and ref.type.bits is not None:
             # a compile-time argument (`kPadded`): one value the kernel was instantiated with
-            return self.symbol(ref.name, SymbolKind.SCALAR, ref.name, _range(ref.type))
+            return self.symbol(ref.name, SymbolKind.SCALAR, ref.name, ref.type.value_range)
         return const(folded) if folded is not None else None
 
     def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
@@ -413,7 +405,7 @@ class _Walk:
             return _Pointer(name, _ZERO)
         if type_.bits is None:
             return None
-        return self.symbol(name, SymbolKind.SCALAR, name, _range(type_))
+        return self.symbol(name, SymbolKind.SCALAR, name, type_.value_range)
 
     def binary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         op = expr.operator
@@ -681,7 +673,7 @@ class _Walk:
                 digits = token.rstrip("uUlL")
                 return const(int(digits, 0)) if digits.isdigit() and (digits == "0" or digits[0] != "0") else None
             type_ = params.get(token)
-            return self.symbol(token, SymbolKind.SCALAR, token, _range(type_)) if type_ is not None else None
+            return self.symbol(token, SymbolKind.SCALAR, token, type_.value_range) if type_ is not None else None
 
         return _arithmetic(list(self.function.launch_bound), leaf)
 
@@ -713,7 +705,8 @@ class _Walk:
         key = (pointer.base, offset)
         if key not in self.loads:
             text = _spelled(expr) or expr_text(pointer.base, offset)
-            self.loads[key] = self.symbol(f"load{len(self.loads)}", SymbolKind.LOAD, text, _range(expr.type), expr.span)
+            bounds = expr.type.value_range
+            self.loads[key] = self.symbol(f"load{len(self.loads)}", SymbolKind.LOAD, text, bounds, expr.span)
         return self.loads[key]
 
     def record(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...], *, is_write: bool) -> None:
@@ -919,7 +912,7 @@ class _Walk:
                 self.declare(var, guards)
                 continue
             start = self.term(var.exprs[-1], guards)
-            iteration = self.symbol(f"{var.name}#{var.key}", SymbolKind.LOOP, var.name, _range(var.type))
+            iteration = self.symbol(f"{var.name}#{var.key}", SymbolKind.LOOP, var.name, var.type.value_range)
             stride = const(1) if step == 1 else self.term(step, guards) if isinstance(step, Expr) else None
             self.values[var.key] = _add(start, Term("*", (iteration, stride))) if stride is not None else None
             self.assigned.discard(var.key)
@@ -1273,7 +1266,7 @@ class _LauncherWalk(_Walk):
     def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         found = super().value(expr, guards)
         if isinstance(found, Term) and found.op not in _KEPT and _may_wrap(expr):
-            low, high = _range(expr.type)  # a witness where the launcher's integers wrap would be wrong
+            low, high = expr.type.value_range  # a witness where the launcher's integers wrap would be wrong
             fits = Term("and", (Term("<=", (const(low), found)), Term("<=", (found, const(high)))))
             # where the conversion runs: under the guards of its path
             self.fits.append(Term("or", (Term("not", (_all(guards),)), fits)) if guards else fits)
