@@ -483,6 +483,13 @@ class Expr(_Typed):
             node = node.children[0]
         return node
 
+    def uncast(self) -> Expr:
+        """The expression inside parentheses, implicit conversions and explicit casts."""
+        node = self
+        while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and len(node.children) == 1:
+            node = node.children[0]
+        return node
+
     @cached_property
     def candidates(self) -> tuple[DeclRef, ...]:
         """The declarations a dependent name may stand for: the overload set `kern<T>` spells

@@ -49,7 +49,6 @@ _UNKNOWN_TYPE_KINDS = (T.DEPENDENT, T.UNEXPOSED, T.INVALID)
 POINTER_OFFSET = "offset"
 PASS_THROUGH = ("__builtin_assume_aligned",)
 _MAX_DEPTH = 12  # nested operands followed by `origins_of`
-_TRANSPARENT = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 
 
 class Shape(enum.Enum):
@@ -280,7 +279,7 @@ def origins_of(
     def of(operand: Expr) -> Origins:
         return origins_of(operand, lookup, member_name, call_name, depth + 1)
 
-    node = _strip_casts(expression)
+    node = expression.uncast()
     kind = node.kind
     operands = node.children
     if kind is ExprKind.REF:
@@ -321,19 +320,12 @@ def _call_origins(name: str, parts: tuple[Expr, ...], of: Callable[[Expr], Origi
 
 def _address(operand: Expr, of: Callable[[Expr], Origins]) -> Origins:
     """`&a[i]` (and `&*a`): the address of an element is inside the same buffer."""
-    inner = _strip_casts(operand)
+    inner = operand.uncast()
     parts = inner.children
     is_dereference = inner.kind is ExprKind.UNARY and inner.operator == "*"
     if (inner.kind is ExprKind.SUBSCRIPT and len(parts) == 2) or (is_dereference and len(parts) == 1):
         return address_of(of(parts[0]))
     return ()
-
-
-def _strip_casts(expression: Expr) -> Expr:
-    """The operand inside parentheses, implicit conversions and explicit casts."""
-    while expression.kind in _TRANSPARENT and len(expression.children) == 1:
-        expression = expression.children[0]
-    return expression
 
 
 def referred_record_fields(declared: DeclRef) -> list[str]:

@@ -334,7 +334,7 @@ class _Walk:
         use(s);` test one value."""
         if not isinstance(pointer, _Pointer) or pointer.shared or pointer.offset != _ZERO:
             return None
-        if null is not None and [t.spelling for t in _unwrapped(null).tokens] not in (["nullptr"], ["NULL"], ["0"]):
+        if null is not None and [t.spelling for t in null.uncast().tokens] not in (["nullptr"], ["NULL"], ["0"]):
             return None
         return self.symbol(f"address:{pointer.base}", SymbolKind.ADDRESS, pointer.base, (0, 1))
 
@@ -995,14 +995,6 @@ def _member_axis(member: Expr) -> str:
     return spellings[spellings.index(".") + 1] if "." in spellings[:-1] else ""
 
 
-def _unwrapped(expr: Expr) -> Expr:
-    """`expr` without the parentheses, casts and conversions around it."""
-    node = expr.stripped()
-    while node.kind in (ExprKind.CAST, ExprKind.IMPLICIT, ExprKind.PAREN) and len(node.children) == 1:
-        node = node.children[0].stripped()
-    return node
-
-
 def _method_object(call: Expr) -> DeclRef | None:
     """The variable or parameter whose method `call` calls (`N` of `N.unwrap()`)."""
     callee = call.children[0].stripped() if call.children else None
@@ -1385,7 +1377,7 @@ class _LauncherWalk(_Walk):
         """A launch dimension's x, y and z: an integer (the x axis), a `dim3` built in place
         (`dim3(x, y)`, `{x, y}`: 1 for each axis not given) or held by a local; None for
         each axis of anything else."""
-        node = _unwrapped(expr)
+        node = expr.uncast()
         if node.type.bits is not None:
             value = self.value(node, guards)
             return (value if isinstance(value, Term) else None, const(1), const(1))
@@ -1395,7 +1387,7 @@ class _LauncherWalk(_Walk):
             parts = node.children
         elif node.kind is ExprKind.CALL and node.is_construction:
             parts = node.arguments
-            if len(parts) == 1 and _unwrapped(parts[0]).type.bits is None:
+            if len(parts) == 1 and parts[0].uncast().type.bits is None:
                 return self.axes(parts[0], guards)  # a copy of another dim3
         else:
             return (None, None, None)
