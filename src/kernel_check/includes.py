@@ -12,6 +12,10 @@ the harness (`harness/build.py`, `harness/run.py`) all ask `sgl_include_dirs`, i
 The bundled copy is package data in an installed wheel (`kernel_check/include/`, mapped from
 the repository's `include/` by `pyproject.toml`) and the repository's `include/` itself in a
 checkout (an editable install imports `kernel_check` from `src/kernel_check/`).
+
+Reading a file's includes is here too, for every stage: `include_lines` (its `#include`
+directives, comments left out), `find_include` (the file one names, as the compiler finds
+it) and `included_files` (the walk through the files it includes, on down).
 """
 
 from __future__ import annotations
