@@ -33,7 +33,7 @@ TIER_2 = frozenset(
     f"clang/{name}.py"
     for name in ("index_values", "pointer_accesses", "kernel_interface", "launches", "thread_dependence")
 )
-CURSOR_DOORS = frozenset({"cursor_of", "_cursor_of"})
+CURSOR_DOORS = frozenset({"cursor_of"})
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -97,10 +97,49 @@ def test_the_scans_see_each_form_of_the_import_and_the_door() -> None:
         "import clang.cindex as ci\n"
         "from clang.cindex import Cursor\n"
         "from clang import cindex\n"
-        "from .program import _cursor_of\n"
+        "from .program import cursor_of\n"
         "from . import program\n"
         "program.cursor_of(node)\n"
     )
     assert bindings_imports(crossing) == [1, 2, 3]
     assert cursor_doors(crossing) == [4, 6]
     assert bindings_imports(ast.parse("from .clang import parse\nimport clangd_tools\n")) == []
+
+
+def private_reaches(tree: ast.Module) -> list[int]:
+    """The lines that import a private name (`_x`) of another module of the package, or
+    reach one through a module of the package imported whole (`runtime._x`)."""
+    modules: set[str] = set()  # the names package modules are bound to here
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("kernel_check")):
+            lines += [node.lineno for alias in node.names if _is_private(alias.name)]
+            modules.update(alias.asname or alias.name for alias in node.names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            lines += [node.lineno] if _is_private(node.attr) else []
+    return sorted(lines)
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_module_reaches_another_s_private_names() -> None:
+    """What one module uses of another is public there: a private name is its module's own."""
+    reaching = {m: lines for m, tree in MODULES.items() if (lines := private_reaches(tree))}
+    assert reaching == {}, "give the name a public home instead"
+
+
+def test_the_private_scan_sees_each_form() -> None:
+    crossing = ast.parse(
+        "from .symbolic import _range\n"
+        "from kernel_check.program import _cursor_of as door\n"
+        "from .. import runtime\n"
+        "runtime._find_nvcc()\n"
+        "from __future__ import annotations\n"
+        "import argparse\n"
+        "argparse._SubParsersAction\n"
+        "from . import __version__\n"
+    )
+    assert private_reaches(crossing) == [1, 2, 4]

@@ -112,7 +112,7 @@ def test_wrapper_manifest_targets():
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_build_compiles_what_it_can_and_reports_the_rest(tmp_path, monkeypatch, capsys):
     # The JIT cache is the user's (KERNEL_CHECK_JIT_CACHE or the default): the good kernels'
     # key covers their contents, not their folder, so a tree copied here reuses the builds of
@@ -132,7 +132,7 @@ def test_build_compiles_what_it_can_and_reports_the_rest(tmp_path, monkeypatch, 
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_build_output_has_only_our_messages(tmp_path):
     """Real `kernel-check build` on a machine without NumPy: torch (imported by tvm-ffi) would
     warn "Failed to initialize NumPy", and tvm-ffi's own `-std=c++17` next to ours made nvcc
@@ -168,7 +168,7 @@ def test_build_output_has_only_our_messages(tmp_path):
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_build_finds_the_repositorys_headers_and_the_configured_ones(tmp_path, monkeypatch, capsys):
     """`kernel-check build` searches what the static check searches: the repository's own
     `include/sgl_kernel/` (found walking up from the kernel) and `[tool.kernel-check] include-dirs`."""
@@ -210,7 +210,7 @@ def _spec_and_wrapper_tree(root: Path) -> Path:
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_k_selects_among_the_wrappers_instantiations_too(tmp_path, monkeypatch, capsys):
     """`-k` picks wrapper instantiations (named WRAPPER:SYMBOL) as it picks specs: it used to
     drop every wrapper, then say there was nothing to build."""
@@ -227,7 +227,7 @@ def test_k_selects_among_the_wrappers_instantiations_too(tmp_path, monkeypatch, 
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_building_a_wrapper_named_directly_needs_no_torch(tmp_path):
     """`kernel-check build WRAPPER.py` reads the wrapper's manifest with `ast`; it
     used to import the wrapper as a spec, and so torch, which only running a kernel needs."""
@@ -281,7 +281,7 @@ def _widths_spec(tree: Path, widths: tuple[int, ...]) -> KernelSpec:
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_a_spec_is_one_module_and_a_failing_one_is_built_again_per_instantiation(tmp_path, monkeypatch):
     """Every instantiation of a spec in one module, each under its own export; when that
     module fails, each instantiation alone: KC600 names the broken one, the rest still load."""
@@ -345,7 +345,7 @@ inline void needs_sm90(tvm::ffi::TensorView x) { (void)x; }
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 @pytest.mark.parametrize(("env_arch", "built"), [(None, False), ("9.0", True)])
 def test_build_targets_the_configured_arch_unless_the_environment_names_one(tmp_path, env_arch, built):
     """`[tool.kernel-check] arch` is the arch a compile-only build targets, as it is the one the

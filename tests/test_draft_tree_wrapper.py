@@ -85,7 +85,7 @@ def test_unpacked_tuples_positional_configs_and_integer_defaults_are_read(packag
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_the_cap_keeps_the_first_candidates_that_build(tmp_path, monkeypatch):
     """Capped before probing, the first candidates (1, 2) all break the kernel's
     ``static_assert`` while 8 and 32 build: the probe goes on to the next batch (a cap of 2

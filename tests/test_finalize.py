@@ -42,7 +42,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "harness"
 MEMCHECK_OUTPUT = FIXTURES / "sanitizer_output" / "harness-tail_overrun-memcheck.txt"
 KERNEL = "kernels/tail_overrun.cuh"
 needs_nvcc = pytest.mark.skipif(
-    runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
+    runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
 )
 
 

@@ -7,7 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel_check.clang.parse import ParseSettings, compile_args
-from kernel_check.includes import bundled_include_dir, find_include, find_repo_include_dir, sgl_include_dirs
+from kernel_check.includes import (
+    bundled_include_dir,
+    find_include,
+    find_repo_include_dir,
+    include_lines,
+    included_files,
+    sgl_include_dirs,
+)
 
 
 def _tree(tmp_path: Path, own_headers: bool) -> Path:
@@ -61,3 +68,27 @@ def test_the_static_check_uses_the_same_path(tmp_path: Path) -> None:
     args = compile_args(kernel, ParseSettings(include_dirs=(cutlass,)))
     included = [args[i + 1] for i, arg in enumerate(args) if arg == "-I"]
     assert included[:2] == [cutlass, str(bundled_include_dir())]
+
+
+def test_include_lines_leave_comments_out() -> None:
+    text = b'#include "a.h"\n// #include "b.h"\n/* #include <c.h>\n */\n  #  include <d/e.h>\n'
+    assert include_lines(text) == [("a.h", True), ("d/e.h", False)]
+
+
+def test_the_include_walk_follows_what_it_finds_each_file_once(tmp_path: Path) -> None:
+    """`a.cuh` includes `b.h` beside it and `lib/c.h` from a search folder; both include
+    `a.cuh` back (a cycle) and `<absent.h>`: each file is read once, the unfound named."""
+    source, beside, library = tmp_path / "a.cuh", tmp_path / "b.h", tmp_path / "inc" / "lib" / "c.h"
+    library.parent.mkdir(parents=True)
+    source.write_text('#include "b.h"\n#include <lib/c.h>\n')
+    beside.write_text('#include "a.cuh"\n#include <absent.h>\n')
+    library.write_text('#include "../../a.cuh"\n')
+    search = [tmp_path / "inc"]
+    walked = list(included_files(source, search, limit=10))
+    assert [data for data, _ in walked] == [source.read_bytes(), library.read_bytes(), beside.read_bytes()]
+    assert walked[0][1] == [("b.h", tmp_path / "b.h"), ("lib/c.h", tmp_path / "inc" / "lib" / "c.h")]
+    assert walked[2][1] == [("a.cuh", tmp_path / "a.cuh"), ("absent.h", None)]
+    # beside its includer only: the library's header is found, and not read
+    beside_only = list(included_files(source, search, limit=10, beside_only=True))
+    assert [data for data, _ in beside_only] == [source.read_bytes(), beside.read_bytes()]
+    assert len(list(included_files(source, search, limit=2))) == 2  # at most `limit` files

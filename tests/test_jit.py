@@ -56,7 +56,7 @@ void kc_broken(T x) { kc_this_identifier_does_not_exist(x); }
 """
 
 needs_nvcc = pytest.mark.skipif(
-    runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
+    runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
 )
 
 
@@ -187,7 +187,7 @@ def test_compile_error_raises_build_error(tree, jit_env):
 
 
 def test_missing_nvcc_says_how_to_install(monkeypatch, tree):
-    monkeypatch.setattr(runtime, "_find_nvcc", lambda: None)
+    monkeypatch.setattr(runtime, "find_nvcc", lambda: None)
     with pytest.raises(runtime.BuildError) as info:
         runtime.build_jit("kc_twice", **_kwargs(tree))
     msg = str(info.value)

@@ -208,7 +208,7 @@ def test_drafts_take_a_tensor_checked_to_be_on_the_host_as_a_pinned_host_buffer(
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_the_fixture_launchers_build_as_exported_with_no_shim(tmp_path):
     """The generated export of a launcher that returns a tuple, one that returns a tensor and
     one that takes a host buffer compiles as it is (no GPU: `kernel-check spec check`)."""

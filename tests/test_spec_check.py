@@ -19,7 +19,7 @@ from kernel_check.harness.discover import discover
 pytestmark = [
     pytest.mark.nvcc,
     pytest.mark.skipif(
-        runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
+        runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)"
     ),
 ]
 

@@ -167,7 +167,7 @@ def test_static_check_finds_the_headers_and_the_planted_finding(venv: Path, tmp_
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(runtime._find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
 def test_build_compiles_against_the_installed_headers(
     venv: Path, tmp_path: Path, hook_repo: Path, jit_cache: Path
 ) -> None:
@@ -261,7 +261,7 @@ def _run_job(
 def test_ci_recipe_runs_as_written(tmp_path: Path, hook_repo: Path, jit_cache: Path) -> None:
     checkout = _pull_request_checkout(tmp_path)
     ((_, workflow),) = template_workflows()
-    jobs = ["static"] + (["build"] if runtime._find_nvcc() is not None else [])
+    jobs = ["static"] + (["build"] if runtime.find_nvcc() is not None else [])
     ran = [
         result
         for job in jobs

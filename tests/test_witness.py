@@ -125,6 +125,18 @@ def test_launch_contracts_over_the_matcher_sizes() -> None:
     assert render(wide.grid[0]) == f"(((wrap({count}, 0, 4294967295) + 256) - 1) / 256)"
 
 
+def test_a_launcher_local_s_initializer_is_walked_once() -> None:
+    """A `dim3` local's and a params-struct local's initializers are walked once: each
+    conversion in them is one condition that it keeps its value, not one per walk."""
+    model = _model(OVERFLOWS)
+    by_kernel = {model.launches[c.launch].kernels[0].name: c for c in model.launch_contracts}
+    for kernel in ("rows_by_y_kernel", "fill_rows_kernel"):  # `dim3 grid{1, ...}`, `RowParams{...}`
+        fits = [render(f) for f in by_kernel[kernel].fits]
+        assert len(fits) == len(set(fits)), (kernel, fits)
+    rows_by_y = by_kernel["rows_by_y_kernel"]
+    assert [render(a) if a is not None else None for a in rows_by_y.grid] == ["1", "dim:R", "1"]
+
+
 SCARCE = 0.09  # seconds: units for the decisions below (~1.5x), not for KC112's search too
 
 

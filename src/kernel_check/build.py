@@ -64,7 +64,7 @@ class BuildOutcome:
 
 
 def nvcc_available() -> bool:
-    return runtime._find_nvcc() is not None
+    return runtime.find_nvcc() is not None
 
 
 def ensure_arch_for_compile_only(arch: str | None = None) -> None:

@@ -12,6 +12,10 @@ the harness (`harness/build.py`, `harness/run.py`) all ask `sgl_include_dirs`, i
 The bundled copy is package data in an installed wheel (`kernel_check/include/`, mapped from
 the repository's `include/` by `pyproject.toml`) and the repository's `include/` itself in a
 checkout (an editable install imports `kernel_check` from `src/kernel_check/`).
+
+Reading a file's includes is here too, for every stage: `include_lines` (its `#include`
+directives, comments left out), `find_include` (the file one names, as the compiler finds
+it) and `included_files` (the walk through the files it includes, on down).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import functools
 import itertools
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 LIBRARY = "sgl_kernel"
@@ -64,6 +68,43 @@ def find_include(name: str, quoted: bool, includer: Path, search: Iterable[Path]
     for a header outside them (the standard library, CUDA). The path as found, links kept."""
     folders = [includer.parent, *search] if quoted else search
     return next((folder / name for folder in folders if (folder / name).is_file()), None)
+
+
+_COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
+INCLUDE_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+
+
+def without_comments(data: bytes) -> bytes:
+    """`data` with its comments blanked, line breaks kept (so lines and offsets still match)."""
+    return _COMMENT.sub(lambda match: b"\n" * match.group().count(b"\n"), data)
+
+
+def include_lines(data: bytes) -> list[tuple[str, bool]]:
+    """The file's `#include` directives in order: (name, quoted), comments left out."""
+    found = INCLUDE_DIRECTIVE.findall(without_comments(data))
+    return [(name.decode("utf-8", "replace").strip(), kind == b'"') for kind, name in found]
+
+
+def included_files(
+    source: Path, search: Sequence[Path], limit: int, *, beside_only: bool = False
+) -> Iterator[tuple[bytes, list[tuple[str, Path | None]]]]:
+    """`source`, the files it includes that `find_include` finds in `search`, the files
+    those include and so on, each once and `limit` at most (with `beside_only`, only a
+    quoted include beside its includer is followed): each file's bytes, and its includes
+    with the file each names (None for one not found)."""
+    seen: set[Path] = set()
+    stack = [source.resolve()]
+    while stack and len(seen) < limit:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        data = current.read_bytes()
+        named = [(name, quoted, find_include(name, quoted, current, search)) for name, quoted in include_lines(data)]
+        yield data, [(name, found) for name, _, found in named]
+        for name, quoted, found in named:
+            if found is not None and (not beside_only or (quoted and found == current.parent / name)):
+                stack.append(found.resolve())
 
 
 _HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".cuhpp", ".inl")

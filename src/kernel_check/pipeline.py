@@ -168,9 +168,9 @@ def check(
     # built or loaded once (none of it for a C++ file whose selected rules read its text alone)
     if not is_python(path) and parses(options.needs(path)):
         from .clang.extract import extract  # noqa: F401
-        from .clang.parse import _get_index
+        from .clang.parse import get_index
 
-        _get_index()
+        get_index()
         if preamble is not None:
             for args in (compile_args(path, options.settings), *device_compile_args(path, data, options.settings)):
                 preamble.prefetch(path, data, args)

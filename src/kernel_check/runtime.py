@@ -351,7 +351,7 @@ def _looks_like_cuda_home(home: Path) -> bool:
     return (home / "include" / "cuda_runtime.h").is_file() or (home / "targets").is_dir()
 
 
-def _find_nvcc() -> Path | None:
+def find_nvcc() -> Path | None:
     """The nvcc to build with; prefers one that sits in a full CUDA toolkit layout."""
     candidates: list[Path] = []
     for var in ("CUDA_HOME", "CUDA_PATH"):
@@ -404,7 +404,7 @@ def _find_ninja() -> str:
 
 @functools.cache
 def _demangler() -> str | None:
-    nvcc = _find_nvcc()
+    nvcc = find_nvcc()
     if nvcc is not None:
         cand = nvcc.parent / "cu++filt"
         if cand.exists():
@@ -541,14 +541,16 @@ def _module_name(marker: Sequence[Any]) -> str:
     return name
 
 
-def _cache_root() -> Path:
+def jit_cache_root() -> Path:
+    """Where built modules are kept (`KERNEL_CHECK_JIT_CACHE`), made when missing."""
     env = os.environ.get("KERNEL_CHECK_JIT_CACHE")
     root = Path(env).expanduser() if env else Path("~/.cache/kernel-check/jit").expanduser()
     root.mkdir(parents=True, exist_ok=True)
     return root
 
 
-def _env_flag(name: str) -> bool:
+def env_flag(name: str) -> bool:
+    """Whether the environment variable `name` is set to a yes (`1`, `true`, `yes`, `on`)."""
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -593,7 +595,7 @@ def _plan(
     arch: str | None,
 ) -> _Plan:
     name = _module_name(marker)
-    nvcc = _find_nvcc()
+    nvcc = find_nvcc()
     if nvcc is None:
         raise BuildError(_NVCC_MISSING, name=name)
     if isinstance(cuda_files, (str, os.PathLike)):
@@ -612,7 +614,7 @@ def _plan(
     arch = (arch or default_arch()).strip()
     arch_num = _arch_number(arch)
     if lineinfo is None:
-        lineinfo = _env_flag("KERNEL_CHECK_LINEINFO")
+        lineinfo = env_flag("KERNEL_CHECK_LINEINFO")
     if not cuda_paths:
         raise BuildError("cuda_files is empty: nothing to compile", name=name)
     include_dirs = [d.resolve() for d in sgl_include_dirs(cuda_paths[0], extra_include_paths)]
@@ -898,9 +900,9 @@ def build_jit(
         lineinfo=lineinfo,
         arch=arch,
     )
-    collect = collect_resources or _env_flag("KERNEL_CHECK_RESOURCE_USAGE")
-    force = _env_flag("KERNEL_CHECK_JIT_FORCE_REBUILD")
-    root = _cache_root()
+    collect = collect_resources or env_flag("KERNEL_CHECK_RESOURCE_USAGE")
+    force = env_flag("KERNEL_CHECK_JIT_FORCE_REBUILD")
+    root = jit_cache_root()
     dirname = f"{plan.name}_{plan.key[:20]}"
     final = root / dirname
     with FileLock(str(root / f".{dirname}.lock")):

@@ -39,7 +39,7 @@ from .cursors import (
     strip_parens,
     walk,
 )
-from .program import DeclRef, Expr, Program, Stmt, Var, _cursor_of, _decl_ref
+from .program import DeclRef, Expr, Program, Stmt, Var, cursor_of, decl_ref, unqualified_name
 
 Value = TypeVar("Value")
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -71,7 +71,7 @@ def expression_children(cursor: ci.Cursor) -> list[ci.Cursor]:
 
 
 def canonical_name(type_: ci.Type) -> str:
-    return type_.get_canonical().spelling.replace("const ", "").replace("volatile ", "").strip()
+    return unqualified_name(type_.get_canonical().spelling)
 
 
 def bare_record_name(spelling: str) -> str:
@@ -97,20 +97,20 @@ def _named_function(reference: ci.Cursor) -> ci.Cursor | None:
 
 def referenced_function(callee: Expr) -> DeclRef | None:
     """The function (template) a callee expression refers to, when it refers to exactly one."""
-    declaration = function_declaration(referenced_of(_cursor_of(callee)))
-    return _decl_ref(declaration) if declaration is not None else None
+    declaration = function_declaration(referenced_of(cursor_of(callee)))
+    return decl_ref(declaration) if declaration is not None else None
 
 
 def named_function(reference: Expr) -> DeclRef | None:
     """The function (template) a reference names: through the overload set it spells (a
     dependent call), else as `referenced_function`."""
-    declaration = _named_function(_cursor_of(reference))
-    return _decl_ref(declaration) if declaration is not None else None
+    declaration = _named_function(cursor_of(reference))
+    return decl_ref(declaration) if declaration is not None else None
 
 
 def template_param_names(declaration: DeclRef) -> tuple[str, ...]:
     """The names of a template's parameters (() for a declaration that is no template)."""
-    return _template_param_names(_cursor_of(declaration))
+    return _template_param_names(cursor_of(declaration))
 
 
 def _template_param_names(declaration: ci.Cursor) -> tuple[str, ...]:
@@ -140,7 +140,7 @@ def returns_of(program: Program, body: Stmt, only_returns: bool) -> Returns[Expr
     (the statements after an `if` without `else` are its `otherwise`). With `only_returns`,
     a statement other than those and local declarations ends the walk with None (a body
     that does more than return); else it is passed over."""
-    return _as_expressions(program, _body_returns(_cursor_of(body), only_returns))
+    return _as_expressions(program, _body_returns(cursor_of(body), only_returns))
 
 
 def _as_expressions(program: Program, returns: Returns[ci.Cursor] | None) -> Returns[Expr] | None:
@@ -206,15 +206,15 @@ class Constants:
     # -- values --------------------------------------------------------------------------
     def integer(self, node: Expr) -> int | None:
         """The value of an expression that does not depend on template parameters, else None."""
-        return self._value(_cursor_of(node)).evaluate({})
+        return self._value(cursor_of(node)).evaluate({})
 
     def value(self, node: Expr) -> ConstExpr:
         """An expression's value, symbolic over template parameters."""
-        return self._value(_cursor_of(node))
+        return self._value(cursor_of(node))
 
     def text(self, node: Expr) -> str:
         """An expression as written in the checked file (its spelling elsewhere)."""
-        return self._text(_cursor_of(node))
+        return self._text(cursor_of(node))
 
     def static_asserts(self, scope: ci.Cursor) -> list[tuple[ConstExpr, str, Span]]:
         """(condition, as written, where) of each `static_assert` in a function (its body,
@@ -228,7 +228,7 @@ class Constants:
 
     def template_args(self, reference: Expr) -> tuple[ConstExpr, ...] | None:
         """`_template_args` of a reference."""
-        return self._template_args(_cursor_of(reference))
+        return self._template_args(cursor_of(reference))
 
     def _value(self, cursor: ci.Cursor, depth: int = 0) -> ConstExpr:
         folded = folded_int(cursor)
@@ -468,12 +468,12 @@ class Constants:
     def written_types(self, reference: Expr) -> tuple[tuple[str, ConstExpr], ...]:
         """(text, size) of each type among a reference's template arguments
         (`.with_dtype<float, half>`)."""
-        written = _cursor_of(reference).get_children()
+        written = cursor_of(reference).get_children()
         return tuple((self._text(c), self.type_size(c)) for c in written if c.kind == K.TYPE_REF)
 
     def written_vector(self, reference: Expr) -> VectorType | None:
         """The vector type a reference names as its one written type (`load_as<float4>`)."""
-        return self._written_vector(_cursor_of(reference))
+        return self._written_vector(cursor_of(reference))
 
     def _written_vector(self, reference: ci.Cursor) -> VectorType | None:
         """The vector type a reference (or cast) names as its one written type (`load_as<float4>`)."""
@@ -483,12 +483,12 @@ class Constants:
     def cast_vector(self, node: Expr) -> VectorType | None:
         """The vector type a cast to a pointer points to (`reinterpret_cast<const float4*>(p)`),
         from the written type when the target type is dependent."""
-        cast = _cursor_of(node)
+        cast = cursor_of(node)
         return self.vector_type(cast.type.get_pointee()) or self._written_vector(cast)
 
     def pointee_vector(self, param: Var) -> tuple[VectorType, str] | None:
         """A pointer declaration's vector pointee (`const float4* src`) and the pointee as written."""
-        declaration = _cursor_of(param)
+        declaration = cursor_of(param)
         type_ = declaration.type.get_canonical()
         vector = self.vector_type(type_.get_pointee()) if type_.kind == ci.TypeKind.POINTER else None
         return (vector, declaration.type.get_pointee().spelling) if vector is not None else None
@@ -496,7 +496,7 @@ class Constants:
     def accessor(self, declared: DeclRef) -> tuple[str, VectorType] | None:
         """("aligned_vector" | "tile_memory", vector type) for a variable, parameter or field
         whose `.load` / `.store` moves a whole vector (`AlignedVector<T, N>`, `tile::Memory<vec_t>`)."""
-        decl = _cursor_of(declared)
+        decl = cursor_of(declared)
         type_ = decl.type
         if type_.get_canonical().get_size() > 0:
             record = bare_record_name(canonical_name(type_))
@@ -516,7 +516,7 @@ class Constants:
 
     def memory_accessor(self, spelled: Expr) -> tuple[str, VectorType] | None:
         """("tile_memory", element vector type) when an expression names `Memory<vec_t>`."""
-        return self._memory_accessor(_cursor_of(spelled))
+        return self._memory_accessor(cursor_of(spelled))
 
     def _memory_accessor(self, spelled: ci.Cursor) -> tuple[str, VectorType] | None:
         template, args = template_spelling(spelled)
@@ -581,7 +581,7 @@ def callee_name(call: Expr, data: bytes | None = None, path: str = "") -> str:
     """The called function's (or method's) name, also for dependent calls: with the file's
     `data` and `path`, a dependent member's name is read from the text (libclang leaves it
     unnamed)."""
-    return _callee_name(_cursor_of(call), data, path)
+    return _callee_name(cursor_of(call), data, path)
 
 
 def _callee_name(call: ci.Cursor, data: bytes | None = None, path: str = "") -> str:
@@ -620,7 +620,7 @@ def _operator_part(parts: list[ci.Cursor]) -> str | None:
 def member_name(node: Expr, data: bytes, path: str) -> str:
     """`x.name`'s name, also when `x` has a dependent type (libclang leaves it unnamed; the
     name is read from the text of the file `path`, whose bytes are `data`)."""
-    member = _cursor_of(node)
+    member = cursor_of(node)
     if member.spelling:
         return member.spelling
     location = member.extent.end
@@ -629,4 +629,4 @@ def member_name(node: Expr, data: bytes, path: str) -> str:
 
 def written_type_names(node: Expr) -> tuple[str, ...]:
     """The spellings of the types an expression names as written (`T(...)`, `T{...}`)."""
-    return tuple(c.spelling for c in _cursor_of(node).get_children() if c.kind == K.TYPE_REF)
+    return tuple(c.spelling for c in cursor_of(node).get_children() if c.kind == K.TYPE_REF)

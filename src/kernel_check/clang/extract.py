@@ -15,7 +15,14 @@ import clang.cindex as ci
 
 from ..cache import read_bytes
 from ..config import real_path
-from ..includes import LIBRARY, bundled_include_dir, find_repo_include_dir, library_root, read_library
+from ..includes import (
+    LIBRARY,
+    bundled_include_dir,
+    find_repo_include_dir,
+    include_lines,
+    library_root,
+    read_library,
+)
 from ..model import (
     Field,
     Function,
@@ -54,7 +61,6 @@ from .cursors import (
 )
 from .device_merge import merge_device_model
 from .doxygen import Comments
-from .includers import include_lines
 from .index_values import extract_index_values
 from .kernel_interface import analyze_elsewhere, collect_function_facts
 from .launches import LaunchResolver

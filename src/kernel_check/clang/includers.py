@@ -28,25 +28,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..config import real_path
-from ..includes import find_include, sgl_include_dirs
+from ..includes import INCLUDE_DIRECTIVE, find_include, sgl_include_dirs, without_comments
 
-_COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 _MAX_DEPTH = 8  # includer chains longer than this are cut (a cycle is cut at once)
 _STRING_OR_CHAR = re.compile(rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 _OPENS_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*if", re.MULTILINE)  # #if, #ifdef, #ifndef
 _CLOSES_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*endif\b", re.MULTILINE)
-
-
-def include_lines(data: bytes) -> list[tuple[str, bool]]:
-    """The file's `#include` directives in order: (name, quoted), comments left out."""
-    code = _COMMENT.sub(lambda match: b"\n" * match.group().count(b"\n"), data)
-    return [(name.decode("utf-8", "replace").strip(), kind == b'"') for kind, name in _INCLUDE.findall(code)]
-
-
-def _without_comments(data: bytes) -> bytes:
-    """`data` with its comments blanked, line breaks kept (so lines and offsets still match)."""
-    return _COMMENT.sub(lambda match: b"\n" * match.group().count(b"\n"), data)
 
 
 def _standalone(prefix: bytes) -> bytes | None:
@@ -115,11 +102,11 @@ def include_contexts(
 def _contexts_in(includer: Path, data: bytes, search: list[Path]) -> Iterable[tuple[Path, bytes | None, list[str]]]:
     """(header, what precedes it as a file of its own or None inside a namespace, the includes
     before it) for each `#include` of `includer` that names a file found in `search`."""
-    code = _without_comments(data)
+    code = without_comments(data)
     rewritten: list[bytes] = []  # the code so far, its resolved includes spelled by full path
     preceding: list[str] = []
     start = 0
-    for match in _INCLUDE.finditer(code):
+    for match in INCLUDE_DIRECTIVE.finditer(code):
         rewritten.append(code[start : match.start()])
         start = match.end()
         name, quoted = match.group(2).decode("utf-8", "replace").strip(), match.group(1) == b'"'

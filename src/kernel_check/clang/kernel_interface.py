@@ -78,24 +78,12 @@ Node = Stmt | Var | Expr
 # ---- small node helpers --------------------------------------------------------------------
 
 
-def _strip_casts(expression: Expr) -> Expr:
-    """The operand inside parentheses, implicit conversions and explicit casts."""
-    node = expression
-    while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and len(node.children) == 1:
-        node = node.children[0]
-    return node
-
-
-def _canonical_name(type_: TypeFacts) -> str:
-    return type_.canonical.replace("const ", "").replace("volatile ", "").strip()
-
-
 def _is_tensor_type(type_: TypeFacts) -> bool:
-    return _canonical_name(type_).rstrip("&").strip() in ("tvm::ffi::TensorView", "tvm::ffi::Tensor")
+    return type_.unqualified.rstrip("&").strip() in ("tvm::ffi::TensorView", "tvm::ffi::Tensor")
 
 
 def _is_named_record(type_: TypeFacts, name: str) -> bool:
-    return bare_record_name(_canonical_name(type_)) == name or bare_record_name(type_.spelling) == name
+    return bare_record_name(type_.unqualified) == name or bare_record_name(type_.spelling) == name
 
 
 def _member_call_object(call: Expr) -> Expr | None:
@@ -116,13 +104,13 @@ def _call_arguments(call: Expr) -> tuple[Expr, ...]:
 
 def _named(expression: Expr) -> DeclRef | None:
     """The declaration an expression names, inside casts (a variable, a field, a callee)."""
-    inner = _strip_casts(expression)
+    inner = expression.uncast()
     return inner.ref if inner.kind in (ExprKind.REF, ExprKind.MEMBER, ExprKind.CALL) else None
 
 
 def _parameter_name(expression: Expr) -> str:
     """The parameter an expression names, inside casts and conversions; "" for anything else."""
-    inner = _strip_casts(expression)
+    inner = expression.uncast()
     decl = inner.ref if inner.kind is ExprKind.REF else None
     return decl.name if decl is not None and decl.kind is DeclKind.PARAMETER else ""
 
@@ -142,7 +130,7 @@ def _string_literal(expression: Expr) -> str | None:
 
 def _is_null_constant(expression: Expr) -> bool:
     """`nullptr`, `NULL` or `0`."""
-    inner = _strip_casts(expression)
+    inner = expression.uncast()
     return inner.value == 0 or (inner.kind is ExprKind.LITERAL and inner.type.canonical.endswith("nullptr_t"))
 
 
@@ -179,11 +167,11 @@ def handed_out_tensor(call: Expr, program: Program, data: bytes, path: str) -> E
         returned = body.stmts[0]
         if returned.kind is not StmtKind.RETURN or len(returned.exprs) != 1:
             return None
-        value = _strip_casts(returned.exprs[0])
+        value = returned.exprs[0].uncast()
         # `callee_name` names a dependent call too: `t.data_ptr()` of a lambda's `const auto& t`
         is_data_ptr = value.kind is ExprKind.CALL and callee_name(value, data, path) == "data_ptr"
         obj = _member_call_object(value) if is_data_ptr else None
-        ref = _strip_casts(obj).ref if obj is not None else None
+        ref = obj.uncast().ref if obj is not None else None
         keys = [p.key for p in params]
         if ref is None or ref.key not in keys or keys.index(ref.key) >= len(arguments):
             return None
@@ -419,11 +407,11 @@ _CUDA_ERROR_TYPES = frozenset(
 
 
 def _returns_cuda_error(call: Expr) -> bool:
-    if _canonical_name(call.type) in _CUDA_ERROR_TYPES:
+    if call.type.unqualified in _CUDA_ERROR_TYPES:
         return True
     # A call with dependent arguments has no type yet: ask the functions it may call.
     candidates = call.candidate_result_types
-    return bool(candidates) and all(_canonical_name(t) in _CUDA_ERROR_TYPES for t in candidates)
+    return bool(candidates) and all(t.unqualified in _CUDA_ERROR_TYPES for t in candidates)
 
 
 # ---- the walk ------------------------------------------------------------------------------
@@ -650,7 +638,7 @@ class _BodyFacts:
         if use == "discarded" and name in _LAUNCH_APIS and launch_error_checked(call, self.ancestors):
             use = "checked_after"
         arguments = _call_arguments(call)
-        output = _strip_casts(arguments[0]) if arguments else None
+        output = arguments[0].uncast() if arguments else None
         if output is not None and output.kind is ExprKind.UNARY and output.operator == "&" and output.children:
             written = _named(output.children[0])
             if written is not None and written.kind is DeclKind.VARIABLE:
@@ -669,15 +657,15 @@ class _BodyFacts:
         )
 
     def _argument_name(self, argument: Expr) -> str:
-        inner = _strip_casts(argument)
+        inner = argument.uncast()
         ref = inner.ref if inner.kind is ExprKind.REF else None
         return ref.name if ref is not None else self._text(argument)
 
     # -- host: tensors ---------------------------------------------------------------------
     def _tensor_name(self, expression: Expr) -> str | None:
-        inner = _strip_casts(expression)
+        inner = expression.uncast()
         if inner.kind is ExprKind.CALL and inner.is_construction and len(inner.children) == 1:
-            inner = _strip_casts(inner.children[0])  # a by-value copy
+            inner = inner.children[0].uncast()  # a by-value copy
         if inner.kind is not ExprKind.REF:
             return None
         decl = inner.ref
@@ -752,7 +740,7 @@ class _BodyFacts:
         field_name = ""
         if target.kind is ExprKind.MEMBER:  # params.src = x.data_ptr();
             field_name = self._member_name(target)
-            target = _strip_casts(target.children[0]) if target.children else target
+            target = target.children[0].uncast() if target.children else target
         decl = target.ref if target.kind is ExprKind.REF else None
         if decl is None or decl.kind is not DeclKind.VARIABLE:
             return
@@ -965,7 +953,7 @@ class _BodyFacts:
 
     def _accessor(self, obj: Expr) -> tuple[str, VectorType] | None:
         """("aligned_vector" | "tile_memory", vector type) for the object of `.load`/`.store`."""
-        node = _strip_casts(obj)
+        node = obj.uncast()
         decl = node.ref if node.kind in (ExprKind.REF, ExprKind.MEMBER) else None
         if decl is not None and decl.kind in (DeclKind.VARIABLE, DeclKind.PARAMETER, DeclKind.FIELD):
             return self.consts.accessor(decl)

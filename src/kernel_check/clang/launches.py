@@ -61,7 +61,6 @@ LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 _PDL_ATTRIBUTE = frozenset(
     {"cudaLaunchAttributeProgrammaticStreamSerialization", "programmaticStreamSerializationAllowed"}
 )
-_CASTS = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 # statements whose parts run only under a condition (or not at all, or many times)
 _CONDITIONAL_STATEMENTS = (
     StmtKind.IF,
@@ -352,7 +351,7 @@ class _Resolution:
         `static constexpr auto` member variable templates), immediately invoked lambdas,
         helper functions that return one of several kernels (`get_kernel<T>(n)`), and the
         parameter of a lambda that launches whatever it is called with."""
-        node = _strip_casts(expression)
+        node = expression.uncast()
         if depth > MAX_FOLD_DEPTH:
             return
         operands = node.children
@@ -378,8 +377,8 @@ class _Resolution:
                 yield (self._bound(node, initializer[1]) if function is not None else None), function, guard
             for value in self.bound.get(decl.key, ()) if decl is not None else ():  # assigned later
                 yield from self._selected(value, guard, depth + 1)
-        elif node.kind is ExprKind.CALL and operands and _strip_casts(operands[0]).kind is ExprKind.LAMBDA:
-            body = _strip_casts(operands[0]).lambda_body
+        elif node.kind is ExprKind.CALL and operands and operands[0].uncast().kind is ExprKind.LAMBDA:
+            body = operands[0].uncast().lambda_body
             returns = returns_of(self.resolver.program, body, only_returns=False) if body is not None else None
             for returned, returned_guard in self._returns(returns, guard):
                 yield from self._selected(returned, returned_guard, depth + 1)
@@ -631,13 +630,6 @@ def _launch_object_variable(launch_object: Expr) -> DeclRef | None:
 def _is_launch_kernel_object(expr: Expr) -> bool:
     spelling = expr.type.canonical.replace("&", "").replace("const", "").strip()
     return spelling.split("::")[-1] == "LaunchKernel"
-
-
-def _strip_casts(expr: Expr) -> Expr:
-    """The operand inside parentheses, implicit conversions and explicit casts."""
-    while expr.kind in _CASTS and len(expr.children) == 1:
-        expr = expr.children[0]
-    return expr
 
 
 def _lambda_call_arguments(call: Expr, variable: Var) -> tuple[Expr, ...] | None:

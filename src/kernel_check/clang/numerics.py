@@ -53,9 +53,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from ..model import FunctionKind, NarrowingConversion, Span
-from .kernel_interface import _canonical_name
 from .program import Expr, ExprKind, Function, Program, Stmt, StmtKind, TypeFacts
-from .symbolic import _range as integer_bounds
 
 MAX_CALL_DEPTH = 3  # how deep a call of a device function of the file is followed
 MAX_CANDIDATES = 4  # the functions one call may reach that are followed (overloads, specializations)
@@ -201,16 +199,16 @@ def _constant(number: float) -> Value:
 def _integer_range(type_: TypeFacts) -> Value:
     if type_.bits is None or type_.is_signed is None:
         return UNKNOWN
-    low, high = integer_bounds(type_)
+    low, high = type_.value_range
     return Value(float(low), float(high))
 
 
 def is_floating(type_: TypeFacts) -> bool:
-    return _canonical_name(type_) in FLOATING
+    return type_.unqualified in FLOATING
 
 
 def _is_integer(type_: TypeFacts) -> bool:
-    return type_.bits is not None and _canonical_name(type_) != "bool"
+    return type_.bits is not None and type_.unqualified != "bool"
 
 
 def _lowest(a: float | None, b: float | None) -> float | None:
@@ -639,7 +637,7 @@ class Numerics:
         if known is not None:
             return known
         loads = name.startswith(_LOAD_METHODS) and any(_points(a) for a in arguments)
-        if loads and _canonical_name(expr.type) not in ("void", "<dependent type>"):
+        if loads and expr.type.unqualified not in ("void", "<dependent type>"):
             return _read(_origin(expr, walk), None)  # `gmem.load(ptr, i)`: a vector of memory's values
         if name in FP8_CONVERSIONS and len(arguments) >= 3:
             self._fp8_conversion(expr, arguments, values, walk)
@@ -667,7 +665,7 @@ class Numerics:
     def _construction(self, expr: Expr, values: list[Value], walk: _Walk) -> Value:
         """`T(x)`: a c10 fp8 type converts without saturation; a floating or vector type keeps
         the value."""
-        target = _canonical_name(expr.type)
+        target = expr.type.unqualified
         largest = C10_FP8.get("c10::" + target.rsplit("c10::", 1)[-1]) if "c10::" in target else None
         if largest is not None and len(values) == 1 and is_floating(expr.arguments[0].type):
             reason = violation(values[0], -largest, largest, nan_counts=False)
@@ -846,7 +844,7 @@ def _library_call(name: str, values: list[Value]) -> Value | None:
     if bare in _EXPONENTIALS:
         return Value(0.0, INF if first.high == INF else None, first.nan, first.origin, first.deps)
     if bare in _SATURATING_TO_INT:
-        low, high = integer_bounds(_SATURATING_TO_INT[bare])
+        low, high = _SATURATING_TO_INT[bare].value_range
         clamp_low = max(first.low, low) if first.low is not None else None
         clamp_high = min(first.high, high) if first.high is not None else None
         return Value(clamp_low, clamp_high, False, first.origin, first.deps, saturated=True)

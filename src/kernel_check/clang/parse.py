@@ -523,7 +523,7 @@ class ParseConfigError(Exception):
 _index: ci.Index | None = None
 
 
-def _get_index() -> ci.Index:
+def get_index() -> ci.Index:
     """One index per process. `excludeDecls`: declarations loaded from a precompiled
     preamble are not visited as children of the translation unit (they are not the
     file's, and deserializing tens of thousands of them would cost more than the parse)."""
@@ -626,8 +626,8 @@ def _badness(unit: ParsedUnit) -> tuple[bool, int]:
 
 
 def parse_plain(name: str, source: str | bytes, args: list[str]) -> ParsedUnit:
-    tu = _get_index().parse(name, args=args, unsaved_files=[(name, source)], options=PARSE_OPTIONS)
-    return ParsedUnit(name, tu, args, _errors(tu, name), entered_files(tu))
+    tu = get_index().parse(name, args=args, unsaved_files=[(name, source)], options=PARSE_OPTIONS)
+    return ParsedUnit(name, tu, args, unit_errors(tu, name), entered_files(tu))
 
 
 # -- device passes: which code they parse is device_pass.py's reading of the file's `#if` groups --
@@ -705,7 +705,8 @@ def entered_files(tu: ci.TranslationUnit) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _errors(tu: ci.TranslationUnit, main_path: str) -> list[ClangError]:
+def unit_errors(tu: ci.TranslationUnit, main_path: str) -> list[ClangError]:
+    """`tu`'s errors (one without a place is pinned to `main_path`)."""
     errors = []
     for diag in tu.diagnostics:
         if diag.severity < cindex().Diagnostic.Error or _relaxed_constexpr_call(tu, diag):

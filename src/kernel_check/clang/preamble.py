@@ -115,11 +115,11 @@ from .parse import (
     PARSE_INCOMPLETE,
     PARSE_OPTIONS,
     ParsedUnit,
-    _errors,
-    _get_index,
     cindex,
     entered_files,
+    get_index,
     libclang_version,
+    unit_errors,
 )
 
 STRATEGIES = ("union", "exact", "off")
@@ -473,7 +473,7 @@ class PreambleCache:
     def _build(self, directory: Path, recipe: Recipe) -> Preamble | None:
         headers = list(recipe.headers)
         excluded: list[str] = []
-        index = _get_index()
+        index = get_index()
         for attempt in range(BUILD_ATTEMPTS):
             text = Recipe(recipe.tier, recipe.args, tuple(headers)).text()
             main = directory / f"preamble-{digest(text)[:16]}.cuh"
@@ -487,7 +487,7 @@ class PreambleCache:
                 )
             except cindex().TranslationUnitLoadError:
                 tu = None
-            errors = _errors(tu, str(main)) if tu is not None else ["load"]
+            errors = unit_errors(tu, str(main)) if tu is not None else ["load"]
             if not errors:
                 break
             last = attempt == BUILD_ATTEMPTS - 1
@@ -598,7 +598,7 @@ class PreambleCache:
         ci = cindex()
         used = [*args, "-include-pch", str(preamble.pch)]
         try:
-            tu = _get_index().parse(name, args=used, unsaved_files=[(name, source)], options=PARSE_OPTIONS)
+            tu = get_index().parse(name, args=used, unsaved_files=[(name, source)], options=PARSE_OPTIONS)
         except ci.TranslationUnitLoadError:
             self.reject(preamble)
             return None, "rejected"
@@ -621,7 +621,7 @@ class PreambleCache:
         ):
             return None, "deviates"
         _report_includes_as_plain(tu, name, included)
-        unit = ParsedUnit(name, tu, used, _errors(tu, name), entered, preamble, _root=root)
+        unit = ParsedUnit(name, tu, used, unit_errors(tu, name), entered, preamble, _root=root)
         return unit, "ok"
 
     def _deviates(

@@ -46,6 +46,7 @@ from .cursors import (
 MAX_CALLEES = 8  # overloads considered behind one call (a name can have dozens in a header)
 # Declarations whose members `code_declarations` reads: namespaces, `extern "C"` blocks,
 # unions, friends (and records, whose fields it names as theirs).
+_DEFAULT_BITS = 32  # the width of an integer type's value range where the type has none
 _CONTAINERS = (*SCOPE_KINDS, K.UNION_DECL, K.FRIEND_DECL)
 
 
@@ -261,6 +262,24 @@ class TypeFacts:
     size: int = 0  # bytes of a value of the type; 0 where clang cannot tell (dependent, void)
     pointee_size: int = 0  # for a pointer: bytes of what it points to (0 as for `size`)
 
+    @property
+    def unqualified(self) -> str:
+        """The canonical spelling with every `const` and `volatile` left out."""
+        return unqualified_name(self.canonical)
+
+    @property
+    def value_range(self) -> tuple[int, int]:
+        """The least and the greatest value of an integer type (of an `int` for another)."""
+        bits = self.bits or _DEFAULT_BITS
+        if self.is_signed is False:
+            return 0, 2**bits - 1
+        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def unqualified_name(spelling: str) -> str:
+    """A type's spelling with every `const` and `volatile` left out (`const float *`: `float *`)."""
+    return spelling.replace("const ", "").replace("volatile ", "").strip()
+
 
 def _type_facts(type_: ci.Type) -> TypeFacts:
     canonical = type_.get_canonical()
@@ -384,7 +403,7 @@ class DeclRef:
     def template(self) -> DeclRef:
         """The template a specialization instantiates; the declaration itself otherwise."""
         template = self._cursor.specialized_template
-        return _decl_ref(template) if template is not None else self
+        return decl_ref(template) if template is not None else self
 
     @cached_property
     def function_kind(self) -> FunctionKind:
@@ -426,7 +445,7 @@ class DeclRef:
         return cursor.kind == K.CXX_METHOD and not cursor.is_const_method() and not cursor.is_static_method()
 
 
-def _decl_ref(cursor: ci.Cursor) -> DeclRef:
+def decl_ref(cursor: ci.Cursor) -> DeclRef:
     return DeclRef(cursor.spelling, _DECL_KINDS.get(cursor.kind, DeclKind.OTHER), cursor.hash, cursor)
 
 
@@ -457,7 +476,7 @@ class Expr(_Typed):
         not resolve it (a dependent name); an unresolved overload set is of kind OTHER
         (its candidates are a call's `callees`)."""
         referenced = self._cursor.referenced
-        return _decl_ref(referenced) if referenced is not None else None
+        return decl_ref(referenced) if referenced is not None else None
 
     @cached_property
     def value(self) -> int | None:
@@ -491,13 +510,20 @@ class Expr(_Typed):
             node = node.children[0]
         return node
 
+    def uncast(self) -> Expr:
+        """The expression inside parentheses, implicit conversions and explicit casts."""
+        node = self
+        while node.kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST) and len(node.children) == 1:
+            node = node.children[0]
+        return node
+
     @cached_property
     def candidates(self) -> tuple[DeclRef, ...]:
         """The declarations a dependent name may stand for: the overload set `kern<T>` spells
         inside a template, or the variable template `kernel<N>` names (() for a name clang
         resolved, and for other expressions)."""
         overloaded = next((c for c in self._cursor.get_children() if c.kind == K.OVERLOADED_DECL_REF), None)
-        return tuple(_decl_ref(c) for c in overloaded_decls(overloaded)) if overloaded is not None else ()
+        return tuple(decl_ref(c) for c in overloaded_decls(overloaded)) if overloaded is not None else ()
 
     @cached_property
     def arguments(self) -> tuple[Expr, ...]:
@@ -514,7 +540,7 @@ class Expr(_Typed):
         """The function declarations a callee expression names (`declarations_named`): one,
         or an overload set's candidates; None when it names no function."""
         named = declarations_named(self._cursor)
-        return tuple(_decl_ref(c) for c in named) if named is not None else None
+        return tuple(decl_ref(c) for c in named) if named is not None else None
 
     @cached_property
     def is_size_query(self) -> bool:
@@ -544,7 +570,7 @@ class Expr(_Typed):
         first = next(iter(self._cursor.get_children()), None)
         if first is None or first.kind != K.TYPE_REF or first.referenced is None:
             return None
-        return _decl_ref(first.referenced)
+        return decl_ref(first.referenced)
 
     @cached_property
     def names_type_parameter(self) -> bool:
@@ -1028,7 +1054,7 @@ class Program:
                     and function_kind(node) is FunctionKind.KERNEL
                 ):
                     self._kernels.setdefault(node.spelling, []).append(node)
-        return [_decl_ref(c) for c in self._kernels.get(name, ())]
+        return [decl_ref(c) for c in self._kernels.get(name, ())]
 
     def defined(self, declaration: DeclRef) -> Function:
         """The function a declaration declares, at its definition when one is in sight."""
@@ -1060,7 +1086,7 @@ def _code_declarations(cursors: Iterable[ci.Cursor], in_record: bool) -> Iterato
     for cursor in cursors:
         kind = cursor.kind
         if kind in FUNCTION_KINDS or kind in (K.FIELD_DECL, K.VAR_DECL):
-            yield _decl_ref(cursor), in_record
+            yield decl_ref(cursor), in_record
         elif kind in RECORD_KINDS:
             yield from _code_declarations(cursor.get_children(), True)
         elif kind in _CONTAINERS:
@@ -1137,7 +1163,7 @@ def _second_token(cursor: ci.Cursor) -> str:
     return spellings[1] if len(spellings) == 2 else ""
 
 
-def _cursor_of(node: Expr | Stmt | Var | Binding | DeclRef | Function) -> ci.Cursor:
+def cursor_of(node: Expr | Stmt | Var | Binding | DeclRef | Function) -> ci.Cursor:
     """The libclang cursor behind a tier-1 node: for the other modules of tier 1 only (the
     evaluators `consteval` and `provenance`, the declaration passes), never for a tier-2
     analysis (tests/test_architecture.py holds to that)."""

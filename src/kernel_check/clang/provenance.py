@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import clang.cindex as ci
 
 from .cursors import RECORD_KINDS, K, children
-from .program import Binding, DeclRef, Expr, ExprKind, Var, _cursor_of
+from .program import Binding, DeclRef, Expr, ExprKind, Var, cursor_of
 
 T = ci.TypeKind
 
@@ -49,7 +49,6 @@ _UNKNOWN_TYPE_KINDS = (T.DEPENDENT, T.UNEXPOSED, T.INVALID)
 POINTER_OFFSET = "offset"
 PASS_THROUGH = ("__builtin_assume_aligned",)
 _MAX_DEPTH = 12  # nested operands followed by `origins_of`
-_TRANSPARENT = (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST)
 
 
 class Shape(enum.Enum):
@@ -145,7 +144,7 @@ def member(bases: Origins, name: str, expression: Expr | Binding) -> Origins:
     result: list[Origin] = []
     for origin in bases:
         if origin.shape is Shape.STRUCT:
-            shape = field_shape(origin.record, name, _cursor_of(expression).type)
+            shape = field_shape(origin.record, name, cursor_of(expression).type)
             if shape is not None:
                 result.append(origin.member(name, *shape))
         elif origin.shape is Shape.UNKNOWN:
@@ -221,7 +220,7 @@ def field_shape(owner: ci.Cursor | None, name: str, type_: ci.Type) -> tuple[Sha
 def record_fields(typed: Expr | Var | DeclRef) -> list[str]:
     """Field names of the struct type of an expression or declaration, in declaration order
     (of the class template for a dependent specialization)."""
-    return _type_record_fields(_cursor_of(typed).type)
+    return _type_record_fields(cursor_of(typed).type)
 
 
 def _type_record_fields(type_: ci.Type) -> list[str]:
@@ -237,7 +236,7 @@ def initializer_list_fields(init_list: Expr, field_name: str, fields: list[str])
     the field at its position (an enclosing list's field name, when given, wins)."""
     elements = []
     for index, value in enumerate(init_list.children):
-        designator = next((c for c in children(_cursor_of(value)) if c.kind == K.MEMBER_REF), None)
+        designator = next((c for c in children(cursor_of(value)) if c.kind == K.MEMBER_REF), None)
         if designator is not None:
             name = designator.spelling
         elif index < len(fields):
@@ -255,7 +254,7 @@ def _field_declarations(record: ci.Cursor) -> list[ci.Cursor]:
 def parameter(param: Var, index: int, scope: int = 0) -> Origin | None:
     """The origin a pointer, params-struct or unknown-typed parameter starts as (None for
     scalars and arrays)."""
-    shape = classify(_cursor_of(param).type)
+    shape = classify(cursor_of(param).type)
     if shape is None or shape[0] not in (Shape.POINTER, Shape.STRUCT, Shape.UNKNOWN):
         return None
     return Origin(index, (), shape[0], scope, shape[1])
@@ -280,7 +279,7 @@ def origins_of(
     def of(operand: Expr) -> Origins:
         return origins_of(operand, lookup, member_name, call_name, depth + 1)
 
-    node = _strip_casts(expression)
+    node = expression.uncast()
     kind = node.kind
     operands = node.children
     if kind is ExprKind.REF:
@@ -321,7 +320,7 @@ def _call_origins(name: str, parts: tuple[Expr, ...], of: Callable[[Expr], Origi
 
 def _address(operand: Expr, of: Callable[[Expr], Origins]) -> Origins:
     """`&a[i]` (and `&*a`): the address of an element is inside the same buffer."""
-    inner = _strip_casts(operand)
+    inner = operand.uncast()
     parts = inner.children
     is_dereference = inner.kind is ExprKind.UNARY and inner.operator == "*"
     if (inner.kind is ExprKind.SUBSCRIPT and len(parts) == 2) or (is_dereference and len(parts) == 1):
@@ -329,15 +328,8 @@ def _address(operand: Expr, of: Callable[[Expr], Origins]) -> Origins:
     return ()
 
 
-def _strip_casts(expression: Expr) -> Expr:
-    """The operand inside parentheses, implicit conversions and explicit casts."""
-    while expression.kind in _TRANSPARENT and len(expression.children) == 1:
-        expression = expression.children[0]
-    return expression
-
-
 def referred_record_fields(declared: DeclRef) -> list[str]:
     """`record_fields` of a declaration of struct type, or of the struct an lvalue reference
     refers to."""
-    type_ = _cursor_of(declared).type
+    type_ = cursor_of(declared).type
     return _type_record_fields(type_.get_pointee() if type_.kind == ci.TypeKind.LVALUEREFERENCE else type_)

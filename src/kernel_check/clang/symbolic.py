@@ -46,6 +46,7 @@ The drafter's walk (`every_access` in extract.py) also walks device functions.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -132,7 +133,6 @@ _SCALARS = frozenset(
 # Half-precision element types an array of which is followed: assigned whole (a copy) or
 # read, and any other use of an element (a member, an operator) a write not followed.
 _HALVES = frozenset({"__half", "__nv_bfloat16", "__half2", "__nv_bfloat162"})
-_DEFAULT_BITS = 32
 _UNIFORM_DEPTH = 8  # how many locals deep a stored value's uniformity is followed
 _NARROW_BITS = 16
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
@@ -188,13 +188,6 @@ _Value = Term | _Pointer | None
 
 def const(value: int) -> Term:
     return Term("const", value=value)
-
-
-def _range(type_: TypeFacts | None) -> tuple[int, int]:
-    bits = (type_.bits if type_ is not None else None) or _DEFAULT_BITS
-    if type_ is not None and type_.is_signed is False:
-        return 0, 2**bits - 1
-    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
 def _wrapped(term: Term, low: int, high: int) -> Term:
@@ -396,7 +389,7 @@ class _Walk:
         use(s);` test one value."""
         if not isinstance(pointer, _Pointer) or pointer.shared or pointer.offset != _ZERO:
             return None
-        if null is not None and [t.spelling for t in _unwrapped(null).tokens] not in (["nullptr"], ["NULL"], ["0"]):
+        if null is not None and [t.spelling for t in null.uncast().tokens] not in (["nullptr"], ["NULL"], ["0"]):
             return None
         return self.symbol(f"address:{pointer.base}", SymbolKind.ADDRESS, pointer.base, (0, 1))
 
@@ -415,7 +408,7 @@ class _Walk:
         folded = expr.value
         if folded is None and ref.kind is DeclKind.TEMPLATE_PARAMETER and ref.type.bits is not None:
             # a compile-time argument (`kPadded`): one value the kernel was instantiated with
-            return self.symbol(ref.name, SymbolKind.SCALAR, ref.name, _range(ref.type))
+            return self.symbol(ref.name, SymbolKind.SCALAR, ref.name, ref.type.value_range)
         return const(folded) if folded is not None else None
 
     def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
@@ -467,7 +460,7 @@ class _Walk:
             return _Pointer(name, _ZERO, size=type_.pointee_size, bytes=_ZERO)
         if type_.bits is None:
             return None
-        return self.symbol(name, SymbolKind.SCALAR, name, _range(type_))
+        return self.symbol(name, SymbolKind.SCALAR, name, type_.value_range)
 
     def binary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         op = expr.operator
@@ -607,7 +600,7 @@ class _Walk:
             return None
         if helper is None and not barrier and self.uniform_call(expr, dict(zip(map(id, expr.children), handed))):
             text = _spelled(expr) or expr.name
-            return self.symbol(f"uniform{len(self.symbols)}", SymbolKind.UNIFORM, text, _range(expr.type))
+            return self.symbol(f"uniform{len(self.symbols)}", SymbolKind.UNIFORM, text, expr.type.value_range)
         return self.opaque(expr)
 
     def uniform_call(self, call: Expr, arguments: dict[int, _Value]) -> bool:
@@ -792,7 +785,7 @@ class _Walk:
                 digits = token.rstrip("uUlL")
                 return const(int(digits, 0)) if digits.isdigit() and (digits == "0" or digits[0] != "0") else None
             type_ = params.get(token)
-            return self.symbol(token, SymbolKind.SCALAR, token, _range(type_)) if type_ is not None else None
+            return self.symbol(token, SymbolKind.SCALAR, token, type_.value_range) if type_ is not None else None
 
         return _arithmetic(list(self.function.launch_bound), leaf)
 
@@ -825,7 +818,7 @@ class _Walk:
         if key not in self.loads:
             text = _spelled(expr) or expr_text(pointer.base, offset)
             self.loads[key] = self.symbol(
-                f"load{len(self.loads)}", SymbolKind.LOAD, text, _range(expr.type), expr.span, pointer.base
+                f"load{len(self.loads)}", SymbolKind.LOAD, text, expr.type.value_range, expr.span, pointer.base
             )
         return self.loads[key]
 
@@ -915,36 +908,45 @@ class _Walk:
         nor does the value of a local it reads (`m = warp::reduce_max(v); smem[0] = m;`)."""
         if value is None or not self.threads.source(value, self.thread_locals):
             return False
-        return not self.calls(value, set())
+        return not any(
+            node.kind is ExprKind.CALL and not node.is_construction
+            for read, _ in self.with_initializers(value)
+            for node in read.walk()
+        )
 
-    def calls(self, value: Expr, seen: set[int]) -> bool:
-        """Whether `value` calls a function, or the value of a local it reads does."""
-        for node in value.walk():
-            if node.kind is ExprKind.CALL and not node.is_construction:
-                return True
-            key = node.ref.key if node.kind is ExprKind.REF and node.ref is not None else None
-            if key is not None and key in self.initializers and key not in seen:
-                seen.add(key)
-                if self.calls(self.initializers[key], seen):
-                    return True
-        return False
-
-    def uniform(self, value: Expr | None, depth: int = 0) -> bool:
+    def uniform(self, value: Expr | None) -> bool:
         """Whether a stored value is provably one for the whole block: it reads no thread
         index, calls no function but a vector maker (a warp collective returns one value per
         warp) and names only shared arrays (at an index so too) and locals whose one value
-        (their initializer) is so too."""
-        if value is None or depth > _UNIFORM_DEPTH or self.threads.source(value, self.thread_locals):
+        (their initializer) is so too, at most `_UNIFORM_DEPTH` locals deep."""
+        if value is None:
             return False
-        for node in value.walk():
-            if node.kind is ExprKind.CALL and not node.is_construction and not _VECTOR_MAKER.fullmatch(node.name):
+        for read, depth in self.with_initializers(value):
+            if depth > _UNIFORM_DEPTH or self.threads.source(read, self.thread_locals):
                 return False
-            ref = node.ref if node.kind is ExprKind.REF else None
-            if ref is not None and ref.is_local and ref.kind is DeclKind.VARIABLE and not self.is_shared(ref):
-                initial = self.initializers.get(ref.key)
-                if ref.key in self.assigned or initial is None or not self.uniform(initial, depth + 1):
+            for node in read.walk():
+                if node.kind is ExprKind.CALL and not node.is_construction and not _VECTOR_MAKER.fullmatch(node.name):
                     return False
+                ref = node.ref if node.kind is ExprKind.REF else None
+                if ref is not None and ref.is_local and ref.kind is DeclKind.VARIABLE and not self.is_shared(ref):
+                    held = ref.key in self.initializers and ref.key not in self.assigned  # one value: its initializer's
+                    if not held:
+                        return False
         return True
+
+    def with_initializers(self, value: Expr) -> Iterator[tuple[Expr, int]]:
+        """`value`, then the initializer of each local it reads, of each local those read and
+        so on, each once and nearest first: with how many locals deep it is (0: `value`)."""
+        pending = deque([(value, 0)])
+        seen: set[int] = set()
+        while pending:
+            read, depth = pending.popleft()
+            yield read, depth
+            for node in read.walk():
+                key = node.ref.key if node.kind is ExprKind.REF and node.ref is not None else None
+                if key is not None and key in self.initializers and key not in seen:
+                    seen.add(key)
+                    pending.append((self.initializers[key], depth + 1))
 
     def is_shared(self, ref: DeclRef) -> bool:
         """Whether a local names a `__shared__` array or scalar (one for the whole block)."""
@@ -1038,7 +1040,7 @@ class _Walk:
                 self.declare(var, guards)
                 continue
             start = self.term(var.exprs[-1], guards)
-            iteration = self.symbol(f"{var.name}#{var.key}", SymbolKind.LOOP, var.name, _range(var.type))
+            iteration = self.symbol(f"{var.name}#{var.key}", SymbolKind.LOOP, var.name, var.type.value_range)
             stride = const(1) if step == 1 else self.term(step, guards) if isinstance(step, Expr) else None
             self.values[var.key] = _add(start, Term("*", (iteration, stride))) if stride is not None else None
             self.assigned.discard(var.key)
@@ -1060,7 +1062,7 @@ class _Walk:
                 var.name, _ZERO, True, var.element_type.canonical, const(1), size=var.element_size or 0
             )
             return
-        value = self.value(var.exprs[-1], guards) if var.exprs else None
+        value = self.initial_value(var, guards) if var.exprs else None
         self.bind_fields(var)
         if var.key not in self.assigned and not var.bindings:
             self.values[var.key] = value
@@ -1068,6 +1070,10 @@ class _Walk:
                 self.initializers[var.key] = var.exprs[-1]
         elif var.exprs:  # a pointer into a shared array that is moved later: not followed
             self.escape(var.exprs[-1], value, guards)
+
+    def initial_value(self, var: Var, guards: tuple[Term, ...]) -> _Value:
+        """The value of `var`'s initializer, walked once (a walk may keep more of it)."""
+        return self.value(var.exprs[-1], guards)
 
     def shared_scalar(self, expr: Expr) -> _Pointer | None:
         """The one-element array a `__shared__` scalar (`__shared__ float s_inv;`) is, when
@@ -1115,14 +1121,6 @@ def _member_axis(member: Expr) -> str:
     a macro's body they run on past the expression (to the end of the macro's expansion)."""
     spellings = [token.spelling for token in member.tokens]
     return spellings[spellings.index(".") + 1] if "." in spellings[:-1] else ""
-
-
-def _unwrapped(expr: Expr) -> Expr:
-    """`expr` without the parentheses, casts and conversions around it."""
-    node = expr.stripped()
-    while node.kind in (ExprKind.CAST, ExprKind.IMPLICIT, ExprKind.PAREN) and len(node.children) == 1:
-        node = node.children[0].stripped()
-    return node
 
 
 def _member_object(call: Expr) -> Expr | None:
@@ -1391,7 +1389,7 @@ class _LauncherWalk(_Walk):
     def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         found = super().value(expr, guards)
         if isinstance(found, Term) and found.op not in _KEPT and _may_wrap(expr):
-            low, high = _range(expr.type)  # a witness where the launcher's integers wrap would be wrong
+            low, high = expr.type.value_range  # a witness where the launcher's integers wrap would be wrong
             fits = Term("and", (Term("<=", (const(low), found)), Term("<=", (found, const(high)))))
             # where the conversion runs: under the guards of its path
             self.fits.append(Term("or", (Term("not", (_all(guards),)), fits)) if guards else fits)
@@ -1446,14 +1444,18 @@ class _LauncherWalk(_Walk):
             return None
         return dict(self.extents() if query == "size" else self.strides()).get(ref.name)
 
-    def declare(self, var: Var, guards: tuple[Term, ...]) -> None:
-        super().declare(var, guards)
-        if var.exprs and "dim3" in var.type.canonical and var.key not in self.assigned:
-            self.dim3s[var.key] = self.axes(var.exprs[-1], guards)
-            return
-        fields = self.record_value(var.exprs[-1], guards) if var.exprs else None
-        if fields is not None:
-            self.records[var.key] = fields
+    def initial_value(self, var: Var, guards: tuple[Term, ...]) -> _Value:
+        """A `dim3` local's axes and a params-struct local's fields are kept instead (the
+        struct itself has no value the walk follows)."""
+        initializer = var.exprs[-1]
+        if "dim3" in var.type.canonical and var.key not in self.assigned:
+            self.dim3s[var.key] = self.axes(initializer, guards)
+            return None
+        fields = self.record_value(initializer, guards)
+        if fields is None:
+            return super().initial_value(var, guards)
+        self.records[var.key] = fields
+        return None
 
     def record_value(self, expr: Expr, guards: tuple[Term, ...]) -> dict[str, Term] | None:
         """The fields of a params struct an initializer list fills (`Params{.n = n, ...}`), or a
@@ -1530,7 +1532,7 @@ class _LauncherWalk(_Walk):
         """A launch dimension's x, y and z: an integer (the x axis), a `dim3` built in place
         (`dim3(x, y)`, `{x, y}`: 1 for each axis not given) or held by a local; None for
         each axis of anything else."""
-        node = _unwrapped(expr)
+        node = expr.uncast()
         if node.type.bits is not None:
             value = self.value(node, guards)
             return (value if isinstance(value, Term) else None, const(1), const(1))
@@ -1540,7 +1542,7 @@ class _LauncherWalk(_Walk):
             parts = node.children
         elif node.kind is ExprKind.CALL and node.is_construction:
             parts = node.arguments
-            if len(parts) == 1 and _unwrapped(parts[0]).type.bits is None:
+            if len(parts) == 1 and parts[0].uncast().type.bits is None:
                 return self.axes(parts[0], guards)  # a copy of another dim3
         else:
             return (None, None, None)

@@ -17,7 +17,7 @@ import clang.cindex as ci
 from ..model import ConstExpr
 from .consteval import function_declaration
 from .cursors import TEMPLATE_PARAM_KINDS, K
-from .program import DeclRef, Token, _cursor_of, _decl_ref, angle_groups, tokens_of
+from .program import DeclRef, Token, angle_groups, cursor_of, decl_ref, tokens_of
 
 _BOOLEANS = {"true": 1, "false": 0}
 
@@ -41,7 +41,7 @@ class VariableTemplate:
 def read_variable_template(declared: DeclRef) -> VariableTemplate | None:
     """The variable template a declaration declares (libclang leaves it unexposed); None for
     every other declaration."""
-    declaration = _cursor_of(declared)
+    declaration = cursor_of(declared)
     if declaration.kind != K.UNEXPOSED_DECL:
         return None
     tokens = tokens_of(declaration)
@@ -73,9 +73,9 @@ def read_variable_template(declared: DeclRef) -> VariableTemplate | None:
 def initialized_function(declared: DeclRef, template: VariableTemplate) -> DeclRef | None:
     """The function (template) a variable template is initialized with, looked up by name from
     the template's scope outwards."""
-    found = _initialized_function(_cursor_of(declared), template)
+    found = _initialized_function(cursor_of(declared), template)
     function = function_declaration(found) if found is not None else None
-    return _decl_ref(function) if function is not None else None
+    return decl_ref(function) if function is not None else None
 
 
 def _initialized_function(declaration: ci.Cursor, template: VariableTemplate) -> ci.Cursor | None:

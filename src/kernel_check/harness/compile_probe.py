@@ -69,11 +69,11 @@ def _failure_file(target: BuildTarget, lineinfo: bool) -> Path | None:
     # a header that was missing may be found once a folder is added
     searched = json.dumps([target.csrc_root, list(target.include_dirs)])
     key = hashlib.sha256(f"{key}\0{searched}".encode()).hexdigest()
-    return runtime._cache_root() / FAILURES_FOLDER / f"{key}.json"
+    return runtime.jit_cache_root() / FAILURES_FOLDER / f"{key}.json"
 
 
 def _remembered(path: Path | None) -> runtime.BuildError | None:
-    if path is None or not path.is_file() or runtime._env_flag("KERNEL_CHECK_JIT_FORCE_REBUILD"):
+    if path is None or not path.is_file() or runtime.env_flag("KERNEL_CHECK_JIT_FORCE_REBUILD"):
         return None
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..clang.includers import include_lines
+from ..includes import find_repo_include_dir, included_files, sgl_include_dirs
 from ..model import (
     AccessKind,
     ConstExpr,
@@ -840,7 +840,6 @@ def _wrapper_scope(cuh: Path, include_dirs: Sequence[Path]) -> Path:
     ``pyproject.toml`` or ``.git``) where that lies below it: a tree's parent holds other
     projects (a checkout's parent, or all of ``/tmp`` for a tree copied there)."""
     from ..config import CONFIG_FILES, find_project_root
-    from ..includes import find_repo_include_dir
 
     include = find_repo_include_dir(cuh) or next(iter(include_dirs), None)
     scope = (include.parent if include is not None else cuh.parent).resolve().parent
@@ -1718,8 +1717,6 @@ def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
     folder holds, the nearest ``include/`` above ``cuh`` that does (FlashInfer's
     ``csrc/norm.cu`` includes ``<flashinfer/norm.cuh>`` from the tree's ``include/``, and its
     ``csrc/tvm_ffi_utils.h`` includes ``<flashinfer/layout.cuh>``)."""
-    from ..includes import find_repo_include_dir, sgl_include_dirs
-
     own = find_repo_include_dir(cuh)
     dirs = [own] if own is not None and own != find_repo_include_dir(spec_path) else []
     searched = sgl_include_dirs(cuh)
@@ -1736,21 +1733,8 @@ def tree_includes(cuh: Path, spec_path: Path) -> tuple[Path, ...]:
 def _unfound_headers(source: Path, searched: Sequence[Path]) -> list[str]:
     """Headers ``source`` and the files beside it that it includes (``"tvm_ffi_utils.h"``)
     name that are neither beside the file naming them nor in ``searched``."""
-    unfound: list[str] = []
-    seen: set[Path] = set()
-    stack = [source]
-    while stack and len(seen) < MAX_LOCAL_INCLUDES:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        for header, quoted in include_lines(current.read_bytes()):
-            beside = current.parent / header
-            if quoted and beside.is_file():
-                stack.append(beside.resolve())
-            elif not any((d / header).is_file() for d in searched) and header not in unfound:
-                unfound.append(header)
-    return unfound
+    walk = included_files(source, searched, MAX_LOCAL_INCLUDES, beside_only=True)
+    return list(dict.fromkeys(header for _, named in walk for header, found in named if found is None))
 
 
 def _own_exports(cuh: Path, drafts: Sequence[Draft]) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..clang.includers import include_lines
+from ..includes import find_include, include_lines
 from .draft_model import CPP_DTYPES
 from .spec import dim_size
 
@@ -114,10 +114,9 @@ def constants_of(source: Path, include_dirs: tuple[Path, ...]) -> dict[str, int]
     found: dict[str, int] = {}
     files = [source]
     for header, _quoted in include_lines(source.read_bytes()):
-        for folder in (source.parent, *include_dirs):
-            if (folder / header).is_file():
-                files.append(folder / header)
-                break
+        included = find_include(header, True, source, include_dirs)  # beside it first, however spelled
+        if included is not None:
+            files.append(included)
     for path in files:
         for match in _CONSTANT.finditer(clean(path.read_text(encoding="utf-8", errors="replace"))):
             name, value = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))

@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..clang.includers import include_lines
-from ..includes import find_include
+from ..includes import find_include, include_lines, included_files
 from ..model import Function, Launch, SourceModel, SymbolicAccess, SymbolKind, Term
 from ..semantic import SemanticModel
 from ..solver import Budget, Outcome, check, launch_constraints
@@ -111,20 +110,7 @@ def tree_macros(source: Path, include_dirs: Sequence[Path]) -> str:
     including file or in ``include_dirs``, followed transitively) that define function-like
     macros: where a dispatch macro is defined (FlashInfer's ``<flashinfer/utils.cuh>``,
     through ``cascade.cuh``)."""
-    seen: set[Path] = set()
-    stack = [source.resolve()]
-    texts = []
-    while stack and len(seen) < MAX_HEADERS:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        data = current.read_bytes()
-        texts.append(data.decode("utf-8", errors="replace"))
-        for header, quoted in include_lines(data):
-            found = find_include(header, quoted, current, include_dirs)
-            if found is not None:
-                stack.append(found.resolve())
+    texts = [data.decode("utf-8", errors="replace") for data, _ in included_files(source, include_dirs, MAX_HEADERS)]
     return "\n".join(t for t in texts if MACRO_DEFINITION.search(t))
 
 

@@ -207,7 +207,7 @@ def find_sanitizer() -> str | None:
     found = shutil.which("compute-sanitizer")
     if found:
         return found
-    nvcc = runtime._find_nvcc()
+    nvcc = runtime.find_nvcc()
     homes = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     if nvcc is not None:
         homes.append(nvcc.parent.parent)
