@@ -18,7 +18,17 @@ from dataclasses import dataclass
 from . import solver
 from .clang.symbolic import mentions, symbol_names
 from .finding import Counterexample
-from .model import Function, LaunchContract, LaunchedKernel, LaunchTensorArgument, Symbol, SymbolKind, Term
+from .model import (
+    Function,
+    LaunchContract,
+    LaunchedKernel,
+    LaunchTensorArgument,
+    Symbol,
+    SymbolicAccess,
+    SymbolKind,
+    Term,
+    apply_const_op,
+)
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
@@ -129,6 +139,16 @@ def _axes(values: Mapping[str, int], prefix: str) -> tuple[int, ...]:
     return tuple(named.get(axis, 1) for axis in "xyz") if named else ()
 
 
+def first_iteration(access: SymbolicAccess) -> list[Term]:
+    """The access at thread 0 of block 0 in the first iteration of its loops: what a witness
+    tries first, so that its shape reads as the smallest case."""
+    return [
+        Term("==", (Term("sym", name=s.name), Term("const", value=0)))
+        for s in access.symbols
+        if s.kind in (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
+    ]
+
+
 def evaluate(term: Term, values: Mapping[str, int]) -> int | None:
     """An integer term's value under `values` (C's truncating division); None where it names
     a symbol `values` leaves out, divides by zero, or is not arithmetic."""
@@ -139,16 +159,7 @@ def evaluate(term: Term, values: Mapping[str, int]) -> int | None:
     if term.op not in ("+", "-", "*", "/", "%") or len(term.args) != 2:
         return None
     left, right = (evaluate(a, values) for a in term.args)
-    if left is None or right is None or (term.op in "/%" and right == 0):
-        return None
-    if term.op == "+":
-        return left + right
-    if term.op == "-":
-        return left - right
-    if term.op == "*":
-        return left * right
-    quotient = abs(left) // abs(right) * (1 if (left < 0) == (right < 0) else -1)
-    return quotient if term.op == "/" else left - quotient * right
+    return None if left is None or right is None else apply_const_op(term.op, [left, right])
 
 
 def bindings(model: SemanticModel, kernel: Function, symbols: Iterable[Symbol]) -> Iterator[tuple[int, Binding | None]]:

@@ -260,7 +260,7 @@ def _in_contract(
         ]
         # the ids as small as they go after the sizes: the first value past the end, or -1
         chosen = (*binding.inputs, *(s for s in access.symbols if s.kind is SymbolKind.LOAD))
-        for pinned in (_first_iteration(access), []):  # the first thread, block and iteration when it can be
+        for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
             answer = witness.smallest([*world, *pinned, outside], chosen, budget)
             if answer.outcome is Outcome.SAT:
                 return Witness(answer, binding.shown(*dims), launch), tensor, dims
@@ -274,14 +274,6 @@ def _typed(symbols: tuple[Symbol, ...]) -> list[Term]:
         for s in symbols
         if s.kind in (SymbolKind.LOAD, SymbolKind.LOOP)
         for c in within(Term("sym", name=s.name), s.low, s.high)
-    ]
-
-
-def _first_iteration(access: SymbolicAccess) -> list[Term]:
-    return [
-        Term("==", (Term("sym", name=s.name), _ZERO))
-        for s in access.symbols
-        if s.kind in (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
     ]
 
 

@@ -156,7 +156,7 @@ def _smallest(
     pinned_inputs = _pinned(binding.constraints)
     for shape in _shapes(tuple(s for s in binding.inputs if s.name not in pinned_inputs)):
         fixed = [Term("==", (_variable(s), Term("const", value=v))) for s, v in shape.items()]
-        for pinned in (_first_thread(access), []):  # the first thread, block and iteration when it can be
+        for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
             answer = solver.check([*world, *fixed, *pinned], budget)
             if answer.outcome is Outcome.SAT:
                 return Witness(answer, binding.shown(*layout.dims, *layout.strides))
@@ -192,14 +192,6 @@ def _shapes(inputs: tuple[Symbol, ...]) -> Iterator[dict[Symbol, int]]:
 
 def _variable(symbol: Symbol) -> Term:
     return Term("sym", name=symbol.name)
-
-
-def _first_thread(access: SymbolicAccess) -> list[Term]:
-    return [
-        Term("==", (_variable(s), _ZERO))
-        for s in access.symbols
-        if s.kind in (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
-    ]
 
 
 def _message(access: SymbolicAccess, found: Witness, layout: Layout, past_end: bool) -> str:
