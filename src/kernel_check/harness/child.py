@@ -97,12 +97,16 @@ def _context(job: Job, spec: KernelSpec) -> CaseContext:
     return CaseContext(spec=spec, kernels=kernels, probe=probe, bandwidth_floor=job.bandwidth_floor)
 
 
+# how an outcome of a call that raised begins (a launcher's rejection reads so too)
+CALL_RAISED = "the call raised"
+
+
 def raised_outcome(case: Case, exc: Exception) -> Outcome:
     from .cases import CHECK_CODE, Outcome
 
     text = str(exc).strip() or type(exc).__name__
     return Outcome(
-        CHECK_CODE[case.kind], False, f"the call raised: {text.splitlines()[0][:300]}", detail=traceback.format_exc()
+        CHECK_CODE[case.kind], False, f"{CALL_RAISED}: {text.splitlines()[0][:300]}", detail=traceback.format_exc()
     )
 
 

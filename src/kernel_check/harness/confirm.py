@@ -36,9 +36,9 @@ from ..confirmations import CONFIRMED, NOT_REPRODUCED, NOT_RUN, Verdict
 from ..finding import Counterexample, Finding
 from .build import SpecBuilds
 from .cases import Case, CaseKind, Outcome, base_sizes, numel, shape_of
-from .child import Job
+from .child import CALL_RAISED, Job
 from .environment import child_failure, sanitizer_failure
-from .process import ChildExit, run_child
+from .process import run_child
 from .profiles import ValueProfile
 from .run import STARTUP_TIMEOUT, child_command, child_env
 from .sanitize import SanitizerReport, run_tool
@@ -237,11 +237,11 @@ def _compared(plan: Plan, command: list[str], check: str, machine: Machine) -> V
     fatal = next((e for e in exit_.events if e["event"] == "fatal"), None)
     if fatal is not None:
         return Verdict(CONFIRMED, "a kernel fault", detail=str(fatal.get("error", "")).splitlines()[0][:300])
-    outcomes = _outcomes(exit_)
+    outcomes = _outcomes(exit_.events)
     failed = [o for o in outcomes if not o.passed]
     if failed:
         first = failed[0]
-        if first.message.startswith("the call raised"):
+        if first.message.startswith(CALL_RAISED):
             return Verdict(NOT_REPRODUCED, check, detail=f"the launcher rejects the witness's inputs: {first.message}")
         return Verdict(CONFIRMED, _BY_OUTCOME.get(first.code, f"the {first.code} check"), detail=first.message[:300])
     if not outcomes:
@@ -251,14 +251,14 @@ def _compared(plan: Plan, command: list[str], check: str, machine: Machine) -> V
     return Verdict(NOT_REPRODUCED, check, detail=f"every check of the case passed{unseen}")
 
 
-def _outcomes(exit_: ChildExit) -> list[Outcome]:
-    return [Outcome.from_json(o) for e in exit_.events if e["event"] == "end" for o in e["outcomes"]]
+def _outcomes(events: list[dict]) -> list[Outcome]:
+    """The outcomes a child's "end" events carry."""
+    return [Outcome.from_json(o) for e in events if e["event"] == "end" for o in e["outcomes"]]
 
 
 def _raised(events: list[dict]) -> str:
     """The first error the call raised in a sanitizer child's case ("" when none did)."""
-    messages = [o.get("message", "") for e in events if e["event"] == "end" for o in e["outcomes"]]
-    return next((m for m in messages if m.startswith("the call raised")), "")
+    return next((o.message for o in _outcomes(events) if o.message.startswith(CALL_RAISED)), "")
 
 
 def _report_line(report: SanitizerReport) -> str:
