@@ -32,7 +32,10 @@ reported when a guard (or a `?:` in the offset) compares the id with a negative 
 (`slot != kPadSlot`, `if (id == -1) return;`): the code knows the one negative marker its
 callers pass. A comparison follows C++'s conversions: `id < gridDim.y` (a signed id against
 an unsigned value) rejects -1, which converts to 2^32 - 1; `id >= 0u` rejects nothing. One
-access is reported per kernel, tensor and set of ids (the first in the body).
+finding is reported per kernel and set of ids, at the first access they reach unbounded; the
+other tensors they reach so are named in it, each access as a related location ("reaches the
+offset of `q` (and of `k` and `v`)": one unchecked `cu_seqlens[b]` is one defect, however
+many tensors it moves).
 
 Followed: ids read through a params struct's fields or a structured binding of it
 (`const auto& [cache, loc] = params;`), ids of a template's type (`static_cast<const
@@ -77,6 +80,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from kernel_check import solver, witness
 from kernel_check.clang.symbolic import mentions, symbol_names
@@ -104,10 +108,9 @@ def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
     return []
 
 
-def _reported(
-    model: SemanticModel, ctx: RuleContext, found: list[tuple[SymbolicAccess, dict[str, Answer]]], seconds: float
-) -> Iterator[Finding]:
-    for access, open_sides in found:
+def _reported(model: SemanticModel, ctx: RuleContext, found: list[_Unbounded], seconds: float) -> Iterator[Finding]:
+    for unbounded in found:
+        access, open_sides, also = unbounded.access, unbounded.open_sides, unbounded.also
         side, answer = next(iter(open_sides.items()))  # the upper side's witness first: the finding's shape
         shaped = _in_contract(model, access, side, model.solver_budget(access.function_usr, seconds))
         load = _culprit(access, shaped[0].answer if shaped is not None else answer)
@@ -115,13 +118,24 @@ def _reported(
         if len(open_sides) == 2:
             said += f", and so does {_lower_witness(access, open_sides['lower'], load)}"
         bound = f"{side} bound" if len(open_sides) == 1 else "bound on either side"
+        related = [Related(location_of(model, load.span), f"`{load.text}` is read here")] if load.span else []
+        related += [Related(location_of(model, a.span), f"it reaches `{a.pointer}`'s offset here too") for a in also]
         yield ctx.finding(
             location_of(model, access.span),
-            f"`{load.text}` is read from memory and reaches the offset of `{access.pointer}` with no "
-            f"{bound}: {said}; guard it on both sides or clamp it",
-            related=[Related(location_of(model, load.span), f"`{load.text}` is read here")] if load.span else [],
+            f"`{load.text}` is read from memory and reaches the offset of `{access.pointer}`{_also_named(also)} "
+            f"with no {bound}: {said}; guard it on both sides or clamp it",
+            related=related,
             witness=_counterexample(model, access, load, shaped[0] if shaped is not None else None, answer),
         )
+
+
+def _also_named(also: list[SymbolicAccess]) -> str:
+    """` (and of `K` and `V`)`: the other tensors the same ids reach unbounded."""
+    names = list(dict.fromkeys(f"`{a.pointer}`" for a in also))
+    if not names:
+        return ""
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f" (and of {listed})"
 
 
 def _counterexample(
@@ -139,22 +153,39 @@ def _counterexample(
     return witness.counterexample(model, kernel, chosen, access.symbols, found, values=[(ids, value)] if ids else [])
 
 
-def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[tuple[SymbolicAccess, dict[str, Answer]]]:
-    """Each access reported, with the solver's witness for each open side (one per kernel,
-    tensor and ids; each kernel's queries share its budget)."""
-    reported: set[tuple[str, str, frozenset[str]]] = set()
-    found: list[tuple[SymbolicAccess, dict[str, Answer]]] = []
+@dataclass
+class _Unbounded:
+    """The access a finding is reported at, the witness of each open side, and the later
+    accesses of other tensors the same ids reach unbounded (in the finding, not beside it:
+    one unchecked `cu_seqlens[b]` reaching Q, K, V and the output is one defect)."""
+
+    access: SymbolicAccess
+    open_sides: dict[str, Answer]
+    also: list[SymbolicAccess] = field(default_factory=list)
+
+
+def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[_Unbounded]:
+    """One finding per kernel and set of ids: the first access they reach unbounded, with
+    the solver's witness for each open side, and the other tensors they reach so (one
+    access a tensor; each kernel's queries share its budget)."""
+    asked: set[tuple[str, str, frozenset[str]]] = set()
+    found: dict[tuple[str, frozenset[str]], _Unbounded] = {}
     for access in model.symbolic_accesses:
         in_offset = set(symbol_names(access.offset))
         ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset)
         key = (access.function_usr, access.pointer, ids)
-        if access.shared or not ids or key in reported:  # an offset that reads no id: KC406's
+        if access.shared or not ids or key in asked:  # an offset that reads no id: KC406's
             continue
         open_sides = _unbounded_sides(access, model.solver_budget(access.function_usr, seconds))
-        if open_sides:
-            reported.add(key)
-            found.append((access, open_sides))
-    return found
+        if not open_sides:
+            continue
+        asked.add(key)
+        first = found.get((access.function_usr, ids))
+        if first is None:
+            found[(access.function_usr, ids)] = _Unbounded(access, open_sides)
+        else:
+            first.also.append(access)
+    return list(found.values())
 
 
 def _unbounded_sides(access: SymbolicAccess, budget: Budget) -> dict[str, Answer]:
