@@ -480,13 +480,27 @@ def drop_clamp_before_int(text: str) -> Planted | None:
     return None
 
 
+_CLAMPING = r"(?:fminf|fmaxf|\w*clip\w*|\w*clamp\w*)\("
+
+
+def _clamped(text: str, argument: str, at: int) -> bool:
+    """Whether `argument` clamps its value, or names a local the 400 characters before `at`
+    assign a clamp to (`v.x = fminf(fmaxf(v.x, lo), hi);` before the conversion of `v`)."""
+    if re.search(_CLAMPING, argument):
+        return True
+    preceding = text[max(0, at - 400) : at]
+    return any(
+        re.search(rf"\b{name}(?:\.\w+)?\s*=\s*{_CLAMPING}", preceding)
+        for name in set(re.findall(r"\b[A-Za-z_]\w*", argument))
+    )
+
+
 def drop_satfinite(text: str) -> Planted | None:
     """`__NV_SATFINITE` of an fp8 conversion turned into `__NV_NOSAT`, where nothing clamps the
-    value in the statements before it."""
-    for mode in re.finditer(r"\b__nv_cvt_\w+_to_fp8\w*\([^;]*?(__NV_SATFINITE)", text):
-        preceding = text[max(0, text.rfind("\n", 0, mode.start()) - 400) : mode.start()]
-        if not re.search(r"\b(?:fminf|fmaxf|clip|clamp)\w*\(", preceding):
-            return _plant(text, mode.start(1), mode.end(1), "__NV_NOSAT")
+    converted value before it."""
+    for call in re.finditer(r"\b__nv_cvt_\w+_to_fp8\w*\(([^;]*?),\s*(__NV_SATFINITE)", text):
+        if not _clamped(text, call.group(1), call.start()):
+            return _plant(text, call.start(2), call.end(2), "__NV_NOSAT")
     return None
 
 
