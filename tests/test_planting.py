@@ -357,7 +357,14 @@ def test_kc4_mutation_plants_one_local_edit(
         ("early-exit bound guard removed", GUARDED_KERNEL.replace("i >= n", "i >= kRows")),
         # The other factor is 64-bit: without the cast the product is still computed in 64 bits.
         ("widening of a 64-bit index local removed", GUARDED_KERNEL.replace("* blockDim.x", "* n")),
-        # A guard that only keeps a shared slot in range is not a global access's.
+        # A guard that only keeps a shared slot in range is not a global access's (a pointer
+        # into dynamic shared memory too).
+        (
+            "bound guard made unconditional",
+            LOOP_KERNEL.replace("out[i] += 1.0f", "counts[i] = 0").replace(
+                "{\n", "{\n  extern __shared__ int smem[];\n  int* counts = smem + 1;\n", 1
+            ),
+        ),
         (
             "bound guard made unconditional",
             LOOP_KERNEL.replace("out[i] += 1.0f", "s_sum[i] = 1.0f").replace(
@@ -373,6 +380,8 @@ def test_kc4_mutation_plants_one_local_edit(
             "leader-thread guard of a shared write removed",
             SHARED_KERNEL.replace("s_first = in[threadIdx.x]", "s_first = warp::reduce_max(in[threadIdx.x])"),
         ),
+        # The write is a braceless loop's body: removing it would put the barrier in the loop.
+        ("only write of a shared value removed", INIT_KERNEL),
         # The loop is not the array's only writer.
         ("shared init loop one short", SHARED_KERNEL.replace("tile[threadIdx.x] =", "tile[threadIdx.x + 1] =")),
         # A clamp on one side only is not the conversion's saturation; a clamp before the

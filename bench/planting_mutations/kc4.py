@@ -164,15 +164,27 @@ def _guards(text: str, kernel: Kernel) -> Iterator[Guard]:
 
 
 def _indexes_memory(covered: str, index: str, shared: set[str]) -> bool:
-    """Whether `index` is used in `covered` other than as the subscript of a shared array (a
-    guard that only keeps a shared slot in range is not a global access's)."""
-    uses = len(re.findall(rf"\b{re.escape(index)}\b", covered))
-    in_shared = sum(
-        len(re.findall(rf"\b{re.escape(index)}\b", subscript))
-        for name, subscript in re.findall(r"\b(\w+)\s*\[([^\[\]]*)\]", covered)
-        if name in shared
-    )
-    return uses > in_shared
+    """Whether `covered` reaches memory other than a shared array at an offset computed from
+    `index` (or from a local computed from it): a subscript, pointer arithmetic or a load,
+    store or copy call (a guard that only keeps a shared slot in range is not a global
+    access's)."""
+    derived = {index}
+    for _ in range(3):
+        derived |= {
+            name
+            for name, value in re.findall(r"\b(\w+)\s*=(?!=)\s*([^;]*);", covered)
+            if any(re.search(rf"\b{re.escape(d)}\b", value) for d in derived)
+        }
+    names = "|".join(re.escape(d) for d in sorted(derived))
+    mentions = re.compile(rf"\b(?:{names})\b")
+    subscripts = re.findall(r"\b(\w+)\s*\[([^\[\]]*)\]", covered)
+    if any(base not in shared and mentions.search(subscript) for base, subscript in subscripts):
+        return True
+    arithmetic = re.findall(rf"\b([A-Za-z_][\w.]*)\s*\+\s*[^;,()]*?\b(?:{names})\b", covered)
+    if any(base not in shared and base not in derived for base in arithmetic):
+        return True
+    calls = re.findall(r"\b(?:\w*load\w*|\w*store\w*|offset|\w*copy\w*|\w*fill\w*)\s*(?:<[^;]*?>)?\(([^;]*)", covered)
+    return any(mentions.search(arguments) for arguments in calls)
 
 
 def _guard_of(predicate: Callable[[str, Kernel, str, int], bool], upper_only: bool) -> Callable[[str], Iterator[Guard]]:
@@ -180,7 +192,7 @@ def _guard_of(predicate: Callable[[str, Kernel, str, int], bool], upper_only: bo
     and which the covered code uses to reach memory other than a shared array."""
 
     def guards(text: str) -> Iterator[Guard]:
-        shared = _shared_names(text)
+        shared = _shared_memory_names(text)
         for kernel in _kernels(text):
             for guard in _guards(text, kernel):
                 if upper_only and not guard.upper:
@@ -297,6 +309,19 @@ def unwiden_inline_offset(text: str) -> Planted | None:
 def _shared_names(text: str) -> set[str]:
     """Names the file declares `__shared__` (arrays and scalars; not `extern` ones)."""
     return set(re.findall(r"(?<!extern )__shared__\s+(?:alignas\(\d+\)\s+)?[\w:<>, ]+?\s+(\w+)\s*[\[;]", text))
+
+
+def _shared_memory_names(text: str) -> set[str]:
+    """`_shared_names`, `extern __shared__` arrays and the pointers the file sets into them
+    (`int32_t* counts = smem + n;`): whatever a subscript of reaches shared memory."""
+    names = _shared_names(text) | set(re.findall(r"\bextern\s+__shared__\s+[^;]*?(\w+)\s*\[\s*\]", text))
+    aliases = re.findall(r"\*\s*(?:const\s+)?(\w+)\s*=\s*(?:reinterpret_cast<[^;]*?>\()?(\w+)\b", text)
+    for _ in range(len(aliases)):
+        grown = names | {alias for alias, source in aliases if source in names}
+        if grown == names:
+            break
+        names = grown
+    return names
 
 
 def _thread_id_names(text: str, kernel: Kernel) -> set[str]:
@@ -426,6 +451,8 @@ def drop_shared_init(text: str) -> Planted | None:
             if len(writes) != 1 or len(any_write) != 1:
                 continue  # written elsewhere, or handed to a call that may write it
             write = writes[0]
+            if re.search(r"(?:\)|\belse)\s*$", body[: write.start()]):
+                continue  # the body of a braceless `for`/`if`: the next statement would take its place
             if re.search(rf"\b{name}\b", body[write.end() :]):
                 start, end = kernel.start + write.start(), kernel.start + write.end()
                 return _plant(text, start, end, "", kernel.end - 1)
