@@ -16,7 +16,9 @@ the sorted candidates), groups the plantings into rounds in which no file is pla
 and for each round writes the planted files, runs the installed `kernel-check` on exactly
 those files (as pre-commit does) and restores them. A planting counts as
 
-* found: a finding of the mutation's code on the expected line;
+* found: a finding of the mutation's code on the expected line (for a planting that names a
+  range of lines -- a dropped guard, reported at whichever access it covered -- a finding of the
+  code in that range that the file did not have before);
 * clean: found, and no other finding is new in that file (findings compared by code and
   message, so lines shifted by an insertion do not count as new).
 
@@ -28,6 +30,9 @@ Each mutation names the idiom of the real code it plants into (`Mutation.idiom`:
 through a structured binding, a launch through a named `LaunchKernel` object, a wait inside a
 helper, ...; `any` for a mutation that takes whatever form the file has), and the report gives
 recall per code and per idiom, so an idiom the analysis does not follow shows as its own row.
+A mutation that plants a defect rather than a breach of a convention also names its class
+(`Mutation.defect`: issue 28's memory safety, shared write race, numerics...), and the report
+adds recall per class.
 """
 
 from __future__ import annotations
