@@ -16,7 +16,9 @@ the sorted candidates), groups the plantings into rounds in which no file is pla
 and for each round writes the planted files, runs the installed `kernel-check` on exactly
 those files (as pre-commit does) and restores them. A planting counts as
 
-* found: a finding of the mutation's code on the expected line;
+* found: a finding of the mutation's code on the expected line (for a planting that names a
+  range of lines -- a dropped guard, reported at whichever access it covered -- a finding of the
+  code in that range that the file did not have before);
 * clean: found, and no other finding is new in that file (findings compared by code and
   message, so lines shifted by an insertion do not count as new).
 
@@ -28,6 +30,9 @@ Each mutation names the idiom of the real code it plants into (`Mutation.idiom`:
 through a structured binding, a launch through a named `LaunchKernel` object, a wait inside a
 helper, ...; `any` for a mutation that takes whatever form the file has), and the report gives
 recall per code and per idiom, so an idiom the analysis does not follow shows as its own row.
+A mutation that plants a defect rather than a breach of a convention also names its class
+(`Mutation.defect`: issue 28's memory safety, shared write race, numerics...), and the report
+adds recall per class.
 """
 
 from __future__ import annotations
@@ -60,10 +65,13 @@ CHECK_TIMEOUT_S = 1800
 # -- what a mutation module declares -----------------------------------------------------------------
 @dataclass(frozen=True)
 class Planted:
-    """A planted file: its whole new text and the 1-based line the rule must report."""
+    """A planted file: its whole new text and the 1-based line the rule must report -- or, with
+    `last_line`, the lines from `line` to `last_line` where a new finding of the rule counts (a
+    dropped guard is reported at whichever access it covered goes out of range)."""
 
     text: str
     line: int
+    last_line: int | None = None
 
 
 # The idiom of a mutation that plants into whatever form the file has.
@@ -80,10 +88,25 @@ class Mutation:
     suffixes: tuple[str, ...]
     plant: Callable[[str], Planted | None]
     idiom: str = ANY_IDIOM
+    # The class of defect (issue 28: memory safety, a shared write race, numerics...) the
+    # planting is, for mutations that plant a defect rather than a breach of a convention.
+    defect: str = ""
 
 
-def _line_of(text: str, offset: int) -> int:
+def line_of(text: str, offset: int) -> int:
+    """The 1-based line holding `offset`."""
     return text.count("\n", 0, offset) + 1
+
+
+def block_end(text: str, open_end: int, opening: str = "{", closing: str = "}") -> int:
+    """The offset just past the `closing` bracket that closes the one ending at `open_end`
+    (the end of the text when it is never closed)."""
+    depth = 1
+    for index in range(open_end, len(text)):
+        depth += {opening: 1, closing: -1}.get(text[index], 0)
+        if depth == 0:
+            return index + 1
+    return len(text)
 
 
 def insert_after(text: str, pattern: str, new_line: str, *, flags: int = re.MULTILINE) -> Planted | None:
@@ -93,7 +116,7 @@ def insert_after(text: str, pattern: str, new_line: str, *, flags: int = re.MULT
     if match is None:
         return None
     lines = text.splitlines(keepends=True)
-    anchor = _line_of(text, match.end()) - 1  # 0-based index of the line holding the match's end
+    anchor = line_of(text, match.end()) - 1  # 0-based index of the line holding the match's end
     following = lines[anchor + 1] if anchor + 1 < len(lines) else lines[anchor]
     indent = re.match(r"[ \t]*", following).group(0)
     lines.insert(anchor + 1, f"{indent}{new_line}\n")
@@ -107,7 +130,7 @@ def replace_first(text: str, pattern: str, replacement: str, *, flags: int = re.
     if match is None:
         return None
     planted = text[: match.start()] + match.expand(replacement) + text[match.end() :]
-    return Planted(planted, _line_of(text, match.start()))
+    return Planted(planted, line_of(text, match.start()))
 
 
 def load_mutations(families: Iterable[str] | None) -> dict[str, list[Mutation]]:
@@ -262,21 +285,37 @@ def _keys(findings: list[dict]) -> Counter:
     return Counter((f["code"], f["message"]) for f in findings)
 
 
+def _expected_hit(planting: Planting, new: Counter) -> dict | None:
+    """The finding of the mutation's code on its line -- or, for a planting that names a range
+    of lines, a finding in that range that is new (one there before counts for nothing)."""
+    code, planted = planting.mutation.code, planting.planted
+    if planted.last_line is None:
+        return next((f for f in planting.findings_after if f["code"] == code and f["line"] == planted.line), None)
+    in_range = (
+        f for f in planting.findings_after if f["code"] == code and planted.line <= f["line"] <= planted.last_line
+    )
+    return next((f for f in in_range if new[(f["code"], f["message"])] > 0), None)
+
+
 def judge(planting: Planting) -> dict:
     code, line = planting.mutation.code, planting.planted.line
-    hit = next((f for f in planting.findings_after if f["code"] == code and f["line"] == line), None)
     new = _keys(planting.findings_after) - _keys(planting.findings_before)
+    hit = _expected_hit(planting, new)
     if hit is not None:
         new -= Counter({(hit["code"], hit["message"]): 1})
-    elsewhere = [f["line"] for f in planting.findings_after if f["code"] == code and f["line"] != line]
+    last = planting.planted.last_line or line
+    elsewhere = [f["line"] for f in planting.findings_after if f["code"] == code and not line <= f["line"] <= last]
     return {
         "family": planting.family,
         "code": code,
         "idiom": planting.mutation.idiom,
+        "defect": planting.mutation.defect,
         "mutation": planting.mutation.name,
         "path": str(planting.path),
         "line": line,
+        "last_line": planting.planted.last_line,
         "found": hit is not None,
+        "found_line": hit["line"] if hit is not None else None,
         "extra": [{"code": c, "message": m} for (c, m), n in sorted(new.items()) for _ in range(n)],
         "same_code_other_lines": elsewhere,
     }
@@ -303,8 +342,19 @@ def summarize_idioms(results: list[dict]) -> dict[str, dict]:
     return _tally(results, lambda result: f"{result['code']} {result['idiom']}")
 
 
+def summarize_defects(results: list[dict]) -> dict[str, dict]:
+    """Counts per class of defect, over the plantings whose mutation names one."""
+    return _tally([r for r in results if r.get("defect")], lambda result: result["defect"])
+
+
 def _recall(found: int, planted: int) -> str:
     return f"{100 * found / planted:.0f}%" if planted else "-"
+
+
+def _lines(result: dict) -> str:
+    """The line a finding was expected on, or the range of them."""
+    last = result.get("last_line")
+    return f"{result['line']}-{last}" if last and last != result["line"] else str(result["line"])
 
 
 def _elsewhere(result: dict) -> str:
@@ -326,6 +376,13 @@ def markdown(summary: dict[str, dict], results: list[dict]) -> str:
         f"{_recall(row['found'], row['planted'])} |"
         for key, row in summarize_idioms(results).items()
     ]
+    if defects := summarize_defects(results):
+        lines += ["", "| defect class | planted | found | clean | recall |", "|---|---:|---:|---:|---:|"]
+        lines += [
+            f"| {defect} | {row['planted']} | {row['found']} | {row['clean']} | {recall} |"
+            for defect, row in defects.items()
+            for recall in [_recall(row["found"], row["planted"])]
+        ]
     families: dict[str, list[int]] = {}
     for row in summary.values():
         totals = families.setdefault(row["family"], [0, 0])
@@ -340,7 +397,7 @@ def markdown(summary: dict[str, dict], results: list[dict]) -> str:
     extras = [r for r in results if r["extra"]]
     if misses:
         lines += ["", "Misses:"] + [
-            f"- {r['code']} {r['mutation']} ({r['idiom']}): {r['path']}:{r['line']}{_elsewhere(r)}" for r in misses
+            f"- {r['code']} {r['mutation']} ({r['idiom']}): {r['path']}:{_lines(r)}{_elsewhere(r)}" for r in misses
         ]
     if extras:
         lines += ["", "Other new findings:"] + [
@@ -395,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                     "unparsable": sorted(map(str, unparsable)),
                     "summary": summary,
                     "idioms": summarize_idioms(results),
+                    "defects": summarize_defects(results),
                     "results": results,
                 },
                 indent=1,

@@ -149,6 +149,14 @@ def test_every_idiom_mutation_says_its_idiom() -> None:
         "named launch object",
         "vector type through a typedef",
         "local pointer helper",
+        "early exit guard",
+        "if guard",
+        "block/grid-stride loop",
+        "64-bit index local",
+        "inline offset",
+        "leader-thread write",
+        "thread-indexed slot",
+        "integer conversion",
     }
 
 
@@ -229,3 +237,201 @@ def test_recall_is_told_per_code_and_idiom() -> None:
     report = planting.markdown(planting.summarize(results), results)
     assert "| KC201 | structured binding | 2 | 1 | 1 | 50% |" in report
     assert "- KC201 m (structured binding): a.cuh:3" in report
+
+
+# -- KC4xx plantings: one real defect of each class of issue 28 -------------------------------------
+GUARDED_KERNEL = """\
+__global__ void gather(float* out, const float* in, const int32_t* ids, int64_t n, int32_t rows) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int32_t row = ids[i];
+  if (row < 0 || row >= rows) return;
+  out[i] = in[row];
+}
+"""
+LOOP_KERNEL = """\
+__global__ void add(float* out, int32_t n) {
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    out[i] += 1.0f;
+  }
+  for (int32_t j = threadIdx.x; j < n; j += blockDim.x) out[j] *= 2.0f;
+}
+"""
+SHARED_KERNEL = """\
+__global__ void neighbour(float* out, const float* in, int32_t n) {
+  __shared__ float tile[256];
+  __shared__ float s_first;
+  for (int32_t k = threadIdx.x; k < n; k += blockDim.x) tile[k] = in[k];
+  tile[threadIdx.x] = in[threadIdx.x];
+  if (threadIdx.x == 0) s_first = in[threadIdx.x];
+  __syncthreads();
+  out[threadIdx.x] = tile[threadIdx.x + 1] + s_first;
+}
+"""
+INIT_KERNEL = """\
+__global__ void padded_max(float* out, const float* in, int32_t n) {
+  __shared__ float tile[256];
+  for (int32_t k = threadIdx.x; k < n; k += blockDim.x) tile[k] = in[k];
+  __syncthreads();
+  out[threadIdx.x] = tile[n - 1];
+}
+"""
+QUANT_KERNEL = """\
+__global__ void quant(int8_t* out, __nv_fp8_storage_t* out8, const float* in, float scale) {
+  out[threadIdx.x] = static_cast<int8_t>(fminf(fmaxf(in[threadIdx.x] * scale, -128.f), 127.f));
+  out8[threadIdx.x] = __nv_cvt_float_to_fp8(in[threadIdx.x], __NV_SATFINITE, __NV_E4M3);
+}
+"""
+
+
+def _kc4(name: str) -> planting.Mutation:
+    return next(m for m in planting.load_mutations(["kc4"])["kc4"] if m.name == name)
+
+
+@pytest.mark.parametrize(
+    ("name", "kernel", "line", "last_line", "planted_line"),
+    [
+        ("early-exit bound guard removed", GUARDED_KERNEL, 3, 7, ""),
+        ("bound guard off by one", GUARDED_KERNEL, 3, 7, "if (i > n) return;"),
+        ("bound check of a loaded id removed", GUARDED_KERNEL, 5, 7, ""),
+        (
+            "widening of a 64-bit index local removed",
+            GUARDED_KERNEL,
+            2,
+            None,
+            "const int64_t i = blockIdx.x * blockDim.x + threadIdx.x;",
+        ),
+        ("bound guard made unconditional", LOOP_KERNEL, 3, 5, "if (true) {"),
+        (
+            "stride loop bound off by one",
+            LOOP_KERNEL,
+            6,
+            6,
+            "for (int32_t j = threadIdx.x; j <= n; j += blockDim.x) out[j] *= 2.0f;",
+        ),
+        (
+            "shared init loop one short",
+            INIT_KERNEL,
+            3,
+            6,
+            "for (int32_t k = threadIdx.x; k < n - 1; k += blockDim.x) tile[k] = in[k];",
+        ),
+        ("thread's slot halved", SHARED_KERNEL, 5, None, "tile[threadIdx.x / 2] = in[threadIdx.x];"),
+        ("leader-thread guard of a shared write removed", SHARED_KERNEL, 6, None, "s_first = in[threadIdx.x];"),
+        ("only write of a shared value removed", SHARED_KERNEL, 6, 9, ""),
+        ("barrier between a write and another thread's read removed", SHARED_KERNEL, 7, 9, ""),
+        ("barrier only in the first warp", SHARED_KERNEL, 7, None, "if (threadIdx.x < 32) __syncthreads();"),
+        (
+            "clamp before an integer conversion removed",
+            QUANT_KERNEL,
+            2,
+            None,
+            "out[threadIdx.x] = static_cast<int8_t>(in[threadIdx.x] * scale);",
+        ),
+        (
+            "fp8 conversion without saturation",
+            QUANT_KERNEL,
+            3,
+            None,
+            "out8[threadIdx.x] = __nv_cvt_float_to_fp8(in[threadIdx.x], __NV_NOSAT, __NV_E4M3);",
+        ),
+    ],
+)
+def test_kc4_mutation_plants_one_local_edit(
+    name: str, kernel: str, line: int, last_line: int | None, planted_line: str
+) -> None:
+    planted = _kc4(name).plant(kernel)
+    assert (planted.line, planted.last_line) == (line, last_line)
+    assert _planted_line(planted) == planted_line
+    assert planted.text.count("\n") == kernel.count("\n")  # one edit, every other line in place
+    assert [a for a, b in zip(planted.text.splitlines(), kernel.splitlines()) if a != b] == [
+        planted.text.splitlines()[line - 1]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "kernel"),
+    [
+        # A bound that is a compile-time constant may be redundant for the launch's block.
+        ("early-exit bound guard removed", GUARDED_KERNEL.replace("i >= n", "i >= kRows")),
+        # The other factor is 64-bit: without the cast the product is still computed in 64 bits.
+        ("widening of a 64-bit index local removed", GUARDED_KERNEL.replace("* blockDim.x", "* n")),
+        # A guard that only keeps a shared slot in range is not a global access's (a pointer
+        # into dynamic shared memory too).
+        (
+            "bound guard made unconditional",
+            LOOP_KERNEL.replace("out[i] += 1.0f", "counts[i] = 0").replace(
+                "{\n", "{\n  extern __shared__ int smem[];\n  int* counts = smem + 1;\n", 1
+            ),
+        ),
+        (
+            "bound guard made unconditional",
+            LOOP_KERNEL.replace("out[i] += 1.0f", "s_sum[i] = 1.0f").replace(
+                "{\n", "{\n  __shared__ float s_sum[32];\n", 1
+            ),
+        ),
+        # Two threads storing the same value leave the slot as it was.
+        (
+            "thread's slot halved",
+            SHARED_KERNEL.replace("tile[threadIdx.x] = in[threadIdx.x]", "tile[threadIdx.x] = 0.0f"),
+        ),
+        (
+            "leader-thread guard of a shared write removed",
+            SHARED_KERNEL.replace("s_first = in[threadIdx.x]", "s_first = warp::reduce_max(in[threadIdx.x])"),
+        ),
+        # The write is a braceless loop's body: removing it would put the barrier in the loop.
+        ("only write of a shared value removed", INIT_KERNEL),
+        # The loop is not the array's only writer.
+        ("shared init loop one short", SHARED_KERNEL.replace("tile[threadIdx.x] =", "tile[threadIdx.x + 1] =")),
+        # A clamp on one side only is not the conversion's saturation; a clamp before the
+        # conversion makes __NV_SATFINITE redundant.
+        ("clamp before an integer conversion removed", QUANT_KERNEL.replace("fminf(fmaxf(", "fminf(fminf(")),
+        (
+            "fp8 conversion without saturation",
+            QUANT_KERNEL.replace(
+                "(in[threadIdx.x], __NV_SATFINITE", "(fminf(fmaxf(in[threadIdx.x], -448.f), 448.f), __NV_SATFINITE"
+            ),
+        ),
+    ],
+)
+def test_kc4_mutation_plants_nothing_where_the_edit_is_no_defect(name: str, kernel: str) -> None:
+    assert _kc4(name).plant(kernel) is None
+
+
+def test_every_kc4_mutation_names_its_defect_class() -> None:
+    mutations = planting.load_mutations(["kc4"])["kc4"]
+    assert {m.defect for m in mutations} == {
+        "memory safety",
+        "32-bit offsets",
+        "shared write race",
+        "read-write race",
+        "uninitialised shared read",
+        "barrier divergence",
+        "numerics",
+    }
+
+
+def _ranged_planting(before: list[dict], after: list[dict]) -> planting.Planting:
+    mutation = _kc4("early-exit bound guard removed")
+    result = planting.Planting("kc4", mutation, Path("a.cuh"), planting.Planted("", 3, 7))
+    result.findings_before, result.findings_after = before, after
+    return result
+
+
+def test_a_ranged_planting_is_found_by_a_new_finding_in_its_lines_only() -> None:
+    old = {"code": "KC406", "line": 5, "message": "out past its end"}
+    new = {"code": "KC406", "line": 6, "message": "in past its end"}
+    below = {"code": "KC406", "line": 9, "message": "elsewhere"}
+    assert planting.judge(_ranged_planting([old], [old]))["found"] is False  # there before planting
+    assert planting.judge(_ranged_planting([], [below]))["found"] is False  # outside the lines
+    found = planting.judge(_ranged_planting([old], [old, new]))
+    assert (found["found"], found["found_line"], found["extra"]) == (True, 6, [])
+
+
+def test_recall_is_told_per_defect_class() -> None:
+    results = [planting.judge(_ranged_planting([], [{"code": "KC406", "line": 4, "message": "m"}]))]
+    results.append(planting.judge(_ranged_planting([], [])))
+    report = planting.markdown(planting.summarize(results), results)
+    assert "| memory safety | 2 | 1 | 1 | 50% |" in report
+    assert "- KC406 early-exit bound guard removed (early exit guard): a.cuh:3-7" in report

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from planting import Mutation, Planted
+from planting import Mutation, Planted, block_end, line_of
 
 # The idioms these mutations plant into (the census of issue 26: how real kernels read their
 # parameters, wait and launch).
@@ -23,30 +23,16 @@ _CONST_POINTER_PARAM = re.compile(r"\bconst\s+[\w:]+\s*\*\s*(?:__restrict__\s+)?
 _WAIT = re.compile(r"^([ \t]*)(?:device::)?PDLWaitPrimary<\s*(\w+)\s*>\(\);[ \t]*$", re.M)
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
-
-
 def _insert_line(text: str, offset: int, line: str) -> Planted:
     """`line` inserted as a new line at the start of the line holding `offset`."""
     start = text.rfind("\n", 0, offset) + 1
-    return Planted(text[:start] + line + "\n" + text[start:], _line_of(text, start))
-
-
-def _body_end(text: str, open_brace_end: int) -> int:
-    """The offset just past the brace that closes the body opened right before `open_brace_end`."""
-    depth = 1
-    for index in range(open_brace_end, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[index], 0)
-        if depth == 0:
-            return index + 1
-    return len(text)
+    return Planted(text[:start] + line + "\n" + text[start:], line_of(text, start))
 
 
 def _kernels_with_wait(text: str):
     """(match, first wait in its body) for each kernel whose own body waits on a named flag."""
     for kernel in _KERNEL.finditer(text):
-        wait = _WAIT.search(text, kernel.end(), _body_end(text, kernel.end()))
+        wait = _WAIT.search(text, kernel.end(), block_end(text, kernel.end()))
         if wait is not None and wait.group(2) not in ("false", "true"):
             yield kernel, wait
 
@@ -86,7 +72,7 @@ def drop_wait(text: str) -> Planted | None:
     if launch < 0 or text[launch : text.find("\n", launch)].rstrip().endswith("\\"):
         return None  # no launch, or one inside a macro (reported where the macro is expanded)
     planted = _WAIT.sub(lambda m: f"{m.group(1)}// PDL wait removed", text)  # same line count
-    return Planted(planted, _line_of(text, launch))
+    return Planted(planted, line_of(text, launch))
 
 
 def drop_enable_pdl(text: str) -> Planted | None:
@@ -99,7 +85,7 @@ def drop_enable_pdl(text: str) -> Planted | None:
     if not waits:
         return None
     planted = re.sub(r"\.enable_pdl\((?:[^()]|\([^()]*\))*\)", "", text, count=1)
-    return Planted(planted, _line_of(text, waits[0].start()))
+    return Planted(planted, line_of(text, waits[0].start()))
 
 
 def asm_wait_without_clobber(text: str) -> Planted | None:
@@ -129,7 +115,7 @@ def _params_struct(text: str, kernel: re.Match, name: str) -> list[tuple[str, st
     struct = re.search(rf"\bstruct\s+{words[-1]}\s*\{{", text)
     if struct is None:
         return []
-    body = _COMMENTS.sub("", text[struct.end() : _body_end(text, struct.end()) - 1])
+    body = _COMMENTS.sub("", text[struct.end() : block_end(text, struct.end()) - 1])
     fields = []
     for member in body.split(";"):
         member = " ".join(member.split())
@@ -186,7 +172,7 @@ def _waiting_helpers(text: str) -> set[str]:
     for function in _FUNCTION.finditer(text):
         if function.group(1) in _NOT_FUNCTIONS or function.group(1) in kernels:
             continue
-        if _WAIT.search(text, function.end(), _body_end(text, function.end())):
+        if _WAIT.search(text, function.end(), block_end(text, function.end())):
             helpers.add(function.group(1))
     return helpers
 
@@ -200,7 +186,7 @@ def read_before_helper_wait(text: str) -> Planted | None:
         return None
     call = re.compile(r"^([ \t]*)[^\n;]*?\b(?:" + "|".join(sorted(helpers)) + r")\s*(?:<[^;\n]*?>)?\s*\(", re.M)
     for kernel in _KERNEL.finditer(text):
-        end = _body_end(text, kernel.end())
+        end = block_end(text, kernel.end())
         helper_call = call.search(text, kernel.end(), end)
         if helper_call is None or _WAIT.search(text, kernel.end(), end):
             continue
@@ -255,7 +241,7 @@ def drop_wait_named_launch(text: str) -> Planted | None:
     if named is None:
         return None
     planted, _, call = named
-    return Planted(planted, _line_of(planted, call))
+    return Planted(planted, line_of(planted, call))
 
 
 def drop_enable_pdl_named_launch(text: str) -> Planted | None:
@@ -268,7 +254,7 @@ def drop_enable_pdl_named_launch(text: str) -> Planted | None:
     planted, statement, _ = named
     # The rewrite adds lines at the launch only: a wait below it moves down by as many.
     added = planted.count("\n") - text.count("\n")
-    return Planted(planted, plain.line + (added if plain.line > _line_of(text, statement) else 0))
+    return Planted(planted, plain.line + (added if plain.line > line_of(text, statement) else 0))
 
 
 MUTATIONS = [
