@@ -62,15 +62,14 @@ from collections.abc import Mapping
 from kernel_check.finding import Finding
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules import _layout_search as search
-from kernel_check.rules._layout_search import OFFSET, SPAN, ZERO, Found
+from kernel_check.rules._layout_search import OFFSET, SPAN, ZERO, Found, bytes_reached, defer
 from kernel_check.semantic import SemanticModel
 from kernel_check.witness import Layout, where
 
 
 @rule("KC406", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
-    search.defer(model, ctx, (_past_end, _before_start), _message)
+    defer(model, ctx, (_past_end, _before_start), _message)
     return []
 
 
@@ -85,7 +84,7 @@ def _before_start(access: SymbolicAccess, layout: Layout, values: Mapping[str, i
 
 def _message(access: SymbolicAccess, found: Found) -> str:
     at = where(access.symbols, found.witness.answer)
-    reached = search.bytes_reached(found.offset(), access.byte_width)
+    reached = bytes_reached(found.offset(), access.byte_width)
     side = f"its span is bytes 0 to {found.span() - 1}" if found.condition == 0 else "before its start"
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, {side} "

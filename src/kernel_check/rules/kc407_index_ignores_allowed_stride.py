@@ -57,15 +57,14 @@ from collections.abc import Mapping
 from kernel_check.finding import Finding
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules import _layout_search as search
-from kernel_check.rules._layout_search import OFFSET, Found
+from kernel_check.rules._layout_search import OFFSET, PADDED, Found, bytes_reached, concrete, defer, within_span
 from kernel_check.semantic import SemanticModel
 from kernel_check.witness import Layout, where
 
 
 @rule("KC407", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
-    search.defer(model, ctx, (_in_padding,), _message, asked=_covers_bytes, shapes=search.PADDED)
+    defer(model, ctx, (_in_padding,), _message, asked=_covers_bytes, shapes=PADDED)
     return []
 
 
@@ -77,18 +76,16 @@ def _covers_bytes(access: SymbolicAccess) -> bool:
 def _in_padding(access: SymbolicAccess, layout: Layout, values: Mapping[str, int]) -> Term | None:
     """Within the span, the access's first or last byte in the padding; None at a shape
     whose layout has none or is not nested."""
-    concrete = search.concrete(layout, values)
-    if concrete is None or not concrete.has_padding():
+    at_shape = concrete(layout, values)
+    if at_shape is None or not at_shape.has_padding():
         return None
     last = Term("+", (OFFSET, Term("const", value=access.byte_width - 1)))
-    return Term(
-        "and", (search.within_span(access), Term("or", (concrete.in_padding(OFFSET), concrete.in_padding(last))))
-    )
+    return Term("and", (within_span(access), Term("or", (at_shape.in_padding(OFFSET), at_shape.in_padding(last)))))
 
 
 def _message(access: SymbolicAccess, found: Found) -> str:
     at = where(access.symbols, found.witness.answer)
-    reached = search.bytes_reached(found.offset(), access.byte_width)
+    reached = bytes_reached(found.offset(), access.byte_width)
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, padding between "
         f"its elements ({found.layout_text()}): for {found.witness.shape()}{f' at {at}' if at else ''}; index it "

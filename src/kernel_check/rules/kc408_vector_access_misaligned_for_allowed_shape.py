@@ -57,18 +57,17 @@ from collections.abc import Mapping
 from kernel_check.finding import Finding
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules import _layout_search as search
-from kernel_check.rules._layout_search import OFFSET, ZERO, Found
+from kernel_check.rules._layout_search import APART, OFFSET, PADDED, ZERO, Found, Shapes, concrete, defer, within_span
 from kernel_check.semantic import SemanticModel
 from kernel_check.witness import Layout, where
 
 # the shapes a padded view gives first (the natural witness), then the others
-_SHAPES = search.Shapes(apart=search.PADDED.apart + search.APART)
+_SHAPES = Shapes(apart=PADDED.apart + APART)
 
 
 @rule("KC408", needs={Need.SYMBOLIC, Need.CONTRACTS})
 def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
-    search.defer(model, ctx, (_misaligned,), _message, asked=_vector, shapes=_SHAPES)
+    defer(model, ctx, (_misaligned,), _message, asked=_vector, shapes=_SHAPES)
     return []
 
 
@@ -81,10 +80,10 @@ def _vector(access: SymbolicAccess) -> bool:
 def _misaligned(access: SymbolicAccess, layout: Layout, values: Mapping[str, int]) -> Term | None:
     """Within the span, the access's first byte off its alignment; None where the type
     requires no more than the element or the layout is not nested at the shape."""
-    if access.byte_align <= layout.element_size or search.concrete(layout, values) is None:
+    if access.byte_align <= layout.element_size or concrete(layout, values) is None:
         return None
     off = Term("!=", (Term("%", (OFFSET, Term("const", value=access.byte_align))), ZERO))
-    return Term("and", (search.within_span(access), off))
+    return Term("and", (within_span(access), off))
 
 
 def _message(access: SymbolicAccess, found: Found) -> str:
