@@ -42,12 +42,19 @@ class Shapes:
 
     alike: tuple[int, ...] = ALIKE
     apart: tuple[tuple[int, tuple[int, ...]], ...] = APART
+    # Padded views, tried after the alike shapes: every size at one of `padded_sizes`, each
+    # stride the matcher leaves free tight around the dims inside it (a contiguous layout)
+    # but one, that many elements past it (a row of 512 with a stride of 513)
+    padded_sizes: tuple[int, ...] = ()
+    pads: tuple[int, ...] = ()
 
 
 # A stride one past the row it steps over or past a square of the others (a 3-D tensor's
 # outer stride past its inner dims), sizes no vector divides; then ones a vector does
 # divide, for a launcher that checks the strides' alignment: the padded views
-PADDED = Shapes(apart=((2, (3, 5)), (8, (9, 65, 12, 72)), (16, (17, 257, 24, 272))))
+PADDED = Shapes(
+    apart=((2, (3, 5)), (8, (9, 65, 12, 72)), (16, (17, 257, 24, 272))), padded_sizes=(2, 8), pads=(1, 8, 64)
+)
 
 # What a rule asks of an access at one concrete shape (the launcher's inputs by name): a
 # term over `OFFSET` and `SPAN`, or None where it asks nothing of that shape
@@ -173,7 +180,7 @@ class _Search:
         ]
         pinned_inputs = _pinned(binding.constraints)
         free = tuple(s for s in binding.inputs if s.name not in pinned_inputs)
-        for shape in self.candidates(free):
+        for shape in self.candidates(free, layout, pinned_inputs):
             asked = condition(access, layout, {**pinned_inputs, **{s.name: v for s, v in shape.items()}})
             if asked is None:
                 continue
@@ -186,11 +193,21 @@ class _Search:
                     return None  # unknown is never a finding
         return None
 
-    def candidates(self, inputs: tuple[Symbol, ...]) -> Iterator[dict[Symbol, int]]:
-        """Small shapes, smallest first: every input alike, then one input apart from the
-        rest, each within its range."""
+    def candidates(
+        self, inputs: tuple[Symbol, ...], layout: Layout, pinned: Mapping[str, int]
+    ) -> Iterator[dict[Symbol, int]]:
+        """Small shapes, smallest first: every input alike, then the padded views of the
+        layout, then one input apart from the rest, each within its range (`pinned`: the
+        inputs the launch fixes)."""
         seen: list[dict[Symbol, int]] = []
         candidates = [dict.fromkeys(inputs, v) for v in self.shapes.alike]
+        free_strides = [s for s in layout.strides if s.op == "sym" and s.name in {i.name for i in inputs}]
+        candidates += [
+            _padded(layout, dict.fromkeys(inputs, size), pinned, stride.name, pad)
+            for size in self.shapes.padded_sizes
+            for stride in free_strides
+            for pad in self.shapes.pads
+        ]
         candidates += [
             {**dict.fromkeys(inputs, base), s: v} for base, apart in self.shapes.apart for s in inputs for v in apart
         ]
@@ -199,6 +216,24 @@ class _Search:
             if clamped not in seen:
                 seen.append(clamped)
                 yield clamped
+
+
+def _padded(
+    layout: Layout, shape: dict[Symbol, int], pinned: Mapping[str, int], padded: str, pad: int
+) -> dict[Symbol, int]:
+    """`shape` with each stride it sets tight around the dims inside it, innermost first,
+    and the stride named `padded` `pad` elements past that."""
+    by_name = {s.name: s for s in shape}
+    values = {**pinned, **{s.name: v for s, v in shape.items()}}
+    extent = 1  # the elements the dims inside span so far
+    for dim, stride in reversed(tuple(zip(layout.dims, layout.strides))):  # as written: outermost first
+        if stride.op == "sym" and stride.name in by_name:
+            values[stride.name] = extent + (pad if stride.name == padded else 0)
+        d, s = witness.evaluate(dim, values), witness.evaluate(stride, values)
+        if d is None or s is None:
+            return shape
+        extent += (d - 1) * s
+    return {symbol: values[symbol.name] for symbol in shape}
 
 
 def _pinned(constraints: tuple[Term, ...]) -> dict[str, int]:

@@ -53,16 +53,17 @@ void launch(tvm::ffi::TensorView out, tvm::ffi::TensorView x) {
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from kernel_check.finding import Finding
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules._layout_search import APART, OFFSET, PADDED, ZERO, Found, Shapes, concrete, defer, within_span
+from kernel_check.rules._layout_search import APART, OFFSET, PADDED, ZERO, Found, concrete, defer, within_span
 from kernel_check.semantic import SemanticModel
 from kernel_check.witness import Layout, where
 
 # the shapes a padded view gives first (the natural witness), then the others
-_SHAPES = Shapes(apart=PADDED.apart + APART)
+_SHAPES = replace(PADDED, apart=PADDED.apart + APART)
 
 
 @rule("KC408", needs={Need.SYMBOLIC, Need.CONTRACTS})
