@@ -7,7 +7,8 @@ lets through: a kernel that indexes a row-strided view (`with_strides({S, 1})`,
 The same proof as KC406 (solver.py, z3), over the same contract: the launcher's matcher
 gives the tensor's dims, strides and element size, and the grid, block and scalar
 arguments are terms over its sizes. At each small concrete shape it tries (the launcher's
-sizes alike, then one apart: a stride one past the width), the layout's dims are ordered by
+sizes alike; then padded views: each free stride tight around the dims inside it but one,
+1, 8 or 64 elements past; then one size apart from the rest), the layout's dims are ordered by
 stride, each nested in the one before; the bytes past the elements of an index of a dim,
 inside its stride, are padding. A witness is a shape, a thread and a block for which the
 first or the last byte of the access lies in the padding, under the guards on its path and

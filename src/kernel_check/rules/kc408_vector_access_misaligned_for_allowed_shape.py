@@ -10,7 +10,8 @@ gives the tensor's dims, strides and element size, and the grid, block and scala
 arguments are terms over its sizes. An access is asked when its type requires an alignment
 wider than the tensor's element (clang's alignment of the vector type: a `float4` or an
 `alignas(16)` vector 16 bytes; a plain struct of floats no more than a float). At each
-small concrete shape it tries (the launcher's sizes alike, then one apart: a stride or a
+small concrete shape it tries (the launcher's sizes alike; then padded views, a free
+stride 1, 8 or 64 elements past the dims inside it; then one size apart from the rest: a
 width one past a multiple of the vector), a witness is a shape, a thread and a block for
 which the access, within the span, starts at a byte offset that is not a multiple of that
 alignment, under the guards on its path and the launcher's `RuntimeCheck`s (a check of
