@@ -224,6 +224,20 @@ ACCESS_PAST_TENSOR_EXTENT = _define(
     Language.CPP,
     "a global access the kernel's launch lets reach past its tensor's dims and strides",
 )
+INDEX_IGNORES_ALLOWED_STRIDE = _define(
+    "KC407",
+    "index-ignores-allowed-stride",
+    Severity.ERROR,
+    Language.CPP,
+    "a global access lands between a tensor's elements for a stride its matcher allows (a padded view)",
+)
+VECTOR_ACCESS_MISALIGNED_FOR_ALLOWED_SHAPE = _define(
+    "KC408",
+    "vector-access-misaligned-for-allowed-shape",
+    Severity.ERROR,
+    Language.CPP,
+    "a vector access is misaligned for a stride or size the launcher lets through, its base aligned",
+)
 
 # C++/CUDA: programmatic dependent launch (PDL).
 READ_BEFORE_PDL_WAIT = _define(

@@ -998,6 +998,7 @@ class SymbolicAccess:
     # for a pointer handed to a call, which may be a range's end)
     bytes: Term | None = None
     byte_width: int = 0
+    byte_align: int = 0  # the alignment in bytes the access's type requires (0: not known)
 
 
 @dataclass(frozen=True)

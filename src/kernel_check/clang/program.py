@@ -261,6 +261,10 @@ class TypeFacts:
     is_pointer: bool
     size: int = 0  # bytes of a value of the type; 0 where clang cannot tell (dependent, void)
     pointee_size: int = 0  # for a pointer: bytes of what it points to (0 as for `size`)
+    # The alignment in bytes its type requires (0 as for `size`), and for a pointer what it
+    # points to requires: a `float4` and an `alignas(16)` vector 16, a struct of floats 4
+    align: int = 0
+    pointee_align: int = 0
 
     @property
     def unqualified(self) -> str:
@@ -294,6 +298,8 @@ def _type_facts(type_: ci.Type) -> TypeFacts:
         is_pointer=is_pointer,
         size=size,
         pointee_size=_size(canonical.get_pointee().get_canonical()) if is_pointer else 0,
+        align=_align(canonical),
+        pointee_align=_align(canonical.get_pointee().get_canonical()) if is_pointer else 0,
     )
 
 
@@ -301,6 +307,11 @@ def _size(canonical: ci.Type) -> int:
     """A canonical type's size in bytes, 0 where it has none clang tells: asked only of the
     kinds it lays out (libclang crashes on some others, an overload set's)."""
     return max(canonical.get_size(), 0) if canonical.kind in _SIZED else 0
+
+
+def _align(canonical: ci.Type) -> int:
+    """A canonical type's alignment in bytes, 0 where clang tells none (as `_size`)."""
+    return max(canonical.get_align(), 0) if canonical.kind in _SIZED else 0
 
 
 class _Spanned:

@@ -150,6 +150,7 @@ class _Pointer:
     extent: Term | None = None  # a shared array's length in elements, when declared
     unit: int = 1  # the array's elements one element of the pointer's type spans (a `float4*` into floats: 4)
     size: int = 0  # the bytes of one element of the pointer's type (0: not known)
+    align: int = 0  # the alignment in bytes one element of the pointer's type requires (0: not known)
     # A global pointer's distance from the tensor's start in bytes, whatever types it was
     # cast through on the way (`offset` counts steps of each type alike); None where a step
     # was of a type whose size clang cannot tell (a template's `T*`, `void*`)
@@ -278,7 +279,9 @@ class _Walk:
             if kind is ExprKind.CAST and isinstance(inner, _Pointer) and inner.shared:
                 return inner.recast(expr.pointee)  # `reinterpret_cast<float4*>(smem)`
             if isinstance(inner, _Pointer):  # `static_cast<const bf16_t*>(params.x)`: its steps are of the new type
-                return replace(inner, size=expr.type.pointee_size) if expr.type.is_pointer else inner
+                if expr.type.is_pointer:
+                    return replace(inner, size=expr.type.pointee_size, align=expr.type.pointee_align)
+                return inner
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
             return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
@@ -457,7 +460,7 @@ class _Walk:
     def received(self, name: str, type_: TypeFacts) -> _Value:
         """A scalar argument or params field: a pointer into a tensor, or a scalar symbol."""
         if type_.is_pointer:
-            return _Pointer(name, _ZERO, size=type_.pointee_size, bytes=_ZERO)
+            return _Pointer(name, _ZERO, size=type_.pointee_size, align=type_.pointee_align, bytes=_ZERO)
         if type_.bits is None:
             return None
         return self.symbol(name, SymbolKind.SCALAR, name, type_.value_range)
@@ -572,7 +575,8 @@ class _Walk:
             pointer, index = (self.value(argument, guards) for argument in arguments)
             vector = _member_object(expr)
             if isinstance(pointer, _Pointer) and not pointer.shared:  # `i` counts whole vectors
-                pointer = replace(pointer, size=vector.type.size if vector is not None else 0)
+                size, align = (vector.type.size, vector.type.align) if vector is not None else (0, 0)
+                pointer = replace(pointer, size=size, align=align)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
         if _operator(expr) == "=" and len(expr.children) == 3 and expr.children[0].type.canonical in _HALVES:
@@ -834,8 +838,9 @@ class _Walk:
             followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
             self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
         elif not self.helpers:  # a helper walked in place: its shared accesses only
-            width = pointer.size or expr.type.size or 1
-            self.append(expr, pointer.moved(index), offset, guards, is_write=is_write, followed=True, width=width)
+            width, align = (pointer.size, pointer.align) if pointer.size else (expr.type.size or 1, expr.type.align)
+            moved = pointer.moved(index)
+            self.append(expr, moved, offset, guards, is_write=is_write, followed=True, width=width, align=align)
 
     def escape(self, expr: Expr, value: _Value, guards: tuple[Term, ...]) -> None:
         """A shared array handed where the walk does not follow it (a call, an `asm` operand, a
@@ -853,8 +858,10 @@ class _Walk:
         is_write: bool,
         followed: bool,
         width: int = 0,
+        align: int = 0,
     ) -> None:
-        """Record an access; `pointer` a global one's at its place (`width`: the bytes it covers)."""
+        """Record an access; `pointer` a global one's at its place (`width`: the bytes it
+        covers, `align`: the alignment its type requires)."""
         in_bytes = pointer.bytes if not pointer.shared else None
         named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
         if in_bytes is not None:
@@ -884,6 +891,7 @@ class _Walk:
                 block_limit=self.block_limit if pointer.shared else None,
                 bytes=in_bytes,
                 byte_width=width if in_bytes is not None else 0,
+                byte_align=align if in_bytes is not None else 0,
             )
         )
 
@@ -1410,6 +1418,8 @@ class _LauncherWalk(_Walk):
         if name in ("size", "stride") and len(arguments) == 1 and (dims := self.tensor_dims(expr, name)) is not None:
             position = arguments[0].value
             return dims[position] if position is not None and 0 <= position < len(dims) else self.opaque(expr)
+        if name == "is_contiguous" and not arguments and (contiguous := self.contiguous(expr)) is not None:
+            return contiguous
         if name in _DIV_CEIL_CALLS and len(arguments) == 2:
             a, b = (self.term(argument, guards) for argument in arguments)
             return Term("/", (Term("-", (Term("+", (a, b)), const(1))), b))
@@ -1443,6 +1453,36 @@ class _LauncherWalk(_Walk):
         if ref is None:
             return None
         return dict(self.extents() if query == "size" else self.strides()).get(ref.name)
+
+    def contiguous(self, call: Expr) -> Term | None:
+        """`x.is_contiguous()` of a verified tensor: each stride the product of the dims
+        after it, but a dim of 1's (the test skips those)."""
+        dims, strides = self.tensor_dims(call), self.tensor_dims(call, "stride")
+        if not dims or strides is None:
+            return None
+        expected, held = const(1), []
+        for dim, stride in reversed(tuple(zip(dims, strides))):
+            held.append(Term("or", (Term("==", (dim, const(1))), Term("==", (stride, expected)))))
+            expected = Term("*", (dim, expected))
+        return _all(tuple(held))
+
+    def aligned_strides(self) -> Iterator[Term]:
+        """What `ensure_alignment(w)` checks of a verified tensor's strides besides its data
+        pointer (sgl_kernel/tensor.h): each but the innermost, of a dim other than 1, a
+        multiple of `w` bytes."""
+        sizes = dict(self.element_sizes())
+        strides = dict(self.strides())
+        for chain in self.chains:
+            dims = tuple(self.sizes(chain, chain.dims, chain.dim_values, "size"))
+            for tensor in chain.verified:
+                request, size = tensor.alignment, sizes.get(tensor.name)
+                if request is None or request.value.op != "int" or request.value.value <= 0 or size is None:
+                    continue
+                alignment = const(request.value.value)
+                for dim, stride in zip(dims[:-1], strides.get(tensor.name, ())):
+                    in_bytes = Term("*", (stride, const(size)))
+                    aligned = Term("==", (Term("%", (in_bytes, alignment)), _ZERO))
+                    yield Term("or", (Term("==", (dim, const(1))), aligned))
 
     def initial_value(self, var: Var, guards: tuple[Term, ...]) -> _Value:
         """A `dim3` local's axes and a params-struct local's fields are kept instead (the
@@ -1508,6 +1548,7 @@ class _LauncherWalk(_Walk):
             value = self.value(argument, guards) if argument is not None and record is None else None
             arguments.append(value if isinstance(value, Term) else None)
         extents, strides = tuple(self.extents()), tuple(self.strides())
+        guards = (*guards, *self.aligned_strides())
         terms = [*guards, *self.fits, *(t for t in (*grid, *block, *arguments) if t is not None)]
         terms += [t for _, _, t in fields] + [d for _, dims in (*extents, *strides) for d in dims]
         named = sorted({n for term in terms for n in symbol_names(term)})
