@@ -160,6 +160,7 @@ class _Pointer:
     rows: tuple[Term, ...] = ()
     within: Term | None = None
     inside: tuple[Term, ...] = ()
+    one_dimensional: bool = True  # declared of one dimension and a length (`SymbolicAccess.one_dimensional`)
     unit: int = 1  # the array's elements one element of the pointer's type spans (a `float4*` into floats: 4)
     size: int = 0  # the bytes of one element of the pointer's type (0: not known)
     # A global pointer's distance from the tensor's start in bytes, whatever types it was
@@ -932,6 +933,7 @@ class _Walk:
                 width=pointer.unit,
                 block_limit=self.block_limit if pointer.shared else None,
                 in_rows=pointer.inside,
+                one_dimensional=pointer.one_dimensional,
                 bytes=in_bytes,
                 byte_width=width if in_bytes is not None else 0,
             )
@@ -1154,7 +1156,17 @@ class _Walk:
             return _Pointer(var.name, _ZERO, shared=True)
         extent = None if unwritten else _product(terms)
         rows = tuple(terms if unwritten else terms[1:])
-        return _Pointer(var.name, _ZERO, True, _unqualified(element), extent, size=var.scalar_size or 0, rows=rows)
+        one_dimensional = extent is not None and not rows
+        return _Pointer(
+            var.name,
+            _ZERO,
+            True,
+            _unqualified(element),
+            extent,
+            size=var.scalar_size or 0,
+            rows=rows,
+            one_dimensional=one_dimensional,
+        )
 
 
 def _operator(call: Expr) -> str:

@@ -18,7 +18,10 @@ times the row's length plus its column, and each index stays within its row's le
 smem[]`) through a cast pointer (`reinterpret_cast<float*>(smem)`) and the regions carved
 from it (`buf + kN`), a device helper's own `__shared__` array (one for every call of the
 block) and a helper handed a shared array as a pointer, both walked where the kernel calls
-them (the finding lands at the call when the helper is in another file).
+them (the finding lands at the call when the helper is in another file). Of dynamic memory,
+one write made by two threads is checked; two different writes are not compared: they
+meet only where the sizes of the regions carved from it (scalar arguments, `scan_buf =
+prefix + num_experts + 1`) overlap, which the launcher's layout decides out of sight.
 
 Writes count as between the same barriers when no `__syncthreads()` (or call that reaches
 one, or call or inline assembly that might be one) comes between them in the body; in a
@@ -147,7 +150,11 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
 
 def _between_same_barriers(first: SymbolicAccess, second: SymbolicAccess) -> bool:
     """Whether two writes of one array have no barrier between them in the body: the same
-    interval, inside the same loops that reach a barrier (compared at one iteration)."""
-    return (
-        first.pointer == second.pointer and first.phase == second.phase and first.barrier_loops == second.barrier_loops
-    )
+    interval, inside the same loops that reach a barrier (compared at one iteration). Two
+    different writes of dynamic memory (`extern __shared__`, of no declared length) are
+    not compared: they meet only where the sizes of the regions carved from it (scalar
+    arguments, `scan_buf = prefix + num_experts + 1`) overlap them, which the launcher's
+    layout decides out of the walk's sight."""
+    dynamic = first.extent is None and first is not second
+    same = first.pointer == second.pointer and first.phase == second.phase
+    return same and first.barrier_loops == second.barrier_loops and not dynamic
