@@ -999,9 +999,11 @@ class SymbolicAccess:
     # (an index past a row's end is a defect of its own); not guards: past it, the access
     # still happens, at the element the flat offset names.
     in_rows: tuple[Term, ...] = ()
-    # Of a one-dimensional array of a declared length: KC403 and KC404 check these alone
-    # (an array of arrays, or `extern __shared__` memory, is KC402's).
-    one_dimensional: bool = True
+    # KC403 and KC404 check it: of a one-dimensional array of a declared length, not in a
+    # helper the walk enters for KC402 alone (one that declares its own shared array, or a
+    # template's call of one handed a shared array). Arrays of arrays, `extern __shared__`
+    # memory and those helpers are KC402's: the read rules are not yet measured there.
+    read_checked: bool = True
     # A global access's offset in bytes from the tensor's start (None where a step's type has
     # no size clang tells), and the bytes it covers from there (an element, a vector; none
     # for a pointer handed to a call, which may be a range's end)

@@ -160,7 +160,7 @@ class _Pointer:
     rows: tuple[Term, ...] = ()
     within: Term | None = None
     inside: tuple[Term, ...] = ()
-    one_dimensional: bool = True  # declared of one dimension and a length (`SymbolicAccess.one_dimensional`)
+    one_dimensional: bool = True  # declared of one dimension and a length (`SymbolicAccess.read_checked`)
     unit: int = 1  # the array's elements one element of the pointer's type spans (a `float4*` into floats: 4)
     size: int = 0  # the bytes of one element of the pointer's type (0: not known)
     # A global pointer's distance from the tensor's start in bytes, whatever types it was
@@ -272,6 +272,7 @@ class _Walk:
     helpers: tuple[str, ...] = ()  # the device helpers being walked in place (`inline`), by USR
     site: Span | None = None  # where the kernel calls the helper being walked, when it is in another file
     block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
+    for_writes: bool = False  # walking a helper entered for KC402 alone (`SymbolicAccess.read_checked`)
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(
@@ -627,7 +628,9 @@ class _Walk:
             if not self.helpers:
                 self.handed_on(expr, handed, guards)
         if helper is not None:  # its barriers pass where its body reaches them
+            outer, self.for_writes = self.for_writes, self.for_writes or not arguments_shared or bool(_operator(expr))
             self.inline(expr, helper, guards, dict(zip(map(id, expr.children), handed)) if handed else None)
+            self.for_writes = outer
         barrier = self.threads.barrier(expr)
         if helper is None and (barrier or self.synchronizes_by_name(expr)):
             self.phase += 1
@@ -933,7 +936,7 @@ class _Walk:
                 width=pointer.unit,
                 block_limit=self.block_limit if pointer.shared else None,
                 in_rows=pointer.inside,
-                one_dimensional=pointer.one_dimensional,
+                read_checked=pointer.one_dimensional and not self.for_writes,
                 bytes=in_bytes,
                 byte_width=width if in_bytes is not None else 0,
             )

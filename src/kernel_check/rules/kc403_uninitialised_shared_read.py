@@ -156,11 +156,11 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
 
 def _checked_reads(accesses: list[SymbolicAccess], unfollowed: set[str]) -> list[SymbolicAccess]:
     """The reads the walk follows, outside loops that reach a barrier, of one-dimensional
-    arrays of a length in sight (`SymbolicAccess.one_dimensional`) it follows every write of."""
+    arrays of a length in sight (`SymbolicAccess.read_checked`) it follows every write of."""
     return [
         a
         for a in accesses
-        if not a.is_write and a.followed and not a.in_barrier_loop and a.pointer not in unfollowed and a.one_dimensional
+        if not a.is_write and a.followed and not a.in_barrier_loop and a.pointer not in unfollowed and a.read_checked
     ]
 
 

@@ -103,7 +103,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     kernels: dict[str, list[SymbolicAccess]] = {}
     for access in model.symbolic_accesses:
-        if access.shared and access.followed and access.one_dimensional:
+        if access.shared and access.followed and access.read_checked:
             kernels.setdefault(access.function_usr, []).append(access)
     for kernel, accesses in kernels.items():
         budget = model.solver_budget(kernel, seconds)
