@@ -169,6 +169,50 @@ def test_a_cast_to_a_wider_type_covers_the_elements_it_spans(functions_of) -> No
     ]
 
 
+LAYOUTS = """\
+#include <cstdint>
+
+__device__ float own_slots(float v) {
+  __shared__ float slots[16];
+  slots[threadIdx.x % 16] = v;
+  return v;
+}
+
+template <int kRows>
+__global__ void k(float* out) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ float tile[kRows][33];
+  float* values = reinterpret_cast<float*>(smem);
+  float* carved = values + 8;
+  carved[threadIdx.x] = 1.0f;
+  tile[threadIdx.y][threadIdx.x / 2] = 1.0f;
+  float* row = tile[threadIdx.y];
+  row[1] = 2.0f;
+  out[threadIdx.x] = own_slots(out[0]);
+}
+"""
+
+
+def test_dynamic_memory_arrays_of_arrays_and_a_helpers_own_array(functions_of) -> None:
+    """A float view of `extern __shared__` bytes (and a region carved from it) spans four
+    bytes an element; an array of arrays is followed by its flat offset, each index within
+    its row's length; a helper that declares a shared array of its own is walked where the
+    kernel calls it."""
+    accesses = _shared_accesses(functions_of(LAYOUTS))
+    assert [(a.pointer, render(a.offset), a.width, a.extent is None, a.followed) for a in accesses] == [
+        ("smem", "((8 * 4) + (threadIdx.x * 4))", 4, True, True),
+        ("tile", "((threadIdx.y * 33) + (threadIdx.x / 2))", 1, False, True),
+        ("tile", "((threadIdx.y * 33) + 1)", 1, False, True),
+        ("slots", "(threadIdx.x % 16)", 1, False, True),
+    ]
+    assert [[render(c) for c in a.in_rows] for a in accesses] == [
+        [],
+        ["(0 <= (threadIdx.x / 2))", "((threadIdx.x / 2) < 33)"],
+        ["(0 <= 1)", "(1 < 33)"],
+        [],
+    ]
+
+
 HELPER_HEADER = """\
 #pragma once
 __device__ inline float block_max(float v, float* slots) {

@@ -981,18 +981,29 @@ class SymbolicAccess:
     # calls no function, names only locals of such one value): any two threads store it alike.
     value_uniform: bool = False
     # A shared access the walk follows: its offset and guards name only values it follows,
-    # and it reads or writes the element type of a one-dimensional array. Not followed: an
-    # access through a cast, of `smem[a][b]`, or the array handed to a call, a lambda or
-    # `asm` (recorded as a write at the pointer's offset). A global pointer handed to a call
+    # and it reads or writes the array's element type (of its scalars, for `smem[a][b]`), or
+    # a wider one spanning whole elements. Not followed: an access through a narrower cast,
+    # or the array handed to a call, a lambda or `asm` (recorded as a write at the pointer's
+    # offset). A global pointer handed to a call
     # (the drafter's walk, `every_access`) is recorded the same way: not followed.
     followed: bool = True
-    extent: Term | None = None  # a shared array's declared length in elements
+    extent: Term | None = None  # a shared array's declared length in elements (None: `extern __shared__ T smem[]`)
     # The array's elements the access covers from `offset` on: more than one through a wider
     # type (`reinterpret_cast<float4*>(smem)[i]` covers floats 4 * i to 4 * i + 3).
     width: int = 1
     # A shared access's kernel's `__launch_bounds__`: the most threads its block has, as a
     # term over its compile-time arguments (None without one the walk follows).
     block_limit: Term | None = None
+    # The conditions that each subscript into a row of an array of arrays stays in its row
+    # (`c < 33` of `tile[r][c]` of a `tile[32][33]`): two threads meet at an element so
+    # (an index past a row's end is a defect of its own); not guards: past it, the access
+    # still happens, at the element the flat offset names.
+    in_rows: tuple[Term, ...] = ()
+    # KC403 and KC404 check it: of a one-dimensional array of a declared length, not in a
+    # helper the walk enters for KC402 alone (one that declares its own shared array, or a
+    # template's call of one handed a shared array). Arrays of arrays, `extern __shared__`
+    # memory and those helpers are KC402's: the read rules are not yet measured there.
+    read_checked: bool = True
     # A global access's offset in bytes from the tensor's start (None where a step's type has
     # no size clang tells), and the bytes it covers from there (an element, a vector; none
     # for a pointer handed to a call, which may be a range's end)

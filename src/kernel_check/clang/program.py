@@ -738,6 +738,32 @@ class Var(_Typed):
         size = self._element().get_size()
         return size if size > 0 else None
 
+    @cached_property
+    def array_rank(self) -> int:
+        """How many array dimensions its type has (`float tile[32][33]`: 2; 0 for no array)."""
+        rank, type_ = 0, self._cursor.type.get_canonical()
+        while type_.kind in _ARRAY_TYPE_KINDS:
+            rank, type_ = rank + 1, type_.get_array_element_type()
+        return rank
+
+    @cached_property
+    def scalar_type(self) -> TypeFacts:
+        """What an array of arrays holds at its innermost (`float` of `float tile[32][33]`);
+        `element_type` for any other variable."""
+        return _type_facts(self._scalar())
+
+    @cached_property
+    def scalar_size(self) -> int | None:
+        """The size in bytes of `scalar_type`; None where clang cannot tell."""
+        size = self._scalar().get_size()
+        return size if size > 0 else None
+
+    def _scalar(self) -> ci.Type:
+        type_ = self._element()
+        while type_.kind in _ARRAY_TYPE_KINDS:
+            type_ = type_.get_array_element_type()
+        return type_
+
     def _element(self) -> ci.Type:
         canonical = self._cursor.type.get_canonical()
         declarator = self.declarator

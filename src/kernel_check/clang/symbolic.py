@@ -22,14 +22,18 @@ compile-time arguments.
 What it records (`SymbolicAccess`) are the global accesses, each with its offset also in
 bytes from the tensor's start where every step's type has a size clang tells (KC401 asks
 those whose offset depends on an integer read from global memory, KC406 all of them),
-and every access of a one-dimensional `__shared__`
-array (KC402-KC404): followed when its offset and guards name only values the walk follows
-and it reads or writes the array's own element type, or a wider one it spans whole elements
-of (`reinterpret_cast<float4*>(smem)[i]`: elements 4 * i to 4 * i + 3, `SymbolicAccess.width`);
+and every access of a `__shared__`
+array (KC402-KC404), `extern __shared__` dynamic memory too: followed when its offset and
+guards name only values the walk follows and it reads or writes the array's own element
+type, or a wider one it spans whole elements of (`reinterpret_cast<float4*>(smem)[i]`:
+elements 4 * i to 4 * i + 3, `SymbolicAccess.width`; `reinterpret_cast<float*>(bytes)[i]`:
+bytes 4 * i to 4 * i + 3); an array of arrays by its flat offset (`tile[r][c]` of a
+`tile[32][33]`: `r * 33 + c`, with `c < 33`, `SymbolicAccess.in_rows`);
 a shared array handed to a call, an `asm` operand, a lambda or a pointer the walk does not
 follow counts as a write it does not follow (a cooperative load through a helper). A device
-helper the kernel hands a shared array or scalar, whose body is in sight, is walked where
-it is called instead, its parameters bound to the arguments (`inline`). solver.py decides what they can reach. It
+helper the kernel hands a shared array or scalar, or whose body declares a `__shared__`
+variable of its own, and whose body is in sight, is walked where it is called instead, its
+parameters bound to the arguments (`inline`). solver.py decides what they can reach. It
 also records each block-wide barrier (`SymbolicBarrier`, KC170) with the conditions of the
 `if`s around it and the early exits before it, loop conditions left out.
 
@@ -45,6 +49,7 @@ The drafter's walk (`every_access` in extract.py) also walks device functions.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -146,8 +151,16 @@ class _Pointer:
     base: str
     offset: Term
     shared: bool = False
-    element: str = ""  # a shared array's element type (canonical); "" when not one-dimensional
-    extent: Term | None = None  # a shared array's length in elements, when declared
+    element: str = ""  # a shared array's element type (canonical, its scalar's for `smem[a][b]`); "" when not followed
+    extent: Term | None = None  # a shared array's length in elements, when declared (not `extern smem[]`)
+    # An array of arrays (`float tile[32][33]`): the lengths of the dimensions inside the one
+    # the next subscript indexes, which moves it by a whole row of them ((33,), then ()); and
+    # the length of the dimension it indexes when that is a row of a larger array (33 for
+    # `tile[r][c]`'s `c`), with the conditions that each subscript so far stayed in its row.
+    rows: tuple[Term, ...] = ()
+    within: Term | None = None
+    inside: tuple[Term, ...] = ()
+    one_dimensional: bool = True  # declared of one dimension and a length (`SymbolicAccess.read_checked`)
     unit: int = 1  # the array's elements one element of the pointer's type spans (a `float4*` into floats: 4)
     size: int = 0  # the bytes of one element of the pointer's type (0: not known)
     align: int = 0  # the alignment in bytes one element of the pointer's type requires (0: not known)
@@ -162,7 +175,24 @@ class _Pointer:
             return self
         scaled = steps if self.unit == 1 else Term("*", (steps, const(self.unit)))
         offset = _add(self.offset, scaled) if op == "+" else Term("-", (self.offset, scaled))
-        return replace(self, offset=offset, bytes=self.bytes_moved(steps, self.size, op))
+        # arithmetic leaves the row: a later subscript may reach past its end (`&tile[r][0] + c`)
+        return replace(self, offset=offset, bytes=self.bytes_moved(steps, self.size, op), within=None)
+
+    def subscripted(self, index: Term) -> _Pointer:
+        """`self[index]` of an array of arrays (`rows`): a pointer to the row it names."""
+        row = self.rows[0]
+        for length in self.rows[1:]:
+            row = Term("*", (row, length))
+        moved = replace(self.moved(Term("*", (index, row))), rows=self.rows[1:], within=self.rows[0])
+        return replace(moved, inside=self.in_row(index))
+
+    def in_row(self, index: Term) -> tuple[Term, ...]:
+        """The conditions that the subscripts so far, and `index` as the next one, stay in
+        their rows: a subscript past a row's end is an error of its own, not a way two
+        threads meet (`s[m][warp]` of `kNumWarps` columns for any block size)."""
+        if self.within is None:
+            return self.inside
+        return (*self.inside, Term("<=", (_ZERO, index)), Term("<", (index, self.within)))
 
     def bytes_moved(self, steps: Term, size: int, op: str = "+") -> Term | None:
         """The byte distance `steps` elements of `size` bytes on: unknown once a size is."""
@@ -177,9 +207,10 @@ class _Pointer:
         one that does not span a whole number of them, or of a size clang cannot tell, is not
         followed."""
         array_element = self.size // self.unit
+        flat = replace(self, rows=(), within=None)  # a cast pointer indexes the elements in a row
         if not self.element or not array_element or after is None or after[1] % array_element != 0:
-            return replace(self, element="")
-        return replace(self, element=_unqualified(after[0]), unit=after[1] // array_element, size=after[1])
+            return replace(flat, element="")
+        return replace(flat, element=_unqualified(after[0]), unit=after[1] // array_element, size=after[1])
 
 
 _ZERO = Term("const", value=0)
@@ -242,6 +273,7 @@ class _Walk:
     helpers: tuple[str, ...] = ()  # the device helpers being walked in place (`inline`), by USR
     site: Span | None = None  # where the kernel calls the helper being walked, when it is in another file
     block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
+    for_writes: bool = False  # walking a helper entered for KC402 alone (`SymbolicAccess.read_checked`)
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(
@@ -303,7 +335,10 @@ class _Walk:
                 return Term("ite", (condition, then, orelse))
             return None
         if kind is ExprKind.SUBSCRIPT and len(expr.children) == 2:
-            return self.read(expr, self.value(expr.children[0], guards), self.value(expr.children[1], guards), guards)
+            base, index = (self.value(child, guards) for child in expr.children)
+            if isinstance(base, _Pointer) and base.rows:  # `tile[r]`: a row of an array of arrays
+                return base.subscripted(index if isinstance(index, Term) else self.opaque(expr.children[1]))
+            return self.read(expr, base, index, guards)
         if kind is ExprKind.CALL:
             return self.call(expr, guards)
         if kind is ExprKind.LAMBDA:  # `auto f = [&] { smem[0] = v; };`
@@ -404,6 +439,8 @@ class _Walk:
             return self.read(expr, self.shared_scalars[ref.key], _ZERO, guards)
         if ref.kind in (DeclKind.PARAMETER, DeclKind.OTHER) and ref.key in self.values:
             return self.values[ref.key]  # a parameter, or a structured binding's name (`bind_fields`)
+        if isinstance(held := self.values.get(ref.key), _Pointer) and held.shared:
+            return held  # a shared array, `extern __shared__ char smem[]` too (declared in the body, of no function)
         if ref.kind in (DeclKind.VARIABLE, DeclKind.PARAMETER) and ref.is_local:
             if ref.key in self.assigned:
                 return self.opaque(expr) if not ref.type.is_pointer else None
@@ -589,12 +626,15 @@ class _Walk:
             return self.dependent_arithmetic(expr, guards)
         helper = self.helper(expr)
         handed: list[_Value] = []
-        if helper is not None:
-            self.inline(expr, helper, guards)  # its barriers pass where its body reaches them
-        else:
+        arguments_shared = any(self.names_shared(argument) for argument in arguments)
+        if helper is None or not arguments_shared:  # a helper entered for its own shared arrays alone
             handed = self.visit_children(expr, guards, escaping=True)
             if not self.helpers:
                 self.handed_on(expr, handed, guards)
+        if helper is not None:  # its barriers pass where its body reaches them
+            outer, self.for_writes = self.for_writes, self.for_writes or not arguments_shared or bool(_operator(expr))
+            self.inline(expr, helper, guards, dict(zip(map(id, expr.children), handed)) if handed else None)
+            self.for_writes = outer
         barrier = self.threads.barrier(expr)
         if helper is None and (barrier or self.synchronizes_by_name(expr)):
             self.phase += 1
@@ -666,14 +706,20 @@ class _Walk:
 
     def helper(self, call: Expr) -> Function | None:
         """The device function a call runs, to walk in place, when the call hands it a shared
-        array or scalar (`cta::reduce_max(v, smem)`, `norm(row, warp_sums, &s_inv)`): its one
-        definition in sight (no system header's), not one being walked already."""
-        if _operator(call) or len(self.helpers) >= _MAX_HELPERS:
-            return None
-        if not any(self.names_shared(argument) for argument in call.arguments):
-            return None
+        array or scalar (`cta::reduce_max(v, smem)`, `norm(row, warp_sums, &s_inv)`) or its
+        body declares one of its own (`__shared__ float partial[32];`: one array for every
+        call of the block): its one definition in sight (no system header's), not one being
+        walked already."""
         callees = call.callees
-        helper = self.threads.program.definition(callees[0]) if len(callees) == 1 else None
+        # (a template's call of a function it names leaves the call unnamed, as of an operator)
+        if len(callees) != 1 or callees[0].name.startswith("operator") or call.is_construction:
+            return None
+        if len(self.helpers) >= _MAX_HELPERS:
+            return None
+        handed = any(self.names_shared(argument) for argument in call.arguments)
+        if not handed and not self.threads.declares_shared(callees[0]):
+            return None
+        helper = self.threads.program.definition(callees[0])
         if helper is None or helper.usr in self.helpers or helper.body is None:
             return None
         return helper
@@ -689,8 +735,11 @@ class _Walk:
                 return True
         return False
 
-    def inline(self, call: Expr, helper: Function, guards: tuple[Term, ...]) -> None:
-        """Walk `helper`'s body where `call` runs it, its parameters bound to the arguments:
+    def inline(
+        self, call: Expr, helper: Function, guards: tuple[Term, ...], walked: dict[int, _Value] | None = None
+    ) -> None:
+        """Walk `helper`'s body where `call` runs it, its parameters bound to the arguments
+        (`walked`: their values by `id`, where the call's arguments were walked already):
         its shared accesses are the kernel's (at the call when the helper is in another file,
         so that a finding lands in the checked file), under the guards of the call. A
         parameter that the body moves, or a reference bound to a shared element, is a write
@@ -707,7 +756,10 @@ class _Walk:
             if param.is_reference and scalar is not None:
                 self.shared_scalars[param.key] = scalar  # `float& total` bound to `s_total`
                 continue
-            value = self.element_use(argument, guards) if param.is_reference else self.value(argument, guards)
+            if walked is not None:
+                value = walked.get(id(argument))
+            else:
+                value = self.element_use(argument, guards) if param.is_reference else self.value(argument, guards)
             if param.key in moved:
                 self.escape(argument, value, guards)
             else:
@@ -833,10 +885,11 @@ class _Walk:
             return
         offset = pointer.moved(index).offset
         if pointer.shared:
-            named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
+            in_rows = pointer.in_row(index)
+            named = set(symbol_names(offset)).union(*(symbol_names(g) for g in (*guards, *in_rows)))
             followed = bool(pointer.element) and _unqualified(expr.type.canonical) in (pointer.element, _DEPENDENT)
             followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
-            self.append(expr, pointer, offset, guards, is_write=is_write, followed=followed)
+            self.append(expr, replace(pointer, inside=in_rows), offset, guards, is_write=is_write, followed=followed)
         elif not self.helpers:  # a helper walked in place: its shared accesses only
             width, align = (pointer.size, pointer.align) if pointer.size else (expr.type.size or 1, expr.type.align)
             moved = pointer.moved(index)
@@ -863,7 +916,7 @@ class _Walk:
         """Record an access; `pointer` a global one's at its place (`width`: the bytes it
         covers, `align`: the alignment its type requires)."""
         in_bytes = pointer.bytes if not pointer.shared else None
-        named = set(symbol_names(offset)).union(*(symbol_names(g) for g in guards))
+        named = set(symbol_names(offset)).union(*(symbol_names(g) for g in (*guards, *pointer.inside)))
         if in_bytes is not None:
             named.update(symbol_names(in_bytes))
         for size in (pointer.extent, self.block_limit):
@@ -889,6 +942,8 @@ class _Walk:
                 extent=pointer.extent,
                 width=pointer.unit,
                 block_limit=self.block_limit if pointer.shared else None,
+                in_rows=pointer.inside,
+                read_checked=pointer.one_dimensional and not self.for_writes,
                 bytes=in_bytes,
                 byte_width=width if in_bytes is not None else 0,
                 byte_align=align if in_bytes is not None else 0,
@@ -1092,23 +1147,36 @@ class _Walk:
         return None
 
     def shared_array(self, var: Var, guards: tuple[Term, ...]) -> _Pointer:
-        """A `__shared__` array: its element type and length when it has one dimension of a
-        length the walk follows and scalar or half-precision elements (`float smem[kPadded]`),
-        none for `smem[a][b]`, `extern smem[]` or an array of other structs."""
-        element = var.element_type.canonical
-        # of a scalar, a half type or a template's `T` (another struct's members and operators
-        # may write it unseen)
+        """A `__shared__` array: its element type, its length and the lengths of its rows when
+        every dimension has a length the walk follows (`float smem[kPadded]`, `float
+        tile[32][33]`) -- the outermost may be unwritten, `extern __shared__ char smem[]`'s,
+        of a length the launch gives -- and its elements are scalars, halves or a template's
+        `T`; none for an array of other structs (their members and operators may write it
+        unseen)."""
+        element = var.scalar_type.canonical
         known = element in _SCALARS or element in _HALVES or element.startswith("type-parameter")
-        # its length, then nothing but a half type's default construction
-        one_dimension = known and bool(var.exprs) and all(e.is_construction for e in var.exprs[1:])
-        extent = self.value(var.exprs[0], guards) if one_dimension else None
-        followed = isinstance(extent, Term) and not any(
-            self.symbols[n].kind in _UNFOLLOWED for n in symbol_names(extent)
+        # clang lists the lengths innermost first, then nothing but a half type's default construction
+        written = list(itertools.takewhile(lambda e: not e.is_construction, var.exprs))
+        lengths = [self.value(e, guards) for e in reversed(written)]
+        terms = [t for t in lengths if isinstance(t, Term)]
+        followed = len(terms) == len(lengths) and not any(
+            self.symbols[n].kind in _UNFOLLOWED for t in terms for n in symbol_names(t)
         )
-        if not isinstance(extent, Term) or not followed:
+        unwritten = len(written) == var.array_rank - 1  # `extern __shared__ float smem[]`
+        if not known or not followed or not (unwritten or len(written) == var.array_rank):
             return _Pointer(var.name, _ZERO, shared=True)
+        extent = None if unwritten else _product(terms)
+        rows = tuple(terms if unwritten else terms[1:])
+        one_dimensional = extent is not None and not rows
         return _Pointer(
-            var.name, _ZERO, shared=True, element=_unqualified(element), extent=extent, size=var.element_size or 0
+            var.name,
+            _ZERO,
+            True,
+            _unqualified(element),
+            extent,
+            size=var.scalar_size or 0,
+            rows=rows,
+            one_dimensional=one_dimensional,
         )
 
 
@@ -1228,6 +1296,13 @@ def _written_local(node: Expr) -> int | None:
 def _assigned_locals(body: Stmt) -> set[int]:
     """The locals written after their declaration (their value is not followed)."""
     return {key for node in body.expressions() if (key := _written_local(node)) is not None}
+
+
+def _product(terms: list[Term]) -> Term:
+    product = terms[0]
+    for term in terms[1:]:
+        product = Term("*", (product, term))
+    return product
 
 
 def _add(left: Term, right: Term) -> Term:

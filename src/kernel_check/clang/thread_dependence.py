@@ -45,6 +45,7 @@ class ThreadDependence:
         self._returns: dict[Function, str] = {}  # the thread source a function returns ("" for none)
         self._reaches: dict[Function, str] = {}  # the barrier a function reaches ("" for none)
         self._thread_free: dict[Function, bool] = {}
+        self._declares_shared: dict[Function, bool] = {}
 
     # -- values ----------------------------------------------------------------------------
     def locals(self, body: Stmt, depth: int = 0, given: ThreadLocals | None = None) -> ThreadLocals:
@@ -126,6 +127,17 @@ class ThreadDependence:
         return free
 
     # -- branches --------------------------------------------------------------------------
+    def declares_shared(self, function: Function) -> bool:
+        """Whether the body a call of `function` runs (its definition in sight) declares a
+        `__shared__` variable of its own (`__shared__ float partial[32];` in a block reduce)."""
+        if function not in self._declares_shared:
+            definition = self.program.definition(function)
+            body = definition.body if definition is not None else None
+            self._declares_shared[function] = body is not None and any(
+                var.is_shared for stmt in body.walk() for var in stmt.variables
+            )
+        return self._declares_shared[function]
+
     def branches(self, body: Stmt) -> Iterator[ThreadBranch]:
         """The statements of a body whose condition is thread-dependent, pre-order."""
         thread_locals = self.locals(body)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kernel_check import solver, witness
-from kernel_check.clang.symbolic import mentions
+from kernel_check.clang.symbolic import mentions, symbol_names
 from kernel_check.finding import Counterexample
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.semantic import SemanticModel
@@ -29,6 +29,7 @@ SECOND = "t2:"  # the prefix of the second thread's copies of its index and loop
 ELEMENT = "race:element"  # the element both accesses reach, for the witness
 PER_THREAD = (SymbolKind.THREAD, SymbolKind.LOOP)
 _SHOWN = (SymbolKind.SCALAR, SymbolKind.UNIFORM)  # the values a witness names
+_AXIAL = (SymbolKind.THREAD, SymbolKind.BLOCK_DIM)  # the symbols that name an axis of the block
 WARP_SIZE = 32
 
 
@@ -41,7 +42,7 @@ def meet(first: SymbolicAccess, second: SymbolicAccess, budget: Budget, extra: I
     """Two distinct threads (the witness), the first reaching `first` and the second reaching
     `second` at one element, when any do under `extra` too (over the second thread's copies,
     `second_copies`)."""
-    axes = block_axes([*first.symbols, *second.symbols])
+    axes = _spanned(first, second)
     threads = thread_symbols()
     copies = second_copies(second)
     copied = [
@@ -53,6 +54,7 @@ def meet(first: SymbolicAccess, second: SymbolicAccess, budget: Budget, extra: I
     constraints += [_at_most_a_block(limit) for limit in {first.block_limit, second.block_limit} if limit is not None]
     constraints.append(_at_most_a_block())
     constraints += [*first.guards, *(renamed(g, copies) for g in second.guards)]
+    constraints += [*first.in_rows, *(renamed(g, copies) for g in second.in_rows)]
     constraints += reaches(first.offset, first.width, second.width)
     constraints += reaches(renamed(second.offset, copies), second.width, first.width)
     distinct = [Term("!=", (_thread(a), _thread(a, copies))) for a in axes]
@@ -60,6 +62,16 @@ def meet(first: SymbolicAccess, second: SymbolicAccess, budget: Budget, extra: I
     constraints += [*extra, *no_division_by_zero(first, second)]
     answer = solver.check(constraints, budget)
     return answer if answer.outcome is Outcome.SAT else None
+
+
+def _spanned(*accesses: SymbolicAccess) -> tuple[str, ...]:
+    """The axes the block spans (`solver.block_axes`), up to the last one the accesses name:
+    two threads apart along an axis past it (z, where the code names `threadIdx.x` and
+    `threadIdx.y` alone) would reach every element alike, which a block the code was
+    written for does not have."""
+    axes = block_axes(_symbols(accesses))
+    named = [a for a in axes if any(s.name.endswith(f".{a}") for s in _symbols(accesses) if s.kind in _AXIAL)]
+    return axes[: AXES.index(named[-1]) + 1] if named else axes[:1]
 
 
 def no_division_by_zero(*accesses: SymbolicAccess) -> list[Term]:
@@ -98,6 +110,77 @@ def bound_launches(model: SemanticModel, accesses: list[SymbolicAccess]) -> list
     symbols = [*thread_symbols(), *(s for a in accesses for s in a.symbols)]
     bound = [b for _, b in witness.bindings(model, kernel, symbols) if b is not None] if kernel is not None else []
     return [(*b.constraints, *b.fits) for b in bound]
+
+
+def same_iteration(access: SymbolicAccess) -> list[Term]:
+    """Both threads at one iteration of each loop around `access` that reaches a barrier:
+    between two of its barriers the whole block runs one iteration."""
+    return [Term("==", (Term("sym", name=name), Term("sym", name=SECOND + name))) for name in access.lockstep]
+
+
+def strided_blocks(*accesses: SymbolicAccess) -> list[Term]:
+    """The blocks the accesses' offsets were written for: where a thread index is added to a
+    per-thread count of a stride the whole block shares (`threadIdx.x + k * kBlockSize` of a
+    block-stride loop, `ty * bdx + tx` of a tile laid out by hand), the last thread along
+    that axis stays below the stride. The code partitions the array by that stride for a
+    block no wider, which its launch gives it (`kBlockSize` threads, often out of sight): a
+    wider block is not one to find a witness in. A stride along x of a warp or less is a
+    warp's lanes', not a block's (`i += 32` from `threadIdx.x` overlaps in a block of two
+    warps)."""
+    per_thread = {s.name for a in accesses for s in a.symbols if s.kind in PER_THREAD}
+    per_thread.update(t.name for t in thread_symbols())
+    bounds: list[Term] = []
+    for access in accesses:
+        for total in _nodes(access.offset):
+            parts = _summands(total) if total.op == "+" else []
+            strides = [stride for part in parts if (stride := _stride(part, per_thread)) is not None]
+            for part in parts:
+                axis = _thread_axis(part, per_thread)
+                if axis is None:
+                    continue
+                last = _at(part, f"threadIdx.{axis}", Term("-", (_dimension(axis), Term("const", value=1))))
+                lanes = [s for s in strides if axis == AXES[0] and s.op == "const" and s.value <= WARP_SIZE]
+                bounds += [Term("<", (last, stride)) for stride in strides if stride not in lanes]
+    return bounds
+
+
+def _nodes(term: Term) -> list[Term]:
+    return [term, *(node for arg in term.args for node in _nodes(arg))]
+
+
+def _summands(term: Term) -> list[Term]:
+    return [part for arg in term.args for part in _summands(arg)] if term.op == "+" else [term]
+
+
+def _stride(part: Term, per_thread: set[str]) -> Term | None:
+    """`F` of a summand `X * F` whose `X` differs from thread to thread and whose `F` the
+    whole block shares (None for another summand)."""
+    if part.op != "*":
+        return None
+    for count, stride in (part.args, tuple(reversed(part.args))):
+        if mentions(count, per_thread) and not mentions(stride, per_thread):
+            return stride
+    return None
+
+
+def _thread_axis(part: Term, per_thread: set[str]) -> str | None:
+    """The axis of the one thread index a summand names, when it names no other per-thread value."""
+    named = {name for name in symbol_names(part) if name in per_thread}
+    axis = next(iter(named)).removeprefix("threadIdx.") if len(named) == 1 else ""
+    return axis if axis in AXES else None
+
+
+def _at(term: Term, name: str, value: Term) -> Term:
+    """`term` with the symbol `name` replaced by `value`."""
+    if term.op == "sym":
+        return value if term.name == name else term
+    if not term.args:
+        return term
+    return Term(term.op, tuple(_at(arg, name, value) for arg in term.args), term.name, term.value)
+
+
+def _dimension(axis: str) -> Term:
+    return Term("sym", name=f"blockDim.{axis}")
 
 
 def different_warps() -> Term:

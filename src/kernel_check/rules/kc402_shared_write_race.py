@@ -6,29 +6,52 @@ guard, `smem[lane] = v` from every warp of the block.
 
 The check is a proof over two symbolic threads (solver.py, z3), in the manner of GPUVerify
 and Faial: each write's offset and the guards on its path become terms over the thread
-index, the launch's dimensions, the kernel's scalar arguments and loop counters; the
-second thread gets its own copy of the thread index and loop counters, and the solver
-looks for two distinct threads whose guards both hold and whose offsets are equal. Writes
-count as between the same barriers when no `__syncthreads()` (or call that reaches one,
-or call or inline assembly that might be one) comes between them in the body; a write in a
-loop that reaches a barrier is not checked. The message gives the witness: the two threads
-and the block shape. A kernel that indexes with `threadIdx.x` alone is taken to run
-one-dimensional blocks; scalar arguments are taken between 1 and 65536. A query the
-solver cannot answer within the kernel's budget (`solver-budget`, default 2 s) is never a
-finding, nor is a write whose offset or guards read memory or call a function the walk
-does not follow, nor one through a cast to a type narrower than the element (a cast to a
-wider one, `reinterpret_cast<float4*>(smem)[i]`, writes the elements it spans) or into a
-two-dimensional array (an array of `__half`/`__nv_bfloat16` is followed: their assignment
-is a plain store). One write made by two threads is reported for any two threads when the
-value it stores may differ between them (it reads the thread index and calls no function,
-nor does the value of a local it reads); otherwise only for two threads of different warps
-of a block the launch in the file or `__launch_bounds__` bounds (code written for one block
-size aliases its warps in a larger one), and not when the value is provably one for the
-whole block (it reads no thread index, calls no function but a vector maker, and names only
-locals that hold such a value): all lanes storing their warp's
-reduced value, or every thread setting one flag, leave the same result whichever runs last,
-but a warp's collective (a shuffle reduction) or a sum a thread kept is one value per warp
-at most.
+index, the launch's dimensions, the kernel's scalar and compile-time arguments
+(`kBlockSize`, `Traits::kThreads`) and loop counters; the second thread gets its own copy of
+the thread index and loop counters, and the solver looks for two distinct threads whose
+guards both hold and whose offsets are equal.
+
+What it follows: `__shared__` arrays of scalars, halves or a template's `T`, of one
+dimension or more (`tile[threadIdx.y][threadIdx.x / 2]`: an element's offset is its row
+times the row's length plus its column, and each index stays within its row's length),
+`extern __shared__` dynamic shared memory (`extern __shared__ __align__(16) uint8_t
+smem[]`) through a cast pointer (`reinterpret_cast<float*>(smem)`) and the regions carved
+from it (`buf + kN`), a device helper's own `__shared__` array (one for every call of the
+block) and a helper handed a shared array as a pointer, both walked where the kernel calls
+them (the finding lands at the call when the helper is in another file). Of dynamic memory,
+one write made by two threads is checked; two different writes are not compared: they
+meet only where the sizes of the regions carved from it (scalar arguments, `scan_buf =
+prefix + num_experts + 1`) overlap, which the launcher's layout decides out of sight.
+
+Writes count as between the same barriers when no `__syncthreads()` (or call that reaches
+one, or call or inline assembly that might be one) comes between them in the body; in a
+loop that reaches a barrier, two writes between the same two of its barriers are compared
+at one iteration (every thread of the block runs it before the barrier), so a write that
+escapes the loop's barrier pairing is found; writes of different iterations are not
+compared. The message gives the witness: the two threads and the block shape.
+
+The block: the launch in the file binds it where there is one. Without one, a kernel that
+indexes with `threadIdx.x` alone is taken to run one-dimensional blocks (and one that names
+x and y, two-dimensional ones), and the block is no wider than the strides the offsets
+partition the array by: `for (i = threadIdx.x; i < N; i += kBlockSize)` and `smem[tid + k *
+kNumThreads]` were written for a block of `kBlockSize` threads, which their launch gives
+(a stride of x of 32 or less is a warp's, and does not bound the block). Scalar arguments
+are taken between 1 and 65536. A query the solver cannot answer within the kernel's budget
+(`solver-budget`, default 2 s) is never a finding, nor is a write whose offset or guards
+read memory or call a function the walk does not follow, nor one through a cast to a type
+narrower than the element (a cast to a wider one, `reinterpret_cast<float4*>(smem)[i]`,
+writes the elements it spans) or to a type whose size clang cannot tell (a template's `T*`
+into bytes), nor one through a pointer into an array of other structs (an array of
+`__half`/`__nv_bfloat16` is followed: their assignment is a plain store). One write made by
+two threads is reported for any two threads when the value it stores may differ between
+them (it reads the thread index and calls no function, nor does the value of a local it
+reads); otherwise only for two threads of different warps of a block the launch in the
+file or `__launch_bounds__` bounds (code written for one block size aliases its warps in a
+larger one), and not when the value is provably one for the whole block (it reads no
+thread index, calls no function but a vector maker, and names only locals that hold such a
+value): all lanes storing their warp's reduced value, or every thread setting one flag,
+leave the same result whichever runs last, but a warp's collective (a shuffle reduction)
+or a sum a thread kept is one value per warp at most.
 
 ## Why is this bad?
 Which of the two values the element holds after the barrier depends on the order the
@@ -68,7 +91,15 @@ from kernel_check.finding import Finding, Related
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import location_of
-from kernel_check.rules._two_threads import bound_launches, counterexample, different_warps, meet, threads_of
+from kernel_check.rules._two_threads import (
+    bound_launches,
+    counterexample,
+    different_warps,
+    meet,
+    same_iteration,
+    strided_blocks,
+    threads_of,
+)
 from kernel_check.semantic import SemanticModel
 
 MAX_WRITES = 32  # shared writes per kernel compared pairwise
@@ -79,16 +110,18 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     writes: dict[str, list[SymbolicAccess]] = {}
     for access in model.symbolic_accesses:
-        if access.shared and access.is_write and access.followed and not access.in_barrier_loop:
+        if access.shared and access.is_write and access.followed:
             writes.setdefault(access.function_usr, []).append(access)
     for kernel, kernel_writes in writes.items():
         budget = model.solver_budget(kernel, seconds)
-        launches = bound_launches(model, kernel_writes) or [()]  # none in view: any block the code allows
+        launches = bound_launches(model, kernel_writes)
         reported: set[int] = set()
         for first, second in combinations_with_replacement(kernel_writes[:MAX_WRITES], 2):
-            if first.pointer != second.pointer or first.phase != second.phase or id(second) in reported:
+            if not _between_same_barriers(first, second) or id(second) in reported:
                 continue
-            apart: list[Term] = []
+            # one iteration of the loops around both that reach a barrier; with no launch in
+            # view, a block no wider than the strides the offsets partition the array by
+            apart: list[Term] = [*same_iteration(first), *(() if launches else strided_blocks(first, second))]
             if first is second and not first.value_varies:
                 if first.value_uniform:  # every thread stores the same value
                     continue
@@ -96,10 +129,11 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
                 # trace to the thread): two threads of one warp may store it alike; asked only
                 # of a block the launch or `__launch_bounds__` gives (any larger block would
                 # alias the warps of code written for one size)
-                if launches == [()] and first.block_limit is None:
+                if not launches and first.block_limit is None:
                     continue
-                apart = [different_warps()]
-            answer = next((a for launch in launches if (a := meet(first, second, budget, [*apart, *launch]))), None)
+                apart.append(different_warps())
+            blocks = launches or [()]  # none in view: any block the code allows
+            answer = next((a for launch in blocks if (a := meet(first, second, budget, [*apart, *launch]))), None)
             if answer is None:
                 continue
             reported.add(id(second))
@@ -112,3 +146,15 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
                 related=[] if first is second else [Related(location_of(model, first.span), "the other write")],
                 witness=counterexample(model, answer, first, second),
             )
+
+
+def _between_same_barriers(first: SymbolicAccess, second: SymbolicAccess) -> bool:
+    """Whether two writes of one array have no barrier between them in the body: the same
+    interval, inside the same loops that reach a barrier (compared at one iteration). Two
+    different writes of dynamic memory (`extern __shared__`, of no declared length) are
+    not compared: they meet only where the sizes of the regions carved from it (scalar
+    arguments, `scan_buf = prefix + num_experts + 1`) overlap them, which the launcher's
+    layout decides out of the walk's sight."""
+    dynamic = first.extent is None and first is not second
+    same = first.pointer == second.pointer and first.phase == second.phase
+    return same and first.barrier_loops == second.barrier_loops and not dynamic

@@ -155,10 +155,12 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _checked_reads(accesses: list[SymbolicAccess], unfollowed: set[str]) -> list[SymbolicAccess]:
-    """The reads the walk follows, outside loops that reach a barrier, of arrays it follows
-    every write of."""
+    """The reads the walk follows, outside loops that reach a barrier, of one-dimensional
+    arrays of a length in sight (`SymbolicAccess.read_checked`) it follows every write of."""
     return [
-        a for a in accesses if not a.is_write and a.followed and not a.in_barrier_loop and a.pointer not in unfollowed
+        a
+        for a in accesses
+        if not a.is_write and a.followed and not a.in_barrier_loop and a.pointer not in unfollowed and a.read_checked
     ]
 
 
@@ -233,7 +235,7 @@ def _read_side(read: SymbolicAccess, writes: list[SymbolicAccess], axes: tuple[s
             constraints += within(variable, 1, SCALAR_HIGH)
         elif symbol.kind is SymbolKind.LOOP:
             constraints += within(variable, symbol.low, symbol.high)
-    assert read.extent is not None  # a followed access is of an array of known length
+    assert read.extent is not None  # `_checked_reads` keeps reads of one-dimensional arrays of a known length
     element = _sym(_ELEMENT)
     constraints += [*read.guards, *_reach(read.offset, read.width, aligned)]
     constraints += [Term("<=", (_ZERO, element)), Term("<", (element, read.extent))]

@@ -87,6 +87,7 @@ from kernel_check.rules._two_threads import (
     given,
     meet,
     reaches,
+    same_iteration,
     threads_of,
 )
 from kernel_check.semantic import SemanticModel
@@ -102,7 +103,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     kernels: dict[str, list[SymbolicAccess]] = {}
     for access in model.symbolic_accesses:
-        if access.shared and access.followed:
+        if access.shared and access.followed and access.read_checked:
             kernels.setdefault(access.function_usr, []).append(access)
     for kernel, accesses in kernels.items():
         budget = model.solver_budget(kernel, seconds)
@@ -137,7 +138,7 @@ def _racing_write(
     """The first write of the read's array, between the same barriers, that another thread
     makes to the element the read reaches under one of the `launches`, with the witness
     (`position`: each access's place in the body, by `id`)."""
-    apart = [different_warps(), *_same_iteration(read)]
+    apart = [different_warps(), *same_iteration(read)]
     for write in writes:
         if write.pointer != read.pointer or write.phase != read.phase or write.barrier_loops != read.barrier_loops:
             continue
@@ -148,12 +149,6 @@ def _racing_write(
             if answer is not None:
                 return write, answer
     return None
-
-
-def _same_iteration(access: SymbolicAccess) -> list[Term]:
-    """Both threads at one iteration of each loop around the two accesses that reaches a
-    barrier: between two of its barriers the whole block runs one iteration."""
-    return [Term("==", (Term("sym", name=name), Term("sym", name=SECOND + name))) for name in access.lockstep]
 
 
 def _not_stored_by_reader(write: SymbolicAccess, read: SymbolicAccess) -> Term:
