@@ -10,8 +10,10 @@ into its stages (`time.process_time`, so a busy machine's neighbours do not coun
 preamble builds (each in a child process, as the engine builds them: CPU of the children),
 clang's own parse (`Index.parse` calls: one per file, more when a preamble was refused or
 deviated), the preamble's checks around it (the rest of the parse stage), the model
-extraction, and the rules. Each file's parse is counted under the preamble tier it ended
-with (`project`, `external`, `base`, `plain`). `--profile STAGE` prints the top functions
+extraction, and the rules; within the rules, the time spent in the KC4xx solver
+(`solver.check`: building the z3 query and solving it), given per file as p50/p95/max.
+Each file's parse is counted under the preamble tier it ended with (`project`, `external`,
+`base`, `plain`). `--profile STAGE` prints the top functions
 of that stage.
 """
 
@@ -85,6 +87,7 @@ def report(runs: list[dict], count: int, slowest: int) -> None:
             f"checks {sum(r['parse'] - r['clang'] for r in rows):5.1f} s, "
             f"extract {sum(r['extract'] for r in rows):5.1f} s, rules {sum(r['rules'] for r in rows):4.1f} s"
         )
+    _report_solver(last["rows"])
     print(f"slowest {slowest} files (CPU s: clang / checks / extract / rules, tier):")
     for row in sorted(last["rows"], key=lambda r: -(r["parse"] + r["extract"] + r["rules"]))[:slowest]:
         print(
@@ -92,6 +95,27 @@ def report(runs: list[dict], count: int, slowest: int) -> None:
             f"{row['parse'] - row['clang']:5.2f} / {row['extract']:5.2f} / {row['rules']:5.2f}  "
             f"{row['tier']:8s} x{row['parses']} {row['path']}"
         )
+
+
+def _report_solver(rows: list[dict]) -> None:
+    """Solver CPU per file (issue 28's cost figure): over every file, and over those that asked."""
+    spent = sorted(row["solver"] for row in rows)
+    asked = sorted(row["solver"] for row in rows if row["queries"])
+    if not asked:
+        print("solver: no file asked the solver anything")
+        return
+    print(
+        f"solver CPU s per file, all {len(spent)}: p50 {_quantile(spent, 0.5):.3f}, p95 {_quantile(spent, 0.95):.3f}, "
+        f"max {spent[-1]:.3f}; the {len(asked)} that asked ({sum(r['queries'] for r in rows)} queries): "
+        f"p50 {_quantile(asked, 0.5):.3f}, p95 {_quantile(asked, 0.95):.3f}; total {sum(spent):.1f}"
+    )
+    worst = max(rows, key=lambda row: row["solver"])
+    print(f"  most solver time: {worst['solver']:.2f} s, {worst['queries']} queries, {worst['path']}")
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """The nearest-rank quantile of an ascending list."""
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
 def _children_cpu() -> float:
@@ -107,6 +131,7 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
     from kernel_check.config import load_config
     from kernel_check.pipeline import RunOptions, _no_cycle_collection, _run_rules, compile_args
     from kernel_check.registry import Language, load_rules
+    from kernel_check.semantic import SemanticModel
 
     load_rules()
     config = load_config(root)
@@ -126,7 +151,7 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
             preamble.get(recipe)
             builds[recipe.tier] += _children_cpu() - before
         inputs.append((path, text, data))
-    index = parse_module._get_index()
+    index = parse_module.get_index()
     clang = {"seconds": 0.0, "calls": 0}
     original_parse = type(index).parse
 
@@ -139,6 +164,20 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
             clang["calls"] += 1
 
     type(index).parse = timed_parse
+    from kernel_check import solver
+
+    original_check = solver.check
+    solving = {"seconds": 0.0, "calls": 0}
+
+    def timed_check(*call_args, **kwargs):
+        started = time.process_time()
+        try:
+            return original_check(*call_args, **kwargs)
+        finally:
+            solving["seconds"] += time.process_time() - started
+            solving["calls"] += 1
+
+    solver.check = timed_check  # the rules call it as `solver.check`, looked up at each call
     totals = dict.fromkeys((*STAGES, "clang"), 0.0)
     profile = cProfile.Profile() if profiled else None
     rows = []
@@ -158,9 +197,11 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
         for path, text, data in inputs:
             with _no_cycle_collection():  # as the engine runs a file's pipeline
                 clang_before, calls_before = clang["seconds"], clang["calls"]
+                solver_before, queries_before = solving["seconds"], solving["calls"]
                 unit, parse_s = timed("parse", parse_file, path, data, settings, preamble)
-                model, extract_s = timed("extract", extract, unit, text, data)
-                _, rules_s = timed("rules", _run_rules, Language.CPP, model, path, config.relative(path), options)
+                model, extract_s = timed("extract", extract, unit, text, data, options.needs(path))
+                semantic = SemanticModel(model)
+                _, rules_s = timed("rules", _run_rules, Language.CPP, semantic, path, config.relative(path), options)
             tier = unit.preamble.recipe.tier if unit.preamble is not None else "plain"
             rows.append(
                 {
@@ -171,11 +212,14 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
                     "parses": clang["calls"] - calls_before,
                     "extract": extract_s,
                     "rules": rules_s,
+                    "solver": solving["seconds"] - solver_before,
+                    "queries": solving["calls"] - queries_before,
                 }
             )
-            del unit, model
+            del unit, model, semantic
     finally:
         type(index).parse = original_parse
+        solver.check = original_check
     totals["clang"] = clang["seconds"]
     return {"totals": totals, "profile": profile, "rows": rows, "builds": dict(builds)}
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import functools
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -150,29 +150,62 @@ def _z3() -> ModuleType:
 
 def check(constraints: Iterable[Term], budget: Budget) -> Answer:
     """Whether the constraints hold together, within what is left of `budget`."""
-    units = budget.remaining_units()
-    if units <= 0 or budget.cpu_left() <= 0:
-        return Answer(Outcome.UNKNOWN)
-    lib = _z3()
-    solver = lib.Solver(ctx=budget.context())
-    solver.set("rlimit", units)
-    before = _resource_count(solver)
-    names = _Names(budget.context())
-    try:
-        for constraint in constraints:
-            solver.add(_bool(constraint, names))
-        result = solver.check()
-    except lib.Z3Exception:
-        return Answer(Outcome.UNKNOWN)
-    finally:
-        budget.spent += _resource_count(solver) - before
-    if result == lib.unsat:
-        return Answer(Outcome.UNSAT)
-    if result != lib.sat:
-        return Answer(Outcome.UNKNOWN)
-    model = solver.model()
-    values = {name: model.eval(variable, model_completion=True).as_long() for name, variable in names.variables.items()}
-    return Answer(Outcome.SAT, values)
+    return Session(constraints, budget).check()
+
+
+class Session:
+    """Queries that share most of their constraints (a witness searched over concrete shapes,
+    a bound narrowed step by step): the shared ones are turned into z3 terms once, and each
+    query adds its own to them. The turning costs more CPU than most of these queries'
+    solving, and z3's resource units do not count it: converting one shared world again for
+    each shape made a real file (sglang's ngram_embedding.cuh) spend 20 s of CPU that its
+    kernels' budgets never saw. Each query still gets a solver of its own, with the same
+    assertions in the same order as a lone `check`, so its answer is the same."""
+
+    def __init__(self, shared: Iterable[Term], budget: Budget) -> None:
+        self.budget = budget
+        self._shared = list(shared)
+        self._converted: list[z3.BoolRef] | None = None
+        self._names: _Names | None = None
+
+    def check(self, own: Iterable[Term] = ()) -> Answer:
+        """Whether the shared constraints and `own` hold together, within what is left of
+        the budget."""
+        budget = self.budget
+        units = budget.remaining_units()
+        if units <= 0 or budget.cpu_left() <= 0:
+            return Answer(Outcome.UNKNOWN)
+        lib = _z3()
+        solver = lib.Solver(ctx=budget.context())
+        solver.set("rlimit", units)
+        before = _resource_count(solver)
+        try:
+            names, shared = self._shared_terms()
+            solver.add(*shared, *(_bool(constraint, names) for constraint in own))
+            result = solver.check()
+        except lib.Z3Exception:
+            return Answer(Outcome.UNKNOWN)
+        finally:
+            budget.spent += _resource_count(solver) - before
+        if result == lib.unsat:
+            return Answer(Outcome.UNSAT)
+        if result != lib.sat:
+            return Answer(Outcome.UNKNOWN)
+        model = solver.model()
+        values = {n: model.eval(v, model_completion=True).as_long() for n, v in names.variables.items()}
+        return Answer(Outcome.SAT, values)
+
+    def _shared_terms(self) -> tuple[_Names, list[z3.BoolRef]]:
+        """The names and the shared constraints in z3, converted on the first query (a
+        conversion that fails raises again at each query: every answer is UNKNOWN)."""
+        if self._names is None:
+            self._names = _Names(self.budget.context())
+        if self._converted is None:
+            # one conjunction: z3 splits it again, and asserting it costs one call, not one
+            # a constraint (asserting them one by one took longer than solving)
+            converted = [_bool(constraint, self._names) for constraint in self._shared]
+            self._converted = [_z3().And(*converted)] if len(converted) > 1 else converted
+        return self._names, self._converted
 
 
 def _resource_count(solver: z3.Solver) -> int:
@@ -183,10 +216,14 @@ def _resource_count(solver: z3.Solver) -> int:
 
 @dataclass
 class _Names:
-    """A query's integer variables by name, in its budget's context."""
+    """A session's integer variables by name, in its budget's context, and the z3 terms its
+    `Term`s became: a subterm shared by several constraints (an offset named in a guard and
+    in the bound) is converted once."""
 
     context: z3.Context
     variables: dict[str, z3.ArithRef] = field(default_factory=dict)
+    # id(term) -> (the term, kept alive so that its id is not reused; its z3 form)
+    _converted: dict[tuple[int, bool], tuple[Term, z3.ExprRef]] = field(default_factory=dict)
 
     def of(self, name: str) -> z3.ArithRef:
         if name not in self.variables:
@@ -196,8 +233,23 @@ class _Names:
     def constant(self, value: int) -> z3.ArithRef:
         return _z3().IntVal(value, self.context)
 
+    def converted(self, term: Term, truth: bool, convert: Callable[[Term, _Names], z3.ExprRef]) -> z3.ExprRef:
+        """`term` in z3 (as a truth value or an integer), converted the first time it is met."""
+        key = (id(term), truth)
+        if key not in self._converted:
+            self._converted[key] = (term, convert(term, self))
+        return self._converted[key][1]
+
 
 def _bool(term: Term, names: _Names) -> z3.BoolRef:
+    return names.converted(term, True, _new_bool)
+
+
+def _int(term: Term, names: _Names) -> z3.ArithRef:
+    return names.converted(term, False, _new_int)
+
+
+def _new_bool(term: Term, names: _Names) -> z3.BoolRef:
     lib = _z3()
 
     op = term.op
@@ -214,7 +266,7 @@ def _bool(term: Term, names: _Names) -> z3.BoolRef:
     return _int(term, names) != 0
 
 
-def _int(term: Term, names: _Names) -> z3.ArithRef:
+def _new_int(term: Term, names: _Names) -> z3.ArithRef:
     lib = _z3()
 
     op = term.op

@@ -338,31 +338,33 @@ def smallest(
     """The constraints' answer with the launcher's inputs as small as the budget finds:
     SAT with the smallest model found, UNSAT, or UNKNOWN. `checked`: the answer the caller's
     own check of these constraints gave, which is not solved again."""
-    best = checked if checked is not None else solver.check(constraints, budget)
+    session = solver.Session(constraints, budget)
+    best = checked if checked is not None else session.check()
     if best.outcome is not Outcome.SAT or not inputs:
         return best
-    best, bound, finished = _least_bound(constraints, inputs, best, budget)
-    fixed: list[Term] = [*constraints, *_bounded(inputs, bound)]
+    best, bound, finished = _least_bound(session, [], inputs, best)
+    fixed: list[Term] = _bounded(inputs, bound)
     for symbol in inputs:
         if not finished:
             break
-        best, _, finished = _least_bound(fixed, (symbol,), best, budget)
+        best, _, finished = _least_bound(session, fixed, (symbol,), best)
         fixed.append(_equal(symbol, best.model))
     return best
 
 
 def _least_bound(
-    constraints: list[Term], symbols: tuple[Symbol, ...], best: Answer, budget: Budget
+    session: solver.Session, fixed: list[Term], symbols: tuple[Symbol, ...], best: Answer
 ) -> tuple[Answer, int, bool]:
-    """The least bound on the magnitude of `symbols` under which the constraints still hold
-    (`best` holds within the bound it starts from), the model there, and whether the search
-    finished within the budget. The first steps halve the bound's logarithm: a nonlinear
-    check costs up to 0.25 s, too much for forty halvings of the bound itself."""
+    """The least bound on the magnitude of `symbols` under which the session's constraints
+    and `fixed` still hold (`best` holds within the bound it starts from), the model there,
+    and whether the search finished within the budget. The first steps halve the bound's
+    logarithm: a nonlinear check costs up to 0.25 s, too much for forty halvings of the
+    bound itself."""
     low, high = -1, _largest(best, symbols)  # no model within `low`; one within `high`
     while high - low > 1:
         floor = max(low, 1)
         middle = math.isqrt(floor * high) if high > 4 * floor else (low + high) // 2
-        answer = solver.check([*constraints, *_bounded(symbols, middle)], budget)
+        answer = session.check([*fixed, *_bounded(symbols, middle)])
         if answer.outcome is Outcome.UNKNOWN:
             return best, high, False
         if answer.outcome is Outcome.SAT:

@@ -154,15 +154,28 @@ def _smallest(
         outside,
     ]
     pinned_inputs = _pinned(binding.constraints)
-    for shape in _shapes(tuple(s for s in binding.inputs if s.name not in pinned_inputs)):
-        fixed = [Term("==", (_variable(s), Term("const", value=v))) for s, v in shape.items()]
+    shapes = [
+        [Term("==", (_variable(s), Term("const", value=v))) for s, v in shape.items()]
+        for shape in _shapes(tuple(s for s in binding.inputs if s.name not in pinned_inputs))
+    ]
+    session = solver.Session(world, budget)
+    # most accesses are in bounds: one query over every shape at once proves it, where one
+    # query a shape cost forty; a shape that does reach outside is then searched smallest first
+    if len(shapes) > 1 and session.check([_any_of(shapes)]).outcome is Outcome.UNSAT:
+        return None
+    for fixed in shapes:
         for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
-            answer = solver.check([*world, *fixed, *pinned], budget)
+            answer = session.check([*fixed, *pinned])
             if answer.outcome is Outcome.SAT:
                 return Witness(answer, binding.shown(*layout.dims, *layout.strides))
             if answer.outcome is Outcome.UNKNOWN:
                 return None  # unknown is never a finding
     return None
+
+
+def _any_of(shapes: list[list[Term]]) -> Term:
+    """Some shape of `shapes` (each a list of an input's value) holds."""
+    return Term("or", tuple(Term("and", tuple(shape)) for shape in shapes))
 
 
 def _pinned(constraints: tuple[Term, ...]) -> set[str]:
