@@ -11,7 +11,10 @@ tensor's dims, its strides (`with_strides`, or the contiguous ones) and one elem
 the grid, block and every scalar argument the offset or its guards name are terms over the
 launcher's sizes (`x.size(i)`, `x.stride(i)`, `S.unwrap()`, `S.set_value(v)`, the SM count).
 The access's offset in bytes -- followed through casts, `pointer::offset` (bytes) and vector
-loads (`vec.load(p, i)`: `i` whole vectors) -- is compared with the tensor's span, the bytes
+loads (`vec.load(p, i)`: `i` whole vectors), and through a template kernel's `const T* x` in
+steps of `sizeof(T)`, which the launch's instantiation gives: a launcher over `T` that launches
+`kernel<T>` and verifies the tensor `with_dtype<T>()` makes both sides count in `T`s, whatever
+`T` is -- is compared with the tensor's span, the bytes
 from its first element to the end of its last (1 + the sum of (dim - 1) * stride elements),
 under the guards on the access's path (`if`s, loop bounds, early returns) and the launcher's
 `RuntimeCheck`s. The search tries small concrete shapes (every size alike, then one apart
@@ -23,7 +26,8 @@ says which check it lacks.
 Not asked (never a finding): an offset that depends on an integer read from memory (KC401's),
 on a value the walk does not follow (a call's result, a local assigned after its declaration,
 a loop bound it does not follow), an access of a kernel whose launch leaves a value it needs
-unknown (a template argument, a grid from an unfollowed call), of a tensor two matchers
+unknown (a template argument, a grid from an unfollowed call, a `T` the launch instantiates with
+a type the tensor's matcher does not share), of a tensor two matchers
 verify, one whose dtype the matcher leaves open in size or one a dim of which it writes as an
 expression (`{static_cast<int64_t>(n)}`); a query the solver cannot answer within its budget
 (`solver-budget` per kernel, of its own, each access a quarter at most). A pointer handed to
@@ -126,7 +130,7 @@ def _outside(model: SemanticModel, access: SymbolicAccess, budget: Budget) -> tu
         return None
     for launch, binding in witness.bindings(model, kernel, access.symbols):
         layout = witness.tensor_layout(model, kernel, access.pointer, launch) if binding is not None else None
-        if binding is None or layout is None:
+        if binding is None or layout is None or not _sizes_agree(access, binding, layout):
             continue
         end = Term("+", (_OFFSET, Term("const", value=access.byte_width)))
         for past_end, outside in ((True, Term("<", (_SPAN, end))), (False, Term("<", (_OFFSET, _ZERO)))):
@@ -134,6 +138,20 @@ def _outside(model: SemanticModel, access: SymbolicAccess, budget: Budget) -> tu
             if found is not None:
                 return found, layout, past_end
     return None
+
+
+def _sizes_agree(access: SymbolicAccess, binding: Binding, layout: Layout) -> bool:
+    """Whether the element sizes of the access's byte offset and of the tensor's span are
+    known alike: constants both, or both the one `sizeof(T)` of the launcher's type parameter
+    (`kernel<T>` of a `const T* x`, `with_dtype<T>()`: the comparison holds whatever `T` is).
+    A size known on one side alone would leave the witness free to choose it."""
+    assert access.bytes is not None
+    named = set(symbol_names(access.bytes))
+    given = {size for name, size in binding.element_sizes if name in named}
+    if None in given:
+        return False
+    unknown = {size for size in given if size is not None and size.op == "sym"}
+    return unknown == ({layout.element_bytes()} if layout.element_type else set())
 
 
 def _smallest(
@@ -152,6 +170,9 @@ def _smallest(
         Term("==", (_OFFSET, access.bytes)),  # named, for the witness to tell
         Term("==", (_SPAN, layout.span_bytes())),
         outside,
+        # a launcher's `sizeof(T)` scales the offset and the span alike (`_sizes_agree`): counted
+        # as 1, the witness tells elements
+        *([Term("==", (layout.element_bytes(), Term("const", value=1)))] if layout.element_type else []),
     ]
     pinned_inputs = _pinned(binding.constraints)
     shapes = [
@@ -218,10 +239,18 @@ def _message(access: SymbolicAccess, found: Witness, layout: Layout, past_end: b
     strides = ", ".join(_rendered(s) for s in layout.strides)
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, {side} "
-        f"(`{layout.tensor}` is [{dims}], strides [{strides}], {layout.element_size}-byte elements): "
+        f"(`{layout.tensor}` is [{dims}], strides [{strides}], {_element(layout)}): "
         f"for {found.shape()}{at}; address it with its own dims and strides, or have the launcher check the "
         "sizes the kernel assumes"
     )
+
+
+def _element(layout: Layout) -> str:
+    """`2-byte elements`; `T` elements for a launcher's template type (the witness counts
+    one as a byte: its offsets are in elements)."""
+    if layout.element_type:
+        return f"`{layout.element_type}` elements, offsets in elements"
+    return f"{layout.element_size}-byte elements"
 
 
 def _bytes_reached(start: int, width: int) -> str:
