@@ -331,8 +331,10 @@ def test_a_global_access_in_bytes_through_casts_offsets_and_vectors(functions_of
     vector = accesses["x"]
     assert render(vector.bytes) == "(((blockIdx.x * stride) * 2) + (threadIdx.x * 16))"
     assert vector.byte_width == 16
-    # a template's `T` has no size clang tells: no offset in bytes
-    assert accesses["t"].bytes is None
+    # a template's `T` has no size clang tells: its steps are `sizeof(T)`, a symbol the launch binds
+    template = accesses["t"]
+    assert template.bytes is not None and render(template.bytes) == "(threadIdx.x * sizeof(T))"
+    assert [s.kind for s in template.symbols if s.name == "sizeof(T)"] == [SymbolKind.ELEMENT_SIZE]
 
 
 def test_a_satisfiable_query_gives_its_witness() -> None:

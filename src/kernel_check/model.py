@@ -937,6 +937,9 @@ class SymbolKind(enum.Enum):
     # (`if (scale_ptr != nullptr)`): the same for every thread of the block, one per pointer
     ADDRESS = "address"
     DIM = "dim"  # a launcher's symbolic size (`SymbolicSize N` of its TensorMatcher chains)
+    # The bytes of a kernel's template type parameter (`sizeof(T)` of a `const T* x`; `text`
+    # is the parameter's name): what the launch instantiates it with
+    ELEMENT_SIZE = "element_size"
 
 
 @dataclass(frozen=True)
@@ -1057,6 +1060,9 @@ class LaunchContract:
     extents: tuple[tuple[str, tuple[Term, ...]], ...] = ()  # (tensor, its dims) of each verified tensor
     strides: tuple[tuple[str, tuple[Term, ...]], ...] = ()  # (tensor, its strides in elements), as extents
     element_sizes: tuple[tuple[str, int], ...] = ()  # (tensor, bytes of its one dtype) where the matcher fixes one
+    # (tensor, the launcher's template type parameter) where the matcher's one dtype is one
+    # (`with_dtype<T>()` in a launcher over `T`): its bytes are whatever `T` is
+    element_types: tuple[tuple[str, str], ...] = ()
     # The tensors whose every dim and stride is as the matcher states it (a constant, a
     # SymbolicSize, a -1 wildcard), none an expression the contract stands a free size for
     exact: tuple[str, ...] = ()

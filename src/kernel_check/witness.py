@@ -58,6 +58,9 @@ class Binding:
     # the launcher's integers hold their values (`LaunchContract.fits`), and so do the
     # kernel's arguments in their types: what a witness holds, and a proof does not assume
     fits: tuple[Term, ...]
+    # what the launch gives each of the kernel's `sizeof(T)` symbols (`SymbolKind.ELEMENT_SIZE`):
+    # a constant, the launcher's own type parameter's `sizeof`, or None where it is not known
+    element_sizes: tuple[tuple[str, Term | None], ...] = ()
 
     def shown(self, *terms: Term) -> tuple[Symbol, ...]:
         """The inputs a witness names: those the kernel's values (or `terms`) depend on."""
@@ -186,9 +189,18 @@ def _bind(
     by_name = {s.name: s for s in symbols}
     named: set[str] = set()
     fits: list[Term] = []
+    element_sizes: list[tuple[str, Term | None]] = []
     for name in sorted(set(by_name) | set(_dimensions_of(symbols))):
         if name in by_name and by_name[name].kind in _CALLER_BOUND:
             continue  # below their dimensions, or whatever memory holds: the caller bounds them
+        if name in by_name and by_name[name].kind is SymbolKind.ELEMENT_SIZE:
+            size = _instantiated_size(launched, by_name[name])
+            element_sizes.append((name, size))
+            if size is not None:
+                constraints.append(Term("==", (Term("sym", name=name), size)))
+                constraints += solver.within(size, by_name[name].low, by_name[name].high)  # a type's bytes
+                named.update(symbol_names(size))
+            continue
         instantiated = _template_value(launched, name)
         if instantiated is not None:
             constraints.append(instantiated)
@@ -204,7 +216,38 @@ def _bind(
             fits += solver.within(Term("sym", name=name), received.low, received.high)
     inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
     fits += [solver.renamed(f, host) for f in contract.fits]
-    return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits))
+    return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes))
+
+
+def _instantiated_size(launched: tuple[LaunchedKernel, ...], size: Symbol) -> Term | None:
+    """The bytes the launch's template argument gives a kernel's type parameter (`size.text`):
+    a constant where every launched instantiation names one type of one size, or the
+    launcher's own type parameter's `sizeof` symbol (`kernel<T>` in a launcher over `T`, one
+    a matcher's `with_dtype<T>()` names too: `element_type_size`); None where it is not known."""
+    sizes: set[int] = set()
+    texts: set[str] = set()
+    for kernel in launched:
+        argument = kernel.argument_for(size.text)
+        if argument is None:
+            return None
+        value = argument[1].evaluate({})
+        if value is not None and value > 0:
+            sizes.add(value)
+        elif argument[0].isidentifier():
+            texts.add(argument[0])
+        else:
+            return None
+    if len(sizes) == 1 and not texts:
+        return Term("const", value=sizes.pop())
+    if len(texts) == 1 and not sizes:
+        return element_type_size(texts.pop())
+    return None
+
+
+def element_type_size(type_parameter: str) -> Term:
+    """The bytes of a launcher's template type parameter, one unknown for its kernels' `T`
+    and its matchers' `with_dtype<T>()` alike."""
+    return Term("sym", name=f"{_HOST}sizeof({type_parameter})")
 
 
 def tensor_extent(
@@ -243,7 +286,8 @@ class Layout:
     tensor: str
     dims: tuple[Term, ...]
     strides: tuple[Term, ...]
-    element_size: int  # bytes
+    element_size: int  # bytes (0: the launcher's template type `element_type`)
+    element_type: str = ""
 
     def span_bytes(self) -> Term:
         """The bytes from its first element to the end of its last: (1 + the sum of (dim - 1)
@@ -251,7 +295,11 @@ class Layout:
         last = Term("const", value=1)
         for dim, stride in zip(self.dims, self.strides):
             last = Term("+", (last, Term("*", (Term("-", (dim, Term("const", value=1))), stride))))
-        return Term("*", (last, Term("const", value=self.element_size)))
+        return Term("*", (last, self.element_bytes()))
+
+    def element_bytes(self) -> Term:
+        """One element's bytes: a constant, or the launcher's type parameter's `sizeof`."""
+        return Term("const", value=self.element_size) if not self.element_type else element_type_size(self.element_type)
 
 
 def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> Layout | None:
@@ -269,10 +317,11 @@ def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, launch: 
         return None
     strides = dict(contract.strides).get(tensor)
     size = dict(contract.element_sizes).get(tensor)
-    if strides is None or size is None:
+    element_type = dict(contract.element_types).get(tensor, "")
+    if strides is None or (size is None and not element_type):
         return None
     host = _host_names(contract)
-    return Layout(tensor, dims, tuple(solver.renamed(s, host) for s in strides), size)
+    return Layout(tensor, dims, tuple(solver.renamed(s, host) for s in strides), size or 0, element_type)
 
 
 def _carried(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> list[LaunchTensorArgument]:

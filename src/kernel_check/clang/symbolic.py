@@ -39,7 +39,9 @@ also records each block-wide barrier (`SymbolicBarrier`, KC170) with the conditi
 
 Both walks (the rules' and the drafter's) follow the same idioms: the names of a structured
 binding of a by-value params struct (`const auto& [out, ids] = params;`, also of a struct
-nested in it), loads of a template's integer `T` (`const TLoc* loc`), `offset(p, a, b)` helpers
+nested in it), loads of a template's integer `T` (`const TLoc* loc`), a template's `const T* x`
+in steps of `sizeof(T)` (a `SymbolKind.ELEMENT_SIZE` symbol the launch binds; its byte offset
+left unknown once cast to a type of another size), `offset(p, a, b)` helpers
 (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
 (`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
 recorded as an access at its offset that the walk does not follow (of no width: it may be
@@ -168,6 +170,9 @@ class _Pointer:
     # cast through on the way (`offset` counts steps of each type alike); None where a step
     # was of a type whose size clang cannot tell (a template's `T*`, `void*`)
     bytes: Term | None = None
+    # `sizeof(T)` of a template type parameter's `T*` (`size` 0): its steps' bytes, a symbol
+    # the launch's instantiation gives (`SymbolKind.ELEMENT_SIZE`)
+    size_term: Term | None = None
 
     def moved(self, steps: Term, op: str = "+") -> _Pointer:
         """The pointer `steps` elements of its type on (back, for `op` "-")."""
@@ -175,8 +180,9 @@ class _Pointer:
             return self
         scaled = steps if self.unit == 1 else Term("*", (steps, const(self.unit)))
         offset = _add(self.offset, scaled) if op == "+" else Term("-", (self.offset, scaled))
+        step: int | Term = self.size or self.size_term or 0
         # arithmetic leaves the row: a later subscript may reach past its end (`&tile[r][0] + c`)
-        return replace(self, offset=offset, bytes=self.bytes_moved(steps, self.size, op), within=None)
+        return replace(self, offset=offset, bytes=self.bytes_moved(steps, step, op), within=None)
 
     def subscripted(self, index: Term) -> _Pointer:
         """`self[index]` of an array of arrays (`rows`): a pointer to the row it names."""
@@ -194,12 +200,23 @@ class _Pointer:
             return self.inside
         return (*self.inside, Term("<=", (_ZERO, index)), Term("<", (index, self.within)))
 
-    def bytes_moved(self, steps: Term, size: int, op: str = "+") -> Term | None:
-        """The byte distance `steps` elements of `size` bytes on: unknown once a size is."""
+    def bytes_moved(self, steps: Term, size: int | Term, op: str = "+") -> Term | None:
+        """The byte distance `steps` elements of `size` bytes (a constant, or a template
+        type's `sizeof` symbol) on: unknown once a size is."""
         if self.shared or self.bytes is None or not size:
             return None
-        scaled = steps if size == 1 else Term("*", (steps, const(size)))
+        if isinstance(size, Term):
+            scaled = Term("*", (steps, size))
+        else:
+            scaled = steps if size == 1 else Term("*", (steps, const(size)))
         return _add(self.bytes, scaled) if op == "+" else Term("-", (self.bytes, scaled))
+
+    def resized(self, size: int, size_term: Term | None) -> _Pointer:
+        """The global pointer cast to a type of `size` bytes (or of a template type's
+        `size_term`). Its bytes stay known while every step is of one template type's size,
+        or of constant ones: a sum of both would leave a witness free to pick `sizeof(T)`."""
+        mixed = self.size_term is not None and size_term != self.size_term
+        return replace(self, size=size, size_term=size_term, bytes=None if mixed else self.bytes)
 
     def recast(self, after: tuple[str, int] | None) -> _Pointer:
         """The shared pointer cast to point to `after` (the canonical type and its size): a
@@ -216,6 +233,10 @@ class _Pointer:
 _ZERO = Term("const", value=0)
 _VOID_POINTER = re.compile(r"(const )?(volatile )?void \*( ?(const|volatile|__restrict))*")
 _Value = Term | _Pointer | None
+# a pointer to a function template's own type parameter (depth 0: not an enclosing class's)
+_TEMPLATE_POINTER = re.compile(r"(const )?(volatile )?type-parameter-0-\d+ \*( ?(const|volatile|__restrict))*")
+_QUALIFIERS = frozenset({"const", "volatile", "__restrict", "__restrict__"})
+_MAX_ELEMENT_SIZE = 256  # the bytes of one element a template instantiates (a large vector struct at most)
 
 
 def const(value: int) -> Term:
@@ -311,9 +332,10 @@ class _Walk:
             if kind is ExprKind.CAST and isinstance(inner, _Pointer) and inner.shared:
                 return inner.recast(expr.pointee)  # `reinterpret_cast<float4*>(smem)`
             if isinstance(inner, _Pointer):  # `static_cast<const bf16_t*>(params.x)`: its steps are of the new type
-                if expr.type.is_pointer:
-                    return replace(inner, size=expr.type.pointee_size, align=expr.type.pointee_align)
-                return inner
+                if not expr.type.is_pointer:
+                    return inner
+                resized = inner.resized(expr.type.pointee_size, self.element_size(expr.type))
+                return replace(resized, align=expr.type.pointee_align)
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
             return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
@@ -497,10 +519,28 @@ class _Walk:
     def received(self, name: str, type_: TypeFacts) -> _Value:
         """A scalar argument or params field: a pointer into a tensor, or a scalar symbol."""
         if type_.is_pointer:
-            return _Pointer(name, _ZERO, size=type_.pointee_size, align=type_.pointee_align, bytes=_ZERO)
+            return _Pointer(
+                name,
+                _ZERO,
+                size=type_.pointee_size,
+                align=type_.pointee_align,
+                bytes=_ZERO,
+                size_term=self.element_size(type_),
+            )
         if type_.bits is None:
             return None
         return self.symbol(name, SymbolKind.SCALAR, name, type_.value_range)
+
+    def element_size(self, pointer: TypeFacts) -> Term | None:
+        """`sizeof(T)` of a pointer to one of the kernel's own template type parameters
+        (`const T* __restrict__ x`), a symbol the launch binds; None for any other type."""
+        if pointer.pointee_size or _TEMPLATE_POINTER.fullmatch(pointer.canonical) is None:
+            return None
+        names = [w for w in re.findall(r"\w+", pointer.spelling) if w not in _QUALIFIERS]
+        if len(names) != 1:
+            return None
+        name = names[0]
+        return self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE))
 
     def binary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         op = expr.operator
@@ -613,7 +653,7 @@ class _Walk:
             vector = _member_object(expr)
             if isinstance(pointer, _Pointer) and not pointer.shared:  # `i` counts whole vectors
                 size, align = (vector.type.size, vector.type.align) if vector is not None else (0, 0)
-                pointer = replace(pointer, size=size, align=align)
+                pointer = replace(pointer.resized(size, None), align=align)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
         if _operator(expr) == "=" and len(expr.children) == 3 and expr.children[0].type.canonical in _HALVES:
@@ -1640,6 +1680,7 @@ class _LauncherWalk(_Walk):
                 extents=extents,
                 strides=strides,
                 element_sizes=tuple(self.element_sizes()),
+                element_types=tuple(self.element_types()),
                 exact=tuple(self.exact_tensors()),
             )
         )
@@ -1721,6 +1762,14 @@ class _LauncherWalk(_Walk):
             if len(sizes) == 1 and (size := sizes.pop()) > 0:
                 for tensor in chain.verified:
                     yield tensor.name, size
+
+    def element_types(self) -> Iterator[tuple[str, str]]:
+        """Each verified tensor whose matcher allows one dtype, a template type parameter of
+        the launcher (`with_dtype<T>()`), with that parameter's name."""
+        for chain in self.chains:
+            if len(chain.dtypes) == 1 and chain.dtypes[0].size.op == "sizeof" and chain.dtypes[0].text.isidentifier():
+                for tensor in chain.verified:
+                    yield tensor.name, chain.dtypes[0].text
 
 
 def launch_contracts(

@@ -85,8 +85,14 @@ class Found:
         """`` `x` is [R, D], strides [S, 1], 4-byte elements``."""
         dims = ", ".join(render_dim(d) for d in self.layout.dims)
         strides = ", ".join(_rendered(s) for s in self.layout.strides)
-        size = self.layout.element_size
-        return f"`{self.layout.tensor}` is [{dims}], strides [{strides}], {size}-byte elements"
+        return f"`{self.layout.tensor}` is [{dims}], strides [{strides}], {self.element_text()}"
+
+    def element_text(self) -> str:
+        """`2-byte elements`; `T` elements for a launcher's template type (the witness counts
+        one as a byte: its offsets are in elements)."""
+        if self.layout.element_type:
+            return f"`{self.layout.element_type}` elements, offsets in elements"
+        return f"{self.layout.element_size}-byte elements"
 
 
 def defer(
@@ -153,7 +159,7 @@ class _Search:
             return None
         for launch, binding in witness.bindings(model, kernel, access.symbols):
             layout = witness.tensor_layout(model, kernel, access.pointer, launch) if binding is not None else None
-            if binding is None or layout is None:
+            if binding is None or layout is None or not _sizes_agree(access, binding, layout):
                 continue
             for index, condition in enumerate(self.conditions):
                 found = self.smallest(access, binding, layout, condition, budget)
@@ -177,6 +183,9 @@ class _Search:
             *access.guards,
             Term("==", (OFFSET, access.bytes)),  # named, for the witness to tell
             Term("==", (SPAN, layout.span_bytes())),
+            # a launcher's `sizeof(T)` scales the offset and the span alike (`_sizes_agree`):
+            # counted as 1, the witness tells elements
+            *([Term("==", (layout.element_bytes(), Term("const", value=1)))] if layout.element_type else []),
         ]
         pinned_inputs = _pinned(binding.constraints)
         free = tuple(s for s in binding.inputs if s.name not in pinned_inputs)
@@ -223,6 +232,20 @@ class _Search:
             if clamped not in seen:
                 seen.append(clamped)
                 yield clamped
+
+
+def _sizes_agree(access: SymbolicAccess, binding: Binding, layout: Layout) -> bool:
+    """Whether the element sizes of the access's byte offset and of the tensor's span are
+    known alike: constants both, or both the one `sizeof(T)` of the launcher's type parameter
+    (`kernel<T>` of a `const T* x`, `with_dtype<T>()`: the comparison holds whatever `T` is).
+    A size known on one side alone would leave the witness free to choose it."""
+    assert access.bytes is not None
+    named = set(symbol_names(access.bytes))
+    given = {size for name, size in binding.element_sizes if name in named}
+    if None in given:
+        return False
+    unknown = {size for size in given if size is not None and size.op == "sym"}
+    return unknown == ({layout.element_bytes()} if layout.element_type else set())
 
 
 def _any_of(asks: list[list[Term]]) -> Term:

@@ -11,7 +11,10 @@ tensor's dims, its strides (`with_strides`, or the contiguous ones) and one elem
 the grid, block and every scalar argument the offset or its guards name are terms over the
 launcher's sizes (`x.size(i)`, `x.stride(i)`, `S.unwrap()`, `S.set_value(v)`, the SM count).
 The access's offset in bytes -- followed through casts, `pointer::offset` (bytes) and vector
-loads (`vec.load(p, i)`: `i` whole vectors) -- is compared with the tensor's span, the bytes
+loads (`vec.load(p, i)`: `i` whole vectors), and through a template kernel's `const T* x` in
+steps of `sizeof(T)`, which the launch's instantiation gives: a launcher over `T` that launches
+`kernel<T>` and verifies the tensor `with_dtype<T>()` makes both sides count in `T`s, whatever
+`T` is -- is compared with the tensor's span, the bytes
 from its first element to the end of its last (1 + the sum of (dim - 1) * stride elements),
 under the guards on the access's path (`if`s, loop bounds, early returns) and the launcher's
 `RuntimeCheck`s. The search tries small concrete shapes (every size alike, then one apart
@@ -23,7 +26,8 @@ says which check it lacks.
 Not asked (never a finding): an offset that depends on an integer read from memory (KC401's),
 on a value the walk does not follow (a call's result, a local assigned after its declaration,
 a loop bound it does not follow), an access of a kernel whose launch leaves a value it needs
-unknown (a template argument, a grid from an unfollowed call), of a tensor two matchers
+unknown (a template argument, a grid from an unfollowed call, a `T` the launch instantiates with
+a type the tensor's matcher does not share), of a tensor two matchers
 verify, one whose dtype the matcher leaves open in size or one a dim of which it writes as an
 expression (`{static_cast<int64_t>(n)}`); a query the solver cannot answer within its budget
 (`solver-budget` per kernel, of its own, each access a quarter at most). A pointer handed to
