@@ -206,13 +206,13 @@ def kernel_check_command(args: list[str]) -> list[str]:
 BARE_LOOP = r"""
 import json, resource, sys, time
 from pathlib import Path
-from kernel_check.clang.parse import compile_args, resolve_settings, _get_index, PARSE_OPTIONS
+from kernel_check.clang.parse import compile_args, resolve_settings, get_index, PARSE_OPTIONS
 from kernel_check.config import load_config
 spec = json.loads(sys.argv[1])
 config = load_config(Path(spec["root"]))
 settings = resolve_settings(spec["mode"], tuple(config.get("include-dirs")), tuple(config.get("defines")),
                             config.get("arch"))
-index = _get_index()
+index = get_index()
 preamble = None
 if spec["pch"]:
     from kernel_check.clang.preamble import PreambleCache

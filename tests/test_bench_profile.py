@@ -1,15 +1,19 @@
-"""bench/profile_static.py on a small tree: its stages and the solver's share are measured
-through the same pipeline functions a run uses (a renamed one breaks this test, not the
-next measurement)."""
+"""The benchmarks' in-process loops on a small tree: bench/profile_static.py's stages and
+solver share, bench/bench_static.py's bare libclang loop. They call the pipeline's own
+functions, so a renamed one breaks this test, not the next measurement."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import bench_static
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,3 +47,13 @@ def test_profile_reports_solver_time_of_the_files_that_ask(tmp_path: Path) -> No
     assert (int(solver[1]), int(solver[2])) == (2, 1)
     assert int(solver[3]) > 0
     assert "racy.cuh" in done.stdout.split("most solver time:")[1]
+
+
+@pytest.mark.slow
+def test_bare_loop_parses_each_file_it_is_given(tmp_path: Path) -> None:
+    (tmp_path / "racy.cuh").write_text(RACY)
+    (tmp_path / "plain.cuh").write_text(NO_KERNEL)
+    files = sorted(tmp_path.glob("*.cuh"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    figures = bench_static.bare_loop(files, tmp_path, tmp_path / "c", pch=False, jobs=2, env=env, mode="hermetic")
+    assert figures["cpu"] > 0 and figures["seconds"] > 0
