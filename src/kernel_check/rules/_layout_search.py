@@ -88,11 +88,15 @@ class Found:
         return f"`{self.layout.tensor}` is [{dims}], strides [{strides}], {self.element_text()}"
 
     def element_text(self) -> str:
-        """`2-byte elements`; `T` elements for a launcher's template type (the witness counts
-        one as a byte: its offsets are in elements)."""
+        """`2-byte elements`; `` `T` elements`` for a launcher's template type."""
         if self.layout.element_type:
-            return f"`{self.layout.element_type}` elements, offsets in elements"
+            return f"`{self.layout.element_type}` elements"
         return f"{self.layout.element_size}-byte elements"
+
+    def unit(self) -> str:
+        """What the witness's offsets count: bytes, or a launcher's `T` elements (its
+        `sizeof(T)` is 1 there: the comparison holds whatever `T` is)."""
+        return "element" if self.layout.element_type else "byte"
 
 
 def defer(
@@ -336,10 +340,11 @@ def within_span(access: SymbolicAccess) -> Term:
     return Term("and", (Term("<=", (ZERO, OFFSET)), Term("<=", (end, SPAN))))
 
 
-def bytes_reached(start: int, width: int) -> str:
+def bytes_reached(start: int, width: int, unit: str = "byte") -> str:
+    """`bytes 8 to 11`: what an access of `width` units from `start` covers."""
     if not width:
-        return f"byte {start} (a pointer handed to a call)"
-    return f"bytes {start} to {start + width - 1}" if width > 1 else f"byte {start}"
+        return f"{unit} {start} (a pointer handed to a call)"
+    return f"{unit}s {start} to {start + width - 1}" if width > 1 else f"{unit} {start}"
 
 
 def _variable(symbol: Symbol) -> Term:

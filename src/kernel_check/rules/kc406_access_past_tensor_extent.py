@@ -88,8 +88,8 @@ def _before_start(access: SymbolicAccess, layout: Layout, values: Mapping[str, i
 
 def _message(access: SymbolicAccess, found: Found) -> str:
     at = where(access.symbols, found.witness.answer)
-    reached = bytes_reached(found.offset(), access.byte_width)
-    side = f"its span is bytes 0 to {found.span() - 1}" if found.condition == 0 else "before its start"
+    reached = bytes_reached(found.offset(), access.byte_width, found.unit())
+    side = f"its span is {found.unit()}s 0 to {found.span() - 1}" if found.condition == 0 else "before its start"
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, {side} "
         f"({found.layout_text()}): for {found.witness.shape()}{f' at {at}' if at else ''}; address it with its own "

@@ -86,7 +86,7 @@ def _in_padding(access: SymbolicAccess, layout: Layout, values: Mapping[str, int
 
 def _message(access: SymbolicAccess, found: Found) -> str:
     at = where(access.symbols, found.witness.answer)
-    reached = bytes_reached(found.offset(), access.byte_width)
+    reached = bytes_reached(found.offset(), access.byte_width, found.unit())
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, padding between "
         f"its elements ({found.layout_text()}): for {found.witness.shape()}{f' at {at}' if at else ''}; index it "
