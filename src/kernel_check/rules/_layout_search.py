@@ -296,7 +296,7 @@ class Concrete:
 
     dims: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
-    element_size: int
+    element_size: int  # in the search's units (`element_units`)
 
     def inner_extent(self, position: int) -> int:
         """The elements from the first to the last of one index of dim `position`, + 1."""
@@ -328,10 +328,16 @@ def concrete(layout: Layout, values: Mapping[str, int]) -> Concrete | None:
         if d > 1:
             pairs.append((d, s))
     pairs.sort(key=lambda p: -p[1])
-    found = Concrete(tuple(d for d, _ in pairs), tuple(s for _, s in pairs), layout.element_size)
+    found = Concrete(tuple(d for d, _ in pairs), tuple(s for _, s in pairs), element_units(layout))
     if any(s <= 0 or s < found.inner_extent(k) for k, s in enumerate(found.strides)):
         return None
     return found
+
+
+def element_units(layout: Layout) -> int:
+    """One element in the search's units: its bytes, or 1 for a launcher's type parameter
+    `T`, whose `sizeof(T)` the search counts as 1 (its offsets and span then count elements)."""
+    return 1 if layout.element_type else layout.element_size
 
 
 def within_span(access: SymbolicAccess) -> Term:

@@ -22,7 +22,8 @@ Not asked (never a finding): what KC406 leaves out (an offset that reads an id f
 memory or a value the walk does not follow -- so a kernel that tests the pointer's address
 itself before a vector path --, a launch that leaves a value it needs unknown, a tensor two
 matchers verify), an access past the span (KC406's), a shape whose strides overlap or
-broadcast, and the data pointer's own alignment (KC120 and KC121 check that the launcher
+broadcast, a tensor whose dtype is the launcher's type parameter `T` (its offsets count `T`s,
+not bytes), and the data pointer's own alignment (KC120 and KC121 check that the launcher
 asks `ensure_alignment`). One access is reported per kernel and tensor.
 
 ## Why is this bad?
@@ -81,8 +82,9 @@ def _vector(access: SymbolicAccess) -> bool:
 
 def _misaligned(access: SymbolicAccess, layout: Layout, values: Mapping[str, int]) -> Term | None:
     """Within the span, the access's first byte off its alignment; None where the type
-    requires no more than the element or the layout is not nested at the shape."""
-    if access.byte_align <= layout.element_size or concrete(layout, values) is None:
+    requires no more than the element, the layout is not nested at the shape, or the offsets
+    count a launcher's `T` elements, not bytes (an alignment in bytes says nothing of them)."""
+    if layout.element_type or access.byte_align <= layout.element_size or concrete(layout, values) is None:
         return None
     off = Term("!=", (Term("%", (OFFSET, Term("const", value=access.byte_align))), ZERO))
     return Term("and", (within_span(access), off))
