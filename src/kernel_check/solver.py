@@ -314,6 +314,14 @@ def for_all(variables: Iterable[str], body: Term) -> Term:
 
 def renamed(term: Term, names: Mapping[str, str]) -> Term:
     """`term` with the symbols `names` maps renamed (a second thread's copy of its values)."""
+    return substituted(term, {old: Term("sym", name=new) for old, new in names.items()})
+
+
+def substituted(term: Term, values: Mapping[str, Term]) -> Term:
+    """`term` with each symbol `values` names replaced by its term (`threadIdx.x` by
+    `blockDim.x - 1`: the last thread's offset)."""
     if term.op == "sym":
-        return Term("sym", name=names.get(term.name, term.name))
-    return Term(term.op, tuple(renamed(arg, names) for arg in term.args), term.name, term.value) if term.args else term
+        return values.get(term.name, term)
+    if not term.args:
+        return term
+    return Term(term.op, tuple(substituted(arg, values) for arg in term.args), term.name, term.value)

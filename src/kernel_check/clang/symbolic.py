@@ -54,7 +54,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..model import (
@@ -186,9 +186,7 @@ class _Pointer:
 
     def subscripted(self, index: Term) -> _Pointer:
         """`self[index]` of an array of arrays (`rows`): a pointer to the row it names."""
-        row = self.rows[0]
-        for length in self.rows[1:]:
-            row = Term("*", (row, length))
+        row = _product(self.rows)  # the elements one step of `index` spans
         moved = replace(self.moved(Term("*", (index, row))), rows=self.rows[1:], within=self.rows[0])
         return replace(moved, inside=self.in_row(index))
 
@@ -1338,7 +1336,7 @@ def _assigned_locals(body: Stmt) -> set[int]:
     return {key for node in body.expressions() if (key := _written_local(node)) is not None}
 
 
-def _product(terms: list[Term]) -> Term:
+def _product(terms: Sequence[Term]) -> Term:
     product = terms[0]
     for term in terms[1:]:
         product = Term("*", (product, term))

@@ -19,6 +19,7 @@ from kernel_check.solver import (
     block_axes,
     launch_constraints,
     renamed,
+    substituted,
     thread_symbols,
     triple,
     within,
@@ -138,7 +139,7 @@ def strided_blocks(*accesses: SymbolicAccess) -> list[Term]:
                 axis = _thread_axis(part, per_thread)
                 if axis is None:
                     continue
-                last = _at(part, f"threadIdx.{axis}", Term("-", (_dimension(axis), Term("const", value=1))))
+                last = substituted(part, {f"threadIdx.{axis}": Term("-", (_dimension(axis), Term("const", value=1)))})
                 lanes = [s for s in strides if axis == AXES[0] and s.op == "const" and s.value <= WARP_SIZE]
                 bounds += [Term("<", (last, stride)) for stride in strides if stride not in lanes]
     return bounds
@@ -168,15 +169,6 @@ def _thread_axis(part: Term, per_thread: set[str]) -> str | None:
     named = {name for name in symbol_names(part) if name in per_thread}
     axis = next(iter(named)).removeprefix("threadIdx.") if len(named) == 1 else ""
     return axis if axis in AXES else None
-
-
-def _at(term: Term, name: str, value: Term) -> Term:
-    """`term` with the symbol `name` replaced by `value`."""
-    if term.op == "sym":
-        return value if term.name == name else term
-    if not term.args:
-        return term
-    return Term(term.op, tuple(_at(arg, name, value) for arg in term.args), term.name, term.value)
 
 
 def _dimension(axis: str) -> Term:
