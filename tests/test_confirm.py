@@ -45,6 +45,10 @@ def specs() -> list:
     return found.specs
 
 
+def _named(specs: list, name: str):
+    return next(s for s in specs if s.name == name)
+
+
 def test_the_witness_is_data(kc401: Finding) -> None:
     """The solver's values, as the message says them: the launcher, its sizes, each
     verified tensor's shape at them, the id and the first thread."""
@@ -102,7 +106,7 @@ def test_a_case_the_spec_cannot_state(kc401: Finding, specs: list) -> None:
     assert plan(kc401, [s for s in specs if s.source != SOURCE.name]).why.startswith("no spec of its file")
     twin = [s for s in specs if s.name == "confirm_clamped_gather"]  # same file, another launcher
     assert plan(kc401, twin).why == "no spec of its file and its launcher `sglang::unbounded_gather`"
-    spec = specs[0]
+    spec = _named(specs, "confirm_unbounded_gather")
     renamed = dataclasses.replace(kc401.witness, shapes=(("cache", (1, 1)),))
     assert witness_case(spec, "KC401", renamed) == "it has none of the witness's tensors (`cache`)"
     fixed = dataclasses.replace(spec.tensors[1], shape=("n", 8))
@@ -115,10 +119,34 @@ def test_a_case_the_spec_cannot_state(kc401: Finding, specs: list) -> None:
 
 def test_a_kc405_case_fills_the_input_and_compares(specs: list) -> None:
     witness = Counterexample(kernel="unbounded_gather_kernel", fill=(("table", "nan"),))
-    case = witness_case(specs[0], "KC405", witness)
+    case = witness_case(_named(specs, "confirm_unbounded_gather"), "KC405", witness)
     assert isinstance(case, Case) and case.kind is CaseKind.PROFILE
     assert case.profile is not None and case.profile.label == "table=nan (match)"
     assert CHECKS["KC405"] == COMPARISON
+
+
+STRIDED = CONFIRM / "strided_rows.cuh"
+
+
+def test_a_layout_finding_runs_its_padded_view(specs: list) -> None:
+    """KC408's witness is data too, with the strides of the view that goes wrong (a row stride
+    of 9 floats for rows of 8): the case lays `x` out at them, and memcheck is the check."""
+    (finding,) = [f for f in run_one(STRIDED).findings if f.code == "KC408"]
+    assert finding.witness is not None
+    assert (finding.witness.launcher, finding.witness.sizes) == ("sglang::copy_rows", (("D", 8), ("R", 8), ("S", 9)))
+    assert finding.witness.strides == (("x", (9, 1)),)  # `out` is contiguous: no strides
+    assert "x=[8,8]/[9,1] out=[8,8]" in finding.witness.describe()
+    planned = plan(finding, specs)
+    assert planned.spec is not None and planned.spec.name == "confirm_strided_rows", planned.why
+    assert planned.case == Case(0, "default", CaseKind.SANITIZE, (("r", 8), ("d", 8)), strides=(("x", (9, 1)),))
+    assert Case.from_json(json.loads(json.dumps(planned.case.to_json()))) == planned.case
+    assert decode(json.loads(json.dumps(encode(finding)))).witness == finding.witness
+    assert CHECKS[finding.code] == "memcheck"
+    flat = dataclasses.replace(planned.spec.tensors[1], shape=("r",))
+    one_dim = dataclasses.replace(planned.spec, args=(planned.spec.args[0], flat))
+    assert witness_case(one_dim, finding.code, finding.witness) == (
+        "the witness gives `x` 2 strides, the spec a rank-1 tensor"
+    )
 
 
 def _project(tmp_path: Path) -> Path:

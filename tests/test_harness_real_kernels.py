@@ -405,6 +405,24 @@ def test_padded_strides_any_rank():
     assert padded_strides((5, 6), (), 4) == (6, 1)
 
 
+def test_a_tensor_laid_out_at_given_strides():
+    """A witness's view (`Case.strides`): padded rows keep every value; a view that overlaps
+    itself (a row stride below the row) holds, where two indices share an element, one of
+    the values written there, and the buffer is just the view's span."""
+    import torch
+
+    from kernel_check.harness.execute import laid_out_at
+
+    values = torch.arange(6, dtype=torch.float32).view(2, 3)
+    padded = laid_out_at(values, (4, 1))
+    assert padded.stride() == (4, 1) and torch.equal(padded, values)
+    assert padded.untyped_storage().nbytes() == 7 * 4
+    overlapping = laid_out_at(values, (1, 1))
+    assert overlapping.stride() == (1, 1) and overlapping.untyped_storage().nbytes() == 4 * 4
+    assert overlapping[0, 0] == 0 and overlapping[1, 2] == 5
+    assert overlapping[0, 1] == overlapping[1, 0] and float(overlapping[0, 1]) in (1.0, 3.0)
+
+
 def test_derived_dimensions():
     assert dim_size("h*d", {"h": 4, "d": 8}) == 32
     assert dim_size("B+1", {"B": 7}) == 8

@@ -60,7 +60,9 @@ class Counterexample:
     (the message says them in words): what `kernel-check confirm` builds its GPU case from.
 
     `sizes` are the launcher's sizes as its code names them (`N = 4096`); `shapes` the
-    tensors those sizes give, by the launcher's parameter names; `values` the ids read from
+    tensors those sizes give, by the launcher's parameter names; `strides` those of them the
+    witness lays out other than contiguously (a padded row: `[9, 1]` for `[8, 8]`), in
+    elements; `values` the ids read from
     memory, by the tensor they are read from; `fill` an input to fill with non-finite or
     out-of-range values (KC405's, "nan"); `thread`, `block` and `block_dim` the first
     thread that goes wrong, its block and the block's shape ((x, y, z), () where the finding
@@ -70,6 +72,7 @@ class Counterexample:
     launcher: str = ""  # the function whose launch the sizes belong to, qualified ("" without a contract)
     sizes: tuple[tuple[str, int], ...] = ()
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    strides: tuple[tuple[str, tuple[int, ...]], ...] = ()
     values: tuple[tuple[str, int], ...] = ()
     fill: tuple[tuple[str, str], ...] = ()
     thread: tuple[int, ...] = ()
@@ -83,6 +86,7 @@ class Counterexample:
             "launcher": self.launcher,
             "sizes": dict(self.sizes),
             "shapes": {name: list(dims) for name, dims in self.shapes},
+            "strides": {name: list(strides) for name, strides in self.strides},
             "values": dict(self.values),
             "fill": dict(self.fill),
             "thread": list(self.thread),
@@ -93,14 +97,24 @@ class Counterexample:
     def describe(self) -> str:
         """`N=1 S=1 cache=[1,128] loc=-1 thread (0,0,0)`: one line for a table."""
         parts = [f"{name}={value}" for name, value in self.sizes]
-        parts += [f"{name}=[{','.join(map(str, dims))}]" for name, dims in self.shapes]
+        strides = dict(self.strides)
+        parts += [f"{name}=[{_listed(dims)}]{_strides_text(strides.get(name))}" for name, dims in self.shapes]
         parts += [f"{name}:={value}" for name, value in self.values]
         parts += [f"{name}:={how}" for name, how in self.fill]
         if self.block_dim:
-            parts.append(f"block of ({','.join(map(str, self.block_dim))})")
+            parts.append(f"block of ({_listed(self.block_dim)})")
         if self.thread:
-            parts.append(f"thread ({','.join(map(str, self.thread))})")
+            parts.append(f"thread ({_listed(self.thread)})")
         return " ".join(parts) or "-"
+
+
+def _listed(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
+
+
+def _strides_text(strides: tuple[int, ...] | None) -> str:
+    """`/[9,1]`: a tensor's strides after its shape, where the witness gives them."""
+    return f"/[{_listed(strides)}]" if strides else ""
 
 
 @dataclass(frozen=True)

@@ -97,15 +97,17 @@ def counterexample(
     launcher = ""
     sizes: tuple[tuple[str, int], ...] = ()
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    strides: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if found is not None and found.launch >= 0:
         launcher = model.launches[found.launch].launcher
         sizes = tuple((s.text, model_values[s.name]) for s in found.inputs if s.name in model_values)
-        shapes = _shapes(model, found.launch, model_values)
+        shapes, strides = _layouts(model, found.launch, model_values)
     return Counterexample(
         kernel=kernel.name,
         launcher=launcher,
         sizes=sizes,
         shapes=shapes,
+        strides=strides,
         values=tuple(values),
         fill=tuple(fill),
         thread=_triple(listed, model_values, SymbolKind.THREAD),
@@ -114,19 +116,40 @@ def counterexample(
     )
 
 
-def _shapes(model: SemanticModel, launch: int, values: Mapping[str, int]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+_Sized = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+def _layouts(model: SemanticModel, launch: int, values: Mapping[str, int]) -> tuple[_Sized, _Sized]:
     """Each tensor the launch's matchers verify, with its dims at `values` (those whose every
-    dim the witness decides)."""
+    dim the witness decides); and the strides of those the witness lays out otherwise than
+    contiguously, where it decides each and each is positive (a padded row: the case must
+    make that view; a contiguous tensor is every case's layout already)."""
     contract = model.contract_at(launch)
     if contract is None:
-        return ()
+        return (), ()
     host = _host_names(contract)
-    shapes = []
-    for tensor, dims in contract.extents:
-        evaluated = [evaluate(solver.renamed(d, host), values) for d in dims]
-        if dims and all(d is not None for d in evaluated):
-            shapes.append((tensor, tuple(int(d) for d in evaluated if d is not None)))
-    return tuple(shapes)
+
+    def at_values(terms: tuple[Term, ...]) -> tuple[int, ...] | None:
+        evaluated = [evaluate(solver.renamed(t, host), values) for t in terms]
+        return tuple(int(v) for v in evaluated if v is not None) if terms and None not in evaluated else None
+
+    shapes = {tensor: dims for tensor, terms in contract.extents if (dims := at_values(terms)) is not None}
+    strides = []
+    for tensor, terms in contract.strides:
+        dims, steps = shapes.get(tensor), at_values(terms)
+        if dims is None or steps is None or len(steps) != len(dims) or min(steps) <= 0:
+            continue
+        if steps != _contiguous_strides(dims):
+            strides.append((tensor, steps))
+    return tuple(shapes.items()), tuple(strides)
+
+
+def _contiguous_strides(dims: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides, in elements, of a row-major tensor of `dims`."""
+    steps = [1] * len(dims)
+    for position in range(len(dims) - 2, -1, -1):
+        steps[position] = steps[position + 1] * dims[position + 1]
+    return tuple(steps)
 
 
 def _triple(symbols: list[Symbol], values: Mapping[str, int], kind: SymbolKind) -> tuple[int, ...]:

@@ -1,7 +1,8 @@
 """`kernel-check confirm` end to end on a real GPU: the confirm fixture's KC401 (a gather whose
 ids nothing bounds) is run with its witness -- the shape and the id the solver chose -- under
-memcheck and confirmed; the static report then says so in the finding's message, and the
-clamped twin of the same file gives no finding to confirm."""
+memcheck and confirmed, and so is its KC408 (a vector load whose row stride the launcher does
+not check), with the padded view its witness names; the static report then says so in the
+finding's message, and the clamped twin of the same file gives no finding to confirm."""
 
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ def test_confirm_a_kc401_finding_with_memcheck(tmp_path: Path) -> None:
     (row,) = [line for line in done.stdout.splitlines() if line.startswith("KC401 ")]
     assert "unbounded_gather.cuh:25" in row and "ids:=1" in row
     assert "| confirmed by memcheck on " in row and "[confirm_unbounded_gather[" in row, row
+    # KC408's witness is a padded view: `x` laid out with rows 9 floats apart, so the second
+    # row's 16-byte load is misaligned, which memcheck reports
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("KC408 ")]
+    assert "strided_rows.cuh:27" in row and "x=[8,8]/[9,1]" in row, row
+    assert "| confirmed by memcheck on " in row and "[confirm_strided_rows[" in row, row
     report = _kernel_check(".", "--select", "KC401", "--format", "json", cwd=project, cache=cache)
     (finding,) = json.loads(report.stdout)
     assert " confirmed on the GPU by memcheck, " in finding["message"], finding["message"]

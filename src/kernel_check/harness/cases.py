@@ -124,6 +124,9 @@ class Case:
     profile: ValueProfile | None = None
     # inputs filled with one value everywhere: a static finding's witness (its id, `confirm.py`)
     fills: tuple[tuple[str, int], ...] = ()
+    # tensors laid out at these strides (in elements) instead of contiguously: a witness's
+    # padded or overlapping view (`confirm.py`)
+    strides: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @property
     def size_map(self) -> dict[str, int]:
@@ -135,6 +138,7 @@ class Case:
         suffix = f" [{self.bad.label}]" if self.bad else ""
         suffix += f" [{self.profile.label}]" if self.profile else ""
         suffix += "".join(f" [{name}={value} everywhere]" for name, value in self.fills)
+        suffix += "".join(f" [{name} strides {list(steps)}]" for name, steps in self.strides)
         return f"{self.kind.value} {shape}{suffix}"
 
     def to_json(self) -> dict:
@@ -147,6 +151,7 @@ class Case:
             "sizes": [list(pair) for pair in self.sizes],
             "profile": [profile.tensor, profile.name, profile.contract] if profile is not None else None,
             "fills": [list(pair) for pair in self.fills],
+            "strides": [[name, list(steps)] for name, steps in self.strides],
         }
 
     @classmethod
@@ -159,6 +164,7 @@ class Case:
             sizes=tuple((str(k), int(v)) for k, v in data["sizes"]),
             profile=ValueProfile(*profile) if profile else None,
             fills=tuple((str(k), int(v)) for k, v in data.get("fills", ())),
+            strides=tuple((str(k), tuple(int(s) for s in steps)) for k, steps in data.get("strides", ())),
         )
 
 

@@ -8,10 +8,12 @@ the witness names and runs it under the check that shows that class of defect:
   smallest grid point (``cases.base_sizes``) with every axis the witness's tensor shapes
   decide set to the witness's value; KC401's id tensor filled with the witness's id
   everywhere (``Case.fills``); KC405's input given NaN (or values past the target's range)
-  by the value profile of that name, judged against the spec's reference;
-- the check (``CHECKS``): memcheck for KC401 and KC112, racecheck for KC402 and KC404,
-  initcheck for KC403, synccheck for KC170, the comparison with the reference (and the
-  harness's NaN check) for KC405;
+  by the value profile of that name, judged against the spec's reference; a tensor the
+  witness lays out at strides of its own (KC406-KC408's padded views) at those
+  (``Case.strides``);
+- the check (``CHECKS``): memcheck for KC401, KC112, KC406 and KC408, racecheck for KC402
+  and KC404, initcheck for KC403, synccheck for KC170, the comparison with the reference
+  (and the harness's NaN check) for KC405 and KC407;
 - the verdict (``confirmations.Verdict``): confirmed when the check reports on the
   finding's kernel (or, for KC405, a check of the case fails), not reproduced when it runs
   clean (or the launcher rejects the witness's inputs), could not run with the reason
@@ -49,6 +51,9 @@ COMPARISON = "the comparison"
 CHECKS = {
     codes.UNBOUNDED_LOADED_INDEX: "memcheck",
     codes.INDEX_OVERFLOW_32BIT: "memcheck",
+    codes.ACCESS_PAST_TENSOR_EXTENT: "memcheck",
+    codes.VECTOR_ACCESS_MISALIGNED_FOR_ALLOWED_SHAPE: "memcheck",
+    codes.INDEX_IGNORES_ALLOWED_STRIDE: COMPARISON,
     codes.SHARED_WRITE_RACE: "racecheck",
     codes.SHARED_READ_WRITE_RACE: "racecheck",
     codes.UNINITIALISED_SHARED_READ: "initcheck",
@@ -125,6 +130,9 @@ def witness_case(spec: KernelSpec, code: str, witness: Counterexample) -> Case |
     missing = [name for name, _ in (*witness.values, *witness.fill) if name not in inputs]
     if missing:
         return f"no input tensor named {', '.join(f'`{m}`' for m in missing)}"
+    strides = _laid_out(spec, witness)
+    if isinstance(strides, str):
+        return strides
     tensors = spec.tensors
     size = sum(numel(shape_of(t, sizes)) * itemsize(spec.tensor_dtype(t, inst)) for t in tensors)
     if size > MAX_CASE_BYTES:
@@ -135,7 +143,20 @@ def witness_case(spec: KernelSpec, code: str, witness: Counterexample) -> Case |
         tensor, values = witness.fill[0]
         profile = ValueProfile(tensor, values, "match" if spec.reference is not None else "safe")
     kind = CaseKind.PROFILE if check == COMPARISON else CaseKind.SANITIZE
-    return Case(0, inst.id, kind, tuple(sizes.items()), profile=profile, fills=tuple(witness.values))
+    return Case(0, inst.id, kind, tuple(sizes.items()), profile=profile, fills=tuple(witness.values), strides=strides)
+
+
+def _laid_out(spec: KernelSpec, witness: Counterexample) -> tuple[tuple[str, tuple[int, ...]], ...] | str:
+    """The witness's padded views (`strides`) as the case lays out the spec's tensors, or
+    why the spec cannot: a tensor it does not pass, or passes at another rank."""
+    tensors = {t.name: t for t in spec.passed_tensors}
+    for name, strides in witness.strides:
+        tensor = tensors.get(name)
+        if tensor is None:
+            return f"the witness lays out `{name}` with strides {list(strides)}, and the spec passes no such tensor"
+        if len(tensor.shape) != len(strides):
+            return f"the witness gives `{name}` {len(strides)} strides, the spec a rank-{len(tensor.shape)} tensor"
+    return witness.strides
 
 
 def witness_axes(spec: KernelSpec, witness: Counterexample) -> dict[str, int] | str:

@@ -10,13 +10,14 @@ reported per kernel and tensor (the first in the body).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kernel_check import solver, witness
 from kernel_check.clang.symbolic import symbol_names
-from kernel_check.finding import Finding
+from kernel_check.finding import Counterexample, Finding
 from kernel_check.model import Symbol, SymbolicAccess, SymbolKind, Term
 from kernel_check.registry import RuleContext
 from kernel_check.rules._common import location_of
@@ -139,7 +140,18 @@ def _reported(
         spent[access.function_usr] = spent.get(access.function_usr, 0) + budget.spent
         if found is not None:
             reported.add(key)
-            yield ctx.finding(location_of(model, access.span), message(access, found))
+            yield ctx.finding(
+                location_of(model, access.span), message(access, found), witness=_data(model, access, found)
+            )
+
+
+def _data(model: SemanticModel, access: SymbolicAccess, found: Found) -> Counterexample | None:
+    """The witness as data (`kernel-check confirm` runs it): its launcher's sizes, each
+    tensor's shape and, for a padded view, strides, and the thread and block."""
+    kernel = model.function(access.function_usr)
+    if kernel is None:
+        return None
+    return witness.counterexample(model, kernel, found.witness.answer, access.symbols, found.witness)
 
 
 def _followed(access: SymbolicAccess) -> bool:
@@ -168,7 +180,7 @@ class _Search:
             for index, condition in enumerate(self.conditions):
                 found = self.smallest(access, binding, layout, condition, budget)
                 if found is not None:
-                    return Found(found, layout, index)
+                    return Found(dataclasses.replace(found, launch=launch), layout, index)
         return None
 
     def smallest(
