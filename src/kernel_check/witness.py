@@ -101,7 +101,7 @@ def counterexample(
     if found is not None and found.launch >= 0:
         launcher = model.launches[found.launch].launcher
         sizes = tuple((s.text, model_values[s.name]) for s in found.inputs if s.name in model_values)
-        shapes, strides = _layouts(model, found.launch, model_values)
+        shapes, strides = _layouts(model, found.launch, model_values, {s.name for s in found.inputs})
     return Counterexample(
         kernel=kernel.name,
         launcher=launcher,
@@ -119,24 +119,28 @@ def counterexample(
 _Sized = tuple[tuple[str, tuple[int, ...]], ...]
 
 
-def _layouts(model: SemanticModel, launch: int, values: Mapping[str, int]) -> tuple[_Sized, _Sized]:
+def _layouts(
+    model: SemanticModel, launch: int, values: Mapping[str, int], shown: set[str]
+) -> tuple[_Sized, _Sized]:
     """Each tensor the launch's matchers verify, with its dims at `values` (those whose every
     dim the witness decides); and the strides of those the witness lays out otherwise than
-    contiguously, where it decides each and each is positive (a padded row: the case must
-    make that view; a contiguous tensor is every case's layout already)."""
+    contiguously, where the inputs it names (`shown`) decide each and each is positive (a
+    padded row: the case must make that view; a stride the solver set for no reason of the
+    finding's is left to the case's contiguous layout)."""
     contract = model.contract_at(launch)
     if contract is None:
         return (), ()
     host = _host_names(contract)
+    named = {name: value for name, value in values.items() if name in shown}
 
-    def at_values(terms: tuple[Term, ...]) -> tuple[int, ...] | None:
-        evaluated = [evaluate(solver.renamed(t, host), values) for t in terms]
+    def at(terms: tuple[Term, ...], given: Mapping[str, int]) -> tuple[int, ...] | None:
+        evaluated = [evaluate(solver.renamed(t, host), given) for t in terms]
         return tuple(int(v) for v in evaluated if v is not None) if terms and None not in evaluated else None
 
-    shapes = {tensor: dims for tensor, terms in contract.extents if (dims := at_values(terms)) is not None}
+    shapes = {tensor: dims for tensor, terms in contract.extents if (dims := at(terms, values)) is not None}
     strides = []
     for tensor, terms in contract.strides:
-        dims, steps = shapes.get(tensor), at_values(terms)
+        dims, steps = shapes.get(tensor), at(terms, named)
         if dims is None or steps is None or len(steps) != len(dims) or min(steps) <= 0:
             continue
         if steps != _contiguous_strides(dims):
