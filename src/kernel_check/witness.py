@@ -119,9 +119,7 @@ def counterexample(
 _Sized = tuple[tuple[str, tuple[int, ...]], ...]
 
 
-def _layouts(
-    model: SemanticModel, launch: int, values: Mapping[str, int], shown: set[str]
-) -> tuple[_Sized, _Sized]:
+def _layouts(model: SemanticModel, launch: int, values: Mapping[str, int], shown: set[str]) -> tuple[_Sized, _Sized]:
     """Each tensor the launch's matchers verify, with its dims at `values` (those whose every
     dim the witness decides); and the strides of those the witness lays out otherwise than
     contiguously, where the inputs it names (`shown`) decide each and each is positive (a

@@ -127,6 +127,8 @@ class Case:
     # tensors laid out at these strides (in elements) instead of contiguously: a witness's
     # padded or overlapping view (`confirm.py`)
     strides: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # integer scalars given these values instead of the spec's: a witness's launcher scalars
+    scalars: tuple[tuple[str, int], ...] = ()
 
     @property
     def size_map(self) -> dict[str, int]:
@@ -139,6 +141,7 @@ class Case:
         suffix += f" [{self.profile.label}]" if self.profile else ""
         suffix += "".join(f" [{name}={value} everywhere]" for name, value in self.fills)
         suffix += "".join(f" [{name} strides {list(steps)}]" for name, steps in self.strides)
+        suffix += "".join(f" [{name}={value}]" for name, value in self.scalars)
         return f"{self.kind.value} {shape}{suffix}"
 
     def to_json(self) -> dict:
@@ -152,6 +155,7 @@ class Case:
             "profile": [profile.tensor, profile.name, profile.contract] if profile is not None else None,
             "fills": [list(pair) for pair in self.fills],
             "strides": [[name, list(steps)] for name, steps in self.strides],
+            "scalars": [list(pair) for pair in self.scalars],
         }
 
     @classmethod
@@ -165,6 +169,7 @@ class Case:
             profile=ValueProfile(*profile) if profile else None,
             fills=tuple((str(k), int(v)) for k, v in data.get("fills", ())),
             strides=tuple((str(k), tuple(int(s) for s in steps)) for k, steps in data.get("strides", ())),
+            scalars=tuple((str(k), int(v)) for k, v in data.get("scalars", ())),
         )
 
 

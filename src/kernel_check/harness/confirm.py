@@ -143,7 +143,23 @@ def witness_case(spec: KernelSpec, code: str, witness: Counterexample) -> Case |
         tensor, values = witness.fill[0]
         profile = ValueProfile(tensor, values, "match" if spec.reference is not None else "safe")
     kind = CaseKind.PROFILE if check == COMPARISON else CaseKind.SANITIZE
-    return Case(0, inst.id, kind, tuple(sizes.items()), profile=profile, fills=tuple(witness.values), strides=strides)
+    return Case(
+        0,
+        inst.id,
+        kind,
+        tuple(sizes.items()),
+        profile=profile,
+        fills=tuple(witness.values),
+        strides=strides,
+        scalars=_scalars(spec, witness),
+    )
+
+
+def _scalars(spec: KernelSpec, witness: Counterexample) -> tuple[tuple[str, int], ...]:
+    """The spec's integer scalars the witness's sizes name (`ne_n = 4`), at its values."""
+    given = dict(witness.sizes)
+    integers = {s.name for s in spec.scalars if type(s.value) is int}
+    return tuple((name, given[name]) for name in sorted(integers & set(given)))
 
 
 def _laid_out(spec: KernelSpec, witness: Counterexample) -> tuple[tuple[str, tuple[int, ...]], ...] | str:
@@ -177,6 +193,9 @@ def witness_axes(spec: KernelSpec, witness: Counterexample) -> dict[str, int] | 
                     return f"`{name}` dim {position} is {dim} in the spec, {value} in the witness"
             elif dim_axes(dim) == {dim} and axes.setdefault(dim, value) != value:
                 return f"the witness gives axis `{dim}` both {axes[dim]} and {value}"
+    for name, value in witness.sizes:  # a launcher size the spec's grid names (`batch_size`)
+        if name in spec.grid and axes.setdefault(name, value) != value:
+            return f"the witness gives axis `{name}` both {axes[name]} and {value}"
     return axes
 
 

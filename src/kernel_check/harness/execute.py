@@ -362,11 +362,17 @@ def profile_values(values: torch.Tensor, profile: str, bound: int, gen: torch.Ge
     return wide.to(values.dtype)
 
 
+def scalar_values(spec: KernelSpec, case: Case) -> dict[str, Any]:
+    """Each scalar argument's value in the case: the case's own (a witness's), else the spec's."""
+    given = dict(case.scalars)
+    return {s.name: given[s.name] if s.name in given else s.resolve(case.size_map) for s in spec.scalars}
+
+
 def make_arguments(
     ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor], which_poison: int | None = 0
 ) -> Arguments:
     """Arguments for one call: fresh in-place copies, fresh outputs (poisoned unless None)."""
-    values: dict[str, Any] = {s.name: s.resolve(case.size_map) for s in ctx.spec.scalars}
+    values: dict[str, Any] = scalar_values(ctx.spec, case)
     for tensor in ctx.spec.tensors:
         if tensor.role is Role.IN:
             values[tensor.name] = _layout(ctx, tensor, initial[tensor.name], case)
@@ -379,7 +385,7 @@ def make_arguments(
 def expected_outputs(ctx: CaseContext, case: Case, initial: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The reference's values for every written tensor, keyed by name."""
     kwargs: dict[str, Any] = {name: t.clone() for name, t in initial.items()}
-    kwargs.update({s.name: s.resolve(case.size_map) for s in ctx.spec.scalars})
+    kwargs.update(scalar_values(ctx.spec, case))
     reference = ctx.spec.reference_for(ctx.instantiation(case.inst))
     if reference is None:
         raise ValueError(f"spec {ctx.spec.name} has no reference to compute the expected outputs")
