@@ -48,7 +48,8 @@ two threads is reported for any two threads when the value it stores may differ 
 them: it reads the thread index -- directly, through a load at an address that does, or
 through a local's initializer or later assignment (`len = lens[tid];`) -- and every call on
 the way computes from its arguments alone (`sigmoid(x[tid])`; not a shuffle, vote,
-reduction, atomic or other collective, nor a function whose body makes one); otherwise only for two threads of different warps of a block the launch in the
+reduction, atomic or other collective, nor a function whose body makes one); otherwise
+only for two threads of different warps of a block the launch in the
 file or `__launch_bounds__` bounds (code written for one block size aliases its warps in a
 larger one), and not when the value is provably one for the whole block (it reads no
 thread index, calls no function but a vector maker, and names only locals that hold such a

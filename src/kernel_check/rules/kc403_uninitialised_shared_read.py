@@ -36,7 +36,8 @@ wherever it stands in the body (one iteration's writes feed the next), and is re
 where no write of any iteration, nor any before the loop, reaches its element. Never a
 finding: a read whose offset or guards name something the walk does not follow (a value
 read from memory, but at an address the whole block shares -- `if (finished[blockIdx.x])
-return;` is one value for the block, which the witness names; a call's result), and any read of an array that the kernel writes in a
+return;` is one value for the block, which the witness names; a call's result), and any
+read of an array that the kernel writes in a
 way the walk does not follow -- through a cast to a type narrower than the element, as a
 two-dimensional or `extern` array, or handed to a helper whose body is not in sight, a
 lambda or inline assembly (a cooperative load the walk cannot see). A helper whose body is
