@@ -976,9 +976,10 @@ class SymbolicAccess:
     # block runs that iteration (KC404 compares two accesses there at one counter value).
     barrier_loops: tuple[int, ...] = ()
     lockstep: tuple[str, ...] = ()
-    # A shared write's value may differ from thread to thread (it reads the thread's index
-    # and calls no function): two threads storing one value (a flag, a warp's reduced sum)
-    # leave the element the same whichever runs last.
+    # A shared write's value may differ from thread to thread (it reads the thread's index,
+    # directly or through a local's initializer or later assignment, and calls only functions
+    # that compute from their arguments, no collective): two threads storing one value (a
+    # flag, a warp's reduced sum) leave the element the same whichever runs last.
     value_varies: bool = False
     # A shared write's value is provably one for the whole block (it reads no thread index,
     # calls no function, names only locals of such one value): any two threads store it alike.

@@ -658,6 +658,18 @@ class Expr(_Typed):
         return self._program.statement(block, 0) if block is not None else None
 
     @cached_property
+    def called_lambda(self) -> Expr | None:
+        """For a CALL of a local variable a lambda initializes (`auto step = [&] { ... };
+        step();`): that LAMBDA, whose body runs here; None for other calls."""
+        callee = self.children[0].stripped() if self.kind is ExprKind.CALL and self.children else None
+        ref = callee.ref if callee is not None and callee.kind is ExprKind.REF else None
+        if ref is None or ref.kind is not DeclKind.VARIABLE or not ref.is_local:
+            return None
+        exprs = self._program.var(ref._cursor).exprs
+        held = exprs[-1].stripped() if exprs else None
+        return held if held is not None and held.kind is ExprKind.LAMBDA else None
+
+    @cached_property
     def candidate_result_types(self) -> tuple[TypeFacts, ...]:
         """For a CALL whose own type clang leaves dependent: the result types of the overload
         set its callee names (the functions it may call); () otherwise."""

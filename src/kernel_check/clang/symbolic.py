@@ -277,8 +277,11 @@ class _Walk:
     symbols: dict[str, Symbol] = field(default_factory=dict)
     values: dict[int, _Value] = field(default_factory=dict)  # locals by `Var.key`
     assigned: set[int] = field(default_factory=set)  # locals written after their declaration
+    assignments: dict[int, list[Expr]] = field(default_factory=dict)  # the values they are assigned, by `Var.key`
+    elementwise_helpers: dict[str, bool] = field(default_factory=dict)  # `elementwise` of a body in sight, by USR
     initializers: dict[int, Expr] = field(default_factory=dict)  # the other locals' values, by `Var.key`
     loads: dict[tuple[str, Term], Term] = field(default_factory=dict)
+    block_wide_loads: set[str] = field(default_factory=set)  # loads at an address the whole block shares
     shared_scalars: dict[int, _Pointer] = field(default_factory=dict)  # `__shared__ T s;` by `Var.key`
     bound_records: dict[int, str] = field(default_factory=dict)  # bindings of a params struct's struct fields
     accesses: list[SymbolicAccess] = field(default_factory=list)
@@ -786,6 +789,7 @@ class _Walk:
         assert body is not None  # `helper` checked it
         moved = _assigned_locals(body)
         self.assigned |= moved
+        self.assignments.update(_assigned_values(body))
         dependent: ThreadLocals = {}
         for argument, param in zip(call.arguments, helper.params):
             if self.threads.source(argument, self.thread_locals):
@@ -914,7 +918,15 @@ class _Walk:
             self.loads[key] = self.symbol(
                 f"load{len(self.loads)}", SymbolKind.LOAD, text, expr.type.value_range, expr.span, pointer.base
             )
+            if all(n in self.block_wide_loads or self.symbols[n].kind in _BLOCK_WIDE for n in symbol_names(offset)):
+                self.block_wide_loads.add(self.loads[key].name)
         return self.loads[key]
+
+    def unfollowed(self, name: str) -> bool:
+        """Whether a symbol is a value the walk does not follow for shared accesses: a call's
+        result or a load, unless one at an address the whole block shares (`finished[blockIdx.x]`:
+        one value the block's threads all read, whichever it is)."""
+        return self.symbols[name].kind in _UNFOLLOWED and name not in self.block_wide_loads
 
     def record(self, expr: Expr, pointer: _Value, index: _Value, guards: tuple[Term, ...], *, is_write: bool) -> None:
         """An access of a received tensor whose offset reads global memory, or any access of
@@ -926,7 +938,7 @@ class _Walk:
             in_rows = pointer.in_row(index)
             named = set(symbol_names(offset)).union(*(symbol_names(g) for g in (*guards, *in_rows)))
             followed = bool(pointer.element) and _unqualified(expr.type.canonical) in (pointer.element, _DEPENDENT)
-            followed = followed and not any(self.symbols[n].kind in _UNFOLLOWED for n in named)
+            followed = followed and not any(self.unfollowed(n) for n in named)
             self.append(expr, replace(pointer, inside=in_rows), offset, guards, is_write=is_write, followed=followed)
         elif not self.helpers:  # a helper walked in place: its shared accesses only
             width, align = (pointer.size, pointer.align) if pointer.size else (expr.type.size or 1, expr.type.align)
@@ -1005,15 +1017,50 @@ class _Walk:
 
     def varies(self, value: Expr | None) -> bool:
         """Whether a stored value may differ from thread to thread: it reads the thread's
-        index and calls no function (a warp or block collective returns one value to all),
-        nor does the value of a local it reads (`m = warp::reduce_max(v); smem[0] = m;`)."""
-        if value is None or not self.threads.source(value, self.thread_locals):
+        index -- directly, through a value loaded at an address that does, or through a
+        local whose initializer or a later assignment does (`len = lens[tx]; s[tx / 2] =
+        len;`) -- and every call on the way computes from its arguments alone
+        (`elementwise`: `sigmoid(x[tid])`); a warp or block collective returns one value to
+        all (`m = warp::reduce_max(v); smem[0] = m;`)."""
+        if value is None:
             return False
-        return not any(
-            node.kind is ExprKind.CALL and not node.is_construction
-            for read, _ in self.with_initializers(value)
+        reads = [read for read, _ in self.with_initializers(value, assigned=True)]
+        if not any(self.threads.source(read, self.thread_locals) for read in reads):
+            return False
+        return all(
+            self.elementwise(node)
+            for read in reads
             for node in read.walk()
+            if node.kind is ExprKind.CALL and not node.is_construction
         )
+
+    def elementwise(self, call: Expr, depth: int = 0) -> bool:
+        """Whether a call's result is a function of its arguments alone, so that two threads
+        handing it different values may get different results: an operator, or a call
+        whose name is none of a lane, vote, shuffle, reduction, atomic or other per-thread
+        or collective call (`_PER_THREAD_CALL`), that reaches no barrier, and whose body,
+        where in sight, runs no `asm` and makes only such calls (`_MAX_HELPERS` deep)."""
+        operator = _operator(call)
+        if operator:
+            return operator != "()"  # a lambda's or functor's body is not looked into
+        name = call.name or callee_name(call)
+        if not name or _PER_THREAD_CALL.search(name) or self.threads.barrier(call):
+            return False
+        definitions = [self.threads.program.definition(c) for c in call.callees]
+        return all(self.elementwise_body(d, depth) for d in definitions if d is not None and d.body is not None)
+
+    def elementwise_body(self, function: Function, depth: int) -> bool:
+        """`elementwise` of the calls in a device function's body (remembered by its USR)."""
+        known = self.elementwise_helpers.get(function.usr)
+        if known is not None:
+            return known
+        body = function.body
+        assert body is not None  # `elementwise` asks only of a body in sight
+        self.elementwise_helpers[function.usr] = False  # a recursive call is taken as none
+        found = depth < _MAX_HELPERS and not any(stmt.kind is StmtKind.ASM for stmt in body.walk())
+        found = found and all(self.elementwise(c, depth + 1) for c in body.calls() if not c.is_construction)
+        self.elementwise_helpers[function.usr] = found
+        return found
 
     def uniform(self, value: Expr | None) -> bool:
         """Whether a stored value is provably one for the whole block: it reads no thread
@@ -1035,9 +1082,10 @@ class _Walk:
                         return False
         return True
 
-    def with_initializers(self, value: Expr) -> Iterator[tuple[Expr, int]]:
-        """`value`, then the initializer of each local it reads, of each local those read and
-        so on, each once and nearest first: with how many locals deep it is (0: `value`)."""
+    def with_initializers(self, value: Expr, *, assigned: bool = False) -> Iterator[tuple[Expr, int]]:
+        """`value`, then the initializer of each local it reads (and, when `assigned`, each
+        value assigned to it after its declaration), of each local those read and so on,
+        each once and nearest first: with how many locals deep it is (0: `value`)."""
         pending = deque([(value, 0)])
         seen: set[int] = set()
         while pending:
@@ -1045,9 +1093,12 @@ class _Walk:
             yield read, depth
             for node in read.walk():
                 key = node.ref.key if node.kind is ExprKind.REF and node.ref is not None else None
-                if key is not None and key in self.initializers and key not in seen:
-                    seen.add(key)
-                    pending.append((self.initializers[key], depth + 1))
+                if key is None or key in seen:
+                    continue
+                seen.add(key)
+                sources = [self.initializers[key]] if key in self.initializers else []
+                sources += self.assignments.get(key, []) if assigned else []
+                pending.extend((source, depth + 1) for source in sources)
 
     def is_shared(self, ref: DeclRef) -> bool:
         """Whether a local names a `__shared__` array or scalar (one for the whole block)."""
@@ -1336,6 +1387,17 @@ def _assigned_locals(body: Stmt) -> set[int]:
     return {key for node in body.expressions() if (key := _written_local(node)) is not None}
 
 
+def _assigned_values(body: Stmt) -> dict[int, list[Expr]]:
+    """The values each local is assigned after its declaration (`x = v`, `x += v`: `v`), by
+    `DeclRef.key`."""
+    values: dict[int, list[Expr]] = {}
+    for node in body.expressions():
+        key = _written_local(node)
+        if key is not None and node.kind is ExprKind.BINARY and len(node.children) == 2:
+            values.setdefault(key, []).append(node.children[1])
+    return values
+
+
 def _product(terms: Sequence[Term]) -> Term:
     product = terms[0]
     for term in terms[1:]:
@@ -1483,7 +1545,9 @@ def kernel_terms(
     body = function.body
     if body is None:
         return [], [], []
-    walk = _Walk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
+    walk = _Walk(
+        function, threads, threads.locals(body), assigned=_assigned_locals(body), assignments=_assigned_values(body)
+    )
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
     walk.block_limit = walk.launch_bound()

@@ -5,7 +5,9 @@ A value is thread-dependent when it reads `threadIdx`, calls a lane or warp inde
 reads a local variable initialized from such a value. Everything else counts as the same
 for every thread of a block: `blockIdx`, parameters, template constants, and locals
 assigned later (assignments are not followed). Lambda bodies run where they are called
-and are not part of the function that writes them.
+and are not part of the function that writes them: a call of a local lambda
+(`auto step = [&] { ...; __syncthreads(); }; step();`) reaches the barriers its body
+reaches, and KC170's facts look into the bodies for branches of their own.
 
 Callee summaries are shared across a translation unit: whether a device function returns a
 thread-dependent value (its parameters taken as uniform) and whether it reaches a
@@ -150,11 +152,17 @@ class ThreadDependence:
     # -- barriers --------------------------------------------------------------------------
     def barrier(self, call: Expr, depth: int = 0) -> str:
         """The block-wide barrier a call is or reaches: its own name, the name of the
-        function called (when every candidate reaches one), or ""."""
+        function called (when every candidate reaches one) or of the local lambda called
+        (`step()`), or ""."""
         if call.name in BARRIERS:
             return call.name
         if depth >= MAX_CALL_DEPTH:
             return ""
+        lambda_ = call.called_lambda
+        body = lambda_.lambda_body if lambda_ is not None else None
+        if body is not None:  # `step()` of `auto step = [&] { ...; __syncthreads(); };`
+            reached = any(self.barrier(c, depth + 1) for c in body.calls())
+            return f"{call.children[0].stripped().name}()" if reached else ""
         callees = call.callees
         if callees and all(self.reaches(f, depth + 1) for f in callees):
             return call.name or callees[0].name  # a dependent call has no name of its own
@@ -176,7 +184,10 @@ class ThreadDependence:
         """Barriers inside a branch of an `if` over a thread-dependent condition (the
         outermost such `if` is the one named), in source order."""
         found: list[DivergentBarrier] = []
-        self._unguarded(body, (), self.locals(body), found)
+        thread_locals = self.locals(body)
+        self._unguarded(body, (), thread_locals, found)
+        for lambda_body in _lambda_bodies(body):  # they run where called, with the locals they capture
+            self._unguarded(lambda_body, (), self.locals(lambda_body, given=thread_locals), found)
         return found
 
     def _unguarded(
@@ -203,6 +214,15 @@ class ThreadDependence:
         for index, child in enumerate(nested):
             after = nested[index + 1 :] if stmt.kind in (StmtKind.BLOCK, StmtKind.OTHER) else ()
             self._unguarded(child, after, thread_locals, found)
+
+
+def _lambda_bodies(stmt: Stmt) -> Iterator[Stmt]:
+    """The bodies of the lambdas written in a statement, those written in them too."""
+    for node in stmt.expressions():
+        body = node.lambda_body if node.kind is ExprKind.LAMBDA else None
+        if body is not None:
+            yield body
+            yield from _lambda_bodies(body)
 
 
 def _matches_rest(branch: Stmt, rest: tuple[Stmt, ...]) -> bool:

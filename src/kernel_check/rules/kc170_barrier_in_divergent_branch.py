@@ -15,8 +15,10 @@ of one block for which the conditions hold for one and not for the other. The me
 the witness: the two threads and the block shape. A condition the solver proves the same
 for every thread of the block is not flagged -- one over `blockIdx`, scalar arguments,
 template constants or `if constexpr`, or over the thread index where every thread of any
-block passes it (`threadIdx.x < blockDim.x`). Nor are loop conditions and barriers inside
-lambda bodies (those run where the lambda is called).
+block passes it (`threadIdx.x < blockDim.x`). Nor are loop conditions. A lambda's body
+runs where it is called: a call of a local lambda that reaches a barrier (`auto step = [&]
+{ ...; __syncthreads(); };` then `if (lane < n) step();`) is one, and a barrier in a branch
+of the lambda's own body is judged by the branch's shape (below).
 
 An early exit counts only where a launch of the kernel in the file gives its contract (the
 launcher's grid, block and arguments from its `TensorMatcher` sizes and `RuntimeCheck`s,

@@ -38,14 +38,18 @@ kNumThreads]` were written for a block of `kBlockSize` threads, which their laun
 (a stride of x of 32 or less is a warp's, and does not bound the block). Scalar arguments
 are taken between 1 and 65536. A query the solver cannot answer within the kernel's budget
 (`solver-budget`, default 2 s) is never a finding, nor is a write whose offset or guards
-read memory or call a function the walk does not follow, nor one through a cast to a type
+read memory (but at an address the whole block shares: `flags[blockIdx.x]` is one value
+for the block) or call a function the walk does not follow, nor one through a cast to a type
 narrower than the element (a cast to a wider one, `reinterpret_cast<float4*>(smem)[i]`,
 writes the elements it spans) or to a type whose size clang cannot tell (a template's `T*`
 into bytes), nor one through a pointer into an array of other structs (an array of
 `__half`/`__nv_bfloat16` is followed: their assignment is a plain store). One write made by
 two threads is reported for any two threads when the value it stores may differ between
-them (it reads the thread index and calls no function, nor does the value of a local it
-reads); otherwise only for two threads of different warps of a block the launch in the
+them: it reads the thread index -- directly, through a load at an address that does, or
+through a local's initializer or later assignment (`len = lens[tid];`) -- and every call on
+the way computes from its arguments alone (`sigmoid(x[tid])`; not a shuffle, vote,
+reduction, atomic or other collective, nor a function whose body makes one); otherwise
+only for two threads of different warps of a block the launch in the
 file or `__launch_bounds__` bounds (code written for one block size aliases its warps in a
 larger one), and not when the value is provably one for the whole block (it reads no
 thread index, calls no function but a vector maker, and names only locals that hold such a

@@ -31,9 +31,13 @@ is covered at the largest block, and none makes a divisor the block shares zero
 (`kItems / 8` for `kItems` below 8: no instantiation divides by it). The message gives the
 witness: the block size, the thread, the counts, the pointers taken as null and the element.
 
-Never a finding: a read inside a loop that reaches a barrier (one iteration's writes feed
-the next), a read whose offset or guards name something the walk does not follow (a value
-read from memory, a call's result), and any read of an array that the kernel writes in a
+A read inside a loop that reaches a barrier counts every write of that loop as before it,
+wherever it stands in the body (one iteration's writes feed the next), and is reported
+where no write of any iteration, nor any before the loop, reaches its element. Never a
+finding: a read whose offset or guards name something the walk does not follow (a value
+read from memory, but at an address the whole block shares -- `if (finished[blockIdx.x])
+return;` is one value for the block, which the witness names; a call's result), and any
+read of an array that the kernel writes in a
 way the walk does not follow -- through a cast to a type narrower than the element, as a
 two-dimensional or `extern` array, or handed to a helper whose body is not in sight, a
 lambda or inline assembly (a cooperative load the walk cannot see). A helper whose body is
@@ -155,29 +159,30 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _checked_reads(accesses: list[SymbolicAccess], unfollowed: set[str]) -> list[SymbolicAccess]:
-    """The reads the walk follows, outside loops that reach a barrier, of one-dimensional
-    arrays of a length in sight (`SymbolicAccess.read_checked`) it follows every write of."""
-    return [
-        a
-        for a in accesses
-        if not a.is_write and a.followed and not a.in_barrier_loop and a.pointer not in unfollowed and a.read_checked
-    ]
+    """The reads the walk follows of one-dimensional arrays of a length in sight
+    (`SymbolicAccess.read_checked`) it follows every write of."""
+    return [a for a in accesses if not a.is_write and a.followed and a.pointer not in unfollowed and a.read_checked]
 
 
 def _earlier_writes(accesses: list[SymbolicAccess], read: SymbolicAccess) -> list[SymbolicAccess]:
     """The writes of the read's array that may come before it: one behind a barrier, one
     between the same barriers before it, or after it in a loop around both (an earlier
-    iteration's). Any thread's counts, between the same barriers too: an element another
-    thread writes there with no barrier before the read is written, out of order -- a race,
-    KC404's finding, not an element no thread wrote."""
+    iteration's): between the same barriers of a loop that reaches none, anywhere in one
+    that reaches a barrier (each iteration's writes feed the next). Any thread's counts,
+    between the same barriers too: an element another thread writes there with no barrier
+    before the read is written, out of order -- a race, KC404's finding, not an element no
+    thread wrote."""
     position = next(i for i, a in enumerate(accesses) if a is read)
     read_loops = {s.name for s in read.symbols if s.kind is SymbolKind.LOOP}
     writes: list[SymbolicAccess] = []
     for index, access in enumerate(accesses):
-        if not access.is_write or access.pointer != read.pointer or access.phase > read.phase:
+        if not access.is_write or access.pointer != read.pointer:
             continue
         same_loop = any(s.name in read_loops for s in access.symbols if s.kind is SymbolKind.LOOP)
-        if index < position or (access.phase == read.phase and same_loop):
+        earlier_iteration = not set(read.barrier_loops).isdisjoint(access.barrier_loops)
+        if earlier_iteration or (
+            access.phase <= read.phase and (index < position or (access.phase == read.phase and same_loop))
+        ):
             writes.append(access)
     return writes
 
