@@ -513,7 +513,9 @@ class Expr(_Typed):
                 for i in range(count)
             )
         callee = self.children[0]._cursor
-        groups, _ = angle_groups(tokens_of(callee))
+        tokens = tokens_of(callee)
+        name = next((i for i, t in enumerate(tokens) if t.start >= callee.location.offset), len(tokens))
+        groups, _ = angle_groups(tokens, name)  # after the name: `Plan<A>::run<B>`'s `B`
         named = [c for c in callee.walk_preorder() if c.kind == K.TYPE_REF]
         return tuple(next((_type_facts(c.type) for c in named if _spans_exactly(c, group)), None) for group in groups)
 
