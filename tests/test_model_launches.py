@@ -3,6 +3,8 @@ its kernels, template arguments and PDL flag evaluated (hermetic parse of small 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kernel_check.clang.cursors import MAX_NESTING
@@ -288,3 +290,35 @@ void run(float* out, bool pdl, cudaStream_t stream) {
     assert plain.pdl is None and plain.pdl_off
     assert maybe.pdl is not None and not maybe.pdl_off and not maybe.pdl.always_on
     assert chained.pdl is not None and chained.pdl.always_on  # the launch's own expression wins
+
+
+BUILTIN_ARGUMENTS = """
+#include <sgl_kernel/utils.cuh>
+namespace sglang {
+template <typename T, int kScale>
+__global__ void scale_kernel(T* __restrict__ out) { out[threadIdx.x] *= kScale; }
+
+void scale(float* out, DLDevice device) {
+  host::LaunchKernel(1, 32, device)(scale_kernel<float, 2>, out);
+}
+
+template <int kScale>
+void scale_by(float* out, DLDevice device) {
+  host::LaunchKernel(1, 32, device)(scale_kernel<float, kScale>, out);
+}
+}  // namespace sglang
+"""
+
+
+def test_a_builtin_type_argument_keeps_the_others_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "scale.cuh"
+    path.write_text(BUILTIN_ARGUMENTS)
+    model = extract(
+        parse_file(path, BUILTIN_ARGUMENTS, resolve_settings("hermetic")), BUILTIN_ARGUMENTS, BUILTIN_ARGUMENTS.encode()
+    )
+    concrete, in_template = ([k for k in launch.kernels if k.name == "scale_kernel"] for launch in model.launches)
+    # the specialization's arguments: `float` is its 4 bytes, 2 stays the second
+    assert concrete[0].template_args == (ConstExpr("int", 4), ConstExpr("int", 2))
+    # in a template clang lists no node for `float`: `kScale` is not taken for `T`
+    assert in_template[0].template_args == ()
+    assert in_template[0].argument_for("T") == ("float", ConstExpr("unknown", text="float"))

@@ -39,7 +39,18 @@ from .cursors import (
     strip_parens,
     walk,
 )
-from .program import DeclRef, Expr, Program, Stmt, Var, cursor_of, decl_ref, unqualified_name
+from .program import (
+    DeclRef,
+    Expr,
+    Program,
+    Stmt,
+    Var,
+    angle_groups,
+    cursor_of,
+    decl_ref,
+    tokens_of,
+    unqualified_name,
+)
 
 Value = TypeVar("Value")
 _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -106,6 +117,18 @@ def named_function(reference: Expr) -> DeclRef | None:
     dependent call), else as `referenced_function`."""
     declaration = _named_function(cursor_of(reference))
     return decl_ref(declaration) if declaration is not None else None
+
+
+def _specialization_arg(specialization: ci.Cursor, index: int) -> ConstExpr:
+    """A function template specialization's argument at `index`: a type as its size, an
+    integer as its value; unknown for another (a declaration, a null pointer)."""
+    kind = specialization.get_template_argument_kind(index)
+    if kind == ci.TemplateArgumentKind.INTEGRAL:
+        return ConstExpr("int", specialization.get_template_argument_value(index))
+    size = specialization.get_template_argument_type(index).get_canonical().get_size()
+    if kind == ci.TemplateArgumentKind.TYPE and size > 0:
+        return ConstExpr("int", size)
+    return ConstExpr("unknown", text=specialization.spelling)
 
 
 def template_param_names(declaration: DeclRef) -> tuple[str, ...]:
@@ -366,8 +389,13 @@ class Constants:
         return ConstExpr("?:", args=(self._value(returns.condition, depth), taken, otherwise))
 
     def _template_args(self, reference: ci.Cursor) -> tuple[ConstExpr, ...] | None:
-        """The explicit template arguments of a DECL_REF_EXPR (types as their size), or
-        None when their positions cannot be told apart (a nested template-id)."""
+        """The template arguments of a DECL_REF_EXPR (types as their size): those of the
+        specialization it names where clang resolved one (`kernel<float, 4>`: 4 and 4), else
+        the explicit ones written; None when their positions cannot be told apart (a nested
+        template-id, or a type clang lists no node for: `float` in a template)."""
+        called = reference.referenced
+        if called is not None and called.kind in FUNCTION_KINDS and called.get_num_template_arguments() > 0:
+            return tuple(_specialization_arg(called, i) for i in range(called.get_num_template_arguments()))
         args = []
         named = [c for c in reference.get_children() if c.kind == K.OVERLOADED_DECL_REF]
         name_offset = (named[0] if named else reference).location.offset
@@ -380,7 +408,9 @@ class Constants:
                 args.append(self.type_size(child))
             elif child.kind.is_expression():
                 args.append(self._value(child))
-        return tuple(args)
+        tokens = tokens_of(reference)
+        name = next((i for i, t in enumerate(tokens) if t.start >= name_offset), len(tokens))
+        return tuple(args) if len(angle_groups(tokens, name)[0]) == len(args) else None
 
     # -- types ---------------------------------------------------------------------------
     def type_size(self, type_ref: ci.Cursor) -> ConstExpr:

@@ -495,6 +495,31 @@ class Expr(_Typed):
         return folded_int(self._cursor)
 
     @cached_property
+    def type_arguments(self) -> tuple[TypeFacts | None, ...]:
+        """A CALL's template arguments by position (`load_as<float4>(p, i)`: `float4`'s type),
+        None for a value or a type clang lists no node for: the specialization's arguments
+        (deduced and default ones too) where clang resolved the call, else those written
+        (in a template: `load_as<vec_t>`, `f<T>`), each a type only where one name is the
+        whole argument (`AlignedVector<T, 8>` is none: clang lists `T` inside it)."""
+        if self.kind is not ExprKind.CALL or not self.children:
+            return ()
+        called = self._cursor.referenced
+        count = called.get_num_template_arguments() if called is not None and called.kind in FUNCTION_KINDS else -1
+        if count > 0:
+            return tuple(
+                _type_facts(called.get_template_argument_type(i))
+                if called.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE
+                else None
+                for i in range(count)
+            )
+        callee = self.children[0]._cursor
+        tokens = tokens_of(callee)
+        name = next((i for i, t in enumerate(tokens) if t.start >= callee.location.offset), len(tokens))
+        groups, _ = angle_groups(tokens, name)  # after the name: `Plan<A>::run<B>`'s `B`
+        named = [c for c in callee.walk_preorder() if c.kind == K.TYPE_REF]
+        return tuple(next((_type_facts(c.type) for c in named if _spans_exactly(c, group)), None) for group in groups)
+
+    @cached_property
     def callees(self) -> tuple[Function, ...]:
         """The functions a CALL can reach: the one it names, the candidates of an overload
         set, or the template a dependent `f<T>(...)` names (definitions where known)."""
@@ -950,6 +975,11 @@ class Function:
         return ()
 
     @cached_property
+    def template_params(self) -> tuple[str, ...]:
+        """The template's parameters' names, in order (() for a function that is no template)."""
+        return tuple(c.spelling for c in self._cursor.get_children() if c.kind in TEMPLATE_PARAM_KINDS)
+
+    @cached_property
     def value_template_params(self) -> dict[str, TypeFacts]:
         """The template's non-type parameters (`int kDim`), by name, with their types."""
         children = self._cursor.get_children()
@@ -1375,3 +1405,9 @@ def angle_groups(tokens: Sequence[Token], start: int = 0) -> tuple[list[tuple[To
         else:
             groups[-1].append(tokens[index])
     return [tuple(g) for g in groups if g], len(tokens)
+
+
+def _spans_exactly(cursor: ci.Cursor, tokens: Sequence[Token]) -> bool:
+    """Whether a cursor's extent is the tokens' from the first to the last."""
+    extent = cursor.extent
+    return extent.start.offset == tokens[0].start and extent.end.offset == tokens[-1].end

@@ -31,9 +31,12 @@ bytes 4 * i to 4 * i + 3); an array of arrays by its flat offset (`tile[r][c]` o
 `tile[32][33]`: `r * 33 + c`, with `c < 33`, `SymbolicAccess.in_rows`);
 a shared array handed to a call, an `asm` operand, a lambda or a pointer the walk does not
 follow counts as a write it does not follow (a cooperative load through a helper). A device
-helper the kernel hands a shared array or scalar, or whose body declares a `__shared__`
-variable of its own, and whose body is in sight, is walked where it is called instead, its
-parameters bound to the arguments (`inline`). solver.py decides what they can reach. It
+helper the kernel hands a shared array or scalar, a pointer into a received tensor
+(`load_as<float4>(x, i)`, `load_nc(x + i)`), or whose body declares a `__shared__` variable of
+its own, and whose body is in sight, is walked where it is called instead, its parameters
+bound to the arguments and its template type parameters to the call's type arguments (`T` of
+`load_as<T>` steps 16 bytes for a `float4`, `sizeof(T)` for the kernel's own `T`): its global
+accesses are the call's, recorded at the kernel's call (`inline`). solver.py decides what they can reach. It
 also records each block-wide barrier (`SymbolicBarrier`, KC170) with the conditions of the
 `if`s around it and the early exits before it, loop conditions left out.
 
@@ -42,8 +45,8 @@ binding of a by-value params struct (`const auto& [out, ids] = params;`, also of
 nested in it), loads of a template's integer `T` (`const TLoc* loc`), a template's `const T* x`
 in steps of `sizeof(T)` (a `SymbolKind.ELEMENT_SIZE` symbol the launch binds; its byte offset
 left unknown once cast to a type of another size), `offset(p, a, b)` helpers
-(`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call
-(`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
+(`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call whose
+body is not in sight (`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
 recorded as an access at its offset that the walk does not follow (of no width: it may be
 the end of a range).
 The drafter's walk (`every_access` in extract.py) also walks device functions.
@@ -228,11 +231,22 @@ class _Pointer:
         return replace(flat, element=_unqualified(after[0]), unit=after[1] // array_element, size=after[1])
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One element of a pointer's type: its bytes (0: not known), or `sizeof(T)` of the
+    kernel's template type parameter, and the alignment it requires (0: not known)."""
+
+    size: int = 0
+    size_term: Term | None = None
+    align: int = 0
+
+
 _ZERO = Term("const", value=0)
 _VOID_POINTER = re.compile(r"(const )?(volatile )?void \*( ?(const|volatile|__restrict))*")
 _Value = Term | _Pointer | None
-# a pointer to a function template's own type parameter (depth 0: not an enclosing class's)
+# a pointer to a function template's own type parameter (depth 0: not an enclosing class's), and the parameter
 _TEMPLATE_POINTER = re.compile(r"(const )?(volatile )?type-parameter-0-\d+ \*( ?(const|volatile|__restrict))*")
+_TEMPLATE_TYPE = re.compile(r"(const )?(volatile )?type-parameter-0-\d+")
 _QUALIFIERS = frozenset({"const", "volatile", "__restrict", "__restrict__"})
 _MAX_ELEMENT_SIZE = 256  # the bytes of one element a template instantiates (a large vector struct at most)
 
@@ -294,6 +308,11 @@ class _Walk:
     exit_guards: list[Term] = field(default_factory=list)
     helpers: tuple[str, ...] = ()  # the device helpers being walked in place (`inline`), by USR
     site: Span | None = None  # where the kernel calls the helper being walked, when it is in another file
+    call_site: Span | None = None  # where the kernel calls the helper being walked: its global accesses are there
+    # the helper's template type parameters, by name, bound to what the call gives them
+    # (`load_as<float4>(p, i)`: `T` is 16 bytes)
+    type_arguments: dict[str, _Step] = field(default_factory=dict)
+    helper_params: set[int] = field(default_factory=set)  # the parameters of the helpers walked, by `Var.key`
     block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
     for_writes: bool = False  # walking a helper entered for KC402 alone (`SymbolicAccess.read_checked`)
 
@@ -335,8 +354,8 @@ class _Walk:
             if isinstance(inner, _Pointer):  # `static_cast<const bf16_t*>(params.x)`: its steps are of the new type
                 if not expr.type.is_pointer:
                     return inner
-                resized = inner.resized(expr.type.pointee_size, self.element_size(expr.type))
-                return replace(resized, align=expr.type.pointee_align)
+                step = self.pointee(expr.type)
+                return replace(inner.resized(step.size, step.size_term), align=step.align)
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
             return self.opaque(expr) if narrow and isinstance(inner, Term) and inner.op not in _KEPT else inner
@@ -498,7 +517,9 @@ class _Walk:
             ref = node.ref
             if ref is not None and ref.key in self.bound_records:
                 return self.bound_records[ref.key]
+            # a parameter of the kernel's own (a helper's is bound to what its call hands it)
             received = ref is not None and ref.kind is DeclKind.PARAMETER and ref.key in self.values
+            received = received and ref is not None and ref.key not in self.helper_params
             return node.name if received and ref is not None and not ref.type.is_pointer else None
         if node.kind is ExprKind.MEMBER and node.children and node.name and not node.children[0].type.is_pointer:
             base = self.field_path(node.children[0])
@@ -537,11 +558,27 @@ class _Walk:
         (`const T* __restrict__ x`), a symbol the launch binds; None for any other type."""
         if pointer.pointee_size or _TEMPLATE_POINTER.fullmatch(pointer.canonical) is None:
             return None
-        names = [w for w in re.findall(r"\w+", pointer.spelling) if w not in _QUALIFIERS]
-        if len(names) != 1:
+        name = _type_parameter(pointer.spelling)
+        return self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE)) if name else None
+
+    def pointee(self, pointer: TypeFacts) -> _Step:
+        """One element of a pointer type: in a helper walked in place, a pointer to one of its
+        own type parameters (`static_cast<const T*>(ptr)` of `load_as<T>`) steps by the type
+        the call binds it to, or by a size not known."""
+        if self.helpers and _TEMPLATE_POINTER.fullmatch(pointer.canonical) is not None:
+            return self.type_arguments.get(_type_parameter(pointer.spelling), _Step())
+        return _Step(pointer.pointee_size, self.element_size(pointer), pointer.pointee_align)
+
+    def bound_type(self, argument: TypeFacts) -> _Step | None:
+        """What a call's type argument gives a helper's type parameter: its size, or the
+        kernel's `sizeof(T)` for its own `T` (in a helper, what the helper's `T` is bound to)."""
+        if argument.size:
+            return _Step(argument.size, None, argument.align)
+        if _TEMPLATE_TYPE.fullmatch(argument.canonical) is None or not (name := _type_parameter(argument.spelling)):
             return None
-        name = names[0]
-        return self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE))
+        if self.helpers:
+            return self.type_arguments.get(name)
+        return _Step(size_term=self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE)))
 
     def binary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         op = expr.operator
@@ -666,11 +703,13 @@ class _Walk:
         if not name and _operator(expr) in ("+", "-"):
             return self.dependent_arithmetic(expr, guards)
         helper = self.helper(expr)
+        shared_helper = helper is not None
         handed: list[_Value] = []
         arguments_shared = any(self.names_shared(argument) for argument in arguments)
         if helper is None or not arguments_shared:  # a helper entered for its own shared arrays alone
             handed = self.visit_children(expr, guards, escaping=True)
-            if not self.helpers:
+            helper = helper or self.tensor_helper(expr, handed)
+            if helper is None:
                 self.handed_on(expr, handed, guards)
         if helper is not None:  # its barriers pass where its body reaches them
             outer, self.for_writes = self.for_writes, self.for_writes or not arguments_shared or bool(_operator(expr))
@@ -683,7 +722,7 @@ class _Walk:
             self.barrier_at(expr, barrier, guards)
         if expr.type.bits is None:
             return None
-        if helper is None and not barrier and self.uniform_call(expr, dict(zip(map(id, expr.children), handed))):
+        if not shared_helper and not barrier and self.uniform_call(expr, dict(zip(map(id, expr.children), handed))):
             text = _spelled(expr) or expr.name
             return self.symbol(f"uniform{len(self.symbols)}", SymbolKind.UNIFORM, text, expr.type.value_range)
         return self.opaque(expr)
@@ -752,13 +791,27 @@ class _Walk:
         call of the block): its one definition in sight (no system header's), not one being
         walked already."""
         callees = call.callees
+        handed = any(self.names_shared(argument) for argument in call.arguments)
+        if len(callees) != 1 or (not handed and not self.threads.declares_shared(callees[0])):
+            return None
+        return self.in_sight(call)
+
+    def tensor_helper(self, call: Expr, handed: list[_Value]) -> Function | None:
+        """The device function a call hands a pointer into a received tensor to
+        (`load_as<vec_t>(x, i)`, `load_nc(x + i)`; `handed`: the values of the call's
+        children), to walk in place: its accesses are the call's, at the caller's offsets."""
+        if not any(isinstance(value, _Pointer) and not value.shared for value in handed):
+            return None
+        return self.in_sight(call)
+
+    def in_sight(self, call: Expr) -> Function | None:
+        """The one definition in sight (no system header's) of the function a call runs, not
+        one being walked already nor an operator or a construction."""
+        callees = call.callees
         # (a template's call of a function it names leaves the call unnamed, as of an operator)
         if len(callees) != 1 or callees[0].name.startswith("operator") or call.is_construction:
             return None
         if len(self.helpers) >= _MAX_HELPERS:
-            return None
-        handed = any(self.names_shared(argument) for argument in call.arguments)
-        if not handed and not self.threads.declares_shared(callees[0]):
             return None
         helper = self.threads.program.definition(callees[0])
         if helper is None or helper.usr in self.helpers or helper.body is None:
@@ -791,6 +844,7 @@ class _Walk:
         self.assigned |= moved
         self.assignments.update(_assigned_values(body))
         dependent: ThreadLocals = {}
+        self.helper_params.update(param.key for param in helper.params)
         for argument, param in zip(call.arguments, helper.params):
             if self.threads.source(argument, self.thread_locals):
                 dependent[param.key] = param.name
@@ -806,13 +860,22 @@ class _Walk:
                 self.escape(argument, value, guards)
             else:
                 self.values[param.key] = value
+            record = not param.type.is_pointer and param.type.bits is None
+            if record and (path := self.field_path(argument)) is not None:
+                self.bound_records[param.key] = path  # `const Params& p` bound to the kernel's params struct
         self.thread_locals = {**self.thread_locals, **self.threads.locals(body, given=dependent)}
-        outer = (self.helpers, self.site)
-        self.helpers = (*self.helpers, helper.usr)
+        bound = {
+            name: step
+            for name, argument in zip(helper.template_params, call.type_arguments)
+            if argument is not None and (step := self.bound_type(argument)) is not None
+        }
+        outer = (self.helpers, self.site, self.call_site, self.type_arguments)
+        self.helpers, self.type_arguments = (*self.helpers, helper.usr), bound
+        self.call_site = self.call_site or call.span
         if self.site is None and helper.file != self.function.file:
             self.site = call.span
         self.statement(body, guards)
-        self.helpers, self.site = outer
+        self.helpers, self.site, self.call_site, self.type_arguments = outer
 
     def offset_call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         """`pointer::offset(p, a, b)`: `p` moved by `a + b` (its own units: bytes of a
@@ -940,7 +1003,7 @@ class _Walk:
             followed = bool(pointer.element) and _unqualified(expr.type.canonical) in (pointer.element, _DEPENDENT)
             followed = followed and not any(self.unfollowed(n) for n in named)
             self.append(expr, replace(pointer, inside=in_rows), offset, guards, is_write=is_write, followed=followed)
-        elif not self.helpers:  # a helper walked in place: its shared accesses only
+        else:
             width, align = (pointer.size, pointer.align) if pointer.size else (expr.type.size or 1, expr.type.align)
             moved = pointer.moved(index)
             self.append(expr, moved, offset, guards, is_write=is_write, followed=True, width=width, align=align)
@@ -975,7 +1038,7 @@ class _Walk:
         self.accesses.append(
             SymbolicAccess(
                 function_usr=self.function.usr,
-                span=self.site or expr.span,
+                span=(self.call_site if not pointer.shared else self.site) or expr.span,
                 pointer=pointer.base,
                 offset=offset,
                 guards=guards,
@@ -1443,6 +1506,12 @@ def _arithmetic(tokens: list[str], leaf: Callable[[str], Term | None]) -> Term |
 
     term = operation(("+", "-"), product)
     return term if not tokens else None
+
+
+def _type_parameter(spelling: str) -> str:
+    """The one name a type spells besides its qualifiers (`T` of `const T *`); "" for another."""
+    names = [w for w in re.findall(r"\w+", spelling) if w not in _QUALIFIERS]
+    return names[0] if len(names) == 1 else ""
 
 
 def _unqualified(spelling: str) -> str:

@@ -10,11 +10,13 @@ the kernel tells everything the access depends on: the launcher's `TensorMatcher
 tensor's dims, its strides (`with_strides`, or the contiguous ones) and one element size, and
 the grid, block and every scalar argument the offset or its guards name are terms over the
 launcher's sizes (`x.size(i)`, `x.stride(i)`, `S.unwrap()`, `S.set_value(v)`, the SM count).
-The access's offset in bytes -- followed through casts, `pointer::offset` (bytes) and vector
-loads (`vec.load(p, i)`: `i` whole vectors), and through a template kernel's `const T* x` in
-steps of `sizeof(T)`, which the launch's instantiation gives: a launcher over `T` that launches
-`kernel<T>` and verifies the tensor `with_dtype<T>()` makes both sides count in `T`s, whatever
-`T` is -- is compared with the tensor's span, the bytes
+The access's offset in bytes -- followed through casts, `pointer::offset` (bytes), vector
+loads (`vec.load(p, i)`: `i` whole vectors), device helpers in sight that the kernel hands the
+pointer (`load_as<float4>(x, i)`, `pair_sum(x + i)`: the helper's accesses at the caller's
+offset, its type parameters the call's types), and through a template kernel's `const T* x` in
+steps of `sizeof(T)`, which the launch's instantiation gives (`kernel<float>`: 4 bytes; a
+launcher over `T` that launches `kernel<T>` and verifies the tensor `with_dtype<T>()` makes both
+sides count in `T`s, whatever `T` is) -- is compared with the tensor's span, the bytes
 from its first element to the end of its last (1 + the sum of (dim - 1) * stride elements),
 under the guards on the access's path (`if`s, loop bounds, early returns) and the launcher's
 `RuntimeCheck`s. The search tries small concrete shapes (every size alike, then one apart
