@@ -49,8 +49,9 @@ class CacheOptions:
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """What one file's check runs: `rules` (the selected rules of its language) and `needs`,
-    what they read (`registry.Need`) plus the parse wherever KC000 is wanted. Nothing else is
+    """What one file's check runs: `rules` (the selected rules of its language, and the
+    rules that share their solver budgets: `_shares_budget`) and `needs`, what the selected
+    rules read (`registry.Need`) plus the parse wherever KC000 is wanted. Nothing else is
     built or run, and the result is cached under both (`CacheSession.key`)."""
 
     rules: tuple[RegisteredRule, ...]
@@ -89,8 +90,9 @@ class RunOptions:
         known = self._plans.get(key)
         if known is None:
             selection = self.selection
-            rules = tuple(r for r in rules_for(language) if every_rule or selection.enabled(r.meta.code, relative))
-            needs = needs_of(rules)
+            chosen = [r for r in rules_for(language) if every_rule or selection.enabled(r.meta.code, relative)]
+            needs = needs_of(chosen)
+            rules = tuple(r for r in rules_for(language) if r in chosen or _shares_budget(r, needs))
             if language is Language.CPP and (every_rule or selection.parses):
                 needs |= {Need.DECLARATIONS}
             known = self._plans[key] = CheckPlan(rules, needs)
@@ -103,6 +105,14 @@ class RunOptions:
 
 def _language_of(path: Path) -> Language:
     return Language.PYTHON if is_python(path) else Language.CPP
+
+
+def _shares_budget(rule: RegisteredRule, needs: frozenset[Need]) -> bool:
+    """Whether `rule`, though not selected, runs with the selected rules: it spends the
+    kernels' solver budgets that one of them spends too (`Need.SOLVER`), and what it reads
+    is built. Its findings are filtered out; what it spends is what a full run spends, so
+    the selected rules' findings are the full run's."""
+    return Need.SOLVER in rule.needs and rule.needs <= needs
 
 
 def reads_text_alone(rule: RegisteredRule) -> bool:
