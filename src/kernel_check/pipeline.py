@@ -90,9 +90,10 @@ class RunOptions:
         known = self._plans.get(key)
         if known is None:
             selection = self.selection
-            chosen = [r for r in rules_for(language) if every_rule or selection.enabled(r.meta.code, relative)]
+            ruleset = list(rules_for(language))
+            chosen = [r for r in ruleset if every_rule or selection.enabled(r.meta.code, relative)]
             needs = needs_of(chosen)
-            rules = tuple(r for r in rules_for(language) if r in chosen or _shares_budget(r, needs))
+            rules = tuple(r for r in ruleset if r in chosen or _shares_budget(r, needs))
             if language is Language.CPP and (every_rule or selection.parses):
                 needs |= {Need.DECLARATIONS}
             known = self._plans[key] = CheckPlan(rules, needs)
