@@ -20,6 +20,7 @@ from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.preamble import PreambleCache
 from kernel_check.config import load_config
 from kernel_check.engine import CacheOptions, RunOptions, RunStats, check_file, run_static
+from kernel_check.filter import Selection
 from kernel_check.registry import load_rules
 
 ALPHA = """#pragma once
@@ -233,7 +234,8 @@ def test_selection_changes_reuse_the_raw_findings(tree) -> None:
     root, files, cache = tree
     run_static(files, options(root, cache))
     for selection in ({"select": ("KC1",)}, {"ignore": ("KC101", "KC3")}, {"select": ("KC5",)}):
-        opts = replace(options(root, cache), **selection)
+        opts = options(root, cache)
+        opts = replace(opts, selected=Selection.of(opts.config, **selection))
         stats = RunStats()
         results = run_static(files, opts, stats=stats)
         # answered from the cache, or not read at all when no selected rule reads the language

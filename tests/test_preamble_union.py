@@ -18,6 +18,7 @@ from kernel_check.cache import static_root
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.preamble import PreambleCache, _scan_project, _unconditional_includes
 from kernel_check.engine import RunStats, run_static
+from kernel_check.filter import Selection
 from test_cache import ALPHA, BETA, findings, make_tree, options, plain
 
 pytestmark = pytest.mark.slow  # preamble builds, several per test
@@ -167,11 +168,11 @@ def test_selected_rules_that_read_no_cpp_skip_cpp_files(tmp_path: Path) -> None:
     files[0].write_text("this is not C++ {{{\n")
     opts = options(root, None)
     stats = RunStats()
-    skipped = run_static(files, replace(opts, select=("KC5",)), stats=stats)
+    skipped = run_static(files, replace(opts, selected=Selection.of(opts.config, ["KC5"])), stats=stats)
     assert stats.skipped == 1 and stats.checked == 1
     assert findings(skipped) == [[], []]
     stats = RunStats()
-    checked = run_static(files, replace(opts, select=("KC1",)), stats=stats)
+    checked = run_static(files, replace(opts, selected=Selection.of(opts.config, ["KC1"])), stats=stats)
     assert stats.skipped == 1  # now the Python file
     assert any(f.code == "KC000" for f in checked[0].findings)  # a parse error is still reported
 

@@ -3,6 +3,7 @@ and the analyses a run skips when no selected rule needs them (`registry.Need`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.config import load_config
 from kernel_check.engine import CacheOptions, RunOptions, RunStats, run_static
+from kernel_check.filter import Selection
 from kernel_check.model import FunctionKind, SourceModel
-from kernel_check.registry import Language, Need, all_rules, needs_of, rules_for
+from kernel_check.registry import Language, Need, all_rules, get_rule, needs_of, rules_for
 from kernel_check.semantic import SemanticModel
 
 SOURCE = """\
@@ -173,7 +175,10 @@ void launch(float* out) { k<<<1, 1>>>(out); }
 
 
 def _run(root: Path, cache: Path | None, *select: str) -> tuple[list[str], RunStats]:
-    options = RunOptions(load_config(root), resolve_settings("hermetic"), select=select, cache=CacheOptions(root=cache))
+    config = load_config(root)
+    options = RunOptions(
+        config, resolve_settings("hermetic"), Selection.of(config, select), cache=CacheOptions(root=cache)
+    )
     stats = RunStats()
     results = run_static([root / "launch.cuh"], options, stats=stats)
     return sorted(f.code for r in results for f in r.findings), stats
@@ -218,3 +223,100 @@ def test_a_rule_selected_alone_finds_what_a_full_run_finds(code: str) -> None:
     full = [f for f in run_one(path).findings if f.code == code]
     alone = [f for f in run_one(path, select=[code]).findings if f.code == code]
     assert full and alone == full
+
+
+# Where extraction builds each analysis (clang/extract.py), instrumented by the test below.
+_ANALYSES = {
+    Need.LAUNCHES: ("LaunchResolver", "launches"),
+    Need.INTERFACE: (None, "collect_function_facts"),
+    Need.DATAFLOW: ("DataflowExtractor", "add_function"),
+    Need.THREADS: ("ThreadDependence", "divergent_barriers"),
+    Need.INTEGERS: (None, "extract_index_values"),
+    Need.SCOPE: (None, "extract_scope_facts"),
+    Need.SYMBOLIC: (None, "kernel_terms"),
+    Need.CONTRACTS: (None, "launch_contracts"),
+    Need.NUMERICS: ("Numerics", "add_function"),
+}
+
+
+def _instrumented(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[str]]:
+    """Record which analyses extraction builds, which rule checks run and which callee
+    summaries the rules ask for, in this process."""
+    from kernel_check import pipeline
+    from kernel_check.clang import extract as extraction
+
+    seen: dict[str, set[str]] = {"analyses": set(), "rules": set(), "queries": set()}
+
+    def recording(kind: str, name: str, original):
+        def call(*args, **kwargs):
+            seen[kind].add(name)
+            return original(*args, **kwargs)
+
+        return call
+
+    for need, (owner, attribute) in _ANALYSES.items():
+        target = getattr(extraction, owner) if owner else extraction
+        monkeypatch.setattr(target, attribute, recording("analyses", need.value, getattr(target, attribute)))
+    monkeypatch.setattr(SemanticModel, "vector_feeds", recording("queries", "vector_feeds", SemanticModel.vector_feeds))
+    every = list(rules_for(Language.CPP))
+
+    def recorded_rules(language: Language):
+        for registered in every if language is Language.CPP else []:
+            assert registered.check is not None
+            yield replace(registered, check=recording("rules", registered.meta.code, registered.check))
+
+    monkeypatch.setattr(pipeline, "rules_for", recorded_rules)
+    return seen
+
+
+def _check_here(path: Path, *select: str) -> list[str]:
+    """The whole pipeline on `path` in this process (its bound runs the file here, not in a
+    child), for `--select select`; the codes it reports."""
+    from kernel_check.pipeline import check
+
+    config = load_config(path)
+    options = RunOptions(config, resolve_settings("hermetic"), Selection.of(config, select))
+    result, _ = check(path, options, bound=lambda function, args, seconds: function(*args))
+    return sorted({f.code for f in result.findings})
+
+
+def test_a_selection_builds_and_runs_only_what_its_rules_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--select KC402` on a file with launches and vector accesses: the extraction builds
+    the analyses KC402 reads and no other, and the only other checks that run are those of
+    the rules that spend the same solver budgets (their spending decides what is left for
+    KC402's), not KC120's (nor the callee summaries it asks for), KC130's or KC406's,
+    although the model built would serve them as well."""
+    fixture = FIXTURES / "cpp" / "kc120_vector_alignment_unchecked.cuh"
+    seen = _instrumented(monkeypatch)
+    _check_here(fixture, "KC402")
+    kc402 = get_rule("KC402")
+    assert kc402 is not None
+    assert seen["analyses"] == {need.value for need in needs_of([kc402]) if need in _ANALYSES}
+    assert seen["rules"] == {"KC401", "KC402", "KC403", "KC404"} and seen["queries"] == set()
+    # the same file, every rule: each analysis is built and the summaries are asked for
+    seen["analyses"].clear()
+    seen["rules"].clear()
+    assert "KC120" in _check_here(fixture)
+    assert seen["analyses"] == {need.value for need in _ANALYSES} and "KC120" in seen["rules"]
+    assert seen["queries"] == {"vector_feeds"}
+
+
+def test_a_text_rule_selected_alone_starts_no_worker(tmp_path: Path) -> None:
+    """`--select KC310` reads each C++ file's text: a worker process would cost more to start
+    than the files take, so none starts, however many jobs are allowed; nor does a run whose
+    every file is answered by the cache."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    files = [root / f"k{n}.cuh" for n in range(4)]
+    for path in files:
+        path.write_text(NON_ASCII_LAUNCH, encoding="utf-8")
+    config = load_config(root)
+    cache = CacheOptions(root=tmp_path / "cache")
+    for select, checked in ((["KC310"], 4), ([], 4), ([], 0)):
+        options = RunOptions(config, resolve_settings("hermetic"), Selection.of(config, select), cache=cache, jobs=2)
+        stats = RunStats()
+        results = run_static(files, options, stats=stats)
+        assert all("KC310" in {f.code for f in r.findings} for r in results)
+        assert stats.checked == checked
+        assert stats.workers == (2 if select == [] and checked else 0), (select, checked)

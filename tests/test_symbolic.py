@@ -420,7 +420,8 @@ def test_the_symbolic_layer_is_built_only_for_the_rules_that_read_it() -> None:
     assert declarations.symbolic_accesses == [] and len(symbolic.symbolic_accesses) >= 3
     family = [r for r in all_rules() if r.meta.code.startswith("KC4")]
     assert [r.meta.code for r in family] == ["KC401", "KC402", "KC403", "KC404", "KC405", "KC406", "KC407", "KC408"]
-    # KC401's witness reads the launches' contracts, built over the launcher facts
+    # KC401's witness reads the launches' contracts, built over the launcher facts; KC401-KC404
+    # spend the kernels' shared solver budgets
     assert needs_of(family) == {
         Need.SYMBOLIC,
         Need.CONTRACTS,
@@ -428,6 +429,7 @@ def test_the_symbolic_layer_is_built_only_for_the_rules_that_read_it() -> None:
         Need.LAUNCHES,
         Need.INTERFACE,
         Need.NUMERICS,
+        Need.SOLVER,
     }
 
 

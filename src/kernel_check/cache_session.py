@@ -19,8 +19,7 @@ from typing import Any
 from . import conventions
 from .config import Config
 from .discover import is_python
-from .pipeline import RunOptions, check, compile_args, options_table, parses, read_limited, selected
-from .registry import Need
+from .pipeline import CheckPlan, RunOptions, check, compile_args, options_table, parses, read_limited, selected
 from .results import FileResult
 
 BUILD_TIMEOUT_MIN_S = 300.0
@@ -43,7 +42,7 @@ class ParseCounts:
     preambles_built: int = 0
     preamble_parses: int = 0  # files parsed against a preamble
     plain_parses: int = 0  # C++ files parsed without one
-    text_only: int = 0  # C++ files not parsed: the selected rules read their text alone
+    text_only: int = 0  # C++ files not parsed: the selected rules read their text alone (`engine.py`)
 
     def add(self, other: ParseCounts) -> None:
         self.preambles_built += other.preambles_built
@@ -111,15 +110,15 @@ class CacheSession:
         if self._preamble is not None:
             self._preamble.close()
 
-    def key(self, path: Path, data: bytes, needs: frozenset[Need] | None = None) -> str:
-        """The result's key; `needs`: what its check built (this run's, by default). A header
-        parsed in its includer's context (`ParseSettings.context_args`) is keyed by it too."""
-        needs = needs if needs is not None else self.options.needs(path)
+    def key(self, path: Path, data: bytes, plan: CheckPlan | None = None) -> str:
+        """The result's key; `plan`: what its check ran and built (this run's, by default). A
+        header parsed in its includer's context (`ParseSettings.context_args`) is keyed by it too."""
+        plan = plan if plan is not None else self.options.plan(path)
         settings = self.options.settings
         args = None
-        if not is_python(path) and parses(needs):
+        if not is_python(path) and parses(plan.needs):
             args = [*compile_args(path, settings), *settings.context_args(path)]
-        named = ",".join(sorted(need.value for need in needs))
+        named = ",".join([*sorted(need.value for need in plan.needs), *plan.codes])
         return self.results.key(str(path), self.options.config.relative(path), data, args, named)
 
     def lookup(self, path: Path, data: bytes | None = None) -> tuple[FileResult | None, bytes | None]:
@@ -135,7 +134,7 @@ class CacheSession:
         if self.results is None:
             return None, data
         typed = self.results.load(self.key(path, data))
-        if typed is None and self.options.needs(path) != (everything := self.options.all_needs(path)):
+        if typed is None and self.options.plan(path) != (everything := self.options.plan(path, every_rule=True)):
             typed = self.results.load(self.key(path, data, everything))  # a full run's result serves any selection
         if typed is None:
             return None, data
@@ -143,12 +142,11 @@ class CacheSession:
         return replace(result, cached=True), data
 
     def check(self, path: Path, data: bytes | None = None) -> FileResult:
-        """Check one file (with the preamble) and store its result."""
-        result, outcome = check(path, self.options, self.preamble, data, self.bound)
-        if outcome.deps is not None and not is_python(path):
-            if not parses(self.options.needs(path)):
-                self._parses.text_only += 1
-            elif outcome.deps.groups:
+        """Check one file (with the preamble, where it is parsed) and store its result."""
+        parsed = not is_python(path) and parses(self.options.needs(path))
+        result, outcome = check(path, self.options, self.preamble if parsed else None, data, self.bound)
+        if outcome.deps is not None and parsed:
+            if outcome.deps.groups:
                 self._parses.preamble_parses += 1
             else:
                 self._parses.plain_parses += 1

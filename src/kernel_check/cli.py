@@ -38,6 +38,7 @@ from .registry import all_rules, get_rule
 if TYPE_CHECKING:  # imported where a command needs them: `--version`, `rules` need none
     from .cache_session import WarmSessions
     from .engine import CacheOptions, RunOptions
+    from .filter import Selection
     from .finalize import Policy
     from .finding import Finding
     from .fix import FileFix
@@ -226,7 +227,7 @@ def _stdin_buffer(
     return [path], {path: data}
 
 
-def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
+def _run_options(config: Config, args: argparse.Namespace, selection: Selection) -> RunOptions:
     from .engine import RunOptions
 
     include_dirs = config.include_dirs() + tuple(str(real_path(Path(d))) for d in args.include_dirs)
@@ -235,8 +236,7 @@ def _run_options(config: Config, args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         config,
         settings,
-        tuple(args.select),
-        tuple(args.ignore),
+        selection,
         cache=_cache_options(args, config),
         jobs=args.jobs or _available_cpus(),
     )
@@ -287,7 +287,7 @@ def run_check(args: argparse.Namespace, buffer: bytes | None = None, sessions: W
     refuse_output_over_inputs(args.output, [*args.paths, *files], policy)
     if policy.diff is not None:
         files = [f for f in files if policy.diff.touches(f)]  # findings elsewhere are outside the diff
-    options = _run_options(config, args)
+    options = _run_options(config, args, policy.selection)
     progress = _progress(args)
     try:
         results = _with_buffer_lines(run_static(files, options, progress, buffers, sessions=sessions), buffers)

@@ -18,6 +18,7 @@ from .paths import display_path
 from .progress import is_terminal
 
 if TYPE_CHECKING:  # imported where a policy is made: `--version`, `rules` need none
+    from .filter import Selection
     from .finalize import Policy
 
 
@@ -143,7 +144,7 @@ def make_policy(
     from .diff import load_diff
     from .finalize import Policy
 
-    validate_selection(config, select, ignore)
+    selection = selection_of(config, select, ignore)
     if writes_baseline and diff:
         raise UsageError("--write-baseline records every finding; it cannot be combined with --diff")
     scope = load_diff(diff, (list(paths) or [Path(".")])[0]) if diff else None
@@ -151,8 +152,7 @@ def make_policy(
     return Policy(
         config,
         stages,
-        tuple(select),
-        tuple(ignore),
+        selection,
         strict=strict or bool(config.get("strict")),
         baseline=load_baseline(path) if path is not None else None,
         diff=scope,
@@ -160,9 +160,10 @@ def make_policy(
     )
 
 
-def validate_selection(config: Config, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> None:
-    """`--select`/`--ignore` and the configured codes name rules (a typo is an error, as in ruff)."""
-    from .filter import unknown_selector
+def selection_of(config: Config, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Selection:
+    """The run's one `Selection`, once `--select`/`--ignore` and the configured codes are
+    known to name rules (a typo is an error, as in ruff)."""
+    from .filter import Selection, unknown_selector
 
     for origin, given in (("--select", select), ("--ignore", ignore)):
         if bad := next((c for c in given if unknown_selector(c)), None):
@@ -176,6 +177,7 @@ def validate_selection(config: Config, select: Sequence[str] = (), ignore: Seque
                 f"{config.source or config.root}: [tool.kernel-check] {key}: "
                 f"unknown rule code {'' if exact else 'or prefix '}'{bad}' (see `kernel-check rules`)"
             )
+    return Selection.of(config, select, ignore)
 
 
 def use_color(choice: str, output: Path | None) -> bool:

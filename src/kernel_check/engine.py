@@ -31,9 +31,8 @@ from typing import Any
 from .cache_session import CacheSession, ParseCounts, WarmSessions, open_result_cache
 from .config import real_path
 from .discover import is_python
-from .filter import PARSE_ERROR
 from .paths import display_path
-from .pipeline import CacheOptions, RunOptions, check_file
+from .pipeline import CacheOptions, RunOptions, check_file, reads_text_alone_of
 from .pool import Pool
 from .progress import Progress
 from .registry import Language, rules_for
@@ -139,6 +138,13 @@ def run_static(
     stats.checked = len(pending)
     temporary = None
     try:
+        # files whose selected rules read the text alone: each takes less than a worker's start
+        text_alone = [(index, data) for index, data in pending if reads_text_alone_of(paths[index], options)]
+        for index, data in text_alone:
+            results[index] = session.check(paths[index], data)
+            progress.finished()
+        stats.text_only = len(text_alone)
+        pending = [(index, data) for index, data in pending if results[index] is None]
         cache = options.cache
         cpp = sum(1 for index, _ in pending if not is_python(paths[index]))
         if cache is not None and cache.root is None and cache.preamble != "off" and cpp >= TEMP_PREAMBLE_MIN:
@@ -187,7 +193,7 @@ def _languages_wanted(options: RunOptions) -> Any:
 
     selection = options.selection
     codes = {language: [r.meta.code for r in rules_for(language)] for language in Language}
-    if not selection.select or any(PARSE_ERROR.startswith(s) for s in selection.select):
+    if selection.parses:
         return lambda relative: tuple(Language)
     return lambda relative: tuple(
         language

@@ -52,13 +52,26 @@ def unknown_selector(code: str) -> bool:
     return not any(known.startswith(code.upper()) for known in TABLE)
 
 
+@dataclass(frozen=True)
 class Selection:
-    """`select`/`ignore` prefixes plus `per-file-ignores`, resolved once per run."""
+    """Which codes a run reports: `select`/`ignore` prefixes plus `per-file-ignores`, the
+    command line's over the configuration's. Read once per run (`Selection.of`) and handed to
+    everything that asks: the filter stage, the baseline's coverage (`finalize.Policy`) and
+    what each file's check builds and runs (`pipeline.RunOptions`)."""
 
-    def __init__(self, config: Config, select: list[str] | None = None, ignore: list[str] | None = None) -> None:
-        self.select = [s.upper() for s in (select if select else config.get("select"))]
-        self.ignore = [s.upper() for s in (ignore or []) + list(config.get("ignore"))]
-        self.per_file = config.get("per-file-ignores")
+    select: tuple[str, ...] = ()  # empty: every code
+    ignore: tuple[str, ...] = ()
+    per_file: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (glob, codes ignored in its files)
+
+    @classmethod
+    def of(cls, config: Config, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> Selection:
+        """`select` replaces the configuration's `select`; `ignore` adds to its `ignore`."""
+        chosen = list(select) or list(config.get("select"))
+        return cls(
+            tuple(s.upper() for s in chosen),
+            tuple(s.upper() for s in [*ignore, *config.get("ignore")]),
+            tuple((glob, tuple(c.upper() for c in codes)) for glob, codes in config.get("per-file-ignores").items()),
+        )
 
     def enabled(self, code: str, relative_path: str | None = None) -> bool:
         if code in (PARSE_ERROR,):
@@ -68,10 +81,16 @@ class Selection:
         if any(code.startswith(i) for i in self.ignore):
             return False
         if relative_path is not None:
-            for pattern, codes in self.per_file.items():
-                if matches_any(relative_path, [pattern]) and any(code.startswith(c.upper()) for c in codes):
+            for pattern, codes in self.per_file:
+                if matches_any(relative_path, [pattern]) and any(code.startswith(c) for c in codes):
                     return False
         return True
+
+    @property
+    def parses(self) -> bool:
+        """Whether every C++ file is parsed whatever its rules read: KC000, which the parse
+        itself reports, is selected by name or prefix (or nothing is selected)."""
+        return not self.select or any(PARSE_ERROR.startswith(s) for s in self.select)
 
 
 @dataclass

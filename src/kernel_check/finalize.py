@@ -21,7 +21,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 from .baseline import Baseline, Coverage, coverage, write_baseline
@@ -46,8 +45,7 @@ class Policy:
 
     config: Config
     stages: frozenset[Language]
-    select: tuple[str, ...] = ()  # `--select` (replaces config `select`)
-    ignore: tuple[str, ...] = ()  # `--ignore` (adds to config `ignore`)
+    selection: Selection  # the codes reported: `--select`/`--ignore` over the configuration's
     strict: bool = False  # warnings fail the run too
     baseline: Baseline | None = None
     diff: DiffScope | None = None
@@ -55,10 +53,6 @@ class Policy:
     # the run covered only part of each file's work (`test --shard K/N`): its baseline entries
     # are still matched, but none counts as fixed (another shard may be the one that hits it)
     partial: bool = False
-
-    @cached_property
-    def selection(self) -> Selection:
-        return Selection(self.config, list(self.select), list(self.ignore))
 
     def covers(self, code: str, relative_path: str) -> bool:
         """Whether this run reports `code` in that file (so a baseline entry may match). A

@@ -48,47 +48,72 @@ class CacheOptions:
 
 
 @dataclass(frozen=True)
+class CheckPlan:
+    """What one file's check runs: `rules` (the selected rules of its language, and the
+    rules that share their solver budgets: `_shares_budget`) and `needs`, what the selected
+    rules read (`registry.Need`) plus the parse wherever KC000 is wanted. Nothing else is
+    built or run, and the result is cached under both (`CacheSession.key`)."""
+
+    rules: tuple[RegisteredRule, ...]
+    needs: frozenset[Need]
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(r.meta.code for r in self.rules)
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """Everything a worker needs besides the path (sent once per worker)."""
 
     config: Config
     settings: ParseSettings
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
+    selected: Selection | None = None  # the run's one selection (None: the configuration's)
     cache: CacheOptions | None = None  # None: plain parses, no result cache (library default)
     jobs: int = 1
+    # each file's plan by (language, relative path): asked at every stage of its check
+    _plans: dict[tuple[Language, str, bool], CheckPlan] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @functools.cached_property
     def selection(self) -> Selection:
-        """`select`/`ignore` with the configuration's, read once per run (and per worker)."""
-        return Selection(self.config, list(self.select), list(self.ignore))
+        return self.selected if self.selected is not None else Selection.of(self.config)
 
-    def needs(self, path: Path) -> frozenset[Need]:
-        """What a check of `path` builds: what its selected rules read (`registry.Need`),
-        and the parse whenever `KC000` is selected by name or prefix (or nothing is), since
-        the parse is what reports it. `--select KC310` reads a C++ file's text alone."""
+    def plan(self, path: Path, every_rule: bool = False) -> CheckPlan:
+        """What a check of `path` runs and builds for this run's selection; `every_rule`:
+        for every rule of its language (a result that any selection can filter).
+        `--select KC310` reads a C++ file's text alone."""
         language = _language_of(path)
         relative = self.config.relative(path)
-        enabled = [r for r in rules_for(language) if self.selection.enabled(r.meta.code, relative)]
-        needs = needs_of(enabled)
-        if language is Language.CPP and _parse_selected(self.selection):
-            needs |= {Need.DECLARATIONS}
-        return needs
+        key = (language, relative, every_rule)
+        known = self._plans.get(key)
+        if known is None:
+            selection = self.selection
+            ruleset = list(rules_for(language))
+            chosen = [r for r in ruleset if every_rule or selection.enabled(r.meta.code, relative)]
+            needs = needs_of(chosen)
+            rules = tuple(r for r in ruleset if r in chosen or _shares_budget(r, needs))
+            if language is Language.CPP and (every_rule or selection.parses):
+                needs |= {Need.DECLARATIONS}
+            known = self._plans[key] = CheckPlan(rules, needs)
+        return known
 
-    def all_needs(self, path: Path) -> frozenset[Need]:
-        """What a check of `path` with every rule selected builds (its result holds every
-        rule's findings, which any selection can filter)."""
-        language = _language_of(path)
-        needs = needs_of(rules_for(language))
-        return needs | {Need.DECLARATIONS} if language is Language.CPP else needs
+    def needs(self, path: Path) -> frozenset[Need]:
+        """What a check of `path` builds (`plan`)."""
+        return self.plan(path).needs
 
 
 def _language_of(path: Path) -> Language:
     return Language.PYTHON if is_python(path) else Language.CPP
 
 
-def _parse_selected(selection: Selection) -> bool:
-    return not selection.select or any(PARSE_ERROR.startswith(s) for s in selection.select)
+def _shares_budget(rule: RegisteredRule, needs: frozenset[Need]) -> bool:
+    """Whether `rule`, though not selected, runs with the selected rules: it spends the
+    kernels' solver budgets that one of them spends too (`Need.SOLVER`), and what it reads
+    is built. Its findings are filtered out; what it spends is what a full run spends, so
+    the selected rules' findings are the full run's."""
+    return Need.SOLVER in rule.needs and rule.needs <= needs
 
 
 def reads_text_alone(rule: RegisteredRule) -> bool:
@@ -97,15 +122,15 @@ def reads_text_alone(rule: RegisteredRule) -> bool:
     return rule.needs <= {Need.TEXT}
 
 
-def runs_with(rule: RegisteredRule, needs: frozenset[Need]) -> bool:
-    """Whether `rule` runs on a model built for `needs`: every rule whose needs it covers
-    (so a file's findings depend on `needs` alone, which keys its cached result)."""
-    return rule.needs <= needs
-
-
 def parses(needs: frozenset[Need]) -> bool:
     """Whether a C++ check with these needs parses the file (else it reads the text alone)."""
     return Need.DECLARATIONS in needs
+
+
+def reads_text_alone_of(path: Path, options: RunOptions) -> bool:
+    """Whether the check of `path` is its text rules alone: a C++ file whose selected rules
+    parse nothing (cheap enough to need neither a worker nor a bound)."""
+    return not is_python(path) and not parses(options.needs(path))
 
 
 def options_table(config: Config) -> dict[str, Any]:
@@ -162,21 +187,9 @@ def check(
         return _single(path, problem), Outcome(data)
     text = data.decode("utf-8", errors="replace")
     text_raw = _text_findings(path, relative, text, data, options)  # whatever the parse gives
-    from .watchdog import Stopped, run_bounded  # file-timeout and a memory cap (watchdog.py)
+    from .watchdog import Stopped
 
-    # here, not in each bounded child: libclang, the extractors and the (shared) preamble,
-    # built or loaded once (none of it for a C++ file whose selected rules read its text alone)
-    if not is_python(path) and parses(options.needs(path)):
-        from .clang.extract import extract  # noqa: F401
-        from .clang.parse import get_index
-
-        get_index()
-        if preamble is not None:
-            for args in (compile_args(path, options.settings), *device_compile_args(path, data, options.settings)):
-                preamble.prefetch(path, data, args)
-    bounded = (bound or run_bounded)(
-        _raw_findings, (path, relative, text, data, options, preamble), float(config.get("file-timeout"))
-    )
+    bounded = _bounded_findings(path, relative, text, data, options, preamble, bound)
     if isinstance(bounded, Stopped):  # too slow, out of memory, crashed or raised: one KC000
         stopped = parse_error(str(path), 1, 1, bounded.message, bounded.detail)
         return _stopped_result(path, stopped, text_raw.findings, text, options, status_of(bounded)), Outcome(data, None)
@@ -187,6 +200,33 @@ def check(
     if status is not FileStatus.CHECKED:  # a crashing rule is worth a second look next run
         return replace(result, status=status), Outcome(data, None, typed)
     return result, Outcome(data, bounded.deps, typed)
+
+
+def _bounded_findings(
+    path: Path, relative: str, text: str, data: bytes, options: RunOptions, preamble: Any, bound: Any
+) -> Any:
+    """The file's parse, model and rules under its time and memory bounds (`Raw`, or the
+    `watchdog.Stopped` that ended them); nothing to run when its selected rules read the
+    text alone (they ran in `_text_findings`): neither a parse nor a bounded child."""
+    if reads_text_alone_of(path, options):
+        from .result_cache import Deps
+
+        return Raw([], deps=Deps())
+    from .watchdog import run_bounded  # file-timeout and a memory cap (watchdog.py)
+
+    # here, not in each bounded child: libclang, the extractors and the (shared) preamble,
+    # built or loaded once
+    if not is_python(path):
+        from .clang.extract import extract  # noqa: F401
+        from .clang.parse import get_index
+
+        get_index()
+        if preamble is not None:
+            for args in (compile_args(path, options.settings), *device_compile_args(path, data, options.settings)):
+                preamble.prefetch(path, data, args)
+    return (bound or run_bounded)(
+        _raw_findings, (path, relative, text, data, options, preamble), float(options.config.get("file-timeout"))
+    )
 
 
 def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -> FileResult:
@@ -222,7 +262,7 @@ def _text_findings(path: Path, relative: str, text: str, data: bytes, options: R
     from .semantic import SemanticModel
 
     model = SemanticModel(SourceModel(path=str(path), text=text, data=data))
-    return _run_rules(_language_of(path), model, path, relative, options, text_only=True)
+    return _run_rules(model, path, relative, options, text_only=True)
 
 
 def _stopped_result(
@@ -303,16 +343,12 @@ def _python_findings(path: Path, relative: str, text: str, options: RunOptions) 
         )
     except (ValueError, RecursionError) as error:
         return Raw([parse_error(str(path), 1, 1, f"python source cannot be parsed: {error}")], deps=Deps())
-    return replace(_run_rules(Language.PYTHON, model, path, relative, options), deps=Deps())
+    return replace(_run_rules(model, path, relative, options), deps=Deps())
 
 
 def _cpp_findings(path: Path, relative: str, text: str, data: bytes, options: RunOptions, preamble: Any) -> Raw:
     from .clang.deep_stack import on_deep_stack
 
-    if not parses(options.needs(path)):  # the selected rules read the text alone: they ran
-        from .result_cache import Deps
-
-        return Raw([], deps=Deps())
     # deeply nested sources make clang recurse past a default stack (deep_stack.py)
     return on_deep_stack(_cpp_findings_here, path, relative, text, data, options, preamble)
 
@@ -330,7 +366,7 @@ def _cpp_findings_here(path: Path, relative: str, text: str, data: bytes, option
         model = extract(unit, text, data, options.needs(path))
     except NestedTooDeeply as error:  # the model would be cut off: no rule runs on the file
         return Raw([parse_error(str(path), error.line, error.column, str(error))], deps=_unit_deps(unit, preamble))
-    raw = _run_rules(Language.CPP, SemanticModel(model), path, relative, options)
+    raw = _run_rules(SemanticModel(model), path, relative, options)
     if unit.errors:
         raw.findings.append(_clang_error_finding(str(path), unit.errors))
     return replace(raw, error_spans=model.error_spans, deps=_unit_deps(unit, preamble))
@@ -404,26 +440,21 @@ def _undeclared_hint(error: Any) -> str:
     return MACRO_HINT if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) else SELF_CONTAINED_HINT
 
 
-def _rules_to_run(language: Language, path: Path, options: RunOptions, text_only: bool) -> list[RegisteredRule]:
-    """The rules that read the text alone, or the others that the model built for the
-    file's selection (`RunOptions.needs`) serves."""
-    if text_only:
-        return [r for r in rules_for(language) if reads_text_alone(r)]
-    needs = options.needs(path)
-    return [r for r in rules_for(language) if runs_with(r, needs) and not reads_text_alone(r)]
+def _rules_to_run(path: Path, options: RunOptions, text_only: bool) -> list[RegisteredRule]:
+    """The file's selected rules (`RunOptions.plan`) that read the text alone, or the others."""
+    return [r for r in options.plan(path).rules if reads_text_alone(r) == text_only]
 
 
-def _run_rules(
-    language: Language, model: Any, path: Path, relative: str, options: RunOptions, text_only: bool = False
-) -> Raw:
-    """The rules of `language` that read the text alone (`text_only`), else the others that
-    the model was built for (`runs_with`), then the work they deferred (`RuleContext.defer`:
-    witness searches, after every rule's decisions); a rule that raises costs its own
-    findings (a KC000 says which rule) and makes the file's status INTERNAL_ERROR."""
+def _run_rules(model: Any, path: Path, relative: str, options: RunOptions, text_only: bool = False) -> Raw:
+    """The file's selected rules that read the text alone (`text_only`), else the others
+    (the model was built for what they read: `RunOptions.plan`), then the work they
+    deferred (`RuleContext.defer`: witness searches, after every rule's decisions); a rule
+    that raises costs its own findings (a KC000 says which rule) and makes the file's
+    status INTERNAL_ERROR."""
     table = options_table(options.config)
     raw = Raw([])
     contexts: list[RuleContext] = []
-    for registered in _rules_to_run(language, path, options, text_only):
+    for registered in _rules_to_run(path, options, text_only):
         context = RuleContext(registered.meta, str(path), relative, table, str(options.config.root))
         check = registered.check
         assert check is not None  # rules_for yields the rules that have a check

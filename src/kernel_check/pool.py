@@ -201,6 +201,15 @@ def plan(paths: list[Path], pending: list[int], session: CacheSession) -> tuple[
     return recipes, waits
 
 
+def _load_clang() -> None:
+    """libclang and the C++ extractors (with the solver they import), loaded as a C++ check
+    loads them (`pipeline._bounded_findings`)."""
+    from .clang.extract import extract  # noqa: F401
+    from .clang.parse import get_index
+
+    get_index()
+
+
 def _cost(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -237,6 +246,8 @@ class Pool:
         ready: list[int] = []
         for index in sorted(pending, key=lambda i: -_cost(paths[i])):
             (blocked[waits[index]] if index in waits else ready).append(index)
+        if self._ctx.get_start_method() == "fork" and any(not is_python(paths[i]) for i in pending):
+            _load_clang()  # once here, not once per worker: a forked worker starts with it
         self._workers = [_Worker(self._ctx, self.session) for _ in range(self.jobs)]
         remaining = len(pending)
 

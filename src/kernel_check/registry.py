@@ -11,8 +11,9 @@ static rule, the check::
     def check(model, ctx):
         yield ctx.finding(location, "message")
 
-`needs` says what the check reads (`Need`): the run builds only what its selected rules
-need (`needs_of`), so `--select KC310` reads the file's text and parses nothing.
+`needs` says what the check reads (`Need`): the run runs its selected rules alone and builds
+only what they need (`needs_of`, `pipeline.RunOptions.plan`), so `--select KC310` reads
+the file's text and parses nothing.
 
 A build (KC6xx), dynamic (KD) or meta (KC000, KC001) code's module is its docstring alone:
 other stages produce its findings, but docs and reporting are shared.
@@ -82,6 +83,10 @@ class Need(enum.Enum):
     SYMBOLIC = "symbolic"  # clang/symbolic.py: symbolic offsets of global accesses
     CONTRACTS = "contracts"  # clang/symbolic.py: each launch's contract over the launcher's sizes
     NUMERICS = "numerics"  # clang/numerics.py: narrowing conversions of unbounded values
+    # each kernel's solver budget (`SemanticModel.solver_budget`), which the rules that spend it
+    # share in code order: a rule that spends it runs whenever a selected rule does and what
+    # it reads is built, so that each finds the budget a full run leaves it
+    SOLVER = "solver"
 
 
 # What each need builds on: a tier-2 analysis reads the parse, the launcher facts fill in

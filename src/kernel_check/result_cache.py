@@ -72,10 +72,10 @@ class ResultCache:
         ResultCache.__init__(self, state["root"], state["fingerprint"])
 
     # -- keys --------------------------------------------------------------------------
-    def key(self, path: str, relative: str, data: bytes, args: list[str] | None, needs: str = "") -> str:
-        """`needs`: what the check built (`registry.Need` values), which decides the rules
-        that ran: `--select KC310` and a full run keep separate results."""
-        return digest(self.fingerprint, path, relative, "\0".join(args or ()), needs, data)
+    def key(self, path: str, relative: str, data: bytes, args: list[str] | None, plan: str = "") -> str:
+        """`plan`: what the check built and ran (`registry.Need` values and rule codes):
+        `--select KC310` and a full run keep separate results."""
+        return digest(self.fingerprint, path, relative, "\0".join(args or ()), plan, data)
 
     def _entry_path(self, key: str) -> Path:
         return self.root / "results" / key[:2] / f"{key}.json"

@@ -88,7 +88,7 @@ _LARGE_BUILTINS = frozenset({"blockIdx.x", "gridDim.x"})
 _LEADING_NAME = re.compile(r"[A-Za-z_][\w.]*(?![\w.<(])")  # a name or member path, not a call
 
 
-@rule("KC112", needs={Need.INTEGERS, Need.SYMBOLIC, Need.CONTRACTS})
+@rule("KC112", needs={Need.INTEGERS, Need.SYMBOLIC, Need.CONTRACTS, Need.SOLVER})
 def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
     # its queries look for witnesses (or the proof that drops a finding): they spend what each
     # kernel's solver budget has left after every rule's decisions

@@ -111,7 +111,7 @@ class _Divergent:
     launch: int = -1  # the launch whose contract `binding` is
 
 
-@rule("KC170", needs={Need.THREADS, Need.SYMBOLIC, Need.CONTRACTS})
+@rule("KC170", needs={Need.THREADS, Need.SYMBOLIC, Need.CONTRACTS, Need.SOLVER})
 def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     shapes = {_key(b.span): b for b in model.divergent_barriers}

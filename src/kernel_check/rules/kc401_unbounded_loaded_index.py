@@ -98,7 +98,7 @@ _SMALL_KINDS = (SymbolKind.SCALAR, SymbolKind.OPAQUE, SymbolKind.UNIFORM, Symbol
 _ZERO = Term("const", value=0)
 
 
-@rule("KC401", needs={Need.SYMBOLIC, Need.CONTRACTS})
+@rule("KC401", needs={Need.SYMBOLIC, Need.CONTRACTS, Need.SOLVER})
 def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     found = _unbounded_accesses(model, seconds)

@@ -109,7 +109,7 @@ from kernel_check.semantic import SemanticModel
 MAX_WRITES = 32  # shared writes per kernel compared pairwise
 
 
-@rule("KC402", needs={Need.SYMBOLIC, Need.CONTRACTS})
+@rule("KC402", needs={Need.SYMBOLIC, Need.CONTRACTS, Need.SOLVER})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     writes: dict[str, list[SymbolicAccess]] = {}

@@ -127,7 +127,7 @@ _ELEMENT = "kc403:element"
 _ZERO = Term("const", value=0)
 
 
-@rule("KC403", needs={Need.SYMBOLIC, Need.CONTRACTS})
+@rule("KC403", needs={Need.SYMBOLIC, Need.CONTRACTS, Need.SOLVER})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     kernels: dict[str, list[SymbolicAccess]] = {}

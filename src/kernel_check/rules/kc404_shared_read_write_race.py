@@ -98,7 +98,7 @@ MAX_WRITES = 32  # shared writes per kernel each read is compared with
 _OWN = "own:"  # the reading thread's copies of a write's loop counters (its own earlier store)
 
 
-@rule("KC404", needs={Need.SYMBOLIC, Need.CONTRACTS})
+@rule("KC404", needs={Need.SYMBOLIC, Need.CONTRACTS, Need.SOLVER})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     seconds = float(ctx.options.get("solver-budget", 2.0))
     kernels: dict[str, list[SymbolicAccess]] = {}
