@@ -42,6 +42,7 @@ STATIC_LAYOUT = "static-v1"
 CACHE_TAG = "CACHEDIR.TAG"
 IN_USE = "in-use"  # the lock file a process holds shared while it uses a preamble directory
 MAX_SIZE_ENV = "KERNEL_CHECK_CACHE_MAX_SIZE"  # overrides the `cache-max-size` key
+PREAMBLE_ENV = "KERNEL_CHECK_PREAMBLE"  # the preamble strategy (`preamble_strategy`)
 _TAG_TEXT = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"  # the Cache Directory Tagging spec
     "# This directory is a cache created by kernel-check; `kernel-check clean` removes it.\n"
@@ -57,6 +58,17 @@ def cache_root(explicit: Path | None = None) -> Path:
         return Path(os.environ["KERNEL_CHECK_CACHE_DIR"])
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "kernel-check"
+
+
+def preamble_strategy() -> str:
+    """`KERNEL_CHECK_PREAMBLE`: the preamble strategy of every parse (`clang/preamble.py`'s
+    STRATEGIES), "union" when unset; ValueError, naming the variable, for anything else."""
+    from .clang.preamble import STRATEGIES
+
+    strategy = os.environ.get(PREAMBLE_ENV, "union")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"{PREAMBLE_ENV} must be {', '.join(STRATEGIES[:-1])} or {STRATEGIES[-1]}, got {strategy!r}")
+    return strategy
 
 
 def static_root(explicit: Path | None = None) -> Path:

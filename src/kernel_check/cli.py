@@ -243,12 +243,13 @@ def _run_options(config: Config, args: argparse.Namespace, selection: Selection)
 
 
 def _cache_options(args: argparse.Namespace, config: Config) -> CacheOptions:
-    from .cache import cache_root, mark_cache_root, static_root
+    from .cache import cache_root, mark_cache_root, preamble_strategy, static_root
     from .engine import CacheOptions
 
-    preamble = os.environ.get("KERNEL_CHECK_PREAMBLE", "union")
-    if preamble not in ("union", "exact", "off"):
-        raise UsageError(f"KERNEL_CHECK_PREAMBLE must be union, exact or off, got {preamble!r}")
+    try:
+        preamble = preamble_strategy()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     if args.no_cache:
         return CacheOptions(None, results=False, preamble=preamble)
     mark_cache_root(cache_root(args.cache_dir))
