@@ -130,7 +130,7 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
     from kernel_check.clang.preamble import PreambleCache
     from kernel_check.config import load_config
     from kernel_check.pipeline import RunOptions, _no_cycle_collection, _run_rules, compile_args
-    from kernel_check.registry import Language, load_rules
+    from kernel_check.registry import load_rules
     from kernel_check.semantic import SemanticModel
 
     load_rules()
@@ -201,7 +201,7 @@ def measure(files: list[Path], root: Path, cache: Path, profiled: str | None, mo
                 unit, parse_s = timed("parse", parse_file, path, data, settings, preamble)
                 model, extract_s = timed("extract", extract, unit, text, data, options.needs(path))
                 semantic = SemanticModel(model)
-                _, rules_s = timed("rules", _run_rules, Language.CPP, semantic, path, config.relative(path), options)
+                _, rules_s = timed("rules", _run_rules, semantic, path, config.relative(path), options)
             tier = unit.preamble.recipe.tier if unit.preamble is not None else "plain"
             rows.append(
                 {

@@ -16,7 +16,6 @@ from kernel_check.clang.symbolic import render
 from kernel_check.config import load_config
 from kernel_check.model import SourceModel
 from kernel_check.pipeline import RunOptions, _run_rules
-from kernel_check.registry import Language
 from kernel_check.semantic import SemanticModel
 from kernel_check.solver import RLIMIT_PER_SECOND
 
@@ -173,6 +172,6 @@ def _messages_here(path: Path, budget: float) -> tuple[dict[tuple[int, str], str
     message by line and code, and the units each kernel spent."""
     options = RunOptions(load_config(path).with_overrides(solver_budget=budget), resolve_settings("hermetic"))
     model = SemanticModel(_model(path))
-    raw = _run_rules(Language.CPP, model, path, path.name, options)
+    raw = _run_rules(model, path, path.name, options)
     spent = {k.name: model.solver_budget(k.usr, budget).spent for k in model.kernels}
     return {(f.location.line, f.code): f.message for f in raw.findings}, spent

@@ -43,6 +43,8 @@ CACHE_TAG = "CACHEDIR.TAG"
 IN_USE = "in-use"  # the lock file a process holds shared while it uses a preamble directory
 MAX_SIZE_ENV = "KERNEL_CHECK_CACHE_MAX_SIZE"  # overrides the `cache-max-size` key
 PREAMBLE_ENV = "KERNEL_CHECK_PREAMBLE"  # the preamble strategy (`preamble_strategy`)
+# how a parse uses precompiled preambles (`clang/preamble.py` says what each does)
+PREAMBLE_STRATEGIES = ("union", "exact", "off")
 _TAG_TEXT = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"  # the Cache Directory Tagging spec
     "# This directory is a cache created by kernel-check; `kernel-check clean` removes it.\n"
@@ -61,13 +63,12 @@ def cache_root(explicit: Path | None = None) -> Path:
 
 
 def preamble_strategy() -> str:
-    """`KERNEL_CHECK_PREAMBLE`: the preamble strategy of every parse (`clang/preamble.py`'s
-    STRATEGIES), "union" when unset; ValueError, naming the variable, for anything else."""
-    from .clang.preamble import STRATEGIES
-
+    """`KERNEL_CHECK_PREAMBLE`: the preamble strategy of every parse (`PREAMBLE_STRATEGIES`),
+    "union" when unset; ValueError, naming the variable, for anything else."""
     strategy = os.environ.get(PREAMBLE_ENV, "union")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"{PREAMBLE_ENV} must be {', '.join(STRATEGIES[:-1])} or {STRATEGIES[-1]}, got {strategy!r}")
+    if strategy not in PREAMBLE_STRATEGIES:
+        choices = f"{', '.join(PREAMBLE_STRATEGIES[:-1])} or {PREAMBLE_STRATEGIES[-1]}"
+        raise ValueError(f"{PREAMBLE_ENV} must be {choices}, got {strategy!r}")
     return strategy
 
 

@@ -101,6 +101,7 @@ from typing import Any, Literal
 
 from ..cache import (
     IN_USE,
+    PREAMBLE_STRATEGIES,
     FileHashes,
     atomic_write,
     digest,
@@ -122,7 +123,6 @@ from .parse import (
     unit_errors,
 )
 
-STRATEGIES = ("union", "exact", "off")
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".cuhpp", ".hh", ".inl")
 BUILD_ONLY_ARGS = ("-fpch-instantiate-templates",)
 MANIFEST_ENTRIES = 3
@@ -263,7 +263,7 @@ class PreambleCache:
         build_timeout: float = BUILD_TIMEOUT_S,
         max_bytes: int | None = None,
     ) -> None:
-        if strategy not in STRATEGIES:
+        if strategy not in PREAMBLE_STRATEGIES:
             raise ValueError(f"unknown preamble strategy {strategy!r}")
         self.root = Path(root)
         self.strategy = strategy
