@@ -150,19 +150,20 @@ def test_a_layout_finding_runs_its_padded_view(specs: list) -> None:
 
 
 def test_a_witness_sets_the_scalars_and_axes_it_names(specs: list) -> None:
-    """A launcher size the witness names that is an integer scalar of the spec (`ne_n = 4`,
-    drafted as 1) takes the witness's value, and one that is a grid axis sets the axis; a
-    boolean or string scalar of the same name is left alone."""
+    """A launcher size the witness names that is an integer or boolean scalar of the spec
+    (`ne_n = 4`, drafted as 1; a flag's 0) takes the witness's value, and one that is a grid
+    axis sets the axis; a string scalar of the same name is left alone."""
     from kernel_check.harness.execute import scalar_values
     from kernel_check.harness.spec import Scalar
 
     spec = _named(specs, "confirm_unbounded_gather")
-    with_scalars = dataclasses.replace(spec, args=(*spec.args, Scalar("ne_n", 1), Scalar("flag", True)))
-    witness = Counterexample(kernel="unbounded_gather_kernel", sizes=(("ne_n", 4), ("flag", 0), ("m", 3)))
+    extra = (Scalar("ne_n", 1), Scalar("flag", True), Scalar("mode", "fast"))
+    with_scalars = dataclasses.replace(spec, args=(*spec.args, *extra))
+    witness = Counterexample(kernel="unbounded_gather_kernel", sizes=(("ne_n", 4), ("flag", 0), ("mode", 1), ("m", 3)))
     case = witness_case(with_scalars, "KC401", witness)
     assert isinstance(case, Case)
-    assert case.scalars == (("ne_n", 4),) and case.size_map["m"] == 3
-    assert scalar_values(with_scalars, case) == {"ne_n": 4, "flag": True}
+    assert case.scalars == (("flag", 0), ("ne_n", 4)) and case.size_map["m"] == 3
+    assert scalar_values(with_scalars, case) == {"ne_n": 4, "flag": False, "mode": "fast"}
     assert Case.from_json(json.loads(json.dumps(case.to_json()))) == case
     clash = dataclasses.replace(witness, shapes=(("out", (2, 1)),))
     assert witness_case(with_scalars, "KC401", clash) == "the witness gives axis `m` both 2 and 3"

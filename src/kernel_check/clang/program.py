@@ -273,7 +273,10 @@ class TypeFacts:
 
     @property
     def value_range(self) -> tuple[int, int]:
-        """The least and the greatest value of an integer type (of an `int` for another)."""
+        """The least and the greatest value of an integer type (of an `int` for another); a
+        `bool` holds 0 or 1, though it takes a byte."""
+        if self.unqualified == "bool":
+            return 0, 1
         bits = self.bits or _DEFAULT_BITS
         if self.is_signed is False:
             return 0, 2**bits - 1

@@ -156,10 +156,11 @@ def witness_case(spec: KernelSpec, code: str, witness: Counterexample) -> Case |
 
 
 def _scalars(spec: KernelSpec, witness: Counterexample) -> tuple[tuple[str, int], ...]:
-    """The spec's integer scalars the witness's sizes name (`ne_n = 4`), at its values."""
+    """The spec's integer and boolean scalars the witness's sizes name (`ne_n = 4`,
+    `stride_checked = 0`), at its values."""
     given = dict(witness.sizes)
-    integers = {s.name for s in spec.scalars if type(s.value) is int}
-    return tuple((name, given[name]) for name in sorted(integers & set(given)))
+    named = {s.name for s in spec.scalars if type(s.value) in (int, bool)}
+    return tuple((name, given[name]) for name in sorted(named & set(given)))
 
 
 def _laid_out(spec: KernelSpec, witness: Counterexample) -> tuple[tuple[str, tuple[int, ...]], ...] | str:

@@ -363,9 +363,15 @@ def profile_values(values: torch.Tensor, profile: str, bound: int, gen: torch.Ge
 
 
 def scalar_values(spec: KernelSpec, case: Case) -> dict[str, Any]:
-    """Each scalar argument's value in the case: the case's own (a witness's), else the spec's."""
+    """Each scalar argument's value in the case: the case's own (a witness's; a flag's 0 or 1
+    as a `bool`), else the spec's."""
     given = dict(case.scalars)
-    return {s.name: given[s.name] if s.name in given else s.resolve(case.size_map) for s in spec.scalars}
+    return {
+        s.name: (bool(given[s.name]) if isinstance(s.value, bool) else given[s.name])
+        if s.name in given
+        else s.resolve(case.size_map)
+        for s in spec.scalars
+    }
 
 
 def make_arguments(

@@ -204,7 +204,9 @@ class _Search:
             *([Term("==", (layout.element_bytes(), Term("const", value=1)))] if layout.element_type else []),
         ]
         pinned_inputs = _pinned(binding.constraints)
-        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs)
+        # a flag (`bool stride_checked`) is no size: the solver chooses it, where a shape's
+        # value of 1 would switch on every check it guards and skip every launch it turns off
+        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and s.high > 1)
         asks: list[list[Term]] = []  # each shape's input values, then the condition at that shape
         for shape in self.candidates(free, layout, pinned_inputs):
             asked = condition(access, layout, {**pinned_inputs, **{s.name: v for s, v in shape.items()}})
@@ -220,7 +222,8 @@ class _Search:
             for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
                 answer = session.check([*ask[:-1], *pinned, ask[-1]])
                 if answer.outcome is Outcome.SAT:
-                    return Witness(answer, binding.shown(*layout.dims, *layout.strides))
+                    flags = tuple(s for s in binding.inputs if s.high <= 1 and s.name in answer.model)
+                    return Witness(answer, (*binding.shown(*layout.dims, *layout.strides), *flags))
                 if answer.outcome is Outcome.UNKNOWN:
                     return None  # unknown is never a finding
         return None
