@@ -217,16 +217,22 @@ def _bounded_findings(
     # here, not in each bounded child: libclang, the extractors and the (shared) preamble,
     # built or loaded once
     if not is_python(path):
-        from .clang.extract import extract  # noqa: F401
-        from .clang.parse import get_index
-
-        get_index()
+        load_clang()
         if preamble is not None:
             for args in (compile_args(path, options.settings), *device_compile_args(path, data, options.settings)):
                 preamble.prefetch(path, data, args)
     return (bound or run_bounded)(
         _raw_findings, (path, relative, text, data, options, preamble), float(options.config.get("file-timeout"))
     )
+
+
+def load_clang() -> None:
+    """libclang and the C++ extractors (with the solver they import), loaded in this process:
+    a bounded child or a forked worker then starts with them."""
+    from .clang.extract import extract  # noqa: F401
+    from .clang.parse import get_index
+
+    get_index()
 
 
 def selected(path: Path, typed: list[Finding], text: str, options: RunOptions) -> FileResult:

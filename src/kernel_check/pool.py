@@ -28,7 +28,7 @@ from typing import Any
 from .cache_session import CacheSession, ParseCounts, build_timeout
 from .discover import is_python
 from .paths import display_path
-from .pipeline import RunOptions, compile_args, device_compile_args, parse_error, parses, read_limited
+from .pipeline import RunOptions, compile_args, device_compile_args, load_clang, parse_error, parses, read_limited
 from .progress import Progress
 from .results import FileResult, FileStatus
 from .watchdog import Clock, TimedOut, timed_out_message
@@ -201,15 +201,6 @@ def plan(paths: list[Path], pending: list[int], session: CacheSession) -> tuple[
     return recipes, waits
 
 
-def _load_clang() -> None:
-    """libclang and the C++ extractors (with the solver they import), loaded as a C++ check
-    loads them (`pipeline._bounded_findings`)."""
-    from .clang.extract import extract  # noqa: F401
-    from .clang.parse import get_index
-
-    get_index()
-
-
 def _cost(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -247,7 +238,7 @@ class Pool:
         for index in sorted(pending, key=lambda i: -_cost(paths[i])):
             (blocked[waits[index]] if index in waits else ready).append(index)
         if self._ctx.get_start_method() == "fork" and any(not is_python(paths[i]) for i in pending):
-            _load_clang()  # once here, not once per worker: a forked worker starts with it
+            load_clang()  # once here, not once per worker: a forked worker starts with it
         self._workers = [_Worker(self._ctx, self.session) for _ in range(self.jobs)]
         remaining = len(pending)
 
