@@ -204,9 +204,7 @@ class _Search:
             *([Term("==", (layout.element_bytes(), Term("const", value=1)))] if layout.element_type else []),
         ]
         pinned_inputs = _pinned(binding.constraints)
-        # a flag (`bool stride_checked`) is no size: the solver chooses it, where a shape's
-        # value of 1 would switch on every check it guards and skip every launch it turns off
-        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and s.high > 1)
+        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and not _is_flag(s))
         asks: list[list[Term]] = []  # each shape's input values, then the condition at that shape
         for shape in self.candidates(free, layout, pinned_inputs):
             asked = condition(access, layout, {**pinned_inputs, **{s.name: v for s, v in shape.items()}})
@@ -222,7 +220,7 @@ class _Search:
             for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
                 answer = session.check([*ask[:-1], *pinned, ask[-1]])
                 if answer.outcome is Outcome.SAT:
-                    flags = tuple(s for s in binding.inputs if s.high <= 1 and s.name in answer.model)
+                    flags = tuple(s for s in binding.inputs if _is_flag(s) and s.name in answer.model)
                     return Witness(answer, (*binding.shown(*layout.dims, *layout.strides), *flags))
                 if answer.outcome is Outcome.UNKNOWN:
                     return None  # unknown is never a finding
@@ -251,6 +249,13 @@ class _Search:
             if clamped not in seen:
                 seen.append(clamped)
                 yield clamped
+
+
+def _is_flag(symbol: Symbol) -> bool:
+    """A launcher input of at most two values (`bool stride_checked`): no size, so the shapes
+    leave it to the solver (a shape's value of 1 would switch on every check it guards and
+    skip every launch it turns off), and a witness names its value."""
+    return symbol.high <= 1
 
 
 def _sizes_agree(access: SymbolicAccess, binding: Binding, layout: Layout) -> bool:
