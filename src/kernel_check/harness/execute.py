@@ -246,32 +246,15 @@ def padded_strides(shape: tuple[int, ...], free: tuple[int, ...], pad: int) -> t
 
 
 def laid_out_at(values: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
-    """``values`` viewed at ``strides`` inside a zeroed buffer just its span long. Where the
-    view overlaps itself (a stride the launcher allows below the extent inside it), each
-    shared element holds one of the values written there."""
+    """``values`` viewed at ``strides`` inside a zeroed buffer just its span long. Written by
+    each index's offset into the buffer, so a view that overlaps itself (a stride the
+    launcher allows below the extent inside it) holds, in each shared element, one of the
+    values written there."""
     span = 1 + sum((n - 1) * st for n, st in zip(values.shape, strides)) if values.numel() else 1
     buffer = _zeros_beside(values, (span,))
-    view = buffer.as_strided(values.shape, strides)
-    if _overlapping(tuple(values.shape), strides):
-        offsets = sum(
-            torch.arange(n, device=values.device).view([-1 if k == d else 1 for k in range(values.dim())]) * st
-            for d, (n, st) in enumerate(zip(values.shape, strides))
-        )
-        buffer.index_put_((torch.as_tensor(offsets).reshape(-1),), values.reshape(-1))
-    else:
-        view.copy_(values)
-    return view
-
-
-def _overlapping(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """Whether two indices of a view of ``shape`` at ``strides`` share an element: ordered by
-    stride, some dimension's stride is below the extent of the dimensions inside it."""
-    extent = 1
-    for n, stride in sorted((p for p in zip(shape, strides) if p[0] > 1), key=lambda p: p[1]):
-        if stride < extent:
-            return True
-        extent += (n - 1) * stride
-    return False
+    offsets = torch.arange(span, device=values.device).as_strided(values.shape, strides)
+    buffer[offsets] = values
+    return buffer.as_strided(values.shape, strides)
 
 
 def _layout(ctx: CaseContext, tensor: Tensor, values: torch.Tensor, case: Case) -> torch.Tensor:
