@@ -220,8 +220,11 @@ def test_a_rule_selected_alone_finds_what_a_full_run_finds(code: str) -> None:
     """Its declared needs are all it reads: built for them alone, it misses nothing."""
     path = _rule_fixture(code)
     assert path is not None
-    full = [f for f in run_one(path).findings if f.code == code]
-    alone = [f for f in run_one(path, select=[code]).findings if f.code == code]
+    full = [(f.location, f.witness is None) for f in run_one(path).findings if f.code == code]
+    alone = [(f.location, f.witness is None) for f in run_one(path, select=[code]).findings if f.code == code]
+    # compared by place and whether a witness came, not by message: where a witness leaves a
+    # thread free, z3 names one that follows where its terms lie in memory (solver.py), so
+    # two processes can name different threads of the same defect
     assert full and alone == full
 
 
