@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from kernel_check.rules.kc201_read_before_pdl_wait import is_weight_pointer
 from planting import Mutation, Planted, block_end, line_of
 
 # The idioms these mutations plant into (the census of issue 26: how real kernels read their
@@ -29,6 +30,13 @@ def _insert_line(text: str, offset: int, line: str) -> Planted:
     return Planted(text[:start] + line + "\n" + text[start:], line_of(text, start))
 
 
+def _read_pointer_param(kernel: re.Match) -> str | None:
+    """The kernel's first const pointer parameter that is not a weight's: KC201 lets weights
+    be read before the wait (docs/rules/KC201.md), so a read of one is no defect."""
+    names = (m.group(1) for m in _CONST_POINTER_PARAM.finditer(kernel.group(2)))
+    return next((name for name in names if not is_weight_pointer(name)), None)
+
+
 def _kernels_with_wait(text: str):
     """(match, first wait in its body) for each kernel whose own body waits on a named flag."""
     for kernel in _KERNEL.finditer(text):
@@ -40,11 +48,9 @@ def _kernels_with_wait(text: str):
 def read_before_wait(text: str) -> Planted | None:
     """A load through a kernel's const pointer parameter, just before its PDL wait."""
     for kernel, wait in _kernels_with_wait(text):
-        param = _CONST_POINTER_PARAM.search(kernel.group(2))
-        if param is not None:
-            return _insert_line(
-                text, wait.start(), f"{wait.group(1)}const auto kc_planted_early = {param.group(1)}[0];"
-            )
+        pointer = _read_pointer_param(kernel)
+        if pointer is not None:
+            return _insert_line(text, wait.start(), f"{wait.group(1)}const auto kc_planted_early = {pointer}[0];")
     return None
 
 
@@ -139,7 +145,10 @@ def read_binding_member_before_wait(text: str) -> Planted | None:
             fields = _params_struct(text, kernel, binding.group(2))
             if len(fields) != len(names):
                 continue
-            pointer = next((n for n, (spelling, _) in zip(names, fields) if _typed_pointer(spelling)), None)
+            pointer = next(
+                (n for n, (spelling, _) in zip(names, fields) if _typed_pointer(spelling) and not is_weight_pointer(n)),
+                None,
+            )
             if pointer is not None:
                 return _insert_line(text, wait.start(), f"{wait.group(1)}const auto kc_planted_early = {pointer}[0];")
     return None
@@ -151,7 +160,7 @@ def _params_pointer_field(text: str, kernel: re.Match) -> str | None:
     if param is None:
         return None
     fields = _params_struct(text, kernel, param.group(1))
-    field = next((name for spelling, name in fields if _typed_pointer(spelling)), None)
+    field = next((name for spelling, name in fields if _typed_pointer(spelling) and not is_weight_pointer(name)), None)
     return f"{param.group(1)}.{field}" if field is not None else None
 
 
@@ -190,8 +199,7 @@ def read_before_helper_wait(text: str) -> Planted | None:
         helper_call = call.search(text, kernel.end(), end)
         if helper_call is None or _WAIT.search(text, kernel.end(), end):
             continue
-        param = _CONST_POINTER_PARAM.search(kernel.group(2))
-        pointer = param.group(1) if param is not None else _params_pointer_field(text, kernel)
+        pointer = _read_pointer_param(kernel) or _params_pointer_field(text, kernel)
         if pointer is not None:
             line = f"{helper_call.group(1)}const auto kc_planted_early = {pointer}[0];"
             return _insert_line(text, helper_call.start(), line)

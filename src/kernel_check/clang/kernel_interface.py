@@ -184,14 +184,15 @@ def handed_out_tensor(call: Expr, program: Program, data: bytes, path: str) -> E
 
 def _called_bodies(call: Expr, program: Program) -> Iterator[tuple[Stmt | None, tuple[Var, ...], tuple[Expr, ...]]]:
     """(body, parameters, arguments) of each function a call can run: the functions it names,
-    or the lambda held by the local it calls (`ptr(x)`: `operator()` of its closure)."""
+    or the lambda held by the local it calls (`ptr(x)`: `operator()` of its closure, or, in a
+    template, where the call is dependent, the call of the variable itself)."""
     if call.callees:
         arguments = _call_arguments(call)
         yield from ((callee.buildable_body, callee.params, arguments) for callee in call.callees)
         return
-    if call.name != "operator()":
-        return
-    for index, part in enumerate(call.children[:2]):  # `ptr` then `operator()`, or the other way round
+    # `ptr` then `operator()`, or the other way round; a dependent call names `ptr` alone
+    callees = call.children[:2] if call.name == "operator()" else call.children[:1]
+    for index, part in enumerate(callees):
         ref = part.stripped().ref
         if ref is None or ref.kind is not DeclKind.VARIABLE:
             continue

@@ -57,6 +57,14 @@ from kernel_check.semantic import SemanticModel
 
 # What a weight's pointer is called (the last name of `params.q_gamma`, `w`, `conv_weight`).
 _WEIGHT_NAME = re.compile(r"(?:\w+_)?(?:weights?|gamma|beta|bias|w)")
+
+
+def is_weight_pointer(root: str) -> bool:
+    """Whether a pointer (`params.q_gamma`, `bias`) is named as a model weight's: no kernel of
+    the forward pass writes it, so it may be read before the wait."""
+    return _WEIGHT_NAME.fullmatch(root.rpartition(".")[2]) is not None
+
+
 _HOW = {
     "subscript": "a subscript",
     "dereference": "a dereference",
@@ -85,7 +93,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
         for access in flow.accesses:
             if access.kind is not AccessKind.READ or access.order is None or access.order > first_order:
                 continue
-            if access.span.start in reported or _WEIGHT_NAME.fullmatch(access.root.rpartition(".")[2]):
+            if access.span.start in reported or is_weight_pointer(access.root):
                 continue
             reported.add(access.span.start)
             yield ctx.finding(
