@@ -10,7 +10,10 @@ repository):
 
 * `kernels/NAME/`: a copy of one real kernel with the headers of its own tree it needs;
 * `kernels.json`: NAME -> {"source": the file to draft, relative to `kernels/NAME/`,
-  "launcher": the launcher to draft (`spec new --launcher`), "origin": where it comes from};
+  "launcher": the launcher to draft (`spec new --launcher`), "origin": where it comes from,
+  optionally "defines": the macros the kernel's own build passes (`spec new -D`, as
+  FlashInfer's JIT defines `FLASHINFER_ENABLE_F16`, without which its dtype dispatch has no
+  case)};
 * `plantings.json`: a list of {"kernel", "class", "file", "line", "before", "after", "why"}:
   one defect, a textual edit of `file` (relative to `kernels/NAME/`) where `before` starts
   on `line` (1-based). `class` is one of `CLASSES`.
@@ -81,6 +84,7 @@ class Kernel:
     source: str  # relative to kernels/NAME/
     launcher: str
     origin: str = ""
+    defines: tuple[str, ...] = ()  # NAME=VALUE, passed to `spec new -D`
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,10 @@ def load_kernels(plant_dir: Path) -> list[Kernel]:
             raise PlantError(f"{path}: {name}: needs 'source' and 'launcher'")
         if not (plant_dir / "kernels" / name / entry["source"]).is_file():
             raise PlantError(f"{path}: {name}: no file kernels/{name}/{entry['source']}")
-        kernels.append(Kernel(name, entry["source"], entry["launcher"], entry.get("origin", "")))
+        defines = entry.get("defines", [])
+        if not isinstance(defines, list) or not all(isinstance(d, str) and d for d in defines):
+            raise PlantError(f"{path}: {name}: 'defines' must be a list of NAME=VALUE strings")
+        kernels.append(Kernel(name, entry["source"], entry["launcher"], entry.get("origin", ""), tuple(defines)))
     return kernels
 
 
@@ -201,7 +208,8 @@ def draft_spec(base: Path, kernel: Kernel) -> Draft:
     started = time.monotonic()
     spec = spec_path_of(kernel)
     (base / spec).unlink(missing_ok=True)
-    command = kernel_check(["spec", "new", kernel.source, "--launcher", kernel.launcher])
+    defines = [arg for define in kernel.defines for arg in ("-D", define)]
+    command = kernel_check(["spec", "new", kernel.source, "--launcher", kernel.launcher, *defines])
     try:
         done = subprocess.run(command, cwd=base, capture_output=True, text=True, timeout=DRAFT_TIMEOUT_S)
     except subprocess.TimeoutExpired:

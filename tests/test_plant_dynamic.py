@@ -60,6 +60,34 @@ def test_plant_folder_loads(tmp_path: Path) -> None:
     assert [p.variant for p in pd.load_plantings(root, kernels)] == ["memory"]
 
 
+def test_kernel_defines_reach_spec_new(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_plant_dir(tmp_path, [ENTRY])
+    entry = {"source": "k.cuh", "launcher": "run", "defines": ["FLASHINFER_ENABLE_F16=1", "USE_X=2"]}
+    (root / "kernels.json").write_text(json.dumps({"k": entry}))
+    [kernel] = pd.load_kernels(root)
+    assert kernel.defines == ("FLASHINFER_ENABLE_F16=1", "USE_X=2")
+    commands: list[list[str]] = []
+
+    def fake_run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 1, "", "no launcher found")
+
+    monkeypatch.setattr(pd.subprocess, "run", fake_run)
+    pd.draft_spec(root / "kernels" / "k", kernel)
+    [command] = commands
+    assert command[command.index("new") :] == [
+        *("new", "k.cuh", "--launcher", "run"),
+        *("-D", "FLASHINFER_ENABLE_F16=1", "-D", "USE_X=2"),
+    ]
+
+
+def test_kernel_defines_must_be_strings(tmp_path: Path) -> None:
+    root = write_plant_dir(tmp_path, [ENTRY])
+    (root / "kernels.json").write_text(json.dumps({"k": {"source": "k.cuh", "launcher": "run", "defines": "X=1"}}))
+    with pytest.raises(pd.PlantError, match="k: 'defines' must be a list of NAME=VALUE strings"):
+        pd.load_kernels(root)
+
+
 @pytest.mark.parametrize(
     ("entries", "message"),
     [
