@@ -545,10 +545,11 @@ class _BodyFacts:
             self._on_assignment(node)
             if not self.device:
                 self._on_alignment_test(node)
-        elif self.device and kind in (ExprKind.CAST, ExprKind.IMPLICIT) and node.type.pointee_volatile:
-            self._add_volatile_read(node)
-        elif self.device and kind is ExprKind.CAST and node.cast_kind in _VECTOR_CASTS:
-            self._on_cast(node)
+        elif self.device and kind in (ExprKind.CAST, ExprKind.IMPLICIT):
+            if node.type.pointee_volatile:
+                self._add_volatile_read(node)
+            if kind is ExprKind.CAST and node.cast_kind in _VECTOR_CASTS:
+                self._on_cast(node)
         elif kind is ExprKind.INIT_LIST and not self.device:
             self._add_handoffs(node, "{...}", node.children)
         elif kind is ExprKind.REF and node.ref is not None:
