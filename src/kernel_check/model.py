@@ -107,6 +107,7 @@ class TypeInfo:
     is_reference: bool
     canonical: str
     is_dependent: bool = False
+    pointee_volatile: bool = False
 
 
 @dataclass(frozen=True)
@@ -374,12 +375,22 @@ class MatcherChain:
 @dataclass(frozen=True)
 class TensorDataUse:
     """`x.data_ptr()` of a TensorView `x`, or a call of a helper that only returns it
-    (`cptr(x)`); not one only compared with null or tested as a bool."""
+    (`cptr(x)`); not one only compared with null or tested as a bool. A pointer local it
+    initializes (`void* p = x.data_ptr();`) that is tested for null before any other
+    reference (`p != nullptr`: is the optional tensor there?) is read where its first other
+    reference is (`read_at`), and one only tested is no use; a local read without such a
+    probe is a use where the call is."""
 
     function: str
     tensor: str
     span: Span
     in_check: bool  # inside a check condition (e.g. a hand-written alignment check)
+    read_at: int | None = None  # offset of the local's first reading reference; None: the call reads
+
+    @property
+    def first_read(self) -> int:
+        """The offset where the data pointer is first used for more than a null test."""
+        return self.span.start if self.read_at is None else self.read_at
 
 
 @dataclass(frozen=True)
@@ -539,6 +550,18 @@ class ApiCall:
 
 
 @dataclass(frozen=True)
+class VolatileRead:
+    """A kernel's or device function's pointer parameter (or pointer field of a by-value params
+    struct) converted to a pointer to volatile data (`(const volatile int*)flag`): the kernel
+    polls memory that another agent writes while it runs."""
+
+    function: str
+    param_index: int
+    field: str  # the params-struct field; "" for a pointer parameter
+    span: Span
+
+
+@dataclass(frozen=True)
 class VectorAccess:
     """A vectorized global access in a kernel or device function through a pointer that
     came in as a parameter (or a pointer field of a by-value params struct)."""
@@ -606,6 +629,7 @@ class LauncherFacts:
     tensor_handoffs: list[TensorHandOff] = field(default_factory=list)
     api_calls: list[ApiCall] = field(default_factory=list)
     vector_accesses: list[VectorAccess] = field(default_factory=list)
+    volatile_reads: list[VolatileRead] = field(default_factory=list)
     pointer_passes: list[PointerPass] = field(default_factory=list)
     template_checks: list[TemplateCheck] = field(default_factory=list)
     parameter_tests: list[ParameterTest] = field(default_factory=list)

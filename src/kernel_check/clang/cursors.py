@@ -205,6 +205,7 @@ def type_info(type_: ci.Type) -> TypeInfo:
         spelling=type_.spelling,
         is_pointer=is_pointer,
         pointee_const=bool(pointee and pointee.is_const_qualified()),
+        pointee_volatile=bool(pointee and pointee.is_volatile_qualified()),
         is_restrict=type_.is_restrict_qualified() or canonical.is_restrict_qualified(),
         is_reference=is_reference,
         canonical=canonical.spelling,

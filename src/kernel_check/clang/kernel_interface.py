@@ -48,6 +48,7 @@ from ..model import (
     TensorInspection,
     VectorAccess,
     VerifiedTensor,
+    VolatileRead,
 )
 from . import program as tier1
 from .consteval import (
@@ -153,6 +154,17 @@ def _only_tested_for_null(pointer: Expr, ancestors: list[Node]) -> bool:
             return _is_null_constant(other)
         return False
     return False
+
+
+def _initialized_pointer(value: Expr, ancestors: list[Node]) -> Var | None:
+    """The pointer local whose initializer is `value` (through parentheses and casts)."""
+    for parent in reversed(ancestors):
+        if isinstance(parent, Expr) and parent.kind in (ExprKind.PAREN, ExprKind.IMPLICIT, ExprKind.CAST):
+            continue
+        if isinstance(parent, Var) and parent.declarator == "pointer" and not parent.bindings:
+            return parent
+        return None
+    return None
 
 
 def handed_out_tensor(call: Expr, program: Program, data: bytes, path: str) -> Expr | None:
@@ -447,6 +459,9 @@ class _BodyState:
     matcher_dtypes: dict[int, tuple[MatcherDType, ...]] = field(default_factory=dict)
     dtype_options: dict[int, tuple[MatcherDType, ...]] = field(default_factory=dict)
     chain_calls: set[int] = field(default_factory=set)  # id() of the calls of a chain already read
+    # host: a pointer local a `data_ptr()` initializes -> that use, and whether the local was
+    # tested for null before any other reference (then its first reading reference is the use)
+    held_data: dict[int, tuple[TensorDataUse, bool]] = field(default_factory=dict)
 
 
 _INSPECTIONS = frozenset(
@@ -515,6 +530,8 @@ class _BodyFacts:
             elif isinstance(node, Expr):
                 self._on_expression(node)
             self.ancestors.append(node)
+        # a pointer local never read: taken as a use unless it was only tested for null
+        self.facts.tensor_data_uses.extend(use for use, probed in self.state.held_data.values() if not probed)
         for _call, index, reads in self.api_outputs.values():
             if reads and all(reads):
                 self.facts.api_calls[index] = replace(self.facts.api_calls[index], output_only_refuses=True)
@@ -529,14 +546,32 @@ class _BodyFacts:
             self._on_assignment(node)
             if not self.device:
                 self._on_alignment_test(node)
-        elif self.device and kind is ExprKind.CAST and node.cast_kind in _VECTOR_CASTS:
-            self._on_cast(node)
+        elif self.device and kind in (ExprKind.CAST, ExprKind.IMPLICIT):
+            if node.type.pointee_volatile:
+                self._add_volatile_read(node)
+            if kind is ExprKind.CAST and node.cast_kind in _VECTOR_CASTS:
+                self._on_cast(node)
         elif kind is ExprKind.INIT_LIST and not self.device:
             self._add_handoffs(node, "{...}", node.children)
-        elif kind is ExprKind.REF and node.ref is not None and node.ref.key in self.api_outputs:
-            call, _index, reads = self.api_outputs[node.ref.key]
+        elif kind is ExprKind.REF and node.ref is not None:
+            self._on_reference(node, node.ref)
+
+    def _on_reference(self, node: Expr, decl: DeclRef) -> None:
+        if decl.key in self.api_outputs:
+            call, _index, reads = self.api_outputs[decl.key]
             if not any(a is call for a in self.ancestors):  # not the `&x` of the call itself
                 reads.append(_refuses(node, self.ancestors))
+        held = self.state.held_data.get(decl.key)
+        if held is None:
+            return
+        use, probed = held
+        if _only_tested_for_null(node, self.ancestors):
+            self.state.held_data[decl.key] = (use, True)
+            return
+        del self.state.held_data[decl.key]
+        # a pointer first probed for null (is the optional tensor there?) is read here; one
+        # read without a probe was taken as a value to use, where the call is
+        self.facts.tensor_data_uses.append(replace(use, read_at=node.span.start) if probed else use)
 
     def _vector_parameters(self) -> None:
         """A parameter declared as a pointer to a vector type (`const float4*`): every
@@ -597,7 +632,12 @@ class _BodyFacts:
         if tensor is not None and name == "data_ptr":
             if not _only_tested_for_null(call, self.ancestors):
                 in_check = condition_context(call, self.ancestors) == "check"
-                self.facts.tensor_data_uses.append(TensorDataUse(self.function.usr, tensor, call.span, in_check))
+                use = TensorDataUse(self.function.usr, tensor, call.span, in_check)
+                held_by = _initialized_pointer(call, self.ancestors)
+                if held_by is not None:
+                    self.state.held_data[held_by.key] = (use, False)
+                else:
+                    self.facts.tensor_data_uses.append(use)
         elif tensor is not None and name in _INSPECTIONS:
             self.facts.tensor_inspections.append(
                 TensorInspection(self.function.usr, tensor, name, call.span, condition_context(call, self.ancestors))
@@ -968,6 +1008,13 @@ class _BodyFacts:
         vector = self.consts.cast_vector(cast)
         if vector is not None and cast.children:
             self._add_access(cast.children[-1], cast, "cast", vector)
+
+    def _add_volatile_read(self, cast: Expr) -> None:
+        """A conversion to a pointer to volatile data of a pointer that came in as a parameter."""
+        if not cast.children or cast.children[-1].type.pointee_volatile:
+            return  # already volatile: the conversion that made it so was recorded
+        for param, field_name in _outermost(self._origins(cast.children[-1])):
+            self.facts.volatile_reads.append(VolatileRead(self.function.usr, param, field_name, cast.span))
 
     def _add_access(self, pointer: Expr, at: Expr, kind: str, vector: VectorType) -> None:
         tested = self._alignment_tested_origins()

@@ -265,6 +265,7 @@ class TypeFacts:
     # points to requires: a `float4` and an `alignas(16)` vector 16, a struct of floats 4
     align: int = 0
     pointee_align: int = 0
+    pointee_volatile: bool = False  # a pointer to volatile data (`const volatile int*`)
 
     @property
     def unqualified(self) -> str:
@@ -303,6 +304,7 @@ def _type_facts(type_: ci.Type) -> TypeFacts:
         pointee_size=_size(canonical.get_pointee().get_canonical()) if is_pointer else 0,
         align=_align(canonical),
         pointee_align=_align(canonical.get_pointee().get_canonical()) if is_pointer else 0,
+        pointee_volatile=is_pointer and canonical.get_pointee().is_volatile_qualified(),
     )
 
 

@@ -3,6 +3,11 @@ Flags a kernel pointer parameter that points to `const` data but is not declared
 `__restrict__`, and the same for a pointer-to-const field of a by-value params struct
 that is passed to a kernel.
 
+A pointer the kernel reads through `volatile` (`*(const volatile int*)flag`, a flag another
+stream or the host sets while the kernel spins on it), or one declared pointer-to-volatile,
+is left alone: `__restrict__` would promise that the data does not change while the kernel
+runs.
+
 ## Why is this bad?
 Without `__restrict__` the compiler must assume the read-only buffer may alias an output,
 so it cannot use the read-only data path (non-coherent `LDG` loads) or reorder loads
@@ -54,7 +59,14 @@ from kernel_check.semantic import SemanticModel
 
 
 def _needs_restrict(entity: Param | Field) -> bool:
-    return entity.type.is_pointer and entity.type.pointee_const and not entity.type.is_restrict
+    type_ = entity.type
+    return type_.is_pointer and type_.pointee_const and not type_.is_restrict and not type_.pointee_volatile
+
+
+def _polled(model: SemanticModel, kernel: Function) -> set[Slot]:
+    """The pointers the kernel reads through `volatile`: data another agent writes while it
+    runs, which `__restrict__` would promise does not change."""
+    return {(r.param_index, r.field) for r in model.facts_of(kernel.usr).volatile_reads}
 
 
 def _restrict_fix(data: bytes, offset: int | None) -> Fix | None:
@@ -95,22 +107,23 @@ def _finding(
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     reported_structs: set[str] = set()
     for kernel in model.kernels:
+        polled = _polled(model, kernel)
         for index, param in enumerate(kernel.params):
-            if _needs_restrict(param):
+            if _needs_restrict(param) and (index, "") not in polled:
                 subject = f"read-only pointer parameter '{param.name}' of kernel '{kernel.name}'"
                 if (found := _finding(model, ctx, kernel, (index, ""), param, subject)) is not None:
                     yield found
             struct = model.struct_of(param.type) if not param.type.is_pointer else None
             if struct is not None and struct.qualified_name not in reported_structs:
                 reported_structs.add(struct.qualified_name)
-                yield from _struct_fields(model, ctx, struct, kernel, index)
+                yield from _struct_fields(model, ctx, struct, kernel, index, polled)
 
 
 def _struct_fields(
-    model: SemanticModel, ctx: RuleContext, struct: Struct, kernel: Function, index: int
+    model: SemanticModel, ctx: RuleContext, struct: Struct, kernel: Function, index: int, polled: set[Slot]
 ) -> Iterator[Finding]:
     for field in struct.fields:
-        if _needs_restrict(field):
+        if _needs_restrict(field) and (index, field.name) not in polled:
             subject = (
                 f"read-only pointer field '{field.name}' of params struct '{struct.name}' "
                 f"(passed to kernel '{kernel.name}')"

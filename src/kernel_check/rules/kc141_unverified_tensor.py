@@ -9,7 +9,10 @@ A helper whose body only returns its tensor's data pointer (`cptr(t)` returning
 `t.data_ptr()`, through casts), or such a lambda held by a local (`auto ptr = [](const auto&
 t) { return t.data_ptr(); };`), verifies nothing: calling it is a `data_ptr()` use. Comparing
 `data_ptr()` with null, or testing it as a bool (`if (!t.data_ptr()) return;`), reads no data
-and is not a use.
+and is not a use. A pointer local that holds it and is tested for null first (`void* p =
+t.data_ptr(); if (p != nullptr) ...`: is the optional tensor there?) is used where it is next
+read: a launcher that verifies `t` only when it is present and hands `p` on only then uses it
+after the verify. A pointer taken into a local with no such test is used where it is taken.
 
 ## Why is this bad?
 An unverified tensor can have any rank, shape, dtype, device or layout. The kernel then
@@ -74,12 +77,12 @@ def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
         for name in _tensor_params(function):
             uses = sorted(
                 (u for u in facts.tensor_data_uses if u.tensor == name),
-                key=lambda u: u.span.start,
+                key=lambda u: u.first_read,
             )
             if not uses:
                 continue
             first = uses[0]
-            if any(tensor == name and start <= first.span.start for tensor, start in reached):
+            if any(tensor == name and start <= first.first_read for tensor, start in reached):
                 continue
             param = next(p for p in function.params if p.name == name)
             yield ctx.finding(
