@@ -32,8 +32,10 @@ from .model import (
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
-_FREE = (SymbolKind.DIM, SymbolKind.SCALAR)  # what a witness chooses: the launcher's inputs
+# what a witness chooses: the launcher's inputs (its sizes, scalars and the bytes of its `T`)
+_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE)
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
+_DTYPE_BYTES = (1, 2, 4, 8)  # the element sizes of the dtypes a matcher accepts
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
 # kernel symbols the contract does not give: the launch constraints bound the indices and the
 # calls' results the block shares, the caller's query the values read from memory, the loop
@@ -241,7 +243,19 @@ def _bind(
             fits += solver.within(Term("sym", name=name), received.low, received.high)
     inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
     fits += [solver.renamed(f, host) for f in contract.fits]
+    fits += [_dtype_bytes(s) for s in inputs if s.kind is SymbolKind.ELEMENT_SIZE]
+    # a launcher that divides by zero stops there (the kernel never runs): no witness, and
+    # no launch a proof must cover, has a zero divisor the launcher always evaluates
+    constraints += [Term("!=", (d, Term("const", value=0))) for d in solver.divisors(constraints, unconditional=True)]
     return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes))
+
+
+def _dtype_bytes(size: Symbol) -> Term:
+    """A launcher's `sizeof(T)` as a witness names it: the bytes of a dtype (a tensor's
+    element type, as the launcher's `T` is in practice), not any struct's; a proof covers
+    every size."""
+    variable = Term("sym", name=size.name)
+    return Term("or", tuple(Term("==", (variable, Term("const", value=b))) for b in _DTYPE_BYTES))
 
 
 def _instantiated_size(launched: tuple[LaunchedKernel, ...], size: Symbol) -> Term | None:
