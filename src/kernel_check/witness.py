@@ -6,7 +6,8 @@ smallest sizes under which a condition holds (KC112, KC401).
 "Smallest": the least common bound on every size (and launcher scalar) for which the
 condition still holds, found by bisection with plain checks (an `Optimize` over these
 nonlinear terms does not finish within the budget), then each size in turn made as small
-as it can be with the ones before it fixed.
+as it can be with the ones before it fixed; every one of them at least 0 where that still
+holds (a scalar's magnitude alone would let a witness name `page_size = -513`).
 """
 
 from __future__ import annotations
@@ -423,15 +424,24 @@ def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Te
 def smallest(
     constraints: list[Term], inputs: tuple[Symbol, ...], budget: Budget, checked: Answer | None = None
 ) -> Answer:
-    """The constraints' answer with the launcher's inputs as small as the budget finds:
-    SAT with the smallest model found, UNSAT, or UNKNOWN. `checked`: the answer the caller's
-    own check of these constraints gave, which is not solved again."""
+    """The constraints' answer with the launcher's inputs as small as the budget finds, none
+    negative where the constraints allow: SAT with the smallest model found, UNSAT, or
+    UNKNOWN. `checked`: the answer the caller's own check of these constraints gave, which
+    is not solved again."""
     session = solver.Session(constraints, budget)
     best = checked if checked is not None else session.check()
     if best.outcome is not Outcome.SAT or not inputs:
         return best
-    best, bound, finished = _least_bound(session, [], inputs, best)
-    fixed: list[Term] = _bounded(inputs, bound)
+    # sizes and counts as a launcher is called with them, where the condition allows: a
+    # negative scalar only where no other does (its magnitude alone would pick either sign)
+    nonnegative: list[Term] = [Term("<=", (Term("const", value=0), Term("sym", name=s.name))) for s in inputs]
+    answer = session.check(nonnegative)
+    if answer.outcome is Outcome.SAT:
+        best = answer
+    else:
+        nonnegative = []
+    best, bound, finished = _least_bound(session, nonnegative, inputs, best)
+    fixed: list[Term] = [*nonnegative, *_bounded(inputs, bound)]
     for symbol in inputs:
         if not finished:
             break
