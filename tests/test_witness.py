@@ -68,14 +68,24 @@ def test_kc112_without_witness_where_the_contract_does_not_decide(overflow_messa
     # launches are proven safe: by a RuntimeCheck (line 76), by a count the launcher keeps in
     # 32 bits, wrapped or not (lines 97, 224), by a grid capped at 65535 blocks inside the
     # launcher's lambda (line 149), by a grid of 8 blocks per SM (line 194)
-    assert sorted(overflow_messages) == [21, 51, 119, 139, 157]
+    # a grid capped at 65535 blocks over vectors of `16 / sizeof(T)` elements (line 286)
+    assert sorted(overflow_messages) == [21, 51, 119, 139, 157, 256, 257]
     assert "overflows for" not in overflow_messages[139]
+
+
+def test_kc112_witness_names_the_bytes_of_the_launchers_element_type(overflow_messages) -> None:
+    values = _values(overflow_messages[256])  # scale_vectors: `N / (16 / sizeof(T))` vectors, one a thread
+    n, size, block_index = values["N"], values["sizeof(T)"], values["blockIdx.x"]
+    assert size in (1, 2, 4, 8)  # a dtype's bytes, so the vector's elements are no zero divisor
+    vectors = n // (16 // size)
+    assert block_index < -(-vectors // BLOCK) <= 2**32 - 1  # a block the launch has, its count a `uint32_t`
+    assert block_index * BLOCK >= 2**32
 
 
 def test_a_spent_budget_keeps_every_kc112_finding_without_a_witness() -> None:
     findings = [f for f in run_one(OVERFLOWS, solver_budget=1e-9).findings if f.code == "KC112"]
     # the capped ones too: not proven
-    assert sorted(f.line for f in findings) == [21, 51, 76, 97, 119, 139, 149, 157, 194, 224]
+    assert sorted(f.line for f in findings) == [21, 51, 76, 97, 119, 139, 149, 157, 194, 224, 256, 257, 286]
     assert all("overflows for" not in f.message for f in findings)
 
 

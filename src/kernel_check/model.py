@@ -962,7 +962,8 @@ class SymbolKind(enum.Enum):
     ADDRESS = "address"
     DIM = "dim"  # a launcher's symbolic size (`SymbolicSize N` of its TensorMatcher chains)
     # The bytes of a kernel's template type parameter (`sizeof(T)` of a `const T* x`; `text`
-    # is the parameter's name): what the launch instantiates it with
+    # is the parameter's name): what the launch instantiates it with; in a launcher, the
+    # `sizeof(T)` of its own type parameter it computes with (`text` as written), any type's
     ELEMENT_SIZE = "element_size"
 
 

@@ -47,6 +47,7 @@ _GRID_LIMITS = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 _DIMENSIONS = {SymbolKind.THREAD: "blockDim", SymbolKind.BLOCK: "gridDim"}
 _COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
 _LOGIC = frozenset({"<", "<=", "==", "!=", "and", "or", "not"})
+_CONDITIONAL = frozenset({"ite", "and", "or", "not", "forall"})  # terms whose operands may go unevaluated
 
 
 class Outcome(enum.Enum):
@@ -295,14 +296,17 @@ def _new_int(term: Term, names: _Names) -> z3.ArithRef:
     raise lib.Z3Exception(f"no term {op!r}")
 
 
-def divisors(terms: Iterable[Term]) -> Iterator[Term]:
-    """The divisor of each `/` and `%` in `terms`."""
+def divisors(terms: Iterable[Term], *, unconditional: bool = False) -> Iterator[Term]:
+    """The divisor of each `/` and `%` in `terms`; `unconditional`: only those evaluated
+    whatever the values (not inside a branch of `ite`, `or`, `and` or a negation, which C
+    may skip: `k != 0 ? n / k : 0`)."""
     pending = list(terms)
     while pending:
         term = pending.pop()
         if term.op in ("/", "%"):
             yield term.args[1]
-        pending.extend(term.args)
+        if not unconditional or term.op not in _CONDITIONAL:
+            pending.extend(term.args)
 
 
 def for_all(variables: Iterable[str], body: Term) -> Term:

@@ -6,7 +6,8 @@ smallest sizes under which a condition holds (KC112, KC401).
 "Smallest": the least common bound on every size (and launcher scalar) for which the
 condition still holds, found by bisection with plain checks (an `Optimize` over these
 nonlinear terms does not finish within the budget), then each size in turn made as small
-as it can be with the ones before it fixed.
+as it can be with the ones before it fixed; every one of them at least 0 where that still
+holds (a scalar's magnitude alone would let a witness name `page_size = -513`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ from .model import (
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
-_FREE = (SymbolKind.DIM, SymbolKind.SCALAR)  # what a witness chooses: the launcher's inputs
+# what a witness chooses: the launcher's inputs (its sizes, scalars and the bytes of its `T`)
+_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE)
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
+_DTYPE_BYTES = (1, 2, 4, 8)  # the element sizes of the dtypes a matcher accepts
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
 # kernel symbols the contract does not give: the launch constraints bound the indices and the
 # calls' results the block shares, the caller's query the values read from memory, the loop
@@ -241,7 +244,19 @@ def _bind(
             fits += solver.within(Term("sym", name=name), received.low, received.high)
     inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
     fits += [solver.renamed(f, host) for f in contract.fits]
+    fits += [_dtype_bytes(s) for s in inputs if s.kind is SymbolKind.ELEMENT_SIZE]
+    # a launcher that divides by zero stops there (the kernel never runs): no witness, and
+    # no launch a proof must cover, has a zero divisor the launcher always evaluates
+    constraints += [Term("!=", (d, Term("const", value=0))) for d in solver.divisors(constraints, unconditional=True)]
     return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes))
+
+
+def _dtype_bytes(size: Symbol) -> Term:
+    """A launcher's `sizeof(T)` as a witness names it: the bytes of a dtype (a tensor's
+    element type, as the launcher's `T` is in practice), not any struct's; a proof covers
+    every size."""
+    variable = Term("sym", name=size.name)
+    return Term("or", tuple(Term("==", (variable, Term("const", value=b))) for b in _DTYPE_BYTES))
 
 
 def _instantiated_size(launched: tuple[LaunchedKernel, ...], size: Symbol) -> Term | None:
@@ -409,15 +424,24 @@ def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Te
 def smallest(
     constraints: list[Term], inputs: tuple[Symbol, ...], budget: Budget, checked: Answer | None = None
 ) -> Answer:
-    """The constraints' answer with the launcher's inputs as small as the budget finds:
-    SAT with the smallest model found, UNSAT, or UNKNOWN. `checked`: the answer the caller's
-    own check of these constraints gave, which is not solved again."""
+    """The constraints' answer with the launcher's inputs as small as the budget finds, none
+    negative where the constraints allow: SAT with the smallest model found, UNSAT, or
+    UNKNOWN. `checked`: the answer the caller's own check of these constraints gave, which
+    is not solved again."""
     session = solver.Session(constraints, budget)
     best = checked if checked is not None else session.check()
     if best.outcome is not Outcome.SAT or not inputs:
         return best
-    best, bound, finished = _least_bound(session, [], inputs, best)
-    fixed: list[Term] = _bounded(inputs, bound)
+    # sizes and counts as a launcher is called with them, where the condition allows: a
+    # negative scalar only where no other does (its magnitude alone would pick either sign)
+    nonnegative: list[Term] = [Term("<=", (Term("const", value=0), Term("sym", name=s.name))) for s in inputs]
+    answer = session.check(nonnegative)
+    if answer.outcome is Outcome.SAT:
+        best = answer
+    else:
+        nonnegative = []
+    best, bound, finished = _least_bound(session, nonnegative, inputs, best)
+    fixed: list[Term] = [*nonnegative, *_bounded(inputs, bound)]
     for symbol in inputs:
         if not finished:
             break

@@ -589,6 +589,17 @@ class Expr(_Typed):
         return self._cursor.kind == K.CXX_UNARY_EXPR
 
     @cached_property
+    def sized_type_parameter(self) -> str:
+        """The template type parameter `sizeof(T)` measures (`T`); "" for any other
+        expression (`alignof(T)`, `sizeof(float)`, `sizeof(n)`)."""
+        if not self.is_size_query or not self.tokens or self.tokens[0].spelling != "sizeof":
+            return ""
+        operand = next(iter(self._cursor.get_children()), None)
+        if operand is None or operand.kind != K.TYPE_REF or operand.referenced is None:
+            return ""
+        return operand.spelling if operand.referenced.kind == K.TEMPLATE_TYPE_PARAMETER else ""
+
+    @cached_property
     def names_type_member(self) -> bool:
         """A REF qualified by a type (`T::kSize`, `Traits<T>::kN`): in a template, a member
         clang cannot resolve yet."""

@@ -1641,6 +1641,9 @@ class _LauncherWalk(_Walk):
         return self.symbol(f"dim:{name}", SymbolKind.DIM, name, (1, _DIM_LIMIT))
 
     def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        if parameter := expr.sized_type_parameter:  # `kAlignment / sizeof(T)` in a launcher over `T`
+            name = f"sizeof({parameter})"
+            return self.symbol(name, SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE))
         found = super().value(expr, guards)
         if isinstance(found, Term) and found.op not in _KEPT and _may_wrap(expr):
             low, high = expr.type.value_range  # a witness where the launcher's integers wrap would be wrong

@@ -30,10 +30,13 @@ the grid, the block and the kernel's arguments (a params struct's fields too) as
 launcher computes them from its `TensorMatcher` sizes (`N.unwrap()`, `x.size(i)`), under
 its `RuntimeCheck`s and early returns; a launch inside a lambda of the launcher (`auto
 launch = [&](auto kernel, int64_t n) {...}`) is taken with the lambda's parameters free,
-and a query of the SM count (`get_num_sms(device)`) as one value from 1 to 1024 (a
-persistent grid of `8 * num_sms` blocks). The solver (z3, with what the kernel's
-`solver-budget` has left once every rule has decided) looks for the smallest sizes (dims
-at least 1) for which the product reaches 2^32 (2^31 when signed) in some block, and the
+a query of the SM count (`get_num_sms(device)`) as one value from 1 to 1024 (a
+persistent grid of `8 * num_sms` blocks), and a launcher's `sizeof(T)` of its own type
+parameter (`kAlignment / sizeof(T)` elements a vector) as one more size, a dtype's bytes (1,
+2, 4 or 8) where the witness names it; no launch divides by zero (the launcher stops there).
+The solver (z3, with what the kernel's `solver-budget` has left once every rule has
+decided) looks for the smallest sizes (dims at least 1, none negative where that still
+overflows) for which the product reaches 2^32 (2^31 when signed) in some block, and the
 message names them: "it overflows for N = 4294967297
 (blockIdx.x = 16777216)". Smallest: the least bound on every size that still overflows,
 then each size in turn as small as it goes; the launcher's own sums, products and
