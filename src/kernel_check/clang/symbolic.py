@@ -1393,7 +1393,7 @@ def _asserted(expr: Expr) -> Expr | None:
     whose else branch calls a function that fails, traps or aborts; or of a launcher's
     `RuntimeCheck(c, ...)`."""
     node = expr.stripped()
-    if node.kind is ExprKind.CALL and is_runtime_check(node):  # it throws where its condition fails
+    if is_runtime_check(node):  # it throws where its condition fails
         return checked_condition(node)
     if node.kind is not ExprKind.CONDITIONAL or len(node.children) != 3:
         return None
