@@ -309,6 +309,13 @@ def divisors(terms: Iterable[Term], *, unconditional: bool = False) -> Iterator[
             pending.extend(term.args)
 
 
+def divides_by_nonzero(terms: Iterable[Term]) -> list[Term]:
+    """A nonzero divisor for each `/` and `%` that `terms` always evaluate: C leaves a
+    division by zero undefined (the thread traps), so no path past one has it; z3 instead
+    lets `x / 0` and `x % 0` take any value, which would let an offset go anywhere."""
+    return [Term("!=", (d, Term("const", value=0))) for d in divisors(terms, unconditional=True)]
+
+
 def for_all(variables: Iterable[str], body: Term) -> Term:
     """`body` holds whatever values the symbols `variables` take (a condition over every
     thread of the block, every iteration of a loop)."""

@@ -247,7 +247,7 @@ def _bind(
     fits += [_dtype_bytes(s) for s in inputs if s.kind is SymbolKind.ELEMENT_SIZE]
     # a launcher that divides by zero stops there (the kernel never runs): no witness, and
     # no launch a proof must cover, has a zero divisor the launcher always evaluates
-    constraints += [Term("!=", (d, Term("const", value=0))) for d in solver.divisors(constraints, unconditional=True)]
+    constraints += solver.divides_by_nonzero(constraints)
     return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes))
 
 

@@ -136,6 +136,24 @@ def template_param_names(declaration: DeclRef) -> tuple[str, ...]:
     return _template_param_names(cursor_of(declaration))
 
 
+def _member_aliases(record: ci.Cursor, member: str) -> list[ci.Cursor]:
+    """The type aliases named `member` declared in a class (template)."""
+    return [c for c in record.get_children() if c.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and c.spelling == member]
+
+
+def _explicit_specializations(template: ci.Cursor) -> list[ci.Cursor]:
+    """The explicit (full) specializations of a class template declared beside it, in the
+    same namespace block: where C++ requires them to be declared before their first use."""
+    parent = template.lexical_parent
+    if parent is None:
+        return []
+    return [
+        c
+        for c in parent.get_children()
+        if c.kind in (K.STRUCT_DECL, K.CLASS_DECL) and c.specialized_template == template and c.is_definition()
+    ]
+
+
 def _template_param_names(declaration: ci.Cursor) -> tuple[str, ...]:
     return tuple(c.spelling for c in declaration.get_children() if c.kind in TEMPLATE_PARAM_KINDS)
 
@@ -469,11 +487,11 @@ class Constants:
         if not separator or len(templates) != 1 or templates[0] is None or templates[0].kind != K.CLASS_TEMPLATE:
             return None
         template = templates[0]
-        aliases = [
-            c for c in template.get_children() if c.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL) and c.spelling == member
-        ]
+        aliases = _member_aliases(template, member)
         names = _template_param_names(template)
         _, args = template_spelling(declaration)
+        if not aliases and len(args) == len(names):
+            return self._specialized_member_vector(template, member, text)
         if len(aliases) != 1 or len(args) != len(names):
             return None
         inner = self._vector_from_spelling(aliases[0], text)
@@ -483,6 +501,23 @@ class Constants:
             name: self.type_size(arg) if arg.kind == K.TYPE_REF else self._value(arg) for name, arg in zip(names, args)
         }
         return VectorType(inner.width.substitute(mapping), text)
+
+    def _specialized_member_vector(self, template: ci.Cursor, member: str, text: str) -> VectorType | None:
+        """The member alias of a class template declared only through explicit
+        specializations (`template <> struct Trait<bf16_t, 16> { using vec_t = ...; };`): the
+        narrowest of their vector widths, as every instantiation needs at least that alignment
+        (which specialization the arguments pick is not followed)."""
+        widths: list[ConstExpr] = []
+        for specialization in _explicit_specializations(template):
+            aliases = _member_aliases(specialization, member)
+            vector = self._vector_from_spelling(aliases[0], text) if len(aliases) == 1 else None
+            if vector is None:
+                return None
+            widths.append(vector.width)
+        if not widths:
+            return None
+        distinct = tuple(dict.fromkeys(widths))
+        return VectorType(distinct[0] if len(distinct) == 1 else ConstExpr("min", args=distinct), text)
 
     def _aligned_vector_parts(self, type_: ci.Type) -> tuple[ConstExpr, ConstExpr] | None:
         decl = type_.get_declaration()

@@ -8,7 +8,10 @@ followed through local copies, params-struct fields, helpers that only return a 
 data pointer (`cptr(t)`), structured bindings of a params struct in the kernel
 (`const auto& [input, output, n] = params;`) and device functions of the same file. A vector type reached
 through a class template's member (`using vec_t = typename Plan<T, N>::vec_t;`,
-`typename Traits<T>::Vec`) has the width that member spells for the arguments launched.
+`typename Traits<T>::Vec`) has the width that member spells for the arguments launched; one
+declared only in explicit specializations (`template <> struct Traits<bf16_t, 16> {...}`)
+has the narrowest width among them. A pointer picked by `?:` (`reinterpret_cast<vec_t*>(is_q
+? q : k)`) feeds the access from both tensors.
 
 ## Why is this bad?
 A vector access of `w` bytes needs an address that is a multiple of `w`. `TensorMatcher`

@@ -9,8 +9,10 @@ no early `return`/`continue` for ids out of range.
 The check is a proof, not a pattern (solver.py, z3): the offset and the guards on its
 path (`if` conditions, loop bounds, `?:`, an earlier `if (...) return;` or `assert`) become terms over
 the thread and block indices, the launch's dimensions, the kernel's scalar arguments and
-the integers it reads. The access is reported when the offset can leave the range with the
-integer read from memory as the only cause: with every other value small (shapes, grid
+the integers it reads; a divisor the path always evaluates is nonzero (C leaves `x / 0`
+undefined), so `work / groups` and `work % groups` stay within `work`. The access is
+reported when the offset can leave the range with the integer read from memory as the
+only cause: with every other value small (shapes, grid
 and scalars up to 256), some value of the id drives the offset past 2^30 elements or
 below zero, and no such offset exists once the id is small too. A query the solver cannot
 answer within the kernel's budget (`solver-budget`, default 2 s, shared by every rule's
@@ -196,7 +198,7 @@ def _unbounded_sides(access: SymbolicAccess, budget: Budget) -> dict[str, Answer
     loads = [Term("sym", name=s.name) for s in access.symbols if s.kind is SymbolKind.LOAD]
     in_offset = set(symbol_names(access.offset))
     offset_loads = [t for t in loads if t.name in in_offset]
-    base = [*world, *access.guards]
+    base = [*world, *access.guards, *solver.divides_by_nonzero((*access.guards, access.offset))]
     sides: list[tuple[str, Term, list[Term]]] = [
         (
             "upper",
