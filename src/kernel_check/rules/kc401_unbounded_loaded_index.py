@@ -4,7 +4,9 @@ read from another tensor -- a token position, a page or slot location, an expert
 id (`out[idx[i] * d + j]`, `cache + loc * stride`) -- when nothing on the access's path
 bounds that integer on one side: no `idx[i] < n` guard (or a guard on the other side
 only, `idx[i] < n` for a signed id that may be negative), no clamp (`min(idx[i], n - 1)`),
-no early `return`/`continue` for ids out of range.
+no early `return`/`continue` for ids out of range. An integer the kernel reads back from
+a buffer it wrote itself before a barrier (a prefix sum it computed into `cumsum`) is its
+own result, not an id: it is not asked.
 
 The check is a proof, not a pattern (solver.py, z3): the offset and the guards on its
 path (`if` conditions, loop bounds, `?:`, an earlier `if (...) return;` or `assert`) become terms over
@@ -172,9 +174,15 @@ def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[_Unbounded
     access a tensor; each kernel's queries share its budget)."""
     asked: set[tuple[str, str, frozenset[str]]] = set()
     found: dict[tuple[str, frozenset[str]], _Unbounded] = {}
+    written = _global_writes(model)
     for access in model.symbolic_accesses:
         in_offset = set(symbol_names(access.offset))
-        ids = frozenset(s.name for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset)
+        filled = {pointer for pointer, phase in written.get(access.function_usr, ()) if phase < access.phase}
+        ids = frozenset(
+            s.name
+            for s in access.symbols
+            if s.kind is SymbolKind.LOAD and s.name in in_offset and s.pointer not in filled
+        )
         key = (access.function_usr, access.pointer, ids)
         if access.shared or not ids or key in asked:  # an offset that reads no id: KC406's
             continue
@@ -188,6 +196,17 @@ def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[_Unbounded
         else:
             first.also.append(access)
     return list(found.values())
+
+
+def _global_writes(model: SemanticModel) -> dict[str, list[tuple[str, int]]]:
+    """Each kernel's writes to global memory: (pointer, barrier interval). An integer the
+    kernel reads back from a buffer it wrote before a barrier (a prefix sum it computed) is
+    its own result, not an id its caller passes."""
+    writes: dict[str, list[tuple[str, int]]] = {}
+    for access in model.symbolic_accesses:
+        if access.is_write and not access.shared and access.pointer:
+            writes.setdefault(access.function_usr, []).append((access.pointer, access.phase))
+    return writes
 
 
 def _unbounded_sides(access: SymbolicAccess, budget: Budget) -> dict[str, Answer]:
