@@ -176,13 +176,8 @@ def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[_Unbounded
     found: dict[tuple[str, frozenset[str]], _Unbounded] = {}
     written = _global_writes(model)
     for access in model.symbolic_accesses:
-        in_offset = set(symbol_names(access.offset))
         filled = {pointer for pointer, phase in written.get(access.function_usr, ()) if phase < access.phase}
-        ids = frozenset(
-            s.name
-            for s in access.symbols
-            if s.kind is SymbolKind.LOAD and s.name in in_offset and s.pointer not in filled
-        )
+        ids = frozenset(s.name for s in _offset_loads(access) if s.pointer not in filled)
         key = (access.function_usr, access.pointer, ids)
         if access.shared or not ids or key in asked:  # an offset that reads no id: KC406's
             continue
@@ -196,6 +191,13 @@ def _unbounded_accesses(model: SemanticModel, seconds: float) -> list[_Unbounded
         else:
             first.also.append(access)
     return list(found.values())
+
+
+def _offset_loads(access: SymbolicAccess) -> list[Symbol]:
+    """The integers read from memory that the access's offset names (not those only its
+    guards name: an id that only opens the path does not move the offset)."""
+    in_offset = set(symbol_names(access.offset))
+    return [s for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset]
 
 
 def _global_writes(model: SemanticModel) -> dict[str, list[tuple[str, int]]]:
@@ -215,8 +217,7 @@ def _unbounded_sides(access: SymbolicAccess, budget: Budget) -> dict[str, Answer
     < 0) out[row] = 0;`) is not what takes the offset out."""
     world = _world(access.symbols)
     loads = [Term("sym", name=s.name) for s in access.symbols if s.kind is SymbolKind.LOAD]
-    in_offset = set(symbol_names(access.offset))
-    offset_loads = [t for t in loads if t.name in in_offset]
+    offset_loads = [Term("sym", name=s.name) for s in _offset_loads(access)]
     base = [*world, *access.guards, *solver.divides_by_nonzero((*access.guards, access.offset))]
     sides: list[tuple[str, Term, list[Term]]] = [
         (
@@ -282,9 +283,7 @@ def _world(symbols: tuple[Symbol, ...]) -> list[Term]:
 
 def _culprit(access: SymbolicAccess, answer: Answer) -> Symbol:
     """The id in the offset furthest from zero in the witness."""
-    in_offset = set(symbol_names(access.offset))
-    loads = [s for s in access.symbols if s.kind is SymbolKind.LOAD and s.name in in_offset]
-    return max(loads, key=lambda s: abs(answer.model.get(s.name, 0)))
+    return max(_offset_loads(access), key=lambda s: abs(answer.model.get(s.name, 0)))
 
 
 def _in_contract(
