@@ -412,9 +412,10 @@ def test_a_stream_handle_the_launcher_launches_on_is_the_calls_stream(tmp_path):
     """`int64_t stream` cast to `cudaStream_t` and launched on: drafted CURRENT_STREAM (the
     handle of the stream the harness runs the call on, read at the call), so the stream and
     graph checks see the launch where they put it; `offset`, an integer it does not cast, is
-    still a value to pick."""
+    still a value to pick: 0, as for every integer named as a shift (one past 0 would move
+    the largest in-range id or row past its tensor's end)."""
     (spec,) = _draft(STREAM_HANDLE_FIXTURE, tmp_path)
     scalars = {a.name: a.value for a in spec.args if not hasattr(a, "role")}
-    assert scalars == {"offset": 1, "stream": CURRENT_STREAM}
+    assert scalars == {"offset": 0, "stream": CURRENT_STREAM}
     text = (tmp_path / "stream_handle_spec.py").read_text()
-    assert "Scalar('stream', CURRENT_STREAM)" in text and "Scalar('offset', 1)" in text
+    assert "Scalar('stream', CURRENT_STREAM)" in text and "Scalar('offset', 0)" in text

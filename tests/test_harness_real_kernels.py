@@ -27,7 +27,7 @@ from kernel_check.harness.environment import (
     sanitizer_failure,
 )
 from kernel_check.harness.protocol import CASE_MARKER, EVENT_PREFIX
-from kernel_check.harness.report import reference_note
+from kernel_check.harness.report import Progress, reference_note
 from kernel_check.harness.run import SpecRun
 from kernel_check.harness.sanitize import ToolRun, parse_output, report_findings
 from kernel_check.harness.spec import (
@@ -38,6 +38,7 @@ from kernel_check.harness.spec import (
     dim_axes,
     dim_size,
 )
+from kernel_check.runtime import find_nvcc
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harness"
 SAMPLES = FIXTURES / "sanitizer_output"
@@ -153,6 +154,23 @@ def test_a_full_gpu_while_a_case_allocates_is_no_verdict():
     assert not is_out_of_memory(RuntimeError("CUDA error: an illegal memory access was encountered"))
     message = environment_failure(f"{CASE_OUT_OF_MEMORY} (n=5): CUDA out of memory. Tried to allocate 2.00 GiB")
     assert message is not None and "ran out of memory while a case allocated" in message
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_a_case_that_cannot_reach_a_gpu_is_an_environment_error_not_a_finding(monkeypatch):
+    """A case child that sees no usable GPU (here GPU "99", which no machine has; on a machine
+    without one, torch's own error) raises inside each case: that is the machine, not the
+    kernel, so the run ends with an environment error and no KD finding."""
+    from kernel_check.harness import run as run_mod
+
+    monkeypatch.setattr(run_mod, "ENVIRONMENT_RETRY_DELAY", 0.0)
+    spec = SPECS["fixture_tail_overrun_ok"]
+    options = run_mod.RunOptions(timeout=20.0, sanitize=(), bandwidth=False, gpus=("99",))
+    result = run_mod.run_specs([spec], options, Progress(sys.stderr))
+    assert result.environment and "cases" in result.environment[0], result.environment
+    assert "no CUDA GPU" in result.environment[0]
+    assert not [f for f in result.findings if f.code.startswith("KD")]
 
 
 def test_a_child_failing_for_the_environment_is_retried_then_reported(monkeypatch, tmp_path):

@@ -37,6 +37,12 @@ def _kernel_check(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedPro
     )
 
 
+def _expected_line(source: Path, code: str) -> int:
+    """The line the fixture marks with ``// expect: CODE`` (so an edit above it moves both)."""
+    lines = source.read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if f"// expect: {code}" in line)
+
+
 def test_confirm_a_kc401_finding_with_memcheck(tmp_path: Path) -> None:
     project = tmp_path / "project"
     shutil.copytree(FIXTURE, project)
@@ -46,12 +52,14 @@ def test_confirm_a_kc401_finding_with_memcheck(tmp_path: Path) -> None:
     print(done.stdout, done.stderr[-4000:], sep="\n")
     assert done.returncode == 1, done.stderr[-2000:]  # a finding confirmed
     (row,) = [line for line in done.stdout.splitlines() if line.startswith("KC401 ")]
-    assert "unbounded_gather.cuh:25" in row and "ids:=1" in row
+    assert f"unbounded_gather.cuh:{_expected_line(project / 'unbounded_gather.cuh', 'KC401')}" in row, row
+    assert "ids:=1" in row, row
     assert "| confirmed by memcheck on " in row and "[confirm_unbounded_gather[" in row, row
     # KC408's witness is a padded view: `x` laid out with rows 9 floats apart, so the second
     # row's 16-byte load is misaligned, which memcheck reports
     (row,) = [line for line in done.stdout.splitlines() if line.startswith("KC408 ")]
-    assert "strided_rows.cuh:27" in row and "x=[8,8]/[9,1]" in row, row
+    assert f"strided_rows.cuh:{_expected_line(project / 'strided_rows.cuh', 'KC408')}" in row, row
+    assert "x=[8,8]/[9,1]" in row, row
     assert "| confirmed by memcheck on " in row and "[confirm_strided_rows[" in row, row
     report = _kernel_check(".", "--select", "KC401", "--format", "json", cwd=project, cache=cache)
     (finding,) = json.loads(report.stdout)

@@ -86,14 +86,6 @@ def test_specs_without_a_reference_say_so_in_the_summary(harness):
     assert rows and all(r.cells["KD101"].text() == "no-ref" for r in rows)
 
 
-def test_an_unusable_gpu_is_an_environment_error_not_a_finding():
-    spec = next(s for s in SPECS if s.name == "fixture_tail_overrun_ok")
-    options = RunOptions(timeout=20.0, sanitize=(), bandwidth=False, gpus=("99",))  # no such GPU
-    result = run_specs([spec], options, Progress(sys.stderr))
-    assert result.environment and "cases" in result.environment[0], result.environment
-    assert not [f for f in result.findings if f.code.startswith("KD")]
-
-
 def test_two_shards_reach_the_verdicts_of_one_run():
     """`--shard`: each shard's children reload the spec narrowed to that shard (case numbers,
     sanitizer and bandwidth jobs included); together the shards give every instantiation the

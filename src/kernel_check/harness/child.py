@@ -152,7 +152,7 @@ def run_batch(job: Job) -> int:
 
 
 def run_spec(job: Job, spec: KernelSpec, ctx: CaseContext, tag: str = "") -> int:
-    from .environment import CASE_OUT_OF_MEMORY, is_out_of_memory
+    from .environment import CASE_OUT_OF_MEMORY, environment_failure, is_out_of_memory
     from .execute import ContextPoisoned, run_case, synchronize
 
     extra = {"spec": tag} if tag else {}
@@ -170,6 +170,9 @@ def run_spec(job: Job, spec: KernelSpec, ctx: CaseContext, tag: str = "") -> int
             except Exception as exc:  # a valid call that raised, or a reference that did
                 if is_out_of_memory(exc):  # the GPU is full: the machine failed, not the kernel
                     emit("error", error=f"{CASE_OUT_OF_MEMORY} ({case.label}): {str(exc).splitlines()[0]}")
+                    return ERROR_EXIT
+                if environment_failure(str(exc)):  # no usable GPU or driver: no case can run here
+                    emit("error", error=f"{case.label}: {str(exc).splitlines()[0]}")
                     return ERROR_EXIT
                 synchronize()
                 outcomes = [raised_outcome(case, exc)]

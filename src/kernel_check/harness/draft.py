@@ -524,6 +524,10 @@ def _record_named(model: SourceModel, spelling: str) -> Struct | None:
 # ----- scalars -----
 
 
+# an integer named as a shift (`offset`, `start_pos`, `shift`): added to ids or rows, so any
+# value but 0 moves the largest in-range id past its tensor's end (`loc * mult + offset`)
+_SHIFT_NAME = re.compile(r"(?:^|_)(?:offset|start|begin|shift)s?(?:_|$)", re.IGNORECASE)
+
 _STRING_TYPE = re.compile(r"(std::)?string|((tvm::)?ffi::)?String")
 
 
@@ -585,6 +589,8 @@ def _scalar(name: str, spelling: str, tests: Sequence[ParameterTest], body: str)
     if bare in ("float", "double"):
         return DraftScalar(name, 1e-6 if "eps" in name.lower() else 1.0, f"{TODO}: pick a value")
     if re.fullmatch(r"(u?int\d+_t|int|unsigned|long|long long|size_t|unsigned int)", bare):
+        if _SHIFT_NAME.search(name):
+            return DraftScalar(name, 0, f"{TODO}: a shift, 0 assumed (ids and rows it shifts stay in range)")
         return DraftScalar(name, 1, f"{TODO}: pick a value (a size? a function of the case's sizes?)")
     return DraftScalar(name, None, f"{TODO}: {bare} cannot be drafted; pass a value of that type")
 

@@ -40,7 +40,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), what)
     for pattern, what in (
         (
-            r"no CUDA GPUs are available|no CUDA-capable device is detected|cudaErrorNoDevice",
+            r"no CUDA GPUs are available|no CUDA-capable device is detected|cudaErrorNoDevice|"
+            r"Torch not compiled with CUDA enabled",
             "no CUDA GPU is available to the child process",
         ),
         (
