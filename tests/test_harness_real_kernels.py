@@ -92,6 +92,32 @@ def test_real_sanitizer_output_of_anonymous_and_macro_kernels_is_attributed(samp
     assert all(f.location.path.endswith("anon_macro.cuh") for f in findings)
 
 
+def test_a_report_from_a_device_helper_belongs_to_the_kernel_that_called_it():
+    """A read made inside a device function the kernel calls (a vector type's ``load``, not
+    inlined) names the helper first and the kernel last, in its device frames (as
+    compute-sanitizer printed it for a planted read in a header kernel, on the H100): the
+    report is the kernel's, at the kernel's line, and says which helper read."""
+    text = "\n".join(
+        [
+            "========= Uninitialized __global__ memory read of size 16 bytes",
+            "=========     at lib::vec<__half, (unsigned long)8>::load(const __half *)+0x470 in vec.cuh:160",
+            "=========     by thread (0,0,0) in block (0,0,0)",
+            "=========     Address 0x7f7c46800800",
+            "=========         Device Frame: void lib::load_as<__half, float>(const T1 *)+0x470 in vec.cuh:65",
+            "=========         Device Frame: void lib::merge_kernel<8u, __half>(T2 *, float *)+0x470 in merge.cuh:31",
+            "=========     Saved host backtrace up to driver entry point at kernel launch time",
+            "=========         Host Frame: cudaLaunchKernel [0x745b7] in libcudart.so.13",
+        ]
+    )
+    (report,) = parse_output("initcheck", text)
+    assert report.kernel == "merge_kernel" and (report.path, report.line) == ("merge.cuh", 31)
+    (finding,) = report_findings([report], fallback=Location("x", 1), kernels=["merge_kernel"])
+    assert finding.location.path == "merge.cuh" and finding.location.line == 31
+    assert "in merge_kernel (through lib::vec<__half, (unsigned long)8>::load(const __half *) at vec.cuh:160)" in (
+        finding.message
+    )
+
+
 def test_reports_carry_the_case_that_was_running():
     text = "\n".join(
         [

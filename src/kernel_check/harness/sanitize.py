@@ -43,6 +43,11 @@ SANITIZER_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "KERNEL_CHECK_LINEINFO":
 
 _LINE = re.compile(r"^=========(?P<indent>\s*)(?P<text>.*)$")
 _FRAME = re.compile(r"\bat (?P<function>.+?)(?:\+0x[0-9a-fA-F]+)?(?: in (?P<path>\S+?):(?P<line>\d+))?(?: \[|$)")
+# a device call-stack line under a report whose first frame is a device function the kernel
+# called (not inlined): the last such line is the ``__global__`` function itself
+_DEVICE_FRAME = re.compile(
+    r"^Device Frame: (?P<function>.+?)(?:\+0x[0-9a-fA-F]+)?(?: in (?P<path>\S+?):(?P<line>\d+))?$"
+)
 _THREAD = re.compile(r"by thread \((?P<thread>[\d,\s]+)\) in block \((?P<block>[\d,\s]+)\)")
 _HAZARDS = re.compile(r"\[(\d+) hazards?\]")
 _NOT_A_REPORT = re.compile(
@@ -57,9 +62,10 @@ class SanitizerReport:
 
     tool: str
     kind: str  # the header, without its location ("Invalid __global__ write of size 4 bytes")
-    function: str = ""  # the device function of the first frame, demangled
-    path: str = ""
+    function: str = ""  # the kernel: the outermost device frame's function, demangled
+    path: str = ""  # where in the kernel: the access itself, or the call that led to it
     line: int = 0
+    callee: str = ""  # "function at file:line" of the access, when a device function made it
     thread: str = ""
     block: str = ""
     hazards: int = 1
@@ -117,12 +123,18 @@ def _report(tool: str, block: list[str], case: str = "") -> SanitizerReport | No
     kind = re.sub(r"\s+at .*$", "", header)  # racecheck puts the first frame in the header
     if len(block) > 1 and block[1].startswith("and "):  # ... and the second access on the next line
         kind += " " + re.sub(r"\s+at .*$", "", block[1])
+    kernel = next((m for m in map(_DEVICE_FRAME.match, reversed(block)) if m), None)
+    callee = ""
+    if frame and kernel:  # the access sits in a helper: name the kernel and its call, keep the helper
+        where = f" at {frame['path']}:{frame['line']}" if frame["path"] and frame["line"] else ""
+        callee, frame = frame["function"].strip() + where, kernel
     return SanitizerReport(
         tool=tool,
         kind=kind,
         function=frame["function"].strip() if frame else "",
         path=frame["path"] or "" if frame else "",
         line=int(frame["line"]) if frame and frame["line"] else 0,
+        callee=callee,
         thread=thread["thread"].replace(" ", "") if thread else "",
         block=thread["block"].replace(" ", "") if thread else "",
         hazards=hazards,
@@ -188,6 +200,8 @@ def report_findings(
         if report.path and report.line:
             location = Location(resolve_source(report.path, search), report.line)
         where = f" in {report.kernel}" if report.kernel else ""
+        if report.callee:
+            where += f" (through {report.callee})"
         thread = f"; e.g. thread ({report.thread}) block ({report.block})" if report.thread else ""
         repeats = f" ({group.count} reports)" if group.count > 1 else ""
         hazards = f", {group.hazards} hazards" if report.tool == "racecheck" else ""
