@@ -310,6 +310,39 @@ def test_device_code_calls_memcpy(tmp_path: Path, mode: str) -> None:
     assert errors_of(tmp_path, DEVICE_MEMCPY, resolve_settings(mode)) == []
 
 
+# A kernel for a newer GPU than the configured one: its vector type allows 32 bytes only where
+# the JIT's arch macro says Blackwell (as a tree's `kMaxVecBytes` does), so at sm_90 the
+# `static_assert` fails and every use of the type after it.
+BLACKWELL_ONLY_VECTOR = r"""
+#include <cstddef>
+
+constexpr std::size_t kMaxVecBytes = SGL_CUDA_ARCH >= 1000 ? 32 : 16;
+
+template <typename T, std::size_t N>
+struct Vec {
+  static_assert(sizeof(T) * N <= kMaxVecBytes, "vector too wide for this architecture");
+  __device__ void load(const T* p) { for (std::size_t i = 0; i < N; ++i) v[i] = p[i]; }
+  T v[N];
+};
+
+__global__ void wide_copy(float* out, const float* in) {
+  Vec<float, 8> x;
+  x.load(in);
+  out[threadIdx.x] = x.v[threadIdx.x % 8];
+}
+"""
+
+# The same file for a GPU no architecture supports: no arch helps, so it stays an error.
+NO_ARCH_VECTOR = BLACKWELL_ONLY_VECTOR.replace("Vec<float, 8>", "Vec<float, 16>")
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_a_kernel_for_a_newer_gpu_parses_as_its_build_targets_it(tmp_path: Path, mode: str) -> None:
+    assert errors_of(tmp_path, BLACKWELL_ONLY_VECTOR, resolve_settings(mode)) == []
+    errors = errors_of(tmp_path, NO_ARCH_VECTOR, resolve_settings(mode))
+    assert errors and "vector too wide for this architecture" in errors[0]
+
+
 # An activation helper templated on the element type, called with `double` and `float` in
 # device code: the double-precision math overloads are device functions in CUDA.
 DEVICE_DOUBLE_MATH = r"""

@@ -55,6 +55,7 @@ import ast
 import re
 
 OLDEST_ARCH = "75"  # sm_75: the oldest architecture CUDA 13 builds for
+NEWEST_ARCH = "100"  # sm_100: the newest one whose `#if` branches kernels pick (Blackwell)
 
 Range = tuple[int, int]  # byte offsets, end exclusive
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..includes import ancestor_include_root, cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
 from .deep_stack import use_calling_thread
-from .device_pass import ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
+from .device_pass import NEWEST_ARCH, ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 from .includers import content_file
 
 if TYPE_CHECKING:
@@ -578,6 +578,13 @@ def parse_file(
         if _badness(renamed) < _badness(unit):
             settings = replace(settings, extra_args=(*settings.extra_args, *renames))
             unit, preamble = renamed, None
+    if settings.arch != NEWEST_ARCH and unit.errors and not any(e.fatal or e.missing_header for e in unit.errors):
+        # a kernel written for a newer GPU than the configured one (a 32-byte vector that a
+        # `static_assert` allows from sm_100 on) fails there and builds where its JIT targets
+        newer = replace(settings, arch=NEWEST_ARCH)
+        on_newer = parse_plain(str(path), source, compile_args(path, newer))
+        if _badness(on_newer) < _badness(unit):
+            settings, unit, preamble = newer, on_newer, None
     add_device_passes(unit, path, source, settings, preamble)  # code the host pass skips under __CUDA_ARCH__
     return unit
 
