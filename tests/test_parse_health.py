@@ -804,3 +804,20 @@ def test_defines_of_the_wrappers_load_jit_call_apply_to_the_file_it_builds(tmp_p
     assert _kc000_by_file([kernel, wrapper], cache) == {"rope_dim.cuh": 0, "rope_dim.py": 0}
     flags = wrapper_flags([wrapper])
     assert flags == {str(kernel): ("-DJIT_HEAD_DIM=64", "-DJIT_HEADS_PER_GROUP=2")}
+
+
+def test_file_names_resolve_against_the_imported_builders_package(tmp_path: Path) -> None:
+    """A wrapper in `pkg/ops/` builds `elem/k.cuh` through `pkg.jit.utils.load_jit`, which
+    resolves names against `pkg/jit/csrc/` (the layout of sglang's JIT kernels and their
+    `ops/` wrappers): the wrapper's own folders do not hold the file, the builder's do."""
+    kernel = tmp_path / "pkg" / "jit" / "csrc" / "elem" / "k.cuh"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("int x = JIT_X;\n")
+    (tmp_path / "pkg" / "jit" / "utils").mkdir(parents=True)
+    wrapper = tmp_path / "pkg" / "ops" / "att" / "w.py"
+    wrapper.parent.mkdir(parents=True)
+    call = 'load_jit("k", cuda_files=["elem/k.cuh"], extra_cuda_cflags=["-DJIT_X=3"])\n'
+    wrapper.write_text("from pkg.jit.utils import load_jit\n\n" + call)
+    assert wrapper_flags([wrapper]) == {str(kernel.resolve()): ("-DJIT_X=3",)}
+    wrapper.write_text("from elsewhere.utils import load_jit\n\n" + call)  # a builder not in this tree
+    assert wrapper_flags([wrapper]) == {}

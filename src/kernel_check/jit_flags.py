@@ -13,7 +13,9 @@ run time (`f"-DJIT_HEAD_DIM={head_dim}"`) takes the first integer the C++ file c
 macro with (`JIT_HEAD_DIM == 64`), else 1: one valid instantiation is all the static check
 needs. File names resolve as the JIT does: relative to `csrc_root` when it is a literal,
 else to the wrapper's folder or its nearest ancestor that holds the file, directly or in
-its `csrc/`. The first wrapper (in path order) that builds a file gives its flags.
+its `csrc/`, else to the folder of the builder the wrapper imports (`from pkg.jit.utils
+import load_jit`) or its nearest ancestor in that package that holds it. The first wrapper
+(in path order) that builds a file gives its flags.
 
 `inline_build_args` gives the other implicit part of a build: `tvm_ffi.cpp.load_inline` puts
 tvm-ffi's own headers before the source it compiles, so a source built that way names
@@ -70,11 +72,32 @@ def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None
         except (OSError, SyntaxError, ValueError, RecursionError):
             continue  # an unreadable wrapper builds nothing we can know of
         constants = _module_lists(tree)
+        homes = _builder_homes(tree, wrapper)
         for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
             if _callee(call) in _BUILDERS:
-                for path, args in _built_files(call, wrapper, constants):
+                for path, args in _built_files(call, wrapper, constants, homes):
                     found.setdefault(path, args)
     return found
+
+
+def _builder_homes(tree: ast.Module, wrapper: Path) -> list[Path]:
+    """Where the builder the wrapper imports lives, and that folder's ancestors up to its top
+    package (`from sglang.kernels.jit.utils import load_jit` in `sglang/kernels/ops/x.py`:
+    `sglang/kernels/jit/utils`, `sglang/kernels/jit`, ...): a JIT helper resolves the
+    file names it is given against its own `csrc/`, not the caller's folder."""
+    homes: list[Path] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+            continue
+        if not any(alias.name in _BUILDERS for alias in node.names):
+            continue
+        top, *inner = node.module.split(".")
+        package = next((folder for folder in wrapper.parents if folder.name == top), None)
+        if package is None:
+            continue
+        home = package.joinpath(*inner)
+        homes += [home, *(folder for folder in home.parents if folder.is_relative_to(package))]
+    return list(dict.fromkeys(homes))
 
 
 def _callee(call: ast.Call) -> str | None:
@@ -123,7 +146,9 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def _built_files(call: ast.Call, wrapper: Path, constants: dict[str, ast.expr]) -> list[tuple[str, tuple[str, ...]]]:
+def _built_files(
+    call: ast.Call, wrapper: Path, constants: dict[str, ast.expr], homes: list[Path]
+) -> list[tuple[str, tuple[str, ...]]]:
     names = [name for keyword in _FILE_KEYWORDS for name in _strings(_keyword(call, keyword), constants)]
     root = _keyword(call, "csrc_root")
     explicit = wrapper.parent / root.value if isinstance(root, ast.Constant) and isinstance(root.value, str) else None
@@ -131,7 +156,7 @@ def _built_files(call: ast.Call, wrapper: Path, constants: dict[str, ast.expr]) 
     includes = [d for d in _strings(_keyword(call, "extra_include_paths"), constants) if _UNKNOWN not in d]
     built = []
     for name in names:
-        path = _resolve(name, wrapper, explicit) if _UNKNOWN not in name else None
+        path = _resolve(name, wrapper, explicit, homes) if _UNKNOWN not in name else None
         if path is not None:
             args = _arguments(flags, includes, wrapper, path)
             if args:
@@ -139,10 +164,10 @@ def _built_files(call: ast.Call, wrapper: Path, constants: dict[str, ast.expr]) 
     return built
 
 
-def _resolve(name: str, wrapper: Path, root: Path | None) -> Path | None:
+def _resolve(name: str, wrapper: Path, root: Path | None, homes: list[Path]) -> Path | None:
     if Path(name).is_absolute():
         return real_path(Path(name)) if Path(name).is_file() else None
-    folders = [root] if root is not None else [wrapper.parent, *wrapper.parent.parents]
+    folders = [root] if root is not None else [wrapper.parent, *wrapper.parent.parents, *homes]
     for folder in folders:
         for candidate in (folder / name, folder / "csrc" / name):
             if candidate.is_file():
