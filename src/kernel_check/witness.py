@@ -16,9 +16,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from . import solver
-from .clang.symbolic import mentions, symbol_names
+from .clang.symbolic import const_term, mentions, symbol_names
 from .finding import Counterexample
 from .model import (
+    ConstExpr,
     Function,
     LaunchContract,
     LaunchedKernel,
@@ -208,13 +209,16 @@ def _bind(
     host = _host_names(contract)
     constraints = [solver.renamed(g, host) for g in contract.guards]
     for symbol in contract.symbols:
-        if symbol.kind in _FREE:
+        if symbol.kind in (*_FREE, SymbolKind.ELEMENT_SIZE):
             constraints += solver.within(Term("sym", name=host[symbol.name]), symbol.low, symbol.high)
-    unknown = {s.name for s in contract.symbols if s.kind not in _FREE}
+    # (a launcher's `sizeof(T)`, `kMaxVecBytes / sizeof(T)`, is its type parameter's bytes:
+    # one unknown with its matchers' `with_dtype<T>()`, `element_type_size`)
+    unknown = {s.name for s in contract.symbols if s.kind not in (*_FREE, SymbolKind.ELEMENT_SIZE)}
     by_name = {s.name: s for s in symbols}
     named: set[str] = set()
     fits: list[Term] = []
     element_sizes: list[tuple[str, Term | None]] = []
+    passed: list[Symbol] = []  # the launcher's template parameters it passes on that its walk did not meet
     for name in sorted(set(by_name) | set(_dimensions_of(symbols))):
         if name in by_name and by_name[name].kind in _CALLER_BOUND:
             continue  # below their dimensions, or whatever memory holds: the caller bounds them
@@ -226,9 +230,16 @@ def _bind(
                 constraints += solver.within(size, by_name[name].low, by_name[name].high)  # a type's bytes
                 named.update(symbol_names(size))
             continue
-        instantiated = _template_value(launched, name)
+        instantiated = _template_values(launched, name)
         if instantiated is not None:
-            constraints.append(instantiated)
+            passed_on = _passed_on(contract, instantiated)
+            choices = tuple(Term("==", (Term("sym", name=name), solver.renamed(v, passed_on))) for v in instantiated)
+            constraints.append(choices[0] if len(choices) == 1 else Term("or", choices))
+            named.update(passed_on.values())
+            received = by_name.get(name)
+            passed += [
+                Symbol(h, SymbolKind.SCALAR, p, *_range(received)) for p, h in passed_on.items() if p not in host
+            ]
             continue
         value = _contract_value(contract, kernel, name)
         if value is None or mentions(value, unknown):  # a value the launcher's walk did not follow
@@ -240,6 +251,8 @@ def _bind(
             # the value as the kernel receives it: a witness whose argument wraps would be wrong
             fits += solver.within(Term("sym", name=name), received.low, received.high)
     inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
+    inputs += tuple({s.name: s for s in passed}.values())
+    constraints += [c for s in passed for c in solver.within(Term("sym", name=s.name), s.low, s.high)]
     fits += [solver.renamed(f, host) for f in contract.fits]
     return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes))
 
@@ -374,21 +387,39 @@ def _dimensions_of(symbols: list[Symbol]) -> Iterator[str]:
             yield f"{'blockDim' if symbol.kind is SymbolKind.THREAD else 'gridDim'}.{axis}"
 
 
-def _template_value(launched: tuple[LaunchedKernel, ...], name: str) -> Term | None:
+def _template_values(launched: tuple[LaunchedKernel, ...], name: str) -> list[Term] | None:
     """What the launch's template arguments give a compile-time parameter of the kernel
-    (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or one of
-    them when the launch picks among instantiations; None when one of them is not a constant
-    the launcher's scope gives (or `name` is no template parameter)."""
-    values: set[int] = set()
+    (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or each of
+    them when the launch picks among instantiations, as terms over the launcher's own
+    template parameters where it passes them on (`k<kThreads>`, `k<kBlock / 32>` in a
+    launcher over `kThreads`, `kBlock`: the caller's choice, named as the launcher names
+    them); None when one of them is neither (or `name` is no template parameter)."""
+    values: list[Term] = []
     for kernel in launched:
         argument = kernel.argument_for(name)
-        value = argument[1].evaluate({}) if argument is not None else None
+        value = const_term(argument[1], _launcher_parameter) if argument is not None else None
         if value is None:
             return None
-        values.add(value)
-    symbol = Term("sym", name=name)
-    choices = tuple(Term("==", (symbol, Term("const", value=v))) for v in sorted(values))
-    return (choices[0] if len(choices) == 1 else Term("or", choices)) if choices else None
+        if value not in values:
+            values.append(value)
+    return values or None
+
+
+def _launcher_parameter(value: ConstExpr) -> Term | None:
+    """A launcher's template value parameter (`kThreads` of `k<kThreads>`) as a term."""
+    return Term("sym", name=value.name) if value.op == "param" and value.name.isidentifier() else None
+
+
+def _passed_on(contract: LaunchContract, values: list[Term]) -> dict[str, str]:
+    """The launcher's names of the template parameters template arguments' `values` name:
+    the contract's where its walk met them, else names of their own, apart from the kernel's."""
+    host = _host_names(contract)
+    return {name: host.get(name, _HOST + name) for value in values for name in symbol_names(value)}
+
+
+def _range(symbol: Symbol | None) -> tuple[int, int]:
+    """A template argument's values: those of the kernel's parameter it is bound to."""
+    return (symbol.low, symbol.high) if symbol is not None else (0, 2**31 - 1)
 
 
 def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Term | None:

@@ -73,7 +73,7 @@ from ..model import (
     SymbolKind,
     Term,
 )
-from .consteval import callee_name
+from .consteval import Constants, VectorType, callee_name
 from .kernel_interface import checked_condition, is_runtime_check
 from .launches import launch_dimensions
 from .program import DeclKind, DeclRef, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
@@ -90,6 +90,7 @@ _BUILTINS = {
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
 _COMPARISONS = {"<": "<", "<=": "<=", "==": "==", "!=": "!=", ">": "<", ">=": "<="}  # > and >= swap operands
 _CONDITIONS = frozenset({*_COMPARISONS, "&&", "||"})
+_TRUTHS = frozenset({"<", "<=", "==", "!=", "and", "or", "not"})  # the ops of a truth-valued term
 _ASSIGNMENTS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="})
 _INCREMENTS = frozenset({"++", "--", "x++", "x--"})
 _MIN_CALLS = frozenset({"min", "umin", "fminf", "__vimin_s32"})
@@ -214,9 +215,12 @@ class _Pointer:
 
     def resized(self, size: int, size_term: Term | None) -> _Pointer:
         """The global pointer cast to a type of `size` bytes (or of a template type's
-        `size_term`). Its bytes stay known while every step is of one template type's size,
-        or of constant ones: a sum of both would leave a witness free to pick `sizeof(T)`."""
-        mixed = self.size_term is not None and size_term != self.size_term
+        `size_term`). Its bytes stay known while every step is of constant sizes, or of sizes
+        over one template type's `sizeof(T)` (`T`, `AlignedVector<T, kVecSize>`): a sum of both
+        would leave a witness free to pick `sizeof(T)`."""
+        mixed = self.size_term is not None and (
+            size_term is None or _element_sizes(size_term) != _element_sizes(self.size_term)
+        )
         return replace(self, size=size, size_term=size_term, bytes=None if mixed else self.bytes)
 
     def recast(self, after: tuple[str, int] | None) -> _Pointer:
@@ -255,6 +259,42 @@ def const(value: int) -> Term:
     return Term("const", value=value)
 
 
+_CONST_LOGIC = {"&&": "and", "||": "or"}
+
+
+def const_term(value: ConstExpr, leaf: Callable[[ConstExpr], Term | None]) -> Term | None:
+    """A compile-time value (`ConstExpr`, over template parameters) as a term: `leaf` names
+    each template parameter and `sizeof(T)` in it (None: one it cannot name). None where the
+    value holds an operator terms do not have (a shift, a bit operation, a helper's fold)."""
+    known = value.evaluate({})
+    if known is not None:
+        return const(known)
+    if value.op in ("param", "sizeof"):
+        return leaf(value)
+    args = [const_term(arg, leaf) for arg in value.args]
+    if any(arg is None for arg in args):
+        return None
+    terms = [arg for arg in args if arg is not None]
+    if value.op in _ARITHMETIC and len(terms) == 2:
+        return Term(value.op, (terms[0], terms[1]))
+    if value.op in _COMPARISONS and len(terms) == 2:
+        pair = (terms[1], terms[0]) if value.op in (">", ">=") else (terms[0], terms[1])
+        return Term(_COMPARISONS[value.op], pair)
+    if value.op in _CONST_LOGIC and len(terms) == 2:
+        return Term(_CONST_LOGIC[value.op], (terms[0], terms[1]))
+    if value.op == "not" and len(terms) == 1:
+        return Term("not", (Term("!=", (terms[0], _ZERO)) if terms[0].op not in _TRUTHS else terms[0],))
+    if value.op == "neg" and len(terms) == 1:
+        return Term("-", (_ZERO, terms[0]))
+    if value.op in ("min", "max") and len(terms) == 2:
+        smaller = Term("<=", (terms[0], terms[1]))
+        return Term("ite", (smaller, *(terms if value.op == "min" else terms[::-1])))
+    if value.op == "?:" and len(terms) == 3:
+        condition = terms[0] if terms[0].op in _TRUTHS else Term("!=", (terms[0], _ZERO))
+        return Term("ite", (condition, terms[1], terms[2]))
+    return None
+
+
 def _wrapped(term: Term, low: int, high: int) -> Term:
     """`term` as an integer of `low..high` holds it: past `high`, wrapped modulo the range's
     size (solver.py's `wrap`). A value below `low` (a negative count made unsigned) is left as
@@ -270,6 +310,11 @@ def mentions(term: Term, names: set[str] | frozenset[str]) -> bool:
     if term.op == "sym":
         return term.name in names
     return any(mentions(arg, names) for arg in term.args)
+
+
+def _element_sizes(term: Term) -> frozenset[str]:
+    """The `sizeof(T)` symbols a step's size names."""
+    return frozenset(name for name in symbol_names(term) if name.startswith("sizeof("))
 
 
 def symbol_names(term: Term) -> Iterator[str]:
@@ -315,6 +360,9 @@ class _Walk:
     helper_params: set[int] = field(default_factory=set)  # the parameters of the helpers walked, by `Var.key`
     block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
     for_writes: bool = False  # walking a helper entered for KC402 alone (`SymbolicAccess.read_checked`)
+    # the translation unit's compile-time values (`sizeof(T)`, a vector type's bytes) over the
+    # template parameters clang leaves them to; None: only what clang folds
+    constants: Constants | None = None
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(
@@ -355,6 +403,8 @@ class _Walk:
                 if not expr.type.is_pointer:
                     return inner
                 step = self.pointee(expr.type)
+                if not step.size and step.size_term is None and self.constants is not None:
+                    step = self.vector_step(self.constants.cast_vector(expr)) or step  # `(const vec_t*)p`
                 return replace(inner.resized(step.size, step.size_term), align=step.align)
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
@@ -386,6 +436,8 @@ class _Walk:
         if kind is ExprKind.LAMBDA:  # `auto f = [&] { smem[0] = v; };`
             self.lambda_escapes(expr, guards)
             return None
+        if expr.is_size_query:  # `sizeof(T)`: its operand never runs
+            return self.compile_time(expr)
         self.visit_children(expr, guards, escaping=True)  # `{smem, n}`: the array goes where the walk does not
         return None
 
@@ -453,7 +505,7 @@ class _Walk:
     def condition(self, expr: Expr, guards: tuple[Term, ...]) -> Term:
         """`expr` as a truth value: a comparison or logic, else `expr != 0`."""
         value = self.value(expr, guards)
-        if isinstance(value, Term) and value.op in ("<", "<=", "==", "!=", "and", "or", "not"):
+        if isinstance(value, Term) and value.op in _TRUTHS:
             return value
         if isinstance(value, Term):
             return Term("!=", (value, _ZERO))
@@ -491,6 +543,8 @@ class _Walk:
         if folded is None and ref.kind is DeclKind.TEMPLATE_PARAMETER and ref.type.bits is not None:
             # a compile-time argument (`kPadded`): one value the kernel was instantiated with
             return self.symbol(ref.name, SymbolKind.SCALAR, ref.name, ref.type.value_range)
+        if folded is None and ref.kind is DeclKind.VARIABLE and ref.type.bits is not None:
+            return self.compile_time(expr)  # a `constexpr` of a class template (`kVecSize = 16 / sizeof(T)`)
         return const(folded) if folded is not None else None
 
     def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
@@ -559,7 +613,11 @@ class _Walk:
         if pointer.pointee_size or _TEMPLATE_POINTER.fullmatch(pointer.canonical) is None:
             return None
         name = _type_parameter(pointer.spelling)
-        return self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE)) if name else None
+        return self.sizeof(name) if name else None
+
+    def sizeof(self, name: str) -> Term:
+        """`sizeof(T)` of the kernel's template type parameter `name`: a symbol the launch binds."""
+        return self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE))
 
     def pointee(self, pointer: TypeFacts) -> _Step:
         """One element of a pointer type: in a helper walked in place, a pointer to one of its
@@ -578,7 +636,52 @@ class _Walk:
             return None
         if self.helpers:
             return self.type_arguments.get(name)
-        return _Step(size_term=self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE)))
+        return _Step(size_term=self.sizeof(name))
+
+    def compile_time(self, expr: Expr) -> Term | None:
+        """A compile-time value clang leaves to the instantiation (`sizeof(T)`, `kMaxVecBytes /
+        sizeof(T)`, a `constexpr` over the template's parameters), as a term over the kernel's
+        `sizeof(T)` and integer parameters, which the launch binds."""
+        if expr.value is not None:
+            return const(expr.value)
+        return const_term(self.constants.value(expr), self.template_value) if self.constants is not None else None
+
+    def template_value(self, value: ConstExpr) -> Term | None:
+        """A template parameter a compile-time value names: `sizeof(T)` of the kernel's `T`
+        (in a helper walked in place, of what the call binds the helper's `T` to), or one of
+        the kernel's integer parameters."""
+        if value.op == "sizeof":
+            step = self.type_arguments.get(value.name) if self.helpers else _Step(size_term=self.sizeof(value.name))
+            return None if step is None else const(step.size) if step.size else step.size_term
+        type_ = None if self.helpers else self.function.value_template_params.get(value.name)
+        return self.symbol(value.name, SymbolKind.SCALAR, value.name, type_.value_range) if type_ is not None else None
+
+    def object_step(self, vector: Expr | None) -> _Step:
+        """One vector of `vec.load(p, i)`: the bytes of `vec`'s type, or those a template
+        decides (`AlignedVector<T, kVecSize> vec`)."""
+        if vector is None or vector.type.size:
+            return _Step(vector.type.size, None, vector.type.align) if vector is not None else _Step()
+        node = vector.stripped()
+        ref = node.ref if node.kind is ExprKind.REF else None
+        accessor = self.constants.accessor(ref) if self.constants is not None and ref is not None else None
+        aligned = accessor is not None and accessor[0] == "aligned_vector"
+        return (self.vector_step(accessor[1]) if accessor is not None and aligned else None) or _Step()
+
+    def written_step(self, call: Expr) -> _Step | None:
+        """One element of the vector type a call names as its one template argument
+        (`load_as<vec_t>` of a `vec_t` a template sizes); None where it names none."""
+        callee = call.children[0].stripped() if call.children else None
+        if callee is None or self.constants is None:
+            return None
+        return self.vector_step(self.constants.written_vector(callee))
+
+    def vector_step(self, vector: VectorType | None) -> _Step | None:
+        """One element of a vector type whose bytes a template decides (`AlignedVector<T,
+        kVecSize>`: `sizeof(T) * kVecSize`); None where they are not known."""
+        width = const_term(vector.width, self.template_value) if vector is not None else None
+        if width is None:
+            return None
+        return _Step(size=width.value) if width.op == "const" else _Step(size_term=width)
 
     def binary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         op = expr.operator
@@ -688,10 +791,9 @@ class _Walk:
             return Term(_LANE_CALLS[name], (lane, const(_WARP_SIZE)))
         if name in _VECTOR_ACCESSES and len(arguments) == 2:
             pointer, index = (self.value(argument, guards) for argument in arguments)
-            vector = _member_object(expr)
             if isinstance(pointer, _Pointer) and not pointer.shared:  # `i` counts whole vectors
-                size, align = (vector.type.size, vector.type.align) if vector is not None else (0, 0)
-                pointer = replace(pointer.resized(size, None), align=align)
+                step = self.object_step(_member_object(expr))
+                pointer = replace(pointer.resized(step.size, step.size_term), align=step.align)
             self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
             return None
         if _operator(expr) == "=" and len(expr.children) == 3 and expr.children[0].type.canonical in _HALVES:
@@ -864,11 +966,14 @@ class _Walk:
             if record and (path := self.field_path(argument)) is not None:
                 self.bound_records[param.key] = path  # `const Params& p` bound to the kernel's params struct
         self.thread_locals = {**self.thread_locals, **self.threads.locals(body, given=dependent)}
-        bound = {
-            name: step
-            for name, argument in zip(helper.template_params, call.type_arguments)
-            if argument is not None and (step := self.bound_type(argument)) is not None
-        }
+        bound = {}
+        for position, name in enumerate(helper.template_params):
+            given = call.type_arguments[position] if position < len(call.type_arguments) else None
+            step = self.bound_type(given) if given is not None else None
+            if step is None and position == 0:
+                step = self.written_step(call)  # `load_as<vec_t>`, `vec_t` a template's vector type
+            if step is not None:
+                bound[name] = step
         outer = (self.helpers, self.site, self.call_site, self.type_arguments)
         self.helpers, self.type_arguments = (*self.helpers, helper.usr), bound
         self.call_site = self.call_site or call.span
@@ -1004,7 +1109,8 @@ class _Walk:
             followed = followed and not any(self.unfollowed(n) for n in named)
             self.append(expr, replace(pointer, inside=in_rows), offset, guards, is_write=is_write, followed=followed)
         else:
-            width, align = (pointer.size, pointer.align) if pointer.size else (expr.type.size or 1, expr.type.align)
+            width: int | Term = pointer.size or pointer.size_term or expr.type.size or 1
+            align = pointer.align if pointer.size else 0 if pointer.size_term is not None else expr.type.align
             moved = pointer.moved(index)
             self.append(expr, moved, offset, guards, is_write=is_write, followed=True, width=width, align=align)
 
@@ -1023,11 +1129,11 @@ class _Walk:
         *,
         is_write: bool,
         followed: bool,
-        width: int = 0,
+        width: int | Term = 0,
         align: int = 0,
     ) -> None:
         """Record an access; `pointer` a global one's at its place (`width`: the bytes it
-        covers, `align`: the alignment its type requires)."""
+        covers, a term where a template decides them; `align`: the alignment its type requires)."""
         in_bytes = pointer.bytes if not pointer.shared else None
         named = set(symbol_names(offset)).union(*(symbol_names(g) for g in (*guards, *pointer.inside)))
         if in_bytes is not None:
@@ -1058,7 +1164,8 @@ class _Walk:
                 in_rows=pointer.inside,
                 read_checked=pointer.one_dimensional and not self.for_writes,
                 bytes=in_bytes,
-                byte_width=width if in_bytes is not None else 0,
+                byte_width=(width if isinstance(width, int) else 1) if in_bytes is not None else 0,
+                byte_width_term=width if isinstance(width, Term) and in_bytes is not None else None,
                 byte_align=align if in_bytes is not None else 0,
             )
         )
@@ -1607,15 +1714,21 @@ def symbolic_accesses(function: Function, threads: ThreadDependence) -> list[Sym
 
 
 def kernel_terms(
-    function: Function, threads: ThreadDependence
+    function: Function, threads: ThreadDependence, constants: Constants | None = None
 ) -> tuple[list[SymbolicAccess], list[SymbolicProduct], list[SymbolicBarrier]]:
     """A kernel's recorded accesses (`symbolic_accesses`), its multiplications by a block
-    index or grid dimension, and its block-wide barriers."""
+    index or grid dimension, and its block-wide barriers (`constants`: the unit's compile-time
+    values, `_Walk.constants`)."""
     body = function.body
     if body is None:
         return [], [], []
     walk = _Walk(
-        function, threads, threads.locals(body), assigned=_assigned_locals(body), assignments=_assigned_values(body)
+        function,
+        threads,
+        threads.locals(body),
+        assigned=_assigned_locals(body),
+        assignments=_assigned_values(body),
+        constants=constants,
     )
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
@@ -1762,13 +1875,25 @@ class _LauncherWalk(_Walk):
 
     def assign(self, target: Expr, source: Expr, guards: tuple[Term, ...]) -> None:
         stripped = target.stripped()
-        base = stripped.children[0].stripped() if stripped.kind is ExprKind.MEMBER and stripped.children else None
-        if base is not None and base.kind is ExprKind.REF and base.ref is not None and base.ref.key in self.records:
+        fields = self.record_of(stripped)
+        if fields is not None:
             value = self.value(source, guards)
             if isinstance(value, Term):
-                self.records[base.ref.key][stripped.name] = value
+                fields[stripped.name] = value
             return
         super().assign(target, source, guards)
+
+    def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        """A params-struct local's field read (`(params.n_vecs + k - 1) / k`): the value kept."""
+        fields = self.record_of(expr)
+        return fields.get(expr.name) if fields is not None else super().member(expr, guards)
+
+    def record_of(self, member: Expr) -> dict[str, Term] | None:
+        """The fields kept of the params-struct local a member expression names a field of."""
+        base = member.children[0].stripped() if member.kind is ExprKind.MEMBER and member.children else None
+        if base is None or base.kind is not ExprKind.REF or base.ref is None:
+            return None
+        return self.records.get(base.ref.key)
 
     def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
         """A lambda that launches (`auto launch = [&](auto kernel, int64_t n) {...}`) is walked
@@ -1904,14 +2029,18 @@ class _LauncherWalk(_Walk):
 
 
 def launch_contracts(
-    function: Function, threads: ThreadDependence, launches: dict[int, Launch], chains: tuple[MatcherChain, ...]
+    function: Function,
+    threads: ThreadDependence,
+    launches: dict[int, Launch],
+    chains: tuple[MatcherChain, ...],
+    constants: Constants | None = None,
 ) -> list[LaunchContract]:
     """The contract at each of a launcher's `launches` (by index in the model), over the
-    symbolic sizes of its matcher `chains`."""
+    symbolic sizes of its matcher `chains` (`constants`: as `kernel_terms`')."""
     body = function.body
     if body is None or not launches:
         return []
-    walk = _LauncherWalk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
+    walk = _LauncherWalk(function, threads, threads.locals(body), assigned=_assigned_locals(body), constants=constants)
     walk.launches = {(launch.span.start, launch.span.end): index for index, launch in launches.items()}
     walk.launch_argument_spans = {index: launch.argument_spans for index, launch in launches.items()}
     walk.chains = chains

@@ -68,7 +68,7 @@ from collections.abc import Mapping
 from kernel_check.finding import Finding
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules._layout_search import OFFSET, SPAN, ZERO, Found, bytes_reached, defer
+from kernel_check.rules._layout_search import OFFSET, SPAN, WIDTH, ZERO, Found, bytes_reached, defer
 from kernel_check.semantic import SemanticModel
 from kernel_check.witness import Layout, where
 
@@ -80,8 +80,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
 
 
 def _past_end(access: SymbolicAccess, layout: Layout, values: Mapping[str, int]) -> Term:
-    end = Term("+", (OFFSET, Term("const", value=access.byte_width)))
-    return Term("<", (SPAN, end))
+    return Term("<", (SPAN, Term("+", (OFFSET, WIDTH))))
 
 
 def _before_start(access: SymbolicAccess, layout: Layout, values: Mapping[str, int]) -> Term:
@@ -90,7 +89,7 @@ def _before_start(access: SymbolicAccess, layout: Layout, values: Mapping[str, i
 
 def _message(access: SymbolicAccess, found: Found) -> str:
     at = where(access.symbols, found.witness.answer)
-    reached = bytes_reached(found.offset(), access.byte_width, found.unit())
+    reached = bytes_reached(found.offset(), found.width(), found.unit())
     side = f"its span is {found.unit()}s 0 to {found.span() - 1}" if found.condition == 0 else "before its start"
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, {side} "
