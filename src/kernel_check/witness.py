@@ -406,7 +406,10 @@ def _template_values(launched: tuple[LaunchedKernel, ...], name: str) -> list[Te
 
 
 def _launcher_parameter(value: ConstExpr) -> Term | None:
-    """A launcher's template value parameter (`kThreads` of `k<kThreads>`) as a term."""
+    """A launcher's template parameter a template argument names (`kThreads` of `k<kThreads>`,
+    `sizeof(T)` of `k<T, 16 / sizeof(T)>`) as a term."""
+    if value.op == "sizeof":
+        return element_type_size(value.name)
     return Term("sym", name=value.name) if value.op == "param" and value.name.isidentifier() else None
 
 
@@ -414,7 +417,8 @@ def _passed_on(contract: LaunchContract, values: list[Term]) -> dict[str, str]:
     """The launcher's names of the template parameters template arguments' `values` name:
     the contract's where its walk met them, else names of their own, apart from the kernel's."""
     host = _host_names(contract)
-    return {name: host.get(name, _HOST + name) for value in values for name in symbol_names(value)}
+    named = {name for value in values for name in symbol_names(value) if not name.startswith(_HOST)}
+    return {name: host.get(name, _HOST + name) for name in named}
 
 
 def _range(symbol: Symbol | None) -> tuple[int, int]:

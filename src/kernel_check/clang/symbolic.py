@@ -44,7 +44,9 @@ Both walks (the rules' and the drafter's) follow the same idioms: the names of a
 binding of a by-value params struct (`const auto& [out, ids] = params;`, also of a struct
 nested in it), loads of a template's integer `T` (`const TLoc* loc`), a template's `const T* x`
 in steps of `sizeof(T)` (a `SymbolKind.ELEMENT_SIZE` symbol the launch binds; its byte offset
-left unknown once cast to a type of another size), `offset(p, a, b)` helpers
+left unknown once cast to a type of a constant size), compile-time values a template decides
+(`sizeof(T)`, `kVecSize = 16 / sizeof(T)`, the bytes of an `AlignedVector<T, kVecSize>`: terms
+over `sizeof(T)` and the template's integer parameters, consteval.py's), `offset(p, a, b)` helpers
 (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call whose
 body is not in sight (`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
 recorded as an access at its offset that the walk does not follow (of no width: it may be
@@ -789,12 +791,12 @@ class _Walk:
         if name in _LANE_CALLS and not arguments:
             lane = self.symbol("threadIdx.x", SymbolKind.THREAD, "threadIdx.x", (0, 2**31 - 1))
             return Term(_LANE_CALLS[name], (lane, const(_WARP_SIZE)))
-        if name in _VECTOR_ACCESSES and len(arguments) == 2:
+        if (vector_access := _VECTOR_ACCESSES.get(self.method_name(expr))) is not None and len(arguments) == 2:
             pointer, index = (self.value(argument, guards) for argument in arguments)
             if isinstance(pointer, _Pointer) and not pointer.shared:  # `i` counts whole vectors
                 step = self.object_step(_member_object(expr))
                 pointer = replace(pointer.resized(step.size, step.size_term), align=step.align)
-            self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
+            self.record(expr, pointer, index, guards, is_write=vector_access)
             return None
         if _operator(expr) == "=" and len(expr.children) == 3 and expr.children[0].type.canonical in _HALVES:
             # `smem[i] = v` of `__nv_bfloat16` (children: the object, the operator, the value): a plain store
@@ -828,6 +830,13 @@ class _Walk:
             text = _spelled(expr) or expr.name
             return self.symbol(f"uniform{len(self.symbols)}", SymbolKind.UNIFORM, text, expr.type.value_range)
         return self.opaque(expr)
+
+    def method_name(self, call: Expr) -> str:
+        """A call's callee name, also of a method of a template's dependent type (`vec.load(p,
+        i)` of an `AlignedVector<T, kVecSize> vec`, which clang leaves unnamed: read from the text)."""
+        if call.name or self.constants is None:
+            return call.name
+        return callee_name(call, self.constants.data, self.constants.path)
 
     def uniform_call(self, call: Expr, arguments: dict[int, _Value]) -> bool:
         """Whether a call's result is one value for the whole block (`arguments`: the values
@@ -876,11 +885,12 @@ class _Walk:
         )
 
     def dependent_arithmetic(self, call: Expr, guards: tuple[Term, ...]) -> _Value:
-        """A `+` or `-` a template leaves unresolved (`smem + i` of a `T smem[kN]`): a shared
-        pointer moved, when it is one; else its operands are walked as any call's."""
+        """A `+` or `-` a template leaves unresolved (`smem + i` of a `T smem[kN]`, `x + row * d`
+        of a `const T* x`): a pointer moved, when it is one; else its operands are walked as
+        any call's."""
         operands = [c for c in call.children if not (c.kind is ExprKind.REF and not c.name)]  # not the callee
         values = [self.value(operand, guards) for operand in operands]
-        if len(values) == 2 and isinstance(values[0], _Pointer) and values[0].shared:
+        if len(values) == 2 and isinstance(values[0], _Pointer):
             return _pointer_arithmetic(_operator(call), values[0], values[1])
         for operand, value in zip(operands, values):
             self.escape(operand, value, guards)
