@@ -218,7 +218,6 @@ def _bind(
     named: set[str] = set()
     fits: list[Term] = []
     element_sizes: list[tuple[str, Term | None]] = []
-    passed: list[Symbol] = []  # the launcher's template parameters it passes on that its walk did not meet
     for name in sorted(set(by_name) | set(_dimensions_of(symbols))):
         if name in by_name and by_name[name].kind in _CALLER_BOUND:
             continue  # below their dimensions, or whatever memory holds: the caller bounds them
@@ -232,14 +231,9 @@ def _bind(
             continue
         instantiated = _template_values(launched, name)
         if instantiated is not None:
-            passed_on = _passed_on(contract, instantiated)
-            choices = tuple(Term("==", (Term("sym", name=name), solver.renamed(v, passed_on))) for v in instantiated)
+            choices = tuple(Term("==", (Term("sym", name=name), value)) for value in instantiated)
             constraints.append(choices[0] if len(choices) == 1 else Term("or", choices))
-            named.update(passed_on.values())
-            received = by_name.get(name)
-            passed += [
-                Symbol(h, SymbolKind.SCALAR, p, *_range(received)) for p, h in passed_on.items() if p not in host
-            ]
+            named.update(n for value in instantiated for n in symbol_names(value))
             continue
         value = _contract_value(contract, kernel, name)
         if value is None or mentions(value, unknown):  # a value the launcher's walk did not follow
@@ -251,8 +245,6 @@ def _bind(
             # the value as the kernel receives it: a witness whose argument wraps would be wrong
             fits += solver.within(Term("sym", name=name), received.low, received.high)
     inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
-    inputs += tuple({s.name: s for s in passed}.values())
-    constraints += [c for s in passed for c in solver.within(Term("sym", name=s.name), s.low, s.high)]
     fits += [solver.renamed(f, host) for f in contract.fits]
     return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes))
 
@@ -390,14 +382,15 @@ def _dimensions_of(symbols: list[Symbol]) -> Iterator[str]:
 def _template_values(launched: tuple[LaunchedKernel, ...], name: str) -> list[Term] | None:
     """What the launch's template arguments give a compile-time parameter of the kernel
     (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or each of
-    them when the launch picks among instantiations, as terms over the launcher's own
-    template parameters where it passes them on (`k<kThreads>`, `k<kBlock / 32>` in a
-    launcher over `kThreads`, `kBlock`: the caller's choice, named as the launcher names
-    them); None when one of them is neither (or `name` is no template parameter)."""
+    them when the launch picks among instantiations, as terms over the launcher's `sizeof(T)`
+    where it is one (`k<T, 16 / sizeof(T)>`: one unknown with its matchers' `with_dtype<T>()`);
+    None when one of them is neither (a launcher's own template parameter: its caller picks
+    it, within limits its `static_assert`s state, which the contract does not hold), or
+    `name` is no template parameter."""
     values: list[Term] = []
     for kernel in launched:
         argument = kernel.argument_for(name)
-        value = const_term(argument[1], _launcher_parameter) if argument is not None else None
+        value = const_term(argument[1], _launcher_size) if argument is not None else None
         if value is None:
             return None
         if value not in values:
@@ -405,25 +398,9 @@ def _template_values(launched: tuple[LaunchedKernel, ...], name: str) -> list[Te
     return values or None
 
 
-def _launcher_parameter(value: ConstExpr) -> Term | None:
-    """A launcher's template parameter a template argument names (`kThreads` of `k<kThreads>`,
-    `sizeof(T)` of `k<T, 16 / sizeof(T)>`) as a term."""
-    if value.op == "sizeof":
-        return element_type_size(value.name)
-    return Term("sym", name=value.name) if value.op == "param" and value.name.isidentifier() else None
-
-
-def _passed_on(contract: LaunchContract, values: list[Term]) -> dict[str, str]:
-    """The launcher's names of the template parameters template arguments' `values` name:
-    the contract's where its walk met them, else names of their own, apart from the kernel's."""
-    host = _host_names(contract)
-    named = {name for value in values for name in symbol_names(value) if not name.startswith(_HOST)}
-    return {name: host.get(name, _HOST + name) for name in named}
-
-
-def _range(symbol: Symbol | None) -> tuple[int, int]:
-    """A template argument's values: those of the kernel's parameter it is bound to."""
-    return (symbol.low, symbol.high) if symbol is not None else (0, 2**31 - 1)
+def _launcher_size(value: ConstExpr) -> Term | None:
+    """`sizeof(T)` of a launcher's type parameter a template argument names."""
+    return element_type_size(value.name) if value.op == "sizeof" else None
 
 
 def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Term | None:

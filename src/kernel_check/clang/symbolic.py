@@ -107,7 +107,8 @@ _LANE_CALLS = {"get_lane_id": "%", "__lane_id": "%", "get_warp_id": "/"}
 # (`block.sync()`, `cuda::barrier::arrive_and_wait`): a shared write's interval ends there.
 _SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
-_FAILING_CALLS = ("assert", "fail", "trap", "abort")
+# Words in the name of a call that stops the thread or raises (a launcher's `host::Error()`, `Panic(...)`)
+_FAILING_CALLS = ("assert", "fail", "trap", "abort", "error", "panic")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 # A launcher's query of the device's SM count (`get_num_sms(device)`, `get_sm_count(id)`): one
 # value per device, 1 to `_MAX_SMS` (no GPU has more), for a persistent grid of `k * num_sms`.
@@ -1358,6 +1359,8 @@ class _Walk:
             self.statement(stmt.orelse, (*guards, Term("not", (condition,))))
         if stmt.orelse is None and stmt.then is not None and _leaves(stmt.then):
             return condition
+        if _empty(stmt.then) and stmt.orelse is not None and _fails(stmt.orelse):
+            return Term("not", (condition,))  # `CHECK_HOST(c) << ...`: `if (c) {} else Error() << ...`
         return None
 
     def loop(self, stmt: Stmt, guards: tuple[Term, ...]) -> None:
@@ -1506,8 +1509,9 @@ def _may_wrap(expr: Expr) -> bool:
 
 
 def _asserted(expr: Expr) -> Expr | None:
-    """The condition of an `assert(c)` (`c ? (void)0 : __assert_fail(...)`): a conditional
-    whose else branch calls a function that fails, traps or aborts; or of a launcher's
+    """The condition of an `assert(c)` (`c ? (void)0 : __assert_fail(...)`, a launcher's
+    `CHECK_HOST(c)`: `c ? (void)0 : PanicThrower() & ...`): a conditional whose else branch
+    calls a function that fails, traps, aborts or raises; or of a launcher's
     `RuntimeCheck(c, ...)`."""
     node = expr.stripped()
     if node.kind is ExprKind.CALL and is_runtime_check(node):  # it throws where its condition fails
@@ -1519,6 +1523,21 @@ def _asserted(expr: Expr) -> Expr | None:
         for call in node.children[2].walk()
     )
     return node.children[0] if fails else None
+
+
+def _empty(stmt: Stmt | None) -> bool:
+    """Whether `stmt` is an empty block (`{}`, also as `[[likely]] {}`)."""
+    if stmt is None:
+        return False
+    inner = stmt.live_stmts()
+    return not inner if stmt.kind is StmtKind.BLOCK else len(inner) == 1 and _empty(inner[0])
+
+
+def _fails(stmt: Stmt) -> bool:
+    """Whether `stmt` is an expression that raises or stops (`host::Error() << "..."`,
+    `Panic(...)`, `__trap()`): a call or construction whose name says so."""
+    names = (call.name.lower() for expr in stmt.exprs for call in expr.walk() if call.kind is ExprKind.CALL)
+    return stmt.kind is StmtKind.EXPR and any(word in name for name in names for word in _FAILING_CALLS)
 
 
 def _among(term: Term, terms: list[Term] | tuple[Term, ...]) -> bool:
