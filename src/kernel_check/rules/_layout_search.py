@@ -210,9 +210,10 @@ class _Search:
         ]
         pinned_inputs = _pinned(binding.constraints)
         derived = _derived(binding.constraints, binding.inputs)
-        free = tuple(s for s in binding.inputs if s.name not in {*pinned_inputs, *derived} and not _is_flag(s))
+        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and not _is_flag(s))
         asks: list[list[Term]] = []  # each shape's input values, then the condition at that shape
-        for shape in self.candidates(free, layout, pinned_inputs):
+        for candidate in self.candidates(free, layout, pinned_inputs):
+            shape = _with_derived(candidate, derived, pinned_inputs)
             asked = condition(access, layout, {**pinned_inputs, **{s.name: v for s, v in shape.items()}})
             if asked is not None:
                 asks.append([*(Term("==", (_variable(s), Term("const", value=v))) for s, v in shape.items()), asked])
@@ -301,11 +302,12 @@ def _padded(
     return {symbol: values[symbol.name] for symbol in shape}
 
 
-def _derived(constraints: tuple[Term, ...], inputs: tuple[Symbol, ...]) -> set[str]:
-    """The inputs a launcher's check ties to others (`RuntimeCheck(D_in == 2 * D)`): a shape
-    leaves them to it (a shape setting both alike would never meet it)."""
+def _derived(constraints: tuple[Term, ...], inputs: tuple[Symbol, ...]) -> dict[str, Term]:
+    """The inputs a launcher's check ties to others (`RuntimeCheck(D_in == 2 * D)`), each with
+    the term it equals: a shape gives them that value (one setting both alike would never
+    meet the check)."""
     names = {s.name for s in inputs}
-    derived: set[str] = set()
+    derived: dict[str, Term] = {}
     for term in constraints:
         while term.op == "not" and term.args[0].op == "not":
             term = term.args[0].args[0]
@@ -314,10 +316,31 @@ def _derived(constraints: tuple[Term, ...], inputs: tuple[Symbol, ...]) -> set[s
         for side, other in (term.args, term.args[::-1]):
             others = set(symbol_names(other))
             tied = side.op == "sym" and side.name in names and side.name not in {*others, *derived}
-            if tied and others & names and not others & derived:
-                derived.add(side.name)
+            if tied and others & names and not others & derived.keys():
+                derived[side.name] = other
                 break
     return derived
+
+
+def _with_derived(
+    shape: dict[Symbol, int], derived: Mapping[str, Term], pinned: Mapping[str, int]
+) -> dict[Symbol, int]:
+    """`shape` with each input a check ties to others set to the value it must have there
+    (kept where that value is not known or out of the input's range)."""
+    values = {**pinned, **{s.name: v for s, v in shape.items()}}
+    tied = {}
+    for symbol in shape:
+        value = witness.evaluate(_unwrapped(derived[symbol.name]), values) if symbol.name in derived else None
+        if value is not None and symbol.low <= value <= symbol.high:
+            tied[symbol] = value
+    return {**shape, **tied}
+
+
+def _unwrapped(term: Term) -> Term:
+    """`term` without its wraps (`wrap(x, lo, hi)` is `x` at the small values a shape gives)."""
+    if term.op == "wrap":
+        return _unwrapped(term.args[0])
+    return Term(term.op, tuple(_unwrapped(a) for a in term.args), term.name, term.value) if term.args else term
 
 
 def _pinned(constraints: tuple[Term, ...]) -> dict[str, int]:
