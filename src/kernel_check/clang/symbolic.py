@@ -1508,6 +1508,12 @@ def _may_wrap(expr: Expr) -> bool:
     return inner.bits is None or inner.bits > expr.type.bits or inner.is_signed != expr.type.is_signed
 
 
+def _exact_size(text: str, value: ConstExpr) -> bool:
+    """A matcher's dim or stride as the contract holds it: a constant, a `SymbolicSize` or `-1`
+    (not an expression, nor a launcher's template parameter)."""
+    return (text.isidentifier() and value.op != "param") or (value.op == "int" and value.value >= -1)
+
+
 def _asserted(expr: Expr) -> Expr | None:
     """The condition of an `assert(c)` (`c ? (void)0 : __assert_fail(...)`, a launcher's
     `CHECK_HOST(c)`: `c ? (void)0 : PanicThrower() & ...`): a conditional whose else branch
@@ -2033,10 +2039,12 @@ class _LauncherWalk(_Walk):
 
     def exact_tensors(self) -> Iterator[str]:
         """The verified tensors whose dims and strides are constants, `SymbolicSize`s or `-1`
-        (`{static_cast<int64_t>(n)}` is a size the walk does not tie to `n`)."""
+        (`{static_cast<int64_t>(n)}` is a size the walk does not tie to `n`; `{N, kHeadDim}` of
+        a launcher's template parameter is a size its caller picks within limits its
+        `static_assert`s state, which the contract does not hold)."""
         for chain in self.chains:
             written = zip((*chain.dims, *chain.strides), (*chain.dim_values, *chain.stride_values))
-            if all(text.isidentifier() or (value.op == "int" and value.value >= -1) for text, value in written):
+            if all(_exact_size(text, value) for text, value in written):
                 yield from (tensor.name for tensor in chain.verified)
 
     def element_sizes(self) -> Iterator[tuple[str, int]]:
