@@ -17,9 +17,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from . import solver
-from .clang.symbolic import mentions, symbol_names
+from .clang.symbolic import const_term, mentions, symbol_names
 from .finding import Counterexample
 from .model import (
+    ConstExpr,
     Function,
     LaunchContract,
     LaunchedKernel,
@@ -211,9 +212,11 @@ def _bind(
     host = _host_names(contract)
     constraints = [solver.renamed(g, host) for g in contract.guards]
     for symbol in contract.symbols:
-        if symbol.kind in _FREE:
+        if symbol.kind in (*_FREE, SymbolKind.ELEMENT_SIZE):
             constraints += solver.within(Term("sym", name=host[symbol.name]), symbol.low, symbol.high)
-    unknown = {s.name for s in contract.symbols if s.kind not in _FREE}
+    # (a launcher's `sizeof(T)`, `kMaxVecBytes / sizeof(T)`, is its type parameter's bytes:
+    # one unknown with its matchers' `with_dtype<T>()`, `element_type_size`)
+    unknown = {s.name for s in contract.symbols if s.kind not in (*_FREE, SymbolKind.ELEMENT_SIZE)}
     by_name = {s.name: s for s in symbols}
     named: set[str] = set()
     fits: list[Term] = []
@@ -229,9 +232,11 @@ def _bind(
                 constraints += solver.within(size, by_name[name].low, by_name[name].high)  # a type's bytes
                 named.update(symbol_names(size))
             continue
-        instantiated = _template_value(launched, name)
+        instantiated = _template_values(launched, name)
         if instantiated is not None:
-            constraints.append(instantiated)
+            choices = tuple(Term("==", (Term("sym", name=name), value)) for value in instantiated)
+            constraints.append(choices[0] if len(choices) == 1 else Term("or", choices))
+            named.update(n for value in instantiated for n in symbol_names(value))
             continue
         value = _contract_value(contract, kernel, name)
         if value is None or mentions(value, unknown):  # a value the launcher's walk did not follow
@@ -389,21 +394,28 @@ def _dimensions_of(symbols: list[Symbol]) -> Iterator[str]:
             yield f"{'blockDim' if symbol.kind is SymbolKind.THREAD else 'gridDim'}.{axis}"
 
 
-def _template_value(launched: tuple[LaunchedKernel, ...], name: str) -> Term | None:
+def _template_values(launched: tuple[LaunchedKernel, ...], name: str) -> list[Term] | None:
     """What the launch's template arguments give a compile-time parameter of the kernel
-    (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or one of
-    them when the launch picks among instantiations; None when one of them is not a constant
-    the launcher's scope gives (or `name` is no template parameter)."""
-    values: set[int] = set()
+    (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or each of
+    them when the launch picks among instantiations, as terms over the launcher's `sizeof(T)`
+    where it is one (`k<T, 16 / sizeof(T)>`: one unknown with its matchers' `with_dtype<T>()`);
+    None when one of them is neither (a launcher's own template parameter: its caller picks
+    it, within limits its `static_assert`s state, which the contract does not hold), or
+    `name` is no template parameter."""
+    values: list[Term] = []
     for kernel in launched:
         argument = kernel.argument_for(name)
-        value = argument[1].evaluate({}) if argument is not None else None
+        value = const_term(argument[1], _launcher_size) if argument is not None else None
         if value is None:
             return None
-        values.add(value)
-    symbol = Term("sym", name=name)
-    choices = tuple(Term("==", (symbol, Term("const", value=v))) for v in sorted(values))
-    return (choices[0] if len(choices) == 1 else Term("or", choices)) if choices else None
+        if value not in values:
+            values.append(value)
+    return values or None
+
+
+def _launcher_size(value: ConstExpr) -> Term | None:
+    """`sizeof(T)` of a launcher's type parameter a template argument names."""
+    return element_type_size(value.name) if value.op == "sizeof" else None
 
 
 def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Term | None:

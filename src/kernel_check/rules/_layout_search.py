@@ -27,6 +27,7 @@ from kernel_check.witness import Binding, Layout, Witness, render_dim
 
 OFFSET = Term("sym", name="layout:offset")  # the access's first byte
 SPAN = Term("sym", name="layout:span")  # the tensor's bytes
+WIDTH = Term("sym", name="layout:width")  # the bytes the access covers (a template may decide them)
 ZERO = Term("const", value=0)
 # what the rules leave alone: ids read from memory (KC401's) and values the walk does not follow
 _NOT_ASKED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
@@ -81,6 +82,9 @@ class Found:
 
     def span(self) -> int:
         return self.values.get(SPAN.name, 0)
+
+    def width(self) -> int:
+        return self.values.get(WIDTH.name, 0)
 
     def layout_text(self) -> str:
         """`` `x` is [R, D], strides [S, 1], 4-byte elements``."""
@@ -199,14 +203,17 @@ class _Search:
             *access.guards,
             Term("==", (OFFSET, access.bytes)),  # named, for the witness to tell
             Term("==", (SPAN, layout.span_bytes())),
+            Term("==", (WIDTH, access.width_term())),
             # a launcher's `sizeof(T)` scales the offset and the span alike (`_sizes_agree`):
             # counted as 1, the witness tells elements
             *([Term("==", (layout.element_bytes(), Term("const", value=1)))] if layout.element_type else []),
         ]
         pinned_inputs = _pinned(binding.constraints)
+        derived = _derived(binding.constraints, binding.inputs)
         free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and not _is_flag(s))
         asks: list[list[Term]] = []  # each shape's input values, then the condition at that shape
-        for shape in self.candidates(free, layout, pinned_inputs):
+        for candidate in self.candidates(free, layout, pinned_inputs):
+            shape = _with_derived(candidate, derived, pinned_inputs)
             asked = condition(access, layout, {**pinned_inputs, **{s.name: v for s, v in shape.items()}})
             if asked is not None:
                 asks.append([*(Term("==", (_variable(s), Term("const", value=v))) for s, v in shape.items()), asked])
@@ -295,6 +302,47 @@ def _padded(
     return {symbol: values[symbol.name] for symbol in shape}
 
 
+def _derived(constraints: tuple[Term, ...], inputs: tuple[Symbol, ...]) -> dict[str, Term]:
+    """The inputs a launcher's check ties to others (`RuntimeCheck(D_in == 2 * D)`), each with
+    the term it equals: a shape gives them that value (one setting both alike would never
+    meet the check)."""
+    names = {s.name for s in inputs}
+    derived: dict[str, Term] = {}
+    for term in constraints:
+        while term.op == "not" and term.args[0].op == "not":
+            term = term.args[0].args[0]
+        if term.op != "==":
+            continue
+        for side, other in (term.args, term.args[::-1]):
+            others = set(symbol_names(other))
+            tied = side.op == "sym" and side.name in names and side.name not in {*others, *derived}
+            if tied and others & names and not others & derived.keys():
+                derived[side.name] = other
+                break
+    return derived
+
+
+def _with_derived(
+    shape: dict[Symbol, int], derived: Mapping[str, Term], pinned: Mapping[str, int]
+) -> dict[Symbol, int]:
+    """`shape` with each input a check ties to others set to the value it must have there
+    (kept where that value is not known or out of the input's range)."""
+    values = {**pinned, **{s.name: v for s, v in shape.items()}}
+    tied = {}
+    for symbol in shape:
+        value = witness.evaluate(_unwrapped(derived[symbol.name]), values) if symbol.name in derived else None
+        if value is not None and symbol.low <= value <= symbol.high:
+            tied[symbol] = value
+    return {**shape, **tied}
+
+
+def _unwrapped(term: Term) -> Term:
+    """`term` without its wraps (`wrap(x, lo, hi)` is `x` at the small values a shape gives)."""
+    if term.op == "wrap":
+        return _unwrapped(term.args[0])
+    return Term(term.op, tuple(_unwrapped(a) for a in term.args), term.name, term.value) if term.args else term
+
+
 def _pinned(constraints: tuple[Term, ...]) -> dict[str, int]:
     """The inputs the launch fixes to a constant (`N.set_value(128)`, `RuntimeCheck(D == 64)`)
     and their values: a shape leaves them to it."""
@@ -362,7 +410,7 @@ def element_units(layout: Layout) -> int:
 
 def within_span(access: SymbolicAccess) -> Term:
     """The bytes the access covers are within the tensor's span (KC406 asks the rest)."""
-    end = Term("+", (OFFSET, Term("const", value=access.byte_width)))
+    end = Term("+", (OFFSET, WIDTH))
     return Term("and", (Term("<=", (ZERO, OFFSET)), Term("<=", (end, SPAN))))
 
 
