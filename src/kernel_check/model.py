@@ -965,6 +965,10 @@ class SymbolKind(enum.Enum):
     # is the parameter's name): what the launch instantiates it with; in a launcher, the
     # `sizeof(T)` of its own type parameter it computes with (`text` as written), any type's
     ELEMENT_SIZE = "element_size"
+    # A launching lambda's integer parameter (`[&](auto kernel, int64_t n) {...}`): whatever its
+    # calls pass (`launch(k, numel / kVec)`), which the walk does not tie to them; a size a
+    # proof covers every value of, which no witness sets against a tensor's extent
+    PASSED = "passed"
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,9 @@ from .model import (
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
-# what a witness chooses: the launcher's inputs (its sizes, scalars and the bytes of its `T`)
-_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE)
+# what a witness chooses: the launcher's inputs (its sizes, scalars, the bytes of its `T` and
+# what its launching lambda's calls pass)
+_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE, SymbolKind.PASSED)
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
 _DTYPE_BYTES = (1, 2, 4, 8)  # the element sizes of the dtypes a matcher accepts
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
@@ -212,11 +213,9 @@ def _bind(
     host = _host_names(contract)
     constraints = [solver.renamed(g, host) for g in contract.guards]
     for symbol in contract.symbols:
-        if symbol.kind in (*_FREE, SymbolKind.ELEMENT_SIZE):
+        if symbol.kind in _FREE:
             constraints += solver.within(Term("sym", name=host[symbol.name]), symbol.low, symbol.high)
-    # (a launcher's `sizeof(T)`, `kMaxVecBytes / sizeof(T)`, is its type parameter's bytes:
-    # one unknown with its matchers' `with_dtype<T>()`, `element_type_size`)
-    unknown = {s.name for s in contract.symbols if s.kind not in (*_FREE, SymbolKind.ELEMENT_SIZE)}
+    unknown = {s.name for s in contract.symbols if s.kind not in _FREE}
     by_name = {s.name: s for s in symbols}
     named: set[str] = set()
     fits: list[Term] = []

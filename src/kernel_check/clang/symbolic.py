@@ -1936,14 +1936,19 @@ class _LauncherWalk(_Walk):
     def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
         """A lambda that launches (`auto launch = [&](auto kernel, int64_t n) {...}`) is walked
         where it is written: its launch's grid and block are computed as written from the
-        captured sizes. Its integer parameters are unknown, not free: the calls pass values
-        the walk does not tie to them (`numel / kVec` under a `head_dim % kVec` test), and a
-        witness choosing them freely would break what the caller checked."""
+        captured sizes. Its integer parameters are `PASSED` symbols: the calls pass values the
+        walk does not tie to them (`numel / kVec` under a `head_dim % kVec` test), so a proof
+        covers every value, and no witness sets one against a tensor's extent, which would
+        break what the caller checked."""
         body = lambda_.lambda_body
         if body is not None and any((c.span.start, c.span.end) in self.launches for c in body.calls()):
             for param in lambda_.lambda_params:
-                received = self.received(param.name, param.type)
-                self.values[param.key] = received if not isinstance(received, Term) else self.opaque(None)
+                integer = not param.type.is_pointer and param.type.bits is not None
+                self.values[param.key] = (
+                    self.symbol(param.name, SymbolKind.PASSED, param.name, param.type.value_range)
+                    if integer
+                    else self.received(param.name, param.type)
+                )
             self.statement(body, guards)
         super().lambda_escapes(lambda_, guards)
 

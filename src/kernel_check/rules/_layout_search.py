@@ -178,8 +178,10 @@ class _Search:
         if kernel is None or access.bytes is None:
             return None
         for launch, binding in witness.bindings(model, kernel, access.symbols):
-            layout = witness.tensor_layout(model, kernel, access.pointer, launch) if binding is not None else None
-            if binding is None or layout is None or not _sizes_agree(access, binding, layout):
+            if binding is None or _passed(binding):
+                continue
+            layout = witness.tensor_layout(model, kernel, access.pointer, launch)
+            if layout is None or not _sizes_agree(access, binding, layout):
                 continue
             for index, condition in enumerate(self.conditions):
                 found = self.smallest(access, binding, layout, condition, budget)
@@ -210,7 +212,7 @@ class _Search:
         ]
         pinned_inputs = _pinned(binding.constraints)
         derived = _derived(binding.constraints, binding.inputs)
-        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and not _is_flag(s))
+        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and not _left_to_solver(s))
         asks: list[list[Term]] = []  # each shape's input values, then the condition at that shape
         for candidate in self.candidates(free, layout, pinned_inputs):
             shape = _with_derived(candidate, derived, pinned_inputs)
@@ -227,8 +229,7 @@ class _Search:
             for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
                 answer = session.check([*ask[:-1], *pinned, ask[-1]])
                 if answer.outcome is Outcome.SAT:
-                    flags = tuple(s for s in binding.inputs if _is_flag(s) and s.name in answer.model)
-                    return Witness(answer, (*binding.shown(*layout.dims, *layout.strides), *flags))
+                    return Witness(answer, _shown(binding, layout, answer))
                 if answer.outcome is Outcome.UNKNOWN:
                     return None  # unknown is never a finding
         return None
@@ -258,11 +259,28 @@ class _Search:
                 yield clamped
 
 
-def _is_flag(symbol: Symbol) -> bool:
-    """A launcher input of at most two values (`bool stride_checked`): no size, so the shapes
-    leave it to the solver (a shape's value of 1 would switch on every check it guards and
-    skip every launch it turns off), and a witness names its value."""
-    return symbol.high <= 1
+def _left_to_solver(symbol: Symbol) -> bool:
+    """A launcher input the shapes leave to the solver, and a witness names its value: a flag
+    of at most two values (`bool stride_checked`: a shape's value of 1 would switch on every
+    check it guards and skip every launch it turns off), or the bytes of the launcher's `T`
+    (a dtype's, 1 to 8: a shape's 16 or 64 is no type's)."""
+    return symbol.high <= 1 or symbol.kind is SymbolKind.ELEMENT_SIZE
+
+
+def _shown(binding: Binding, layout: Layout, answer: solver.Answer) -> tuple[Symbol, ...]:
+    """The inputs a witness names: the sizes the access and the layout name, and what the
+    solver chose for the shapes, but the `sizeof(T)` a layout of `T` elements counts as 1."""
+    counted = set(symbol_names(layout.element_bytes())) if layout.element_type else set()
+    chosen = tuple(s for s in binding.inputs if _left_to_solver(s) and s.name in answer.model)
+    shown = dict.fromkeys((*binding.shown(*layout.dims, *layout.strides), *chosen))
+    return tuple(s for s in shown if s.name not in counted)
+
+
+def _passed(binding: Binding) -> bool:
+    """Whether the kernel's values at this launch name what a launching lambda's calls pass
+    (`launch(k, numel / kVec)`): the walk does not tie it to the tensors, so a witness setting
+    it against their extents would break what the caller checked."""
+    return any(s.kind is SymbolKind.PASSED and s.name in binding.given for s in binding.inputs)
 
 
 def _sizes_agree(access: SymbolicAccess, binding: Binding, layout: Layout) -> bool:

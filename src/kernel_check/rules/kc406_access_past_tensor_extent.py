@@ -33,7 +33,9 @@ on a value the walk does not follow (a call's result, a local assigned after its
 a loop bound it does not follow), an access of a kernel whose launch leaves a value it needs
 unknown (a template argument neither constant nor the launcher's own parameter, a grid from
 an unfollowed call, a `T` the launch instantiates with a type the tensor's matcher does not
-share), of a tensor two matchers verify, one whose dtype the matcher leaves open in size or
+share, an integer a launching lambda's calls pass: `[&](auto kernel, int64_t n) {...}` called
+as `launch(k, numel / kVec)` under the caller's own tests, which the walk does not tie to
+`n`), of a tensor two matchers verify, one whose dtype the matcher leaves open in size or
 one a dim of which it writes as an expression (`{static_cast<int64_t>(n)}`); a query the
 solver cannot answer within its budget (`solver-budget` per kernel, of its own, each access a
 quarter at most). A pointer handed to a call is out where it points past the span's end, not
