@@ -6,8 +6,9 @@ smallest sizes under which a condition holds (KC112, KC401).
 "Smallest": the least common bound on every size (and launcher scalar) for which the
 condition still holds, found by bisection with plain checks (an `Optimize` over these
 nonlinear terms does not finish within the budget), then each size in turn made as small
-as it can be with the ones before it fixed; every one of them at least 0 where that still
-holds (a scalar's magnitude alone would let a witness name `page_size = -513`).
+as it can be with the ones before it fixed; every launcher input at least 0 where that still
+holds (a scalar's magnitude alone would let a witness name `page_size = -513`), an id read
+from memory of either sign (KC401's -1 below a tensor, not a launcher's `offset = -1`).
 """
 
 from __future__ import annotations
@@ -444,8 +445,12 @@ def smallest(
     if best.outcome is not Outcome.SAT or not inputs:
         return best
     # sizes and counts as a launcher is called with them, where the condition allows: a
-    # negative scalar only where no other does (its magnitude alone would pick either sign)
-    nonnegative: list[Term] = [Term("<=", (Term("const", value=0), Term("sym", name=s.name))) for s in inputs]
+    # negative scalar only where no other does (its magnitude alone would pick either sign);
+    # an id read from memory takes either sign (KC401's lower side: the id is the one below
+    # zero, not a launcher's `offset = -1` with the id at 0)
+    nonnegative: list[Term] = [
+        Term("<=", (Term("const", value=0), Term("sym", name=s.name))) for s in inputs if s.kind in _FREE
+    ]
     answer = session.check(nonnegative)
     if answer.outcome is Outcome.SAT:
         best = answer
