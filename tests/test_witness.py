@@ -68,9 +68,17 @@ def test_kc112_without_witness_where_the_contract_does_not_decide(overflow_messa
     # launches are proven safe: by a RuntimeCheck (line 76), by a count the launcher keeps in
     # 32 bits, wrapped or not (lines 97, 224), by a grid capped at 65535 blocks inside the
     # launcher's lambda (line 149), by a grid of 8 blocks per SM (line 194)
-    # a grid capped at 65535 blocks over vectors of `16 / sizeof(T)` elements (line 286)
-    assert sorted(overflow_messages) == [21, 51, 119, 139, 157, 256, 257]
+    # a grid capped at 65535 blocks over vectors of `16 / sizeof(T)` elements (line 286),
+    # a 32-bit count of channel pairs read back from the params local it fills (line 321)
+    assert sorted(overflow_messages) == [21, 51, 119, 139, 157, 256, 257, 332]
     assert "overflows for" not in overflow_messages[139]
+
+
+def test_kc112_witness_from_the_fields_of_a_params_local(overflow_messages) -> None:
+    values = _values(overflow_messages[332])  # copy_quads: `div_ceil(params.width, 256)` blocks, 4 channels a thread
+    width, block_index = values["W"], values["blockIdx.x"]
+    assert width <= 2**32 - 1  # `params.width` is a `uint32_t` of the matcher's dim
+    assert block_index < -(-width // 256) and block_index * 256 * 4 >= 2**32
 
 
 def test_kc112_witness_names_the_bytes_of_the_launchers_element_type(overflow_messages) -> None:
@@ -85,7 +93,7 @@ def test_kc112_witness_names_the_bytes_of_the_launchers_element_type(overflow_me
 def test_a_spent_budget_keeps_every_kc112_finding_without_a_witness() -> None:
     findings = [f for f in run_one(OVERFLOWS, solver_budget=1e-9).findings if f.code == "KC112"]
     # the capped ones too: not proven
-    assert sorted(f.line for f in findings) == [21, 51, 76, 97, 119, 139, 149, 157, 194, 224, 256, 257, 286]
+    assert sorted(f.line for f in findings) == [21, 51, 76, 97, 119, 139, 149, 157, 194, 224, 256, 257, 286, 321, 332]
     assert all("overflows for" not in f.message for f in findings)
 
 

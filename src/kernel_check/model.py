@@ -965,6 +965,10 @@ class SymbolKind(enum.Enum):
     # is the parameter's name): what the launch instantiates it with; in a launcher, the
     # `sizeof(T)` of its own type parameter it computes with (`text` as written), any type's
     ELEMENT_SIZE = "element_size"
+    # A launching lambda's integer parameter (`[&](auto kernel, int64_t n) {...}`): whatever its
+    # calls pass (`launch(k, numel / kVec)`), which the walk does not tie to them; a size a
+    # proof covers every value of, which no witness sets against a tensor's extent
+    PASSED = "passed"
 
 
 @dataclass(frozen=True)
@@ -1039,6 +1043,14 @@ class SymbolicAccess:
     bytes: Term | None = None
     byte_width: int = 0
     byte_align: int = 0  # the alignment in bytes the access's type requires (0: not known)
+    # Where a template decides the bytes it covers (`sizeof(T)` of a `T`, `sizeof(T) * kVecSize`
+    # of an `AlignedVector<T, kVecSize>`), that term over the symbols the launch binds;
+    # `byte_width` is then 1 (its first byte)
+    byte_width_term: Term | None = None
+
+    def width_term(self) -> Term:
+        """The bytes a global access covers, as a term."""
+        return self.byte_width_term if self.byte_width_term is not None else Term("const", value=self.byte_width)
 
 
 @dataclass(frozen=True)

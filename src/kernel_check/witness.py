@@ -6,8 +6,9 @@ smallest sizes under which a condition holds (KC112, KC401).
 "Smallest": the least common bound on every size (and launcher scalar) for which the
 condition still holds, found by bisection with plain checks (an `Optimize` over these
 nonlinear terms does not finish within the budget), then each size in turn made as small
-as it can be with the ones before it fixed; every one of them at least 0 where that still
-holds (a scalar's magnitude alone would let a witness name `page_size = -513`).
+as it can be with the ones before it fixed; every launcher input at least 0 where that still
+holds (a scalar's magnitude alone would let a witness name `page_size = -513`), an id read
+from memory of either sign (KC401's -1 below a tensor, not a launcher's `offset = -1`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from . import solver
-from .clang.symbolic import mentions, symbol_names
+from .clang.symbolic import const_term, mentions, symbol_names
 from .finding import Counterexample
 from .model import (
+    ConstExpr,
     Function,
     LaunchContract,
     LaunchedKernel,
@@ -33,8 +35,9 @@ from .model import (
 from .semantic import SemanticModel
 from .solver import Answer, Budget, Outcome
 
-# what a witness chooses: the launcher's inputs (its sizes, scalars and the bytes of its `T`)
-_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE)
+# what a witness chooses: the launcher's inputs (its sizes, scalars, the bytes of its `T` and
+# what its launching lambda's calls pass)
+_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE, SymbolKind.PASSED)
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
 _DTYPE_BYTES = (1, 2, 4, 8)  # the element sizes of the dtypes a matcher accepts
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
@@ -229,9 +232,11 @@ def _bind(
                 constraints += solver.within(size, by_name[name].low, by_name[name].high)  # a type's bytes
                 named.update(symbol_names(size))
             continue
-        instantiated = _template_value(launched, name)
+        instantiated = _template_values(launched, name)
         if instantiated is not None:
-            constraints.append(instantiated)
+            choices = tuple(Term("==", (Term("sym", name=name), value)) for value in instantiated)
+            constraints.append(choices[0] if len(choices) == 1 else Term("or", choices))
+            named.update(n for value in instantiated for n in symbol_names(value))
             continue
         value = _contract_value(contract, kernel, name)
         if value is None or mentions(value, unknown):  # a value the launcher's walk did not follow
@@ -389,21 +394,28 @@ def _dimensions_of(symbols: list[Symbol]) -> Iterator[str]:
             yield f"{'blockDim' if symbol.kind is SymbolKind.THREAD else 'gridDim'}.{axis}"
 
 
-def _template_value(launched: tuple[LaunchedKernel, ...], name: str) -> Term | None:
+def _template_values(launched: tuple[LaunchedKernel, ...], name: str) -> list[Term] | None:
     """What the launch's template arguments give a compile-time parameter of the kernel
-    (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or one of
-    them when the launch picks among instantiations; None when one of them is not a constant
-    the launcher's scope gives (or `name` is no template parameter)."""
-    values: set[int] = set()
+    (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or each of
+    them when the launch picks among instantiations, as terms over the launcher's `sizeof(T)`
+    where it is one (`k<T, 16 / sizeof(T)>`: one unknown with its matchers' `with_dtype<T>()`);
+    None when one of them is neither (a launcher's own template parameter: its caller picks
+    it, within limits its `static_assert`s state, which the contract does not hold), or
+    `name` is no template parameter."""
+    values: list[Term] = []
     for kernel in launched:
         argument = kernel.argument_for(name)
-        value = argument[1].evaluate({}) if argument is not None else None
+        value = const_term(argument[1], _launcher_size) if argument is not None else None
         if value is None:
             return None
-        values.add(value)
-    symbol = Term("sym", name=name)
-    choices = tuple(Term("==", (symbol, Term("const", value=v))) for v in sorted(values))
-    return (choices[0] if len(choices) == 1 else Term("or", choices)) if choices else None
+        if value not in values:
+            values.append(value)
+    return values or None
+
+
+def _launcher_size(value: ConstExpr) -> Term | None:
+    """`sizeof(T)` of a launcher's type parameter a template argument names."""
+    return element_type_size(value.name) if value.op == "sizeof" else None
 
 
 def _contract_value(contract: LaunchContract, kernel: Function, name: str) -> Term | None:
@@ -433,8 +445,12 @@ def smallest(
     if best.outcome is not Outcome.SAT or not inputs:
         return best
     # sizes and counts as a launcher is called with them, where the condition allows: a
-    # negative scalar only where no other does (its magnitude alone would pick either sign)
-    nonnegative: list[Term] = [Term("<=", (Term("const", value=0), Term("sym", name=s.name))) for s in inputs]
+    # negative scalar only where no other does (its magnitude alone would pick either sign);
+    # an id read from memory takes either sign (KC401's lower side: the id is the one below
+    # zero, not a launcher's `offset = -1` with the id at 0)
+    nonnegative: list[Term] = [
+        Term("<=", (Term("const", value=0), Term("sym", name=s.name))) for s in inputs if s.kind in _FREE
+    ]
     answer = session.check(nonnegative)
     if answer.outcome is Outcome.SAT:
         best = answer

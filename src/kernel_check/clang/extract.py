@@ -99,6 +99,7 @@ class _Extractor:
         self.unit = unit
         self.path = unit.path
         self.data = data
+        self.constants = Constants(data, unit.path)  # the walks' compile-time values
         self.model = SourceModel(path=unit.path, text=text, data=data)
         self.top_level: list[ci.Cursor] = []  # the file's own translation-unit-level cursors
         self.program = Program(unit.path)
@@ -183,7 +184,7 @@ class _Extractor:
                 self.model.divergent_barriers.extend(self.threads.divergent_barriers(typed.body))
             walked = kind is FunctionKind.KERNEL or (self.every_access and kind is not FunctionKind.HOST)
             if walked and Need.SYMBOLIC in self.needs:
-                accesses, products, barriers = kernel_terms(typed, self.threads)
+                accesses, products, barriers = kernel_terms(typed, self.threads, self.constants)
                 self.model.symbolic_accesses.extend(accesses)
                 self.model.symbolic_products.extend(products)
                 self.model.symbolic_barriers.extend(barriers)
@@ -203,7 +204,7 @@ class _Extractor:
             return  # not a launcher: no contract, and no walk of its body
         chains = tuple(c for c in self.model.launcher_facts.matcher_chains if c.function == function.usr)
         try:
-            self.model.launch_contracts.extend(launch_contracts(typed, self.threads, launches, chains))
+            self.model.launch_contracts.extend(launch_contracts(typed, self.threads, launches, chains, self.constants))
         except NestedTooDeeply:
             return  # a contract only adds witnesses: a launcher too deep to walk has none
 

@@ -44,7 +44,9 @@ Both walks (the rules' and the drafter's) follow the same idioms: the names of a
 binding of a by-value params struct (`const auto& [out, ids] = params;`, also of a struct
 nested in it), loads of a template's integer `T` (`const TLoc* loc`), a template's `const T* x`
 in steps of `sizeof(T)` (a `SymbolKind.ELEMENT_SIZE` symbol the launch binds; its byte offset
-left unknown once cast to a type of another size), `offset(p, a, b)` helpers
+left unknown once cast to a type of a constant size), compile-time values a template decides
+(`sizeof(T)`, `kVecSize = 16 / sizeof(T)`, the bytes of an `AlignedVector<T, kVecSize>`: terms
+over `sizeof(T)` and the template's integer parameters, consteval.py's), `offset(p, a, b)` helpers
 (`pointer::offset`) as pointer arithmetic, and a received pointer handed to a call whose
 body is not in sight (`copy(dst, src)`, a bulk store's destination) or to `asm` (`"l"(ptr)` of a `ld.global`),
 recorded as an access at its offset that the walk does not follow (of no width: it may be
@@ -73,7 +75,7 @@ from ..model import (
     SymbolKind,
     Term,
 )
-from .consteval import callee_name
+from .consteval import Constants, VectorType, callee_name
 from .kernel_interface import checked_condition, is_runtime_check
 from .launches import launch_dimensions
 from .program import DeclKind, DeclRef, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
@@ -90,6 +92,7 @@ _BUILTINS = {
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
 _COMPARISONS = {"<": "<", "<=": "<=", "==": "==", "!=": "!=", ">": "<", ">=": "<="}  # > and >= swap operands
 _CONDITIONS = frozenset({*_COMPARISONS, "&&", "||"})
+_TRUTHS = frozenset({"<", "<=", "==", "!=", "and", "or", "not"})  # the ops of a truth-valued term
 _ASSIGNMENTS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="})
 _INCREMENTS = frozenset({"++", "--", "x++", "x--"})
 _MIN_CALLS = frozenset({"min", "umin", "fminf", "__vimin_s32"})
@@ -104,7 +107,8 @@ _LANE_CALLS = {"get_lane_id": "%", "__lane_id": "%", "get_warp_id": "/"}
 # (`block.sync()`, `cuda::barrier::arrive_and_wait`): a shared write's interval ends there.
 _SYNC_WORDS = ("sync", "barrier", "arrive", "wait")
 _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
-_FAILING_CALLS = ("assert", "fail", "trap", "abort")
+# Words in the name of a call that stops the thread or raises (a launcher's `host::Error()`, `Panic(...)`)
+_FAILING_CALLS = ("assert", "fail", "trap", "abort", "error", "panic")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
 # A launcher's query of the device's SM count (`get_num_sms(device)`, `get_sm_count(id)`): one
 # value per device, 1 to `_MAX_SMS` (no GPU has more), for a persistent grid of `k * num_sms`.
@@ -214,9 +218,12 @@ class _Pointer:
 
     def resized(self, size: int, size_term: Term | None) -> _Pointer:
         """The global pointer cast to a type of `size` bytes (or of a template type's
-        `size_term`). Its bytes stay known while every step is of one template type's size,
-        or of constant ones: a sum of both would leave a witness free to pick `sizeof(T)`."""
-        mixed = self.size_term is not None and size_term != self.size_term
+        `size_term`). Its bytes stay known while every step is of constant sizes, or of sizes
+        over one template type's `sizeof(T)` (`T`, `AlignedVector<T, kVecSize>`): a sum of both
+        would leave a witness free to pick `sizeof(T)`."""
+        mixed = self.size_term is not None and (
+            size_term is None or _element_sizes(size_term) != _element_sizes(self.size_term)
+        )
         return replace(self, size=size, size_term=size_term, bytes=None if mixed else self.bytes)
 
     def recast(self, after: tuple[str, int] | None) -> _Pointer:
@@ -255,6 +262,42 @@ def const(value: int) -> Term:
     return Term("const", value=value)
 
 
+_CONST_LOGIC = {"&&": "and", "||": "or"}
+
+
+def const_term(value: ConstExpr, leaf: Callable[[ConstExpr], Term | None]) -> Term | None:
+    """A compile-time value (`ConstExpr`, over template parameters) as a term: `leaf` names
+    each template parameter and `sizeof(T)` in it (None: one it cannot name). None where the
+    value holds an operator terms do not have (a shift, a bit operation, a helper's fold)."""
+    known = value.evaluate({})
+    if known is not None:
+        return const(known)
+    if value.op in ("param", "sizeof"):
+        return leaf(value)
+    args = [const_term(arg, leaf) for arg in value.args]
+    if any(arg is None for arg in args):
+        return None
+    terms = [arg for arg in args if arg is not None]
+    if value.op in _ARITHMETIC and len(terms) == 2:
+        return Term(value.op, (terms[0], terms[1]))
+    if value.op in _COMPARISONS and len(terms) == 2:
+        pair = (terms[1], terms[0]) if value.op in (">", ">=") else (terms[0], terms[1])
+        return Term(_COMPARISONS[value.op], pair)
+    if value.op in _CONST_LOGIC and len(terms) == 2:
+        return Term(_CONST_LOGIC[value.op], (terms[0], terms[1]))
+    if value.op == "not" and len(terms) == 1:
+        return Term("not", (Term("!=", (terms[0], _ZERO)) if terms[0].op not in _TRUTHS else terms[0],))
+    if value.op == "neg" and len(terms) == 1:
+        return Term("-", (_ZERO, terms[0]))
+    if value.op in ("min", "max") and len(terms) == 2:
+        smaller = Term("<=", (terms[0], terms[1]))
+        return Term("ite", (smaller, *(terms if value.op == "min" else terms[::-1])))
+    if value.op == "?:" and len(terms) == 3:
+        condition = terms[0] if terms[0].op in _TRUTHS else Term("!=", (terms[0], _ZERO))
+        return Term("ite", (condition, terms[1], terms[2]))
+    return None
+
+
 def _wrapped(term: Term, low: int, high: int) -> Term:
     """`term` as an integer of `low..high` holds it: past `high`, wrapped modulo the range's
     size (solver.py's `wrap`). A value below `low` (a negative count made unsigned) is left as
@@ -270,6 +313,11 @@ def mentions(term: Term, names: set[str] | frozenset[str]) -> bool:
     if term.op == "sym":
         return term.name in names
     return any(mentions(arg, names) for arg in term.args)
+
+
+def _element_sizes(term: Term) -> frozenset[str]:
+    """The `sizeof(T)` symbols a step's size names."""
+    return frozenset(name for name in symbol_names(term) if name.startswith("sizeof("))
 
 
 def symbol_names(term: Term) -> Iterator[str]:
@@ -315,6 +363,9 @@ class _Walk:
     helper_params: set[int] = field(default_factory=set)  # the parameters of the helpers walked, by `Var.key`
     block_limit: Term | None = None  # the kernel's `__launch_bounds__`: the most threads a block has
     for_writes: bool = False  # walking a helper entered for KC402 alone (`SymbolicAccess.read_checked`)
+    # the translation unit's compile-time values (`sizeof(T)`, a vector type's bytes) over the
+    # template parameters clang leaves them to; None: only what clang folds
+    constants: Constants | None = None
 
     # -- symbols -----------------------------------------------------------------------------
     def symbol(
@@ -355,6 +406,8 @@ class _Walk:
                 if not expr.type.is_pointer:
                     return inner
                 step = self.pointee(expr.type)
+                if not step.size and step.size_term is None and self.constants is not None:
+                    step = self.vector_step(self.constants.cast_vector(expr)) or step  # `(const vec_t*)p`
                 return replace(inner.resized(step.size, step.size_term), align=step.align)
             narrow = expr.type.bits is not None and expr.type.bits <= _NARROW_BITS and expr.type.canonical != "bool"
             # a cast to 8 or 16 bits bounds the value: not followed, so never unbounded
@@ -386,6 +439,8 @@ class _Walk:
         if kind is ExprKind.LAMBDA:  # `auto f = [&] { smem[0] = v; };`
             self.lambda_escapes(expr, guards)
             return None
+        if expr.is_size_query:  # `sizeof(T)`: its operand never runs
+            return self.compile_time(expr)
         self.visit_children(expr, guards, escaping=True)  # `{smem, n}`: the array goes where the walk does not
         return None
 
@@ -453,7 +508,7 @@ class _Walk:
     def condition(self, expr: Expr, guards: tuple[Term, ...]) -> Term:
         """`expr` as a truth value: a comparison or logic, else `expr != 0`."""
         value = self.value(expr, guards)
-        if isinstance(value, Term) and value.op in ("<", "<=", "==", "!=", "and", "or", "not"):
+        if isinstance(value, Term) and value.op in _TRUTHS:
             return value
         if isinstance(value, Term):
             return Term("!=", (value, _ZERO))
@@ -491,6 +546,8 @@ class _Walk:
         if folded is None and ref.kind is DeclKind.TEMPLATE_PARAMETER and ref.type.bits is not None:
             # a compile-time argument (`kPadded`): one value the kernel was instantiated with
             return self.symbol(ref.name, SymbolKind.SCALAR, ref.name, ref.type.value_range)
+        if folded is None and ref.kind is DeclKind.VARIABLE and ref.type.bits is not None:
+            return self.compile_time(expr)  # a `constexpr` of a class template (`kVecSize = 16 / sizeof(T)`)
         return const(folded) if folded is not None else None
 
     def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
@@ -559,7 +616,11 @@ class _Walk:
         if pointer.pointee_size or _TEMPLATE_POINTER.fullmatch(pointer.canonical) is None:
             return None
         name = _type_parameter(pointer.spelling)
-        return self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE)) if name else None
+        return self.sizeof(name) if name else None
+
+    def sizeof(self, name: str) -> Term:
+        """`sizeof(T)` of the kernel's template type parameter `name`: a symbol the launch binds."""
+        return self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE))
 
     def pointee(self, pointer: TypeFacts) -> _Step:
         """One element of a pointer type: in a helper walked in place, a pointer to one of its
@@ -578,7 +639,52 @@ class _Walk:
             return None
         if self.helpers:
             return self.type_arguments.get(name)
-        return _Step(size_term=self.symbol(f"sizeof({name})", SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE)))
+        return _Step(size_term=self.sizeof(name))
+
+    def compile_time(self, expr: Expr) -> Term | None:
+        """A compile-time value clang leaves to the instantiation (`sizeof(T)`, `kMaxVecBytes /
+        sizeof(T)`, a `constexpr` over the template's parameters), as a term over the kernel's
+        `sizeof(T)` and integer parameters, which the launch binds."""
+        if expr.value is not None:
+            return const(expr.value)
+        return const_term(self.constants.value(expr), self.template_value) if self.constants is not None else None
+
+    def template_value(self, value: ConstExpr) -> Term | None:
+        """A template parameter a compile-time value names: `sizeof(T)` of the kernel's `T`
+        (in a helper walked in place, of what the call binds the helper's `T` to), or one of
+        the kernel's integer parameters."""
+        if value.op == "sizeof":
+            step = self.type_arguments.get(value.name) if self.helpers else _Step(size_term=self.sizeof(value.name))
+            return None if step is None else const(step.size) if step.size else step.size_term
+        type_ = None if self.helpers else self.function.value_template_params.get(value.name)
+        return self.symbol(value.name, SymbolKind.SCALAR, value.name, type_.value_range) if type_ is not None else None
+
+    def object_step(self, vector: Expr | None) -> _Step:
+        """One vector of `vec.load(p, i)`: the bytes of `vec`'s type, or those a template
+        decides (`AlignedVector<T, kVecSize> vec`)."""
+        if vector is None or vector.type.size:
+            return _Step(vector.type.size, None, vector.type.align) if vector is not None else _Step()
+        node = vector.stripped()
+        ref = node.ref if node.kind is ExprKind.REF else None
+        accessor = self.constants.accessor(ref) if self.constants is not None and ref is not None else None
+        aligned = accessor is not None and accessor[0] == "aligned_vector"
+        return (self.vector_step(accessor[1]) if accessor is not None and aligned else None) or _Step()
+
+    def written_step(self, call: Expr) -> _Step | None:
+        """One element of the vector type a call names as its one template argument
+        (`load_as<vec_t>` of a `vec_t` a template sizes); None where it names none."""
+        callee = call.children[0].stripped() if call.children else None
+        if callee is None or self.constants is None:
+            return None
+        return self.vector_step(self.constants.written_vector(callee))
+
+    def vector_step(self, vector: VectorType | None) -> _Step | None:
+        """One element of a vector type whose bytes a template decides (`AlignedVector<T,
+        kVecSize>`: `sizeof(T) * kVecSize`); None where they are not known."""
+        width = const_term(vector.width, self.template_value) if vector is not None else None
+        if width is None:
+            return None
+        return _Step(size=width.value) if width.op == "const" else _Step(size_term=width)
 
     def binary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         op = expr.operator
@@ -686,13 +792,12 @@ class _Walk:
         if name in _LANE_CALLS and not arguments:
             lane = self.symbol("threadIdx.x", SymbolKind.THREAD, "threadIdx.x", (0, 2**31 - 1))
             return Term(_LANE_CALLS[name], (lane, const(_WARP_SIZE)))
-        if name in _VECTOR_ACCESSES and len(arguments) == 2:
+        if (vector_access := _VECTOR_ACCESSES.get(self.method_name(expr))) is not None and len(arguments) == 2:
             pointer, index = (self.value(argument, guards) for argument in arguments)
-            vector = _member_object(expr)
             if isinstance(pointer, _Pointer) and not pointer.shared:  # `i` counts whole vectors
-                size, align = (vector.type.size, vector.type.align) if vector is not None else (0, 0)
-                pointer = replace(pointer.resized(size, None), align=align)
-            self.record(expr, pointer, index, guards, is_write=_VECTOR_ACCESSES[name])
+                step = self.object_step(_member_object(expr))
+                pointer = replace(pointer.resized(step.size, step.size_term), align=step.align)
+            self.record(expr, pointer, index, guards, is_write=vector_access)
             return None
         if _operator(expr) == "=" and len(expr.children) == 3 and expr.children[0].type.canonical in _HALVES:
             # `smem[i] = v` of `__nv_bfloat16` (children: the object, the operator, the value): a plain store
@@ -726,6 +831,13 @@ class _Walk:
             text = _spelled(expr) or expr.name
             return self.symbol(f"uniform{len(self.symbols)}", SymbolKind.UNIFORM, text, expr.type.value_range)
         return self.opaque(expr)
+
+    def method_name(self, call: Expr) -> str:
+        """A call's callee name, also of a method of a template's dependent type (`vec.load(p,
+        i)` of an `AlignedVector<T, kVecSize> vec`, which clang leaves unnamed: read from the text)."""
+        if call.name or self.constants is None:
+            return call.name
+        return callee_name(call, self.constants.data, self.constants.path)
 
     def uniform_call(self, call: Expr, arguments: dict[int, _Value]) -> bool:
         """Whether a call's result is one value for the whole block (`arguments`: the values
@@ -774,11 +886,12 @@ class _Walk:
         )
 
     def dependent_arithmetic(self, call: Expr, guards: tuple[Term, ...]) -> _Value:
-        """A `+` or `-` a template leaves unresolved (`smem + i` of a `T smem[kN]`): a shared
-        pointer moved, when it is one; else its operands are walked as any call's."""
+        """A `+` or `-` a template leaves unresolved (`smem + i` of a `T smem[kN]`, `x + row * d`
+        of a `const T* x`): a pointer moved, when it is one; else its operands are walked as
+        any call's."""
         operands = [c for c in call.children if not (c.kind is ExprKind.REF and not c.name)]  # not the callee
         values = [self.value(operand, guards) for operand in operands]
-        if len(values) == 2 and isinstance(values[0], _Pointer) and values[0].shared:
+        if len(values) == 2 and isinstance(values[0], _Pointer):
             return _pointer_arithmetic(_operator(call), values[0], values[1])
         for operand, value in zip(operands, values):
             self.escape(operand, value, guards)
@@ -864,11 +977,14 @@ class _Walk:
             if record and (path := self.field_path(argument)) is not None:
                 self.bound_records[param.key] = path  # `const Params& p` bound to the kernel's params struct
         self.thread_locals = {**self.thread_locals, **self.threads.locals(body, given=dependent)}
-        bound = {
-            name: step
-            for name, argument in zip(helper.template_params, call.type_arguments)
-            if argument is not None and (step := self.bound_type(argument)) is not None
-        }
+        bound = {}
+        for position, name in enumerate(helper.template_params):
+            given = call.type_arguments[position] if position < len(call.type_arguments) else None
+            step = self.bound_type(given) if given is not None else None
+            if step is None and position == 0:
+                step = self.written_step(call)  # `load_as<vec_t>`, `vec_t` a template's vector type
+            if step is not None:
+                bound[name] = step
         outer = (self.helpers, self.site, self.call_site, self.type_arguments)
         self.helpers, self.type_arguments = (*self.helpers, helper.usr), bound
         self.call_site = self.call_site or call.span
@@ -1004,7 +1120,8 @@ class _Walk:
             followed = followed and not any(self.unfollowed(n) for n in named)
             self.append(expr, replace(pointer, inside=in_rows), offset, guards, is_write=is_write, followed=followed)
         else:
-            width, align = (pointer.size, pointer.align) if pointer.size else (expr.type.size or 1, expr.type.align)
+            width: int | Term = pointer.size or pointer.size_term or expr.type.size or 1
+            align = pointer.align if pointer.size else 0 if pointer.size_term is not None else expr.type.align
             moved = pointer.moved(index)
             self.append(expr, moved, offset, guards, is_write=is_write, followed=True, width=width, align=align)
 
@@ -1023,11 +1140,11 @@ class _Walk:
         *,
         is_write: bool,
         followed: bool,
-        width: int = 0,
+        width: int | Term = 0,
         align: int = 0,
     ) -> None:
         """Record an access; `pointer` a global one's at its place (`width`: the bytes it
-        covers, `align`: the alignment its type requires)."""
+        covers, a term where a template decides them; `align`: the alignment its type requires)."""
         in_bytes = pointer.bytes if not pointer.shared else None
         named = set(symbol_names(offset)).union(*(symbol_names(g) for g in (*guards, *pointer.inside)))
         if in_bytes is not None:
@@ -1058,7 +1175,8 @@ class _Walk:
                 in_rows=pointer.inside,
                 read_checked=pointer.one_dimensional and not self.for_writes,
                 bytes=in_bytes,
-                byte_width=width if in_bytes is not None else 0,
+                byte_width=(width if isinstance(width, int) else 1) if in_bytes is not None else 0,
+                byte_width_term=width if isinstance(width, Term) and in_bytes is not None else None,
                 byte_align=align if in_bytes is not None else 0,
             )
         )
@@ -1241,6 +1359,8 @@ class _Walk:
             self.statement(stmt.orelse, (*guards, Term("not", (condition,))))
         if stmt.orelse is None and stmt.then is not None and _leaves(stmt.then):
             return condition
+        if _empty(stmt.then) and stmt.orelse is not None and _fails(stmt.orelse):
+            return Term("not", (condition,))  # `CHECK_HOST(c) << ...`: `if (c) {} else Error() << ...`
         return None
 
     def loop(self, stmt: Stmt, guards: tuple[Term, ...]) -> None:
@@ -1388,9 +1508,16 @@ def _may_wrap(expr: Expr) -> bool:
     return inner.bits is None or inner.bits > expr.type.bits or inner.is_signed != expr.type.is_signed
 
 
+def _exact_size(text: str, value: ConstExpr) -> bool:
+    """A matcher's dim or stride as the contract holds it: a constant, a `SymbolicSize` or `-1`
+    (not an expression, nor a launcher's template parameter)."""
+    return (text.isidentifier() and value.op != "param") or (value.op == "int" and value.value >= -1)
+
+
 def _asserted(expr: Expr) -> Expr | None:
-    """The condition of an `assert(c)` (`c ? (void)0 : __assert_fail(...)`): a conditional
-    whose else branch calls a function that fails, traps or aborts; or of a launcher's
+    """The condition of an `assert(c)` (`c ? (void)0 : __assert_fail(...)`, a launcher's
+    `CHECK_HOST(c)`: `c ? (void)0 : PanicThrower() & ...`): a conditional whose else branch
+    calls a function that fails, traps, aborts or raises; or of a launcher's
     `RuntimeCheck(c, ...)`."""
     node = expr.stripped()
     if is_runtime_check(node):  # it throws where its condition fails
@@ -1402,6 +1529,21 @@ def _asserted(expr: Expr) -> Expr | None:
         for call in node.children[2].walk()
     )
     return node.children[0] if fails else None
+
+
+def _empty(stmt: Stmt | None) -> bool:
+    """Whether `stmt` is an empty block (`{}`, also as `[[likely]] {}`)."""
+    if stmt is None:
+        return False
+    inner = stmt.live_stmts()
+    return not inner if stmt.kind is StmtKind.BLOCK else len(inner) == 1 and _empty(inner[0])
+
+
+def _fails(stmt: Stmt) -> bool:
+    """Whether `stmt` is an expression that raises or stops (`host::Error() << "..."`,
+    `Panic(...)`, `__trap()`): a call or construction whose name says so."""
+    names = (call.name.lower() for expr in stmt.exprs for call in expr.walk() if call.kind is ExprKind.CALL)
+    return stmt.kind is StmtKind.EXPR and any(word in name for name in names for word in _FAILING_CALLS)
 
 
 def _among(term: Term, terms: list[Term] | tuple[Term, ...]) -> bool:
@@ -1607,15 +1749,21 @@ def symbolic_accesses(function: Function, threads: ThreadDependence) -> list[Sym
 
 
 def kernel_terms(
-    function: Function, threads: ThreadDependence
+    function: Function, threads: ThreadDependence, constants: Constants | None = None
 ) -> tuple[list[SymbolicAccess], list[SymbolicProduct], list[SymbolicBarrier]]:
     """A kernel's recorded accesses (`symbolic_accesses`), its multiplications by a block
-    index or grid dimension, and its block-wide barriers."""
+    index or grid dimension, and its block-wide barriers (`constants`: the unit's compile-time
+    values, `_Walk.constants`)."""
     body = function.body
     if body is None:
         return [], [], []
     walk = _Walk(
-        function, threads, threads.locals(body), assigned=_assigned_locals(body), assignments=_assigned_values(body)
+        function,
+        threads,
+        threads.locals(body),
+        assigned=_assigned_locals(body),
+        assignments=_assigned_values(body),
+        constants=constants,
     )
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)
@@ -1765,22 +1913,42 @@ class _LauncherWalk(_Walk):
 
     def assign(self, target: Expr, source: Expr, guards: tuple[Term, ...]) -> None:
         stripped = target.stripped()
-        base = stripped.children[0].stripped() if stripped.kind is ExprKind.MEMBER and stripped.children else None
-        if base is not None and base.kind is ExprKind.REF and base.ref is not None and base.ref.key in self.records:
+        fields = self.record_of(stripped)
+        if fields is not None:
             value = self.value(source, guards)
             if isinstance(value, Term):
-                self.records[base.ref.key][stripped.name] = value
+                fields[stripped.name] = value
             return
         super().assign(target, source, guards)
 
+    def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        """A params-struct local's field read (`(params.n_vecs + k - 1) / k`): the value kept."""
+        fields = self.record_of(expr)
+        return fields.get(expr.name) if fields is not None else super().member(expr, guards)
+
+    def record_of(self, member: Expr) -> dict[str, Term] | None:
+        """The fields kept of the params-struct local a member expression names a field of."""
+        base = member.children[0].stripped() if member.kind is ExprKind.MEMBER and member.children else None
+        if base is None or base.kind is not ExprKind.REF or base.ref is None:
+            return None
+        return self.records.get(base.ref.key)
+
     def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
         """A lambda that launches (`auto launch = [&](auto kernel, int64_t n) {...}`) is walked
-        where it is written, its parameters free: whatever a call passes, its launch's grid and
-        block are computed as written from the captured sizes."""
+        where it is written: its launch's grid and block are computed as written from the
+        captured sizes. Its integer parameters are `PASSED` symbols: the calls pass values the
+        walk does not tie to them (`numel / kVec` under a `head_dim % kVec` test), so a proof
+        covers every value, and no witness sets one against a tensor's extent, which would
+        break what the caller checked."""
         body = lambda_.lambda_body
         if body is not None and any((c.span.start, c.span.end) in self.launches for c in body.calls()):
             for param in lambda_.lambda_params:
-                self.values[param.key] = self.received(param.name, param.type)
+                integer = not param.type.is_pointer and param.type.bits is not None
+                self.values[param.key] = (
+                    self.symbol(param.name, SymbolKind.PASSED, param.name, param.type.value_range)
+                    if integer
+                    else self.received(param.name, param.type)
+                )
             self.statement(body, guards)
         super().lambda_escapes(lambda_, guards)
 
@@ -1882,10 +2050,12 @@ class _LauncherWalk(_Walk):
 
     def exact_tensors(self) -> Iterator[str]:
         """The verified tensors whose dims and strides are constants, `SymbolicSize`s or `-1`
-        (`{static_cast<int64_t>(n)}` is a size the walk does not tie to `n`)."""
+        (`{static_cast<int64_t>(n)}` is a size the walk does not tie to `n`; `{N, kHeadDim}` of
+        a launcher's template parameter is a size its caller picks within limits its
+        `static_assert`s state, which the contract does not hold)."""
         for chain in self.chains:
             written = zip((*chain.dims, *chain.strides), (*chain.dim_values, *chain.stride_values))
-            if all(text.isidentifier() or (value.op == "int" and value.value >= -1) for text, value in written):
+            if all(_exact_size(text, value) for text, value in written):
                 yield from (tensor.name for tensor in chain.verified)
 
     def element_sizes(self) -> Iterator[tuple[str, int]]:
@@ -1907,14 +2077,18 @@ class _LauncherWalk(_Walk):
 
 
 def launch_contracts(
-    function: Function, threads: ThreadDependence, launches: dict[int, Launch], chains: tuple[MatcherChain, ...]
+    function: Function,
+    threads: ThreadDependence,
+    launches: dict[int, Launch],
+    chains: tuple[MatcherChain, ...],
+    constants: Constants | None = None,
 ) -> list[LaunchContract]:
     """The contract at each of a launcher's `launches` (by index in the model), over the
-    symbolic sizes of its matcher `chains`."""
+    symbolic sizes of its matcher `chains` (`constants`: as `kernel_terms`')."""
     body = function.body
     if body is None or not launches:
         return []
-    walk = _LauncherWalk(function, threads, threads.locals(body), assigned=_assigned_locals(body))
+    walk = _LauncherWalk(function, threads, threads.locals(body), assigned=_assigned_locals(body), constants=constants)
     walk.launches = {(launch.span.start, launch.span.end): index for index, launch in launches.items()}
     walk.launch_argument_spans = {index: launch.argument_spans for index, launch in launches.items()}
     walk.chains = chains

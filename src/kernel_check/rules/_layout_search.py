@@ -27,6 +27,7 @@ from kernel_check.witness import Binding, Layout, Witness, render_dim
 
 OFFSET = Term("sym", name="layout:offset")  # the access's first byte
 SPAN = Term("sym", name="layout:span")  # the tensor's bytes
+WIDTH = Term("sym", name="layout:width")  # the bytes the access covers (a template may decide them)
 ZERO = Term("const", value=0)
 # what the rules leave alone: ids read from memory (KC401's) and values the walk does not follow
 _NOT_ASKED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
@@ -81,6 +82,9 @@ class Found:
 
     def span(self) -> int:
         return self.values.get(SPAN.name, 0)
+
+    def width(self) -> int:
+        return self.values.get(WIDTH.name, 0)
 
     def layout_text(self) -> str:
         """`` `x` is [R, D], strides [S, 1], 4-byte elements``."""
@@ -174,8 +178,10 @@ class _Search:
         if kernel is None or access.bytes is None:
             return None
         for launch, binding in witness.bindings(model, kernel, access.symbols):
-            layout = witness.tensor_layout(model, kernel, access.pointer, launch) if binding is not None else None
-            if binding is None or layout is None or not _sizes_agree(access, binding, layout):
+            if binding is None or _passed(binding):
+                continue
+            layout = witness.tensor_layout(model, kernel, access.pointer, launch)
+            if layout is None or not _sizes_agree(access, binding, layout):
                 continue
             for index, condition in enumerate(self.conditions):
                 found = self.smallest(access, binding, layout, condition, budget)
@@ -199,14 +205,17 @@ class _Search:
             *access.guards,
             Term("==", (OFFSET, access.bytes)),  # named, for the witness to tell
             Term("==", (SPAN, layout.span_bytes())),
+            Term("==", (WIDTH, access.width_term())),
             # a launcher's `sizeof(T)` scales the offset and the span alike (`_sizes_agree`):
             # counted as 1, the witness tells elements
             *([Term("==", (layout.element_bytes(), Term("const", value=1)))] if layout.element_type else []),
         ]
         pinned_inputs = _pinned(binding.constraints)
-        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and not _is_flag(s))
+        derived = _derived(binding.constraints, binding.inputs)
+        free = tuple(s for s in binding.inputs if s.name not in pinned_inputs and not _left_to_solver(s))
         asks: list[list[Term]] = []  # each shape's input values, then the condition at that shape
-        for shape in self.candidates(free, layout, pinned_inputs):
+        for candidate in self.candidates(free, layout, pinned_inputs):
+            shape = _with_derived(candidate, derived, pinned_inputs)
             asked = condition(access, layout, {**pinned_inputs, **{s.name: v for s, v in shape.items()}})
             if asked is not None:
                 asks.append([*(Term("==", (_variable(s), Term("const", value=v))) for s, v in shape.items()), asked])
@@ -220,8 +229,7 @@ class _Search:
             for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
                 answer = session.check([*ask[:-1], *pinned, ask[-1]])
                 if answer.outcome is Outcome.SAT:
-                    flags = tuple(s for s in binding.inputs if _is_flag(s) and s.name in answer.model)
-                    return Witness(answer, (*binding.shown(*layout.dims, *layout.strides), *flags))
+                    return Witness(answer, _shown(binding, layout, answer))
                 if answer.outcome is Outcome.UNKNOWN:
                     return None  # unknown is never a finding
         return None
@@ -251,11 +259,28 @@ class _Search:
                 yield clamped
 
 
-def _is_flag(symbol: Symbol) -> bool:
-    """A launcher input of at most two values (`bool stride_checked`): no size, so the shapes
-    leave it to the solver (a shape's value of 1 would switch on every check it guards and
-    skip every launch it turns off), and a witness names its value."""
-    return symbol.high <= 1
+def _left_to_solver(symbol: Symbol) -> bool:
+    """A launcher input the shapes leave to the solver, and a witness names its value: a flag
+    of at most two values (`bool stride_checked`: a shape's value of 1 would switch on every
+    check it guards and skip every launch it turns off), or the bytes of the launcher's `T`
+    (a dtype's, 1 to 8: a shape's 16 or 64 is no type's)."""
+    return symbol.high <= 1 or symbol.kind is SymbolKind.ELEMENT_SIZE
+
+
+def _shown(binding: Binding, layout: Layout, answer: solver.Answer) -> tuple[Symbol, ...]:
+    """The inputs a witness names: the sizes the access and the layout name, and what the
+    solver chose for the shapes, but the `sizeof(T)` a layout of `T` elements counts as 1."""
+    counted = set(symbol_names(layout.element_bytes())) if layout.element_type else set()
+    chosen = tuple(s for s in binding.inputs if _left_to_solver(s) and s.name in answer.model)
+    shown = dict.fromkeys((*binding.shown(*layout.dims, *layout.strides), *chosen))
+    return tuple(s for s in shown if s.name not in counted)
+
+
+def _passed(binding: Binding) -> bool:
+    """Whether the kernel's values at this launch name what a launching lambda's calls pass
+    (`launch(k, numel / kVec)`): the walk does not tie it to the tensors, so a witness setting
+    it against their extents would break what the caller checked."""
+    return any(s.kind is SymbolKind.PASSED and s.name in binding.given for s in binding.inputs)
 
 
 def _sizes_agree(access: SymbolicAccess, binding: Binding, layout: Layout) -> bool:
@@ -293,6 +318,47 @@ def _padded(
             return shape
         extent += (d - 1) * s
     return {symbol: values[symbol.name] for symbol in shape}
+
+
+def _derived(constraints: tuple[Term, ...], inputs: tuple[Symbol, ...]) -> dict[str, Term]:
+    """The inputs a launcher's check ties to others (`RuntimeCheck(D_in == 2 * D)`), each with
+    the term it equals: a shape gives them that value (one setting both alike would never
+    meet the check)."""
+    names = {s.name for s in inputs}
+    derived: dict[str, Term] = {}
+    for term in constraints:
+        while term.op == "not" and term.args[0].op == "not":
+            term = term.args[0].args[0]
+        if term.op != "==":
+            continue
+        for side, other in (term.args, term.args[::-1]):
+            others = set(symbol_names(other))
+            tied = side.op == "sym" and side.name in names and side.name not in {*others, *derived}
+            if tied and others & names and not others & derived.keys():
+                derived[side.name] = other
+                break
+    return derived
+
+
+def _with_derived(
+    shape: dict[Symbol, int], derived: Mapping[str, Term], pinned: Mapping[str, int]
+) -> dict[Symbol, int]:
+    """`shape` with each input a check ties to others set to the value it must have there
+    (kept where that value is not known or out of the input's range)."""
+    values = {**pinned, **{s.name: v for s, v in shape.items()}}
+    tied = {}
+    for symbol in shape:
+        value = witness.evaluate(_unwrapped(derived[symbol.name]), values) if symbol.name in derived else None
+        if value is not None and symbol.low <= value <= symbol.high:
+            tied[symbol] = value
+    return {**shape, **tied}
+
+
+def _unwrapped(term: Term) -> Term:
+    """`term` without its wraps (`wrap(x, lo, hi)` is `x` at the small values a shape gives)."""
+    if term.op == "wrap":
+        return _unwrapped(term.args[0])
+    return Term(term.op, tuple(_unwrapped(a) for a in term.args), term.name, term.value) if term.args else term
 
 
 def _pinned(constraints: tuple[Term, ...]) -> dict[str, int]:
@@ -362,7 +428,7 @@ def element_units(layout: Layout) -> int:
 
 def within_span(access: SymbolicAccess) -> Term:
     """The bytes the access covers are within the tensor's span (KC406 asks the rest)."""
-    end = Term("+", (OFFSET, Term("const", value=access.byte_width)))
+    end = Term("+", (OFFSET, WIDTH))
     return Term("and", (Term("<=", (ZERO, OFFSET)), Term("<=", (end, SPAN))))
 
 

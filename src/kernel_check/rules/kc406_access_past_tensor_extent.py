@@ -16,7 +16,10 @@ pointer (`load_as<float4>(x, i)`, `pair_sum(x + i)`: the helper's accesses at th
 offset, its type parameters the call's types), and through a template kernel's `const T* x` in
 steps of `sizeof(T)`, which the launch's instantiation gives (`kernel<float>`: 4 bytes; a
 launcher over `T` that launches `kernel<T>` and verifies the tensor `with_dtype<T>()` makes both
-sides count in `T`s, whatever `T` is) -- is compared with the tensor's span, the bytes
+sides count in `T`s, whatever `T` is; a vector type a template sizes, `AlignedVector<T, 16 /
+sizeof(T)>`, in steps of its bytes), with the template values the launch hands on
+(`kernel<kThreads>` in a launcher over `kThreads`: whatever its caller picks, the witness names
+it) -- is compared with the tensor's span, the bytes
 from its first element to the end of its last (1 + the sum of (dim - 1) * stride elements),
 under the guards on the access's path (`if`s, loop bounds, early returns) and the launcher's
 `RuntimeCheck`s. The search tries small concrete shapes (every size alike, then one apart
@@ -28,13 +31,15 @@ says which check it lacks.
 Not asked (never a finding): an offset that depends on an integer read from memory (KC401's),
 on a value the walk does not follow (a call's result, a local assigned after its declaration,
 a loop bound it does not follow), an access of a kernel whose launch leaves a value it needs
-unknown (a template argument, a grid from an unfollowed call, a `T` the launch instantiates with
-a type the tensor's matcher does not share), of a tensor two matchers
-verify, one whose dtype the matcher leaves open in size or one a dim of which it writes as an
-expression (`{static_cast<int64_t>(n)}`); a query the solver cannot answer within its budget
-(`solver-budget` per kernel, of its own, each access a quarter at most). A pointer handed to
-a call is out where it points past the span's end, not at it (a range's end). One access is
-reported per kernel and tensor (the first in the body).
+unknown (a template argument neither constant nor the launcher's own parameter, a grid from
+an unfollowed call, a `T` the launch instantiates with a type the tensor's matcher does not
+share, an integer a launching lambda's calls pass: `[&](auto kernel, int64_t n) {...}` called
+as `launch(k, numel / kVec)` under the caller's own tests, which the walk does not tie to
+`n`), of a tensor two matchers verify, one whose dtype the matcher leaves open in size or
+one a dim of which it writes as an expression (`{static_cast<int64_t>(n)}`); a query the
+solver cannot answer within its budget (`solver-budget` per kernel, of its own, each access a
+quarter at most). A pointer handed to a call is out where it points past the span's end, not
+at it (a range's end). One access is reported per kernel and tensor (the first in the body).
 
 ## Why is this bad?
 `TensorMatcher` accepts the shapes and strides it states; a kernel that addresses a tensor
@@ -68,7 +73,7 @@ from collections.abc import Mapping
 from kernel_check.finding import Finding
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules._layout_search import OFFSET, SPAN, ZERO, Found, bytes_reached, defer
+from kernel_check.rules._layout_search import OFFSET, SPAN, WIDTH, ZERO, Found, bytes_reached, defer
 from kernel_check.semantic import SemanticModel
 from kernel_check.witness import Layout, where
 
@@ -80,8 +85,7 @@ def check(model: SemanticModel, ctx: RuleContext) -> list[Finding]:
 
 
 def _past_end(access: SymbolicAccess, layout: Layout, values: Mapping[str, int]) -> Term:
-    end = Term("+", (OFFSET, Term("const", value=access.byte_width)))
-    return Term("<", (SPAN, end))
+    return Term("<", (SPAN, Term("+", (OFFSET, WIDTH))))
 
 
 def _before_start(access: SymbolicAccess, layout: Layout, values: Mapping[str, int]) -> Term:
@@ -90,7 +94,7 @@ def _before_start(access: SymbolicAccess, layout: Layout, values: Mapping[str, i
 
 def _message(access: SymbolicAccess, found: Found) -> str:
     at = where(access.symbols, found.witness.answer)
-    reached = bytes_reached(found.offset(), access.byte_width, found.unit())
+    reached = bytes_reached(found.offset(), found.width(), found.unit())
     side = f"its span is {found.unit()}s 0 to {found.span() - 1}" if found.condition == 0 else "before its start"
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, {side} "

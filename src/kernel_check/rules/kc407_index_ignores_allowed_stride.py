@@ -58,7 +58,7 @@ from collections.abc import Mapping
 from kernel_check.finding import Finding
 from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
-from kernel_check.rules._layout_search import OFFSET, PADDED, Found, bytes_reached, concrete, defer, within_span
+from kernel_check.rules._layout_search import OFFSET, PADDED, WIDTH, Found, bytes_reached, concrete, defer, within_span
 from kernel_check.semantic import SemanticModel
 from kernel_check.witness import Layout, where
 
@@ -80,13 +80,13 @@ def _in_padding(access: SymbolicAccess, layout: Layout, values: Mapping[str, int
     at_shape = concrete(layout, values)
     if at_shape is None or not at_shape.has_padding():
         return None
-    last = Term("+", (OFFSET, Term("const", value=access.byte_width - 1)))
+    last = Term("-", (Term("+", (OFFSET, WIDTH)), Term("const", value=1)))
     return Term("and", (within_span(access), Term("or", (at_shape.in_padding(OFFSET), at_shape.in_padding(last)))))
 
 
 def _message(access: SymbolicAccess, found: Found) -> str:
     at = where(access.symbols, found.witness.answer)
-    reached = bytes_reached(found.offset(), access.byte_width, found.unit())
+    reached = bytes_reached(found.offset(), found.width(), found.unit())
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, padding between "
         f"its elements ({found.layout_text()}): for {found.witness.shape()}{f' at {at}' if at else ''}; index it "
