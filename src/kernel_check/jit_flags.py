@@ -82,7 +82,7 @@ def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None
 
 def _builder_homes(tree: ast.Module, wrapper: Path) -> list[Path]:
     """Where the builder the wrapper imports lives, and that folder's ancestors up to its top
-    package (`from sglang.kernels.jit.utils import load_jit` in `sglang/kernels/ops/x.py`:
+    package (`from sglang.kernels.jit.utils import load_jit` in a wrapper under `sglang/kernels/ops/`:
     `sglang/kernels/jit/utils`, `sglang/kernels/jit`, ...): a JIT helper resolves the
     file names it is given against its own `csrc/`, not the caller's folder."""
     homes: list[Path] = []
