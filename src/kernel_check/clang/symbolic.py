@@ -687,11 +687,13 @@ class _Walk:
         return _Step(size=width.value) if width.op == "const" else _Step(size_term=width)
 
     def binary(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
-        op = expr.operator
         if len(expr.children) != 2:
             self.visit_children(expr, guards)
             return None
-        left_expr, right_expr = expr.children
+        return self.operation(expr, expr.operator, *expr.children, guards)
+
+    def operation(self, expr: Expr, op: str, left_expr: Expr, right_expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        """`left op right`: a built-in binary operator, or one a template leaves unresolved."""
         if op in _ASSIGNMENTS:
             self.assign(left_expr, right_expr, guards)
             return None
@@ -807,6 +809,11 @@ class _Walk:
             return self.offset_call(expr, guards)
         if not name and _operator(expr) in ("+", "-"):
             return self.dependent_arithmetic(expr, guards)
+        if not name and _operator(expr) in _COMPARISONS and len(operands := _operands(expr)) == 2:
+            # `page < 0` of a template's `IdType page`: clang leaves the comparison an unresolved
+            # operator call where a header declares overloads (`cuda_fp16.h`'s `__half`); the
+            # ids it is instantiated with compare as integers, so a guard stays a guard
+            return self.operation(expr, _operator(expr), operands[0], operands[1], guards)
         helper = self.helper(expr)
         shared_helper = helper is not None
         handed: list[_Value] = []
@@ -889,7 +896,7 @@ class _Walk:
         """A `+` or `-` a template leaves unresolved (`smem + i` of a `T smem[kN]`, `x + row * d`
         of a `const T* x`): a pointer moved, when it is one; else its operands are walked as
         any call's."""
-        operands = [c for c in call.children if not (c.kind is ExprKind.REF and not c.name)]  # not the callee
+        operands = _operands(call)
         values = [self.value(operand, guards) for operand in operands]
         if len(values) == 2 and isinstance(values[0], _Pointer):
             return _pointer_arithmetic(_operator(call), values[0], values[1])
@@ -1461,6 +1468,12 @@ def _operator(call: Expr) -> str:
         return ""
     callee = next((c for c in call.children if c.kind is ExprKind.REF and not c.name), None)
     return "".join(t.spelling for t in callee.tokens) if callee is not None else ""
+
+
+def _operands(call: Expr) -> list[Expr]:
+    """An unresolved operator call's operands: its children but the callee, which clang
+    leaves an unnamed reference spelled by the operator."""
+    return [c for c in call.children if not (c.kind is ExprKind.REF and not c.name)]
 
 
 def _member_axis(member: Expr) -> str:
