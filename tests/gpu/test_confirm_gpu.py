@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import expectations
 from kernel_check.build import nvcc_available
 from kernel_check.harness.run import visible_gpus
 from kernel_check.harness.sanitize import find_sanitizer
@@ -38,9 +39,9 @@ def _kernel_check(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedPro
 
 
 def _expected_line(source: Path, code: str) -> int:
-    """The line the fixture marks with ``// expect: CODE`` (so an edit above it moves both)."""
-    lines = source.read_text().splitlines()
-    return next(n for n, line in enumerate(lines, 1) if f"// expect: {code}" in line)
+    """The one line the fixture marks with ``// expect: CODE`` (so an edit above it moves both)."""
+    (line,) = [number for number, expected in expectations(source) if expected == code]
+    return line
 
 
 def test_confirm_a_kc401_finding_with_memcheck(tmp_path: Path) -> None:
