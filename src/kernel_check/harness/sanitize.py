@@ -42,12 +42,12 @@ PRINT_LIMIT_UNFILTERED = {"initcheck": 1000}
 SANITIZER_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "KERNEL_CHECK_LINEINFO": "1"}
 
 _LINE = re.compile(r"^=========(?P<indent>\s*)(?P<text>.*)$")
-_FRAME = re.compile(r"\bat (?P<function>.+?)(?:\+0x[0-9a-fA-F]+)?(?: in (?P<path>\S+?):(?P<line>\d+))?(?: \[|$)")
+# a frame: the demangled function, its code offset, and the source line with -lineinfo
+_FRAME_BODY = r"(?P<function>.+?)(?:\+0x[0-9a-fA-F]+)?(?: in (?P<path>\S+?):(?P<line>\d+))?"
+_FRAME = re.compile(rf"\bat {_FRAME_BODY}(?: \[|$)")
 # a device call-stack line under a report whose first frame is a device function the kernel
 # called (not inlined): the last such line is the ``__global__`` function itself
-_DEVICE_FRAME = re.compile(
-    r"^Device Frame: (?P<function>.+?)(?:\+0x[0-9a-fA-F]+)?(?: in (?P<path>\S+?):(?P<line>\d+))?$"
-)
+_DEVICE_FRAME = re.compile(rf"^Device Frame: {_FRAME_BODY}$")
 _THREAD = re.compile(r"by thread \((?P<thread>[\d,\s]+)\) in block \((?P<block>[\d,\s]+)\)")
 _HAZARDS = re.compile(r"\[(\d+) hazards?\]")
 _NOT_A_REPORT = re.compile(
