@@ -71,12 +71,13 @@ def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None
             tree = ast.parse(data if data is not None else wrapper.read_bytes())
         except (OSError, SyntaxError, ValueError, RecursionError):
             continue  # an unreadable wrapper builds nothing we can know of
-        constants = _module_lists(tree)
-        homes = _builder_homes(tree, wrapper)
-        for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
-            if _callee(call) in _BUILDERS:
-                for path, args in _built_files(call, wrapper, constants, homes):
-                    found.setdefault(path, args)
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _callee(node) in _BUILDERS]
+        if not calls:
+            continue  # most Python files of a run build nothing: no imports to read
+        constants, homes = _module_lists(tree), _builder_homes(tree, wrapper)
+        for call in calls:
+            for path, args in _built_files(call, wrapper, constants, homes):
+                found.setdefault(path, args)
     return found
 
 
