@@ -286,16 +286,24 @@ def const_term(value: ConstExpr, leaf: Callable[[ConstExpr], Term | None]) -> Te
     if value.op in _CONST_LOGIC and len(terms) == 2:
         return Term(_CONST_LOGIC[value.op], (terms[0], terms[1]))
     if value.op == "not" and len(terms) == 1:
-        return Term("not", (Term("!=", (terms[0], _ZERO)) if terms[0].op not in _TRUTHS else terms[0],))
+        return Term("not", (_truth(terms[0]),))
     if value.op == "neg" and len(terms) == 1:
         return Term("-", (_ZERO, terms[0]))
     if value.op in ("min", "max") and len(terms) == 2:
-        smaller = Term("<=", (terms[0], terms[1]))
-        return Term("ite", (smaller, *(terms if value.op == "min" else terms[::-1])))
+        return _extremum(value.op == "min", terms[0], terms[1])
     if value.op == "?:" and len(terms) == 3:
-        condition = terms[0] if terms[0].op in _TRUTHS else Term("!=", (terms[0], _ZERO))
-        return Term("ite", (condition, terms[1], terms[2]))
+        return Term("ite", (_truth(terms[0]), terms[1], terms[2]))
     return None
+
+
+def _truth(term: Term) -> Term:
+    """`term` as a truth value: a comparison or logic as it is, else `term != 0`."""
+    return term if term.op in _TRUTHS else Term("!=", (term, _ZERO))
+
+
+def _extremum(smallest: bool, a: Term, b: Term) -> Term:
+    """`min(a, b)` (`smallest`) or `max(a, b)`."""
+    return Term("ite", (Term("<=", (a, b)) if smallest else Term("<=", (b, a)), a, b))
 
 
 def _wrapped(term: Term, low: int, high: int) -> Term:
@@ -508,10 +516,8 @@ class _Walk:
     def condition(self, expr: Expr, guards: tuple[Term, ...]) -> Term:
         """`expr` as a truth value: a comparison or logic, else `expr != 0`."""
         value = self.value(expr, guards)
-        if isinstance(value, Term) and value.op in _TRUTHS:
-            return value
         if isinstance(value, Term):
-            return Term("!=", (value, _ZERO))
+            return _truth(value)
         if (address := self.address(value)) is not None:  # `if (scale_ptr)`
             return Term("!=", (address, _ZERO))
         return Term("!=", (self.opaque(expr), _ZERO))
@@ -787,8 +793,7 @@ class _Walk:
         arguments = expr.arguments
         if name in _MIN_CALLS | _MAX_CALLS and len(arguments) == 2:
             a, b = (self.term(argument, guards) for argument in arguments)
-            smaller = Term("<=", (a, b)) if name in _MIN_CALLS else Term("<=", (b, a))
-            return Term("ite", (smaller, a, b))
+            return _extremum(name in _MIN_CALLS, a, b)
         if name in _LOAD_CALLS and arguments:
             return self.read(expr, self.value(arguments[0], guards), _ZERO, guards)
         if name in _LANE_CALLS and not arguments:
