@@ -84,21 +84,20 @@ def project_wrappers(files: Iterable[Path], root: Path, index_path: Path | None 
     `index_path`: the file that keeps the text test's answers between runs (None: none)."""
     wanted = {path.name for path in files}
     index = _Index(index_path, root)
-    found = [path for path in python_files(root) if wanted.intersection(index.names(path))]
+    found = [Path(path) for path in python_files(root) if wanted.intersection(index.names(path))]
     index.save()
     return found
 
 
-def python_files(root: Path) -> list[Path]:
-    """The project's Python files, in a stable order: `os.walk` of `root` without the folders
-    no project keeps its own sources in (`discover.SKIPPED_DIRS`, hidden ones, eggs,
-    site-packages), through its first `MAX_DIRS` folders (a root that is no project, a home
-    folder or `/tmp`, is searched that far)."""
-    found: list[Path] = []
+def python_files(root: Path) -> list[str]:
+    """The project's Python files (as strings: there are thousands), in a stable order:
+    `os.walk` of `root` without the folders no project keeps its own sources in
+    (`discover.SKIPPED_DIRS`, hidden ones, eggs, site-packages), through its first `MAX_DIRS`
+    folders (a root that is no project, a home folder or `/tmp`, is searched that far)."""
+    found: list[str] = []
     for count, (current, dirnames, filenames) in enumerate(os.walk(root), start=1):
         dirnames[:] = sorted(name for name in dirnames if _is_project_dir(name))
-        base = Path(current)
-        found += [base / name for name in sorted(filenames) if name.endswith(PYTHON_SUFFIXES)]
+        found += [os.path.join(current, name) for name in sorted(filenames) if name.endswith(PYTHON_SUFFIXES)]
         if count == MAX_DIRS:
             break
     return found
@@ -138,18 +137,17 @@ class _Index:
         except (ValueError, KeyError, TypeError):
             return {}  # a torn or foreign index is a miss: every file is read again
 
-    def names(self, path: Path) -> tuple[str, ...]:
+    def names(self, path: str) -> tuple[str, ...]:
         try:
-            status = path.stat()
+            status = os.stat(path)
         except OSError:
             return ()
-        key = str(path)
-        self.seen.add(key)
-        kept = self.entries.get(key)
+        self.seen.add(path)
+        kept = self.entries.get(path)
         if kept is not None and kept[:2] == (status.st_size, status.st_mtime_ns):
             return kept[2]
-        names = named_sources(read_bytes(path) or b"")
-        self.entries[key] = (status.st_size, status.st_mtime_ns, names)
+        names = named_sources(read_bytes(Path(path)) or b"")
+        self.entries[path] = (status.st_size, status.st_mtime_ns, names)
         self.changed = True
         return names
 
