@@ -350,6 +350,24 @@ cudaError_t zero(float* out, int32_t n, bool pdl, bool chained, cudaStream_t str
   void* args[] = {&out, &n};
   return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(zero_kernel), args);
 }
+
+cudaError_t zero_with(float* out, int32_t n, const cudaLaunchAttribute* attrs, int32_t count) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = 1;
+  config.blockDim = 32;
+  cudaLaunchAttribute cluster[1];
+  cluster[0].id = cudaLaunchAttributeClusterDimension;
+  config.attrs = cluster;
+  config.numAttrs = 1;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, zero_kernel, out, n));
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;
+  config.attrs = &cooperative;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, zero_kernel, out, n));
+  config.attrs = const_cast<cudaLaunchAttribute*>(attrs);
+  config.numAttrs = count;
+  return cudaLaunchKernelEx(&config, zero_kernel, out, n);
+}
 }  // namespace sglang
 """
 
@@ -358,13 +376,16 @@ def test_runtime_api_launches_take_the_pdl_attribute_set_before_them(tmp_path: P
     """`cudaLaunchKernelEx(&config, kernel, args...)` inside a checked-call macro, and the C
     form with an array of the arguments' addresses: each launches the kernel with its
     arguments, PDL as the launch attribute last set before it (none: off; under a
-    condition: not known)."""
+    condition, or attributes the launcher does not fill: not known)."""
     path = tmp_path / "zero.cuh"
     path.write_text(RUNTIME_API_LAUNCHES)
     text = RUNTIME_API_LAUNCHES
     model = extract(parse_file(path, text, resolve_settings("hermetic")), text, text.encode())
-    assert [[k.name for k in launch.kernels] for launch in model.launches] == [["zero_kernel"]] * 4
+    assert [[k.name for k in launch.kernels] for launch in model.launches] == [["zero_kernel"]] * 7
     assert all(launch.syntax == "runtime_api" for launch in model.launches)
     assert [launch.argument_texts for launch in model.launches[:3]] == [("out", "n")] * 3
     flags = [(launch.pdl.text, launch.pdl.value.op) if launch.pdl else None for launch in model.launches]
-    assert flags == [None, ("pdl", "param"), ("1", "unknown"), ("1", "unknown")]
+    assert flags[:4] == [None, ("pdl", "param"), ("1", "unknown"), ("1", "unknown")]
+    # attributes of a local array the body fills (a cluster shape): no PDL; the caller's
+    # attributes (a parameter): it may turn PDL on
+    assert flags[4:] == [None, None, ("const_cast<cudaLaunchAttribute*>(attrs)", "unknown")]

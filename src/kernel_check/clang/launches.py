@@ -63,6 +63,7 @@ _ARRAY_LAUNCHES = {"cudaLaunchKernel": (0, 3), "cudaLaunchCooperativeKernel": (0
 _CONFIG_LAUNCHES = frozenset({"cudaLaunchKernelEx", "cudaLaunchKernelExC"})
 # the launch attribute field that turns PDL on (`attrs[0].val.programmaticStreamSerializationAllowed = 1`)
 _PDL_ATTRIBUTE_FIELD = "programmaticStreamSerializationAllowed"
+_ATTRIBUTES_FIELD = "attrs"  # a `cudaLaunchConfig_t`'s array of launch attributes
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 # what a launcher's method that turns PDL on sets (`with_attr(use_pdl)` of a tree's own launcher)
 _PDL_ATTRIBUTE = frozenset(
@@ -106,6 +107,8 @@ class _Code:
     # the values given to a launch attribute's PDL field (assigned or designated), in source
     # order, each with whether it is given only under a condition
     attribute_values: list[tuple[Expr, bool]] = field(default_factory=list)
+    # the arrays given to a launch configuration's attributes (`config.attrs = attrs;`)
+    attribute_arrays: list[Expr] = field(default_factory=list)
 
     @classmethod
     def of(cls, body: Stmt) -> _Code:
@@ -142,8 +145,12 @@ class _Code:
                     self.assigned.setdefault(target.ref.key, []).append(node.children[1])
                 elif target.kind is ExprKind.MEMBER and target.name == _PDL_ATTRIBUTE_FIELD:
                     self.attribute_values.append((node.children[1], conditional))
+                elif target.kind is ExprKind.MEMBER and target.name == _ATTRIBUTES_FIELD:
+                    self.attribute_arrays.append(node.children[1])
             elif node.designator == _PDL_ATTRIBUTE_FIELD and node.children:
                 self.attribute_values.append((node.children[0], conditional))
+            elif node.designator == _ATTRIBUTES_FIELD and node.children:
+                self.attribute_arrays.append(node.children[0])
             elif node.kind is ExprKind.LAMBDA and node.lambda_body is not None:
                 self._statement(node.lambda_body)
 
@@ -248,10 +255,16 @@ class LaunchResolver:
     def _attribute_flag(self, call: Expr, body: _Code) -> PdlFlag | None:
         """The PDL flag of a `cudaLaunchKernelEx(&config, ...)` launch: the value the launcher
         last gives a launch attribute's `programmaticStreamSerializationAllowed` before the
-        call (unknown when it does so only under a condition); None (no PDL) when it gives none."""
+        call (unknown when it does so only under a condition). Where it gives none: unknown
+        when the config takes attributes the body does not fill (`config.attrs = attrs;`, a
+        parameter: its caller may turn PDL on), else None (no PDL)."""
         earlier = [(v, c) for v, c in body.attribute_values if v.span.end <= call.span.start]
         if not earlier:
-            return None
+            local = {v.key for v in body.variables}
+            given = [a for a in body.attribute_arrays if a.span.end <= call.span.start]
+            foreign = [a for a in given if (ref := _array_variable(a)) is None or ref.key not in local]
+            text = " ".join(source_text(self.data, foreign[-1].span).split()) if foreign else ""
+            return PdlFlag(ConstExpr("unknown", text=text), text) if foreign else None
         value, conditional = earlier[-1]
         flag = self._flag(value)
         return PdlFlag(ConstExpr("unknown", text=flag.text), flag.text) if conditional else flag
@@ -591,6 +604,14 @@ def launch_config(call: Expr) -> DeclRef | None:
         config = config.children[0].stripped()
     ref = config.ref if config.kind is ExprKind.REF else None
     return ref if ref is not None and ref.kind is DeclKind.VARIABLE else None
+
+
+def _array_variable(expression: Expr) -> DeclRef | None:
+    """The variable an attribute array expression names (`attrs`, `&attr`, a cast of either)."""
+    node = expression.uncast()
+    if node.kind is ExprKind.UNARY and node.operator == "&" and node.children:
+        node = node.children[0].uncast()
+    return node.ref if node.kind is ExprKind.REF else None
 
 
 def _called_name(call: Expr) -> str:
