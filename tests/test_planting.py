@@ -147,6 +147,7 @@ def test_every_idiom_mutation_says_its_idiom() -> None:
         "__grid_constant__ params struct",
         "wait inside a helper",
         "named launch object",
+        "runtime API launch",
         "vector type through a typedef",
         "local pointer helper",
         "early exit guard",
@@ -195,6 +196,26 @@ def test_named_launch_object_without_pdl_is_reported_at_the_wait() -> None:
     assert "auto kc_launch = LaunchKernel(1, 32, device);\n" in planted.text
     assert _planted_line(planted) == "device::PDLWaitPrimary<kUsePDL>();"  # the kernel's wait, not the helper's
     assert planted.text.splitlines()[planted.line - 2].strip() == "const auto& [input, output, n] = params;"
+
+
+def test_runtime_api_launch_enables_pdl_by_its_attribute_for_the_kernel_whose_wait_was_removed() -> None:
+    planted = _idiom_mutation("kc2", "runtime API launch", "KC203").plant(PDL_KERNEL)
+    lines = [line.strip() for line in planted.text.splitlines()]
+    assert "kc_attrs[0].val.programmaticStreamSerializationAllowed = kUsePDL;" in lines
+    configured = [line for line in lines if line.startswith("kc_config.")]
+    assert configured[:2] == ["kc_config.gridDim = 1;", "kc_config.blockDim = 32;"]
+    assert "LaunchKernel(" not in planted.text
+    assert _planted_line(planted) == (
+        'CHECK_CUDA(cudaLaunchKernelEx(&kc_config, add_kernel<kUsePDL>, params)) << "planted";'
+    )
+    assert "device::PDLWaitPrimary<kUsePDL>();\n  output" not in planted.text
+
+
+def test_runtime_api_launch_without_the_attribute_is_reported_at_the_wait() -> None:
+    planted = _idiom_mutation("kc2", "runtime API launch", "KC204").plant(PDL_KERNEL)
+    assert "programmaticStreamSerializationAllowed" not in planted.text
+    assert "cudaLaunchKernelEx(&kc_config, add_kernel<kUsePDL>, params)" in planted.text
+    assert _planted_line(planted) == "device::PDLWaitPrimary<kUsePDL>();"
 
 
 def test_unverified_tensor_is_reached_through_a_pointer_helper() -> None:

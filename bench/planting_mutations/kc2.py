@@ -6,6 +6,7 @@ scope) and changes exactly one thing about it."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 
 from kernel_check.rules.kc201_read_before_pdl_wait import is_weight_pointer
 from planting import Mutation, Planted, block_end, line_of
@@ -16,6 +17,7 @@ BINDING = "structured binding"
 PARAMS_STRUCT = "__grid_constant__ params struct"
 HELPER_WAIT = "wait inside a helper"
 NAMED_LAUNCH = "named launch object"
+RUNTIME_API_LAUNCH = "runtime API launch"
 
 CPP = (".cuh", ".cu")
 # A kernel definition up to its opening brace: `__global__ ... name(params) {`.
@@ -210,23 +212,32 @@ _STATEMENT_LAUNCH = re.compile(r"^([ \t]*)(?:host::)?LaunchKernel\(", re.M)
 _ENABLE_PDL = re.compile(r"\s*\.enable_pdl\(((?:[^()]|\([^()]*\))*)\)\s*\(")
 
 
-def _named_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | None:
-    """The first `LaunchKernel(config).enable_pdl(flag)(kernel, args);` statement written with a
-    named launch object: the text, the offset of the statement and that of the launching call."""
+def _closing(text: str, start: int) -> int:
+    """The offset just past the `)` that closes the parenthesis open before `start`."""
+    depth, end = 1, start
+    while depth and end < len(text):
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        end += 1
+    return end
+
+
+def _pdl_launch_statements(text: str) -> Iterator[tuple[re.Match, int, re.Match, int]]:
+    """Each `LaunchKernel(config).enable_pdl(flag)(kernel, args);` statement: its match, the end
+    of the config's parentheses, the `.enable_pdl(flag)(` match and the end of the call."""
     for statement in _STATEMENT_LAUNCH.finditer(text):
-        depth, config_end = 1, statement.end()
-        while depth and config_end < len(text):
-            depth += {"(": 1, ")": -1}.get(text[config_end], 0)
-            config_end += 1
+        config_end = _closing(text, statement.end())
         enable = _ENABLE_PDL.match(text, config_end)
         if enable is None:
             continue
-        depth, args_end = 1, enable.end()
-        while depth and args_end < len(text):
-            depth += {"(": 1, ")": -1}.get(text[args_end], 0)
-            args_end += 1
-        if text[args_end : args_end + 1] != ";":
-            continue
+        args_end = _closing(text, enable.end())
+        if text[args_end : args_end + 1] == ";":
+            yield statement, config_end, enable, args_end
+
+
+def _named_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | None:
+    """The first `LaunchKernel(config).enable_pdl(flag)(kernel, args);` statement written with a
+    named launch object: the text, the offset of the statement and that of the launching call."""
+    for statement, config_end, enable, args_end in _pdl_launch_statements(text):
         indent = statement.group(1)
         head = f"{indent}auto kc_launch = {text[statement.start() + len(indent) : config_end]};\n"
         if keep_pdl:
@@ -240,29 +251,96 @@ def _named_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | None:
     return None
 
 
+def _top_level_parts(text: str) -> list[str]:
+    """`text` split at its commas outside parentheses, brackets and braces."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(text[start:index].strip())
+            start = index + 1
+    return [*parts, text[start:].strip()]
+
+
+def _runtime_api_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | None:
+    """The first `LaunchKernel(grid, block, device).enable_pdl(flag)(kernel, args);` statement
+    written as the runtime's launch-configuration call (`cudaLaunchKernelEx(&config, kernel,
+    args)`, the grid and block in the config, PDL as its launch attribute, which is left
+    unset without `keep_pdl`): the text, the offset of the statement and that of the call."""
+    for statement, config_end, enable, args_end in _pdl_launch_statements(text):
+        config = _top_level_parts(text[statement.end() : config_end - 1])
+        if len(config) < 2:
+            continue
+        indent = statement.group(1)
+        lines = ["cudaLaunchAttribute kc_attrs[1] = {};"]
+        if keep_pdl:
+            lines += [
+                "kc_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;",
+                f"kc_attrs[0].val.programmaticStreamSerializationAllowed = {enable.group(1)};",
+            ]
+        lines += [
+            "cudaLaunchConfig_t kc_config = {};",
+            f"kc_config.gridDim = {config[0]};",
+            f"kc_config.blockDim = {config[1]};",
+            "kc_config.attrs = kc_attrs;",
+            "kc_config.numAttrs = 1;",
+        ]
+        head = "".join(f"{indent}{line}\n" for line in lines)
+        call = f'{indent}CHECK_CUDA(cudaLaunchKernelEx(&kc_config, {text[enable.end() : args_end - 1]})) << "planted"'
+        return (
+            text[: statement.start()] + head + call + text[args_end:],
+            statement.start(),
+            statement.start() + len(head),
+        )
+    return None
+
+
 def drop_wait_named_launch(text: str) -> Planted | None:
     """`drop_wait` where the kernel is launched through a named launch object
     (`auto launch = LaunchKernel(...); launch.enable_pdl(flag); launch(kernel, ...);`)."""
+    return _drop_wait_rewritten(text, _named_launch)
+
+
+def _drop_wait_rewritten(text: str, rewrite: Callable[[str, bool], tuple[str, int, int] | None]) -> Planted | None:
+    """`drop_wait` with the launch written another way (`rewrite`), reported at its call."""
     if drop_wait(text) is None:
         return None
-    named = _named_launch(_WAIT.sub(lambda m: f"{m.group(1)}// PDL wait removed", text), keep_pdl=True)
-    if named is None:
+    rewritten = rewrite(_WAIT.sub(lambda m: f"{m.group(1)}// PDL wait removed", text), True)
+    if rewritten is None:
         return None
-    planted, _, call = named
+    planted, _, call = rewritten
     return Planted(planted, line_of(planted, call))
+
+
+def _drop_enable_pdl_rewritten(
+    text: str, rewrite: Callable[[str, bool], tuple[str, int, int] | None]
+) -> Planted | None:
+    """`drop_enable_pdl` with the launch written another way (`rewrite`) that never enables PDL."""
+    plain = drop_enable_pdl(text)
+    rewritten = rewrite(text, False) if plain is not None else None
+    if plain is None or rewritten is None:
+        return None
+    planted, statement, _ = rewritten
+    # The rewrite adds lines at the launch only: a wait below it moves down by as many.
+    added = planted.count("\n") - text.count("\n")
+    return Planted(planted, plain.line + (added if plain.line > line_of(text, statement) else 0))
 
 
 def drop_enable_pdl_named_launch(text: str) -> Planted | None:
     """`drop_enable_pdl` where the kernel is launched through a named launch object that is
     never told to enable PDL."""
-    plain = drop_enable_pdl(text)
-    named = _named_launch(text, keep_pdl=False) if plain is not None else None
-    if named is None:
-        return None
-    planted, statement, _ = named
-    # The rewrite adds lines at the launch only: a wait below it moves down by as many.
-    added = planted.count("\n") - text.count("\n")
-    return Planted(planted, plain.line + (added if plain.line > line_of(text, statement) else 0))
+    return _drop_enable_pdl_rewritten(text, _named_launch)
+
+
+def drop_wait_runtime_api_launch(text: str) -> Planted | None:
+    """`drop_wait` where the kernel is launched by `cudaLaunchKernelEx` with the PDL attribute."""
+    return _drop_wait_rewritten(text, _runtime_api_launch)
+
+
+def drop_enable_pdl_runtime_api_launch(text: str) -> Planted | None:
+    """`drop_enable_pdl` where the kernel is launched by `cudaLaunchKernelEx` without the PDL
+    attribute."""
+    return _drop_enable_pdl_rewritten(text, _runtime_api_launch)
 
 
 MUTATIONS = [
@@ -282,4 +360,18 @@ MUTATIONS = [
         "KC203", "named PDL launch of a kernel whose waits were removed", CPP, drop_wait_named_launch, NAMED_LAUNCH
     ),
     Mutation("KC204", "named launch object never told to enable PDL", CPP, drop_enable_pdl_named_launch, NAMED_LAUNCH),
+    Mutation(
+        "KC203",
+        "cudaLaunchKernelEx PDL launch of a kernel whose waits were removed",
+        CPP,
+        drop_wait_runtime_api_launch,
+        RUNTIME_API_LAUNCH,
+    ),
+    Mutation(
+        "KC204",
+        "cudaLaunchKernelEx launch without the PDL attribute",
+        CPP,
+        drop_enable_pdl_runtime_api_launch,
+        RUNTIME_API_LAUNCH,
+    ),
 ]
