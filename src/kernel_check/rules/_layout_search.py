@@ -207,7 +207,7 @@ class _Search:
         kernel = model.function(access.function_usr)
         if kernel is None or access.bytes is None:
             return None
-        for launch, binding in witness.bindings(model, kernel, access.symbols):
+        for launch, binding in witness.bindings(model, kernel, access.symbols, callers=True):
             if binding is None or _passed(binding):
                 continue
             layout = witness.tensor_layout(model, kernel, access.pointer, launch)

@@ -28,6 +28,14 @@ the block. A size the matcher leaves free of the kernel's scalar arguments (`{-1
 tensor the kernel indexes by `ne_n * ne_k`) is a shape the launcher lets through: the finding
 says which check it lacks.
 
+A launch in a helper of the file that the launcher calls (`launch_one(q, q_out, ...)`, the
+helper launching with `data_ptr(x)` of its `const TensorView& x`, or handed `q.data_ptr()` as a
+`const float*`) is asked with the launcher's contract too: the helper walked where it is
+called, its parameters bound to the call's arguments and its tensors to the launcher's (each
+call its own witness, the finding names the launcher). A matcher's dim that names an integer
+local of the launcher (`TensorMatcher({R, hidden})`, `hidden = heads * head_dim`) is that
+local's value.
+
 A guard that picks the path by what a tensor holds and bounds no index (`if (done[row])
 return;`, `if (seq_len > topk)`) is a path some data takes: the witness names the value it reads
 (`with `done[blockIdx.x]` = 0`).
