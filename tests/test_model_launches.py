@@ -322,3 +322,70 @@ def test_a_builtin_type_argument_keeps_the_others_in_place(tmp_path: Path) -> No
     # in a template clang lists no node for `float`: `kScale` is not taken for `T`
     assert in_template[0].template_args == ()
     assert in_template[0].argument_for("T") == ("float", ConstExpr("unknown", text="float"))
+
+
+RUNTIME_API_LAUNCHES = """
+#include <cstdint>
+#include <cuda_runtime.h>
+#define CHECK_CUDA(call) { cudaError_t e = (call); if (e != cudaSuccess) return e; }
+namespace sglang {
+__global__ void zero_kernel(float* __restrict__ out, int32_t n) {
+  if (threadIdx.x < n) out[threadIdx.x] = 0.0f;
+}
+
+cudaError_t zero(float* out, int32_t n, bool pdl, bool chained, cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = 1;
+  config.blockDim = 32;
+  config.stream = stream;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, zero_kernel, out, n));
+  cudaLaunchAttribute attrs[1];
+  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[0].val.programmaticStreamSerializationAllowed = pdl;
+  config.attrs = attrs;
+  config.numAttrs = 1;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, zero_kernel, out, n));
+  if (chained) attrs[0].val.programmaticStreamSerializationAllowed = 1;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, zero_kernel, out, n));
+  void* args[] = {&out, &n};
+  return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(zero_kernel), args);
+}
+
+cudaError_t zero_with(float* out, int32_t n, const cudaLaunchAttribute* attrs, int32_t count) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = 1;
+  config.blockDim = 32;
+  cudaLaunchAttribute cluster[1];
+  cluster[0].id = cudaLaunchAttributeClusterDimension;
+  config.attrs = cluster;
+  config.numAttrs = 1;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, zero_kernel, out, n));
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;
+  config.attrs = &cooperative;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, zero_kernel, out, n));
+  config.attrs = const_cast<cudaLaunchAttribute*>(attrs);
+  config.numAttrs = count;
+  return cudaLaunchKernelEx(&config, zero_kernel, out, n);
+}
+}  // namespace sglang
+"""
+
+
+def test_runtime_api_launches_take_the_pdl_attribute_set_before_them(tmp_path: Path) -> None:
+    """`cudaLaunchKernelEx(&config, kernel, args...)` inside a checked-call macro, and the C
+    form with an array of the arguments' addresses: each launches the kernel with its
+    arguments, PDL as the launch attribute last set before it (none: off; under a
+    condition, or attributes the launcher does not fill: not known)."""
+    path = tmp_path / "zero.cuh"
+    path.write_text(RUNTIME_API_LAUNCHES)
+    text = RUNTIME_API_LAUNCHES
+    model = extract(parse_file(path, text, resolve_settings("hermetic")), text, text.encode())
+    assert [[k.name for k in launch.kernels] for launch in model.launches] == [["zero_kernel"]] * 7
+    assert all(launch.syntax == "runtime_api" for launch in model.launches)
+    assert [launch.argument_texts for launch in model.launches[:3]] == [("out", "n")] * 3
+    flags = [(launch.pdl.text, launch.pdl.value.op) if launch.pdl else None for launch in model.launches]
+    assert flags[:4] == [None, ("pdl", "param"), ("1", "unknown"), ("1", "unknown")]
+    # attributes of a local array the body fills (a cluster shape): no PDL; the caller's
+    # attributes (a parameter): it may turn PDL on
+    assert flags[4:] == [None, None, ("const_cast<cudaLaunchAttribute*>(attrs)", "unknown")]

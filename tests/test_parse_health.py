@@ -26,6 +26,7 @@ from kernel_check.includes import header_provider
 from kernel_check.jit_flags import inline_build_args, wrapper_flags
 from kernel_check.pipeline import CacheOptions, RunOptions, reads_text_alone
 from kernel_check.registry import Language, load_rules, rules_for
+from kernel_check.wrapper_search import project_wrappers, run_wrapper_flags
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 CUDA_HOME = find_cuda_home()
@@ -800,8 +801,9 @@ def test_defines_of_the_wrappers_load_jit_call_apply_to_the_file_it_builds(tmp_p
     kernel = WRAPPER_FLAGS / "csrc" / "rope_dim.cuh"
     wrapper = WRAPPER_FLAGS / "rope_dim.py"
     cache = tmp_path / "cache"
-    assert _kc000_by_file([kernel], cache) == {"rope_dim.cuh": 1}
     assert _kc000_by_file([kernel, wrapper], cache) == {"rope_dim.cuh": 0, "rope_dim.py": 0}
+    # alone, it gets them from the wrapper found in the project (this repository)
+    assert _kc000_by_file([kernel], cache) == {"rope_dim.cuh": 0}
     flags = wrapper_flags([wrapper])
     assert flags == {str(kernel): ("-DJIT_HEAD_DIM=64", "-DJIT_HEADS_PER_GROUP=2")}
 
@@ -821,3 +823,57 @@ def test_file_names_resolve_against_the_imported_builders_package(tmp_path: Path
     assert wrapper_flags([wrapper]) == {str(kernel.resolve()): ("-DJIT_X=3",)}
     wrapper.write_text("from elsewhere.utils import load_jit\n\n" + call)  # a builder not in this tree
     assert wrapper_flags([wrapper]) == {}
+
+
+# -- a C++ file checked without its wrapper (pre-commit passes the changed files alone) --
+SCALE_WRAPPER = """\
+from pkg.jit.utils import load_jit
+
+load_jit("scale", cuda_files=["elem/scale.cuh"], extra_cuda_cflags=["-DJIT_SCALE=3"])
+"""
+
+
+def _jit_project(root: Path, wrapper_source: str) -> tuple[Path, Path]:
+    """A project laid out as sglang's JIT kernels are: `pkg/jit/csrc/elem/scale.cuh` uses
+    `JIT_SCALE`, which only the `load_jit` call of a wrapper in `pkg/ops/` may define.
+    (kernel, wrapper)."""
+    (root / "pyproject.toml").parent.mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+    kernel = root / "pkg" / "jit" / "csrc" / "elem" / "scale.cuh"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("#pragma once\ninline constexpr int kScale = JIT_SCALE;\n")
+    wrapper = root / "pkg" / "ops" / "scale.py"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(wrapper_source)
+    return kernel, wrapper
+
+
+def test_a_file_checked_without_its_wrapper_gets_the_flags_of_the_projects_wrapper(tmp_path: Path) -> None:
+    """`scale.cuh` checked alone parses with the `-D` of the project's wrapper that builds it,
+    as in a run that holds the wrapper; the index of the project's Python files kept in the
+    cache sees a wrapper edited since it was written."""
+    kernel, wrapper = _jit_project(tmp_path / "project", SCALE_WRAPPER.replace("elem/scale.cuh", "elem/unrelated.cuh"))
+    cache = tmp_path / "cache"
+    assert _kc000_by_file([kernel], cache) == {"scale.cuh": 1}  # no wrapper builds it
+    wrapper.write_text(SCALE_WRAPPER)
+    assert _kc000_by_file([kernel], cache) == {"scale.cuh": 0}
+    assert _kc000_by_file([kernel], cache) == {"scale.cuh": 0}  # warm: index and results from the cache
+    assert run_wrapper_flags([kernel], [], {}, tmp_path / "project", None) == {
+        str(kernel.resolve()): ("-DJIT_SCALE=3",)
+    }
+
+
+def test_a_python_file_naming_the_kernel_outside_a_builder_call_gives_it_nothing(tmp_path: Path) -> None:
+    """A wrapper that calls `load_jit` for another file and names `scale.cuh` and a `-D` in a
+    comment, a list and another call passes the text test, and builds nothing for it."""
+    source = (
+        "from pkg.jit.utils import load_jit\n\n"
+        "# elem/scale.cuh needs -DJIT_SCALE=3\n"
+        'NOTES = ["elem/scale.cuh", "-DJIT_SCALE=3"]\n'
+        'print("elem/scale.cuh", extra_cuda_cflags=["-DJIT_SCALE=3"])\n'
+        'load_jit("other", cuda_files=["elem/other.cuh"], extra_cuda_cflags=["-DJIT_SCALE=3"])\n'
+    )
+    kernel, wrapper = _jit_project(tmp_path / "project", source)
+    assert project_wrappers([kernel], tmp_path / "project") == [wrapper]
+    assert run_wrapper_flags([kernel], [], {}, tmp_path / "project", None) == {}
+    assert _kc000_by_file([kernel], tmp_path / "cache") == {"scale.cuh": 1}

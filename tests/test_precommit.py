@@ -42,9 +42,10 @@ pytestmark = [
 ]
 
 
-def run_pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def run_pre_commit(repo: Path, home: Path, *files: str) -> subprocess.CompletedProcess[str]:
+    """The hook on `files` (as a commit of just those passes them), else on every file."""
     return subprocess.run(
-        ["pre-commit", "run", "--all-files", "--color", "never"],
+        ["pre-commit", "run", *(["--files", *files] if files else ["--all-files"]), "--color", "never"],
         cwd=repo,
         env=pre_commit_env(home),
         capture_output=True,
@@ -83,3 +84,23 @@ def test_a_passing_hook_still_shows_its_warnings(tmp_path: Path, hook_repo: Path
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout
     assert "warn.cuh:7:85: KC110 [warning]" in passed.stdout, passed.stdout
+
+
+def test_a_kernel_committed_without_its_wrapper_parses_with_the_wrappers_flags(
+    tmp_path: Path, hook_repo: Path, pre_commit_home: Path
+) -> None:
+    """pre-commit passes only the changed files: a kernel changed alone is checked with the
+    `-D` its wrapper's `load_jit` call gives it (the wrapper is found in the repository), as
+    in a run of the whole tree, not reported unparsable."""
+    user = user_repo(tmp_path / "user", hook_repo)
+    (user / "csrc").mkdir()
+    (user / "csrc" / "scale.cuh").write_text("#pragma once\ninline constexpr int kScale = JIT_SCALE;\n")
+    (user / "scale.py").write_text(
+        "from kernel_check.runtime import load_jit\n\n"
+        'load_jit("scale", cuda_files=["scale.cuh"], extra_cuda_cflags=["-DJIT_SCALE=3"])\n'
+    )
+    git(user, "add", "-A")
+
+    result = run_pre_commit(user, pre_commit_home, "csrc/scale.cuh")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "KC000" not in result.stdout, result.stdout

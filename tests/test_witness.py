@@ -69,9 +69,17 @@ def test_kc112_without_witness_where_the_contract_does_not_decide(overflow_messa
     # 32 bits, wrapped or not (lines 97, 224), by a grid capped at 65535 blocks inside the
     # launcher's lambda (line 149), by a grid of 8 blocks per SM (line 194)
     # a grid capped at 65535 blocks over vectors of `16 / sizeof(T)` elements (line 286),
-    # a 32-bit count of channel pairs read back from the params local it fills (line 321)
-    assert sorted(overflow_messages) == [21, 51, 119, 139, 157, 256, 257, 332]
+    # a 32-bit count of channel pairs read back from the params local it fills (line 321),
+    # a `cudaLaunchKernelEx` grid of `div_ceil(n, threads)` blocks, `threads` at most 1024
+    # whatever the launcher's helper returns (line 412)
+    assert sorted(overflow_messages) == [21, 51, 119, 139, 157, 256, 257, 332, 372]
     assert "overflows for" not in overflow_messages[139]
+
+
+def test_kc112_witness_from_a_launch_config_inside_a_checked_call_macro(overflow_messages) -> None:
+    values = _values(overflow_messages[372])  # negate: `config.gridDim = div_ceil(N, 256)`, `cudaLaunchKernelEx`
+    n, block_index = values["N"], values["blockIdx.x"]
+    assert block_index < -(-n // BLOCK) and block_index * BLOCK >= 2**32
 
 
 def test_kc112_witness_from_the_fields_of_a_params_local(overflow_messages) -> None:
@@ -93,7 +101,8 @@ def test_kc112_witness_names_the_bytes_of_the_launchers_element_type(overflow_me
 def test_a_spent_budget_keeps_every_kc112_finding_without_a_witness() -> None:
     findings = [f for f in run_one(OVERFLOWS, solver_budget=1e-9).findings if f.code == "KC112"]
     # the capped ones too: not proven
-    assert sorted(f.line for f in findings) == [21, 51, 76, 97, 119, 139, 149, 157, 194, 224, 256, 257, 286, 321, 332]
+    lines = [21, 51, 76, 97, 119, 139, 149, 157, 194, 224, 256, 257, 286, 321, 332, 372, 412]
+    assert sorted(f.line for f in findings) == lines
     assert all("overflows for" not in f.message for f in findings)
 
 

@@ -62,7 +62,8 @@ OPTIONS: tuple[Option, ...] = (
         [],
         'Preprocessor definitions, e.g. ["USE_FOO=1"], for every file: the static check, and the '
         "harness's builds (`build`, `test`, `spec check`) and drafts (`spec new`). The static check "
-        "adds to a C++ file the `-D` flags of the `load_jit` call of a checked Python wrapper that builds it.",
+        "adds to a C++ file the `-D` flags of the `load_jit` call of the Python wrapper that builds it "
+        "(a checked one, else the project's).",
     ),
     Option("arch", "str", "90", "CUDA architecture the parse and the build assume (90 = sm_90)."),
     Option(

@@ -61,8 +61,9 @@ def _with_file_contexts(options: RunOptions, paths: list[Path], buffers: dict[Pa
     """`options` whose parse settings hold what the run's files say about each other: for
     each header another C++ file includes, the context it is parsed in should it fail alone
     (`clang/includers.py`); for each C++ file a Python wrapper of the run builds, the -D/-I
-    arguments of its `load_jit` call, and for each source `load_inline` builds, the headers
-    it puts first (`jit_flags.py`)."""
+    arguments of its `load_jit` call (a file no wrapper of the run builds with flags: of the
+    project's wrapper that does, `wrapper_search.py`), and for each source `load_inline`
+    builds, the headers it puts first (`jit_flags.py`)."""
     cpp = [path for path in paths if not is_python(path)]
     wrappers = [path for path in paths if is_python(path)]
     sources = {real_path(path): data for path, data in buffers.items()}
@@ -73,9 +74,11 @@ def _with_file_contexts(options: RunOptions, paths: list[Path], buffers: dict[Pa
         contexts = include_contexts(cpp, settings.include_dirs, sources)
         settings = replace(settings, include_context=tuple(sorted(contexts.items())))
     if cpp:
-        from .jit_flags import inline_build_args, wrapper_flags
+        from .jit_flags import inline_build_args
+        from .wrapper_search import run_wrapper_flags
 
-        flags = wrapper_flags(wrappers, sources) if wrappers else {}
+        cache = options.cache.root if options.cache is not None else None
+        flags = run_wrapper_flags(cpp, wrappers, sources, options.config.root, cache)
         for path in cpp:
             resolved = real_path(path)
             inline = inline_build_args(path, _bytes_of(resolved, sources))

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .config import real_path
 
-_BUILDERS = ("load_jit", "build_jit")
+BUILDERS = ("load_jit", "build_jit")
 _FILE_KEYWORDS = ("cuda_files", "cpp_files")
 _FLAG_KEYWORDS = ("extra_cflags", "extra_cuda_cflags")
 _UNKNOWN = "\0"  # stands for a value computed at run time inside an f-string
@@ -71,7 +71,7 @@ def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None
             tree = ast.parse(data if data is not None else wrapper.read_bytes())
         except (OSError, SyntaxError, ValueError, RecursionError):
             continue  # an unreadable wrapper builds nothing we can know of
-        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _callee(node) in _BUILDERS]
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _callee(node) in BUILDERS]
         if not calls:
             continue  # most Python files of a run build nothing: no imports to read
         constants, homes = _module_lists(tree), _builder_homes(tree, wrapper)
@@ -90,7 +90,7 @@ def _builder_homes(tree: ast.Module, wrapper: Path) -> list[Path]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
             continue
-        if not any(alias.name in _BUILDERS for alias in node.names):
+        if not any(alias.name in BUILDERS for alias in node.names):
             continue
         top, *inner = node.module.split(".")
         package = next((folder for folder in wrapper.parents if folder.name == top), None)

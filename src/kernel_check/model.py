@@ -483,7 +483,7 @@ class Launch:
     resolved once (src/kernel_check/clang/launches.py) for every rule."""
 
     span: Span
-    syntax: str  # "launch_kernel", "triple_chevron" or "runtime_api" (`cudaLaunchKernel(k, grid, block, args)`)
+    syntax: str  # "launch_kernel", "triple_chevron" or "runtime_api" (`cudaLaunchKernel`, `cudaLaunchKernelEx`)
     launcher: str  # qualified name of the enclosing function
     launcher_usr: str
     # Every kernel it can launch, the one the expression names first; () when unresolved.

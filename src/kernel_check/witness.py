@@ -68,6 +68,10 @@ class Binding:
     # what the launch gives each of the kernel's `sizeof(T)` symbols (`SymbolKind.ELEMENT_SIZE`):
     # a constant, the launcher's own type parameter's `sizeof`, or None where it is not known
     element_sizes: tuple[tuple[str, Term | None], ...] = ()
+    # the launcher's calls whose results its walk does not follow (`UpPowerOfTwo(n)`) were
+    # taken as any value of their types: a proof over it covers the launch, a witness would
+    # name a value the call may never return
+    proof_only: bool = False
 
     def shown(self, *terms: Term) -> tuple[Symbol, ...]:
         """The inputs a witness names: those the kernel's values (or `terms`) depend on."""
@@ -200,34 +204,47 @@ def evaluate(term: Term, values: Mapping[str, int]) -> int | None:
 
 
 def bindings(
-    model: SemanticModel, kernel: Function, symbols: Iterable[Symbol], *, callers: bool = False
+    model: SemanticModel,
+    kernel: Function,
+    symbols: Iterable[Symbol],
+    for_proof: bool = False,
+    *,
+    callers: bool = False,
 ) -> Iterator[tuple[int, Binding | None]]:
     """For each launch of `kernel` in the file (by index), its contract bound to the kernel's
     `symbols`; None for a launch without a contract or one that leaves a symbol the
-    contract should give (a scalar argument, the grid or block) unknown. With `callers`,
-    then each contract the callers of a helper give its launch (by its key, `contract_at`):
-    one more witness's shapes, where the helper's own contract holds no tensor's layout.
-    The caller bounds the `_CALLER_BOUND` symbols."""
+    contract should give (a scalar argument, the grid or block) unknown. The caller
+    bounds the `_CALLER_BOUND` symbols. `for_proof`: the result of a launcher's call that
+    its walk does not follow (`SymbolKind.UNIFORM`) is any value of its type instead of
+    unknown, and the binding says so (`proof_only`). With `callers`, then each contract the
+    callers of a helper give its launch (by its key, `contract_at`): one more witness's
+    shapes, where the helper's own contract holds no tensor's layout."""
     needed = list(symbols)
+    free = (*_FREE, SymbolKind.UNIFORM) if for_proof else _FREE
     for index in model.launch_indices_of(kernel.usr):
         launched = tuple(k for k in model.launches[index].kernels if k.usr == kernel.usr)
         keys = [index, *(model.callers_contracts(index) if callers else ())]
         for key in keys:
             contract = model.contract_at(key)
             if contract is not None or key == index:
-                yield key, _bind(contract, kernel, launched, needed) if contract is not None else None
+                yield key, _bind(contract, kernel, launched, needed, free) if contract is not None else None
 
 
 def _bind(
-    contract: LaunchContract, kernel: Function, launched: tuple[LaunchedKernel, ...], symbols: list[Symbol]
+    contract: LaunchContract,
+    kernel: Function,
+    launched: tuple[LaunchedKernel, ...],
+    symbols: list[Symbol],
+    free: tuple[SymbolKind, ...] = _FREE,
 ) -> Binding | None:
     host = _host_names(contract)
     helper_values = {name: solver.renamed(value, host) for name, value in contract.template_values}
     constraints = [solver.renamed(g, host) for g in contract.guards]
     for symbol in contract.symbols:
-        if symbol.kind in _FREE:
+        if symbol.kind in free:
             constraints += solver.within(Term("sym", name=host[symbol.name]), symbol.low, symbol.high)
-    unknown = {s.name for s in contract.symbols if s.kind not in _FREE}
+    unknown = {s.name for s in contract.symbols if s.kind not in free}
+    assumed = any(s.kind not in _FREE for s in contract.symbols if s.kind in free)
     by_name = {s.name: s for s in symbols}
     named: set[str] = set()
     fits: list[Term] = []
@@ -264,7 +281,7 @@ def _bind(
     # a launcher that divides by zero stops there (the kernel never runs): no witness, and
     # no launch a proof must cover, has a zero divisor the launcher always evaluates
     constraints += solver.divides_by_nonzero(constraints)
-    return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes))
+    return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes), assumed)
 
 
 def _dtype_bytes(size: Symbol) -> Term:

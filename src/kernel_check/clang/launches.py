@@ -1,7 +1,9 @@
 """Kernel launches, resolved once: the one `Launch` type every rule reads.
 
-A launch is `LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)` or
-`kernel<<<grid, block>>>(args...)`; a named launch object (`auto launch = LaunchKernel{...};
+A launch is `LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)`,
+`kernel<<<grid, block>>>(args...)`, or a runtime API call: `cudaLaunchKernel(kernel, grid, block,
+args)` or `cudaLaunchKernelEx(&config, kernel, args...)`, whose `cudaLaunchConfig_t` local
+holds the grid and block and whose launch attributes set PDL; a named launch object (`auto launch = LaunchKernel{...};
 launch.enable_pdl(x); launch(kernel, args...);`) takes the PDL flag its methods set before
 the launch. Its kernel expression is followed to every kernel it can
 name, each with its template arguments evaluated in the launcher's scope (`consteval`) and
@@ -54,8 +56,14 @@ from .program import (
 from .program import Function as FunctionCode
 from .variable_templates import VariableTemplate, argument_value, initialized_function, read_variable_template
 
-# the runtime's launch calls taking the kernel and an array of its arguments' addresses
-_API_LAUNCHES = frozenset({"cudaLaunchKernel", "cudaLaunchCooperativeKernel"})
+# the runtime's launch calls taking an array of the kernel arguments' addresses: the positions
+# of the kernel and of the array among their arguments
+_ARRAY_LAUNCHES = {"cudaLaunchKernel": (0, 3), "cudaLaunchCooperativeKernel": (0, 3), "cudaLaunchKernelExC": (1, 2)}
+# the runtime's launch calls taking a `cudaLaunchConfig_t*` first (grid, block and attributes)
+_CONFIG_LAUNCHES = frozenset({"cudaLaunchKernelEx", "cudaLaunchKernelExC"})
+# the launch attribute field that turns PDL on (`attrs[0].val.programmaticStreamSerializationAllowed = 1`)
+_PDL_ATTRIBUTE_FIELD = "programmaticStreamSerializationAllowed"
+_ATTRIBUTES_FIELD = "attrs"  # a `cudaLaunchConfig_t`'s array of launch attributes
 LAUNCH_CONFIG_FUNCTIONS = ("cudaConfigureCall", "__cudaPushCallConfiguration")
 # what a launcher's method that turns PDL on sets (`with_attr(use_pdl)` of a tree's own launcher)
 _PDL_ATTRIBUTE = frozenset(
@@ -96,6 +104,11 @@ class _Code:
     # `launch.enable_pdl(x)`: the calls of a variable's methods, by variable, each with whether
     # it runs only under a condition (a branch or a loop of the body)
     method_calls: dict[int, list[tuple[Expr, bool]]] = field(default_factory=dict)
+    # the values given to a launch attribute's PDL field (assigned or designated), in source
+    # order, each with whether it is given only under a condition
+    attribute_values: list[tuple[Expr, bool]] = field(default_factory=list)
+    # the arrays given to a launch configuration's attributes (`config.attrs = attrs;`)
+    attribute_arrays: list[Expr] = field(default_factory=list)
 
     @classmethod
     def of(cls, body: Stmt) -> _Code:
@@ -130,6 +143,14 @@ class _Code:
                 target = node.children[0].stripped()
                 if target.kind is ExprKind.REF and target.ref is not None and target.ref.kind is DeclKind.VARIABLE:
                     self.assigned.setdefault(target.ref.key, []).append(node.children[1])
+                elif target.kind is ExprKind.MEMBER and target.name == _PDL_ATTRIBUTE_FIELD:
+                    self.attribute_values.append((node.children[1], conditional))
+                elif target.kind is ExprKind.MEMBER and target.name == _ATTRIBUTES_FIELD:
+                    self.attribute_arrays.append(node.children[1])
+            elif node.designator == _PDL_ATTRIBUTE_FIELD and node.children:
+                self.attribute_values.append((node.children[0], conditional))
+            elif node.designator == _ATTRIBUTES_FIELD and node.children:
+                self.attribute_arrays.append(node.children[0])
             elif node.kind is ExprKind.LAMBDA and node.lambda_body is not None:
                 self._statement(node.lambda_body)
 
@@ -180,7 +201,10 @@ class LaunchResolver:
             parts = _launch_kernel_parts(call) or _chevron_parts(call) or _api_launch_parts(call, arrays)
             if parts is not None:
                 syntax, kernel, arguments, launch_object = parts
-                pdl = self._launch_flag(launch_object, call, body) if launch_object is not None else None
+                if launch_object is not None:
+                    pdl = self._launch_flag(launch_object, call, body)
+                else:
+                    pdl = self._attribute_flag(call, body) if launch_config(call) is not None else None
                 yield self._launch(call, launcher, syntax, kernel, arguments, pdl, bound)
 
     def _launch(
@@ -227,6 +251,23 @@ class LaunchResolver:
         declaration = next((v for v in body.variables if v.key == named.key), None)
         initializer = declaration.exprs[-1] if declaration is not None and declaration.exprs else None
         return self._pdl_flag(initializer) if initializer is not None else None
+
+    def _attribute_flag(self, call: Expr, body: _Code) -> PdlFlag | None:
+        """The PDL flag of a `cudaLaunchKernelEx(&config, ...)` launch: the value the launcher
+        last gives a launch attribute's `programmaticStreamSerializationAllowed` before the
+        call (unknown when it does so only under a condition). Where it gives none: unknown
+        when the config takes attributes the body does not fill (`config.attrs = attrs;`, a
+        parameter: its caller may turn PDL on), else None (no PDL)."""
+        earlier = [(v, c) for v, c in body.attribute_values if v.span.end <= call.span.start]
+        if not earlier:
+            local = {v.key for v in body.variables}
+            given = [a for a in body.attribute_arrays if a.span.end <= call.span.start]
+            foreign = [a for a in given if (ref := _array_variable(a)) is None or ref.key not in local]
+            text = " ".join(source_text(self.data, foreign[-1].span).split()) if foreign else ""
+            return PdlFlag(ConstExpr("unknown", text=text), text) if foreign else None
+        value, conditional = earlier[-1]
+        flag = self._flag(value)
+        return PdlFlag(ConstExpr("unknown", text=flag.text), flag.text) if conditional else flag
 
     def _pdl_flag(self, launch_object: Expr) -> PdlFlag | None:
         """`x` of `.enable_pdl(x)` or `.config({.use_pdl = x, ...})`, or of another method of
@@ -538,14 +579,39 @@ def array_elements(variable: Var) -> tuple[Expr, ...] | None:
 def _api_launch_parts(
     call: Expr, arrays: dict[int, tuple[Expr, ...]]
 ) -> tuple[str, Expr, tuple[Expr, ...], None] | None:
-    """`cudaLaunchKernel((void*)kernel, grid, block, args, ...)`, `args` a local array of the
-    arguments' addresses: the kernel and what the array points at."""
-    arguments = call.children[1:]
-    if _called_name(call) not in _API_LAUNCHES or len(arguments) < 4:
+    """The kernel and its arguments of a runtime API launch: `cudaLaunchKernel((void*)kernel,
+    grid, block, args, ...)` and `cudaLaunchKernelExC(&config, (void*)kernel, args)`, `args`
+    a local array of the arguments' addresses (its elements: what they point at), and
+    `cudaLaunchKernelEx(&config, kernel, args...)`."""
+    name, arguments = _called_name(call), call.children[1:]
+    if name == "cudaLaunchKernelEx" and len(arguments) >= 2:
+        return "runtime_api", arguments[1].stripped(), tuple(arguments[2:]), None
+    kernel_at, array_at = _ARRAY_LAUNCHES.get(name, (0, len(arguments)))
+    if len(arguments) <= array_at:
         return None
-    array = arguments[3].stripped()
+    array = arguments[array_at].stripped()
     held = arrays.get(array.ref.key) if array.kind is ExprKind.REF and array.ref is not None else None
-    return ("runtime_api", arguments[0].stripped(), held, None) if held is not None else None
+    return ("runtime_api", arguments[kernel_at].stripped(), held, None) if held is not None else None
+
+
+def launch_config(call: Expr) -> DeclRef | None:
+    """The `cudaLaunchConfig_t` local whose address a `cudaLaunchKernelEx(&config, ...)` launch
+    passes (None for other calls, or a config that is not a local's)."""
+    if _called_name(call) not in _CONFIG_LAUNCHES or len(call.children) < 2:
+        return None
+    config = call.children[1].stripped()
+    if config.kind is ExprKind.UNARY and config.operator == "&" and config.children:
+        config = config.children[0].stripped()
+    ref = config.ref if config.kind is ExprKind.REF else None
+    return ref if ref is not None and ref.kind is DeclKind.VARIABLE else None
+
+
+def _array_variable(expression: Expr) -> DeclRef | None:
+    """The variable an attribute array expression names (`attrs`, `&attr`, a cast of either)."""
+    node = expression.uncast()
+    if node.kind is ExprKind.UNARY and node.operator == "&" and node.children:
+        node = node.children[0].uncast()
+    return node.ref if node.kind is ExprKind.REF else None
 
 
 def _called_name(call: Expr) -> str:

@@ -79,7 +79,7 @@ from ..model import (
 )
 from .consteval import Constants, VectorType, callee_name
 from .kernel_interface import checked_condition, is_runtime_check, is_tensor_type
-from .launches import launch_dimensions
+from .launches import launch_config, launch_dimensions
 from .program import DeclKind, DeclRef, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
 from .provenance import POINTER_OFFSET, initializer_list_fields, record_fields
 from .thread_dependence import ThreadDependence, ThreadLocals
@@ -151,6 +151,9 @@ _SCALARS = frozenset(
 _HALVES = frozenset({"__half", "__nv_bfloat16", "__half2", "__nv_bfloat162"})
 _UNIFORM_DEPTH = 8  # how many locals deep a stored value's uniformity is followed
 _NARROW_BITS = 16
+# the runtime's launch configuration struct and its grid and block fields, in that order
+_LAUNCH_CONFIG_TYPE = "cudaLaunchConfig"
+_CONFIG_DIMS = ("gridDim", "blockDim")
 _KEPT = frozenset({"const", "<", "<=", "==", "!=", "and", "or", "not"})  # a narrow cast keeps these
 
 
@@ -1483,6 +1486,11 @@ def _operands(call: Expr) -> list[Expr]:
     return [c for c in call.children if not (c.kind is ExprKind.REF and not c.name)]
 
 
+def _assignment_operands(call: Expr) -> list[Expr]:
+    """A class's `operator=` call's target and source: its children but the operator's reference."""
+    return [c.stripped() for c in call.children if c.stripped().name != call.name]
+
+
 def _member_axis(member: Expr) -> str:
     """The member a built-in's member expression names (`x` of `threadIdx.x`). clang gives it
     no name (a property), so it is read from the tokens: the one after the first `.`, as in
@@ -1812,6 +1820,8 @@ class _LauncherWalk(_Walk):
     chains: tuple[MatcherChain, ...] = ()
     records: dict[int, dict[str, Term]] = field(default_factory=dict)  # params-struct locals' fields
     dim3s: dict[int, tuple[Term | None, Term | None, Term | None]] = field(default_factory=dict)  # dim3 locals
+    # a `cudaLaunchConfig_t` local's grid and block (`config.gridDim = n;`), by (local, field)
+    config_dims: dict[tuple[int, str], tuple[Term | None, Term | None, Term | None]] = field(default_factory=dict)
     contracts: list[LaunchContract] = field(default_factory=list)
     fits: list[Term] = field(default_factory=list)  # each integer sum, product, conversion keeps its value
     # the integer locals never assigned after their declaration, by name: a matcher's dim
@@ -1838,7 +1848,7 @@ class _LauncherWalk(_Walk):
         return found
 
     def call(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
-        index = self.launches.get((expr.span.start, expr.span.end))
+        index = self.launches.get(_written_extent(expr))
         if index is not None:
             self.launch(expr, index, guards)
             return None
@@ -1847,6 +1857,10 @@ class _LauncherWalk(_Walk):
             self.launch_through(expr, helper, guards)
             return self.opaque(expr) if expr.type.bits is not None else None
         name, arguments = expr.name, expr.arguments
+        operands = _assignment_operands(expr) if name == "operator=" else []
+        if len(operands) == 2 and self.config_of(operands[0]) is not None:  # `config.gridDim = n;`: dim3's `=`
+            self.assign(operands[0], operands[1], guards)
+            return None
         if name == "unwrap" and (size := self.symbolic_size(expr)) is not None:
             return self.dim(size)
         if name in ("size", "stride") and len(arguments) == 1 and (dims := self.tensor_dims(expr, name)) is not None:
@@ -2023,6 +2037,11 @@ class _LauncherWalk(_Walk):
         if "dim3" in var.type.canonical and var.key not in self.assigned:
             self.dim3s[var.key] = self.axes(initializer, guards)
             return None
+        if _LAUNCH_CONFIG_TYPE in var.type.canonical and (node := initializer.stripped()).kind is ExprKind.INIT_LIST:
+            for element, name in initializer_list_fields(node, "", record_fields(node)):
+                if name in _CONFIG_DIMS:
+                    self.config_dims[(var.key, name)] = self.axes(element, guards)
+            return None
         fields = self.record_value(initializer, guards)
         if fields is None:
             value = super().initial_value(var, guards)
@@ -2057,7 +2076,19 @@ class _LauncherWalk(_Walk):
             if isinstance(value, Term):
                 fields[stripped.name] = value
             return
+        config = self.config_of(stripped)
+        if config is not None:
+            self.config_dims[(config, stripped.name)] = self.axes(source, guards)
+            return
         super().assign(target, source, guards)
+
+    def config_of(self, member: Expr) -> int | None:
+        """The `cudaLaunchConfig_t` local (`DeclRef.key`) whose grid or block a member
+        expression names (`config.gridDim`)."""
+        base = member.children[0].stripped() if member.kind is ExprKind.MEMBER and member.children else None
+        if member.name not in _CONFIG_DIMS or base is None or base.kind is not ExprKind.REF or base.ref is None:
+            return None
+        return base.ref.key if _LAUNCH_CONFIG_TYPE in base.type.canonical else None
 
     def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         """A params-struct local's field read (`(params.n_vecs + k - 1) / k`): the value kept."""
@@ -2079,7 +2110,7 @@ class _LauncherWalk(_Walk):
         covers every value, and no witness sets one against a tensor's extent, which would
         break what the caller checked."""
         body = lambda_.lambda_body
-        if body is not None and any((c.span.start, c.span.end) in self.launches for c in body.calls()):
+        if body is not None and any(_written_extent(c) in self.launches for c in body.calls()):
             for param in lambda_.lambda_params:
                 integer = not param.type.is_pointer and param.type.bits is not None
                 self.values[param.key] = (
@@ -2092,10 +2123,16 @@ class _LauncherWalk(_Walk):
 
     def launch(self, call: Expr, index: int, guards: tuple[Term, ...]) -> None:
         dimensions = launch_dimensions(call)
-        grid, block = (self.axes(d, guards) for d in dimensions) if dimensions is not None else ((None,) * 3,) * 2
+        if dimensions is not None:
+            grid, block = (self.axes(d, guards) for d in dimensions)
+        else:  # `cudaLaunchKernelEx(&config, ...)`: what the launcher gave the config's fields
+            config = launch_config(call)
+            grid, block = (
+                self.config_dims.get((config.key, f), (None,) * 3) if config else (None,) * 3 for f in _CONFIG_DIMS
+            )
         arguments: list[Term | None] = []
         fields: list[tuple[int, str, Term]] = []
-        by_extent = {(c.span.start, c.span.end): c for c in call.children}
+        by_extent = {_written_extent(c): c for c in call.children}
         for position, span in enumerate(self.launch_argument_spans[index]):
             argument = by_extent.get((span.start, span.end))
             record = self.record_value(argument, guards) if argument is not None else None
@@ -2225,6 +2262,14 @@ class _LauncherWalk(_Walk):
             if len(chain.dtypes) == 1 and chain.dtypes[0].size.op == "sizeof" and chain.dtypes[0].text.isidentifier():
                 for tensor in chain.verified:
                     yield tensor.name, chain.dtypes[0].text
+
+
+def _written_extent(expr: Expr) -> tuple[int, int]:
+    """Where an expression is written, as a `Launch` records its call and arguments: inside a
+    macro's arguments (`CUDA_CHECK(cudaLaunchKernelEx(...))`) each has its own place, where
+    `span` gives every token the invocation's."""
+    written = expr.written_span
+    return written.start, written.end
 
 
 @dataclass(frozen=True)

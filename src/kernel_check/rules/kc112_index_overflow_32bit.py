@@ -45,9 +45,12 @@ gives none). A product the contract keeps below the limit at every launch of the
 the file -- a size the matcher pins, a `RuntimeCheck` that caps it, a count the launcher
 keeps in 32 bits (`div_ceil(static_cast<uint32_t>(n), kWarps)` blocks: wrapped or not, the
 count stays below 2^32), with the launcher's integers allowed to wrap -- is not reported.
-Where there is no launch in the file, a value the walk does not follow (a call's result, a
-template parameter the launch does not give a constant), or the budget runs out, the
-finding is reported as before, without a witness.
+A call of the launcher's that the walk does not follow (`num_threads = std::min(1024,
+UpPowerOfTwo(n))`) counts for a proof as any value of its type: a product that stays below
+the limit whatever the call returns is not reported, and no witness names such a value.
+Where there is no launch in the file, a value the walk does not follow in the kernel (a
+call's result, a template parameter the launch does not give a constant), or the budget
+runs out, the finding is reported as before, without a witness.
 
 ## Why is this bad?
 The product is evaluated in 32 bits and wraps at 2^32 (or overflows `int` at 2^31) before it
@@ -155,7 +158,7 @@ def _overflow(
     `_NEVER` when every launch of the kernel in the file proves it cannot; None when the
     solver cannot tell (no contract, a value not followed, the budget spent)."""
     proven = 0
-    launches = list(witness.bindings(model, kernel, product.symbols))
+    launches = list(witness.bindings(model, kernel, product.symbols, for_proof=True))
     for launch, binding in launches:
         if binding is None:
             continue
@@ -163,6 +166,8 @@ def _overflow(
         reaches = Term("<=", (Term("const", value=limit), product.term))
         answer = witness.smallest([*world, *binding.fits, reaches], binding.inputs, budget)
         if answer.outcome is Outcome.SAT:
+            if binding.proof_only:
+                continue  # it may reach the limit for some value of a call's result: not proven
             return Witness(answer, binding.shown(), launch)
         if answer.outcome is Outcome.UNSAT:  # proven only if it holds where the launcher's integers wrap too
             proven += solver.check([*world, reaches], budget).outcome is Outcome.UNSAT

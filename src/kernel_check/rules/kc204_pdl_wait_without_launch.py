@@ -6,7 +6,10 @@ of the launch object whose body sets the programmatic-stream-serialization attri
 tree's own launcher's `.with_attr(use_pdl)` does; or `x` a constant `false`). A named launch
 object counts with the flag its methods set before the launch (`auto launch =
 LaunchKernel{grid, block, stream}; launch.enable_pdl(kUsePDL); launch(kernel, args...);`); a
-flag set only under a condition may be on. Kernels the file does
+flag set only under a condition may be on. A `cudaLaunchKernelEx(&config, kernel, ...)`
+launch enables PDL with the `programmaticStreamSerializationAllowed` launch attribute its
+launcher sets before it; one whose config takes attributes the launcher does not fill
+(`config.attrs = attrs;`, a parameter) may be on. Kernels the file does
 not launch are not reported: their launcher lives elsewhere.
 
 ## Why is this bad?

@@ -117,7 +117,7 @@ def _reported(model: SemanticModel, ctx: RuleContext, found: list[_Unbounded], s
         access, open_sides, also = unbounded.access, unbounded.open_sides, unbounded.also
         side, answer = next(iter(open_sides.items()))  # the upper side's witness first: the finding's shape
         shaped = _in_contract(model, access, side, model.solver_budget(access.function_usr, seconds))
-        load = _culprit(access, shaped[0].answer if shaped is not None else answer)
+        load = _culprit(access, shaped[0].answer if shaped is not None else answer, side)
         said = _witness(access, answer, load, shaped)
         if len(open_sides) == 2:
             said += f", and so does {_lower_witness(access, open_sides['lower'], load)}"
@@ -281,9 +281,16 @@ def _world(symbols: tuple[Symbol, ...]) -> list[Term]:
     return constraints
 
 
-def _culprit(access: SymbolicAccess, answer: Answer) -> Symbol:
-    """The id in the offset furthest from zero in the witness."""
-    return max(_offset_loads(access), key=lambda s: abs(answer.model.get(s.name, 0)))
+def _culprit(access: SymbolicAccess, answer: Answer, side: str) -> Symbol:
+    """The id the witness takes past the side: on the upper side the largest, on the lower
+    the most negative (`seq_order[t]` = -1 takes the row below zero, not the task id 255
+    beside it, which its own guard keeps in range)."""
+
+    def value(load: Symbol) -> int:
+        return answer.model.get(load.name, 0)
+
+    loads = _offset_loads(access)
+    return max(loads, key=value) if side == "upper" else min(loads, key=value)
 
 
 def _in_contract(
@@ -331,7 +338,7 @@ def _typed(symbols: tuple[Symbol, ...]) -> list[Term]:
 def _lower_witness(access: SymbolicAccess, answer: Answer, upper: Symbol) -> str:
     """`-1`, or `ids[j]` = -1 at blockIdx.x = 0 where another id is the culprit: the lower
     side's witness beside the upper side's."""
-    load = _culprit(access, answer)
+    load = _culprit(access, answer, "lower")
     value = answer.model.get(load.name, 0)
     if load == upper:
         return str(value)
