@@ -33,6 +33,7 @@ ZERO = Term("const", value=0)
 _NOT_ASKED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 _INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
 _WITHIN_TYPE = (SymbolKind.LOOP, SymbolKind.LOAD)
+_SMALL_LOAD = 1024  # a value read from memory that a witness names, where one this small will do
 _SHARES = 4  # an access's query gets at most this share of the kernel's budget
 ALIKE = (1, 2, 4, 8, 16, 64)  # the shapes with every launcher input at one value
 # (the others' value, one input's values): a stride past its row, a row shorter than another's
@@ -257,7 +258,7 @@ class _Search:
         if len(asks) > 1 and session.check([_any_of(asks)]).outcome is Outcome.UNSAT:
             return None
         for ask in asks:
-            for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
+            for pinned in _preferred(access):
                 answer = session.check([*ask[:-1], *pinned, ask[-1]])
                 if answer.outcome is Outcome.SAT:
                     return Witness(answer, _shown(binding, layout, answer))
@@ -288,6 +289,18 @@ class _Search:
             if clamped not in seen:
                 seen.append(clamped)
                 yield clamped
+
+
+def _preferred(access: SymbolicAccess) -> list[list[Term]]:
+    """What a witness is pinned to, each tried in turn, the last nothing: the first thread,
+    block and iteration, and a value read from memory on the path no larger than `_SMALL_LOAD`
+    (`with `lens[b]` = 0`, not a value at its type's end), both, then either, when it can be."""
+    first = witness.first_iteration(access)
+    loads = [s for s in access.symbols if s.kind is SymbolKind.LOAD]
+    if not loads:
+        return [first, []]
+    small = [c for s in loads for c in within(_variable(s), 0, _SMALL_LOAD)]
+    return [[*first, *small], first, small, []]
 
 
 def _left_to_solver(symbol: Symbol) -> bool:
