@@ -1108,6 +1108,16 @@ class LaunchContract:
     # type where it runs: a witness must hold them (the launcher computes no wrapped grid),
     # a proof must not need them (a launcher that wraps first is no proof of safety).
     fits: tuple[Term, ...] = ()
+    # A caller's contract of a launch in a helper it calls (`launch_one(q, ...)` of a function
+    # that verifies `q` and hands it on, the helper launching with `data_ptr(x)` of its `x`):
+    # the caller's qualified name, and the tensors the launch's arguments carry as the caller
+    # names them (the launch's own `Launch.tensors` name the helper's parameters). "" and ()
+    # for the contract of the launch's own launcher.
+    caller: str = ""
+    carried: tuple[LaunchTensorArgument, ...] = ()
+    # ... and the helper's compile-time parameters as the call gives them (`launch<T, 4>(...)`:
+    # `kVec` is 4), which its launch may hand the kernel (`kernel<T, kVec>`)
+    template_values: tuple[tuple[str, Term], ...] = ()
 
 
 @dataclass

@@ -244,12 +244,24 @@ class SemanticModel:
 
     @functools.cached_property
     def _contracts_by_launch(self) -> dict[int, LaunchContract]:
-        return {contract.launch: contract for contract in self.launch_contracts}
+        return {contract.launch: contract for contract in self.launch_contracts if not contract.caller}
 
-    def contract_at(self, launch: int) -> LaunchContract | None:
-        """The contract of the launch at index `launch` in `launches`, when its launcher's
-        walk gave one."""
-        return self._contracts_by_launch.get(launch)
+    @functools.cached_property
+    def _callers_contracts(self) -> list[LaunchContract]:
+        return [contract for contract in self.launch_contracts if contract.caller]
+
+    def contract_at(self, key: int) -> LaunchContract | None:
+        """The contract of the launch at index `key` in `launches`, when its launcher's walk
+        gave one; a key past the launches names a caller's contract (`callers_contracts`)."""
+        if key >= len(self.launches):
+            return self._callers_contracts[key - len(self.launches)]
+        return self._contracts_by_launch.get(key)
+
+    def callers_contracts(self, launch: int) -> list[int]:
+        """The keys (`contract_at`) of the contracts the callers of a helper give the launch at
+        index `launch` in `launches` (`LaunchContract.caller`)."""
+        first = len(self.launches)
+        return [first + i for i, contract in enumerate(self._callers_contracts) if contract.launch == launch]
 
     # -- per-function facts ------------------------------------------------------------------
     @functools.cached_property

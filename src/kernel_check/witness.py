@@ -41,6 +41,7 @@ _FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE, SymbolKind.
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
 _DTYPE_BYTES = (1, 2, 4, 8)  # the element sizes of the dtypes a matcher accepts
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
+_SPELLED = ("+", "-", "*", "/", "%")  # the operators a dim's value is spelled with
 # kernel symbols the contract does not give: the launch constraints bound the indices and the
 # calls' results the block shares, the caller's query the values read from memory, the loop
 # counters and whether a pointer is null
@@ -82,7 +83,9 @@ class Binding:
 class Witness:
     answer: Answer
     inputs: tuple[Symbol, ...]
-    launch: int = -1  # the launch whose contract gave the inputs (an index of `SourceModel.launches`)
+    # the launch whose contract gave the inputs (an index of `SourceModel.launches`, or past
+    # them a caller's contract of a launch, `SemanticModel.contract_at`)
+    launch: int = -1
 
     def shape(self) -> str:
         """`N = 4096, D = 128`: each input with its value."""
@@ -109,7 +112,7 @@ def counterexample(
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     strides: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if found is not None and found.launch >= 0:
-        launcher = model.launches[found.launch].launcher
+        launcher = launcher_of(model, found.launch)
         sizes = tuple((s.text, model_values[s.name]) for s in found.inputs if s.name in model_values)
         shapes, strides = _layouts(model, found.launch, model_values, {s.name for s in found.inputs})
     return Counterexample(
@@ -201,20 +204,30 @@ def evaluate(term: Term, values: Mapping[str, int]) -> int | None:
 
 
 def bindings(
-    model: SemanticModel, kernel: Function, symbols: Iterable[Symbol], for_proof: bool = False
+    model: SemanticModel,
+    kernel: Function,
+    symbols: Iterable[Symbol],
+    for_proof: bool = False,
+    *,
+    callers: bool = False,
 ) -> Iterator[tuple[int, Binding | None]]:
     """For each launch of `kernel` in the file (by index), its contract bound to the kernel's
     `symbols`; None for a launch without a contract or one that leaves a symbol the
     contract should give (a scalar argument, the grid or block) unknown. The caller
     bounds the `_CALLER_BOUND` symbols. `for_proof`: the result of a launcher's call that
     its walk does not follow (`SymbolKind.UNIFORM`) is any value of its type instead of
-    unknown, and the binding says so (`proof_only`)."""
+    unknown, and the binding says so (`proof_only`). With `callers`, then each contract the
+    callers of a helper give its launch (by its key, `contract_at`): one more witness's
+    shapes, where the helper's own contract holds no tensor's layout."""
     needed = list(symbols)
     free = (*_FREE, SymbolKind.UNIFORM) if for_proof else _FREE
     for index in model.launch_indices_of(kernel.usr):
-        contract = model.contract_at(index)
         launched = tuple(k for k in model.launches[index].kernels if k.usr == kernel.usr)
-        yield index, _bind(contract, kernel, launched, needed, free) if contract is not None else None
+        keys = [index, *(model.callers_contracts(index) if callers else ())]
+        for key in keys:
+            contract = model.contract_at(key)
+            if contract is not None or key == index:
+                yield key, _bind(contract, kernel, launched, needed, free) if contract is not None else None
 
 
 def _bind(
@@ -225,6 +238,7 @@ def _bind(
     free: tuple[SymbolKind, ...] = _FREE,
 ) -> Binding | None:
     host = _host_names(contract)
+    helper_values = {name: solver.renamed(value, host) for name, value in contract.template_values}
     constraints = [solver.renamed(g, host) for g in contract.guards]
     for symbol in contract.symbols:
         if symbol.kind in free:
@@ -246,7 +260,7 @@ def _bind(
                 constraints += solver.within(size, by_name[name].low, by_name[name].high)  # a type's bytes
                 named.update(symbol_names(size))
             continue
-        instantiated = _template_values(launched, name)
+        instantiated = _template_values(launched, name, helper_values)
         if instantiated is not None:
             choices = tuple(Term("==", (Term("sym", name=name), value)) for value in instantiated)
             constraints.append(choices[0] if len(choices) == 1 else Term("or", choices))
@@ -384,10 +398,20 @@ def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, launch: 
 
 
 def _carried(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> list[LaunchTensorArgument]:
-    """The tensors whose data the launch hands a kernel's pointer (`table`, `params.cache`)."""
+    """The tensors whose data the launch (or a caller's contract of it, by its key) hands a
+    kernel's pointer (`table`, `params.cache`)."""
     head, _, field = pointer.partition(".")
     position = _parameter(kernel, head)
-    return [a for a in model.launches[launch].tensors if a.argument == position and a.field in (field, "*")]
+    contract = model.contract_at(launch) if launch >= len(model.launches) else None
+    tensors = contract.carried if contract is not None else model.launches[launch].tensors
+    return [a for a in tensors if a.argument == position and a.field in (field, "*")]
+
+
+def launcher_of(model: SemanticModel, launch: int) -> str:
+    """The qualified name of the function that runs the launch at `launch` with the sizes a
+    witness names: its launcher, or the caller whose contract of it the key names."""
+    contract = model.contract_at(launch) if launch >= len(model.launches) else None
+    return contract.caller if contract is not None else model.launches[launch].launcher
 
 
 def _host_names(contract: LaunchContract) -> dict[str, str]:
@@ -408,18 +432,26 @@ def _dimensions_of(symbols: list[Symbol]) -> Iterator[str]:
             yield f"{'blockDim' if symbol.kind is SymbolKind.THREAD else 'gridDim'}.{axis}"
 
 
-def _template_values(launched: tuple[LaunchedKernel, ...], name: str) -> list[Term] | None:
+def _template_values(
+    launched: tuple[LaunchedKernel, ...], name: str, given: Mapping[str, Term] | None = None
+) -> list[Term] | None:
     """What the launch's template arguments give a compile-time parameter of the kernel
     (`k<kExperts>` with `const int kExperts = 256;` in the launcher): its value, or each of
     them when the launch picks among instantiations, as terms over the launcher's `sizeof(T)`
-    where it is one (`k<T, 16 / sizeof(T)>`: one unknown with its matchers' `with_dtype<T>()`);
-    None when one of them is neither (a launcher's own template parameter: its caller picks
-    it, within limits its `static_assert`s state, which the contract does not hold), or
-    `name` is no template parameter."""
+    where it is one (`k<T, 16 / sizeof(T)>`: one unknown with its matchers' `with_dtype<T>()`)
+    or over what a caller's contract `given` a helper's own parameter (`k<T, kVec>` in a helper
+    its caller calls as `launch<T, 4>`); None when one of them is neither (a launcher's own
+    template parameter: its caller picks it, within limits its `static_assert`s state, which
+    the contract does not hold), or `name` is no template parameter."""
     values: list[Term] = []
+    known = given or {}
+
+    def leaf(value: ConstExpr) -> Term | None:
+        return _launcher_size(value) if value.op == "sizeof" else known.get(value.name)
+
     for kernel in launched:
         argument = kernel.argument_for(name)
-        value = const_term(argument[1], _launcher_size) if argument is not None else None
+        value = const_term(argument[1], leaf) if argument is not None else None
         if value is None:
             return None
         if value not in values:
@@ -526,5 +558,13 @@ def where(symbols: Iterable[Symbol], answer: Answer) -> str:
 
 
 def render_dim(term: Term) -> str:
-    """A tensor's dim as its matcher states it: its size's name (`N`) or its constant."""
-    return str(term.value) if term.op == "const" else term.name.removeprefix(_HOST).removeprefix("dim:")
+    """A tensor's dim as its matcher states it: its size's name (`N`), its constant, or the
+    value of the launcher's local it names (`num_heads * head_dim`)."""
+    if term.op == "const":
+        return str(term.value)
+    if term.op == "wrap":  # the local's value in its type: as the launcher computes it
+        return render_dim(term.args[0])
+    if term.op in _SPELLED and len(term.args) == 2:
+        left, right = (render_dim(a) if a.op in ("const", "sym", "wrap") else f"({render_dim(a)})" for a in term.args)
+        return f"{left} {term.op} {right}"
+    return term.name.removeprefix(_HOST).removeprefix("dim:")

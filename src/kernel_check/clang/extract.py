@@ -70,7 +70,7 @@ from .pointer_accesses import DataflowExtractor
 from .program import Function as FunctionCode
 from .program import Program, code_declarations, function_kind
 from .scope_facts import extract_scope_facts
-from .symbolic import kernel_terms, launch_contracts
+from .symbolic import LauncherScope, kernel_terms, launch_contracts
 from .thread_dependence import ThreadDependence
 from .tree import share_reads
 
@@ -194,19 +194,23 @@ class _Extractor:
                 self.numerics.add_function(typed)
 
     def _collect_contracts(self, function: Function, typed: FunctionCode) -> None:
-        """The contract at each launch of a launcher, over its matcher chains' sizes."""
-        launches = {
-            index: launch
-            for index, launch in enumerate(self.model.launches)
-            if launch.launcher_usr == function.usr and function.body is not None and function.body.contains(launch.span)
-        }
-        if not launches:
-            return  # not a launcher: no contract, and no walk of its body
+        """The contract at each launch of a launcher, over its matcher chains' sizes; and of a
+        function that verifies tensors, at each launch of a helper (defined before it) it
+        hands them to."""
+        own = any(
+            launch.launcher_usr == function.usr and function.body is not None and function.body.contains(launch.span)
+            for launch in self.model.launches
+        )
         chains = tuple(c for c in self.model.launcher_facts.matcher_chains if c.function == function.usr)
+        if not own and not chains:
+            return  # neither a launcher nor a verifier: no contract, and no walk of its body
+        facts = self.model.launcher_facts
+        scope = LauncherScope(dict(enumerate(self.model.launches)), tuple(facts.data_handoffs))
         try:
-            self.model.launch_contracts.extend(launch_contracts(typed, self.threads, launches, chains, self.constants))
+            contracts = launch_contracts(typed, self.threads, scope, chains, self.constants, function.qualified_name)
         except NestedTooDeeply:
             return  # a contract only adds witnesses: a launcher too deep to walk has none
+        self.model.launch_contracts.extend(contracts)
 
     def _specifiers(self, cursor: ci.Cursor) -> tuple[str, Span | None]:
         """The specifier words before the return type (`SGL_DEVICE`, `__device__ __forceinline__`).

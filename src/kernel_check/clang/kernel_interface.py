@@ -79,7 +79,7 @@ Node = Stmt | Var | Expr
 # ---- small node helpers --------------------------------------------------------------------
 
 
-def _is_tensor_type(type_: TypeFacts) -> bool:
+def is_tensor_type(type_: TypeFacts) -> bool:
     return type_.unqualified.rstrip("&").strip() in ("tvm::ffi::TensorView", "tvm::ffi::Tensor")
 
 
@@ -188,7 +188,7 @@ def handed_out_tensor(call: Expr, program: Program, data: bytes, path: str) -> E
         if ref is None or ref.key not in keys or keys.index(ref.key) >= len(arguments):
             return None
         argument = arguments[keys.index(ref.key)]
-        if not (_is_tensor_type(ref.type) or _is_tensor_type(argument.type)):  # `const auto& t`: the argument's
+        if not (is_tensor_type(ref.type) or is_tensor_type(argument.type)):  # `const auto& t`: the argument's
             return None
         found[keys.index(ref.key)] = argument
     return found.popitem()[1] if len(found) == 1 else None
@@ -710,7 +710,7 @@ class _BodyFacts:
         if inner.kind is not ExprKind.REF:
             return None
         decl = inner.ref
-        if decl is None or decl.kind not in (DeclKind.PARAMETER, DeclKind.VARIABLE) or not _is_tensor_type(decl.type):
+        if decl is None or decl.kind not in (DeclKind.PARAMETER, DeclKind.VARIABLE) or not is_tensor_type(decl.type):
             return None
         return decl.name
 

@@ -64,8 +64,10 @@ from dataclasses import dataclass, field, replace
 
 from ..model import (
     ConstExpr,
+    DataHandOff,
     Launch,
     LaunchContract,
+    LaunchTensorArgument,
     MatcherChain,
     Span,
     Symbol,
@@ -76,7 +78,7 @@ from ..model import (
     Term,
 )
 from .consteval import Constants, VectorType, callee_name
-from .kernel_interface import checked_condition, is_runtime_check
+from .kernel_interface import checked_condition, is_runtime_check, is_tensor_type
 from .launches import launch_config, launch_dimensions
 from .program import DeclKind, DeclRef, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
 from .provenance import POINTER_OFFSET, initializer_list_fields, record_fields
@@ -1803,8 +1805,18 @@ class _LauncherWalk(_Walk):
     """A launcher's body: its symbolic sizes, its checks and, at each launch, the grid, the
     block and the kernel arguments as terms over them."""
 
-    launches: dict[tuple[int, int], int] = field(default_factory=dict)  # launch span -> index
+    # launch span -> index: the launcher's, and those of the file's other functions, which a
+    # helper it calls runs (`launching_helper`)
+    launches: dict[tuple[int, int], int] = field(default_factory=dict)
     launch_argument_spans: dict[int, tuple[Span, ...]] = field(default_factory=dict)  # by index
+    launch_tensors: dict[int, tuple[LaunchTensorArgument, ...]] = field(default_factory=dict)  # by index
+    handoffs: tuple[DataHandOff, ...] = ()  # the file's data pointers handed to its functions
+    caller: str = ""  # the launcher's qualified name
+    # In a helper walked in place: the launcher's tensors its names stand for, by the names
+    # its launches give them (a `TensorView` parameter's name, `#k` for data pointer parameter k)
+    tensor_names: dict[str, str] = field(default_factory=dict)
+    # ... and its compile-time parameters, as the call gives them (`LaunchContract.template_values`)
+    template_bindings: dict[str, Term] = field(default_factory=dict)
     chains: tuple[MatcherChain, ...] = ()
     records: dict[int, dict[str, Term]] = field(default_factory=dict)  # params-struct locals' fields
     dim3s: dict[int, tuple[Term | None, Term | None, Term | None]] = field(default_factory=dict)  # dim3 locals
@@ -1812,6 +1824,9 @@ class _LauncherWalk(_Walk):
     config_dims: dict[tuple[int, str], tuple[Term | None, Term | None, Term | None]] = field(default_factory=dict)
     contracts: list[LaunchContract] = field(default_factory=list)
     fits: list[Term] = field(default_factory=list)  # each integer sum, product, conversion keeps its value
+    # the integer locals never assigned after their declaration, by name: a matcher's dim
+    # that names one (`TensorMatcher({B, hidden_size})`) is its value
+    integers: dict[str, Term] = field(default_factory=dict)
 
     def dim(self, name: str) -> Term:
         return self.symbol(f"dim:{name}", SymbolKind.DIM, name, (1, _DIM_LIMIT))
@@ -1837,6 +1852,10 @@ class _LauncherWalk(_Walk):
         if index is not None:
             self.launch(expr, index, guards)
             return None
+        helper = self.launching_helper(expr)
+        if helper is not None:
+            self.launch_through(expr, helper, guards)
+            return self.opaque(expr) if expr.type.bits is not None else None
         name, arguments = expr.name, expr.arguments
         operands = _assignment_operands(expr) if name == "operator=" else []
         if len(operands) == 2 and self.config_of(operands[0]) is not None:  # `config.gridDim = n;`: dim3's `=`
@@ -1858,6 +1877,104 @@ class _LauncherWalk(_Walk):
             text = "the blocks per SM"
             return self.symbol(f"blocks_per_sm{len(self.symbols)}", SymbolKind.SCALAR, text, (1, _MAX_BLOCKS_PER_SM))
         return super().call(expr, guards)
+
+    def launching_helper(self, call: Expr) -> Function | None:
+        """The host function of the file a call runs, when its body launches a kernel (a
+        launch of its in `launches`) and the call hands it a tensor of the launcher's (as a
+        `TensorView`, or its data pointer): walked in place, its launches get the
+        launcher's contract too (`LaunchContract.caller`)."""
+        helper = self.in_sight(call) if self.chains else None  # (no tensor verified: none to hand on)
+        if helper is None or helper.body is None:
+            return None
+        span = helper.body.span
+        if not any(span.start <= start and end <= span.end for start, end in self.launches):
+            return None
+        return helper if self.handed_tensors(call, helper) and self.same_types(call, helper) else None
+
+    def same_types(self, call: Expr, helper: Function) -> bool:
+        """Whether the call binds each type parameter of the helper to the launcher's type
+        parameter of its name (`launch<T, 4>` in a launcher over `T`): its kernels' `sizeof(T)`
+        is then the launcher's, as the contract counts it."""
+        for position, name in enumerate(helper.template_params):
+            if name in helper.value_template_params:
+                continue
+            given = call.type_arguments[position] if position < len(call.type_arguments) else None
+            if given is None or _type_parameter(given.spelling) != name:
+                return False
+        return True
+
+    def helper_template_values(self, call: Expr, helper: Function) -> dict[str, Term]:
+        """The helper's compile-time parameters the call gives a value (`launch<T, 4>`, `<T,
+        kMaxVec>` of a launcher's `16 / sizeof(T)`), as terms over the launcher's `sizeof(T)`
+        (a launcher's own compile-time parameter is its caller's to pick: none)."""
+        callee = call.children[0].stripped() if call.children else None
+        given = self.constants.template_args(callee) if self.constants is not None and callee is not None else None
+        values = {}
+        for name, value in zip(helper.template_params, given or ()):
+            if name in helper.value_template_params and (term := const_term(value, self.launcher_constant)) is not None:
+                values[name] = term
+        return values
+
+    def launcher_constant(self, value: ConstExpr) -> Term | None:
+        """A template parameter a compile-time value of the launcher names: `sizeof(T)` of its
+        type parameter, or (in a helper walked in place) a compile-time parameter the call
+        gave a value."""
+        if value.op == "sizeof":
+            name = f"sizeof({value.name})"
+            return self.symbol(name, SymbolKind.ELEMENT_SIZE, name, (1, _MAX_ELEMENT_SIZE))
+        return self.template_bindings.get(value.name) if self.helpers else None
+
+    def handed_tensors(self, call: Expr, helper: Function) -> dict[str, str]:
+        """The launcher's tensors a call hands `helper`, by the names the helper's launches
+        give them: a `TensorView` parameter's name and `#k` (its position), `#k` for a data
+        pointer it receives as argument k (one tensor's alone, of a `DataHandOff` of the
+        calling function)."""
+        handed = {}
+        for position, (argument, param) in enumerate(zip(call.arguments, helper.params)):
+            tensor = self.tensor_argument(argument)
+            if tensor is not None and is_tensor_type(param.type):
+                handed[f"#{position}"] = handed[param.name] = tensor
+        calling = self.helpers[-1] if self.helpers else self.function.usr
+        pointers: dict[int, set[str]] = {}
+        for handoff in self.handoffs:
+            if handoff.function == calling and handoff.callee_usr == helper.usr and not handoff.field:
+                pointers.setdefault(handoff.argument, set()).add(handoff.tensor)
+        for position, tensors in pointers.items():
+            named = {self.launcher_tensor(t) for t in tensors}
+            if len(named) == 1 and (tensor := named.pop()) is not None:
+                handed[f"#{position}"] = tensor
+        return handed
+
+    def tensor_argument(self, argument: Expr) -> str | None:
+        """The launcher's tensor a `TensorView` argument names (a copy of one too)."""
+        node = argument.uncast()
+        if node.kind is ExprKind.CALL and node.is_construction and len(node.children) == 1:
+            node = node.children[0].uncast()
+        ref = node.ref if node.kind is ExprKind.REF else None
+        if ref is None or ref.kind not in (DeclKind.PARAMETER, DeclKind.VARIABLE) or not is_tensor_type(ref.type):
+            return None
+        return self.launcher_tensor(ref.name)
+
+    def launcher_tensor(self, name: str) -> str | None:
+        """The launcher's tensor a name of the function being walked stands for (`#k`: its
+        parameter k's)."""
+        if self.helpers:
+            return self.tensor_names.get(name)
+        position = int(name[1:]) if name[:1] == "#" and name[1:].isdigit() else None
+        if position is None:
+            return name
+        return self.function.params[position].name if position < len(self.function.params) else None
+
+    def launch_through(self, call: Expr, helper: Function, guards: tuple[Term, ...]) -> None:
+        """Walk a launching helper where the launcher calls it (`inline`), its names of
+        tensors bound to the launcher's."""
+        outer = (self.tensor_names, self.template_bindings)
+        self.tensor_names, self.template_bindings = (
+            self.handed_tensors(call, helper),
+            self.helper_template_values(call, helper),
+        )
+        self.inline(call, helper, guards)
+        self.tensor_names, self.template_bindings = outer
 
     def statement(self, stmt: Stmt, guards: tuple[Term, ...]) -> Term | None:
         """As a kernel's, and `N.set_value(v)` of a `SymbolicSize`: the matchers after it
@@ -1927,7 +2044,10 @@ class _LauncherWalk(_Walk):
             return None
         fields = self.record_value(initializer, guards)
         if fields is None:
-            return super().initial_value(var, guards)
+            value = super().initial_value(var, guards)
+            if isinstance(value, Term) and var.type.bits is not None and var.key not in self.assigned:
+                self.integers[var.name] = value
+            return value
         self.records[var.key] = fields
         return None
 
@@ -2023,7 +2143,17 @@ class _LauncherWalk(_Walk):
         guards = (*guards, *self.aligned_strides())
         terms = [*guards, *self.fits, *(t for t in (*grid, *block, *arguments) if t is not None)]
         terms += [t for _, _, t in fields] + [d for _, dims in (*extents, *strides) for d in dims]
+        template_values = tuple(self.template_bindings.items()) if self.helpers else ()
+        terms += [t for _, t in template_values]
         named = sorted({n for term in terms for n in symbol_names(term)})
+        # in a helper walked in place: the launcher's tensors its launch carries
+        carried = tuple(
+            replace(argument, tensor=self.tensor_names[argument.tensor])
+            for argument in self.launch_tensors.get(index, ())
+            if argument.tensor in self.tensor_names
+        )
+        if self.helpers and not carried:
+            return  # hands on no tensor of the launcher's: the helper's own contract tells all
         self.contracts.append(
             LaunchContract(
                 launch=index,
@@ -2039,6 +2169,9 @@ class _LauncherWalk(_Walk):
                 element_sizes=tuple(self.element_sizes()),
                 element_types=tuple(self.element_types()),
                 exact=tuple(self.exact_tensors()),
+                caller=self.caller if self.helpers else "",
+                carried=carried if self.helpers else (),
+                template_values=template_values,
             )
         )
 
@@ -2083,7 +2216,7 @@ class _LauncherWalk(_Walk):
             if value.op == "int" and value.value >= 0:
                 yield const(value.value)
             elif text.isidentifier():
-                yield self.dim(text)
+                yield self.integers.get(text) or self.dim(text)
             else:
                 yield self.dim(f"{first}.{query}({position})")
 
@@ -2139,21 +2272,36 @@ def _written_extent(expr: Expr) -> tuple[int, int]:
     return written.start, written.end
 
 
+@dataclass(frozen=True)
+class LauncherScope:
+    """What a launcher's walk reads of the rest of its file: every launch (by index in the
+    model), for those of the helpers it calls, and the data pointers its functions hand on."""
+
+    launches: dict[int, Launch]
+    handoffs: tuple[DataHandOff, ...] = ()
+
+
 def launch_contracts(
     function: Function,
     threads: ThreadDependence,
-    launches: dict[int, Launch],
+    scope: LauncherScope,
     chains: tuple[MatcherChain, ...],
     constants: Constants | None = None,
+    name: str = "",
 ) -> list[LaunchContract]:
-    """The contract at each of a launcher's `launches` (by index in the model), over the
-    symbolic sizes of its matcher `chains` (`constants`: as `kernel_terms`')."""
+    """The contract at each launch of a launcher (`name`), over the symbolic sizes of its
+    matcher `chains`, and at each launch of a helper it hands a tensor to (its
+    `LaunchContract.caller`) (`constants`: as `kernel_terms`')."""
     body = function.body
-    if body is None or not launches:
+    if body is None or not scope.launches:
         return []
     walk = _LauncherWalk(function, threads, threads.locals(body), assigned=_assigned_locals(body), constants=constants)
+    launches = scope.launches
     walk.launches = {(launch.span.start, launch.span.end): index for index, launch in launches.items()}
     walk.launch_argument_spans = {index: launch.argument_spans for index, launch in launches.items()}
+    walk.launch_tensors = {index: launch.tensors for index, launch in launches.items()}
+    walk.handoffs = scope.handoffs
+    walk.caller = name
     walk.chains = chains
     for param in function.params:
         walk.values[param.key] = walk.received(param.name, param.type)

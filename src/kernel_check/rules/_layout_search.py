@@ -31,6 +31,9 @@ WIDTH = Term("sym", name="layout:width")  # the bytes the access covers (a templ
 ZERO = Term("const", value=0)
 # what the rules leave alone: ids read from memory (KC401's) and values the walk does not follow
 _NOT_ASKED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
+_INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
+_WITHIN_TYPE = (SymbolKind.LOOP, SymbolKind.LOAD)
+_SMALL_LOAD = 1024  # a value read from memory that a witness names, where one this small will do
 _SHARES = 4  # an access's query gets at most this share of the kernel's budget
 ALIKE = (1, 2, 4, 8, 16, 64)  # the shapes with every launcher input at one value
 # (the others' value, one input's values): a stride past its row, a row shorter than another's
@@ -98,6 +101,19 @@ class Found:
             return f"`{self.layout.element_type}` elements"
         return f"{self.layout.element_size}-byte elements"
 
+    def place(self, access: SymbolicAccess) -> str:
+        """` at blockIdx.x = 0, threadIdx.x = 1`: the witness's block and thread, and the values
+        it reads from memory on the access's path (` with `seq_lens[b]` = 2`, a guard's that
+        picks the path, `_picks_path`); "" where it names none."""
+        answer = self.witness.answer
+        at = witness.where(access.symbols, answer)
+        loaded = ", ".join(
+            f"`{s.text}` = {answer.model[s.name]}"
+            for s in access.symbols
+            if s.kind is SymbolKind.LOAD and s.name in answer.model
+        )
+        return f"{f' at {at}' if at else ''}{f' with {loaded}' if loaded else ''}"
+
     def unit(self) -> str:
         """What the witness's offsets count: bytes, or a launcher's `T` elements (its
         `sizeof(T)` is 1 there: the comparison holds whatever `T` is)."""
@@ -160,10 +176,25 @@ def _data(model: SemanticModel, access: SymbolicAccess, found: Found) -> Counter
 
 def _followed(access: SymbolicAccess) -> bool:
     """Whether every value the access's place and path name is one the walk follows and no
-    id read from memory moves it."""
+    id read from memory moves it -- but for a guard that picks the path by what a tensor holds
+    and bounds no index (`if (finished[b]) return;`, `if (seq_len <= topk)`): any value the
+    tensor may hold takes the path, and the solver picks one. A guard that compares a value
+    read from memory with a thread, block or loop index (`if (t < counts[b])`, a loop up to a
+    loaded length) bounds the index by data the launcher does not state: not asked."""
     assert access.bytes is not None
-    named = set(symbol_names(access.bytes)).union(*(symbol_names(g) for g in access.guards))
-    return not any(s.kind in _NOT_ASKED for s in access.symbols if s.name in named)
+    kinds = {s.name: s.kind for s in access.symbols}
+    if any(kinds.get(n) in _NOT_ASKED for n in symbol_names(access.bytes)):
+        return False
+    return all(_picks_path(kinds, guard) for guard in access.guards)
+
+
+def _picks_path(kinds: Mapping[str, SymbolKind], guard: Term) -> bool:
+    """Whether a guard names only followed values, or reads memory to pick the path without
+    comparing what it reads with an index (`_followed`)."""
+    named = {kinds.get(n) for n in symbol_names(guard)}
+    if SymbolKind.OPAQUE in named:
+        return False
+    return SymbolKind.LOAD not in named or not named & set(_INDICES)
 
 
 @dataclass(frozen=True)
@@ -177,7 +208,7 @@ class _Search:
         kernel = model.function(access.function_usr)
         if kernel is None or access.bytes is None:
             return None
-        for launch, binding in witness.bindings(model, kernel, access.symbols):
+        for launch, binding in witness.bindings(model, kernel, access.symbols, callers=True):
             if binding is None or _passed(binding):
                 continue
             layout = witness.tensor_layout(model, kernel, access.pointer, launch)
@@ -199,7 +230,8 @@ class _Search:
         assert access.bytes is not None
         world = [
             *launch_constraints(access.symbols),
-            *(c for s in access.symbols if s.kind is SymbolKind.LOOP for c in within(_variable(s), s.low, s.high)),
+            # a loop counter, and a value a guard reads from memory (`_picks_path`): within its type
+            *(c for s in access.symbols if s.kind in _WITHIN_TYPE for c in within(_variable(s), s.low, s.high)),
             *binding.constraints,
             *binding.fits,
             *access.guards,
@@ -226,7 +258,7 @@ class _Search:
         if len(asks) > 1 and session.check([_any_of(asks)]).outcome is Outcome.UNSAT:
             return None
         for ask in asks:
-            for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
+            for pinned in _preferred(access):
                 answer = session.check([*ask[:-1], *pinned, ask[-1]])
                 if answer.outcome is Outcome.SAT:
                     return Witness(answer, _shown(binding, layout, answer))
@@ -257,6 +289,18 @@ class _Search:
             if clamped not in seen:
                 seen.append(clamped)
                 yield clamped
+
+
+def _preferred(access: SymbolicAccess) -> list[list[Term]]:
+    """What a witness is pinned to, each tried in turn, the last nothing: the first thread,
+    block and iteration, and a value read from memory on the path no larger than `_SMALL_LOAD`
+    (`with `lens[b]` = 0`, not a value at its type's end), both, then either, when it can be."""
+    first = witness.first_iteration(access)
+    loads = [s for s in access.symbols if s.kind is SymbolKind.LOAD]
+    if not loads:
+        return [first, []]
+    small = [c for s in loads for c in within(_variable(s), 0, _SMALL_LOAD)]
+    return [[*first, *small], first, small, []]
 
 
 def _left_to_solver(symbol: Symbol) -> bool:

@@ -28,9 +28,23 @@ the block. A size the matcher leaves free of the kernel's scalar arguments (`{-1
 tensor the kernel indexes by `ne_n * ne_k`) is a shape the launcher lets through: the finding
 says which check it lacks.
 
-Not asked (never a finding): an offset that depends on an integer read from memory (KC401's),
-on a value the walk does not follow (a call's result, a local assigned after its declaration,
-a loop bound it does not follow), an access of a kernel whose launch leaves a value it needs
+A launch in a helper of the file that the launcher calls (`launch_one(q, q_out, ...)`, the
+helper launching with `data_ptr(x)` of its `const TensorView& x`, or handed `q.data_ptr()` as a
+`const float*`) is asked with the launcher's contract too: the helper walked where it is
+called, its parameters bound to the call's arguments and its tensors to the launcher's (each
+call its own witness, the finding names the launcher). A matcher's dim that names an integer
+local of the launcher (`TensorMatcher({R, hidden})`, `hidden = heads * head_dim`) is that
+local's value.
+
+A guard that picks the path by what a tensor holds and bounds no index (`if (done[row])
+return;`, `if (seq_len > topk)`) is a path some data takes: the witness names the value it reads
+(`with `done[blockIdx.x]` = 0`).
+
+Not asked (never a finding): an offset that depends on an integer read from memory (KC401's)
+or on a value the walk does not follow (a call's result, a local assigned after its
+declaration, a loop bound it does not follow), a guard that compares an integer read from
+memory with a thread, block or loop index (`if (t < lens[row])`: the data bounds the index,
+which the launcher does not state), an access of a kernel whose launch leaves a value it needs
 unknown (a template argument neither constant nor the launcher's own parameter, a grid from
 an unfollowed call, a `T` the launch instantiates with a type the tensor's matcher does not
 share, an integer a launching lambda's calls pass: `[&](auto kernel, int64_t n) {...}` called
@@ -75,7 +89,7 @@ from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._layout_search import OFFSET, SPAN, WIDTH, ZERO, Found, bytes_reached, defer
 from kernel_check.semantic import SemanticModel
-from kernel_check.witness import Layout, where
+from kernel_check.witness import Layout
 
 
 @rule("KC406", needs={Need.SYMBOLIC, Need.CONTRACTS})
@@ -93,11 +107,10 @@ def _before_start(access: SymbolicAccess, layout: Layout, values: Mapping[str, i
 
 
 def _message(access: SymbolicAccess, found: Found) -> str:
-    at = where(access.symbols, found.witness.answer)
     reached = bytes_reached(found.offset(), found.width(), found.unit())
     side = f"its span is {found.unit()}s 0 to {found.span() - 1}" if found.condition == 0 else "before its start"
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, {side} "
-        f"({found.layout_text()}): for {found.witness.shape()}{f' at {at}' if at else ''}; address it with its own "
+        f"({found.layout_text()}): for {found.witness.shape()}{found.place(access)}; address it with its own "
         "dims and strides, or have the launcher check the sizes the kernel assumes"
     )

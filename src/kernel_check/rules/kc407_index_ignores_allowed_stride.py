@@ -60,7 +60,7 @@ from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._layout_search import OFFSET, PADDED, WIDTH, Found, bytes_reached, concrete, defer, within_span
 from kernel_check.semantic import SemanticModel
-from kernel_check.witness import Layout, where
+from kernel_check.witness import Layout
 
 
 @rule("KC407", needs={Need.SYMBOLIC, Need.CONTRACTS})
@@ -85,11 +85,10 @@ def _in_padding(access: SymbolicAccess, layout: Layout, values: Mapping[str, int
 
 
 def _message(access: SymbolicAccess, found: Found) -> str:
-    at = where(access.symbols, found.witness.answer)
     reached = bytes_reached(found.offset(), found.width(), found.unit())
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} at {reached}, padding between "
-        f"its elements ({found.layout_text()}): for {found.witness.shape()}{f' at {at}' if at else ''}; index it "
+        f"its elements ({found.layout_text()}): for {found.witness.shape()}{found.place(access)}; index it "
         "with the stride the matcher allows (pass `.stride(i)` to the kernel), or have the matcher pin the "
         "stride the kernel assumes"
     )

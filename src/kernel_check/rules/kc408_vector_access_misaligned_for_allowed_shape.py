@@ -62,7 +62,7 @@ from kernel_check.model import SymbolicAccess, Term
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._layout_search import APART, OFFSET, PADDED, ZERO, Found, concrete, defer, within_span
 from kernel_check.semantic import SemanticModel
-from kernel_check.witness import Layout, where
+from kernel_check.witness import Layout
 
 # the shapes a padded view gives first (the natural witness), then the others
 _SHAPES = replace(PADDED, apart=PADDED.apart + APART)
@@ -91,11 +91,10 @@ def _misaligned(access: SymbolicAccess, layout: Layout, values: Mapping[str, int
 
 
 def _message(access: SymbolicAccess, found: Found) -> str:
-    at = where(access.symbols, found.witness.answer)
     return (
         f"`{access.pointer}` is {'written' if access.is_write else 'read'} as a {access.byte_width}-byte vector at "
         f"byte {found.offset()}, not a multiple of its {access.byte_align}-byte alignment though the data "
-        f"pointer is ({found.layout_text()}): for {found.witness.shape()}{f' at {at}' if at else ''}; have the "
+        f"pointer is ({found.layout_text()}): for {found.witness.shape()}{found.place(access)}; have the "
         "launcher check the strides and sizes keep the vector aligned (`RuntimeCheck(x.stride(0) % n == 0)`, "
         "`ensure_alignment`), or fall back to element accesses"
     )
