@@ -234,6 +234,12 @@ def _pdl_launch_statements(text: str) -> Iterator[tuple[re.Match, int, re.Match,
             yield statement, config_end, enable, args_end
 
 
+def _rewritten(text: str, start: int, end: int, head: str, call: str) -> tuple[str, int, int]:
+    """`text` with the launch statement from `start` to `end` (its `;` kept) replaced by the
+    lines `head` and the launching `call`: the text, the statement's offset and the call's."""
+    return text[:start] + head + call + text[end:], start, start + len(head)
+
+
 def _named_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | None:
     """The first `LaunchKernel(config).enable_pdl(flag)(kernel, args);` statement written with a
     named launch object: the text, the offset of the statement and that of the launching call."""
@@ -243,11 +249,7 @@ def _named_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | None:
         if keep_pdl:
             head += f"{indent}kc_launch.enable_pdl({enable.group(1)});\n"
         call = f"{indent}kc_launch({text[enable.end() : args_end - 1]})"
-        return (
-            text[: statement.start()] + head + call + text[args_end:],
-            statement.start(),
-            statement.start() + len(head),
-        )
+        return _rewritten(text, statement.start(), args_end, head, call)
     return None
 
 
@@ -287,11 +289,7 @@ def _runtime_api_launch(text: str, keep_pdl: bool) -> tuple[str, int, int] | Non
         ]
         head = "".join(f"{indent}{line}\n" for line in lines)
         call = f'{indent}CHECK_CUDA(cudaLaunchKernelEx(&kc_config, {text[enable.end() : args_end - 1]})) << "planted"'
-        return (
-            text[: statement.start()] + head + call + text[args_end:],
-            statement.start(),
-            statement.start() + len(head),
-        )
+        return _rewritten(text, statement.start(), args_end, head, call)
     return None
 
 
