@@ -75,6 +75,7 @@ inline void launch_with_cluster(float* out, cudaStream_t stream, unsigned int cl
 # Warp and cluster collectives through cooperative groups, as RMSNorm-style kernels use them.
 COOPERATIVE_GROUPS = r"""
 #include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
 #include <cooperative_groups/reduce.h>
 
 namespace cg = cooperative_groups;
@@ -90,6 +91,16 @@ __global__ void __cluster_dims__(2, 1, 1) row_norm(const float* in, float* out) 
   float* peer = cluster.map_shared_rank(partial, (cluster.block_rank() + 1) % cluster.num_blocks());
   cluster.sync();
   out[blockIdx.x] = peer[0] + sum;
+}
+
+// A group's asynchronous copy into shared memory, one thread's bookkeeping (CUDA 12.1+).
+__global__ void staged_copy(const float* in, float* out, int* count) {
+  __shared__ float tile[256];
+  auto block = cg::this_thread_block();
+  cg::memcpy_async(block, tile, in + blockIdx.x * 256, 256);
+  cg::wait(block);
+  cg::invoke_one(cg::coalesced_threads(), [&] { atomicAdd(count, 1); });
+  out[blockIdx.x * 256 + threadIdx.x] = tile[threadIdx.x];
 }
 """
 

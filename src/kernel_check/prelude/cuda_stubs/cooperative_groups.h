@@ -94,5 +94,17 @@ template <unsigned int Size, typename ParentT>
 __device__ thread_block_tile<Size, ParentT> tiled_partition(const ParentT& parent);
 template <typename GroupT>
 __device__ void sync(const GroupT& group);
+// Defined, not only declared: the callable is usually a lambda, and a function whose type
+// names one must be defined where it is used.
+/// Runs `fn(args...)` on one thread of the group (CUDA 12.1+).
+template <typename GroupT, typename Fn, typename... Args>
+__device__ void invoke_one(const GroupT&, Fn&& fn, Args&&... args) {
+  fn(args...);
+}
+/// Runs `fn(args...)` on one thread of the group and hands its result to every thread.
+template <typename GroupT, typename Fn, typename... Args>
+__device__ auto invoke_one_broadcast(const GroupT&, Fn&& fn, Args&&... args) -> decltype(fn(args...)) {
+  return fn(args...);
+}
 
 }  // namespace cooperative_groups
