@@ -389,3 +389,40 @@ def test_runtime_api_launches_take_the_pdl_attribute_set_before_them(tmp_path: P
     # attributes of a local array the body fills (a cluster shape): no PDL; the caller's
     # attributes (a parameter): it may turn PDL on
     assert flags[4:] == [None, None, ("const_cast<cudaLaunchAttribute*>(attrs)", "unknown")]
+
+
+DESIGNATED_LAUNCH_CONFIG = """
+#include <cstdint>
+#include <cuda_runtime.h>
+namespace sglang {
+__global__ void zero_kernel(float* __restrict__ out, int32_t n) {
+  if (threadIdx.x < n) out[threadIdx.x] = 0.0f;
+}
+
+cudaError_t zero(float* out, int32_t n, bool pdl) {
+  cudaLaunchAttribute attrs[1] = {{.id = cudaLaunchAttributeProgrammaticStreamSerialization,
+                                   .val = {.programmaticStreamSerializationAllowed = pdl}}};
+  cudaLaunchConfig_t config = {.gridDim = 2, .blockDim = 64, .attrs = attrs, .numAttrs = 1};
+  return cudaLaunchKernelEx(&config, zero_kernel, out, n);
+}
+
+cudaError_t zero_with(float* out, int32_t n, const cudaLaunchAttribute* given) {
+  cudaLaunchConfig_t config = {.gridDim = 1, .blockDim = 32, .attrs = const_cast<cudaLaunchAttribute*>(given)};
+  return cudaLaunchKernelEx(&config, zero_kernel, out, n);
+}
+}  // namespace sglang
+"""
+
+
+def test_designated_launch_attributes_and_config_fields_are_read(tmp_path: Path) -> None:
+    """The PDL attribute and the config's fields written as designated initializers: the
+    flag the attribute names, and unknown for the caller's attributes; the grid and block
+    the config's initializer gives."""
+    path = tmp_path / "designated.cuh"
+    path.write_text(DESIGNATED_LAUNCH_CONFIG)
+    text = DESIGNATED_LAUNCH_CONFIG
+    model = extract(parse_file(path, text, resolve_settings("hermetic")), text, text.encode())
+    flags = [(launch.pdl.text, launch.pdl.value.op) if launch.pdl else None for launch in model.launches]
+    assert flags == [("pdl", "param"), ("const_cast<cudaLaunchAttribute*>(given)", "unknown")]
+    first = next(c for c in model.launch_contracts if c.launch == 0)
+    assert [t.value if t is not None else None for t in (*first.grid, *first.block)] == [2, 1, 1, 64, 1, 1]
