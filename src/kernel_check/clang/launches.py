@@ -1,13 +1,13 @@
 """Kernel launches, resolved once: the one `Launch` type every rule reads.
 
 A launch is `LaunchKernel(grid, block, device)[.enable_pdl(x)](kernel, args...)`,
-`kernel<<<grid, block>>>(args...)`, or a runtime API call: `cudaLaunchKernel(kernel, grid, block,
-args)` or `cudaLaunchKernelEx(&config, kernel, args...)`, whose `cudaLaunchConfig_t` local
-holds the grid and block and whose launch attributes set PDL; a named launch object (`auto launch = LaunchKernel{...};
-launch.enable_pdl(x); launch(kernel, args...);`) takes the PDL flag its methods set before
-the launch. Its kernel expression is followed to every kernel it can
-name, each with its template arguments evaluated in the launcher's scope (`consteval`) and
-the condition under which it is the one launched:
+`kernel<<<grid, block>>>(args...)`, or a runtime API call: `cudaLaunchKernel(kernel, grid,
+block, args)` or `cudaLaunchKernelEx(&config, kernel, args...)`, whose `cudaLaunchConfig_t`
+local holds the grid and block and whose launch attributes set PDL; a named launch object
+(`auto launch = LaunchKernel{...}; launch.enable_pdl(x); launch(kernel, args...);`) takes the
+PDL flag its methods set before the launch. Its kernel expression is followed to every
+kernel it can name, each with its template arguments evaluated in the launcher's scope
+(`consteval`) and the condition under which it is the one launched:
 
 * `kern<T, 8>`, `&kern<...>`, casts, either branch of a ternary (guarded by the condition);
 * variables and member variables (`static constexpr auto kernel = k<T>;`) to their
@@ -143,16 +143,21 @@ class _Code:
                 target = node.children[0].stripped()
                 if target.kind is ExprKind.REF and target.ref is not None and target.ref.kind is DeclKind.VARIABLE:
                     self.assigned.setdefault(target.ref.key, []).append(node.children[1])
-                elif target.kind is ExprKind.MEMBER and target.name == _PDL_ATTRIBUTE_FIELD:
-                    self.attribute_values.append((node.children[1], conditional))
-                elif target.kind is ExprKind.MEMBER and target.name == _ATTRIBUTES_FIELD:
-                    self.attribute_arrays.append(node.children[1])
-            elif node.designator == _PDL_ATTRIBUTE_FIELD and node.children:
-                self.attribute_values.append((node.children[0], conditional))
-            elif node.designator == _ATTRIBUTES_FIELD and node.children:
-                self.attribute_arrays.append(node.children[0])
+                elif target.kind is ExprKind.MEMBER:
+                    self._launch_field(target.name, node.children[1], conditional)
+            elif node.kind is ExprKind.INIT_LIST:  # `{.attrs = attrs}`: a designator names the field
+                for element in node.children:
+                    if element.designator and element.children:
+                        self._launch_field(element.designator, element.children[0], conditional)
             elif node.kind is ExprKind.LAMBDA and node.lambda_body is not None:
                 self._statement(node.lambda_body)
+
+    def _launch_field(self, name: str, value: Expr, conditional: bool) -> None:
+        """Keep a value given to a launch attribute's PDL field or to a config's attributes."""
+        if name == _PDL_ATTRIBUTE_FIELD:
+            self.attribute_values.append((value, conditional))
+        elif name == _ATTRIBUTES_FIELD:
+            self.attribute_arrays.append(value)
 
     def bound(self) -> dict[int, list[Expr]]:
         """By local name (`DeclRef.key`), the values the body gives it besides its declaration:
@@ -262,7 +267,7 @@ class LaunchResolver:
         if not earlier:
             local = {v.key for v in body.variables}
             given = [a for a in body.attribute_arrays if a.span.end <= call.span.start]
-            foreign = [a for a in given if (ref := _array_variable(a)) is None or ref.key not in local]
+            foreign = [a for a in given if (ref := _named_variable(a)) is None or ref.key not in local]
             text = " ".join(source_text(self.data, foreign[-1].span).split()) if foreign else ""
             return PdlFlag(ConstExpr("unknown", text=text), text) if foreign else None
         value, conditional = earlier[-1]
@@ -586,9 +591,9 @@ def _api_launch_parts(
     name, arguments = _called_name(call), call.children[1:]
     if name == "cudaLaunchKernelEx" and len(arguments) >= 2:
         return "runtime_api", arguments[1].stripped(), tuple(arguments[2:]), None
-    kernel_at, array_at = _ARRAY_LAUNCHES.get(name, (0, len(arguments)))
-    if len(arguments) <= array_at:
+    if name not in _ARRAY_LAUNCHES or len(arguments) <= _ARRAY_LAUNCHES[name][1]:
         return None
+    kernel_at, array_at = _ARRAY_LAUNCHES[name]
     array = arguments[array_at].stripped()
     held = arrays.get(array.ref.key) if array.kind is ExprKind.REF and array.ref is not None else None
     return ("runtime_api", arguments[kernel_at].stripped(), held, None) if held is not None else None
@@ -599,15 +604,13 @@ def launch_config(call: Expr) -> DeclRef | None:
     passes (None for other calls, or a config that is not a local's)."""
     if _called_name(call) not in _CONFIG_LAUNCHES or len(call.children) < 2:
         return None
-    config = call.children[1].stripped()
-    if config.kind is ExprKind.UNARY and config.operator == "&" and config.children:
-        config = config.children[0].stripped()
-    ref = config.ref if config.kind is ExprKind.REF else None
+    ref = _named_variable(call.children[1])
     return ref if ref is not None and ref.kind is DeclKind.VARIABLE else None
 
 
-def _array_variable(expression: Expr) -> DeclRef | None:
-    """The variable an attribute array expression names (`attrs`, `&attr`, a cast of either)."""
+def _named_variable(expression: Expr) -> DeclRef | None:
+    """The declaration an expression names, directly or by its address (`attrs`, `&config`,
+    a cast of either)."""
     node = expression.uncast()
     if node.kind is ExprKind.UNARY and node.operator == "&" and node.children:
         node = node.children[0].uncast()
