@@ -1507,12 +1507,13 @@ def _member_object(call: Expr) -> Expr | None:
 
 def _method_object(call: Expr) -> DeclRef | None:
     """The variable or parameter whose method `call` calls (`N` of `N.unwrap()`)."""
-    callee = call.children[0].stripped() if call.children else None
-    base = (
-        callee.children[0].stripped()
-        if callee is not None and callee.kind is ExprKind.MEMBER and callee.children
-        else None
-    )
+    return _member_base(call.children[0].stripped()) if call.children else None
+
+
+def _member_base(member: Expr) -> DeclRef | None:
+    """The variable or parameter a member expression names a member of (`params` of
+    `params.n`, `config` of `config.gridDim`)."""
+    base = member.children[0].stripped() if member.kind is ExprKind.MEMBER and member.children else None
     return base.ref if base is not None and base.kind is ExprKind.REF else None
 
 
@@ -2085,10 +2086,10 @@ class _LauncherWalk(_Walk):
     def config_of(self, member: Expr) -> int | None:
         """The `cudaLaunchConfig_t` local (`DeclRef.key`) whose grid or block a member
         expression names (`config.gridDim`)."""
-        base = member.children[0].stripped() if member.kind is ExprKind.MEMBER and member.children else None
-        if member.name not in _CONFIG_DIMS or base is None or base.kind is not ExprKind.REF or base.ref is None:
+        base = _member_base(member)
+        if member.name not in _CONFIG_DIMS or base is None:
             return None
-        return base.ref.key if _LAUNCH_CONFIG_TYPE in base.type.canonical else None
+        return base.key if _LAUNCH_CONFIG_TYPE in base.type.canonical else None
 
     def member(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         """A params-struct local's field read (`(params.n_vecs + k - 1) / k`): the value kept."""
@@ -2097,10 +2098,8 @@ class _LauncherWalk(_Walk):
 
     def record_of(self, member: Expr) -> dict[str, Term] | None:
         """The fields kept of the params-struct local a member expression names a field of."""
-        base = member.children[0].stripped() if member.kind is ExprKind.MEMBER and member.children else None
-        if base is None or base.kind is not ExprKind.REF or base.ref is None:
-            return None
-        return self.records.get(base.ref.key)
+        base = _member_base(member)
+        return self.records.get(base.key) if base is not None else None
 
     def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:
         """A lambda that launches (`auto launch = [&](auto kernel, int64_t n) {...}`) is walked
