@@ -254,8 +254,12 @@ class SemanticModel:
         """The contract of the launch at index `key` in `launches`, when its launcher's walk
         gave one; a key past the launches names a caller's contract (`callers_contracts`)."""
         if key >= len(self.launches):
-            return self._callers_contracts[key - len(self.launches)]
+            return self.caller_contract(key)
         return self._contracts_by_launch.get(key)
+
+    def caller_contract(self, key: int) -> LaunchContract | None:
+        """The caller's contract a `contract_at` key names (None for a launch's own index)."""
+        return self._callers_contracts[key - len(self.launches)] if key >= len(self.launches) else None
 
     def callers_contracts(self, launch: int) -> list[int]:
         """The keys (`contract_at`) of the contracts the callers of a helper give the launch at

@@ -402,7 +402,7 @@ def _carried(model: SemanticModel, kernel: Function, pointer: str, launch: int) 
     kernel's pointer (`table`, `params.cache`)."""
     head, _, field = pointer.partition(".")
     position = _parameter(kernel, head)
-    contract = model.contract_at(launch) if launch >= len(model.launches) else None
+    contract = model.caller_contract(launch)
     tensors = contract.carried if contract is not None else model.launches[launch].tensors
     return [a for a in tensors if a.argument == position and a.field in (field, "*")]
 
@@ -410,7 +410,7 @@ def _carried(model: SemanticModel, kernel: Function, pointer: str, launch: int) 
 def launcher_of(model: SemanticModel, launch: int) -> str:
     """The qualified name of the function that runs the launch at `launch` with the sizes a
     witness names: its launcher, or the caller whose contract of it the key names."""
-    contract = model.contract_at(launch) if launch >= len(model.launches) else None
+    contract = model.caller_contract(launch)
     return contract.caller if contract is not None else model.launches[launch].launcher
 
 
