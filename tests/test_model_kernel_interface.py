@@ -98,6 +98,27 @@ def test_launch_binds_template_args_and_the_tensors_behind_each_argument(tmp_pat
     assert uses == {"dst", "src"}
 
 
+def test_a_params_field_handed_on_its_own_carries_that_fields_tensor_alone(tmp_path: Path) -> None:
+    model = model_of(
+        tmp_path,
+        """
+struct Pair {
+  float* __restrict__ out;
+  const float* __restrict__ in;
+  int64_t n;
+};
+__global__ void scale_kernel(float* out, const float* in, int64_t n) {}
+void run(tvm::ffi::TensorView out, tvm::ffi::TensorView in, int64_t n) {
+  const auto pair = Pair{.out = static_cast<float*>(out.data_ptr()),
+                         .in = static_cast<const float*>(in.data_ptr()), .n = n};
+  host::LaunchKernel(1, 128, out.device())(scale_kernel, pair.out, pair.in, pair.n);
+}
+""",
+    )
+    [launch] = model.launches
+    assert {(a.argument, a.field, a.tensor) for a in launch.tensors} == {(0, "", "out"), (1, "", "in")}
+
+
 def test_kernel_vector_accesses_carry_width_over_template_params(tmp_path: Path) -> None:
     model = model_of(tmp_path, LAUNCHER)
     accesses = model.launcher_facts.vector_accesses

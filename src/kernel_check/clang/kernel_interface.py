@@ -808,6 +808,9 @@ class _BodyFacts:
             if node.kind is ExprKind.REF:
                 yield from self._reference_sources(node, field_name)
                 continue
+            if node.kind is ExprKind.MEMBER and (read := self._field_sources(node, field_name)) is not None:
+                yield from read
+                continue
             if node.kind is ExprKind.INIT_LIST:
                 fields = record_fields(node) or (record_fields(record) if record is not None else [])
                 named = initializer_list_fields(node, field_name, fields)
@@ -822,6 +825,23 @@ class _BodyFacts:
         if callee_name(call) == "data_ptr":
             return _member_call_object(call)
         return handed_out_tensor(call, self.program, self.data, self.path)
+
+    def _field_sources(self, member: Expr, field_name: str) -> list[_TensorSource] | None:
+        """The tensors a params-struct local's field carries (`params.out` handed to a kernel
+        as its pointer, `params.n` none), with the path below the field (a nested struct's);
+        None where the local's fields are not told apart (a helper's params parameter)."""
+        base = member.children[0].stripped() if member.member_base is not None else None
+        sources = list(self._reference_sources(base, "")) if base is not None else []
+        if not sources or any(source.field in ("", "*") for source in sources):
+            return None
+        name = self._member_name(member)
+        read = []
+        for source in sources:
+            head, _, rest = source.field.partition(".")
+            if head == name:
+                path = f"{field_name}.{rest}" if field_name and rest else rest or field_name
+                read.append(_TensorSource(path, source.tensor, source.data_use))
+        return read
 
     def _reference_sources(self, node: Expr, field_name: str) -> Iterator[_TensorSource]:
         decl = node.ref

@@ -494,6 +494,13 @@ class Expr(_Typed):
         referenced = self._cursor.referenced
         return decl_ref(referenced) if referenced is not None else None
 
+    @property
+    def member_base(self) -> DeclRef | None:
+        """The variable or parameter a member expression names a member of (`params` of
+        `params.n`, `config` of `config.gridDim`)."""
+        base = self.children[0].stripped() if self.kind is ExprKind.MEMBER and self.children else None
+        return base.ref if base is not None and base.kind is ExprKind.REF else None
+
     @cached_property
     def value(self) -> int | None:
         """The integer clang computes for a non-dependent constant expression."""

@@ -112,6 +112,7 @@ _UNFOLLOWED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
 # Words in the name of a call that stops the thread or raises (a launcher's `host::Error()`, `Panic(...)`)
 _FAILING_CALLS = ("assert", "fail", "trap", "abort", "error", "panic")
 _DIV_CEIL_CALLS = frozenset({"div_ceil", "ceil_div", "cdiv"})
+_SHAPE_VIEWS = {"shape": "size", "strides": "stride"}  # a tensor's views, by the query of one entry
 # A launcher's query of the device's SM count (`get_num_sms(device)`, `get_sm_count(id)`): one
 # value per device, 1 to `_MAX_SMS` (no GPU has more), for a persistent grid of `k * num_sms`.
 _SM_COUNT_CALL = re.compile(r"num_?sms|sm_?count|multi_?processor_?count", re.IGNORECASE)
@@ -1486,8 +1487,9 @@ def _operands(call: Expr) -> list[Expr]:
     return [c for c in call.children if not (c.kind is ExprKind.REF and not c.name)]
 
 
-def _assignment_operands(call: Expr) -> list[Expr]:
-    """A class's `operator=` call's target and source: its children but the operator's reference."""
+def _operator_operands(call: Expr) -> list[Expr]:
+    """A class's operator call's operands (the target and source of `a = b`, the object and
+    index of `s[i]`): its children but the operator's reference."""
     return [c.stripped() for c in call.children if c.stripped().name != call.name]
 
 
@@ -1507,14 +1509,7 @@ def _member_object(call: Expr) -> Expr | None:
 
 def _method_object(call: Expr) -> DeclRef | None:
     """The variable or parameter whose method `call` calls (`N` of `N.unwrap()`)."""
-    return _member_base(call.children[0].stripped()) if call.children else None
-
-
-def _member_base(member: Expr) -> DeclRef | None:
-    """The variable or parameter a member expression names a member of (`params` of
-    `params.n`, `config` of `config.gridDim`)."""
-    base = member.children[0].stripped() if member.kind is ExprKind.MEMBER and member.children else None
-    return base.ref if base is not None and base.kind is ExprKind.REF else None
+    return call.children[0].stripped().member_base if call.children else None
 
 
 def _all(terms: tuple[Term, ...]) -> Term:
@@ -1858,7 +1853,7 @@ class _LauncherWalk(_Walk):
             self.launch_through(expr, helper, guards)
             return self.opaque(expr) if expr.type.bits is not None else None
         name, arguments = expr.name, expr.arguments
-        operands = _assignment_operands(expr) if name == "operator=" else []
+        operands = _operator_operands(expr) if name == "operator=" else []
         if len(operands) == 2 and self.config_of(operands[0]) is not None:  # `config.gridDim = n;`: dim3's `=`
             self.assign(operands[0], operands[1], guards)
             return None
@@ -1867,6 +1862,8 @@ class _LauncherWalk(_Walk):
         if name in ("size", "stride") and len(arguments) == 1 and (dims := self.tensor_dims(expr, name)) is not None:
             position = arguments[0].value
             return dims[position] if position is not None and 0 <= position < len(dims) else self.opaque(expr)
+        if name == "operator[]" and (entry := self.shape_entry(expr)) is not None:
+            return entry
         if name == "is_contiguous" and not arguments and (contiguous := self.contiguous(expr)) is not None:
             return contiguous
         if name in _DIV_CEIL_CALLS and len(arguments) == 2:
@@ -2001,6 +1998,17 @@ class _LauncherWalk(_Walk):
             return None
         return dict(self.extents() if query == "size" else self.strides()).get(ref.name)
 
+    def shape_entry(self, call: Expr) -> Term | None:
+        """`x.shape()[i]` (`x.strides()[i]`) of a verified tensor: its dim (stride) `i`, as
+        `x.size(i)` is."""
+        operands = _operator_operands(call)
+        if len(operands) != 2 or operands[0].kind is not ExprKind.CALL:
+            return None
+        query = _SHAPE_VIEWS.get(operands[0].name)
+        dims = self.tensor_dims(operands[0], query) if query is not None else None
+        position = operands[1].value
+        return dims[position] if dims is not None and position is not None and 0 <= position < len(dims) else None
+
     def contiguous(self, call: Expr) -> Term | None:
         """`x.is_contiguous()` of a verified tensor: each stride the product of the dims
         after it, but a dim of 1's (the test skips those)."""
@@ -2086,7 +2094,7 @@ class _LauncherWalk(_Walk):
     def config_of(self, member: Expr) -> int | None:
         """The `cudaLaunchConfig_t` local (`DeclRef.key`) whose grid or block a member
         expression names (`config.gridDim`)."""
-        base = _member_base(member)
+        base = member.member_base
         if member.name not in _CONFIG_DIMS or base is None:
             return None
         return base.key if _LAUNCH_CONFIG_TYPE in base.type.canonical else None
@@ -2098,7 +2106,7 @@ class _LauncherWalk(_Walk):
 
     def record_of(self, member: Expr) -> dict[str, Term] | None:
         """The fields kept of the params-struct local a member expression names a field of."""
-        base = _member_base(member)
+        base = member.member_base
         return self.records.get(base.key) if base is not None else None
 
     def lambda_escapes(self, lambda_: Expr, guards: tuple[Term, ...]) -> None:

@@ -9,7 +9,9 @@ The check is a proof, not a pattern (solver.py, z3), asked only where the file's
 the kernel tells everything the access depends on: the launcher's `TensorMatcher` gives the
 tensor's dims, its strides (`with_strides`, or the contiguous ones) and one element size, and
 the grid, block and every scalar argument the offset or its guards name are terms over the
-launcher's sizes (`x.size(i)`, `x.stride(i)`, `S.unwrap()`, `S.set_value(v)`, the SM count).
+launcher's sizes (`x.size(i)`, `x.stride(i)`, `x.shape()[i]`, `S.unwrap()`, `S.set_value(v)`, the SM
+count). A field of a params struct the launcher filled, handed to the kernel on its own
+(`(kernel, params.slots, params.count)`), carries that field's tensor alone.
 The access's offset in bytes -- followed through casts, `pointer::offset` (bytes), vector
 loads (`vec.load(p, i)`: `i` whole vectors), device helpers in sight that the kernel hands the
 pointer (`load_as<float4>(x, i)`, `pair_sum(x + i)`: the helper's accesses at the caller's
