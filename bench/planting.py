@@ -91,6 +91,10 @@ class Mutation:
     # The class of defect (issue 28: memory safety, a shared write race, numerics...) the
     # planting is, for mutations that plant a defect rather than a breach of a convention.
     defect: str = ""
+    # Files (paths in the tree) where the edit, checked by hand, breaks nothing (the planted
+    # access stays in range, or the code it exposes never runs), each with the reason: such a
+    # planting is left out of the recall and listed with its reason.
+    harmless: tuple[tuple[str, str], ...] = ()
 
 
 def line_of(text: str, offset: int) -> int:
@@ -157,6 +161,7 @@ class Planting:
     mutation: Mutation
     path: Path  # relative to the copied tree
     planted: Planted
+    harmless: str = ""  # why the edit breaks nothing in this file (`Mutation.harmless`)
     findings_before: list[dict] = field(default_factory=list)
     findings_after: list[dict] = field(default_factory=list)
 
@@ -185,7 +190,9 @@ def choose_plantings(
     unparsable: frozenset[Path] = frozenset(),
 ) -> list[Planting]:
     """Up to `per_mutation` plantings per mutation, never into a file that clang could not
-    parse before anything was planted (no rule runs there: a miss would say nothing)."""
+    parse before anything was planted (no rule runs there: a miss would say nothing). A
+    planting the mutation names harmless in its file keeps its place in the spread (the other
+    files chosen stay the same) and says why (`Planting.harmless`)."""
     files = [path for path in candidate_files(root) if path not in unparsable]
     texts: dict[Path, str] = {}
     plantings: list[Planting] = []
@@ -201,7 +208,11 @@ def choose_plantings(
                 planted = mutation.plant(text)
                 if planted is not None and planted.text != text:
                     sites.append((path, planted))
-            plantings += [Planting(family, mutation, path, planted) for path, planted in spread(sites, per_mutation)]
+            harmless = dict(mutation.harmless)
+            plantings += [
+                Planting(family, mutation, path, planted, harmless.get(path.as_posix(), ""))
+                for path, planted in spread(sites, per_mutation)
+            ]
     return plantings
 
 
@@ -436,13 +447,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kc-planting-") as scratch:
         root = copy_tree(args.tree.resolve(), Path(scratch) / "tree")
         unparsable = unparsable_files(root, args.mode, Path(scratch) / "cache")
-        plantings = choose_plantings(root, mutations, args.per_mutation, codes, unparsable)
+        chosen = choose_plantings(root, mutations, args.per_mutation, codes, unparsable)
+        harmless = [p for p in chosen if p.harmless]
+        plantings = [p for p in chosen if not p.harmless]
         if not plantings:
             raise SystemExit("no mutation found a place to plant in this tree")
         run_plantings(root, plantings, args.mode, Path(scratch) / "cache", progress=sys.stderr.isatty())
     results = [judge(p) for p in plantings]
     summary = summarize(results)
-    print(f"Left out: {len(unparsable)} files that do not parse before planting (KC000).\n")
+    print(f"Left out: {len(unparsable)} files that do not parse before planting (KC000).")
+    print(f"Left out: {len(harmless)} plantings whose edit breaks nothing in their file (`Mutation.harmless`).")
+    print("".join(f"- {p.mutation.code} {p.mutation.name}: {p.path}: {p.harmless}\n" for p in harmless))
     print(markdown(summary, results), end="")
     if args.json:
         args.json.write_text(
@@ -450,6 +465,10 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "mode": args.mode,
                     "unparsable": sorted(map(str, unparsable)),
+                    "harmless": [
+                        {"code": p.mutation.code, "mutation": p.mutation.name, "path": str(p.path), "why": p.harmless}
+                        for p in harmless
+                    ],
                     "summary": summary,
                     "idioms": summarize_idioms(results),
                     "defects": summarize_defects(results),

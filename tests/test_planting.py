@@ -67,6 +67,19 @@ def test_rounds_never_plant_one_file_twice(tree: Path) -> None:
         assert len(paths) == len(set(paths))
 
 
+def test_a_planting_named_harmless_keeps_its_place_and_says_why(tree: Path) -> None:
+    reason = "a comment breaks nothing"
+    named = planting.Mutation(
+        "KC310",
+        "ascii-comment",
+        (".cuh",),
+        HARMLESS.plant,
+        harmless=((f"{planting.KERNELS_SUBDIR}/csrc/a.cuh", reason),),
+    )
+    plantings = planting.choose_plantings(tree, {"t": [named]}, per_mutation=2, codes=None)
+    assert [(p.path.name, p.harmless) for p in plantings] == [("a.cuh", reason), ("b.cuh", "")]
+
+
 @pytest.mark.slow
 def test_found_and_missed_plantings_are_told_apart(tree: Path, tmp_path: Path) -> None:
     plantings = planting.choose_plantings(tree, {"t": [NON_ASCII, HARMLESS]}, per_mutation=2, codes=None)

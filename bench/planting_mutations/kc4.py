@@ -531,11 +531,41 @@ def drop_satfinite(text: str) -> Planted | None:
     return None
 
 
+# -- plantings that break nothing in the pinned tree (each read by hand) ------------------------------
+_CSRC = "python/sglang/kernels/jit/csrc"
+_HARMLESS_IF_GUARD = (
+    (
+        f"{_CSRC}/hisparse.cuh",
+        "`if (i < count)` made `if (true)` inside `for (i = tid; i < NUM_TOP_K; ...)`: `req_top_k_tokens[i]` "
+        "stays below NUM_TOP_K, which the kernel's slow path reads unguarded (the row holds NUM_TOP_K ids); "
+        "what the exposed read hands on is a loaded id, `req_device_buffer_locs[token_pos]` (KC401's)",
+    ),
+)
+_HARMLESS_OFF_BY_ONE = (
+    (
+        f"{_CSRC}/gemm/marlin/awq_marlin_repack.cuh",
+        "`start_k_tile >= k_tiles` made `>`: the one block let through at `start_k_tile == k_tiles` gets "
+        "`finish_k_tile = min(start_k_tile + block_k_tiles, k_tiles) == start_k_tile`, so its tile loop "
+        "runs no iteration and it touches no memory",
+    ),
+)
+_HARMLESS_STRIDE_LOOP = (
+    (
+        f"{_CSRC}/deepseek_v4/common.cuh",
+        "`i < num_tokens` made `<=` in `plan_prefill_cuda`: `i` indexes no memory (the plans go to atomic "
+        "counters, the lengths are read at `batch_id < batch_size`); where the extend lengths sum to "
+        "`num_tokens`, as the plan's consumers need, the extra token walks past the last sequence and leaves "
+        "at `if (batch_id >= batch_size) break;` before any access",
+    ),
+)
+
 MUTATIONS = [
     Mutation("KC406", "early-exit bound guard removed", CPP, drop_exit_guard, EARLY_EXIT, MEMORY),
-    Mutation("KC406", "bound guard made unconditional", CPP, drop_if_guard, BLOCK_GUARD, MEMORY),
-    Mutation("KC406", "bound guard off by one", CPP, guard_off_by_one, BLOCK_GUARD, MEMORY),
-    Mutation("KC406", "stride loop bound off by one", CPP, stride_loop_off_by_one, STRIDE_LOOP, MEMORY),
+    Mutation("KC406", "bound guard made unconditional", CPP, drop_if_guard, BLOCK_GUARD, MEMORY, _HARMLESS_IF_GUARD),
+    Mutation("KC406", "bound guard off by one", CPP, guard_off_by_one, BLOCK_GUARD, MEMORY, _HARMLESS_OFF_BY_ONE),
+    Mutation(
+        "KC406", "stride loop bound off by one", CPP, stride_loop_off_by_one, STRIDE_LOOP, MEMORY, _HARMLESS_STRIDE_LOOP
+    ),
     Mutation("KC401", "bound check of a loaded id removed", CPP, drop_loaded_id_guard, BLOCK_GUARD, MEMORY),
     Mutation("KC401", "clamp of a loaded id removed", CPP, drop_loaded_id_clamp, defect=MEMORY),
     Mutation("KC112", "widening of a 64-bit index local removed", CPP, unwiden_index_local, INT64_LOCAL, OFFSETS_32),
