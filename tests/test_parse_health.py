@@ -317,6 +317,25 @@ def test_only_constexpr_device_functions_are_relaxed(tmp_path: Path, mode: str) 
     ]
 
 
+# A descriptor filled in braces from 64-bit sizes, as real kernels pack TMA and MMA
+# descriptors: nvcc builds it (its host compiler warns of the narrowing), clang stops.
+BRACED_NARROWING = r"""
+#include <cstdint>
+
+struct CopyDesc {
+  uint32_t bytes;
+  uint32_t rows;
+};
+
+__device__ inline CopyDesc describe(int64_t rows, int64_t row_bytes) { return CopyDesc{rows * row_bytes, rows}; }
+"""
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_a_non_constant_narrowed_in_braces_parses_as_nvcc_builds_it(tmp_path: Path, mode: str) -> None:
+    assert errors_of(tmp_path, BRACED_NARROWING, resolve_settings(mode)) == []
+
+
 @pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
 def test_device_code_calls_memcpy(tmp_path: Path, mode: str) -> None:
     assert errors_of(tmp_path, DEVICE_MEMCPY, resolve_settings(mode)) == []
