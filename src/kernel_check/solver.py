@@ -316,6 +316,16 @@ def divides_by_nonzero(terms: Iterable[Term]) -> list[Term]:
     return [Term("!=", (d, Term("const", value=0))) for d in divisors(terms, unconditional=True)]
 
 
+def loaded_sizes_positive(terms: Iterable[Term], loads: Iterable[str]) -> list[Term]:
+    """`1 <= d` for each divisor that `terms` always evaluate and that is a value read from
+    memory (one of `loads`): a kernel divides by what it reads as a size (`j / row_lens[t]`,
+    the row of flat element `j`), and a size is positive; with any value allowed, a witness
+    would be a kernel fed a negative row length."""
+    names = set(loads)
+    divided = {d for d in divisors(terms, unconditional=True) if d.op == "sym" and d.name in names}
+    return [Term("<=", (Term("const", value=1), d)) for d in divided]
+
+
 def for_all(variables: Iterable[str], body: Term) -> Term:
     """`body` holds whatever values the symbols `variables` take (a condition over every
     thread of the block, every iteration of a loop)."""

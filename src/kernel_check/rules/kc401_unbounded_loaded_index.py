@@ -218,7 +218,13 @@ def _unbounded_sides(access: SymbolicAccess, budget: Budget) -> dict[str, Answer
     world = _world(access.symbols)
     loads = [Term("sym", name=s.name) for s in access.symbols if s.kind is SymbolKind.LOAD]
     offset_loads = [Term("sym", name=s.name) for s in _offset_loads(access)]
-    base = [*world, *access.guards, *solver.divides_by_nonzero((*access.guards, access.offset))]
+    computed = (*access.guards, access.offset)
+    base = [
+        *world,
+        *access.guards,
+        *solver.divides_by_nonzero(computed),
+        *solver.loaded_sizes_positive(computed, (t.name for t in loads)),
+    ]
     sides: list[tuple[str, Term, list[Term]]] = [
         (
             "upper",
