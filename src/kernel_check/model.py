@@ -826,6 +826,9 @@ class PointerAccess:
     fields: tuple[str, ...]  # field path inside a by-value params struct; () for a pointer param
     how: str  # "subscript", "dereference", "->", "reference", "asm", or "callee()"
     order: int | None  # see PdlCall.order
+    # The pointer is the address operand of a CUDA atomic (`atomicAdd(p, 1ull)`), here or in
+    # a callee replayed at this call: its pointee type is the one an atomic overload takes.
+    atomic: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ are built on the first question that needs them and kept for every later rule:
   `launches`: `launch_indices_of(kernel_usr)`, `contract_at(launch)` (its `LaunchContract`);
 - per-function facts: `facts_of(usr)` (the launcher facts of one function),
   `dataflow(function)`, `tensor_callers(function)`;
+- `is_atomic_operand(decl)`: a pointer parameter or params-struct field handed to a CUDA
+  atomic as its address (`atomicAdd(tail, 1ull)`);
 - how a kernel uses the values it loads: `index_uses(function)` (a load, or an atomic's old
   value, inside the index of another access), `prefix_sums(function)` (`p[e]` and `p[e + 1]`);
 - callee summaries (`summaries.py`): `vector_uses(usr)`, `access_kinds(usr, param, field)`,
@@ -36,6 +38,8 @@ from .model import (
     Function,
     FunctionDataflow,
     FunctionKind,
+    IntegerDecl,
+    IntegerDeclKind,
     Launch,
     LaunchContract,
     LaunchedKernel,
@@ -310,6 +314,42 @@ class SemanticModel:
             *self._tensor_handoffs_by_callee.get(f"name:{function.name}", []),
         ]
         return {caller for caller, _ in calls if caller != function.usr}
+
+    # -- atomics ------------------------------------------------------------------------------
+    @functools.cached_property
+    def _atomic_operands(self) -> frozenset[tuple[str, str]]:
+        """(function USR, parameter) and (params struct's qualified name, field) of each pointer
+        that a kernel or device function body hands to a CUDA atomic as its address operand."""
+        operands: set[tuple[str, str]] = set()
+        for flow in self.dataflow_facts.functions:
+            function = self.function(flow.function_usr)
+            for access in flow.accesses:
+                if function is None or not access.atomic or access.param_index >= len(function.params):
+                    continue
+                param = function.params[access.param_index]
+                if not access.fields:
+                    operands.add((function.usr, param.name))
+                    continue
+                struct = self._struct_along(param.type, access.fields[:-1])
+                if struct is not None:
+                    operands.add((struct.qualified_name, access.fields[-1]))
+        return frozenset(operands)
+
+    def _struct_along(self, type_: TypeInfo, path: tuple[str, ...]) -> Struct | None:
+        """The struct reached from a by-value struct type through the fields of `path`."""
+        struct = self.struct_of(type_)
+        for name in path:
+            field = next((f for f in struct.fields if f.name == name), None) if struct is not None else None
+            struct = self.struct_of(field.type) if field is not None else None
+        return struct
+
+    def is_atomic_operand(self, decl: IntegerDecl) -> bool:
+        """Whether a pointer parameter (or a params-struct field) is the address operand of a
+        CUDA atomic in the function's body or a callee of it (needs the dataflow facts)."""
+        if decl.declarator != "pointer" or decl.in_lambda or decl.kind is IntegerDeclKind.LOCAL:
+            return False
+        owner = decl.owner if decl.kind is IntegerDeclKind.FIELD else decl.owner_usr
+        return (owner, decl.name) in self._atomic_operands
 
     # -- loaded values ------------------------------------------------------------------------
     def _index_text(self, access: PointerAccess) -> str | None:

@@ -161,6 +161,7 @@ class _Access:
     target: Origin
     span: Span
     how: str
+    atomic: bool = False  # see PointerAccess.atomic
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,8 @@ class _WalkResult:
                 continue
             if event.target.scope != 0 or (order is None and event.kind is AccessKind.READ):
                 continue  # unplaceable reads cannot be ordered at a call site
-            key = (event.kind, event.target.param, event.target.fields)
+            # an atomic is kept beside a plain access of the same kind: it tells the operand's type
+            key = (event.kind, event.target.param, event.target.fields, event.atomic)
             if key not in seen:
                 seen.add(key)
                 events.append(event)
@@ -762,7 +764,8 @@ class _Walker:
                 result = union(result, self._replay(summary, node, name, args, arg_values))
             return result
         effects = _KNOWN_EFFECTS.get(name) or _named_effects(name)
-        if effects is None and name.startswith(_ATOMIC_PREFIX):
+        atomic = effects is None and name.startswith(_ATOMIC_PREFIX)
+        if atomic:
             effects = ((0, _RW),)
         if effects is None and name in _ASYNC_COPIES:
             pointers = [i for i, arg in enumerate(args) if _is_pointer_like(arg)]
@@ -770,18 +773,20 @@ class _Walker:
         if effects is not None:
             for index, kinds in effects:
                 if index < len(args):
-                    self._emit_kinds(arg_values[index], kinds, args[index].span, f"{name}()")
+                    self._emit_kinds(arg_values[index], kinds, args[index].span, f"{name}()", atomic)
             return ()
         for index, (arg, values) in enumerate(zip(args, arg_values, strict=True)):
             if values and (candidates is None or _may_write_through(candidates, index)):
                 self._escape(values, arg.span, f"{name or 'call'}()")
         return ()
 
-    def _emit_kinds(self, values: Origins, kinds: Iterable[AccessKind], span: Span, how: str) -> None:
+    def _emit_kinds(
+        self, values: Origins, kinds: Iterable[AccessKind], span: Span, how: str, atomic: bool = False
+    ) -> None:
         for origin in values:
             if origin.shape is Shape.POINTER:
                 for kind in kinds:
-                    self._emit(_Access(kind, origin, span, how))
+                    self._emit(_Access(kind, origin, span, how, atomic))
 
     def _summaries(self, candidates: list[TreeFunction], args: Sequence[Expr]) -> list[_Summary]:
         """Summaries of the candidates whose bodies are visible (outside system headers)."""
@@ -809,7 +814,7 @@ class _Walker:
                 self._emit(_Pdl(event.kind, node.span, "", how, leads))
                 continue
             for mapped in at_call(arg_values, event.target):
-                self._emit(_Access(event.kind, mapped, args[event.target.param].span, how))
+                self._emit(_Access(event.kind, mapped, args[event.target.param].span, how, event.atomic))
         return tuple(mapped for returned in summary.returns for mapped in at_call(arg_values, returned))
 
     def _pdl(
@@ -869,7 +874,7 @@ class _Walker:
         for event in lam.events:
             if isinstance(event, _Access) and event.target.scope == lam.scope:
                 for mapped in at_call(arg_values, event.target):
-                    self._emit(_Access(event.kind, mapped, args[event.target.param].span, event.how))
+                    self._emit(_Access(event.kind, mapped, args[event.target.param].span, event.how, event.atomic))
                 continue
             self._emit(event)
 
@@ -1091,4 +1096,4 @@ class DataflowExtractor:
 def _model_access(event: _Access, order: int | None, names: list[str]) -> PointerAccess:
     target = event.target
     root = ".".join((names[target.param], *target.fields))
-    return PointerAccess(event.kind, event.span, root, target.param, target.fields, event.how, order)
+    return PointerAccess(event.kind, event.span, root, target.param, target.fields, event.how, order, event.atomic)

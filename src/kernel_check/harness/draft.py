@@ -1431,11 +1431,7 @@ def _loaded_value_uses(
                     source = by_name.get(names.get(params.get(use.inner.param_index, -1), ""))
                     if target is None:
                         continue
-                    if (
-                        use.inner.how.startswith("atomic")
-                        and target.role is not Role.IN
-                        and target.name not in canonical
-                    ):
+                    if use.inner.atomic and target.role is not Role.IN and target.name not in canonical:
                         canonical[target.name] = "sort"
                         notes.append(f"{TODO}: {target.name} is written at an atomic counter's value: compared sorted")
                         continue

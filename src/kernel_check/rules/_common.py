@@ -124,12 +124,19 @@ class IntegerRoles:
     a host helper that launches nothing included (KC111 leaves every such `int`/`unsigned`
     local to KC110, so one of the two reports it wherever it is). Inside kernel, device and
     launcher bodies `int` is 32 bits on every CUDA target, so the width there is fixed by the
-    platform; only `long` (32 bits on Windows, 64 on Linux) is reported there."""
+    platform; only `long` (32 bits on Windows, 64 on Linux) is reported there.
+
+    A `long long*` / `unsigned long long*` parameter or field that reaches a CUDA atomic's
+    address operand is exempt: that spelling is the type the 64-bit overloads take. This reads
+    the dataflow facts (KC110 needs them; KC111 asks only about the variables a size narrows
+    into, never a pointer)."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
 
     def role(self, decl: IntegerDecl) -> str | None:
+        if _atomic_width(decl) and self.model.is_atomic_operand(decl):
+            return None  # no fixed-width alias names the pointee type the atomic's overload takes
         if decl.kind is IntegerDeclKind.FIELD:
             return "params-struct field" if decl.owner in self.model.params_struct_names() else None
         function = self.model.function(decl.owner_usr)
@@ -173,6 +180,13 @@ def _exempt_local(decl: IntegerDecl) -> bool:
 
 def _takes_shape(decl: IntegerDecl) -> bool:
     return bool(decl.shape_source) and not _exempt_local(decl)
+
+
+def _atomic_width(decl: IntegerDecl) -> bool:
+    """`long long` and `unsigned long long`: CUDA's 64-bit atomics take a pointer to one of
+    these, and on Linux `int64_t`/`uint64_t` are `long`/`unsigned long`, which match no
+    overload. (`int32_t` is `int`, so an `int*` atomic operand can be spelled fixed-width.)"""
+    return decl.keywords.split().count("long") == 2
 
 
 def _platform_width(decl: IntegerDecl) -> bool:

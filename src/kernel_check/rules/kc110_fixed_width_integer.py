@@ -10,11 +10,15 @@ is the same type as `int` to the compiler and is the recommended way to say it.
 
 Exempt: template non-type parameters, `constexpr` (or `const` with a constant initializer)
 locals, an `int` that a C API dictates (`int device; cudaGetDevice(&device);`,
-`int rc = c_function();`), pointers and arrays declared locally (storage, not an index), host
-helpers that launch nothing (their parameters and other locals; a local there that takes a
-64-bit shape or stride is reported all the same, since it narrows the shape wherever it is
-written, and KC111 leaves it to this rule), and `main`. A params struct is one passed by value
-to a kernel of the file, or one named `...Params`.
+`int rc = c_function();`), a `long long*` or `unsigned long long*` parameter or field that
+the kernel (or a device function it calls) passes to a CUDA atomic as its address
+(`atomicAdd(tail, 1ull)`: the 64-bit atomics take exactly that type, and on Linux `int64_t`
+and `uint64_t` are `long` and `unsigned long`, which match no overload), pointers and arrays
+declared locally (storage, not an index), host helpers that launch nothing (their
+parameters and other locals; a local there that takes a 64-bit shape or stride is reported
+all the same, since it narrows the shape wherever it is written, and KC111 leaves it to this
+rule), and `main`. A params struct is one passed by value to a kernel of the file, or one
+named `...Params`.
 
 Narrowed on real code: an earlier version also flagged every `int` local index, loop counter
 and device-function parameter, about 1,300 findings on a tree whose authors follow this
@@ -52,6 +56,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_check.finding import Finding
+from kernel_check.model import IntegerDecl
 from kernel_check.registry import Need, RuleContext, rule
 from kernel_check.rules._common import IntegerRoles, location_of
 from kernel_check.semantic import SemanticModel
@@ -59,16 +64,24 @@ from kernel_check.semantic import SemanticModel
 _TYPED = {"pointer": "points to", "reference": "refers to", "array": "is an array of"}
 
 
-@rule("KC110", needs={Need.INTEGERS, Need.LAUNCHES})
+@rule("KC110", needs={Need.INTEGERS, Need.LAUNCHES, Need.DATAFLOW})
 def check(model: SemanticModel, ctx: RuleContext) -> Iterator[Finding]:
     roles = IntegerRoles(model)
     for decl in model.integer_facts.integer_decls:
         role = roles.role(decl)
         if role is None:
             continue
-        narrowed = f", narrowing the 64-bit `{decl.shape_source}`" if decl.shape_source else ""
         yield ctx.finding(
             location_of(model, decl.span),
-            f"{role} '{decl.name}' {_TYPED.get(decl.declarator, 'is typed')} `{decl.keywords}`{narrowed}; "
+            f"{role} '{decl.name}' {_TYPED.get(decl.declarator, 'is typed')} `{decl.keywords}`{_shape_note(decl)}; "
             "use a fixed-width type (`int32_t`, `uint32_t`, `int64_t`, `size_t`)",
         )
+
+
+def _shape_note(decl: IntegerDecl) -> str:
+    """Where the value comes from a 64-bit shape: a `long` holds it whole on Linux (it is
+    the 32 bits of Windows that the rule is about), `int` and `unsigned` narrow it."""
+    if not decl.shape_source:
+        return ""
+    verb = "holding" if "long" in decl.keywords.split() else "narrowing"
+    return f", {verb} the 64-bit `{decl.shape_source}`"
