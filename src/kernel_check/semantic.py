@@ -8,7 +8,8 @@ are built on the first question that needs them and kept for every later rule:
 - entities: `function(usr)`, `record(usr)`, `struct_of(type)`, `kernels`, `launchers`,
   `function_groups()`, `params_struct_names()`;
 - launches: `launches_in(launcher)`, `launches_of(kernel)`, `launching_usrs`, and by index in
-  `launches`: `launch_indices_of(kernel_usr)`, `contract_at(launch)` (its `LaunchContract`);
+  `launches`: `launch_indices_of(kernel_usr)`, `contract_of(launch)` (its `LaunchContract`) and
+  `callers_contracts(launch)` (those the callers of a helper holding it give it);
 - per-function facts: `facts_of(usr)` (the launcher facts of one function),
   `dataflow(function)`, `tensor_callers(function)`;
 - `is_atomic_operand(decl)`: a pointer parameter or params-struct field handed to a CUDA
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, fields, replace
 from typing import TypeVar
 
@@ -59,6 +60,7 @@ __all__ = ["IndexUse", "SemanticModel", "VectorFeed"]
 _PARAMS_STRUCT_SUFFIXES = ("Params", "Param")
 _QUALIFIERS = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")
 _Item = TypeVar("_Item")
+_Key = TypeVar("_Key", bound=Hashable)
 # the launcher facts kept per function (every list of `LauncherFacts` but the file-wide one)
 _PER_FUNCTION_FACTS = tuple(f.name for f in fields(LauncherFacts) if f.name != "foreign_functions")
 
@@ -100,9 +102,9 @@ def bare_type_name(spelling: str) -> str:
     return name.split("::")[-1].strip()
 
 
-def _index(items: Iterable[_Item], key: Callable[[_Item], str]) -> dict[str, list[_Item]]:
+def _index(items: Iterable[_Item], key: Callable[[_Item], _Key]) -> dict[_Key, list[_Item]]:
     """`items` grouped by `key`, each group in the order given."""
-    grouped: dict[str, list[_Item]] = {}
+    grouped: dict[_Key, list[_Item]] = {}
     for item in items:
         grouped.setdefault(key(item), []).append(item)
     return grouped
@@ -251,25 +253,18 @@ class SemanticModel:
         return {contract.launch: contract for contract in self.launch_contracts if not contract.caller}
 
     @functools.cached_property
-    def _callers_contracts(self) -> list[LaunchContract]:
-        return [contract for contract in self.launch_contracts if contract.caller]
+    def _callers_contracts_by_launch(self) -> dict[int, list[LaunchContract]]:
+        return _index((c for c in self.launch_contracts if c.caller), lambda contract: contract.launch)
 
-    def contract_at(self, key: int) -> LaunchContract | None:
-        """The contract of the launch at index `key` in `launches`, when its launcher's walk
-        gave one; a key past the launches names a caller's contract (`callers_contracts`)."""
-        if key >= len(self.launches):
-            return self.caller_contract(key)
-        return self._contracts_by_launch.get(key)
+    def contract_of(self, launch: int) -> LaunchContract | None:
+        """The contract its own launcher's walk gave the launch at index `launch` in
+        `launches` (None where it gave none)."""
+        return self._contracts_by_launch.get(launch)
 
-    def caller_contract(self, key: int) -> LaunchContract | None:
-        """The caller's contract a `contract_at` key names (None for a launch's own index)."""
-        return self._callers_contracts[key - len(self.launches)] if key >= len(self.launches) else None
-
-    def callers_contracts(self, launch: int) -> list[int]:
-        """The keys (`contract_at`) of the contracts the callers of a helper give the launch at
-        index `launch` in `launches` (`LaunchContract.caller`)."""
-        first = len(self.launches)
-        return [first + i for i, contract in enumerate(self._callers_contracts) if contract.launch == launch]
+    def callers_contracts(self, launch: int) -> list[LaunchContract]:
+        """The contracts the callers of a helper give the launch at index `launch` in
+        `launches` (`LaunchContract.caller`), in the order the extraction wrote them."""
+        return self._callers_contracts_by_launch.get(launch, [])
 
     # -- per-function facts ------------------------------------------------------------------
     @functools.cached_property

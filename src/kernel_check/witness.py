@@ -59,6 +59,9 @@ _CALLER_BOUND = (
 class Binding:
     """One launch's contract with the kernel's symbols bound to it."""
 
+    # which it is: a launch's own, or a caller's of a launch in a helper it calls (the
+    # launcher a witness names, the tensors it lays out)
+    contract: LaunchContract
     constraints: tuple[Term, ...]
     inputs: tuple[Symbol, ...]  # the launcher's sizes and scalars, renamed apart
     given: frozenset[str]  # those the values given to the kernel's symbols name
@@ -83,9 +86,8 @@ class Binding:
 class Witness:
     answer: Answer
     inputs: tuple[Symbol, ...]
-    # the launch whose contract gave the inputs (an index of `SourceModel.launches`, or past
-    # them a caller's contract of a launch, `SemanticModel.contract_at`)
-    launch: int = -1
+    # the contract that gave the inputs (`Binding.contract`); None where no launch's did
+    contract: LaunchContract | None = None
 
     def shape(self) -> str:
         """`N = 4096, D = 128`: each input with its value."""
@@ -111,10 +113,10 @@ def counterexample(
     sizes: tuple[tuple[str, int], ...] = ()
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     strides: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    if found is not None and found.launch >= 0:
-        launcher = launcher_of(model, found.launch)
+    if found is not None and found.contract is not None:
+        launcher = launcher_of(model, found.contract)
         sizes = tuple((s.text, model_values[s.name]) for s in found.inputs if s.name in model_values)
-        shapes, strides = _layouts(model, found.launch, model_values, {s.name for s in found.inputs})
+        shapes, strides = _layouts(found.contract, model_values, {s.name for s in found.inputs})
     return Counterexample(
         kernel=kernel.name,
         launcher=launcher,
@@ -132,15 +134,12 @@ def counterexample(
 _Sized = tuple[tuple[str, tuple[int, ...]], ...]
 
 
-def _layouts(model: SemanticModel, launch: int, values: Mapping[str, int], shown: set[str]) -> tuple[_Sized, _Sized]:
-    """Each tensor the launch's matchers verify, with its dims at `values` (those whose every
-    dim the witness decides); and the strides of those the witness lays out otherwise than
-    contiguously, where the inputs it names (`shown`) decide each and each is positive (a
-    padded row: the case must make that view; a stride the solver set for no reason of the
-    finding's is left to the case's contiguous layout)."""
-    contract = model.contract_at(launch)
-    if contract is None:
-        return (), ()
+def _layouts(contract: LaunchContract, values: Mapping[str, int], shown: set[str]) -> tuple[_Sized, _Sized]:
+    """Each tensor the contract's matchers verify, with its dims at `values` (those whose
+    every dim the witness decides); and the strides of those the witness lays out otherwise
+    than contiguously, where the inputs it names (`shown`) decide each and each is positive
+    (a padded row: the case must make that view; a stride the solver set for no reason of
+    the finding's is left to the case's contiguous layout)."""
     host = _host_names(contract)
     named = {name: value for name, value in values.items() if name in shown}
 
@@ -210,24 +209,23 @@ def bindings(
     for_proof: bool = False,
     *,
     callers: bool = False,
-) -> Iterator[tuple[int, Binding | None]]:
-    """For each launch of `kernel` in the file (by index), its contract bound to the kernel's
+) -> Iterator[Binding | None]:
+    """For each launch of `kernel` in the file, its contract bound to the kernel's
     `symbols`; None for a launch without a contract or one that leaves a symbol the
     contract should give (a scalar argument, the grid or block) unknown. The caller
     bounds the `_CALLER_BOUND` symbols. `for_proof`: the result of a launcher's call that
     its walk does not follow (`SymbolKind.UNIFORM`) is any value of its type instead of
-    unknown, and the binding says so (`proof_only`). With `callers`, then each contract the
-    callers of a helper give its launch (by its key, `contract_at`): one more witness's
-    shapes, where the helper's own contract holds no tensor's layout."""
+    unknown, and the binding says so (`proof_only`). With `callers`, after each launch's
+    own, each contract the callers of a helper give the launch (`LaunchContract.caller`):
+    one more witness's shapes, where the helper's own contract holds no tensor's layout."""
     needed = list(symbols)
     free = (*_FREE, SymbolKind.UNIFORM) if for_proof else _FREE
     for index in model.launch_indices_of(kernel.usr):
         launched = tuple(k for k in model.launches[index].kernels if k.usr == kernel.usr)
-        keys = [index, *(model.callers_contracts(index) if callers else ())]
-        for key in keys:
-            contract = model.contract_at(key)
-            if contract is not None or key == index:
-                yield key, _bind(contract, kernel, launched, needed, free) if contract is not None else None
+        own = model.contract_of(index)
+        yield _bind(own, kernel, launched, needed, free) if own is not None else None
+        for contract in model.callers_contracts(index) if callers else ():
+            yield _bind(contract, kernel, launched, needed, free)
 
 
 def _bind(
@@ -281,7 +279,7 @@ def _bind(
     # a launcher that divides by zero stops there (the kernel never runs): no witness, and
     # no launch a proof must cover, has a zero divisor the launcher always evaluates
     constraints += solver.divides_by_nonzero(constraints)
-    return Binding(tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes), assumed)
+    return Binding(contract, tuple(constraints), inputs, frozenset(named), tuple(fits), tuple(element_sizes), assumed)
 
 
 def _dtype_bytes(size: Symbol) -> Term:
@@ -324,31 +322,33 @@ def element_type_size(type_parameter: str) -> Term:
 
 
 def tensor_extent(
-    model: SemanticModel, kernel: Function, pointer: str, launch: int
+    model: SemanticModel, kernel: Function, pointer: str, contract: LaunchContract
 ) -> tuple[str, tuple[Term, ...]] | None:
-    """The tensor a kernel's pointer (`table`, `params.cache`) is at a launch, and its dims
-    from the launcher's matcher chains (renamed as `Binding` names them)."""
-    tensor = tensor_at(model, kernel, pointer, launch)
-    contract = model.contract_at(launch)
-    if tensor is None or contract is None:
+    """The tensor a kernel's pointer (`table`, `params.cache`) is at a contract's launch, and
+    its dims from the launcher's matcher chains (renamed as `Binding` names them)."""
+    tensor = tensor_at(model, kernel, pointer, contract)
+    if tensor is None:
         return None
     host = _host_names(contract)
     dims = dict(contract.extents).get(tensor)
     return (tensor, tuple(solver.renamed(d, host) for d in dims)) if dims else None
 
 
-def tensor_at(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> str | None:
+def tensor_at(model: SemanticModel, kernel: Function, pointer: str, contract: LaunchContract) -> str | None:
     """The launcher's tensor whose data a kernel's pointer (`ids`, `params.loc`) receives at
-    a launch; None where the launch hands it no tensor's data."""
-    carried = _carried(model, kernel, pointer, launch)
+    a contract's launch; None where the launch hands it no tensor's data."""
+    carried = _carried(kernel, pointer, _handed(model, contract))
     return carried[0].tensor if carried else None
 
 
-def tensor_of(model: SemanticModel, kernel: Function, pointer: str, launch: int = -1) -> str:
-    """`tensor_at` the given launch, else at the first launch of the kernel that hands the
-    pointer a tensor; "" where none does."""
-    launches = [launch] if launch >= 0 else model.launch_indices_of(kernel.usr)
-    return next((t for i in launches if (t := tensor_at(model, kernel, pointer, i)) is not None), "")
+def tensor_of(model: SemanticModel, kernel: Function, pointer: str, contract: LaunchContract | None = None) -> str:
+    """`tensor_at` the given contract's launch, else at the first launch of the kernel that
+    hands the pointer a tensor; "" where none does."""
+    if contract is not None:
+        handed = [_handed(model, contract)]
+    else:
+        handed = [model.launches[index].tensors for index in model.launch_indices_of(kernel.usr)]
+    return next((carried[0].tensor for tensors in handed if (carried := _carried(kernel, pointer, tensors))), "")
 
 
 @dataclass(frozen=True)
@@ -375,15 +375,14 @@ class Layout:
         return Term("const", value=self.element_size) if not self.element_type else element_type_size(self.element_type)
 
 
-def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> Layout | None:
-    """The layout of the tensor a kernel's pointer is at a launch; None where the argument
-    may carry another tensor too (`flag ? a.data_ptr() : b.data_ptr()`) or no one matcher
-    chain fixes its dims, strides and element size (a tensor two chains verify: either's
-    layout may be the one that tells; a dim written as an expression the contract does not
-    tie to its operands)."""
-    extent = tensor_extent(model, kernel, pointer, launch)
-    contract = model.contract_at(launch)
-    if extent is None or contract is None or len(_carried(model, kernel, pointer, launch)) != 1:
+def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, contract: LaunchContract) -> Layout | None:
+    """The layout of the tensor a kernel's pointer is at a contract's launch; None where the
+    argument may carry another tensor too (`flag ? a.data_ptr() : b.data_ptr()`) or no one
+    matcher chain fixes its dims, strides and element size (a tensor two chains verify:
+    either's layout may be the one that tells; a dim written as an expression the contract
+    does not tie to its operands)."""
+    extent = tensor_extent(model, kernel, pointer, contract)
+    if extent is None or len(_carried(kernel, pointer, _handed(model, contract))) != 1:
         return None
     tensor, dims = extent
     if sum(1 for name, _ in contract.extents if name == tensor) != 1 or tensor not in contract.exact:
@@ -397,21 +396,24 @@ def tensor_layout(model: SemanticModel, kernel: Function, pointer: str, launch: 
     return Layout(tensor, dims, tuple(solver.renamed(s, host) for s in strides), size or 0, element_type)
 
 
-def _carried(model: SemanticModel, kernel: Function, pointer: str, launch: int) -> list[LaunchTensorArgument]:
-    """The tensors whose data the launch (or a caller's contract of it, by its key) hands a
-    kernel's pointer (`table`, `params.cache`)."""
+def _carried(kernel: Function, pointer: str, tensors: tuple[LaunchTensorArgument, ...]) -> list[LaunchTensorArgument]:
+    """Those of a launch's `tensors` whose data it hands a kernel's pointer (`table`,
+    `params.cache`)."""
     head, _, field = pointer.partition(".")
     position = _parameter(kernel, head)
-    contract = model.caller_contract(launch)
-    tensors = contract.carried if contract is not None else model.launches[launch].tensors
     return [a for a in tensors if a.argument == position and a.field in (field, "*")]
 
 
-def launcher_of(model: SemanticModel, launch: int) -> str:
-    """The qualified name of the function that runs the launch at `launch` with the sizes a
-    witness names: its launcher, or the caller whose contract of it the key names."""
-    contract = model.caller_contract(launch)
-    return contract.caller if contract is not None else model.launches[launch].launcher
+def _handed(model: SemanticModel, contract: LaunchContract) -> tuple[LaunchTensorArgument, ...]:
+    """The tensors a contract's launch hands its kernel, as the contract's launcher names
+    them: a caller's (`LaunchContract.carried`), else the launch's own."""
+    return contract.carried if contract.caller else model.launches[contract.launch].tensors
+
+
+def launcher_of(model: SemanticModel, contract: LaunchContract) -> str:
+    """The qualified name of the function that runs a contract's launch with the sizes a
+    witness names: the caller whose contract it is, else the launch's launcher."""
+    return contract.caller or model.launches[contract.launch].launcher
 
 
 def _host_names(contract: LaunchContract) -> dict[str, str]:

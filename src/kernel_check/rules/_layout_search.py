@@ -10,7 +10,6 @@ reported per kernel and tensor (the first in the body).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -208,16 +207,16 @@ class _Search:
         kernel = model.function(access.function_usr)
         if kernel is None or access.bytes is None:
             return None
-        for launch, binding in witness.bindings(model, kernel, access.symbols, callers=True):
+        for binding in witness.bindings(model, kernel, access.symbols, callers=True):
             if binding is None or _passed(binding):
                 continue
-            layout = witness.tensor_layout(model, kernel, access.pointer, launch)
+            layout = witness.tensor_layout(model, kernel, access.pointer, binding.contract)
             if layout is None or not _sizes_agree(access, binding, layout):
                 continue
             for index, condition in enumerate(self.conditions):
                 found = self.smallest(access, binding, layout, condition, budget)
                 if found is not None:
-                    return Found(dataclasses.replace(found, launch=launch), layout, index)
+                    return Found(found, layout, index)
         return None
 
     def smallest(
@@ -261,7 +260,7 @@ class _Search:
             for pinned in _preferred(access):
                 answer = session.check([*ask[:-1], *pinned, ask[-1]])
                 if answer.outcome is Outcome.SAT:
-                    return Witness(answer, _shown(binding, layout, answer))
+                    return Witness(answer, _shown(binding, layout, answer), binding.contract)
                 if answer.outcome is Outcome.UNKNOWN:
                     return None  # unknown is never a finding
         return None

@@ -109,7 +109,7 @@ def bound_launches(model: SemanticModel, accesses: list[SymbolicAccess]) -> list
     them all)."""
     kernel = model.function(accesses[0].function_usr)
     symbols = [*thread_symbols(), *(s for a in accesses for s in a.symbols)]
-    bound = [b for _, b in witness.bindings(model, kernel, symbols) if b is not None] if kernel is not None else []
+    bound = [b for b in witness.bindings(model, kernel, symbols) if b is not None] if kernel is not None else []
     return [(*b.constraints, *b.fits) for b in bound]
 
 

@@ -159,7 +159,7 @@ def _overflow(
     solver cannot tell (no contract, a value not followed, the budget spent)."""
     proven = 0
     launches = list(witness.bindings(model, kernel, product.symbols, for_proof=True))
-    for launch, binding in launches:
+    for binding in launches:
         if binding is None:
             continue
         world = [*launch_constraints(product.symbols), *binding.constraints]
@@ -168,7 +168,7 @@ def _overflow(
         if answer.outcome is Outcome.SAT:
             if binding.proof_only:
                 continue  # it may reach the limit for some value of a call's result: not proven
-            return Witness(answer, binding.shown(), launch)
+            return Witness(answer, binding.shown(), binding.contract)
         if answer.outcome is Outcome.UNSAT:  # proven only if it holds where the launcher's integers wrap too
             proven += solver.check([*world, reaches], budget).outcome is Outcome.UNSAT
     return _NEVER if launches and proven == len(launches) else None

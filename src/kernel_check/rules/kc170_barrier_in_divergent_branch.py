@@ -108,7 +108,6 @@ class _Divergent:
     constraints: list[Term]
     binding: Binding | None
     inputs: tuple[Symbol, ...]
-    launch: int = -1  # the launch whose contract `binding` is
 
 
 @rule("KC170", needs={Need.THREADS, Need.SYMBOLIC, Need.CONTRACTS, Need.SOLVER})
@@ -147,7 +146,7 @@ def _reported(
         budget = model.solver_budget(barrier.function_usr, seconds)
         # the deciding check's answer (SAT) is where the search for smaller sizes starts
         answer = witness.smallest(found.constraints, found.inputs, budget, found.answer)
-        shown = Witness(answer, found.binding.shown(), found.launch) if found.binding is not None else None
+        shown = Witness(answer, found.binding.shown(), found.binding.contract) if found.binding is not None else None
         how = _witness(barrier, answer, shown)
         kernel = model.function(barrier.function_usr)
         data = witness.counterexample(model, kernel, answer, barrier.symbols, shown) if kernel is not None else None
@@ -192,15 +191,15 @@ def _divergence(
         return Outcome.UNSAT  # the same for every thread of the block
     threads = thread_symbols()
     bound = list(witness.bindings(model, kernel, [*threads, *barrier.symbols]))
-    if bound and all(b is not None for _, b in bound):
+    if bound and all(b is not None for b in bound):
         guards = _one_of_two((*barrier.branches, *barrier.exits))
-        for launch, binding in bound:
+        for binding in bound:
             if binding is None:
                 continue
             constraints = [*_world(barrier), *binding.constraints, *binding.fits, *guards]
             answer = solver.check(constraints, budget)
             if answer.outcome is Outcome.SAT:
-                return _Divergent(barrier, answer, constraints, binding, binding.inputs, launch)
+                return _Divergent(barrier, answer, constraints, binding, binding.inputs)
             if answer.outcome is Outcome.UNKNOWN:
                 return Outcome.UNKNOWN
         return Outcome.UNSAT

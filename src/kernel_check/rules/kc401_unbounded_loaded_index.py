@@ -151,8 +151,8 @@ def _counterexample(
     if kernel is None:
         return None
     chosen = found.answer if found is not None else answer
-    launch = found.launch if found is not None else -1
-    ids = witness.tensor_of(model, kernel, load.pointer, launch) or load.pointer
+    contract = found.contract if found is not None else None
+    ids = witness.tensor_of(model, kernel, load.pointer, contract) or load.pointer
     value = chosen.model.get(load.name, 0)
     return witness.counterexample(model, kernel, chosen, access.symbols, found, values=[(ids, value)] if ids else [])
 
@@ -308,8 +308,8 @@ def _in_contract(
     kernel = model.function(access.function_usr)
     if kernel is None:
         return None
-    for launch, binding in witness.bindings(model, kernel, access.symbols):
-        extent = witness.tensor_extent(model, kernel, access.pointer, launch) if binding is not None else None
+    for binding in witness.bindings(model, kernel, access.symbols):
+        extent = witness.tensor_extent(model, kernel, access.pointer, binding.contract) if binding is not None else None
         if binding is None or extent is None:
             continue
         tensor, dims = extent
@@ -327,7 +327,7 @@ def _in_contract(
         for pinned in (witness.first_iteration(access), []):  # the first thread, block and iteration when it can be
             answer = witness.smallest([*world, *pinned, outside], chosen, budget)
             if answer.outcome is Outcome.SAT:
-                return Witness(answer, binding.shown(*dims), launch), tensor, dims
+                return Witness(answer, binding.shown(*dims), binding.contract), tensor, dims
     return None
 
 
