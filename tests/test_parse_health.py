@@ -520,8 +520,9 @@ struct CUtensorMap_st { unsigned long long opaque[16]; };
 """
 
 # And from device code: fp8 pairs to and from half pairs, an fp8 zero from an integer, the
-# paired half comparison as a lane mask, the parameter-space address of a grid-constant tensor
-# map, the shared-window address through the NVVM intrinsic (called undeclared, as nvcc allows).
+# `__nv_half2` spelling of `half2`, the paired half comparison as a lane mask, the
+# parameter-space address of a grid-constant tensor map, the shared-window address through
+# the NVVM intrinsic (called undeclared, as nvcc allows).
 FP8_PAIRS_AND_ADDRESSES = r"""
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -535,7 +536,8 @@ __global__ void requantize(const __grid_constant__ CUtensorMap map, const half* 
   reinterpret_cast<__nv_fp8x2_e4m3*>(out)[threadIdx.x] = __nv_fp8x2_e4m3{pair};
   reinterpret_cast<half2*>(back)[threadIdx.x] = half2(reinterpret_cast<const __nv_fp8x2_e4m3*>(out)[threadIdx.x]);
   __nv_fp8_e4m3 zero = (__nv_fp8_e4m3)0;
-  masks[threadIdx.x] = __heq2_mask(pair, pair) & __hgt2_mask(pair, half2(half(float(zero)), half(0.0f)));
+  __nv_half2 twice = __hadd2(pair, pair);
+  masks[threadIdx.x] = __heq2_mask(pair, pair) & __hgt2_mask(twice, half2(half(float(zero)), half(0.0f)));
   addresses[threadIdx.x] = __cvta_generic_to_grid_constant(&map) + __cvta_generic_to_constant(&map) +
                            __nvvm_get_smem_pointer(&staged[threadIdx.x]);
 }

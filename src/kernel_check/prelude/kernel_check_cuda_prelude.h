@@ -700,6 +700,10 @@ typedef __half half;
 typedef __half2 half2;
 typedef __half nv_half;
 typedef __half2 nv_half2;
+typedef __half __nv_half;
+typedef __half2 __nv_half2;
+typedef __half_raw __nv_half_raw;
+typedef __half2_raw __nv_half2_raw;
 typedef __nv_bfloat16 nv_bfloat16;
 typedef __nv_bfloat162 nv_bfloat162;
 
