@@ -481,6 +481,96 @@ def test_kernels_of_older_trees_parse(tmp_path: Path, source: str, mode: str) ->
     assert errors_of(tmp_path, source, resolve_settings(mode), name="kernel.cu") == []
 
 
+# What FlashInfer's host code names from the driver and runtime APIs: a cubin loaded through
+# the runtime's library API (tvm-ffi's cubin launcher), a device symbol read on the host, the
+# current context, stream capture and launch attributes of a TMA-descriptor arena, a driver
+# wrapper's `cuModuleGetGlobal` and the tensor-map enum by its tag, and an NVRTC-style tensor
+# map defined only where cuda.h has not defined it.
+CUBIN_LAUNCHER = r"""
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+__device__ int kernel_smem_bytes;
+
+inline cudaError_t load_and_size(const void* image, cudaKernel_t* kernel, int* smem) {
+  cudaLibrary_t library;
+  cudaError_t status = cudaLibraryLoadData(&library, image, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (status == cudaErrorInvalidDevice || status == cudaErrorInsufficientDriver) return status;
+  cudaLibraryGetKernel(kernel, library, "tile_kernel");
+  cudaKernelSetAttributeForDevice(*kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 1 << 16, 0);
+  int reserved = 0;
+  cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0);
+  return cudaMemcpyFromSymbol(smem, kernel_smem_bytes, sizeof(int));
+}
+
+inline CUresult launch_on_current_context(CUfunction function, CUstream stream, void** args) {
+  CUcontext context = nullptr;
+  CUdevice device = -1;
+  CUresult result = cuCtxGetCurrent(&context);
+  if (result != CUDA_SUCCESS || cuCtxGetDevice(&device) == CUDA_ERROR_NOT_FOUND) return result;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuStreamIsCapturing(stream, &capture);
+  CUdeviceptr slot = 0;
+  cuMemAlloc(&slot, sizeof(CUtensorMap));
+  CUtensorMap map{};
+  cuMemcpyHtoD(slot, &map, sizeof(CUtensorMap));
+  cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1 << 16);
+  CUlaunchAttribute cluster;
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = 2;
+  cluster.value.clusterDim.y = 1;
+  cluster.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  config.hStream = stream;
+  return cuLaunchKernelEx(&config, function, args, nullptr);
+}
+
+inline CUresult module_global(CUmodule module, CUdeviceptr* address, CUtensorMapDataType_enum type) {
+  size_t bytes = 0;
+  CUresult (*get_global)(CUdeviceptr*, size_t*, CUmodule, const char*) = cuModuleGetGlobal;
+  return type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ? get_global(address, &bytes, module, "table") : CUDA_SUCCESS;
+}
+
+#ifndef CU_TENSOR_MAP_NUM_QWORDS
+struct CUtensorMap_st { unsigned long long opaque[16]; };
+#endif
+"""
+
+# And from device code: fp8 pairs to and from half pairs, an fp8 zero from an integer, the
+# `__nv_half2` spelling of `half2`, the paired half comparison as a lane mask, the
+# parameter-space address of a grid-constant tensor map, the shared-window address through
+# the NVVM intrinsic (called undeclared, as nvcc allows).
+FP8_PAIRS_AND_ADDRESSES = r"""
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda.h>
+#include <cstdint>
+
+__global__ void requantize(const __grid_constant__ CUtensorMap map, const half* in, __nv_fp8_e4m3* out, half* back,
+                           unsigned int* masks, uint64_t* addresses) {
+  __shared__ half2 staged[32];
+  half2 pair = reinterpret_cast<const half2*>(in)[threadIdx.x];
+  reinterpret_cast<__nv_fp8x2_e4m3*>(out)[threadIdx.x] = __nv_fp8x2_e4m3{pair};
+  reinterpret_cast<half2*>(back)[threadIdx.x] = half2(reinterpret_cast<const __nv_fp8x2_e4m3*>(out)[threadIdx.x]);
+  __nv_fp8_e4m3 zero = (__nv_fp8_e4m3)0;
+  __nv_half2 twice = __hadd2(pair, pair);
+  masks[threadIdx.x] = __heq2_mask(pair, pair) & __hgt2_mask(twice, half2(half(float(zero)), half(0.0f)));
+  addresses[threadIdx.x] = __cvta_generic_to_grid_constant(&map) + __cvta_generic_to_constant(&map) +
+                           __nvvm_get_smem_pointer(&staged[threadIdx.x]);
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+@pytest.mark.parametrize("source", [CUBIN_LAUNCHER, FP8_PAIRS_AND_ADDRESSES], ids=["cubin-launcher", "fp8-pairs"])
+def test_flashinfer_driver_and_conversion_code_parses(tmp_path: Path, source: str, mode: str) -> None:
+    """The hermetic prelude declares these as the CUDA toolkit does: the same source parses
+    against the toolkit's own headers (system mode)."""
+    assert errors_of(tmp_path, source, resolve_settings(mode), name="kernel.cu") == []
+
+
 def test_a_typedef_clashing_with_the_projects_own_header_stays_an_error(tmp_path: Path) -> None:
     """Only a clash with the CUDA setup's headers is renamed away; one between the tree's
     own files is a real error."""

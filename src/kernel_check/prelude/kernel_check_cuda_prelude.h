@@ -121,9 +121,24 @@ enum cudaError {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
+  cudaErrorInitializationError = 3,
+  cudaErrorCudartUnloading = 4,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidSymbol = 13,
+  cudaErrorInsufficientDriver = 35,
   cudaErrorCallRequiresNewerDriver = 36,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorNoKernelImageForDevice = 209,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorSymbolNotFound = 500,
   cudaErrorNotReady = 600,
+  cudaErrorIllegalAddress = 700,
+  cudaErrorLaunchOutOfResources = 701,
+  cudaErrorPeerAccessAlreadyEnabled = 704,
   cudaErrorIllegalInstruction = 715,
+  cudaErrorLaunchFailure = 719,
   cudaErrorNotSupported = 801,
   cudaErrorUnknown = 999
 };
@@ -169,11 +184,20 @@ typedef enum cudaMemcpyKind {
 enum cudaDeviceAttr {
   cudaDevAttrMaxThreadsPerBlock = 1,
   cudaDevAttrMaxSharedMemoryPerBlock = 8,
+  cudaDevAttrWarpSize = 10,
+  cudaDevAttrMaxRegistersPerBlock = 12,
+  cudaDevAttrClockRate = 13,
   cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrMemoryClockRate = 36,
+  cudaDevAttrL2CacheSize = 38,
+  cudaDevAttrMaxThreadsPerMultiProcessor = 39,
+  cudaDevAttrUnifiedAddressing = 41,
   cudaDevAttrComputeCapabilityMajor = 75,
   cudaDevAttrComputeCapabilityMinor = 76,
   cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
-  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+  cudaDevAttrMaxBlocksPerMultiprocessor = 106,
+  cudaDevAttrReservedSharedMemoryPerBlock = 111
 };
 enum cudaFuncAttribute {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
@@ -232,24 +256,133 @@ struct cudaLaunchConfig_t {
   cudaLaunchAttribute* attrs;
   unsigned int numAttrs;
 };
-// Driver API types that tensor-map (TMA) code names.
-typedef enum cudaError_enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_UNKNOWN = 999 } CUresult;
+// ---- driver API (cuda.h) -----------------------------------------------------------------
+// Types and entry points that tensor-map (TMA) code and cubin launchers (tvm-ffi's, TensorRT-LLM's
+// driver wrappers) name. The enums are tagged `*_enum` as cuda.h tags them: code names the tag.
+typedef enum cudaError_enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_DEINITIALIZED = 4,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_UNKNOWN = 999
+} CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st* CUcontext;
 typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
+typedef struct CUlib_st* CUlibrary;
+typedef struct CUkern_st* CUkernel;
 typedef struct CUstream_st* CUstream;
-typedef struct __align__(64) CUtensorMap_st { unsigned long long opaque[16]; } CUtensorMap;  // as cuda.h spells it
-typedef struct CUlaunchAttribute_st { int id; unsigned char value[64]; } CUlaunchAttribute;
+typedef struct CUevent_st* CUevent;
+typedef struct CUlinkState_st* CUlinkState;
+// cuda.h defines the tensor map under this guard; code that may be built without cuda.h
+// (NVRTC sources) repeats the definition behind the same test.
+#define CU_TENSOR_MAP_NUM_QWORDS 16
+typedef struct __align__(64) CUtensorMap_st { unsigned long long opaque[CU_TENSOR_MAP_NUM_QWORDS]; } CUtensorMap;
+typedef enum CUlaunchAttributeID_enum {
+  CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+  CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT = 7,
+  CU_LAUNCH_ATTRIBUTE_PRIORITY = 8
+} CUlaunchAttributeID;
+typedef enum CUclusterSchedulingPolicy_enum {
+  CU_CLUSTER_SCHEDULING_POLICY_DEFAULT = 0,
+  CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1,
+  CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING = 2
+} CUclusterSchedulingPolicy;
+typedef union CUlaunchAttributeValue_union {
+  char pad[64];
+  int cooperative;
+  int priority;
+  unsigned int programmaticStreamSerializationAllowed;
+  struct {
+    unsigned int x, y, z;
+  } clusterDim;
+  CUclusterSchedulingPolicy clusterSchedulingPolicyPreference;
+} CUlaunchAttributeValue;
+typedef struct CUlaunchAttribute_st {
+  CUlaunchAttributeID id;
+  CUlaunchAttributeValue value;
+} CUlaunchAttribute;
 typedef struct CUlaunchConfig_st {
   unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
   CUstream hStream;
   CUlaunchAttribute* attrs;
   unsigned int numAttrs;
 } CUlaunchConfig;
+typedef enum CUfunction_attribute_enum {
+  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES = 2,
+  CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+  CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+  CU_FUNC_ATTRIBUTE_PTX_VERSION = 5,
+  CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6,
+  CU_FUNC_ATTRIBUTE_CACHE_MODE_CA = 7,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
+  CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET = 10,
+  CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11,
+  CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT = 12,
+  CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13,
+  CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
+  CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15
+} CUfunction_attribute;
+typedef enum CUdevice_attribute_enum {
+  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+  CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+} CUdevice_attribute;
+typedef enum CUstreamCaptureStatus_enum {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+// JIT compilation and linking (cuLink*): the option and input kinds are passed through only.
+typedef enum CUjit_option_enum {
+  CU_JIT_MAX_REGISTERS = 0,
+  CU_JIT_THREADS_PER_BLOCK = 1,
+  CU_JIT_WALL_TIME = 2,
+  CU_JIT_INFO_LOG_BUFFER = 3,
+  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  CU_JIT_OPTIMIZATION_LEVEL = 7,
+  CU_JIT_TARGET_FROM_CUCONTEXT = 8,
+  CU_JIT_TARGET = 9,
+  CU_JIT_LOG_VERBOSE = 12,
+  CU_JIT_GENERATE_LINE_INFO = 13
+} CUjit_option;
+typedef enum CUjitInputType_enum {
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
+  CU_JIT_INPUT_FATBINARY = 2,
+  CU_JIT_INPUT_OBJECT = 3,
+  CU_JIT_INPUT_LIBRARY = 4
+} CUjitInputType;
+typedef enum CUlibraryOption_enum { CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0 } CUlibraryOption;
 // Tensor-map (TMA) descriptor encoding, driver API.
-enum CUtensorMapDataType {
+typedef enum CUtensorMapDataType_enum {
   CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
   CU_TENSOR_MAP_DATA_TYPE_UINT16,
   CU_TENSOR_MAP_DATA_TYPE_UINT32,
@@ -266,9 +399,9 @@ enum CUtensorMapDataType {
   CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B,
   CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B,
   CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B
-};
-enum CUtensorMapInterleave { CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_INTERLEAVE_16B, CU_TENSOR_MAP_INTERLEAVE_32B };
-enum CUtensorMapSwizzle {
+} CUtensorMapDataType;
+typedef enum CUtensorMapInterleave_enum { CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_INTERLEAVE_16B, CU_TENSOR_MAP_INTERLEAVE_32B } CUtensorMapInterleave;
+typedef enum CUtensorMapSwizzle_enum {
   CU_TENSOR_MAP_SWIZZLE_NONE = 0,
   CU_TENSOR_MAP_SWIZZLE_32B,
   CU_TENSOR_MAP_SWIZZLE_64B,
@@ -276,14 +409,14 @@ enum CUtensorMapSwizzle {
   CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B,
   CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B,
   CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B
-};
-enum CUtensorMapL2promotion {
+} CUtensorMapSwizzle;
+typedef enum CUtensorMapL2promotion_enum {
   CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
   CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
   CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
   CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-};
-enum CUtensorMapFloatOOBfill { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA };
+} CUtensorMapL2promotion;
+typedef enum CUtensorMapFloatOOBfill_enum { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA } CUtensorMapFloatOOBfill;
 typedef uint64_t cuuint64_t;  // as cuda.h spells them (<stdint.h>)
 typedef uint32_t cuuint32_t;
 extern "C" {
@@ -293,6 +426,53 @@ CUresult cuMemGetAddressRange(CUdeviceptr*, size_t*, CUdeviceptr);
 CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
 CUresult cuMemsetD16Async(CUdeviceptr, unsigned short, size_t, CUstream);
 CUresult cuMemsetD32Async(CUdeviceptr, unsigned int, size_t, CUstream);
+CUresult cuInit(unsigned int);
+CUresult cuDriverGetVersion(int*);
+CUresult cuDeviceGet(CUdevice*, int);
+CUresult cuDeviceGetCount(int*);
+CUresult cuDeviceGetAttribute(int*, CUdevice_attribute, CUdevice);
+CUresult cuCtxGetCurrent(CUcontext*);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuCtxGetDevice(CUdevice*);
+CUresult cuCtxSynchronize(void);
+CUresult cuDevicePrimaryCtxRetain(CUcontext*, CUdevice);
+CUresult cuDevicePrimaryCtxRelease(CUdevice);
+CUresult cuMemAlloc(CUdeviceptr*, size_t);
+CUresult cuMemFree(CUdeviceptr);
+CUresult cuMemcpyHtoD(CUdeviceptr, const void*, size_t);
+CUresult cuMemcpyDtoH(void*, CUdeviceptr, size_t);
+CUresult cuMemcpyHtoDAsync(CUdeviceptr, const void*, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync(void*, CUdeviceptr, size_t, CUstream);
+CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus*);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuModuleLoad(CUmodule*, const char*);
+CUresult cuModuleLoadData(CUmodule*, const void*);
+CUresult cuModuleUnload(CUmodule);
+CUresult cuModuleGetFunction(CUfunction*, CUmodule, const char*);
+CUresult cuModuleGetGlobal(CUdeviceptr*, size_t*, CUmodule, const char*);
+CUresult cuFuncGetAttribute(int*, CUfunction_attribute, CUfunction);
+CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int);
+CUresult cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                        unsigned int, unsigned int, CUstream, void**, void**);
+CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void**, void**);
+CUresult cuLaunchCooperativeKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                                   unsigned int, unsigned int, CUstream, void**);
+CUresult cuOccupancyMaxActiveClusters(int*, CUfunction, const CUlaunchConfig*);
+CUresult cuLibraryLoadData(CUlibrary*, const void*, CUjit_option*, void**, unsigned int, CUlibraryOption*, void**,
+                           unsigned int);
+CUresult cuLibraryUnload(CUlibrary);
+CUresult cuLibraryGetKernel(CUkernel*, CUlibrary, const char*);
+CUresult cuLibraryGetKernelCount(unsigned int*, CUlibrary);
+CUresult cuLibraryEnumerateKernels(CUkernel*, unsigned int, CUlibrary);
+CUresult cuKernelGetFunction(CUfunction*, CUkernel);
+CUresult cuKernelGetName(const char**, CUkernel);
+CUresult cuKernelGetAttribute(int*, CUfunction_attribute, CUkernel, CUdevice);
+CUresult cuKernelSetAttribute(CUfunction_attribute, int, CUkernel, CUdevice);
+CUresult cuLinkCreate(unsigned int, CUjit_option*, void**, CUlinkState*);
+CUresult cuLinkAddData(CUlinkState, CUjitInputType, void*, size_t, const char*, unsigned int, CUjit_option*, void**);
+CUresult cuLinkAddFile(CUlinkState, CUjitInputType, const char*, unsigned int, CUjit_option*, void**);
+CUresult cuLinkComplete(CUlinkState, void**, size_t*);
+CUresult cuLinkDestroy(CUlinkState);
 CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -408,6 +588,60 @@ enum cudaStreamCaptureStatus {
   cudaStreamCaptureStatusInvalidated = 2
 };
 cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus*);
+// What a pointer points at (cudaPointerGetAttributes).
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3
+};
+struct cudaPointerAttributes {
+  cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
+// Device symbols (`__device__`/`__constant__` variables) read and written from the host: by
+// address (C API) or by the variable itself (the C++ templates).
+extern "C" {
+cudaError_t cudaMemcpyToSymbol(const void*, const void*, size_t, size_t = 0, cudaMemcpyKind = cudaMemcpyHostToDevice);
+cudaError_t cudaMemcpyFromSymbol(void*, const void*, size_t, size_t = 0, cudaMemcpyKind = cudaMemcpyDeviceToHost);
+cudaError_t cudaMemcpyToSymbolAsync(const void*, const void*, size_t, size_t = 0,
+                                    cudaMemcpyKind = cudaMemcpyHostToDevice, cudaStream_t = 0);
+cudaError_t cudaMemcpyFromSymbolAsync(void*, const void*, size_t, size_t = 0, cudaMemcpyKind = cudaMemcpyDeviceToHost,
+                                      cudaStream_t = 0);
+cudaError_t cudaGetSymbolAddress(void**, const void*);
+cudaError_t cudaGetSymbolSize(size_t*, const void*);
+}
+template <typename T>
+cudaError_t cudaMemcpyToSymbol(const T&, const void*, size_t, size_t = 0, cudaMemcpyKind = cudaMemcpyHostToDevice);
+template <typename T>
+cudaError_t cudaMemcpyFromSymbol(void*, const T&, size_t, size_t = 0, cudaMemcpyKind = cudaMemcpyDeviceToHost);
+template <typename T>
+cudaError_t cudaMemcpyToSymbolAsync(const T&, const void*, size_t, size_t = 0,
+                                    cudaMemcpyKind = cudaMemcpyHostToDevice, cudaStream_t = 0);
+template <typename T>
+cudaError_t cudaMemcpyFromSymbolAsync(void*, const T&, size_t, size_t = 0, cudaMemcpyKind = cudaMemcpyDeviceToHost,
+                                      cudaStream_t = 0);
+template <typename T>
+cudaError_t cudaGetSymbolAddress(void**, const T&);
+template <typename T>
+cudaError_t cudaGetSymbolSize(size_t*, const T&);
+// Context-independent loading of cubins (CUDA 12.0+ runtime), as tvm-ffi's cubin launcher uses it.
+typedef struct CUlib_st* cudaLibrary_t;
+typedef struct CUkern_st* cudaKernel_t;
+enum cudaJitOption { cudaJitMaxRegisters = 0, cudaJitThreadsPerBlock = 1, cudaJitWallTime = 2 };
+enum cudaLibraryOption { cudaLibraryHostUniversalFunctionAndDataTable = 0, cudaLibraryBinaryIsPreserved = 1 };
+extern "C" {
+cudaError_t cudaLibraryLoadData(cudaLibrary_t*, const void*, cudaJitOption*, void**, unsigned int, cudaLibraryOption*,
+                                void**, unsigned int);
+cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t*, const char*, cudaJitOption*, void**, unsigned int,
+                                    cudaLibraryOption*, void**, unsigned int);
+cudaError_t cudaLibraryUnload(cudaLibrary_t);
+cudaError_t cudaLibraryGetKernel(cudaKernel_t*, cudaLibrary_t, const char*);
+cudaError_t cudaLibraryGetKernelCount(unsigned int*, cudaLibrary_t);
+cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t, cudaFuncAttribute, int, int);
+}
 typedef enum CUpointer_attribute_enum {
   CU_POINTER_ATTRIBUTE_CONTEXT = 1,
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
@@ -439,6 +673,8 @@ struct __align__(4) __half2 {
   __half x, y;
   __half2() = default;
   KC_HD __half2(__half, __half);
+  KC_HD __half2(const __half2_raw&);
+  KC_HD operator __half2_raw() const;
 };
 struct __align__(2) __nv_bfloat16 {
   unsigned short __x;
@@ -457,11 +693,17 @@ struct __align__(4) __nv_bfloat162 {
   __nv_bfloat16 x, y;
   __nv_bfloat162() = default;
   KC_HD __nv_bfloat162(__nv_bfloat16, __nv_bfloat16);
+  KC_HD __nv_bfloat162(const __nv_bfloat162_raw&);
+  KC_HD operator __nv_bfloat162_raw() const;
 };
 typedef __half half;
 typedef __half2 half2;
 typedef __half nv_half;
 typedef __half2 nv_half2;
+typedef __half __nv_half;
+typedef __half2 __nv_half2;
+typedef __half_raw __nv_half_raw;
+typedef __half2_raw __nv_half2_raw;
 typedef __nv_bfloat16 nv_bfloat16;
 typedef __nv_bfloat162 nv_bfloat162;
 
@@ -575,6 +817,30 @@ KC_HALF_MATH(__nv_bfloat16, __nv_bfloat162)
   KC_HD bool __hge(T, T);                                                                            \
   KC_HD bool __hisnan(T);                                                                            \
   KC_HD int __hisinf(T);                                                                             \
+  KC_HD T2 __heq2(T2, T2);                                                                           \
+  KC_HD T2 __hne2(T2, T2);                                                                           \
+  KC_HD T2 __hlt2(T2, T2);                                                                           \
+  KC_HD T2 __hle2(T2, T2);                                                                           \
+  KC_HD T2 __hgt2(T2, T2);                                                                           \
+  KC_HD T2 __hge2(T2, T2);                                                                           \
+  KC_HD bool __hbeq2(T2, T2);                                                                        \
+  KC_HD bool __hbne2(T2, T2);                                                                        \
+  KC_HD bool __hblt2(T2, T2);                                                                        \
+  KC_HD bool __hble2(T2, T2);                                                                        \
+  KC_HD bool __hbgt2(T2, T2);                                                                        \
+  KC_HD bool __hbge2(T2, T2);                                                                        \
+  KC_HD unsigned int __heq2_mask(T2, T2);                                                            \
+  KC_HD unsigned int __hne2_mask(T2, T2);                                                            \
+  KC_HD unsigned int __hlt2_mask(T2, T2);                                                            \
+  KC_HD unsigned int __hle2_mask(T2, T2);                                                            \
+  KC_HD unsigned int __hgt2_mask(T2, T2);                                                            \
+  KC_HD unsigned int __hge2_mask(T2, T2);                                                            \
+  KC_HD unsigned int __hequ2_mask(T2, T2);                                                           \
+  KC_HD unsigned int __hneu2_mask(T2, T2);                                                           \
+  KC_HD unsigned int __hltu2_mask(T2, T2);                                                           \
+  KC_HD unsigned int __hleu2_mask(T2, T2);                                                           \
+  KC_HD unsigned int __hgtu2_mask(T2, T2);                                                           \
+  KC_HD unsigned int __hgeu2_mask(T2, T2);                                                           \
   KC_D T htrunc(T);                                                                                  \
   KC_D T hceil(T);                                                                                   \
   KC_D T hfloor(T);                                                                                  \
@@ -602,31 +868,52 @@ typedef unsigned short __nv_fp8x2_storage_t;
 typedef unsigned int __nv_fp8x4_storage_t;
 enum __nv_saturation_t { __NV_NOSAT, __NV_SATFINITE };
 enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 };
-#define KC_FP8(N)                             \
-  struct __align__(1) N {                     \
-    __nv_fp8_storage_t __x;                   \
-    N() = default;                            \
-    KC_HD explicit N(float);                  \
-    KC_HD explicit N(double);                 \
-    KC_HD explicit N(__half);                 \
-    KC_HD explicit N(__nv_bfloat16);          \
-    KC_HD explicit operator float() const;    \
-    KC_HD explicit operator __half() const;   \
+// One-byte formats convert from the floating-point types and (CUDA 12.x) the integer types.
+#define KC_FP8(N)                                  \
+  struct __align__(1) N {                          \
+    __nv_fp8_storage_t __x;                        \
+    N() = default;                                 \
+    KC_HD explicit N(float);                       \
+    KC_HD explicit N(double);                      \
+    KC_HD explicit N(__half);                      \
+    KC_HD explicit N(__nv_bfloat16);               \
+    KC_HD explicit N(short);                       \
+    KC_HD explicit N(unsigned short);              \
+    KC_HD explicit N(int);                         \
+    KC_HD explicit N(unsigned int);                \
+    KC_HD explicit N(long);                        \
+    KC_HD explicit N(unsigned long);               \
+    KC_HD explicit N(long long);                   \
+    KC_HD explicit N(unsigned long long);          \
+    KC_HD explicit operator float() const;         \
+    KC_HD explicit operator __half() const;        \
     KC_HD explicit operator __nv_bfloat16() const; \
   };
 KC_FP8(__nv_fp8_e4m3)
 KC_FP8(__nv_fp8_e5m2)
-#define KC_FP8X(N, S, B, A)                   \
+// Packed formats: pairs convert from and to the paired 16-bit types, quads from two pairs.
+#define KC_FP8X(N, S, B, A, PACKED)           \
   struct __align__(A) N {                     \
     S __x;                                    \
     N() = default;                            \
     KC_HD explicit N(B);                      \
     KC_HD explicit operator B() const;        \
+    PACKED(N)                                 \
   };
-KC_FP8X(__nv_fp8x2_e4m3, __nv_fp8x2_storage_t, float2, 2)
-KC_FP8X(__nv_fp8x2_e5m2, __nv_fp8x2_storage_t, float2, 2)
-KC_FP8X(__nv_fp8x4_e4m3, __nv_fp8x4_storage_t, float4, 4)
-KC_FP8X(__nv_fp8x4_e5m2, __nv_fp8x4_storage_t, float4, 4)
+#define KC_PAIR_CONVERSIONS(N)                \
+  KC_HD explicit N(double2);                  \
+  KC_HD explicit N(__half2);                  \
+  KC_HD explicit N(__nv_bfloat162);           \
+  KC_HD explicit operator __half2_raw() const; \
+  KC_HD explicit operator __half2() const;
+#define KC_QUAD_CONVERSIONS(N)                \
+  KC_HD explicit N(double4);                  \
+  KC_HD explicit N(__half2, __half2);         \
+  KC_HD explicit N(__nv_bfloat162, __nv_bfloat162);
+KC_FP8X(__nv_fp8x2_e4m3, __nv_fp8x2_storage_t, float2, 2, KC_PAIR_CONVERSIONS)
+KC_FP8X(__nv_fp8x2_e5m2, __nv_fp8x2_storage_t, float2, 2, KC_PAIR_CONVERSIONS)
+KC_FP8X(__nv_fp8x4_e4m3, __nv_fp8x4_storage_t, float4, 4, KC_QUAD_CONVERSIONS)
+KC_FP8X(__nv_fp8x4_e5m2, __nv_fp8x4_storage_t, float4, 4, KC_QUAD_CONVERSIONS)
 KC_HD __nv_fp8_storage_t __nv_cvt_float_to_fp8(float, __nv_saturation_t, __nv_fp8_interpretation_t);
 KC_HD __nv_fp8x2_storage_t __nv_cvt_float2_to_fp8x2(float2, __nv_saturation_t, __nv_fp8_interpretation_t);
 KC_HD __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t, __nv_fp8_interpretation_t);
@@ -655,8 +942,8 @@ struct __align__(1) __nv_fp4_e2m1 {
   KC_HD explicit __nv_fp4_e2m1(float);
   KC_HD explicit operator float() const;
 };
-KC_FP8X(__nv_fp4x2_e2m1, __nv_fp4x2_storage_t, float2, 1)
-KC_FP8X(__nv_fp4x4_e2m1, __nv_fp4x4_storage_t, float4, 2)
+KC_FP8X(__nv_fp4x2_e2m1, __nv_fp4x2_storage_t, float2, 1, KC_PAIR_CONVERSIONS)
+KC_FP8X(__nv_fp4x4_e2m1, __nv_fp4x4_storage_t, float4, 2, KC_QUAD_CONVERSIONS)
 KC_HD __nv_fp4_storage_t __nv_cvt_float_to_fp4(float, __nv_fp4_interpretation_t, enum cudaRoundMode);
 KC_HD __nv_fp4x2_storage_t __nv_cvt_float2_to_fp4x2(float2, __nv_fp4_interpretation_t, enum cudaRoundMode);
 KC_HD __half_raw __nv_cvt_fp4_to_halfraw(__nv_fp4_storage_t, __nv_fp4_interpretation_t);
@@ -721,6 +1008,16 @@ KC_D size_t __cvta_generic_to_shared(const void*);
 KC_D size_t __cvta_generic_to_global(const void*);
 KC_D void* __cvta_shared_to_generic(size_t);
 KC_D void* __cvta_global_to_generic(size_t);
+KC_D size_t __cvta_generic_to_constant(const void*);
+KC_D size_t __cvta_generic_to_local(const void*);
+KC_D void* __cvta_constant_to_generic(size_t);
+KC_D void* __cvta_local_to_generic(size_t);
+// A `__grid_constant__` kernel parameter's address in the parameter space (CUDA 11.7+).
+KC_D size_t __cvta_generic_to_grid_constant(const void*);
+KC_D void* __cvta_grid_constant_to_generic(size_t);
+// The 32-bit shared-window address of a generic pointer, an NVVM intrinsic that CuTe and
+// TensorRT-LLM code call (some of it without declaring it).
+KC_D unsigned int __nvvm_get_smem_pointer(void*);
 KC_D unsigned int __isShared(const void*);
 KC_D unsigned int __isGlobal(const void*);
 KC_D unsigned int __isConstant(const void*);
