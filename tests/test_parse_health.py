@@ -983,6 +983,14 @@ def test_a_file_checked_without_its_wrapper_gets_the_flags_of_the_projects_wrapp
     }
 
 
+def test_a_run_from_a_folder_that_is_no_project_searches_the_files_own_project(tmp_path: Path) -> None:
+    """Checked from a folder above the project that is no project itself (as `/tmp`), the
+    kernel still gets its project's wrapper flags: the search walks the file's own project,
+    not the whole folder."""
+    kernel, _ = _jit_project(tmp_path / "project", SCALE_WRAPPER)
+    assert run_wrapper_flags([kernel], [], {}, tmp_path, None) == {str(kernel.resolve()): ("-DJIT_SCALE=3",)}
+
+
 def test_a_python_file_naming_the_kernel_outside_a_builder_call_gives_it_nothing(tmp_path: Path) -> None:
     """A wrapper that calls `load_jit` for another file and names `scale.cuh` and a `-D` in a
     comment, a list and another call passes the text test, and builds nothing for it."""

@@ -30,11 +30,24 @@ def test_the_walk_leaves_out_environments_build_outputs_and_hidden_folders(tmp_p
 
 
 def test_the_walk_stops_after_max_dirs_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
     (tmp_path / "a" / "b").mkdir(parents=True)
     for folder in (tmp_path, tmp_path / "a", tmp_path / "a" / "b"):
         (folder / "w.py").write_text(CALL)
     monkeypatch.setattr(wrapper_search, "MAX_DIRS", 2)
     assert python_files(tmp_path) == [str(tmp_path / "w.py"), str(tmp_path / "a" / "w.py")]
+
+
+def test_a_folder_that_is_no_project_is_searched_in_itself_alone(tmp_path: Path) -> None:
+    """The folder of a lone file (no config, `pyproject.toml` or `.git`), as `/tmp` or a home
+    folder: its own Python files are its wrappers, the unrelated trees below it are not walked;
+    marked as a project, the same folder is walked whole."""
+    (tmp_path / "tree" / "ops").mkdir(parents=True)
+    for folder in (tmp_path, tmp_path / "tree" / "ops"):
+        (folder / "w.py").write_text(CALL)
+    assert python_files(tmp_path) == [str(tmp_path / "w.py")]
+    (tmp_path / ".git").mkdir()
+    assert python_files(tmp_path) == [str(tmp_path / "w.py"), str(tmp_path / "tree" / "ops" / "w.py")]
 
 
 def test_the_index_keeps_what_the_project_holds_now(tmp_path: Path) -> None:

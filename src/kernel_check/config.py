@@ -220,6 +220,12 @@ def find_project_root(start: Path) -> tuple[Path, Path | None]:
     return (fallback or start), None
 
 
+def is_project_root(directory: Path) -> bool:
+    """Whether `directory` is a project's root by the marks `find_project_root` looks for (a
+    kernel-check config, a `pyproject.toml`, a `.git`), not just the folder a lone file is in."""
+    return any((directory / name).exists() for name in (*CONFIG_FILES, "pyproject.toml", ".git"))
+
+
 def load_config(start: Path, explicit: Path | None = None) -> Config:
     """Read the governing config; `explicit` (from --config) wins over discovery."""
     if explicit is not None:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .cache import atomic_write, project_dir, read_bytes
 from .clang.parse import CPP_SUFFIXES
-from .config import find_project_root, real_path
+from .config import find_project_root, is_project_root, real_path
 from .discover import PYTHON_SUFFIXES, SKIPPED_DIRS
 from .jit_flags import BUILDERS, wrapper_flags
 
@@ -70,10 +70,13 @@ def run_wrapper_flags(
 
 
 def _by_project(files: list[Path], root: Path) -> dict[Path, list[Path]]:
-    """`files` grouped by the project root whose Python files are searched for them."""
+    """`files` grouped by the project root whose Python files are searched for them: the
+    run's root, where it is a project and holds the file; else the file's own project (a run
+    from a folder that is no project, `/tmp`, of files inside a project below it)."""
     grouped: dict[Path, list[Path]] = {}
+    in_root = is_project_root(root)
     for path in files:
-        project = root if path.is_relative_to(root) else find_project_root(path)[0]
+        project = root if in_root and path.is_relative_to(root) else find_project_root(path)[0]
         grouped.setdefault(project, []).append(path)
     return grouped
 
@@ -93,12 +96,16 @@ def python_files(root: Path) -> list[str]:
     """The project's Python files (as strings: there are thousands), in a stable order:
     `os.walk` of `root` without the folders no project keeps its own sources in
     (`discover.SKIPPED_DIRS`, hidden ones, eggs, site-packages), through its first `MAX_DIRS`
-    folders (a root that is no project, a home folder or `/tmp`, is searched that far)."""
+    folders. A root that is no project (`config.is_project_root`: the folder of a lone file,
+    a home folder, `/tmp`) is searched in itself alone: the trees below such a folder are not
+    its files' wrappers, and reading every Python file of them made a one-file check from
+    `/tmp` take minutes (16,559 files)."""
     found: list[str] = []
+    folders = MAX_DIRS if is_project_root(root) else 1
     for count, (current, dirnames, filenames) in enumerate(os.walk(root), start=1):
         dirnames[:] = sorted(name for name in dirnames if _is_project_dir(name))
         found += [os.path.join(current, name) for name in sorted(filenames) if name.endswith(PYTHON_SUFFIXES)]
-        if count == MAX_DIRS:
+        if count == folders:
             break
     return found
 
