@@ -317,6 +317,37 @@ def test_only_constexpr_device_functions_are_relaxed(tmp_path: Path, mode: str) 
     ]
 
 
+# A launcher in an anonymous namespace, as JIT files keep their params structs: the runtime's
+# host templates are instantiated with a type no other translation unit can name.
+INTERNAL_PARAMS_LAUNCH = r"""
+#include <cuda_runtime.h>
+
+namespace {
+
+struct ZeroParams {
+  float* out;
+};
+
+__global__ void zero_kernel(ZeroParams params) { params.out[threadIdx.x] = 0.0f; }
+
+}  // namespace
+
+inline cudaError_t launch_zero(ZeroParams params, cudaStream_t stream) {
+  cudaFuncSetAttribute(zero_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  config.stream = stream;
+  return cudaLaunchKernelEx(&config, zero_kernel, params);
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_a_launch_of_a_kernel_with_internal_params_parses(tmp_path: Path, mode: str) -> None:
+    assert errors_of(tmp_path, INTERNAL_PARAMS_LAUNCH, resolve_settings(mode)) == []
+
+
 # A descriptor filled in braces from 64-bit sizes, as real kernels pack TMA and MMA
 # descriptors: nvcc builds it (its host compiler warns of the narrowing), clang stops.
 BRACED_NARROWING = r"""
