@@ -322,8 +322,9 @@ def loaded_sizes_positive(terms: Iterable[Term], loads: Iterable[str]) -> list[T
     the row of flat element `j`), and a size is positive; with any value allowed, a witness
     would be a kernel fed a negative row length."""
     names = set(loads)
-    divided = {d for d in divisors(terms, unconditional=True) if d.op == "sym" and d.name in names}
-    return [Term("<=", (Term("const", value=1), d)) for d in divided]
+    # in the order met, once each: the order of a query's constraints moves its answer
+    divided = dict.fromkeys(d for d in divisors(terms, unconditional=True) if d.op == "sym" and d.name in names)
+    return [_at_least(d, 1) for d in divided]
 
 
 def for_all(variables: Iterable[str], body: Term) -> Term:
