@@ -11,7 +11,7 @@ import pytest
 
 from conftest import drafted_specs
 from kernel_check.harness.discover import discover
-from kernel_check.harness.draft import TODO, draft_text
+from kernel_check.harness.draft import MAX_DRAFT_GRID_POINTS, TODO, draft_text
 from kernel_check.harness.spec import CURRENT_STREAM, Role
 
 pytestmark = pytest.mark.slow  # each test drafts from real parses of csrc/ or a tree of wrappers
@@ -419,3 +419,19 @@ def test_a_stream_handle_the_launcher_launches_on_is_the_calls_stream(tmp_path):
     assert scalars == {"offset": 0, "stream": CURRENT_STREAM}
     text = (tmp_path / "stream_handle_spec.py").read_text()
     assert "Scalar('stream', CURRENT_STREAM)" in text and "Scalar('offset', 0)" in text
+
+
+WIDE_GRID_FIXTURE = ROOT / "tests" / "fixtures" / "draft" / "sgl" / "wide_grid.cuh"
+
+
+def test_a_launcher_with_many_independent_lengths_gets_a_grid_of_bounded_size(tmp_path):
+    """Seven tensors of seven lengths: varying each over its values would plan 2,916
+    reference cases; the draft varies the tail axis and the first free axes while the grid
+    stays within MAX_DRAFT_GRID_POINTS, holds the rest at one value, and says which."""
+    (spec,) = _draft(WIDE_GRID_FIXTURE, tmp_path)
+    (inst,) = spec.instantiations
+    points = list(spec.grid_points(inst))
+    assert 1 < len(points) <= MAX_DRAFT_GRID_POINTS
+    held = [axis for axis, values in spec.grid.items() if len(values) == 1]
+    assert held == ["n3", "n4", "n5"] and all(spec.grid[axis] == (3,) for axis in held)
+    assert f"{TODO}: axes n3, n4, n5 hold one value each" in (tmp_path / "wide_grid_spec.py").read_text()

@@ -63,6 +63,10 @@ def _two(x: Tensor, y: Tensor, returns: tuple[str, ...] = ()) -> dict:
         ),
         (_two(Tensor("x", ("n",), device="gpu"), Tensor("y", ("n",), role=Role.OUT)), "device 'gpu' is not one of"),
         (_two(Tensor("x", ("n",), pinned=True), Tensor("y", ("n",), role=Role.OUT)), "pinned=True needs device='cpu'"),
+        (
+            dict(grid={"n": TAILS, **{f"m{i}": (1, 3, 32) for i in range(11)}}),
+            r"the grid has 531,441 points, more than 100,000 \(each is a reference case\)",
+        ),
     ],
 )
 def test_bad_host_buffers_and_returns_are_one_line_errors_at_load(changes, message):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import itertools
 import keyword
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,10 @@ DEFAULT_FIXED_SIZES = (128, 4096)
 OTHER_AXIS = (1, 3, 32)
 # The tail axis: the tails and a multiple of every vector width.
 TAIL_AXIS = TAILS + (4096,)
+# Reference cases one drafted instantiation plans at most (every grid point is one): past
+# it, the later free axes hold one value each (a launcher with a dozen independent lengths
+# would otherwise plan 3^12 cases).
+MAX_DRAFT_GRID_POINTS = 128
 MAX_INSTANTIATIONS = 12
 # With nvcc probing, the candidates compiled at most (a batch of MAX_INSTANTIATIONS at a
 # time, until that many build): a cap applied before probing could keep only failing ones.
@@ -1269,6 +1274,29 @@ def grid_for(
         notes.append(f"{TODO}: no dimension takes the tails (each is fixed or dispatched); a dummy axis holds them")
     grid = {axis: choices.get(axis) or tuple(multiples.get(axis, 1) * v for v in OTHER_AXIS) for axis in free}
     grid[tail] = TAIL_AXIS
+    return _within_budget(grid, {tail, *choices}, notes)
+
+
+def _within_budget(grid: dict[str, tuple[int, ...]], kept: set[str], notes: list[str]) -> dict[str, tuple[int, ...]]:
+    """``grid`` with at most ``MAX_DRAFT_GRID_POINTS`` points: the ``kept`` axes (the tails,
+    the dispatched values) and then the free axes in order of appearance vary while the
+    product fits; each later one holds its middle value (a small odd count, rows of more
+    than one)."""
+    points = math.prod(len(values) for axis, values in grid.items() if axis in kept)
+    held = []
+    for axis, values in grid.items():
+        if axis in kept:
+            continue
+        if points * len(values) <= MAX_DRAFT_GRID_POINTS:
+            points *= len(values)
+        else:
+            grid[axis] = (values[len(values) // 2],)
+            held.append(axis)
+    if held:
+        notes.append(
+            f"{TODO}: axes {', '.join(held)} hold one value each, to keep the grid at {points} points; "
+            "give them more where the kernel's paths depend on them"
+        )
     return grid
 
 

@@ -56,6 +56,7 @@ import ast
 import enum
 import itertools
 import json
+import math
 import operator
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -68,6 +69,9 @@ from .profiles import INDEX_PRESETS, check_profile
 # The tails every spec's grid must cover on some axis: a single element, one short of a
 # power of two, one past one (both non-multiples of any vector width).
 TAILS: tuple[int, ...] = (1, 127, 4097)
+# Grid points one instantiation may have: each is a reference case, and the case planner
+# lists them (a product of a dozen free axes would not fit in memory).
+MAX_GRID_POINTS = 100_000
 
 # dtype name (torch's spelling) -> (bytes per element, the project's C++ alias)
 DTYPES: dict[str, tuple[int, str]] = {
@@ -681,6 +685,13 @@ def validate_spec(spec: KernelSpec) -> None:
     if not any(set(TAILS) <= set(values) for name, values in spec.grid.items() if name not in fixed_everywhere):
         _fail(spec, f"no grid axis covers the tails {TAILS}")
     for inst in spec.instantiations:
+        points = math.prod(len(values) for values in spec.axes(inst).values())
+        if points > MAX_GRID_POINTS:
+            _fail(
+                spec,
+                f"instantiation {inst.id}: the grid has {points:,} points, more than {MAX_GRID_POINTS:,} "
+                "(each is a reference case): give its axes fewer values",
+            )
         if next(spec.grid_points(inst), None) is None:
             _fail(spec, f"instantiation {inst.id}: the grid has no point that passes `constraint`")
     fixed_somewhere = set().union(*(set(i.sizes) for i in spec.instantiations))
