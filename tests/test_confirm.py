@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REPO_ROOT, run_one
-from kernel_check import confirmations
-from kernel_check.finding import Counterexample, Finding
+from kernel_check import confirmations, runtime
+from kernel_check.finding import Counterexample, Finding, Location, Severity
+from kernel_check.harness import cli as harness_cli
 from kernel_check.harness.cases import Case, CaseKind
 from kernel_check.harness.confirm import CHECKS, COMPARISON, plan, render_table, witness_case
 from kernel_check.harness.discover import discover
@@ -239,3 +240,23 @@ def test_the_table(kc401: Finding) -> None:
         f"KC401 {kc401.path}:25 | D=1 N=1 out=[1,1] table=[1,1] ids=[1] ids:=1 block of (1,1,1) thread (0,0,0) | "
         "confirmed by memcheck on NVIDIA H100 80GB HBM3 [confirm_unbounded_gather[sanitize m=1 n=1 d=1]]"
     )
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(runtime.find_nvcc() is None, reason="nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
+def test_a_drafted_spec_keeps_the_instantiations_nvcc_builds(tmp_path: Path, monkeypatch) -> None:
+    """`confirm` drafts a spec for a file without one as `spec new` does: it compile-probes the
+    candidates, so a template value the kernel's `static_assert` rejects (1, 2) is not the
+    instantiation a witness runs in (it would not build, and confirm nothing)."""
+    monkeypatch.setenv("KERNEL_CHECK_JIT_CACHE", str(tmp_path / "jit"))
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
+    assertion = 'static_assert(kGroup % 8 == 0, "kGroup must be a multiple of 8");'
+    source = (FIXTURES / "draft" / "probe" / "groups.cuh").read_text().replace(f"  {assertion}\n", "")
+    cuh = tmp_path / "groups.cuh"
+    cuh.write_text(source.replace("  const int64_t g = ", f"  {assertion}\n  const int64_t g = ", 1))
+    finding = Finding(
+        "KC401", "", Location(str(cuh), 14, 1), Severity.ERROR, witness=Counterexample("group_sum_kernel")
+    )
+    args = harness_cli._parser().parse_args(["confirm", str(cuh)])
+    (spec,) = harness_cli._confirm_specs(args, [finding], harness_cli._config(args), tmp_path)
+    assert [i.template_args for i in spec.instantiations] == [(8,), (32,), (128,)]

@@ -744,7 +744,9 @@ def _confirm_specs(
     args: argparse.Namespace, findings: list[Finding], config: Config, scratch: Path
 ) -> list[KernelSpec]:
     """`--spec`'s specs (else those under PATH), and a draft (`spec new`) for each file with a
-    finding to confirm that none of them covers; a draft that does not load is said on stderr."""
+    finding to confirm that none of them covers; a draft that does not load is said on stderr.
+    A draft keeps, as `spec new`'s does, the instantiations nvcc builds (`confirm` has checked
+    that nvcc is there): one that does not build could confirm nothing."""
     from .draft import DraftError, draft_text
 
     found = discover(args.specs or args.paths)
@@ -756,7 +758,8 @@ def _confirm_specs(
     for number, source in enumerate(wanted):
         target = scratch / f"draft{number}_{source.stem}_spec.py"
         try:
-            target.write_text(draft_text(source, target, defines=tuple(config.get("defines"))), encoding="utf-8")
+            defines = tuple(config.get("defines"))
+            target.write_text(draft_text(source, target, defines=defines, probe=True), encoding="utf-8")
         except DraftError as exc:
             print(f"kernel-check: {source}: no spec, and none could be drafted: {exc}", file=sys.stderr)
             continue
