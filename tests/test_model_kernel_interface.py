@@ -69,7 +69,7 @@ def test_matcher_chain_records_dims_dtypes_and_the_alignment_in_effect_per_verif
     [chain] = model.launcher_facts.matcher_chains
     assert chain.function == usr_of(model, "copy")
     assert chain.dims == ("n", "8")
-    assert [(d.text, d.size) for d in chain.dtypes] == [("T", ConstExpr("sizeof", name="T"))]
+    assert [(d.text, d.canonical, d.size) for d in chain.dtypes] == [("T", "T", ConstExpr("sizeof", name="T"))]
     assert [v.name for v in chain.verified] == ["ids", "dst", "src"]
     ids, dst, src = chain.verified
     assert ids.alignment is None  # verified before ensure_alignment
@@ -81,6 +81,33 @@ def test_matcher_chain_records_dims_dtypes_and_the_alignment_in_effect_per_verif
     assert [request.value.evaluate({"T": size}) for size in (1, 2, 4)] == [16, 16, 16]
     assert chain.span.line == line_of(model, "TensorMatcher({n, 8})")
 
+
+
+BUILTIN_DTYPES = """
+inline void pick(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
+  using namespace host;
+  auto n = SymbolicSize{"n"};
+  auto dtype = SymbolicDType{};
+  dtype.set_options<double, fp16_t>();
+  TensorMatcher({n}).with_dtype<float>().verify(a);
+  TensorMatcher({n}).with_dtype<fp32_t, unsigned int, bf16_t>().verify(b);
+  TensorMatcher({n}).with_dtype(dtype).verify(c);
+}
+"""
+
+
+def test_built_in_dtypes_of_a_matcher_have_their_sizes_and_aliases_their_canonical_type(tmp_path: Path) -> None:
+    """`with_dtype<float>()` spells a built-in type, which has no cursor of its own: it is read
+    from the argument list, in its place among the named ones, and `fp32_t` is `float`."""
+    model = model_of(tmp_path, BUILTIN_DTYPES)
+    a, b, c = model.launcher_facts.matcher_chains
+    assert [(d.text, d.canonical, d.size) for d in a.dtypes] == [("float", "float", ConstExpr("int", 4))]
+    assert [(d.text, d.canonical, d.size.value) for d in b.dtypes] == [
+        ("fp32_t", "float", 4),
+        ("unsigned int", "unsigned int", 4),
+        ("bf16_t", "__nv_bfloat16", 2),
+    ]
+    assert [(d.text, d.size.value) for d in c.dtypes] == [("double", 8), ("fp16_t", 2)]
 
 def test_launch_binds_template_args_and_the_tensors_behind_each_argument(tmp_path: Path) -> None:
     model = model_of(tmp_path, LAUNCHER)

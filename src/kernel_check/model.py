@@ -331,6 +331,7 @@ class MatcherDType:
     """One type of `.with_dtype<...>()` (or of the `SymbolicDType` options it binds)."""
 
     text: str  # as written: "fp16_t", "T"
+    canonical: str  # the type it names: "__half" for "fp16_t"; a template parameter's text
     size: ConstExpr  # bytes: "int" for a concrete type, "sizeof" for a template parameter
 
 

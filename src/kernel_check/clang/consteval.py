@@ -530,11 +530,28 @@ class Constants:
         return ConstExpr("*", args=(self.type_size(args[0]), count)), count
 
     # -- the types an access or a template argument list spells (kernel_interface.py) -------
-    def written_types(self, reference: Expr) -> tuple[tuple[str, ConstExpr], ...]:
-        """(text, size) of each type among a reference's template arguments
-        (`.with_dtype<float, half>`)."""
-        written = cursor_of(reference).get_children()
-        return tuple((self._text(c), self.type_size(c)) for c in written if c.kind == K.TYPE_REF)
+    def written_types(self, reference: Expr) -> tuple[tuple[str, str, ConstExpr], ...]:
+        """(text, canonical spelling, size) of each type among a reference's template
+        arguments (`.with_dtype<fp32_t, half>`: `fp32_t` is `float`), in order. A named type
+        is a TYPE_REF child; a built-in one (`float`, `unsigned int`) has no cursor, so it is
+        read from the argument list's tokens. A dependent type's canonical spelling is its text."""
+        cursor = cursor_of(reference)
+        named = [c for c in cursor.get_children() if c.kind == K.TYPE_REF]
+        arguments = _template_argument_tokens([t.spelling for t in cursor.get_tokens()])
+        if not any(_builtin_size(a) for a in arguments):
+            return tuple(self._named_type(c) for c in named)
+        types = []
+        for argument in arguments:
+            size = _builtin_size(argument)
+            if size:
+                types.append((" ".join(argument), " ".join(argument), ConstExpr("int", size)))
+            elif named and not set(argument) <= _BUILTIN_WORDS:  # `long double`: no size here
+                types.append(self._named_type(named.pop(0)))
+        return tuple(types)
+
+    def _named_type(self, type_ref: ci.Cursor) -> tuple[str, str, ConstExpr]:
+        text, size = self._text(type_ref), self.type_size(type_ref)
+        return text, type_ref.type.get_canonical().spelling if size.op == "int" else text, size
 
     def written_vector(self, reference: Expr) -> VectorType | None:
         """The vector type a reference names as its one written type (`load_as<float4>`)."""
@@ -695,3 +712,54 @@ def member_name(node: Expr, data: bytes, path: str) -> str:
 def written_type_names(node: Expr) -> tuple[str, ...]:
     """The spellings of the types an expression names as written (`T(...)`, `T{...}`)."""
     return tuple(c.spelling for c in cursor_of(node).get_children() if c.kind == K.TYPE_REF)
+
+
+# Bytes of the built-in arithmetic types a template argument list may spell, on the LP64
+# hosts and devices CUDA builds for (a canonical type of size 0 is dependent, not these).
+_BUILTIN_SIZES = {
+    "bool": 1,
+    "char": 1,
+    "short": 2,
+    "int": 4,
+    "long": 8,
+    "long long": 8,
+    "float": 4,
+    "double": 8,
+}
+_SIGNEDNESS = frozenset({"signed", "unsigned"})
+_BUILTIN_WORDS = frozenset({*_SIGNEDNESS, "bool", "char", "short", "int", "long", "float", "double"})
+
+
+def _builtin_size(argument: list[str]) -> int:
+    """The size of a template argument that spells a built-in type (`unsigned int`,
+    `long long`, `signed char`); 0 for anything else."""
+    words = [w for w in argument if w not in _SIGNEDNESS]
+    if words[-1:] == ["int"] and len(words) > 1:  # `short int`, `long long int`
+        words = words[:-1]
+    if not words and argument:  # `unsigned` alone
+        return 4
+    return _BUILTIN_SIZES.get(" ".join(words), 0)
+
+
+def _template_argument_tokens(tokens: list[str]) -> list[list[str]]:
+    """The arguments of the template argument list a reference's tokens end with
+    (`m.with_dtype<float, bf16_t>` -> [["float"], ["bf16_t"]]); [] when they end with none."""
+    if tokens[-1:] != [">"]:
+        return []
+    depth, start = 0, None
+    for index in range(len(tokens) - 1, -1, -1):
+        depth += {">": 1, "<": -1}.get(tokens[index], 0)
+        if depth == 0:
+            start = index
+            break
+    if start is None:
+        return []
+    arguments: list[list[str]] = [[]]
+    depth = 0
+    for token in tokens[start + 1 : -1]:
+        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(token, 0)
+        if token == "," and depth == 0:
+            arguments.append([])
+        else:
+            arguments[-1].append(token)
+    return [a for a in arguments if a]

@@ -880,7 +880,9 @@ class _BodyFacts:
 
     def _dtype_list(self, reference: Expr) -> tuple[MatcherDType, ...]:
         """The types a reference's template argument list names (`with_dtype<float, half>`)."""
-        return tuple(MatcherDType(text, size) for text, size in self.consts.written_types(reference))
+        return tuple(
+            MatcherDType(text, canonical, size) for text, canonical, size in self.consts.written_types(reference)
+        )
 
     def _add_matcher_chain(self, expression: Expr, variable_name: str, variable: Var | None = None) -> None:
         links, root = self._chain_links(expression)

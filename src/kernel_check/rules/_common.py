@@ -75,9 +75,10 @@ def _written_slots(model: SemanticModel, kernel: Function) -> dict[Slot, str]:
 
 
 def _dtypes(model: SemanticModel, launcher: str, tensor: str) -> frozenset[str]:
-    """The dtypes (as written) a launcher's TensorMatchers accept for `tensor`; empty when unchecked."""
+    """The dtypes (canonical: `fp32_t` and `float` are one) a launcher's TensorMatchers accept
+    for `tensor`; empty when unchecked."""
     return frozenset(
-        dtype.text
+        dtype.canonical
         for chain in model.facts_of(launcher).matcher_chains
         if any(v.name == tensor for v in chain.verified)
         for dtype in chain.dtypes

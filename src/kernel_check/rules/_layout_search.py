@@ -28,8 +28,10 @@ OFFSET = Term("sym", name="layout:offset")  # the access's first byte
 SPAN = Term("sym", name="layout:span")  # the tensor's bytes
 WIDTH = Term("sym", name="layout:width")  # the bytes the access covers (a template may decide them)
 ZERO = Term("const", value=0)
-# what the rules leave alone: ids read from memory (KC401's) and values the walk does not follow
-_NOT_ASKED = (SymbolKind.LOAD, SymbolKind.OPAQUE)
+# what the rules leave alone in an offset: ids read from memory (KC401's), values the walk does
+# not follow, and a call's result it knows only as one value per block (`scheduler.tile()`):
+# any value of its type would be a guess of what the call returns, not a shape the contract allows
+_NOT_ASKED = (SymbolKind.LOAD, SymbolKind.OPAQUE, SymbolKind.UNIFORM)
 _INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
 _WITHIN_TYPE = (SymbolKind.LOOP, SymbolKind.LOAD)
 _SMALL_LOAD = 1024  # a value read from memory that a witness names, where one this small will do
