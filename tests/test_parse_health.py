@@ -847,6 +847,28 @@ def test_a_header_library_in_an_include_folder_beside_the_sources_is_found(tmp_p
     assert _parse_errors(store) == []
 
 
+def test_a_header_library_kept_elsewhere_in_the_project_is_found_nearest_first(tmp_path: Path) -> None:
+    """A vendored library the tree's JIT adds with `-I` to the builds that need it
+    (`<ext/gemm_configs.h>` from `csrc/vendor/ext_lib/include/`), in no folder above the
+    includer: the project's folder that holds it; of two, the one nearer the includer. A
+    header no folder of the project holds stays missing."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    for owner, rows in (("vendor", 64), ("moe/vendor", 128)):
+        library = project / "csrc" / owner / "ext_lib" / "include" / "ext"
+        library.mkdir(parents=True)
+        (library / "gemm_configs.h").write_text(f"#pragma once\nconstexpr int kRows = {rows};\n")
+    (project / "csrc" / "moe" / "kernels").mkdir()
+    gemm = project / "csrc" / "moe" / "kernels" / "gemm.cu"
+    gemm.write_text(
+        "#include <ext/gemm_configs.h>\n__global__ void rows(int* out) { out[0] = kRows; }\n"
+        'static_assert(kRows == 128, "the copy beside moe/");\n'
+    )
+    (project / "csrc" / "absent.cu").write_text("#include <ext/absent.h>\n")
+    assert _parse_errors(gemm) == []
+    assert _parse_errors(project / "csrc" / "absent.cu") == ["absent.cu:1: 'ext/absent.h' file not found"]
+
+
 # libcu++'s barrier and the PTX wrappers it is built on, as a TMA pipeline uses them.
 CCCL_BARRIER_KERNEL = r"""
 #include <cuda/barrier>

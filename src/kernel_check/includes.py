@@ -211,13 +211,17 @@ def header_provider(name: str) -> str | None:
     return found
 
 
-def ancestor_include_root(path: Path, name: str) -> Path | None:
-    """The nearest folder from `path`'s own up to its project root under which the header
-    `name` exists: the include root a build passes with `-I` for code that names its headers
-    from a folder above it (`<attn/traits.h>` in `kernels/attn/`, built with `-I kernels`), or
-    from its own folder with angle brackets; or the `include/` folder beside one of those, the
-    layout JIT trees give their header library (`csrc/jit/store.cu` including
-    `<lib/tensor.h>` from `csrc/include/lib/`, built with `-I csrc/include`)."""
+def project_include_root(path: Path, name: str) -> Path | None:
+    """The include root a build passes with `-I` for the header `name` that `path` includes,
+    looked for in `path`'s project: the nearest folder from `path`'s own up to the project
+    root under which `name` exists (`<attn/traits.h>` in `kernels/attn/`, built with
+    `-I kernels`, or its own folder named with angle brackets), or the `include/` folder
+    beside one of those, the layout JIT trees give their header library (`csrc/jit/store.cu`
+    including `<lib/tensor.h>` from `csrc/include/lib/`, built with `-I csrc/include`); else
+    any folder of the project that holds `name` (a library the tree keeps elsewhere, which its
+    JIT adds to every build that needs it: `<cutlass_extensions/gemm_configs.h>` from
+    `csrc/nv_internal/tensorrt_llm/cutlass_extensions/include/`), the one sharing the longest
+    path with `path` where several do."""
     from .config import find_project_root, real_path
 
     start = real_path(path).parent
@@ -230,7 +234,42 @@ def ancestor_include_root(path: Path, name: str) -> Path | None:
                 return candidate
         if folder == root:
             break
-    return None
+    return _project_folder_holding(root, start, name)
+
+
+def _project_folder_holding(root: Path, start: Path, name: str) -> Path | None:
+    """The folder of `root`'s project under which `name` exists, nearest `start` (see
+    `project_include_root`); None for a name that climbs (`../x.h`) or that no folder holds."""
+    parts = Path(name).parts
+    if not parts or ".." in parts or Path(name).is_absolute():
+        return None
+    holders = [
+        Path(found).parents[len(parts) - 1]
+        for found in _project_headers(root).get(parts[-1], ())
+        if Path(found).parts[-len(parts) :] == parts
+    ]
+    return max(holders, key=lambda folder: (_shared_parts(folder, start), -len(folder.parts)), default=None)
+
+
+def _shared_parts(a: Path, b: Path) -> int:
+    """How many leading path parts `a` and `b` share."""
+    return len(os.path.commonpath([a, b]).split(os.sep)) if a.anchor == b.anchor else 0
+
+
+@functools.lru_cache(maxsize=4)
+def _project_headers(root: Path) -> dict[str, tuple[str, ...]]:
+    """Every file of `root`'s project by base name, in path order: read once per run and project."""
+    from .wrapper_search import project_files
+
+    found: dict[str, list[str]] = {}
+    for path in project_files(root):
+        found.setdefault(os.path.basename(path), []).append(path)
+    return {base: tuple(paths) for base, paths in found.items()}
+
+
+def forget_project_files() -> None:
+    """Walk the projects afresh on the next missing header (files may have come or gone)."""
+    _project_headers.cache_clear()
 
 
 def dependency_include_dirs() -> tuple[tuple[str, str], ...]:

@@ -34,7 +34,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..includes import ancestor_include_root, cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
+from ..includes import (
+    cccl_include_dirs,
+    dependency_include_dirs,
+    forget_project_files,
+    project_include_root,
+    sgl_include_dirs,
+)
 from .deep_stack import use_calling_thread
 from .device_pass import NEWEST_ARCH, ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 from .includers import content_file
@@ -347,6 +353,7 @@ def compile_args(path: Path, settings: ParseSettings, device: bool = False) -> l
 def forget_compile_args() -> None:
     """Look at the disk afresh (include directories found for a file may have changed)."""
     _compile_args.cache_clear()
+    forget_project_files()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -565,9 +572,9 @@ def parse_file(
         if _badness(in_context) < _badness(unit):
             settings = replace(settings, extra_args=(*settings.extra_args, *context))
             unit, preamble, args = in_context, None, [*args, *context]
-    for _ in range(_MAX_INCLUDE_ROOTS):  # a header named from a folder above the file's: that folder, last
+    for _ in range(_MAX_INCLUDE_ROOTS):  # a header the project holds outside the search path: its folder, last
         missing = next((e.missing_header for e in unit.errors if e.missing_header), None)
-        root = ancestor_include_root(path, missing) if missing else None
+        root = project_include_root(path, missing) if missing else None
         if root is None:
             break
         rooted = parse_plain(str(path), source, [*args, "-idirafter", str(root)])  # plainly, as a context
@@ -627,7 +634,7 @@ def _in_cuda_setup(location: Any) -> bool:
     return bool(location.is_in_system_header) or Path(location.file.name).is_relative_to(PRELUDE_DIR)
 
 
-_MAX_INCLUDE_ROOTS = 3  # folders above a file tried as include roots, one per missing header
+_MAX_INCLUDE_ROOTS = 8  # project folders tried as include roots, one per missing header
 
 
 def _badness(unit: ParsedUnit) -> tuple[bool, int]:
