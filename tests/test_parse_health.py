@@ -981,6 +981,41 @@ def test_defines_of_the_wrappers_load_jit_call_apply_to_the_file_it_builds(tmp_p
     assert flags == {str(kernel): ("-DJIT_HEAD_DIM=64", "-DJIT_HEADS_PER_GROUP=2")}
 
 
+def test_a_dependency_the_wrapper_names_is_searched_before_other_packages_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two installed packages bundle CUTLASS (flashinfer-python, and nvidia-mathdx for
+    cuBLASDx); the wrapper's `load_jit(..., extra_dependencies=["mathdx"])` builds the
+    solver against mathdx's own copy, which its cuBLASDx needs. Without the wrapper the
+    first package's copy is found and the file fails."""
+    site = tmp_path / "site"
+    (site / "flashinfer").mkdir(parents=True)
+    (site / "flashinfer" / "__init__.py").write_text("")
+    for copy in (site / "flashinfer" / "data" / "cutlass", site / "nvidia" / "mathdx" / "external" / "cutlass"):
+        (copy / "include" / "cutlass").mkdir(parents=True)
+        bundled = "1" if "mathdx" in copy.parts else "0"
+        (copy / "include" / "cutlass" / "version.h").write_text(f"#define CUTLASS_OF_MATHDX {bundled}\n")
+    (site / "nvidia" / "mathdx" / "include").mkdir(parents=True)
+    (site / "nvidia" / "mathdx" / "include" / "blasdx.hpp").write_text(
+        '#include <cutlass/version.h>\nstatic_assert(CUTLASS_OF_MATHDX, "built with its own CUTLASS");\n'
+    )
+    monkeypatch.syspath_prepend(str(site))
+    project = tmp_path / "project"
+    (project / "csrc").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    solver = project / "csrc" / "solver.cuh"
+    solver.write_text("#include <blasdx.hpp>\n__global__ void solve(float* out) { out[0] = 1.0f; }\n")
+    wrapper = project / "solver.py"
+    wrapper.write_text(
+        "from pkg.jit import load_jit\n\n"
+        'def module():\n    return load_jit("solver", cuda_files=["solver.cuh"], extra_dependencies=["mathdx"])\n'
+    )
+    cache = tmp_path / "cache"
+    assert _kc000_by_file([solver, wrapper], cache) == {"solver.cuh": 0, "solver.py": 0}
+    wrapper.write_text("")
+    assert _kc000_by_file([solver], tmp_path / "cache-alone") == {"solver.cuh": 1}
+
+
 def test_file_names_resolve_against_the_imported_builders_package(tmp_path: Path) -> None:
     """A wrapper in `pkg/ops/` builds `elem/k.cuh` through `pkg.jit.utils.load_jit`, which
     resolves names against `pkg/jit/csrc/` (the layout of sglang's JIT kernels and their

@@ -166,6 +166,19 @@ DEPENDENCY_FOLDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# What a JIT tree's dependency registry names a header-only dependency (`load_jit(...,
+# extra_dependencies=["mathdx"])`), and the modules of `DEPENDENCY_FOLDERS` it stands for: a
+# build that names one searches its folders first (cuBLASDx with the CUTLASS nvidia-mathdx
+# bundles, which flashinfer-python's newer copy does not build with).
+JIT_DEPENDENCIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("mathdx", ("MATHDX_HOME", "nvidia.mathdx")),
+    ("cutlass", ("flashinfer", "cutlass_library", "deep_gemm")),
+    ("flashinfer", ("flashinfer",)),
+    ("deep_gemm", ("deep_gemm",)),
+    ("torch", ("torch",)),
+)
+
+
 # CCCL (libcu++ `cuda/std/...`, CUB, Thrust) as installed packages carry it: flashinfer-python's
 # copy (what its JIT puts first), pip's nvidia-cuda-cccl for CUDA 12 and for CUDA 13 (which keeps
 # it in `include/cccl`, spelled `<cccl/cuda/std/...>` by CUTLASS 4.2 too). CUTLASS 4 and CuTe
@@ -283,6 +296,15 @@ def dependency_include_dirs() -> tuple[tuple[str, str], ...]:
     if mathdx_home and (Path(mathdx_home) / "include").is_dir():
         found.append(("MATHDX_HOME", str((Path(mathdx_home) / "include").resolve())))
     return _first_provider([*found, *_installed_folders(DEPENDENCY_FOLDERS)])
+
+
+def jit_dependency_dirs(names: Iterable[str]) -> list[str]:
+    """The installed header folders of the dependencies a build names (`JIT_DEPENDENCIES`),
+    in the order named; a name the table does not know gives nothing."""
+    known = dict(JIT_DEPENDENCIES)
+    installed = dependency_include_dirs()
+    found = [directory for name in names for module in known.get(name, ()) for m, directory in installed if m == module]
+    return list(dict.fromkeys(found))
 
 
 def cccl_include_dirs() -> tuple[tuple[str, str], ...]:

@@ -5,7 +5,9 @@ cuda_files=["rope.cuh"], extra_cuda_cflags=[f"-DJIT_HEAD_DIM={head_dim}"])`): pa
 without them it fails. `wrapper_flags` reads the wrappers' source (`ast`, never imported
 or run) for calls of `load_jit` / `build_jit` (kernel-check's `runtime.py` and the JIT
 helpers shaped like it) and gives each C++ file such a call builds the `-D` and `-I`
-arguments of the call's `extra_cflags`, `extra_cuda_cflags` and `extra_include_paths`.
+arguments of the call's `extra_cflags`, `extra_cuda_cflags` and `extra_include_paths`, and
+the installed folders of the header-only dependencies its `extra_dependencies` names
+(`includes.JIT_DEPENDENCIES`).
 
 What is read: list or tuple literals, directly or through a module-level name bound to one
 (`CUDA_FILES = [...]`), of string literals or f-strings. A define whose value is computed at
@@ -31,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .config import real_path
+from .includes import jit_dependency_dirs
 
 BUILDERS = ("load_jit", "build_jit")
 _FILE_KEYWORDS = ("cuda_files", "cpp_files")
@@ -155,6 +158,7 @@ def _built_files(
     explicit = wrapper.parent / root.value if isinstance(root, ast.Constant) and isinstance(root.value, str) else None
     flags = [flag for keyword in _FLAG_KEYWORDS for flag in _strings(_keyword(call, keyword), constants)]
     includes = [d for d in _strings(_keyword(call, "extra_include_paths"), constants) if _UNKNOWN not in d]
+    includes += jit_dependency_dirs(_strings(_keyword(call, "extra_dependencies"), constants))
     built = []
     for name in names:
         path = _resolve(name, wrapper, explicit, homes) if _UNKNOWN not in name else None

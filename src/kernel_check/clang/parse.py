@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import functools
 import importlib.util
+import itertools
 import os
 import re
 import shutil
@@ -332,9 +333,22 @@ def tvm_ffi_include_dirs() -> tuple[str, ...]:
 
 def include_dirs_for(path: Path, settings: ParseSettings) -> list[str]:
     """Search path for one file: the sgl_kernel directories (`includes.py`), then tvm-ffi's,
-    then the installed header-only dependencies'."""
+    then those its wrapper builds it with (`load_jit(extra_include_paths=...,
+    extra_dependencies=...)`), then the installed header-only dependencies': a dependency the
+    build names is found where it says, before a copy another package installs."""
     found = [*(str(d) for d in sgl_include_dirs(path, settings.include_dirs)), *tvm_ffi_include_dirs()]
+    found += [d for d in _wrapper_include_dirs(settings.wrapper_args(path)) if d not in found]
     return [*found, *(d for d in settings.dependency_dirs if d not in found)]
+
+
+def _wrapper_include_dirs(args: tuple[str, ...]) -> list[str]:
+    """The folders of a wrapper's `-I DIR` arguments (`jit_flags.py` spells each as two)."""
+    return [value for flag, value in itertools.pairwise(args) if flag == "-I"]
+
+
+def _wrapper_defines(args: tuple[str, ...]) -> list[str]:
+    """A wrapper's `-D` arguments (`include_dirs_for` places its `-I DIR` pairs)."""
+    return [arg for arg in args if arg.startswith("-D")]
 
 
 def _arch_defines(arch: str) -> list[str]:
@@ -390,7 +404,7 @@ def _compile_args(path: Path, settings: ParseSettings, device: bool) -> tuple[st
         args += ["-idirafter", directory]
     args += _arch_defines(settings.arch)
     args += [f"-D{d}" for d in settings.defines]
-    args += settings.wrapper_args(path)
+    args += _wrapper_defines(settings.wrapper_args(path))
     args += list(settings.extra_args)
     return tuple(args)
 
