@@ -666,6 +666,24 @@ def test_missing_third_party_header_is_one_clear_finding(tmp_path: Path) -> None
     assert "it comes with flashinfer-python or nvidia-cutlass" in findings[0].message
 
 
+def test_a_header_the_projects_build_makes_is_said_to_be_made_by_it(tmp_path: Path) -> None:
+    """A JIT that writes `attn_config.inc` from a template before it compiles the source that
+    includes it: the KC000 says the project's build makes it, and which Python file names it;
+    a header no Python file names gets no such reason."""
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (tmp_path / "jit").mkdir()
+    (tmp_path / "jit" / "attention.py").write_text(
+        'def generate(gen_dir, text):\n    (gen_dir / "attn_config.inc").write_text(text)\n'
+    )
+    (tmp_path / "attn.cu").write_text('#include "attn_config.inc"\n__global__ void attn(float* o) { o[0] = 1.0f; }\n')
+    (tmp_path / "other.cu").write_text('#include "other_config.inc"\n')
+    made = [f for f in run_one(tmp_path / "attn.cu").findings if f.code == "KC000"]
+    assert len(made) == 1 and "header 'attn_config.inc' not found" in made[0].message
+    assert "the project's build makes it (attention.py names it)" in made[0].message
+    other = [f for f in run_one(tmp_path / "other.cu").findings if f.code == "KC000"]
+    assert len(other) == 1 and "makes it" not in other[0].message
+
+
 @pytest.mark.parametrize(
     ("header", "provider"),
     [

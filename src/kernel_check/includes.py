@@ -283,6 +283,39 @@ def _project_headers(root: Path) -> dict[str, tuple[str, ...]]:
 def forget_project_files() -> None:
     """Walk the projects afresh on the next missing header (files may have come or gone)."""
     _project_headers.cache_clear()
+    _python_named_headers.cache_clear()
+
+
+# a header's base name at the end of a Python string: `"attn_config.inc"`, `f"{out}/Enums.h"`
+_NAMED_HEADER = re.compile(rb"([\w.+-]+\.(?:h|hh|hpp|hxx|cuh|inc|inl|def))[\"']")
+
+
+def build_made_header(path: Path, name: str) -> Path | None:
+    """The Python file of `path`'s project that names the header `name` (its base name, in a
+    string), when no folder of the project holds it: a header the project's build makes
+    before it compiles (a JIT writing `gen_dir / "attn_config.inc"` from a template, or
+    downloading `include/Enums.h` with its kernels). None when no Python file names it."""
+    from .config import find_project_root
+
+    root, _ = find_project_root(path)
+    return _python_named_headers(root).get(Path(name).name)
+
+
+@functools.lru_cache(maxsize=4)
+def _python_named_headers(root: Path) -> dict[str, Path]:
+    """Each header base name the Python files of `root`'s project spell, with the first file."""
+    from .discover import PYTHON_SUFFIXES
+    from .wrapper_search import project_files
+
+    found: dict[str, Path] = {}
+    for python in project_files(root, PYTHON_SUFFIXES):
+        try:
+            data = Path(python).read_bytes()
+        except OSError:
+            continue
+        for match in _NAMED_HEADER.finditer(data):
+            found.setdefault(match.group(1).decode("utf-8", "replace"), Path(python))
+    return found
 
 
 def dependency_include_dirs() -> tuple[tuple[str, str], ...]:
