@@ -690,7 +690,9 @@ def test_a_header_the_projects_build_makes_is_said_to_be_made_by_it(tmp_path: Pa
         ("cublasdx.hpp", "nvidia-mathdx"),
         ("cuda/std/utility", "nvidia-cuda-cccl or a CUDA install"),
         ("ATen/cuda/CUDAContext.h", "torch (its `include/`)"),
-        ("cusparse.h", "a CUDA toolkit (system mode)"),
+        ("cusparse.h", "nvidia-cusparse or a CUDA toolkit that has it (system mode)"),
+        ("cublasLt.h", "nvidia-cublas or a CUDA toolkit that has it (system mode)"),
+        ("cuda_runtime.h", "a CUDA toolkit (system mode)"),
         ("project/own_header.h", None),
     ],
 )

@@ -214,13 +214,26 @@ HEADER_PROVIDERS: tuple[tuple[str, str], ...] = (
     ("spdlog/", "flashinfer-python (bundles spdlog) or spdlog"),
 )
 _TOOLKIT_HEADER = re.compile(r"^(?:cu|nv|cuda|curand|cufft|cusparse|cusolver|cublas|nccl)\w*\.h$")
+# The CUDA libraries a toolkit install may lack (a runtime-only install, a container), by how
+# their headers' names start, with the pip package that installs each alone. The first match wins.
+TOOLKIT_LIBRARIES: tuple[tuple[str, str], ...] = (
+    ("cublas", "nvidia-cublas"),
+    ("cusparse", "nvidia-cusparse"),
+    ("curand", "nvidia-curand"),
+    ("cufft", "nvidia-cufft"),
+    ("cusolver", "nvidia-cusolver"),
+    ("nvrtc", "nvidia-cuda-nvrtc"),
+    ("nccl", "nvidia-nccl"),
+    ("nvshmem", "nvidia-nvshmem"),
+)
 
 
 def header_provider(name: str) -> str | None:
     """The package (or install) that provides the header `#include` names as `name`, if known."""
     found = next((provider for prefix, provider in HEADER_PROVIDERS if name.startswith(prefix)), None)
     if found is None and _TOOLKIT_HEADER.match(name):
-        return "a CUDA toolkit (system mode)"
+        library = next((package for prefix, package in TOOLKIT_LIBRARIES if name.startswith(prefix)), None)
+        return f"{library} or a CUDA toolkit that has it (system mode)" if library else "a CUDA toolkit (system mode)"
     return found
 
 
