@@ -1036,6 +1036,26 @@ def test_a_dependency_the_wrapper_names_is_searched_before_other_packages_copies
     assert _kc000_by_file([solver], tmp_path / "cache-alone") == {"solver.cuh": 1}
 
 
+def test_the_standard_the_wrappers_load_jit_call_builds_with_applies_to_its_file(tmp_path: Path) -> None:
+    """A kernel its wrapper builds as C++17 (`extra_cuda_cflags=["--std=c++17"]`) names a
+    variable `concept`, a keyword from C++20 on: parsed as C++17, as its build compiles it;
+    without the wrapper, as C++20, it fails."""
+    project = tmp_path / "project"
+    (project / "csrc").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    legacy = project / "csrc" / "legacy.cuh"
+    legacy.write_text("__global__ void fill(int* out) {\n  int concept = 1;\n  out[0] = concept;\n}\n")
+    wrapper = project / "legacy.py"
+    wrapper.write_text(
+        "from pkg.jit import load_jit\n\n"
+        'def module():\n    return load_jit("legacy", cuda_files=["legacy.cuh"], extra_cuda_cflags=["--std=c++17"])\n'
+    )
+    assert wrapper_flags([wrapper]) == {str(legacy): ("-std=c++17",)}
+    assert _kc000_by_file([legacy, wrapper], tmp_path / "cache") == {"legacy.cuh": 0, "legacy.py": 0}
+    wrapper.write_text("")
+    assert _kc000_by_file([legacy], tmp_path / "cache-alone") == {"legacy.cuh": 1}
+
+
 def test_file_names_resolve_against_the_imported_builders_package(tmp_path: Path) -> None:
     """A wrapper in `pkg/ops/` builds `elem/k.cuh` through `pkg.jit.utils.load_jit`, which
     resolves names against `pkg/jit/csrc/` (the layout of sglang's JIT kernels and their

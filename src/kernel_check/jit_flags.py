@@ -4,8 +4,8 @@ A JIT kernel's C++ file often uses macros its wrapper defines (`load_jit(...,
 cuda_files=["rope.cuh"], extra_cuda_cflags=[f"-DJIT_HEAD_DIM={head_dim}"])`): parsed
 without them it fails. `wrapper_flags` reads the wrappers' source (`ast`, never imported
 or run) for calls of `load_jit` / `build_jit` (kernel-check's `runtime.py` and the JIT
-helpers shaped like it) and gives each C++ file such a call builds the `-D` and `-I`
-arguments of the call's `extra_cflags`, `extra_cuda_cflags` and `extra_include_paths`, and
+helpers shaped like it) and gives each C++ file such a call builds the `-D`, `-I` and
+`-std=` arguments of the call's `extra_cflags`, `extra_cuda_cflags` and `extra_include_paths`, and
 the installed folders of the header-only dependencies its `extra_dependencies` names
 (`includes.JIT_DEPENDENCIES`).
 
@@ -39,6 +39,7 @@ BUILDERS = ("load_jit", "build_jit")
 _FILE_KEYWORDS = ("cuda_files", "cpp_files")
 _FLAG_KEYWORDS = ("extra_cflags", "extra_cuda_cflags")
 _UNKNOWN = "\0"  # stands for a value computed at run time inside an f-string
+_STANDARD = re.compile(r"--?std=(?:c|gnu)\+\+\w+")  # the language standard a build compiles with
 # the headers `tvm_ffi.cpp.load_inline` includes before the source it is given
 INLINE_BUILD_HEADERS = (
     "tvm/ffi/container/tensor.h",
@@ -66,7 +67,7 @@ def inline_build_args(path: Path, data: bytes) -> tuple[str, ...]:
 
 
 def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None = None) -> dict[str, tuple[str, ...]]:
-    """For each C++ file a wrapper of `wrappers` builds: its `-D`/`-I` arguments."""
+    """For each C++ file a wrapper of `wrappers` builds: its `-D`/`-I`/`-std=` arguments."""
     found: dict[str, tuple[str, ...]] = {}
     for wrapper in sorted({real_path(Path(w)) for w in wrappers}):
         data = (sources or {}).get(wrapper)
@@ -181,12 +182,15 @@ def _resolve(name: str, wrapper: Path, root: Path | None, homes: list[Path]) -> 
 
 
 def _arguments(flags: list[str], includes: list[str], wrapper: Path, source: Path) -> tuple[str, ...]:
-    """The `-D` and `-I` arguments of a build's flags (each spelled as one argument)."""
+    """The `-D`, `-I` and `-std=` arguments of a build's flags (`-I` spelled as two arguments,
+    a define as one, nvcc's `--std=` as clang's `-std=`)."""
     args: list[str] = []
     includes = list(includes)
     for flag in flags:
         if flag.startswith("-D") and len(flag) > 2:
             args.append(_define(flag[2:], source))
+        elif _STANDARD.fullmatch(flag):
+            args.append("-" + flag.lstrip("-"))
         elif flag.startswith("-I") and len(flag) > 2 and _UNKNOWN not in flag:
             includes.append(flag[2:])
     for directory in includes:

@@ -182,7 +182,7 @@ class ParseSettings:
     # alone (`includers.py`); per file, so left out of the run's fingerprint (`context_args`
     # is part of the file's result key instead)
     include_context: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # (C++ file, -D/-I arguments): what the wrapper that builds the file passes to its
+    # (C++ file, -D/-I/-std= arguments): what the wrapper that builds the file passes to its
     # `load_jit` call (`jit_flags.py`); per file, so left out of the run's fingerprint too
     wrapper_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -191,7 +191,7 @@ class ParseSettings:
         return _for_file(self.include_context, path)
 
     def wrapper_args(self, path: Path) -> tuple[str, ...]:
-        """The -D/-I arguments `path`'s wrapper builds it with (empty: none known)."""
+        """The -D/-I/-std= arguments `path`'s wrapper builds it with (empty: none known)."""
         return _for_file(self.wrapper_flags, path)
 
 
@@ -347,8 +347,9 @@ def _wrapper_include_dirs(args: tuple[str, ...]) -> list[str]:
 
 
 def _wrapper_defines(args: tuple[str, ...]) -> list[str]:
-    """A wrapper's `-D` arguments (`include_dirs_for` places its `-I DIR` pairs)."""
-    return [arg for arg in args if arg.startswith("-D")]
+    """A wrapper's `-D` and `-std=` arguments (`include_dirs_for` places its `-I DIR` pairs);
+    its `-std=` comes after the run's, and the last one counts."""
+    return [arg for arg in args if arg.startswith(("-D", "-std="))]
 
 
 def _arch_defines(arch: str) -> list[str]:
