@@ -281,10 +281,41 @@ inline void host_bits(const float* in, uint32_t* bits) { std::memcpy(bits, in, s
 """
 
 
+# A complex type over a half pair, as cuBLASDx's `commondx::complex<__half>` is written: every
+# operator cuda_fp16.hpp and cuda_bf16.hpp give the pair types.
+PAIR_OPERATORS = r"""
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+template <typename Pair>
+struct PairComplex {
+  Pair xy;
+  __device__ PairComplex& operator+=(const PairComplex& other) { xy += other.xy; return *this; }
+  __device__ PairComplex& operator-=(const PairComplex& other) { xy -= other.xy; return *this; }
+  __device__ PairComplex& operator*=(const PairComplex& other) { xy *= other.xy; return *this; }
+  __device__ PairComplex& operator/=(const PairComplex& other) { xy /= other.xy; return *this; }
+  __device__ PairComplex operator/(const PairComplex& other) const { return {xy / other.xy}; }
+  __device__ PairComplex operator-() const { return {-xy}; }
+  __device__ bool operator==(const PairComplex& other) const { return xy == other.xy; }
+  __device__ bool operator!=(const PairComplex& other) const { return xy != other.xy; }
+};
+
+__global__ void accumulate(PairComplex<__half2>* h, PairComplex<__nv_bfloat162>* b) {
+  h[0] += h[1];
+  h[0] -= -h[1] / h[2];
+  h[0] *= h[1];
+  h[0] /= h[1];
+  b[0] += b[1];
+  b[0] -= -b[1] / b[2];
+  if (h[0] == h[1] || b[0] != b[1]) h[2] = h[0];
+}
+"""
+
+
 @pytest.mark.parametrize(
     "source",
-    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE, TOOLKIT_EXTRAS],
-    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code", "toolkit-extras"],
+    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE, TOOLKIT_EXTRAS, PAIR_OPERATORS],
+    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code", "toolkit-extras", "pairs"],
 )
 def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: str) -> None:
     assert errors_of(tmp_path, source, resolve_settings("hermetic")) == []
