@@ -347,9 +347,17 @@ def _wrapper_include_dirs(args: tuple[str, ...]) -> list[str]:
 
 
 def _wrapper_defines(args: tuple[str, ...]) -> list[str]:
-    """A wrapper's `-D` and `-std=` arguments (`include_dirs_for` places its `-I DIR` pairs);
-    its `-std=` comes after the run's, and the last one counts."""
-    return [arg for arg in args if arg.startswith(("-D", "-std="))]
+    """A wrapper's arguments but its `-I DIR` pairs (`include_dirs_for` places those): `-D`,
+    `-std=` (after the run's: the last one counts), and the forced includes of a source
+    `load_inline` builds (`engine.py` adds `jit_flags.inline_build_args` to them)."""
+    kept: list[str] = []
+    pairs = iter(args)
+    for arg in pairs:
+        if arg == "-I":
+            next(pairs, None)  # its folder
+        else:
+            kept.append(arg)
+    return kept
 
 
 def _arch_defines(arch: str) -> list[str]:
