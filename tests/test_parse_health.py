@@ -281,10 +281,41 @@ inline void host_bits(const float* in, uint32_t* bits) { std::memcpy(bits, in, s
 """
 
 
+# A complex type over a half pair, as cuBLASDx's `commondx::complex<__half>` is written: every
+# operator cuda_fp16.hpp and cuda_bf16.hpp give the pair types.
+PAIR_OPERATORS = r"""
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+template <typename Pair>
+struct PairComplex {
+  Pair xy;
+  __device__ PairComplex& operator+=(const PairComplex& other) { xy += other.xy; return *this; }
+  __device__ PairComplex& operator-=(const PairComplex& other) { xy -= other.xy; return *this; }
+  __device__ PairComplex& operator*=(const PairComplex& other) { xy *= other.xy; return *this; }
+  __device__ PairComplex& operator/=(const PairComplex& other) { xy /= other.xy; return *this; }
+  __device__ PairComplex operator/(const PairComplex& other) const { return {xy / other.xy}; }
+  __device__ PairComplex operator-() const { return {-xy}; }
+  __device__ bool operator==(const PairComplex& other) const { return xy == other.xy; }
+  __device__ bool operator!=(const PairComplex& other) const { return xy != other.xy; }
+};
+
+__global__ void accumulate(PairComplex<__half2>* h, PairComplex<__nv_bfloat162>* b) {
+  h[0] += h[1];
+  h[0] -= -h[1] / h[2];
+  h[0] *= h[1];
+  h[0] /= h[1];
+  b[0] += b[1];
+  b[0] -= -b[1] / b[2];
+  if (h[0] == h[1] || b[0] != b[1]) h[2] = h[0];
+}
+"""
+
+
 @pytest.mark.parametrize(
     "source",
-    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE, TOOLKIT_EXTRAS],
-    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code", "toolkit-extras"],
+    [CLUSTER_LAUNCH, COOPERATIVE_GROUPS, CUB_PRIMITIVES, INTRINSICS, NVCC_HOST_CODE, TOOLKIT_EXTRAS, PAIR_OPERATORS],
+    ids=["cluster-launch", "cooperative-groups", "cub", "intrinsics", "nvcc-host-code", "toolkit-extras", "pairs"],
 )
 def test_hermetic_prelude_covers_what_kernels_include(tmp_path: Path, source: str) -> None:
     assert errors_of(tmp_path, source, resolve_settings("hermetic")) == []
@@ -666,13 +697,33 @@ def test_missing_third_party_header_is_one_clear_finding(tmp_path: Path) -> None
     assert "it comes with flashinfer-python or nvidia-cutlass" in findings[0].message
 
 
+def test_a_header_the_projects_build_makes_is_said_to_be_made_by_it(tmp_path: Path) -> None:
+    """A JIT that writes `attn_config.inc` from a template before it compiles the source that
+    includes it: the KC000 says the project's build makes it, and which Python file names it;
+    a header no Python file names gets no such reason."""
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    (tmp_path / "jit").mkdir()
+    (tmp_path / "jit" / "attention.py").write_text(
+        'def generate(gen_dir, text):\n    (gen_dir / "attn_config.inc").write_text(text)\n'
+    )
+    (tmp_path / "attn.cu").write_text('#include "attn_config.inc"\n__global__ void attn(float* o) { o[0] = 1.0f; }\n')
+    (tmp_path / "other.cu").write_text('#include "other_config.inc"\n')
+    made = [f for f in run_one(tmp_path / "attn.cu").findings if f.code == "KC000"]
+    assert len(made) == 1 and "header 'attn_config.inc' not found" in made[0].message
+    assert "the project's build makes it (attention.py names it)" in made[0].message
+    other = [f for f in run_one(tmp_path / "other.cu").findings if f.code == "KC000"]
+    assert len(other) == 1 and "makes it" not in other[0].message
+
+
 @pytest.mark.parametrize(
     ("header", "provider"),
     [
         ("cublasdx.hpp", "nvidia-mathdx"),
         ("cuda/std/utility", "nvidia-cuda-cccl or a CUDA install"),
         ("ATen/cuda/CUDAContext.h", "torch (its `include/`)"),
-        ("cusparse.h", "a CUDA toolkit (system mode)"),
+        ("cusparse.h", "nvidia-cusparse or a CUDA toolkit that has it (system mode)"),
+        ("cublasLt.h", "nvidia-cublas or a CUDA toolkit that has it (system mode)"),
+        ("cuda_runtime.h", "a CUDA toolkit (system mode)"),
         ("project/own_header.h", None),
     ],
 )
@@ -847,6 +898,28 @@ def test_a_header_library_in_an_include_folder_beside_the_sources_is_found(tmp_p
     assert _parse_errors(store) == []
 
 
+def test_a_header_library_kept_elsewhere_in_the_project_is_found_nearest_first(tmp_path: Path) -> None:
+    """A vendored library the tree's JIT adds with `-I` to the builds that need it
+    (`<ext/gemm_configs.h>` from `csrc/vendor/ext_lib/include/`), in no folder above the
+    includer: the project's folder that holds it; of two, the one nearer the includer. A
+    header no folder of the project holds stays missing."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    for owner, rows in (("vendor", 64), ("moe/vendor", 128)):
+        library = project / "csrc" / owner / "ext_lib" / "include" / "ext"
+        library.mkdir(parents=True)
+        (library / "gemm_configs.h").write_text(f"#pragma once\nconstexpr int kRows = {rows};\n")
+    (project / "csrc" / "moe" / "kernels").mkdir()
+    gemm = project / "csrc" / "moe" / "kernels" / "gemm.cu"
+    gemm.write_text(
+        "#include <ext/gemm_configs.h>\n__global__ void rows(int* out) { out[0] = kRows; }\n"
+        'static_assert(kRows == 128, "the copy beside moe/");\n'
+    )
+    (project / "csrc" / "absent.cu").write_text("#include <ext/absent.h>\n")
+    assert _parse_errors(gemm) == []
+    assert _parse_errors(project / "csrc" / "absent.cu") == ["absent.cu:1: 'ext/absent.h' file not found"]
+
+
 # libcu++'s barrier and the PTX wrappers it is built on, as a TMA pipeline uses them.
 CCCL_BARRIER_KERNEL = r"""
 #include <cuda/barrier>
@@ -957,6 +1030,61 @@ def test_defines_of_the_wrappers_load_jit_call_apply_to_the_file_it_builds(tmp_p
     assert _kc000_by_file([kernel], cache) == {"rope_dim.cuh": 0}
     flags = wrapper_flags([wrapper])
     assert flags == {str(kernel): ("-DJIT_HEAD_DIM=64", "-DJIT_HEADS_PER_GROUP=2")}
+
+
+def test_a_dependency_the_wrapper_names_is_searched_before_other_packages_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two installed packages bundle CUTLASS (flashinfer-python, and nvidia-mathdx for
+    cuBLASDx); the wrapper's `load_jit(..., extra_dependencies=["mathdx"])` builds the
+    solver against mathdx's own copy, which its cuBLASDx needs. Without the wrapper the
+    first package's copy is found and the file fails."""
+    site = tmp_path / "site"
+    (site / "flashinfer").mkdir(parents=True)
+    (site / "flashinfer" / "__init__.py").write_text("")
+    for copy in (site / "flashinfer" / "data" / "cutlass", site / "nvidia" / "mathdx" / "external" / "cutlass"):
+        (copy / "include" / "cutlass").mkdir(parents=True)
+        bundled = "1" if "mathdx" in copy.parts else "0"
+        (copy / "include" / "cutlass" / "version.h").write_text(f"#define CUTLASS_OF_MATHDX {bundled}\n")
+    (site / "nvidia" / "mathdx" / "include").mkdir(parents=True)
+    (site / "nvidia" / "mathdx" / "include" / "blasdx.hpp").write_text(
+        '#include <cutlass/version.h>\nstatic_assert(CUTLASS_OF_MATHDX, "built with its own CUTLASS");\n'
+    )
+    monkeypatch.syspath_prepend(str(site))
+    project = tmp_path / "project"
+    (project / "csrc").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    solver = project / "csrc" / "solver.cuh"
+    solver.write_text("#include <blasdx.hpp>\n__global__ void solve(float* out) { out[0] = 1.0f; }\n")
+    wrapper = project / "solver.py"
+    wrapper.write_text(
+        "from pkg.jit import load_jit\n\n"
+        'def module():\n    return load_jit("solver", cuda_files=["solver.cuh"], extra_dependencies=["mathdx"])\n'
+    )
+    cache = tmp_path / "cache"
+    assert _kc000_by_file([solver, wrapper], cache) == {"solver.cuh": 0, "solver.py": 0}
+    wrapper.write_text("")
+    assert _kc000_by_file([solver], tmp_path / "cache-alone") == {"solver.cuh": 1}
+
+
+def test_the_standard_the_wrappers_load_jit_call_builds_with_applies_to_its_file(tmp_path: Path) -> None:
+    """A kernel its wrapper builds as C++17 (`extra_cuda_cflags=["--std=c++17"]`) names a
+    variable `concept`, a keyword from C++20 on: parsed as C++17, as its build compiles it;
+    without the wrapper, as C++20, it fails."""
+    project = tmp_path / "project"
+    (project / "csrc").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    legacy = project / "csrc" / "legacy.cuh"
+    legacy.write_text("__global__ void fill(int* out) {\n  int concept = 1;\n  out[0] = concept;\n}\n")
+    wrapper = project / "legacy.py"
+    wrapper.write_text(
+        "from pkg.jit import load_jit\n\n"
+        'def module():\n    return load_jit("legacy", cuda_files=["legacy.cuh"], extra_cuda_cflags=["--std=c++17"])\n'
+    )
+    assert wrapper_flags([wrapper]) == {str(legacy): ("-std=c++17",)}
+    assert _kc000_by_file([legacy, wrapper], tmp_path / "cache") == {"legacy.cuh": 0, "legacy.py": 0}
+    wrapper.write_text("")
+    assert _kc000_by_file([legacy], tmp_path / "cache-alone") == {"legacy.cuh": 1}
 
 
 def test_file_names_resolve_against_the_imported_builders_package(tmp_path: Path) -> None:

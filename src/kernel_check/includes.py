@@ -166,6 +166,19 @@ DEPENDENCY_FOLDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# What a JIT tree's dependency registry names a header-only dependency (`load_jit(...,
+# extra_dependencies=["mathdx"])`), and the modules of `DEPENDENCY_FOLDERS` it stands for: a
+# build that names one searches its folders first (cuBLASDx with the CUTLASS nvidia-mathdx
+# bundles, which flashinfer-python's newer copy does not build with).
+JIT_DEPENDENCIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("mathdx", ("MATHDX_HOME", "nvidia.mathdx")),
+    ("cutlass", ("flashinfer", "cutlass_library", "deep_gemm")),
+    ("flashinfer", ("flashinfer",)),
+    ("deep_gemm", ("deep_gemm",)),
+    ("torch", ("torch",)),
+)
+
+
 # CCCL (libcu++ `cuda/std/...`, CUB, Thrust) as installed packages carry it: flashinfer-python's
 # copy (what its JIT puts first), pip's nvidia-cuda-cccl for CUDA 12 and for CUDA 13 (which keeps
 # it in `include/cccl`, spelled `<cccl/cuda/std/...>` by CUTLASS 4.2 too). CUTLASS 4 and CuTe
@@ -201,23 +214,40 @@ HEADER_PROVIDERS: tuple[tuple[str, str], ...] = (
     ("spdlog/", "flashinfer-python (bundles spdlog) or spdlog"),
 )
 _TOOLKIT_HEADER = re.compile(r"^(?:cu|nv|cuda|curand|cufft|cusparse|cusolver|cublas|nccl)\w*\.h$")
+# The CUDA libraries a toolkit install may lack (a runtime-only install, a container), by how
+# their headers' names start, with the pip package that installs each alone. The first match wins.
+TOOLKIT_LIBRARIES: tuple[tuple[str, str], ...] = (
+    ("cublas", "nvidia-cublas"),
+    ("cusparse", "nvidia-cusparse"),
+    ("curand", "nvidia-curand"),
+    ("cufft", "nvidia-cufft"),
+    ("cusolver", "nvidia-cusolver"),
+    ("nvrtc", "nvidia-cuda-nvrtc"),
+    ("nccl", "nvidia-nccl"),
+    ("nvshmem", "nvidia-nvshmem"),
+)
 
 
 def header_provider(name: str) -> str | None:
     """The package (or install) that provides the header `#include` names as `name`, if known."""
     found = next((provider for prefix, provider in HEADER_PROVIDERS if name.startswith(prefix)), None)
     if found is None and _TOOLKIT_HEADER.match(name):
-        return "a CUDA toolkit (system mode)"
+        library = next((package for prefix, package in TOOLKIT_LIBRARIES if name.startswith(prefix)), None)
+        return f"{library} or a CUDA toolkit that has it (system mode)" if library else "a CUDA toolkit (system mode)"
     return found
 
 
-def ancestor_include_root(path: Path, name: str) -> Path | None:
-    """The nearest folder from `path`'s own up to its project root under which the header
-    `name` exists: the include root a build passes with `-I` for code that names its headers
-    from a folder above it (`<attn/traits.h>` in `kernels/attn/`, built with `-I kernels`), or
-    from its own folder with angle brackets; or the `include/` folder beside one of those, the
-    layout JIT trees give their header library (`csrc/jit/store.cu` including
-    `<lib/tensor.h>` from `csrc/include/lib/`, built with `-I csrc/include`)."""
+def project_include_root(path: Path, name: str) -> Path | None:
+    """The include root a build passes with `-I` for the header `name` that `path` includes,
+    looked for in `path`'s project: the nearest folder from `path`'s own up to the project
+    root under which `name` exists (`<attn/traits.h>` in `kernels/attn/`, built with
+    `-I kernels`, or its own folder named with angle brackets), or the `include/` folder
+    beside one of those, the layout JIT trees give their header library (`csrc/jit/store.cu`
+    including `<lib/tensor.h>` from `csrc/include/lib/`, built with `-I csrc/include`); else
+    any folder of the project that holds `name` (a library the tree keeps elsewhere, which its
+    JIT adds to every build that needs it: `<cutlass_extensions/gemm_configs.h>` from
+    `csrc/nv_internal/tensorrt_llm/cutlass_extensions/include/`), the one sharing the longest
+    path with `path` where several do."""
     from .config import find_project_root, real_path
 
     start = real_path(path).parent
@@ -230,7 +260,75 @@ def ancestor_include_root(path: Path, name: str) -> Path | None:
                 return candidate
         if folder == root:
             break
-    return None
+    return _project_folder_holding(root, start, name)
+
+
+def _project_folder_holding(root: Path, start: Path, name: str) -> Path | None:
+    """The folder of `root`'s project under which `name` exists, nearest `start` (see
+    `project_include_root`); None for a name that climbs (`../x.h`) or that no folder holds."""
+    parts = Path(name).parts
+    if not parts or ".." in parts or Path(name).is_absolute():
+        return None
+    holders = [
+        Path(found).parents[len(parts) - 1]
+        for found in _project_headers(root).get(parts[-1], ())
+        if Path(found).parts[-len(parts) :] == parts
+    ]
+    return max(holders, key=lambda folder: (_shared_parts(folder, start), -len(folder.parts)), default=None)
+
+
+def _shared_parts(a: Path, b: Path) -> int:
+    """How many leading path parts `a` and `b` share."""
+    return len(os.path.commonpath([a, b]).split(os.sep)) if a.anchor == b.anchor else 0
+
+
+@functools.lru_cache(maxsize=4)
+def _project_headers(root: Path) -> dict[str, tuple[str, ...]]:
+    """Every file of `root`'s project by base name, in path order: read once per run and project."""
+    from .wrapper_search import project_files
+
+    found: dict[str, list[str]] = {}
+    for path in project_files(root):
+        found.setdefault(os.path.basename(path), []).append(path)
+    return {base: tuple(paths) for base, paths in found.items()}
+
+
+def forget_project_files() -> None:
+    """Walk the projects afresh on the next missing header (files may have come or gone)."""
+    _project_headers.cache_clear()
+    _python_named_headers.cache_clear()
+
+
+# a header's base name at the end of a Python string: `"attn_config.inc"`, `f"{out}/Enums.h"`
+_NAMED_HEADER = re.compile(rb"([\w.+-]+\.(?:h|hh|hpp|hxx|cuh|inc|inl|def))[\"']")
+
+
+def build_made_header(path: Path, name: str) -> Path | None:
+    """The Python file of `path`'s project that names the header `name` (its base name, in a
+    string), when no folder of the project holds it: a header the project's build makes
+    before it compiles (a JIT writing `gen_dir / "attn_config.inc"` from a template, or
+    downloading `include/Enums.h` with its kernels). None when no Python file names it."""
+    from .config import find_project_root
+
+    root, _ = find_project_root(path)
+    return _python_named_headers(root).get(Path(name).name)
+
+
+@functools.lru_cache(maxsize=4)
+def _python_named_headers(root: Path) -> dict[str, Path]:
+    """Each header base name the Python files of `root`'s project spell, with the first file."""
+    from .discover import PYTHON_SUFFIXES
+    from .wrapper_search import project_files
+
+    found: dict[str, Path] = {}
+    for python in project_files(root, PYTHON_SUFFIXES):
+        try:
+            data = Path(python).read_bytes()
+        except OSError:
+            continue
+        for match in _NAMED_HEADER.finditer(data):
+            found.setdefault(match.group(1).decode("utf-8", "replace"), Path(python))
+    return found
 
 
 def dependency_include_dirs() -> tuple[tuple[str, str], ...]:
@@ -244,6 +342,15 @@ def dependency_include_dirs() -> tuple[tuple[str, str], ...]:
     if mathdx_home and (Path(mathdx_home) / "include").is_dir():
         found.append(("MATHDX_HOME", str((Path(mathdx_home) / "include").resolve())))
     return _first_provider([*found, *_installed_folders(DEPENDENCY_FOLDERS)])
+
+
+def jit_dependency_dirs(names: Iterable[str]) -> list[str]:
+    """The installed header folders of the dependencies a build names (`JIT_DEPENDENCIES`),
+    in the order named; a name the table does not know gives nothing."""
+    known = dict(JIT_DEPENDENCIES)
+    installed = dependency_include_dirs()
+    found = [directory for name in names for module in known.get(name, ()) for m, directory in installed if m == module]
+    return list(dict.fromkeys(found))
 
 
 def cccl_include_dirs() -> tuple[tuple[str, str], ...]:

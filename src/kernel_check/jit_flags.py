@@ -4,8 +4,10 @@ A JIT kernel's C++ file often uses macros its wrapper defines (`load_jit(...,
 cuda_files=["rope.cuh"], extra_cuda_cflags=[f"-DJIT_HEAD_DIM={head_dim}"])`): parsed
 without them it fails. `wrapper_flags` reads the wrappers' source (`ast`, never imported
 or run) for calls of `load_jit` / `build_jit` (kernel-check's `runtime.py` and the JIT
-helpers shaped like it) and gives each C++ file such a call builds the `-D` and `-I`
-arguments of the call's `extra_cflags`, `extra_cuda_cflags` and `extra_include_paths`.
+helpers shaped like it) and gives each C++ file such a call builds the `-D`, `-I` and
+`-std=` arguments of the call's `extra_cflags`, `extra_cuda_cflags` and `extra_include_paths`, and
+the installed folders of the header-only dependencies its `extra_dependencies` names
+(`includes.JIT_DEPENDENCIES`).
 
 What is read: list or tuple literals, directly or through a module-level name bound to one
 (`CUDA_FILES = [...]`), of string literals or f-strings. A define whose value is computed at
@@ -31,11 +33,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .config import real_path
+from .includes import jit_dependency_dirs
 
 BUILDERS = ("load_jit", "build_jit")
 _FILE_KEYWORDS = ("cuda_files", "cpp_files")
 _FLAG_KEYWORDS = ("extra_cflags", "extra_cuda_cflags")
 _UNKNOWN = "\0"  # stands for a value computed at run time inside an f-string
+_STANDARD = re.compile(r"--?std=(?:c|gnu)\+\+\w+")  # the language standard a build compiles with
 # the headers `tvm_ffi.cpp.load_inline` includes before the source it is given
 INLINE_BUILD_HEADERS = (
     "tvm/ffi/container/tensor.h",
@@ -63,7 +67,7 @@ def inline_build_args(path: Path, data: bytes) -> tuple[str, ...]:
 
 
 def wrapper_flags(wrappers: Iterable[Path], sources: Mapping[Path, bytes] | None = None) -> dict[str, tuple[str, ...]]:
-    """For each C++ file a wrapper of `wrappers` builds: its `-D`/`-I` arguments."""
+    """For each C++ file a wrapper of `wrappers` builds: its `-D`/`-I`/`-std=` arguments."""
     found: dict[str, tuple[str, ...]] = {}
     for wrapper in sorted({real_path(Path(w)) for w in wrappers}):
         data = (sources or {}).get(wrapper)
@@ -155,6 +159,7 @@ def _built_files(
     explicit = wrapper.parent / root.value if isinstance(root, ast.Constant) and isinstance(root.value, str) else None
     flags = [flag for keyword in _FLAG_KEYWORDS for flag in _strings(_keyword(call, keyword), constants)]
     includes = [d for d in _strings(_keyword(call, "extra_include_paths"), constants) if _UNKNOWN not in d]
+    includes += jit_dependency_dirs(_strings(_keyword(call, "extra_dependencies"), constants))
     built = []
     for name in names:
         path = _resolve(name, wrapper, explicit, homes) if _UNKNOWN not in name else None
@@ -177,12 +182,15 @@ def _resolve(name: str, wrapper: Path, root: Path | None, homes: list[Path]) -> 
 
 
 def _arguments(flags: list[str], includes: list[str], wrapper: Path, source: Path) -> tuple[str, ...]:
-    """The `-D` and `-I` arguments of a build's flags (each spelled as one argument)."""
+    """The `-D`, `-I` and `-std=` arguments of a build's flags (`-I` spelled as two arguments,
+    a define as one, nvcc's `--std=` as clang's `-std=`)."""
     args: list[str] = []
     includes = list(includes)
     for flag in flags:
         if flag.startswith("-D") and len(flag) > 2:
             args.append(_define(flag[2:], source))
+        elif _STANDARD.fullmatch(flag):
+            args.append("-" + flag.lstrip("-"))
         elif flag.startswith("-I") and len(flag) > 2 and _UNKNOWN not in flag:
             includes.append(flag[2:])
     for directory in includes:

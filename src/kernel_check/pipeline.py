@@ -28,7 +28,7 @@ from .config import Config
 from .discover import is_python
 from .filter import PARSE_ERROR, FilterOutcome, Selection, filter_file_findings, typed_findings
 from .finding import Finding, Location, Severity
-from .includes import header_provider
+from .includes import build_made_header, header_provider
 from .model import Span
 from .registry import Language, Need, RegisteredRule, RuleContext, needs_of, rules_for
 from .results import FileResult, FileStatus, status_of
@@ -406,13 +406,12 @@ def _clang_error_finding(path: str, errors: list) -> Finding:
     if missing is not None:  # a dependency nobody provided: say which, and which setting provides it
         line, column = (missing.line, missing.column) if missing.in_main_file else (1, 1)
         where = "" if missing.in_main_file else f" (included from {Path(missing.path).name}:{missing.line})"
-        provider = header_provider(missing.missing_header)
-        provided = f"; it comes with {provider}: install it, or" if provider else ";"
         return parse_error(
             path,
             line,
             column,
-            f"clang could not parse this file: header '{missing.missing_header}' not found{where}{provided} "
+            f"clang could not parse this file: header '{missing.missing_header}' not found{where}"
+            f"{_missing_header_hint(Path(path), missing.missing_header)} "
             "add the directory that holds it to `include-dirs` (or pass -I DIR)",
             detail="\n".join(quoted),
         )
@@ -426,6 +425,18 @@ def _clang_error_finding(path: str, errors: list) -> Finding:
         f"clang could not parse this file: {first_main.message}{more}{hint}",
         detail="\n".join(quoted),
     )
+
+
+def _missing_header_hint(path: Path, header: str) -> str:
+    """Where a header nobody provided comes from: the package that installs it, or the
+    project's build that makes it (a Python file of the project names it)."""
+    provider = header_provider(header)
+    if provider:
+        return f"; it comes with {provider}: install it, or"
+    made_by = build_made_header(path, header)
+    if made_by is not None:
+        return f"; the project's build makes it ({made_by.name} names it): check the file where it is made, or"
+    return ";"
 
 
 SELF_CONTAINED_HINT = "; each file is checked on its own, so it must include what it uses"

@@ -93,18 +93,25 @@ def project_wrappers(files: Iterable[Path], root: Path, index_path: Path | None 
 
 
 def python_files(root: Path) -> list[str]:
-    """The project's Python files (as strings: there are thousands), in a stable order:
-    `os.walk` of `root` without the folders no project keeps its own sources in
-    (`discover.SKIPPED_DIRS`, hidden ones, eggs, site-packages), through its first `MAX_DIRS`
-    folders. A root that is no project (`config.is_project_root`: the folder of a lone file,
-    a home folder, `/tmp`) is searched in itself alone: the trees below such a folder are not
-    its files' wrappers, and reading every Python file of them made a one-file check from
-    `/tmp` take minutes (16,559 files)."""
+    """The project's Python files (`project_files`)."""
+    return project_files(root, PYTHON_SUFFIXES)
+
+
+def project_files(root: Path, suffixes: tuple[str, ...] | None = None) -> list[str]:
+    """The project's files (as strings: there are thousands) whose names end in one of
+    `suffixes` (None: every file), in a stable order: `os.walk` of `root` without the folders
+    no project keeps its own sources in (`discover.SKIPPED_DIRS`, hidden ones, eggs,
+    site-packages), through its first `MAX_DIRS` folders. A root that is no project
+    (`config.is_project_root`: the folder of a lone file, a home folder, `/tmp`) is searched
+    in itself alone: the trees below such a folder are not its files' project, and reading
+    every Python file of them made a one-file check from `/tmp` take minutes (16,559 files)."""
     found: list[str] = []
     folders = MAX_DIRS if is_project_root(root) else 1
     for count, (current, dirnames, filenames) in enumerate(os.walk(root), start=1):
         dirnames[:] = sorted(name for name in dirnames if _is_project_dir(name))
-        found += [os.path.join(current, name) for name in sorted(filenames) if name.endswith(PYTHON_SUFFIXES)]
+        found += [
+            os.path.join(current, name) for name in sorted(filenames) if suffixes is None or name.endswith(suffixes)
+        ]
         if count == folders:
             break
     return found

@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import functools
 import importlib.util
+import itertools
 import os
 import re
 import shutil
@@ -34,7 +35,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..includes import ancestor_include_root, cccl_include_dirs, dependency_include_dirs, sgl_include_dirs
+from ..includes import (
+    cccl_include_dirs,
+    dependency_include_dirs,
+    forget_project_files,
+    project_include_root,
+    sgl_include_dirs,
+)
 from .deep_stack import use_calling_thread
 from .device_pass import NEWEST_ARCH, ConditionalGroups, Range, arch_regions, pass_plan, subtract_ranges, takes_any
 from .includers import content_file
@@ -175,7 +182,7 @@ class ParseSettings:
     # alone (`includers.py`); per file, so left out of the run's fingerprint (`context_args`
     # is part of the file's result key instead)
     include_context: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # (C++ file, -D/-I arguments): what the wrapper that builds the file passes to its
+    # (C++ file, -D/-I/-std= arguments): what the wrapper that builds the file passes to its
     # `load_jit` call (`jit_flags.py`); per file, so left out of the run's fingerprint too
     wrapper_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -184,7 +191,7 @@ class ParseSettings:
         return _for_file(self.include_context, path)
 
     def wrapper_args(self, path: Path) -> tuple[str, ...]:
-        """The -D/-I arguments `path`'s wrapper builds it with (empty: none known)."""
+        """The -D/-I/-std= arguments `path`'s wrapper builds it with (empty: none known)."""
         return _for_file(self.wrapper_flags, path)
 
 
@@ -326,9 +333,31 @@ def tvm_ffi_include_dirs() -> tuple[str, ...]:
 
 def include_dirs_for(path: Path, settings: ParseSettings) -> list[str]:
     """Search path for one file: the sgl_kernel directories (`includes.py`), then tvm-ffi's,
-    then the installed header-only dependencies'."""
+    then those its wrapper builds it with (`load_jit(extra_include_paths=...,
+    extra_dependencies=...)`), then the installed header-only dependencies': a dependency the
+    build names is found where it says, before a copy another package installs."""
     found = [*(str(d) for d in sgl_include_dirs(path, settings.include_dirs)), *tvm_ffi_include_dirs()]
+    found += [d for d in _wrapper_include_dirs(settings.wrapper_args(path)) if d not in found]
     return [*found, *(d for d in settings.dependency_dirs if d not in found)]
+
+
+def _wrapper_include_dirs(args: tuple[str, ...]) -> list[str]:
+    """The folders of a wrapper's `-I DIR` arguments (`jit_flags.py` spells each as two)."""
+    return [value for flag, value in itertools.pairwise(args) if flag == "-I"]
+
+
+def _wrapper_defines(args: tuple[str, ...]) -> list[str]:
+    """A wrapper's arguments but its `-I DIR` pairs (`include_dirs_for` places those): `-D`,
+    `-std=` (after the run's: the last one counts), and the forced includes of a source
+    `load_inline` builds (`engine.py` adds `jit_flags.inline_build_args` to them)."""
+    kept: list[str] = []
+    pairs = iter(args)
+    for arg in pairs:
+        if arg == "-I":
+            next(pairs, None)  # its folder
+        else:
+            kept.append(arg)
+    return kept
 
 
 def _arch_defines(arch: str) -> list[str]:
@@ -347,6 +376,7 @@ def compile_args(path: Path, settings: ParseSettings, device: bool = False) -> l
 def forget_compile_args() -> None:
     """Look at the disk afresh (include directories found for a file may have changed)."""
     _compile_args.cache_clear()
+    forget_project_files()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -383,7 +413,7 @@ def _compile_args(path: Path, settings: ParseSettings, device: bool) -> tuple[st
         args += ["-idirafter", directory]
     args += _arch_defines(settings.arch)
     args += [f"-D{d}" for d in settings.defines]
-    args += settings.wrapper_args(path)
+    args += _wrapper_defines(settings.wrapper_args(path))
     args += list(settings.extra_args)
     return tuple(args)
 
@@ -565,9 +595,9 @@ def parse_file(
         if _badness(in_context) < _badness(unit):
             settings = replace(settings, extra_args=(*settings.extra_args, *context))
             unit, preamble, args = in_context, None, [*args, *context]
-    for _ in range(_MAX_INCLUDE_ROOTS):  # a header named from a folder above the file's: that folder, last
+    for _ in range(_MAX_INCLUDE_ROOTS):  # a header the project holds outside the search path: its folder, last
         missing = next((e.missing_header for e in unit.errors if e.missing_header), None)
-        root = ancestor_include_root(path, missing) if missing else None
+        root = project_include_root(path, missing) if missing else None
         if root is None:
             break
         rooted = parse_plain(str(path), source, [*args, "-idirafter", str(root)])  # plainly, as a context
@@ -627,7 +657,7 @@ def _in_cuda_setup(location: Any) -> bool:
     return bool(location.is_in_system_header) or Path(location.file.name).is_relative_to(PRELUDE_DIR)
 
 
-_MAX_INCLUDE_ROOTS = 3  # folders above a file tried as include roots, one per missing header
+_MAX_INCLUDE_ROOTS = 8  # project folders tried as include roots, one per missing header
 
 
 def _badness(unit: ParsedUnit) -> tuple[bool, int]:

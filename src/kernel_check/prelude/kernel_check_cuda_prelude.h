@@ -736,12 +736,10 @@ typedef __nv_bfloat162 nv_bfloat162;
   KC_HD bool operator>=(const T&, const T&);
 KC_HALF_OPS(__half)
 KC_HALF_OPS(__nv_bfloat16)
-KC_HD __half2 operator+(const __half2&, const __half2&);
-KC_HD __half2 operator*(const __half2&, const __half2&);
-KC_HD __half2 operator-(const __half2&, const __half2&);
-KC_HD __nv_bfloat162 operator+(const __nv_bfloat162&, const __nv_bfloat162&);
-KC_HD __nv_bfloat162 operator*(const __nv_bfloat162&, const __nv_bfloat162&);
-KC_HD __nv_bfloat162 operator-(const __nv_bfloat162&, const __nv_bfloat162&);
+// the pairs have the same operators (cuda_fp16.hpp, cuda_bf16.hpp; cuBLASDx's complex<__half>
+// accumulates with `xy += other.xy`)
+KC_HALF_OPS(__half2)
+KC_HALF_OPS(__nv_bfloat162)
 
 KC_HD __half __ushort_as_half(unsigned short);
 KC_HD unsigned short __half_as_ushort(__half);
