@@ -82,7 +82,6 @@ def test_matcher_chain_records_dims_dtypes_and_the_alignment_in_effect_per_verif
     assert chain.span.line == line_of(model, "TensorMatcher({n, 8})")
 
 
-
 BUILTIN_DTYPES = """
 inline void pick(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   using namespace host;
@@ -108,6 +107,7 @@ def test_built_in_dtypes_of_a_matcher_have_their_sizes_and_aliases_their_canonic
         ("bf16_t", "__nv_bfloat16", 2),
     ]
     assert [(d.text, d.size.value) for d in c.dtypes] == [("double", 8), ("fp16_t", 2)]
+
 
 def test_launch_binds_template_args_and_the_tensors_behind_each_argument(tmp_path: Path) -> None:
     model = model_of(tmp_path, LAUNCHER)
