@@ -1051,15 +1051,11 @@ def test_a_dependency_the_wrapper_names_is_searched_before_other_packages_copies
         '#include <cutlass/version.h>\nstatic_assert(CUTLASS_OF_MATHDX, "built with its own CUTLASS");\n'
     )
     monkeypatch.syspath_prepend(str(site))
-    project = tmp_path / "project"
-    (project / "csrc").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
-    solver = project / "csrc" / "solver.cuh"
-    solver.write_text("#include <blasdx.hpp>\n__global__ void solve(float* out) { out[0] = 1.0f; }\n")
-    wrapper = project / "solver.py"
-    wrapper.write_text(
-        "from pkg.jit import load_jit\n\n"
-        'def module():\n    return load_jit("solver", cuda_files=["solver.cuh"], extra_dependencies=["mathdx"])\n'
+    solver, wrapper = _wrapped_kernel(
+        tmp_path,
+        "solver",
+        "#include <blasdx.hpp>\n__global__ void solve(float* out) { out[0] = 1.0f; }\n",
+        'extra_dependencies=["mathdx"]',
     )
     cache = tmp_path / "cache"
     assert _kc000_by_file([solver, wrapper], cache) == {"solver.cuh": 0, "solver.py": 0}
@@ -1067,19 +1063,31 @@ def test_a_dependency_the_wrapper_names_is_searched_before_other_packages_copies
     assert _kc000_by_file([solver], tmp_path / "cache-alone") == {"solver.cuh": 1}
 
 
+def _wrapped_kernel(tmp_path: Path, name: str, source: str, load_jit_arguments: str) -> tuple[Path, Path]:
+    """A project's `csrc/NAME.cuh` holding `source`, and its wrapper `NAME.py`, whose
+    `load_jit` call builds it with `load_jit_arguments` besides its file."""
+    project = tmp_path / "project"
+    (project / "csrc").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
+    kernel = project / "csrc" / f"{name}.cuh"
+    kernel.write_text(source)
+    wrapper = project / f"{name}.py"
+    wrapper.write_text(
+        "from pkg.jit import load_jit\n\n"
+        f'def module():\n    return load_jit("{name}", cuda_files=["{name}.cuh"], {load_jit_arguments})\n'
+    )
+    return kernel, wrapper
+
+
 def test_the_standard_the_wrappers_load_jit_call_builds_with_applies_to_its_file(tmp_path: Path) -> None:
     """A kernel its wrapper builds as C++17 (`extra_cuda_cflags=["--std=c++17"]`) names a
     variable `concept`, a keyword from C++20 on: parsed as C++17, as its build compiles it;
     without the wrapper, as C++20, it fails."""
-    project = tmp_path / "project"
-    (project / "csrc").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[tool.kernel-check]\n")
-    legacy = project / "csrc" / "legacy.cuh"
-    legacy.write_text("__global__ void fill(int* out) {\n  int concept = 1;\n  out[0] = concept;\n}\n")
-    wrapper = project / "legacy.py"
-    wrapper.write_text(
-        "from pkg.jit import load_jit\n\n"
-        'def module():\n    return load_jit("legacy", cuda_files=["legacy.cuh"], extra_cuda_cflags=["--std=c++17"])\n'
+    legacy, wrapper = _wrapped_kernel(
+        tmp_path,
+        "legacy",
+        "__global__ void fill(int* out) {\n  int concept = 1;\n  out[0] = concept;\n}\n",
+        'extra_cuda_cflags=["--std=c++17"]',
     )
     assert wrapper_flags([wrapper]) == {str(legacy): ("-std=c++17",)}
     assert _kc000_by_file([legacy, wrapper], tmp_path / "cache") == {"legacy.cuh": 0, "legacy.py": 0}
