@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_check import wrapper_search
+from kernel_check import project_walk
 from kernel_check.wrapper_search import INDEX_NAME, named_sources, project_wrappers, python_files
 
 CALL = 'load_jit("k", cuda_files=["elem/k.cuh"], extra_cuda_cflags=["-DX=1"])\n'
@@ -34,7 +34,7 @@ def test_the_walk_stops_after_max_dirs_folders(tmp_path: Path, monkeypatch: pyte
     (tmp_path / "a" / "b").mkdir(parents=True)
     for folder in (tmp_path, tmp_path / "a", tmp_path / "a" / "b"):
         (folder / "w.py").write_text(CALL)
-    monkeypatch.setattr(wrapper_search, "MAX_DIRS", 2)
+    monkeypatch.setattr(project_walk, "MAX_DIRS", 2)
     assert python_files(tmp_path) == [str(tmp_path / "w.py"), str(tmp_path / "a" / "w.py")]
 
 

@@ -15,30 +15,9 @@ from pathlib import Path
 from .clang.parse import CPP_SUFFIXES
 from .config import Config
 from .globs import matches_any
+from .project_walk import PYTHON_SUFFIXES, SKIPPED_DIRS
 
-PYTHON_SUFFIXES = (".py",)
 SOURCE_SUFFIXES = CPP_SUFFIXES + PYTHON_SUFFIXES
-# Directories no source tree wants checked (virtualenvs, caches, build outputs, VCS).
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".venv",
-        "venv",
-        "node_modules",
-        "build",
-        "dist",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".kernel-check-cache",
-        ".eggs",
-    }
-)
 
 
 class DiscoveryError(Exception):

@@ -10,7 +10,7 @@ builds with flags, the project's Python files that may build it (`project_wrappe
 
 Finding those must cost next to nothing (pre-commit runs on every commit), so no Python
 file is parsed to find them: a walk of the project root (skipping virtual environments,
-build outputs, hidden folders; at most `MAX_DIRS` folders) and a text test, a file that
+build outputs, hidden folders; at most `project_walk.MAX_DIRS` folders) and a text test, a file that
 names a builder (`load_jit`, `build_jit`) and the C++ file's base name. Only the files that
 pass are read as wrappers (`jit_flags.wrapper_flags`, which reads builder calls alone: a
 file naming the kernel in a comment, or in a string outside a builder call, builds
@@ -31,13 +31,11 @@ from pathlib import Path
 from .cache import atomic_write, project_dir, read_bytes
 from .clang.parse import CPP_SUFFIXES
 from .config import find_project_root, is_project_root, real_path
-from .discover import PYTHON_SUFFIXES, SKIPPED_DIRS
 from .jit_flags import BUILDERS, wrapper_flags
+from .project_walk import PYTHON_SUFFIXES, project_files
 
 INDEX_NAME = "wrapper-index.json"
 INDEX_FORMAT = 1
-MAX_DIRS = 10_000  # folders walked at most (`python_files`)
-_NOT_PROJECT_DIRS = frozenset({"site-packages"})  # installed packages are not the project's wrappers
 _BUILDER_NAMES = tuple(name.encode() for name in BUILDERS)
 # a C++ file's base name as a Python source spells it: the last part of a path in a string
 _SUFFIXES = "|".join(re.escape(suffix[1:]) for suffix in sorted(CPP_SUFFIXES, key=len, reverse=True))
@@ -95,30 +93,6 @@ def project_wrappers(files: Iterable[Path], root: Path, index_path: Path | None 
 def python_files(root: Path) -> list[str]:
     """The project's Python files (`project_files`)."""
     return project_files(root, PYTHON_SUFFIXES)
-
-
-def project_files(root: Path, suffixes: tuple[str, ...] | None = None) -> list[str]:
-    """The project's files (as strings: there are thousands) whose names end in one of
-    `suffixes` (None: every file), in a stable order: `os.walk` of `root` without the folders
-    no project keeps its own sources in (`discover.SKIPPED_DIRS`, hidden ones, eggs,
-    site-packages), through its first `MAX_DIRS` folders. A root that is no project
-    (`config.is_project_root`: the folder of a lone file, a home folder, `/tmp`) is searched
-    in itself alone: the trees below such a folder are not its files' project, and reading
-    every Python file of them made a one-file check from `/tmp` take minutes (16,559 files)."""
-    found: list[str] = []
-    folders = MAX_DIRS if is_project_root(root) else 1
-    for count, (current, dirnames, filenames) in enumerate(os.walk(root), start=1):
-        dirnames[:] = sorted(name for name in dirnames if _is_project_dir(name))
-        found += [
-            os.path.join(current, name) for name in sorted(filenames) if suffixes is None or name.endswith(suffixes)
-        ]
-        if count == folders:
-            break
-    return found
-
-
-def _is_project_dir(name: str) -> bool:
-    return not (name in SKIPPED_DIRS or name in _NOT_PROJECT_DIRS or name.startswith(".") or name.endswith(".egg-info"))
 
 
 def named_sources(data: bytes) -> tuple[str, ...]:
