@@ -27,8 +27,6 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from .project_walk import PYTHON_SUFFIXES, project_files
-
 LIBRARY = "sgl_kernel"
 INCLUDE_FOLDER = "include"  # where a tree keeps the headers it builds with `-I`
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -287,6 +285,8 @@ def _shared_parts(a: Path, b: Path) -> int:
 @functools.lru_cache(maxsize=4)
 def _project_headers(root: Path) -> dict[str, tuple[str, ...]]:
     """Every file of `root`'s project by base name, in path order: read once per run and project."""
+    from .project_walk import project_files  # not at the top: a wrapper's import of the runtime loads this module
+
     found: dict[str, list[str]] = {}
     for path in project_files(root):
         found.setdefault(os.path.basename(path), []).append(path)
@@ -317,6 +317,8 @@ def build_made_header(path: Path, name: str) -> Path | None:
 @functools.lru_cache(maxsize=4)
 def _python_named_headers(root: Path) -> dict[str, Path]:
     """Each header base name the Python files of `root`'s project spell, with the first file."""
+    from .project_walk import PYTHON_SUFFIXES, project_files
+
     found: dict[str, Path] = {}
     for python in project_files(root, PYTHON_SUFFIXES):
         try:
