@@ -727,7 +727,7 @@ _BUILTIN_SIZES = {
     "double": 8,
 }
 _SIGNEDNESS = frozenset({"signed", "unsigned"})
-_BUILTIN_WORDS = frozenset({*_SIGNEDNESS, "bool", "char", "short", "int", "long", "float", "double"})
+_BUILTIN_WORDS = frozenset({*_SIGNEDNESS, *(word for name in _BUILTIN_SIZES for word in name.split())})
 
 
 def _builtin_size(argument: list[str]) -> int:

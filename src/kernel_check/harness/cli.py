@@ -755,10 +755,10 @@ def _confirm_specs(
     specs = _with_config_defines(found.specs, config)
     covered = {(Path(s.spec_path).parent / s.source).resolve() for s in specs}
     wanted = sorted({Path(f.path).resolve() for f in findings if f.witness is not None} - covered)
+    defines = tuple(config.get("defines"))
     for number, source in enumerate(wanted):
         target = scratch / f"draft{number}_{source.stem}_spec.py"
         try:
-            defines = tuple(config.get("defines"))
             target.write_text(draft_text(source, target, defines=defines, probe=True), encoding="utf-8")
         except DraftError as exc:
             print(f"kernel-check: {source}: no spec, and none could be drafted: {exc}", file=sys.stderr)
