@@ -259,4 +259,4 @@ def test_a_drafted_spec_keeps_the_instantiations_nvcc_builds(tmp_path: Path, mon
     )
     args = harness_cli._parser().parse_args(["confirm", str(cuh)])
     (spec,) = harness_cli._confirm_specs(args, [finding], harness_cli._config(args), tmp_path)
-    assert [i.template_args for i in spec.instantiations] == [(8,), (32,), (128,)]
+    assert [i.template_args for i in spec.instantiations] == [(8,), (32,), (64,), (128,), (512,)]

@@ -68,6 +68,9 @@ if TYPE_CHECKING:
 DEFAULT_FLOAT_TYPES = ("float16", "bfloat16", "float32")
 # Values tried for an integer template parameter that sizes a dimension.
 DEFAULT_FIXED_SIZES = (128, 4096)
+# With nvcc probing, more of them: head and rope dims are often pinned by a static_assert
+# to one of these (a rope dim of two per lane of a warp is 64; an MLA head dim is 512).
+PROBED_FIXED_SIZES = (64, 128, 256, 512, 4096)
 # Axes other than the tail axis: one, a small odd count, a few warps' worth.
 OTHER_AXIS = (1, 3, 32)
 # The tail axis: the tails and a multiple of every vector width.
@@ -81,8 +84,9 @@ MAX_INSTANTIATIONS = 12
 # time, until that many build): a cap applied before probing could keep only failing ones.
 MAX_PROBED_INSTANTIATIONS = 48
 # Tried for an integer template parameter nobody gives a value for, when the drafter probes
-# with nvcc (element bytes, a group size, a warp, a block): those that compile are kept.
-PROBED_VALUES = (1, 2, 8, 32, 128)
+# with nvcc (element bytes, a group size, a warp, a block, a rope and a head dim): those
+# that compile are kept.
+PROBED_VALUES = (1, 2, 8, 32, 64, 128, 512)
 # Python files read when looking for a wrapper that is not beside the kernel.
 WRAPPER_SEARCH_LIMIT = 5000
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -928,26 +932,35 @@ def _candidates(
         except (ValueError, SyntaxError):
             pass  # an expression of the wrapper's (``size * 2``): no value known
     if param.kind == "type":
-        if param.name not in type_params_used:
-            notes.append(f"{TODO}: type parameter {param.name} is no tensor's dtype; float32 assumed")
-            return ("float32",)
-        notes.append(f"{TODO}: type parameter {param.name}: {', '.join(DEFAULT_FLOAT_TYPES)} assumed")
-        return DEFAULT_FLOAT_TYPES
+        if param.name in type_params_used:
+            notes.append(f"{TODO}: type parameter {param.name}: {', '.join(DEFAULT_FLOAT_TYPES)} assumed")
+            return DEFAULT_FLOAT_TYPES
+        if probing:
+            notes.append(f"{TODO}: type parameter {param.name} is no tensor's dtype; {_probed(DEFAULT_FLOAT_TYPES)}")
+            return DEFAULT_FLOAT_TYPES
+        notes.append(f"{TODO}: type parameter {param.name} is no tensor's dtype; float32 assumed")
+        return ("float32",)
     if param.name == pdl_param or source == "pdl" or param.type_spelling == "bool":
         return (True, False) if param.name == pdl_param or source == "pdl" else (False, True)
+    if param.name in dim_params and probing:
+        notes.append(f"{TODO}: {param.name} sizes a dimension: {_probed(PROBED_FIXED_SIZES)}")
+        return PROBED_FIXED_SIZES
     if param.name in dim_params:
         notes.append(f"{TODO}: {param.name} sizes a dimension: {DEFAULT_FIXED_SIZES} assumed")
         return DEFAULT_FIXED_SIZES
     if probing:
-        notes.append(
-            f"{TODO}: template parameter {param.name}: no value known; those of {PROBED_VALUES} that compile kept"
-        )
+        notes.append(f"{TODO}: template parameter {param.name}: no value known; {_probed(PROBED_VALUES)}")
         return PROBED_VALUES
     if guessed is not None:
         guessed.add(param.name)
         return PROBED_VALUES
     notes.append(f"{TODO}: template parameter {param.name}: no candidate value known; 1 assumed")
     return (1,)
+
+
+def _probed(values: tuple) -> str:
+    """How a note names the values the compile probe tries (``keep_building`` keeps those that build)."""
+    return f"those of {values} that compile kept"
 
 
 def _pdl_param(model: SourceModel, launcher: Function) -> str:
@@ -988,15 +1001,26 @@ def _value_tuples(
     ]
     tuples = satisfying(list(itertools.product(*per_param)), params, checks, guessed, notes, tensors)
     if probing and len(tuples) > MAX_INSTANTIATIONS:
+        probed = _spread(tuples, MAX_PROBED_INSTANTIATIONS)
         notes.append(
-            f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} of the "
-            f"first {min(len(tuples), MAX_PROBED_INSTANTIATIONS)} that compile kept"
+            f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} that compile "
+            f"of {len(probed)} spread over them kept"
         )
-        return tuples[:MAX_PROBED_INSTANTIATIONS]
+        return probed
     if len(tuples) > MAX_INSTANTIATIONS:
         notes.append(f"{TODO}: {len(tuples)} combinations of template arguments; the first {MAX_INSTANTIATIONS} kept")
         tuples = tuples[:MAX_INSTANTIATIONS]
     return tuples
+
+
+def _spread(tuples: list[tuple], count: int) -> list[tuple]:
+    """``count`` of ``tuples`` evenly spaced, in order (all of them when they are fewer): a
+    prefix of a product varies only its last parameters, and where the first one's first
+    values all fail to compile (a divisor of 1, a type a static_assert rules out) a prefix
+    holds nothing that builds."""
+    if len(tuples) <= count:
+        return tuples
+    return [tuples[i * len(tuples) // count] for i in range(count)]
 
 
 def template_checks(model: SourceModel, launcher: Function) -> list[TemplateCheck]:
