@@ -728,6 +728,12 @@ _BUILTIN_SIZES = {
 }
 _SIGNEDNESS = frozenset({"signed", "unsigned"})
 _BUILTIN_WORDS = frozenset({*_SIGNEDNESS, *(word for name in _BUILTIN_SIZES for word in name.split())})
+# The canonical spellings of those types (`unsigned long`, `signed char`): what clang
+# writes for a scalar's type, whichever way the source spelled it.
+BUILTIN_SCALARS = frozenset(
+    {*_BUILTIN_SIZES, "signed char"}
+    | {f"unsigned {name}" for name in _BUILTIN_SIZES if name not in ("bool", "float", "double")}
+)
 
 
 def _builtin_size(argument: list[str]) -> int:

@@ -77,7 +77,7 @@ from ..model import (
     SymbolKind,
     Term,
 )
-from .consteval import Constants, VectorType, callee_name
+from .consteval import BUILTIN_SCALARS, Constants, VectorType, callee_name
 from .kernel_interface import checked_condition, is_runtime_check, is_tensor_type
 from .launches import launch_config, launch_dimensions
 from .program import DeclKind, DeclRef, Expr, ExprKind, Function, Stmt, StmtKind, TypeFacts, Var
@@ -142,11 +142,6 @@ _INDICES = (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.BLOCK_DIM, SymbolKin
 _DIM_LIMIT = 2**40  # a tensor dimension past this does not fit any GPU's memory
 _MAX_HELPERS = 3  # device helpers walked inside one another, at most
 _DEPENDENT = "<dependent type>"  # an access of `T smem[kN]` in a template
-# The element types of the `__shared__` scalars followed (structs and templates' `T` are not).
-_SCALARS = frozenset(
-    {"float", "double", "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int"}
-    | {"unsigned int", "long", "unsigned long", "long long", "unsigned long long"}
-)
 # Half-precision element types an array of which is followed: assigned whole (a copy) or
 # read, and any other use of an element (a member, an operator) a write not followed.
 _HALVES = frozenset({"__half", "__nv_bfloat16", "__half2", "__nv_bfloat162"})
@@ -1410,7 +1405,8 @@ class _Walk:
         if var.is_shared and var.declarator == "array":
             self.values[var.key] = self.shared_array(var, guards)
             return
-        if var.is_shared and var.declarator == "value" and var.element_type.canonical in _SCALARS:
+        # a `__shared__` scalar of a built-in type is followed (a struct's, a template's `T` not)
+        if var.is_shared and var.declarator == "value" and var.element_type.canonical in BUILTIN_SCALARS:
             self.shared_scalars[var.key] = _Pointer(
                 var.name, _ZERO, True, var.element_type.canonical, const(1), size=var.element_size or 0
             )
@@ -1444,7 +1440,7 @@ class _Walk:
         `T`; none for an array of other structs (their members and operators may write it
         unseen)."""
         element = var.scalar_type.canonical
-        known = element in _SCALARS or element in _HALVES or element.startswith("type-parameter")
+        known = element in BUILTIN_SCALARS or element in _HALVES or element.startswith("type-parameter")
         # clang lists the lengths innermost first, then nothing but a half type's default construction
         written = list(itertools.takewhile(lambda e: not e.is_construction, var.exprs))
         lengths = [self.value(e, guards) for e in reversed(written)]
