@@ -818,7 +818,9 @@ class _BodyFacts:
                 pending.extend(reversed(elements))
                 continue
             own_record = node if record_fields(node) else record
-            pending.extend((child, field_name, own_record) for child in reversed(node.children))
+            # `use ? ids.data_ptr() : nullptr` carries the branches' data, never the condition's
+            children = node.children[1:] if node.kind is ExprKind.CONDITIONAL else node.children
+            pending.extend((child, field_name, own_record) for child in reversed(children))
 
     def _data_pointer_of(self, call: Expr) -> Expr | None:
         """The object of `x.data_ptr()`, or the argument of a helper that hands it out."""
@@ -849,7 +851,9 @@ class _BodyFacts:
             # a helper's parameter: the tensor (or params struct) a caller hands it
             if decl.type.is_pointer:
                 yield _TensorSource(field_name, f"#{self.params[decl.key]}", node.span)
-            elif referred_record_fields(decl):
+            elif referred_record_fields(decl) and not is_tensor_type(decl.type):
+                # a `TensorView` has fields too, but its data leaves through `data_ptr()` alone
+                # (`ids.numel() > 0` hands on no data)
                 yield _TensorSource("*", f"#{self.params[decl.key]}", node.span)
             return
         for source in self.state.tensor_sources.get(decl.key if decl is not None else 0, []):
