@@ -37,7 +37,7 @@ from .solver import Answer, Budget, Outcome
 
 # what a witness chooses: the launcher's inputs (its sizes, scalars, the bytes of its `T` and
 # what its launching lambda's calls pass)
-_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE, SymbolKind.PASSED)
+_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE, SymbolKind.PASSED, SymbolKind.TEMPLATE)
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
 _DTYPE_BYTES = (1, 2, 4, 8)  # the element sizes of the dtypes a matcher accepts
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
@@ -222,10 +222,67 @@ def bindings(
     free = (*_FREE, SymbolKind.UNIFORM) if for_proof else _FREE
     for index in model.launch_indices_of(kernel.usr):
         launched = tuple(k for k in model.launches[index].kernels if k.usr == kernel.usr)
-        own = model.contract_of(index)
-        yield _bind(own, kernel, launched, needed, free) if own is not None else None
-        for contract in model.callers_contracts(index) if callers else ():
-            yield _bind(contract, kernel, launched, needed, free)
+        for contract in (model.contract_of(index), *(model.callers_contracts(index) if callers else ())):
+            limits = template_limits(model, contract) if contract is not None else None
+            yield _bind(contract, kernel, launched, needed, free, limits) if contract and limits is not None else None
+
+
+def template_limits(model: SemanticModel, contract: LaunchContract) -> list[Term] | None:
+    """What the code states of the launcher's own compile-time parameters a contract names
+    (`SymbolKind.TEMPLATE`), as terms over the contract's names: each `static_assert` over
+    them -- the launcher's, its class template's, and each launched kernel's with the launch's
+    template arguments put in (`static_assert(kThreads % 32 == 0)` of `k<kThreads>`) --, a
+    size of at least 1 (a flag 0 or 1), and a block of 1 to 1024 threads. None where a
+    `static_assert` over them is one the terms cannot state (a bit operation, a helper's
+    fold): the values it allows are not known, and no witness may pick one it rules out."""
+    parameters = {s.name: s for s in contract.symbols if s.kind is SymbolKind.TEMPLATE}
+    if not parameters:
+        return []
+    launch = model.launches[contract.launch]
+    launcher = model.function(launch.launcher_usr) if not contract.caller else None
+    owners = (launcher.usr, launcher.owner_usr) if launcher is not None else ()
+    conditions = [c.condition for usr in owners if usr for c in model.facts_of(usr).template_checks]
+    for kernel in launch.kernels:
+        given = dict(zip(kernel.template_params, kernel.template_args))
+        conditions += [c.condition.substitute(given) for c in model.facts_of(kernel.usr).template_checks]
+
+    def leaf(value: ConstExpr) -> Term | None:
+        if value.op == "sizeof":
+            return element_type_size(value.name)
+        return Term("sym", name=_HOST + value.name) if value.name in parameters else None
+
+    limits: list[Term] = []
+    for condition in conditions:
+        if not condition.free_names() & parameters.keys():
+            continue
+        stated = const_term(condition, leaf)
+        if stated is None:
+            return None
+        limits.append(stated)
+    if launcher is not None and (choices := _instantiated(model.instantiated_values(launcher), parameters)):
+        limits.append(choices)
+    for name, symbol in parameters.items():
+        limits.append(Term("<=", (Term("const", value=min(1, symbol.high)), Term("sym", name=_HOST + name))))
+    threads = [solver.renamed(axis, _host_names(contract)) for axis in contract.block if axis is not None]
+    if any(set(symbol_names(axis)) & {_HOST + n for n in parameters} for axis in threads):
+        limits += [c for axis in threads for c in solver.within(axis, 1, solver.MAX_THREADS_PER_BLOCK)]
+    return limits
+
+
+def _instantiated(places: list[dict[str, int]], parameters: Mapping[str, Symbol]) -> Term | None:
+    """The launcher's compile-time parameters are those of one of the places that build it
+    (`SemanticModel.instantiated_values`); None where no place fixes one of them."""
+    choices = []
+    for values in places:
+        fixed = [_equal_to(_HOST + name, value) for name, value in values.items() if name in parameters]
+        if not fixed:
+            return None  # a place that fixes none of them: any value
+        choices.append(fixed[0] if len(fixed) == 1 else Term("and", tuple(fixed)))
+    return (choices[0] if len(choices) == 1 else Term("or", tuple(choices))) if choices else None
+
+
+def _equal_to(name: str, value: int) -> Term:
+    return Term("==", (Term("sym", name=name), Term("const", value=value)))
 
 
 def _bind(
@@ -234,10 +291,13 @@ def _bind(
     launched: tuple[LaunchedKernel, ...],
     symbols: list[Symbol],
     free: tuple[SymbolKind, ...] = _FREE,
+    limits: list[Term] | None = None,
 ) -> Binding | None:
     host = _host_names(contract)
     helper_values = {name: solver.renamed(value, host) for name, value in contract.template_values}
-    constraints = [solver.renamed(g, host) for g in contract.guards]
+    # the launcher's own compile-time parameters its kernels' template arguments name (`k<kThreads>`)
+    helper_values |= {s.name: Term("sym", name=host[s.name]) for s in contract.symbols if s.kind is SymbolKind.TEMPLATE}
+    constraints = [solver.renamed(g, host) for g in contract.guards] + list(limits or ())
     for symbol in contract.symbols:
         if symbol.kind in free:
             constraints += solver.within(Term("sym", name=host[symbol.name]), symbol.low, symbol.high)
