@@ -29,6 +29,7 @@ from .model import (
     Symbol,
     SymbolicAccess,
     SymbolKind,
+    TemplateCheck,
     Term,
     apply_const_op,
 )
@@ -239,12 +240,13 @@ def template_limits(model: SemanticModel, contract: LaunchContract) -> list[Term
     if not parameters:
         return []
     launch = model.launches[contract.launch]
-    launcher = model.function(launch.launcher_usr) if not contract.caller else None
+    launcher = _launcher(model, contract)
     owners = (launcher.usr, launcher.owner_usr) if launcher is not None else ()
-    conditions = [c.condition for usr in owners if usr for c in model.facts_of(usr).template_checks]
-    for kernel in launch.kernels:
+    conditions = [c.condition for usr in owners if usr for c in _static_asserts(model, usr)]
+    # (a caller's contract: its kernels' arguments name the helper's parameters, not the caller's)
+    for kernel in launch.kernels if not contract.caller else ():
         given = dict(zip(kernel.template_params, kernel.template_args))
-        conditions += [c.condition.substitute(given) for c in model.facts_of(kernel.usr).template_checks]
+        conditions += [c.condition.substitute(given) for c in _static_asserts(model, kernel.usr)]
 
     def leaf(value: ConstExpr) -> Term | None:
         if value.op == "sizeof":
@@ -267,6 +269,20 @@ def template_limits(model: SemanticModel, contract: LaunchContract) -> list[Term
     if any(set(symbol_names(axis)) & {_HOST + n for n in parameters} for axis in threads):
         limits += [c for axis in threads for c in solver.within(axis, 1, solver.MAX_THREADS_PER_BLOCK)]
     return limits
+
+
+def _static_asserts(model: SemanticModel, usr: str) -> list[TemplateCheck]:
+    """The `static_assert`s of a function or class template (its `RuntimeCheck`s over them are
+    the contract's guards where the walk follows them)."""
+    return [c for c in model.facts_of(usr).template_checks if c.kind == "static_assert"]
+
+
+def _launcher(model: SemanticModel, contract: LaunchContract) -> Function | None:
+    """The function whose contract it is: the launch's launcher, or the caller of the helper
+    that launches (`LaunchContract.caller`)."""
+    if not contract.caller:
+        return model.function(model.launches[contract.launch].launcher_usr)
+    return next((f for f in model.functions if f.qualified_name == contract.caller and f.body is not None), None)
 
 
 def _instantiated(places: list[dict[str, int]], parameters: Mapping[str, Symbol]) -> Term | None:
