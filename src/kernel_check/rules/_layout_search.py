@@ -315,7 +315,10 @@ def _shown(binding: Binding, layout: Layout, answer: solver.Answer) -> tuple[Sym
     """The inputs a witness names: the sizes the access and the layout name, and what the
     solver chose for the shapes, but the `sizeof(T)` a layout of `T` elements counts as 1."""
     counted = set(symbol_names(layout.element_bytes())) if layout.element_type else set()
-    chosen = tuple(s for s in binding.inputs if _left_to_solver(s) and s.name in answer.model)
+    # (a launcher's compile-time parameter the access does not depend on is not named: `kUsePDL`)
+    chosen = tuple(
+        s for s in binding.inputs if _left_to_solver(s) and s.kind is not SymbolKind.TEMPLATE and s.name in answer.model
+    )
     shown = dict.fromkeys((*binding.shown(*layout.dims, *layout.strides), *chosen))
     return tuple(s for s in shown if s.name not in counted)
 
