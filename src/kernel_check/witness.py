@@ -251,7 +251,9 @@ def template_limits(model: SemanticModel, contract: LaunchContract) -> list[Term
     def leaf(value: ConstExpr) -> Term | None:
         if value.op == "sizeof":
             return element_type_size(value.name)
-        return Term("sym", name=_HOST + value.name) if value.name in parameters else None
+        # a parameter the launch does not hand on (`kSkipQuant` of `!(kIsStatic && kSkipQuant)`):
+        # any value, one of its own
+        return Term("sym", name=_HOST + (value.name if value.name in parameters else f"template:{value.name}"))
 
     limits: list[Term] = []
     for condition in conditions:
@@ -263,8 +265,8 @@ def template_limits(model: SemanticModel, contract: LaunchContract) -> list[Term
         limits.append(stated)
     if launcher is not None and (choices := _instantiated(model.instantiated_values(launcher), parameters)):
         limits.append(choices)
-    for name, symbol in parameters.items():
-        limits.append(Term("<=", (Term("const", value=min(1, symbol.high)), Term("sym", name=_HOST + name))))
+    for name, symbol in parameters.items():  # a size at least 1, a flag 0 or 1
+        limits += solver.within(Term("sym", name=_HOST + name), 1 if symbol.high > 1 else symbol.low, symbol.high)
     threads = [solver.renamed(axis, _host_names(contract)) for axis in contract.block if axis is not None]
     if any(set(symbol_names(axis)) & {_HOST + n for n in parameters} for axis in threads):
         limits += [c for axis in threads for c in solver.within(axis, 1, solver.MAX_THREADS_PER_BLOCK)]

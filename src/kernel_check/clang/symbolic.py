@@ -289,8 +289,8 @@ def const_term(value: ConstExpr, leaf: Callable[[ConstExpr], Term | None]) -> Te
     if value.op in _COMPARISONS and len(terms) == 2:
         pair = (terms[1], terms[0]) if value.op in (">", ">=") else (terms[0], terms[1])
         return Term(_COMPARISONS[value.op], pair)
-    if value.op in _CONST_LOGIC and len(terms) == 2:
-        return Term(_CONST_LOGIC[value.op], (terms[0], terms[1]))
+    if value.op in _CONST_LOGIC and len(terms) == 2:  # (`kA && kB` of two flags: each `!= 0`)
+        return Term(_CONST_LOGIC[value.op], (_truth(terms[0]), _truth(terms[1])))
     if value.op == "not" and len(terms) == 1:
         return Term("not", (_truth(terms[0]),))
     if value.op == "neg" and len(terms) == 1:
