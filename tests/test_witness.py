@@ -219,8 +219,9 @@ def test_a_launchers_own_template_parameters_are_bound_by_what_the_code_states()
     for index, launch in enumerate(model.launches):
         contract = model.contract_of(index)
         if launch.kernels[0].name.startswith("tile_copy") and contract is not None:
-            found = witness.template_limits(model, contract)
-            limits[launch.kernels[0].name] = [render(t) for t in found or ()]
+            found, unstated = witness.template_limits(model, contract)
+            assert not unstated
+            limits[launch.kernels[0].name] = [render(t) for t in found]
     assert "(host:kThreads <= 256)" in limits["tile_copy_asserted_kernel"]
     assert "((host:kWarps * 32) <= 256)" in limits["tile_copy_checked_kernel"]
     assert "or((host:kThreads == 256), (host:kThreads == 128))" in limits["tile_copy_built_kernel"]

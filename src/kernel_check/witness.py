@@ -224,21 +224,25 @@ def bindings(
     for index in model.launch_indices_of(kernel.usr):
         launched = tuple(k for k in model.launches[index].kernels if k.usr == kernel.usr)
         for contract in (model.contract_of(index), *(model.callers_contracts(index) if callers else ())):
-            limits = template_limits(model, contract) if contract is not None else None
-            yield _bind(contract, kernel, launched, needed, free, limits) if contract and limits is not None else None
+            if contract is None:
+                yield None
+                continue
+            limits, unstated = template_limits(model, contract)
+            yield _bind(contract, kernel, launched, needed, free, limits, unstated)
 
 
-def template_limits(model: SemanticModel, contract: LaunchContract) -> list[Term] | None:
+def template_limits(model: SemanticModel, contract: LaunchContract) -> tuple[list[Term], frozenset[str]]:
     """What the code states of the launcher's own compile-time parameters a contract names
     (`SymbolKind.TEMPLATE`), as terms over the contract's names: each `static_assert` over
     them -- the launcher's, its class template's, and each launched kernel's with the launch's
     template arguments put in (`static_assert(kThreads % 32 == 0)` of `k<kThreads>`) --, a
-    size of at least 1 (a flag 0 or 1), and a block of 1 to 1024 threads. None where a
-    `static_assert` over them is one the terms cannot state (a bit operation, a helper's
-    fold): the values it allows are not known, and no witness may pick one it rules out."""
+    size of at least 1 (a flag 0 or 1), and a block of 1 to 1024 threads; and the parameters
+    (as the contract's names) a `static_assert` the terms cannot state names (a bit operation,
+    a helper's fold: `std::has_single_bit(kPageSize)`): the values it allows are not known, and
+    no witness may depend on one (`_bind`)."""
     parameters = {s.name: s for s in contract.symbols if s.kind is SymbolKind.TEMPLATE}
     if not parameters:
-        return []
+        return [], frozenset()
     launch = model.launches[contract.launch]
     launcher = _launcher(model, contract)
     owners = (launcher.usr, launcher.owner_usr) if launcher is not None else ()
@@ -256,13 +260,13 @@ def template_limits(model: SemanticModel, contract: LaunchContract) -> list[Term
         return Term("sym", name=_HOST + (value.name if value.name in parameters else f"template:{value.name}"))
 
     limits: list[Term] = []
+    unstated: set[str] = set()
     for condition in conditions:
-        if not condition.free_names() & parameters.keys():
-            continue
-        stated = const_term(condition, leaf)
-        if stated is None:
-            return None
-        limits.append(stated)
+        named = condition.free_names() & parameters.keys()
+        stated = const_term(condition, leaf) if named else None
+        if stated is not None:
+            limits.append(stated)
+        unstated.update(_HOST + name for name in named if stated is None)
     if launcher is not None and (choices := _instantiated(model.instantiated_values(launcher), parameters)):
         limits.append(choices)
     for name, symbol in parameters.items():  # a size at least 1, a flag 0 or 1
@@ -270,7 +274,7 @@ def template_limits(model: SemanticModel, contract: LaunchContract) -> list[Term
     threads = [solver.renamed(axis, _host_names(contract)) for axis in contract.block if axis is not None]
     if any(set(symbol_names(axis)) & {_HOST + n for n in parameters} for axis in threads):
         limits += [c for axis in threads for c in solver.within(axis, 1, solver.MAX_THREADS_PER_BLOCK)]
-    return limits
+    return limits, frozenset(unstated)
 
 
 def _static_asserts(model: SemanticModel, usr: str) -> list[TemplateCheck]:
@@ -299,6 +303,15 @@ def _instantiated(places: list[dict[str, int]], parameters: Mapping[str, Symbol]
     return (choices[0] if len(choices) == 1 else Term("or", tuple(choices))) if choices else None
 
 
+def _launch_names(contract: LaunchContract, host: Mapping[str, str]) -> set[str]:
+    """The launcher's symbols (renamed as `_bind` names them) its grid, block, arguments,
+    guards, fits and layouts name."""
+    terms = [*contract.grid, *contract.block, *contract.arguments, *contract.guards, *contract.fits]
+    terms += [t for _, _, t in contract.fields]
+    terms += [d for _, dims in (*contract.extents, *contract.strides) for d in dims]
+    return {host.get(n, n) for term in terms if term is not None for n in symbol_names(term)}
+
+
 def _equal_to(name: str, value: int) -> Term:
     return Term("==", (Term("sym", name=name), Term("const", value=value)))
 
@@ -310,8 +323,11 @@ def _bind(
     symbols: list[Symbol],
     free: tuple[SymbolKind, ...] = _FREE,
     limits: list[Term] | None = None,
+    unstated: frozenset[str] = frozenset(),
 ) -> Binding | None:
     host = _host_names(contract)
+    if unstated & _launch_names(contract, host):
+        return None  # the launch depends on a compile-time value whose limits are not known
     helper_values = {name: solver.renamed(value, host) for name, value in contract.template_values}
     # the launcher's own compile-time parameters its kernels' template arguments name (`k<kThreads>`)
     helper_values |= {s.name: Term("sym", name=host[s.name]) for s in contract.symbols if s.kind is SymbolKind.TEMPLATE}
@@ -351,6 +367,8 @@ def _bind(
         if (received := by_name.get(name)) is not None and received.kind is SymbolKind.SCALAR:
             # the value as the kernel receives it: a witness whose argument wraps would be wrong
             fits += solver.within(Term("sym", name=name), received.low, received.high)
+    if unstated & named:
+        return None  # the kernel's values depend on one
     inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
     fits += [solver.renamed(f, host) for f in contract.fits]
     fits += [_dtype_bytes(s) for s in inputs if s.kind is SymbolKind.ELEMENT_SIZE]
