@@ -613,7 +613,7 @@ class TemplateInstantiation:
     template's (`Gate<128>::run(...)`, `&Gate<128>::run`): what the code builds it with."""
 
     template: str  # USR of the function template, or of the class template
-    arguments: tuple[int | None, ...]  # each argument's integer value (a bool's 0 or 1); None: a type, or not known
+    arguments: tuple[int | None, ...]  # each argument's integer value (a bool's `true`: -1); None: a type, or not known
 
 
 @dataclass(frozen=True)

@@ -202,8 +202,9 @@ class SemanticModel:
         found: list[dict[str, int]] = []
         for usr, params in templates:
             for instantiation in self._instantiations_by_template.get(usr, []):
-                named = zip((p.name for p in params), instantiation.arguments)
-                values = {name: value for name, value in named if value is not None}
+                # (libclang gives a bool argument's `true` as -1: a flag is 0 or 1)
+                named = zip(params, instantiation.arguments)
+                values = {p.name: int(v != 0) if p.type_spelling == "bool" else v for p, v in named if v is not None}
                 if values not in found:
                     found.append(values)
         return found

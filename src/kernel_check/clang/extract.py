@@ -453,13 +453,12 @@ def _instantiations(function: ci.Cursor) -> list[TemplateInstantiation]:
 
 
 def _template_arguments(specialization: ci.Cursor) -> tuple[int | None, ...]:
-    """Each template argument of a specialization: an integer's value (a bool's 0 or 1), else None."""
-    values: list[int | None] = []
-    for index in range(specialization.get_num_template_arguments()):
-        if specialization.get_template_argument_kind(index) != ci.TemplateArgumentKind.INTEGRAL:
-            values.append(None)
-            continue
-        value = specialization.get_template_argument_value(index)
-        boolean = specialization.get_template_argument_type(index).kind == ci.TypeKind.BOOL
-        values.append(int(value != 0) if boolean else value)
-    return tuple(values)
+    """Each template argument of a specialization: an integer's value as libclang gives it (a
+    bool's `true` as -1), else None."""
+    integral = ci.TemplateArgumentKind.INTEGRAL
+    return tuple(
+        specialization.get_template_argument_value(index)
+        if specialization.get_template_argument_kind(index) == integral
+        else None
+        for index in range(specialization.get_num_template_arguments())
+    )
