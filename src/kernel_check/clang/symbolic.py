@@ -289,8 +289,8 @@ def const_term(value: ConstExpr, leaf: Callable[[ConstExpr], Term | None]) -> Te
     if value.op in _COMPARISONS and len(terms) == 2:
         pair = (terms[1], terms[0]) if value.op in (">", ">=") else (terms[0], terms[1])
         return Term(_COMPARISONS[value.op], pair)
-    if value.op in _CONST_LOGIC and len(terms) == 2:
-        return Term(_CONST_LOGIC[value.op], (terms[0], terms[1]))
+    if value.op in _CONST_LOGIC and len(terms) == 2:  # (`kA && kB` of two flags: each `!= 0`)
+        return Term(_CONST_LOGIC[value.op], (_truth(terms[0]), _truth(terms[1])))
     if value.op == "not" and len(terms) == 1:
         return Term("not", (_truth(terms[0]),))
     if value.op == "neg" and len(terms) == 1:
@@ -1806,6 +1806,9 @@ class _LauncherWalk(_Walk):
     launches: dict[tuple[int, int], int] = field(default_factory=dict)
     launch_argument_spans: dict[int, tuple[Span, ...]] = field(default_factory=dict)  # by index
     launch_tensors: dict[int, tuple[LaunchTensorArgument, ...]] = field(default_factory=dict)  # by index
+    # by index: the names its kernels' template arguments hold (`k<kThreads>`): the contract
+    # holds those that are the launcher's own parameters, though its walk may never meet them
+    launch_parameters: dict[int, frozenset[str]] = field(default_factory=dict)
     handoffs: tuple[DataHandOff, ...] = ()  # the file's data pointers handed to its functions
     caller: str = ""  # the launcher's qualified name
     # In a helper walked in place: the launcher's tensors its names stand for, by the names
@@ -1826,6 +1829,30 @@ class _LauncherWalk(_Walk):
 
     def dim(self, name: str) -> Term:
         return self.symbol(f"dim:{name}", SymbolKind.DIM, name, (1, _DIM_LIMIT))
+
+    def own_parameter(self, name: str) -> Term | None:
+        """A compile-time integer parameter of the launcher (of its function template or of the
+        class template it is a member of: `kThreads` of `Gate<kThreads>::run`) as a
+        `SymbolKind.TEMPLATE` symbol; None for any other name, and in a helper walked in place
+        (its parameters are what the call gives them, `template_bindings`)."""
+        if self.helpers:
+            return None
+        types = {**self.function.class_value_template_params, **self.function.value_template_params}
+        type_ = types.get(name)
+        return self.symbol(name, SymbolKind.TEMPLATE, name, type_.value_range) if type_ is not None else None
+
+    def reference(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        ref = expr.ref
+        own = None
+        if ref is not None and ref.kind is DeclKind.TEMPLATE_PARAMETER and expr.value is None:
+            own = self.own_parameter(ref.name)
+        return own if own is not None else super().reference(expr, guards)
+
+    def template_value(self, value: ConstExpr) -> Term | None:
+        """As a kernel's, the launcher's own compile-time parameters (`constexpr int kBlock =
+        kWarps * 32;` of a launcher over `kWarps`) `SymbolKind.TEMPLATE` symbols."""
+        own = self.own_parameter(value.name) if value.op == "param" else None
+        return own if own is not None else super().template_value(value)
 
     def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         if parameter := expr.sized_type_parameter:  # `kAlignment / sizeof(T)` in a launcher over `T`
@@ -2152,6 +2179,7 @@ class _LauncherWalk(_Walk):
         terms += [t for _, _, t in fields] + [d for _, dims in (*extents, *strides) for d in dims]
         template_values = tuple(self.template_bindings.items()) if self.helpers else ()
         terms += [t for _, t in template_values]
+        terms += [p for name in sorted(self.launch_parameters.get(index, ())) if (p := self.own_parameter(name))]
         named = sorted({n for term in terms for n in symbol_names(term)})
         # in a helper walked in place: the launcher's tensors its launch carries
         carried = tuple(
@@ -2307,6 +2335,10 @@ def launch_contracts(
     walk.launches = {(launch.span.start, launch.span.end): index for index, launch in launches.items()}
     walk.launch_argument_spans = {index: launch.argument_spans for index, launch in launches.items()}
     walk.launch_tensors = {index: launch.tensors for index, launch in launches.items()}
+    walk.launch_parameters = {
+        index: frozenset(name for kernel in launch.kernels for arg in kernel.template_args for name in arg.free_names())
+        for index, launch in launches.items()
+    }
     walk.handoffs = scope.handoffs
     walk.caller = name
     walk.chains = chains
