@@ -1831,12 +1831,15 @@ class _LauncherWalk(_Walk):
         return self.symbol(f"dim:{name}", SymbolKind.DIM, name, (1, _DIM_LIMIT))
 
     def own_parameter(self, name: str) -> Term | None:
+        """A compile-time integer parameter of the launcher (`launcher_parameter`); None in a
+        helper walked in place (its parameters are what the call gives them,
+        `template_bindings`)."""
+        return None if self.helpers else self.launcher_parameter(name)
+
+    def launcher_parameter(self, name: str) -> Term | None:
         """A compile-time integer parameter of the launcher (of its function template or of the
         class template it is a member of: `kThreads` of `Gate<kThreads>::run`) as a
-        `SymbolKind.TEMPLATE` symbol; None for any other name, and in a helper walked in place
-        (its parameters are what the call gives them, `template_bindings`)."""
-        if self.helpers:
-            return None
+        `SymbolKind.TEMPLATE` symbol, the one every use of the name is; None for any other name."""
         types = {**self.function.class_value_template_params, **self.function.value_template_params}
         type_ = types.get(name)
         return self.symbol(name, SymbolKind.TEMPLATE, name, type_.value_range) if type_ is not None else None
@@ -2235,8 +2238,8 @@ class _LauncherWalk(_Walk):
 
     def extents(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
         """Each verified tensor's dims: the launcher's `SymbolicSize`s by name, its
-        compile-time constants, and a size of its own for any other (`-1`: one size for
-        every tensor the chain verifies, bound by the first)."""
+        compile-time constants and parameters, and a size of its own for any other (`-1`: one
+        size for every tensor the chain verifies, bound by the first)."""
         for chain in self.chains:
             dims = tuple(self.sizes(chain, chain.dims, chain.dim_values, "size"))
             for tensor in chain.verified:
@@ -2251,7 +2254,10 @@ class _LauncherWalk(_Walk):
             if value.op == "int" and value.value >= 0:
                 yield const(value.value)
             elif text.isidentifier():
-                yield self.integers.get(text) or self.dim(text)
+                # (a dim the launcher's own parameter spells, `{R, kCopies}`: that parameter's
+                # one symbol, the value the launch's `k<kCopies>` takes too)
+                parameter = self.launcher_parameter(text) if value.op == "param" else None
+                yield self.integers.get(text) or parameter or self.dim(text)
             else:
                 yield self.dim(f"{first}.{query}({position})")
 
