@@ -2277,18 +2277,14 @@ class _LauncherWalk(_Walk):
             for tensor in chain.verified:
                 yield tensor.name, strides
 
-    def own_size(self, text: str, value: ConstExpr) -> bool:
-        """A matcher's dim or stride the launcher's own compile-time parameter spells (`kCopies`)."""
-        return value.op == "param" and text.isidentifier() and self.launcher_parameter(text) is not None
-
     def exact_tensors(self) -> Iterator[str]:
-        """The verified tensors whose dims and strides are constants, `SymbolicSize`s, `-1` or
-        the launcher's own compile-time parameters (`{N, kHeadDim}`: the TEMPLATE symbol, which
-        `witness.template_limits` holds to what the code states of it); `{static_cast<int64_t>(n)}`
-        is a size the walk does not tie to `n`."""
+        """The verified tensors whose dims and strides are constants, `SymbolicSize`s or `-1`
+        (`{static_cast<int64_t>(n)}` is a size the walk does not tie to `n`; `{N, kHeadDim}` of
+        a launcher's template parameter is a size its caller picks within limits its
+        `static_assert`s state, which the contract does not hold)."""
         for chain in self.chains:
             written = zip((*chain.dims, *chain.strides), (*chain.dim_values, *chain.stride_values))
-            if all(_exact_size(text, value) or self.own_size(text, value) for text, value in written):
+            if all(_exact_size(text, value) for text, value in written):
                 yield from (tensor.name for tensor in chain.verified)
 
     def element_sizes(self) -> Iterator[tuple[str, int]]:

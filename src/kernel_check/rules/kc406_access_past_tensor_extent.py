@@ -22,8 +22,7 @@ in `T`s, whatever `T` is; a vector type a template sizes, `AlignedVector<T, 16 /
 steps of its bytes), with the template values the launch hands on (`kernel<kThreads>` in a
 launcher over `kThreads`: one the file builds the launcher with, `Gate<128>::run(...)`, else any
 value the launcher's, its class's and the kernel's `static_assert`s allow, at least 1, a block
-of at most 1024 threads; the witness names it, and a matcher's dim it spells, `{N, kCols}`, is
-that one value) -- is compared with the tensor's span, the bytes
+of at most 1024 threads; the witness names it) -- is compared with the tensor's span, the bytes
 from its first element to the end of its last (1 + the sum of (dim - 1) * stride elements),
 under the guards on the access's path (`if`s, loop bounds, early returns) and the launcher's
 `RuntimeCheck`s. The search tries small concrete shapes (every size alike, then one apart from
