@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_one
+from kernel_check import witness
 from kernel_check.clang.extract import extract
 from kernel_check.clang.parse import parse_file, resolve_settings
 from kernel_check.clang.symbolic import render
@@ -202,3 +203,28 @@ def _messages_here(path: Path, budget: float) -> tuple[dict[tuple[int, str], str
     raw = _run_rules(model, path, path.name, options)
     spent = {k.name: model.solver_budget(k.usr, budget).spent for k in model.kernels}
     return {(f.location.line, f.code): f.message for f in raw.findings}, spent
+
+
+EXTENTS = FIXTURES / "cpp" / "kc406_access_past_tensor_extent.cuh"
+
+
+def test_a_launchers_own_template_parameters_are_bound_by_what_the_code_states() -> None:
+    """A launcher's compile-time parameter its kernel's template argument names (`k<kThreads>`)
+    is a TEMPLATE symbol of the contract, held to the places that build the launcher
+    (`TileCopyBuilt<128>::run`), its own `static_assert`s and the kernel's with the launch's
+    argument put in (`kWarps * 32 <= 256` of `k<kWarps>`), at least 1, and a block of at most
+    1024 threads."""
+    model = SemanticModel(_model(EXTENTS))
+    limits = {}
+    for index, launch in enumerate(model.launches):
+        contract = model.contract_of(index)
+        if launch.kernels[0].name.startswith("tile_copy") and contract is not None:
+            found, unstated = witness.template_limits(model, contract)
+            assert not unstated
+            limits[launch.kernels[0].name] = [render(t) for t in found]
+    assert "(host:kThreads <= 256)" in limits["tile_copy_asserted_kernel"]
+    assert "((host:kWarps * 32) <= 256)" in limits["tile_copy_checked_kernel"]
+    assert "or((host:kThreads == 256), (host:kThreads == 128))" in limits["tile_copy_built_kernel"]
+    assert "(1 <= host:kThreads)" in limits["tile_copy_kernel"]
+    assert "(wrap(host:kThreads, 0, 4294967295) <= 1024)" in limits["tile_copy_kernel"]
+    assert not any("256" in limit for limit in limits["tile_copy_kernel"])  # nothing bounds it but the block

@@ -608,6 +608,16 @@ class TemplateCheck:
 
 
 @dataclass(frozen=True)
+class TemplateInstantiation:
+    """A place the file names a specialization of a template with its arguments: a call or
+    reference of a function template's (`launch<4, true>(...)`) or of a member of a class
+    template's (`Gate<128>::run(...)`, `&Gate<128>::run`): what the code builds it with."""
+
+    template: str  # USR of the function template, or of the class template
+    arguments: tuple[int | None, ...]  # each argument's integer value (a bool's `true`: -1); None: a type, or not known
+
+
+@dataclass(frozen=True)
 class ParameterTest:
     """A host function's test of a parameter that is not a tensor: `x.has_value()` or
     `x.defined()` of an `Optional` (the function accepts it absent), or `s == "literal"` /
@@ -973,6 +983,10 @@ class SymbolKind(enum.Enum):
     # calls pass (`launch(k, numel / kVec)`), which the walk does not tie to them; a size a
     # proof covers every value of, which no witness sets against a tensor's extent
     PASSED = "passed"
+    # A launcher's own compile-time integer parameter (`kThreads` of `template <int kThreads>
+    # struct Gate`, of `LaunchKernel(blocks, kThreads)(k<kThreads>, ...)`): a value its
+    # instantiations pick, within what the code states of it (`witness.template_limits`)
+    TEMPLATE = "template"
 
 
 @dataclass(frozen=True)
@@ -1145,6 +1159,7 @@ class SourceModel:
     symbolic_products: list[SymbolicProduct] = field(default_factory=list)
     symbolic_barriers: list[SymbolicBarrier] = field(default_factory=list)
     launch_contracts: list[LaunchContract] = field(default_factory=list)
+    instantiations: list[TemplateInstantiation] = field(default_factory=list)
     narrowing_conversions: list[NarrowingConversion] = field(default_factory=list)
     header_library: HeaderLibrary = field(default_factory=HeaderLibrary)
 

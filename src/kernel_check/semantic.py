@@ -49,6 +49,7 @@ from .model import (
     PointerAccess,
     SourceModel,
     Struct,
+    TemplateInstantiation,
     TypeInfo,
     VectorAccess,
 )
@@ -185,6 +186,28 @@ class SemanticModel:
     def record(self, usr: str) -> Struct | None:
         """The struct or class `usr` names: its definition, else its last declaration."""
         return _definition_or_last(self._records_by_usr.get(usr, []), lambda s: s.is_definition)
+
+    @functools.cached_property
+    def _instantiations_by_template(self) -> dict[str, list[TemplateInstantiation]]:
+        return _index(self.source.instantiations, lambda instantiation: instantiation.template)
+
+    def instantiated_values(self, function: Function) -> list[dict[str, int]]:
+        """The values the file's code builds a function's compile-time integer parameters, and
+        those of the class template it is a member of, with (`Gate<128>::run(...)`,
+        `launch<4, true>(...)`: `TemplateInstantiation`), by name, one mapping per place (a
+        parameter a place does not fix is left out of its mapping); [] where it names none."""
+        owner = self.record(function.owner_usr) if function.owner_usr else None
+        templates = [(function.usr, function.template_params)]
+        templates += [(owner.usr, owner.template_params)] if owner is not None else []
+        found: list[dict[str, int]] = []
+        for usr, params in templates:
+            for instantiation in self._instantiations_by_template.get(usr, []):
+                # (libclang gives a bool argument's `true` as -1: a flag is 0 or 1)
+                named = zip(params, instantiation.arguments)
+                values = {p.name: int(v != 0) if p.type_spelling == "bool" else v for p, v in named if v is not None}
+                if values not in found:
+                    found.append(values)
+        return found
 
     @functools.cached_property
     def _defined_structs_by_name(self) -> dict[str, list[Struct]]:

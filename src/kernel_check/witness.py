@@ -29,6 +29,7 @@ from .model import (
     Symbol,
     SymbolicAccess,
     SymbolKind,
+    TemplateCheck,
     Term,
     apply_const_op,
 )
@@ -37,7 +38,7 @@ from .solver import Answer, Budget, Outcome
 
 # what a witness chooses: the launcher's inputs (its sizes, scalars, the bytes of its `T` and
 # what its launching lambda's calls pass)
-_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE, SymbolKind.PASSED)
+_FREE = (SymbolKind.DIM, SymbolKind.SCALAR, SymbolKind.ELEMENT_SIZE, SymbolKind.PASSED, SymbolKind.TEMPLATE)
 _DIMENSION_SYMBOLS = frozenset({"blockDim", "gridDim"})
 _DTYPE_BYTES = (1, 2, 4, 8)  # the element sizes of the dtypes a matcher accepts
 _HOST = "host:"  # a launcher symbol's prefix, apart from the kernel's own names
@@ -222,10 +223,97 @@ def bindings(
     free = (*_FREE, SymbolKind.UNIFORM) if for_proof else _FREE
     for index in model.launch_indices_of(kernel.usr):
         launched = tuple(k for k in model.launches[index].kernels if k.usr == kernel.usr)
-        own = model.contract_of(index)
-        yield _bind(own, kernel, launched, needed, free) if own is not None else None
-        for contract in model.callers_contracts(index) if callers else ():
-            yield _bind(contract, kernel, launched, needed, free)
+        for contract in (model.contract_of(index), *(model.callers_contracts(index) if callers else ())):
+            if contract is None:
+                yield None
+                continue
+            limits, unstated = template_limits(model, contract)
+            yield _bind(contract, kernel, launched, needed, free, limits, unstated)
+
+
+def template_limits(model: SemanticModel, contract: LaunchContract) -> tuple[list[Term], frozenset[str]]:
+    """What the code states of the launcher's own compile-time parameters a contract names
+    (`SymbolKind.TEMPLATE`), as terms over the contract's names: each `static_assert` over
+    them -- the launcher's, its class template's, and each launched kernel's with the launch's
+    template arguments put in (`static_assert(kThreads % 32 == 0)` of `k<kThreads>`) --, a
+    size of at least 1 (a flag 0 or 1), and a block of 1 to 1024 threads; and the parameters
+    (as the contract's names) a `static_assert` the terms cannot state names (a bit operation,
+    a helper's fold: `std::has_single_bit(kPageSize)`): the values it allows are not known, and
+    no witness may depend on one (`_bind`)."""
+    parameters = {s.name: s for s in contract.symbols if s.kind is SymbolKind.TEMPLATE}
+    if not parameters:
+        return [], frozenset()
+    launch = model.launches[contract.launch]
+    launcher = _launcher(model, contract)
+    owners = (launcher.usr, launcher.owner_usr) if launcher is not None else ()
+    conditions = [c.condition for usr in owners if usr for c in _static_asserts(model, usr)]
+    # (a caller's contract: its kernels' arguments name the helper's parameters, not the caller's)
+    for kernel in launch.kernels if not contract.caller else ():
+        given = dict(zip(kernel.template_params, kernel.template_args))
+        conditions += [c.condition.substitute(given) for c in _static_asserts(model, kernel.usr)]
+
+    def leaf(value: ConstExpr) -> Term | None:
+        if value.op == "sizeof":
+            return element_type_size(value.name)
+        # a parameter the launch does not hand on (`kSkipQuant` of `!(kIsStatic && kSkipQuant)`):
+        # any value, one of its own
+        return Term("sym", name=_HOST + (value.name if value.name in parameters else f"template:{value.name}"))
+
+    limits: list[Term] = []
+    unstated: set[str] = set()
+    for condition in conditions:
+        named = condition.free_names() & parameters.keys()
+        stated = const_term(condition, leaf) if named else None
+        if stated is not None:
+            limits.append(stated)
+        unstated.update(_HOST + name for name in named if stated is None)
+    if launcher is not None and (choices := _instantiated(model.instantiated_values(launcher), parameters)):
+        limits.append(choices)
+    for name, symbol in parameters.items():  # a size at least 1, a flag 0 or 1
+        limits += solver.within(Term("sym", name=_HOST + name), 1 if symbol.high > 1 else symbol.low, symbol.high)
+    threads = [solver.renamed(axis, _host_names(contract)) for axis in contract.block if axis is not None]
+    if any(set(symbol_names(axis)) & {_HOST + n for n in parameters} for axis in threads):
+        limits += [c for axis in threads for c in solver.within(axis, 1, solver.MAX_THREADS_PER_BLOCK)]
+    return limits, frozenset(unstated)
+
+
+def _static_asserts(model: SemanticModel, usr: str) -> list[TemplateCheck]:
+    """The `static_assert`s of a function or class template (its `RuntimeCheck`s over them are
+    the contract's guards where the walk follows them)."""
+    return [c for c in model.facts_of(usr).template_checks if c.kind == "static_assert"]
+
+
+def _launcher(model: SemanticModel, contract: LaunchContract) -> Function | None:
+    """The function whose contract it is: the launch's launcher, or the caller of the helper
+    that launches (`LaunchContract.caller`)."""
+    if not contract.caller:
+        return model.function(model.launches[contract.launch].launcher_usr)
+    return next((f for f in model.functions if f.qualified_name == contract.caller and f.body is not None), None)
+
+
+def _instantiated(places: list[dict[str, int]], parameters: Mapping[str, Symbol]) -> Term | None:
+    """The launcher's compile-time parameters are those of one of the places that build it
+    (`SemanticModel.instantiated_values`); None where no place fixes one of them."""
+    choices = []
+    for values in places:
+        fixed = [_equal_to(_HOST + name, value) for name, value in values.items() if name in parameters]
+        if not fixed:
+            return None  # a place that fixes none of them: any value
+        choices.append(fixed[0] if len(fixed) == 1 else Term("and", tuple(fixed)))
+    return (choices[0] if len(choices) == 1 else Term("or", tuple(choices))) if choices else None
+
+
+def _launch_names(contract: LaunchContract, host: Mapping[str, str]) -> set[str]:
+    """The launcher's symbols (renamed as `_bind` names them) its grid, block, arguments,
+    guards, fits and layouts name."""
+    terms = [*contract.grid, *contract.block, *contract.arguments, *contract.guards, *contract.fits]
+    terms += [t for _, _, t in contract.fields]
+    terms += [d for _, dims in (*contract.extents, *contract.strides) for d in dims]
+    return {host.get(n, n) for term in terms if term is not None for n in symbol_names(term)}
+
+
+def _equal_to(name: str, value: int) -> Term:
+    return Term("==", (Term("sym", name=name), Term("const", value=value)))
 
 
 def _bind(
@@ -234,10 +322,16 @@ def _bind(
     launched: tuple[LaunchedKernel, ...],
     symbols: list[Symbol],
     free: tuple[SymbolKind, ...] = _FREE,
+    limits: list[Term] | None = None,
+    unstated: frozenset[str] = frozenset(),
 ) -> Binding | None:
     host = _host_names(contract)
+    if unstated & _launch_names(contract, host):
+        return None  # the launch depends on a compile-time value whose limits are not known
     helper_values = {name: solver.renamed(value, host) for name, value in contract.template_values}
-    constraints = [solver.renamed(g, host) for g in contract.guards]
+    # the launcher's own compile-time parameters its kernels' template arguments name (`k<kThreads>`)
+    helper_values |= {s.name: Term("sym", name=host[s.name]) for s in contract.symbols if s.kind is SymbolKind.TEMPLATE}
+    constraints = [solver.renamed(g, host) for g in contract.guards] + list(limits or ())
     for symbol in contract.symbols:
         if symbol.kind in free:
             constraints += solver.within(Term("sym", name=host[symbol.name]), symbol.low, symbol.high)
@@ -273,6 +367,8 @@ def _bind(
         if (received := by_name.get(name)) is not None and received.kind is SymbolKind.SCALAR:
             # the value as the kernel receives it: a witness whose argument wraps would be wrong
             fits += solver.within(Term("sym", name=name), received.low, received.high)
+    if unstated & named:
+        return None  # the kernel's values depend on one
     inputs = tuple(Symbol(host[s.name], s.kind, s.text, s.low, s.high) for s in contract.symbols if s.kind in _FREE)
     fits += [solver.renamed(f, host) for f in contract.fits]
     fits += [_dtype_bytes(s) for s in inputs if s.kind is SymbolKind.ELEMENT_SIZE]

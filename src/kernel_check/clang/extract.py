@@ -33,6 +33,7 @@ from ..model import (
     Span,
     Struct,
     TemplateCheck,
+    TemplateInstantiation,
     TemplateParam,
     line_starts,
 )
@@ -189,6 +190,7 @@ class _Extractor:
                 self.model.symbolic_products.extend(products)
                 self.model.symbolic_barriers.extend(barriers)
             if kind is FunctionKind.HOST and Need.CONTRACTS in self.needs:
+                self.model.instantiations.extend(_instantiations(cursor))
                 self._collect_contracts(function, typed)
             if kind is not FunctionKind.HOST and Need.NUMERICS in self.needs and not typed.is_implicit_instantiation:
                 self.numerics.add_function(typed)
@@ -434,3 +436,29 @@ def _owner_usr(cursor: ci.Cursor) -> str:
     """The USR of the record a member or nested record is declared in ("" outside records)."""
     parent = cursor.semantic_parent
     return parent.get_usr() if parent is not None and parent.kind in RECORD_KINDS else ""
+
+
+def _instantiations(function: ci.Cursor) -> list[TemplateInstantiation]:
+    """The specializations a host function's body names with their arguments known (`TemplateInstantiation`)."""
+    found = []
+    for cursor in walk(function):
+        referenced = cursor.referenced if cursor.kind == K.DECL_REF_EXPR else None
+        if referenced is None or referenced.kind not in FUNCTION_KINDS:
+            continue
+        for specialization in (referenced, referenced.semantic_parent):
+            template = specialization.specialized_template if specialization is not None else None
+            if template is not None and specialization.get_num_template_arguments() > 0:
+                found.append(TemplateInstantiation(template.get_usr(), _template_arguments(specialization)))
+    return found
+
+
+def _template_arguments(specialization: ci.Cursor) -> tuple[int | None, ...]:
+    """Each template argument of a specialization: an integer's value as libclang gives it (a
+    bool's `true` as -1), else None."""
+    integral = ci.TemplateArgumentKind.INTEGRAL
+    return tuple(
+        specialization.get_template_argument_value(index)
+        if specialization.get_template_argument_kind(index) == integral
+        else None
+        for index in range(specialization.get_num_template_arguments())
+    )

@@ -1009,6 +1009,16 @@ class Function:
         return {c.spelling: _type_facts(c.type) for c in children if c.kind == K.TEMPLATE_NON_TYPE_PARAMETER}
 
     @cached_property
+    def class_value_template_params(self) -> dict[str, TypeFacts]:
+        """The non-type parameters of the class template that declares it (`kThreads` of
+        `template <int kThreads> struct Gate { static void run(...); }`), by name."""
+        parent = self._cursor.semantic_parent
+        if parent is None or parent.kind != K.CLASS_TEMPLATE:
+            return {}
+        children = parent.get_children()
+        return {c.spelling: _type_facts(c.type) for c in children if c.kind == K.TEMPLATE_NON_TYPE_PARAMETER}
+
+    @cached_property
     def parent_name(self) -> str:
         """The name of the namespace or record that declares it (`pointer` for `pointer::offset`)."""
         parent = self._cursor.semantic_parent

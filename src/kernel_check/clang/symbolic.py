@@ -284,8 +284,8 @@ def const_term(value: ConstExpr, leaf: Callable[[ConstExpr], Term | None]) -> Te
     if value.op in _COMPARISONS and len(terms) == 2:
         pair = (terms[1], terms[0]) if value.op in (">", ">=") else (terms[0], terms[1])
         return Term(_COMPARISONS[value.op], pair)
-    if value.op in _CONST_LOGIC and len(terms) == 2:
-        return Term(_CONST_LOGIC[value.op], (terms[0], terms[1]))
+    if value.op in _CONST_LOGIC and len(terms) == 2:  # (`kA && kB` of two flags: each `!= 0`)
+        return Term(_CONST_LOGIC[value.op], (_truth(terms[0]), _truth(terms[1])))
     if value.op == "not" and len(terms) == 1:
         return Term("not", (_truth(terms[0]),))
     if value.op == "neg" and len(terms) == 1:
@@ -1802,6 +1802,9 @@ class _LauncherWalk(_Walk):
     launches: dict[tuple[int, int], int] = field(default_factory=dict)
     launch_argument_spans: dict[int, tuple[Span, ...]] = field(default_factory=dict)  # by index
     launch_tensors: dict[int, tuple[LaunchTensorArgument, ...]] = field(default_factory=dict)  # by index
+    # by index: the names its kernels' template arguments hold (`k<kThreads>`): the contract
+    # holds those that are the launcher's own parameters, though its walk may never meet them
+    launch_parameters: dict[int, frozenset[str]] = field(default_factory=dict)
     handoffs: tuple[DataHandOff, ...] = ()  # the file's data pointers handed to its functions
     caller: str = ""  # the launcher's qualified name
     # In a helper walked in place: the launcher's tensors its names stand for, by the names
@@ -1822,6 +1825,33 @@ class _LauncherWalk(_Walk):
 
     def dim(self, name: str) -> Term:
         return self.symbol(f"dim:{name}", SymbolKind.DIM, name, (1, _DIM_LIMIT))
+
+    def own_parameter(self, name: str) -> Term | None:
+        """A compile-time integer parameter of the launcher (`launcher_parameter`); None in a
+        helper walked in place (its parameters are what the call gives them,
+        `template_bindings`)."""
+        return None if self.helpers else self.launcher_parameter(name)
+
+    def launcher_parameter(self, name: str) -> Term | None:
+        """A compile-time integer parameter of the launcher (of its function template or of the
+        class template it is a member of: `kThreads` of `Gate<kThreads>::run`) as a
+        `SymbolKind.TEMPLATE` symbol, the one every use of the name is; None for any other name."""
+        types = {**self.function.class_value_template_params, **self.function.value_template_params}
+        type_ = types.get(name)
+        return self.symbol(name, SymbolKind.TEMPLATE, name, type_.value_range) if type_ is not None else None
+
+    def reference(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
+        ref = expr.ref
+        own = None
+        if ref is not None and ref.kind is DeclKind.TEMPLATE_PARAMETER and expr.value is None:
+            own = self.own_parameter(ref.name)
+        return own if own is not None else super().reference(expr, guards)
+
+    def template_value(self, value: ConstExpr) -> Term | None:
+        """As a kernel's, the launcher's own compile-time parameters (`constexpr int kBlock =
+        kWarps * 32;` of a launcher over `kWarps`) `SymbolKind.TEMPLATE` symbols."""
+        own = self.own_parameter(value.name) if value.op == "param" else None
+        return own if own is not None else super().template_value(value)
 
     def value(self, expr: Expr, guards: tuple[Term, ...]) -> _Value:
         if parameter := expr.sized_type_parameter:  # `kAlignment / sizeof(T)` in a launcher over `T`
@@ -2148,6 +2178,7 @@ class _LauncherWalk(_Walk):
         terms += [t for _, _, t in fields] + [d for _, dims in (*extents, *strides) for d in dims]
         template_values = tuple(self.template_bindings.items()) if self.helpers else ()
         terms += [t for _, t in template_values]
+        terms += [p for name in sorted(self.launch_parameters.get(index, ())) if (p := self.own_parameter(name))]
         named = sorted({n for term in terms for n in symbol_names(term)})
         # in a helper walked in place: the launcher's tensors its launch carries
         carried = tuple(
@@ -2203,8 +2234,8 @@ class _LauncherWalk(_Walk):
 
     def extents(self) -> Iterator[tuple[str, tuple[Term, ...]]]:
         """Each verified tensor's dims: the launcher's `SymbolicSize`s by name, its
-        compile-time constants, and a size of its own for any other (`-1`: one size for
-        every tensor the chain verifies, bound by the first)."""
+        compile-time constants and parameters, and a size of its own for any other (`-1`: one
+        size for every tensor the chain verifies, bound by the first)."""
         for chain in self.chains:
             dims = tuple(self.sizes(chain, chain.dims, chain.dim_values, "size"))
             for tensor in chain.verified:
@@ -2219,7 +2250,10 @@ class _LauncherWalk(_Walk):
             if value.op == "int" and value.value >= 0:
                 yield const(value.value)
             elif text.isidentifier():
-                yield self.integers.get(text) or self.dim(text)
+                # (a dim the launcher's own parameter spells, `{R, kCopies}`: that parameter's
+                # one symbol, the value the launch's `k<kCopies>` takes too)
+                parameter = self.launcher_parameter(text) if value.op == "param" else None
+                yield self.integers.get(text) or parameter or self.dim(text)
             else:
                 yield self.dim(f"{first}.{query}({position})")
 
@@ -2303,6 +2337,10 @@ def launch_contracts(
     walk.launches = {(launch.span.start, launch.span.end): index for index, launch in launches.items()}
     walk.launch_argument_spans = {index: launch.argument_spans for index, launch in launches.items()}
     walk.launch_tensors = {index: launch.tensors for index, launch in launches.items()}
+    walk.launch_parameters = {
+        index: frozenset(name for kernel in launch.kernels for arg in kernel.template_args for name in arg.free_names())
+        for index, launch in launches.items()
+    }
     walk.handoffs = scope.handoffs
     walk.caller = name
     walk.chains = chains

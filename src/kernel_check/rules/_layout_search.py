@@ -308,15 +308,19 @@ def _left_to_solver(symbol: Symbol) -> bool:
     """A launcher input the shapes leave to the solver, and a witness names its value: a flag
     of at most two values (`bool stride_checked`: a shape's value of 1 would switch on every
     check it guards and skip every launch it turns off), or the bytes of the launcher's `T`
-    (a dtype's, 1 to 8: a shape's 16 or 64 is no type's)."""
-    return symbol.high <= 1 or symbol.kind is SymbolKind.ELEMENT_SIZE
+    (a dtype's, 1 to 8: a shape's 16 or 64 is no type's), or the launcher's own compile-time
+    parameter (`kThreads`: what the code states of it picks it, not a shape's size)."""
+    return symbol.high <= 1 or symbol.kind in (SymbolKind.ELEMENT_SIZE, SymbolKind.TEMPLATE)
 
 
 def _shown(binding: Binding, layout: Layout, answer: solver.Answer) -> tuple[Symbol, ...]:
     """The inputs a witness names: the sizes the access and the layout name, and what the
     solver chose for the shapes, but the `sizeof(T)` a layout of `T` elements counts as 1."""
     counted = set(symbol_names(layout.element_bytes())) if layout.element_type else set()
-    chosen = tuple(s for s in binding.inputs if _left_to_solver(s) and s.name in answer.model)
+    # (a launcher's compile-time parameter the access does not depend on is not named: `kUsePDL`)
+    chosen = tuple(
+        s for s in binding.inputs if _left_to_solver(s) and s.kind is not SymbolKind.TEMPLATE and s.name in answer.model
+    )
     shown = dict.fromkeys((*binding.shown(*layout.dims, *layout.strides), *chosen))
     return tuple(s for s in shown if s.name not in counted)
 

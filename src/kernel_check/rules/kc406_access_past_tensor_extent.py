@@ -12,23 +12,24 @@ the grid, block and every scalar argument the offset or its guards name are term
 launcher's sizes (`x.size(i)`, `x.stride(i)`, `x.shape()[i]`, `S.unwrap()`, `S.set_value(v)`, the SM
 count). A field of a params struct the launcher filled, handed to the kernel on its own
 (`(kernel, params.slots, params.count)`), carries that field's tensor alone.
-The access's offset in bytes -- followed through casts, `pointer::offset` (bytes), vector
-loads (`vec.load(p, i)`: `i` whole vectors), device helpers in sight that the kernel hands the
-pointer (`load_as<float4>(x, i)`, `pair_sum(x + i)`: the helper's accesses at the caller's
-offset, its type parameters the call's types), and through a template kernel's `const T* x` in
-steps of `sizeof(T)`, which the launch's instantiation gives (`kernel<float>`: 4 bytes; a
-launcher over `T` that launches `kernel<T>` and verifies the tensor `with_dtype<T>()` makes both
-sides count in `T`s, whatever `T` is; a vector type a template sizes, `AlignedVector<T, 16 /
-sizeof(T)>`, in steps of its bytes), with the template values the launch hands on
-(`kernel<kThreads>` in a launcher over `kThreads`: whatever its caller picks, the witness names
-it) -- is compared with the tensor's span, the bytes
+The access's offset in bytes -- followed through casts, `pointer::offset` (bytes), vector loads
+(`vec.load(p, i)`: `i` whole vectors), device helpers in sight that the kernel hands the pointer
+(`load_as<float4>(x, i)`, `pair_sum(x + i)`: the helper's accesses at the caller's offset, its
+type parameters the call's types), and through a template kernel's `const T* x` in steps of
+`sizeof(T)`, which the launch's instantiation gives (`kernel<float>`: 4 bytes; a launcher over
+`T` that launches `kernel<T>` and verifies the tensor `with_dtype<T>()` makes both sides count
+in `T`s, whatever `T` is; a vector type a template sizes, `AlignedVector<T, 16 / sizeof(T)>`, in
+steps of its bytes), with the template values the launch hands on (`kernel<kThreads>` in a
+launcher over `kThreads`: one the file builds the launcher with, `Gate<128>::run(...)`, else any
+value the launcher's, its class's and the kernel's `static_assert`s allow, at least 1, a block
+of at most 1024 threads; the witness names it) -- is compared with the tensor's span, the bytes
 from its first element to the end of its last (1 + the sum of (dim - 1) * stride elements),
 under the guards on the access's path (`if`s, loop bounds, early returns) and the launcher's
-`RuntimeCheck`s. The search tries small concrete shapes (every size alike, then one apart
-from the rest), under which the offset is linear: a witness names the sizes, the thread and
-the block. A size the matcher leaves free of the kernel's scalar arguments (`{-1, -1}` for a
-tensor the kernel indexes by `ne_n * ne_k`) is a shape the launcher lets through: the finding
-says which check it lacks.
+`RuntimeCheck`s. The search tries small concrete shapes (every size alike, then one apart from
+the rest), under which the offset is linear: a witness names the sizes, the thread and the
+block. A size the matcher leaves free of the kernel's scalar arguments (`{-1, -1}` for a tensor
+the kernel indexes by `ne_n * ne_k`) is a shape the launcher lets through: the finding says
+which check it lacks.
 
 A launch in a helper of the file that the launcher calls (`launch_one(q, q_out, ...)`, the
 helper launching with `data_ptr(x)` of its `const TensorView& x`, or handed `q.data_ptr()` as a
@@ -47,7 +48,8 @@ or on a value the walk does not follow (a call's result, a local assigned after 
 declaration, a loop bound it does not follow), a guard that compares an integer read from
 memory with a thread, block or loop index (`if (t < lens[row])`: the data bounds the index,
 which the launcher does not state), an access of a kernel whose launch leaves a value it needs
-unknown (a template argument neither constant nor the launcher's own parameter, a grid from
+unknown (a template argument neither constant nor the launcher's own parameter, a launcher's
+parameter a `static_assert` bounds with an operation terms do not have, a grid from
 an unfollowed call, a `T` the launch instantiates with a type the tensor's matcher does not
 share, an integer a launching lambda's calls pass: `[&](auto kernel, int64_t n) {...}` called
 as `launch(k, numel / kVec)` under the caller's own tests, which the walk does not tie to
