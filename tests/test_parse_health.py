@@ -403,6 +403,30 @@ def test_device_code_calls_memcpy(tmp_path: Path, mode: str) -> None:
     assert errors_of(tmp_path, DEVICE_MEMCPY, resolve_settings(mode)) == []
 
 
+# A template argument list closed after a comma, as cuBLASDx's instruction lists (nvidia-mathdx)
+# are written: nvcc builds it, clang expects one more argument.
+TRAILING_TEMPLATE_COMMA = r"""
+template <class... Items> struct InstructionList {};
+template <int Sm> struct Instruction {};
+
+using Portable = InstructionList<Instruction<800>, Instruction<750>,
+                                 >;
+using Nested = InstructionList<InstructionList<Instruction<900>,>>;
+"""
+
+# The near miss: a call's argument list ending in a comma, which nvcc rejects too.
+TRAILING_CALL_COMMA = r"""
+inline int twice(int x) { return 2 * x; }
+inline int four() { return twice(2,); }
+"""
+
+
+@pytest.mark.parametrize("mode", ["hermetic", pytest.param("system", marks=needs_cuda)])
+def test_a_template_argument_list_ending_in_a_comma_parses_as_nvcc_builds_it(tmp_path: Path, mode: str) -> None:
+    assert errors_of(tmp_path, TRAILING_TEMPLATE_COMMA, resolve_settings(mode)) == []
+    assert errors_of(tmp_path, TRAILING_CALL_COMMA, resolve_settings(mode)) == ["kernel.cuh:3: expected expression"]
+
+
 # A kernel for a newer GPU than the configured one: its vector type allows 32 bytes only where
 # the JIT's arch macro says Blackwell (as a tree's `kMaxVecBytes` does), so at sm_90 the
 # `static_assert` fails and every use of the type after it.

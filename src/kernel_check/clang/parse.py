@@ -749,7 +749,7 @@ def unit_errors(tu: ci.TranslationUnit, main_path: str) -> list[ClangError]:
     """`tu`'s errors (one without a place is pinned to `main_path`)."""
     errors = []
     for diag in tu.diagnostics:
-        if diag.severity < cindex().Diagnostic.Error or _relaxed_constexpr_call(tu, diag):
+        if diag.severity < cindex().Diagnostic.Error or _relaxed_constexpr_call(tu, diag) or _trailing_comma(diag):
             continue
         loc = diag.location
         file_name = loc.file.name if loc.file else main_path
@@ -767,6 +767,24 @@ def unit_errors(tu: ci.TranslationUnit, main_path: str) -> list[ClangError]:
             )
         )
     return errors
+
+
+def _trailing_comma(diag: Any) -> bool:
+    """A template argument list ending in a comma (`List<A, B,>`).
+
+    nvcc's front end accepts it, and headers built only with nvcc rely on that (cuBLASDx's
+    instruction lists in nvidia-mathdx); clang expects one more argument at the `>`. The
+    error is not reported (clang drops the argument list it could not finish, as for any
+    error it recovers from)."""
+    location = diag.location
+    if diag.spelling != "expected expression" or location.file is None:
+        return False
+    try:
+        with open(location.file.name, "rb") as handle:
+            text = handle.read(location.offset + 1)
+    except OSError:
+        return False
+    return text[location.offset :] == b">" and text[: location.offset].rstrip().endswith(b",")
 
 
 _WRONG_SIDE_NOTE = "call to __device__ function from __host__ function"
