@@ -91,9 +91,9 @@ def test_the_drafter_keeps_the_template_values_that_compile(tmp_path):
     drafted = _kernel_check("spec", "new", str(cuh), cwd=tmp_path, cache=cache)
     assert drafted.returncode == 0, drafted.stderr
     spec = discover([tmp_path / "groups_spec.py"]).specs[0]
-    assert [i.template_args for i in spec.instantiations] == [(8,), (32,), (128,)]
+    assert [i.template_args for i in spec.instantiations] == [(8,), (32,), (64,), (128,), (512,)]
     text = (tmp_path / "groups_spec.py").read_text()
-    assert "2 of 5 candidate instantiations do not compile" in text and "kGroup must be a multiple of 8" in text
+    assert "2 of 7 candidate instantiations do not compile" in text and "kGroup must be a multiple of 8" in text
     assert not list(tmp_path.glob(".kernel-check-probe-*"))  # the probe's spec file is gone
 
 
