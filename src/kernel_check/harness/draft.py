@@ -931,31 +931,37 @@ def _candidates(
             return (ast.literal_eval(source),)
         except (ValueError, SyntaxError):
             pass  # an expression of the wrapper's (``size * 2``): no value known
+    name = param.name
     if param.kind == "type":
-        if param.name in type_params_used:
-            notes.append(f"{TODO}: type parameter {param.name}: {', '.join(DEFAULT_FLOAT_TYPES)} assumed")
-            return DEFAULT_FLOAT_TYPES
+        if name in type_params_used:
+            return _noted(
+                notes, f"type parameter {name}: {', '.join(DEFAULT_FLOAT_TYPES)} assumed", DEFAULT_FLOAT_TYPES
+            )
         if probing:
-            notes.append(f"{TODO}: type parameter {param.name} is no tensor's dtype; {_probed(DEFAULT_FLOAT_TYPES)}")
-            return DEFAULT_FLOAT_TYPES
-        notes.append(f"{TODO}: type parameter {param.name} is no tensor's dtype; float32 assumed")
-        return ("float32",)
-    if param.name == pdl_param or source == "pdl" or param.type_spelling == "bool":
-        return (True, False) if param.name == pdl_param or source == "pdl" else (False, True)
-    if param.name in dim_params and probing:
-        notes.append(f"{TODO}: {param.name} sizes a dimension: {_probed(PROBED_FIXED_SIZES)}")
-        return PROBED_FIXED_SIZES
-    if param.name in dim_params:
-        notes.append(f"{TODO}: {param.name} sizes a dimension: {DEFAULT_FIXED_SIZES} assumed")
-        return DEFAULT_FIXED_SIZES
+            return _noted(
+                notes,
+                f"type parameter {name} is no tensor's dtype; {_probed(DEFAULT_FLOAT_TYPES)}",
+                DEFAULT_FLOAT_TYPES,
+            )
+        return _noted(notes, f"type parameter {name} is no tensor's dtype; float32 assumed", ("float32",))
+    if name == pdl_param or source == "pdl" or param.type_spelling == "bool":
+        return (True, False) if name == pdl_param or source == "pdl" else (False, True)
+    if name in dim_params and probing:
+        return _noted(notes, f"{name} sizes a dimension: {_probed(PROBED_FIXED_SIZES)}", PROBED_FIXED_SIZES)
+    if name in dim_params:
+        return _noted(notes, f"{name} sizes a dimension: {DEFAULT_FIXED_SIZES} assumed", DEFAULT_FIXED_SIZES)
     if probing:
-        notes.append(f"{TODO}: template parameter {param.name}: no value known; {_probed(PROBED_VALUES)}")
-        return PROBED_VALUES
+        return _noted(notes, f"template parameter {name}: no value known; {_probed(PROBED_VALUES)}", PROBED_VALUES)
     if guessed is not None:
-        guessed.add(param.name)
+        guessed.add(name)
         return PROBED_VALUES
-    notes.append(f"{TODO}: template parameter {param.name}: no candidate value known; 1 assumed")
-    return (1,)
+    return _noted(notes, f"template parameter {name}: no candidate value known; 1 assumed", (1,))
+
+
+def _noted(notes: list[str], assumption: str, values: tuple) -> tuple:
+    """``values``, with the ``TODO`` note that says they are an assumption to check."""
+    notes.append(f"{TODO}: {assumption}")
+    return values
 
 
 def _probed(values: tuple) -> str:
