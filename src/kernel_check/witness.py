@@ -184,9 +184,7 @@ def first_iteration(access: SymbolicAccess) -> list[Term]:
     """The access at thread 0 of block 0 in the first iteration of its loops: what a witness
     tries first, so that its shape reads as the smallest case."""
     return [
-        Term("==", (Term("sym", name=s.name), Term("const", value=0)))
-        for s in access.symbols
-        if s.kind in (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
+        _equal_to(s.name, 0) for s in access.symbols if s.kind in (SymbolKind.THREAD, SymbolKind.BLOCK, SymbolKind.LOOP)
     ]
 
 
@@ -641,7 +639,7 @@ def _bounded(inputs: tuple[Symbol, ...], bound: int) -> list[Term]:
 
 
 def _equal(symbol: Symbol, model: Mapping[str, int]) -> Term:
-    return Term("==", (Term("sym", name=symbol.name), Term("const", value=model.get(symbol.name, 0))))
+    return _equal_to(symbol.name, model.get(symbol.name, 0))
 
 
 def where(symbols: Iterable[Symbol], answer: Answer) -> str:

@@ -943,6 +943,12 @@ class Stmt(_Spanned):
         return self.exprs[: len(asm_parts(self._cursor).outputs)]
 
 
+def _non_type_params(template: ci.Cursor) -> dict[str, TypeFacts]:
+    """A function or class template's non-type parameters (`int kDim`), by name, with their types."""
+    children = template.get_children()
+    return {c.spelling: _type_facts(c.type) for c in children if c.kind == K.TEMPLATE_NON_TYPE_PARAMETER}
+
+
 @dataclass(eq=False)
 class Function:
     """A function declaration: its name, kind and parameters, and its body's tree (None
@@ -1005,18 +1011,14 @@ class Function:
     @cached_property
     def value_template_params(self) -> dict[str, TypeFacts]:
         """The template's non-type parameters (`int kDim`), by name, with their types."""
-        children = self._cursor.get_children()
-        return {c.spelling: _type_facts(c.type) for c in children if c.kind == K.TEMPLATE_NON_TYPE_PARAMETER}
+        return _non_type_params(self._cursor)
 
     @cached_property
     def class_value_template_params(self) -> dict[str, TypeFacts]:
         """The non-type parameters of the class template that declares it (`kThreads` of
         `template <int kThreads> struct Gate { static void run(...); }`), by name."""
         parent = self._cursor.semantic_parent
-        if parent is None or parent.kind != K.CLASS_TEMPLATE:
-            return {}
-        children = parent.get_children()
-        return {c.spelling: _type_facts(c.type) for c in children if c.kind == K.TEMPLATE_NON_TYPE_PARAMETER}
+        return _non_type_params(parent) if parent is not None and parent.kind == K.CLASS_TEMPLATE else {}
 
     @cached_property
     def parent_name(self) -> str:
